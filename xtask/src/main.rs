@@ -1,0 +1,76 @@
+//! kraftd's developer commands, run as `cargo xtask <command>` (an alias in
+//! `.cargo/config.toml`). `ci` is the one command that checks everything; `.ci/run` calls it.
+
+mod codegen;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "kraftd developer commands")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Generate crates/protocol/src/generated from Kafka's JSON schemas.
+    Codegen {
+        /// Fail if the committed generated code differs from a fresh generation.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Everything CI checks: formatting, generated code, clippy, all tests.
+    Ci,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = repo_root()?;
+    match cli.command {
+        Cmd::Codegen { check } => codegen::run(&root, check),
+        Cmd::Ci => ci(&root),
+    }
+}
+
+fn repo_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    Ok(manifest
+        .parent()
+        .context("xtask has no parent directory")?
+        .to_path_buf())
+}
+
+/// Runs a command in the repository root, failing with its name if it fails.
+fn run(root: &Path, program: &str, args: &[&str]) -> Result<()> {
+    println!("==> {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("starting {program}"))?;
+    if !status.success() {
+        bail!("`{program} {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci(root: &Path) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(root, &cargo, &["fmt", "--all", "--check"])?;
+    if codegen::schema_dir(root).join("message").is_dir() {
+        codegen::run(root, true)?;
+    } else {
+        println!("==> codegen check skipped: no schemas (set KRAFTD_SCHEMAS)");
+    }
+    run(
+        root,
+        &cargo,
+        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+    )?;
+    run(root, &cargo, &["test", "--workspace"])?;
+    Ok(())
+}
