@@ -1,0 +1,160 @@
+//! What a listener advertises in ApiVersions, kept apart from what the codecs can parse.
+//!
+//! The codecs cover every version in Kafka's schemas; a node advertises only what its handlers
+//! really implement, per listener, and never a removed or unstable version. Handlers add their
+//! API to the table as they arrive. An ApiVersions request at a version newer than the node
+//! knows is answered at v0 with UNSUPPORTED_VERSION and the full list (KIP-511), so the
+//! client can retry at a version both sides speak.
+
+use crate::messages::api_versions_response::ApiVersion;
+use crate::messages::ApiVersionsResponse;
+use crate::{ApiKey, ErrorCode, VersionRange};
+use std::collections::BTreeMap;
+
+/// A version range that a table cannot advertise.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiVersionsTableError {
+    #[error("{} {}-{} is outside the codec's versions {}-{}", .api_key.name(), .range.min, .range.max, .valid.min, .valid.max)]
+    OutsideCodec {
+        api_key: ApiKey,
+        range: VersionRange,
+        valid: VersionRange,
+    },
+    #[error("{} v{} is unstable in Kafka's schema and must not be advertised", .api_key.name(), .version)]
+    Unstable { api_key: ApiKey, version: i16 },
+    #[error("{} range {}-{} is empty", .api_key.name(), .range.min, .range.max)]
+    Empty { api_key: ApiKey, range: VersionRange },
+}
+
+/// The APIs and versions one listener serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiVersionsTable {
+    apis: BTreeMap<ApiKey, VersionRange>,
+}
+
+impl Default for ApiVersionsTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ApiVersionsTable {
+    /// A table serving only ApiVersions itself (every listener answers it).
+    pub fn new() -> Self {
+        let mut apis = BTreeMap::new();
+        apis.insert(ApiKey::ApiVersions, stable_range(ApiKey::ApiVersions));
+        ApiVersionsTable { apis }
+    }
+
+    /// Advertises `api_key` at `range`, which must lie within the codec's stable versions.
+    pub fn add(&mut self, api_key: ApiKey, range: VersionRange) -> Result<(), ApiVersionsTableError> {
+        let valid = api_key.valid_versions();
+        if range.min > range.max {
+            return Err(ApiVersionsTableError::Empty { api_key, range });
+        }
+        if range.min < valid.min || range.max > valid.max {
+            return Err(ApiVersionsTableError::OutsideCodec {
+                api_key,
+                range,
+                valid,
+            });
+        }
+        if api_key.latest_version_unstable() && range.max == valid.max {
+            return Err(ApiVersionsTableError::Unstable {
+                api_key,
+                version: valid.max,
+            });
+        }
+        self.apis.insert(api_key, range);
+        Ok(())
+    }
+
+    /// The advertised range of `api_key`, if it is served here.
+    pub fn range(&self, api_key: ApiKey) -> Option<VersionRange> {
+        self.apis.get(&api_key).copied()
+    }
+
+    /// Whether a request of `api_key` at `version` may be handled here.
+    pub fn supports(&self, api_key: ApiKey, version: i16) -> bool {
+        self.range(api_key).is_some_and(|r| r.contains(version))
+    }
+
+    /// Every advertised API in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (ApiKey, VersionRange)> + '_ {
+        self.apis.iter().map(|(k, r)| (*k, *r))
+    }
+
+    /// The ApiVersions answer to a request at `request_version`, and the version to encode
+    /// it at: the same version when supported, else v0 with UNSUPPORTED_VERSION (KIP-511).
+    pub fn response(&self, request_version: i16) -> (i16, ApiVersionsResponse) {
+        let api_keys = self
+            .iter()
+            .map(|(k, r)| ApiVersion {
+                api_key: k.code(),
+                min_version: r.min,
+                max_version: r.max,
+                ..Default::default()
+            })
+            .collect();
+        let mut response = ApiVersionsResponse {
+            api_keys,
+            ..Default::default()
+        };
+        if self.supports(ApiKey::ApiVersions, request_version) {
+            (request_version, response)
+        } else {
+            response.error_code = ErrorCode::UnsupportedVersion.code();
+            (0, response)
+        }
+    }
+}
+
+/// The codec's versions of `api_key` less an unstable newest one.
+pub fn stable_range(api_key: ApiKey) -> VersionRange {
+    let mut r = api_key.valid_versions();
+    if api_key.latest_version_unstable() {
+        r.max -= 1;
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Message;
+
+    #[test]
+    fn unsupported_api_versions_gets_v0_with_error_35() {
+        let table = ApiVersionsTable::new();
+        let (v, resp) = table.response(9);
+        assert_eq!(v, 0);
+        assert_eq!(resp.error_code, 35);
+        assert_eq!(resp.api_keys.len(), 1);
+        assert_eq!(resp.api_keys[0].api_key, ApiKey::ApiVersions.code());
+        // The v0 body encodes.
+        assert!(resp.to_bytes(0).is_ok());
+        let (v, resp) = table.response(3);
+        assert_eq!((v, resp.error_code), (3, 0));
+    }
+
+    #[test]
+    fn table_refuses_versions_the_codec_lacks_or_that_are_unstable() {
+        let mut table = ApiVersionsTable::new();
+        let valid = ApiKey::Produce.valid_versions();
+        assert!(table
+            .add(ApiKey::Produce, VersionRange { min: valid.min, max: valid.max + 1 })
+            .is_err());
+        assert!(table.add(ApiKey::Produce, VersionRange { min: 3, max: 2 }).is_err());
+        let unstable = ApiKey::ALL
+            .iter()
+            .copied()
+            .find(|k| k.latest_version_unstable())
+            .expect("the schemas mark at least one API unstable");
+        assert!(matches!(
+            table.add(unstable, unstable.valid_versions()),
+            Err(ApiVersionsTableError::Unstable { .. })
+        ));
+        assert!(table.add(unstable, stable_range(unstable)).is_ok());
+        assert!(table.supports(unstable, stable_range(unstable).max));
+    }
+}
