@@ -3,6 +3,7 @@
 //! record batches.
 
 mod alloc_probe;
+mod captured;
 mod differential;
 mod malformed;
 mod record_batch;
