@@ -89,7 +89,10 @@ fn metadata_response(partitions: i32) -> MetadataResponse {
 fn assert_zero_copy(records: &Bytes) {
     let frame = produce_request(records.clone()).to_bytes(9).unwrap();
     let decoded = ProduceRequest::decode(&mut frame.clone(), 9).unwrap();
-    let got = decoded.topic_data[0].partition_data[0].records.as_ref().unwrap();
+    let got = decoded.topic_data[0].partition_data[0]
+        .records
+        .as_ref()
+        .unwrap();
     let inside = frame.as_ptr_range().contains(&got.as_ptr());
     assert!(inside, "decoded records were copied out of the frame");
 
@@ -97,7 +100,9 @@ fn assert_zero_copy(records: &Bytes) {
     fetch_response(records.clone()).encode(&mut e, 16).unwrap();
     let chunks = e.into_chunks();
     assert!(
-        chunks.iter().any(|c| c.as_ptr() == records.as_ptr() && c.len() == records.len()),
+        chunks
+            .iter()
+            .any(|c| c.as_ptr() == records.as_ptr() && c.len() == records.len()),
         "encoded records were copied into the response"
     );
 }
@@ -134,20 +139,28 @@ fn records_benches(c: &mut Criterion) {
 
 fn metadata_benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("MetadataResponse");
-    for partitions in [1000] {
+    for partitions in [100, 1000] {
         let response = metadata_response(partitions);
         let bytes = response.to_bytes(12).unwrap();
         group.throughput(Throughput::Bytes(bytes.len() as u64));
-        group.bench_with_input(BenchmarkId::new("encode-v12", partitions), &response, |b, r| {
-            b.iter(|| {
-                let mut e = Encoder::with_capacity(bytes.len());
-                r.encode(&mut e, 12).unwrap();
-                black_box(e.into_bytes())
-            })
-        });
-        group.bench_with_input(BenchmarkId::new("decode-v12", partitions), &bytes, |b, bytes| {
-            b.iter(|| black_box(MetadataResponse::decode(&mut bytes.clone(), 12).unwrap()))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("encode-v12", partitions),
+            &response,
+            |b, r| {
+                b.iter(|| {
+                    let mut e = Encoder::with_capacity(bytes.len());
+                    r.encode(&mut e, 12).unwrap();
+                    black_box(e.into_bytes())
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("decode-v12", partitions),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| black_box(MetadataResponse::decode(&mut bytes.clone(), 12).unwrap()))
+            },
+        );
     }
     group.finish();
 }

@@ -23,7 +23,10 @@ pub enum ApiVersionsTableError {
     #[error("{} v{} is unstable in Kafka's schema and must not be advertised", .api_key.name(), .version)]
     Unstable { api_key: ApiKey, version: i16 },
     #[error("{} range {}-{} is empty", .api_key.name(), .range.min, .range.max)]
-    Empty { api_key: ApiKey, range: VersionRange },
+    Empty {
+        api_key: ApiKey,
+        range: VersionRange,
+    },
 }
 
 /// The APIs and versions one listener serves.
@@ -47,7 +50,11 @@ impl ApiVersionsTable {
     }
 
     /// Advertises `api_key` at `range`, which must lie within the codec's stable versions.
-    pub fn add(&mut self, api_key: ApiKey, range: VersionRange) -> Result<(), ApiVersionsTableError> {
+    pub fn add(
+        &mut self,
+        api_key: ApiKey,
+        range: VersionRange,
+    ) -> Result<(), ApiVersionsTableError> {
         let valid = api_key.valid_versions();
         if range.min > range.max {
             return Err(ApiVersionsTableError::Empty { api_key, range });
@@ -142,9 +149,17 @@ mod tests {
         let mut table = ApiVersionsTable::new();
         let valid = ApiKey::Produce.valid_versions();
         assert!(table
-            .add(ApiKey::Produce, VersionRange { min: valid.min, max: valid.max + 1 })
+            .add(
+                ApiKey::Produce,
+                VersionRange {
+                    min: valid.min,
+                    max: valid.max + 1
+                }
+            )
             .is_err());
-        assert!(table.add(ApiKey::Produce, VersionRange { min: 3, max: 2 }).is_err());
+        assert!(table
+            .add(ApiKey::Produce, VersionRange { min: 3, max: 2 })
+            .is_err());
         let unstable = ApiKey::ALL
             .iter()
             .copied()

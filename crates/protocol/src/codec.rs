@@ -663,7 +663,11 @@ pub fn put_tagged_field(
 
 /// Writes a tagged-field section: the count, then the known fields (already encoded) and the
 /// unknown ones kept from decoding, merged in ascending tag order.
-pub fn put_tagged_section(enc: &mut Encoder, mut known: Vec<(u32, Encoder)>, unknown: &[RawTaggedField]) {
+pub fn put_tagged_section(
+    enc: &mut Encoder,
+    mut known: Vec<(u32, Encoder)>,
+    unknown: &[RawTaggedField],
+) {
     enc.put_unsigned_varint((known.len() + unknown.len()) as u32);
     if unknown.is_empty() {
         for (tag, payload) in known {

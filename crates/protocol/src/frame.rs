@@ -84,7 +84,10 @@ mod tests {
         let mut buf = BytesMut::from(&[0u8, 0, 1, 0][..]);
         assert_eq!(
             split_frame(&mut buf, 255),
-            Err(FrameError::TooLarge { size: 256, max: 255 })
+            Err(FrameError::TooLarge {
+                size: 256,
+                max: 255
+            })
         );
         let mut buf = BytesMut::from(&[0xffu8, 0xff, 0xff, 0xff][..]);
         assert_eq!(

@@ -39,7 +39,8 @@ pub struct Request {
 pub fn decode_request_header(frame: &mut Bytes) -> Result<(ApiKey, RequestHeader), RequestError> {
     let mut peek = frame.clone();
     let peeked = |e: DecodeError| e.within("RequestHeader", -1);
-    let api_key = crate::codec::read_i16(&mut peek, "RequestHeader.RequestApiKey").map_err(peeked)?;
+    let api_key =
+        crate::codec::read_i16(&mut peek, "RequestHeader.RequestApiKey").map_err(peeked)?;
     let version =
         crate::codec::read_i16(&mut peek, "RequestHeader.RequestApiVersion").map_err(peeked)?;
     let Some(key) = ApiKey::from_i16(api_key) else {
@@ -141,7 +142,10 @@ mod tests {
         future.request_api_version = 99;
         let frame = encode_request(&future, &body);
         assert!(frame.is_err(), "the codec refuses to encode v99");
-        let mut raw = encode_request(&header, &body).unwrap().into_bytes().to_vec();
+        let mut raw = encode_request(&header, &body)
+            .unwrap()
+            .into_bytes()
+            .to_vec();
         raw[2..4].copy_from_slice(&99i16.to_be_bytes());
         match decode_request(Bytes::from(raw)) {
             Err(RequestError::UnsupportedVersion { api_key, header }) => {

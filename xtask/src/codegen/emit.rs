@@ -210,7 +210,10 @@ impl Ctx<'_> {
         let x = "field";
         let bind = format!("let field = &self.{id};\n");
         if !is_option(f) {
-            return Ok(format!("{{\n{bind}{}}}\n", self.write_base(&f.ty, x, &lbl, &compact)?));
+            return Ok(format!(
+                "{{\n{bind}{}}}\n",
+                self.write_base(&f.ty, x, &lbl, &compact)?
+            ));
         }
         let null_cond = self.cond(&f.nullable);
         let present = self.write_base(&f.ty, "v", &lbl, &compact)?;
@@ -219,14 +222,21 @@ impl Ctx<'_> {
                 format!("e.put_i8(1);\n{present}"),
                 "e.put_i8(-1);\n".to_string(),
             ),
-            Type::String => (present, format!("e.put_length(None, {lbl}, {compact}, true)?;\n")),
-            _ => (present, format!("e.put_length(None, {lbl}, {compact}, false)?;\n")),
+            Type::String => (
+                present,
+                format!("e.put_length(None, {lbl}, {compact}, true)?;\n"),
+            ),
+            _ => (
+                present,
+                format!("e.put_length(None, {lbl}, {compact}, false)?;\n"),
+            ),
         };
-        let null_err = format!(
-            "return Err(c::EncodeError::NullNotAllowed {{ field: {lbl}, version }});\n"
-        );
+        let null_err =
+            format!("return Err(c::EncodeError::NullNotAllowed {{ field: {lbl}, version }});\n");
         Ok(match null_cond.as_deref() {
-            None => format!("match &self.{id} {{\nSome(v) => {{\n{present}}}\nNone => {{\n{null_write}}}\n}}\n"),
+            None => format!(
+                "match &self.{id} {{\nSome(v) => {{\n{present}}}\nNone => {{\n{null_write}}}\n}}\n"
+            ),
             Some(cond) => {
                 // Structs carry the marker byte only in their nullable versions.
                 let plain = self.write_base(&f.ty, "v", &lbl, &compact)?;
@@ -404,7 +414,13 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
     }
 
     // The type.
-    writeln!(out, "/// `{}` of `{}` (versions {}).", s.name, schema.name, vstr(&within))?;
+    writeln!(
+        out,
+        "/// `{}` of `{}` (versions {}).",
+        s.name,
+        schema.name,
+        vstr(&within)
+    )?;
     writeln!(out, "#[derive(Debug, Clone, PartialEq)]")?;
     writeln!(out, "pub struct {} {{", s.name)?;
     for f in &s.fields {
@@ -420,8 +436,14 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
         writeln!(out, "    pub {}: {},", field_ident(&f.name), rust_type(f))?;
     }
     if has_flexible {
-        writeln!(out, "    /// Tagged fields this schema does not know, kept to be re-encoded.")?;
-        writeln!(out, "    pub unknown_tagged_fields: Vec<c::RawTaggedField>,")?;
+        writeln!(
+            out,
+            "    /// Tagged fields this schema does not know, kept to be re-encoded."
+        )?;
+        writeln!(
+            out,
+            "    pub unknown_tagged_fields: Vec<c::RawTaggedField>,"
+        )?;
     }
     writeln!(out, "}}\n")?;
 
@@ -430,7 +452,12 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
     writeln!(out, "    fn default() -> Self {{")?;
     writeln!(out, "        {} {{", s.name)?;
     for f in &s.fields {
-        writeln!(out, "            {}: {},", field_ident(&f.name), default_expr(f)?)?;
+        writeln!(
+            out,
+            "            {}: {},",
+            field_ident(&f.name),
+            default_expr(f)?
+        )?;
     }
     if has_flexible {
         writeln!(out, "            unknown_tagged_fields: Vec::new(),")?;
@@ -493,7 +520,8 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
             }
             section.push_str("c::put_tagged_section(e, known, &self.unknown_tagged_fields);\n");
         } else {
-            section.push_str("c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);\n");
+            section
+                .push_str("c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);\n");
         }
         body.push_str(&guarded(&ctx.cond(&schema.flexible), &section));
     }
@@ -567,7 +595,9 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
     if body == "let mut n = 0;\nn\n" {
         body = "0\n".into();
     }
-    out.push_str("/// The fewest bytes this struct can take at `version`, to bound array counts.\n");
+    out.push_str(
+        "/// The fewest bytes this struct can take at `version`, to bound array counts.\n",
+    );
     out.push_str("#[allow(dead_code)]\n");
     out.push_str(&finish_fn(
         "fn min_size(version: i16) -> usize",
@@ -579,8 +609,7 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
     let mut body = String::from("let mut s = Self::default();\n");
     for f in &s.fields {
         let versions = if f.tag.is_some() {
-            let flex = f.tagged.and(&schema.flexible);
-            flex
+            f.tagged.and(&schema.flexible)
         } else {
             f.versions
         };
@@ -635,7 +664,11 @@ pub fn emit_schema(schema: &Schema) -> Result<String> {
                     within: schema.valid,
                 };
                 if ctx.struct_named(n).is_none() {
-                    bail!("{}: struct {n} referenced by {} is not defined", schema.name, f.name);
+                    bail!(
+                        "{}: struct {n} referenced by {} is not defined",
+                        schema.name,
+                        f.name
+                    );
                 }
             }
         }

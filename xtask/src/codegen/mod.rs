@@ -86,7 +86,11 @@ fn list_rs(dir: &Path) -> Result<Vec<String>> {
         for entry in std::fs::read_dir(&d)? {
             let p = entry?.path();
             if p.extension().is_some_and(|e| e == "rs") {
-                let name = p.file_name().unwrap_or_default().to_string_lossy().to_string();
+                let name = p
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string();
                 out.push(if sub.is_empty() {
                     name
                 } else {
@@ -136,7 +140,10 @@ pub fn generate(dir: &Path) -> Result<BTreeMap<String, String>> {
         files.insert(format!("{sub}/mod.rs"), module);
     }
     files.insert("api_key.rs".into(), emit_api_keys(&messages)?);
-    files.insert("metadata_record.rs".into(), emit_metadata_records(&metadata)?);
+    files.insert(
+        "metadata_record.rs".into(),
+        emit_metadata_records(&metadata)?,
+    );
     files.insert(
         "error_code.rs".into(),
         emit_error_codes(&dir.join("errors.tsv"))?,
@@ -166,7 +173,10 @@ fn rustfmt(files: &mut BTreeMap<String, String>) -> Result<()> {
         .status()
         .context("running rustfmt")?;
     if !status.success() {
-        bail!("rustfmt failed on generated code (kept in {})", tmp.display());
+        bail!(
+            "rustfmt failed on generated code (kept in {})",
+            tmp.display()
+        );
     }
     for (rel, text) in files.iter_mut() {
         *text = std::fs::read_to_string(tmp.join(rel))?;
@@ -202,7 +212,12 @@ fn emit_api_keys(messages: &[Schema]) -> Result<String> {
     o.push_str("/// An API key with a schema that has valid versions (removed APIs are absent).\n");
     o.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[repr(i16)]\npub enum ApiKey {\n");
     for r in &reqs {
-        writeln!(o, "    {} = {},", api_name(r), r.api_key.context("request without apiKey")?)?;
+        writeln!(
+            o,
+            "    {} = {},",
+            api_name(r),
+            r.api_key.context("request without apiKey")?
+        )?;
     }
     o.push_str("}\n\n");
     o.push_str("impl ApiKey {\n    /// Every key, in numeric order.\n    pub const ALL: &'static [ApiKey] = &[");
@@ -217,9 +232,17 @@ fn emit_api_keys(messages: &[Schema]) -> Result<String> {
         }
         Ok(s)
     };
-    writeln!(o, "    pub fn from_i16(key: i16) -> Option<ApiKey> {{\n        match key {{")?;
+    writeln!(
+        o,
+        "    pub fn from_i16(key: i16) -> Option<ApiKey> {{\n        match key {{"
+    )?;
     for r in &reqs {
-        writeln!(o, "{} => Some(ApiKey::{}),", r.api_key.unwrap_or(-1), api_name(r))?;
+        writeln!(
+            o,
+            "{} => Some(ApiKey::{}),",
+            r.api_key.unwrap_or(-1),
+            api_name(r)
+        )?;
     }
     o.push_str("_ => None,\n}\n}\n\n");
     o.push_str("    pub fn code(self) -> i16 {\n        self as i16\n    }\n\n");
@@ -238,7 +261,11 @@ fn emit_api_keys(messages: &[Schema]) -> Result<String> {
         let names: Vec<(String, String)> = reqs
             .iter()
             .map(|r| -> Result<(String, String)> {
-                let s = if kind == "request" { (*r).clone() } else { resp_of(r)?.clone() };
+                let s = if kind == "request" {
+                    (*r).clone()
+                } else {
+                    resp_of(r)?.clone()
+                };
                 Ok((api_name(r).to_string(), s.name))
             })
             .collect::<Result<_>>()?;
@@ -278,7 +305,10 @@ fn emit_dispatch(
     o.push_str("}\n}\n\n");
     writeln!(o, "    /// Decodes a body of kind `key` at `version` (the version is checked).\n    pub fn decode(key: {key_type}, version: i16, b: &mut Bytes) -> c::DecodeResult<Self> {{\n match key {{")?;
     for (v, t) in variants {
-        writeln!(o, "{key_type}::{v} => Ok({enum_name}::{v}({t}::decode(b, version)?)),")?;
+        writeln!(
+            o,
+            "{key_type}::{v} => Ok({enum_name}::{v}({t}::decode(b, version)?)),"
+        )?;
     }
     o.push_str("}\n}\n\n");
     o.push_str("    /// Encodes the body at `version` (the version is checked).\n    pub fn encode(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {\n match self {\n");
@@ -289,7 +319,10 @@ fn emit_dispatch(
     o.push_str("    /// A random body of kind `key` valid at `version`.\n    #[cfg(feature = \"testing\")]\n");
     writeln!(o, "    pub fn sample(key: {key_type}, rng: &mut crate::testing::SampleRng, version: i16) -> Self {{\n match key {{")?;
     for (v, t) in variants {
-        writeln!(o, "{key_type}::{v} => {enum_name}::{v}(<{t} as Message>::sample(rng, version)),")?;
+        writeln!(
+            o,
+            "{key_type}::{v} => {enum_name}::{v}(<{t} as Message>::sample(rng, version)),"
+        )?;
     }
     o.push_str("}\n}\n}\n\n");
     Ok(())
@@ -314,15 +347,25 @@ fn emit_metadata_records(metadata: &[Schema]) -> Result<String> {
         })
         .collect();
     for (s, (v, _)) in recs.iter().zip(&variants) {
-        writeln!(o, "    {v} = {},", s.api_key.context("metadata record without apiKey")?)?;
+        writeln!(
+            o,
+            "    {v} = {},",
+            s.api_key.context("metadata record without apiKey")?
+        )?;
     }
-    o.push_str("}\n\nimpl MetadataRecordType {\n    pub const ALL: &'static [MetadataRecordType] = &[");
+    o.push_str(
+        "}\n\nimpl MetadataRecordType {\n    pub const ALL: &'static [MetadataRecordType] = &[",
+    );
     for (v, _) in &variants {
         write!(o, "MetadataRecordType::{v}, ")?;
     }
     o.push_str("];\n\n    pub fn from_i16(key: i16) -> Option<Self> {\n match key {\n");
     for (s, (v, _)) in recs.iter().zip(&variants) {
-        writeln!(o, "{} => Some(MetadataRecordType::{v}),", s.api_key.unwrap_or(-1))?;
+        writeln!(
+            o,
+            "{} => Some(MetadataRecordType::{v}),",
+            s.api_key.unwrap_or(-1)
+        )?;
     }
     o.push_str("_ => None,\n}\n}\n\n    pub fn code(self) -> i16 {\n        self as i16\n    }\n\n    pub fn valid_versions(self) -> VersionRange {\n match self {\n");
     for (s, (v, t)) in recs.iter().zip(&variants) {
@@ -330,7 +373,13 @@ fn emit_metadata_records(metadata: &[Schema]) -> Result<String> {
         writeln!(o, "MetadataRecordType::{v} => {t}::VERSIONS,")?;
     }
     o.push_str("}\n}\n}\n\n");
-    emit_dispatch(&mut o, "MetadataRecord", "MetadataRecordType", &variants, "metadata record")?;
+    emit_dispatch(
+        &mut o,
+        "MetadataRecord",
+        "MetadataRecordType",
+        &variants,
+        "metadata record",
+    )?;
     Ok(o)
 }
 
@@ -343,7 +392,11 @@ fn emit_error_codes(path: &Path) -> Result<String> {
         }
         let cols: Vec<&str> = line.split('\t').collect();
         if cols.len() != 3 {
-            bail!("{}:{}: expected code, name, retriable", path.display(), i + 1);
+            bail!(
+                "{}:{}: expected code, name, retriable",
+                path.display(),
+                i + 1
+            );
         }
         let code: i16 = cols[0].parse().with_context(|| format!("line {}", i + 1))?;
         let retriable = match cols[2].trim() {
@@ -358,7 +411,9 @@ fn emit_error_codes(path: &Path) -> Result<String> {
             .map(|w| {
                 let mut c = w.chars();
                 match c.next() {
-                    Some(f) => f.to_ascii_uppercase().to_string() + &c.as_str().to_ascii_lowercase(),
+                    Some(f) => {
+                        f.to_ascii_uppercase().to_string() + &c.as_str().to_ascii_lowercase()
+                    }
                     None => String::new(),
                 }
             })

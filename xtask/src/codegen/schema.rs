@@ -39,13 +39,6 @@ impl Versions {
         })
     }
 
-    pub fn contains(&self, v: i16) -> bool {
-        match *self {
-            Versions::None => false,
-            Versions::Range { min, max } => v >= min && max.is_none_or(|m| v <= m),
-        }
-    }
-
     /// Intersection with another set.
     pub fn and(&self, other: &Versions) -> Versions {
         match (*self, *other) {
@@ -143,10 +136,6 @@ impl Type {
             _ => bail!("unknown type {s:?}"),
         })
     }
-
-    pub fn is_struct(&self) -> bool {
-        matches!(self, Type::Struct(_))
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -200,8 +189,14 @@ pub fn load(path: &Path) -> Result<Schema> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {path:?}"))?;
     let json: Value = serde_json::from_str(&strip_comments(&text))
         .with_context(|| format!("parsing {path:?}"))?;
-    parse_schema(&json, path.file_name().unwrap_or_default().to_string_lossy().into())
-        .with_context(|| format!("in schema {path:?}"))
+    parse_schema(
+        &json,
+        path.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into(),
+    )
+    .with_context(|| format!("in schema {path:?}"))
 }
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -270,9 +265,12 @@ fn parse_fields(v: Option<&Value>, structs: &mut Vec<Struct>) -> Result<Vec<Fiel
     };
     let mut out = Vec::new();
     for f in arr {
-        let name = str_field(f, "name").context("field without name")?.to_string();
+        let name = str_field(f, "name")
+            .context("field without name")?
+            .to_string();
         let ty = Type::parse(str_field(f, "type").context("field without type")?)?;
-        let versions = Versions::parse(str_field(f, "versions").context("field without versions")?)?;
+        let versions =
+            Versions::parse(str_field(f, "versions").context("field without versions")?)?;
         if f.get("fields").is_some() {
             let sname = match &ty {
                 Type::Struct(n) => n.clone(),

@@ -24,7 +24,13 @@ fn trailing() -> BTreeMap<String, usize> {
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
             let cols: Vec<&str> = l.split('\t').collect();
-            let n = cols.get(5)?.strip_prefix("trailing(")?.split(' ').next()?.parse().ok()?;
+            let n = cols
+                .get(5)?
+                .strip_prefix("trailing(")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()?;
             Some((cols[0].to_string(), n))
         })
         .collect()
@@ -78,12 +84,17 @@ fn captured_client_frames_decode_and_reencode_identically() {
         apis.insert(request.api_key);
 
         let path = dir().join(format!("{stem}.response"));
-        let Ok(raw) = std::fs::read(&path) else { continue };
+        let Ok(raw) = std::fs::read(&path) else {
+            continue;
+        };
         let raw = Bytes::from(raw);
         let version = request.header.request_api_version;
         let (header, body) = decode_response(request.api_key, version, raw.clone())
             .unwrap_or_else(|e| panic!("{stem}.response does not decode: {e}"));
-        assert_eq!(header.correlation_id, request.header.correlation_id, "{stem}");
+        assert_eq!(
+            header.correlation_id, request.header.correlation_id,
+            "{stem}"
+        );
         let again = encode_response(header.correlation_id, version, &body)
             .unwrap_or_else(|e| panic!("{stem}.response does not re-encode: {e}"))
             .into_bytes();
@@ -94,6 +105,9 @@ fn captured_client_frames_decode_and_reencode_identically() {
         "{requests} requests and {responses} responses over {} APIs; newer than our schemas: {newer:?}",
         apis.len()
     );
-    assert!(newer.len() <= 4, "many versions newer than our schemas: {newer:?}");
+    assert!(
+        newer.len() <= 4,
+        "many versions newer than our schemas: {newer:?}"
+    );
     assert!(apis.len() >= 60, "only {} APIs captured", apis.len());
 }

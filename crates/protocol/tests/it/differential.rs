@@ -33,7 +33,9 @@ fn requests_agree_with_kafka_protocol() {
     let mut compared = 0;
     let mut skipped = std::collections::BTreeSet::new();
     for &key in ApiKey::ALL {
-        let Some((theirs, versions)) = shared_versions(key) else { continue };
+        let Some((theirs, versions)) = shared_versions(key) else {
+            continue;
+        };
         for v in versions {
             for seed in 0..SEEDS {
                 let mut rng = SampleRng::new(seed * 1000 + key.code() as u64);
@@ -47,12 +49,25 @@ fn requests_agree_with_kafka_protocol() {
                         skipped.insert((key.name(), v));
                         continue;
                     }
-                    Err(e) => panic!("{} v{v}: kafka-protocol cannot decode ours: {e:#}", key.name()),
+                    Err(e) => panic!(
+                        "{} v{v}: kafka-protocol cannot decode ours: {e:#}",
+                        key.name()
+                    ),
                 };
-                assert!(input.is_empty(), "{} v{v}: kafka-protocol left {} bytes", key.name(), input.len());
+                assert!(
+                    input.is_empty(),
+                    "{} v{v}: kafka-protocol left {} bytes",
+                    key.name(),
+                    input.len()
+                );
                 let mut out = BytesMut::new();
                 decoded.encode(&mut out, v).unwrap();
-                assert_eq!(out.freeze(), bytes, "{} v{v}: kafka-protocol re-encodes differently", key.name());
+                assert_eq!(
+                    out.freeze(),
+                    bytes,
+                    "{} v{v}: kafka-protocol re-encodes differently",
+                    key.name()
+                );
                 let mut again = bytes.clone();
                 let back = RequestBody::decode(key, v, &mut again).unwrap();
                 assert_eq!(back, ours);
@@ -72,7 +87,9 @@ fn responses_agree_with_kafka_protocol() {
     let mut compared = 0;
     let mut skipped = std::collections::BTreeSet::new();
     for &key in ApiKey::ALL {
-        let Some((theirs, versions)) = shared_versions(key) else { continue };
+        let Some((theirs, versions)) = shared_versions(key) else {
+            continue;
+        };
         for v in versions {
             for seed in 0..SEEDS {
                 let mut rng = SampleRng::new(seed * 1000 + key.code() as u64);
@@ -85,12 +102,25 @@ fn responses_agree_with_kafka_protocol() {
                         skipped.insert((key.name(), v));
                         continue;
                     }
-                    Err(e) => panic!("{} v{v}: kafka-protocol cannot decode ours: {e:#}", key.name()),
+                    Err(e) => panic!(
+                        "{} v{v}: kafka-protocol cannot decode ours: {e:#}",
+                        key.name()
+                    ),
                 };
-                assert!(input.is_empty(), "{} v{v}: kafka-protocol left {} bytes", key.name(), input.len());
+                assert!(
+                    input.is_empty(),
+                    "{} v{v}: kafka-protocol left {} bytes",
+                    key.name(),
+                    input.len()
+                );
                 let mut out = BytesMut::new();
                 decoded.encode(&mut out, v).unwrap();
-                assert_eq!(out.freeze(), bytes, "{} v{v}: kafka-protocol re-encodes differently", key.name());
+                assert_eq!(
+                    out.freeze(),
+                    bytes,
+                    "{} v{v}: kafka-protocol re-encodes differently",
+                    key.name()
+                );
                 let back = ResponseBody::decode(key, v, &mut bytes.clone()).unwrap();
                 assert_eq!(back, ours);
                 compared += 1;
@@ -108,7 +138,10 @@ fn responses_agree_with_kafka_protocol() {
 fn agree<O: Message, T: Encodable + Decodable + kafka_protocol::protocol::Message>(
     fixup: impl Fn(&mut O, i16),
 ) {
-    let (min, max) = (O::VERSIONS.min.max(T::VERSIONS.min), O::VERSIONS.max.min(T::VERSIONS.max));
+    let (min, max) = (
+        O::VERSIONS.min.max(T::VERSIONS.min),
+        O::VERSIONS.max.min(T::VERSIONS.max),
+    );
     assert!(min <= max, "{}: no shared versions", O::NAME);
     for v in min..=max {
         for seed in 0..SEEDS {
@@ -116,8 +149,9 @@ fn agree<O: Message, T: Encodable + Decodable + kafka_protocol::protocol::Messag
             fixup(&mut ours, v);
             let bytes = ours.to_bytes(v).unwrap();
             let mut input = bytes.clone();
-            let decoded = T::decode(&mut input, v)
-                .unwrap_or_else(|e| panic!("{} v{v}: kafka-protocol cannot decode ours: {e:#}", O::NAME));
+            let decoded = T::decode(&mut input, v).unwrap_or_else(|e| {
+                panic!("{} v{v}: kafka-protocol cannot decode ours: {e:#}", O::NAME)
+            });
             assert!(input.is_empty(), "{} v{v}: left over bytes", O::NAME);
             let mut out = BytesMut::new();
             decoded.encode(&mut out, v).unwrap();

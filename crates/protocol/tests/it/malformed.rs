@@ -23,12 +23,18 @@ fn header(e: &mut Encoder, api_key: ApiKey, version: i16) {
 
 fn decode_kind(frame: Bytes) -> DecodeErrorKind {
     let (result, largest) = largest_allocation(|| decode_request(frame));
-    assert!(largest <= MAX_ALLOCATION_BYTES, "decoding allocated {largest} bytes");
+    assert!(
+        largest <= MAX_ALLOCATION_BYTES,
+        "decoding allocated {largest} bytes"
+    );
     match result {
         Err(RequestError::Malformed(e)) => {
             // The error names the api, version and field.
             let text = e.to_string();
-            assert!(text.contains("Request v") || text.contains("Header v"), "{text}");
+            assert!(
+                text.contains("Request v") || text.contains("Header v"),
+                "{text}"
+            );
             e.kind
         }
         other => panic!("expected a malformed-frame error, got {other:?}"),
@@ -43,13 +49,18 @@ fn array_claiming_two_billion_elements_in_20_bytes() {
     e.put_i32(0);
     let frame = e.into_bytes();
     assert!(frame.len() <= 20, "{} bytes", frame.len());
-    assert!(matches!(decode_kind(frame), DecodeErrorKind::CountTooLarge { count, .. } if count == i32::MAX as usize));
+    assert!(
+        matches!(decode_kind(frame), DecodeErrorKind::CountTooLarge { count, .. } if count == i32::MAX as usize)
+    );
 
     // The compact form: a varint count of 2^32 - 2 in a flexible version.
     let mut e = Encoder::new();
     header(&mut e, ApiKey::Metadata, 12);
     e.put_unsigned_varint(u32::MAX);
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::CountTooLarge { .. }));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::CountTooLarge { .. }
+    ));
 
     // Struct elements too: a Produce request claiming 2^31-1 topics.
     let mut e = Encoder::new();
@@ -58,7 +69,10 @@ fn array_claiming_two_billion_elements_in_20_bytes() {
     e.put_i16(1); // acks
     e.put_i32(1000); // timeout
     e.put_i32(i32::MAX);
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::CountTooLarge { .. }));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::CountTooLarge { .. }
+    ));
 }
 
 #[test]
@@ -68,7 +82,10 @@ fn string_length_past_the_end() {
     e.put_i32(1);
     e.put_i16(1000);
     e.put_slice(b"ab");
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::Truncated { needed: 1000, .. }));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::Truncated { needed: 1000, .. }
+    ));
 }
 
 #[test]
@@ -77,11 +94,17 @@ fn negative_length_other_than_minus_one() {
     header(&mut e, ApiKey::Metadata, 1);
     e.put_i32(1);
     e.put_i16(-2);
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::NegativeLength(-2)));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::NegativeLength(-2)
+    ));
     let mut e = Encoder::new();
     header(&mut e, ApiKey::Metadata, 1);
     e.put_i32(-7);
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::NegativeLength(-7)));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::NegativeLength(-7)
+    ));
 }
 
 #[test]
@@ -92,7 +115,10 @@ fn varint_longer_than_five_bytes() {
     e.put_i32(1);
     e.put_i16(-1);
     e.put_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]); // header tagged-field count
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::VarintTooLong { .. }));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::VarintTooLong { .. }
+    ));
 }
 
 #[test]
@@ -100,7 +126,10 @@ fn null_where_the_version_forbids_it() {
     let mut e = Encoder::new();
     header(&mut e, ApiKey::Metadata, 0);
     e.put_i32(-1); // topics: nullable only from v1
-    assert!(matches!(decode_kind(e.into_bytes()), DecodeErrorKind::UnexpectedNull));
+    assert!(matches!(
+        decode_kind(e.into_bytes()),
+        DecodeErrorKind::UnexpectedNull
+    ));
 }
 
 #[test]

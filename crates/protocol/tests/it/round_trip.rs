@@ -18,15 +18,30 @@ fn check<T: PartialEq + std::fmt::Debug>(
     decode: impl Fn(&mut Bytes) -> Result<T, kraftd_protocol::DecodeError>,
 ) -> Result<(), TestCaseError> {
     let mut e = Encoder::new();
-    encode(value, &mut e).map_err(|err| TestCaseError::fail(format!("{what} v{version}: {err}")))?;
+    encode(value, &mut e)
+        .map_err(|err| TestCaseError::fail(format!("{what} v{version}: {err}")))?;
     let bytes = e.into_bytes();
     let mut rest = bytes.clone();
-    let back = decode(&mut rest).map_err(|err| TestCaseError::fail(format!("{what} v{version}: {err}")))?;
-    prop_assert!(rest.is_empty(), "{} v{}: {} bytes left over", what, version, rest.len());
+    let back = decode(&mut rest)
+        .map_err(|err| TestCaseError::fail(format!("{what} v{version}: {err}")))?;
+    prop_assert!(
+        rest.is_empty(),
+        "{} v{}: {} bytes left over",
+        what,
+        version,
+        rest.len()
+    );
     prop_assert_eq!(&back, value, "{} v{}", what, version);
     let mut again = Encoder::new();
-    encode(&back, &mut again).map_err(|err| TestCaseError::fail(format!("{what} v{version}: {err}")))?;
-    prop_assert_eq!(again.into_bytes(), bytes, "{} v{} re-encodes differently", what, version);
+    encode(&back, &mut again)
+        .map_err(|err| TestCaseError::fail(format!("{what} v{version}: {err}")))?;
+    prop_assert_eq!(
+        again.into_bytes(),
+        bytes,
+        "{} v{} re-encodes differently",
+        what,
+        version
+    );
     Ok(())
 }
 
@@ -107,17 +122,32 @@ fn unknown_tagged_fields_are_kept_and_ordered_among_known_ones() {
     };
     partition.current_leader.leader_id = 7;
     partition.unknown_tagged_fields = vec![
-        RawTaggedField { tag: 900, data: Bytes::from_static(b"later") },
-        RawTaggedField { tag: 1, data: Bytes::from_static(b"") },
+        RawTaggedField {
+            tag: 900,
+            data: Bytes::from_static(b"later"),
+        },
+        RawTaggedField {
+            tag: 1,
+            data: Bytes::from_static(b""),
+        },
     ];
     partition.unknown_tagged_fields.retain(|f| f.tag != 1);
-    partition.unknown_tagged_fields.insert(0, RawTaggedField { tag: 5, data: Bytes::from_static(b"x") });
+    partition.unknown_tagged_fields.insert(
+        0,
+        RawTaggedField {
+            tag: 5,
+            data: Bytes::from_static(b"x"),
+        },
+    );
     let response = FetchResponse {
         responses: vec![fetch_response::FetchableTopicResponse {
             partitions: vec![partition],
             ..Default::default()
         }],
-        unknown_tagged_fields: vec![RawTaggedField { tag: 77, data: Bytes::from_static(b"top") }],
+        unknown_tagged_fields: vec![RawTaggedField {
+            tag: 77,
+            data: Bytes::from_static(b"top"),
+        }],
         ..Default::default()
     };
     let bytes = response.to_bytes(16).unwrap();
@@ -139,7 +169,10 @@ fn fields_a_version_cannot_carry_are_refused_unless_ignorable() {
     ));
     assert!(request.to_bytes(4).is_ok());
     // Null where the version does not allow it.
-    let request = MetadataRequest { topics: None, ..Default::default() };
+    let request = MetadataRequest {
+        topics: None,
+        ..Default::default()
+    };
     assert!(matches!(
         request.to_bytes(0),
         Err(kraftd_protocol::EncodeError::NullNotAllowed { .. })

@@ -1,0 +1,253 @@
+//! Architecture rules from ARCHITECTURE.md, checked against `cargo metadata` and the sources.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The layers, lowest first: a crate may depend only on crates before it.
+const LAYERS: &[&str] = &[
+    "kraftd-protocol",
+    "kraftd-log",
+    "kraftd-raft",
+    "kraftd-controller",
+    "kraftd-broker",
+    "kraftd-cli",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace root")
+        .to_path_buf()
+}
+
+fn metadata() -> Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+}
+
+fn package<'a>(meta: &'a Value, name: &str) -> &'a Value {
+    meta["packages"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+        .unwrap_or_else(|| panic!("package {name} is missing"))
+}
+
+/// Names of the normal (non-dev) dependencies of `name`.
+fn normal_deps(meta: &Value, name: &str) -> Vec<String> {
+    package(meta, name)["dependencies"]
+        .as_array()
+        .map(|ds| {
+            ds.iter()
+                .filter(|d| d["kind"].is_null())
+                .filter_map(|d| d["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn workspace_has_the_shape_the_user_gave() {
+    let meta = metadata();
+    let mut members: Vec<String> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|id| {
+            let id = id.as_str()?;
+            meta["packages"]
+                .as_array()?
+                .iter()
+                .find(|p| p["id"] == id)
+                .and_then(|p| p["name"].as_str().map(str::to_string))
+        })
+        .collect();
+    members.sort();
+    let mut want: Vec<String> = LAYERS.iter().map(|s| s.to_string()).collect();
+    want.extend(["kraftd-tests".to_string(), "xtask".to_string()]);
+    want.sort();
+    assert_eq!(members, want);
+    let cli = package(&meta, "kraftd-cli");
+    let bins: Vec<&str> = cli["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "bin"))
+        })
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(bins, ["kraftd"], "the binary is named kraftd");
+}
+
+#[test]
+fn dependencies_run_one_way() {
+    let meta = metadata();
+    for (i, name) in LAYERS.iter().enumerate() {
+        for dep in normal_deps(&meta, name) {
+            if let Some(j) = LAYERS.iter().position(|l| *l == dep) {
+                assert!(j < i, "{name} depends on {dep}, which sits above it");
+            }
+        }
+    }
+}
+
+#[test]
+fn protocol_knows_wire_bytes_and_nothing_else() {
+    let meta = metadata();
+    // No async runtime, no I/O crates anywhere in its normal dependency tree.
+    let resolve = &meta["resolve"]["nodes"];
+    let id_of = |name: &str| package(&meta, name)["id"].as_str().unwrap().to_string();
+    let mut stack = vec![id_of("kraftd-protocol")];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let node = resolve
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id.as_str())
+            .unwrap();
+        for dep in node["deps"].as_array().unwrap() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null());
+            if normal {
+                stack.push(dep["pkg"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    for id in &seen {
+        for banned in ["tokio", "mio", "async-std", "tracing"] {
+            assert!(
+                !id.contains(&format!("#{banned}@")) && !id.contains(&format!("/{banned}#")),
+                "kraftd-protocol pulls in {id}"
+            );
+        }
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        if p.is_dir() && name != "target" && !name.starts_with('.') {
+            rust_files(&p, out);
+        } else if name.ends_with(".rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The non-test part of a source file (inline `#[cfg(test)]` modules sit at the end).
+fn non_test_source(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    match text.find("#[cfg(test)]") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+#[test]
+fn only_log_opens_data_files_and_protocol_has_no_io() {
+    let crates = root().join("crates");
+    for krate in ["protocol", "raft", "controller", "broker"] {
+        let mut files = Vec::new();
+        rust_files(&crates.join(krate).join("src"), &mut files);
+        for f in files {
+            let src = non_test_source(&f);
+            for banned in [
+                "File::create",
+                "File::open",
+                "OpenOptions",
+                "fs::write",
+                "fs::read",
+            ] {
+                assert!(
+                    !src.contains(banned),
+                    "{} uses {banned}: only crates/log opens data files",
+                    f.display()
+                );
+            }
+            if krate == "protocol" {
+                for banned in [
+                    "tokio",
+                    "std::net",
+                    "std::thread",
+                    "Instant::now",
+                    "SystemTime::now",
+                ] {
+                    assert!(
+                        !src.contains(banned),
+                        "{} uses {banned}: protocol is pure",
+                        f.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_source_file_opens_with_a_module_doc() {
+    let mut files = Vec::new();
+    for dir in ["crates", "xtask", "tests", "fuzz"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    assert!(files.len() > 200, "found only {} files", files.len());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            text.trim_start().starts_with("//!"),
+            "{} does not open with a `//!` doc saying what it owns",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn architecture_md_maps_every_crate() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    for dir in [
+        "crates/protocol",
+        "crates/log",
+        "crates/raft",
+        "crates/controller",
+        "crates/broker",
+        "crates/cli",
+        "xtask",
+        "tests",
+    ] {
+        assert!(
+            text.contains(dir),
+            "ARCHITECTURE.md does not describe {dir}"
+        );
+    }
+    assert!(
+        text.contains("Architecture Invariant"),
+        "ARCHITECTURE.md lists no invariants"
+    );
+}
