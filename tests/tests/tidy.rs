@@ -194,9 +194,9 @@ fn only_log_opens_data_files_and_protocol_has_no_io() {
             }
             if krate == "protocol" {
                 for banned in [
-                    "tokio",
-                    "std::net",
-                    "std::thread",
+                    "tokio::",
+                    "std::net::",
+                    "std::thread::",
                     "Instant::now",
                     "SystemTime::now",
                 ] {
