@@ -39,7 +39,7 @@ pub use batch::{
     NO_TIMESTAMP,
 };
 pub use compression::{Compression, MAX_DECOMPRESSED_BATCH_BYTES};
-pub use control::ControlRecordType;
+pub use control::{ControlRecord, ControlRecordType};
 pub use record::{Header, Record};
 
 use crate::codec::DecodeErrorKind;
@@ -151,6 +151,9 @@ pub enum RecordBatchError {
     /// A control record's key names a type this code does not know.
     #[error("control record key version {version} has unknown type {type_id}")]
     UnknownControlType { version: i16, type_id: i16 },
+    /// A control record's value does not decode with its type's schema.
+    #[error("control record value: {0}")]
+    ControlValue(#[from] crate::codec::DecodeError),
 }
 
 impl RecordBatchError {
