@@ -124,17 +124,25 @@ fn kafka_metadata_log_batches_decode_and_reencode_identically() {
     let (mut metadata, mut control) = (0, 0);
     let mut kinds = std::collections::BTreeSet::new();
     for stem in stems().iter().filter(|s| s.starts_with("kraftnode-Fetch")) {
-        let Ok(raw) = std::fs::read(dir().join(format!("{stem}.response"))) else { continue };
+        let Ok(raw) = std::fs::read(dir().join(format!("{stem}.response"))) else {
+            continue;
+        };
         let request = std::fs::read(dir().join(format!("{stem}.request"))).unwrap();
         let request = decode_request(Bytes::from(request)).unwrap();
         let version = request.header.request_api_version;
         let (_, body) = decode_response(request.api_key, version, Bytes::from(raw)).unwrap();
-        let ResponseBody::Fetch(fetch) = body else { panic!("{stem}: not a fetch response") };
+        let ResponseBody::Fetch(fetch) = body else {
+            panic!("{stem}: not a fetch response")
+        };
         for partition in fetch.responses.iter().flat_map(|t| &t.partitions) {
-            let Some(records) = partition.records.clone() else { continue };
+            let Some(records) = partition.records.clone() else {
+                continue;
+            };
             for batch in Batches::new(records) {
                 let batch = batch.unwrap_or_else(|e| panic!("{stem}: {e}"));
-                batch.validate_crc().unwrap_or_else(|e| panic!("{stem}: {e}"));
+                batch
+                    .validate_crc()
+                    .unwrap_or_else(|e| panic!("{stem}: {e}"));
                 for record in batch.records().unwrap() {
                     let record = record.unwrap_or_else(|e| panic!("{stem}: {e}"));
                     let value = record.value.clone().expect("metadata records have values");
@@ -147,7 +155,11 @@ fn kafka_metadata_log_batches_decode_and_reencode_identically() {
                     } else {
                         let (decoded, v) = decode_metadata_record(value.clone())
                             .unwrap_or_else(|e| panic!("{stem}: {e}"));
-                        assert_eq!(encode_metadata_record(&decoded, v).unwrap(), value, "{stem}");
+                        assert_eq!(
+                            encode_metadata_record(&decoded, v).unwrap(),
+                            value,
+                            "{stem}"
+                        );
                         kinds.insert(format!("{:?}", decoded.key()));
                         metadata += 1;
                     }
@@ -156,5 +168,8 @@ fn kafka_metadata_log_batches_decode_and_reencode_identically() {
         }
     }
     eprintln!("{metadata} metadata records of kinds {kinds:?}, {control} control records");
-    assert!(metadata > 0 && control > 0, "no metadata-log records in the captured Raft fetches");
+    assert!(
+        metadata > 0 && control > 0,
+        "no metadata-log records in the captured Raft fetches"
+    );
 }
