@@ -11,9 +11,33 @@ use crate::messages::ApiVersionsResponse;
 use crate::{ApiKey, ErrorCode, VersionRange};
 use std::collections::BTreeMap;
 
+/// The kind of listener a table belongs to, as the schemas' `listeners` field names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListenerType {
+    /// A client-facing broker listener.
+    Broker,
+    /// A `controller.listener.names` listener.
+    Controller,
+}
+
+impl ListenerType {
+    /// The schema's name of this listener type.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListenerType::Broker => "broker",
+            ListenerType::Controller => "controller",
+        }
+    }
+}
+
 /// A version range that a table cannot advertise.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiVersionsTableError {
+    #[error("{} is not served on {} listeners (schema listeners: {:?})", .api_key.name(), .listener.name(), .api_key.listeners())]
+    WrongListener {
+        api_key: ApiKey,
+        listener: ListenerType,
+    },
     #[error("{} {}-{} is outside the codec's versions {}-{}", .api_key.name(), .range.min, .range.max, .valid.min, .valid.max)]
     OutsideCodec {
         api_key: ApiKey,
@@ -32,29 +56,35 @@ pub enum ApiVersionsTableError {
 /// The APIs and versions one listener serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiVersionsTable {
+    listener: ListenerType,
     apis: BTreeMap<ApiKey, VersionRange>,
-}
-
-impl Default for ApiVersionsTable {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl ApiVersionsTable {
     /// A table serving only ApiVersions itself (every listener answers it).
-    pub fn new() -> Self {
+    pub fn new(listener: ListenerType) -> Self {
         let mut apis = BTreeMap::new();
         apis.insert(ApiKey::ApiVersions, stable_range(ApiKey::ApiVersions));
-        ApiVersionsTable { apis }
+        ApiVersionsTable { listener, apis }
     }
 
-    /// Advertises `api_key` at `range`, which must lie within the codec's stable versions.
+    pub fn listener(&self) -> ListenerType {
+        self.listener
+    }
+
+    /// Advertises `api_key` at `range`, which must lie within the codec's stable versions
+    /// and be an API the schema serves on this table's listener type.
     pub fn add(
         &mut self,
         api_key: ApiKey,
         range: VersionRange,
     ) -> Result<(), ApiVersionsTableError> {
+        if !api_key.listeners().contains(&self.listener.name()) {
+            return Err(ApiVersionsTableError::WrongListener {
+                api_key,
+                listener: self.listener,
+            });
+        }
         let valid = api_key.valid_versions();
         if range.min > range.max {
             return Err(ApiVersionsTableError::Empty { api_key, range });
@@ -132,7 +162,7 @@ mod tests {
 
     #[test]
     fn unsupported_api_versions_gets_v0_with_error_35() {
-        let table = ApiVersionsTable::new();
+        let table = ApiVersionsTable::new(ListenerType::Broker);
         let (v, resp) = table.response(9);
         assert_eq!(v, 0);
         assert_eq!(resp.error_code, 35);
@@ -146,7 +176,7 @@ mod tests {
 
     #[test]
     fn table_refuses_versions_the_codec_lacks_or_that_are_unstable() {
-        let mut table = ApiVersionsTable::new();
+        let mut table = ApiVersionsTable::new(ListenerType::Broker);
         let valid = ApiKey::Produce.valid_versions();
         assert!(table
             .add(
@@ -163,7 +193,7 @@ mod tests {
         let unstable = ApiKey::ALL
             .iter()
             .copied()
-            .find(|k| k.latest_version_unstable())
+            .find(|k| k.latest_version_unstable() && k.listeners().contains(&"broker"))
             .expect("the schemas mark at least one API unstable");
         assert!(matches!(
             table.add(unstable, unstable.valid_versions()),
@@ -171,5 +201,20 @@ mod tests {
         ));
         assert!(table.add(unstable, stable_range(unstable)).is_ok());
         assert!(table.supports(unstable, stable_range(unstable).max));
+    }
+
+    #[test]
+    fn apis_are_advertised_only_on_their_schema_listeners() {
+        let mut broker = ApiVersionsTable::new(ListenerType::Broker);
+        let mut controller = ApiVersionsTable::new(ListenerType::Controller);
+        let vote = stable_range(ApiKey::Vote);
+        assert!(matches!(
+            broker.add(ApiKey::Vote, vote),
+            Err(ApiVersionsTableError::WrongListener { .. })
+        ));
+        assert!(controller.add(ApiKey::Vote, vote).is_ok());
+        let produce = stable_range(ApiKey::Produce);
+        assert!(controller.add(ApiKey::Produce, produce).is_err());
+        assert!(broker.add(ApiKey::Produce, produce).is_ok());
     }
 }
