@@ -561,7 +561,7 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
         }
         let lbl = format!("\"{}._tagged_fields\"", s.name);
         let section = format!(
-            "let count = c::read_unsigned_varint(b, {lbl})?;\nfor _ in 0..count {{\n#[allow(unused_mut)]\nlet (tag, mut payload) = c::read_tagged_field(b, {lbl})?;\nmatch tag {{\n{arms}_ => s.unknown_tagged_fields.push(c::RawTaggedField {{ tag, data: payload }}),\n}}\n}}\n"
+            "let count = c::read_unsigned_varint(b, {lbl})?;\nfor _ in 0..count {{\n#[allow(unused_mut)]\nlet (tag, mut payload) = c::read_tagged_field(b, {lbl})?;\nmatch tag {{\n{arms}_ => s.unknown_tagged_fields.push(c::RawTaggedField {{ tag, data: payload }}),\n}}\n}}\n// Tags go on the wire in ascending order; keep unknown ones in that canonical order so\n// that decoding what we encode gives back the same value.\ns.unknown_tagged_fields.sort_by_key(|f| f.tag);\n"
         );
         body.push_str(&guarded(&ctx.cond(&schema.flexible), &section));
     }

@@ -195,6 +195,9 @@ impl CreateDelegationTokenRequest {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -298,6 +301,9 @@ impl CreatableRenewers {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }

@@ -87,6 +87,9 @@ impl CreatePartitionsRequest {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -176,6 +179,9 @@ impl CreatePartitionsAssignment {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -285,6 +291,9 @@ impl CreatePartitionsTopic {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }

@@ -67,6 +67,9 @@ impl DeleteAclsRequest {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -212,6 +215,9 @@ impl DeleteAclsFilter {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }

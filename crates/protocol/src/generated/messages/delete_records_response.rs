@@ -77,6 +77,9 @@ impl DeleteRecordsResponse {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -168,6 +171,9 @@ impl DeleteRecordsPartitionResult {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -266,6 +272,9 @@ impl DeleteRecordsTopicResult {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }

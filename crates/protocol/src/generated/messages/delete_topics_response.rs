@@ -77,6 +77,9 @@ impl DeleteTopicsResponse {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -230,6 +233,9 @@ impl DeletableTopicResult {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }

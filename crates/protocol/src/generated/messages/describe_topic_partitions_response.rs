@@ -94,6 +94,9 @@ impl DescribeTopicPartitionsResponse {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -362,6 +365,9 @@ impl DescribeTopicPartitionsResponsePartition {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -536,6 +542,9 @@ impl DescribeTopicPartitionsResponseTopic {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -625,6 +634,9 @@ impl Cursor {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.

@@ -120,6 +120,9 @@ impl ProduceResponse {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -223,6 +226,9 @@ impl BatchIndexAndErrorMessage {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -304,6 +310,9 @@ impl LeaderIdAndEpoch {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -517,6 +526,9 @@ impl PartitionProduceResponse {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -661,6 +673,9 @@ impl TopicProduceResponse {
                         .push(c::RawTaggedField { tag, data: payload }),
                 }
             }
+            // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+            // that decoding what we encode gives back the same value.
+            s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         }
         Ok(s)
     }
@@ -774,6 +789,9 @@ impl NodeEndpoint {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.

@@ -64,6 +64,9 @@ impl ReadShareGroupStateResponse {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -156,6 +159,9 @@ impl StateBatch {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -293,6 +299,9 @@ impl PartitionResult {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -395,6 +404,9 @@ impl ReadStateResult {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.

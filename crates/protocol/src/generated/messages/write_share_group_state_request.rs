@@ -74,6 +74,9 @@ impl WriteShareGroupStateRequest {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -168,6 +171,9 @@ impl StateBatch {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -310,6 +316,9 @@ impl PartitionData {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
@@ -412,6 +421,9 @@ impl WriteStateData {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.

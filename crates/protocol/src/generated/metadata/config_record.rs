@@ -83,6 +83,9 @@ impl ConfigRecord {
                     .push(c::RawTaggedField { tag, data: payload }),
             }
         }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
         Ok(s)
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
