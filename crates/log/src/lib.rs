@@ -1,6 +1,57 @@
 //! The storage engine under both the Raft metadata log (`__cluster_metadata`) and every data
 //! partition: segments of Kafka RecordBatch v2 bytes named by base offset, offset and time
 //! indexes, the leader-epoch checkpoint, snapshots (`<end offset>-<epoch>.checkpoint`), the
-//! clean-shutdown marker and crash recovery. It will be the only crate that opens data files.
+//! clean-shutdown marker and crash recovery. It is the only crate that opens data files.
 //!
-//! Empty until the log-store issue lands; nothing here yet.
+//! Entry point: [`Log::open`]. A partition's directory looks like Kafka's:
+//!
+//! ```text
+//! 00000000000000000000.log         RecordBatch v2 bytes, as appended
+//! 00000000000000000000.index       offset index (relative offset u32 -> position u32)
+//! 00000000000000000000.timeindex   time index (timestamp i64 -> relative offset u32)
+//! 00000000000000001000.log         ... one triple per segment, named by base offset
+//! leader-epoch-checkpoint          "0\n<count>\n<epoch> <start offset>\n..."
+//! 00000000000000000900-0000000003.checkpoint   a snapshot (end offset, epoch)
+//! ```
+//!
+//! and the log-directory root holds `.kafka_cleanshutdown` between an orderly shutdown and
+//! the next start ([`write_clean_shutdown_marker`], [`take_clean_shutdown_marker`]).
+//!
+//! How the replication layers use it:
+//!
+//! - leader: [`Log::append_as_leader`] (assigns offsets, stamps the epoch, validates);
+//!   follower: [`Log::append_as_follower`] (checks contiguity and epochs), then
+//!   [`Log::truncate_to`] on divergence, [`Log::end_offset_for_epoch`] to find it, and
+//!   [`Log::truncate_fully_and_start_at`] after installing a snapshot;
+//! - fetch: [`Log::read`], or [`Log::plan_read`] under the owner's lock and
+//!   [`PendingRead::execute`] outside it; ListOffsets: [`Log::offset_for_timestamp`];
+//! - durability: [`LogConfig::flush_messages`] / [`LogConfig::flush_ms`] per log
+//!   ([`LogConfig::metadata_log`] flushes every append), [`Log::flush`],
+//!   [`Log::maybe_flush`] from a tick, [`Log::flushed_offset`];
+//! - housekeeping: [`Log::apply_retention`], [`Log::delete_segments_before`],
+//!   [`Log::roll`], [`Log::verify`]; snapshots: [`Log::create_snapshot`],
+//!   [`Log::commit_snapshot`], [`Log::open_snapshot`],
+//!   [`Log::delete_snapshots_before_log_start`].
+//!
+//! Invariants: segments are contiguous (each starts where the previous ends) and only the
+//! active (last) one can hold unflushed data; leader-epoch cache entries describe batches
+//! in the log (epochs increase, each entry starts below the log end offset); nothing read
+//! from disk can make this crate panic: it is cut (the active segment's torn tail) or
+//! reported ([`LogError::Corrupt`] with file and position).
+
+pub mod config;
+pub mod epoch;
+pub mod error;
+mod fsutil;
+mod index;
+mod log;
+mod segment;
+pub mod shutdown;
+pub mod snapshot;
+
+pub use config::LogConfig;
+pub use epoch::{EpochEntry, LeaderEpochCache, LEADER_EPOCH_CHECKPOINT_FILE};
+pub use error::{LogError, Result};
+pub use log::{AppendInfo, Log, LogStats, PendingRead, ReadResult};
+pub use shutdown::{take_clean_shutdown_marker, write_clean_shutdown_marker, CLEAN_SHUTDOWN_FILE};
+pub use snapshot::{SnapshotId, SnapshotReader, SnapshotWriter};

@@ -1,0 +1,240 @@
+//! [`LogConfig`]: the per-log settings, named and defaulted as Kafka's topic configs
+//! (`segment.bytes`, `retention.ms`, `flush.messages`, ...), so Kafka's documentation and
+//! the operators' habits carry over unchanged.
+//!
+//! "Never" in Kafka is `Long.MAX_VALUE`; here it is `i64::MAX` for the same reason: the
+//! arithmetic stays total and the value round-trips through a properties file.
+
+use kraftd_protocol::records::TimestampType;
+
+use crate::error::{LogError, Result};
+
+/// Kafka's `segment.bytes` default: 1 GiB.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
+/// Kafka's `segment.ms` default: 7 days.
+pub const DEFAULT_SEGMENT_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+/// Kafka's `retention.ms` default: 7 days.
+pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+/// Kafka's `segment.index.bytes` default: 10 MiB.
+pub const DEFAULT_SEGMENT_INDEX_BYTES: u64 = 10 * 1024 * 1024;
+/// Kafka's `index.interval.bytes` default: 4 KiB.
+pub const DEFAULT_INDEX_INTERVAL_BYTES: u64 = 4096;
+/// Kafka's `max.message.bytes` default: 1 MiB plus the 12-byte log overhead.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024 + 12;
+/// The most one read returns (beyond its first batch, which is always whole), whatever
+/// `max_bytes` the caller asks for: a read is one allocation, so it is bounded. Kafka's
+/// largest default fetch size (`fetch.max.bytes`) is 50 MiB.
+pub const MAX_READ_BYTES: usize = 64 * 1024 * 1024;
+/// The smallest `segment.bytes` Kafka accepts (14 bytes, so a segment holds at least a
+/// header); tests use tiny segments, so the floor is Kafka's, not something larger.
+pub const MIN_SEGMENT_BYTES: u64 = 14;
+
+/// How one log behaves: when it rolls, what it keeps, when it forces data to disk.
+///
+/// Field names are Kafka's property names with dots turned into underscores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll to a new segment before one would grow past this size.
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll a non-empty segment once its first append is this old.
+    pub segment_ms: i64,
+    /// `segment.index.bytes`: roll when the offset index would grow past this size.
+    pub segment_index_bytes: u64,
+    /// `retention.ms`: delete segments whose newest timestamp is older than this; -1 keeps
+    /// them forever.
+    pub retention_ms: i64,
+    /// `retention.bytes`: delete the oldest segments while the log is larger than this; -1
+    /// means no limit.
+    pub retention_bytes: i64,
+    /// `flush.messages`: fdatasync after this many records since the last flush
+    /// (`i64::MAX`: never force, rely on replication; 1: flush every append).
+    pub flush_messages: i64,
+    /// `flush.ms`: fdatasync when the last flush is this old at an append (`i64::MAX`:
+    /// never).
+    pub flush_ms: i64,
+    /// `index.interval.bytes`: bytes between offset-index entries.
+    pub index_interval_bytes: u64,
+    /// `max.message.bytes`: the largest batch accepted.
+    pub max_message_bytes: usize,
+    /// `message.timestamp.type`: with `LogAppendTime` the leader stamps each batch with the
+    /// append time.
+    pub message_timestamp_type: TimestampType,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            segment_ms: DEFAULT_SEGMENT_MS,
+            segment_index_bytes: DEFAULT_SEGMENT_INDEX_BYTES,
+            retention_ms: DEFAULT_RETENTION_MS,
+            retention_bytes: -1,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            message_timestamp_type: TimestampType::CreateTime,
+        }
+    }
+}
+
+impl LogConfig {
+    /// The Raft metadata log's policy: flush before acknowledging (Raft's votes and commits
+    /// count only durable entries), and no time or size retention (snapshots decide what
+    /// is deleted).
+    pub fn metadata_log() -> Self {
+        LogConfig {
+            flush_messages: 1,
+            retention_ms: -1,
+            retention_bytes: -1,
+            max_message_bytes: 8 * 1024 * 1024,
+            ..LogConfig::default()
+        }
+    }
+
+    /// Sets one setting by its Kafka property name (`segment.bytes`, `retention.ms`, ...),
+    /// so the owner can apply a properties file or a dynamic config change without knowing
+    /// the fields. Unknown names are refused.
+    /// On error the config is unchanged.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        let mut next = self.clone();
+        next.set_unchecked(name, value)?;
+        next.validate()?;
+        *self = next;
+        Ok(())
+    }
+
+    fn set_unchecked(&mut self, name: &str, value: &str) -> Result<()> {
+        fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T> {
+            value.trim().parse().map_err(|_| LogError::InvalidConfig {
+                name,
+                value: value.to_string(),
+                reason: "not a number",
+            })
+        }
+        match name {
+            "segment.bytes" => self.segment_bytes = parse("segment.bytes", value)?,
+            "segment.ms" => self.segment_ms = parse("segment.ms", value)?,
+            "segment.index.bytes" => {
+                self.segment_index_bytes = parse("segment.index.bytes", value)?
+            }
+            "retention.ms" => self.retention_ms = parse("retention.ms", value)?,
+            "retention.bytes" => self.retention_bytes = parse("retention.bytes", value)?,
+            "flush.messages" => self.flush_messages = parse("flush.messages", value)?,
+            "flush.ms" => self.flush_ms = parse("flush.ms", value)?,
+            "index.interval.bytes" => {
+                self.index_interval_bytes = parse("index.interval.bytes", value)?
+            }
+            "max.message.bytes" => self.max_message_bytes = parse("max.message.bytes", value)?,
+            "message.timestamp.type" => {
+                self.message_timestamp_type = match value.trim() {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => {
+                        return Err(LogError::InvalidConfig {
+                            name: "message.timestamp.type",
+                            value: value.to_string(),
+                            reason: "must be CreateTime or LogAppendTime",
+                        })
+                    }
+                }
+            }
+            _ => {
+                return Err(LogError::InvalidConfig {
+                    name: "(unknown)",
+                    value: format!("{name}={value}"),
+                    reason: "unknown log config",
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the ranges Kafka's `LogConfig` enforces, so a bad value is refused when set
+    /// rather than misbehaving at the next roll.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name: &'static str, value: String, reason: &'static str| {
+            Err(LogError::InvalidConfig {
+                name,
+                value,
+                reason,
+            })
+        };
+        if self.segment_bytes < MIN_SEGMENT_BYTES || self.segment_bytes > i32::MAX as u64 {
+            return bad(
+                "segment.bytes",
+                self.segment_bytes.to_string(),
+                "must be in [14, 2147483647]",
+            );
+        }
+        if self.segment_ms < 1 {
+            return bad("segment.ms", self.segment_ms.to_string(), "must be >= 1");
+        }
+        if self.segment_index_bytes < 8 {
+            return bad(
+                "segment.index.bytes",
+                self.segment_index_bytes.to_string(),
+                "must be >= 8",
+            );
+        }
+        if self.retention_ms < -1 {
+            return bad(
+                "retention.ms",
+                self.retention_ms.to_string(),
+                "must be >= -1",
+            );
+        }
+        if self.flush_messages < 1 {
+            return bad(
+                "flush.messages",
+                self.flush_messages.to_string(),
+                "must be >= 1",
+            );
+        }
+        if self.flush_ms < 0 {
+            return bad("flush.ms", self.flush_ms.to_string(), "must be >= 0");
+        }
+        if self.max_message_bytes < 12 + 49 {
+            return bad(
+                "max.message.bytes",
+                self.max_message_bytes.to_string(),
+                "must hold at least a batch header (61 bytes)",
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_kafkas() {
+        let c = LogConfig::default();
+        assert_eq!(c.segment_bytes, 1_073_741_824);
+        assert_eq!(c.segment_ms, 604_800_000);
+        assert_eq!(c.retention_ms, 604_800_000);
+        assert_eq!(c.retention_bytes, -1);
+        assert_eq!(c.flush_messages, i64::MAX);
+        assert_eq!(c.flush_ms, i64::MAX);
+        assert_eq!(c.index_interval_bytes, 4096);
+        assert_eq!(c.max_message_bytes, 1_048_588);
+        assert!(c.validate().is_ok());
+        assert!(LogConfig::metadata_log().validate().is_ok());
+    }
+
+    #[test]
+    fn set_by_kafka_name() {
+        let mut c = LogConfig::default();
+        c.set("segment.bytes", "1024").unwrap();
+        c.set("retention.ms", "-1").unwrap();
+        c.set("message.timestamp.type", "LogAppendTime").unwrap();
+        assert_eq!(c.segment_bytes, 1024);
+        assert_eq!(c.retention_ms, -1);
+        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+        assert!(c.set("segment.bytes", "x").is_err());
+        assert!(c.set("segment.bytes", "1").is_err());
+        assert!(c.set("no.such", "1").is_err());
+    }
+}
