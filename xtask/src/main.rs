@@ -2,6 +2,7 @@
 //! `.cargo/config.toml`). `ci` is the one command that checks everything; `.ci/run` calls it.
 
 mod codegen;
+mod fuzz;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -25,6 +26,8 @@ enum Cmd {
     },
     /// Everything CI checks: formatting, generated code, clippy, all tests.
     Ci,
+    /// Seed a fuzz target's corpus from the captured frames and run it with cargo-fuzz.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> Result<()> {
@@ -33,6 +36,7 @@ fn main() -> Result<()> {
     match cli.command {
         Cmd::Codegen { check } => codegen::run(&root, check),
         Cmd::Ci => ci(&root),
+        Cmd::Fuzz(args) => fuzz::run(&root, args),
     }
 }
 
@@ -69,7 +73,14 @@ fn ci(root: &Path) -> Result<()> {
     run(
         root,
         &cargo,
-        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
     )?;
     run(root, &cargo, &["test", "--workspace"])?;
     Ok(())
