@@ -1,6 +1,35 @@
-//! KIP-595 Raft for `__cluster_metadata`: a sans-IO core (QuorumState and one type per role:
-//! Unattached, Prospective, Candidate, Leader, Follower, Resigned) driven by a tokio driver that
-//! also owns the Kafka-protocol transport (TCP server and client channel) reused by the
-//! controller and broker.
+//! KIP-595 Raft for `__cluster_metadata`: a sans-IO core that a driver feeds with time,
+//! inbound messages and proposals, and drains for messages to send, quorum-state writes,
+//! committed batches and leader changes. It behaves as Kafka 4.x's `KafkaRaftClient` does
+//! (pre-vote, check-quorum, BeginQuorumEpoch/EndQuorumEpoch, Fetch with diverging epochs and
+//! a purgatory), speaks the generated Kafka messages of `kraftd-protocol`, and fixes the
+//! observer routing of seed 003 (D1, D2).
 //!
-//! Empty until the Raft issue lands; nothing here yet.
+//! Module map:
+//! - [`core`] — [`RaftCore`], the state machine, with its call order;
+//!   - [`core::quorum_state`] — every role transition (with the transition table) and the
+//!     durable `quorum-state` ([`QuorumStateData`]);
+//!   - [`core::role`] — one type per role: Unattached, Prospective, Candidate, Leader,
+//!     Follower, Resigned;
+//!   - [`core::log`] — the [`RaftLog`] trait the driver implements over `crates/log`, and
+//!     [`MemoryLog`] for tests and the simulator;
+//!   - [`core::message`] — [`RaftMessage`], the wire versions, the topic name and id;
+//!   - [`core::config`] — [`RaftConfig`] with Kafka's names and defaults;
+//!   - [`core::rng`] — the seeded RNG (no ambient randomness).
+//!
+//! The deterministic simulator lives in `tests/sim` (`cargo test -p kraftd-raft --test sim`;
+//! `SIM_SEED=N` replays one seed of `random_seeds_hold_every_invariant_and_converge`,
+//! `SIM_SEEDS=N` runs N seeds, `SIM_TRACE=1` prints role changes and crashes). The tokio
+//! driver, snapshots and DescribeQuorum come later and build on the same API.
+
+pub mod core;
+
+pub use crate::core::config::RaftConfig;
+pub use crate::core::log::{LogError, MemoryLog, RaftLog};
+pub use crate::core::message::{
+    ApiKind, MessageDecodeError, RaftMessage, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
+};
+pub use crate::core::quorum_state::QuorumStateData;
+pub use crate::core::{
+    CommittedBatch, NotLeader, Output, ProposeError, RaftCore, RaftError, RaftStats, RoleName,
+};

@@ -1,0 +1,794 @@
+//! The deterministic simulator: N voters and M observers running the real [`RaftCore`] over
+//! a seeded network (drop, delay, duplicate, reorder, symmetric and one-way partitions, slow
+//! links) and disks that lose unflushed data on a crash. Every message is encoded to bytes
+//! and decoded again with the real codecs. The invariants are checked after every event and
+//! each violation is recorded with the seed, time and node.
+//!
+//! The driver side of the core's contract lives here too: request timeouts
+//! (`controller.quorum.request.timeout.ms`) are tracked per outstanding request, and a
+//! response that arrives after its request was given up is dropped, as Kafka's
+//! NetworkClient does ("no longer needed").
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+
+use bytes::Bytes;
+use kraftd_raft::core::rng::Rng;
+use kraftd_raft::{
+    ApiKind, MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage,
+    RoleName,
+};
+
+/// How the network misbehaves; probabilities in per mille.
+#[derive(Debug, Clone)]
+pub struct NetworkFaults {
+    pub drop_per_mille: u64,
+    pub duplicate_per_mille: u64,
+    pub delay_min_ms: u64,
+    pub delay_max_ms: u64,
+}
+
+impl NetworkFaults {
+    pub fn reliable() -> Self {
+        NetworkFaults {
+            drop_per_mille: 0,
+            duplicate_per_mille: 0,
+            delay_min_ms: 1,
+            delay_max_ms: 5,
+        }
+    }
+}
+
+/// What a simulation runs.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub voters: Vec<i32>,
+    pub observers: Vec<i32>,
+    pub raft: RaftConfig,
+    pub network: NetworkFaults,
+    /// Per-node overrides of the election timeout (to make a given node win).
+    pub election_timeout_ms: HashMap<i32, u64>,
+    /// The durable state every node starts with.
+    pub initial_state: Option<QuorumStateData>,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64, voters: &[i32], observers: &[i32]) -> Self {
+        SimConfig {
+            seed,
+            voters: voters.to_vec(),
+            observers: observers.to_vec(),
+            raft: RaftConfig::new("sim-cluster-id-AAAAAAAA"),
+            network: NetworkFaults::reliable(),
+            election_timeout_ms: HashMap::new(),
+            initial_state: None,
+        }
+    }
+}
+
+struct Node {
+    core: Option<RaftCore<MemoryLog>>,
+    /// The disk of a node that is down.
+    disk: Option<MemoryLog>,
+    durable: Option<QuorumStateData>,
+    incarnation: u64,
+    /// The next offset this incarnation's listener expects.
+    listener_next: i64,
+    last_hw: i64,
+    last_epoch: i32,
+}
+
+struct Packet {
+    correlation_id: i32,
+    from: i32,
+    to: i32,
+    kind: ApiKind,
+    is_request: bool,
+    bytes: Bytes,
+}
+
+struct Outstanding {
+    correlation_id: i32,
+    from: i32,
+    to: i32,
+    kind: ApiKind,
+    deadline_ms: u64,
+}
+
+/// A fetch a node sent, for routing assertions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchSent {
+    pub at_ms: u64,
+    pub from: i32,
+    pub to: i32,
+}
+
+/// A fetch response with an error a node received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchErrorSeen {
+    pub at_ms: u64,
+    pub node: i32,
+    pub from: i32,
+    pub error_code: i16,
+    pub leader_id: i32,
+}
+
+pub struct Sim {
+    pub cfg: SimConfig,
+    pub now_ms: u64,
+    rng: Rng,
+    nodes: BTreeMap<i32, Node>,
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
+    packets: HashMap<u64, Packet>,
+    next_seq: u64,
+    outstanding: Vec<Outstanding>,
+    /// Links cut: (from, to).
+    blocked: HashSet<(i32, i32)>,
+    /// Extra delay per link.
+    slow: HashMap<(i32, i32), u64>,
+    leaders: BTreeMap<i32, i32>,
+    committed: BTreeMap<i64, (i64, Bytes)>,
+    pub violations: Vec<String>,
+    pub fetches: Vec<FetchSent>,
+    pub fetch_errors: Vec<FetchErrorSeen>,
+    pub events: u64,
+    pub proposals: u64,
+    pub trace: bool,
+    /// Responses that came after their request was given up (or twice): dropped.
+    pub responses_dropped: u64,
+    /// Record every message sent, for hostile-input tests.
+    pub capture: bool,
+    pub captured: Vec<(ApiKind, bool, Bytes)>,
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Sim {
+        let mut sim = Sim {
+            rng: Rng::new(cfg.seed),
+            cfg,
+            now_ms: 0,
+            nodes: BTreeMap::new(),
+            queue: BinaryHeap::new(),
+            packets: HashMap::new(),
+            next_seq: 0,
+            outstanding: Vec::new(),
+            blocked: HashSet::new(),
+            slow: HashMap::new(),
+            leaders: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            violations: Vec::new(),
+            fetches: Vec::new(),
+            fetch_errors: Vec::new(),
+            events: 0,
+            proposals: 0,
+            trace: std::env::var("SIM_TRACE").is_ok(),
+            responses_dropped: 0,
+            capture: false,
+            captured: Vec::new(),
+        };
+        let ids: Vec<i32> = sim
+            .cfg
+            .voters
+            .iter()
+            .chain(sim.cfg.observers.iter())
+            .copied()
+            .collect();
+        for id in ids {
+            sim.nodes.insert(
+                id,
+                Node {
+                    core: None,
+                    disk: Some(MemoryLog::new()),
+                    durable: sim.cfg.initial_state,
+                    incarnation: 0,
+                    listener_next: 0,
+                    last_hw: 0,
+                    last_epoch: 0,
+                },
+            );
+            sim.start(id);
+        }
+        sim
+    }
+
+    // ----- controls -----
+
+    pub fn ids(&self) -> Vec<i32> {
+        self.nodes.keys().copied().collect()
+    }
+
+    pub fn is_up(&self, id: i32) -> bool {
+        self.nodes[&id].core.is_some()
+    }
+
+    pub fn core(&self, id: i32) -> &RaftCore<MemoryLog> {
+        self.nodes[&id].core.as_ref().expect("node is up")
+    }
+
+    /// The node that is Leader in the highest epoch, if any is up.
+    pub fn leader(&self) -> Option<i32> {
+        self.nodes
+            .iter()
+            .filter_map(|(id, n)| n.core.as_ref().map(|c| (id, c)))
+            .filter(|(_, c)| c.role() == RoleName::Leader)
+            .max_by_key(|(_, c)| c.epoch())
+            .map(|(id, _)| *id)
+    }
+
+    /// Kills a node: its unflushed data is lost, its quorum-state file survives.
+    pub fn crash(&mut self, id: i32) {
+        let node = self.nodes.get_mut(&id).expect("known node");
+        let Some(core) = node.core.take() else { return };
+        if self.trace {
+            println!(
+                "t={} node {id}: crash (leo {}, flushed {})",
+                self.now_ms,
+                core.log().end_offset(),
+                core.log().flushed_offset()
+            );
+        }
+        let mut log = core.into_log();
+        log.crash();
+        node.disk = Some(log);
+        self.outstanding.retain(|o| o.from != id);
+    }
+
+    /// Kills a node and wipes its disk and quorum-state file (safe only for observers, which
+    /// never vote: a voter that forgets its vote could vote twice).
+    pub fn wipe(&mut self, id: i32) {
+        assert!(
+            !self.cfg.voters.contains(&id),
+            "only observers may lose their state"
+        );
+        self.crash(id);
+        let node = self.nodes.get_mut(&id).expect("known node");
+        node.disk = Some(MemoryLog::new());
+        node.durable = None;
+        node.last_epoch = 0;
+    }
+
+    pub fn restart(&mut self, id: i32) {
+        if !self.is_up(id) {
+            if self.trace {
+                println!("t={} node {id}: restart", self.now_ms);
+            }
+            self.start(id);
+        }
+    }
+
+    /// Cuts both directions between `a` and `b`.
+    pub fn partition(&mut self, a: i32, b: i32) {
+        self.blocked.insert((a, b));
+        self.blocked.insert((b, a));
+    }
+
+    /// Cuts `from` → `to` only.
+    pub fn block(&mut self, from: i32, to: i32) {
+        self.blocked.insert((from, to));
+    }
+
+    /// Cuts `id` from every other node.
+    pub fn isolate(&mut self, id: i32) {
+        for other in self.ids() {
+            if other != id {
+                self.partition(id, other);
+            }
+        }
+    }
+
+    pub fn slow_link(&mut self, from: i32, to: i32, extra_ms: u64) {
+        self.slow.insert((from, to), extra_ms);
+    }
+
+    pub fn heal(&mut self) {
+        self.blocked.clear();
+        self.slow.clear();
+    }
+
+    /// Proposes `count` records of a few bytes at the current leader; returns whether one
+    /// took them.
+    pub fn propose(&mut self, count: usize) -> bool {
+        let Some(leader) = self.leader() else {
+            return false;
+        };
+        let now = self.now_ms;
+        let n = self.proposals;
+        let records: Vec<Bytes> = (0..count)
+            .map(|i| Bytes::from(format!("record-{n}-{i}")))
+            .collect();
+        let node = self.nodes.get_mut(&leader).expect("leader exists");
+        let core = node.core.as_mut().expect("leader is up");
+        if core.propose(now, &records).is_ok() {
+            self.proposals += 1;
+            self.drain(leader);
+            self.check_node(leader);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Hands `msg` to every up node as if `from` sent it (hostile-input tests); a response is
+    /// given the correlation id of the node's fetch in flight, so it is not dropped as stale.
+    pub fn inject(&mut self, from: i32, msg: RaftMessage) {
+        let now = self.now_ms;
+        for id in self.ids() {
+            let Some(core) = self.nodes.get_mut(&id).and_then(|n| n.core.as_mut()) else {
+                continue;
+            };
+            let corr = if msg.is_request() {
+                i32::MAX
+            } else {
+                core.fetch_in_flight().map_or(0, |(_, c)| c)
+            };
+            let from = if msg.is_request() {
+                from
+            } else {
+                core.fetch_in_flight().map_or(from, |(to, _)| to)
+            };
+            let _ = core.handle_message(now, from, corr, msg.clone());
+            self.drain(id);
+        }
+    }
+
+    /// Graceful resignation of a leader.
+    pub fn resign(&mut self, id: i32) {
+        let now = self.now_ms;
+        if let Some(core) = self.nodes.get_mut(&id).and_then(|n| n.core.as_mut()) {
+            core.resign(now);
+            self.drain(id);
+            self.check_node(id);
+        }
+    }
+
+    // ----- running -----
+
+    /// Runs until `until_ms`.
+    pub fn run_until(&mut self, until_ms: u64) {
+        while self.step(until_ms) {}
+        self.now_ms = self.now_ms.max(until_ms);
+    }
+
+    pub fn run_for(&mut self, ms: u64) {
+        let until = self.now_ms + ms;
+        self.run_until(until);
+    }
+
+    /// Runs until `pred` holds (checked after every event) or `max_ms` passes.
+    pub fn run_until_pred(&mut self, max_ms: u64, mut pred: impl FnMut(&Sim) -> bool) -> bool {
+        let until = self.now_ms + max_ms;
+        loop {
+            if pred(self) {
+                return true;
+            }
+            if !self.step(until) {
+                self.now_ms = self.now_ms.max(until);
+                return pred(self);
+            }
+        }
+    }
+
+    /// Runs with a client proposing every `interval_ms` at the leader.
+    pub fn run_with_load(&mut self, ms: u64, interval_ms: u64) {
+        let until = self.now_ms + ms;
+        while self.now_ms < until {
+            let next = (self.now_ms + interval_ms).min(until);
+            self.run_until(next);
+            let count = 1 + self.rng.below(3) as usize;
+            self.propose(count);
+        }
+    }
+
+    /// One event at or before `until_ms`; false when there is none.
+    fn step(&mut self, until_ms: u64) -> bool {
+        let next_packet = self.queue.peek().map(|Reverse((t, _))| *t);
+        let next_timeout = self.outstanding.iter().map(|o| o.deadline_ms).min();
+        let next_node = self
+            .nodes
+            .iter()
+            .filter_map(|(id, n)| n.core.as_ref().map(|c| (c.poll_timeout(), *id)))
+            .min();
+        let t = [next_packet, next_timeout, next_node.map(|(t, _)| t)]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(t) = t else { return false };
+        if t > until_ms {
+            return false;
+        }
+        self.now_ms = self.now_ms.max(t);
+        self.events += 1;
+        assert!(
+            self.events < 50_000_000,
+            "seed {}: event budget exhausted (livelock?)",
+            self.cfg.seed
+        );
+        if next_packet == Some(t) {
+            let Reverse((_, seq)) = self.queue.pop().expect("peeked");
+            let packet = self.packets.remove(&seq).expect("queued packet");
+            self.deliver(packet);
+        } else if next_timeout == Some(t) {
+            let i = self
+                .outstanding
+                .iter()
+                .position(|o| o.deadline_ms == t)
+                .expect("found");
+            let o = self.outstanding.remove(i);
+            if let Some(core) = self.nodes.get_mut(&o.from).and_then(|n| n.core.as_mut()) {
+                core.handle_request_failed(self.now_ms, o.to, o.correlation_id, o.kind);
+                self.drain(o.from);
+                self.check_node(o.from);
+            }
+        } else if let Some((_, id)) = next_node {
+            let now = self.now_ms;
+            let core = self
+                .nodes
+                .get_mut(&id)
+                .and_then(|n| n.core.as_mut())
+                .expect("up");
+            core.handle_timeout(now);
+            assert!(
+                core.poll_timeout() > now,
+                "seed {}: node {id} deadline {} not after now {now} ({:?})",
+                self.cfg.seed,
+                core.poll_timeout(),
+                core.role()
+            );
+            self.drain(id);
+            self.check_node(id);
+        }
+        true
+    }
+
+    fn start(&mut self, id: i32) {
+        let mut raft = self.cfg.raft.clone();
+        if let Some(t) = self.cfg.election_timeout_ms.get(&id) {
+            raft.election_timeout_ms = *t;
+        }
+        let node = self.nodes.get_mut(&id).expect("known node");
+        node.incarnation += 1;
+        node.listener_next = 0;
+        node.last_hw = 0;
+        let log = node.disk.take().expect("a down node has its disk");
+        let seed = self
+            .cfg
+            .seed
+            .wrapping_mul(31)
+            .wrapping_add(node.incarnation);
+        let core = RaftCore::new(
+            raft,
+            id,
+            self.cfg.voters.iter().copied(),
+            node.durable,
+            log,
+            seed,
+            self.now_ms,
+        );
+        node.core = Some(core);
+        self.drain(id);
+        self.check_node(id);
+    }
+
+    fn deliver(&mut self, p: Packet) {
+        if self.blocked.contains(&(p.from, p.to)) {
+            return;
+        }
+        if self.nodes.get(&p.to).is_none_or(|n| n.core.is_none()) {
+            return;
+        }
+        if !p.is_request {
+            // Match the request by correlation id; none means it was given up ("no longer
+            // needed") or answered already (a duplicate).
+            let Some(i) = self.outstanding.iter().position(|o| {
+                o.correlation_id == p.correlation_id
+                    && o.from == p.to
+                    && o.to == p.from
+                    && o.kind == p.kind
+            }) else {
+                self.responses_dropped += 1;
+                return;
+            };
+            self.outstanding.remove(i);
+        }
+        let msg = match RaftMessage::decode(p.kind, p.is_request, p.kind.version(), p.bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                self.violation(p.to, format!("decode of our own encoding failed: {e}"));
+                return;
+            }
+        };
+        if let RaftMessage::FetchResponse(r) = &msg {
+            for part in r.responses.iter().flat_map(|t| t.partitions.iter()) {
+                if part.error_code != 0 {
+                    self.fetch_errors.push(FetchErrorSeen {
+                        at_ms: self.now_ms,
+                        node: p.to,
+                        from: p.from,
+                        error_code: part.error_code,
+                        leader_id: part.current_leader.leader_id,
+                    });
+                }
+            }
+        }
+        let now = self.now_ms;
+        let core = self
+            .nodes
+            .get_mut(&p.to)
+            .and_then(|n| n.core.as_mut())
+            .expect("up");
+        if let Err(e) = core.handle_message(now, p.from, p.correlation_id, msg) {
+            self.violation(p.to, format!("fatal error: {e}"));
+            if self.trace {
+                self.dump_logs();
+            }
+        }
+        self.drain(p.to);
+        self.check_node(p.to);
+    }
+
+    fn drain(&mut self, id: i32) {
+        loop {
+            let Some(out) = self
+                .nodes
+                .get_mut(&id)
+                .and_then(|n| n.core.as_mut())
+                .and_then(|c| c.poll_output())
+            else {
+                return;
+            };
+            match out {
+                Output::PersistQuorumState(d) => self.on_persist(id, d),
+                Output::Send {
+                    to,
+                    correlation_id,
+                    msg,
+                } => self.send(id, to, correlation_id, msg),
+                Output::Committed(b) => self.on_committed(id, b),
+                Output::LeaderChange { epoch, leader_id } => {
+                    if self.trace {
+                        let c = self.nodes[&id].core.as_ref().expect("up");
+                        println!(
+                            "t={} node {id}: epoch {epoch} leader {leader_id:?} role {:?} leo {} flushed {} hw {}",
+                            self.now_ms,
+                            c.role(),
+                            c.log().end_offset(),
+                            c.log().flushed_offset(),
+                            c.high_watermark()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, from: i32, to: i32, correlation_id: i32, msg: RaftMessage) {
+        let kind = msg.kind();
+        let is_request = msg.is_request();
+        let bytes = match msg.encode() {
+            Ok(b) => b,
+            Err(e) => {
+                self.violation(from, format!("encode of {kind:?} failed: {e}"));
+                return;
+            }
+        };
+        if self.capture {
+            self.captured.push((kind, is_request, bytes.clone()));
+        }
+        if is_request {
+            if kind == ApiKind::Fetch {
+                self.fetches.push(FetchSent {
+                    at_ms: self.now_ms,
+                    from,
+                    to,
+                });
+            }
+            self.outstanding.push(Outstanding {
+                correlation_id,
+                from,
+                to,
+                kind,
+                deadline_ms: self.now_ms + self.cfg.raft.request_timeout_ms,
+            });
+        }
+        if self.blocked.contains(&(from, to)) {
+            return;
+        }
+        let net = self.cfg.network.clone();
+        if self.rng.below(1000) < net.drop_per_mille {
+            return;
+        }
+        let copies = if self.rng.below(1000) < net.duplicate_per_mille {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let delay = net.delay_min_ms
+                + self
+                    .rng
+                    .below(net.delay_max_ms.saturating_sub(net.delay_min_ms) + 1)
+                + self.slow.get(&(from, to)).copied().unwrap_or(0);
+            self.next_seq += 1;
+            let seq = self.next_seq;
+            self.packets.insert(
+                seq,
+                Packet {
+                    correlation_id,
+                    from,
+                    to,
+                    kind,
+                    is_request,
+                    bytes: bytes.clone(),
+                },
+            );
+            self.queue.push(Reverse((self.now_ms + delay, seq)));
+        }
+    }
+
+    /// Prints each node's log as epoch ranges.
+    pub fn dump_logs(&self) {
+        for (id, n) in &self.nodes {
+            let log = n.core.as_ref().map(|c| c.log()).or(n.disk.as_ref());
+            let Some(log) = log else { continue };
+            let mut ranges: Vec<(i32, i64, i64)> = Vec::new();
+            for (base, epoch, _) in log.batches() {
+                match ranges.last_mut() {
+                    Some(r) if r.0 == epoch => r.2 = base,
+                    _ => ranges.push((epoch, base, base)),
+                }
+            }
+            println!(
+                "node {id} log (epoch, first base, last base): {ranges:?} leo {}",
+                log.end_offset()
+            );
+        }
+    }
+
+    // ----- invariants -----
+
+    fn violation(&mut self, node: i32, what: String) {
+        let line = format!(
+            "seed {} t={}ms node {node}: {what}",
+            self.cfg.seed, self.now_ms
+        );
+        if self.violations.len() < 50 {
+            self.violations.push(line);
+        }
+    }
+
+    fn on_persist(&mut self, id: i32, d: QuorumStateData) {
+        let prev = self.nodes[&id].durable;
+        if let Some(p) = prev {
+            if d.leader_epoch < p.leader_epoch {
+                self.violation(id, format!("durable epoch went back: {p:?} -> {d:?}"));
+            }
+            if d.leader_epoch == p.leader_epoch && p.voted_id >= 0 && d.voted_id != p.voted_id {
+                self.violation(id, format!("second vote in one epoch: {p:?} -> {d:?}"));
+            }
+        }
+        self.nodes.get_mut(&id).expect("known").durable = Some(d);
+    }
+
+    fn on_committed(&mut self, id: i32, b: kraftd_raft::CommittedBatch) {
+        let expected = self.nodes[&id].listener_next;
+        if b.base_offset != expected {
+            self.violation(
+                id,
+                format!(
+                    "listener got batch at {} but expected {expected} (twice or out of order)",
+                    b.base_offset
+                ),
+            );
+        }
+        self.nodes.get_mut(&id).expect("known").listener_next = b.last_offset + 1;
+        match self.committed.get(&b.base_offset) {
+            Some((last, bytes)) => {
+                if *last != b.last_offset || *bytes != b.bytes {
+                    self.violation(
+                        id,
+                        format!(
+                            "committed batch at {} differs between nodes (epoch {})",
+                            b.base_offset, b.epoch
+                        ),
+                    );
+                }
+            }
+            None => {
+                self.committed
+                    .insert(b.base_offset, (b.last_offset, b.bytes.clone()));
+            }
+        }
+    }
+
+    fn check_node(&mut self, id: i32) {
+        let Some(core) = self.nodes[&id].core.as_ref() else {
+            return;
+        };
+        let (role, epoch, hw) = (core.role(), core.epoch(), core.high_watermark());
+        let node = &self.nodes[&id];
+        let (last_hw, last_epoch) = (node.last_hw, node.last_epoch);
+        if hw < last_hw {
+            self.violation(id, format!("HW went back from {last_hw} to {hw}"));
+        }
+        if epoch < last_epoch {
+            self.violation(id, format!("epoch went back from {last_epoch} to {epoch}"));
+        }
+        if role == RoleName::Leader {
+            match self.leaders.get(&epoch) {
+                Some(l) if *l != id => {
+                    let l = *l;
+                    self.violation(id, format!("second leader in epoch {epoch} (first {l})"));
+                }
+                _ => {
+                    self.leaders.insert(epoch, id);
+                }
+            }
+        }
+        let node = self.nodes.get_mut(&id).expect("known");
+        node.last_hw = hw;
+        node.last_epoch = epoch;
+        if hw > 0 {
+            self.check_majority_holds(id, hw);
+        }
+    }
+
+    /// A majority of voters hold, durably, the last batch below `hw` as it was committed.
+    fn check_majority_holds(&mut self, id: i32, hw: i64) {
+        let Some((&base, (_, bytes))) = self.committed.range(..hw).next_back() else {
+            return;
+        };
+        let bytes = bytes.clone();
+        let holders = self
+            .cfg
+            .voters
+            .iter()
+            .filter(|v| {
+                let n = &self.nodes[v];
+                let log = n.core.as_ref().map(|c| c.log()).or(n.disk.as_ref());
+                log.is_some_and(|l| {
+                    l.flushed_offset() > base && l.batch_at(base).is_some_and(|b| *b == bytes)
+                })
+            })
+            .count();
+        if holders < self.cfg.voters.len() / 2 + 1 {
+            if self.trace && self.violations.is_empty() {
+                self.dump_logs();
+            }
+            self.violation(
+                id,
+                format!("committed batch at {base} held by only {holders} voters"),
+            );
+        }
+    }
+
+    /// After faults heal: one leader that every up node follows, everything committed on
+    /// every up node (observers included).
+    pub fn check_converged(&self) -> Result<(), String> {
+        let leader = self.leader().ok_or("no leader")?;
+        let l = self.core(leader);
+        let (epoch, hw, leo) = (l.epoch(), l.high_watermark(), l.log().end_offset());
+        if hw != leo {
+            return Err(format!(
+                "leader {leader} HW {hw} below its end offset {leo}"
+            ));
+        }
+        for (id, n) in &self.nodes {
+            let Some(c) = n.core.as_ref() else { continue };
+            if c.epoch() != epoch || c.leader_id() != Some(leader) {
+                return Err(format!(
+                    "node {id} at epoch {} leader {:?}, not {leader} at {epoch}",
+                    c.epoch(),
+                    c.leader_id()
+                ));
+            }
+            if c.high_watermark() != hw {
+                return Err(format!(
+                    "node {id} HW {} but leader HW {hw}",
+                    c.high_watermark()
+                ));
+            }
+        }
+        Ok(())
+    }
+}

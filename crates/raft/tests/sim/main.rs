@@ -1,0 +1,13 @@
+//! The Raft simulator test binary: the harness, scenario tests named after what they prove,
+//! single-core rules, hostile input, and a bounded run of random seeds.
+//!
+//! A failure prints its seed. Replay one with `SIM_SEED=N cargo test -p kraftd-raft --test
+//! sim random_seeds`, run many with `SIM_SEEDS=N` (add `--release` for thousands), lengthen
+//! the fault phase with `SIM_FAULT_MS=N` (120000 by default), print role changes and crashes
+//! with `SIM_TRACE=1`, and per-seed totals with `SIM_VERBOSE=1`.
+
+mod core_rules;
+mod harness;
+mod hostile;
+mod random;
+mod scenarios;

@@ -1,0 +1,430 @@
+//! Scenario tests: each sets up a cluster on the simulator, drives one situation from the
+//! seeds or Kafka's own Raft tests, and asserts the outcome plus zero invariant violations.
+
+use kraftd_raft::{QuorumStateData, RaftLog, RoleName};
+
+use crate::harness::{Sim, SimConfig};
+
+fn assert_clean(sim: &Sim) {
+    assert!(
+        sim.violations.is_empty(),
+        "seed {} violations:\n{}",
+        sim.cfg.seed,
+        sim.violations.join("\n")
+    );
+}
+
+fn elect(sim: &mut Sim) -> i32 {
+    assert!(
+        sim.run_until_pred(30_000, |s| s.leader().is_some()),
+        "seed {}: no leader",
+        sim.cfg.seed
+    );
+    sim.leader().expect("elected")
+}
+
+#[test]
+fn initial_election_elects_one_leader_that_commits() {
+    let mut sim = Sim::new(SimConfig::new(1, &[1, 2, 3], &[]));
+    let leader = elect(&mut sim);
+    // The LeaderChange record of the new epoch commits on every node.
+    assert!(sim.run_until_pred(5_000, |s| s.check_converged().is_ok()));
+    let hw = sim.core(leader).high_watermark();
+    assert!(hw >= 1, "the LeaderChange record committed");
+    sim.run_with_load(2_000, 50);
+    sim.run_for(2_000);
+    sim.check_converged().expect("converged");
+    assert!(sim.core(leader).high_watermark() > hw);
+    assert_clean(&sim);
+}
+
+#[test]
+fn single_voter_elects_itself_at_once_and_commits_its_appends() {
+    let mut sim = Sim::new(SimConfig::new(2, &[1], &[]));
+    assert_eq!(sim.core(1).role(), RoleName::Leader, "no timeout needed");
+    assert_eq!(sim.core(1).epoch(), 1);
+    sim.run_for(30);
+    assert_eq!(sim.core(1).high_watermark(), 1);
+    assert!(sim.propose(3));
+    sim.run_for(30);
+    assert_eq!(sim.core(1).high_watermark(), 4);
+    // A single voter never resigns for lack of fetches.
+    sim.run_for(20_000);
+    assert_eq!(sim.core(1).role(), RoleName::Leader);
+    assert_clean(&sim);
+}
+
+#[test]
+fn failover_after_kill_keeps_committed_data() {
+    let mut sim = Sim::new(SimConfig::new(3, &[1, 2, 3], &[10]));
+    let old = elect(&mut sim);
+    sim.run_with_load(2_000, 50);
+    sim.run_for(1_000);
+    let committed = sim.core(old).high_watermark();
+    let epoch = sim.core(old).epoch();
+    sim.crash(old);
+    assert!(sim.run_until_pred(20_000, |s| s.leader().is_some()));
+    let new = sim.leader().expect("new leader");
+    assert_ne!(new, old);
+    assert!(sim.core(new).epoch() > epoch);
+    sim.run_with_load(2_000, 50);
+    sim.restart(old);
+    assert!(sim.run_until_pred(20_000, |s| s.check_converged().is_ok()));
+    assert!(sim.core(new).high_watermark() > committed);
+    assert_clean(&sim);
+}
+
+#[test]
+fn failover_after_graceful_resignation() {
+    let mut sim = Sim::new(SimConfig::new(4, &[1, 2, 3], &[]));
+    let old = elect(&mut sim);
+    sim.run_with_load(1_000, 50);
+    let epoch = sim.core(old).epoch();
+    let now = sim.now_ms;
+    // Resign through the core's API (graceful shutdown): EndQuorumEpoch makes the most
+    // caught-up voter start at once, well before any fetch timeout.
+    sim.resign(old);
+    assert!(sim.run_until_pred(1_500, |s| s.leader().is_some_and(|l| l != old)));
+    assert!(sim.now_ms - now < 1_500);
+    assert!(sim.core(sim.leader().expect("leader")).epoch() > epoch);
+    assert_clean(&sim);
+}
+
+#[test]
+fn leader_partitioned_away_is_replaced_and_rejoins_as_follower() {
+    let mut sim = Sim::new(SimConfig::new(5, &[1, 2, 3, 4, 5], &[]));
+    let old = elect(&mut sim);
+    sim.run_with_load(1_000, 50);
+    sim.isolate(old);
+    // The majority side elects a new leader and keeps committing.
+    assert!(sim.run_until_pred(20_000, |s| s.leader().is_some_and(|l| l != old)));
+    let new = sim.leader().expect("new");
+    let hw = sim.core(new).high_watermark();
+    sim.run_with_load(2_000, 50);
+    assert!(
+        sim.core(new).high_watermark() > hw,
+        "progress with a reachable majority"
+    );
+    // The old leader resigned by check-quorum.
+    assert_ne!(sim.core(old).role(), RoleName::Leader);
+    sim.heal();
+    assert!(sim.run_until_pred(20_000, |s| s.check_converged().is_ok()));
+    assert_clean(&sim);
+}
+
+#[test]
+fn check_quorum_resigns_a_leader_that_hears_from_no_majority() {
+    let mut sim = Sim::new(SimConfig::new(6, &[1, 2, 3], &[]));
+    let leader = elect(&mut sim);
+    sim.run_for(500);
+    let others: Vec<i32> = sim.ids().into_iter().filter(|i| *i != leader).collect();
+    for o in &others {
+        sim.crash(*o);
+    }
+    let t0 = sim.now_ms;
+    assert!(sim.run_until_pred(10_000, |s| s.core(leader).role() != RoleName::Leader));
+    let waited = sim.now_ms - t0;
+    // 1.5 × fetch timeout (3 s) after the last majority of fetches, never much later.
+    assert!(waited <= 3_100, "resigned after {waited} ms");
+    assert_eq!(sim.core(leader).role(), RoleName::Resigned);
+    assert_clean(&sim);
+}
+
+#[test]
+fn restarted_leader_comes_back_resigned_and_grants_no_vote_in_its_epoch() {
+    let mut sim = Sim::new(SimConfig::new(7, &[1, 2, 3], &[]));
+    let leader = elect(&mut sim);
+    sim.run_with_load(500, 50);
+    let epoch = sim.core(leader).epoch();
+    sim.crash(leader);
+    sim.restart(leader);
+    assert_eq!(sim.core(leader).role(), RoleName::Resigned);
+    assert_eq!(sim.core(leader).epoch(), epoch);
+    assert_ne!(sim.leader(), Some(leader));
+    // Someone leads a later epoch; the old leader follows it.
+    assert!(sim.run_until_pred(20_000, |s| s.check_converged().is_ok()));
+    assert!(sim.core(sim.leader().expect("leader")).epoch() > epoch);
+    assert_clean(&sim);
+}
+
+#[test]
+fn divergence_is_truncated_by_epoch() {
+    // The leader appends records no follower receives, then dies before flushing some of
+    // them; the others move on in a new epoch; the old leader restarts, learns the diverging
+    // epoch from its first fetch, truncates, and ends with the new leader's log.
+    let mut sim = Sim::new(SimConfig::new(8, &[1, 2, 3], &[]));
+    let old = elect(&mut sim);
+    sim.run_with_load(1_000, 50);
+    sim.run_for(500);
+    for o in sim.ids() {
+        if o != old {
+            sim.partition(old, o);
+        }
+    }
+    for _ in 0..5 {
+        sim.propose(2);
+        sim.run_for(40);
+    }
+    let old_leo = sim.core(old).log().end_offset();
+    let hw = sim.core(old).high_watermark();
+    assert!(old_leo > hw, "uncommitted tail on the old leader");
+    sim.crash(old);
+    sim.heal();
+    assert!(sim.run_until_pred(20_000, |s| s.leader().is_some()));
+    sim.run_with_load(2_000, 50);
+    sim.restart(old);
+    assert!(sim.run_until_pred(20_000, |s| s.check_converged().is_ok()));
+    let leader = sim.leader().expect("leader");
+    let theirs: Vec<_> = sim
+        .core(leader)
+        .log()
+        .batches()
+        .map(|(o, e, _)| (o, e))
+        .collect();
+    let ours: Vec<_> = sim
+        .core(old)
+        .log()
+        .batches()
+        .map(|(o, e, _)| (o, e))
+        .collect();
+    assert_eq!(ours, theirs, "the old leader's log is the new leader's");
+    assert_clean(&sim);
+}
+
+#[test]
+fn pre_vote_keeps_an_isolated_voter_from_raising_the_epoch() {
+    let mut sim = Sim::new(SimConfig::new(10, &[1, 2, 3], &[]));
+    let leader = elect(&mut sim);
+    sim.run_for(1_000);
+    let epoch = sim.core(leader).epoch();
+    let follower = sim
+        .ids()
+        .into_iter()
+        .find(|i| *i != leader)
+        .expect("a follower");
+    sim.isolate(follower);
+    sim.run_with_load(10_000, 100);
+    assert_eq!(
+        sim.core(follower).epoch(),
+        epoch,
+        "pre-votes never bump the epoch"
+    );
+    sim.heal();
+    assert!(sim.run_until_pred(10_000, |s| s.check_converged().is_ok()));
+    assert_eq!(
+        sim.leader(),
+        Some(leader),
+        "the healthy leader was not disrupted"
+    );
+    assert_eq!(sim.core(leader).epoch(), epoch);
+    assert_clean(&sim);
+}
+
+/// Seed 003: leader 1003 at epoch 643, observer 68; one fetch response comes after the
+/// observer's request timeout; the bootstrap controllers answer NOT_LEADER_OR_FOLLOWER naming
+/// 1003. The observer's next fetch goes to 1003 and its HW advances within one request
+/// timeout.
+#[test]
+fn observer_returns_to_leader_after_not_leader_hint() {
+    let mut cfg = SimConfig::new(3, &[1001, 1002, 1003, 1004], &[68]);
+    cfg.raft.bootstrap_servers = vec![1001, 1002, 1004];
+    cfg.initial_state = Some(QuorumStateData {
+        leader_epoch: 642,
+        leader_id: -1,
+        voted_id: -1,
+    });
+    for v in [1001, 1002, 1004] {
+        cfg.election_timeout_ms.insert(v, 5_000);
+    }
+    cfg.election_timeout_ms.insert(1003, 300);
+    let request_timeout = cfg.raft.request_timeout_ms;
+    let mut sim = Sim::new(cfg);
+    assert!(sim.run_until_pred(10_000, |s| s.leader() == Some(1003)));
+    assert_eq!(sim.core(1003).epoch(), 643);
+    sim.run_with_load(2_000, 100);
+    assert_eq!(sim.core(68).leader_id(), Some(1003));
+    assert_eq!(sim.core(68).fetch_target(), Some(1003));
+    // One fetch response from 1003 arrives after the request timeout.
+    sim.slow_link(1003, 68, request_timeout + 500);
+    let sent_before = sim.fetches.len();
+    assert!(sim.run_until_pred(10_000, |s| s.core(68).fetch_target() != Some(1003)));
+    let failed_at = sim.now_ms;
+    let dropped_before = sim.responses_dropped;
+    // Messages already on the slow link stay slow; new ones are not.
+    sim.heal();
+    let hw_at_failure = sim.core(68).high_watermark();
+    // The next fetches: to a bootstrap server, which answers NOT_LEADER_OR_FOLLOWER naming
+    // 1003; the one after goes to 1003.
+    let mut advanced = false;
+    let deadline = failed_at + request_timeout;
+    while sim.now_ms < deadline {
+        sim.run_with_load(100, 50);
+        if sim.core(68).high_watermark() > hw_at_failure {
+            advanced = true;
+            break;
+        }
+    }
+    assert!(advanced, "observer HW advanced within one request timeout");
+    // The late response from 1003 did arrive, and was dropped as no longer needed.
+    sim.run_until(failed_at + 1_500);
+    assert!(
+        sim.responses_dropped > dropped_before,
+        "a response came after the request timeout"
+    );
+    let after: Vec<_> = sim.fetches[sent_before..]
+        .iter()
+        .filter(|f| f.from == 68 && f.at_ms >= failed_at)
+        .collect();
+    let to_bootstrap = after
+        .iter()
+        .position(|f| f.to != 1003)
+        .expect("a bootstrap fetch");
+    assert_eq!(
+        after[to_bootstrap + 1].to,
+        1003,
+        "next fetch after the hint goes to 1003"
+    );
+    assert!(sim
+        .fetch_errors
+        .iter()
+        .any(|e| e.node == 68 && e.error_code == 6 && e.leader_id == 1003));
+    assert!(
+        sim.core(68).stats().not_leader_or_follower_replies >= 1,
+        "the NOT_LEADER_OR_FOLLOWER counter moved"
+    );
+    assert_clean(&sim);
+}
+
+/// The converse (KAFKA-20514): the observer cannot reach the leader; within one request
+/// timeout it asks a bootstrap server, and it follows whichever leader the replies name once
+/// that one is reachable.
+#[test]
+fn observer_falls_back_to_bootstrap_when_leader_is_unreachable() {
+    let mut cfg = SimConfig::new(11, &[1, 2, 3], &[50]);
+    cfg.raft.bootstrap_servers = vec![1, 2, 3];
+    let request_timeout = cfg.raft.request_timeout_ms;
+    let mut sim = Sim::new(cfg);
+    let leader = elect(&mut sim);
+    sim.run_with_load(1_000, 50);
+    assert_eq!(sim.core(50).fetch_target(), Some(leader));
+    sim.block(50, leader);
+    let cut_at = sim.now_ms;
+    assert!(sim.run_until_pred(2 * request_timeout, |s| s
+        .fetches
+        .iter()
+        .any(|f| f.from == 50 && f.to != leader && f.at_ms >= cut_at)));
+    // Measured from the first fetch that could not reach the leader.
+    let lost = sim
+        .fetches
+        .iter()
+        .find(|f| f.from == 50 && f.to == leader && f.at_ms >= cut_at)
+        .map_or(cut_at, |f| f.at_ms);
+    let fallback = sim
+        .fetches
+        .iter()
+        .find(|f| f.from == 50 && f.to != leader && f.at_ms >= cut_at)
+        .expect("a bootstrap fetch")
+        .at_ms;
+    let retry_backoff = sim.cfg.raft.retry_backoff_ms;
+    assert!(
+        fallback - lost <= request_timeout + retry_backoff,
+        "fell back within one request timeout ({} ms)",
+        fallback - lost
+    );
+    // The unreachable leader dies; the bootstrap replies name its successor.
+    sim.crash(leader);
+    assert!(sim.run_until_pred(30_000, |s| s.leader().is_some()));
+    sim.run_with_load(1_000, 50);
+    assert!(sim.run_until_pred(20_000, |s| {
+        let l = s.leader().expect("leader");
+        s.core(50).leader_id() == Some(l)
+            && s.core(50).high_watermark() == s.core(l).high_watermark()
+    }));
+    assert_clean(&sim);
+}
+
+#[test]
+fn recovery_after_all_nodes_are_killed() {
+    let mut sim = Sim::new(SimConfig::new(12, &[1, 2, 3], &[20]));
+    elect(&mut sim);
+    sim.run_with_load(2_000, 50);
+    let before = sim.core(sim.leader().expect("leader")).high_watermark();
+    for id in sim.ids() {
+        sim.crash(id);
+    }
+    sim.run_for(1_000);
+    for id in sim.ids() {
+        sim.restart(id);
+    }
+    assert!(sim.run_until_pred(30_000, |s| s.check_converged().is_ok()));
+    let leader = sim.leader().expect("leader");
+    assert!(
+        sim.core(leader).high_watermark() >= before,
+        "everything committed before survives"
+    );
+    sim.run_with_load(1_000, 50);
+    assert!(sim.run_until_pred(10_000, |s| s.check_converged().is_ok()));
+    assert_clean(&sim);
+}
+
+#[test]
+fn back_to_back_leader_failures() {
+    let mut sim = Sim::new(SimConfig::new(13, &[1, 2, 3, 4, 5], &[]));
+    let mut killed = Vec::new();
+    for _ in 0..2 {
+        let leader = elect(&mut sim);
+        sim.run_with_load(500, 50);
+        sim.crash(leader);
+        killed.push(leader);
+    }
+    // Three of five remain: still a majority.
+    let leader = elect(&mut sim);
+    assert!(!killed.contains(&leader));
+    sim.run_with_load(1_000, 50);
+    for k in killed {
+        sim.restart(k);
+    }
+    assert!(sim.run_until_pred(30_000, |s| s.check_converged().is_ok()));
+    assert_clean(&sim);
+}
+
+#[test]
+fn asymmetric_partition_with_pre_vote_does_not_disrupt_the_leader() {
+    // The follower cannot reach the leader (its fetches are lost) but everyone hears it:
+    // its pre-votes fail against voters that fetch from the live leader, so the epoch and the
+    // leader stay.
+    let mut sim = Sim::new(SimConfig::new(14, &[1, 2, 3], &[]));
+    let leader = elect(&mut sim);
+    sim.run_for(1_000);
+    let epoch = sim.core(leader).epoch();
+    let cut = sim
+        .ids()
+        .into_iter()
+        .find(|i| *i != leader)
+        .expect("a follower");
+    sim.block(cut, leader);
+    sim.run_with_load(15_000, 100);
+    assert_eq!(sim.leader(), Some(leader));
+    assert_eq!(sim.core(leader).epoch(), epoch, "no election was forced");
+    sim.heal();
+    assert!(sim.run_until_pred(10_000, |s| s.check_converged().is_ok()));
+    assert_clean(&sim);
+}
+
+#[test]
+fn lossy_network_still_commits_and_converges() {
+    let mut cfg = SimConfig::new(15, &[1, 2, 3], &[30, 31]);
+    cfg.network = crate::harness::NetworkFaults {
+        drop_per_mille: 200,
+        duplicate_per_mille: 100,
+        delay_min_ms: 1,
+        delay_max_ms: 150,
+    };
+    let mut sim = Sim::new(cfg);
+    elect(&mut sim);
+    sim.run_with_load(20_000, 50);
+    sim.cfg.network = crate::harness::NetworkFaults::reliable();
+    assert!(sim.run_until_pred(30_000, |s| s.check_converged().is_ok()));
+    assert!(sim.core(sim.leader().expect("leader")).high_watermark() > 50);
+    assert_clean(&sim);
+}
