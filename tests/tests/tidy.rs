@@ -212,6 +212,35 @@ fn only_log_opens_data_files_and_protocol_has_no_io() {
 }
 
 #[test]
+fn raft_core_is_sans_io() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates/raft/src/core"), &mut files);
+    assert!(
+        !files.is_empty(),
+        "crates/raft/src/core holds the Raft core"
+    );
+    for f in files {
+        let src = non_test_source(&f);
+        for banned in [
+            "tokio::",
+            "std::net::",
+            "std::fs::",
+            "std::thread::",
+            "std::time::",
+            "Instant::now",
+            "SystemTime",
+            "thread_rng",
+        ] {
+            assert!(
+                !src.contains(banned),
+                "{} uses {banned}: the Raft core takes time, randomness and I/O as inputs",
+                f.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn every_source_file_opens_with_a_module_doc() {
     let mut files = Vec::new();
     for dir in ["crates", "xtask", "tests", "fuzz"] {

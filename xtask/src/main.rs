@@ -82,6 +82,45 @@ fn ci(root: &Path) -> Result<()> {
             "warnings",
         ],
     )?;
-    run(root, &cargo, &["test", "--workspace"])?;
+    let (passed, failed) = run_tests(root, &cargo)?;
+    // One closing line for whoever reads the end of the log.
+    println!("ci: {passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!("{failed} tests failed");
+    }
     Ok(())
+}
+
+/// Runs the whole test suite, echoing its output, and adds up cargo's `test result:` lines.
+fn run_tests(root: &Path, cargo: &str) -> Result<(u64, u64)> {
+    use std::io::BufRead;
+    println!("==> {cargo} test --workspace");
+    let mut child = Command::new(cargo)
+        .args(["test", "--workspace"])
+        .current_dir(root)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting cargo test")?;
+    let stdout = child.stdout.take().context("cargo test has no stdout")?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo test output")?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            // "ok. 14 passed; 0 failed; 0 ignored; ..."
+            let count = |word: &str| -> u64 {
+                rest.split(';')
+                    .filter_map(|part| part.trim().strip_suffix(word))
+                    .filter_map(|n| n.split_whitespace().last()?.parse::<u64>().ok())
+                    .sum()
+            };
+            passed += count("passed");
+            failed += count("failed");
+        }
+    }
+    let status = child.wait().context("waiting for cargo test")?;
+    if !status.success() && failed == 0 {
+        bail!("`cargo test --workspace` failed ({status})");
+    }
+    Ok((passed, failed))
 }
