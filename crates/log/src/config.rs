@@ -25,6 +25,13 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024 + 12;
 /// `max_bytes` the caller asks for: a read is one allocation, so it is bounded. Kafka's
 /// largest default fetch size (`fetch.max.bytes`) is 50 MiB.
 pub const MAX_READ_BYTES: usize = 64 * 1024 * 1024;
+/// The most sealed-segment `.log` handles one log keeps open (besides its active segment's
+/// `.log`, `.index` and `.timeindex`), least recently used closed first. Reads mostly hit
+/// the active segment (consumers at the tail) or walk forward through a few sealed ones
+/// (lagging consumers, catching-up replicas), so a handful covers them; a broker hosting
+/// thousands of partitions then holds at most `partitions × (3 + this)` descriptors for
+/// its logs, whatever their segment counts.
+pub const MAX_OPEN_SEGMENT_FILES: usize = 8;
 /// The smallest `segment.bytes` Kafka accepts (14 bytes, so a segment holds at least a
 /// header); tests use tiny segments, so the floor is Kafka's, not something larger.
 pub const MIN_SEGMENT_BYTES: u64 = 14;

@@ -41,9 +41,10 @@ pub enum LogError {
         log_end_offset: i64,
     },
     /// A read planned with `Log::plan_read` overlapped a truncation of the log, so its
-    /// bytes could mix old and new data; plan it again (the offset may now be out of
+    /// bytes could mix old and new data, or the segment it was to read was deleted
+    /// (retention) before it opened the file; plan it again (the offset may now be out of
     /// range).
-    #[error("read at offset {offset} overlapped a truncation of the log; retry")]
+    #[error("read at offset {offset} overlapped a truncation or deletion of its segment; retry")]
     ConcurrentTruncation {
         /// The offset the read started at.
         offset: i64,

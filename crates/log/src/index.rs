@@ -71,7 +71,10 @@ fn read_all(path: &Path) -> Result<Option<Vec<u8>>> {
 #[derive(Debug)]
 pub struct OffsetIndex {
     path: PathBuf,
-    file: File,
+    /// Open while the index is written (the active segment's); `None` once released (a
+    /// sealed segment's: its entries are in memory and it is not written again unless the
+    /// log is truncated into it, which reopens it).
+    file: Option<File>,
     base_offset: i64,
     /// (relative offset, position), both strictly increasing.
     entries: Vec<(u32, u32)>,
@@ -86,7 +89,7 @@ impl OffsetIndex {
         let file = open_rw(path, true)?;
         Ok(OffsetIndex {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             base_offset,
             entries: Vec::new(),
             persisted: 0,
@@ -116,10 +119,9 @@ impl OffsetIndex {
             }
             entries.push((rel, pos));
         }
-        let file = open_rw(path, false)?;
         Ok(Some(OffsetIndex {
             path: path.to_path_buf(),
-            file,
+            file: None,
             base_offset,
             persisted: entries.len(),
             entries,
@@ -184,8 +186,9 @@ impl OffsetIndex {
             buf.extend_from_slice(&rel.to_be_bytes());
             buf.extend_from_slice(&position.to_be_bytes());
         }
-        self.file
-            .write_all_at(&buf, self.persisted as u64 * OFFSET_INDEX_ENTRY_BYTES)
+        let at = self.persisted as u64 * OFFSET_INDEX_ENTRY_BYTES;
+        self.file()?
+            .write_all_at(&buf, at)
             .map_err(LogError::io("write", &self.path))?;
         self.persisted = self.entries.len();
         Ok(())
@@ -232,19 +235,42 @@ impl OffsetIndex {
         self.entries.truncate(keep);
         if keep < self.persisted {
             self.persisted = keep;
-            self.file
-                .set_len(self.size_in_bytes())
+            let len = self.size_in_bytes();
+            self.file()?
+                .set_len(len)
                 .map_err(LogError::io("truncate", &self.path))?;
         }
         Ok(())
     }
 
-    /// Writes pending entries and forces the index to disk.
+    /// Writes pending entries and forces the index to disk. A released index has nothing
+    /// unsynced (release flushes), so it is not reopened for this.
     pub fn flush(&mut self) -> Result<()> {
         self.write_pending()?;
-        self.file
-            .sync_data()
-            .map_err(LogError::io("fsync", &self.path))
+        match &self.file {
+            Some(file) => file.sync_data().map_err(LogError::io("fsync", &self.path)),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes the file (flushing first if entries are pending; a sealed segment's index
+    /// was flushed when sealed, so usually there is nothing to sync again); the next write
+    /// reopens it.
+    pub fn release(&mut self) -> Result<()> {
+        if self.persisted < self.entries.len() {
+            self.flush()?;
+        }
+        self.file = None;
+        Ok(())
+    }
+
+    /// The open file, reopened if released.
+    fn file(&mut self) -> Result<&File> {
+        let file = match self.file.take() {
+            Some(file) => file,
+            None => open_rw(&self.path, false)?,
+        };
+        Ok(self.file.insert(file))
     }
 
     /// The index file's path.
@@ -257,7 +283,8 @@ impl OffsetIndex {
 #[derive(Debug)]
 pub struct TimeIndex {
     path: PathBuf,
-    file: File,
+    /// Open while written, `None` once released (see [`OffsetIndex`]'s field).
+    file: Option<File>,
     base_offset: i64,
     /// (timestamp, relative offset), timestamps strictly increasing, offsets non-decreasing.
     entries: Vec<(i64, u32)>,
@@ -271,7 +298,7 @@ impl TimeIndex {
         let file = open_rw(path, true)?;
         Ok(TimeIndex {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             base_offset,
             entries: Vec::new(),
             persisted: 0,
@@ -301,10 +328,9 @@ impl TimeIndex {
             }
             entries.push((ts, rel));
         }
-        let file = open_rw(path, false)?;
         Ok(Some(TimeIndex {
             path: path.to_path_buf(),
-            file,
+            file: None,
             base_offset,
             persisted: entries.len(),
             entries,
@@ -359,8 +385,9 @@ impl TimeIndex {
             buf.extend_from_slice(&timestamp.to_be_bytes());
             buf.extend_from_slice(&rel.to_be_bytes());
         }
-        self.file
-            .write_all_at(&buf, self.persisted as u64 * TIME_INDEX_ENTRY_BYTES)
+        let at = self.persisted as u64 * TIME_INDEX_ENTRY_BYTES;
+        self.file()?
+            .write_all_at(&buf, at)
             .map_err(LogError::io("write", &self.path))?;
         self.persisted = self.entries.len();
         Ok(())
@@ -389,19 +416,41 @@ impl TimeIndex {
         self.entries.truncate(keep);
         if keep < self.persisted {
             self.persisted = keep;
-            self.file
+            self.file()?
                 .set_len(keep as u64 * TIME_INDEX_ENTRY_BYTES)
                 .map_err(LogError::io("truncate", &self.path))?;
         }
         Ok(())
     }
 
-    /// Writes pending entries and forces the index to disk.
+    /// Writes pending entries and forces the index to disk. A released index has nothing
+    /// unsynced (release flushes), so it is not reopened for this.
     pub fn flush(&mut self) -> Result<()> {
         self.write_pending()?;
-        self.file
-            .sync_data()
-            .map_err(LogError::io("fsync", &self.path))
+        match &self.file {
+            Some(file) => file.sync_data().map_err(LogError::io("fsync", &self.path)),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes the file (flushing first if entries are pending; a sealed segment's index
+    /// was flushed when sealed, so usually there is nothing to sync again); the next write
+    /// reopens it.
+    pub fn release(&mut self) -> Result<()> {
+        if self.persisted < self.entries.len() {
+            self.flush()?;
+        }
+        self.file = None;
+        Ok(())
+    }
+
+    /// The open file, reopened if released.
+    fn file(&mut self) -> Result<&File> {
+        let file = match self.file.take() {
+            Some(file) => file,
+            None => open_rw(&self.path, false)?,
+        };
+        Ok(self.file.insert(file))
     }
 
     /// The index file's path.

@@ -19,6 +19,9 @@
 //!
 //! How the replication layers use it:
 //!
+//! - startup: [`take_clean_shutdown_marker`] for the log directory, then per log
+//!   [`Log::open_after_clean_shutdown`] if it returned `Some` (no recovery scan), else
+//!   [`Log::open`]; shutdown: [`Log::close`] every log, then [`write_clean_shutdown_marker`];
 //! - leader: [`Log::append_as_leader`] (assigns offsets, stamps the epoch, validates);
 //!   follower: [`Log::append_as_follower`] (checks contiguity and epochs), then
 //!   [`Log::truncate_to`] on divergence, [`Log::end_offset_for_epoch`] to find it, and
@@ -37,12 +40,15 @@
 //! active (last) one can hold unflushed data; leader-epoch cache entries describe batches
 //! in the log (epochs increase, each entry starts below the log end offset); nothing read
 //! from disk can make this crate panic: it is cut (the active segment's torn tail) or
-//! reported ([`LogError::Corrupt`] with file and position).
+//! reported ([`LogError::Corrupt`] with file and position). Everything is bounded: a batch
+//! by `max.message.bytes`, a read by [`config::MAX_READ_BYTES`], a log's open files by its
+//! active segment's three plus [`config::MAX_OPEN_SEGMENT_FILES`].
 
 pub mod config;
 pub mod epoch;
 pub mod error;
 mod fsutil;
+mod handles;
 mod index;
 mod log;
 mod segment;

@@ -11,9 +11,19 @@
 //! the duration of one append. Timestamp lookups and snapshot reads still run under the
 //! lock.
 //!
+//! File handles: the active segment keeps its `.log`, `.index` and `.timeindex` open; a
+//! sealed segment keeps none of its own, its `.log` is opened for reads through a
+//! least-recently-used cache of at most
+//! [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES) handles per log, and
+//! its indexes live in memory. So a log's descriptors are bounded whatever its segment
+//! count.
+//!
 //! Durability: every segment but the active one was fsynced when the log rolled past it,
 //! so on open only the active segment is re-validated batch by batch and cut at the first
-//! torn or corrupt batch. The active segment is flushed per `flush.messages` / `flush.ms`
+//! torn or corrupt batch, and not even that after a clean shutdown
+//! ([`Log::open_after_clean_shutdown`]); a sealed segment's tail (from its last index
+//! entry) is re-checked on open, and damage further in is reported by the read or
+//! [`Log::verify`] that reaches it. The active segment is flushed per `flush.messages` / `flush.ms`
 //! (the metadata log uses 1: flush before acknowledging) or by [`Log::flush`];
 //! [`Log::flushed_offset`] says how far the log is known durable.
 
@@ -31,6 +41,7 @@ use crate::config::{LogConfig, MAX_READ_BYTES};
 use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::{LogError, Result};
 use crate::fsutil;
+use crate::handles::SegmentFiles;
 use crate::segment::{
     file_name, BatchInfo, Segment, SegmentRegion, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
@@ -78,11 +89,15 @@ pub struct ReadResult {
     pub log_end_offset: i64,
 }
 
-/// A read planned by [`Log::plan_read`]: it holds the segment's file handle and the
-/// scan's start, not the log, so it runs without the owner's lock. If the log is truncated
-/// while it runs, [`PendingRead::execute`] reports [`LogError::ConcurrentTruncation`]
-/// instead of returning bytes that may mix old and new data; the caller plans again.
-/// Segments deleted meanwhile (retention) stay readable through the open handle.
+/// A read planned by [`Log::plan_read`]: it holds the segment's file handle (or, for a
+/// sealed segment whose handle is not cached, what it needs to open it when it runs) and
+/// the scan's start, not the log, so it runs without the owner's lock. If the log is
+/// truncated while it runs, [`PendingRead::execute`] reports
+/// [`LogError::ConcurrentTruncation`] instead of returning bytes that may mix old and new
+/// data; the caller plans again. A segment deleted meanwhile (retention) stays readable if
+/// the read already held its handle (the cache evicting or the log deleting it does not
+/// close a handle in use); if the read still had to open it, that too is
+/// [`LogError::ConcurrentTruncation`].
 #[derive(Debug)]
 pub struct PendingRead {
     region: Option<SegmentRegion>,
@@ -134,12 +149,21 @@ pub struct LogStats {
     pub recovery_truncated_bytes: u64,
     /// Segments whose indexes were rebuilt on open.
     pub index_rebuilds: u64,
+    /// Active segments re-validated batch by batch on open: 1 after [`Log::open`], 0 after
+    /// [`Log::open_after_clean_shutdown`] unless the segment's tail proved unsound.
+    pub segments_recovered: u64,
     /// Segments rolled.
     pub segments_rolled: u64,
     /// Segments deleted by retention or `delete_segments_before`.
     pub segments_deleted: u64,
     /// fdatasyncs of the active segment.
     pub flushes: u64,
+    /// Sealed segments' `.log` handles open right now, in the log's cache (at most
+    /// [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES)); the active
+    /// segment's three files are open besides these.
+    pub open_segment_files: u64,
+    /// Times a sealed segment's `.log` file was opened because its handle was not cached.
+    pub segment_file_opens: u64,
 }
 
 /// One partition's log (see the module docs).
@@ -158,6 +182,8 @@ pub struct Log {
     last_flush_ms: i64,
     /// Bumped before every truncation, so planned reads can tell they overlapped one.
     truncations: Arc<AtomicU64>,
+    /// The bounded cache of sealed segments' `.log` handles, shared with the segments.
+    files: Arc<SegmentFiles>,
 }
 
 /// A run of an append's batches that goes whole into one segment.
@@ -181,7 +207,32 @@ impl Log {
     /// operations (`.part`, `.deleted`, `.tmp` files), loads older segments trusting their
     /// indexes when sound, recovers the active segment, reconciles the leader-epoch cache
     /// with what was kept, and lists snapshots. `now_ms` starts the `flush.ms` clock.
+    ///
+    /// The active segment is re-validated whole (it may hold a torn tail after a crash),
+    /// which reads up to `segment.bytes`; after a clean shutdown
+    /// [`Log::open_after_clean_shutdown`] skips that.
     pub fn open(dir: &Path, config: LogConfig, now_ms: i64) -> Result<Log> {
+        Self::open_inner(dir, config, now_ms, false)
+    }
+
+    /// [`Log::open`] for a log known to have been closed cleanly: the owner found the log
+    /// directory's clean-shutdown marker ([`crate::take_clean_shutdown_marker`] returned
+    /// `Some`), which it writes only after every log in the directory returned from
+    /// [`Log::close`] (batches and indexes synced). The active segment is then loaded as
+    /// the sealed ones are (indexes trusted when they pass their checks, only the batches
+    /// after the last index entry re-checked) instead of re-validated whole, and the
+    /// leader-epoch checkpoint is trusted for it: Kafka skips recovery after a clean
+    /// shutdown in the same way, and it turns an open from reading up to `segment.bytes`
+    /// per partition into reading a few KiB.
+    ///
+    /// The marker is a promise, not a proof: if the active segment's tail is unsound
+    /// anyway, this falls back to the full recovery [`Log::open`] does (cutting the torn
+    /// tail) rather than failing.
+    pub fn open_after_clean_shutdown(dir: &Path, config: LogConfig, now_ms: i64) -> Result<Log> {
+        Self::open_inner(dir, config, now_ms, true)
+    }
+
+    fn open_inner(dir: &Path, config: LogConfig, now_ms: i64, clean: bool) -> Result<Log> {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(LogError::io("create directory", dir))?;
         let mut bases = BTreeSet::new();
@@ -221,8 +272,9 @@ impl Log {
         let mut stats = LogStats::default();
         let max_batch_bytes = config.max_message_bytes.max(MAX_RECOVERY_BATCH_BYTES);
         let mut segments = BTreeMap::new();
+        let files = SegmentFiles::new();
         let Some(&active_base) = bases.last() else {
-            let seg = Segment::create(dir, 0, config.index_interval_bytes)?;
+            let seg = Segment::create(dir, 0, config.index_interval_bytes, &files)?;
             segments.insert(0, seg);
             fsutil::sync_dir(dir)?;
             epoch_cache.clear()?;
@@ -238,36 +290,76 @@ impl Log {
                 unflushed_records: 0,
                 last_flush_ms: now_ms,
                 truncations: Arc::new(AtomicU64::new(0)),
+                files,
             });
         };
         for &base in bases.range(..active_base) {
-            let (seg, rebuilt) =
-                Segment::open_existing(dir, base, config.index_interval_bytes, max_batch_bytes)?;
+            let (mut seg, rebuilt) = Segment::open_existing(
+                dir,
+                base,
+                config.index_interval_bytes,
+                max_batch_bytes,
+                &files,
+            )?;
+            seg.release()?;
             stats.index_rebuilds += u64::from(rebuilt);
             segments.insert(base, seg);
         }
-        let min_epoch = epoch_cache
-            .epoch_for_offset(active_base - 1)
-            .filter(|_| bases.len() > 1)
-            .unwrap_or(i32::MIN);
-        let (active, report) = Segment::recover(
-            dir,
-            active_base,
-            config.index_interval_bytes,
-            max_batch_bytes,
-            min_epoch,
-        )?;
-        if let Some((position, reason)) = &report.cut {
-            stats.recovery_truncations += 1;
-            stats.recovery_truncated_bytes += report.truncated_bytes;
-            tracing::warn!(
-                segment = %active.log_path().display(),
-                position,
-                cut_bytes = report.truncated_bytes,
-                reason = %reason,
-                "recovery cut a torn or corrupt tail"
-            );
-        }
+        let clean_active = if clean {
+            match Segment::open_existing(
+                dir,
+                active_base,
+                config.index_interval_bytes,
+                max_batch_bytes,
+                &files,
+            ) {
+                Ok((mut seg, rebuilt)) => {
+                    stats.index_rebuilds += u64::from(rebuilt);
+                    seg.start_rolling_clock()?;
+                    Some(seg)
+                }
+                Err(e @ LogError::Corrupt { .. }) => {
+                    tracing::warn!(
+                        error = %e,
+                        "active segment unsound after a clean shutdown; recovering it"
+                    );
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        } else {
+            None
+        };
+        let (active, report) = match clean_active {
+            Some(seg) => (seg, None),
+            None => {
+                let min_epoch = epoch_cache
+                    .epoch_for_offset(active_base - 1)
+                    .filter(|_| bases.len() > 1)
+                    .unwrap_or(i32::MIN);
+                let (active, report) = Segment::recover(
+                    dir,
+                    active_base,
+                    config.index_interval_bytes,
+                    max_batch_bytes,
+                    min_epoch,
+                    &files,
+                )?;
+                stats.segments_recovered += 1;
+                if let Some((position, reason)) = &report.cut {
+                    stats.recovery_truncations += 1;
+                    stats.recovery_truncated_bytes += report.truncated_bytes;
+                    tracing::warn!(
+                        segment = %active.log_path().display(),
+                        position,
+                        cut_bytes = report.truncated_bytes,
+                        reason = %reason,
+                        "recovery cut a torn or corrupt tail"
+                    );
+                }
+                (active, Some(report))
+            }
+        };
         active.flush()?;
         segments.insert(active_base, active);
 
@@ -295,10 +387,13 @@ impl Log {
             .map_or(active_base, |s| s.next_offset());
 
         // Reconcile the epoch cache with the log: entries from the active segment on are
-        // replaced by what recovery found in it.
-        epoch_cache.truncate_from_end(active_base.max(log_start_offset))?;
-        for e in &report.epochs {
-            epoch_cache.assign(e.epoch, e.start_offset)?;
+        // replaced by what recovery found in it. After a clean shutdown the checkpoint is
+        // current (every epoch is recorded before its data, every truncation persisted).
+        if let Some(report) = &report {
+            epoch_cache.truncate_from_end(active_base.max(log_start_offset))?;
+            for e in &report.epochs {
+                epoch_cache.assign(e.epoch, e.start_offset)?;
+            }
         }
         epoch_cache.truncate_from_end(log_end_offset)?;
         epoch_cache.truncate_from_start(log_start_offset)?;
@@ -315,6 +410,7 @@ impl Log {
             unflushed_records: 0,
             last_flush_ms: now_ms,
             truncations: Arc::new(AtomicU64::new(0)),
+            files,
         })
     }
 
@@ -372,7 +468,11 @@ impl Log {
 
     /// What the log did on its own so far (recovery cuts, rolls, deletions, flushes).
     pub fn stats(&self) -> LogStats {
-        self.stats
+        LogStats {
+            open_segment_files: self.files.len() as u64,
+            segment_file_opens: self.files.opens(),
+            ..self.stats
+        }
     }
 
     /// The newest leader epoch in the log.
@@ -724,12 +824,14 @@ impl Log {
             return Ok(());
         }
         self.active_mut().seal()?;
+        self.active_mut().release()?;
         self.flushed_offset = self.log_end_offset;
         self.unflushed_records = 0;
         let seg = Segment::create(
             &self.dir,
             self.log_end_offset,
             self.config.index_interval_bytes,
+            &self.files,
         )?;
         self.segments.insert(self.log_end_offset, seg);
         fsutil::sync_dir(&self.dir)?;
@@ -899,8 +1001,9 @@ impl Log {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         let mut renamed = Vec::new();
         for base in bases {
-            if let Some(seg) = self.segments.remove(&base) {
+            if let Some(mut seg) = self.segments.remove(&base) {
                 let path = seg.log_path().to_path_buf();
+                seg.close_files();
                 drop(seg);
                 let mut target = path.clone().into_os_string();
                 target.push(DELETED_SUFFIX);
@@ -912,7 +1015,12 @@ impl Log {
             }
         }
         fsutil::sync_dir(&self.dir)?;
-        let seg = Segment::create(&self.dir, offset, self.config.index_interval_bytes)?;
+        let seg = Segment::create(
+            &self.dir,
+            offset,
+            self.config.index_interval_bytes,
+            &self.files,
+        )?;
         self.segments.insert(offset, seg);
         fsutil::sync_dir(&self.dir)?;
         for path in renamed {

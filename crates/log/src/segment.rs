@@ -3,6 +3,10 @@
 //! find the batch holding an offset, read whole batches, truncate, recover its tail after a
 //! crash, and rebuild its indexes; the [`crate::Log`] decides which segment does what.
 //!
+//! Only the active segment owns open files; a sealed one reads its `.log` through the
+//! log's bounded handle cache ([`SegmentFiles`]) and keeps its indexes in memory, so a log
+//! of many segments holds few descriptors.
+//!
 //! Batches are always read back through the protocol crate's [`Batches`] iterator (framing
 //! and header checks) and [`RecordBatch::validate_crc`] during recovery: there is one batch
 //! parser in the workspace and it is not here.
@@ -18,6 +22,7 @@ use kraftd_protocol::records::{
 };
 
 use crate::error::{LogError, Result};
+use crate::handles::SegmentFiles;
 use crate::index::{OffsetIndex, TimeIndex};
 
 /// Suffix of segment data files.
@@ -85,6 +90,9 @@ pub(crate) struct BatchReader<'a> {
     chunk: usize,
     max_batch_bytes: usize,
     done: bool,
+    /// When the scan stopped at a batch that runs past the region's end: where that batch
+    /// (or, if its length was not even readable, its length field) would end.
+    torn_end: Option<u64>,
 }
 
 impl<'a> BatchReader<'a> {
@@ -106,7 +114,14 @@ impl<'a> BatchReader<'a> {
             chunk: chunk.max(BATCH_OVERHEAD),
             max_batch_bytes,
             done: false,
+            torn_end: None,
         }
+    }
+
+    /// Where the batch the scan stopped at would end, if it stopped because that batch
+    /// runs past the region's end (rather than because its bytes are unsound).
+    pub fn torn_end(&self) -> Option<u64> {
+        self.torn_end
     }
 
     /// The buffer the last batch was sliced from and where it starts in the file, so a
@@ -164,6 +179,7 @@ impl<'a> BatchReader<'a> {
                     let need = needed.unwrap_or(BATCH_OVERHEAD);
                     let remaining = self.end - self.pos;
                     if need as u64 > remaining {
+                        self.torn_end = Some(self.pos + need as u64);
                         return Err(self.bad(format!(
                             "torn batch: needs {need} bytes but only {remaining} remain"
                         )));
@@ -189,21 +205,62 @@ impl<'a> BatchReader<'a> {
     }
 }
 
+/// The `.log` handle a planned read uses: taken when the read was planned if the segment
+/// had one open (the active segment's own, or a cached one), else opened through the
+/// cache when the read runs, so planning never opens a file under the owner's lock.
+#[derive(Debug, Clone)]
+enum RegionFile {
+    Open(Arc<File>),
+    Cached { files: Arc<SegmentFiles>, id: u64 },
+}
+
+/// What a scan starting at an index entry knows of the batch there, so a scan that lands
+/// mid-batch (a damaged index or `.log`) is an error rather than garbage.
+#[derive(Debug, Clone, Copy)]
+enum Anchor {
+    /// The scan starts at the segment's first byte: the batch there starts at this offset.
+    BaseOffset(i64),
+    /// The scan starts at an offset-index entry: the batch there ends at this offset.
+    LastOffset(i64),
+}
+
 /// A read of one segment planned under the log's lock (an index lookup) and executed
 /// without it: the file handle, where the scan for the offset starts, and how far the
 /// segment's batches reached when planned (later appends are not seen).
+///
+/// Reads check framing (length, magic, minimum size, batches not running past the
+/// segment's end) and that offsets follow on from the index entry the scan starts at and
+/// from batch to batch; anything else is [`LogError::Corrupt`] naming the file and byte
+/// position, never skipped. CRCs are not checked on reads (as in Kafka, consumers check
+/// them); [`Segment::verify`] and recovery do.
 #[derive(Debug, Clone)]
 pub(crate) struct SegmentRegion {
-    file: Arc<File>,
+    file: RegionFile,
     path: PathBuf,
     scan_from: u64,
+    anchor: Anchor,
     end: u64,
     chunk: usize,
 }
 
 impl SegmentRegion {
-    fn reader(&self, start: u64, chunk: usize) -> BatchReader<'_> {
-        BatchReader::new(&self.file, &self.path, start, self.end, chunk, usize::MAX)
+    /// The handle to read with. A segment deleted since the read was planned (retention,
+    /// truncation) has no file left to open: the read is retried by the caller, as after a
+    /// truncation.
+    fn open(&self, offset: i64) -> Result<Arc<File>> {
+        match &self.file {
+            RegionFile::Open(file) => Ok(Arc::clone(file)),
+            RegionFile::Cached { files, id } => {
+                files.get_or_open(*id, &self.path).map_err(|e| match e {
+                    LogError::Io { ref source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        LogError::ConcurrentTruncation { offset }
+                    }
+                    e => e,
+                })
+            }
+        }
     }
 
     fn corrupt(&self, e: ScanError) -> LogError {
@@ -214,12 +271,36 @@ impl SegmentRegion {
     }
 
     /// The first batch whose last offset is ≥ `offset`, if the region has one.
-    pub fn locate(&self, offset: i64) -> Result<Option<BatchInfo>> {
-        let mut reader = self.reader(self.scan_from, self.chunk);
+    fn locate_in(&self, file: &File, offset: i64) -> Result<Option<BatchInfo>> {
+        let mut reader = BatchReader::new(
+            file,
+            &self.path,
+            self.scan_from,
+            self.end,
+            self.chunk,
+            usize::MAX,
+        );
+        let mut expected: Option<i64> = None;
         loop {
             match reader.next_batch() {
                 Ok(None) => return Ok(None),
                 Ok(Some((position, batch))) => {
+                    let (base, last) = (batch.base_offset(), batch.last_offset());
+                    let mismatch = match (expected, self.anchor) {
+                        (Some(e), _) => (base != e).then(|| {
+                            format!("batch starts at offset {base} where {e} was expected")
+                        }),
+                        (None, Anchor::BaseOffset(b)) => (base != b).then(|| {
+                            format!("first batch starts at offset {base}, the segment at {b}")
+                        }),
+                        (None, Anchor::LastOffset(l)) => (last != l).then(|| {
+                            format!("batch ends at offset {last}, the offset index says at {l}")
+                        }),
+                    };
+                    if let Some(reason) = mismatch {
+                        return Err(LogError::corrupt(&self.path, position, reason));
+                    }
+                    expected = Some(batch.next_offset());
                     if batch.last_offset() >= offset {
                         return Ok(Some(BatchInfo::of(&batch, position)));
                     }
@@ -227,6 +308,12 @@ impl SegmentRegion {
                 Err(e) => return Err(self.corrupt(e)),
             }
         }
+    }
+
+    /// The first batch whose last offset is ≥ `offset`, if the region has one.
+    pub fn locate(&self, offset: i64) -> Result<Option<BatchInfo>> {
+        let file = self.open(offset)?;
+        self.locate_in(&file, offset)
     }
 
     /// Whole batches from the one holding `offset` on, while their last offset is below
@@ -239,17 +326,18 @@ impl SegmentRegion {
         max_bytes: usize,
         upper_bound: i64,
     ) -> Result<Option<(Bytes, i64, i64)>> {
-        let Some(first) = self.locate(offset)? else {
+        let file = self.open(offset)?;
+        let Some(first) = self.locate_in(&file, offset)? else {
             return Ok(None);
         };
         if first.last_offset >= upper_bound {
             return Ok(None);
         }
         // Read at most what may be returned, in one go: the first batch whole, then up to
-        // `max_bytes`. A batch crossing that limit ends the read (it is not corruption).
+        // `max_bytes`.
         let limit = (first.position + max_bytes.max(first.size as usize) as u64).min(self.end);
         let mut reader = BatchReader::new(
-            &self.file,
+            &file,
             &self.path,
             first.position,
             limit,
@@ -262,14 +350,34 @@ impl SegmentRegion {
             match reader.next_batch() {
                 Ok(None) => break,
                 Ok(Some((position, batch))) => {
+                    if batch.base_offset() != next_offset {
+                        return Err(LogError::corrupt(
+                            &self.path,
+                            position,
+                            format!(
+                                "batch starts at offset {} where {next_offset} was expected",
+                                batch.base_offset()
+                            ),
+                        ));
+                    }
                     if batch.last_offset() >= upper_bound {
                         break;
                     }
                     end = position + batch.size_in_bytes() as u64;
                     next_offset = batch.next_offset();
                 }
-                Err(ScanError::Bad { .. }) if limit < self.end && end > first.position => break,
-                Err(e) => return Err(self.corrupt(e)),
+                // A batch crossing the byte limit but not the segment's end ends the read:
+                // it is not corruption, and the next read starts with it (and checks it).
+                // A batch running past the segment's end, or unsound bytes, is corruption.
+                Err(e) => {
+                    let cut_by_limit = reader
+                        .torn_end()
+                        .is_some_and(|torn_end| torn_end <= self.end && limit < self.end);
+                    if cut_by_limit && end > first.position {
+                        break;
+                    }
+                    return Err(self.corrupt(e));
+                }
             }
         }
         // Usually the whole range is in the reader's last buffer: slice it, no copy.
@@ -278,8 +386,7 @@ impl SegmentRegion {
             buf.slice((first.position - buf_start) as usize..(end - buf_start) as usize)
         } else {
             let mut v = vec![0u8; (end - first.position) as usize];
-            self.file
-                .read_exact_at(&mut v, first.position)
+            file.read_exact_at(&mut v, first.position)
                 .map_err(LogError::io("read", &self.path))?;
             Bytes::from(v)
         };
@@ -321,8 +428,14 @@ pub(crate) struct RecoveryReport {
 pub(crate) struct Segment {
     base_offset: i64,
     log_path: PathBuf,
-    /// Shared with planned reads ([`SegmentRegion`]), which outlive the log's lock.
-    log: Arc<File>,
+    /// The active segment's own `.log` handle, shared with planned reads
+    /// ([`SegmentRegion`]), which outlive the log's lock. `None` for a sealed segment,
+    /// which is read through `files` so the log's open handles stay bounded.
+    log: Option<Arc<File>>,
+    /// The log's cache of sealed-segment handles.
+    files: Arc<SegmentFiles>,
+    /// This segment's key in `files`, unique for the log's lifetime.
+    id: u64,
     /// Bytes of valid batches; the file is never longer once the segment is open.
     size: u64,
     offset_index: OffsetIndex,
@@ -350,7 +463,12 @@ fn open_log_file(path: &Path, truncate: bool) -> Result<Arc<File>> {
 
 impl Segment {
     /// Creates an empty segment (truncating leftovers of the same name).
-    pub fn create(dir: &Path, base_offset: i64, index_interval_bytes: u64) -> Result<Segment> {
+    pub fn create(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        files: &Arc<SegmentFiles>,
+    ) -> Result<Segment> {
         let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
         let log = open_log_file(&log_path, true)?;
         let offset_index = OffsetIndex::create(
@@ -364,7 +482,9 @@ impl Segment {
         Ok(Segment {
             base_offset,
             log_path,
-            log,
+            log: Some(log),
+            files: Arc::clone(files),
+            id: files.new_id(),
             size: 0,
             offset_index,
             time_index,
@@ -381,6 +501,7 @@ impl Segment {
         base_offset: i64,
         log_path: PathBuf,
         log: Arc<File>,
+        files: &Arc<SegmentFiles>,
         offset_index: OffsetIndex,
         time_index: TimeIndex,
         index_interval_bytes: u64,
@@ -388,7 +509,9 @@ impl Segment {
         Segment {
             base_offset,
             log_path,
-            log,
+            log: Some(log),
+            files: Arc::clone(files),
+            id: files.new_id(),
             size: 0,
             offset_index,
             time_index,
@@ -411,6 +534,7 @@ impl Segment {
         index_interval_bytes: u64,
         max_batch_bytes: usize,
         min_epoch: i32,
+        files: &Arc<SegmentFiles>,
     ) -> Result<(Segment, RecoveryReport)> {
         let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
         let log = open_log_file(&log_path, false)?;
@@ -430,6 +554,7 @@ impl Segment {
             base_offset,
             log_path,
             log,
+            files,
             offset_index,
             time_index,
             index_interval_bytes,
@@ -444,7 +569,7 @@ impl Segment {
             debug_assert_eq!(position, seg.size);
             report.truncated_bytes = file_len - position;
             report.cut = Some((position, reason));
-            seg.log
+            seg.writable()?
                 .set_len(position)
                 .map_err(LogError::io("truncate", &seg.log_path))?;
         }
@@ -462,6 +587,7 @@ impl Segment {
         base_offset: i64,
         index_interval_bytes: u64,
         max_batch_bytes: usize,
+        files: &Arc<SegmentFiles>,
     ) -> Result<(Segment, bool)> {
         let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
         let log = open_log_file(&log_path, false)?;
@@ -480,6 +606,7 @@ impl Segment {
                 base_offset,
                 log_path.clone(),
                 log,
+                files,
                 offset_index,
                 time_index,
                 index_interval_bytes,
@@ -488,9 +615,9 @@ impl Segment {
                 return Ok((seg, false));
             }
             return Segment::rebuild(
-                seg.log,
+                seg.writable()?,
+                files,
                 log_path,
-                dir,
                 base_offset,
                 index_interval_bytes,
                 max_batch_bytes,
@@ -500,8 +627,8 @@ impl Segment {
         }
         Segment::rebuild(
             log,
+            files,
             log_path,
-            dir,
             base_offset,
             index_interval_bytes,
             max_batch_bytes,
@@ -512,26 +639,25 @@ impl Segment {
 
     fn rebuild(
         log: Arc<File>,
+        files: &Arc<SegmentFiles>,
         log_path: PathBuf,
-        dir: &Path,
         base_offset: i64,
         index_interval_bytes: u64,
         max_batch_bytes: usize,
         file_len: u64,
     ) -> Result<Segment> {
         tracing::info!(segment = %log_path.display(), "rebuilding indexes");
-        let offset_index = OffsetIndex::create(
-            &dir.join(file_name(base_offset, INDEX_FILE_SUFFIX)),
-            base_offset,
-        )?;
+        let offset_index =
+            OffsetIndex::create(&log_path.with_extension(INDEX_FILE_SUFFIX), base_offset)?;
         let time_index = TimeIndex::create(
-            &dir.join(file_name(base_offset, TIME_INDEX_FILE_SUFFIX)),
+            &log_path.with_extension(TIME_INDEX_FILE_SUFFIX),
             base_offset,
         )?;
         let mut seg = Segment::empty(
             base_offset,
             log_path,
             log,
+            files,
             offset_index,
             time_index,
             index_interval_bytes,
@@ -558,8 +684,9 @@ impl Segment {
             self.max_timestamp = last.timestamp;
             self.offset_of_max_timestamp = last.offset;
         }
+        let file = self.file()?;
         let mut reader = BatchReader::new(
-            &self.log,
+            &file,
             &self.log_path,
             start,
             file_len,
@@ -643,7 +770,7 @@ impl Segment {
         let mut first = None;
         let mut epoch = min_epoch;
         // A second reference so the scan can index while it reads.
-        let file = Arc::clone(&self.log);
+        let file = self.file()?;
         let path = self.log_path.clone();
         let mut reader =
             BatchReader::new(&file, &path, 0, file_len, SCAN_CHUNK_BYTES, max_batch_bytes);
@@ -705,8 +832,9 @@ impl Segment {
     /// Re-reads every batch and checks framing, CRC and offset continuity; the first
     /// problem is an error naming the file and position.
     pub fn verify(&self, max_batch_bytes: usize) -> Result<()> {
+        let file = self.file()?;
         let mut reader = BatchReader::new(
-            &self.log,
+            &file,
             &self.log_path,
             0,
             self.size,
@@ -773,10 +901,11 @@ impl Segment {
     /// to `data`) at the end of the file. On a write error the file is cut back.
     pub fn append(&mut self, data: &[u8], batches: &[BatchInfo], now_ms: i64) -> Result<()> {
         let start = self.size;
-        if let Err(e) = self.log.write_all_at(data, start) {
+        let file = self.writable()?;
+        if let Err(e) = file.write_all_at(data, start) {
             // Best effort: a partial write past `size` is invisible anyway and recovery
             // would cut it.
-            let _ = self.log.set_len(start);
+            let _ = file.set_len(start);
             return Err(LogError::io("write", &self.log_path)(e));
         }
         for b in batches {
@@ -793,15 +922,8 @@ impl Segment {
         Ok(())
     }
 
-    fn reader(&self, start: u64, chunk: usize) -> BatchReader<'_> {
-        BatchReader::new(
-            &self.log,
-            &self.log_path,
-            start,
-            self.size,
-            chunk,
-            usize::MAX,
-        )
+    fn reader<'a>(&'a self, file: &'a File, start: u64, chunk: usize) -> BatchReader<'a> {
+        BatchReader::new(file, &self.log_path, start, self.size, chunk, usize::MAX)
     }
 
     fn corrupt(&self, e: ScanError) -> LogError {
@@ -816,10 +938,26 @@ impl Segment {
     /// Plans a read of `offset`: an index lookup, nothing more, so it is all a reader does
     /// under the log's lock. The region covers the segment as it is now.
     pub fn region(&self, offset: i64) -> SegmentRegion {
+        let file = match &self.log {
+            Some(file) => RegionFile::Open(Arc::clone(file)),
+            None => match self.files.get(self.id) {
+                Some(file) => RegionFile::Open(file),
+                None => RegionFile::Cached {
+                    files: Arc::clone(&self.files),
+                    id: self.id,
+                },
+            },
+        };
+        let entry = self.offset_index.lookup(offset);
         SegmentRegion {
-            file: Arc::clone(&self.log),
+            file,
             path: self.log_path.clone(),
-            scan_from: u64::from(self.offset_index.lookup(offset).position),
+            scan_from: u64::from(entry.position),
+            anchor: if entry.position == 0 {
+                Anchor::BaseOffset(self.base_offset)
+            } else {
+                Anchor::LastOffset(entry.offset)
+            },
             end: self.size,
             chunk: (self.index_interval_bytes as usize)
                 .saturating_mul(2)
@@ -851,7 +989,8 @@ impl Segment {
             .map_or(self.base_offset, |e| e.offset)
             .max(min_offset);
         let start = u64::from(self.offset_index.lookup(from_offset).position);
-        let mut reader = self.reader(start, 64 * 1024);
+        let file = self.file()?;
+        let mut reader = self.reader(&file, start, 64 * 1024);
         loop {
             let batch = match reader.next_batch() {
                 Ok(None) => return Ok(None),
@@ -883,7 +1022,7 @@ impl Segment {
             return Ok(0);
         };
         let removed = self.size - cut.position;
-        self.log
+        self.writable()?
             .set_len(cut.position)
             .map_err(LogError::io("truncate", &self.log_path))?;
         self.size = cut.position;
@@ -908,7 +1047,8 @@ impl Segment {
             .offset_index
             .last()
             .map_or(0, |e| u64::from(e.position));
-        let mut reader = self.reader(start, 64 * 1024);
+        let file = self.file()?;
+        let mut reader = self.reader(&file, start, 64 * 1024);
         let mut tail_max = None;
         loop {
             match reader.next_batch() {
@@ -936,10 +1076,16 @@ impl Segment {
     /// Forces the batches to disk (fdatasync of the `.log` file). The indexes are not
     /// synced: the active segment's are rebuilt by recovery, so syncing them on every
     /// flush (the metadata log flushes every append) would triple the cost for nothing.
+    ///
+    /// A sealed segment without a handle of its own was synced when sealed and not written
+    /// since, so there is nothing to do.
     pub fn flush(&self) -> Result<()> {
-        self.log
-            .sync_data()
-            .map_err(LogError::io("fsync", &self.log_path))
+        match &self.log {
+            Some(file) => file
+                .sync_data()
+                .map_err(LogError::io("fsync", &self.log_path)),
+            None => Ok(()),
+        }
     }
 
     /// Writes and syncs the indexes as well as the batches (on seal and close).
@@ -960,8 +1106,9 @@ impl Segment {
         self.flush_all()
     }
 
-    /// Deletes the segment's files.
-    pub fn delete(self) -> Result<()> {
+    /// Deletes the segment's files (closing its handles first; reads in flight keep theirs).
+    pub fn delete(mut self) -> Result<()> {
+        self.close_files();
         for path in [
             self.log_path.as_path(),
             self.offset_index.path(),
@@ -973,6 +1120,57 @@ impl Segment {
                 Err(e) => return Err(LogError::io("delete", path)(e)),
             }
         }
+        Ok(())
+    }
+
+    /// The `.log` handle to read with: the segment's own while active, else the cached
+    /// one (opened on a miss). Only for calls made under the owner's lock that read anyway
+    /// (open, verify, timestamp lookup, truncation); planned reads open lazily instead.
+    fn file(&self) -> Result<Arc<File>> {
+        match &self.log {
+            Some(file) => Ok(Arc::clone(file)),
+            None => self.files.get_or_open(self.id, &self.log_path),
+        }
+    }
+
+    /// The `.log` handle to write with, making it the segment's own again (read-write) if
+    /// the segment was sealed: a truncation into a sealed segment makes it the active one.
+    fn writable(&mut self) -> Result<Arc<File>> {
+        if let Some(file) = &self.log {
+            return Ok(Arc::clone(file));
+        }
+        self.files.remove(self.id);
+        let file = open_log_file(&self.log_path, false)?;
+        self.log = Some(Arc::clone(&file));
+        Ok(file)
+    }
+
+    /// Gives up what a sealed segment does not need open: its index files (their entries
+    /// are in memory) are flushed and closed, and its `.log` handle moves into the log's
+    /// bounded cache, where it stays while it is among the most recently read.
+    pub fn release(&mut self) -> Result<()> {
+        self.offset_index.release()?;
+        self.time_index.release()?;
+        if let Some(file) = self.log.take() {
+            self.files.insert(self.id, file);
+        }
+        Ok(())
+    }
+
+    /// Drops the segment's handles, cached or own (before its files are deleted or
+    /// renamed away, so no later read reaches them through a stale handle).
+    pub fn close_files(&mut self) {
+        self.log = None;
+        self.files.remove(self.id);
+    }
+
+    /// Starts the `segment.ms` clock of a segment loaded without a full scan (the active
+    /// one after a clean shutdown) as recovery does: at its first batch's timestamp.
+    pub fn start_rolling_clock(&mut self) -> Result<()> {
+        self.rolling_base_ms = self
+            .locate(self.base_offset)?
+            .map(|b| b.max_timestamp)
+            .filter(|&t| t >= 0);
         Ok(())
     }
 
