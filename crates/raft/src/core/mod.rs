@@ -20,6 +20,7 @@
 //! as a leader asking to truncate committed data); the core refuses further inputs.
 
 pub mod config;
+mod describe_quorum;
 pub mod log;
 pub mod message;
 pub mod quorum_state;

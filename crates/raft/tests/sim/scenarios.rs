@@ -428,3 +428,57 @@ fn lossy_network_still_commits_and_converges() {
     assert!(sim.core(sim.leader().expect("leader")).high_watermark() > 50);
     assert_clean(&sim);
 }
+
+#[test]
+fn describe_quorum_lists_voters_and_observers_with_their_progress() {
+    use kraftd_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    use kraftd_protocol::messages::DescribeQuorumRequest;
+    use kraftd_protocol::ErrorCode;
+
+    let mut sim = Sim::new(SimConfig::new(5, &[1, 2, 3], &[7]));
+    let leader = elect(&mut sim);
+    sim.run_with_load(2_000, 50);
+    assert!(sim.run_until_pred(10_000, |s| s.check_converged().is_ok()));
+    let request = DescribeQuorumRequest {
+        topics: vec![TopicData {
+            topic_name: "__cluster_metadata".into(),
+            partitions: vec![PartitionData::default()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let now = 1_000_000;
+    let response = sim.core(leader).describe_quorum(&request, now);
+    assert_eq!(response.error_code, 0);
+    let p = &response.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.leader_id), (0, leader));
+    assert_eq!(p.high_watermark, sim.core(leader).high_watermark());
+    let mut voters: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id).collect();
+    voters.sort();
+    assert_eq!(voters, [1, 2, 3]);
+    let end = sim.core(leader).log().end_offset();
+    for v in &p.current_voters {
+        assert_eq!(v.log_end_offset, end, "voter {} caught up", v.replica_id);
+        assert!(v.last_fetch_timestamp >= 0 && v.last_caught_up_timestamp >= 0);
+    }
+    assert_eq!(p.observers.len(), 1);
+    assert_eq!(p.observers[0].replica_id, 7);
+    assert_eq!(p.observers[0].log_end_offset, end);
+
+    // A follower names the leader instead.
+    let follower = [1, 2, 3].into_iter().find(|id| *id != leader).unwrap();
+    let response = sim.core(follower).describe_quorum(&request, now);
+    let p = &response.topics[0].partitions[0];
+    assert_eq!(p.error_code, ErrorCode::NotLeaderOrFollower.code());
+    assert_eq!(p.leader_id, leader);
+
+    // Another partition is refused.
+    let mut other = request.clone();
+    other.topics[0].topic_name = "orders".into();
+    let response = sim.core(leader).describe_quorum(&other, now);
+    assert_eq!(
+        response.error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+    assert_clean(&sim);
+}
