@@ -28,6 +28,21 @@ enum Cmd {
     Ci,
     /// Seed a fuzz target's corpus from the captured frames and run it with cargo-fuzz.
     Fuzz(fuzz::FuzzArgs),
+    /// Run the Raft simulator's random fault schedules (release build).
+    Sim {
+        /// Replay exactly this seed (as printed by a failure).
+        #[arg(long, conflicts_with = "seeds")]
+        seed: Option<u64>,
+        /// Run this many seeds.
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// Simulated milliseconds of faults per seed before healing.
+        #[arg(long)]
+        fault_ms: Option<u64>,
+        /// Print role changes and crashes.
+        #[arg(long)]
+        trace: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -37,6 +52,12 @@ fn main() -> Result<()> {
         Cmd::Codegen { check } => codegen::run(&root, check),
         Cmd::Ci => ci(&root),
         Cmd::Fuzz(args) => fuzz::run(&root, args),
+        Cmd::Sim {
+            seed,
+            seeds,
+            fault_ms,
+            trace,
+        } => sim(&root, seed, seeds, fault_ms, trace),
     }
 }
 
@@ -58,6 +79,48 @@ fn run(root: &Path, program: &str, args: &[&str]) -> Result<()> {
         .with_context(|| format!("starting {program}"))?;
     if !status.success() {
         bail!("`{program} {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// Runs `random_seeds_hold_every_invariant_and_converge` of crates/raft's simulator with the
+/// environment variables it reads (`SIM_SEED`, `SIM_SEEDS`, `SIM_FAULT_MS`, `SIM_TRACE`).
+fn sim(
+    root: &Path,
+    seed: Option<u64>,
+    seeds: Option<u64>,
+    fault_ms: Option<u64>,
+    trace: bool,
+) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "test",
+        "--release",
+        "-p",
+        "kraftd-raft",
+        "--test",
+        "sim",
+        "random_seeds_hold_every_invariant_and_converge",
+        "--",
+        "--nocapture",
+    ])
+    .current_dir(root);
+    if let Some(seed) = seed {
+        cmd.env("SIM_SEED", seed.to_string());
+    }
+    if let Some(seeds) = seeds {
+        cmd.env("SIM_SEEDS", seeds.to_string());
+    }
+    if let Some(ms) = fault_ms {
+        cmd.env("SIM_FAULT_MS", ms.to_string());
+    }
+    if trace {
+        cmd.env("SIM_TRACE", "1");
+    }
+    let status = cmd.status().context("starting the simulator")?;
+    if !status.success() {
+        bail!("the simulator found a violation (its seed is printed above)");
     }
     Ok(())
 }
