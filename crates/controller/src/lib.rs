@@ -1,5 +1,11 @@
-//! The QuorumController and its control managers, the immutable MetadataImage and the
-//! MetadataDelta that replays Kafka's metadata records, and the publishers (DynamicConfig,
+//! The QuorumController and its control managers, the immutable `MetadataImage` and the
+//! `MetadataDelta` that replays Kafka's metadata records, and the publishers (DynamicConfig,
 //! SCRAM, ACL) shared by controller nodes and the broker's MetadataLoader.
 //!
-//! Empty until the controller issue lands; nothing here yet.
+//! So far: the image and the delta, the one replay path every node uses (issue 5, part 1).
+
+pub mod delta;
+pub mod image;
+
+pub use delta::{DeltaChanges, MetadataDelta, ReplayError, ReplayErrorKind};
+pub use image::MetadataImage;

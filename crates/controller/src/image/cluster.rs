@@ -1,0 +1,171 @@
+//! The cluster part of the metadata image: broker registrations (epoch, incarnation,
+//! listeners, rack, fenced, controlled shutdown, features, log directories) and controller
+//! registrations, as Kafka's `ClusterImage`.
+//!
+//! A registration is replaced whole by a new `RegisterBrokerRecord` (a restart gets a new
+//! broker epoch, KIP-380) and flipped by fence / unfence / registration-change records that
+//! must name its current epoch, so a record meant for an older incarnation never applies.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use imbl::OrdMap;
+use kraftd_protocol::metadata::register_broker_record::{BrokerEndpoint, BrokerFeature};
+use kraftd_protocol::metadata::register_controller_record::{
+    ControllerEndpoint, ControllerFeature,
+};
+use kraftd_protocol::metadata::{RegisterBrokerRecord, RegisterControllerRecord};
+use kraftd_protocol::Uuid;
+
+/// Registered brokers and controllers. Cheap to clone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterImage {
+    pub(crate) brokers: OrdMap<i32, Arc<BrokerRegistration>>,
+    pub(crate) controllers: OrdMap<i32, Arc<ControllerRegistration>>,
+}
+
+/// One listener of a broker or controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    /// Kafka's `SecurityProtocol` id (0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL).
+    pub security_protocol: i16,
+}
+
+/// The range of levels a node supports for one feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SupportedRange {
+    pub min: i16,
+    pub max: i16,
+}
+
+/// A broker's registration, as Kafka's `BrokerRegistration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    pub id: i32,
+    /// The broker epoch (KIP-380): the offset of the registration record in KRaft.
+    pub epoch: i64,
+    pub incarnation_id: Uuid,
+    /// Listeners by name.
+    pub listeners: BTreeMap<String, Endpoint>,
+    /// Supported feature ranges by feature name.
+    pub supported_features: BTreeMap<String, SupportedRange>,
+    pub rack: Option<String>,
+    pub fenced: bool,
+    pub in_controlled_shutdown: bool,
+    pub is_migrating_zk_broker: bool,
+    /// Online log directories, sorted so registrations compare equal whatever the order sent.
+    pub directories: Vec<Uuid>,
+}
+
+/// A controller's registration, as Kafka's `ControllerRegistration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerRegistration {
+    pub id: i32,
+    pub incarnation_id: Uuid,
+    pub zk_migration_ready: bool,
+    pub listeners: BTreeMap<String, Endpoint>,
+    pub supported_features: BTreeMap<String, SupportedRange>,
+}
+
+impl ClusterImage {
+    pub fn broker(&self, id: i32) -> Option<&Arc<BrokerRegistration>> {
+        self.brokers.get(&id)
+    }
+
+    /// Brokers in id order.
+    pub fn brokers(&self) -> impl Iterator<Item = &Arc<BrokerRegistration>> {
+        self.brokers.values()
+    }
+
+    pub fn controller(&self, id: i32) -> Option<&Arc<ControllerRegistration>> {
+        self.controllers.get(&id)
+    }
+
+    /// Controllers in id order.
+    pub fn controllers(&self) -> impl Iterator<Item = &Arc<ControllerRegistration>> {
+        self.controllers.values()
+    }
+}
+
+impl BrokerRegistration {
+    pub fn from_record(record: &RegisterBrokerRecord) -> Self {
+        let mut directories = record.log_dirs.clone();
+        directories.sort();
+        BrokerRegistration {
+            id: record.broker_id,
+            epoch: record.broker_epoch,
+            incarnation_id: record.incarnation_id,
+            listeners: record
+                .end_points
+                .iter()
+                .map(|e: &BrokerEndpoint| {
+                    let endpoint = Endpoint {
+                        name: e.name.clone(),
+                        host: e.host.clone(),
+                        port: e.port,
+                        security_protocol: e.security_protocol,
+                    };
+                    (e.name.clone(), endpoint)
+                })
+                .collect(),
+            supported_features: record
+                .features
+                .iter()
+                .map(|f: &BrokerFeature| {
+                    let range = SupportedRange {
+                        min: f.min_supported_version,
+                        max: f.max_supported_version,
+                    };
+                    (f.name.clone(), range)
+                })
+                .collect(),
+            rack: record.rack.clone(),
+            fenced: record.fenced,
+            in_controlled_shutdown: record.in_controlled_shutdown,
+            is_migrating_zk_broker: record.is_migrating_zk_broker,
+            directories,
+        }
+    }
+
+    /// A broker that is registered, not fenced and not shutting down can lead partitions.
+    pub fn is_active(&self) -> bool {
+        !self.fenced && !self.in_controlled_shutdown
+    }
+}
+
+impl ControllerRegistration {
+    pub fn from_record(record: &RegisterControllerRecord) -> Self {
+        ControllerRegistration {
+            id: record.controller_id,
+            incarnation_id: record.incarnation_id,
+            zk_migration_ready: record.zk_migration_ready,
+            listeners: record
+                .end_points
+                .iter()
+                .map(|e: &ControllerEndpoint| {
+                    let endpoint = Endpoint {
+                        name: e.name.clone(),
+                        host: e.host.clone(),
+                        port: e.port,
+                        security_protocol: e.security_protocol,
+                    };
+                    (e.name.clone(), endpoint)
+                })
+                .collect(),
+            supported_features: record
+                .features
+                .iter()
+                .map(|f: &ControllerFeature| {
+                    let range = SupportedRange {
+                        min: f.min_supported_version,
+                        max: f.max_supported_version,
+                    };
+                    (f.name.clone(), range)
+                })
+                .collect(),
+        }
+    }
+}
