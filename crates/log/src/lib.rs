@@ -51,6 +51,7 @@ mod fsutil;
 mod handles;
 mod index;
 mod log;
+pub mod quorum_state;
 mod segment;
 pub mod shutdown;
 pub mod snapshot;

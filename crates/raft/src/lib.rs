@@ -19,10 +19,22 @@
 //!
 //! The deterministic simulator lives in `tests/sim` (`cargo test -p kraftd-raft --test sim`;
 //! `SIM_SEED=N` replays one seed of `random_seeds_hold_every_invariant_and_converge`,
-//! `SIM_SEEDS=N` runs N seeds, `SIM_TRACE=1` prints role changes and crashes). The tokio
-//! driver, snapshots and DescribeQuorum come later and build on the same API.
+//! `SIM_SEEDS=N` runs N seeds, `SIM_TRACE=1` prints role changes and crashes; or
+//! `cargo xtask sim --seeds N`).
+//!
+//! At the edge, with tokio:
+//! - [`transport`] — the Kafka-protocol TCP server (framing, size limit from the prefix,
+//!   bounded in-flight requests, responses in order, connection cap, ApiVersions from a
+//!   per-listener table) and client channel (one connection per destination, correlation ids,
+//!   request timeouts, reconnect backoff), reused later by the controller and broker;
+//! - [`driver`] — `RaftDriver`: feeds a `RaftCore` over `MetadataLog` (the `RaftLog` on
+//!   `crates/log`) with time and messages, persists the quorum state before acting on it,
+//!   and exposes a `RaftHandle` (propose, subscribe to commits and leader changes, metrics
+//!   with Kafka's raft-metrics names). Snapshots (FetchSnapshot) come later.
 
 pub mod core;
+pub mod driver;
+pub mod transport;
 
 pub use crate::core::config::RaftConfig;
 pub use crate::core::log::{LogError, MemoryLog, RaftLog};

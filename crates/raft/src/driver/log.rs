@@ -1,0 +1,292 @@
+//! [`MetadataLog`]: the core's [`RaftLog`] over `kraftd_log::Log`, so the Raft driver keeps
+//! `__cluster_metadata` in real segment files (Kafka's layout, leader-epoch checkpoint,
+//! crash recovery) while the core stays sans-IO. It also carries the directory's
+//! `quorum-state` file through [`kraftd_log::quorum_state::QuorumStateStore`], since only
+//! `crates/log` opens data files.
+//!
+//! The [`RaftLog`] trait has no error channel for the disk: an I/O error on the metadata log
+//! is fatal (Kafka halts the process on a metadata log-dir failure), so it panics here with
+//! the path and operation, and the driver task stops. Refused input (a malformed or
+//! non-contiguous batch from the network) maps to the core's [`LogError`] and changes
+//! nothing.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use kraftd_log::quorum_state::QuorumStateStore;
+use kraftd_log::{Log, LogConfig};
+use kraftd_protocol::records::Batches;
+
+use crate::core::log::{LogError, RaftLog};
+use crate::core::quorum_state::QuorumStateData;
+
+/// The metadata log of one node: a `kraftd_log::Log` in the directory, plus its
+/// `quorum-state` file.
+#[derive(Debug)]
+pub struct MetadataLog {
+    log: Log,
+    quorum_state: QuorumStateStore,
+}
+
+/// Why the metadata log directory could not be opened or its quorum state read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataLogError {
+    #[error(transparent)]
+    Log(#[from] kraftd_log::LogError),
+    #[error("{path}: {reason}")]
+    QuorumState { path: String, reason: String },
+}
+
+impl MetadataLog {
+    /// Opens (creating) the metadata log in `dir` with `config` (normally
+    /// [`LogConfig::metadata_log`]: flush before acknowledging).
+    pub fn open(dir: &Path, config: LogConfig) -> Result<MetadataLog, MetadataLogError> {
+        let log = Log::open(dir, config, wall_clock_ms())?;
+        Ok(MetadataLog {
+            log,
+            quorum_state: QuorumStateStore::new(dir),
+        })
+    }
+
+    /// The persisted quorum state, `None` for a node that never ran.
+    pub fn read_quorum_state(&self) -> Result<Option<QuorumStateData>, MetadataLogError> {
+        let Some(bytes) = self.quorum_state.read()? else {
+            return Ok(None);
+        };
+        let bad = |reason: String| MetadataLogError::QuorumState {
+            path: self.quorum_state.path().display().to_string(),
+            reason,
+        };
+        let text = std::str::from_utf8(&bytes).map_err(|e| bad(e.to_string()))?;
+        QuorumStateData::from_json(text)
+            .map(Some)
+            .map_err(|e| bad(e.to_string()))
+    }
+
+    /// Writes the quorum state durably (temp file, fsync, rename, directory fsync).
+    pub fn write_quorum_state(&self, state: &QuorumStateData) -> Result<(), MetadataLogError> {
+        self.quorum_state.write(state.to_json().as_bytes())?;
+        Ok(())
+    }
+
+    /// Flushes and closes the log (an orderly stop).
+    pub fn close(self) -> Result<(), MetadataLogError> {
+        self.log.close()?;
+        Ok(())
+    }
+
+    /// The underlying log (for reads outside the core's contract, e.g. metrics).
+    pub fn inner(&self) -> &Log {
+        &self.log
+    }
+
+    fn fatal(&self, op: &str, e: kraftd_log::LogError) -> ! {
+        panic!(
+            "metadata log {}: {op} failed: {e}; the node must stop",
+            self.log.dir().display()
+        )
+    }
+}
+
+fn wall_clock_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn refused(e: kraftd_log::LogError, end_offset: i64) -> LogError {
+    match e {
+        kraftd_log::LogError::NonContiguousOffset { .. } => LogError::NotContiguous {
+            base_offset: -1,
+            end_offset,
+        },
+        other => LogError::Corrupt(other.to_string()),
+    }
+}
+
+impl RaftLog for MetadataLog {
+    fn start_offset(&self) -> i64 {
+        self.log.log_start_offset()
+    }
+
+    fn end_offset(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    fn last_epoch(&self) -> i32 {
+        self.log.latest_epoch().unwrap_or(0)
+    }
+
+    fn append_as_leader(&mut self, batch: Bytes, epoch: i32) -> Result<(i64, i64), LogError> {
+        if epoch < self.last_epoch() {
+            return Err(LogError::EpochNotMonotonic {
+                batch_epoch: epoch,
+                last_epoch: self.last_epoch(),
+            });
+        }
+        let end = self.end_offset();
+        match self
+            .log
+            .append_as_leader(BytesMut::from(&batch[..]), epoch, wall_clock_ms())
+        {
+            Ok(info) if info.last_offset >= info.first_offset => {
+                Ok((info.first_offset, info.last_offset))
+            }
+            Ok(_) => Err(LogError::Corrupt("empty batch".into())),
+            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("append", e),
+            Err(e) => Err(refused(e, end)),
+        }
+    }
+
+    fn append_as_follower(&mut self, batches: Bytes, current_epoch: i32) -> Result<(), LogError> {
+        // The store checks framing, CRC, contiguity and monotonic epochs; the current epoch
+        // is the core's to know, so it is checked here first.
+        let end = self.end_offset();
+        let mut expected = end;
+        let mut last_epoch = self.last_epoch();
+        for batch in Batches::new(batches.clone()) {
+            let batch = match batch {
+                Ok(b) => b,
+                // A response cut at its size limit may end inside a batch (Kafka's log
+                // slices do); the store appends the whole batches before it.
+                Err(e) if e.is_partial_batch() => break,
+                Err(e) => return Err(LogError::Corrupt(e.to_string())),
+            };
+            if batch.base_offset() != expected {
+                return Err(LogError::NotContiguous {
+                    base_offset: batch.base_offset(),
+                    end_offset: expected,
+                });
+            }
+            let epoch = batch.partition_leader_epoch();
+            if epoch > current_epoch {
+                return Err(LogError::EpochAboveCurrent {
+                    batch_epoch: epoch,
+                    current_epoch,
+                });
+            }
+            if epoch < last_epoch {
+                return Err(LogError::EpochNotMonotonic {
+                    batch_epoch: epoch,
+                    last_epoch,
+                });
+            }
+            if batch.next_offset() <= batch.base_offset() {
+                return Err(LogError::Corrupt("batch without records".into()));
+            }
+            last_epoch = epoch;
+            expected = batch.next_offset();
+        }
+        match self.log.append_as_follower(batches, wall_clock_ms()) {
+            Ok(_) => Ok(()),
+            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("append", e),
+            Err(e) => Err(refused(e, end)),
+        }
+    }
+
+    fn truncate_to(&mut self, offset: i64) {
+        if let Err(e) = self.log.truncate_to(offset) {
+            self.fatal("truncate", e)
+        }
+    }
+
+    fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.log
+            .end_offset_for_epoch(epoch)
+            .unwrap_or((0, self.start_offset()))
+    }
+
+    fn read(&self, from: i64, max_bytes: usize) -> Bytes {
+        match self.log.read(from, max_bytes, i64::MAX) {
+            Ok(r) => r.bytes,
+            // The core reads from offsets it validated; out of range means nothing to send.
+            Err(e) if e.is_offset_out_of_range() => Bytes::new(),
+            Err(e) => self.fatal("read", e),
+        }
+    }
+
+    fn flush(&mut self) -> i64 {
+        if let Err(e) = self.log.flush() {
+            self.fatal("flush", e)
+        }
+        self.log.flushed_offset()
+    }
+
+    fn flushed_offset(&self) -> i64 {
+        self.log.flushed_offset()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::core::log::conformance;
+
+    #[test]
+    fn metadata_log_meets_the_core_contract() {
+        let dirs = RefCell::new(Vec::new());
+        conformance::check(|| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).expect("open");
+            dirs.borrow_mut().push(dir);
+            log
+        });
+    }
+
+    #[test]
+    fn quorum_state_round_trips_in_kafkas_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        assert_eq!(log.read_quorum_state().unwrap(), None);
+        let state = QuorumStateData {
+            leader_epoch: 7,
+            leader_id: 2,
+            voted_id: 2,
+        };
+        log.write_quorum_state(&state).unwrap();
+        drop(log);
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        assert_eq!(log.read_quorum_state().unwrap(), Some(state));
+    }
+
+    #[test]
+    fn a_partial_batch_at_the_end_of_a_fetch_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut leader =
+            MetadataLog::open(&dir.path().join("l"), LogConfig::metadata_log()).unwrap();
+        for _ in 0..2 {
+            let mut b = kraftd_protocol::records::RecordBatchBuilder::new(0);
+            b.append(0, None, Some(Bytes::from_static(b"x")), Vec::new())
+                .unwrap();
+            leader.append_as_leader(b.build().unwrap(), 1).unwrap();
+        }
+        let all = leader.read(0, 1 << 20);
+        let cut = all.slice(..all.len() - 3);
+        let mut follower =
+            MetadataLog::open(&dir.path().join("f"), LogConfig::metadata_log()).unwrap();
+        follower.append_as_follower(cut, 1).unwrap();
+        assert_eq!(follower.end_offset(), 1);
+        // Garbage is refused and appends nothing.
+        assert!(follower
+            .append_as_follower(Bytes::from_static(&[0xff; 80]), 1)
+            .is_err());
+        assert_eq!(follower.end_offset(), 1);
+    }
+
+    #[test]
+    fn data_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        let mut b = kraftd_protocol::records::RecordBatchBuilder::new(0);
+        b.append(0, None, Some(Bytes::from_static(b"x")), Vec::new())
+            .unwrap();
+        log.append_as_leader(b.build().unwrap(), 3).unwrap();
+        assert_eq!(log.flush(), 1);
+        drop(log);
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        assert_eq!((log.end_offset(), log.last_epoch()), (1, 3));
+    }
+}

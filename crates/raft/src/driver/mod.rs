@@ -1,0 +1,1064 @@
+//! The tokio edge of the Raft crate: [`RaftDriver`] runs one [`RaftCore`] over the metadata
+//! log in `crates/log` ([`log::MetadataLog`]), the Kafka-protocol [`crate::transport`] and
+//! tokio timers, following the core's call order (see [`crate::core`]): feed an input, drain
+//! every output in order, sleep until the next deadline or input.
+//!
+//! - Durability first: a [`Output::PersistQuorumState`] is written (temp file, fsync,
+//!   rename) before the outputs after it are acted on, so no vote or epoch is promised on
+//!   the wire before it is on disk; a failed write stops the node.
+//! - Network: one [`Channel`] per destination voter (client id `raft-client-<node.id>`,
+//!   `controller.quorum.request.timeout.ms`, reconnect backoff), and the controller
+//!   listener ([`serve`]) answering ApiVersions and DescribeQuorum and routing Vote,
+//!   BeginQuorumEpoch, EndQuorumEpoch and Fetch into the core. A request that times out or
+//!   cannot be sent is reported to the core ([`RaftCore::handle_request_failed`]); the core
+//!   keeps at most one Fetch in flight.
+//! - Time: the core's `now_ms` is the Unix time read at start plus monotonic time since, so
+//!   it never goes back and DescribeQuorum's timestamps read as Unix milliseconds.
+//! - The loop runs on one tokio task and does the log's disk I/O inline (the core calls the
+//!   log synchronously, as Kafka's single Raft I/O thread does): run it on a multi-thread
+//!   runtime.
+//! - [`RaftHandle`] proposes records, reads committed data, subscribes to committed batches
+//!   and leader changes ([`RaftEvent`], in order, exactly once per incarnation unless the
+//!   subscriber lags behind [`EVENT_CHANNEL_CAPACITY`]) and watches [`RaftMetrics`].
+//! - [`RaftDriver::shutdown`] resigns first (EndQuorumEpoch to the voters, bounded by the
+//!   request timeout), then stops; [`RaftDriver::kill`] stops at once, as a crash would.
+
+pub mod log;
+pub mod metrics;
+pub mod voters;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kraftd_log::LogConfig;
+use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::messages::DescribeQuorumRequest;
+use kraftd_protocol::records::Batches;
+use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{sleep_until, Instant};
+use tracing::{error, info, warn};
+
+use self::log::{MetadataLog, MetadataLogError};
+pub use self::metrics::{DestinationMetrics, RaftMetrics};
+pub use self::voters::{parse_voters, VoterEndpoint, VotersParseError};
+use crate::core::message::{ApiKind, RaftMessage};
+use crate::core::{CommittedBatch, NotLeader, Output, ProposeError, RaftCore, RoleName};
+use crate::transport::{
+    serve, Channel, ClientConfig, ClientError, InboundRequest, RequestHandler, ServerConfig,
+};
+use crate::RaftConfig;
+
+/// Committed batches and leader changes buffered for a slow subscriber before it lags.
+pub const EVENT_CHANNEL_CAPACITY: usize = 16 * 1024;
+/// Commands (proposals, reads) queued for the driver before callers wait.
+pub const COMMAND_CHANNEL_CAPACITY: usize = 1024;
+/// Inbound requests and outbound results queued for the driver before connections wait.
+pub const NETWORK_CHANNEL_CAPACITY: usize = 4096;
+/// The reconnect backoff's starting value (`reconnect.backoff.ms`).
+pub const RECONNECT_BACKOFF_MS: u64 = 50;
+/// The reconnect backoff's cap (`reconnect.backoff.max.ms`).
+pub const RECONNECT_BACKOFF_MAX_MS: u64 = 1000;
+
+/// Everything a node's driver needs.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// `node.id`.
+    pub node_id: i32,
+    /// `controller.quorum.*`.
+    pub raft: RaftConfig,
+    /// `controller.quorum.voters`, parsed by [`parse_voters`].
+    pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// The metadata log's directory (`<metadata.log.dir>/__cluster_metadata-0`).
+    pub log_dir: PathBuf,
+    /// The log store's policy; [`LogConfig::metadata_log`] flushes before acknowledging.
+    pub log_config: LogConfig,
+    /// The controller listener's limits.
+    pub server: ServerConfig,
+    /// Seeds the core's RNG (election timeouts); differ per node and incarnation.
+    pub seed: u64,
+}
+
+impl DriverConfig {
+    /// Kafka's defaults for a node of `voters` keeping its log in `log_dir`.
+    pub fn new(
+        node_id: i32,
+        cluster_id: &str,
+        voters: BTreeMap<i32, VoterEndpoint>,
+        log_dir: PathBuf,
+    ) -> Self {
+        DriverConfig {
+            node_id,
+            raft: RaftConfig::new(cluster_id),
+            voters,
+            log_dir,
+            log_config: LogConfig::metadata_log(),
+            server: ServerConfig::default(),
+            seed: node_id as u64,
+        }
+    }
+}
+
+/// Why the driver could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Log(#[from] MetadataLogError),
+    #[error("node {0} is neither a voter nor an observer with bootstrap servers")]
+    NoQuorum(i32),
+    #[error("the driver has stopped")]
+    Stopped,
+    #[error(transparent)]
+    Propose(#[from] ProposeError),
+}
+
+/// What subscribers see, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RaftEvent {
+    /// A batch below the high watermark.
+    Committed(CommittedBatch),
+    /// The epoch or its leader changed.
+    LeaderChange { epoch: i32, leader_id: Option<i32> },
+}
+
+/// A running node: its handle and its tasks.
+#[derive(Debug)]
+pub struct RaftDriver {
+    handle: RaftHandle,
+    /// `None` once [`RaftDriver::shutdown`] or [`RaftDriver::kill`] took it; dropping the
+    /// driver aborts whatever still runs (a kill).
+    driver: Option<JoinHandle<Result<(), String>>>,
+    server: Option<JoinHandle<()>>,
+}
+
+/// Talks to a running driver; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RaftHandle {
+    node_id: i32,
+    commands: mpsc::Sender<Command>,
+    events: broadcast::Sender<RaftEvent>,
+    metrics: watch::Receiver<RaftMetrics>,
+}
+
+#[derive(Debug)]
+enum Command {
+    Propose {
+        records: Vec<Bytes>,
+        /// Answer once committed rather than once appended.
+        wait_for_commit: bool,
+        reply: oneshot::Sender<Result<(i64, i64), ProposeError>>,
+    },
+    ReadCommitted {
+        from: i64,
+        max_bytes: usize,
+        reply: oneshot::Sender<Bytes>,
+    },
+    Shutdown,
+}
+
+/// Network input for the driver loop.
+#[derive(Debug)]
+enum NetEvent {
+    Request {
+        from: i32,
+        correlation_id: i32,
+        msg: RaftMessage,
+        reply: oneshot::Sender<ResponseBody>,
+    },
+    Response {
+        from: i32,
+        correlation_id: i32,
+        kind: ApiKind,
+        result: Result<RaftMessage, String>,
+    },
+    /// Answered by the driver from the core's state (not a core input).
+    DescribeQuorum {
+        request: DescribeQuorumRequest,
+        reply: oneshot::Sender<ResponseBody>,
+    },
+}
+
+impl RaftDriver {
+    /// Opens the log in `config.log_dir`, restores the quorum state, and starts serving on
+    /// `listener` (already bound, so tests and callers choose the port) and driving the
+    /// core. Must run inside a multi-thread tokio runtime.
+    pub async fn start(
+        config: DriverConfig,
+        listener: TcpListener,
+    ) -> Result<RaftDriver, DriverError> {
+        let node_id = config.node_id;
+        if config.voters.is_empty() {
+            return Err(DriverError::NoQuorum(node_id));
+        }
+        let log = MetadataLog::open(&config.log_dir, config.log_config.clone())?;
+        let persisted = log.read_quorum_state()?;
+        let started = Instant::now();
+        let base_ms = unix_ms();
+        let core = RaftCore::new(
+            config.raft.clone(),
+            node_id,
+            config.voters.keys().copied(),
+            persisted,
+            log,
+            config.seed,
+            base_ms,
+        );
+        info!(node = node_id, ?persisted, "raft driver starting");
+        let (commands_tx, commands) = mpsc::channel(COMMAND_CHANNEL_CAPACITY);
+        let (net_tx, net_rx) = mpsc::channel(NETWORK_CHANNEL_CAPACITY);
+        let (results_tx, results_rx) = mpsc::unbounded_channel();
+        let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
+        let (metrics_tx, metrics) = watch::channel(RaftMetrics::default());
+        let mut table = ApiVersionsTable::new(ListenerType::Controller);
+        for kind in [
+            ApiKind::Vote,
+            ApiKind::BeginQuorumEpoch,
+            ApiKind::EndQuorumEpoch,
+            ApiKind::Fetch,
+        ] {
+            let v = kind.version();
+            table
+                .add(kind.api_key(), VersionRange { min: v, max: v })
+                .expect("the pinned Raft versions are stable controller APIs");
+        }
+        table
+            .add(ApiKey::DescribeQuorum, stable_range(ApiKey::DescribeQuorum))
+            .expect("DescribeQuorum is a controller API");
+        let handler = Arc::new(RaftRequestHandler { tx: net_tx });
+        let server = tokio::spawn(serve(
+            listener,
+            Arc::new(table),
+            config.server.clone(),
+            handler,
+        ));
+        let client = ClientConfig {
+            request_timeout: Duration::from_millis(config.raft.request_timeout_ms),
+            reconnect_backoff: Duration::from_millis(RECONNECT_BACKOFF_MS),
+            reconnect_backoff_max: Duration::from_millis(RECONNECT_BACKOFF_MAX_MS),
+            ..ClientConfig::new(format!("raft-client-{node_id}"))
+        };
+        let driver_loop = DriverLoop {
+            node_id,
+            core,
+            started,
+            base_ms,
+            voters: config.voters.clone(),
+            client,
+            channels: HashMap::new(),
+            inbound: HashMap::new(),
+            net_rx,
+            commands,
+            events: events.clone(),
+            metrics: metrics_tx,
+            results_tx,
+            results_rx,
+            failures: VecDeque::new(),
+            proposals: VecDeque::new(),
+            counters: Counters::default(),
+            shutdown_until: None,
+            end_quorum_answered: Vec::new(),
+        };
+        let driver = tokio::spawn(driver_loop.run());
+        Ok(RaftDriver {
+            handle: RaftHandle {
+                node_id,
+                commands: commands_tx,
+                events,
+                metrics,
+            },
+            driver: Some(driver),
+            server: Some(server),
+        })
+    }
+
+    pub fn handle(&self) -> RaftHandle {
+        self.handle.clone()
+    }
+
+    /// Graceful shutdown: a leader resigns and tells the voters (EndQuorumEpoch, waiting at
+    /// most the request timeout for their answers), then the node stops and its log is
+    /// closed.
+    pub async fn shutdown(mut self) -> Result<(), DriverError> {
+        let _ = self.handle.commands.send(Command::Shutdown).await;
+        let result = match self.driver.take() {
+            Some(d) => d.await,
+            None => return Err(DriverError::Stopped),
+        };
+        if let Some(s) = self.server.take() {
+            s.abort();
+            let _ = s.await;
+        }
+        match result {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(DriverError::Stopped),
+        }
+    }
+
+    /// Stops at once, as a crash would: no resignation, nothing more written. Returns once
+    /// the tasks are gone (the log's files closed, the listener's port free).
+    pub async fn kill(mut self) {
+        let driver = self.driver.take();
+        let server = self.server.take();
+        if let Some(d) = &driver {
+            d.abort();
+        }
+        if let Some(s) = &server {
+            s.abort();
+        }
+        if let Some(d) = driver {
+            let _ = d.await;
+        }
+        if let Some(s) = server {
+            let _ = s.await;
+        }
+    }
+}
+
+impl Drop for RaftDriver {
+    fn drop(&mut self) {
+        if let Some(d) = self.driver.take() {
+            d.abort();
+        }
+        if let Some(s) = self.server.take() {
+            s.abort();
+        }
+    }
+}
+
+impl RaftHandle {
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// Appends `records` as one batch if this node leads; returns its first and last
+    /// offset. Committed once the high watermark passes the last one.
+    pub async fn propose(&self, records: Vec<Bytes>) -> Result<(i64, i64), DriverError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Propose {
+                records,
+                wait_for_commit: false,
+                reply,
+            })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        Ok(rx.await.map_err(|_| DriverError::Stopped)??)
+    }
+
+    /// [`RaftHandle::propose`], answered once the batch is committed (the leader's high
+    /// watermark passed it). If this node stops leading first, the answer is
+    /// [`ProposeError::NotLeader`]: the batch may still commit under the next leader, or be
+    /// truncated, as a Kafka controller's pending write is after a leader change.
+    pub async fn propose_committed(&self, records: Vec<Bytes>) -> Result<(i64, i64), DriverError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Propose {
+                records,
+                wait_for_commit: true,
+                reply,
+            })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        Ok(rx.await.map_err(|_| DriverError::Stopped)??)
+    }
+
+    /// Whole committed batches from `from` (a batch boundary), up to about `max_bytes`
+    /// (at least one batch when any is committed there).
+    pub async fn read_committed(&self, from: i64, max_bytes: usize) -> Result<Bytes, DriverError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::ReadCommitted {
+                from,
+                max_bytes,
+                reply,
+            })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        rx.await.map_err(|_| DriverError::Stopped)
+    }
+
+    /// Committed batches and leader changes from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<RaftEvent> {
+        self.events.subscribe()
+    }
+
+    /// The latest metrics snapshot, and a way to wait for changes.
+    pub fn metrics(&self) -> watch::Receiver<RaftMetrics> {
+        self.metrics.clone()
+    }
+
+    /// Waits until `condition` holds for the metrics, or `deadline` passes (`false`).
+    pub async fn wait_for(
+        &self,
+        deadline: Instant,
+        mut condition: impl FnMut(&RaftMetrics) -> bool,
+    ) -> bool {
+        let mut rx = self.metrics.clone();
+        tokio::time::timeout_at(deadline, async {
+            loop {
+                if condition(&rx.borrow_and_update()) {
+                    return true;
+                }
+                if rx.changed().await.is_err() {
+                    return false;
+                }
+            }
+        })
+        .await
+        .unwrap_or(false)
+    }
+}
+
+/// Routes a listener's requests into the driver loop.
+#[derive(Debug)]
+struct RaftRequestHandler {
+    tx: mpsc::Sender<NetEvent>,
+}
+
+impl RequestHandler for RaftRequestHandler {
+    async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
+        let (from, msg) = match request.body {
+            RequestBody::Vote(r) => {
+                let from = r
+                    .topics
+                    .first()
+                    .and_then(|t| t.partitions.first())
+                    .map_or(-1, |p| p.replica_id);
+                (from, RaftMessage::VoteRequest(r))
+            }
+            RequestBody::BeginQuorumEpoch(r) => {
+                let from = r
+                    .topics
+                    .first()
+                    .and_then(|t| t.partitions.first())
+                    .map_or(-1, |p| p.leader_id);
+                (from, RaftMessage::BeginQuorumEpochRequest(r))
+            }
+            RequestBody::EndQuorumEpoch(r) => {
+                let from = r
+                    .topics
+                    .first()
+                    .and_then(|t| t.partitions.first())
+                    .map_or(-1, |p| p.leader_id);
+                (from, RaftMessage::EndQuorumEpochRequest(r))
+            }
+            RequestBody::Fetch(r) => {
+                let from = if r.replica_state.replica_id >= 0 {
+                    r.replica_state.replica_id
+                } else {
+                    r.replica_id
+                };
+                (from, RaftMessage::FetchRequest(r))
+            }
+            RequestBody::DescribeQuorum(request) => {
+                let (reply, rx) = oneshot::channel();
+                let event = NetEvent::DescribeQuorum { request, reply };
+                self.tx.send(event).await.ok()?;
+                return Some(rx);
+            }
+            // The listener advertises nothing else; refusing closes the connection.
+            _ => return None,
+        };
+        let (reply, rx) = oneshot::channel();
+        let event = NetEvent::Request {
+            from,
+            correlation_id: request.header.correlation_id,
+            msg,
+            reply,
+        };
+        self.tx.send(event).await.ok()?;
+        Some(rx)
+    }
+}
+
+/// Wall-clock Unix time in ms (read once per incarnation; the loop then counts monotonic
+/// time from it).
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn request_body(msg: RaftMessage) -> Option<RequestBody> {
+    Some(match msg {
+        RaftMessage::VoteRequest(r) => RequestBody::Vote(r),
+        RaftMessage::BeginQuorumEpochRequest(r) => RequestBody::BeginQuorumEpoch(r),
+        RaftMessage::EndQuorumEpochRequest(r) => RequestBody::EndQuorumEpoch(r),
+        RaftMessage::FetchRequest(r) => RequestBody::Fetch(r),
+        _ => return None,
+    })
+}
+
+fn response_body(msg: RaftMessage) -> Option<ResponseBody> {
+    Some(match msg {
+        RaftMessage::VoteResponse(r) => ResponseBody::Vote(r),
+        RaftMessage::BeginQuorumEpochResponse(r) => ResponseBody::BeginQuorumEpoch(r),
+        RaftMessage::EndQuorumEpochResponse(r) => ResponseBody::EndQuorumEpoch(r),
+        RaftMessage::FetchResponse(r) => ResponseBody::Fetch(*r),
+        _ => return None,
+    })
+}
+
+fn raft_response(body: ResponseBody) -> Option<RaftMessage> {
+    Some(match body {
+        ResponseBody::Vote(r) => RaftMessage::VoteResponse(r),
+        ResponseBody::BeginQuorumEpoch(r) => RaftMessage::BeginQuorumEpochResponse(r),
+        ResponseBody::EndQuorumEpoch(r) => RaftMessage::EndQuorumEpochResponse(r),
+        ResponseBody::Fetch(r) => RaftMessage::FetchResponse(Box::new(r)),
+        _ => return None,
+    })
+}
+
+/// The top-level error code of a response, and its partitions' (for the per-destination
+/// error counters).
+fn error_codes(msg: &RaftMessage) -> Vec<i16> {
+    let mut codes = Vec::new();
+    match msg {
+        RaftMessage::VoteResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::BeginQuorumEpochResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::EndQuorumEpochResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::FetchResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        _ => {}
+    }
+    codes.retain(|c| *c != 0);
+    codes
+}
+
+/// Records carried by a Fetch response's batches.
+fn fetched_records(r: &kraftd_protocol::messages::FetchResponse) -> u64 {
+    r.responses
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .filter_map(|p| p.records.clone())
+        .flat_map(Batches::new)
+        .map_while(Result::ok)
+        .map(|b| (b.next_offset() - b.base_offset()).max(0) as u64)
+        .sum()
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    commit_latency_total_ms: f64,
+    commit_latency_max_ms: f64,
+    commits: u64,
+    election_latency_total_ms: f64,
+    election_latency_max_ms: f64,
+    elections: u64,
+    /// Since when no leader is known (`None` while one is).
+    leaderless_since: Option<Instant>,
+    idle: Duration,
+    fetch_records_total: u64,
+    append_records_total: u64,
+    destinations: BTreeMap<i32, DestinationMetrics>,
+}
+
+/// A batch this leader appended and has not yet seen commit.
+#[derive(Debug)]
+struct Proposal {
+    /// First and last offset.
+    range: (i64, i64),
+    at: Instant,
+    /// The caller of [`RaftHandle::propose_committed`].
+    waiter: Option<oneshot::Sender<Result<(i64, i64), ProposeError>>>,
+}
+
+/// An inbound request waiting for the core's response.
+#[derive(Debug)]
+struct Inbound {
+    reply: oneshot::Sender<ResponseBody>,
+    received_ms: u64,
+}
+
+struct DriverLoop {
+    node_id: i32,
+    core: RaftCore<MetadataLog>,
+    started: Instant,
+    /// The Unix time in ms at `started`: the core's clock is `base_ms` plus monotonic time
+    /// since, so it never goes back yet its timestamps (DescribeQuorum) read as Unix ms.
+    base_ms: u64,
+    voters: BTreeMap<i32, VoterEndpoint>,
+    client: ClientConfig,
+    channels: HashMap<i32, Channel>,
+    /// Requests awaiting the core's answer, by (sender, correlation id).
+    inbound: HashMap<(i32, i32), Inbound>,
+    net_rx: mpsc::Receiver<NetEvent>,
+    commands: mpsc::Receiver<Command>,
+    events: broadcast::Sender<RaftEvent>,
+    metrics: watch::Sender<RaftMetrics>,
+    /// Outcomes of outbound requests, sent by the channels' tasks. Unbounded, yet bounded
+    /// in practice: one message per request, and each channel holds at most
+    /// `CHANNEL_QUEUE_CAPACITY` queued plus `max_in_flight` outstanding requests (the core
+    /// itself keeps one Fetch and one request per voter and RPC outstanding).
+    results_tx: mpsc::UnboundedSender<NetEvent>,
+    results_rx: mpsc::UnboundedReceiver<NetEvent>,
+    /// Requests that could not be sent, to report to the core after the drain.
+    failures: VecDeque<(i32, i32, ApiKind)>,
+    /// Proposals awaiting commit, oldest first.
+    proposals: VecDeque<Proposal>,
+    counters: Counters,
+    shutdown_until: Option<Instant>,
+    end_quorum_answered: Vec<i32>,
+}
+
+impl std::fmt::Debug for DriverLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriverLoop")
+            .field("node_id", &self.node_id)
+            .finish()
+    }
+}
+
+enum Input {
+    Command(Option<Command>),
+    Net(NetEvent),
+    Timeout,
+}
+
+impl DriverLoop {
+    fn now_ms(&self) -> u64 {
+        self.base_ms + self.started.elapsed().as_millis() as u64
+    }
+
+    async fn run(mut self) -> Result<(), String> {
+        let result = self.run_inner().await;
+        if let Err(reason) = &result {
+            error!(node = self.node_id, "raft driver stopped: {reason}");
+        }
+        let DriverLoop { core, .. } = self;
+        if let Err(e) = core.into_log().close() {
+            warn!("closing the metadata log failed: {e}");
+        }
+        result
+    }
+
+    async fn run_inner(&mut self) -> Result<(), String> {
+        self.drain()?;
+        loop {
+            if self.shutdown_done() {
+                return Ok(());
+            }
+            let deadline = self.core.poll_timeout();
+            let wake = if deadline == u64::MAX {
+                Instant::now() + Duration::from_secs(3600)
+            } else {
+                self.started + Duration::from_millis(deadline.saturating_sub(self.base_ms))
+            };
+            let wake = match self.shutdown_until {
+                Some(s) => wake.min(s),
+                None => wake,
+            };
+            let idle_from = Instant::now();
+            let input = tokio::select! {
+                cmd = self.commands.recv(), if self.shutdown_until.is_none() => Input::Command(cmd),
+                Some(ev) = self.net_rx.recv() => Input::Net(ev),
+                Some(ev) = self.results_rx.recv() => Input::Net(ev),
+                () = sleep_until(wake) => Input::Timeout,
+            };
+            self.counters.idle += idle_from.elapsed();
+            let now = self.now_ms();
+            match input {
+                Input::Command(None) => {
+                    // Every handle is gone: nobody can propose or read; stop as on shutdown.
+                    self.begin_shutdown(now);
+                }
+                Input::Command(Some(cmd)) => self.on_command(now, cmd),
+                Input::Net(ev) => self.on_net(now, ev)?,
+                Input::Timeout => self.core.handle_timeout(now),
+            }
+            self.drain()?;
+            if self.core.is_fatal() {
+                return Err("the raft core hit a fatal error".into());
+            }
+        }
+    }
+
+    fn shutdown_done(&self) -> bool {
+        let Some(until) = self.shutdown_until else {
+            return false;
+        };
+        let others = self.voters.keys().filter(|v| **v != self.node_id).count();
+        Instant::now() >= until
+            || self.core.role() != RoleName::Resigned
+            || self.end_quorum_answered.len() >= others
+    }
+
+    fn begin_shutdown(&mut self, now: u64) {
+        if self.shutdown_until.is_some() {
+            return;
+        }
+        info!(
+            node = self.node_id,
+            role = self.core.role().as_str(),
+            "raft driver shutting down"
+        );
+        let was_leader = self.core.role() == RoleName::Leader;
+        self.core.resign(now);
+        self.shutdown_until = Some(if was_leader {
+            Instant::now() + self.client.request_timeout
+        } else {
+            Instant::now()
+        });
+    }
+
+    fn on_command(&mut self, now: u64, cmd: Command) {
+        match cmd {
+            Command::Propose {
+                records,
+                wait_for_commit,
+                reply,
+            } => {
+                // Commit latency counts from here: the leader's own append and flush too.
+                let at = Instant::now();
+                let result = self.core.propose(now, &records);
+                let Ok(range) = result else {
+                    let _ = reply.send(result);
+                    return;
+                };
+                self.counters.append_records_total += records.len() as u64;
+                let waiter = if wait_for_commit {
+                    Some(reply)
+                } else {
+                    let _ = reply.send(Ok(range));
+                    None
+                };
+                self.proposals.push_back(Proposal { range, at, waiter });
+            }
+            Command::ReadCommitted {
+                from,
+                max_bytes,
+                reply,
+            } => {
+                let _ = reply.send(self.read_committed(from, max_bytes));
+            }
+            Command::Shutdown => self.begin_shutdown(now),
+        }
+    }
+
+    fn read_committed(&self, from: i64, max_bytes: usize) -> Bytes {
+        use crate::core::log::RaftLog;
+        let hw = self.core.high_watermark();
+        if from >= hw {
+            return Bytes::new();
+        }
+        let bytes = self.core.log().read(from, max_bytes);
+        let mut end = 0;
+        for batch in Batches::new(bytes.clone()) {
+            match batch {
+                Ok(b) if b.next_offset() <= hw => end += b.as_bytes().len(),
+                _ => break,
+            }
+        }
+        bytes.slice(..end)
+    }
+
+    fn on_net(&mut self, now: u64, ev: NetEvent) -> Result<(), String> {
+        match ev {
+            NetEvent::DescribeQuorum { request, reply } => {
+                let response = self.core.describe_quorum(&request, now);
+                let _ = reply.send(ResponseBody::DescribeQuorum(response));
+            }
+            NetEvent::Request {
+                from,
+                correlation_id,
+                msg,
+                reply,
+            } => {
+                self.inbound.insert(
+                    (from, correlation_id),
+                    Inbound {
+                        reply,
+                        received_ms: now,
+                    },
+                );
+                self.feed(now, from, correlation_id, msg)?;
+            }
+            NetEvent::Response {
+                from,
+                correlation_id,
+                kind,
+                result,
+            } => match result {
+                Ok(msg) => {
+                    if let RaftMessage::FetchResponse(r) = &msg {
+                        self.counters.fetch_records_total += fetched_records(r);
+                    }
+                    let stats = self.counters.destinations.entry(from).or_default();
+                    stats.responses_received += 1;
+                    for code in error_codes(&msg) {
+                        *stats.errors_by_code.entry(code).or_default() += 1;
+                    }
+                    if kind == ApiKind::EndQuorumEpoch
+                        && error_codes(&msg).is_empty()
+                        && !self.end_quorum_answered.contains(&from)
+                    {
+                        self.end_quorum_answered.push(from);
+                    }
+                    self.feed(now, from, correlation_id, msg)?;
+                }
+                Err(reason) => {
+                    tracing::debug!(node = self.node_id, to = from, ?kind, %reason, "request failed");
+                    self.counters
+                        .destinations
+                        .entry(from)
+                        .or_default()
+                        .request_failures += 1;
+                    self.core
+                        .handle_request_failed(now, from, correlation_id, kind);
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn feed(
+        &mut self,
+        now: u64,
+        from: i32,
+        correlation_id: i32,
+        msg: RaftMessage,
+    ) -> Result<(), String> {
+        self.core
+            .handle_message(now, from, correlation_id, msg)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Acts on every output, in order; then reports unsendable requests and drains again.
+    fn drain(&mut self) -> Result<(), String> {
+        loop {
+            while let Some(out) = self.core.poll_output() {
+                match out {
+                    Output::PersistQuorumState(state) => {
+                        self.core
+                            .log()
+                            .write_quorum_state(&state)
+                            .map_err(|e| format!("persisting the quorum state failed: {e}"))?;
+                    }
+                    Output::Send {
+                        to,
+                        correlation_id,
+                        msg,
+                    } => self.send(to, correlation_id, msg),
+                    Output::Committed(batch) => {
+                        let _ = self.events.send(RaftEvent::Committed(batch));
+                    }
+                    Output::LeaderChange { epoch, leader_id } => {
+                        info!(node = self.node_id, epoch, ?leader_id, "leader change");
+                        let _ = self
+                            .events
+                            .send(RaftEvent::LeaderChange { epoch, leader_id });
+                    }
+                }
+            }
+            let Some((to, correlation_id, kind)) = self.failures.pop_front() else {
+                break;
+            };
+            let now = self.now_ms();
+            self.core
+                .handle_request_failed(now, to, correlation_id, kind);
+        }
+        self.expire_inbound();
+        self.publish_metrics();
+        Ok(())
+    }
+
+    fn send(&mut self, to: i32, correlation_id: i32, msg: RaftMessage) {
+        let kind = msg.kind();
+        if !msg.is_request() {
+            let Some(inbound) = self.inbound.remove(&(to, correlation_id)) else {
+                tracing::debug!(
+                    node = self.node_id,
+                    to,
+                    correlation_id,
+                    "response to a request no longer waiting"
+                );
+                return;
+            };
+            if let Some(body) = response_body(msg) {
+                let _ = inbound.reply.send(body);
+            }
+            return;
+        }
+        let Some(body) = request_body(msg) else {
+            return;
+        };
+        let channel = match self.channels.get(&to) {
+            Some(c) => c.clone(),
+            None => {
+                let Some(endpoint) = self.voters.get(&to) else {
+                    warn!(node = self.node_id, to, "no endpoint known for node");
+                    self.failures.push_back((to, correlation_id, kind));
+                    return;
+                };
+                let c = Channel::spawn(endpoint.address(), self.client.clone());
+                self.channels.insert(to, c.clone());
+                c
+            }
+        };
+        self.counters
+            .destinations
+            .entry(to)
+            .or_default()
+            .requests_sent += 1;
+        let tx = self.results_tx.clone();
+        let on_reply = Box::new(move |outcome: Result<ResponseBody, ClientError>| {
+            let result = match outcome {
+                Ok(body) => {
+                    raft_response(body).ok_or_else(|| "response of another api".to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            let _ = tx.send(NetEvent::Response {
+                from: to,
+                correlation_id,
+                kind,
+                result,
+            });
+        });
+        if let Err(e) = channel.send_with(correlation_id, kind.version(), body, on_reply) {
+            tracing::debug!(node = self.node_id, to, ?kind, "request not sent: {e}");
+            self.failures.push_back((to, correlation_id, kind));
+        }
+    }
+
+    /// Requests the core never answered (it answers all, parked Fetches within their max
+    /// wait) are dropped after twice the request timeout so the map stays bounded; the
+    /// connection then skips them.
+    fn expire_inbound(&mut self) {
+        let now = self.now_ms();
+        let limit = 2 * self.client.request_timeout.as_millis() as u64;
+        self.inbound
+            .retain(|_, i| now.saturating_sub(i.received_ms) <= limit && !i.reply.is_closed());
+    }
+
+    fn publish_metrics(&mut self) {
+        use crate::core::log::RaftLog;
+        let hw = self.core.high_watermark();
+        if self.core.role() != RoleName::Leader {
+            let not_leader = NotLeader {
+                epoch: self.core.epoch(),
+                leader_id: self.core.leader_id(),
+            };
+            for p in self.proposals.drain(..) {
+                if let Some(w) = p.waiter {
+                    let _ = w.send(Err(not_leader.into()));
+                }
+            }
+        }
+        while let Some(p) = self.proposals.front() {
+            if p.range.1 >= hw {
+                break;
+            }
+            let Some(p) = self.proposals.pop_front() else {
+                break;
+            };
+            if let Some(w) = p.waiter {
+                let _ = w.send(Ok(p.range));
+            }
+            let ms = p.at.elapsed().as_secs_f64() * 1000.0;
+            self.counters.commits += 1;
+            self.counters.commit_latency_total_ms += ms;
+            self.counters.commit_latency_max_ms = self.counters.commit_latency_max_ms.max(ms);
+        }
+        match (self.core.leader_id(), self.counters.leaderless_since) {
+            (None, None) => self.counters.leaderless_since = Some(Instant::now()),
+            (Some(_), Some(since)) => {
+                let ms = since.elapsed().as_secs_f64() * 1000.0;
+                self.counters.leaderless_since = None;
+                self.counters.elections += 1;
+                self.counters.election_latency_total_ms += ms;
+                self.counters.election_latency_max_ms =
+                    self.counters.election_latency_max_ms.max(ms);
+            }
+            _ => {}
+        }
+        let durable = self.core.durable_state();
+        let role = self.core.role();
+        let current_state =
+            if !self.core.is_voter() && matches!(role, RoleName::Follower | RoleName::Unattached) {
+                "observer"
+            } else if role == RoleName::Unattached && durable.voted_id >= 0 {
+                "voted"
+            } else {
+                role.as_str()
+            };
+        let c = &self.counters;
+        let m = RaftMetrics {
+            current_state,
+            current_leader: self.core.leader_id().unwrap_or(-1),
+            current_vote: durable.voted_id,
+            current_epoch: self.core.epoch(),
+            high_watermark: hw,
+            log_end_offset: self.core.log().end_offset(),
+            log_end_epoch: self.core.log().last_epoch(),
+            number_of_voters: self.voters.len(),
+            number_of_observers: self.core.leader_state().map_or(0, |l| l.observers.len()),
+            commit_latency_avg_ms: if c.commits == 0 {
+                0.0
+            } else {
+                c.commit_latency_total_ms / c.commits as f64
+            },
+            commit_latency_max_ms: c.commit_latency_max_ms,
+            commits: c.commits,
+            election_latency_avg_ms: if c.elections == 0 {
+                0.0
+            } else {
+                c.election_latency_total_ms / c.elections as f64
+            },
+            election_latency_max_ms: c.election_latency_max_ms,
+            elections: c.elections,
+            poll_idle_ratio_avg: {
+                let total = self.started.elapsed().as_secs_f64();
+                if total > 0.0 {
+                    (c.idle.as_secs_f64() / total).min(1.0)
+                } else {
+                    0.0
+                }
+            },
+            fetch_records_total: c.fetch_records_total,
+            append_records_total: c.append_records_total,
+            not_leader_or_follower_replies: self.core.stats().not_leader_or_follower_replies,
+            destinations: c.destinations.clone(),
+        };
+        self.metrics.send_if_modified(|old| {
+            if *old == m {
+                false
+            } else {
+                *old = m;
+                true
+            }
+        });
+    }
+}

@@ -1,0 +1,256 @@
+//! The server half of the transport: accepts TCP connections, reads size-prefixed Kafka
+//! frames (the size checked against `socket.request.max.bytes` from the prefix, before the
+//! body is buffered), decodes each request, answers ApiVersions from the listener's
+//! [`ApiVersionsTable`] itself and hands every other advertised request to a
+//! [`RequestHandler`]; responses go back in request order, as Kafka clients require.
+//!
+//! Limits: at most [`ServerConfig::max_connections`] connections (more are closed on
+//! accept), at most [`ServerConfig::max_in_flight_per_connection`] requests awaiting their
+//! response per connection (the reader stops reading until one is answered). A malformed
+//! frame, an unknown api key, or an api or version the listener does not advertise closes
+//! that connection only, with one log line naming the peer; nothing read from the network
+//! can panic the server.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kraftd_protocol::api_versions::ApiVersionsTable;
+use kraftd_protocol::frame::{frame_chunks, split_frame, DEFAULT_MAX_FRAME_BYTES};
+use kraftd_protocol::header::{decode_request, encode_response, RequestError};
+use kraftd_protocol::messages::RequestHeader;
+use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::JoinSet;
+use tracing::{debug, warn};
+
+/// The default cap on requests awaiting a response on one connection.
+pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
+/// The default cap on open connections per listener.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The pause after a failed accept (out of file descriptors, say), so the loop does not spin.
+pub const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Limits of one listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// `socket.request.max.bytes`: the largest request frame accepted.
+    pub max_frame_bytes: usize,
+    /// Requests read but not yet answered, per connection.
+    pub max_in_flight_per_connection: usize,
+    /// Open connections (`max.connections`).
+    pub max_connections: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// A decoded request of an advertised api and version.
+#[derive(Debug, Clone)]
+pub struct InboundRequest {
+    pub peer: SocketAddr,
+    pub api_key: ApiKey,
+    pub header: RequestHeader,
+    pub body: RequestBody,
+}
+
+/// What serves the requests of a listener.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Takes one request. Resolves (applying backpressure while the handler is busy) to the
+    /// receiver of its response, or `None` to close the connection. A receiver whose sender
+    /// is dropped means "no response": the connection moves on to the next one, and the
+    /// client times the request out.
+    fn dispatch(
+        &self,
+        request: InboundRequest,
+    ) -> impl Future<Output = Option<oneshot::Receiver<ResponseBody>>> + Send;
+}
+
+/// Accepts connections on `listener` until the task running it is aborted or dropped
+/// (which closes every connection it accepted).
+pub async fn serve<H: RequestHandler>(
+    listener: TcpListener,
+    table: Arc<ApiVersionsTable>,
+    config: ServerConfig,
+    handler: Arc<H>,
+) {
+    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of file descriptors and the like: keep serving the others.
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+                    warn!(%peer, max = config.max_connections, "closing connection: connection limit reached");
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let table = Arc::clone(&table);
+                let handler = Arc::clone(&handler);
+                let config = config.clone();
+                connections.spawn(async move {
+                    let _permit = permit;
+                    connection(stream, peer, table, config, handler).await;
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// A request read, waiting for its response, in arrival order.
+struct Pending {
+    correlation_id: i32,
+    version: i16,
+    response: oneshot::Receiver<ResponseBody>,
+}
+
+async fn connection<H: RequestHandler>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    table: Arc<ApiVersionsTable>,
+    config: ServerConfig,
+    handler: Arc<H>,
+) {
+    let (rd, wr) = stream.into_split();
+    let (tx, rx) = mpsc::channel(config.max_in_flight_per_connection.max(1));
+    let mut writer = pin!(write_responses(wr, rx, peer));
+    let reader = read_requests(rd, peer, &table, &config, handler.as_ref(), tx);
+    tokio::select! {
+        read = reader => match read {
+            Ok(()) => {
+                // The peer stopped sending: answer what it asked, then close.
+                writer.await;
+            }
+            Err(reason) => warn!(%peer, "closing connection: {reason}"),
+        },
+        () = &mut writer => {}
+    }
+}
+
+async fn read_requests<H: RequestHandler>(
+    mut rd: OwnedReadHalf,
+    peer: SocketAddr,
+    table: &ApiVersionsTable,
+    config: &ServerConfig,
+    handler: &H,
+    tx: mpsc::Sender<Pending>,
+) -> Result<(), String> {
+    let mut buf = BytesMut::with_capacity(8 * 1024);
+    loop {
+        while let Some(frame) =
+            split_frame(&mut buf, config.max_frame_bytes).map_err(|e| e.to_string())?
+        {
+            let pending = match decode_request(frame) {
+                Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
+                    table,
+                    req.header.correlation_id,
+                    req.header.request_api_version,
+                ),
+                Ok(req) => {
+                    let version = req.header.request_api_version;
+                    if !table.supports(req.api_key, version) {
+                        return Err(format!(
+                            "{} v{version} is not served on this {} listener",
+                            req.api_key.name(),
+                            table.listener().name()
+                        ));
+                    }
+                    let correlation_id = req.header.correlation_id;
+                    let request = InboundRequest {
+                        peer,
+                        api_key: req.api_key,
+                        header: req.header,
+                        body: req.body,
+                    };
+                    let Some(response) = handler.dispatch(request).await else {
+                        return Err("the handler refused the request".into());
+                    };
+                    Pending {
+                        correlation_id,
+                        version,
+                        response,
+                    }
+                }
+                Err(RequestError::UnsupportedVersion {
+                    api_key: ApiKey::ApiVersions,
+                    header,
+                }) => api_versions(table, header.correlation_id, header.request_api_version),
+                Err(e) => return Err(e.to_string()),
+            };
+            if tx.send(pending).await.is_err() {
+                return Ok(());
+            }
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(0) if buf.is_empty() => return Ok(()),
+            Ok(0) => {
+                return Err(format!(
+                    "connection closed inside a frame ({} bytes)",
+                    buf.len()
+                ))
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("read failed: {e}")),
+        }
+    }
+}
+
+fn api_versions(table: &ApiVersionsTable, correlation_id: i32, version: i16) -> Pending {
+    let (version, body) = table.response(version);
+    let (tx, rx) = oneshot::channel();
+    let _ = tx.send(ResponseBody::ApiVersions(body));
+    Pending {
+        correlation_id,
+        version,
+        response: rx,
+    }
+}
+
+async fn write_responses(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Pending>,
+    peer: SocketAddr,
+) {
+    while let Some(p) = rx.recv().await {
+        let Ok(body) = p.response.await else {
+            debug!(%peer, correlation_id = p.correlation_id, "request left unanswered");
+            continue;
+        };
+        let encoded = match encode_response(p.correlation_id, p.version, &body) {
+            Ok(e) => e,
+            Err(e) => {
+                warn!(%peer, correlation_id = p.correlation_id, "closing connection: response does not encode: {e}");
+                return;
+            }
+        };
+        for chunk in frame_chunks(encoded) {
+            if let Err(e) = wr.write_all(&chunk).await {
+                debug!(%peer, "closing connection: write failed: {e}");
+                return;
+            }
+        }
+    }
+    let _ = wr.shutdown().await;
+}

@@ -1,0 +1,6 @@
+//! The Raft crate's real-network tests (one integration binary): the driver on loopback TCP
+//! with real log directories ([`cluster`]) and the transport against hostile and broken
+//! peers ([`transport`]). Every wait is on a condition with a deadline; nothing is timed.
+
+mod cluster;
+mod transport;

@@ -1,0 +1,327 @@
+//! The transport against real sockets: ApiVersions answered from the listener's table
+//! (KIP-511's v0 fallback included), responses in request order, a malformed frame, an
+//! unknown api key, an unadvertised api or an oversized size prefix closing only that
+//! connection, the connection cap, and the client channel's timeouts and connect failures.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kraftd_protocol::api_versions::{ApiVersionsTable, ListenerType};
+use kraftd_protocol::frame::{frame_chunks, split_frame};
+use kraftd_protocol::header::{decode_response, encode_request};
+use kraftd_protocol::messages::{
+    ApiVersionsRequest, MetadataRequest, RequestHeader, VoteRequest, VoteResponse,
+};
+use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
+use kraftd_raft::transport::{
+    serve, Channel, ClientConfig, ClientError, InboundRequest, RequestHandler, ServerConfig,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::task::JoinHandle;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Hands every request to the test, which answers (or not) through the sender.
+#[derive(Debug)]
+struct TestHandler {
+    tx: mpsc::Sender<(InboundRequest, oneshot::Sender<ResponseBody>)>,
+}
+
+impl RequestHandler for TestHandler {
+    async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send((request, reply)).await.ok()?;
+        Some(rx)
+    }
+}
+
+type Requests = Arc<Mutex<mpsc::Receiver<(InboundRequest, oneshot::Sender<ResponseBody>)>>>;
+
+async fn server(config: ServerConfig) -> (String, Requests, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let mut table = ApiVersionsTable::new(ListenerType::Controller);
+    table
+        .add(ApiKey::Vote, VersionRange { min: 2, max: 2 })
+        .unwrap();
+    let (tx, rx) = mpsc::channel(64);
+    let task = tokio::spawn(serve(
+        listener,
+        Arc::new(table),
+        config,
+        Arc::new(TestHandler { tx }),
+    ));
+    (addr, Arc::new(Mutex::new(rx)), task)
+}
+
+async fn next_request(requests: &Requests) -> (InboundRequest, oneshot::Sender<ResponseBody>) {
+    tokio::time::timeout(WAIT, requests.lock().await.recv())
+        .await
+        .expect("a request arrives")
+        .expect("server running")
+}
+
+fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestBody) -> Vec<u8> {
+    let header = RequestHeader {
+        request_api_key: api_key.code(),
+        request_api_version: version,
+        correlation_id,
+        client_id: Some("test".into()),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for c in frame_chunks(encode_request(&header, &body).unwrap()) {
+        out.extend_from_slice(&c);
+    }
+    out
+}
+
+/// Reads one response frame, or `None` when the server closed the connection.
+async fn read_frame(s: &mut TcpStream, buf: &mut BytesMut) -> Option<Bytes> {
+    loop {
+        if let Some(f) = split_frame(buf, 1 << 20).unwrap() {
+            return Some(f);
+        }
+        let n = tokio::time::timeout(WAIT, s.read_buf(buf))
+            .await
+            .expect("the server answers or closes")
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+    }
+}
+
+async fn api_versions(
+    s: &mut TcpStream,
+    version: i16,
+    correlation_id: i32,
+) -> (i16, kraftd_protocol::messages::ApiVersionsResponse) {
+    // The codec refuses to encode a version from the future: encode v3 and patch the
+    // header's version field (after the size prefix and the api key).
+    let mut frame = request_frame(
+        ApiKey::ApiVersions,
+        version.min(3),
+        correlation_id,
+        RequestBody::ApiVersions(ApiVersionsRequest::default()),
+    );
+    frame[6..8].copy_from_slice(&version.to_be_bytes());
+    s.write_all(&frame).await.unwrap();
+    let mut buf = BytesMut::new();
+    let f = read_frame(s, &mut buf)
+        .await
+        .expect("an ApiVersions answer");
+    // KIP-511: the v0 fallback body is read at v0.
+    let at = if version > 4 { 0 } else { version };
+    let (header, body) = decode_response(ApiKey::ApiVersions, at, f).unwrap();
+    assert_eq!(header.correlation_id, correlation_id);
+    match body {
+        ResponseBody::ApiVersions(r) => (at, r),
+        other => panic!("not ApiVersions: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn api_versions_lists_the_controller_table_and_falls_back_to_v0() {
+    let (addr, _requests, _task) = server(ServerConfig::default()).await;
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    let (_, r) = api_versions(&mut s, 3, 1).await;
+    assert_eq!(r.error_code, 0);
+    let vote = r
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::Vote.code())
+        .expect("Vote advertised");
+    assert_eq!((vote.min_version, vote.max_version), (2, 2));
+    assert!(r
+        .api_keys
+        .iter()
+        .all(|k| k.api_key != ApiKey::Produce.code()));
+    // A version from the future: error 35 with the ranges, and the connection stays open.
+    let (_, r) = api_versions(&mut s, 99, 2).await;
+    assert_eq!(r.error_code, 35);
+    let (_, r) = api_versions(&mut s, 3, 3).await;
+    assert_eq!(r.error_code, 0);
+}
+
+#[tokio::test]
+async fn bad_input_closes_only_that_connection() {
+    let (addr, _requests, _task) = server(ServerConfig::default()).await;
+    let mut good = TcpStream::connect(&addr).await.unwrap();
+    api_versions(&mut good, 3, 1).await;
+
+    let hostile: Vec<Vec<u8>> = vec![
+        // Unknown api key 9999.
+        vec![0, 0, 0, 10, 0x27, 0x0f, 0, 0, 0, 0, 0, 7, 0xff, 0xff],
+        // A header cut short.
+        vec![0, 0, 0, 3, 0, 18, 0],
+        // A size prefix over socket.request.max.bytes: refused before any body is sent.
+        vec![0x7f, 0xff, 0xff, 0xff],
+        // A negative size.
+        vec![0xff, 0xff, 0xff, 0xfe],
+        // An api the controller listener does not advertise (Metadata).
+        request_frame(
+            ApiKey::Metadata,
+            12,
+            5,
+            RequestBody::Metadata(MetadataRequest::default()),
+        ),
+    ];
+    for bytes in hostile {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(&bytes).await.unwrap();
+        let mut buf = BytesMut::new();
+        assert_eq!(
+            read_frame(&mut s, &mut buf).await,
+            None,
+            "{bytes:?} must close the connection"
+        );
+    }
+    // The well-behaved connection never noticed.
+    let (_, r) = api_versions(&mut good, 3, 2).await;
+    assert_eq!(r.error_code, 0);
+}
+
+#[tokio::test]
+async fn responses_go_out_in_request_order() {
+    let (addr, requests, _task) = server(ServerConfig::default()).await;
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    for corr in [10, 11] {
+        s.write_all(&request_frame(
+            ApiKey::Vote,
+            2,
+            corr,
+            RequestBody::Vote(VoteRequest::default()),
+        ))
+        .await
+        .unwrap();
+    }
+    let (first, reply_first) = next_request(&requests).await;
+    let (second, reply_second) = next_request(&requests).await;
+    assert_eq!(
+        (first.header.correlation_id, second.header.correlation_id),
+        (10, 11)
+    );
+    assert_eq!(first.header.client_id.as_deref(), Some("test"));
+    // Answer the second first: it must still be written after the first.
+    reply_second
+        .send(ResponseBody::Vote(VoteResponse::default()))
+        .unwrap();
+    reply_first
+        .send(ResponseBody::Vote(VoteResponse::default()))
+        .unwrap();
+    let mut buf = BytesMut::new();
+    for corr in [10, 11] {
+        let f = read_frame(&mut s, &mut buf).await.expect("a response");
+        let (h, _) = decode_response(ApiKey::Vote, 2, f).unwrap();
+        assert_eq!(h.correlation_id, corr);
+    }
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_closed() {
+    let config = ServerConfig {
+        max_connections: 1,
+        ..ServerConfig::default()
+    };
+    let (addr, _requests, _task) = server(config).await;
+    let mut first = TcpStream::connect(&addr).await.unwrap();
+    api_versions(&mut first, 3, 1).await;
+    let mut second = TcpStream::connect(&addr).await.unwrap();
+    let _ = second
+        .write_all(&request_frame(
+            ApiKey::ApiVersions,
+            3,
+            1,
+            RequestBody::ApiVersions(ApiVersionsRequest::default()),
+        ))
+        .await;
+    let mut buf = BytesMut::new();
+    assert_eq!(read_frame(&mut second, &mut buf).await, None);
+    api_versions(&mut first, 3, 2).await;
+}
+
+#[tokio::test]
+async fn channel_calls_time_out_and_report_unreachable_destinations() {
+    let (addr, requests, _task) = server(ServerConfig::default()).await;
+    let config = ClientConfig {
+        request_timeout: Duration::from_millis(200),
+        ..ClientConfig::new("raft-client-7")
+    };
+    let channel = Channel::spawn(addr.clone(), config.clone());
+
+    // Answered: the header carries the client id and our correlation id.
+    let call = {
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            channel
+                .call(41, 2, RequestBody::Vote(VoteRequest::default()))
+                .await
+        })
+    };
+    let (req, reply) = next_request(&requests).await;
+    assert_eq!(req.header.client_id.as_deref(), Some("raft-client-7"));
+    assert_eq!(req.header.correlation_id, 41);
+    reply
+        .send(ResponseBody::Vote(VoteResponse {
+            error_code: 0,
+            ..Default::default()
+        }))
+        .unwrap();
+    assert!(matches!(call.await.unwrap(), Ok(ResponseBody::Vote(_))));
+
+    // Never answered: a timeout, then the next call reconnects and works.
+    let call = {
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            channel
+                .call(42, 2, RequestBody::Vote(VoteRequest::default()))
+                .await
+        })
+    };
+    let (_held, _reply_held) = next_request(&requests).await;
+    assert!(matches!(
+        call.await.unwrap(),
+        Err(ClientError::Timeout { .. })
+    ));
+    let call = {
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            channel
+                .call(43, 2, RequestBody::Vote(VoteRequest::default()))
+                .await
+        })
+    };
+    let (req, reply) = next_request(&requests).await;
+    assert_eq!(req.header.correlation_id, 43);
+    reply
+        .send(ResponseBody::Vote(VoteResponse::default()))
+        .unwrap();
+    assert!(call.await.unwrap().is_ok());
+
+    // Nobody listening: a connect failure, then backoff.
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let channel = Channel::spawn(dead, config);
+    let first = channel
+        .call(1, 2, RequestBody::Vote(VoteRequest::default()))
+        .await;
+    assert!(
+        matches!(first, Err(ClientError::ConnectFailed { .. })),
+        "{first:?}"
+    );
+    let second = channel
+        .call(2, 2, RequestBody::Vote(VoteRequest::default()))
+        .await;
+    assert!(
+        matches!(
+            second,
+            Err(ClientError::BackingOff { .. } | ClientError::ConnectFailed { .. })
+        ),
+        "{second:?}"
+    );
+}
