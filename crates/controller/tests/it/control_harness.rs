@@ -1,0 +1,337 @@
+//! A driver for the pure control managers: it holds the image, the metadata log's next
+//! offset, the heartbeat manager and a clock, sends requests to the managers and replays the
+//! records they return, so tests state events ("b3 goes offline") and assert the image.
+#![allow(dead_code)]
+
+use kraftd_controller::control::{
+    BrokerHeartbeatManager, ClusterControlConfig, ClusterControlManager, ControllerResult,
+    ReplicationConfig, ReplicationControlManager, BROKER_SESSION_TIMEOUT_MS_DEFAULT,
+};
+use kraftd_controller::image::PartitionRegistration;
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
+use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::messages::{
+    AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse,
+};
+use kraftd_protocol::metadata::PartitionRecord;
+use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
+
+use crate::common::{config, feature, topic, uuid};
+
+pub const CLUSTER_ID: &str = "kraftd-test-cluster";
+pub const TOPIC: &str = "t";
+pub const METADATA_VERSION: i16 = 25;
+
+pub struct Harness {
+    pub image: MetadataImage,
+    /// The offset the next record will get.
+    pub next_offset: i64,
+    pub now_ms: u64,
+    pub heartbeats: BrokerHeartbeatManager,
+    pub cluster: ClusterControlManager,
+    pub replication: ReplicationControlManager,
+    /// Each broker's incarnation counter, so a restart gets a new incarnation id.
+    incarnations: std::collections::BTreeMap<i32, u8>,
+}
+
+impl Harness {
+    /// A cluster at metadata.version 25, with ELR on if `elr`, and one topic whose
+    /// `min.insync.replicas` is `min_isr`.
+    pub fn new(elr: bool, min_isr: i32) -> Self {
+        let replication = ReplicationControlManager::new(ReplicationConfig::default());
+        let cluster = ClusterControlManager::new(
+            ClusterControlConfig {
+                cluster_id: CLUSTER_ID.into(),
+                broker_session_timeout_ms: BROKER_SESSION_TIMEOUT_MS_DEFAULT,
+            },
+            replication.clone(),
+        );
+        let mut h = Harness {
+            image: MetadataImage::empty(),
+            next_offset: 0,
+            now_ms: 1_000_000,
+            heartbeats: BrokerHeartbeatManager::new(BROKER_SESSION_TIMEOUT_MS_DEFAULT),
+            cluster,
+            replication,
+            incarnations: Default::default(),
+        };
+        let mut bootstrap = vec![feature("metadata.version", METADATA_VERSION)];
+        if elr {
+            bootstrap.push(feature("eligible.leader.replicas.version", 1));
+        }
+        bootstrap.push(topic(TOPIC, uuid(1)));
+        bootstrap.push(config(
+            2,
+            TOPIC,
+            "min.insync.replicas",
+            Some(&min_isr.to_string()),
+        ));
+        h.replay(&bootstrap);
+        h
+    }
+
+    pub fn replay(&mut self, records: &[MetadataRecord]) {
+        self.image = self
+            .image
+            .replay_all(records)
+            .unwrap_or_else(|e| panic!("replay failed: {e}"));
+        self.image.check_invariants().unwrap();
+        self.next_offset += records.len() as i64;
+    }
+
+    /// Replays a result's records (as the controller does once they commit) and returns the
+    /// response.
+    pub fn apply<T>(&mut self, result: ControllerResult<T>) -> T {
+        self.replay(&result.records);
+        result.response
+    }
+
+    pub fn epoch(&self, broker: i32) -> i64 {
+        self.image.cluster.broker(broker).expect("registered").epoch
+    }
+
+    pub fn fenced(&self, broker: i32) -> bool {
+        self.image
+            .cluster
+            .broker(broker)
+            .expect("registered")
+            .fenced
+    }
+
+    pub fn registration_request(
+        &mut self,
+        id: i32,
+        previous_broker_epoch: i64,
+    ) -> BrokerRegistrationRequest {
+        let incarnation = self.incarnations.entry(id).or_insert(0);
+        *incarnation += 1;
+        let mut incarnation_id = uuid(0);
+        incarnation_id.0[1] = id as u8;
+        incarnation_id.0[2] = *incarnation;
+        BrokerRegistrationRequest {
+            broker_id: id,
+            cluster_id: CLUSTER_ID.into(),
+            incarnation_id,
+            listeners: vec![Listener {
+                name: "PLAINTEXT".into(),
+                host: "localhost".into(),
+                port: 9092 + id as u16,
+                security_protocol: 0,
+                ..Default::default()
+            }],
+            features: vec![
+                Feature {
+                    name: "metadata.version".into(),
+                    min_supported_version: 1,
+                    max_supported_version: METADATA_VERSION,
+                    ..Default::default()
+                },
+                Feature {
+                    name: "eligible.leader.replicas.version".into(),
+                    min_supported_version: 0,
+                    max_supported_version: 1,
+                    ..Default::default()
+                },
+            ],
+            rack: None,
+            previous_broker_epoch,
+            ..Default::default()
+        }
+    }
+
+    /// Registers broker `id` (BrokerRegistration v3) with this PreviousBrokerEpoch.
+    pub fn register(&mut self, id: i32, previous_broker_epoch: i64) -> BrokerRegistrationResponse {
+        let request = self.registration_request(id, previous_broker_epoch);
+        self.send_registration(&request)
+    }
+
+    pub fn send_registration(
+        &mut self,
+        request: &BrokerRegistrationRequest,
+    ) -> BrokerRegistrationResponse {
+        let result = self.cluster.register_broker(
+            &self.image,
+            &self.heartbeats,
+            3,
+            request,
+            self.next_offset,
+            self.now_ms,
+        );
+        assert!(result.is_atomic || result.records.is_empty());
+        let response = self.apply(result);
+        if response.error_code == 0 {
+            self.heartbeats.register(request.broker_id, self.now_ms);
+        }
+        response
+    }
+
+    /// A clean restart: the broker's marker names its last epoch.
+    pub fn restart_clean(&mut self, id: i32) -> BrokerRegistrationResponse {
+        let previous = self.epoch(id);
+        self.register(id, previous)
+    }
+
+    /// An unclean restart: no clean-shutdown marker.
+    pub fn restart_unclean(&mut self, id: i32) -> BrokerRegistrationResponse {
+        self.register(id, -1)
+    }
+
+    pub fn heartbeat_request(&self, id: i32, epoch: i64) -> BrokerHeartbeatRequest {
+        BrokerHeartbeatRequest {
+            broker_id: id,
+            broker_epoch: epoch,
+            // Caught up with everything written so far.
+            current_metadata_offset: self.next_offset - 1,
+            ..Default::default()
+        }
+    }
+
+    pub fn send_heartbeat(&mut self, request: &BrokerHeartbeatRequest) -> BrokerHeartbeatResponse {
+        // The broker's registration record is at its epoch.
+        let register_offset = self
+            .image
+            .cluster
+            .broker(request.broker_id)
+            .map_or(i64::MAX, |b| b.epoch);
+        let result = self.cluster.broker_heartbeat(
+            &self.image,
+            &mut self.heartbeats,
+            request,
+            register_offset,
+            self.next_offset,
+            self.now_ms,
+        );
+        self.apply(result)
+    }
+
+    /// A caught-up heartbeat at the broker's current epoch.
+    pub fn heartbeat(&mut self, id: i32) -> BrokerHeartbeatResponse {
+        let request = self.heartbeat_request(id, self.epoch(id));
+        self.send_heartbeat(&request)
+    }
+
+    /// Registers and unfences brokers (each catches up at once).
+    pub fn start_brokers(&mut self, ids: &[i32]) {
+        for id in ids {
+            let response = self.register(*id, -1);
+            assert_eq!(response.error_code, 0);
+        }
+        for id in ids {
+            let response = self.heartbeat(*id);
+            assert!(!response.is_fenced, "broker {id} should be unfenced");
+        }
+    }
+
+    /// Brokers `dead` stop heartbeating: time passes beyond the session timeout while every
+    /// other live broker keeps heartbeating, then expired sessions are fenced one at a time.
+    pub fn go_offline(&mut self, dead: &[i32]) {
+        self.now_ms += BROKER_SESSION_TIMEOUT_MS_DEFAULT + 1;
+        let alive: Vec<i32> = self
+            .image
+            .cluster
+            .brokers()
+            .filter(|b| !b.fenced && !dead.contains(&b.id))
+            .map(|b| b.id)
+            .collect();
+        for id in alive {
+            self.heartbeat(id);
+        }
+        let mut fenced = Vec::new();
+        loop {
+            let result = self.cluster.maybe_fence_one_stale_broker(
+                &self.image,
+                &self.heartbeats,
+                self.now_ms,
+            );
+            match self.apply(result) {
+                Some(id) => fenced.push(id),
+                None => break,
+            }
+        }
+        fenced.sort();
+        assert_eq!(fenced, dead, "the brokers fenced by session expiry");
+    }
+
+    /// Creates partition 0 of the topic (leader the first replica, epochs 0).
+    pub fn create_partition(&mut self, replicas: &[i32]) {
+        self.replay(&[MetadataRecord::Partition(PartitionRecord {
+            partition_id: 0,
+            topic_id: uuid(1),
+            replicas: replicas.to_vec(),
+            isr: replicas.to_vec(),
+            leader: replicas[0],
+            leader_epoch: 0,
+            partition_epoch: 0,
+            eligible_leader_replicas: Some(vec![]),
+            last_known_elr: Some(vec![]),
+            ..Default::default()
+        })]);
+    }
+
+    pub fn partition(&self) -> PartitionRegistration {
+        PartitionRegistration::clone(self.image.topics.partition(&uuid(1), 0).unwrap())
+    }
+
+    pub fn topic_id(&self) -> Uuid {
+        uuid(1)
+    }
+
+    /// An AlterPartition (v3) from the current leader for partition 0 with the given ISR,
+    /// each member at the epoch given (None: its current epoch).
+    pub fn alter_partition_request(&self, isr: &[(i32, Option<i64>)]) -> AlterPartitionRequest {
+        let p = self.partition();
+        AlterPartitionRequest {
+            broker_id: p.leader,
+            broker_epoch: self.epoch(p.leader),
+            topics: vec![TopicData {
+                topic_id: uuid(1),
+                partitions: vec![PartitionData {
+                    partition_index: 0,
+                    leader_epoch: p.leader_epoch,
+                    new_isr_with_epochs: isr
+                        .iter()
+                        .map(|(id, epoch)| BrokerState {
+                            broker_id: *id,
+                            broker_epoch: epoch.unwrap_or_else(|| self.epoch(*id)),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    leader_recovery_state: 0,
+                    partition_epoch: p.partition_epoch,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// Sends an AlterPartition and replays its records; the partition's error.
+    pub fn send_alter_partition(&mut self, request: &AlterPartitionRequest) -> ErrorCode {
+        let response: AlterPartitionResponse = {
+            let result = self.replication.alter_partition(&self.image, 3, request);
+            self.apply(result)
+        };
+        if response.error_code != 0 {
+            return ErrorCode::from_code(response.error_code).unwrap();
+        }
+        ErrorCode::from_code(response.topics[0].partitions[0].error_code).unwrap()
+    }
+
+    /// The leader asks for this ISR, every member at its current epoch.
+    pub fn alter_isr(&mut self, isr: &[i32]) -> ErrorCode {
+        let members: Vec<(i32, Option<i64>)> = isr.iter().map(|id| (*id, None)).collect();
+        let request = self.alter_partition_request(&members);
+        self.send_alter_partition(&request)
+    }
+
+    /// ISR (sorted), ELR and leader of partition 0.
+    pub fn state(&self) -> (Vec<i32>, Vec<i32>, i32) {
+        let p = self.partition();
+        let mut isr = p.isr.clone();
+        isr.sort();
+        (isr, p.elr.clone(), p.leader)
+    }
+}
