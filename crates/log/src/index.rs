@@ -67,108 +67,100 @@ fn read_all(path: &Path) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// The `.index` file of one segment.
+/// A fixed-size index entry and its big-endian encoding.
+trait Entry: Copy {
+    /// Bytes per entry on disk.
+    const BYTES: u64;
+    fn put(&self, buf: &mut Vec<u8>);
+    fn get(chunk: &[u8]) -> Self;
+}
+
+impl Entry for (u32, u32) {
+    const BYTES: u64 = OFFSET_INDEX_ENTRY_BYTES;
+    fn put(&self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(&self.0.to_be_bytes());
+        buf.extend_from_slice(&self.1.to_be_bytes());
+    }
+    fn get(c: &[u8]) -> Self {
+        (
+            u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+            u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+        )
+    }
+}
+
+impl Entry for (i64, u32) {
+    const BYTES: u64 = TIME_INDEX_ENTRY_BYTES;
+    fn put(&self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(&self.0.to_be_bytes());
+        buf.extend_from_slice(&self.1.to_be_bytes());
+    }
+    fn get(c: &[u8]) -> Self {
+        (
+            i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+            u32::from_be_bytes([c[8], c[9], c[10], c[11]]),
+        )
+    }
+}
+
+/// The file mechanics both indexes share: entries whole in memory, appended to the file in
+/// bulk, truncated, flushed, and the handle released while the segment is sealed.
 #[derive(Debug)]
-pub struct OffsetIndex {
+struct IndexFile<E> {
     path: PathBuf,
     /// Open while the index is written (the active segment's); `None` once released (a
     /// sealed segment's: its entries are in memory and it is not written again unless the
     /// log is truncated into it, which reopens it).
     file: Option<File>,
-    base_offset: i64,
-    /// (relative offset, position), both strictly increasing.
-    entries: Vec<(u32, u32)>,
+    entries: Vec<E>,
     /// How many of `entries` are in the file; the rest are written in bulk (see
     /// [`PENDING_ENTRIES_MAX`]).
     persisted: usize,
 }
 
-impl OffsetIndex {
-    /// Creates (or empties) the index at `path`.
-    pub fn create(path: &Path, base_offset: i64) -> Result<OffsetIndex> {
-        let file = open_rw(path, true)?;
-        Ok(OffsetIndex {
+impl<E: Entry> IndexFile<E> {
+    /// Creates (or empties) the file at `path`.
+    fn create(path: &Path) -> Result<Self> {
+        Ok(IndexFile {
             path: path.to_path_buf(),
-            file: Some(file),
-            base_offset,
+            file: Some(open_rw(path, true)?),
             entries: Vec::new(),
             persisted: 0,
         })
     }
 
-    /// Loads the index at `path` if it exists and passes its checks against a `.log` file
-    /// of `log_size` bytes; `None` means "rebuild it".
-    pub fn load(path: &Path, base_offset: i64, log_size: u64) -> Result<Option<OffsetIndex>> {
+    /// Reads the file at `path`, keeping entries while `accept(previous, next)` holds;
+    /// `None` when it is missing, torn (not a whole number of entries) or rejected.
+    fn load(path: &Path, mut accept: impl FnMut(Option<&E>, &E) -> bool) -> Result<Option<Self>> {
         let Some(bytes) = read_all(path)? else {
             return Ok(None);
         };
-        if bytes.len() as u64 % OFFSET_INDEX_ENTRY_BYTES != 0 {
+        if bytes.len() as u64 % E::BYTES != 0 {
             return Ok(None);
         }
-        let mut entries: Vec<(u32, u32)> = Vec::with_capacity(bytes.len() / 8);
-        for chunk in bytes.chunks_exact(8) {
-            let rel = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            let pos = u32::from_be_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]);
-            if let Some(&(prev_rel, prev_pos)) = entries.last() {
-                if rel <= prev_rel || pos <= prev_pos {
-                    return Ok(None);
-                }
-            }
-            if u64::from(pos) >= log_size {
+        let mut entries: Vec<E> = Vec::with_capacity(bytes.len() / E::BYTES as usize);
+        for chunk in bytes.chunks_exact(E::BYTES as usize) {
+            let entry = E::get(chunk);
+            if !accept(entries.last(), &entry) {
                 return Ok(None);
             }
-            entries.push((rel, pos));
+            entries.push(entry);
         }
-        Ok(Some(OffsetIndex {
+        Ok(Some(IndexFile {
             path: path.to_path_buf(),
             file: None,
-            base_offset,
             persisted: entries.len(),
             entries,
         }))
     }
 
-    /// Number of entries.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.entries.len()
+    fn size_in_bytes(&self) -> u64 {
+        self.entries.len() as u64 * E::BYTES
     }
 
-    /// Size of the index file in bytes.
-    pub fn size_in_bytes(&self) -> u64 {
-        self.entries.len() as u64 * OFFSET_INDEX_ENTRY_BYTES
-    }
-
-    /// The last entry, if any.
-    pub fn last(&self) -> Option<OffsetPosition> {
-        self.entries.last().map(|&(r, p)| self.absolute(r, p))
-    }
-
-    fn absolute(&self, rel: u32, position: u32) -> OffsetPosition {
-        OffsetPosition {
-            offset: self.base_offset + i64::from(rel),
-            position,
-        }
-    }
-
-    /// Appends an entry for the batch ending at `offset` that starts at `position`. Entries
-    /// must increase in both; a non-increasing one is skipped (it adds nothing).
-    pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
-        let rel = offset - self.base_offset;
-        let Ok(rel) = u32::try_from(rel) else {
-            return Err(LogError::OffsetOverflow {
-                reason: format!(
-                    "offset {offset} is not within u32 of segment base {}",
-                    self.base_offset
-                ),
-            });
-        };
-        if let Some(&(last_rel, last_pos)) = self.entries.last() {
-            if rel <= last_rel || position <= last_pos {
-                return Ok(());
-            }
-        }
-        self.entries.push((rel, position));
+    /// Adds an entry, writing the pending ones once there are enough of them.
+    fn push(&mut self, entry: E) -> Result<()> {
+        self.entries.push(entry);
         if self.entries.len() - self.persisted >= PENDING_ENTRIES_MAX {
             self.write_pending()?;
         }
@@ -181,12 +173,11 @@ impl OffsetIndex {
         if pending.is_empty() {
             return Ok(());
         }
-        let mut buf = Vec::with_capacity(pending.len() * 8);
-        for &(rel, position) in pending {
-            buf.extend_from_slice(&rel.to_be_bytes());
-            buf.extend_from_slice(&position.to_be_bytes());
+        let mut buf = Vec::with_capacity(pending.len() * E::BYTES as usize);
+        for entry in pending {
+            entry.put(&mut buf);
         }
-        let at = self.persisted as u64 * OFFSET_INDEX_ENTRY_BYTES;
+        let at = self.persisted as u64 * E::BYTES;
         self.file()?
             .write_all_at(&buf, at)
             .map_err(LogError::io("write", &self.path))?;
@@ -194,42 +185,9 @@ impl OffsetIndex {
         Ok(())
     }
 
-    /// The entry with the largest offset ≤ `offset`, or the segment start when there is
-    /// none: where a scan for `offset` begins.
-    pub fn lookup(&self, offset: i64) -> OffsetPosition {
-        let rel = offset - self.base_offset;
-        if rel < 0 {
-            return self.absolute(0, 0);
-        }
-        let rel = u32::try_from(rel).unwrap_or(u32::MAX);
-        let idx = self.entries.partition_point(|&(r, _)| r <= rel);
-        match idx.checked_sub(1).and_then(|i| self.entries.get(i)) {
-            Some(&(r, p)) => self.absolute(r, p),
-            None => OffsetPosition {
-                offset: self.base_offset,
-                position: 0,
-            },
-        }
-    }
-
-    /// Removes the entries for offsets ≥ `offset` (the log is being truncated there).
-    pub fn truncate_to_offset(&mut self, offset: i64) -> Result<()> {
-        let keep = self
-            .entries
-            .partition_point(|&(r, _)| self.base_offset + i64::from(r) < offset);
-        self.truncate_entries(keep)
-    }
-
-    /// Removes the entries pointing at positions ≥ `position`.
-    pub fn truncate_to_position(&mut self, position: u64) -> Result<()> {
-        let keep = self
-            .entries
-            .partition_point(|&(_, p)| u64::from(p) < position);
-        self.truncate_entries(keep)
-    }
-
-    fn truncate_entries(&mut self, keep: usize) -> Result<()> {
-        if keep == self.entries.len() {
+    /// Keeps the first `keep` entries.
+    fn truncate(&mut self, keep: usize) -> Result<()> {
+        if keep >= self.entries.len() {
             return Ok(());
         }
         self.entries.truncate(keep);
@@ -243,9 +201,9 @@ impl OffsetIndex {
         Ok(())
     }
 
-    /// Writes pending entries and forces the index to disk. A released index has nothing
+    /// Writes pending entries and forces the file to disk. A released index has nothing
     /// unsynced (release flushes), so it is not reopened for this.
-    pub fn flush(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
         self.write_pending()?;
         match &self.file {
             Some(file) => file.sync_data().map_err(LogError::io("fsync", &self.path)),
@@ -256,7 +214,7 @@ impl OffsetIndex {
     /// Closes the file (flushing first if entries are pending; a sealed segment's index
     /// was flushed when sealed, so usually there is nothing to sync again); the next write
     /// reopens it.
-    pub fn release(&mut self) -> Result<()> {
+    fn release(&mut self) -> Result<()> {
         if self.persisted < self.entries.len() {
             self.flush()?;
         }
@@ -272,190 +230,222 @@ impl OffsetIndex {
         };
         Ok(self.file.insert(file))
     }
+}
+
+fn relative_offset(offset: i64, base_offset: i64) -> Result<u32> {
+    u32::try_from(offset - base_offset).map_err(|_| LogError::OffsetOverflow {
+        reason: format!("offset {offset} is not within u32 of segment base {base_offset}"),
+    })
+}
+
+/// The `.index` file of one segment.
+#[derive(Debug)]
+pub struct OffsetIndex {
+    base_offset: i64,
+    /// (relative offset, position), both strictly increasing.
+    index: IndexFile<(u32, u32)>,
+}
+
+impl OffsetIndex {
+    /// Creates (or empties) the index at `path`.
+    pub fn create(path: &Path, base_offset: i64) -> Result<OffsetIndex> {
+        Ok(OffsetIndex {
+            base_offset,
+            index: IndexFile::create(path)?,
+        })
+    }
+
+    /// Loads the index at `path` if it exists and passes its checks against a `.log` file
+    /// of `log_size` bytes; `None` means "rebuild it".
+    pub fn load(path: &Path, base_offset: i64, log_size: u64) -> Result<Option<OffsetIndex>> {
+        let index = IndexFile::load(path, |prev: Option<&(u32, u32)>, &(rel, pos)| {
+            let increasing =
+                prev.is_none_or(|&(prev_rel, prev_pos)| rel > prev_rel && pos > prev_pos);
+            increasing && u64::from(pos) < log_size
+        })?;
+        Ok(index.map(|index| OffsetIndex { base_offset, index }))
+    }
+
+    /// Number of entries.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.index.entries.len()
+    }
+
+    /// Size of the index file in bytes.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.index.size_in_bytes()
+    }
+
+    /// The last entry, if any.
+    pub fn last(&self) -> Option<OffsetPosition> {
+        self.index.entries.last().map(|&(r, p)| self.absolute(r, p))
+    }
+
+    fn absolute(&self, rel: u32, position: u32) -> OffsetPosition {
+        OffsetPosition {
+            offset: self.base_offset + i64::from(rel),
+            position,
+        }
+    }
+
+    /// Appends an entry for the batch ending at `offset` that starts at `position`. Entries
+    /// must increase in both; a non-increasing one is skipped (it adds nothing).
+    pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
+        let rel = relative_offset(offset, self.base_offset)?;
+        if let Some(&(last_rel, last_pos)) = self.index.entries.last() {
+            if rel <= last_rel || position <= last_pos {
+                return Ok(());
+            }
+        }
+        self.index.push((rel, position))
+    }
+
+    /// The entry with the largest offset ≤ `offset`, or the segment start when there is
+    /// none: where a scan for `offset` begins.
+    pub fn lookup(&self, offset: i64) -> OffsetPosition {
+        let rel = offset - self.base_offset;
+        if rel < 0 {
+            return self.absolute(0, 0);
+        }
+        let rel = u32::try_from(rel).unwrap_or(u32::MAX);
+        let entries = &self.index.entries;
+        let idx = entries.partition_point(|&(r, _)| r <= rel);
+        match idx.checked_sub(1).and_then(|i| entries.get(i)) {
+            Some(&(r, p)) => self.absolute(r, p),
+            None => OffsetPosition {
+                offset: self.base_offset,
+                position: 0,
+            },
+        }
+    }
+
+    /// Removes the entries for offsets ≥ `offset` (the log is being truncated there).
+    pub fn truncate_to_offset(&mut self, offset: i64) -> Result<()> {
+        let base = self.base_offset;
+        let keep = self
+            .index
+            .entries
+            .partition_point(|&(r, _)| base + i64::from(r) < offset);
+        self.index.truncate(keep)
+    }
+
+    /// Removes the entries pointing at positions ≥ `position`.
+    pub fn truncate_to_position(&mut self, position: u64) -> Result<()> {
+        let keep = self
+            .index
+            .entries
+            .partition_point(|&(_, p)| u64::from(p) < position);
+        self.index.truncate(keep)
+    }
+
+    /// Writes pending entries and forces the index to disk.
+    pub fn flush(&mut self) -> Result<()> {
+        self.index.flush()
+    }
+
+    /// Closes the file; the next write reopens it.
+    pub fn release(&mut self) -> Result<()> {
+        self.index.release()
+    }
 
     /// The index file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.index.path
     }
 }
 
 /// The `.timeindex` file of one segment.
 #[derive(Debug)]
 pub struct TimeIndex {
-    path: PathBuf,
-    /// Open while written, `None` once released (see [`OffsetIndex`]'s field).
-    file: Option<File>,
     base_offset: i64,
     /// (timestamp, relative offset), timestamps strictly increasing, offsets non-decreasing.
-    entries: Vec<(i64, u32)>,
-    /// How many of `entries` are in the file.
-    persisted: usize,
+    index: IndexFile<(i64, u32)>,
 }
 
 impl TimeIndex {
     /// Creates (or empties) the time index at `path`.
     pub fn create(path: &Path, base_offset: i64) -> Result<TimeIndex> {
-        let file = open_rw(path, true)?;
         Ok(TimeIndex {
-            path: path.to_path_buf(),
-            file: Some(file),
             base_offset,
-            entries: Vec::new(),
-            persisted: 0,
+            index: IndexFile::create(path)?,
         })
     }
 
     /// Loads the time index at `path` if it exists and passes its checks; `None` means
-    /// "rebuild it". `max_relative_offset` bounds the offsets it may name.
+    /// "rebuild it". `max_offset` bounds the offsets it may name.
     pub fn load(path: &Path, base_offset: i64, max_offset: i64) -> Result<Option<TimeIndex>> {
-        let Some(bytes) = read_all(path)? else {
-            return Ok(None);
-        };
-        if bytes.len() as u64 % TIME_INDEX_ENTRY_BYTES != 0 {
-            return Ok(None);
-        }
-        let mut entries: Vec<(i64, u32)> = Vec::with_capacity(bytes.len() / 12);
-        for c in bytes.chunks_exact(12) {
-            let ts = i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            let rel = u32::from_be_bytes([c[8], c[9], c[10], c[11]]);
-            if let Some(&(prev_ts, prev_rel)) = entries.last() {
-                if ts <= prev_ts || rel < prev_rel {
-                    return Ok(None);
-                }
-            }
-            if base_offset + i64::from(rel) > max_offset {
-                return Ok(None);
-            }
-            entries.push((ts, rel));
-        }
-        Ok(Some(TimeIndex {
-            path: path.to_path_buf(),
-            file: None,
-            base_offset,
-            persisted: entries.len(),
-            entries,
-        }))
+        let index = IndexFile::load(path, |prev: Option<&(i64, u32)>, &(ts, rel)| {
+            let increasing =
+                prev.is_none_or(|&(prev_ts, prev_rel)| ts > prev_ts && rel >= prev_rel);
+            increasing && base_offset + i64::from(rel) <= max_offset
+        })?;
+        Ok(index.map(|index| TimeIndex { base_offset, index }))
     }
 
     /// Number of entries.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.entries.len()
+    }
+
+    fn absolute(&self, timestamp: i64, rel: u32) -> TimestampOffset {
+        TimestampOffset {
+            timestamp,
+            offset: self.base_offset + i64::from(rel),
+        }
     }
 
     /// The last entry: the segment's largest indexed timestamp.
     pub fn last(&self) -> Option<TimestampOffset> {
-        self.entries.last().map(|&(t, r)| TimestampOffset {
-            timestamp: t,
-            offset: self.base_offset + i64::from(r),
-        })
+        self.index.entries.last().map(|&(t, r)| self.absolute(t, r))
     }
 
     /// Appends `(timestamp, offset)` if `timestamp` is above the last entry's (the index
     /// only records new maxima).
     pub fn maybe_append(&mut self, timestamp: i64, offset: i64) -> Result<()> {
-        let Ok(rel) = u32::try_from(offset - self.base_offset) else {
-            return Err(LogError::OffsetOverflow {
-                reason: format!(
-                    "offset {offset} is not within u32 of segment base {}",
-                    self.base_offset
-                ),
-            });
-        };
-        if let Some(&(last_ts, last_rel)) = self.entries.last() {
+        let rel = relative_offset(offset, self.base_offset)?;
+        if let Some(&(last_ts, last_rel)) = self.index.entries.last() {
             if timestamp <= last_ts || rel < last_rel {
                 return Ok(());
             }
         }
-        self.entries.push((timestamp, rel));
-        if self.entries.len() - self.persisted >= PENDING_ENTRIES_MAX {
-            self.write_pending()?;
-        }
-        Ok(())
-    }
-
-    /// Writes the entries not yet in the file.
-    fn write_pending(&mut self) -> Result<()> {
-        let pending = self.entries.get(self.persisted..).unwrap_or_default();
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let mut buf = Vec::with_capacity(pending.len() * 12);
-        for &(timestamp, rel) in pending {
-            buf.extend_from_slice(&timestamp.to_be_bytes());
-            buf.extend_from_slice(&rel.to_be_bytes());
-        }
-        let at = self.persisted as u64 * TIME_INDEX_ENTRY_BYTES;
-        self.file()?
-            .write_all_at(&buf, at)
-            .map_err(LogError::io("write", &self.path))?;
-        self.persisted = self.entries.len();
-        Ok(())
+        self.index.push((timestamp, rel))
     }
 
     /// The entry with the largest timestamp ≤ `timestamp`, if any: batches before its
     /// offset all have smaller timestamps, so a search for `timestamp` starts there.
     pub fn lookup(&self, timestamp: i64) -> Option<TimestampOffset> {
-        let idx = self.entries.partition_point(|&(t, _)| t <= timestamp);
+        let entries = &self.index.entries;
+        let idx = entries.partition_point(|&(t, _)| t <= timestamp);
         idx.checked_sub(1)
-            .and_then(|i| self.entries.get(i))
-            .map(|&(t, r)| TimestampOffset {
-                timestamp: t,
-                offset: self.base_offset + i64::from(r),
-            })
+            .and_then(|i| entries.get(i))
+            .map(|&(t, r)| self.absolute(t, r))
     }
 
     /// Removes the entries for offsets ≥ `offset`.
     pub fn truncate_to_offset(&mut self, offset: i64) -> Result<()> {
+        let base = self.base_offset;
         let keep = self
+            .index
             .entries
-            .partition_point(|&(_, r)| self.base_offset + i64::from(r) < offset);
-        if keep == self.entries.len() {
-            return Ok(());
-        }
-        self.entries.truncate(keep);
-        if keep < self.persisted {
-            self.persisted = keep;
-            self.file()?
-                .set_len(keep as u64 * TIME_INDEX_ENTRY_BYTES)
-                .map_err(LogError::io("truncate", &self.path))?;
-        }
-        Ok(())
+            .partition_point(|&(_, r)| base + i64::from(r) < offset);
+        self.index.truncate(keep)
     }
 
-    /// Writes pending entries and forces the index to disk. A released index has nothing
-    /// unsynced (release flushes), so it is not reopened for this.
+    /// Writes pending entries and forces the index to disk.
     pub fn flush(&mut self) -> Result<()> {
-        self.write_pending()?;
-        match &self.file {
-            Some(file) => file.sync_data().map_err(LogError::io("fsync", &self.path)),
-            None => Ok(()),
-        }
+        self.index.flush()
     }
 
-    /// Closes the file (flushing first if entries are pending; a sealed segment's index
-    /// was flushed when sealed, so usually there is nothing to sync again); the next write
-    /// reopens it.
+    /// Closes the file; the next write reopens it.
     pub fn release(&mut self) -> Result<()> {
-        if self.persisted < self.entries.len() {
-            self.flush()?;
-        }
-        self.file = None;
-        Ok(())
-    }
-
-    /// The open file, reopened if released.
-    fn file(&mut self) -> Result<&File> {
-        let file = match self.file.take() {
-            Some(file) => file,
-            None => open_rw(&self.path, false)?,
-        };
-        Ok(self.file.insert(file))
+        self.index.release()
     }
 
     /// The index file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.index.path
     }
 }
 
@@ -483,7 +473,7 @@ mod tests {
             [0, 0, 0, 10, 0, 0, 1, 244, 0, 0, 0, 20, 0, 0, 3, 232]
         );
         let loaded = OffsetIndex::load(&path, 100, 2000).unwrap().unwrap();
-        assert_eq!(loaded.entries, idx.entries);
+        assert_eq!(loaded.index.entries, idx.index.entries);
         // An entry past the log's end makes it untrustworthy.
         assert!(OffsetIndex::load(&path, 100, 1000).unwrap().is_none());
         idx.truncate_to_offset(120).unwrap();
@@ -509,7 +499,7 @@ mod tests {
         idx.flush().unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 24);
         let loaded = TimeIndex::load(&path, 0, 9).unwrap().unwrap();
-        assert_eq!(loaded.entries, idx.entries);
+        assert_eq!(loaded.index.entries, idx.index.entries);
         assert!(TimeIndex::load(&path, 0, 8).unwrap().is_none());
         idx.truncate_to_offset(9).unwrap();
         assert_eq!(idx.last().unwrap().timestamp, 1000);
