@@ -479,22 +479,15 @@ impl Segment {
             &dir.join(file_name(base_offset, TIME_INDEX_FILE_SUFFIX)),
             base_offset,
         )?;
-        Ok(Segment {
+        Ok(Segment::empty(
             base_offset,
             log_path,
-            log: Some(log),
-            files: Arc::clone(files),
-            id: files.new_id(),
-            size: 0,
+            log,
+            files,
             offset_index,
             time_index,
-            next_offset: base_offset,
-            max_timestamp: NO_TIMESTAMP,
-            offset_of_max_timestamp: base_offset,
-            bytes_since_last_index_entry: 0,
             index_interval_bytes,
-            rolling_base_ms: None,
-        })
+        ))
     }
 
     fn empty(
