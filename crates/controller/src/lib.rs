@@ -2,8 +2,10 @@
 //! `MetadataDelta` that replays Kafka's metadata records, and the publishers (DynamicConfig,
 //! SCRAM, ACL) shared by controller nodes and the broker's MetadataLoader.
 //!
-//! So far: the image and the delta, the one replay path every node uses (issue 5, part 1),
-//! and the pure control managers for brokers and partitions ([`control`]).
+//! So far: the image and the delta, the one replay path every node uses, and the pure
+//! control managers ([`control`]): brokers, partitions, topics and placement, configs, SCRAM,
+//! ACLs, features, producer ids and client quotas. The QuorumController event loop that
+//! drives them through Raft, and the publishers, come next.
 
 pub mod control;
 pub mod delta;

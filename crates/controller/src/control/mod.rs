@@ -9,16 +9,42 @@
 //!   reactions to broker fencing, unfencing and shutdown, ElectLeaders.
 //! - [`cluster`]: `ClusterControlManager` and `BrokerHeartbeatManager`: registration,
 //!   heartbeats, session expiry.
+//! - [`topics`]: `TopicControlManager`: CreateTopics, DeleteTopics, CreatePartitions.
+//! - [`placement`]: rack-aware striped replica placement over unfenced brokers.
+//! - [`configuration`]: `ConfigurationControlManager`: IncrementalAlterConfigs, AlterConfigs.
+//! - [`scram`]: `ScramControlManager`: AlterUserScramCredentials, DescribeUserScramCredentials.
+//! - [`acl`]: `AclControlManager`: CreateAcls, DeleteAcls, DescribeAcls.
+//! - [`producer_ids`]: `ProducerIdControlManager`: AllocateProducerIds in blocks of 1000.
+//! - [`quotas`]: `ClientQuotaControlManager`: AlterClientQuotas, DescribeClientQuotas.
+//! - [`features`]: `FeatureControlManager`: UpdateFeatures.
+//! - [`config_defs`]: the known topic and broker config keys with Kafka's names and types.
 
+pub mod acl;
 pub mod cluster;
+pub mod config_defs;
+pub mod configuration;
+pub mod features;
 pub mod partition_change;
+pub mod placement;
+pub mod producer_ids;
+pub mod quotas;
 pub mod replication;
 pub mod result;
+pub mod scram;
+pub mod topics;
 
+pub use acl::{AclControlManager, AclFilter};
 pub use cluster::{
     BrokerControlState, BrokerHeartbeatManager, ClusterControlConfig, ClusterControlManager,
     BROKER_SESSION_TIMEOUT_MS_DEFAULT,
 };
+pub use configuration::ConfigurationControlManager;
+pub use features::{FeatureControlConfig, FeatureControlManager};
 pub use partition_change::{change_record_is_no_op, Election, PartitionChangeBuilder};
+pub use placement::{PlacementError, PlacementSeed, UsableBroker};
+pub use producer_ids::{ProducerIdControlManager, PRODUCER_ID_BLOCK_SIZE};
+pub use quotas::ClientQuotaControlManager;
 pub use replication::{ReplicationConfig, ReplicationControlManager};
 pub use result::ControllerResult;
+pub use scram::ScramControlManager;
+pub use topics::{TopicConfig, TopicControlManager};

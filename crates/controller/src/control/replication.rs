@@ -9,8 +9,9 @@
 //! changes until they are replayed. Each partition's change is decided by
 //! [`PartitionChangeBuilder`], so every path follows the same election and ELR rules.
 //!
-//! Not here yet: topic creation and deletion, CreatePartitions, reassignment, directory
-//! assignment, and Kafka's broker → partitions indexes (`BrokersToIsrs`, `BrokersToElrs`):
+//! Topic creation, deletion and CreatePartitions live in [`super::topics`]. Not here yet:
+//! reassignment, directory assignment, and Kafka's broker → partitions indexes
+//! (`BrokersToIsrs`, `BrokersToElrs`):
 //! the broker reactions scan every partition of the image, linear in the partition count.
 
 use std::collections::BTreeMap;

@@ -1,0 +1,377 @@
+//! `ConfigurationControlManager`: dynamic configs of topics and brokers (one broker, or the
+//! cluster default named ""), as Kafka's `org.apache.kafka.controller.
+//! ConfigurationControlManager`: IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) and
+//! the legacy AlterConfigs (replace every key of the resource).
+//!
+//! Every key and value is checked against [`config_defs`](crate::control::config_defs), so the
+//! log never holds a key brokers do not know. Only keys whose value really changes get a
+//! `ConfigRecord`. A change of `min.insync.replicas` invalidates the ELRs built under the old
+//! value (KIP-966), so when ELR is on it also writes a `ClearElrRecord`: for that topic, or,
+//! for a broker-level change, for every topic (empty name).
+//!
+//! Pure: reads the image, returns records; each resource succeeds or fails on its own.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kraftd_protocol::messages::{
+    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
+    AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kraftd_protocol::metadata::{ClearElrRecord, ConfigRecord};
+use kraftd_protocol::{ErrorCode, MetadataRecord};
+
+use crate::control::config_defs::{broker_config_def, topic_config_def, ConfigDef};
+use crate::control::replication::{ReplicationControlManager, MIN_IN_SYNC_REPLICAS_CONFIG};
+use crate::control::result::ControllerResult;
+use crate::control::topics::validate_topic_name;
+use crate::image::{ConfigResource, ConfigResourceType, MetadataImage};
+
+/// Kafka's `AlterConfigOp.OpType` ids.
+pub const OP_SET: i8 = 0;
+pub const OP_DELETE: i8 = 1;
+pub const OP_APPEND: i8 = 2;
+pub const OP_SUBTRACT: i8 = 3;
+
+/// Alters dynamic configs. Holds nothing: all state is the image.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigurationControlManager;
+
+/// An error for one resource: the code and Kafka's message.
+type ResourceError = (ErrorCode, String);
+
+/// One resource's outcome, before it becomes either response type.
+struct Outcome {
+    resource_type: i8,
+    resource_name: String,
+    error: Option<ResourceError>,
+}
+
+impl ConfigurationControlManager {
+    pub fn new() -> Self {
+        ConfigurationControlManager
+    }
+
+    /// IncrementalAlterConfigs: apply each operation to the resource's current overrides.
+    pub fn incremental_alter_configs(
+        &self,
+        image: &MetadataImage,
+        request: &IncrementalAlterConfigsRequest,
+    ) -> ControllerResult<IncrementalAlterConfigsResponse> {
+        let keys: Vec<(i8, &str)> = request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.as_str()))
+            .collect();
+        let duplicates = duplicate_resources(&keys);
+        let mut records = Vec::new();
+        let mut outcomes = Vec::new();
+        for r in &request.resources {
+            let result = if duplicates.contains(&(r.resource_type, r.resource_name.as_str())) {
+                Err((ErrorCode::InvalidRequest, "Duplicate resource.".into()))
+            } else {
+                check_resource(image, r.resource_type, &r.resource_name).and_then(
+                    |(resource, defs)| {
+                        let ops: Vec<(&str, i8, Option<&str>)> = r
+                            .configs
+                            .iter()
+                            .map(|c| (c.name.as_str(), c.config_operation, c.value.as_deref()))
+                            .collect();
+                        incremental(image, &resource, defs, &ops)
+                    },
+                )
+            };
+            push_outcome(
+                image,
+                r.resource_type,
+                &r.resource_name,
+                result,
+                request.validate_only,
+                &mut records,
+                &mut outcomes,
+            );
+        }
+        let response = IncrementalAlterConfigsResponse {
+            responses: outcomes
+                .into_iter()
+                .map(|o| {
+                    let (error_code, error_message) = error_fields(o.error);
+                    incremental_alter_configs_response::AlterConfigsResourceResponse {
+                        error_code,
+                        error_message,
+                        resource_type: o.resource_type,
+                        resource_name: o.resource_name,
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+            ..Default::default()
+        };
+        ControllerResult::atomic_of(records, response)
+    }
+
+    /// AlterConfigs (legacy): the request's keys become the resource's whole set of
+    /// overrides; every other key is deleted.
+    pub fn legacy_alter_configs(
+        &self,
+        image: &MetadataImage,
+        request: &AlterConfigsRequest,
+    ) -> ControllerResult<AlterConfigsResponse> {
+        let keys: Vec<(i8, &str)> = request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.as_str()))
+            .collect();
+        let duplicates = duplicate_resources(&keys);
+        let mut records = Vec::new();
+        let mut outcomes = Vec::new();
+        for r in &request.resources {
+            let result = if duplicates.contains(&(r.resource_type, r.resource_name.as_str())) {
+                Err((ErrorCode::InvalidRequest, "Duplicate resource.".into()))
+            } else {
+                check_resource(image, r.resource_type, &r.resource_name).and_then(
+                    |(resource, defs)| {
+                        let current: BTreeMap<String, String> = image
+                            .configs
+                            .get(&resource)
+                            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                            .unwrap_or_default();
+                        let mut ops: Vec<(&str, i8, Option<&str>)> = r
+                            .configs
+                            .iter()
+                            .map(|c| (c.name.as_str(), OP_SET, c.value.as_deref()))
+                            .collect();
+                        for key in current.keys() {
+                            if !r.configs.iter().any(|c| c.name == *key) {
+                                ops.push((key.as_str(), OP_DELETE, None));
+                            }
+                        }
+                        incremental(image, &resource, defs, &ops)
+                    },
+                )
+            };
+            push_outcome(
+                image,
+                r.resource_type,
+                &r.resource_name,
+                result,
+                request.validate_only,
+                &mut records,
+                &mut outcomes,
+            );
+        }
+        let response = AlterConfigsResponse {
+            responses: outcomes
+                .into_iter()
+                .map(|o| {
+                    let (error_code, error_message) = error_fields(o.error);
+                    alter_configs_response::AlterConfigsResourceResponse {
+                        error_code,
+                        error_message,
+                        resource_type: o.resource_type,
+                        resource_name: o.resource_name,
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+            ..Default::default()
+        };
+        ControllerResult::atomic_of(records, response)
+    }
+}
+
+type DefLookup = fn(&str) -> Option<&'static ConfigDef>;
+
+/// The resource a request names, if it is one the controller alters and it exists (Kafka's
+/// `checkConfigResource` and `ConfigResourceExistenceChecker`).
+fn check_resource(
+    image: &MetadataImage,
+    resource_type: i8,
+    name: &str,
+) -> Result<(ConfigResource, DefLookup), ResourceError> {
+    match ConfigResourceType::from_i8(resource_type) {
+        Some(ConfigResourceType::Topic) => {
+            validate_topic_name(name)
+                .map_err(|_| (ErrorCode::InvalidRequest, "Illegal topic name.".to_string()))?;
+            if image.topics.get_by_name(name).is_none() {
+                return Err((
+                    ErrorCode::UnknownTopicOrPartition,
+                    format!("The topic '{name}' does not exist."),
+                ));
+            }
+            Ok((ConfigResource::topic(name), topic_config_def as DefLookup))
+        }
+        Some(ConfigResourceType::Broker) => {
+            if !name.is_empty() {
+                let id: i32 = name.parse().map_err(|_| {
+                    (
+                        ErrorCode::InvalidRequest,
+                        format!("Illegal non-integral BROKER resource type name {name}"),
+                    )
+                })?;
+                let known =
+                    image.cluster.broker(id).is_some() || image.cluster.controller(id).is_some();
+                if !known {
+                    return Err((
+                        ErrorCode::BrokerIdNotRegistered,
+                        format!("No node with id {id} found."),
+                    ));
+                }
+            }
+            Ok((
+                ConfigResource::new(ConfigResourceType::Broker, name),
+                broker_config_def as DefLookup,
+            ))
+        }
+        _ => Err((
+            ErrorCode::InvalidRequest,
+            format!("Unsupported resource type {resource_type}."),
+        )),
+    }
+}
+
+/// The config records one resource's operations make (only changed keys), or its error.
+fn incremental(
+    image: &MetadataImage,
+    resource: &ConfigResource,
+    defs: DefLookup,
+    ops: &[(&str, i8, Option<&str>)],
+) -> Result<Vec<ConfigRecord>, ResourceError> {
+    let mut seen = BTreeSet::new();
+    if ops.iter().any(|(k, _, _)| !seen.insert(*k)) {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "Error due to duplicate config keys".into(),
+        ));
+    }
+    let current = |key: &str| image.configs.value(resource, key);
+    let mut records = Vec::new();
+    for &(key, op, value) in ops {
+        let new_value: Option<String> = match op {
+            OP_DELETE => None,
+            OP_SET | OP_APPEND | OP_SUBTRACT => {
+                let def = defs(key).ok_or_else(|| {
+                    let kind = match resource.resource_type {
+                        ConfigResourceType::Topic => "topic",
+                        _ => "broker",
+                    };
+                    (
+                        ErrorCode::InvalidConfig,
+                        format!("Unknown {kind} config name: {key}"),
+                    )
+                })?;
+                let Some(value) = value else {
+                    return Err((
+                        ErrorCode::InvalidRequest,
+                        format!("Null value not supported for : {key}"),
+                    ));
+                };
+                let op_name = match op {
+                    OP_APPEND => "APPEND",
+                    OP_SUBTRACT => "SUBTRACT",
+                    _ => "SET",
+                };
+                if op != OP_SET && !def.is_list() {
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!("Can't {op_name} to key {key} because its type is not LIST."),
+                    ));
+                }
+                let new_value = match op {
+                    OP_SET => value.to_string(),
+                    _ => {
+                        let mut list = split_list(current(key).unwrap_or(""));
+                        for item in split_list(value) {
+                            if op == OP_APPEND && !list.contains(&item) {
+                                list.push(item);
+                            } else if op == OP_SUBTRACT {
+                                list.retain(|x| *x != item);
+                            }
+                        }
+                        list.join(",")
+                    }
+                };
+                def.validate(&new_value)
+                    .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
+                Some(new_value)
+            }
+            other => {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    format!("Unknown operation type {other}"),
+                ))
+            }
+        };
+        if current(key) != new_value.as_deref() {
+            records.push(ConfigRecord {
+                resource_type: resource.resource_type.code(),
+                resource_name: resource.name.clone(),
+                name: key.to_string(),
+                value: new_value,
+                ..Default::default()
+            });
+        }
+    }
+    Ok(records)
+}
+
+/// Records the outcome and, unless validating only, the records with any `ClearElrRecord` a
+/// `min.insync.replicas` change needs.
+fn push_outcome(
+    image: &MetadataImage,
+    resource_type: i8,
+    resource_name: &str,
+    result: Result<Vec<ConfigRecord>, ResourceError>,
+    validate_only: bool,
+    records: &mut Vec<MetadataRecord>,
+    outcomes: &mut Vec<Outcome>,
+) {
+    let error = match result {
+        Err(error) => Some(error),
+        Ok(configs) => {
+            if !validate_only {
+                let min_isr_changed = configs
+                    .iter()
+                    .any(|c| c.name == MIN_IN_SYNC_REPLICAS_CONFIG);
+                records.extend(configs.into_iter().map(MetadataRecord::Config));
+                if min_isr_changed && ReplicationControlManager::is_elr_enabled(image) {
+                    let topic_name = if resource_type == ConfigResourceType::Topic.code() {
+                        resource_name.to_string()
+                    } else {
+                        String::new()
+                    };
+                    records.push(MetadataRecord::ClearElr(ClearElrRecord {
+                        topic_name,
+                        ..Default::default()
+                    }));
+                }
+            }
+            None
+        }
+    };
+    outcomes.push(Outcome {
+        resource_type,
+        resource_name: resource_name.to_string(),
+        error,
+    });
+}
+
+fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn duplicate_resources<'a>(keys: &[(i8, &'a str)]) -> BTreeSet<(i8, &'a str)> {
+    let mut seen = BTreeSet::new();
+    keys.iter().filter(|k| !seen.insert(**k)).copied().collect()
+}
+
+fn error_fields(error: Option<ResourceError>) -> (i16, Option<String>) {
+    match error {
+        None => (0, None),
+        Some((code, message)) => (code.code(), Some(message)),
+    }
+}

@@ -1,0 +1,342 @@
+//! ConfigurationControlManager: IncrementalAlterConfigs and AlterConfigs on topics, brokers and
+//! the cluster default, key/value validation, and the KIP-966 ClearElrRecord on a change of
+//! `min.insync.replicas`, with records replayed into the image.
+
+use kraftd_controller::control::configuration::{OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT};
+use kraftd_controller::control::ConfigurationControlManager;
+use kraftd_controller::image::{ConfigResource, ConfigResourceType};
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::messages::{alter_configs_request, incremental_alter_configs_request};
+use kraftd_protocol::messages::{AlterConfigsRequest, IncrementalAlterConfigsRequest};
+use kraftd_protocol::{ErrorCode, MetadataRecord};
+
+use crate::common::{change, config, feature, partition, register_broker, topic, uuid};
+
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+
+/// Two brokers, topic "t" with partition 0 holding an ELR, ELR on if `elr`.
+fn image(elr: bool) -> MetadataImage {
+    let mut records = vec![feature("metadata.version", 25)];
+    if elr {
+        records.push(feature("eligible.leader.replicas.version", 1));
+    }
+    records.extend([
+        register_broker(1, 10, false),
+        register_broker(2, 11, false),
+        topic("t", uuid(1)),
+        partition(uuid(1), 0, &[1, 2], &[1, 2], 1),
+        topic("u", uuid(2)),
+        config(TOPIC, "t", "retention.ms", Some("1000")),
+        config(TOPIC, "t", "cleanup.policy", Some("delete")),
+    ]);
+    let mut elr_change = change(uuid(1), 0);
+    elr_change.isr = Some(vec![1]);
+    elr_change.eligible_leader_replicas = Some(vec![2]);
+    records.push(MetadataRecord::PartitionChange(elr_change));
+    MetadataImage::empty().replay_all(&records).unwrap()
+}
+
+fn op(
+    name: &str,
+    operation: i8,
+    value: Option<&str>,
+) -> incremental_alter_configs_request::AlterableConfig {
+    incremental_alter_configs_request::AlterableConfig {
+        name: name.into(),
+        config_operation: operation,
+        value: value.map(str::to_string),
+        ..Default::default()
+    }
+}
+
+fn resource(
+    resource_type: i8,
+    name: &str,
+    configs: Vec<incremental_alter_configs_request::AlterableConfig>,
+) -> incremental_alter_configs_request::AlterConfigsResource {
+    incremental_alter_configs_request::AlterConfigsResource {
+        resource_type,
+        resource_name: name.into(),
+        configs,
+        ..Default::default()
+    }
+}
+
+fn incremental(
+    image: &MetadataImage,
+    resources: Vec<incremental_alter_configs_request::AlterConfigsResource>,
+) -> (MetadataImage, Vec<i16>, Vec<MetadataRecord>) {
+    let request = IncrementalAlterConfigsRequest {
+        resources,
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(image, &request);
+    let next = image.replay_all(&result.records).unwrap();
+    next.check_invariants().unwrap();
+    let codes = result
+        .response
+        .responses
+        .iter()
+        .map(|r| r.error_code)
+        .collect();
+    (next, codes, result.records)
+}
+
+#[test]
+fn set_delete_append_subtract() {
+    let image = image(false);
+    let t = ConfigResource::topic("t");
+    let (next, codes, records) = incremental(
+        &image,
+        vec![resource(
+            TOPIC,
+            "t",
+            vec![
+                op("retention.ms", OP_SET, Some("2000")),
+                op("cleanup.policy", OP_APPEND, Some("compact")),
+                op("segment.ms", OP_DELETE, None),
+                op(
+                    "leader.replication.throttled.replicas",
+                    OP_APPEND,
+                    Some("0:1,0:2"),
+                ),
+            ],
+        )],
+    );
+    assert_eq!(codes, vec![0]);
+    // Deleting a key that is not set writes nothing.
+    assert_eq!(records.len(), 3);
+    assert_eq!(next.configs.value(&t, "retention.ms"), Some("2000"));
+    assert_eq!(
+        next.configs.value(&t, "cleanup.policy"),
+        Some("delete,compact")
+    );
+
+    let (next, codes, _) = incremental(
+        &next,
+        vec![resource(
+            TOPIC,
+            "t",
+            vec![
+                op("retention.ms", OP_DELETE, None),
+                op("cleanup.policy", OP_SUBTRACT, Some("delete")),
+                op(
+                    "leader.replication.throttled.replicas",
+                    OP_SUBTRACT,
+                    Some("0:1"),
+                ),
+            ],
+        )],
+    );
+    assert_eq!(codes, vec![0]);
+    assert_eq!(next.configs.value(&t, "retention.ms"), None);
+    assert_eq!(next.configs.value(&t, "cleanup.policy"), Some("compact"));
+    assert_eq!(
+        next.configs
+            .value(&t, "leader.replication.throttled.replicas"),
+        Some("0:2")
+    );
+
+    // Setting the same value again writes nothing.
+    let (_, codes, records) = incremental(
+        &next,
+        vec![resource(
+            TOPIC,
+            "t",
+            vec![op("cleanup.policy", OP_SET, Some("compact"))],
+        )],
+    );
+    assert_eq!(codes, vec![0]);
+    assert!(records.is_empty());
+}
+
+#[test]
+fn brokers_and_cluster_default() {
+    let image = image(false);
+    let (next, codes, _) = incremental(
+        &image,
+        vec![
+            resource(
+                BROKER,
+                "",
+                vec![op("log.retention.ms", OP_SET, Some("5000"))],
+            ),
+            resource(BROKER, "1", vec![op("num.io.threads", OP_SET, Some("16"))]),
+            resource(BROKER, "7", vec![op("num.io.threads", OP_SET, Some("16"))]),
+            resource(BROKER, "x", vec![op("num.io.threads", OP_SET, Some("16"))]),
+        ],
+    );
+    assert_eq!(
+        codes,
+        vec![
+            0,
+            0,
+            ErrorCode::BrokerIdNotRegistered.code(),
+            ErrorCode::InvalidRequest.code()
+        ]
+    );
+    let default = ConfigResource::new(ConfigResourceType::Broker, "");
+    let b1 = ConfigResource::new(ConfigResourceType::Broker, "1");
+    assert_eq!(
+        next.configs.value(&default, "log.retention.ms"),
+        Some("5000")
+    );
+    assert_eq!(next.configs.value(&b1, "num.io.threads"), Some("16"));
+}
+
+#[test]
+fn invalid_requests_get_kafka_errors() {
+    let image = image(false);
+    let request = IncrementalAlterConfigsRequest {
+        resources: vec![
+            resource(TOPIC, "t", vec![op("no.such.key", OP_SET, Some("1"))]),
+            resource(
+                TOPIC,
+                "u",
+                vec![op("retention.ms", OP_SET, Some("forever"))],
+            ),
+            resource(
+                TOPIC,
+                "missing",
+                vec![op("retention.ms", OP_SET, Some("1"))],
+            ),
+            resource(
+                TOPIC,
+                "bad name",
+                vec![op("retention.ms", OP_SET, Some("1"))],
+            ),
+            resource(
+                BROKER,
+                "1",
+                vec![op("min.insync.replicas", OP_APPEND, Some("2"))],
+            ),
+            resource(BROKER, "2", vec![op("num.io.threads", 9, Some("2"))]),
+            resource(8, "1", vec![op("kafka", OP_SET, Some("DEBUG"))]),
+            resource(
+                BROKER,
+                "",
+                vec![
+                    op("num.io.threads", OP_SET, Some("2")),
+                    op("num.io.threads", OP_SET, Some("3")),
+                ],
+            ),
+        ],
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(&image, &request);
+    assert!(result.records.is_empty());
+    let codes: Vec<i16> = result
+        .response
+        .responses
+        .iter()
+        .map(|r| r.error_code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            ErrorCode::InvalidConfig.code(),
+            ErrorCode::InvalidConfig.code(),
+            ErrorCode::UnknownTopicOrPartition.code(),
+            ErrorCode::InvalidRequest.code(),
+            ErrorCode::InvalidConfig.code(),
+            ErrorCode::InvalidRequest.code(),
+            ErrorCode::InvalidRequest.code(),
+            ErrorCode::InvalidRequest.code(),
+        ]
+    );
+    let message = result.response.responses[1].error_message.clone().unwrap();
+    assert!(
+        message.contains("retention.ms") && message.contains("forever"),
+        "{message}"
+    );
+}
+
+#[test]
+fn validate_only_writes_nothing() {
+    let image = image(false);
+    let request = IncrementalAlterConfigsRequest {
+        resources: vec![resource(
+            TOPIC,
+            "t",
+            vec![op("retention.ms", OP_SET, Some("9"))],
+        )],
+        validate_only: true,
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(&image, &request);
+    assert_eq!(result.response.responses[0].error_code, 0);
+    assert!(result.records.is_empty());
+}
+
+#[test]
+fn min_isr_change_clears_elr_when_elr_is_on() {
+    for elr in [true, false] {
+        let image = image(elr);
+        let p = |image: &MetadataImage| image.topics.partition(&uuid(1), 0).unwrap().elr.clone();
+        if elr {
+            assert_eq!(p(&image), vec![2]);
+        }
+        let (next, codes, records) = incremental(
+            &image,
+            vec![resource(
+                TOPIC,
+                "t",
+                vec![op("min.insync.replicas", OP_SET, Some("2"))],
+            )],
+        );
+        assert_eq!(codes, vec![0]);
+        let clear: Vec<_> = records
+            .iter()
+            .filter_map(|r| match r {
+                MetadataRecord::ClearElr(c) => Some(c.topic_name.clone()),
+                _ => None,
+            })
+            .collect();
+        if elr {
+            assert_eq!(clear, vec!["t".to_string()]);
+            assert!(p(&next).is_empty());
+        } else {
+            assert!(clear.is_empty());
+        }
+    }
+    // A cluster-wide change clears every topic's ELR (empty topic name).
+    let image = image(true);
+    let (next, _, records) = incremental(
+        &image,
+        vec![resource(
+            BROKER,
+            "",
+            vec![op("min.insync.replicas", OP_SET, Some("2"))],
+        )],
+    );
+    assert!(records
+        .iter()
+        .any(|r| matches!(r, MetadataRecord::ClearElr(c) if c.topic_name.is_empty())));
+    assert!(next.topics.partition(&uuid(1), 0).unwrap().elr.is_empty());
+}
+
+#[test]
+fn legacy_alter_configs_replaces_all_keys() {
+    let image = image(false);
+    let request = AlterConfigsRequest {
+        resources: vec![alter_configs_request::AlterConfigsResource {
+            resource_type: TOPIC,
+            resource_name: "t".into(),
+            configs: vec![alter_configs_request::AlterableConfig {
+                name: "segment.ms".into(),
+                value: Some("60000".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().legacy_alter_configs(&image, &request);
+    assert_eq!(result.response.responses[0].error_code, 0);
+    assert_eq!(result.records.len(), 3);
+    let next = image.replay_all(&result.records).unwrap();
+    let t = ConfigResource::topic("t");
+    let keys: Vec<String> = next.configs.get(&t).unwrap().keys().cloned().collect();
+    assert_eq!(keys, vec!["segment.ms".to_string()]);
+}
