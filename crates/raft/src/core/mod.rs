@@ -13,7 +13,11 @@
 //!    [`RaftCore::poll_timeout`] passes.
 //! 3. After every input, drain [`RaftCore::poll_output`] until `None`, acting on each output
 //!    in order: a [`Output::PersistQuorumState`] must be durable before any later `Send` goes
-//!    out (a vote or an epoch is promised by those messages).
+//!    out (a vote or an epoch is promised by those messages). An [`Output::Flush`] asks for
+//!    the leader's appended records to be made durable: hand the `Send`s before it to the
+//!    network first, then call [`RaftCore::flush`] (at once, or later from another event; the
+//!    leader's own end offset counts toward the HW only once flushed, so its fsync overlaps
+//!    the followers' fetch and fsync instead of preceding them).
 //! 4. Sleep until [`RaftCore::poll_timeout`] or the next input, whichever comes first.
 //!
 //! A [`RaftError::Fatal`] from an input means the node must stop (Kafka's fatal errors, such
@@ -71,6 +75,10 @@ pub enum Output {
         correlation_id: i32,
         msg: RaftMessage,
     },
+    /// Make everything appended durable, after handing the outputs before it (the Fetch
+    /// responses carrying the new records) to the network, then call [`RaftCore::flush`].
+    /// At most one is outstanding: the next comes only after `flush` was called.
+    Flush,
     /// A batch below the high watermark, for listeners: each exactly once, in offset order.
     Committed(CommittedBatch),
     /// The epoch or its leader changed.
@@ -155,6 +163,8 @@ pub struct RaftCore<L: RaftLog> {
     bootstrap_cursor: usize,
     /// When the leader flushes what it appended (append.linger.ms).
     flush_deadline_ms: Option<u64>,
+    /// An [`Output::Flush`] was emitted and [`RaftCore::flush`] not yet called.
+    flush_requested: bool,
     parked: Vec<ParkedFetch>,
     /// Vote or pre-vote requests of the current election.
     vote_requests: RequestTracker,
@@ -203,6 +213,7 @@ impl<L: RaftLog> RaftCore<L> {
             fetch_backoff_until_ms: 0,
             bootstrap_cursor,
             flush_deadline_ms: None,
+            flush_requested: false,
             parked: Vec::new(),
             vote_requests: RequestTracker::default(),
             last_leader_notice: None,
@@ -347,7 +358,9 @@ impl<L: RaftLog> RaftCore<L> {
         if self.fetch_in_flight.is_none() && self.current_fetch_target().is_some() {
             at(Some(self.fetch_backoff_until_ms));
         }
-        at(self.flush_deadline_ms);
+        if !self.flush_requested {
+            at(self.flush_deadline_ms);
+        }
         at(self.parked.iter().map(|p| p.deadline_ms).min());
         t
     }
@@ -469,6 +482,22 @@ impl<L: RaftLog> RaftCore<L> {
         Ok(range)
     }
 
+    /// The driver performed the [`Output::Flush`] asked for: flushes the log (everything
+    /// appended so far, which a flush already done by the log makes cheap) and lets the
+    /// leader count its end offset toward the HW.
+    pub fn flush(&mut self, now_ms: u64) {
+        if self.fatal.is_some() {
+            return;
+        }
+        self.flush_requested = false;
+        self.log.flush();
+        if self.log.flushed_offset() >= self.log.end_offset() {
+            self.flush_deadline_ms = None;
+        }
+        self.maybe_advance_leader_hw(now_ms);
+        self.poll(now_ms);
+    }
+
     /// Graceful shutdown of a leader: resign and tell the voters (a no-op otherwise).
     pub fn resign(&mut self, now_ms: u64) {
         if matches!(self.quorum.role(), Role::Leader(_)) {
@@ -588,13 +617,14 @@ impl<L: RaftLog> RaftCore<L> {
         }
     }
 
-    /// Flushes what the leader appended once `append.linger.ms` has passed; the leader's
-    /// own end offset counts toward the HW only when flushed.
+    /// Asks the driver to flush what the leader appended once `append.linger.ms` has passed
+    /// ([`Output::Flush`], after the Fetch responses queued before it); the leader's own end
+    /// offset counts toward the HW only when flushed ([`RaftCore::flush`]).
     fn maybe_flush(&mut self, now_ms: u64) {
-        if self.flush_deadline_ms.is_some_and(|d| d <= now_ms) {
+        if !self.flush_requested && self.flush_deadline_ms.is_some_and(|d| d <= now_ms) {
             self.flush_deadline_ms = None;
-            self.log.flush();
-            self.maybe_advance_leader_hw(now_ms);
+            self.flush_requested = true;
+            self.outputs.push_back(Output::Flush);
         }
     }
 

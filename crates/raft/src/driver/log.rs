@@ -40,8 +40,13 @@ pub enum MetadataLogError {
 
 impl MetadataLog {
     /// Opens (creating) the metadata log in `dir` with `config` (normally
-    /// [`LogConfig::metadata_log`]: flush before acknowledging).
-    pub fn open(dir: &Path, config: LogConfig) -> Result<MetadataLog, MetadataLogError> {
+    /// [`LogConfig::metadata_log`]). The core decides when to flush (a follower before it
+    /// fetches again, a leader through [`crate::core::Output::Flush`] after it sent the
+    /// records), so the store's own `flush.messages`/`flush.ms` are turned off here: an
+    /// append that fsyncs by itself would put the leader's fsync before replication again.
+    pub fn open(dir: &Path, mut config: LogConfig) -> Result<MetadataLog, MetadataLogError> {
+        config.flush_messages = i64::MAX;
+        config.flush_ms = i64::MAX;
         let log = Log::open(dir, config, wall_clock_ms())?;
         Ok(MetadataLog {
             log,

@@ -16,7 +16,8 @@
 //!   it never goes back and DescribeQuorum's timestamps read as Unix milliseconds.
 //! - The loop runs on one tokio task and does the log's disk I/O inline (the core calls the
 //!   log synchronously, as Kafka's single Raft I/O thread does): run it on a multi-thread
-//!   runtime.
+//!   runtime. The leader's fsync is an [`Output::Flush`] done after the Fetch responses
+//!   before it were handed to the connections' tasks, so it overlaps replication.
 //! - [`RaftHandle`] proposes records, reads committed data, subscribes to committed batches
 //!   and leader changes ([`RaftEvent`], in order, exactly once per incarnation unless the
 //!   subscriber lags behind [`EVENT_CHANNEL_CAPACITY`]) and watches [`RaftMetrics`].
@@ -76,7 +77,9 @@ pub struct DriverConfig {
     pub voters: BTreeMap<i32, VoterEndpoint>,
     /// The metadata log's directory (`<metadata.log.dir>/__cluster_metadata-0`).
     pub log_dir: PathBuf,
-    /// The log store's policy; [`LogConfig::metadata_log`] flushes before acknowledging.
+    /// The log store's policy, normally [`LogConfig::metadata_log`]; its `flush.messages`
+    /// and `flush.ms` are overridden, since the core says when to flush (see
+    /// [`MetadataLog::open`]).
     pub log_config: LogConfig,
     /// The controller listener's limits.
     pub server: ServerConfig,
@@ -262,6 +265,7 @@ impl RaftDriver {
             counters: Counters::default(),
             shutdown_until: None,
             end_quorum_answered: Vec::new(),
+            flush_due: false,
         };
         let driver = tokio::spawn(driver_loop.run());
         Ok(RaftDriver {
@@ -631,6 +635,9 @@ struct DriverLoop {
     counters: Counters,
     shutdown_until: Option<Instant>,
     end_quorum_answered: Vec<i32>,
+    /// The core asked for a flush ([`Output::Flush`]); done once the drain is over and the
+    /// connections' tasks had a turn to write what was sent before it.
+    flush_due: bool,
 }
 
 impl std::fmt::Debug for DriverLoop {
@@ -666,6 +673,7 @@ impl DriverLoop {
 
     async fn run_inner(&mut self) -> Result<(), String> {
         self.drain()?;
+        self.flush_if_due().await?;
         loop {
             if self.shutdown_done() {
                 return Ok(());
@@ -699,10 +707,35 @@ impl DriverLoop {
                 Input::Timeout => self.core.handle_timeout(now),
             }
             self.drain()?;
+            self.flush_if_due().await?;
             if self.core.is_fatal() {
                 return Err("the raft core hit a fatal error".into());
             }
         }
+    }
+
+    /// Does the flush the core asked for. The Fetch responses sent before it are with the
+    /// connections' tasks, which a woken task may only run once this one yields (tokio keeps
+    /// it in this worker's LIFO slot): yield first, so they reach the followers, which then
+    /// fetch and fsync while this thread does.
+    async fn flush_if_due(&mut self) -> Result<(), String> {
+        while self.flush_due {
+            self.flush_due = false;
+            tokio::task::yield_now().await;
+            // Fetches that arrived meanwhile are answered (with the new records) first.
+            for _ in 0..NETWORK_CHANNEL_CAPACITY {
+                let Ok(ev) = self.net_rx.try_recv() else {
+                    break;
+                };
+                let now = self.now_ms();
+                self.on_net(now, ev)?;
+                self.drain()?;
+            }
+            let now = self.now_ms();
+            self.core.flush(now);
+            self.drain()?;
+        }
+        Ok(())
     }
 
     fn shutdown_done(&self) -> bool {
@@ -871,6 +904,7 @@ impl DriverLoop {
                         correlation_id,
                         msg,
                     } => self.send(to, correlation_id, msg),
+                    Output::Flush => self.flush_due = true,
                     Output::Committed(batch) => {
                         let _ = self.events.send(RaftEvent::Committed(batch));
                     }

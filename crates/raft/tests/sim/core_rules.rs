@@ -23,6 +23,18 @@ fn drain(core: &mut RaftCore<MemoryLog>) -> Vec<Output> {
     std::iter::from_fn(|| core.poll_output()).collect()
 }
 
+/// Drains as the driver does: an [`Output::Flush`] is performed at once, at `now`.
+fn drain_flushing(core: &mut RaftCore<MemoryLog>, now: u64) -> Vec<Output> {
+    let mut out = Vec::new();
+    while let Some(o) = core.poll_output() {
+        if o == Output::Flush {
+            core.flush(now);
+        }
+        out.push(o);
+    }
+    out
+}
+
 fn sends(outputs: &[Output]) -> Vec<(i32, &RaftMessage)> {
     outputs
         .iter()
@@ -152,13 +164,22 @@ fn batch(records: usize) -> Bytes {
 
 /// Node 1 of `voters`, elected leader of epoch `epoch_before + 1` by votes from the others.
 fn leader(voters: &[i32], log: MemoryLog, epoch_before: i32) -> (RaftCore<MemoryLog>, u64) {
+    leader_with(config(), voters, log, epoch_before)
+}
+
+fn leader_with(
+    config: RaftConfig,
+    voters: &[i32],
+    log: MemoryLog,
+    epoch_before: i32,
+) -> (RaftCore<MemoryLog>, u64) {
     let persisted = QuorumStateData {
         leader_epoch: epoch_before,
         leader_id: -1,
         voted_id: -1,
     };
     let mut core = RaftCore::new(
-        config(),
+        config,
         1,
         voters.iter().copied(),
         Some(persisted),
@@ -181,7 +202,7 @@ fn leader(voters: &[i32], log: MemoryLog, epoch_before: i32) -> (RaftCore<Memory
             .expect("ok");
     }
     assert_eq!(core.role(), RoleName::Leader);
-    drain(&mut core);
+    drain_flushing(&mut core, now);
     (core, now)
 }
 
@@ -193,7 +214,7 @@ fn answer(
 ) -> Option<FetchResponse> {
     core.handle_message(now, from, 99, RaftMessage::FetchRequest(req))
         .expect("ok");
-    let out = drain(core);
+    let out = drain_flushing(core, now);
     fetch_responses(&out).first().map(|(_, r)| (*r).clone())
 }
 
@@ -270,7 +291,7 @@ fn hw_needs_two_fetches_s0_1_or_one_s0_2() {
     l.propose(now, &[Bytes::from_static(b"m1")]).unwrap();
     now += 30; // append.linger.ms: the leader flushes
     l.handle_timeout(now);
-    drain(&mut l);
+    drain_flushing(&mut l, now);
     assert_eq!(l.high_watermark(), 1, "no majority yet");
     let r = answer(&mut l, now, 2, fetch(2, epoch, 1, epoch, 1)).unwrap();
     assert_eq!(partition(&r).high_watermark, 1);
@@ -291,7 +312,7 @@ fn hw_needs_two_fetches_s0_1_or_one_s0_2() {
     l.propose(now, &[Bytes::from_static(b"m1")]).unwrap();
     now += 30;
     l.handle_timeout(now);
-    drain(&mut l);
+    drain_flushing(&mut l, now);
     answer(&mut l, now, 3, fetch(3, epoch, 2, epoch, 1));
     assert_eq!(l.high_watermark(), 2);
     let r = answer(&mut l, now, 2, fetch(2, epoch, 1, epoch, 1)).unwrap();
@@ -610,7 +631,7 @@ fn purgatory_completes_on_append_on_max_wait_and_on_resignation() {
     // After the linger flush, parked again; its max wait (500 ms) answers it empty.
     let end = l.log().end_offset();
     l.handle_timeout(now + 40);
-    drain(&mut l);
+    drain_flushing(&mut l, now + 40);
     assert!(answer(&mut l, now + 40, 2, fetch(2, epoch, end, epoch, -1)).is_some());
     let hw = l.high_watermark();
     assert_eq!(hw, end);
@@ -674,7 +695,7 @@ fn new_leader_is_told_of_its_leadership_after_reading_to_the_epoch_start() {
             .unwrap();
     }
     assert_eq!(core.role(), RoleName::Leader);
-    outputs.extend(drain(&mut core));
+    outputs.extend(drain_flushing(&mut core, now));
     let told = |outs: &[Output]| {
         outs.iter().any(|o| {
             matches!(
@@ -844,4 +865,58 @@ fn begin_quorum_epoch_is_resent_to_voters_that_have_not_fetched() {
         "the silent voter hears BeginQuorumEpoch again"
     );
     assert!(!resent.contains(&2), "the fetching voter does not");
+}
+
+#[test]
+fn leader_sends_new_records_before_its_flush_and_counts_itself_only_once_flushed() {
+    let mut cfg = config();
+    cfg.append_linger_ms = 0;
+    let (mut l, now) = leader_with(cfg, &[1, 2, 3], MemoryLog::new(), 0);
+    let epoch = l.epoch();
+    let end = l.log().end_offset();
+    answer(&mut l, now, 2, fetch(2, epoch, end, epoch, -1)).expect("answered");
+    answer(&mut l, now, 3, fetch(3, epoch, end, epoch, -1)).expect("answered");
+    assert_eq!(l.high_watermark(), end);
+    assert!(answer(&mut l, now, 2, fetch(2, epoch, end, epoch, end)).is_none());
+    // The append answers the parked fetch first, then asks for the flush; the log is not
+    // flushed by the core itself.
+    l.propose(now + 1, &[Bytes::from_static(b"x")]).unwrap();
+    let out = drain(&mut l);
+    let send = out
+        .iter()
+        .position(|o| matches!(o, Output::Send { .. }))
+        .expect("the parked fetch is answered");
+    let flush = out
+        .iter()
+        .position(|o| *o == Output::Flush)
+        .expect("a flush is asked for");
+    assert!(send < flush, "records go out before the leader's fsync");
+    assert_eq!(out.iter().filter(|o| **o == Output::Flush).count(), 1);
+    assert_eq!(
+        l.log().flushed_offset(),
+        end,
+        "the core did not flush by itself"
+    );
+    assert!(
+        l.poll_timeout() > now + 1,
+        "no busy loop while the flush is pending"
+    );
+    // Voter 2 holds the record, the leader's copy is unflushed: no majority yet.
+    answer(&mut l, now + 2, 2, fetch(2, epoch, end + 1, epoch, end));
+    assert_eq!(l.high_watermark(), end);
+    // The flush done, the leader counts itself: HW end + 1.
+    l.flush(now + 2);
+    assert_eq!(l.log().flushed_offset(), end + 1);
+    assert_eq!(l.high_watermark(), end + 1);
+    // Only one flush is outstanding at a time.
+    l.propose(now + 3, &[Bytes::from_static(b"y")]).unwrap();
+    l.propose(now + 3, &[Bytes::from_static(b"z")]).unwrap();
+    let flushes = drain(&mut l)
+        .iter()
+        .filter(|o| **o == Output::Flush)
+        .count();
+    assert_eq!(flushes, 1);
+    l.flush(now + 4);
+    assert_eq!(l.log().flushed_offset(), l.log().end_offset());
+    assert!(drain(&mut l).iter().all(|o| *o != Output::Flush));
 }

@@ -51,6 +51,8 @@ pub struct SimConfig {
     pub election_timeout_ms: HashMap<i32, u64>,
     /// The durable state every node starts with.
     pub initial_state: Option<QuorumStateData>,
+    /// Per-node time a leader's [`Output::Flush`] takes (its fsync); others take 0–2 ms.
+    pub flush_delay_ms: HashMap<i32, u64>,
 }
 
 impl SimConfig {
@@ -63,6 +65,7 @@ impl SimConfig {
             network: NetworkFaults::reliable(),
             election_timeout_ms: HashMap::new(),
             initial_state: None,
+            flush_delay_ms: HashMap::new(),
         }
     }
 }
@@ -121,6 +124,9 @@ pub struct Sim {
     nodes: BTreeMap<i32, Node>,
     queue: BinaryHeap<Reverse<(u64, u64)>>,
     packets: HashMap<u64, Packet>,
+    /// Flushes asked for ([`Output::Flush`]) and not yet done: (due, node, incarnation). A
+    /// crash before one is due loses what it would have made durable.
+    flushes: Vec<(u64, i32, u64)>,
     next_seq: u64,
     outstanding: Vec<Outstanding>,
     /// Links cut: (from, to).
@@ -151,6 +157,7 @@ impl Sim {
             nodes: BTreeMap::new(),
             queue: BinaryHeap::new(),
             packets: HashMap::new(),
+            flushes: Vec::new(),
             next_seq: 0,
             outstanding: Vec::new(),
             blocked: HashSet::new(),
@@ -389,10 +396,16 @@ impl Sim {
             .iter()
             .filter_map(|(id, n)| n.core.as_ref().map(|c| (c.poll_timeout(), *id)))
             .min();
-        let t = [next_packet, next_timeout, next_node.map(|(t, _)| t)]
-            .into_iter()
-            .flatten()
-            .min();
+        let next_flush = self.flushes.iter().map(|f| f.0).min();
+        let t = [
+            next_packet,
+            next_timeout,
+            next_node.map(|(t, _)| t),
+            next_flush,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let Some(t) = t else { return false };
         if t > until_ms {
             return false;
@@ -404,7 +417,19 @@ impl Sim {
             "seed {}: event budget exhausted (livelock?)",
             self.cfg.seed
         );
-        if next_packet == Some(t) {
+        if next_flush == Some(t) {
+            let i = self.flushes.iter().position(|f| f.0 == t).expect("found");
+            let (_, id, incarnation) = self.flushes.remove(i);
+            let now = self.now_ms;
+            let node = self.nodes.get_mut(&id).expect("known node");
+            if node.incarnation == incarnation {
+                if let Some(core) = node.core.as_mut() {
+                    core.flush(now);
+                    self.drain(id);
+                    self.check_node(id);
+                }
+            }
+        } else if next_packet == Some(t) {
             let Reverse((_, seq)) = self.queue.pop().expect("peeked");
             let packet = self.packets.remove(&seq).expect("queued packet");
             self.deliver(packet);
@@ -544,6 +569,17 @@ impl Sim {
                     correlation_id,
                     msg,
                 } => self.send(id, to, correlation_id, msg),
+                Output::Flush => {
+                    // The fsync takes 0–2 ms while the node goes on (the driver's overlaps
+                    // the followers' fetch); a crash before it loses the unflushed tail.
+                    let delay = match self.cfg.flush_delay_ms.get(&id) {
+                        Some(d) => *d,
+                        None => self.rng.below(3),
+                    };
+                    let due = self.now_ms + delay;
+                    let incarnation = self.nodes[&id].incarnation;
+                    self.flushes.push((due, id, incarnation));
+                }
                 Output::Committed(b) => self.on_committed(id, b),
                 Output::LeaderChange { epoch, leader_id } => {
                     if self.trace {
