@@ -4,12 +4,15 @@
 //!
 //! So far: the image and the delta, the one replay path every node uses, and the pure
 //! control managers ([`control`]): brokers, partitions, topics and placement, configs, SCRAM,
-//! ACLs, features, producer ids and client quotas. The QuorumController event loop that
-//! drives them through Raft, and the publishers, come next.
+//! ACLs, features, producer ids and client quotas; and the sans-IO [`quorum_controller`]
+//! that queues operations, runs the managers against the latest (uncommitted) image, proposes
+//! their records through a narrow Raft interface and replies only once they commit. Wiring
+//! it to the Raft driver, snapshots and the publishers come next.
 
 pub mod control;
 pub mod delta;
 pub mod image;
+pub mod quorum_controller;
 
 pub use control::ControllerResult;
 pub use delta::{DeltaChanges, MetadataDelta, ReplayError, ReplayErrorKind};

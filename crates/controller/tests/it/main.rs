@@ -14,6 +14,8 @@ mod control_replication;
 mod control_scram;
 mod control_topics;
 mod kip966;
+mod quorum_controller;
+mod quorum_controller_props;
 mod replay;
 mod replay_props;
 mod replay_robustness;

@@ -1,0 +1,491 @@
+//! The QuorumController as a deterministic, sans-IO state machine, after Kafka's
+//! `org.apache.kafka.controller.QuorumController`.
+//!
+//! One event loop owns everything, so there are no locks: callers queue operations with
+//! [`QuorumController::submit_write`] / [`QuorumController::submit_read`], the driver calls
+//! [`QuorumController::process`], feeds Raft's outputs in ([`QuorumController::handle_commit`],
+//! [`QuorumController::handle_leader_change`]) and the clock ([`QuorumController::tick`]),
+//! and collects finished operations with [`QuorumController::drain_completions`].
+//!
+//! Two images are kept, as Kafka's snapshot registry does:
+//! - the *committed* image (up to the committed offset): reads answer from it, standbys
+//!   only have this one, and the leader reverts to it when it loses leadership;
+//! - the *latest* image (up to the last written offset): the active controller runs its
+//!   pure managers against it, so an operation sees the effects of operations proposed
+//!   before it even if they have not committed yet.
+//!
+//! A write's reply is released only once the committed offset reaches the write's last
+//! record. Losing leadership, or a refused proposal, reverts the latest image to the
+//! committed one and fails every pending operation with NOT_CONTROLLER.
+//!
+//! - [`raft`]: the interface the Raft layer satisfies.
+//! - [`ops`]: write and read operations and the managers they run against.
+
+pub mod ops;
+pub mod raft;
+
+use std::collections::VecDeque;
+
+use kraftd_protocol::metadata::NoOpRecord;
+use kraftd_protocol::{ErrorCode, MetadataRecord};
+
+use crate::control::ControllerResult;
+use crate::{MetadataDelta, MetadataImage, ReplayError};
+
+pub use ops::{Managers, ManagersConfig, ReadOp, WriteContext, WriteOp};
+pub use raft::{CommittedBatch, ProposeError, RaftClient};
+
+/// Kafka's `metadata.max.idle.interval.ms` default: how long the active controller may
+/// write nothing before it appends a NoOpRecord so followers see the high watermark move.
+pub const METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT: u64 = 500;
+/// The most operations that may wait in the queue; more are refused.
+pub const MAX_QUEUED_EVENTS_DEFAULT: usize = 10_000;
+/// The most stale brokers fenced in one tick; the rest wait for the next tick.
+pub const MAX_FENCED_BROKERS_PER_TICK: usize = 16;
+
+/// The QuorumController's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumControllerConfig {
+    /// This controller's node id (Kafka's `node.id`).
+    pub node_id: i32,
+    /// Kafka's `metadata.max.idle.interval.ms`; 0 disables no-op records.
+    pub metadata_max_idle_interval_ms: u64,
+    pub max_queued_events: usize,
+    pub managers: ManagersConfig,
+}
+
+/// Identifies a submitted operation; its [`Completion`] carries the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u64);
+
+/// Why an operation failed without a response of its own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControllerError {
+    /// This node is not (or is no longer) the active controller; `leader_id` is the current
+    /// leader if known.
+    #[error("not the active controller (leader: {leader_id:?})")]
+    NotController { leader_id: Option<i32> },
+    /// The event queue is full.
+    #[error("the controller's event queue is full")]
+    QueueFull,
+    /// The operation's records did not replay (a manager bug); nothing was written.
+    #[error("the operation's records failed to replay: {0}")]
+    InvalidRecords(String),
+}
+
+/// A finished operation: its response, or why it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion<R> {
+    pub id: OpId,
+    pub result: Result<R, ControllerError>,
+}
+
+/// Who leads the metadata quorum, as Raft last reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderAndEpoch {
+    pub leader_id: Option<i32>,
+    pub epoch: i32,
+}
+
+/// The controller. `R` is the caller's response type (often an enum over the APIs).
+pub struct QuorumController<R> {
+    config: QuorumControllerConfig,
+    managers: Managers,
+    committed: MetadataImage,
+    committed_offset: i64,
+    latest: MetadataImage,
+    last_written_offset: i64,
+    leader: LeaderAndEpoch,
+    /// The epoch this node is active controller in, if it is.
+    active_epoch: Option<i32>,
+    queue: VecDeque<(OpId, Event<R>)>,
+    /// Writes proposed and waiting for their last offset to commit, ascending offsets.
+    pending: VecDeque<Pending<R>>,
+    completions: Vec<Completion<R>>,
+    now_ms: u64,
+    last_write_ms: u64,
+    next_op_id: u64,
+}
+
+enum Event<R> {
+    Write(WriteOp<R>),
+    Read(ReadOp<R>),
+}
+
+struct Pending<R> {
+    /// None for the controller's own writes (no-ops, fencing).
+    reply: Option<(OpId, R)>,
+    last_offset: i64,
+}
+
+impl Default for QuorumControllerConfig {
+    fn default() -> Self {
+        QuorumControllerConfig {
+            node_id: 0,
+            metadata_max_idle_interval_ms: METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
+            max_queued_events: MAX_QUEUED_EVENTS_DEFAULT,
+            managers: ManagersConfig::default(),
+        }
+    }
+}
+
+impl ControllerError {
+    /// The Kafka error code to put in a response.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            ControllerError::NotController { .. } => ErrorCode::NotController,
+            ControllerError::QueueFull => ErrorCode::ThrottlingQuotaExceeded,
+            ControllerError::InvalidRecords(_) => ErrorCode::UnknownServerError,
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for QuorumController<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuorumController")
+            .field("node_id", &self.config.node_id)
+            .field("leader", &self.leader)
+            .field("active_epoch", &self.active_epoch)
+            .field("committed_offset", &self.committed_offset)
+            .field("last_written_offset", &self.last_written_offset)
+            .field("queued", &self.queue.len())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: 'static> QuorumController<R> {
+    /// A controller with an empty log: a standby until Raft names it leader.
+    pub fn new(config: QuorumControllerConfig) -> Self {
+        let managers = Managers::new(config.managers.clone());
+        QuorumController {
+            config,
+            managers,
+            committed: MetadataImage::empty(),
+            committed_offset: -1,
+            latest: MetadataImage::empty(),
+            last_written_offset: -1,
+            leader: LeaderAndEpoch {
+                leader_id: None,
+                epoch: 0,
+            },
+            active_epoch: None,
+            queue: VecDeque::new(),
+            pending: VecDeque::new(),
+            completions: Vec::new(),
+            now_ms: 0,
+            last_write_ms: 0,
+            next_op_id: 0,
+        }
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.config.node_id
+    }
+
+    /// Whether this node is the active controller.
+    pub fn is_active(&self) -> bool {
+        self.active_epoch.is_some()
+    }
+
+    pub fn leader(&self) -> LeaderAndEpoch {
+        self.leader
+    }
+
+    /// The image up to the committed offset.
+    pub fn committed_image(&self) -> &MetadataImage {
+        &self.committed
+    }
+
+    /// The offset of the last committed record, -1 before any.
+    pub fn committed_offset(&self) -> i64 {
+        self.committed_offset
+    }
+
+    /// The image including proposed but uncommitted records (the committed image on a
+    /// standby).
+    pub fn latest_image(&self) -> &MetadataImage {
+        &self.latest
+    }
+
+    /// The offset of the last record written (proposed), at least the committed offset.
+    pub fn last_written_offset(&self) -> i64 {
+        self.last_written_offset
+    }
+
+    /// How many proposed writes wait for their commit.
+    pub fn pending_writes(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// How many operations wait in the queue for [`process`](Self::process).
+    pub fn queued_events(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Queues a write; it runs at the next [`process`](Self::process).
+    pub fn submit_write(&mut self, op: WriteOp<R>) -> Result<OpId, ControllerError> {
+        self.enqueue(Event::Write(op))
+    }
+
+    /// Queues a read of the committed image.
+    pub fn submit_read(&mut self, op: ReadOp<R>) -> Result<OpId, ControllerError> {
+        self.enqueue(Event::Read(op))
+    }
+
+    /// Runs every queued operation in order. Writes on a non-active node fail with
+    /// NOT_CONTROLLER; reads are answered on any node.
+    pub fn process(&mut self, raft: &mut impl RaftClient) {
+        while let Some((id, event)) = self.queue.pop_front() {
+            match event {
+                Event::Read(op) => {
+                    let response = (op.0)(&self.committed);
+                    self.complete(id, Ok(response));
+                }
+                Event::Write(op) => match self.write(raft, op.0) {
+                    Ok((last_offset, response)) => {
+                        if last_offset <= self.committed_offset {
+                            self.complete(id, Ok(response));
+                        } else {
+                            self.pending.push_back(Pending {
+                                reply: Some((id, response)),
+                                last_offset,
+                            });
+                        }
+                    }
+                    Err(error) => self.complete(id, Err(error)),
+                },
+            }
+        }
+    }
+
+    /// Takes every operation finished so far.
+    pub fn drain_completions(&mut self) -> Vec<Completion<R>> {
+        std::mem::take(&mut self.completions)
+    }
+
+    /// A committed batch from Raft (Kafka's `handleCommit`): replayed into the committed
+    /// image on every node; on the active controller it releases the replies whose records
+    /// are now committed. An error means the committed log cannot be replayed, which the
+    /// caller must treat as fatal for this node; the committed state is then unchanged.
+    pub fn handle_commit(&mut self, batch: &CommittedBatch) -> Result<(), ReplayError> {
+        if batch.last_offset <= self.committed_offset {
+            // Already seen (a duplicate delivery after a reconnect, say).
+            return Ok(());
+        }
+        let mut delta = MetadataDelta::new(&self.committed);
+        for (offset, record) in &batch.records {
+            if *offset <= self.committed_offset {
+                continue;
+            }
+            delta.replay(record)?;
+        }
+        self.committed = delta.apply();
+        self.committed_offset = batch.last_offset;
+        let ours = self.active_epoch == Some(batch.epoch);
+        if ours && self.committed_offset <= self.last_written_offset {
+            while let Some(first) = self.pending.front() {
+                if first.last_offset > self.committed_offset {
+                    break;
+                }
+                if let Some(Pending {
+                    reply: Some((id, response)),
+                    ..
+                }) = self.pending.pop_front()
+                {
+                    self.complete(id, Ok(response));
+                }
+            }
+        } else {
+            // A standby follows the committed log; an active controller that sees commits
+            // of another epoch, or beyond what it wrote, has been superseded and starts over
+            // from them.
+            if self.is_active() {
+                tracing::warn!(
+                    committed = self.committed_offset,
+                    last_written = self.last_written_offset,
+                    "committed offset passed the last written offset; renouncing"
+                );
+                self.renounce();
+            }
+            self.latest = self.committed.clone();
+            self.last_written_offset = self.committed_offset;
+        }
+        debug_assert!(self.last_written_offset >= self.committed_offset);
+        Ok(())
+    }
+
+    /// Raft names a new leader (Kafka's `handleLeaderChange`). The driver reports this node
+    /// as leader only once its committed offset has reached the epoch's start (the Raft
+    /// leader's epoch-start record), as Kafka's Raft client does, so the next write offset
+    /// is the committed offset plus one.
+    pub fn handle_leader_change(&mut self, leader_id: Option<i32>, epoch: i32) {
+        if epoch < self.leader.epoch {
+            return;
+        }
+        self.leader = LeaderAndEpoch { leader_id, epoch };
+        let leads_now = leader_id == Some(self.config.node_id);
+        if let Some(active) = self.active_epoch {
+            if leads_now && active == epoch {
+                return;
+            }
+            self.renounce();
+        }
+        if leads_now {
+            self.claim(epoch);
+        }
+    }
+
+    /// The clock (Kafka's periodic tasks): on the active controller, fences brokers whose
+    /// session expired and appends a no-op record after `metadata.max.idle.interval.ms`
+    /// without writes.
+    pub fn tick(&mut self, now_ms: u64, raft: &mut impl RaftClient) {
+        self.now_ms = self.now_ms.max(now_ms);
+        if !self.is_active() {
+            return;
+        }
+        for _ in 0..MAX_FENCED_BROKERS_PER_TICK {
+            let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
+                ctx.managers.cluster.maybe_fence_one_stale_broker(
+                    ctx.image,
+                    &ctx.managers.heartbeats,
+                    ctx.now_ms,
+                )
+            });
+            match write {
+                Ok((last_offset, Some(broker))) => {
+                    tracing::info!(broker, last_offset, "fenced a broker whose session expired");
+                    self.pending.push_back(Pending {
+                        reply: None,
+                        last_offset,
+                    });
+                }
+                Ok((_, None)) | Err(_) => break,
+            }
+        }
+        let idle = self.config.metadata_max_idle_interval_ms;
+        if self.is_active() && idle > 0 && self.now_ms.saturating_sub(self.last_write_ms) >= idle {
+            let write = self.write(raft, |_ctx: &mut WriteContext<'_>| {
+                ControllerResult::of(vec![MetadataRecord::NoOp(NoOpRecord::default())], ())
+            });
+            if let Ok((last_offset, ())) = write {
+                self.pending.push_back(Pending {
+                    reply: None,
+                    last_offset,
+                });
+            }
+        }
+    }
+
+    fn enqueue(&mut self, event: Event<R>) -> Result<OpId, ControllerError> {
+        if self.queue.len() >= self.config.max_queued_events {
+            return Err(ControllerError::QueueFull);
+        }
+        let id = OpId(self.next_op_id);
+        self.next_op_id += 1;
+        self.queue.push_back((id, event));
+        Ok(id)
+    }
+
+    fn complete(&mut self, id: OpId, result: Result<R, ControllerError>) {
+        self.completions.push(Completion { id, result });
+    }
+
+    fn not_controller(&self) -> ControllerError {
+        ControllerError::NotController {
+            leader_id: self.leader.leader_id,
+        }
+    }
+
+    /// Runs one write on the active controller (Kafka's `ControllerWriteEvent.run`): the
+    /// manager against the latest image, the records replayed into a new latest image
+    /// before they are proposed (so a bad result writes nothing), then proposed at the
+    /// predicted offset. Returns the offset the reply waits for and the response.
+    fn write<T>(
+        &mut self,
+        raft: &mut impl RaftClient,
+        op: impl FnOnce(&mut WriteContext<'_>) -> ControllerResult<T>,
+    ) -> Result<(i64, T), ControllerError> {
+        let Some(epoch) = self.active_epoch else {
+            return Err(self.not_controller());
+        };
+        let next_offset = self.last_written_offset + 1;
+        let result = {
+            let mut ctx = WriteContext {
+                image: &self.latest,
+                managers: &mut self.managers,
+                next_offset,
+                now_ms: self.now_ms,
+            };
+            op(&mut ctx)
+        };
+        if result.records.is_empty() {
+            // Nothing to write, but the reply may rest on uncommitted state: it waits for
+            // everything written so far, as Kafka does.
+            return Ok((self.last_written_offset, result.response));
+        }
+        let mut delta = MetadataDelta::new(&self.latest);
+        for record in &result.records {
+            if let Err(error) = delta.replay(record) {
+                tracing::error!(%error, "an operation produced records that do not replay");
+                return Err(ControllerError::InvalidRecords(error.to_string()));
+            }
+        }
+        match raft.propose(epoch, next_offset, &result.records) {
+            Ok((base_offset, last_offset)) => {
+                assert_eq!(
+                    base_offset, next_offset,
+                    "Raft placed the batch at {base_offset}, not the required {next_offset}"
+                );
+                let expected_last = next_offset + result.records.len() as i64 - 1;
+                assert_eq!(
+                    last_offset, expected_last,
+                    "Raft reported last offset {last_offset} for a batch of {} records at {next_offset}",
+                    result.records.len()
+                );
+                self.latest = delta.apply();
+                self.last_written_offset = last_offset;
+                self.last_write_ms = self.now_ms;
+                Ok((last_offset, result.response))
+            }
+            Err(error) => {
+                tracing::warn!(%error, epoch, "proposal refused; renouncing leadership");
+                raft.resign(epoch);
+                self.renounce();
+                Err(self.not_controller())
+            }
+        }
+    }
+
+    /// Becomes the active controller for `epoch` (Kafka's `claim`).
+    fn claim(&mut self, epoch: i32) {
+        tracing::info!(
+            epoch,
+            committed = self.committed_offset,
+            "becoming the active controller"
+        );
+        debug_assert!(self.pending.is_empty());
+        self.active_epoch = Some(epoch);
+        self.latest = self.committed.clone();
+        self.last_written_offset = self.committed_offset;
+        self.last_write_ms = self.now_ms;
+        self.managers
+            .heartbeats
+            .activate(&self.committed, self.now_ms);
+    }
+
+    /// Stops being active (Kafka's `renounce`): reverts to the committed image and fails
+    /// every pending operation with NOT_CONTROLLER.
+    fn renounce(&mut self) {
+        tracing::info!(epoch = ?self.active_epoch, "renouncing leadership");
+        self.active_epoch = None;
+        self.latest = self.committed.clone();
+        self.last_written_offset = self.committed_offset;
+        let error = self.not_controller();
+        while let Some(pending) = self.pending.pop_front() {
+            if let Some((id, _)) = pending.reply {
+                self.complete(id, Err(error.clone()));
+            }
+        }
+    }
+}

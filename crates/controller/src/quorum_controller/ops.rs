@@ -1,0 +1,334 @@
+//! Write and read operations for the QuorumController, and the control managers they run
+//! against. A [`WriteOp`] is a closure over a [`WriteContext`] returning a
+//! [`ControllerResult`]: the controller runs it against the latest (possibly uncommitted)
+//! image, proposes its records and replies once they commit. Helpers build the operations
+//! that need controller-supplied inputs (the next offset, the clock, fresh ids).
+
+use kraftd_protocol::messages::{
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterClientQuotasRequest,
+    AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse, AlterPartitionRequest,
+    AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    BrokerRegistrationResponse, CreateAclsRequest, CreateAclsResponse, CreatePartitionsRequest,
+    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest,
+    DeleteAclsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeAclsRequest,
+    DescribeAclsResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    UpdateFeaturesRequest, UpdateFeaturesResponse,
+};
+use kraftd_protocol::{ErrorCode, Uuid};
+
+use crate::control::{
+    AclControlManager, BrokerHeartbeatManager, ClientQuotaControlManager, ClusterControlConfig,
+    ClusterControlManager, ConfigurationControlManager, ControllerResult, FeatureControlConfig,
+    FeatureControlManager, PlacementSeed, ProducerIdControlManager, ReplicationConfig,
+    ReplicationControlManager, ScramControlManager, TopicConfig, TopicControlManager,
+};
+use crate::MetadataImage;
+
+/// The configuration of every control manager.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ManagersConfig {
+    pub cluster: ClusterControlConfig,
+    pub replication: ReplicationConfig,
+    pub topics: TopicConfig,
+    pub features: FeatureControlConfig,
+    /// Seeds the deterministic source of topic ids and placement starts.
+    pub seed: u64,
+}
+
+/// The pure control managers plus the active controller's soft state (broker sessions and
+/// the id source). Only the heartbeat manager and the id source change, and neither is
+/// part of the image: a newly active controller rebuilds sessions from the image.
+#[derive(Debug, Clone)]
+pub struct Managers {
+    pub cluster: ClusterControlManager,
+    pub replication: ReplicationControlManager,
+    pub topics: TopicControlManager,
+    pub configuration: ConfigurationControlManager,
+    pub scram: ScramControlManager,
+    pub acl: AclControlManager,
+    pub features: FeatureControlManager,
+    pub producer_ids: ProducerIdControlManager,
+    pub quotas: ClientQuotaControlManager,
+    pub heartbeats: BrokerHeartbeatManager,
+    rng: u64,
+}
+
+/// What a write operation sees.
+#[derive(Debug)]
+pub struct WriteContext<'a> {
+    /// The latest image, including records proposed but not yet committed.
+    pub image: &'a MetadataImage,
+    pub managers: &'a mut Managers,
+    /// The offset the operation's first record will get.
+    pub next_offset: i64,
+    pub now_ms: u64,
+}
+
+/// The boxed body of a write operation.
+pub type WriteFn<R> = Box<dyn FnOnce(&mut WriteContext<'_>) -> ControllerResult<R>>;
+
+/// A queued write: runs only on the active controller.
+pub struct WriteOp<R>(pub(crate) WriteFn<R>);
+
+/// A queued read: answered from the committed image.
+pub struct ReadOp<R>(pub(crate) Box<dyn FnOnce(&MetadataImage) -> R>);
+
+impl Managers {
+    pub fn new(config: ManagersConfig) -> Self {
+        let replication = ReplicationControlManager::new(config.replication.clone());
+        let session_timeout_ms = config.cluster.broker_session_timeout_ms;
+        Managers {
+            cluster: ClusterControlManager::new(config.cluster, replication.clone()),
+            replication,
+            topics: TopicControlManager::new(config.topics),
+            configuration: ConfigurationControlManager::new(),
+            scram: ScramControlManager::new(),
+            acl: AclControlManager::new(),
+            features: FeatureControlManager::new(config.features),
+            producer_ids: ProducerIdControlManager::new(),
+            quotas: ClientQuotaControlManager::new(),
+            heartbeats: BrokerHeartbeatManager::new(session_timeout_ms),
+            rng: config.seed,
+        }
+    }
+
+    /// The next value of a splitmix64 sequence: deterministic for a seed, so simulated runs
+    /// replay exactly.
+    pub fn next_random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A fresh random topic id.
+    pub fn next_uuid(&mut self) -> Uuid {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&self.next_random().to_be_bytes());
+        bytes[8..].copy_from_slice(&self.next_random().to_be_bytes());
+        Uuid(bytes)
+    }
+}
+
+impl<R: 'static> WriteOp<R> {
+    pub fn new(f: impl FnOnce(&mut WriteContext<'_>) -> ControllerResult<R> + 'static) -> Self {
+        WriteOp(Box::new(f))
+    }
+
+    /// The same operation with its response converted (into a caller's response enum).
+    pub fn map<U: 'static>(self, f: impl FnOnce(R) -> U + 'static) -> WriteOp<U> {
+        let inner = self.0;
+        WriteOp::new(move |ctx| inner(ctx).map(f))
+    }
+}
+
+impl<R> std::fmt::Debug for WriteOp<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteOp")
+    }
+}
+
+impl<R> std::fmt::Debug for ReadOp<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadOp")
+    }
+}
+
+impl<R: 'static> ReadOp<R> {
+    pub fn new(f: impl FnOnce(&MetadataImage) -> R + 'static) -> Self {
+        ReadOp(Box::new(f))
+    }
+
+    /// The same read with its response converted.
+    pub fn map<U: 'static>(self, f: impl FnOnce(R) -> U + 'static) -> ReadOp<U> {
+        let inner = self.0;
+        ReadOp::new(move |image| f(inner(image)))
+    }
+}
+
+/// BrokerRegistration: the new broker epoch is the offset of the registration record,
+/// which the controller predicts as the next write offset and Raft guarantees (the
+/// proposal names its required base offset).
+pub fn register_broker(
+    request_version: i16,
+    request: BrokerRegistrationRequest,
+) -> WriteOp<BrokerRegistrationResponse> {
+    WriteOp::new(move |ctx| {
+        let result = ctx.managers.cluster.register_broker(
+            ctx.image,
+            &ctx.managers.heartbeats,
+            request_version,
+            &request,
+            ctx.next_offset,
+            ctx.now_ms,
+        );
+        if result.response.error_code == 0 {
+            ctx.managers
+                .heartbeats
+                .register(request.broker_id, ctx.now_ms);
+        }
+        result
+    })
+}
+
+/// BrokerHeartbeat: the broker's registration record sits at its epoch.
+pub fn broker_heartbeat(request: BrokerHeartbeatRequest) -> WriteOp<BrokerHeartbeatResponse> {
+    WriteOp::new(move |ctx| {
+        let register_offset = ctx
+            .image
+            .cluster
+            .broker(request.broker_id)
+            .map_or(i64::MAX, |b| b.epoch);
+        ctx.managers.cluster.broker_heartbeat(
+            ctx.image,
+            &mut ctx.managers.heartbeats,
+            &request,
+            register_offset,
+            ctx.next_offset,
+            ctx.now_ms,
+        )
+    })
+}
+
+/// CreateTopics with topic ids and the placement start drawn from the managers' seeded
+/// source.
+pub fn create_topics(request: CreateTopicsRequest) -> WriteOp<CreateTopicsResponse> {
+    WriteOp::new(move |ctx| {
+        let seed = PlacementSeed::from_u64(ctx.managers.next_random());
+        let topics = ctx.managers.topics.clone();
+        let managers = &mut *ctx.managers;
+        topics.create_topics(ctx.image, &request, || managers.next_uuid(), seed)
+    })
+}
+
+/// UnregisterBroker; the broker's heartbeat session is forgotten.
+pub fn unregister_broker(broker_id: i32) -> WriteOp<ErrorCode> {
+    WriteOp::new(move |ctx| {
+        let result = ctx.managers.cluster.unregister_broker(ctx.image, broker_id);
+        if result.response == ErrorCode::None {
+            ctx.managers.heartbeats.remove(broker_id);
+        }
+        result
+    })
+}
+
+/// DeleteTopics.
+pub fn delete_topics(request: DeleteTopicsRequest) -> WriteOp<DeleteTopicsResponse> {
+    WriteOp::new(move |ctx| ctx.managers.topics.delete_topics(ctx.image, &request))
+}
+
+/// CreatePartitions, with the placement start drawn from the seeded source.
+pub fn create_partitions(request: CreatePartitionsRequest) -> WriteOp<CreatePartitionsResponse> {
+    WriteOp::new(move |ctx| {
+        let seed = PlacementSeed::from_u64(ctx.managers.next_random());
+        ctx.managers
+            .topics
+            .create_partitions(ctx.image, &request, seed)
+    })
+}
+
+/// AlterPartition from a partition leader.
+pub fn alter_partition(
+    request_version: i16,
+    request: AlterPartitionRequest,
+) -> WriteOp<AlterPartitionResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .replication
+            .alter_partition(ctx.image, request_version, &request)
+    })
+}
+
+/// ElectLeaders (preferred or unclean).
+pub fn elect_leaders(request: ElectLeadersRequest) -> WriteOp<ElectLeadersResponse> {
+    WriteOp::new(move |ctx| ctx.managers.replication.elect_leaders(ctx.image, &request))
+}
+
+/// IncrementalAlterConfigs.
+pub fn incremental_alter_configs(
+    request: IncrementalAlterConfigsRequest,
+) -> WriteOp<IncrementalAlterConfigsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .configuration
+            .incremental_alter_configs(ctx.image, &request)
+    })
+}
+
+/// AlterConfigs (the legacy, whole-resource form).
+pub fn alter_configs(request: AlterConfigsRequest) -> WriteOp<AlterConfigsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .configuration
+            .legacy_alter_configs(ctx.image, &request)
+    })
+}
+
+/// AlterUserScramCredentials.
+pub fn alter_user_scram_credentials(
+    request: AlterUserScramCredentialsRequest,
+) -> WriteOp<AlterUserScramCredentialsResponse> {
+    WriteOp::new(move |ctx| ctx.managers.scram.alter_credentials(ctx.image, &request))
+}
+
+/// CreateAcls, with ACL ids drawn from the seeded source.
+pub fn create_acls(request: CreateAclsRequest) -> WriteOp<CreateAclsResponse> {
+    WriteOp::new(move |ctx| {
+        let acl = ctx.managers.acl.clone();
+        let managers = &mut *ctx.managers;
+        acl.create_acls(ctx.image, &request, || managers.next_uuid())
+    })
+}
+
+/// DeleteAcls.
+pub fn delete_acls(request: DeleteAclsRequest) -> WriteOp<DeleteAclsResponse> {
+    WriteOp::new(move |ctx| ctx.managers.acl.delete_acls(ctx.image, &request))
+}
+
+/// AllocateProducerIds (a block of 1000).
+pub fn allocate_producer_ids(
+    request: AllocateProducerIdsRequest,
+) -> WriteOp<AllocateProducerIdsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .producer_ids
+            .allocate_producer_ids(ctx.image, &request)
+    })
+}
+
+/// UpdateFeatures.
+pub fn update_features(request: UpdateFeaturesRequest) -> WriteOp<UpdateFeaturesResponse> {
+    WriteOp::new(move |ctx| ctx.managers.features.update_features(ctx.image, &request))
+}
+
+/// AlterClientQuotas.
+pub fn alter_client_quotas(
+    request: AlterClientQuotasRequest,
+) -> WriteOp<AlterClientQuotasResponse> {
+    WriteOp::new(move |ctx| ctx.managers.quotas.alter_client_quotas(ctx.image, &request))
+}
+
+/// DescribeAcls, from the committed image.
+pub fn describe_acls(request: DescribeAclsRequest) -> ReadOp<DescribeAclsResponse> {
+    ReadOp::new(move |image| AclControlManager::new().describe_acls(image, &request))
+}
+
+/// DescribeUserScramCredentials, from the committed image.
+pub fn describe_user_scram_credentials(
+    request: DescribeUserScramCredentialsRequest,
+) -> ReadOp<DescribeUserScramCredentialsResponse> {
+    ReadOp::new(move |image| ScramControlManager::new().describe_credentials(image, &request))
+}
+
+/// DescribeClientQuotas, from the committed image.
+pub fn describe_client_quotas(
+    request: DescribeClientQuotasRequest,
+) -> ReadOp<DescribeClientQuotasResponse> {
+    ReadOp::new(move |image| {
+        ClientQuotaControlManager::new().describe_client_quotas(image, &request)
+    })
+}

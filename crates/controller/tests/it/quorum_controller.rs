@@ -1,0 +1,515 @@
+//! The QuorumController driven by a fake Raft: replies wait for commit, leadership loss
+//! reverts uncommitted state and fails pending operations with NOT_CONTROLLER, standbys
+//! replaying the committed log reach the same image, broker epochs are record offsets, and
+//! an idle leader writes no-op records.
+#![allow(dead_code)]
+
+use kraftd_controller::control::ControllerResult;
+use kraftd_controller::quorum_controller::{
+    ops, CommittedBatch, ControllerError, ManagersConfig, ProposeError, QuorumController,
+    QuorumControllerConfig, RaftClient, WriteOp,
+};
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::messages::create_topics_request::CreatableTopic;
+use kraftd_protocol::messages::{
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+};
+use kraftd_protocol::{ErrorCode, MetadataRecord};
+
+use crate::common::{feature, uuid};
+use crate::control_harness::{CLUSTER_ID, METADATA_VERSION};
+
+/// The test's response type: one variant per operation used.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resp {
+    Done,
+    Registration(BrokerRegistrationResponse),
+    Heartbeat(BrokerHeartbeatResponse),
+    CreateTopics(CreateTopicsResponse),
+    TopicCount(usize),
+    ProducerIds(AllocateProducerIdsResponse),
+    DeleteTopics(DeleteTopicsResponse),
+}
+
+/// One shared metadata log: batches are appended by the leader and committed on request.
+#[derive(Debug, Default)]
+pub struct FakeRaft {
+    pub leader: Option<i32>,
+    pub epoch: i32,
+    /// The offset the next record gets.
+    pub end_offset: i64,
+    /// Every committed batch, in order.
+    pub committed: Vec<CommittedBatch>,
+    /// Appended but not committed.
+    pub uncommitted: Vec<CommittedBatch>,
+    pub resigned: Vec<i32>,
+    /// When set, proposals are refused.
+    pub refuse: bool,
+}
+
+/// What a node's controller sees of the fake Raft: proposals go to the shared log only if
+/// this node leads.
+pub struct NodeRaft<'a> {
+    pub node_id: i32,
+    pub raft: &'a mut FakeRaft,
+}
+
+impl RaftClient for NodeRaft<'_> {
+    fn propose(
+        &mut self,
+        epoch: i32,
+        base_offset: i64,
+        records: &[MetadataRecord],
+    ) -> Result<(i64, i64), ProposeError> {
+        let raft = &mut *self.raft;
+        if raft.refuse {
+            return Err(ProposeError::Refused("test".into()));
+        }
+        if raft.leader != Some(self.node_id) || raft.epoch != epoch {
+            return Err(ProposeError::NotLeader { epoch });
+        }
+        if base_offset != raft.end_offset {
+            return Err(ProposeError::UnexpectedBaseOffset {
+                expected: base_offset,
+                actual: raft.end_offset,
+            });
+        }
+        let mut batch = CommittedBatch {
+            epoch,
+            last_offset: base_offset,
+            records: Vec::new(),
+        };
+        for record in records {
+            batch.records.push((raft.end_offset, record.clone()));
+            batch.last_offset = raft.end_offset;
+            raft.end_offset += 1;
+        }
+        raft.uncommitted.push(batch.clone());
+        Ok((base_offset, batch.last_offset))
+    }
+
+    fn resign(&mut self, epoch: i32) {
+        self.raft.resigned.push(epoch);
+    }
+}
+
+impl FakeRaft {
+    pub fn node(&mut self, node_id: i32) -> NodeRaft<'_> {
+        NodeRaft {
+            node_id,
+            raft: self,
+        }
+    }
+
+    /// Commits the first `n` uncommitted batches and returns them.
+    pub fn commit(&mut self, n: usize) -> Vec<CommittedBatch> {
+        let n = n.min(self.uncommitted.len());
+        let batches: Vec<_> = self.uncommitted.drain(..n).collect();
+        self.committed.extend(batches.iter().cloned());
+        batches
+    }
+
+    /// A new epoch led by `leader`: uncommitted batches are dropped (the new leader never
+    /// had them), and the epoch starts with a committed control batch (LeaderChange).
+    pub fn elect(&mut self, leader: i32) -> CommittedBatch {
+        if let Some(first) = self.uncommitted.first() {
+            self.end_offset = first.records.first().map_or(first.last_offset, |r| r.0);
+        }
+        self.uncommitted.clear();
+        self.epoch += 1;
+        self.leader = Some(leader);
+        let batch = CommittedBatch {
+            epoch: self.epoch,
+            last_offset: self.end_offset,
+            records: Vec::new(),
+        };
+        self.end_offset += 1;
+        self.committed.push(batch.clone());
+        batch
+    }
+
+    /// The image every committed record makes.
+    pub fn committed_image(&self) -> MetadataImage {
+        let records: Vec<MetadataRecord> = self
+            .committed
+            .iter()
+            .flat_map(|b| b.records.iter().map(|r| r.1.clone()))
+            .collect();
+        MetadataImage::empty().replay_all(&records).unwrap()
+    }
+
+    /// The offset of the only record of `kind` in the whole log.
+    pub fn offsets_of(&self, pred: impl Fn(&MetadataRecord) -> bool) -> Vec<i64> {
+        self.committed
+            .iter()
+            .chain(self.uncommitted.iter())
+            .flat_map(|b| b.records.iter())
+            .filter(|r| pred(&r.1))
+            .map(|r| r.0)
+            .collect()
+    }
+}
+
+pub fn controller(node_id: i32) -> QuorumController<Resp> {
+    let mut managers = ManagersConfig::default();
+    managers.cluster.cluster_id = CLUSTER_ID.into();
+    managers.seed = 7;
+    QuorumController::new(QuorumControllerConfig {
+        node_id,
+        managers,
+        ..Default::default()
+    })
+}
+
+/// Makes `leader` leader of a new epoch on every node: the others hear first, then the
+/// epoch-start batch commits everywhere, then the new leader claims.
+pub fn elect(raft: &mut FakeRaft, nodes: &mut [QuorumController<Resp>], leader: i32) {
+    let start = raft.elect(leader);
+    for node in nodes.iter_mut() {
+        if node.node_id() != leader {
+            node.handle_leader_change(Some(leader), raft.epoch);
+        }
+    }
+    for node in nodes.iter_mut() {
+        catch_up(raft, node);
+    }
+    let _ = start;
+    for node in nodes.iter_mut() {
+        if node.node_id() == leader {
+            node.handle_leader_change(Some(leader), raft.epoch);
+        }
+    }
+}
+
+/// Delivers every committed batch the node has not seen.
+pub fn catch_up(raft: &FakeRaft, node: &mut QuorumController<Resp>) {
+    for batch in &raft.committed {
+        if batch.last_offset > node.committed_offset() {
+            node.handle_commit(batch).unwrap();
+        }
+    }
+}
+
+pub fn bootstrap_op() -> WriteOp<Resp> {
+    WriteOp::new(|_ctx| {
+        ControllerResult::atomic_of(
+            vec![feature("metadata.version", METADATA_VERSION)],
+            Resp::Done,
+        )
+    })
+}
+
+pub fn registration(id: i32) -> BrokerRegistrationRequest {
+    let mut incarnation_id = uuid(0);
+    incarnation_id.0[1] = id as u8;
+    BrokerRegistrationRequest {
+        broker_id: id,
+        cluster_id: CLUSTER_ID.into(),
+        incarnation_id,
+        listeners: vec![Listener {
+            name: "PLAINTEXT".into(),
+            host: "localhost".into(),
+            port: 9092 + id as u16,
+            security_protocol: 0,
+            ..Default::default()
+        }],
+        features: vec![Feature {
+            name: "metadata.version".into(),
+            min_supported_version: 1,
+            max_supported_version: METADATA_VERSION,
+            ..Default::default()
+        }],
+        rack: None,
+        previous_broker_epoch: -1,
+        ..Default::default()
+    }
+}
+
+pub fn register_op(id: i32) -> WriteOp<Resp> {
+    ops::register_broker(3, registration(id)).map(Resp::Registration)
+}
+
+pub fn heartbeat_op(id: i32, epoch: i64, metadata_offset: i64) -> WriteOp<Resp> {
+    ops::broker_heartbeat(BrokerHeartbeatRequest {
+        broker_id: id,
+        broker_epoch: epoch,
+        current_metadata_offset: metadata_offset,
+        want_fence: false,
+        ..Default::default()
+    })
+    .map(Resp::Heartbeat)
+}
+
+pub fn create_topic_op(name: &str, partitions: i32, replication_factor: i16) -> WriteOp<Resp> {
+    ops::create_topics(CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor,
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+    .map(Resp::CreateTopics)
+}
+
+/// A leader (node 0) with the bootstrap record committed.
+fn bootstrapped() -> (FakeRaft, QuorumController<Resp>) {
+    let mut raft = FakeRaft::default();
+    let mut nodes = vec![controller(0)];
+    elect(&mut raft, &mut nodes, 0);
+    let mut node = nodes.pop().unwrap();
+    assert!(node.is_active());
+    node.submit_write(bootstrap_op()).unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    assert_eq!(node.drain_completions().len(), 1);
+    (raft, node)
+}
+
+#[test]
+fn replies_only_after_commit() {
+    let mut raft = FakeRaft::default();
+    let mut nodes = vec![controller(0)];
+    elect(&mut raft, &mut nodes, 0);
+    let node = &mut nodes[0];
+    let id = node.submit_write(bootstrap_op()).unwrap();
+    assert!(node.drain_completions().is_empty());
+    node.process(&mut raft.node(0));
+    assert!(
+        node.drain_completions().is_empty(),
+        "no reply before commit"
+    );
+    assert_eq!(node.pending_writes(), 1);
+    assert!(!node.latest_image().is_empty());
+    assert!(node.committed_image().is_empty());
+
+    // A read answers from the committed image, so it does not see the pending write.
+    node.submit_read(kraftd_controller::quorum_controller::ReadOp::new(|image| {
+        Resp::TopicCount(usize::from(!image.is_empty()))
+    }))
+    .unwrap();
+    node.process(&mut raft.node(0));
+    let reads = node.drain_completions();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].result, Ok(Resp::TopicCount(0)));
+
+    let batches = raft.commit(usize::MAX);
+    assert_eq!(batches.len(), 1);
+    node.handle_commit(&batches[0]).unwrap();
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].id, id);
+    assert_eq!(done[0].result, Ok(Resp::Done));
+    assert_eq!(node.pending_writes(), 0);
+    assert_eq!(node.committed_image(), node.latest_image());
+}
+
+#[test]
+fn leader_change_fails_pending_with_not_controller_and_reverts() {
+    let (mut raft, mut node) = bootstrapped();
+    let committed = node.committed_image().clone();
+    let committed_offset = node.committed_offset();
+    let id = node.submit_write(register_op(1)).unwrap();
+    node.process(&mut raft.node(0));
+    assert!(node.drain_completions().is_empty());
+    assert!(node.latest_image().cluster.broker(1).is_some());
+    assert!(node.last_written_offset() > committed_offset);
+
+    node.handle_leader_change(Some(1), raft.epoch + 1);
+    assert!(!node.is_active());
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].id, id);
+    let error = done[0].result.clone().unwrap_err();
+    assert_eq!(error, ControllerError::NotController { leader_id: Some(1) });
+    assert_eq!(error.error_code(), ErrorCode::NotController);
+    assert_eq!(node.latest_image(), &committed);
+    assert_eq!(node.last_written_offset(), committed_offset);
+
+    // Writes on a standby fail at once.
+    node.submit_write(register_op(2)).unwrap();
+    node.process(&mut raft.node(0));
+    let done = node.drain_completions();
+    assert!(matches!(
+        done[0].result,
+        Err(ControllerError::NotController { .. })
+    ));
+}
+
+#[test]
+fn refused_proposal_renounces_and_resigns() {
+    let (mut raft, mut node) = bootstrapped();
+    node.submit_write(register_op(1)).unwrap();
+    node.process(&mut raft.node(0));
+    raft.refuse = true;
+    node.submit_write(register_op(2)).unwrap();
+    node.process(&mut raft.node(0));
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 2, "both the pending and the refused write fail");
+    for completion in &done {
+        assert!(matches!(
+            completion.result,
+            Err(ControllerError::NotController { .. })
+        ));
+    }
+    assert!(!node.is_active());
+    assert_eq!(raft.resigned, vec![raft.epoch]);
+    assert_eq!(node.latest_image(), node.committed_image());
+}
+
+#[test]
+fn standby_replaying_committed_records_has_identical_image() {
+    let mut raft = FakeRaft::default();
+    let mut nodes = vec![controller(0), controller(1), controller(2)];
+    elect(&mut raft, &mut nodes, 0);
+    nodes[0].submit_write(bootstrap_op()).unwrap();
+    for id in 1..=3 {
+        nodes[0].submit_write(register_op(id)).unwrap();
+    }
+    nodes[0].process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        for node in nodes.iter_mut() {
+            node.handle_commit(&batch).unwrap();
+        }
+    }
+    let epochs: Vec<i64> = (1..=3)
+        .map(|id| nodes[0].committed_image().cluster.broker(id).unwrap().epoch)
+        .collect();
+    for (id, epoch) in (1..=3).zip(epochs) {
+        nodes[0]
+            .submit_write(heartbeat_op(id, epoch, raft.end_offset - 1))
+            .unwrap();
+    }
+    nodes[0]
+        .submit_write(create_topic_op("events", 3, 3))
+        .unwrap();
+    nodes[0].process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        for node in nodes.iter_mut() {
+            node.handle_commit(&batch).unwrap();
+        }
+    }
+    let done = nodes[0].drain_completions();
+    assert_eq!(done.len(), 8);
+    let Some(Ok(Resp::CreateTopics(created))) = done.last().map(|c| c.result.clone()) else {
+        panic!("no CreateTopics reply: {done:?}");
+    };
+    assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+    let expected = raft.committed_image();
+    assert!(expected.topics.get_by_name("events").is_some());
+    for node in &nodes {
+        assert_eq!(node.committed_image(), &expected, "node {}", node.node_id());
+        assert_eq!(node.latest_image(), &expected, "node {}", node.node_id());
+    }
+}
+
+#[test]
+fn broker_epoch_is_the_registration_record_offset() {
+    let (mut raft, mut node) = bootstrapped();
+    // Two registrations in flight at once: the second's epoch is predicted from the
+    // uncommitted last written offset.
+    let first = node.submit_write(register_op(1)).unwrap();
+    let second = node.submit_write(register_op(2)).unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 2);
+    let offsets = raft.offsets_of(|r| matches!(r, MetadataRecord::RegisterBroker(_)));
+    assert_eq!(offsets.len(), 2);
+    for (completion, (id, offset)) in done.iter().zip([(first, offsets[0]), (second, offsets[1])]) {
+        assert_eq!(completion.id, id);
+        let Ok(Resp::Registration(response)) = &completion.result else {
+            panic!("{completion:?}");
+        };
+        assert_eq!(response.error_code, 0);
+        assert_eq!(response.broker_epoch, offset);
+    }
+    assert_eq!(
+        node.committed_image().cluster.broker(2).unwrap().epoch,
+        offsets[1]
+    );
+}
+
+#[test]
+fn idle_leader_writes_no_op_records() {
+    let (mut raft, mut node) = bootstrapped();
+    let start = 10_000;
+    node.tick(start, &mut raft.node(0));
+    let noops = |raft: &FakeRaft| {
+        raft.offsets_of(|r| matches!(r, MetadataRecord::NoOp(_)))
+            .len()
+    };
+    let before = noops(&raft);
+    assert_eq!(before, 1, "idle since activation at 0");
+    node.tick(start + 499, &mut raft.node(0));
+    assert_eq!(noops(&raft), 1);
+    node.tick(start + 500, &mut raft.node(0));
+    assert_eq!(noops(&raft), 2);
+    // A write resets the idle timer.
+    node.submit_write(register_op(1)).unwrap();
+    node.process(&mut raft.node(0));
+    node.tick(start + 999, &mut raft.node(0));
+    assert_eq!(noops(&raft), 2);
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    assert_eq!(node.pending_writes(), 0);
+    assert!(node.drain_completions().len() == 1);
+
+    // A standby writes nothing.
+    let mut standby = controller(1);
+    catch_up(&raft, &mut standby);
+    let end = raft.end_offset;
+    standby.tick(start + 100_000, &mut raft.node(1));
+    assert_eq!(raft.end_offset, end);
+}
+
+#[test]
+fn expired_session_fences_the_broker_on_tick() {
+    let (mut raft, mut node) = bootstrapped();
+    node.tick(1_000, &mut raft.node(0));
+    node.submit_write(register_op(1)).unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    let epoch = node.committed_image().cluster.broker(1).unwrap().epoch;
+    node.submit_write(heartbeat_op(1, epoch, raft.end_offset - 1))
+        .unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    node.drain_completions();
+    assert!(!node.committed_image().cluster.broker(1).unwrap().fenced);
+    node.tick(1_000 + 9_001, &mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    assert!(node.committed_image().cluster.broker(1).unwrap().fenced);
+}
+
+pub fn allocate_producer_ids_op(id: i32, epoch: i64) -> WriteOp<Resp> {
+    ops::allocate_producer_ids(AllocateProducerIdsRequest {
+        broker_id: id,
+        broker_epoch: epoch,
+        ..Default::default()
+    })
+    .map(Resp::ProducerIds)
+}
+
+pub fn delete_topic_op(name: &str) -> WriteOp<Resp> {
+    ops::delete_topics(DeleteTopicsRequest {
+        topic_names: vec![name.into()],
+        ..Default::default()
+    })
+    .map(Resp::DeleteTopics)
+}
