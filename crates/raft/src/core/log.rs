@@ -6,6 +6,13 @@
 //! Entries are Kafka RecordBatch v2 bytes; the log keeps the leader-epoch cache implicitly
 //! (each batch's partition leader epoch), which answers KIP-279 `end_offset_for_epoch`.
 //! [`conformance::check`] runs any implementation through the contract the core relies on.
+//!
+//! Snapshots (KIP-630): a log holds complete snapshots identified by [`SnapshotId`] (the
+//! end offset and the epoch of the last record they include). After a snapshot, the log
+//! before it may be deleted ([`RaftLog::delete_before_latest_snapshot`]), so the start
+//! offset moves up; a follower too far behind replaces its whole log by a downloaded
+//! snapshot ([`RaftLog::install_snapshot`]). An empty log that starts at a snapshot reports
+//! the snapshot's epoch as its last epoch (Kafka's `lastFetchedEpoch`).
 
 use bytes::{Bytes, BytesMut};
 use kraftd_protocol::records::{Batches, RecordBatch, RecordBatchMut};
@@ -25,6 +32,30 @@ pub enum LogError {
         batch_epoch: i32,
         current_epoch: i32,
     },
+    #[error("snapshot {end_offset}-{epoch} refused: {reason}")]
+    Snapshot {
+        end_offset: i64,
+        epoch: i32,
+        reason: String,
+    },
+}
+
+/// A snapshot's identity (Kafka's `OffsetAndEpoch` of a snapshot): it holds the state after
+/// every record below `end_offset`, the last of which was written in `epoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SnapshotId {
+    pub end_offset: i64,
+    pub epoch: i32,
+}
+
+impl SnapshotId {
+    fn refused(self, reason: impl Into<String>) -> LogError {
+        LogError::Snapshot {
+            end_offset: self.end_offset,
+            epoch: self.epoch,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// The replicated log as the core sees it. Offsets are Kafka's: the end offset (LEO) is the
@@ -57,6 +88,34 @@ pub trait RaftLog {
     fn flush(&mut self) -> i64;
     /// The durable end offset.
     fn flushed_offset(&self) -> i64;
+    /// The newest complete snapshot held.
+    fn latest_snapshot(&self) -> Option<SnapshotId>;
+    /// Stores a complete snapshot of the state below `id.end_offset` durably. Refused when
+    /// `id.end_offset` is negative or past the end offset, or the snapshot already exists.
+    fn store_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError>;
+    /// Up to `max_bytes` of snapshot `id` from byte `position` (empty at or past its end),
+    /// and the snapshot's size; `None` when it is not held.
+    fn read_snapshot(
+        &self,
+        id: SnapshotId,
+        position: u64,
+        max_bytes: usize,
+    ) -> Option<(Bytes, u64)>;
+    /// Deletes what lies wholly below the latest snapshot's end offset (whole batches or
+    /// segments, so the start offset moves up to at most that offset) and the snapshots
+    /// older than the new start offset but the latest. Returns the start offset.
+    fn delete_before_latest_snapshot(&mut self) -> i64;
+    /// Replaces the whole log by snapshot `id` (a download from the leader): stores it,
+    /// empties the log and restarts it at `id.end_offset` with `id.epoch` as its last epoch.
+    /// Durable on return.
+    fn install_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError>;
+    /// Starts downloading snapshot `id` into a partial snapshot (a `.part` file on disk),
+    /// abandoning any other download in progress.
+    fn begin_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError>;
+    /// Appends a chunk to the download of `id`; returns the bytes held (the next position).
+    fn append_snapshot_download(&mut self, id: SnapshotId, chunk: &[u8]) -> Result<u64, LogError>;
+    /// Completes the download of `id` and installs it as [`RaftLog::install_snapshot`] does.
+    fn finish_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError>;
 }
 
 /// One batch held by [`MemoryLog`].
@@ -73,6 +132,12 @@ struct Entry {
 pub struct MemoryLog {
     entries: Vec<Entry>,
     flushed_offset: i64,
+    /// The end offset when `entries` is empty (the start offset).
+    start: i64,
+    /// Complete snapshots, oldest first (always durable).
+    snapshots: Vec<(SnapshotId, Bytes)>,
+    /// A snapshot being downloaded (a crash loses it, as it does a `.part` file).
+    download: Option<(SnapshotId, Vec<u8>)>,
 }
 
 impl MemoryLog {
@@ -82,6 +147,7 @@ impl MemoryLog {
 
     /// What a process crash leaves: only what was flushed.
     pub fn crash(&mut self) {
+        self.download = None;
         let keep = self.flushed_offset;
         self.entries.retain(|e| e.next_offset <= keep);
         assert_eq!(
@@ -94,6 +160,14 @@ impl MemoryLog {
     /// The batch starting at `base_offset`, if held (for invariant checks).
     pub fn batch_at(&self, base_offset: i64) -> Option<&Bytes> {
         self.index_of(base_offset).map(|i| &self.entries[i].bytes)
+    }
+
+    /// The bytes of snapshot `id`, if held.
+    pub fn snapshot(&self, id: SnapshotId) -> Option<&Bytes> {
+        self.snapshots
+            .iter()
+            .find(|(s, _)| *s == id)
+            .map(|(_, bytes)| bytes)
     }
 
     /// Every batch as (base offset, epoch, bytes), oldest first.
@@ -131,15 +205,21 @@ impl MemoryLog {
 
 impl RaftLog for MemoryLog {
     fn start_offset(&self) -> i64 {
-        0
+        self.entries.first().map_or(self.start, |e| e.base_offset)
     }
 
     fn end_offset(&self) -> i64 {
-        self.entries.last().map_or(0, |e| e.next_offset)
+        self.entries.last().map_or(self.start, |e| e.next_offset)
     }
 
     fn last_epoch(&self) -> i32 {
-        self.entries.last().map_or(0, |e| e.epoch)
+        match self.entries.last() {
+            Some(e) => e.epoch,
+            None => self
+                .latest_snapshot()
+                .filter(|s| s.end_offset == self.start)
+                .map_or(0, |s| s.epoch),
+        }
     }
 
     fn append_as_leader(&mut self, batch: Bytes, epoch: i32) -> Result<(i64, i64), LogError> {
@@ -206,7 +286,7 @@ impl RaftLog for MemoryLog {
 
     fn truncate_to(&mut self, offset: i64) {
         self.entries.retain(|e| e.next_offset <= offset);
-        assert!(self.end_offset() <= offset.max(0));
+        assert!(self.end_offset() <= offset.max(self.start));
         self.flushed_offset = self.flushed_offset.min(self.end_offset());
     }
 
@@ -214,7 +294,13 @@ impl RaftLog for MemoryLog {
         // The last batch whose epoch is ≤ the requested one; its epoch ends where the next
         // (higher) epoch starts.
         let Some(i) = self.entries.iter().rposition(|e| e.epoch <= epoch) else {
-            return (0, self.start_offset());
+            // Below every batch held: the snapshot the log starts at answers, if any.
+            return match self.latest_snapshot() {
+                Some(s) if s.end_offset == self.start_offset() && s.epoch <= epoch => {
+                    (s.epoch, s.end_offset)
+                }
+                _ => (0, self.start_offset()),
+            };
         };
         let found = self.entries[i].epoch;
         let end = self
@@ -246,6 +332,94 @@ impl RaftLog for MemoryLog {
     fn flushed_offset(&self) -> i64 {
         self.flushed_offset
     }
+
+    fn latest_snapshot(&self) -> Option<SnapshotId> {
+        self.snapshots.last().map(|(id, _)| *id)
+    }
+
+    fn store_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        if id.end_offset < 0 || id.end_offset > self.end_offset() {
+            return Err(id.refused("end offset outside the log"));
+        }
+        if self.snapshot(id).is_some() {
+            return Err(id.refused("already exists"));
+        }
+        self.snapshots.push((id, Bytes::copy_from_slice(data)));
+        self.snapshots.sort_by_key(|(id, _)| *id);
+        Ok(())
+    }
+
+    fn read_snapshot(
+        &self,
+        id: SnapshotId,
+        position: u64,
+        max_bytes: usize,
+    ) -> Option<(Bytes, u64)> {
+        let bytes = self.snapshot(id)?;
+        let size = bytes.len() as u64;
+        let from = usize::try_from(position.min(size)).unwrap_or(bytes.len());
+        let to = from.saturating_add(max_bytes).min(bytes.len());
+        Some((bytes.slice(from..to), size))
+    }
+
+    fn delete_before_latest_snapshot(&mut self) -> i64 {
+        let Some(latest) = self.latest_snapshot() else {
+            return self.start_offset();
+        };
+        let end = self.end_offset();
+        self.entries.retain(|e| e.next_offset > latest.end_offset);
+        if self.entries.is_empty() {
+            self.start = end;
+        }
+        let start = self.start_offset();
+        self.start = start;
+        self.snapshots
+            .retain(|(id, _)| id.end_offset >= start || *id == latest);
+        start
+    }
+
+    fn install_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        if id.end_offset < 0 || id.epoch < 0 {
+            return Err(id.refused("negative end offset or epoch"));
+        }
+        if self.snapshot(id).is_none() {
+            self.snapshots.push((id, Bytes::copy_from_slice(data)));
+            self.snapshots.sort_by_key(|(id, _)| *id);
+        }
+        self.entries.clear();
+        self.start = id.end_offset;
+        self.flushed_offset = id.end_offset;
+        self.snapshots.retain(|(s, _)| *s == id);
+        Ok(())
+    }
+
+    fn begin_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
+        if id.end_offset < 0 || id.epoch < 0 {
+            return Err(id.refused("negative end offset or epoch"));
+        }
+        self.download = Some((id, Vec::new()));
+        Ok(())
+    }
+
+    fn append_snapshot_download(&mut self, id: SnapshotId, chunk: &[u8]) -> Result<u64, LogError> {
+        match &mut self.download {
+            Some((d, data)) if *d == id => {
+                data.extend_from_slice(chunk);
+                Ok(data.len() as u64)
+            }
+            _ => Err(id.refused("not being downloaded")),
+        }
+    }
+
+    fn finish_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
+        match self.download.take() {
+            Some((d, data)) if d == id => self.install_snapshot(id, &data),
+            other => {
+                self.download = other;
+                Err(id.refused("not being downloaded"))
+            }
+        }
+    }
 }
 
 /// The behaviour every [`RaftLog`] must have, as one function a driver's log can be run
@@ -254,7 +428,7 @@ pub mod conformance {
     use bytes::Bytes;
     use kraftd_protocol::records::{Batches, RecordBatchBuilder};
 
-    use super::RaftLog;
+    use super::{RaftLog, SnapshotId};
 
     fn batch(records: usize) -> Bytes {
         let mut b = RecordBatchBuilder::new(0);
@@ -330,6 +504,93 @@ pub mod conformance {
         assert!(follower.flushed_offset() <= 5);
         follower.truncate_to(0);
         assert_eq!(follower.end_offset(), 0);
+
+        check_snapshots(&make);
+    }
+
+    /// KIP-630: storing, reading by position, deleting the log before, installing.
+    fn check_snapshots<L: RaftLog>(make: &impl Fn() -> L) {
+        let mut log = make();
+        assert_eq!(log.latest_snapshot(), None);
+        log.append_as_leader(batch(3), 1).expect("append");
+        log.append_as_leader(batch(2), 2).expect("append");
+        log.append_as_leader(batch(4), 2).expect("append");
+        log.flush();
+        let too_far = SnapshotId {
+            end_offset: 10,
+            epoch: 2,
+        };
+        assert!(
+            log.store_snapshot(too_far, b"x").is_err(),
+            "a snapshot past the end is refused"
+        );
+        let id = SnapshotId {
+            end_offset: 5,
+            epoch: 2,
+        };
+        let data: Vec<u8> = (0..100u8).collect();
+        log.store_snapshot(id, &data).expect("snapshot");
+        assert!(log.store_snapshot(id, &data).is_err(), "exists already");
+        assert_eq!(log.latest_snapshot(), Some(id));
+        let (chunk, size) = log.read_snapshot(id, 0, 30).expect("held");
+        assert_eq!((&chunk[..], size), (&data[..30], 100));
+        let (chunk, _) = log.read_snapshot(id, 90, 30).expect("held");
+        assert_eq!(&chunk[..], &data[90..]);
+        assert!(log.read_snapshot(id, 100, 30).expect("held").0.is_empty());
+        assert_eq!(log.read_snapshot(too_far, 0, 30), None);
+
+        // Deleting before the snapshot keeps everything from its end offset readable.
+        let start = log.delete_before_latest_snapshot();
+        assert!(start <= 5, "the start offset never passes the snapshot");
+        assert_eq!(log.start_offset(), start);
+        assert_eq!(log.end_offset(), 9);
+        assert_eq!(log.last_epoch(), 2);
+        let bases: Vec<i64> = Batches::new(log.read(5, 1 << 20))
+            .map(|b| b.expect("whole batches").base_offset())
+            .collect();
+        assert_eq!(bases, vec![5]);
+        assert_eq!(log.latest_snapshot(), Some(id));
+
+        // A follower far behind installs the snapshot and continues from its end offset.
+        let mut follower = make();
+        follower
+            .append_as_leader(batch(1), 1)
+            .expect("a stale local batch");
+        follower.install_snapshot(id, &data).expect("install");
+        assert_eq!(follower.start_offset(), 5);
+        assert_eq!(follower.end_offset(), 5);
+        assert_eq!(follower.last_epoch(), 2, "the snapshot's epoch");
+        assert_eq!(follower.flushed_offset(), 5);
+        assert_eq!(follower.latest_snapshot(), Some(id));
+        assert_eq!(follower.end_offset_for_epoch(2), (2, 5));
+        assert_eq!(
+            follower.read_snapshot(id, 0, 1 << 20).expect("held").0,
+            &data[..]
+        );
+        follower
+            .append_as_follower(log.read(5, 1 << 20), 2)
+            .expect("the batches after the snapshot");
+        assert_eq!(follower.end_offset(), 9);
+        assert_eq!(follower.read(5, 1 << 20), log.read(5, 1 << 20));
+
+        // The same by download, in chunks.
+        let mut fresh = make();
+        assert!(fresh.append_snapshot_download(id, b"x").is_err());
+        fresh.begin_snapshot_download(id).expect("begin");
+        assert_eq!(fresh.latest_snapshot(), None, "incomplete until finished");
+        assert_eq!(fresh.append_snapshot_download(id, &data[..60]), Ok(60));
+        assert_eq!(fresh.append_snapshot_download(id, &data[60..]), Ok(100));
+        fresh.finish_snapshot_download(id).expect("finish");
+        assert_eq!(fresh.latest_snapshot(), Some(id));
+        assert_eq!((fresh.start_offset(), fresh.end_offset()), (5, 5));
+        assert_eq!(
+            fresh.read_snapshot(id, 0, 1 << 20).expect("held").0,
+            &data[..]
+        );
+        assert!(
+            fresh.finish_snapshot_download(id).is_err(),
+            "finished already"
+        );
     }
 }
 

@@ -6,7 +6,8 @@
 use bytes::Bytes;
 use kraftd_protocol::messages::{
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, VoteRequest, VoteResponse,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest,
+    FetchSnapshotResponse, VoteRequest, VoteResponse,
 };
 use kraftd_protocol::{ApiKey, DecodeError, EncodeError, Message, Uuid};
 
@@ -25,6 +26,8 @@ pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = 1;
 pub const END_QUORUM_EPOCH_VERSION: i16 = 1;
 /// Fetch v18 carries the follower's high watermark (KIP-1166).
 pub const FETCH_VERSION: i16 = 18;
+/// FetchSnapshot v1 carries the leader's endpoints (KIP-853), as Kafka 4.x sends it.
+pub const FETCH_SNAPSHOT_VERSION: i16 = 1;
 
 /// Which RPC a message belongs to (requests and responses share it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,6 +36,7 @@ pub enum ApiKind {
     BeginQuorumEpoch,
     EndQuorumEpoch,
     Fetch,
+    FetchSnapshot,
 }
 
 impl ApiKind {
@@ -42,6 +46,7 @@ impl ApiKind {
             ApiKind::BeginQuorumEpoch => ApiKey::BeginQuorumEpoch,
             ApiKind::EndQuorumEpoch => ApiKey::EndQuorumEpoch,
             ApiKind::Fetch => ApiKey::Fetch,
+            ApiKind::FetchSnapshot => ApiKey::FetchSnapshot,
         }
     }
 
@@ -52,6 +57,7 @@ impl ApiKind {
             ApiKind::BeginQuorumEpoch => BEGIN_QUORUM_EPOCH_VERSION,
             ApiKind::EndQuorumEpoch => END_QUORUM_EPOCH_VERSION,
             ApiKind::Fetch => FETCH_VERSION,
+            ApiKind::FetchSnapshot => FETCH_SNAPSHOT_VERSION,
         }
     }
 }
@@ -67,6 +73,8 @@ pub enum RaftMessage {
     EndQuorumEpochResponse(EndQuorumEpochResponse),
     FetchRequest(FetchRequest),
     FetchResponse(Box<FetchResponse>),
+    FetchSnapshotRequest(FetchSnapshotRequest),
+    FetchSnapshotResponse(Box<FetchSnapshotResponse>),
 }
 
 /// Why bytes did not make a [`RaftMessage`].
@@ -89,6 +97,9 @@ impl RaftMessage {
                 ApiKind::EndQuorumEpoch
             }
             RaftMessage::FetchRequest(_) | RaftMessage::FetchResponse(_) => ApiKind::Fetch,
+            RaftMessage::FetchSnapshotRequest(_) | RaftMessage::FetchSnapshotResponse(_) => {
+                ApiKind::FetchSnapshot
+            }
         }
     }
 
@@ -99,6 +110,7 @@ impl RaftMessage {
                 | RaftMessage::BeginQuorumEpochRequest(_)
                 | RaftMessage::EndQuorumEpochRequest(_)
                 | RaftMessage::FetchRequest(_)
+                | RaftMessage::FetchSnapshotRequest(_)
         )
     }
 
@@ -114,6 +126,8 @@ impl RaftMessage {
             RaftMessage::EndQuorumEpochResponse(m) => m.to_bytes(v),
             RaftMessage::FetchRequest(m) => m.to_bytes(v),
             RaftMessage::FetchResponse(m) => m.to_bytes(v),
+            RaftMessage::FetchSnapshotRequest(m) => m.to_bytes(v),
+            RaftMessage::FetchSnapshotResponse(m) => m.to_bytes(v),
         }
     }
 
@@ -144,6 +158,12 @@ impl RaftMessage {
             (ApiKind::Fetch, false) => {
                 RaftMessage::FetchResponse(Box::new(FetchResponse::decode(b, version)?))
             }
+            (ApiKind::FetchSnapshot, true) => {
+                RaftMessage::FetchSnapshotRequest(FetchSnapshotRequest::decode(b, version)?)
+            }
+            (ApiKind::FetchSnapshot, false) => RaftMessage::FetchSnapshotResponse(Box::new(
+                FetchSnapshotResponse::decode(b, version)?,
+            )),
         };
         if !body.is_empty() {
             return Err(MessageDecodeError::TrailingBytes {

@@ -20,6 +20,14 @@
 //!    the followers' fetch and fsync instead of preceding them).
 //! 4. Sleep until [`RaftCore::poll_timeout`] or the next input, whichever comes first.
 //!
+//! Snapshots (KIP-630): the state machine calls [`RaftCore::create_snapshot`] with its state
+//! at or below the HW, then [`RaftCore::delete_log_before_latest_snapshot`] when it wants
+//! the log before it gone. A leader answers a Fetch below its log start (or at it with
+//! another epoch) with the latest snapshot's id; the follower then downloads it with
+//! FetchSnapshot, one chunk in flight in place of the Fetch, installs it in place of its
+//! log and fetches on from its end offset. Listeners behind the log start get an
+//! [`Output::Snapshot`] before any further [`Output::Committed`].
+//!
 //! A [`RaftError::Fatal`] from an input means the node must stop (Kafka's fatal errors, such
 //! as a leader asking to truncate committed data); the core refuses further inputs.
 
@@ -36,17 +44,18 @@ use std::collections::{BTreeSet, VecDeque};
 use bytes::Bytes;
 use kraftd_protocol::messages::{
     begin_quorum_epoch_request, begin_quorum_epoch_response, end_quorum_epoch_request,
-    end_quorum_epoch_response, fetch_request, fetch_response, leader_change_message, vote_request,
-    vote_response, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, LeaderChangeMessage, VoteRequest,
-    VoteResponse,
+    end_quorum_epoch_response, fetch_request, fetch_response, fetch_snapshot_request,
+    fetch_snapshot_response, leader_change_message, vote_request, vote_response,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest,
+    FetchSnapshotResponse, LeaderChangeMessage, VoteRequest, VoteResponse,
 };
 use kraftd_protocol::records::{ControlRecord, RecordBatch, RecordBatchBuilder};
 use kraftd_protocol::ErrorCode;
 use tracing::{debug, error, info, warn};
 
 use self::config::RaftConfig;
-use self::log::RaftLog;
+use self::log::{LogError, RaftLog, SnapshotId};
 use self::message::{
     ApiKind, RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC,
     CLUSTER_METADATA_TOPIC_ID,
@@ -83,6 +92,10 @@ pub enum Output {
     Committed(CommittedBatch),
     /// The epoch or its leader changed.
     LeaderChange { epoch: i32, leader_id: Option<i32> },
+    /// Listeners are behind the log start: load this committed snapshot (the state below
+    /// `id.end_offset`) instead of the batches it replaces; `Committed` batches resume from
+    /// its end offset. At most once per incarnation and snapshot, before those batches.
+    Snapshot { id: SnapshotId, bytes: Bytes },
 }
 
 /// A committed record batch.
@@ -131,6 +144,23 @@ pub enum RaftError {
     Fatal(String),
 }
 
+/// A fetcher's position against the leader's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FetchPosition {
+    Valid,
+    Diverging { epoch: i32, end: i64 },
+    Snapshot(SnapshotId),
+}
+
+/// A snapshot being downloaded from the leader of `epoch` with FetchSnapshot (KIP-630),
+/// into the log's partial snapshot; `position` bytes are held.
+#[derive(Debug, Clone)]
+struct SnapshotDownload {
+    epoch: i32,
+    id: SnapshotId,
+    position: u64,
+}
+
 /// A Fetch waiting at the leader for data, an HW change or its max wait.
 #[derive(Debug, Clone)]
 struct ParkedFetch {
@@ -166,6 +196,8 @@ pub struct RaftCore<L: RaftLog> {
     /// An [`Output::Flush`] was emitted and [`RaftCore::flush`] not yet called.
     flush_requested: bool,
     parked: Vec<ParkedFetch>,
+    /// The snapshot a follower far behind is downloading instead of fetching.
+    snapshot_download: Option<SnapshotDownload>,
     /// Vote or pre-vote requests of the current election.
     vote_requests: RequestTracker,
     last_leader_notice: Option<(i32, Option<i32>)>,
@@ -215,6 +247,7 @@ impl<L: RaftLog> RaftCore<L> {
             flush_deadline_ms: None,
             flush_requested: false,
             parked: Vec::new(),
+            snapshot_download: None,
             vote_requests: RequestTracker::default(),
             last_leader_notice: None,
             pending_leader_notice: None,
@@ -388,7 +421,7 @@ impl<L: RaftLog> RaftCore<L> {
         }
         let retry_at = now_ms + self.config.retry_backoff_ms;
         match kind {
-            ApiKind::Fetch => {
+            ApiKind::Fetch | ApiKind::FetchSnapshot => {
                 if self.fetch_in_flight == Some((to, correlation_id)) {
                     self.fetch_in_flight = None;
                     self.fetch_backoff_until_ms = retry_at;
@@ -441,6 +474,12 @@ impl<L: RaftLog> RaftCore<L> {
             }
             RaftMessage::FetchRequest(r) => self.on_fetch_request(now_ms, from, corr, r),
             RaftMessage::FetchResponse(r) => self.on_fetch_response(now_ms, from, corr, *r),
+            RaftMessage::FetchSnapshotRequest(r) => {
+                self.on_fetch_snapshot_request(now_ms, from, corr, r)
+            }
+            RaftMessage::FetchSnapshotResponse(r) => {
+                self.on_fetch_snapshot_response(now_ms, from, corr, *r)
+            }
         }
         self.poll(now_ms);
         match &self.fatal {
@@ -496,6 +535,35 @@ impl<L: RaftLog> RaftCore<L> {
         }
         self.maybe_advance_leader_hw(now_ms);
         self.poll(now_ms);
+    }
+
+    /// The state machine saved its state after every committed record below
+    /// `id.end_offset`, the last of which was written in `id.epoch` (KIP-630): stores the
+    /// snapshot. Refused above the high watermark, below the log start, or when `id.epoch`
+    /// is not an epoch of the log ending at or after `id.end_offset`.
+    pub fn create_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        let refused = |reason: &str| LogError::Snapshot {
+            end_offset: id.end_offset,
+            epoch: id.epoch,
+            reason: reason.to_string(),
+        };
+        if id.end_offset > self.high_watermark {
+            return Err(refused("above the high watermark"));
+        }
+        if id.end_offset < self.log.start_offset() {
+            return Err(refused("below the log start offset"));
+        }
+        let (found, end) = self.log.end_offset_for_epoch(id.epoch);
+        if found != id.epoch || end < id.end_offset {
+            return Err(refused("the epoch does not hold the end offset"));
+        }
+        self.log.store_snapshot(id, data)
+    }
+
+    /// Deletes the log below the latest snapshot (whole batches or segments); returns the
+    /// new log start offset. A fetcher below it is sent the snapshot.
+    pub fn delete_log_before_latest_snapshot(&mut self) -> i64 {
+        self.log.delete_before_latest_snapshot()
     }
 
     /// Graceful shutdown of a leader: resign and tell the voters (a no-op otherwise).
@@ -1219,8 +1287,8 @@ impl<L: RaftLog> RaftCore<L> {
         }
         let p = fetch_partition(&req).expect("validated").clone();
         let replica = req.replica_state.replica_id;
-        let diverging = self.diverging_epoch(p.fetch_offset, p.last_fetched_epoch);
-        if diverging.is_none() && replica >= 0 && replica != self.node_id {
+        let position = self.check_fetch_position(p.fetch_offset, p.last_fetched_epoch);
+        if position == FetchPosition::Valid && replica >= 0 && replica != self.node_id {
             let leader_end = self.log.end_offset();
             let timeout = self.config.check_quorum_timeout_ms();
             if let Role::Leader(l) = self.quorum.role_mut() {
@@ -1266,17 +1334,32 @@ impl<L: RaftLog> RaftCore<L> {
         Some(self.fetch_error(code))
     }
 
-    /// Where the fetcher's log leaves ours, if it does: the largest epoch ≤ its last
-    /// fetched epoch that we hold, and that epoch's end offset (KIP-279).
-    fn diverging_epoch(&self, fetch_offset: i64, last_fetched_epoch: i32) -> Option<(i32, i64)> {
-        if fetch_offset == self.log.start_offset() && last_fetched_epoch == 0 {
-            return None;
+    /// Where the fetcher's position stands against our log (Kafka's
+    /// `validateOffsetAndEpoch`): fine, below our log start (it must fetch the latest
+    /// snapshot, KIP-630), or diverging from ours at the largest epoch ≤ its last fetched
+    /// epoch that we hold, which ends at the given offset (KIP-279).
+    fn check_fetch_position(&self, fetch_offset: i64, last_fetched_epoch: i32) -> FetchPosition {
+        let start = self.log.start_offset();
+        let latest = self.log.latest_snapshot();
+        let snapshot_at_start = latest.filter(|s| s.end_offset == start);
+        if fetch_offset == start && last_fetched_epoch == 0 && snapshot_at_start.is_none() {
+            return FetchPosition::Valid;
+        }
+        if let Some(latest) = latest {
+            let before_start = fetch_offset < start
+                || snapshot_at_start.is_some_and(|s| {
+                    (fetch_offset == start && last_fetched_epoch != s.epoch)
+                        || last_fetched_epoch < s.epoch
+                });
+            if before_start {
+                return FetchPosition::Snapshot(latest);
+            }
         }
         let (epoch, end) = self.log.end_offset_for_epoch(last_fetched_epoch);
         if epoch != last_fetched_epoch || fetch_offset > end {
-            Some((epoch, end))
+            FetchPosition::Diverging { epoch, end }
         } else {
-            None
+            FetchPosition::Valid
         }
     }
 
@@ -1316,15 +1399,24 @@ impl<L: RaftLog> RaftCore<L> {
         };
         let mut part = self.partition_response(ErrorCode::None);
         part.high_watermark = hw;
-        if let Some((epoch, end_offset)) =
-            self.diverging_epoch(p.fetch_offset, p.last_fetched_epoch)
-        {
-            part.diverging_epoch = fetch_response::EpochEndOffset {
-                epoch,
-                end_offset,
-                ..Default::default()
-            };
-            return (self.wrap_partition(part), true);
+        match self.check_fetch_position(p.fetch_offset, p.last_fetched_epoch) {
+            FetchPosition::Valid => {}
+            FetchPosition::Diverging { epoch, end } => {
+                part.diverging_epoch = fetch_response::EpochEndOffset {
+                    epoch,
+                    end_offset: end,
+                    ..Default::default()
+                };
+                return (self.wrap_partition(part), true);
+            }
+            FetchPosition::Snapshot(id) => {
+                part.snapshot_id = fetch_response::SnapshotId {
+                    end_offset: id.end_offset,
+                    epoch: id.epoch,
+                    ..Default::default()
+                };
+                return (self.wrap_partition(part), true);
+            }
         }
         let max_bytes = (p.partition_max_bytes.max(0) as usize)
             .min(req.max_bytes.max(0) as usize)
@@ -1515,8 +1607,19 @@ impl<L: RaftLog> RaftCore<L> {
         let Some(target) = self.current_fetch_target() else {
             return;
         };
-        let req = self.fetch_request();
-        let corr = self.send(target, RaftMessage::FetchRequest(req));
+        if self
+            .snapshot_download
+            .as_ref()
+            .is_some_and(|d| d.epoch != self.epoch())
+        {
+            // The download belonged to an older epoch's leader; start over by fetching.
+            self.snapshot_download = None;
+        }
+        let msg = match &self.snapshot_download {
+            Some(d) => RaftMessage::FetchSnapshotRequest(self.fetch_snapshot_request(d)),
+            None => RaftMessage::FetchRequest(self.fetch_request()),
+        };
+        let corr = self.send(target, msg);
         self.fetch_in_flight = Some((target, corr));
     }
 
@@ -1635,12 +1738,53 @@ impl<L: RaftLog> RaftCore<L> {
             self.log.flush();
             return;
         }
-        if p.snapshot_id.end_offset >= 0 && p.snapshot_id.epoch >= 0 {
-            warn!(
-                node = self.node_id,
-                "fetch answered with a snapshot id; snapshots are not supported yet"
-            );
-            self.fetch_backoff_until_ms = backoff;
+        if p.snapshot_id.end_offset >= 0 || p.snapshot_id.epoch >= 0 {
+            let id = SnapshotId {
+                end_offset: p.snapshot_id.end_offset,
+                epoch: p.snapshot_id.epoch,
+            };
+            if id.end_offset < 0 || id.epoch < 0 || id.epoch > epoch {
+                warn!(
+                    node = self.node_id,
+                    from,
+                    ?id,
+                    "invalid snapshot id; ignored"
+                );
+                self.fetch_backoff_until_ms = backoff;
+                return;
+            }
+            if id.end_offset < self.high_watermark {
+                warn!(
+                    node = self.node_id,
+                    from,
+                    ?id,
+                    hw = self.high_watermark,
+                    "snapshot below our high watermark; ignored"
+                );
+                self.fetch_backoff_until_ms = backoff;
+                return;
+            }
+            if self.log.read_snapshot(id, 0, 0).is_some() {
+                // Held already (a restart after a download, before the log was replaced).
+                if let Err(e) = self.log.install_snapshot(id, &[]) {
+                    warn!(node = self.node_id, from, error = %e, "snapshot install refused");
+                    self.fetch_backoff_until_ms = backoff;
+                    return;
+                }
+                self.on_snapshot_installed(id);
+                return;
+            }
+            if let Err(e) = self.log.begin_snapshot_download(id) {
+                warn!(node = self.node_id, from, error = %e, "snapshot download refused");
+                self.fetch_backoff_until_ms = backoff;
+                return;
+            }
+            info!(node = self.node_id, from, ?id, "fetching snapshot");
+            self.snapshot_download = Some(SnapshotDownload {
+                epoch,
+                id,
+                position: 0,
+            });
             return;
         }
         if let Some(records) = p.records.filter(|r| !r.is_empty()) {
@@ -1661,6 +1805,279 @@ impl<L: RaftLog> RaftCore<L> {
             if hw > self.high_watermark {
                 self.set_high_watermark(hw);
             }
+        }
+    }
+
+    // ----- FetchSnapshot (KIP-630) -----
+
+    /// The leader serves a chunk of one of its snapshots (KafkaRaftClient
+    /// `handleFetchSnapshotRequest`).
+    fn on_fetch_snapshot_request(
+        &mut self,
+        now_ms: u64,
+        from: i32,
+        corr: i32,
+        req: FetchSnapshotRequest,
+    ) {
+        let resp = self.build_fetch_snapshot_response(&req);
+        let served = resp.error_code == ErrorCode::None.code()
+            && resp
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter())
+                .all(|p| p.error_code == ErrorCode::None.code());
+        if served && req.replica_id >= 0 && req.replica_id != self.node_id {
+            let timeout = self.config.check_quorum_timeout_ms();
+            if let Role::Leader(l) = self.quorum.role_mut() {
+                l.record_check_quorum(req.replica_id, now_ms, timeout);
+            }
+        }
+        self.respond(
+            from,
+            corr,
+            RaftMessage::FetchSnapshotResponse(Box::new(resp)),
+        );
+    }
+
+    fn build_fetch_snapshot_response(&self, req: &FetchSnapshotRequest) -> FetchSnapshotResponse {
+        if !self.has_valid_cluster_id(req.cluster_id.as_deref()) {
+            return FetchSnapshotResponse {
+                error_code: ErrorCode::InconsistentClusterId.code(),
+                ..Default::default()
+            };
+        }
+        let Some(p) =
+            single_partition(&req.topics, |t| &t.name, |t| &t.partitions, |p| p.partition)
+        else {
+            return FetchSnapshotResponse {
+                error_code: ErrorCode::InvalidRequest.code(),
+                ..Default::default()
+            };
+        };
+        let epoch = self.epoch();
+        let code = if p.current_leader_epoch < epoch {
+            ErrorCode::FencedLeaderEpoch
+        } else if p.current_leader_epoch > epoch {
+            ErrorCode::UnknownLeaderEpoch
+        } else if !matches!(self.quorum.role(), Role::Leader(_)) {
+            ErrorCode::NotLeaderOrFollower
+        } else {
+            ErrorCode::None
+        };
+        let mut part = fetch_snapshot_response::PartitionSnapshot {
+            index: CLUSTER_METADATA_PARTITION,
+            error_code: code.code(),
+            snapshot_id: fetch_snapshot_response::SnapshotId {
+                end_offset: p.snapshot_id.end_offset,
+                epoch: p.snapshot_id.epoch,
+                ..Default::default()
+            },
+            current_leader: fetch_snapshot_response::LeaderIdAndEpoch {
+                leader_id: self.leader_id().unwrap_or(-1),
+                leader_epoch: epoch,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if code == ErrorCode::None {
+            let id = SnapshotId {
+                end_offset: p.snapshot_id.end_offset,
+                epoch: p.snapshot_id.epoch,
+            };
+            let max_bytes = (req.max_bytes.max(1) as usize).min(self.config.fetch_max_bytes);
+            match u64::try_from(p.position) {
+                Err(_) => part.error_code = ErrorCode::PositionOutOfRange.code(),
+                Ok(position) => match self.log.read_snapshot(id, position, max_bytes) {
+                    None => part.error_code = ErrorCode::SnapshotNotFound.code(),
+                    Some((_, size)) if position > size => {
+                        part.error_code = ErrorCode::PositionOutOfRange.code()
+                    }
+                    Some((bytes, size)) => {
+                        part.size = i64::try_from(size).unwrap_or(i64::MAX);
+                        part.position = p.position;
+                        part.unaligned_records = bytes;
+                    }
+                },
+            }
+        }
+        FetchSnapshotResponse {
+            topics: vec![fetch_snapshot_response::TopicSnapshot {
+                name: CLUSTER_METADATA_TOPIC.to_string(),
+                partitions: vec![part],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// A follower stores a chunk; the last one installs the snapshot in place of its log
+    /// (KafkaRaftClient `handleFetchSnapshotResponse`).
+    fn on_fetch_snapshot_response(
+        &mut self,
+        now_ms: u64,
+        from: i32,
+        corr: i32,
+        resp: FetchSnapshotResponse,
+    ) {
+        if self.fetch_in_flight != Some((from, corr)) {
+            debug!(
+                node = self.node_id,
+                from, "fetch snapshot response not asked for; ignored"
+            );
+            return;
+        }
+        self.fetch_in_flight = None;
+        let backoff = now_ms + self.config.retry_backoff_ms;
+        if resp.error_code != ErrorCode::None.code() {
+            warn!(
+                node = self.node_id,
+                from,
+                code = resp.error_code,
+                "fetch snapshot failed"
+            );
+            self.fetch_backoff_until_ms = backoff;
+            self.on_fetch_target_unreachable(from);
+            return;
+        }
+        let Some(p) =
+            single_partition(&resp.topics, |t| &t.name, |t| &t.partitions, |p| p.index).cloned()
+        else {
+            warn!(
+                node = self.node_id,
+                from, "fetch snapshot response without the metadata partition"
+            );
+            self.fetch_backoff_until_ms = backoff;
+            return;
+        };
+        if self.maybe_follow(
+            now_ms,
+            p.current_leader.leader_id,
+            p.current_leader.leader_epoch,
+        ) {
+            self.snapshot_download = None;
+            return;
+        }
+        if p.error_code != ErrorCode::None.code() {
+            warn!(
+                node = self.node_id,
+                from,
+                code = p.error_code,
+                "fetch snapshot refused"
+            );
+            if p.error_code == ErrorCode::SnapshotNotFound.code()
+                || p.error_code == ErrorCode::PositionOutOfRange.code()
+            {
+                // Fetch again: the leader names its current snapshot.
+                self.snapshot_download = None;
+            }
+            // As for Fetch: a reply naming our leader sends us back to it at once (D1);
+            // otherwise retry after the backoff, elsewhere when we were on a bootstrap
+            // server.
+            let leader = p.current_leader.leader_id;
+            let names_our_leader = p.current_leader.leader_epoch == self.epoch()
+                && matches!(self.quorum.role(), Role::Follower(f) if f.leader_id == leader);
+            if names_our_leader && from != leader {
+                if let Role::Follower(f) = self.quorum.role_mut() {
+                    f.fetch_target = leader;
+                }
+            } else {
+                self.fetch_backoff_until_ms = backoff;
+                if from != leader {
+                    self.on_fetch_target_unreachable(from);
+                }
+            }
+            return;
+        }
+        let fetch_timeout = self.config.fetch_timeout_ms;
+        let Role::Follower(f) = self.quorum.role_mut() else {
+            return;
+        };
+        if from != f.leader_id {
+            return;
+        }
+        f.has_fetched_from_leader = true;
+        if f.fetch_deadline_ms.is_some() {
+            f.fetch_deadline_ms = Some(now_ms + fetch_timeout);
+        }
+        let Some(d) = self.snapshot_download.clone() else {
+            return;
+        };
+        let same_id =
+            p.snapshot_id.end_offset == d.id.end_offset && p.snapshot_id.epoch == d.id.epoch;
+        let expected_position = i64::try_from(d.position).unwrap_or(i64::MAX);
+        let fits = p.size >= 0
+            && expected_position.saturating_add(p.unaligned_records.len() as i64) <= p.size;
+        if !same_id || p.position != expected_position || !fits {
+            warn!(
+                node = self.node_id,
+                from,
+                position = p.position,
+                size = p.size,
+                "fetch snapshot chunk does not fit the download; starting over"
+            );
+            self.snapshot_download = None;
+            self.fetch_backoff_until_ms = backoff;
+            return;
+        }
+        let position = match self
+            .log
+            .append_snapshot_download(d.id, &p.unaligned_records)
+        {
+            Ok(position) => position,
+            Err(e) => {
+                warn!(node = self.node_id, from, error = %e, "snapshot chunk refused");
+                self.snapshot_download = None;
+                self.fetch_backoff_until_ms = backoff;
+                return;
+            }
+        };
+        if (position as i64) < p.size {
+            if p.unaligned_records.is_empty() {
+                self.fetch_backoff_until_ms = backoff;
+            }
+            if let Some(d) = self.snapshot_download.as_mut() {
+                d.position = position;
+            }
+            return;
+        }
+        self.snapshot_download = None;
+        if let Err(e) = self.log.finish_snapshot_download(d.id) {
+            warn!(node = self.node_id, from, error = %e, "snapshot install refused");
+            self.fetch_backoff_until_ms = backoff;
+            return;
+        }
+        self.on_snapshot_installed(d.id);
+    }
+
+    /// The log now starts at snapshot `id`, which the leader holds committed.
+    fn on_snapshot_installed(&mut self, id: SnapshotId) {
+        info!(node = self.node_id, ?id, "installed snapshot");
+        if id.end_offset > self.high_watermark {
+            self.set_high_watermark(id.end_offset);
+        }
+    }
+
+    fn fetch_snapshot_request(&self, d: &SnapshotDownload) -> FetchSnapshotRequest {
+        FetchSnapshotRequest {
+            cluster_id: Some(self.config.cluster_id.clone()),
+            replica_id: self.node_id,
+            max_bytes: self.config.fetch_max_bytes.min(i32::MAX as usize) as i32,
+            topics: vec![fetch_snapshot_request::TopicSnapshot {
+                name: CLUSTER_METADATA_TOPIC.to_string(),
+                partitions: vec![fetch_snapshot_request::PartitionSnapshot {
+                    partition: CLUSTER_METADATA_PARTITION,
+                    current_leader_epoch: self.epoch(),
+                    snapshot_id: fetch_snapshot_request::SnapshotId {
+                        end_offset: d.id.end_offset,
+                        epoch: d.id.epoch,
+                        ..Default::default()
+                    },
+                    position: i64::try_from(d.position).unwrap_or(i64::MAX),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
         }
     }
 
@@ -1695,6 +2112,20 @@ impl<L: RaftLog> RaftCore<L> {
     // ----- listeners -----
 
     fn deliver_committed(&mut self) {
+        if self.delivered_offset < self.log.start_offset() {
+            // The batches listeners need are gone: they load the snapshot first.
+            let Some(id) = self.log.latest_snapshot() else {
+                return;
+            };
+            if id.end_offset > self.high_watermark || id.end_offset < self.log.start_offset() {
+                return;
+            }
+            let Some((bytes, _)) = self.log.read_snapshot(id, 0, usize::MAX) else {
+                return;
+            };
+            self.delivered_offset = id.end_offset;
+            self.outputs.push_back(Output::Snapshot { id, bytes });
+        }
         while self.delivered_offset < self.high_watermark {
             let bytes = self
                 .log

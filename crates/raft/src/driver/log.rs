@@ -9,6 +9,10 @@
 //! the path and operation, and the driver task stops. Refused input (a malformed or
 //! non-contiguous batch from the network) maps to the core's [`LogError`] and changes
 //! nothing.
+//!
+//! Snapshots (KIP-630) are `crates/log`'s `<end offset>-<epoch>.checkpoint` files; deleting
+//! before a snapshot removes whole segments, so the start offset is the base of the oldest
+//! segment kept (at most the snapshot's end offset).
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -18,7 +22,7 @@ use kraftd_log::quorum_state::QuorumStateStore;
 use kraftd_log::{Log, LogConfig};
 use kraftd_protocol::records::Batches;
 
-use crate::core::log::{LogError, RaftLog};
+use crate::core::log::{LogError, RaftLog, SnapshotId};
 use crate::core::quorum_state::QuorumStateData;
 
 /// The metadata log of one node: a `kraftd_log::Log` in the directory, plus its
@@ -27,6 +31,8 @@ use crate::core::quorum_state::QuorumStateData;
 pub struct MetadataLog {
     log: Log,
     quorum_state: QuorumStateStore,
+    /// A FetchSnapshot download in progress (its `.part` file; dropped, it is deleted).
+    download: Option<kraftd_log::SnapshotWriter>,
 }
 
 /// Why the metadata log directory could not be opened or its quorum state read.
@@ -51,6 +57,7 @@ impl MetadataLog {
         Ok(MetadataLog {
             log,
             quorum_state: QuorumStateStore::new(dir),
+            download: None,
         })
     }
 
@@ -100,6 +107,43 @@ fn wall_clock_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+fn to_store(id: SnapshotId) -> kraftd_log::SnapshotId {
+    kraftd_log::SnapshotId {
+        end_offset: id.end_offset,
+        epoch: id.epoch,
+    }
+}
+
+fn from_store(id: kraftd_log::SnapshotId) -> SnapshotId {
+    SnapshotId {
+        end_offset: id.end_offset,
+        epoch: id.epoch,
+    }
+}
+
+impl MetadataLog {
+    /// Writes snapshot `id` unless it exists; I/O errors are fatal.
+    fn write_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        let refused = |reason: String| LogError::Snapshot {
+            end_offset: id.end_offset,
+            epoch: id.epoch,
+            reason,
+        };
+        let mut writer = match self.log.create_snapshot(to_store(id)) {
+            Ok(w) => w,
+            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("create snapshot", e),
+            Err(e) => return Err(refused(e.to_string())),
+        };
+        if let Err(e) = writer.append(data) {
+            self.fatal("write snapshot", e)
+        }
+        if let Err(e) = self.log.commit_snapshot(writer) {
+            self.fatal("commit snapshot", e)
+        }
+        Ok(())
+    }
+}
+
 fn refused(e: kraftd_log::LogError, end_offset: i64) -> LogError {
     match e {
         kraftd_log::LogError::NonContiguousOffset { .. } => LogError::NotContiguous {
@@ -120,7 +164,13 @@ impl RaftLog for MetadataLog {
     }
 
     fn last_epoch(&self) -> i32 {
-        self.log.latest_epoch().unwrap_or(0)
+        match self.log.latest_epoch() {
+            Some(epoch) => epoch,
+            None => self
+                .latest_snapshot()
+                .filter(|s| s.end_offset == self.end_offset())
+                .map_or(0, |s| s.epoch),
+        }
     }
 
     fn append_as_leader(&mut self, batch: Bytes, epoch: i32) -> Result<(i64, i64), LogError> {
@@ -197,9 +247,16 @@ impl RaftLog for MetadataLog {
     }
 
     fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
-        self.log
-            .end_offset_for_epoch(epoch)
-            .unwrap_or((0, self.start_offset()))
+        match self.log.end_offset_for_epoch(epoch) {
+            Some(found) => found,
+            // Below every batch held: the snapshot the log starts at answers, if any.
+            None => match self.latest_snapshot() {
+                Some(s) if s.end_offset == self.start_offset() && s.epoch <= epoch => {
+                    (s.epoch, s.end_offset)
+                }
+                _ => (0, self.start_offset()),
+            },
+        }
     }
 
     fn read(&self, from: i64, max_bytes: usize) -> Bytes {
@@ -220,6 +277,117 @@ impl RaftLog for MetadataLog {
 
     fn flushed_offset(&self) -> i64 {
         self.log.flushed_offset()
+    }
+
+    fn latest_snapshot(&self) -> Option<SnapshotId> {
+        self.log.latest_snapshot().map(from_store)
+    }
+
+    fn store_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        if id.end_offset < 0 || id.end_offset > self.end_offset() {
+            return Err(LogError::Snapshot {
+                end_offset: id.end_offset,
+                epoch: id.epoch,
+                reason: "end offset outside the log".into(),
+            });
+        }
+        self.write_snapshot(id, data)
+    }
+
+    fn read_snapshot(
+        &self,
+        id: SnapshotId,
+        position: u64,
+        max_bytes: usize,
+    ) -> Option<(Bytes, u64)> {
+        let reader = self.log.open_snapshot(to_store(id)).ok()?;
+        match reader.read(position, max_bytes) {
+            Ok(bytes) => Some((bytes, reader.size_in_bytes())),
+            Err(e) => self.fatal("read snapshot", e),
+        }
+    }
+
+    fn delete_before_latest_snapshot(&mut self) -> i64 {
+        if let Some(latest) = self.latest_snapshot() {
+            if let Err(e) = self.log.delete_segments_before(latest.end_offset) {
+                self.fatal("delete segments", e)
+            }
+            if let Err(e) = self.log.delete_snapshots_before_log_start() {
+                self.fatal("delete snapshots", e)
+            }
+        }
+        self.start_offset()
+    }
+
+    fn install_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        if id.end_offset < 0 || id.epoch < 0 {
+            return Err(LogError::Snapshot {
+                end_offset: id.end_offset,
+                epoch: id.epoch,
+                reason: "negative end offset or epoch".into(),
+            });
+        }
+        if !self.log.snapshots().contains(&to_store(id)) {
+            self.write_snapshot(id, data)?;
+        }
+        if let Err(e) = self.log.truncate_fully_and_start_at(id.end_offset) {
+            self.fatal("truncate fully", e)
+        }
+        if let Err(e) = self.log.delete_snapshots_before_log_start() {
+            self.fatal("delete snapshots", e)
+        }
+        Ok(())
+    }
+
+    fn begin_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
+        self.download = None;
+        match self.log.create_snapshot(to_store(id)) {
+            Ok(w) => {
+                self.download = Some(w);
+                Ok(())
+            }
+            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("create snapshot", e),
+            Err(e) => Err(LogError::Snapshot {
+                end_offset: id.end_offset,
+                epoch: id.epoch,
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    fn append_snapshot_download(&mut self, id: SnapshotId, chunk: &[u8]) -> Result<u64, LogError> {
+        let result = match self.download.as_mut() {
+            Some(w) if w.id() == to_store(id) => w.append(chunk).map(|()| w.size_in_bytes()),
+            _ => {
+                return Err(LogError::Snapshot {
+                    end_offset: id.end_offset,
+                    epoch: id.epoch,
+                    reason: "not being downloaded".into(),
+                })
+            }
+        };
+        match result {
+            Ok(n) => Ok(n),
+            Err(e) => self.fatal("write snapshot", e),
+        }
+    }
+
+    fn finish_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
+        let writer = match self.download.take() {
+            Some(w) if w.id() == to_store(id) => w,
+            other => {
+                self.download = other;
+                return Err(LogError::Snapshot {
+                    end_offset: id.end_offset,
+                    epoch: id.epoch,
+                    reason: "not being downloaded".into(),
+                });
+            }
+        };
+        if let Err(e) = self.log.commit_snapshot(writer) {
+            self.fatal("commit snapshot", e)
+        }
+        self.install_snapshot(id, &[])
     }
 }
 
@@ -293,5 +461,44 @@ mod tests {
         drop(log);
         let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
         assert_eq!((log.end_offset(), log.last_epoch()), (1, 3));
+    }
+
+    #[test]
+    fn an_installed_snapshot_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        let id = SnapshotId {
+            end_offset: 42,
+            epoch: 5,
+        };
+        log.install_snapshot(id, b"state").unwrap();
+        drop(log);
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        assert_eq!(log.latest_snapshot(), Some(id));
+        assert_eq!(
+            (log.start_offset(), log.end_offset(), log.last_epoch()),
+            (42, 42, 5)
+        );
+        assert_eq!(&log.read_snapshot(id, 0, 100).unwrap().0[..], b"state");
+    }
+
+    #[test]
+    fn deleting_before_a_snapshot_removes_whole_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        for _ in 0..3 {
+            let mut b = kraftd_protocol::records::RecordBatchBuilder::new(0);
+            b.append(0, None, Some(Bytes::from_static(b"x")), Vec::new())
+                .unwrap();
+            log.append_as_leader(b.build().unwrap(), 1).unwrap();
+            log.log.roll().unwrap();
+        }
+        let id = SnapshotId {
+            end_offset: 2,
+            epoch: 1,
+        };
+        log.store_snapshot(id, b"s").unwrap();
+        assert_eq!(log.delete_before_latest_snapshot(), 2);
+        assert_eq!((log.start_offset(), log.end_offset()), (2, 3));
     }
 }

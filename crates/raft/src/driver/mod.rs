@@ -127,6 +127,12 @@ pub enum RaftEvent {
     Committed(CommittedBatch),
     /// The epoch or its leader changed.
     LeaderChange { epoch: i32, leader_id: Option<i32> },
+    /// Load this committed snapshot first: the batches below its end offset are gone
+    /// (KIP-630); `Committed` batches continue from its end offset.
+    Snapshot {
+        id: crate::core::log::SnapshotId,
+        bytes: bytes::Bytes,
+    },
 }
 
 /// A running node: its handle and its tasks.
@@ -223,6 +229,7 @@ impl RaftDriver {
             ApiKind::BeginQuorumEpoch,
             ApiKind::EndQuorumEpoch,
             ApiKind::Fetch,
+            ApiKind::FetchSnapshot,
         ] {
             let v = kind.version();
             table
@@ -459,6 +466,7 @@ impl RequestHandler for RaftRequestHandler {
                 };
                 (from, RaftMessage::FetchRequest(r))
             }
+            RequestBody::FetchSnapshot(r) => (r.replica_id, RaftMessage::FetchSnapshotRequest(r)),
             RequestBody::DescribeQuorum(request) => {
                 let (reply, rx) = oneshot::channel();
                 let event = NetEvent::DescribeQuorum { request, reply };
@@ -494,6 +502,7 @@ fn request_body(msg: RaftMessage) -> Option<RequestBody> {
         RaftMessage::BeginQuorumEpochRequest(r) => RequestBody::BeginQuorumEpoch(r),
         RaftMessage::EndQuorumEpochRequest(r) => RequestBody::EndQuorumEpoch(r),
         RaftMessage::FetchRequest(r) => RequestBody::Fetch(r),
+        RaftMessage::FetchSnapshotRequest(r) => RequestBody::FetchSnapshot(r),
         _ => return None,
     })
 }
@@ -504,6 +513,7 @@ fn response_body(msg: RaftMessage) -> Option<ResponseBody> {
         RaftMessage::BeginQuorumEpochResponse(r) => ResponseBody::BeginQuorumEpoch(r),
         RaftMessage::EndQuorumEpochResponse(r) => ResponseBody::EndQuorumEpoch(r),
         RaftMessage::FetchResponse(r) => ResponseBody::Fetch(*r),
+        RaftMessage::FetchSnapshotResponse(r) => ResponseBody::FetchSnapshot(*r),
         _ => return None,
     })
 }
@@ -514,6 +524,7 @@ fn raft_response(body: ResponseBody) -> Option<RaftMessage> {
         ResponseBody::BeginQuorumEpoch(r) => RaftMessage::BeginQuorumEpochResponse(r),
         ResponseBody::EndQuorumEpoch(r) => RaftMessage::EndQuorumEpochResponse(r),
         ResponseBody::Fetch(r) => RaftMessage::FetchResponse(Box::new(r)),
+        ResponseBody::FetchSnapshot(r) => RaftMessage::FetchSnapshotResponse(Box::new(r)),
         _ => return None,
     })
 }
@@ -551,6 +562,14 @@ fn error_codes(msg: &RaftMessage) -> Vec<i16> {
             codes.push(r.error_code);
             codes.extend(
                 r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::FetchSnapshotResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
                     .iter()
                     .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
             );
@@ -907,6 +926,10 @@ impl DriverLoop {
                     Output::Flush => self.flush_due = true,
                     Output::Committed(batch) => {
                         let _ = self.events.send(RaftEvent::Committed(batch));
+                    }
+                    Output::Snapshot { id, bytes } => {
+                        info!(node = self.node_id, ?id, "snapshot for listeners");
+                        let _ = self.events.send(RaftEvent::Snapshot { id, bytes });
                     }
                     Output::LeaderChange { epoch, leader_id } => {
                         info!(node = self.node_id, epoch, ?leader_id, "leader change");

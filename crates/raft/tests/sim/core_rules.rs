@@ -1,16 +1,18 @@
 //! Rules of a single core, driven message by message without the network: Fetch validation
 //! (M5), the HW walk-throughs of seed 000 (S0.1–S0.3), KIP-279 divergence (S1.4), votes and
-//! pre-votes, EndQuorumEpoch backoff, the fetch purgatory, and what a follower refuses.
+//! pre-votes, EndQuorumEpoch backoff, the fetch purgatory, what a follower refuses, and the
+//! leader's side of KIP-630 (a Fetch below the log start, FetchSnapshot chunks).
 
 use bytes::Bytes;
 use kraftd_protocol::messages::{
-    end_quorum_epoch_request, fetch_request, fetch_response, vote_request, vote_response,
-    EndQuorumEpochRequest, FetchRequest, FetchResponse, VoteRequest, VoteResponse,
+    end_quorum_epoch_request, fetch_request, fetch_response, fetch_snapshot_request, vote_request,
+    vote_response, EndQuorumEpochRequest, FetchRequest, FetchResponse, FetchSnapshotRequest,
+    FetchSnapshotResponse, VoteRequest, VoteResponse,
 };
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_raft::{
     MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage, RoleName,
-    CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
+    SnapshotId, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
 };
 
 const CLUSTER: &str = "rules-cluster";
@@ -919,4 +921,213 @@ fn leader_sends_new_records_before_its_flush_and_counts_itself_only_once_flushed
     l.flush(now + 4);
     assert_eq!(l.log().flushed_offset(), l.log().end_offset());
     assert!(drain(&mut l).iter().all(|o| *o != Output::Flush));
+}
+
+fn fetch_snapshot(
+    core: &mut RaftCore<MemoryLog>,
+    now: u64,
+    epoch: i32,
+    id: SnapshotId,
+    position: i64,
+    max_bytes: i32,
+) -> FetchSnapshotResponse {
+    let req = FetchSnapshotRequest {
+        cluster_id: Some(CLUSTER.into()),
+        replica_id: 9,
+        max_bytes,
+        topics: vec![fetch_snapshot_request::TopicSnapshot {
+            name: CLUSTER_METADATA_TOPIC.into(),
+            partitions: vec![fetch_snapshot_request::PartitionSnapshot {
+                partition: 0,
+                current_leader_epoch: epoch,
+                snapshot_id: fetch_snapshot_request::SnapshotId {
+                    end_offset: id.end_offset,
+                    epoch: id.epoch,
+                    ..Default::default()
+                },
+                position,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    core.handle_message(now, 9, 77, RaftMessage::FetchSnapshotRequest(req))
+        .expect("ok");
+    let out = drain(core);
+    sends(&out)
+        .into_iter()
+        .find_map(|(_, m)| match m {
+            RaftMessage::FetchSnapshotResponse(r) => Some((**r).clone()),
+            _ => None,
+        })
+        .expect("answered")
+}
+
+#[test]
+fn leader_sends_a_fetcher_below_its_log_start_to_its_snapshot_and_serves_it_in_chunks() {
+    let (mut l, now) = leader(&[1, 2], MemoryLog::new(), 0);
+    let epoch = l.epoch();
+    l.propose(now, &[Bytes::from_static(b"a"), Bytes::from_static(b"b")])
+        .expect("leader");
+    // Past append.linger.ms: the leader flushes.
+    let now = now + 100;
+    l.handle_timeout(now);
+    drain_flushing(&mut l, now);
+    let end = l.log().end_offset();
+    answer(&mut l, now, 2, fetch(2, epoch, end, epoch, -1));
+    assert_eq!(l.high_watermark(), end);
+    let id = SnapshotId {
+        end_offset: end,
+        epoch,
+    };
+    assert!(
+        l.create_snapshot(
+            SnapshotId {
+                end_offset: end + 1,
+                epoch
+            },
+            b"x"
+        )
+        .is_err(),
+        "never above the HW"
+    );
+    let state: Vec<u8> = (0..100u8).collect();
+    l.create_snapshot(id, &state).expect("snapshot");
+    assert_eq!(l.delete_log_before_latest_snapshot(), end);
+
+    // Below the start, or at it with another epoch: the snapshot id, no records.
+    for (offset, last_epoch) in [(0, 0), (end, 0)] {
+        let r = answer(&mut l, now, 9, fetch(9, epoch, offset, last_epoch, -1)).unwrap();
+        let p = partition(&r);
+        assert_eq!(p.error_code, 0);
+        assert_eq!(
+            (p.snapshot_id.end_offset, p.snapshot_id.epoch),
+            (end, epoch)
+        );
+        assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+    }
+    // At the start with the snapshot's epoch: an ordinary fetch.
+    l.propose(now, &[Bytes::from_static(b"c")]).expect("leader");
+    drain_flushing(&mut l, now);
+    let r = answer(&mut l, now, 9, fetch(9, epoch, end, epoch, -1)).unwrap();
+    assert_eq!(partition(&r).snapshot_id.end_offset, -1);
+    assert!(!partition(&r).records.as_ref().expect("records").is_empty());
+
+    // FetchSnapshot: chunks by position, then the errors Kafka answers.
+    let chunk = fetch_snapshot(&mut l, now, epoch, id, 0, 40);
+    let p = &chunk.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.size, p.position), (0, 100, 0));
+    assert_eq!(&p.unaligned_records[..], &state[..40]);
+    let last = fetch_snapshot(&mut l, now, epoch, id, 80, 40);
+    assert_eq!(
+        &last.topics[0].partitions[0].unaligned_records[..],
+        &state[80..]
+    );
+    let code = |r: FetchSnapshotResponse| r.topics[0].partitions[0].error_code;
+    assert_eq!(code(fetch_snapshot(&mut l, now, epoch, id, 101, 40)), 99);
+    assert_eq!(code(fetch_snapshot(&mut l, now, epoch, id, -1, 40)), 99);
+    let unknown = SnapshotId {
+        end_offset: 1,
+        epoch,
+    };
+    assert_eq!(code(fetch_snapshot(&mut l, now, epoch, unknown, 0, 40)), 98);
+    assert_eq!(code(fetch_snapshot(&mut l, now, epoch - 1, id, 0, 40)), 74);
+    assert_eq!(code(fetch_snapshot(&mut l, now, epoch + 1, id, 0, 40)), 75);
+}
+
+/// Answers the fetch in flight with `msg`; returns the outputs.
+fn reply_outputs(core: &mut RaftCore<MemoryLog>, now: u64, msg: RaftMessage) -> Vec<Output> {
+    let (to, corr) = core.fetch_in_flight().expect("a fetch in flight");
+    core.handle_message(now, to, corr, msg).expect("ok");
+    drain(core)
+}
+
+fn snapshot_chunk(id: SnapshotId, size: i64, position: i64, bytes: &[u8]) -> RaftMessage {
+    use kraftd_protocol::messages::fetch_snapshot_response as fsr;
+    RaftMessage::FetchSnapshotResponse(Box::new(FetchSnapshotResponse {
+        topics: vec![fsr::TopicSnapshot {
+            name: CLUSTER_METADATA_TOPIC.into(),
+            partitions: vec![fsr::PartitionSnapshot {
+                snapshot_id: fsr::SnapshotId {
+                    end_offset: id.end_offset,
+                    epoch: id.epoch,
+                    ..Default::default()
+                },
+                current_leader: fsr::LeaderIdAndEpoch {
+                    leader_id: 1,
+                    leader_epoch: 1,
+                    ..Default::default()
+                },
+                size,
+                position,
+                unaligned_records: Bytes::copy_from_slice(bytes),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }))
+}
+
+fn snapshot_position(outputs: &[Output]) -> Option<i64> {
+    sends(outputs).into_iter().find_map(|(_, m)| match m {
+        RaftMessage::FetchSnapshotRequest(r) => Some(r.topics[0].partitions[0].position),
+        _ => None,
+    })
+}
+
+#[test]
+fn follower_downloads_a_snapshot_in_chunks_restarts_on_a_bad_chunk_and_installs_it() {
+    let mut f = follower_with(MemoryLog::new(), 1, 1);
+    let id = SnapshotId {
+        end_offset: 50,
+        epoch: 1,
+    };
+    let to_snapshot = || {
+        let RaftMessage::FetchResponse(mut r) = response(1, 1, 50, Bytes::new()) else {
+            unreachable!()
+        };
+        r.responses[0].partitions[0].snapshot_id = fetch_response::SnapshotId {
+            end_offset: id.end_offset,
+            epoch: id.epoch,
+            ..Default::default()
+        };
+        RaftMessage::FetchResponse(r)
+    };
+    let state = b"0123456789";
+    let out = reply_outputs(&mut f, 1, to_snapshot());
+    assert_eq!(
+        snapshot_position(&out),
+        Some(0),
+        "FetchSnapshot in place of Fetch"
+    );
+    let out = reply_outputs(&mut f, 2, snapshot_chunk(id, 10, 0, &state[..6]));
+    assert_eq!(snapshot_position(&out), Some(6));
+    // A chunk at the wrong position starts over with a Fetch.
+    let out = reply_outputs(&mut f, 3, snapshot_chunk(id, 10, 3, &state[3..]));
+    assert_eq!(snapshot_position(&out), None);
+    assert_eq!(f.log().latest_snapshot(), None);
+    f.handle_timeout(1_000);
+    drain(&mut f);
+    let out = reply_outputs(&mut f, 1_001, to_snapshot());
+    assert_eq!(snapshot_position(&out), Some(0));
+    let out = reply_outputs(&mut f, 1_002, snapshot_chunk(id, 10, 0, state));
+    assert_eq!(f.log().latest_snapshot(), Some(id));
+    assert_eq!((f.log().start_offset(), f.log().end_offset()), (50, 50));
+    assert_eq!(f.high_watermark(), 50);
+    assert!(
+        out.iter().any(
+            |o| matches!(o, Output::Snapshot { id: s, bytes } if *s == id && &bytes[..] == state)
+        ),
+        "listeners load the snapshot"
+    );
+    assert!(
+        sends(&out)
+            .iter()
+            .any(|(_, m)| matches!(m, RaftMessage::FetchRequest(r)
+                if r.topics[0].partitions[0].fetch_offset == 50
+                    && r.topics[0].partitions[0].last_fetched_epoch == 1)),
+        "fetching on from the snapshot's end"
+    );
 }

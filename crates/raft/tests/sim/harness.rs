@@ -16,7 +16,7 @@ use bytes::Bytes;
 use kraftd_raft::core::rng::Rng;
 use kraftd_raft::{
     ApiKind, MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage,
-    RoleName,
+    RoleName, SnapshotId,
 };
 
 /// How the network misbehaves; probabilities in per mille.
@@ -135,6 +135,9 @@ pub struct Sim {
     slow: HashMap<(i32, i32), u64>,
     leaders: BTreeMap<i32, i32>,
     committed: BTreeMap<i64, (i64, Bytes)>,
+    /// Snapshots listeners loaded, by id (the first node's bytes).
+    snapshots: BTreeMap<SnapshotId, Bytes>,
+    snapshots_delivered: u64,
     pub violations: Vec<String>,
     pub fetches: Vec<FetchSent>,
     pub fetch_errors: Vec<FetchErrorSeen>,
@@ -164,6 +167,8 @@ impl Sim {
             slow: HashMap::new(),
             leaders: BTreeMap::new(),
             committed: BTreeMap::new(),
+            snapshots: BTreeMap::new(),
+            snapshots_delivered: 0,
             violations: Vec::new(),
             fetches: Vec::new(),
             fetch_errors: Vec::new(),
@@ -581,6 +586,7 @@ impl Sim {
                     self.flushes.push((due, id, incarnation));
                 }
                 Output::Committed(b) => self.on_committed(id, b),
+                Output::Snapshot { id: snap, bytes } => self.on_snapshot(id, snap, bytes),
                 Output::LeaderChange { epoch, leader_id } => {
                     if self.trace {
                         let c = self.nodes[&id].core.as_ref().expect("up");
@@ -706,6 +712,85 @@ impl Sim {
         self.nodes.get_mut(&id).expect("known").durable = Some(d);
     }
 
+    /// A listener loads a snapshot: it must be ahead of what the listener has, and identical
+    /// on every node.
+    fn on_snapshot(&mut self, id: i32, snap: SnapshotId, bytes: Bytes) {
+        let expected = self.nodes[&id].listener_next;
+        if snap.end_offset < expected {
+            self.violation(
+                id,
+                format!(
+                    "listener got snapshot ending at {} but already has {expected}",
+                    snap.end_offset
+                ),
+            );
+        }
+        self.nodes.get_mut(&id).expect("known").listener_next = snap.end_offset;
+        self.snapshots_delivered += 1;
+        // The simulator's snapshots hold the committed batches below their end offset.
+        let expected: Vec<u8> = self
+            .committed
+            .range(..snap.end_offset)
+            .flat_map(|(_, (_, b))| b.iter().copied())
+            .collect();
+        if expected != bytes {
+            self.violation(
+                id,
+                format!("snapshot {snap:?} is not the committed data below its end offset"),
+            );
+        }
+        match self.snapshots.get(&snap) {
+            Some(first) if *first != bytes => {
+                self.violation(id, format!("snapshot {snap:?} differs between nodes"));
+            }
+            Some(_) => {}
+            None => {
+                self.snapshots.insert(snap, bytes);
+            }
+        }
+    }
+
+    /// How many snapshots listeners loaded.
+    pub fn snapshots_delivered(&self) -> u64 {
+        self.snapshots_delivered
+    }
+
+    /// Node `id` snapshots its committed state at its HW (the snapshot holds the committed
+    /// batches below it, as a state machine's state would) and deletes its log before it.
+    pub fn snapshot_and_trim(&mut self, id: i32) -> Option<SnapshotId> {
+        let core = self.nodes.get_mut(&id)?.core.as_mut()?;
+        let hw = core.high_watermark();
+        // The state below the log start is the latest snapshot's.
+        let (mut data, mut epoch, from) = match core.log().latest_snapshot() {
+            Some(s) => (
+                core.log()
+                    .snapshot(s)
+                    .map(|b| b.to_vec())
+                    .unwrap_or_default(),
+                Some(s.epoch),
+                s.end_offset,
+            ),
+            None => (Vec::new(), None, 0),
+        };
+        for (base, e, bytes) in core.log().batches() {
+            if base < from {
+                continue;
+            }
+            if base >= hw {
+                break;
+            }
+            data.extend_from_slice(bytes);
+            epoch = Some(e);
+        }
+        let snap = SnapshotId {
+            end_offset: hw,
+            epoch: epoch?,
+        };
+        core.create_snapshot(snap, &data).ok()?;
+        core.delete_log_before_latest_snapshot();
+        Some(snap)
+    }
+
     fn on_committed(&mut self, id: i32, b: kraftd_raft::CommittedBatch) {
         let expected = self.nodes[&id].listener_next;
         if b.base_offset != expected {
@@ -783,7 +868,9 @@ impl Sim {
                 let n = &self.nodes[v];
                 let log = n.core.as_ref().map(|c| c.log()).or(n.disk.as_ref());
                 log.is_some_and(|l| {
-                    l.flushed_offset() > base && l.batch_at(base).is_some_and(|b| *b == bytes)
+                    l.flushed_offset() > base
+                        && (l.batch_at(base).is_some_and(|b| *b == bytes)
+                            || l.latest_snapshot().is_some_and(|s| s.end_offset > base))
                 })
             })
             .count();

@@ -13,6 +13,20 @@ fn sample_traffic() -> Vec<(ApiKind, bool, Bytes)> {
     let mut sim = Sim::new(SimConfig::new(77, &[1, 2, 3], &[9]));
     sim.capture = true;
     sim.run_with_load(5_000, 50);
+    // A follower far behind catches up by FetchSnapshot (KIP-630 traffic).
+    let leader = sim.leader().expect("leader");
+    let behind = if leader == 1 { 2 } else { 1 };
+    sim.crash(behind);
+    sim.run_with_load(2_000, 50);
+    sim.snapshot_and_trim(leader).expect("the leader snapshots");
+    sim.restart(behind);
+    sim.run_with_load(3_000, 50);
+    assert!(
+        sim.captured
+            .iter()
+            .any(|(kind, request, _)| *kind == ApiKind::FetchSnapshot && !*request),
+        "FetchSnapshot traffic captured"
+    );
     let leader = sim.leader().expect("leader");
     sim.crash(leader);
     sim.run_with_load(8_000, 50);

@@ -511,3 +511,69 @@ fn leader_crash_before_its_own_flush_keeps_what_the_followers_committed() {
     assert!(sim.core(1).high_watermark() > committed);
     assert_clean(&sim);
 }
+
+#[test]
+fn snapshot_catch_up_of_a_node_far_behind() {
+    for seed in 11..19 {
+        snapshot_catch_up(seed);
+    }
+}
+
+fn snapshot_catch_up(seed: u64) {
+    let mut cfg = SimConfig::new(seed, &[1, 2, 3], &[10]);
+    // Small chunks, so the download takes many FetchSnapshot round trips.
+    cfg.raft.fetch_max_bytes = 512;
+    let mut sim = Sim::new(cfg);
+    let leader = elect(&mut sim);
+    assert!(sim.run_until_pred(5_000, |s| s.check_converged().is_ok()));
+    let behind = [1, 2, 3]
+        .into_iter()
+        .find(|v| *v != leader)
+        .expect("a follower");
+    sim.crash(behind);
+    sim.crash(10);
+    sim.wipe(10);
+    sim.run_with_load(3_000, 20);
+    sim.run_for(500);
+    let snap = sim.snapshot_and_trim(leader).expect("the leader snapshots");
+    assert!(snap.end_offset > 10, "the log moved on: {snap:?}");
+    assert_eq!(sim.core(leader).log().start_offset(), snap.end_offset);
+    let (_, size) = sim
+        .core(leader)
+        .log()
+        .read_snapshot(snap, 0, 1)
+        .expect("held");
+    assert!(size > 4 * 512, "a download of many chunks ({size} bytes)");
+    // More records after the snapshot, then the nodes far behind come back.
+    sim.run_with_load(1_000, 20);
+    sim.restart(behind);
+    sim.restart(10);
+    assert!(
+        sim.run_until_pred(20_000, |s| s.check_converged().is_ok()),
+        "seed {}: no convergence: {:?}",
+        sim.cfg.seed,
+        sim.check_converged()
+    );
+    sim.run_with_load(1_000, 20);
+    sim.run_for(1_000);
+    sim.check_converged().expect("converged");
+    for node in [behind, 10] {
+        let log = sim.core(node).log();
+        assert_eq!(
+            log.latest_snapshot(),
+            Some(snap),
+            "node {node} installed it"
+        );
+        assert_eq!(log.start_offset(), snap.end_offset);
+        assert_eq!(
+            log.read(snap.end_offset, 1 << 30),
+            sim.core(leader).log().read(snap.end_offset, 1 << 30),
+            "node {node} holds the leader's batches after the snapshot"
+        );
+    }
+    assert!(
+        sim.snapshots_delivered() >= 2,
+        "listeners loaded the snapshot"
+    );
+    assert_clean(&sim);
+}

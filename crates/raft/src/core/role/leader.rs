@@ -85,6 +85,21 @@ impl LeaderState {
         if !is_voter {
             return false;
         }
+        self.record_check_quorum(replica, now_ms, check_quorum_timeout_ms)
+    }
+
+    /// Voter `replica` was heard from without a new end offset (a FetchSnapshot: Kafka's
+    /// `updateCheckQuorumForFollowingVoter`). Returns whether a majority has now been heard
+    /// since the last check, which pushes the check-quorum deadline.
+    pub fn record_check_quorum(
+        &mut self,
+        replica: i32,
+        now_ms: u64,
+        check_quorum_timeout_ms: u64,
+    ) -> bool {
+        if !self.voters.contains_key(&replica) {
+            return false;
+        }
         self.fetched_since_check.insert(replica);
         // This node counts as one voter of the majority.
         let total = self.voters.len() + 1;
