@@ -1122,22 +1122,7 @@ impl<L: RaftLog> RaftCore<L> {
                 }
             }
         };
-        let (leader_id, epoch) = (self.leader_id().unwrap_or(-1), self.epoch());
-        let resp = BeginQuorumEpochResponse {
-            error_code: 0,
-            topics: vec![begin_quorum_epoch_response::TopicData {
-                topic_name: CLUSTER_METADATA_TOPIC.into(),
-                partitions: vec![begin_quorum_epoch_response::PartitionData {
-                    partition_index: CLUSTER_METADATA_PARTITION,
-                    error_code: code.code(),
-                    leader_id,
-                    leader_epoch: epoch,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let resp = self.begin_quorum_epoch_response(code);
         self.respond(from, corr, RaftMessage::BeginQuorumEpochResponse(resp));
     }
 
@@ -1197,22 +1182,7 @@ impl<L: RaftLog> RaftCore<L> {
                 }
             }
         };
-        let (leader_id, epoch) = (self.leader_id().unwrap_or(-1), self.epoch());
-        let resp = EndQuorumEpochResponse {
-            error_code: 0,
-            topics: vec![end_quorum_epoch_response::TopicData {
-                topic_name: CLUSTER_METADATA_TOPIC.into(),
-                partitions: vec![end_quorum_epoch_response::PartitionData {
-                    partition_index: CLUSTER_METADATA_PARTITION,
-                    error_code: code.code(),
-                    leader_id,
-                    leader_epoch: epoch,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let resp = self.end_quorum_epoch_response(code);
         self.respond(from, corr, RaftMessage::EndQuorumEpochResponse(resp));
     }
 
@@ -2237,6 +2207,40 @@ impl<L: RaftLog> RaftCore<L> {
                     leader_id: self.leader_id().unwrap_or(-1),
                     leader_epoch: self.epoch(),
                     vote_granted: granted,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn begin_quorum_epoch_response(&self, error: ErrorCode) -> BeginQuorumEpochResponse {
+        BeginQuorumEpochResponse {
+            topics: vec![begin_quorum_epoch_response::TopicData {
+                topic_name: CLUSTER_METADATA_TOPIC.into(),
+                partitions: vec![begin_quorum_epoch_response::PartitionData {
+                    partition_index: CLUSTER_METADATA_PARTITION,
+                    error_code: error.code(),
+                    leader_id: self.leader_id().unwrap_or(-1),
+                    leader_epoch: self.epoch(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn end_quorum_epoch_response(&self, error: ErrorCode) -> EndQuorumEpochResponse {
+        EndQuorumEpochResponse {
+            topics: vec![end_quorum_epoch_response::TopicData {
+                topic_name: CLUSTER_METADATA_TOPIC.into(),
+                partitions: vec![end_quorum_epoch_response::PartitionData {
+                    partition_index: CLUSTER_METADATA_PARTITION,
+                    error_code: error.code(),
+                    leader_id: self.leader_id().unwrap_or(-1),
+                    leader_epoch: self.epoch(),
                     ..Default::default()
                 }],
                 ..Default::default()
