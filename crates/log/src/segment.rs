@@ -461,6 +461,17 @@ fn open_log_file(path: &Path, truncate: bool) -> Result<Arc<File>> {
         .map_err(LogError::io("open", path))
 }
 
+/// Opens the `.log` file of an existing segment: its path, its handle and its length.
+fn open_existing_log_file(dir: &Path, base_offset: i64) -> Result<(PathBuf, Arc<File>, u64)> {
+    let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
+    let log = open_log_file(&log_path, false)?;
+    let len = log
+        .metadata()
+        .map_err(LogError::io("stat", &log_path))?
+        .len();
+    Ok((log_path, log, len))
+}
+
 impl Segment {
     /// Creates an empty segment (truncating leftovers of the same name).
     pub fn create(
@@ -529,12 +540,7 @@ impl Segment {
         min_epoch: i32,
         files: &Arc<SegmentFiles>,
     ) -> Result<(Segment, RecoveryReport)> {
-        let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
-        let log = open_log_file(&log_path, false)?;
-        let file_len = log
-            .metadata()
-            .map_err(LogError::io("stat", &log_path))?
-            .len();
+        let (log_path, log, file_len) = open_existing_log_file(dir, base_offset)?;
         let offset_index = OffsetIndex::create(
             &dir.join(file_name(base_offset, INDEX_FILE_SUFFIX)),
             base_offset,
@@ -582,12 +588,7 @@ impl Segment {
         max_batch_bytes: usize,
         files: &Arc<SegmentFiles>,
     ) -> Result<(Segment, bool)> {
-        let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
-        let log = open_log_file(&log_path, false)?;
-        let file_len = log
-            .metadata()
-            .map_err(LogError::io("stat", &log_path))?
-            .len();
+        let (log_path, log, file_len) = open_existing_log_file(dir, base_offset)?;
         let index_path = dir.join(file_name(base_offset, INDEX_FILE_SUFFIX));
         let time_index_path = dir.join(file_name(base_offset, TIME_INDEX_FILE_SUFFIX));
         let loaded = (

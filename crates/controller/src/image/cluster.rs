@@ -101,25 +101,13 @@ impl BrokerRegistration {
             listeners: record
                 .end_points
                 .iter()
-                .map(|e: &BrokerEndpoint| {
-                    let endpoint = Endpoint {
-                        name: e.name.clone(),
-                        host: e.host.clone(),
-                        port: e.port,
-                        security_protocol: e.security_protocol,
-                    };
-                    (e.name.clone(), endpoint)
-                })
+                .map(|e: &BrokerEndpoint| listener(&e.name, &e.host, e.port, e.security_protocol))
                 .collect(),
             supported_features: record
                 .features
                 .iter()
                 .map(|f: &BrokerFeature| {
-                    let range = SupportedRange {
-                        min: f.min_supported_version,
-                        max: f.max_supported_version,
-                    };
-                    (f.name.clone(), range)
+                    feature_range(&f.name, f.min_supported_version, f.max_supported_version)
                 })
                 .collect(),
             rack: record.rack.clone(),
@@ -136,6 +124,23 @@ impl BrokerRegistration {
     }
 }
 
+/// A registration record's endpoint, keyed by listener name (broker and controller records
+/// carry the same fields in types of their own).
+fn listener(name: &str, host: &str, port: u16, security_protocol: i16) -> (String, Endpoint) {
+    let endpoint = Endpoint {
+        name: name.to_string(),
+        host: host.to_string(),
+        port,
+        security_protocol,
+    };
+    (name.to_string(), endpoint)
+}
+
+/// A registration record's supported feature range, keyed by feature name.
+fn feature_range(name: &str, min: i16, max: i16) -> (String, SupportedRange) {
+    (name.to_string(), SupportedRange { min, max })
+}
+
 impl ControllerRegistration {
     pub fn from_record(record: &RegisterControllerRecord) -> Self {
         ControllerRegistration {
@@ -146,24 +151,14 @@ impl ControllerRegistration {
                 .end_points
                 .iter()
                 .map(|e: &ControllerEndpoint| {
-                    let endpoint = Endpoint {
-                        name: e.name.clone(),
-                        host: e.host.clone(),
-                        port: e.port,
-                        security_protocol: e.security_protocol,
-                    };
-                    (e.name.clone(), endpoint)
+                    listener(&e.name, &e.host, e.port, e.security_protocol)
                 })
                 .collect(),
             supported_features: record
                 .features
                 .iter()
                 .map(|f: &ControllerFeature| {
-                    let range = SupportedRange {
-                        min: f.min_supported_version,
-                        max: f.max_supported_version,
-                    };
-                    (f.name.clone(), range)
+                    feature_range(&f.name, f.min_supported_version, f.max_supported_version)
                 })
                 .collect(),
         }
