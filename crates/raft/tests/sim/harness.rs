@@ -53,6 +53,8 @@ pub struct SimConfig {
     pub initial_state: Option<QuorumStateData>,
     /// Per-node time a leader's [`Output::Flush`] takes (its fsync); others take 0–2 ms.
     pub flush_delay_ms: HashMap<i32, u64>,
+    /// Queue listener outputs in [`Sim::listener_outputs`] from the start.
+    pub record_listener_outputs: bool,
 }
 
 impl SimConfig {
@@ -66,6 +68,7 @@ impl SimConfig {
             election_timeout_ms: HashMap::new(),
             initial_state: None,
             flush_delay_ms: HashMap::new(),
+            record_listener_outputs: false,
         }
     }
 }
@@ -149,10 +152,15 @@ pub struct Sim {
     /// Record every message sent, for hostile-input tests.
     pub capture: bool,
     pub captured: Vec<(ApiKind, bool, Bytes)>,
+    /// With [`SimConfig::record_listener_outputs`], every listener output (Committed,
+    /// LeaderChange, Snapshot) is also queued here with its node, for a state machine driven
+    /// on top of the simulator (`tests/tests/controller_sim`).
+    pub listener_outputs: Option<Vec<(i32, Output)>>,
 }
 
 impl Sim {
     pub fn new(cfg: SimConfig) -> Sim {
+        let record_listener_outputs = cfg.record_listener_outputs;
         let mut sim = Sim {
             rng: Rng::new(cfg.seed),
             cfg,
@@ -178,6 +186,7 @@ impl Sim {
             responses_dropped: 0,
             capture: false,
             captured: Vec::new(),
+            listener_outputs: record_listener_outputs.then(Vec::new),
         };
         let ids: Vec<i32> = sim
             .cfg
@@ -321,6 +330,41 @@ impl Sim {
         }
     }
 
+    /// Proposes `records` at node `id` as its state machine would: only if it leads `epoch`
+    /// and its log ends exactly at `base_offset`; returns the offsets of the batch. (Used by
+    /// the controller simulator in `tests/tests/controller_sim`.)
+    #[allow(dead_code)]
+    pub fn propose_at(
+        &mut self,
+        id: i32,
+        epoch: i32,
+        base_offset: i64,
+        records: &[Bytes],
+    ) -> Result<(i64, i64), String> {
+        let now = self.now_ms;
+        let core = self
+            .nodes
+            .get_mut(&id)
+            .and_then(|n| n.core.as_mut())
+            .ok_or("node is down")?;
+        if core.role() != RoleName::Leader || core.epoch() != epoch {
+            return Err(format!(
+                "not the leader of epoch {epoch} ({:?} in {})",
+                core.role(),
+                core.epoch()
+            ));
+        }
+        let end = core.log().end_offset();
+        if end != base_offset {
+            return Err(format!("log ends at {end}, not {base_offset}"));
+        }
+        let range = core.propose(now, records).map_err(|e| e.to_string())?;
+        self.proposals += 1;
+        self.drain(id);
+        self.check_node(id);
+        Ok(range)
+    }
+
     /// Hands `msg` to every up node as if `from` sent it (hostile-input tests); a response is
     /// given the correlation id of the node's fetch in flight, so it is not dropped as stale.
     pub fn inject(&mut self, from: i32, msg: RaftMessage) {
@@ -393,7 +437,7 @@ impl Sim {
     }
 
     /// One event at or before `until_ms`; false when there is none.
-    fn step(&mut self, until_ms: u64) -> bool {
+    pub fn step(&mut self, until_ms: u64) -> bool {
         let next_packet = self.queue.peek().map(|Reverse((t, _))| *t);
         let next_timeout = self.outstanding.iter().map(|o| o.deadline_ms).min();
         let next_node = self
@@ -567,6 +611,14 @@ impl Sim {
             else {
                 return;
             };
+            if let Some(outs) = self.listener_outputs.as_mut() {
+                if matches!(
+                    out,
+                    Output::Committed(_) | Output::LeaderChange { .. } | Output::Snapshot { .. }
+                ) {
+                    outs.push((id, out.clone()));
+                }
+            }
             match out {
                 Output::PersistQuorumState(d) => self.on_persist(id, d),
                 Output::Send {
