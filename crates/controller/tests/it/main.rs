@@ -14,6 +14,7 @@ mod control_replication;
 mod control_scram;
 mod control_topics;
 mod kip966;
+mod publisher;
 mod quorum_controller;
 mod quorum_controller_props;
 mod replay;
