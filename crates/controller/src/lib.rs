@@ -12,8 +12,10 @@
 pub mod control;
 pub mod delta;
 pub mod image;
+pub mod node;
 pub mod publisher;
 pub mod quorum_controller;
+pub mod snapshot;
 
 pub use control::ControllerResult;
 pub use delta::{DeltaChanges, MetadataDelta, ReplayError, ReplayErrorKind};

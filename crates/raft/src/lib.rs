@@ -34,6 +34,7 @@
 
 pub mod core;
 pub mod driver;
+pub mod snapshot;
 pub mod transport;
 
 pub use crate::core::config::RaftConfig;
