@@ -1,8 +1,15 @@
-//! `kraftd`: one binary for every role. `main` only parses flags, builds the config and runs
-//! the node. Until the server issues land, the roles are named here and refuse to start with
-//! a one-line message rather than pretend to run.
+//! `kraftd`: one binary for every role. `main` parses flags, builds the config from Kafka's
+//! property names and runs the node; `format` and `random-uuid` prepare log directories as
+//! Kafka's `kafka-storage` tool does.
 
-use clap::{Parser, Subcommand};
+mod config;
+mod controller;
+mod format;
+mod properties;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -12,17 +19,41 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Option<Role>,
+    command: Option<Command>,
+}
+
+/// The config file and the flags that override it.
+#[derive(Args, Clone)]
+struct ConfigArgs {
+    /// A Kafka properties file (`server.properties`).
+    #[arg(long, short = 'c')]
+    config: PathBuf,
+    /// `key=value`, overriding the file; repeatable.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
 }
 
 #[derive(Subcommand)]
-enum Role {
+enum Command {
     /// Run a controller: a Raft voter of __cluster_metadata and the QuorumController.
-    Controller,
+    Controller(ConfigArgs),
     /// Run a broker: replicates metadata as an observer and serves Kafka clients.
     Broker,
     /// Run both roles in one process.
     Combined,
+    /// Format the log directories of a node (meta.properties, bootstrap.checkpoint).
+    Format {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The cluster id, from `kraftd random-uuid`.
+        #[arg(long, short = 't')]
+        cluster_id: String,
+        /// Skip directories already formatted for this cluster and node.
+        #[arg(long, short = 'g')]
+        ignore_formatted: bool,
+    },
+    /// Print a new random cluster or directory id.
+    RandomUuid,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,13 +65,46 @@ fn main() -> anyhow::Result<()> {
             println!();
             Ok(())
         }
-        Some(role) => {
-            let name = match role {
-                Role::Controller => "controller",
-                Role::Broker => "broker",
-                Role::Combined => "combined",
-            };
-            anyhow::bail!("the {name} role is not built yet; see the open issues (`issues`)")
+        Some(Command::RandomUuid) => {
+            println!("{}", format::random_uuid()?);
+            Ok(())
+        }
+        Some(Command::Format {
+            config,
+            cluster_id,
+            ignore_formatted,
+        }) => {
+            let node = config::NodeConfig::load(Some(&config.config), &config.overrides)?;
+            format::format(&node, &cluster_id, ignore_formatted)?;
+            println!(
+                "Formatted {} for cluster {cluster_id}, node {}",
+                format::all_dirs(&node)
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                node.node_id
+            );
+            Ok(())
+        }
+        Some(Command::Controller(args)) => {
+            init_tracing();
+            let node = config::NodeConfig::load(Some(&args.config), &args.overrides)?;
+            controller::run(node, &args.config.display().to_string())
+        }
+        Some(Command::Broker) | Some(Command::Combined) => {
+            anyhow::bail!("this role is not built yet; see the open issues (`issues`)")
         }
     }
+}
+
+/// Logs to stderr; `RUST_LOG` filters (default `info`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }

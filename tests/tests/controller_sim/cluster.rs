@@ -502,7 +502,10 @@ impl Cluster {
             return;
         };
         self.stats.claims += 1;
-        controller.handle_leader_change(Some(id), epoch);
+        // As the real node does: the claim starts writing at the Raft log's end, past the
+        // epoch's uncommitted LeaderChange record.
+        let log_end = self.sim.core(id).log().end_offset();
+        controller.handle_leader_change_at(Some(id), epoch, Some(log_end));
         self.collect(id);
     }
 

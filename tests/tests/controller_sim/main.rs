@@ -11,10 +11,10 @@
 //! `CONTROLLER_SIM_FAULT_MS=N`, print per-seed totals with `SIM_VERBOSE=1` and Raft role
 //! changes with `SIM_TRACE=1`.
 //!
-//! The driver here holds a leader's own leadership notice until the epoch's first batch has
-//! committed on it; `CONTROLLER_SIM_STRICT_CLAIM=1` passes the notice through at once, which
-//! fails today (`scenarios.rs` explains why and holds the minimal failing scenarios,
-//! `#[ignore]`d until Raft or the controller is fixed).
+//! A new leader's controller claims as soon as Raft names it, at the Raft log's end offset
+//! (past the epoch's uncommitted LeaderChange record), as the real node does;
+//! `CONTROLLER_SIM_DEFER_CLAIM=1` holds the claim until the epoch's first batch has committed
+//! on that node instead, the other order a driver may deliver things in.
 //!
 //! Modules: `cluster` (a controller per node on the simulator, the `RaftClient` adapter,
 //! the book of operations and proposals), `workload` (seeded clients and brokers), `checks`

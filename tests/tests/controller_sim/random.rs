@@ -199,7 +199,7 @@ fn random_seeds_keep_controllers_identical_and_lose_no_acknowledged_write() {
         None => (0..env_u64("CONTROLLER_SIM_SEEDS").unwrap_or(50)).collect(),
     };
     let fault_ms = env_u64("CONTROLLER_SIM_FAULT_MS").unwrap_or(30_000);
-    let defer_claim = std::env::var("CONTROLLER_SIM_STRICT_CLAIM").is_err();
+    let defer_claim = std::env::var("CONTROLLER_SIM_DEFER_CLAIM").is_ok();
     let mut total_ms = 0u64;
     let mut ops = 0usize;
     let mut acknowledged = 0u64;

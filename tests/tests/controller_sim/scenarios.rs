@@ -2,18 +2,14 @@
 //! the QuorumController on the real Raft core: the first leader of a fresh cluster, and a
 //! leader elected on an idle cluster, become active controllers and take writes.
 //!
-//! Both hinge on when Raft tells a new leader it leads. The core releases the notice once
-//! its listener has been handed every batch *before* the epoch's start offset, where the
-//! epoch's LeaderChange control record sits. On a fresh or idle cluster that is already so
-//! at election, so the notice comes before the LeaderChange record is appended, let alone
-//! committed. The QuorumController assumes the opposite ("the next write offset is the
-//! committed offset plus one"): it predicts its first write at the LeaderChange record's
-//! offset, which Raft refuses (the controller renounces and Raft resigns, and the next
-//! election repeats it), and when the LeaderChange record commits it sees a commit of its
-//! own epoch past its last write and renounces without resigning: a Raft leader with no
-//! active controller, refusing every write with NOT_CONTROLLER until the next election.
-//! The `_when_told_at_once` variants pass the notice straight through and fail today; the
-//! others hold it until the epoch's first batch commits, as the simulator's driver does.
+//! Both hinge on when Raft tells a new leader it leads: once its listener has been handed
+//! every batch *before* the epoch's start offset, where the epoch's LeaderChange control
+//! record sits uncommitted. On a fresh or idle cluster that is so at election. The
+//! controller therefore claims at the Raft log's end offset (Kafka's `claim` reads
+//! `raftClient.logEndOffset()`), not at its committed offset plus one, which Raft would
+//! refuse and which would leave a Raft leader without an active controller. The
+//! `_when_told_at_once` variants claim as soon as Raft says so; the others hold the claim
+//! until the epoch's first batch commits on that node.
 
 use crate::cluster::{Cluster, OpKind, Outcome};
 use crate::harness::SimConfig;
@@ -99,7 +95,6 @@ fn first_leader_of_a_fresh_cluster_takes_writes() {
 }
 
 #[test]
-#[ignore = "fails today: Raft's leader notice precedes the epoch's LeaderChange record, the QuorumController assumes it follows (see the module doc)"]
 fn first_leader_of_a_fresh_cluster_takes_writes_when_told_at_once() {
     fresh_cluster_takes_a_write(false);
 }
@@ -110,7 +105,6 @@ fn leader_elected_on_an_idle_cluster_takes_writes() {
 }
 
 #[test]
-#[ignore = "fails today: Raft's leader notice precedes the epoch's LeaderChange record, the QuorumController assumes it follows (see the module doc)"]
 fn leader_elected_on_an_idle_cluster_takes_writes_when_told_at_once() {
     idle_cluster_failover_takes_a_write(false);
 }

@@ -44,7 +44,7 @@ pub const MAX_QUEUED_EVENTS_DEFAULT: usize = 10_000;
 pub const MAX_FENCED_BROKERS_PER_TICK: usize = 16;
 
 /// The QuorumController's configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QuorumControllerConfig {
     /// This controller's node id (Kafka's `node.id`).
     pub node_id: i32,
@@ -52,6 +52,10 @@ pub struct QuorumControllerConfig {
     pub metadata_max_idle_interval_ms: u64,
     pub max_queued_events: usize,
     pub managers: ManagersConfig,
+    /// The records an active controller writes first when the log holds no
+    /// `metadata.version` yet (Kafka's bootstrap metadata from `bootstrap.checkpoint`): the
+    /// feature levels the cluster starts at.
+    pub bootstrap_records: Vec<MetadataRecord>,
 }
 
 /// Identifies a submitted operation; its [`Completion`] carries the same id.
@@ -105,6 +109,8 @@ pub struct QuorumController<R> {
     now_ms: u64,
     last_write_ms: u64,
     next_op_id: u64,
+    /// What the last committed batch replayed, for the node's publishers.
+    commit_delta: Option<MetadataDelta>,
 }
 
 enum Event<R> {
@@ -125,6 +131,7 @@ impl Default for QuorumControllerConfig {
             metadata_max_idle_interval_ms: METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
             max_queued_events: MAX_QUEUED_EVENTS_DEFAULT,
             managers: ManagersConfig::default(),
+            bootstrap_records: Vec::new(),
         }
     }
 }
@@ -176,6 +183,7 @@ impl<R: 'static> QuorumController<R> {
             now_ms: 0,
             last_write_ms: 0,
             next_op_id: 0,
+            commit_delta: None,
         }
     }
 
@@ -236,6 +244,7 @@ impl<R: 'static> QuorumController<R> {
     /// Runs every queued operation in order. Writes on a non-active node fail with
     /// NOT_CONTROLLER; reads are answered on any node.
     pub fn process(&mut self, raft: &mut impl RaftClient) {
+        self.maybe_bootstrap(raft);
         while let Some((id, event)) = self.queue.pop_front() {
             match event {
                 Event::Read(op) => {
@@ -282,6 +291,7 @@ impl<R: 'static> QuorumController<R> {
         }
         self.committed = delta.apply();
         self.committed_offset = batch.last_offset;
+        self.commit_delta = Some(delta);
         let ours = self.active_epoch == Some(batch.epoch);
         if ours && self.committed_offset <= self.last_written_offset {
             while let Some(first) = self.pending.front() {
@@ -315,11 +325,31 @@ impl<R: 'static> QuorumController<R> {
         Ok(())
     }
 
+    /// The delta the last [`handle_commit`](Self::handle_commit) replayed onto the previous
+    /// committed image (the result is [`committed_image`](Self::committed_image)), once:
+    /// what the node's publishers are fed after each batch.
+    pub fn take_commit_delta(&mut self) -> Option<MetadataDelta> {
+        self.commit_delta.take()
+    }
+
     /// Raft names a new leader (Kafka's `handleLeaderChange`). The driver reports this node
     /// as leader only once its committed offset has reached the epoch's start (the Raft
     /// leader's epoch-start record), as Kafka's Raft client does, so the next write offset
     /// is the committed offset plus one.
     pub fn handle_leader_change(&mut self, leader_id: Option<i32>, epoch: i32) {
+        self.handle_leader_change_at(leader_id, epoch, None);
+    }
+
+    /// [`handle_leader_change`](Self::handle_leader_change) with the Raft log's end offset
+    /// when this node is named leader (Kafka's `claim` reads `raftClient.logEndOffset()`):
+    /// the leader's epoch-start record sits there uncommitted, so the first write goes
+    /// after it. Without it the controller writes after its committed offset.
+    pub fn handle_leader_change_at(
+        &mut self,
+        leader_id: Option<i32>,
+        epoch: i32,
+        log_end_offset: Option<i64>,
+    ) {
         if epoch < self.leader.epoch {
             return;
         }
@@ -332,7 +362,7 @@ impl<R: 'static> QuorumController<R> {
             self.renounce();
         }
         if leads_now {
-            self.claim(epoch);
+            self.claim(epoch, log_end_offset);
         }
     }
 
@@ -344,6 +374,7 @@ impl<R: 'static> QuorumController<R> {
         if !self.is_active() {
             return;
         }
+        self.maybe_bootstrap(raft);
         for _ in 0..MAX_FENCED_BROKERS_PER_TICK {
             let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
                 ctx.managers.cluster.maybe_fence_one_stale_broker(
@@ -374,6 +405,60 @@ impl<R: 'static> QuorumController<R> {
                     last_offset,
                 });
             }
+        }
+    }
+
+    /// Raft refused an append this controller scheduled in `epoch` (Kafka: the
+    /// `scheduleAtomicAppend` failure path): everything written after the committed offset is
+    /// in doubt, so the controller renounces and Raft resigns, as Kafka does.
+    pub fn handle_append_refused(&mut self, epoch: i32, raft: &mut impl RaftClient) {
+        if self.active_epoch == Some(epoch) {
+            tracing::warn!(epoch, "Raft refused an append; renouncing leadership");
+            raft.resign(epoch);
+            self.renounce();
+        }
+    }
+
+    /// Raft delivered a committed snapshot (KIP-630): the state below `end_offset` is
+    /// `image`, and committed batches resume at `end_offset`. A lagging standby or a node
+    /// restarting behind the log start takes this path; an active controller never does
+    /// (it is never behind its own log start), and renounces if it happens.
+    pub fn handle_snapshot(&mut self, image: MetadataImage, end_offset: i64) {
+        if end_offset - 1 <= self.committed_offset {
+            return;
+        }
+        if self.is_active() {
+            tracing::warn!(
+                end_offset,
+                "a snapshot past the committed offset; renouncing"
+            );
+            self.renounce();
+        }
+        self.committed = image;
+        self.committed_offset = end_offset - 1;
+        self.latest = self.committed.clone();
+        self.last_written_offset = self.committed_offset;
+    }
+
+    /// The first active controller of a new cluster writes the bootstrap records (Kafka's
+    /// `ActivationRecordsGenerator` for an empty log), before any other write.
+    fn maybe_bootstrap(&mut self, raft: &mut impl RaftClient) {
+        if !self.is_active()
+            || self.config.bootstrap_records.is_empty()
+            || self.latest.features.metadata_version.is_some()
+        {
+            return;
+        }
+        let records = self.config.bootstrap_records.clone();
+        tracing::info!(count = records.len(), "writing the bootstrap metadata");
+        let write = self.write(raft, move |_ctx: &mut WriteContext<'_>| {
+            ControllerResult::of(records, ())
+        });
+        if let Ok((last_offset, ())) = write {
+            self.pending.push_back(Pending {
+                reply: None,
+                last_offset,
+            });
         }
     }
 
@@ -458,7 +543,7 @@ impl<R: 'static> QuorumController<R> {
     }
 
     /// Becomes the active controller for `epoch` (Kafka's `claim`).
-    fn claim(&mut self, epoch: i32) {
+    fn claim(&mut self, epoch: i32, log_end_offset: Option<i64>) {
         tracing::info!(
             epoch,
             committed = self.committed_offset,
@@ -467,7 +552,12 @@ impl<R: 'static> QuorumController<R> {
         debug_assert!(self.pending.is_empty());
         self.active_epoch = Some(epoch);
         self.latest = self.committed.clone();
-        self.last_written_offset = self.committed_offset;
+        // Between the committed offset and the log end there are only the epoch-start
+        // control records: Raft names a leader only once everything before its epoch is
+        // committed and delivered.
+        self.last_written_offset = self
+            .committed_offset
+            .max(log_end_offset.map_or(i64::MIN, |end| end - 1));
         self.last_write_ms = self.now_ms;
         self.managers
             .heartbeats

@@ -68,13 +68,13 @@ pub struct WriteContext<'a> {
 }
 
 /// The boxed body of a write operation.
-pub type WriteFn<R> = Box<dyn FnOnce(&mut WriteContext<'_>) -> ControllerResult<R>>;
+pub type WriteFn<R> = Box<dyn FnOnce(&mut WriteContext<'_>) -> ControllerResult<R> + Send>;
 
 /// A queued write: runs only on the active controller.
 pub struct WriteOp<R>(pub(crate) WriteFn<R>);
 
 /// A queued read: answered from the committed image.
-pub struct ReadOp<R>(pub(crate) Box<dyn FnOnce(&MetadataImage) -> R>);
+pub struct ReadOp<R>(pub(crate) Box<dyn FnOnce(&MetadataImage) -> R + Send>);
 
 impl Managers {
     pub fn new(config: ManagersConfig) -> Self {
@@ -115,12 +115,14 @@ impl Managers {
 }
 
 impl<R: 'static> WriteOp<R> {
-    pub fn new(f: impl FnOnce(&mut WriteContext<'_>) -> ControllerResult<R> + 'static) -> Self {
+    pub fn new(
+        f: impl FnOnce(&mut WriteContext<'_>) -> ControllerResult<R> + Send + 'static,
+    ) -> Self {
         WriteOp(Box::new(f))
     }
 
     /// The same operation with its response converted (into a caller's response enum).
-    pub fn map<U: 'static>(self, f: impl FnOnce(R) -> U + 'static) -> WriteOp<U> {
+    pub fn map<U: 'static>(self, f: impl FnOnce(R) -> U + Send + 'static) -> WriteOp<U> {
         let inner = self.0;
         WriteOp::new(move |ctx| inner(ctx).map(f))
     }
@@ -139,12 +141,12 @@ impl<R> std::fmt::Debug for ReadOp<R> {
 }
 
 impl<R: 'static> ReadOp<R> {
-    pub fn new(f: impl FnOnce(&MetadataImage) -> R + 'static) -> Self {
+    pub fn new(f: impl FnOnce(&MetadataImage) -> R + Send + 'static) -> Self {
         ReadOp(Box::new(f))
     }
 
     /// The same read with its response converted.
-    pub fn map<U: 'static>(self, f: impl FnOnce(R) -> U + 'static) -> ReadOp<U> {
+    pub fn map<U: 'static>(self, f: impl FnOnce(R) -> U + Send + 'static) -> ReadOp<U> {
         let inner = self.0;
         ReadOp::new(move |image| f(inner(image)))
     }

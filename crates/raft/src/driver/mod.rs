@@ -48,6 +48,8 @@ use tracing::{error, info, warn};
 use self::log::{MetadataLog, MetadataLogError};
 pub use self::metrics::{DestinationMetrics, RaftMetrics};
 pub use self::voters::{parse_voters, VoterEndpoint, VotersParseError};
+
+use crate::core::log::{LogError, SnapshotId};
 use crate::core::message::{ApiKind, RaftMessage};
 use crate::core::{CommittedBatch, NotLeader, Output, ProposeError, RaftCore, RoleName};
 use crate::transport::{
@@ -118,6 +120,8 @@ pub enum DriverError {
     Stopped,
     #[error(transparent)]
     Propose(#[from] ProposeError),
+    #[error("creating the snapshot failed: {0}")]
+    Snapshot(LogError),
 }
 
 /// What subscribers see, in order.
@@ -125,14 +129,17 @@ pub enum DriverError {
 pub enum RaftEvent {
     /// A batch below the high watermark.
     Committed(CommittedBatch),
-    /// The epoch or its leader changed.
-    LeaderChange { epoch: i32, leader_id: Option<i32> },
+    /// The epoch or its leader changed. `log_end_offset` is the log's end when the event
+    /// was sent: on a new leader, just past its epoch-start record, where its state machine's
+    /// first write will land.
+    LeaderChange {
+        epoch: i32,
+        leader_id: Option<i32>,
+        log_end_offset: i64,
+    },
     /// Load this committed snapshot first: the batches below its end offset are gone
     /// (KIP-630); `Committed` batches continue from its end offset.
-    Snapshot {
-        id: crate::core::log::SnapshotId,
-        bytes: bytes::Bytes,
-    },
+    Snapshot { id: SnapshotId, bytes: Bytes },
 }
 
 /// A running node: its handle and its tasks.
@@ -143,6 +150,8 @@ pub struct RaftDriver {
     /// driver aborts whatever still runs (a kill).
     driver: Option<JoinHandle<Result<(), String>>>,
     server: Option<JoinHandle<()>>,
+    /// Subscribed before the loop started, so its first events are not missed.
+    first_events: Option<broadcast::Receiver<RaftEvent>>,
 }
 
 /// Talks to a running driver; cheap to clone.
@@ -150,6 +159,9 @@ pub struct RaftDriver {
 pub struct RaftHandle {
     node_id: i32,
     commands: mpsc::Sender<Command>,
+    /// [`RaftHandle::schedule_atomic_append`]s, in order. Unbounded so the controller's
+    /// synchronous event loop never blocks on it; the controller bounds it by its own queue.
+    atomic: mpsc::UnboundedSender<Scheduled>,
     events: broadcast::Sender<RaftEvent>,
     metrics: watch::Receiver<RaftMetrics>,
 }
@@ -167,7 +179,40 @@ enum Command {
         max_bytes: usize,
         reply: oneshot::Sender<Bytes>,
     },
+    CreateSnapshot {
+        id: SnapshotId,
+        bytes: Bytes,
+        reply: oneshot::Sender<Result<i64, LogError>>,
+    },
     Shutdown,
+}
+
+/// What the controller's synchronous event loop hands the driver, in order.
+#[derive(Debug)]
+enum Scheduled {
+    Append(AtomicAppend),
+    /// Give up leadership of this epoch (Kafka's `RaftClient.resign`).
+    Resign(i32),
+}
+
+/// A batch that must land at exactly `base_offset` in `epoch` (Kafka's
+/// `scheduleAtomicAppend`), or not at all.
+#[derive(Debug)]
+struct AtomicAppend {
+    epoch: i32,
+    base_offset: i64,
+    records: Vec<Bytes>,
+    /// Told when the append is refused; success is seen as the batch committing.
+    on_refused: mpsc::UnboundedSender<AtomicAppendRefused>,
+}
+
+/// An atomic append the driver refused: the proposer must give up leadership of `epoch`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("append at {base_offset} in epoch {epoch} refused: {reason}")]
+pub struct AtomicAppendRefused {
+    pub epoch: i32,
+    pub base_offset: i64,
+    pub reason: String,
 }
 
 /// Network input for the driver loop.
@@ -200,6 +245,25 @@ impl RaftDriver {
         config: DriverConfig,
         listener: TcpListener,
     ) -> Result<RaftDriver, DriverError> {
+        let server_config = config.server.clone();
+        let (mut driver, router) = RaftDriver::start_detached(config)?;
+        let mut table = ApiVersionsTable::new(ListenerType::Controller);
+        RaftRequestRouter::advertise(&mut table);
+        driver.server = Some(tokio::spawn(serve(
+            listener,
+            Arc::new(table),
+            server_config,
+            Arc::new(router),
+        )));
+        Ok(driver)
+    }
+
+    /// [`RaftDriver::start`] without a listener of its own: the caller serves the controller
+    /// listener (adding its own APIs, as a Kafka controller's listener carries both the Raft
+    /// RPCs and the controller APIs) and hands the Raft requests to the returned router.
+    pub fn start_detached(
+        config: DriverConfig,
+    ) -> Result<(RaftDriver, RaftRequestRouter), DriverError> {
         let node_id = config.node_id;
         if config.voters.is_empty() {
             return Err(DriverError::NoQuorum(node_id));
@@ -223,29 +287,8 @@ impl RaftDriver {
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
         let (metrics_tx, metrics) = watch::channel(RaftMetrics::default());
-        let mut table = ApiVersionsTable::new(ListenerType::Controller);
-        for kind in [
-            ApiKind::Vote,
-            ApiKind::BeginQuorumEpoch,
-            ApiKind::EndQuorumEpoch,
-            ApiKind::Fetch,
-            ApiKind::FetchSnapshot,
-        ] {
-            let v = kind.version();
-            table
-                .add(kind.api_key(), VersionRange { min: v, max: v })
-                .expect("the pinned Raft versions are stable controller APIs");
-        }
-        table
-            .add(ApiKey::DescribeQuorum, stable_range(ApiKey::DescribeQuorum))
-            .expect("DescribeQuorum is a controller API");
-        let handler = Arc::new(RaftRequestHandler { tx: net_tx });
-        let server = tokio::spawn(serve(
-            listener,
-            Arc::new(table),
-            config.server.clone(),
-            handler,
-        ));
+        let router = RaftRequestRouter { tx: net_tx };
+        let (atomic_tx, atomic_rx) = mpsc::unbounded_channel();
         let client = ClientConfig {
             request_timeout: Duration::from_millis(config.raft.request_timeout_ms),
             reconnect_backoff: Duration::from_millis(RECONNECT_BACKOFF_MS),
@@ -263,6 +306,7 @@ impl RaftDriver {
             inbound: HashMap::new(),
             net_rx,
             commands,
+            atomic_rx,
             events: events.clone(),
             metrics: metrics_tx,
             results_tx,
@@ -274,21 +318,33 @@ impl RaftDriver {
             end_quorum_answered: Vec::new(),
             flush_due: false,
         };
+        let first_events = Some(events.subscribe());
         let driver = tokio::spawn(driver_loop.run());
-        Ok(RaftDriver {
+        let driver = RaftDriver {
+            first_events,
             handle: RaftHandle {
                 node_id,
                 commands: commands_tx,
+                atomic: atomic_tx,
                 events,
                 metrics,
             },
             driver: Some(driver),
-            server: Some(server),
-        })
+            server: None,
+        };
+        Ok((driver, router))
     }
 
     pub fn handle(&self) -> RaftHandle {
         self.handle.clone()
+    }
+
+    /// Every event since the driver started, for the one listener that must not miss the
+    /// first committed batches (the node's state machine); later calls subscribe from now.
+    pub fn take_events(&mut self) -> broadcast::Receiver<RaftEvent> {
+        self.first_events
+            .take()
+            .unwrap_or_else(|| self.handle.subscribe())
     }
 
     /// Graceful shutdown: a leader resigns and tells the voters (EndQuorumEpoch, waiting at
@@ -393,6 +449,55 @@ impl RaftHandle {
         rx.await.map_err(|_| DriverError::Stopped)
     }
 
+    /// Appends `records` as one batch at exactly `base_offset` in `epoch`, without waiting
+    /// (Kafka's `scheduleAtomicAppend`): the QuorumController predicts its offsets (a broker
+    /// epoch is the offset of its registration record) and proposes from a synchronous event
+    /// loop. Appends are applied in call order; one that cannot land where asked (another
+    /// epoch, another end offset, not the leader) is refused whole and reported on
+    /// `on_refused`, and so is everything after it in that epoch, since its base offset no
+    /// longer matches. Returns the batch's predicted first and last offset.
+    pub fn schedule_atomic_append(
+        &self,
+        epoch: i32,
+        base_offset: i64,
+        records: Vec<Bytes>,
+        on_refused: mpsc::UnboundedSender<AtomicAppendRefused>,
+    ) -> Result<(i64, i64), DriverError> {
+        if records.is_empty() {
+            return Err(ProposeError::BadRecordCount(0).into());
+        }
+        let last = base_offset + records.len() as i64 - 1;
+        self.atomic
+            .send(Scheduled::Append(AtomicAppend {
+                epoch,
+                base_offset,
+                records,
+                on_refused,
+            }))
+            .map_err(|_| DriverError::Stopped)?;
+        Ok((base_offset, last))
+    }
+
+    /// Resigns leadership of `epoch` if this node still holds it (Kafka's `resign`): the
+    /// controller gives up after a refused append; the voters elect again.
+    pub fn resign(&self, epoch: i32) {
+        let _ = self.atomic.send(Scheduled::Resign(epoch));
+    }
+
+    /// Stores a snapshot of the state machine after every committed record below
+    /// `id.end_offset` (KIP-630) and deletes the log before it; returns the new log start
+    /// offset. Fetchers below it are then sent the snapshot.
+    pub async fn create_snapshot(&self, id: SnapshotId, bytes: Bytes) -> Result<i64, DriverError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::CreateSnapshot { id, bytes, reply })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        rx.await
+            .map_err(|_| DriverError::Stopped)?
+            .map_err(DriverError::Snapshot)
+    }
+
     /// Committed batches and leader changes from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<RaftEvent> {
         self.events.subscribe()
@@ -425,13 +530,50 @@ impl RaftHandle {
     }
 }
 
-/// Routes a listener's requests into the driver loop.
-#[derive(Debug)]
-struct RaftRequestHandler {
+/// Routes a listener's Raft requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+/// FetchSnapshot, DescribeQuorum) into the driver loop. A listener that serves more than Raft
+/// (the controller's) asks [`RaftRequestRouter::handles`] and passes these on.
+#[derive(Debug, Clone)]
+pub struct RaftRequestRouter {
     tx: mpsc::Sender<NetEvent>,
 }
 
-impl RequestHandler for RaftRequestHandler {
+impl RaftRequestRouter {
+    /// The api keys this router answers.
+    pub const API_KEYS: [ApiKey; 6] = [
+        ApiKey::Vote,
+        ApiKey::BeginQuorumEpoch,
+        ApiKey::EndQuorumEpoch,
+        ApiKey::Fetch,
+        ApiKey::FetchSnapshot,
+        ApiKey::DescribeQuorum,
+    ];
+
+    pub fn handles(api_key: ApiKey) -> bool {
+        Self::API_KEYS.contains(&api_key)
+    }
+
+    /// Adds the Raft RPCs, at the versions the core speaks, and DescribeQuorum to `table`.
+    pub fn advertise(table: &mut ApiVersionsTable) {
+        for kind in [
+            ApiKind::Vote,
+            ApiKind::BeginQuorumEpoch,
+            ApiKind::EndQuorumEpoch,
+            ApiKind::Fetch,
+            ApiKind::FetchSnapshot,
+        ] {
+            let v = kind.version();
+            table
+                .add(kind.api_key(), VersionRange { min: v, max: v })
+                .expect("the pinned Raft versions are stable controller APIs");
+        }
+        table
+            .add(ApiKey::DescribeQuorum, stable_range(ApiKey::DescribeQuorum))
+            .expect("DescribeQuorum is a controller API");
+    }
+}
+
+impl RequestHandler for RaftRequestRouter {
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let (from, msg) = match request.body {
             RequestBody::Vote(r) => {
@@ -639,6 +781,7 @@ struct DriverLoop {
     inbound: HashMap<(i32, i32), Inbound>,
     net_rx: mpsc::Receiver<NetEvent>,
     commands: mpsc::Receiver<Command>,
+    atomic_rx: mpsc::UnboundedReceiver<Scheduled>,
     events: broadcast::Sender<RaftEvent>,
     metrics: watch::Sender<RaftMetrics>,
     /// Outcomes of outbound requests, sent by the channels' tasks. Unbounded, yet bounded
@@ -669,6 +812,7 @@ impl std::fmt::Debug for DriverLoop {
 
 enum Input {
     Command(Option<Command>),
+    Atomic(Scheduled),
     Net(NetEvent),
     Timeout,
 }
@@ -710,6 +854,7 @@ impl DriverLoop {
             let idle_from = Instant::now();
             let input = tokio::select! {
                 cmd = self.commands.recv(), if self.shutdown_until.is_none() => Input::Command(cmd),
+                Some(a) = self.atomic_rx.recv(), if self.shutdown_until.is_none() => Input::Atomic(a),
                 Some(ev) = self.net_rx.recv() => Input::Net(ev),
                 Some(ev) = self.results_rx.recv() => Input::Net(ev),
                 () = sleep_until(wake) => Input::Timeout,
@@ -722,6 +867,13 @@ impl DriverLoop {
                     self.begin_shutdown(now);
                 }
                 Input::Command(Some(cmd)) => self.on_command(now, cmd),
+                Input::Atomic(first) => {
+                    self.on_scheduled(now, first);
+                    // Appends queued together go out together (one flush, one fetch wake).
+                    while let Ok(next) = self.atomic_rx.try_recv() {
+                        self.on_scheduled(now, next);
+                    }
+                }
                 Input::Net(ev) => self.on_net(now, ev)?,
                 Input::Timeout => self.core.handle_timeout(now),
             }
@@ -815,7 +967,76 @@ impl DriverLoop {
             } => {
                 let _ = reply.send(self.read_committed(from, max_bytes));
             }
+            Command::CreateSnapshot { id, bytes, reply } => {
+                let result = self.core.create_snapshot(id, &bytes).map(|()| {
+                    let start = self.core.delete_log_before_latest_snapshot();
+                    info!(
+                        node = self.node_id,
+                        ?id,
+                        log_start = start,
+                        "snapshot created"
+                    );
+                    start
+                });
+                let _ = reply.send(result);
+            }
             Command::Shutdown => self.begin_shutdown(now),
+        }
+    }
+
+    fn on_scheduled(&mut self, now: u64, scheduled: Scheduled) {
+        match scheduled {
+            Scheduled::Append(append) => self.on_atomic_append(now, append),
+            Scheduled::Resign(epoch) => {
+                if self.core.role() == RoleName::Leader && self.core.epoch() == epoch {
+                    info!(
+                        node = self.node_id,
+                        epoch, "resigning at the controller's request"
+                    );
+                    self.core.resign(now);
+                }
+            }
+        }
+    }
+
+    fn on_atomic_append(&mut self, now: u64, append: AtomicAppend) {
+        use crate::core::log::RaftLog;
+        let AtomicAppend {
+            epoch,
+            base_offset,
+            records,
+            on_refused,
+        } = append;
+        let refuse = |reason: String| {
+            warn!(node = self.node_id, epoch, base_offset, %reason, "atomic append refused");
+            let _ = on_refused.send(AtomicAppendRefused {
+                epoch,
+                base_offset,
+                reason,
+            });
+        };
+        if self.core.role() != RoleName::Leader || self.core.epoch() != epoch {
+            return refuse(format!(
+                "this node is {} in epoch {}",
+                self.core.role().as_str(),
+                self.core.epoch()
+            ));
+        }
+        let end = self.core.log().end_offset();
+        if end != base_offset {
+            return refuse(format!("the log ends at {end}"));
+        }
+        let at = Instant::now();
+        match self.core.propose(now, &records) {
+            Ok(range) => {
+                self.counters.append_records_total += records.len() as u64;
+                self.proposals.push_back(Proposal {
+                    range,
+                    at,
+                    waiter: None,
+                });
+            }
+            Err(e) => refuse(e.to_string()),
         }
     }
 
@@ -933,9 +1154,15 @@ impl DriverLoop {
                     }
                     Output::LeaderChange { epoch, leader_id } => {
                         info!(node = self.node_id, epoch, ?leader_id, "leader change");
-                        let _ = self
-                            .events
-                            .send(RaftEvent::LeaderChange { epoch, leader_id });
+                        let log_end_offset = {
+                            use crate::core::log::RaftLog;
+                            self.core.log().end_offset()
+                        };
+                        let _ = self.events.send(RaftEvent::LeaderChange {
+                            epoch,
+                            leader_id,
+                            log_end_offset,
+                        });
                     }
                 }
             }

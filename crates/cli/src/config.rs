@@ -1,0 +1,317 @@
+//! A node's configuration from Kafka's property names (`server.properties` plus `--override
+//! key=value` flags), validated up front: a bad value stops the start with one line naming
+//! the key, the value and where it came from.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use anyhow::{anyhow, bail, Result};
+use kraftd_raft::driver::{parse_voters, VoterEndpoint};
+
+use crate::properties::Properties;
+
+/// Kafka's `log.dir` default, used when neither `log.dirs` nor `log.dir` is set.
+pub const LOG_DIR_DEFAULT: &str = "/tmp/kraft-combined-logs";
+
+/// `process.roles`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessRole {
+    Broker,
+    Controller,
+}
+
+/// One entry of `listeners`: `NAME://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Listener {
+    /// `host:port` to bind (an empty host binds every interface, as in Kafka).
+    pub fn bind_address(&self) -> String {
+        let host = if self.host.is_empty() {
+            "0.0.0.0"
+        } else {
+            &self.host
+        };
+        if host.contains(':') {
+            format!("[{host}]:{}", self.port)
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+/// The settings kraftd reads, by Kafka's names.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub props: Properties,
+    pub roles: Vec<ProcessRole>,
+    pub node_id: i32,
+    pub voters: BTreeMap<i32, VoterEndpoint>,
+    pub listeners: Vec<Listener>,
+    pub controller_listener_names: Vec<String>,
+    pub log_dirs: Vec<PathBuf>,
+    pub metadata_log_dir: PathBuf,
+}
+
+impl NodeConfig {
+    /// Reads the file (if any) and applies the overrides on top.
+    pub fn load(file: Option<&std::path::Path>, overrides: &[String]) -> Result<NodeConfig> {
+        let mut props = match file {
+            Some(path) => Properties::load(path)?,
+            None => Properties::new(),
+        };
+        for entry in overrides {
+            let (k, v) = entry
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--override {entry:?}: expected key=value"))?;
+            props.set(k.trim(), v.trim());
+        }
+        NodeConfig::from_properties(props)
+    }
+
+    pub fn from_properties(props: Properties) -> Result<NodeConfig> {
+        let source = props.source();
+        let bad = |key: &str, value: &str, why: &str| {
+            anyhow!("invalid value {value:?} for {key} in {source}: {why}")
+        };
+        let roles_raw = props
+            .get("process.roles")
+            .ok_or_else(|| anyhow!("process.roles is not set in {source}"))?;
+        let mut roles = Vec::new();
+        for role in roles_raw
+            .split(',')
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+        {
+            let role = match role {
+                "broker" => ProcessRole::Broker,
+                "controller" => ProcessRole::Controller,
+                other => {
+                    return Err(bad(
+                        "process.roles",
+                        roles_raw,
+                        &format!("unknown role {other:?} (expected broker and/or controller)"),
+                    ))
+                }
+            };
+            if !roles.contains(&role) {
+                roles.push(role);
+            }
+        }
+        if roles.is_empty() {
+            return Err(bad("process.roles", roles_raw, "no role given"));
+        }
+        let node_id_raw = props
+            .get("node.id")
+            .ok_or_else(|| anyhow!("node.id is not set in {source}"))?;
+        let node_id: i32 = node_id_raw
+            .trim()
+            .parse()
+            .ok()
+            .filter(|id: &i32| *id >= 0)
+            .ok_or_else(|| bad("node.id", node_id_raw, "expected a non-negative integer"))?;
+        let voters = match props.get("controller.quorum.voters") {
+            Some(v) if !v.trim().is_empty() => {
+                parse_voters(v).map_err(|e| anyhow!("{e} (in {source})"))?
+            }
+            _ => {
+                if props.get("controller.quorum.bootstrap.servers").is_some() {
+                    bail!(
+                        "controller.quorum.bootstrap.servers (a dynamic quorum, KIP-853) is not \
+                         supported yet; set controller.quorum.voters in {source}"
+                    );
+                }
+                bail!("controller.quorum.voters is not set in {source}");
+            }
+        };
+        let listeners = match props.get("listeners") {
+            Some(v) => parse_listeners(v).map_err(|why| bad("listeners", v, &why))?,
+            None => Vec::new(),
+        };
+        let controller_listener_names: Vec<String> = props
+            .get("controller.listener.names")
+            .unwrap_or("")
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let log_dirs: Vec<PathBuf> = props
+            .get("log.dirs")
+            .or_else(|| props.get("log.dir"))
+            .unwrap_or(LOG_DIR_DEFAULT)
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if log_dirs.is_empty() {
+            bail!("log.dirs in {source} names no directory");
+        }
+        let metadata_log_dir = props
+            .get("metadata.log.dir")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| log_dirs[0].clone());
+        let config = NodeConfig {
+            roles,
+            node_id,
+            voters,
+            listeners,
+            controller_listener_names,
+            log_dirs,
+            metadata_log_dir,
+            props,
+        };
+        config.check_controller_listener()?;
+        Ok(config)
+    }
+
+    pub fn is_controller(&self) -> bool {
+        self.roles.contains(&ProcessRole::Controller)
+    }
+
+    /// The listener a controller serves on: the first of `listeners` named in
+    /// `controller.listener.names`.
+    pub fn controller_listener(&self) -> Option<&Listener> {
+        self.listeners
+            .iter()
+            .find(|l| self.controller_listener_names.contains(&l.name))
+    }
+
+    fn check_controller_listener(&self) -> Result<()> {
+        let source = self.props.source();
+        if self.controller_listener_names.is_empty() {
+            bail!("controller.listener.names is not set in {source}");
+        }
+        if self.is_controller() {
+            if self.controller_listener().is_none() {
+                bail!(
+                    "listeners in {source} has no listener named in controller.listener.names ({})",
+                    self.controller_listener_names.join(",")
+                );
+            }
+            if !self.voters.contains_key(&self.node_id) {
+                bail!(
+                    "node.id {} is a controller but not one of controller.quorum.voters in {source}",
+                    self.node_id
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A numeric property, or its default; a value that does not parse is an error naming it.
+    pub fn number<T: FromStr>(&self, key: &str, default: T) -> Result<T> {
+        match self.props.get(key) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|_| {
+                anyhow!(
+                    "invalid value {v:?} for {key} in {}: expected a number",
+                    self.props.source()
+                )
+            }),
+        }
+    }
+
+    /// A boolean property, or its default.
+    pub fn boolean(&self, key: &str, default: bool) -> Result<bool> {
+        match self.props.get(key).map(str::trim) {
+            None => Ok(default),
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(v) => bail!(
+                "invalid value {v:?} for {key} in {}: expected true or false",
+                self.props.source()
+            ),
+        }
+    }
+}
+
+/// `NAME://host:port,...`; the security protocol map is not consulted (PLAINTEXT only).
+pub fn parse_listeners(value: &str) -> std::result::Result<Vec<Listener>, String> {
+    let mut out: Vec<Listener> = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, rest) = entry
+            .split_once("://")
+            .ok_or_else(|| format!("entry {entry:?}: expected NAME://host:port"))?;
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| format!("entry {entry:?}: expected NAME://host:port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("entry {entry:?}: the port is not a number in 0..65535"))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if out.iter().any(|l| l.name == name) {
+            return Err(format!("listener name {name:?} appears twice"));
+        }
+        out.push(Listener {
+            name: name.to_string(),
+            host,
+            port,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(text: &str) -> Properties {
+        Properties::parse(text)
+    }
+
+    #[test]
+    fn a_controller_config_parses() {
+        let c = NodeConfig::from_properties(props(
+            "process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+             listeners=CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n\
+             log.dirs=/a,/b\n",
+        ))
+        .unwrap();
+        assert!(c.is_controller());
+        assert_eq!(c.controller_listener().unwrap().port, 9093);
+        assert_eq!(c.metadata_log_dir, PathBuf::from("/a"));
+        assert_eq!(c.log_dirs.len(), 2);
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_value() {
+        let e = NodeConfig::from_properties(props(
+            "process.roles=controller\nnode.id=x\ncontroller.quorum.voters=1@h:1\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("node.id") && e.contains("\"x\""), "{e}");
+        let e = NodeConfig::from_properties(props(
+            "process.roles=router\nnode.id=1\ncontroller.quorum.voters=1@h:1\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("process.roles") && e.contains("router"), "{e}");
+        let e = NodeConfig::from_properties(props(
+            "process.roles=controller\nnode.id=2\ncontroller.quorum.voters=1@h:1\n\
+             listeners=CONTROLLER://h:1\ncontroller.listener.names=CONTROLLER\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not one of controller.quorum.voters"), "{e}");
+    }
+
+    #[test]
+    fn listeners_parse_like_kafka() {
+        let l = parse_listeners("PLAINTEXT://:9092, CONTROLLER://[::1]:9093").unwrap();
+        assert_eq!(l[0].host, "");
+        assert_eq!(l[0].bind_address(), "0.0.0.0:9092");
+        assert_eq!(l[1].host, "::1");
+        assert!(parse_listeners("PLAINTEXT://h").is_err());
+        assert!(parse_listeners("A://h:1,A://h:2").is_err());
+    }
+}

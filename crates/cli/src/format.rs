@@ -1,0 +1,288 @@
+//! `kraftd format` and `kraftd random-uuid`, as Kafka's `kafka-storage format` and
+//! `kafka-storage random-uuid`: every log directory gets a `meta.properties` (version 1,
+//! node.id, cluster.id, a fresh directory.id), and the metadata log directory gets
+//! `bootstrap.checkpoint`, the feature levels the first active controller writes to an empty
+//! metadata log. A node refuses to start on a directory that is not formatted, or formatted
+//! for another node or cluster.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use bytes::Bytes;
+use kraftd_controller::control::replication::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE;
+use kraftd_controller::image::METADATA_VERSION_FEATURE;
+use kraftd_protocol::metadata::FeatureLevelRecord;
+use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};
+use kraftd_protocol::MetadataRecord;
+use kraftd_raft::snapshot::{read_snapshot, SnapshotWriter};
+
+use crate::config::NodeConfig;
+use crate::properties::Properties;
+
+/// The file Kafka keeps in every log directory.
+pub const META_PROPERTIES: &str = "meta.properties";
+/// The bootstrap metadata in the metadata log directory.
+pub const BOOTSTRAP_CHECKPOINT: &str = "bootstrap.checkpoint";
+/// The `metadata.version` a new cluster starts at (4.0-IV3, the highest kraftd speaks).
+pub const BOOTSTRAP_METADATA_VERSION: i16 = 25;
+
+/// A 16-byte random id as Kafka prints it: URL-safe base64 without padding (22 chars),
+/// never starting with `-` (Kafka draws again so the id cannot look like a flag).
+pub fn random_uuid() -> Result<String> {
+    let mut file = std::fs::File::open("/dev/urandom").context("opening /dev/urandom")?;
+    loop {
+        let mut bytes = [0u8; 16];
+        file.read_exact(&mut bytes)
+            .context("reading /dev/urandom")?;
+        let text = base64_url(&bytes);
+        if !text.starts_with('-') && bytes != [0; 16] {
+            return Ok(text);
+        }
+    }
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// Checks a cluster id the way Kafka does: the base64 form of 16 bytes.
+pub fn check_cluster_id(id: &str) -> Result<()> {
+    let valid = id.len() == 22
+        && id
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
+    if !valid {
+        bail!("cluster id {id:?} is not a 22-character URL-safe base64 uuid (see `kraftd random-uuid`)");
+    }
+    Ok(())
+}
+
+/// What `meta.properties` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaProperties {
+    pub cluster_id: String,
+    pub node_id: i32,
+    pub directory_id: String,
+}
+
+impl MetaProperties {
+    pub fn read(dir: &Path) -> Result<Option<MetaProperties>> {
+        let path = dir.join(META_PROPERTIES);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let props = Properties::load(&path)?;
+        let get = |k: &str| {
+            props
+                .get(k)
+                .map(str::to_string)
+                .ok_or_else(|| anyhow!("{} has no {k}", path.display()))
+        };
+        let version = get("version")?;
+        if version != "1" {
+            bail!(
+                "{}: version {version} is not supported (expected 1)",
+                path.display()
+            );
+        }
+        let node_id = get("node.id")?;
+        Ok(Some(MetaProperties {
+            cluster_id: get("cluster.id")?,
+            node_id: node_id
+                .parse()
+                .map_err(|_| anyhow!("{}: node.id {node_id:?} is not a number", path.display()))?,
+            directory_id: get("directory.id")?,
+        }))
+    }
+
+    fn write(&self, dir: &Path) -> Result<()> {
+        let mut props = Properties::new();
+        props.set("version", "1");
+        props.set("cluster.id", &self.cluster_id);
+        props.set("node.id", self.node_id.to_string());
+        props.set("directory.id", &self.directory_id);
+        write_atomically(
+            &dir.join(META_PROPERTIES),
+            props.to_text("\n#Written by kraftd format").as_bytes(),
+        )
+    }
+}
+
+/// Every directory a node keeps data in: the log dirs and the metadata log dir.
+pub fn all_dirs(config: &NodeConfig) -> Vec<PathBuf> {
+    let mut dirs = config.log_dirs.clone();
+    if !dirs.contains(&config.metadata_log_dir) {
+        dirs.push(config.metadata_log_dir.clone());
+    }
+    dirs
+}
+
+/// Formats every directory of `config` for `cluster_id`. A directory already formatted for
+/// the same cluster and node is left alone when `ignore_formatted`, else refused.
+pub fn format(config: &NodeConfig, cluster_id: &str, ignore_formatted: bool) -> Result<()> {
+    check_cluster_id(cluster_id)?;
+    for dir in all_dirs(config) {
+        if let Some(existing) = MetaProperties::read(&dir)? {
+            if ignore_formatted
+                && existing.cluster_id == cluster_id
+                && existing.node_id == config.node_id
+            {
+                continue;
+            }
+            bail!(
+                "{} is already formatted (cluster {}, node {}); use --ignore-formatted to skip it",
+                dir.display(),
+                existing.cluster_id,
+                existing.node_id
+            );
+        }
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating log directory {}", dir.display()))?;
+        MetaProperties {
+            cluster_id: cluster_id.to_string(),
+            node_id: config.node_id,
+            directory_id: random_uuid()?,
+        }
+        .write(&dir)?;
+        if dir == config.metadata_log_dir {
+            write_bootstrap(&dir)?;
+        }
+    }
+    Ok(())
+}
+
+/// The feature levels a new cluster starts at: `metadata.version` and, with it, eligible
+/// leader replicas on (KIP-966).
+pub fn bootstrap_records() -> Vec<MetadataRecord> {
+    vec![
+        MetadataRecord::FeatureLevel(FeatureLevelRecord {
+            name: METADATA_VERSION_FEATURE.to_string(),
+            feature_level: BOOTSTRAP_METADATA_VERSION,
+            ..Default::default()
+        }),
+        MetadataRecord::FeatureLevel(FeatureLevelRecord {
+            name: ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE.to_string(),
+            feature_level: 1,
+            ..Default::default()
+        }),
+    ]
+}
+
+fn write_bootstrap(dir: &Path) -> Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut writer = SnapshotWriter::new(0, 0, now).context("writing bootstrap.checkpoint")?;
+    for record in bootstrap_records() {
+        let value = encode_metadata_record(&record, record.key().valid_versions().max)
+            .context("encoding a bootstrap record")?;
+        writer
+            .append(value)
+            .context("writing bootstrap.checkpoint")?;
+    }
+    let bytes = writer.finish().context("writing bootstrap.checkpoint")?;
+    write_atomically(&dir.join(BOOTSTRAP_CHECKPOINT), &bytes)
+}
+
+/// Reads the bootstrap records of a formatted metadata log directory.
+pub fn read_bootstrap(dir: &Path) -> Result<Vec<MetadataRecord>> {
+    let path = dir.join(BOOTSTRAP_CHECKPOINT);
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let snapshot = read_snapshot(Bytes::from(bytes))
+        .map_err(|e| anyhow!("{} is not a valid checkpoint: {e}", path.display()))?;
+    snapshot
+        .values()
+        .map(|v| {
+            decode_metadata_record(v.clone())
+                .map(|(r, _)| r)
+                .map_err(|e| anyhow!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
+/// Checks that every directory is formatted for this node and one cluster; returns the
+/// cluster id.
+pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<String> {
+    let mut cluster: Option<String> = None;
+    for dir in all_dirs(config) {
+        let meta = MetaProperties::read(&dir)?.ok_or_else(|| {
+            anyhow!(
+                "log directory {} is not formatted; run `kraftd format --config {config_file} \
+                 --cluster-id $(kraftd random-uuid)` first",
+                dir.display()
+            )
+        })?;
+        if meta.node_id != config.node_id {
+            bail!(
+                "{} belongs to node {}, but node.id is {}",
+                dir.join(META_PROPERTIES).display(),
+                meta.node_id,
+                config.node_id
+            );
+        }
+        match &cluster {
+            Some(c) if *c != meta.cluster_id => bail!(
+                "{} belongs to cluster {}, other directories to {c}",
+                dir.join(META_PROPERTIES).display(),
+                meta.cluster_id
+            ),
+            _ => cluster = Some(meta.cluster_id),
+        }
+    }
+    cluster.ok_or_else(|| anyhow!("no log directory configured"))
+}
+
+/// Writes through a temporary file, fsyncs it, renames it over `path` and fsyncs the
+/// directory, so a crash leaves the old file or the new one.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut file =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    if let Some(parent) = path.parent() {
+        if let Ok(dir) = std::fs::File::open(parent) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_uuids_look_like_kafkas() {
+        let id = random_uuid().unwrap();
+        assert_eq!(id.len(), 22);
+        check_cluster_id(&id).unwrap();
+        assert_ne!(id, random_uuid().unwrap());
+        assert!(check_cluster_id("short").is_err());
+    }
+
+    #[test]
+    fn base64_matches_javas_url_encoder() {
+        // java.util.Base64.getUrlEncoder().withoutPadding() of 16 bytes 0xfb 0xff ... .
+        assert_eq!(base64_url(&[0xfb; 16]), "-_v7-_v7-_v7-_v7-_v7-w");
+        assert_eq!(base64_url(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+    }
+}

@@ -1,0 +1,232 @@
+//! `ControllerApis`: what the controller listener answers (Kafka's `ControllerApis`). Raft's
+//! RPCs and DescribeQuorum go to the Raft driver; every controller API becomes a write or
+//! read operation on the controller's event loop and is answered once its records commit;
+//! an Envelope (a broker forwarding a client's request, KIP-590) is unwrapped, run the same
+//! way, and its response wrapped again.
+//!
+//! A request the controller cannot run gets a response of its own type carrying the error
+//! ([`super::errors::error_response`]): NOT_CONTROLLER on a standby, so clients and brokers
+//! move on to the active controller.
+
+use std::sync::Arc;
+
+use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::header::{decode_request, encode_response};
+use kraftd_protocol::messages::{EnvelopeRequest, EnvelopeResponse, UnregisterBrokerResponse};
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
+use kraftd_raft::driver::RaftRequestRouter;
+use kraftd_raft::transport::{InboundRequest, RequestHandler};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, warn};
+
+use super::errors::error_response;
+use super::event_loop::{ControllerRequest, Op};
+use crate::quorum_controller::{ops, ControllerError};
+
+/// The controller APIs served besides Raft's, at every stable version.
+pub const CONTROLLER_API_KEYS: [ApiKey; 18] = [
+    ApiKey::BrokerRegistration,
+    ApiKey::BrokerHeartbeat,
+    ApiKey::UnregisterBroker,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterPartition,
+    ApiKey::ElectLeaders,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::AlterUserScramCredentials,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
+    ApiKey::DescribeAcls,
+    ApiKey::AllocateProducerIds,
+    ApiKey::UpdateFeatures,
+    ApiKey::AlterClientQuotas,
+];
+
+/// The controller listener's request handler; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ControllerApis {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    cluster_id: String,
+    router: RaftRequestRouter,
+    requests: mpsc::Sender<ControllerRequest>,
+    table: ApiVersionsTable,
+}
+
+impl std::fmt::Debug for ControllerRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ControllerRequest")
+    }
+}
+
+impl ControllerApis {
+    pub(crate) fn new(
+        cluster_id: String,
+        router: RaftRequestRouter,
+        requests: mpsc::Sender<ControllerRequest>,
+    ) -> Self {
+        let mut table = ApiVersionsTable::new(ListenerType::Controller);
+        RaftRequestRouter::advertise(&mut table);
+        for key in CONTROLLER_API_KEYS.into_iter().chain([ApiKey::Envelope]) {
+            table
+                .add(key, stable_range(key))
+                .expect("every controller API key is served on the controller listener");
+        }
+        ControllerApis {
+            inner: Arc::new(Inner {
+                cluster_id,
+                router,
+                requests,
+                table,
+            }),
+        }
+    }
+
+    /// What the listener advertises in ApiVersions.
+    pub fn api_versions(&self) -> ApiVersionsTable {
+        self.inner.table.clone()
+    }
+
+    pub fn cluster_id(&self) -> &str {
+        &self.inner.cluster_id
+    }
+
+    /// Runs one controller request to its response.
+    /// `body` must be one of [`CONTROLLER_API_KEYS`].
+    async fn execute(&self, version: i16, body: RequestBody) -> ResponseBody {
+        let (reply, rx) = oneshot::channel();
+        let request = ControllerRequest {
+            version,
+            body: body.clone(),
+            reply,
+        };
+        let result = match self.inner.requests.send(request).await {
+            Ok(()) => rx
+                .await
+                .unwrap_or(Err(ControllerError::NotController { leader_id: None })),
+            Err(_) => Err(ControllerError::NotController { leader_id: None }),
+        };
+        match result {
+            Ok(response) => response,
+            Err(e) => {
+                debug!(api = ?body.key(), error = %e, "controller request failed");
+                error_response(&body, e.error_code()).expect("operation() covers only these")
+            }
+        }
+    }
+
+    /// Runs the request an Envelope carries and wraps its response (KIP-590).
+    async fn envelope(&self, envelope: EnvelopeRequest) -> ResponseBody {
+        let fail = |code: ErrorCode| {
+            ResponseBody::Envelope(EnvelopeResponse {
+                response_data: None,
+                error_code: code.code(),
+                ..Default::default()
+            })
+        };
+        let inner = match decode_request(envelope.request_data) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(error = %e, "an Envelope carries a request that does not decode");
+                return fail(ErrorCode::InvalidRequest);
+            }
+        };
+        let version = inner.header.request_api_version;
+        if !CONTROLLER_API_KEYS.contains(&inner.api_key)
+            || !self.inner.table.supports(inner.api_key, version)
+        {
+            warn!(api = ?inner.api_key, version, "an Envelope carries a request the controller does not serve");
+            return fail(ErrorCode::InvalidRequest);
+        }
+        let response = self.execute(version, inner.body).await;
+        match encode_response(inner.header.correlation_id, version, &response) {
+            Ok(encoder) => ResponseBody::Envelope(EnvelopeResponse {
+                response_data: Some(encoder.into_bytes()),
+                error_code: 0,
+                ..Default::default()
+            }),
+            Err(e) => {
+                warn!(error = %e, "the forwarded request's response does not encode");
+                fail(ErrorCode::UnknownServerError)
+            }
+        }
+    }
+}
+
+impl RequestHandler for ControllerApis {
+    async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
+        if RaftRequestRouter::handles(request.api_key) {
+            return self.inner.router.dispatch(request).await;
+        }
+        let version = request.header.request_api_version;
+        let (tx, rx) = oneshot::channel();
+        let apis = self.clone();
+        match request.body {
+            RequestBody::Envelope(envelope) => {
+                tokio::spawn(async move {
+                    let _ = tx.send(apis.envelope(envelope).await);
+                });
+            }
+            body if CONTROLLER_API_KEYS.contains(&body.key()) => {
+                tokio::spawn(async move {
+                    let _ = tx.send(apis.execute(version, body).await);
+                });
+            }
+            // Not advertised, so the transport never hands it over; closing is the answer.
+            _ => return None,
+        }
+        Some(rx)
+    }
+}
+
+/// The controller operation for a request; `None` for requests of other APIs.
+pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
+    use RequestBody as B;
+    use ResponseBody as Rsp;
+    Some(match body {
+        B::BrokerRegistration(r) => {
+            Op::Write(ops::register_broker(version, r).map(Rsp::BrokerRegistration))
+        }
+        B::BrokerHeartbeat(r) => Op::Write(ops::broker_heartbeat(r).map(Rsp::BrokerHeartbeat)),
+        B::UnregisterBroker(r) => Op::Write(ops::unregister_broker(r.broker_id).map(|code| {
+            Rsp::UnregisterBroker(UnregisterBrokerResponse {
+                error_code: code.code(),
+                ..Default::default()
+            })
+        })),
+        B::CreateTopics(r) => Op::Write(ops::create_topics(r).map(Rsp::CreateTopics)),
+        B::DeleteTopics(r) => Op::Write(ops::delete_topics(r).map(Rsp::DeleteTopics)),
+        B::CreatePartitions(r) => Op::Write(ops::create_partitions(r).map(Rsp::CreatePartitions)),
+        B::AlterPartition(r) => {
+            Op::Write(ops::alter_partition(version, r).map(Rsp::AlterPartition))
+        }
+        B::ElectLeaders(r) => Op::Write(ops::elect_leaders(r).map(Rsp::ElectLeaders)),
+        B::IncrementalAlterConfigs(r) => {
+            Op::Write(ops::incremental_alter_configs(r).map(Rsp::IncrementalAlterConfigs))
+        }
+        B::AlterConfigs(r) => Op::Write(ops::alter_configs(r).map(Rsp::AlterConfigs)),
+        B::AlterUserScramCredentials(r) => {
+            Op::Write(ops::alter_user_scram_credentials(r).map(Rsp::AlterUserScramCredentials))
+        }
+        B::DescribeUserScramCredentials(r) => {
+            Op::Read(ops::describe_user_scram_credentials(r).map(Rsp::DescribeUserScramCredentials))
+        }
+        B::CreateAcls(r) => Op::Write(ops::create_acls(r).map(Rsp::CreateAcls)),
+        B::DeleteAcls(r) => Op::Write(ops::delete_acls(r).map(Rsp::DeleteAcls)),
+        B::DescribeAcls(r) => Op::Read(ops::describe_acls(r).map(Rsp::DescribeAcls)),
+        B::AllocateProducerIds(r) => {
+            Op::Write(ops::allocate_producer_ids(r).map(Rsp::AllocateProducerIds))
+        }
+        B::UpdateFeatures(r) => Op::Write(ops::update_features(r).map(Rsp::UpdateFeatures)),
+        B::AlterClientQuotas(r) => {
+            Op::Write(ops::alter_client_quotas(r).map(Rsp::AlterClientQuotas))
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,245 @@
+//! Error answers for the controller APIs: a request the controller cannot run (this node is
+//! not the active controller, the queue is full, the cluster id is wrong) still gets a
+//! response of its own type, with the error code on every element a client reads, as
+//! Kafka's `AbstractRequest.getErrorResponse` does. A client that sees NOT_CONTROLLER in a
+//! topic result retries against the controller it learns next.
+
+use kraftd_protocol::messages::{
+    alter_client_quotas_response, alter_configs_response, alter_user_scram_credentials_response,
+    create_acls_response, create_partitions_response, create_topics_response, delete_acls_response,
+    delete_topics_response, incremental_alter_configs_response, AllocateProducerIdsResponse,
+    AlterClientQuotasResponse, AlterConfigsResponse, AlterPartitionResponse,
+    AlterUserScramCredentialsResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse,
+    CreateAclsResponse, CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse,
+    DeleteTopicsResponse, DescribeAclsResponse, DescribeClientQuotasResponse,
+    DescribeUserScramCredentialsResponse, ElectLeadersResponse, IncrementalAlterConfigsResponse,
+    UnregisterBrokerResponse, UpdateFeaturesResponse,
+};
+use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
+
+/// The response to `request` failing as a whole with `code`; `None` for requests the
+/// controller APIs do not serve.
+pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<ResponseBody> {
+    let error_code = code.code();
+    let message = || Some(code.to_string());
+    Some(match request {
+        RequestBody::BrokerRegistration(_) => {
+            ResponseBody::BrokerRegistration(BrokerRegistrationResponse {
+                error_code,
+                broker_epoch: -1,
+                ..Default::default()
+            })
+        }
+        RequestBody::BrokerHeartbeat(_) => ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse {
+            error_code,
+            is_caught_up: false,
+            is_fenced: true,
+            should_shut_down: false,
+            ..Default::default()
+        }),
+        RequestBody::UnregisterBroker(_) => {
+            ResponseBody::UnregisterBroker(UnregisterBrokerResponse {
+                error_code,
+                error_message: message(),
+                ..Default::default()
+            })
+        }
+        RequestBody::AlterPartition(_) => ResponseBody::AlterPartition(AlterPartitionResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::AllocateProducerIds(_) => {
+            ResponseBody::AllocateProducerIds(AllocateProducerIdsResponse {
+                error_code,
+                producer_id_start: -1,
+                producer_id_len: 0,
+                ..Default::default()
+            })
+        }
+        RequestBody::ElectLeaders(_) => ResponseBody::ElectLeaders(ElectLeadersResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::UpdateFeatures(_) => ResponseBody::UpdateFeatures(UpdateFeaturesResponse {
+            error_code,
+            error_message: message(),
+            ..Default::default()
+        }),
+        RequestBody::DescribeAcls(_) => ResponseBody::DescribeAcls(DescribeAclsResponse {
+            error_code,
+            error_message: message(),
+            ..Default::default()
+        }),
+        RequestBody::DescribeUserScramCredentials(_) => {
+            ResponseBody::DescribeUserScramCredentials(DescribeUserScramCredentialsResponse {
+                error_code,
+                error_message: message(),
+                ..Default::default()
+            })
+        }
+        RequestBody::DescribeClientQuotas(_) => {
+            ResponseBody::DescribeClientQuotas(DescribeClientQuotasResponse {
+                error_code,
+                error_message: message(),
+                ..Default::default()
+            })
+        }
+        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(CreateTopicsResponse {
+            topics: r
+                .topics
+                .iter()
+                .map(|t| create_topics_response::CreatableTopicResult {
+                    name: t.name.clone(),
+                    error_code,
+                    error_message: message(),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::DeleteTopics(r) => {
+            let mut responses: Vec<_> = r
+                .topic_names
+                .iter()
+                .map(|name| delete_topics_response::DeletableTopicResult {
+                    name: Some(name.clone()),
+                    error_code,
+                    error_message: message(),
+                    ..Default::default()
+                })
+                .collect();
+            responses.extend(r.topics.iter().map(|t| {
+                delete_topics_response::DeletableTopicResult {
+                    name: t.name.clone(),
+                    topic_id: t.topic_id,
+                    error_code,
+                    error_message: message(),
+                    ..Default::default()
+                }
+            }));
+            ResponseBody::DeleteTopics(DeleteTopicsResponse {
+                responses,
+                ..Default::default()
+            })
+        }
+        RequestBody::CreatePartitions(r) => {
+            ResponseBody::CreatePartitions(CreatePartitionsResponse {
+                results: r
+                    .topics
+                    .iter()
+                    .map(
+                        |t| create_partitions_response::CreatePartitionsTopicResult {
+                            name: t.name.clone(),
+                            error_code,
+                            error_message: message(),
+                            ..Default::default()
+                        },
+                    )
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        RequestBody::IncrementalAlterConfigs(r) => {
+            ResponseBody::IncrementalAlterConfigs(IncrementalAlterConfigsResponse {
+                responses: r
+                    .resources
+                    .iter()
+                    .map(
+                        |res| incremental_alter_configs_response::AlterConfigsResourceResponse {
+                            error_code,
+                            error_message: message(),
+                            resource_type: res.resource_type,
+                            resource_name: res.resource_name.clone(),
+                            ..Default::default()
+                        },
+                    )
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(AlterConfigsResponse {
+            responses: r
+                .resources
+                .iter()
+                .map(|res| alter_configs_response::AlterConfigsResourceResponse {
+                    error_code,
+                    error_message: message(),
+                    resource_type: res.resource_type,
+                    resource_name: res.resource_name.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::AlterUserScramCredentials(r) => {
+            let users = r
+                .deletions
+                .iter()
+                .map(|d| d.name.clone())
+                .chain(r.upsertions.iter().map(|u| u.name.clone()));
+            ResponseBody::AlterUserScramCredentials(AlterUserScramCredentialsResponse {
+                results: users
+                    .map(|user| {
+                        alter_user_scram_credentials_response::AlterUserScramCredentialsResult {
+                            user,
+                            error_code,
+                            error_message: message(),
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(CreateAclsResponse {
+            results: r
+                .creations
+                .iter()
+                .map(|_| create_acls_response::AclCreationResult {
+                    error_code,
+                    error_message: message(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(DeleteAclsResponse {
+            filter_results: r
+                .filters
+                .iter()
+                .map(|_| delete_acls_response::DeleteAclsFilterResult {
+                    error_code,
+                    error_message: message(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::AlterClientQuotas(r) => {
+            ResponseBody::AlterClientQuotas(AlterClientQuotasResponse {
+                entries: r
+                    .entries
+                    .iter()
+                    .map(|e| alter_client_quotas_response::EntryData {
+                        error_code,
+                        error_message: message(),
+                        entity: e
+                            .entity
+                            .iter()
+                            .map(|en| alter_client_quotas_response::EntityData {
+                                entity_type: en.entity_type.clone(),
+                                entity_name: en.entity_name.clone(),
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        _ => return None,
+    })
+}

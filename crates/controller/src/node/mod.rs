@@ -1,0 +1,269 @@
+//! A controller node at the tokio edge (Kafka's `ControllerServer`): the Raft driver as a
+//! voter of `__cluster_metadata`, the sans-IO [`QuorumController`] on an event loop of its
+//! own, and the controller listener ([`apis::ControllerApis`]) serving the Raft RPCs and the
+//! controller APIs on one port, as a Kafka controller's listener does.
+//!
+//! Data flow: a request decoded by the transport is routed by api key; Raft's go to the
+//! driver, the controller's become a write or read operation queued on the event loop, which
+//! answers once the operation's records commit. The event loop follows Raft's committed
+//! batches, snapshots and leader changes ([`RaftEvent`]) in order, proposes through
+//! [`RaftHandle::schedule_atomic_append`] at the offsets the controller predicts, ticks the
+//! controller's clock (no-op records, broker session expiry), and takes snapshots when the
+//! [`SnapshotPolicy`](crate::snapshot::SnapshotPolicy) says so.
+
+pub mod apis;
+pub mod errors;
+mod event_loop;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kraftd_log::LogConfig;
+use kraftd_protocol::MetadataRecord;
+use kraftd_raft::driver::{DriverConfig, DriverError, RaftDriver, RaftHandle, VoterEndpoint};
+use kraftd_raft::transport::{serve, ServerConfig};
+use kraftd_raft::RaftConfig;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::publisher::{
+    AclPublisher, AuthorizerConfig, CredentialProvider, DynamicConfigPublisher, DynamicConfigs,
+    MetadataPublisher, ScramPublisher, StandardAuthorizer,
+};
+use crate::quorum_controller::{ManagersConfig, QuorumControllerConfig};
+use crate::MetadataImage;
+
+pub use apis::ControllerApis;
+pub use event_loop::ControllerStatus;
+
+/// Operations queued for the event loop before the listener's connections wait.
+pub const CONTROLLER_REQUEST_CHANNEL_CAPACITY: usize = 1024;
+/// How often the event loop ticks the controller's clock.
+pub const TICK_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Everything a controller node needs; built by the CLI from Kafka's property names.
+#[derive(Debug, Clone)]
+pub struct ControllerNodeConfig {
+    /// `node.id`.
+    pub node_id: i32,
+    /// The cluster id from `meta.properties`.
+    pub cluster_id: String,
+    /// `controller.quorum.voters`.
+    pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// `controller.quorum.*` timeouts.
+    pub raft: RaftConfig,
+    /// `<metadata.log.dir>/__cluster_metadata-0`.
+    pub metadata_log_dir: PathBuf,
+    /// The metadata log store's policy (`metadata.log.segment.bytes`,
+    /// `metadata.log.segment.ms`); flushing is Raft's to decide.
+    pub log_config: LogConfig,
+    /// The controller listener's limits (`socket.request.max.bytes`, ...).
+    pub server: ServerConfig,
+    /// The control managers' settings (`broker.session.timeout.ms`, `num.partitions`,
+    /// `default.replication.factor`, ...).
+    pub managers: ManagersConfig,
+    /// `metadata.max.idle.interval.ms`.
+    pub metadata_max_idle_interval_ms: u64,
+    /// The bootstrap metadata (`bootstrap.checkpoint`): written by the first active
+    /// controller of an empty log.
+    pub bootstrap_records: Vec<MetadataRecord>,
+    /// `super.users` and `allow.everyone.if.no.acl.found`.
+    pub authorizer: AuthorizerConfig,
+    /// `metadata.log.max.record.bytes.between.snapshots`.
+    pub snapshot_max_bytes: u64,
+    /// `metadata.log.max.snapshot.interval.ms`.
+    pub snapshot_max_interval_ms: i64,
+}
+
+impl ControllerNodeConfig {
+    /// Kafka's defaults for node `node_id` of `voters`, keeping its log in `metadata_log_dir`.
+    pub fn new(
+        node_id: i32,
+        cluster_id: &str,
+        voters: BTreeMap<i32, VoterEndpoint>,
+        metadata_log_dir: PathBuf,
+    ) -> Self {
+        let mut managers = ManagersConfig::default();
+        managers.cluster.cluster_id = cluster_id.to_string();
+        managers.seed = u64::from(node_id.unsigned_abs()) ^ 0x6b72_6166_7464;
+        ControllerNodeConfig {
+            node_id,
+            cluster_id: cluster_id.to_string(),
+            voters,
+            raft: RaftConfig::new(cluster_id),
+            metadata_log_dir,
+            log_config: LogConfig::metadata_log(),
+            server: ServerConfig::default(),
+            managers,
+            metadata_max_idle_interval_ms:
+                crate::quorum_controller::METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
+            bootstrap_records: Vec::new(),
+            authorizer: AuthorizerConfig::default(),
+            snapshot_max_bytes: crate::snapshot::DEFAULT_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS,
+            snapshot_max_interval_ms: crate::snapshot::DEFAULT_MAX_SNAPSHOT_INTERVAL_MS,
+        }
+    }
+}
+
+/// Why a controller node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerNodeError {
+    #[error(transparent)]
+    Raft(#[from] DriverError),
+}
+
+/// A running controller node.
+#[derive(Debug)]
+pub struct ControllerNode {
+    raft: Option<RaftDriver>,
+    handle: RaftHandle,
+    server: Option<JoinHandle<()>>,
+    event_loop: Option<JoinHandle<()>>,
+    status: watch::Receiver<ControllerStatus>,
+    dynamic_configs: DynamicConfigs,
+    credentials: CredentialProvider,
+    authorizer: StandardAuthorizer,
+}
+
+impl ControllerNode {
+    /// Starts the Raft driver, the controller's event loop and the controller listener on
+    /// `listener` (already bound). Must run inside a multi-thread tokio runtime.
+    pub async fn start(
+        config: ControllerNodeConfig,
+        listener: TcpListener,
+    ) -> Result<ControllerNode, ControllerNodeError> {
+        let mut driver_config = DriverConfig::new(
+            config.node_id,
+            &config.cluster_id,
+            config.voters.clone(),
+            config.metadata_log_dir.clone(),
+        );
+        driver_config.raft = config.raft.clone();
+        driver_config.server = config.server.clone();
+        driver_config.log_config = config.log_config.clone();
+        driver_config.seed = rand_seed(config.node_id);
+        let (mut driver, router) = RaftDriver::start_detached(driver_config)?;
+        let handle = driver.handle();
+        let events = driver.take_events();
+        let (requests_tx, requests_rx) = mpsc::channel(CONTROLLER_REQUEST_CHANNEL_CAPACITY);
+        let controller_config = QuorumControllerConfig {
+            node_id: config.node_id,
+            metadata_max_idle_interval_ms: config.metadata_max_idle_interval_ms,
+            managers: config.managers.clone(),
+            bootstrap_records: config.bootstrap_records.clone(),
+            ..Default::default()
+        };
+        let (status_tx, status) = watch::channel(ControllerStatus::default());
+        let dynamic_configs = DynamicConfigs::new(config.node_id);
+        let credentials = CredentialProvider::default();
+        let authorizer = StandardAuthorizer::new(config.authorizer.clone());
+        let publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![
+            Box::new(DynamicConfigPublisher::new(dynamic_configs.clone())),
+            Box::new(ScramPublisher::new(credentials.clone())),
+            Box::new(AclPublisher::new(authorizer.clone())),
+        ];
+        let event_loop = event_loop::EventLoop::new(
+            controller_config,
+            &config,
+            handle.clone(),
+            events,
+            requests_rx,
+            status_tx,
+            publishers,
+        );
+        let event_loop = tokio::spawn(event_loop.run());
+        let apis = ControllerApis::new(config.cluster_id.clone(), router, requests_tx);
+        let table = Arc::new(apis.api_versions());
+        let server = tokio::spawn(serve(listener, table, config.server, Arc::new(apis)));
+        Ok(ControllerNode {
+            raft: Some(driver),
+            handle,
+            server: Some(server),
+            event_loop: Some(event_loop),
+            status,
+            dynamic_configs,
+            credentials,
+            authorizer,
+        })
+    }
+
+    pub fn raft(&self) -> &RaftHandle {
+        &self.handle
+    }
+
+    /// What the event loop last published: leader, committed offset, image.
+    pub fn status(&self) -> watch::Receiver<ControllerStatus> {
+        self.status.clone()
+    }
+
+    /// Dynamic configs as committed, applied without a restart (DynamicConfigPublisher).
+    pub fn dynamic_configs(&self) -> &DynamicConfigs {
+        &self.dynamic_configs
+    }
+
+    /// SCRAM credentials as committed (ScramPublisher), for SASL on this node's listener.
+    pub fn credentials(&self) -> &CredentialProvider {
+        &self.credentials
+    }
+
+    /// ACLs as committed (AclPublisher).
+    pub fn authorizer(&self) -> &StandardAuthorizer {
+        &self.authorizer
+    }
+
+    /// The committed image as the event loop last published it.
+    pub fn committed_image(&self) -> MetadataImage {
+        self.status.borrow().image.clone()
+    }
+
+    /// Graceful shutdown (SIGTERM): stop taking requests, resign leadership through Raft
+    /// (EndQuorumEpoch to the voters), then stop.
+    pub async fn shutdown(mut self) -> Result<(), ControllerNodeError> {
+        self.stop_tasks().await;
+        if let Some(raft) = self.raft.take() {
+            raft.shutdown().await?;
+        }
+        Ok(())
+    }
+
+    /// Stops at once, as a crash would.
+    pub async fn kill(mut self) {
+        self.stop_tasks().await;
+        if let Some(raft) = self.raft.take() {
+            raft.kill().await;
+        }
+    }
+
+    async fn stop_tasks(&mut self) {
+        for task in [self.server.take(), self.event_loop.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ControllerNode {
+    fn drop(&mut self) {
+        for task in [self.server.take(), self.event_loop.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// A per-incarnation seed for the election timer, so two restarts do not draw the same
+/// timeouts.
+fn rand_seed(node_id: i32) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(node_id.unsigned_abs()) << 32) ^ u64::from(std::process::id())
+}

@@ -1,0 +1,267 @@
+//! A controller node in process, on loopback with a real metadata log: the controller APIs
+//! answer over Kafka's protocol (directly and inside an Envelope), the first active
+//! controller writes the bootstrap metadata, and the publishers apply committed changes
+//! (dynamic configs, SCRAM credentials, ACLs) without a restart.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_TOPIC};
+use kraftd_controller::image::ScramMechanism;
+use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
+use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::header::{decode_response, encode_request};
+use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+use kraftd_protocol::messages::create_acls_request::AclCreation;
+use kraftd_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kraftd_protocol::messages::{
+    AlterUserScramCredentialsRequest, BrokerRegistrationRequest, CreateAclsRequest,
+    EnvelopeRequest, IncrementalAlterConfigsRequest, RequestHeader,
+};
+use kraftd_protocol::metadata::FeatureLevelRecord;
+use kraftd_protocol::{ApiKey, ErrorCode, MetadataRecord, RequestBody, ResponseBody};
+use kraftd_raft::driver::VoterEndpoint;
+use kraftd_raft::transport::{Channel, ClientConfig};
+
+const CLUSTER_ID: &str = "node-test-cluster-id1";
+
+async fn start(dir: &std::path::Path) -> (ControllerNode, Channel) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let voters = BTreeMap::from([(
+        1,
+        VoterEndpoint {
+            id: 1,
+            host: "127.0.0.1".into(),
+            port,
+        },
+    )]);
+    let mut config =
+        ControllerNodeConfig::new(1, CLUSTER_ID, voters, dir.join("__cluster_metadata-0"));
+    config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
+        name: "metadata.version".into(),
+        feature_level: 25,
+        ..Default::default()
+    })];
+    let node = ControllerNode::start(config, listener).await.unwrap();
+    let channel = Channel::spawn(format!("127.0.0.1:{port}"), ClientConfig::new("node-test"));
+    let mut status = node.status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(status.borrow().active && status.borrow().image.features.metadata_version == Some(25)) {
+        assert!(
+            Instant::now() < deadline,
+            "no active controller with bootstrap metadata"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
+    }
+    (node, channel)
+}
+
+async fn call(channel: &Channel, body: RequestBody) -> ResponseBody {
+    let version = stable_range(body.key()).max;
+    channel
+        .call(channel.next_correlation_id(), version, body)
+        .await
+        .unwrap()
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_apis_answer_and_publishers_apply_committed_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, channel) = start(dir.path()).await;
+
+    // SCRAM: the credential reaches the provider without a restart.
+    let response = call(
+        &channel,
+        RequestBody::AlterUserScramCredentials(AlterUserScramCredentialsRequest {
+            upsertions: vec![ScramCredentialUpsertion {
+                name: "alice".into(),
+                mechanism: 1,
+                iterations: 4096,
+                salt: Bytes::from_static(b"0123456789abcdef"),
+                salted_password: Bytes::from(vec![9; 32]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    )
+    .await;
+    let ResponseBody::AlterUserScramCredentials(r) = response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(r.results[0].error_code, 0, "{r:?}");
+    let credentials = node.credentials().clone();
+    eventually("the SCRAM credential published", || {
+        credentials
+            .credential("alice", ScramMechanism::ScramSha256)
+            .is_some_and(|c| c.iterations == 4096)
+    })
+    .await;
+
+    // A dynamic cluster-default broker config reaches the config view.
+    let response = call(
+        &channel,
+        RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest {
+            resources: vec![AlterConfigsResource {
+                resource_type: 4,
+                resource_name: String::new(),
+                configs: vec![AlterableConfig {
+                    name: "log.retention.ms".into(),
+                    config_operation: 0,
+                    value: Some("123456".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    )
+    .await;
+    let ResponseBody::IncrementalAlterConfigs(r) = response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(r.responses[0].error_code, 0, "{r:?}");
+    let configs = node.dynamic_configs().clone();
+    eventually("the dynamic config published", || {
+        configs.broker_config("log.retention.ms").as_deref() == Some("123456")
+    })
+    .await;
+
+    // An ACL, forwarded inside an Envelope as a broker would, reaches the authorizer.
+    let inner = RequestBody::CreateAcls(CreateAclsRequest {
+        creations: vec![AclCreation {
+            resource_type: RESOURCE_TYPE_TOPIC,
+            resource_name: "orders".into(),
+            resource_pattern_type: 3,
+            principal: "User:bob".into(),
+            host: "*".into(),
+            operation: OPERATION_READ,
+            permission_type: 3,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let inner_version = stable_range(ApiKey::CreateAcls).max;
+    let header = RequestHeader {
+        request_api_key: ApiKey::CreateAcls.code(),
+        request_api_version: inner_version,
+        correlation_id: 77,
+        client_id: Some("admin".into()),
+        ..Default::default()
+    };
+    let request_data = encode_request(&header, &inner).unwrap().into_bytes();
+    let response = call(
+        &channel,
+        RequestBody::Envelope(EnvelopeRequest {
+            request_data,
+            request_principal: None,
+            client_host_address: Bytes::from_static(&[127, 0, 0, 1]),
+            ..Default::default()
+        }),
+    )
+    .await;
+    let ResponseBody::Envelope(envelope) = response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(envelope.error_code, 0);
+    let (inner_header, inner_response) = decode_response(
+        ApiKey::CreateAcls,
+        inner_version,
+        envelope.response_data.unwrap(),
+    )
+    .unwrap();
+    assert_eq!(inner_header.correlation_id, 77);
+    let ResponseBody::CreateAcls(r) = inner_response else {
+        panic!("{inner_response:?}")
+    };
+    assert_eq!(r.results[0].error_code, 0, "{r:?}");
+    let authorizer = node.authorizer().clone();
+    eventually("the ACL published", || {
+        authorizer.authorize(
+            "User:bob",
+            "10.0.0.1",
+            OPERATION_READ,
+            RESOURCE_TYPE_TOPIC,
+            "orders",
+        )
+    })
+    .await;
+    assert!(!authorizer.authorize(
+        "User:eve",
+        "10.0.0.1",
+        OPERATION_READ,
+        RESOURCE_TYPE_TOPIC,
+        "orders"
+    ));
+
+    // A broker of another cluster is refused.
+    let response = call(
+        &channel,
+        RequestBody::BrokerRegistration(BrokerRegistrationRequest {
+            broker_id: 5,
+            cluster_id: "another-cluster-id-xyz".into(),
+            ..Default::default()
+        }),
+    )
+    .await;
+    let ResponseBody::BrokerRegistration(r) = response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(r.error_code, ErrorCode::InconsistentClusterId.code());
+
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_controller_rebuilds_its_image_and_publishers_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, channel) = start(dir.path()).await;
+    let response = call(
+        &channel,
+        RequestBody::AlterUserScramCredentials(AlterUserScramCredentialsRequest {
+            upsertions: vec![ScramCredentialUpsertion {
+                name: "carol".into(),
+                mechanism: 2,
+                iterations: 8192,
+                salt: Bytes::from_static(b"salt"),
+                salted_password: Bytes::from(vec![1; 64]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert!(
+        matches!(response, ResponseBody::AlterUserScramCredentials(ref r) if r.results[0].error_code == 0)
+    );
+    let before = node.committed_image();
+    node.shutdown().await.unwrap();
+    drop(channel);
+
+    let (node, _channel) = start(dir.path()).await;
+    let credentials = node.credentials().clone();
+    eventually("the credential replayed after restart", || {
+        credentials
+            .credential("carol", ScramMechanism::ScramSha512)
+            .is_some()
+    })
+    .await;
+    let mut status = node.status();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while status.borrow().image.scram != before.scram {
+        assert!(Instant::now() < deadline);
+        let _ = tokio::time::timeout(Duration::from_millis(100), status.changed()).await;
+    }
+    node.shutdown().await.unwrap();
+}
