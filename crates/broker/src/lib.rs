@@ -1,4 +1,8 @@
 //! The broker role: SocketServer, KafkaApis, MetadataLoader and MetadataCache,
 //! ReplicaManager, BrokerLifecycleManager, ForwardingManager and the coordinators.
 //!
-//! Empty until the broker issue lands; nothing here yet.
+//! Being built (issue 6): `metadata` (MetadataLoader, MetadataCache) and `kafka_apis` (the
+//! answers built from metadata) come first.
+
+pub mod kafka_apis;
+pub mod metadata;

@@ -5,6 +5,7 @@
 mod config;
 mod controller;
 mod format;
+mod metadata_quorum;
 mod properties;
 
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ enum Command {
     },
     /// Print a new random cluster or directory id.
     RandomUuid,
+    /// Describe the metadata quorum, as Kafka's kafka-metadata-quorum.sh.
+    MetadataQuorum(metadata_quorum::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,6 +68,7 @@ fn main() -> anyhow::Result<()> {
             println!();
             Ok(())
         }
+        Some(Command::MetadataQuorum(args)) => metadata_quorum::run(args),
         Some(Command::RandomUuid) => {
             println!("{}", format::random_uuid()?);
             Ok(())
