@@ -185,18 +185,22 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
+    let before_write = reset_peak();
     let t = Instant::now();
     let snapshot = write_image_snapshot(&image, 12, 1_700_000_000_000).expect("snapshot");
     let write_s = t.elapsed().as_secs_f64();
+    let write_peak_above = peak() - before_write;
     drop(image);
     if let Ok(path) = std::env::var("KRAFTD_BENCH_SNAPSHOT_OUT") {
         std::fs::write(&path, &snapshot).expect("write the snapshot file");
         println!("  snapshot written to {path}");
     }
     println!(
-        "  write snapshot: {write_s:.2} s, {:.1} MiB ({:.1} bytes/partition)",
+        "  write snapshot: {write_s:.2} s, {:.1} MiB ({:.1} bytes/partition), peak heap {:.1} MiB \
+         above the image",
         mib(snapshot.len()),
-        snapshot.len() as f64 / partitions as f64
+        snapshot.len() as f64 / partitions as f64,
+        mib(write_peak_above)
     );
 
     // Only the snapshot bytes are live now.
