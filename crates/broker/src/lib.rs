@@ -6,3 +6,4 @@
 
 pub mod kafka_apis;
 pub mod metadata;
+pub mod server;

@@ -54,6 +54,9 @@ pub struct NodeConfig {
     pub voters: BTreeMap<i32, VoterEndpoint>,
     pub listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
+    /// `advertised.listeners`, by listener name; listeners absent here advertise their own
+    /// host and port.
+    pub advertised_listeners: Vec<Listener>,
     pub log_dirs: Vec<PathBuf>,
     pub metadata_log_dir: PathBuf,
 }
@@ -133,6 +136,10 @@ impl NodeConfig {
             Some(v) => parse_listeners(v).map_err(|why| bad("listeners", v, &why))?,
             None => Vec::new(),
         };
+        let advertised_listeners = match props.get("advertised.listeners") {
+            Some(v) => parse_listeners(v).map_err(|why| bad("advertised.listeners", v, &why))?,
+            None => Vec::new(),
+        };
         let controller_listener_names: Vec<String> = props
             .get("controller.listener.names")
             .unwrap_or("")
@@ -162,6 +169,7 @@ impl NodeConfig {
             voters,
             listeners,
             controller_listener_names,
+            advertised_listeners,
             log_dirs,
             metadata_log_dir,
             props,
@@ -182,10 +190,43 @@ impl NodeConfig {
             .find(|l| self.controller_listener_names.contains(&l.name))
     }
 
+    /// The client listeners (every listener not named in `controller.listener.names`) with
+    /// what each advertises: its `advertised.listeners` entry, else its own host (or
+    /// `localhost` for a wildcard bind) and port.
+    pub fn broker_listeners(&self) -> Vec<(Listener, Listener)> {
+        self.listeners
+            .iter()
+            .filter(|l| !self.controller_listener_names.contains(&l.name))
+            .map(|l| {
+                let advertised = self
+                    .advertised_listeners
+                    .iter()
+                    .find(|a| a.name == l.name)
+                    .cloned()
+                    .unwrap_or_else(|| Listener {
+                        name: l.name.clone(),
+                        host: if l.host.is_empty() || l.host == "0.0.0.0" {
+                            "localhost".to_string()
+                        } else {
+                            l.host.clone()
+                        },
+                        port: l.port,
+                    });
+                (l.clone(), advertised)
+            })
+            .collect()
+    }
+
     fn check_controller_listener(&self) -> Result<()> {
         let source = self.props.source();
         if self.controller_listener_names.is_empty() {
             bail!("controller.listener.names is not set in {source}");
+        }
+        if self.roles.contains(&ProcessRole::Broker) && self.broker_listeners().is_empty() {
+            bail!(
+                "listeners in {source} has no client listener (every one is named in \
+                 controller.listener.names)"
+            );
         }
         if self.is_controller() {
             if self.controller_listener().is_none() {

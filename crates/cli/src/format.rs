@@ -60,6 +60,39 @@ fn base64_url(bytes: &[u8]) -> String {
     out
 }
 
+/// Kafka's string form of a uuid (URL-safe base64, no padding) back to its 16 bytes.
+pub fn parse_uuid(text: &str) -> Result<kraftd_protocol::Uuid> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bad = || anyhow!("{text:?} is not a 22-character URL-safe base64 uuid");
+    if text.len() != 22 {
+        return Err(bad());
+    }
+    let digits = text
+        .bytes()
+        .map(|c| value(c).ok_or_else(bad))
+        .collect::<Result<Vec<u32>>>()?;
+    // 22 characters carry 132 bits: the 128 of the uuid, then 4 zero bits.
+    let mut bits: u128 = 0;
+    for d in &digits[..21] {
+        bits = (bits << 6) | u128::from(*d);
+    }
+    let last = digits[21];
+    if last & 0xf != 0 {
+        return Err(bad());
+    }
+    let bits = (bits << 2) | u128::from(last >> 4);
+    Ok(kraftd_protocol::Uuid(bits.to_be_bytes()))
+}
+
 /// Checks a cluster id the way Kafka does: the base64 form of 16 bytes.
 pub fn check_cluster_id(id: &str) -> Result<()> {
     let valid = id.len() == 22
@@ -277,6 +310,13 @@ mod tests {
         check_cluster_id(&id).unwrap();
         assert_ne!(id, random_uuid().unwrap());
         assert!(check_cluster_id("short").is_err());
+    }
+
+    #[test]
+    fn uuids_parse_back() {
+        let bytes = [0xfb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff];
+        assert_eq!(parse_uuid(&base64_url(&bytes)).unwrap().0, bytes);
+        assert!(parse_uuid("not-a-uuid").is_err());
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! Kafka's `kafka-storage` tool does.
 
 mod config;
-mod controller;
+mod embedded;
 mod format;
 mod metadata_quorum;
+mod node;
 mod properties;
 
 use std::path::PathBuf;
@@ -34,14 +35,25 @@ struct ConfigArgs {
     overrides: Vec<String>,
 }
 
+/// `kraftd combined`'s config is optional: without one it runs the embedded default.
+#[derive(Args, Clone)]
+struct OptionalConfigArgs {
+    /// A Kafka properties file (`server.properties`).
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// `key=value`, overriding the file; repeatable.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a controller: a Raft voter of __cluster_metadata and the QuorumController.
     Controller(ConfigArgs),
     /// Run a broker: replicates metadata as an observer and serves Kafka clients.
-    Broker,
-    /// Run both roles in one process.
-    Combined,
+    Broker(ConfigArgs),
+    /// Run both roles in one process; without --config, the embedded single-node default.
+    Combined(OptionalConfigArgs),
     /// Format the log directories of a node (meta.properties, bootstrap.checkpoint).
     Format {
         #[command(flatten)]
@@ -62,12 +74,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        None => {
-            use clap::CommandFactory;
-            Cli::command().print_help()?;
-            println!();
-            Ok(())
-        }
+        None => embedded::run(&[]),
         Some(Command::MetadataQuorum(args)) => metadata_quorum::run(args),
         Some(Command::RandomUuid) => {
             println!("{}", format::random_uuid()?);
@@ -91,15 +98,41 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Some(Command::Controller(args)) => {
-            init_tracing();
-            let node = config::NodeConfig::load(Some(&args.config), &args.overrides)?;
-            controller::run(node, &args.config.display().to_string())
-        }
-        Some(Command::Broker) | Some(Command::Combined) => {
-            anyhow::bail!("this role is not built yet; see the open issues (`issues`)")
-        }
+        Some(Command::Controller(args)) => run_role(&args, config::ProcessRole::Controller),
+        Some(Command::Broker(args)) => run_role(&args, config::ProcessRole::Broker),
+        Some(Command::Combined(args)) => match args.config {
+            None => embedded::run(&args.overrides),
+            Some(config) => {
+                let args = ConfigArgs {
+                    config,
+                    overrides: args.overrides,
+                };
+                init_tracing();
+                let node = config::NodeConfig::load(Some(&args.config), &args.overrides)?;
+                if !(node.is_controller() && node.roles.contains(&config::ProcessRole::Broker)) {
+                    anyhow::bail!(
+                        "process.roles in {} must be broker,controller for `kraftd combined`",
+                        args.config.display()
+                    );
+                }
+                node::run(node, &args.config.display().to_string(), |_| {})
+            }
+        },
     }
+}
+
+/// `kraftd controller` / `kraftd broker`: the file's `process.roles` must include the role.
+fn run_role(args: &ConfigArgs, role: config::ProcessRole) -> anyhow::Result<()> {
+    init_tracing();
+    let node = config::NodeConfig::load(Some(&args.config), &args.overrides)?;
+    if !node.roles.contains(&role) {
+        anyhow::bail!(
+            "process.roles in {} is {:?}; this command runs the {role:?} role",
+            args.config.display(),
+            node.props.get("process.roles").unwrap_or_default()
+        );
+    }
+    node::run(node, &args.config.display().to_string(), |_| {})
 }
 
 /// Logs to stderr; `RUST_LOG` filters (default `info`).

@@ -335,7 +335,7 @@ impl EventLoop {
 /// Decodes a committed Raft batch into the controller's records with their offsets.
 /// Control batches (LeaderChange and the like) carry no metadata records but still move
 /// the committed offset.
-fn decode_committed(batch: &kraftd_raft::CommittedBatch) -> Result<CommittedBatch, String> {
+pub fn decode_committed(batch: &kraftd_raft::CommittedBatch) -> Result<CommittedBatch, String> {
     let mut records = Vec::new();
     if !batch.is_control {
         for parsed in Batches::new(batch.bytes.clone()) {

@@ -22,11 +22,13 @@ use std::time::Duration;
 
 use kraftd_log::LogConfig;
 use kraftd_protocol::MetadataRecord;
-use kraftd_raft::driver::{DriverConfig, DriverError, RaftDriver, RaftHandle, VoterEndpoint};
+use kraftd_raft::driver::{
+    DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, VoterEndpoint,
+};
 use kraftd_raft::transport::{serve, ServerConfig};
 use kraftd_raft::RaftConfig;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::publisher::{
@@ -37,7 +39,7 @@ use crate::quorum_controller::{ManagersConfig, QuorumControllerConfig};
 use crate::MetadataImage;
 
 pub use apis::ControllerApis;
-pub use event_loop::ControllerStatus;
+pub use event_loop::{decode_committed, ControllerStatus};
 
 /// Operations queued for the event loop before the listener's connections wait.
 pub const CONTROLLER_REQUEST_CHANNEL_CAPACITY: usize = 1024;
@@ -72,6 +74,9 @@ pub struct ControllerNodeConfig {
     pub bootstrap_records: Vec<MetadataRecord>,
     /// `super.users` and `allow.everyone.if.no.acl.found`.
     pub authorizer: AuthorizerConfig,
+    /// Whether a broker in the same process shares this node's Raft client (`process.roles=
+    /// broker,controller`): it then takes its events with [`ControllerNode::take_broker_events`].
+    pub colocated_broker: bool,
     /// `metadata.log.max.record.bytes.between.snapshots`.
     pub snapshot_max_bytes: u64,
     /// `metadata.log.max.snapshot.interval.ms`.
@@ -102,6 +107,7 @@ impl ControllerNodeConfig {
                 crate::quorum_controller::METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
             bootstrap_records: Vec::new(),
             authorizer: AuthorizerConfig::default(),
+            colocated_broker: false,
             snapshot_max_bytes: crate::snapshot::DEFAULT_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS,
             snapshot_max_interval_ms: crate::snapshot::DEFAULT_MAX_SNAPSHOT_INTERVAL_MS,
         }
@@ -126,6 +132,7 @@ pub struct ControllerNode {
     dynamic_configs: DynamicConfigs,
     credentials: CredentialProvider,
     authorizer: StandardAuthorizer,
+    broker_events: Option<broadcast::Receiver<RaftEvent>>,
 }
 
 impl ControllerNode {
@@ -145,9 +152,11 @@ impl ControllerNode {
         driver_config.server = config.server.clone();
         driver_config.log_config = config.log_config.clone();
         driver_config.seed = rand_seed(config.node_id);
+        driver_config.early_subscribers = if config.colocated_broker { 2 } else { 1 };
         let (mut driver, router) = RaftDriver::start_detached(driver_config)?;
         let handle = driver.handle();
         let events = driver.take_events();
+        let broker_events = config.colocated_broker.then(|| driver.take_events());
         let (requests_tx, requests_rx) = mpsc::channel(CONTROLLER_REQUEST_CHANNEL_CAPACITY);
         let controller_config = QuorumControllerConfig {
             node_id: config.node_id,
@@ -187,6 +196,7 @@ impl ControllerNode {
             dynamic_configs,
             credentials,
             authorizer,
+            broker_events,
         })
     }
 
@@ -197,6 +207,12 @@ impl ControllerNode {
     /// What the event loop last published: leader, committed offset, image.
     pub fn status(&self) -> watch::Receiver<ControllerStatus> {
         self.status.clone()
+    }
+
+    /// Every Raft event since start, for the broker of a combined node (once; `None` unless
+    /// [`ControllerNodeConfig::colocated_broker`]).
+    pub fn take_broker_events(&mut self) -> Option<broadcast::Receiver<RaftEvent>> {
+        self.broker_events.take()
     }
 
     /// Dynamic configs as committed, applied without a restart (DynamicConfigPublisher).

@@ -87,6 +87,9 @@ pub struct DriverConfig {
     pub server: ServerConfig,
     /// Seeds the core's RNG (election timeouts); differ per node and incarnation.
     pub seed: u64,
+    /// Subscribers that get every event from the start ([`RaftDriver::take_events`]): the
+    /// node's state machines (the controller, and a broker sharing this Raft client).
+    pub early_subscribers: usize,
 }
 
 impl DriverConfig {
@@ -105,6 +108,7 @@ impl DriverConfig {
             log_config: LogConfig::metadata_log(),
             server: ServerConfig::default(),
             seed: node_id as u64,
+            early_subscribers: 1,
         }
     }
 }
@@ -150,8 +154,8 @@ pub struct RaftDriver {
     /// driver aborts whatever still runs (a kill).
     driver: Option<JoinHandle<Result<(), String>>>,
     server: Option<JoinHandle<()>>,
-    /// Subscribed before the loop started, so its first events are not missed.
-    first_events: Option<broadcast::Receiver<RaftEvent>>,
+    /// Subscribed before the loop started, so their first events are not missed.
+    first_events: Vec<broadcast::Receiver<RaftEvent>>,
 }
 
 /// Talks to a running driver; cheap to clone.
@@ -318,7 +322,9 @@ impl RaftDriver {
             end_quorum_answered: Vec::new(),
             flush_due: false,
         };
-        let first_events = Some(events.subscribe());
+        let first_events = (0..config.early_subscribers)
+            .map(|_| events.subscribe())
+            .collect();
         let driver = tokio::spawn(driver_loop.run());
         let driver = RaftDriver {
             first_events,
@@ -339,11 +345,12 @@ impl RaftDriver {
         self.handle.clone()
     }
 
-    /// Every event since the driver started, for the one listener that must not miss the
-    /// first committed batches (the node's state machine); later calls subscribe from now.
+    /// Every event since the driver started, for a listener that must not miss the first
+    /// committed batches (a node's state machine; [`DriverConfig::early_subscribers`] of
+    /// them); once those are taken, a subscription from now.
     pub fn take_events(&mut self) -> broadcast::Receiver<RaftEvent> {
         self.first_events
-            .take()
+            .pop()
             .unwrap_or_else(|| self.handle.subscribe())
     }
 

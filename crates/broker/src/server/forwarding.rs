@@ -1,0 +1,129 @@
+//! `ForwardingManager` (KIP-590): every mutation a client sends a broker goes to the active
+//! controller inside an Envelope carrying the client's principal and address, so the
+//! controller can authorize the original caller. Nothing is applied locally: the client's
+//! answer is the controller's, unwrapped. NOT_CONTROLLER on the envelope, a dead connection
+//! or a timeout is retried against the next active controller within the client's deadline;
+//! what remains is answered with the request's own error response (REQUEST_TIMED_OUT).
+
+use std::net::IpAddr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kraftd_protocol::header::{decode_response, encode_request};
+use kraftd_protocol::messages::{DefaultPrincipalData, EnvelopeRequest, RequestHeader};
+use kraftd_protocol::{ErrorCode, Message, RequestBody, ResponseBody};
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::controller_channel::ControllerChannel;
+
+/// Why a forwarded request has no answer from the controller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForwardError {
+    #[error("the request could not be wrapped: {0}")]
+    Encode(String),
+    #[error("{0}")]
+    NoController(String),
+    #[error("the controller refused the envelope: {0}")]
+    Envelope(ErrorCode),
+    #[error("the controller's response does not decode: {0}")]
+    Decode(String),
+}
+
+impl ForwardError {
+    /// The error code for the client's response.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            ForwardError::NoController(_) => ErrorCode::RequestTimedOut,
+            ForwardError::Envelope(code) => *code,
+            ForwardError::Encode(_) | ForwardError::Decode(_) => ErrorCode::UnknownServerError,
+        }
+    }
+}
+
+/// Forwards client requests to the active controller in Envelopes.
+#[derive(Debug)]
+pub struct ForwardingManager {
+    channel: ControllerChannel,
+}
+
+impl ForwardingManager {
+    pub fn new(channel: ControllerChannel) -> Self {
+        ForwardingManager { channel }
+    }
+
+    /// Forwards `body`, sent by the client with `header`, and returns the controller's
+    /// response to it.
+    pub async fn forward(
+        &self,
+        header: &RequestHeader,
+        body: RequestBody,
+        principal: (&str, &str),
+        client_address: IpAddr,
+        deadline: Instant,
+    ) -> Result<ResponseBody, ForwardError> {
+        let api_key = body.key();
+        let version = header.request_api_version;
+        let request_data = encode_request(header, &body)
+            .map_err(|e| ForwardError::Encode(e.to_string()))?
+            .into_bytes();
+        let envelope = RequestBody::Envelope(EnvelopeRequest {
+            request_data,
+            request_principal: Some(serialize_principal(principal.0, principal.1)),
+            client_host_address: match client_address {
+                IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
+                IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
+            },
+            ..Default::default()
+        });
+        let not_controller = |r: &ResponseBody| matches!(r, ResponseBody::Envelope(e) if e.error_code == ErrorCode::NotController.code());
+        let response = self
+            .channel
+            .send(None, envelope, deadline, not_controller)
+            .await
+            .map_err(|e| ForwardError::NoController(e.to_string()))?;
+        let ResponseBody::Envelope(envelope) = response else {
+            return Err(ForwardError::Decode("not an Envelope response".into()));
+        };
+        if envelope.error_code != 0 {
+            let code =
+                ErrorCode::from_code(envelope.error_code).unwrap_or(ErrorCode::UnknownServerError);
+            warn!(api = ?api_key, %code, "the controller refused a forwarded request");
+            return Err(ForwardError::Envelope(code));
+        }
+        let data = envelope
+            .response_data
+            .ok_or_else(|| ForwardError::Decode("the envelope carries no response".into()))?;
+        let (_, response) = decode_response(api_key, version, data)
+            .map_err(|e| ForwardError::Decode(e.to_string()))?;
+        Ok(response)
+    }
+
+    /// Sends a request to the active controller as it is (no Envelope): DescribeQuorum,
+    /// which Kafka's brokers pass through.
+    pub async fn send_direct(
+        &self,
+        version: i16,
+        body: RequestBody,
+        deadline: Instant,
+    ) -> Result<ResponseBody, ForwardError> {
+        self.channel
+            .send(Some(version), body, deadline, |_| false)
+            .await
+            .map_err(|e| ForwardError::NoController(e.to_string()))
+    }
+}
+
+/// Kafka's `DefaultKafkaPrincipalBuilder.serialize`: the version, then DefaultPrincipalData.
+pub fn serialize_principal(principal_type: &str, name: &str) -> Bytes {
+    let data = DefaultPrincipalData {
+        r#type: principal_type.to_string(),
+        name: name.to_string(),
+        token_authenticated: false,
+        ..Default::default()
+    };
+    let body = data.to_bytes(0).expect("DefaultPrincipalData v0 encodes");
+    let mut out = BytesMut::with_capacity(2 + body.len());
+    out.put_i16(0);
+    out.extend_from_slice(&body);
+    out.freeze()
+}

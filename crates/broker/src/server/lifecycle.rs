@@ -1,0 +1,272 @@
+//! `BrokerLifecycleManager`, as Kafka's: the broker registers with the active controller under
+//! a fresh incarnation id and gets its broker epoch (the offset of its registration record),
+//! then heartbeats every `broker.heartbeat.interval.ms` on a channel of its own. It asks to
+//! stay fenced until its metadata has caught up (so clients never see a broker serving stale
+//! metadata as live), and reports the offset it has applied so the controller can unfence it.
+//! Controlled shutdown asks the controller to move leadership away and waits for its
+//! permission. A heartbeat answered STALE_BROKER_EPOCH (the controller fenced and forgot this
+//! incarnation) registers again.
+
+use std::time::Duration;
+
+use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::messages::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
+use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::controller_channel::ControllerChannel;
+
+/// Kafka's `broker.heartbeat.interval.ms` default.
+pub const BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT: u64 = 2000;
+
+/// What the broker tells the controller about itself.
+#[derive(Debug, Clone)]
+pub struct LifecycleConfig {
+    pub broker_id: i32,
+    pub cluster_id: String,
+    /// Fresh for every start of the process.
+    pub incarnation_id: Uuid,
+    /// The advertised listeners.
+    pub listeners: Vec<Listener>,
+    /// The feature ranges this broker supports.
+    pub features: Vec<Feature>,
+    pub rack: Option<String>,
+    /// The `directory.id` of every log dir.
+    pub log_dirs: Vec<Uuid>,
+    /// The epoch the clean-shutdown marker held, or -1 after an unclean shutdown or a first
+    /// start (KIP-966).
+    pub previous_broker_epoch: i64,
+    pub heartbeat_interval: Duration,
+}
+
+/// Where the broker stands with the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LifecycleState {
+    /// -1 until registered.
+    pub broker_epoch: i64,
+    pub fenced: bool,
+    /// The controller allowed the controlled shutdown to finish.
+    pub shutdown_granted: bool,
+}
+
+impl Default for LifecycleState {
+    fn default() -> Self {
+        LifecycleState {
+            broker_epoch: -1,
+            fenced: true,
+            shutdown_granted: false,
+        }
+    }
+}
+
+/// A running lifecycle manager.
+#[derive(Debug)]
+pub struct BrokerLifecycleManager {
+    state: watch::Receiver<LifecycleState>,
+    shutdown: mpsc::Sender<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+struct Lifecycle {
+    config: LifecycleConfig,
+    channel: ControllerChannel,
+    applied_offset: watch::Receiver<i64>,
+    caught_up: watch::Receiver<bool>,
+    state: watch::Sender<LifecycleState>,
+    shutdown: mpsc::Receiver<oneshot::Sender<()>>,
+    shutting_down: Option<oneshot::Sender<()>>,
+}
+
+impl BrokerLifecycleManager {
+    /// Starts registering and heartbeating. `applied_offset` is the offset of the last
+    /// metadata record the broker applied; `caught_up` turns true once its metadata reached
+    /// the high watermark.
+    pub fn start(
+        config: LifecycleConfig,
+        channel: ControllerChannel,
+        applied_offset: watch::Receiver<i64>,
+        caught_up: watch::Receiver<bool>,
+    ) -> Self {
+        let (state_tx, state) = watch::channel(LifecycleState::default());
+        let (shutdown_tx, shutdown) = mpsc::channel(1);
+        let lifecycle = Lifecycle {
+            config,
+            channel,
+            applied_offset,
+            caught_up,
+            state: state_tx,
+            shutdown,
+            shutting_down: None,
+        };
+        BrokerLifecycleManager {
+            state,
+            shutdown: shutdown_tx,
+            task: tokio::spawn(lifecycle.run()),
+        }
+    }
+
+    pub fn state(&self) -> watch::Receiver<LifecycleState> {
+        self.state.clone()
+    }
+
+    /// Controlled shutdown: asks the controller to move this broker's leaderships away and
+    /// waits until it agrees, or `timeout` passes. Heartbeats stop afterwards.
+    pub async fn controlled_shutdown(self, timeout: Duration) -> LifecycleState {
+        let (done, rx) = oneshot::channel();
+        if self.shutdown.send(done).await.is_ok() {
+            let _ = tokio::time::timeout(timeout, rx).await;
+        }
+        self.task.abort();
+        let state = *self.state.borrow();
+        state
+    }
+}
+
+impl Drop for BrokerLifecycleManager {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Lifecycle {
+    async fn run(mut self) {
+        loop {
+            self.register().await;
+            if !self.heartbeat_until_stale().await {
+                return;
+            }
+        }
+    }
+
+    fn request_deadline(&self) -> Instant {
+        Instant::now() + self.config.heartbeat_interval.max(Duration::from_secs(2)) * 2
+    }
+
+    /// Registers until the controller accepts; retries forever (with a backoff) on errors
+    /// other than a wrong cluster, which it logs loudly and keeps retrying, as Kafka does.
+    async fn register(&mut self) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let request = RequestBody::BrokerRegistration(BrokerRegistrationRequest {
+                broker_id: self.config.broker_id,
+                cluster_id: self.config.cluster_id.clone(),
+                incarnation_id: self.config.incarnation_id,
+                listeners: self.config.listeners.clone(),
+                features: self.config.features.clone(),
+                rack: self.config.rack.clone(),
+                is_migrating_zk_broker: false,
+                log_dirs: self.config.log_dirs.clone(),
+                previous_broker_epoch: self.config.previous_broker_epoch,
+                ..Default::default()
+            });
+            let deadline = self.request_deadline();
+            let not_controller = |r: &ResponseBody| matches!(r, ResponseBody::BrokerRegistration(b) if b.error_code == ErrorCode::NotController.code());
+            match self
+                .channel
+                .send(None, request, deadline, not_controller)
+                .await
+            {
+                Ok(ResponseBody::BrokerRegistration(r)) if r.error_code == 0 => {
+                    info!(
+                        broker = self.config.broker_id,
+                        epoch = r.broker_epoch,
+                        "registered with the controller"
+                    );
+                    self.state.send_modify(|s| {
+                        s.broker_epoch = r.broker_epoch;
+                        s.fenced = true;
+                    });
+                    return;
+                }
+                Ok(ResponseBody::BrokerRegistration(r)) => {
+                    let code = ErrorCode::from_code(r.error_code);
+                    warn!(
+                        broker = self.config.broker_id,
+                        ?code,
+                        "registration refused; retrying"
+                    );
+                }
+                Ok(other) => warn!(?other, "unexpected answer to BrokerRegistration"),
+                Err(e) => {
+                    warn!(broker = self.config.broker_id, error = %e, "registration failed; retrying")
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(self.config.heartbeat_interval);
+        }
+    }
+
+    /// Heartbeats until the epoch goes stale (`true`: register again) or the controlled
+    /// shutdown is granted (`false`).
+    async fn heartbeat_until_stale(&mut self) -> bool {
+        let mut interval = tokio::time::interval(self.config.heartbeat_interval);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {}
+                Some(done) = self.shutdown.recv(), if self.shutting_down.is_none() => {
+                    info!(broker = self.config.broker_id, "controlled shutdown requested");
+                    self.shutting_down = Some(done);
+                }
+                // Caught up: ask to be unfenced at once rather than at the next tick.
+                Ok(()) = self.caught_up.changed() => {}
+            }
+            let epoch = self.state.borrow().broker_epoch;
+            let caught_up = *self.caught_up.borrow();
+            let request = RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest {
+                broker_id: self.config.broker_id,
+                broker_epoch: epoch,
+                current_metadata_offset: *self.applied_offset.borrow(),
+                want_fence: !caught_up,
+                want_shut_down: self.shutting_down.is_some(),
+                ..Default::default()
+            });
+            let deadline = self.request_deadline();
+            let not_controller = |r: &ResponseBody| matches!(r, ResponseBody::BrokerHeartbeat(b) if b.error_code == ErrorCode::NotController.code());
+            match self
+                .channel
+                .send(None, request, deadline, not_controller)
+                .await
+            {
+                Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
+                    let was_fenced = self.state.borrow().fenced;
+                    if was_fenced != r.is_fenced {
+                        info!(
+                            broker = self.config.broker_id,
+                            fenced = r.is_fenced,
+                            "fencing changed"
+                        );
+                    }
+                    self.state.send_modify(|s| {
+                        s.fenced = r.is_fenced;
+                        s.shutdown_granted = r.should_shut_down;
+                    });
+                    if r.should_shut_down && self.shutting_down.is_some() {
+                        if let Some(done) = self.shutting_down.take() {
+                            let _ = done.send(());
+                        }
+                        return false;
+                    }
+                }
+                Ok(ResponseBody::BrokerHeartbeat(r))
+                    if r.error_code == ErrorCode::StaleBrokerEpoch.code() =>
+                {
+                    warn!(
+                        broker = self.config.broker_id,
+                        epoch, "broker epoch is stale; registering again"
+                    );
+                    self.state.send_modify(|s| s.fenced = true);
+                    return true;
+                }
+                Ok(ResponseBody::BrokerHeartbeat(r)) => {
+                    warn!(broker = self.config.broker_id, code = ?ErrorCode::from_code(r.error_code), "heartbeat refused");
+                }
+                Ok(other) => warn!(?other, "unexpected answer to BrokerHeartbeat"),
+                Err(e) => warn!(broker = self.config.broker_id, error = %e, "heartbeat failed"),
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The broker at the tokio edge (Kafka's `BrokerServer`): it follows the metadata log as a
+//! Raft observer (or shares a combined node's voter), applies it through the
+//! [`MetadataLoader`](crate::metadata), registers and heartbeats
+//! ([`lifecycle::BrokerLifecycleManager`]), forwards mutations to the active controller
+//! ([`forwarding::ForwardingManager`]) and serves clients on its listeners
+//! ([`apis::KafkaApis`]). Shutdown is controlled (leaderships move first) and ends with the
+//! clean-shutdown markers, whose epoch the next registration reports (KIP-966).
+
+pub mod apis;
+pub mod controller_channel;
+pub mod forwarding;
+pub mod lifecycle;
+mod metadata_task;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::Uuid;
+use kraftd_raft::driver::{
+    DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, VoterEndpoint,
+};
+use kraftd_raft::transport::{serve, ServerConfig};
+use kraftd_raft::RaftConfig;
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use self::apis::{BrokerApisContext, KafkaApis};
+use self::controller_channel::ControllerChannel;
+use self::forwarding::ForwardingManager;
+use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
+pub use self::metadata_task::MetadataStatus;
+
+/// How long a controlled shutdown waits for the controller to move leaderships away.
+pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One client listener: its name, the socket it is bound to and what it advertises.
+#[derive(Debug)]
+pub struct BrokerListener {
+    pub name: String,
+    pub socket: TcpListener,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+}
+
+/// Everything a broker needs; built by the CLI from Kafka's property names.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// `node.id`.
+    pub node_id: i32,
+    pub cluster_id: String,
+    /// `controller.quorum.voters`: where the controllers listen.
+    pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// `controller.quorum.*`.
+    pub raft: RaftConfig,
+    /// This broker's copy of `__cluster_metadata` (observer mode only).
+    pub metadata_log_dir: PathBuf,
+    /// `log.dirs` with their `directory.id`s (clean-shutdown markers live there).
+    pub log_dirs: Vec<(PathBuf, Uuid)>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// `broker.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// The listeners' limits (`socket.request.max.bytes`, ...).
+    pub server: ServerConfig,
+}
+
+/// Where the broker's metadata comes from.
+#[derive(Debug)]
+pub enum RaftSource {
+    /// A broker-only process: its own Raft client, an observer of the quorum.
+    Observer,
+    /// A combined process: the controller's voter, shared; its events from the start.
+    Shared {
+        handle: RaftHandle,
+        events: broadcast::Receiver<RaftEvent>,
+    },
+}
+
+/// Why a broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Raft(#[from] DriverError),
+    #[error("log directory {dir}: {reason}")]
+    LogDir { dir: String, reason: String },
+}
+
+/// A running broker.
+#[derive(Debug)]
+pub struct BrokerServer {
+    config: BrokerConfig,
+    own_raft: Option<RaftDriver>,
+    lifecycle: Option<BrokerLifecycleManager>,
+    servers: Vec<JoinHandle<()>>,
+    metadata: JoinHandle<()>,
+    images: watch::Receiver<MetadataImage>,
+    metadata_status: watch::Receiver<MetadataStatus>,
+}
+
+/// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`).
+pub fn supported_features() -> Vec<Feature> {
+    vec![
+        Feature {
+            name: "metadata.version".into(),
+            min_supported_version: 7,
+            max_supported_version: 25,
+            ..Default::default()
+        },
+        Feature {
+            name: "eligible.leader.replicas.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+            ..Default::default()
+        },
+    ]
+}
+
+impl BrokerServer {
+    /// Starts following the metadata, registering, and serving `listeners` (already bound).
+    pub async fn start(
+        config: BrokerConfig,
+        raft: RaftSource,
+        listeners: Vec<BrokerListener>,
+    ) -> Result<BrokerServer, BrokerError> {
+        let previous_broker_epoch = take_clean_shutdown_epoch(&config)?;
+        let (own_raft, handle, events) = match raft {
+            RaftSource::Shared { handle, events } => (None, handle, events),
+            RaftSource::Observer => {
+                let mut driver_config = DriverConfig::new(
+                    config.node_id,
+                    &config.cluster_id,
+                    config.voters.clone(),
+                    config.metadata_log_dir.clone(),
+                );
+                driver_config.raft = config.raft.clone();
+                let (mut driver, _router) = RaftDriver::start_detached(driver_config)?;
+                let handle = driver.handle();
+                let events = driver.take_events();
+                (Some(driver), handle, events)
+            }
+        };
+        let (images_tx, images) = watch::channel(MetadataImage::empty());
+        let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
+        let metadata = tokio::spawn(metadata_task::run(
+            events,
+            handle.metrics(),
+            images_tx,
+            status_tx,
+        ));
+        let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
+        let lifecycle_channel = ControllerChannel::new(
+            format!("broker-{}-heartbeat-channel", config.node_id),
+            config.voters.clone(),
+            handle.metrics(),
+            request_timeout,
+        );
+        let forwarding_channel = ControllerChannel::new(
+            format!("broker-{}-forwarding-channel", config.node_id),
+            config.voters.clone(),
+            handle.metrics(),
+            request_timeout,
+        );
+        let advertised: Vec<Listener> = listeners
+            .iter()
+            .map(|l| Listener {
+                name: l.name.clone(),
+                host: l.advertised_host.clone(),
+                port: l.advertised_port,
+                security_protocol: 0,
+                ..Default::default()
+            })
+            .collect();
+        let (applied_tx, applied) = watch::channel(-1i64);
+        let (caught_up_tx, caught_up) = watch::channel(false);
+        let mut status_rx = metadata_status.clone();
+        tokio::spawn(async move {
+            loop {
+                let s = *status_rx.borrow_and_update();
+                let _ = applied_tx.send(s.last_applied_offset);
+                let _ = caught_up_tx.send(s.caught_up);
+                if status_rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        let lifecycle = BrokerLifecycleManager::start(
+            LifecycleConfig {
+                broker_id: config.node_id,
+                cluster_id: config.cluster_id.clone(),
+                incarnation_id: random_uuid(),
+                listeners: advertised,
+                features: supported_features(),
+                rack: config.rack.clone(),
+                log_dirs: config.log_dirs.iter().map(|(_, id)| *id).collect(),
+                previous_broker_epoch,
+                heartbeat_interval: config.heartbeat_interval,
+            },
+            lifecycle_channel,
+            applied,
+            caught_up,
+        );
+        let context = Arc::new(BrokerApisContext {
+            node_id: config.node_id,
+            cluster_id: config.cluster_id.clone(),
+            images: images.clone(),
+            forwarding: ForwardingManager::new(forwarding_channel),
+        });
+        let table = Arc::new(KafkaApis::api_versions());
+        let servers = listeners
+            .into_iter()
+            .map(|l| {
+                info!(node = config.node_id, listener = %l.name, "broker listener serving");
+                let apis = Arc::new(KafkaApis::new(l.name, Arc::clone(&context)));
+                tokio::spawn(serve(
+                    l.socket,
+                    Arc::clone(&table),
+                    config.server.clone(),
+                    apis,
+                ))
+            })
+            .collect();
+        Ok(BrokerServer {
+            config,
+            own_raft,
+            lifecycle: Some(lifecycle),
+            servers,
+            metadata,
+            images,
+            metadata_status,
+        })
+    }
+
+    /// The metadata image the broker serves from (published once caught up).
+    pub fn images(&self) -> watch::Receiver<MetadataImage> {
+        self.images.clone()
+    }
+
+    pub fn metadata_status(&self) -> watch::Receiver<MetadataStatus> {
+        self.metadata_status.clone()
+    }
+
+    /// Registration and fencing as the controller last answered.
+    pub fn lifecycle_state(&self) -> Option<watch::Receiver<LifecycleState>> {
+        self.lifecycle.as_ref().map(BrokerLifecycleManager::state)
+    }
+
+    /// SIGTERM: controlled shutdown (the controller moves leaderships away), listeners
+    /// closed, the broker's own Raft client stopped, then the clean-shutdown markers written
+    /// with the broker epoch, last, as Kafka does.
+    pub async fn shutdown(mut self) {
+        let state = match self.lifecycle.take() {
+            Some(lifecycle) => {
+                lifecycle
+                    .controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT)
+                    .await
+            }
+            None => LifecycleState::default(),
+        };
+        for server in self.servers.drain(..) {
+            server.abort();
+            let _ = server.await;
+        }
+        self.metadata.abort();
+        if let Some(raft) = self.own_raft.take() {
+            let _ = raft.shutdown().await;
+        }
+        if state.broker_epoch >= 0 {
+            for (dir, _) in &self.config.log_dirs {
+                if let Err(e) = kraftd_log::write_clean_shutdown_marker(dir, state.broker_epoch) {
+                    warn!(dir = %dir.display(), error = %e, "writing the clean-shutdown marker failed");
+                }
+            }
+        }
+        info!(
+            node = self.config.node_id,
+            epoch = state.broker_epoch,
+            "broker stopped"
+        );
+    }
+
+    /// Stops at once, as a crash would: no markers.
+    pub async fn kill(mut self) {
+        for server in self.servers.drain(..) {
+            server.abort();
+        }
+        self.metadata.abort();
+        drop(self.lifecycle.take());
+        if let Some(raft) = self.own_raft.take() {
+            raft.kill().await;
+        }
+    }
+}
+
+impl Drop for BrokerServer {
+    fn drop(&mut self) {
+        for server in &self.servers {
+            server.abort();
+        }
+        self.metadata.abort();
+    }
+}
+
+/// The broker epoch the clean-shutdown markers of every log dir agree on, or -1 when any
+/// is missing (an unclean shutdown, or the first start). The markers are removed: a crash
+/// from here on is unclean.
+fn take_clean_shutdown_epoch(config: &BrokerConfig) -> Result<i64, BrokerError> {
+    let mut epoch: Option<i64> = None;
+    let mut clean = true;
+    for (dir, _) in &config.log_dirs {
+        match kraftd_log::take_clean_shutdown_marker(dir) {
+            Ok(Some(e)) => match epoch {
+                Some(prev) if prev != e => clean = false,
+                _ => epoch = Some(e),
+            },
+            Ok(None) => clean = false,
+            Err(e) => {
+                return Err(BrokerError::LogDir {
+                    dir: dir.display().to_string(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(if clean { epoch.unwrap_or(-1) } else { -1 })
+}
+
+/// A fresh incarnation id: 16 random bytes from the OS (std's hasher keys are seeded from it).
+fn random_uuid() -> Uuid {
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    for chunk in bytes.chunks_mut(8) {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        chunk.copy_from_slice(&h.finish().to_be_bytes());
+    }
+    Uuid(bytes)
+}

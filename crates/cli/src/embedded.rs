@@ -1,0 +1,64 @@
+//! The embedded default: `kraftd` with no arguments (or `kraftd combined` without a config)
+//! runs a single-node combined cluster a client can reach at once: brokers on
+//! 127.0.0.1:9092, the controller on 127.0.0.1:9093, data in `./kraftd-data` (formatted with
+//! a fresh cluster id on first start, reused after).
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::config::NodeConfig;
+use crate::format;
+use crate::properties::Properties;
+
+/// Where the embedded default keeps its data.
+pub const DATA_DIR: &str = "kraftd-data";
+
+/// The embedded default's properties, by Kafka's names.
+pub fn properties() -> Properties {
+    let mut p = Properties::new();
+    for (k, v) in [
+        ("process.roles", "broker,controller"),
+        ("node.id", "1"),
+        ("controller.quorum.voters", "1@127.0.0.1:9093"),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        ),
+        ("controller.listener.names", "CONTROLLER"),
+        ("log.dirs", DATA_DIR),
+        ("num.partitions", "1"),
+        ("default.replication.factor", "1"),
+    ] {
+        p.set(k, v);
+    }
+    p
+}
+
+pub fn run(overrides: &[String]) -> Result<()> {
+    crate::init_tracing();
+    let mut props = properties();
+    for entry in overrides {
+        let (k, v) = entry
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--override {entry:?}: expected key=value"))?;
+        props.set(k.trim(), v.trim());
+    }
+    let config = NodeConfig::from_properties(props)?;
+    if format::MetaProperties::read(Path::new(&config.metadata_log_dir))?.is_none() {
+        let cluster_id = format::random_uuid()?;
+        format::format(&config, &cluster_id, false)?;
+        eprintln!(
+            "Formatted {} for a new single-node cluster {cluster_id}",
+            config.metadata_log_dir.display()
+        );
+    }
+    crate::node::run(config, "the embedded default", |config| {
+        for (_, advertised) in config.broker_listeners() {
+            println!(
+                "kraftd is running: bootstrap servers {}:{} (Ctrl-C stops it)",
+                advertised.host, advertised.port
+            );
+        }
+    })
+}

@@ -1,0 +1,239 @@
+//! Running a node: checks the formatted directories, builds the controller's and the
+//! broker's configs from Kafka's property names, starts the roles `process.roles` names (a
+//! combined node shares one Raft voter between them), and shuts down gracefully on SIGTERM or
+//! Ctrl-C: the broker's controlled shutdown first (leaderships move away, clean-shutdown
+//! markers last), then the controller (a leader resigns, so the quorum elects at once).
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
+use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
+use tracing::info;
+
+use crate::config::{NodeConfig, ProcessRole};
+use crate::format;
+
+/// The metadata log's directory name inside `metadata.log.dir`.
+pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
+
+/// Runs the node until SIGTERM or Ctrl-C. `on_ready` runs once every role has started
+/// (the embedded default prints the bootstrap address there).
+pub fn run(
+    config: NodeConfig,
+    config_file: &str,
+    on_ready: impl FnOnce(&NodeConfig),
+) -> Result<()> {
+    let cluster_id = format::check_formatted(&config, config_file)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("kraftd")
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(async move {
+        let mut controller = None;
+        if config.is_controller() {
+            let bootstrap = format::read_bootstrap(&config.metadata_log_dir)?;
+            let mut node_config = controller_config(&config, &cluster_id, bootstrap)?;
+            node_config.colocated_broker = config.roles.contains(&ProcessRole::Broker);
+            let listener = config
+                .controller_listener()
+                .ok_or_else(|| anyhow!("no controller listener"))?
+                .clone();
+            let bind = listener.bind_address();
+            let socket = tokio::net::TcpListener::bind(&bind)
+                .await
+                .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
+            let node = ControllerNode::start(node_config, socket)
+                .await
+                .context("starting the controller")?;
+            info!(node = config.node_id, %bind, cluster = %cluster_id, "controller started");
+            controller = Some(node);
+        }
+        let mut broker = None;
+        if config.roles.contains(&ProcessRole::Broker) {
+            let raft = match controller.as_mut() {
+                Some(node) => RaftSource::Shared {
+                    handle: node.raft().clone(),
+                    events: node
+                        .take_broker_events()
+                        .ok_or_else(|| anyhow!("the controller keeps no events for a broker"))?,
+                },
+                None => RaftSource::Observer,
+            };
+            let broker_config = broker_config(&config, &cluster_id)?;
+            let mut listeners = Vec::new();
+            for (listener, advertised) in config.broker_listeners() {
+                let bind = listener.bind_address();
+                let socket = tokio::net::TcpListener::bind(&bind)
+                    .await
+                    .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
+                let port = socket
+                    .local_addr()
+                    .map(|a| a.port())
+                    .unwrap_or(listener.port);
+                listeners.push(BrokerListener {
+                    name: listener.name.clone(),
+                    socket,
+                    advertised_host: advertised.host.clone(),
+                    advertised_port: if advertised.port == 0 {
+                        port
+                    } else {
+                        advertised.port
+                    },
+                });
+            }
+            let server = BrokerServer::start(broker_config, raft, listeners)
+                .await
+                .context("starting the broker")?;
+            info!(node = config.node_id, cluster = %cluster_id, "broker started");
+            broker = Some(server);
+        }
+        on_ready(&config);
+        let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        let mut status = controller.as_ref().map(ControllerNode::status);
+        let fatal = loop {
+            tokio::select! {
+                _ = sigterm.recv() => break None,
+                _ = tokio::signal::ctrl_c() => break None,
+                changed = async {
+                    match status.as_mut() {
+                        Some(s) => s.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if !changed {
+                        break Some("the controller stopped".to_string());
+                    }
+                    if let Some(reason) = status.as_ref().and_then(|s| s.borrow().fatal.clone()) {
+                        break Some(reason);
+                    }
+                }
+            }
+        };
+        info!(node = config.node_id, "shutting down");
+        if let Some(broker) = broker {
+            broker.shutdown().await;
+        }
+        if let Some(node) = controller {
+            node.shutdown().await.context("shutting down")?;
+        }
+        match fatal {
+            Some(reason) => Err(anyhow!("controller stopped: {reason}")),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Kafka's property names → the broker's settings.
+fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> {
+    let mut log_dirs = Vec::new();
+    for dir in &config.log_dirs {
+        let meta = format::MetaProperties::read(dir)?
+            .ok_or_else(|| anyhow!("log directory {} is not formatted", dir.display()))?;
+        log_dirs.push((dir.clone(), format::parse_uuid(&meta.directory_id)?));
+    }
+    let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
+    raft_timeouts(config, &mut raft)?;
+    let mut server = kraftd_raft::transport::ServerConfig::default();
+    server.max_frame_bytes = config.number("socket.request.max.bytes", server.max_frame_bytes)?;
+    Ok(BrokerConfig {
+        node_id: config.node_id,
+        cluster_id: cluster_id.to_string(),
+        voters: config.voters.clone(),
+        raft,
+        metadata_log_dir: config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
+        log_dirs,
+        rack: config.props.get("broker.rack").map(str::to_string),
+        heartbeat_interval: Duration::from_millis(config.number(
+            "broker.heartbeat.interval.ms",
+            kraftd_broker::server::lifecycle::BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
+        )?),
+        server,
+    })
+}
+
+/// `controller.quorum.*` timeouts.
+fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result<()> {
+    r.election_timeout_ms = config.number(
+        "controller.quorum.election.timeout.ms",
+        r.election_timeout_ms,
+    )?;
+    r.fetch_timeout_ms = config.number("controller.quorum.fetch.timeout.ms", r.fetch_timeout_ms)?;
+    r.election_backoff_max_ms = config.number(
+        "controller.quorum.election.backoff.max.ms",
+        r.election_backoff_max_ms,
+    )?;
+    r.request_timeout_ms =
+        config.number("controller.quorum.request.timeout.ms", r.request_timeout_ms)?;
+    r.retry_backoff_ms = config.number("controller.quorum.retry.backoff.ms", r.retry_backoff_ms)?;
+    r.append_linger_ms = config.number("controller.quorum.append.linger.ms", r.append_linger_ms)?;
+    Ok(())
+}
+
+/// Kafka's property names → the controller node's settings.
+fn controller_config(
+    config: &NodeConfig,
+    cluster_id: &str,
+    bootstrap: Vec<kraftd_protocol::MetadataRecord>,
+) -> Result<ControllerNodeConfig> {
+    let mut c = ControllerNodeConfig::new(
+        config.node_id,
+        cluster_id,
+        config.voters.clone(),
+        config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
+    );
+    c.bootstrap_records = bootstrap;
+    for (kafka_name, store_name) in [
+        ("metadata.log.segment.bytes", "segment.bytes"),
+        ("metadata.log.segment.ms", "segment.ms"),
+    ] {
+        if let Some(value) = config.props.get(kafka_name) {
+            c.log_config.set(store_name, value).map_err(|e| {
+                anyhow!(
+                    "invalid value {value:?} for {kafka_name} in {}: {e}",
+                    config.props.source()
+                )
+            })?;
+        }
+    }
+    raft_timeouts(config, &mut c.raft)?;
+    c.server.max_frame_bytes =
+        config.number("socket.request.max.bytes", c.server.max_frame_bytes)?;
+    let m = &mut c.managers;
+    m.cluster.broker_session_timeout_ms = config.number(
+        "broker.session.timeout.ms",
+        m.cluster.broker_session_timeout_ms,
+    )?;
+    m.topics.num_partitions = config.number("num.partitions", m.topics.num_partitions)?;
+    m.topics.default_replication_factor = config.number(
+        "default.replication.factor",
+        m.topics.default_replication_factor,
+    )?;
+    m.replication.min_insync_replicas =
+        config.number("min.insync.replicas", m.replication.min_insync_replicas)?;
+    m.replication.unclean_leader_election_enable = config.boolean(
+        "unclean.leader.election.enable",
+        m.replication.unclean_leader_election_enable,
+    )?;
+    if let Some(users) = config.props.get("super.users") {
+        c.authorizer.super_users =
+            kraftd_controller::publisher::AuthorizerConfig::parse_super_users(users);
+    }
+    c.authorizer.allow_everyone_if_no_acl_found =
+        config.boolean("allow.everyone.if.no.acl.found", false)?;
+    c.metadata_max_idle_interval_ms = config.number(
+        "metadata.max.idle.interval.ms",
+        c.metadata_max_idle_interval_ms,
+    )?;
+    c.snapshot_max_bytes = config.number(
+        "metadata.log.max.record.bytes.between.snapshots",
+        c.snapshot_max_bytes,
+    )?;
+    c.snapshot_max_interval_ms = config.number(
+        "metadata.log.max.snapshot.interval.ms",
+        c.snapshot_max_interval_ms,
+    )?;
+    Ok(c)
+}
