@@ -1,6 +1,7 @@
 //! kraftd's developer commands, run as `cargo xtask <command>` (an alias in
 //! `.cargo/config.toml`). `ci` is the one command that checks everything; `.ci/run` calls it.
 
+mod cluster;
 mod codegen;
 mod fuzz;
 
@@ -28,6 +29,17 @@ enum Cmd {
     Ci,
     /// Seed a fuzz target's corpus from the captured frames and run it with cargo-fuzz.
     Fuzz(fuzz::FuzzArgs),
+    /// Start a local cluster of kraftd processes under target/cluster/.
+    ClusterUp(cluster::UpArgs),
+    /// Stop the local cluster (SIGTERM, then SIGKILL after 30 s).
+    ClusterDown,
+    /// Show the local cluster's processes and metadata quorum.
+    ClusterStatus,
+    /// Print one node's log.
+    ClusterLogs {
+        /// The node id.
+        node: u32,
+    },
     /// Run the Raft simulator's random fault schedules (release build).
     Sim {
         /// Replay exactly this seed (as printed by a failure).
@@ -52,6 +64,10 @@ fn main() -> Result<()> {
         Cmd::Codegen { check } => codegen::run(&root, check),
         Cmd::Ci => ci(&root),
         Cmd::Fuzz(args) => fuzz::run(&root, args),
+        Cmd::ClusterUp(args) => cluster::up(&root, args),
+        Cmd::ClusterDown => cluster::down(&root),
+        Cmd::ClusterStatus => cluster::status(&root),
+        Cmd::ClusterLogs { node } => cluster::logs(&root, node),
         Cmd::Sim {
             seed,
             seeds,
