@@ -6,6 +6,7 @@ mod config;
 mod embedded;
 mod format;
 mod metadata_quorum;
+mod metrics_http;
 mod node;
 mod properties;
 

@@ -89,6 +89,48 @@ pub fn run(
             info!(node = config.node_id, cluster = %cluster_id, "broker started");
             broker = Some(server);
         }
+        let _metrics = match config.props.get("metrics.port") {
+            Some(port) => {
+                let port: u16 = port.trim().parse().map_err(|_| {
+                    anyhow!(
+                        "invalid value {port:?} for metrics.port in {}: expected a port number",
+                        config.props.source()
+                    )
+                })?;
+                let host = config
+                    .props
+                    .get("metrics.host")
+                    .map(str::to_string)
+                    .or_else(|| config.listeners.first().map(|l| l.host.clone()))
+                    .unwrap_or_default();
+                let bind = crate::config::Listener {
+                    name: "METRICS".into(),
+                    host,
+                    port,
+                }
+                .bind_address();
+                let socket = tokio::net::TcpListener::bind(&bind)
+                    .await
+                    .with_context(|| format!("binding metrics.port to {bind}"))?;
+                let raft = match (&controller, &broker) {
+                    (Some(c), _) => c.raft().metrics(),
+                    (None, Some(b)) => b.raft_metrics(),
+                    (None, None) => return Err(anyhow!("no role to export metrics of")),
+                };
+                let status = broker.as_ref().map(BrokerServer::metadata_status);
+                let node_id = config.node_id;
+                let render = std::sync::Arc::new(move || {
+                    let mut out = String::new();
+                    raft.borrow().write_prometheus(node_id, &mut out);
+                    if let Some(status) = &status {
+                        status.borrow().write_prometheus(node_id, &mut out);
+                    }
+                    out
+                });
+                Some(tokio::spawn(crate::metrics_http::serve(socket, render)))
+            }
+            None => None,
+        };
         on_ready(&config);
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;

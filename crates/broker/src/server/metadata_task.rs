@@ -31,6 +31,40 @@ impl Default for MetadataStatus {
     }
 }
 
+impl MetadataStatus {
+    /// Appends the metrics in Prometheus' text format under Kafka's
+    /// `broker-metadata-metrics` names.
+    pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
+        use std::fmt::Write;
+        let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
+            let _ = writeln!(out, "# HELP kafka_broker_metadata_metrics_{name} {help}");
+            let _ = writeln!(out, "# TYPE kafka_broker_metadata_metrics_{name} {kind}");
+            let _ = writeln!(
+                out,
+                "kafka_broker_metadata_metrics_{name}{{node=\"{node_id}\"}} {value}"
+            );
+        };
+        metric(
+            "last_applied_record_offset",
+            "gauge",
+            "The offset of the last metadata record applied.",
+            self.last_applied_offset as f64,
+        );
+        metric(
+            "metadata_apply_error_count",
+            "counter",
+            "Metadata batches or records that could not be applied.",
+            self.apply_errors as f64,
+        );
+        metric(
+            "caught_up",
+            "gauge",
+            "1 once the applied metadata reached the high watermark.",
+            if self.caught_up { 1.0 } else { 0.0 },
+        );
+    }
+}
+
 pub(crate) async fn run(
     mut events: broadcast::Receiver<RaftEvent>,
     mut metrics: watch::Receiver<RaftMetrics>,

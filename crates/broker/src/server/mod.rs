@@ -21,7 +21,7 @@ use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
-    DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, VoterEndpoint,
+    DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, RaftMetrics, VoterEndpoint,
 };
 use kraftd_raft::transport::{serve, ServerConfig};
 use kraftd_raft::RaftConfig;
@@ -101,6 +101,7 @@ pub struct BrokerServer {
     metadata: JoinHandle<()>,
     images: watch::Receiver<MetadataImage>,
     metadata_status: watch::Receiver<MetadataStatus>,
+    raft_metrics: watch::Receiver<RaftMetrics>,
 }
 
 /// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`).
@@ -226,6 +227,7 @@ impl BrokerServer {
             })
             .collect();
         Ok(BrokerServer {
+            raft_metrics: handle.metrics(),
             config,
             own_raft,
             lifecycle: Some(lifecycle),
@@ -239,6 +241,11 @@ impl BrokerServer {
     /// The metadata image the broker serves from (published once caught up).
     pub fn images(&self) -> watch::Receiver<MetadataImage> {
         self.images.clone()
+    }
+
+    /// The Raft client's metrics (the observer's own, or the shared voter's).
+    pub fn raft_metrics(&self) -> watch::Receiver<RaftMetrics> {
+        self.raft_metrics.clone()
     }
 
     pub fn metadata_status(&self) -> watch::Receiver<MetadataStatus> {

@@ -65,3 +65,148 @@ pub struct RaftMetrics {
     /// Per destination node id.
     pub destinations: BTreeMap<i32, DestinationMetrics>,
 }
+
+impl RaftMetrics {
+    /// Appends the metrics in Prometheus' text format, named after Kafka's `raft-metrics`
+    /// group (`kafka_raft_metrics_<name>`, dashes as underscores), with `node` as a label.
+    pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
+        use std::fmt::Write;
+        let mut gauge = |name: &str, help: &str, value: f64| {
+            let _ = writeln!(out, "# HELP kafka_raft_metrics_{name} {help}");
+            let _ = writeln!(out, "# TYPE kafka_raft_metrics_{name} gauge");
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_{name}{{node=\"{node_id}\"}} {value}"
+            );
+        };
+        gauge(
+            "current_leader",
+            "The current quorum leader's id; -1 when unknown.",
+            self.current_leader as f64,
+        );
+        gauge(
+            "current_vote",
+            "The id this node voted for in the current epoch; -1 when none.",
+            self.current_vote as f64,
+        );
+        gauge(
+            "current_epoch",
+            "The current quorum epoch.",
+            self.current_epoch as f64,
+        );
+        gauge(
+            "high_watermark",
+            "The high watermark of the metadata log; -1 until known.",
+            self.high_watermark as f64,
+        );
+        gauge(
+            "log_end_offset",
+            "The end offset of the local metadata log.",
+            self.log_end_offset as f64,
+        );
+        gauge(
+            "log_end_epoch",
+            "The epoch of the last record of the local metadata log.",
+            self.log_end_epoch as f64,
+        );
+        gauge(
+            "number_of_voters",
+            "Voters of the quorum.",
+            self.number_of_voters as f64,
+        );
+        gauge(
+            "number_of_observers",
+            "Observers fetching from this leader.",
+            self.number_of_observers as f64,
+        );
+        gauge(
+            "commit_latency_avg",
+            "Average ms from append to commit (leader).",
+            self.commit_latency_avg_ms,
+        );
+        gauge(
+            "commit_latency_max",
+            "Maximum ms from append to commit (leader).",
+            self.commit_latency_max_ms,
+        );
+        gauge(
+            "election_latency_avg",
+            "Average ms without a known leader per election.",
+            self.election_latency_avg_ms,
+        );
+        gauge(
+            "election_latency_max",
+            "Maximum ms without a known leader per election.",
+            self.election_latency_max_ms,
+        );
+        gauge(
+            "poll_idle_ratio_avg",
+            "Share of time the Raft loop waited for input.",
+            self.poll_idle_ratio_avg,
+        );
+        let mut counter = |name: &str, help: &str, value: u64| {
+            let _ = writeln!(out, "# HELP kafka_raft_metrics_{name} {help}");
+            let _ = writeln!(out, "# TYPE kafka_raft_metrics_{name} counter");
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_{name}{{node=\"{node_id}\"}} {value}"
+            );
+        };
+        counter(
+            "fetch_records_total",
+            "Records received in Fetch responses.",
+            self.fetch_records_total,
+        );
+        counter(
+            "append_records_total",
+            "Records appended as leader.",
+            self.append_records_total,
+        );
+        counter(
+            "not_leader_or_follower_total",
+            "Fetch replies NOT_LEADER_OR_FOLLOWER (a node asking one that does not lead).",
+            self.not_leader_or_follower_replies,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kafka_raft_metrics_current_state The Raft role of this node (1 for the current one)."
+        );
+        let _ = writeln!(out, "# TYPE kafka_raft_metrics_current_state gauge");
+        let _ = writeln!(
+            out,
+            "kafka_raft_metrics_current_state{{node=\"{node_id}\",state=\"{}\"}} 1",
+            self.current_state
+        );
+        let _ = writeln!(out, "# TYPE kafka_raft_metrics_requests_sent_total counter");
+        for (to, d) in &self.destinations {
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_requests_sent_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
+                d.requests_sent
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# TYPE kafka_raft_metrics_responses_received_total counter"
+        );
+        for (to, d) in &self.destinations {
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_responses_received_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
+                d.responses_received
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# TYPE kafka_raft_metrics_response_errors_total counter"
+        );
+        for (to, d) in &self.destinations {
+            for (code, n) in &d.errors_by_code {
+                let _ = writeln!(
+                    out,
+                    "kafka_raft_metrics_response_errors_total{{node=\"{node_id}\",destination=\"{to}\",error_code=\"{code}\"}} {n}"
+                );
+            }
+        }
+    }
+}
