@@ -4,9 +4,8 @@
 //! serving; the killed one restarts and catches up from a snapshot, since the leader's log
 //! start moved past it meanwhile. Every node ends with the same metadata.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,85 +21,9 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::transport::{Channel, ClientConfig};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
+use common::{run, stop_gracefully, voters, write_config, Node, BIN};
 
-struct Node {
-    id: i32,
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-    starts: u32,
-}
-
-impl Node {
-    fn config_path(&self) -> PathBuf {
-        self.dir.join("controller.properties")
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.dir.join(format!("kraftd-{}.log", self.starts))
-    }
-
-    fn metadata_dir(&self) -> PathBuf {
-        self.dir.join("data").join("__cluster_metadata-0")
-    }
-
-    fn start(&mut self) {
-        self.starts += 1;
-        let log = File::create(self.log_path()).unwrap();
-        let child = Command::new(BIN)
-            .args(["controller", "--config"])
-            .arg(self.config_path())
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("kraftd starts");
-        self.child = Some(child);
-    }
-
-    /// SIGKILL: no resignation, nothing flushed that was not already.
-    fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn logs(&self) -> String {
-        (1..=self.starts)
-            .map(|i| {
-                std::fs::read_to_string(self.dir.join(format!("kraftd-{i}.log")))
-                    .unwrap_or_default()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "kraftd {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
 
 struct Client {
     channels: Vec<(i32, Channel)>,
@@ -198,24 +121,6 @@ impl Client {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-}
-
-fn write_config(node: &Node, voters: &str) {
-    let text = format!(
-        "process.roles=controller\n\
-         node.id={id}\n\
-         controller.quorum.voters={voters}\n\
-         listeners=CONTROLLER://127.0.0.1:{port}\n\
-         controller.listener.names=CONTROLLER\n\
-         log.dirs={data}\n\
-         metadata.log.segment.bytes=4096\n\
-         metadata.log.max.record.bytes.between.snapshots=2048\n\
-         metadata.max.idle.interval.ms=100\n",
-        id = node.id,
-        port = node.port,
-        data = node.dir.join("data").display(),
-    );
-    std::fs::write(node.config_path(), text).unwrap();
 }
 
 fn register(broker_id: i32, cluster_id: &str) -> RequestBody {
@@ -339,20 +244,8 @@ fn segment_base_offsets(dir: &Path) -> Vec<i64> {
 fn three_controllers_survive_kill_9_of_the_leader_and_the_restarted_one_catches_up() {
     let root = tempfile::tempdir().unwrap();
     let cluster_id = run(&["random-uuid"]).trim().to_string();
-    let mut nodes: Vec<Node> = (1..=3)
-        .map(|id| Node {
-            id,
-            port: free_port(),
-            dir: root.path().join(format!("node-{id}")),
-            child: None,
-            starts: 0,
-        })
-        .collect();
-    let voters = nodes
-        .iter()
-        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(root.path(), id)).collect();
+    let voters = voters(&nodes);
     for node in &nodes {
         std::fs::create_dir_all(&node.dir).unwrap();
         write_config(node, &voters);
@@ -497,16 +390,5 @@ fn three_controllers_survive_kill_9_of_the_leader_and_the_restarted_one_catches_
             "the restarted node did not load a snapshot:\n{logs}"
         );
     });
-    for node in &mut nodes {
-        if let Some(child) = node.child.as_mut() {
-            // SIGTERM: graceful shutdown.
-            let _ = Command::new("kill").arg(child.id().to_string()).status();
-        }
-    }
-    for node in &mut nodes {
-        if let Some(mut child) = node.child.take() {
-            let status = child.wait().unwrap();
-            assert!(status.success(), "node {} exited with {status}", node.id);
-        }
-    }
+    stop_gracefully(&mut nodes);
 }

@@ -1,0 +1,177 @@
+//! Helpers shared by the integration tests that run real `kraftd` processes: a node's
+//! directory, config and process (start, kill -9, logs), free ports, one-shot `kraftd`
+//! commands, and a formatted three-controller quorum on loopback. Each test file includes
+//! this module (`mod common;`) and uses only part of it.
+#![allow(dead_code)]
+
+pub mod kafka_jars;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
+
+pub struct Node {
+    pub id: i32,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub child: Option<Child>,
+    pub starts: u32,
+}
+
+impl Node {
+    /// Node `id` under `root/node-<id>`, on a free port, not started.
+    pub fn new(root: &Path, id: i32) -> Node {
+        Node {
+            id,
+            port: free_port(),
+            dir: root.join(format!("node-{id}")),
+            child: None,
+            starts: 0,
+        }
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("controller.properties")
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join(format!("kraftd-{}.log", self.starts))
+    }
+
+    pub fn metadata_dir(&self) -> PathBuf {
+        self.dir.join("data").join("__cluster_metadata-0")
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn start(&mut self) {
+        self.starts += 1;
+        let log = File::create(self.log_path()).unwrap();
+        let child = Command::new(BIN)
+            .args(["controller", "--config"])
+            .arg(self.config_path())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("kraftd starts");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL: no resignation, nothing flushed that was not already.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        (1..=self.starts)
+            .map(|i| {
+                std::fs::read_to_string(self.dir.join(format!("kraftd-{i}.log")))
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs `kraftd args` to completion; panics unless it succeeds; its stdout.
+pub fn run(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "kraftd {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `controller.quorum.voters` for `nodes`.
+pub fn voters(nodes: &[Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.port))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A controller's properties: small segments and snapshot thresholds, a no-op record every
+/// 100 ms, so logs roll and snapshots happen within a test.
+pub fn write_config(node: &Node, voters: &str) {
+    let text = format!(
+        "process.roles=controller\n\
+         node.id={id}\n\
+         controller.quorum.voters={voters}\n\
+         listeners=CONTROLLER://127.0.0.1:{port}\n\
+         controller.listener.names=CONTROLLER\n\
+         log.dirs={data}\n\
+         metadata.log.segment.bytes=4096\n\
+         metadata.log.max.record.bytes.between.snapshots=2048\n\
+         metadata.max.idle.interval.ms=100\n",
+        id = node.id,
+        port = node.port,
+        data = node.dir.join("data").display(),
+    );
+    std::fs::write(node.config_path(), text).unwrap();
+}
+
+/// `kraftd format` of `node` for `cluster_id`.
+pub fn format(node: &Node, cluster_id: &str) {
+    let config = node.config_path();
+    run(&[
+        "format",
+        "--config",
+        config.to_str().unwrap(),
+        "--cluster-id",
+        cluster_id,
+    ]);
+}
+
+/// Nodes 1..=`count` under `root`, configured as one quorum and formatted for a new cluster
+/// id, not started; with that cluster id.
+pub fn formatted_quorum(root: &Path, count: i32) -> (String, Vec<Node>) {
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let nodes: Vec<Node> = (1..=count).map(|id| Node::new(root, id)).collect();
+    let voters = voters(&nodes);
+    for node in &nodes {
+        std::fs::create_dir_all(&node.dir).unwrap();
+        write_config(node, &voters);
+        format(node, &cluster_id);
+    }
+    (cluster_id, nodes)
+}
+
+/// Stops every started node with SIGTERM (graceful) and asserts each exits cleanly.
+pub fn stop_gracefully(nodes: &mut [Node]) {
+    for node in nodes.iter_mut() {
+        if let Some(child) = node.child.as_mut() {
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+        }
+    }
+    for node in nodes.iter_mut() {
+        if let Some(mut child) = node.child.take() {
+            let status = child.wait().unwrap();
+            assert!(status.success(), "node {} exited with {status}", node.id);
+        }
+    }
+}
