@@ -1,7 +1,9 @@
-//! The table of dynamic config keys the controller accepts, with Kafka's names and types, as
-//! Kafka's `LogConfig` (topic configs) and the dynamic part of `KafkaConfig` (broker configs).
+//! The table of config keys kraftd knows, with Kafka's names, types, defaults and
+//! documentation, as Kafka's `LogConfig` (topic configs) and `KafkaConfig` (broker configs).
 //! CreateTopics, IncrementalAlterConfigs and AlterConfigs validate every key and value here,
-//! so the metadata log never holds a key no broker understands or a value it cannot parse.
+//! so the metadata log never holds a key no broker understands or a value it cannot parse;
+//! the broker's DescribeConfigs reads the same table for defaults, types, documentation and
+//! Kafka's topic-to-broker synonyms (`ServerTopicConfigSynonyms`), so a config has one home.
 
 /// The type of a config value and the range or set of values it accepts, as Kafka's
 /// `ConfigDef.Type` with its `Validator`.
@@ -36,6 +38,36 @@ pub enum ConfigType {
 pub struct ConfigDef {
     pub name: &'static str,
     pub config_type: ConfigType,
+    /// Kafka's default as `ConfigDef.convertToString` writes it; `None` for a null default
+    /// (e.g. `log.retention.ms`, which falls back to a synonym).
+    pub default: Option<&'static str>,
+    /// Kafka's documentation string (shortened where Kafka's runs to paragraphs).
+    pub doc: &'static str,
+    /// Whether the value is a secret (Kafka's `PASSWORD` type): never returned to clients.
+    pub sensitive: bool,
+}
+
+/// A broker config a topic config falls back to, as Kafka's `ConfigSynonym`: its value is
+/// multiplied by `to_millis` (1, or 60 000 for minutes, 3 600 000 for hours) to give the
+/// topic config's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerSynonym {
+    pub name: &'static str,
+    pub to_millis: i64,
+}
+
+/// Kafka's `DescribeConfigsResponse.ConfigType` ids (DescribeConfigs v3+).
+pub mod response_type {
+    pub const UNKNOWN: i8 = 0;
+    pub const BOOLEAN: i8 = 1;
+    pub const STRING: i8 = 2;
+    pub const INT: i8 = 3;
+    pub const SHORT: i8 = 4;
+    pub const LONG: i8 = 5;
+    pub const DOUBLE: i8 = 6;
+    pub const LIST: i8 = 7;
+    pub const CLASS: i8 = 8;
+    pub const PASSWORD: i8 = 9;
 }
 
 /// Why a value is not valid for its key; the text follows Kafka's `ConfigException`.
@@ -56,8 +88,55 @@ const CLEANUP_POLICIES: &[&str] = &["delete", "compact"];
 const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 
 const fn def(name: &'static str, config_type: ConfigType) -> ConfigDef {
-    ConfigDef { name, config_type }
+    ConfigDef {
+        name,
+        config_type,
+        default: None,
+        doc: "",
+        sensitive: false,
+    }
 }
+
+impl ConfigDef {
+    /// The definition with Kafka's default value (as text).
+    const fn default(self, value: &'static str) -> ConfigDef {
+        ConfigDef {
+            default: Some(value),
+            ..self
+        }
+    }
+
+    /// The definition with Kafka's documentation.
+    const fn doc(self, doc: &'static str) -> ConfigDef {
+        ConfigDef { doc, ..self }
+    }
+
+    /// A secret: Kafka's `PASSWORD` type.
+    const fn sensitive(self) -> ConfigDef {
+        ConfigDef {
+            sensitive: true,
+            ..self
+        }
+    }
+}
+
+const fn syn(name: &'static str) -> BrokerSynonym {
+    BrokerSynonym { name, to_millis: 1 }
+}
+const fn syn_minutes(name: &'static str) -> BrokerSynonym {
+    BrokerSynonym {
+        name,
+        to_millis: 60_000,
+    }
+}
+const fn syn_hours(name: &'static str) -> BrokerSynonym {
+    BrokerSynonym {
+        name,
+        to_millis: 3_600_000,
+    }
+}
+const STRING: ConfigType = ConfigType::String { valid: &[] };
+const LONG_MAX: &str = "9223372036854775807";
 const BOOLEAN: ConfigType = ConfigType::Boolean;
 const fn int(min: i32) -> ConfigType {
     ConfigType::Int { min }
@@ -67,95 +146,450 @@ const fn long(min: i64) -> ConfigType {
 }
 const ANY_LIST: ConfigType = ConfigType::List { valid: &[] };
 
-/// Kafka's topic configs (`TopicConfig`, validated as in `LogConfig`).
+/// Kafka's topic configs (`TopicConfig`, validated as in `LogConfig`), in name order, with
+/// `LogConfig`'s defaults (each equal to the default of its broker synonym chain).
 pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     def(
         "cleanup.policy",
         ConfigType::List {
             valid: CLEANUP_POLICIES,
         },
-    ),
-    def("compression.gzip.level", int(-1)),
-    def("compression.lz4.level", int(1)),
+    )
+    .default("delete")
+    .doc("This config designates the retention policy to use on log segments. The \"delete\" policy (which is the default) will discard old segments when their retention time or size limit has been reached. The \"compact\" policy will enable log compaction, which retains the latest value for each key."),
+    def("compression.gzip.level", int(-1))
+        .default("-1")
+        .doc("The compression level to use if compression.type is set to gzip."),
+    def("compression.lz4.level", int(1))
+        .default("9")
+        .doc("The compression level to use if compression.type is set to lz4."),
     def(
         "compression.type",
         ConfigType::String {
             valid: COMPRESSION_TYPES,
         },
-    ),
-    def("compression.zstd.level", int(-131072)),
-    def("delete.retention.ms", long(0)),
-    def("file.delete.delay.ms", long(0)),
-    def("flush.messages", long(1)),
-    def("flush.ms", long(0)),
-    def("follower.replication.throttled.replicas", ANY_LIST),
-    def("index.interval.bytes", int(0)),
-    def("leader.replication.throttled.replicas", ANY_LIST),
-    def("local.retention.bytes", long(-2)),
-    def("local.retention.ms", long(-2)),
-    def("max.compaction.lag.ms", long(1)),
-    def("max.message.bytes", int(0)),
-    def("message.timestamp.after.max.ms", long(0)),
-    def("message.timestamp.before.max.ms", long(0)),
+    )
+    .default("producer")
+    .doc("Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."),
+    def("compression.zstd.level", int(-131072))
+        .default("3")
+        .doc("The compression level to use if compression.type is set to zstd."),
+    def("delete.retention.ms", long(0))
+        .default("86400000")
+        .doc("The amount of time to retain delete tombstone markers for log compacted topics."),
+    def("file.delete.delay.ms", long(0))
+        .default("60000")
+        .doc("The time to wait before deleting a file from the filesystem."),
+    def("flush.messages", long(1))
+        .default(LONG_MAX)
+        .doc("This setting allows specifying an interval at which we will force an fsync of data written to the log."),
+    def("flush.ms", long(0))
+        .default(LONG_MAX)
+        .doc("This setting allows specifying a time interval at which we will force an fsync of data written to the log."),
+    def("follower.replication.throttled.replicas", ANY_LIST)
+        .default("")
+        .doc("A list of replicas for which log replication should be throttled on the follower side. The list should describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the wildcard '*' can be used to throttle all replicas for this topic."),
+    def("index.interval.bytes", int(0))
+        .default("4096")
+        .doc("This setting controls how frequently Kafka adds an index entry to its offset index."),
+    def("leader.replication.throttled.replicas", ANY_LIST)
+        .default("")
+        .doc("A list of replicas for which log replication should be throttled on the leader side. The list should describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the wildcard '*' can be used to throttle all replicas for this topic."),
+    def("local.retention.bytes", long(-2))
+        .default("-2")
+        .doc("The maximum size of local log segments that can grow for a partition before it deletes the old segments. Default value is -2, it represents `retention.bytes` value to be used."),
+    def("local.retention.ms", long(-2))
+        .default("-2")
+        .doc("The number of milliseconds to keep the local log segment before it gets deleted. Default value is -2, it represents `retention.ms` value is to be used."),
+    def("max.compaction.lag.ms", long(1))
+        .default(LONG_MAX)
+        .doc("The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."),
+    def("max.message.bytes", int(0))
+        .default("1048588")
+        .doc("The largest record batch size allowed by Kafka (after compression if compression is enabled)."),
+    def("message.timestamp.after.max.ms", long(0))
+        .default("3600000")
+        .doc("This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp. The message timestamp can be later than or equal to the broker's timestamp, with the maximum allowable difference determined by the value set in this configuration."),
+    def("message.timestamp.before.max.ms", long(0))
+        .default(LONG_MAX)
+        .doc("This configuration sets the allowable timestamp difference between the broker's timestamp and the message timestamp. The message timestamp can be earlier than or equal to the broker's timestamp, with the maximum allowable difference determined by the value set in this configuration."),
     def(
         "message.timestamp.type",
         ConfigType::String {
             valid: TIMESTAMP_TYPES,
         },
-    ),
+    )
+    .default("CreateTime")
+    .doc("Define whether the timestamp in the message is message create time or log append time."),
     def(
         "min.cleanable.dirty.ratio",
         ConfigType::Double { min: 0.0, max: 1.0 },
-    ),
-    def("min.compaction.lag.ms", long(0)),
-    def("min.insync.replicas", int(1)),
-    def("preallocate", BOOLEAN),
-    def("remote.log.copy.disable", BOOLEAN),
-    def("remote.log.delete.on.disable", BOOLEAN),
-    def("remote.storage.enable", BOOLEAN),
-    def("retention.bytes", long(i64::MIN)),
-    def("retention.ms", long(-1)),
-    def("segment.bytes", int(14)),
-    def("segment.index.bytes", int(4)),
-    def("segment.jitter.ms", long(0)),
-    def("segment.ms", long(1)),
-    def("unclean.leader.election.enable", BOOLEAN),
+    )
+    .default("0.5")
+    .doc("This configuration controls how frequently the log compactor will attempt to clean the log (assuming log compaction is enabled)."),
+    def("min.compaction.lag.ms", long(0))
+        .default("0")
+        .doc("The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted."),
+    def("min.insync.replicas", int(1))
+        .default("1")
+        .doc("When a producer sets acks to \"all\" (or \"-1\"), this configuration specifies the minimum number of replicas that must acknowledge a write for the write to be considered successful."),
+    def("preallocate", BOOLEAN)
+        .default("false")
+        .doc("True if we should preallocate the file on disk when creating a new log segment."),
+    def("remote.log.copy.disable", BOOLEAN)
+        .default("false")
+        .doc("Determines whether tiered data for a topic should become read only, and no more data uploading on a topic."),
+    def("remote.log.delete.on.disable", BOOLEAN)
+        .default("false")
+        .doc("Determines whether tiered data for a topic should be deleted after tiered storage is disabled on a topic."),
+    def("remote.storage.enable", BOOLEAN)
+        .default("false")
+        .doc("To enable tiered storage for a topic, set this configuration to true."),
+    def("retention.bytes", long(i64::MIN))
+        .default("-1")
+        .doc("This configuration controls the maximum size a partition (which consists of log segments) can grow to before we will discard old log segments to free up space if we are using the \"delete\" retention policy."),
+    def("retention.ms", long(-1))
+        .default("604800000")
+        .doc("This configuration controls the maximum time we will retain a log before we will discard old log segments to free up space if we are using the \"delete\" retention policy. If set to -1, no time limit is applied."),
+    def("segment.bytes", int(14))
+        .default("1073741824")
+        .doc("This configuration controls the segment file size for the log."),
+    def("segment.index.bytes", int(4))
+        .default("10485760")
+        .doc("This configuration controls the size of the index that maps offsets to file positions."),
+    def("segment.jitter.ms", long(0))
+        .default("0")
+        .doc("The maximum random jitter subtracted from the scheduled segment roll time to avoid thundering herds of segment rolling"),
+    def("segment.ms", long(1))
+        .default("604800000")
+        .doc("This configuration controls the period of time after which Kafka will force the log to roll even if the segment file isn't full to ensure that retention can delete or compact old data."),
+    def("unclean.leader.election.enable", BOOLEAN)
+        .default("false")
+        .doc("Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss."),
 ];
 
-/// The broker configs kraftd accepts dynamically (per broker or as the cluster default).
+/// The broker configs kraftd accepts dynamically (per broker or as the cluster default),
+/// with `KafkaConfig`'s defaults.
 pub const BROKER_CONFIGS: &[ConfigDef] = &[
-    def("auto.create.topics.enable", BOOLEAN),
-    def("background.threads", int(1)),
+    def("auto.create.topics.enable", BOOLEAN)
+        .default("true")
+        .doc("Enable auto creation of topic on the server."),
+    def("background.threads", int(1))
+        .default("10")
+        .doc("The number of threads to use for various background processing tasks"),
     def(
         "compression.type",
         ConfigType::String {
             valid: COMPRESSION_TYPES,
         },
-    ),
-    def("default.replication.factor", int(1)),
-    def("log.cleaner.threads", int(0)),
+    )
+    .default("producer")
+    .doc("Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."),
+    def("default.replication.factor", int(1))
+        .default("1")
+        .doc("The replication factor for automatically created topics, and for topics created with -1 as the replication factor"),
+    def("log.cleaner.threads", int(0))
+        .default("1")
+        .doc("The number of background threads to use for log cleaning"),
     def(
         "log.cleanup.policy",
         ConfigType::List {
             valid: CLEANUP_POLICIES,
         },
-    ),
-    def("log.flush.interval.messages", long(1)),
-    def("log.flush.interval.ms", long(0)),
-    def("log.retention.bytes", long(i64::MIN)),
-    def("log.retention.ms", long(-1)),
-    def("log.roll.ms", long(1)),
-    def("log.segment.bytes", int(14)),
-    def("max.connections", int(0)),
-    def("max.connections.per.ip", int(0)),
-    def("message.max.bytes", int(0)),
-    def("min.insync.replicas", int(1)),
-    def("num.io.threads", int(1)),
-    def("num.network.threads", int(1)),
-    def("num.partitions", int(1)),
-    def("num.replica.fetchers", int(1)),
-    def("unclean.leader.election.enable", BOOLEAN),
+    )
+    .default("delete")
+    .doc("The default cleanup policy for segments beyond the retention window. A comma separated list of valid policies."),
+    def("log.flush.interval.messages", long(1))
+        .default(LONG_MAX)
+        .doc("The number of messages accumulated on a log partition before messages are flushed to disk."),
+    def("log.flush.interval.ms", long(0))
+        .doc("The maximum time in ms that a message in any topic is kept in memory before flushed to disk. If not set, the value in log.flush.scheduler.interval.ms is used"),
+    def("log.retention.bytes", long(i64::MIN))
+        .default("-1")
+        .doc("The maximum size of the log before deleting it"),
+    def("log.retention.ms", long(-1))
+        .doc("The number of milliseconds to keep a log file before deleting it (in milliseconds), If not set, the value in log.retention.minutes is used. If set to -1, no time limit is applied."),
+    def("log.roll.ms", long(1))
+        .doc("The maximum time before a new log segment is rolled out (in milliseconds). If not set, the value in log.roll.hours is used"),
+    def("log.segment.bytes", int(14))
+        .default("1073741824")
+        .doc("The maximum size of a single log file"),
+    def("max.connections", int(0))
+        .default("2147483647")
+        .doc("The maximum number of connections we allow in the broker at any time."),
+    def("max.connections.per.ip", int(0))
+        .default("2147483647")
+        .doc("The maximum number of connections we allow from each ip address."),
+    def("message.max.bytes", int(0))
+        .default("1048588")
+        .doc("The largest record batch size allowed by Kafka (after compression if compression is enabled)."),
+    def("min.insync.replicas", int(1))
+        .default("1")
+        .doc("When a producer sets acks to \"all\" (or \"-1\"), this configuration specifies the minimum number of replicas that must acknowledge a write for the write to be considered successful."),
+    def("num.io.threads", int(1))
+        .default("8")
+        .doc("The number of threads that the server uses for processing requests, which may include disk I/O"),
+    def("num.network.threads", int(1))
+        .default("3")
+        .doc("The number of threads that the server uses for receiving requests from the network and sending responses to the network."),
+    def("num.partitions", int(1))
+        .default("1")
+        .doc("The default number of log partitions per topic"),
+    def("num.replica.fetchers", int(1))
+        .default("1")
+        .doc("Number of fetcher threads used to replicate records from each source broker."),
+    def("unclean.leader.election.enable", BOOLEAN)
+        .default("false")
+        .doc("Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss"),
 ];
+
+/// Broker configs kraftd reads only from the node's properties file (read-only in
+/// DescribeConfigs, refused by AlterConfigs): the broker synonyms of topic configs that are
+/// not in [`BROKER_CONFIGS`], the node's own settings, and the secrets it may be given.
+pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
+    def("advertised.listeners", STRING)
+        .doc("Specifies the listener addresses that the Kafka brokers will advertise to clients and other brokers."),
+    def("broker.heartbeat.interval.ms", int(0))
+        .default("2000")
+        .doc("The length of time in milliseconds between broker heartbeats."),
+    def("broker.rack", STRING).doc("Rack of the broker. This will be used in rack aware replication assignment for fault tolerance."),
+    def("broker.session.timeout.ms", int(0))
+        .default("9000")
+        .doc("The length of time in milliseconds that a broker lease lasts if no heartbeats are made."),
+    def("compression.gzip.level", int(-1))
+        .default("-1")
+        .doc("The compression level to use if compression.type is set to gzip."),
+    def("compression.lz4.level", int(1))
+        .default("9")
+        .doc("The compression level to use if compression.type is set to lz4."),
+    def("compression.zstd.level", int(-131072))
+        .default("3")
+        .doc("The compression level to use if compression.type is set to zstd."),
+    def("connections.max.idle.ms", long(0))
+        .default("600000")
+        .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
+    def("controller.listener.names", STRING)
+        .doc("A comma-separated list of the names of the listeners used by the controller."),
+    def("controller.quorum.bootstrap.servers", ANY_LIST)
+        .default("")
+        .doc("List of endpoints to use for bootstrapping the cluster metadata."),
+    def("controller.quorum.voters", ANY_LIST)
+        .default("")
+        .doc("Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} entries."),
+    def("inter.broker.listener.name", STRING)
+        .doc("Name of listener used for communication between brokers."),
+    def("listeners", ANY_LIST)
+        .default("PLAINTEXT://:9092")
+        .doc("Listener List - Comma-separated list of URIs we will listen on and the listener names."),
+    def("log.cleaner.delete.retention.ms", long(0))
+        .default("86400000")
+        .doc("The amount of time to retain tombstone message markers for log compacted topics."),
+    def("log.cleaner.max.compaction.lag.ms", long(1))
+        .default(LONG_MAX)
+        .doc("The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."),
+    def("log.cleaner.min.cleanable.ratio", ConfigType::Double { min: 0.0, max: 1.0 })
+        .default("0.5")
+        .doc("The minimum ratio of dirty log to total log for a log to eligible for cleaning."),
+    def("log.cleaner.min.compaction.lag.ms", long(0))
+        .default("0")
+        .doc("The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted."),
+    def("log.dir", STRING)
+        .default("/tmp/kafka-logs")
+        .doc("The directory in which the log data is kept (supplemental for log.dirs property)"),
+    def("log.dirs", STRING)
+        .doc("A comma-separated list of the directories where the log data is stored. If not set, the value in log.dir is used."),
+    def("log.flush.scheduler.interval.ms", long(0))
+        .default(LONG_MAX)
+        .doc("The frequency in ms that the log flusher checks whether any log needs to be flushed to disk"),
+    def("log.index.interval.bytes", int(0))
+        .default("4096")
+        .doc("The interval with which we add an entry to the offset index."),
+    def("log.index.size.max.bytes", int(4))
+        .default("10485760")
+        .doc("The maximum size in bytes of the offset index"),
+    def("log.local.retention.bytes", long(-2))
+        .default("-2")
+        .doc("The maximum size of local log segments that can grow for a partition before it gets eligible for deletion. Default value is -2, it represents `log.retention.bytes` value to be used."),
+    def("log.local.retention.ms", long(-2))
+        .default("-2")
+        .doc("The number of milliseconds to keep the local log segments before it gets eligible for deletion. Default value is -2, it represents `log.retention.ms` value is to be used."),
+    def("log.message.timestamp.after.max.ms", long(0))
+        .default("3600000")
+        .doc("This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp."),
+    def("log.message.timestamp.before.max.ms", long(0))
+        .default(LONG_MAX)
+        .doc("This configuration sets the allowable timestamp difference between the broker's timestamp and the message timestamp."),
+    def(
+        "log.message.timestamp.type",
+        ConfigType::String {
+            valid: TIMESTAMP_TYPES,
+        },
+    )
+    .default("CreateTime")
+    .doc("Define whether the timestamp in the message is message create time or log append time."),
+    def("log.preallocate", BOOLEAN)
+        .default("false")
+        .doc("Should pre allocate file when create new segment?"),
+    def("log.retention.hours", int(i32::MIN))
+        .default("168")
+        .doc("The number of hours to keep a log file before deleting it (in hours), tertiary to log.retention.ms property"),
+    def("log.retention.minutes", int(i32::MIN))
+        .doc("The number of minutes to keep a log file before deleting it (in minutes), secondary to log.retention.ms property. If not set, the value in log.retention.hours is used"),
+    def("log.roll.hours", int(1))
+        .default("168")
+        .doc("The maximum time before a new log segment is rolled out (in hours), secondary to log.roll.ms property"),
+    def("log.roll.jitter.hours", int(0))
+        .default("0")
+        .doc("The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to log.roll.jitter.ms property"),
+    def("log.roll.jitter.ms", long(0))
+        .doc("The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used"),
+    def("log.segment.delete.delay.ms", long(0))
+        .default("60000")
+        .doc("The amount of time to wait before deleting a file from the filesystem."),
+    def("metadata.log.dir", STRING)
+        .doc("This configuration determines where we put the metadata log. If it is not set, the metadata log is placed in the first log directory from log.dirs."),
+    def("node.id", int(i32::MIN))
+        .default("-1")
+        .doc("The node ID associated with the roles this process is playing when process.roles is non-empty."),
+    def("process.roles", ConfigType::List { valid: &["broker", "controller"] })
+        .default("")
+        .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),
+    def("sasl.jaas.config", STRING)
+        .sensitive()
+        .doc("JAAS login context parameters for SASL connections in the format used by JAAS configuration files."),
+    def("socket.request.max.bytes", int(1))
+        .default("104857600")
+        .doc("The maximum number of bytes in a socket request"),
+    def("ssl.key.password", STRING)
+        .sensitive()
+        .doc("The password of the private key in the key store file or the PEM key specified in 'ssl.keystore.key'."),
+    def("ssl.keystore.password", STRING)
+        .sensitive()
+        .doc("The store password for the key store file."),
+    def("ssl.truststore.password", STRING)
+        .sensitive()
+        .doc("The password for the trust store file."),
+];
+
+/// Kafka's `ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS`: for each topic config with a
+/// broker-wide default, the broker configs it falls back to, highest priority first. Topic
+/// configs absent here (`remote.storage.enable`, the throttled replica lists, ...) have no
+/// broker synonym and take their `LogConfig` default.
+pub const TOPIC_CONFIG_SYNONYMS: &[(&str, &[BrokerSynonym])] = &[
+    ("cleanup.policy", &[syn("log.cleanup.policy")]),
+    ("compression.gzip.level", &[syn("compression.gzip.level")]),
+    ("compression.lz4.level", &[syn("compression.lz4.level")]),
+    ("compression.type", &[syn("compression.type")]),
+    ("compression.zstd.level", &[syn("compression.zstd.level")]),
+    (
+        "delete.retention.ms",
+        &[syn("log.cleaner.delete.retention.ms")],
+    ),
+    (
+        "file.delete.delay.ms",
+        &[syn("log.segment.delete.delay.ms")],
+    ),
+    ("flush.messages", &[syn("log.flush.interval.messages")]),
+    (
+        "flush.ms",
+        &[
+            syn("log.flush.interval.ms"),
+            syn("log.flush.scheduler.interval.ms"),
+        ],
+    ),
+    ("index.interval.bytes", &[syn("log.index.interval.bytes")]),
+    ("local.retention.bytes", &[syn("log.local.retention.bytes")]),
+    ("local.retention.ms", &[syn("log.local.retention.ms")]),
+    (
+        "max.compaction.lag.ms",
+        &[syn("log.cleaner.max.compaction.lag.ms")],
+    ),
+    ("max.message.bytes", &[syn("message.max.bytes")]),
+    (
+        "message.timestamp.after.max.ms",
+        &[syn("log.message.timestamp.after.max.ms")],
+    ),
+    (
+        "message.timestamp.before.max.ms",
+        &[syn("log.message.timestamp.before.max.ms")],
+    ),
+    (
+        "message.timestamp.type",
+        &[syn("log.message.timestamp.type")],
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        &[syn("log.cleaner.min.cleanable.ratio")],
+    ),
+    (
+        "min.compaction.lag.ms",
+        &[syn("log.cleaner.min.compaction.lag.ms")],
+    ),
+    ("min.insync.replicas", &[syn("min.insync.replicas")]),
+    ("preallocate", &[syn("log.preallocate")]),
+    ("retention.bytes", &[syn("log.retention.bytes")]),
+    (
+        "retention.ms",
+        &[
+            syn("log.retention.ms"),
+            syn_minutes("log.retention.minutes"),
+            syn_hours("log.retention.hours"),
+        ],
+    ),
+    ("segment.bytes", &[syn("log.segment.bytes")]),
+    ("segment.index.bytes", &[syn("log.index.size.max.bytes")]),
+    (
+        "segment.jitter.ms",
+        &[
+            syn("log.roll.jitter.ms"),
+            syn_hours("log.roll.jitter.hours"),
+        ],
+    ),
+    (
+        "segment.ms",
+        &[syn("log.roll.ms"), syn_hours("log.roll.hours")],
+    ),
+    (
+        "unclean.leader.election.enable",
+        &[syn("unclean.leader.election.enable")],
+    ),
+];
+
+/// The broker synonyms of a topic config, highest priority first (empty when it has none).
+pub fn topic_config_synonyms(topic_key: &str) -> &'static [BrokerSynonym] {
+    TOPIC_CONFIG_SYNONYMS
+        .iter()
+        .find(|(name, _)| *name == topic_key)
+        .map_or(&[], |(_, synonyms)| synonyms)
+}
+
+/// The broker configs that set the same thing as `name`, highest priority first, as Kafka's
+/// `DynamicBrokerConfig.brokerConfigSynonyms` (e.g. `log.retention.hours` →
+/// `[log.retention.ms, log.retention.minutes, log.retention.hours]`); `[name]` otherwise.
+pub fn broker_config_synonyms(name: &str) -> Vec<&str> {
+    const GROUPS: &[&[&str]] = &[
+        &["log.roll.ms", "log.roll.hours"],
+        &["log.roll.jitter.ms", "log.roll.jitter.hours"],
+        &[
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ],
+    ];
+    if name == "log.flush.interval.ms" {
+        return vec!["log.flush.interval.ms", "log.flush.scheduler.interval.ms"];
+    }
+    GROUPS
+        .iter()
+        .find(|group| group.contains(&name))
+        .map_or_else(|| vec![name], |group| group.to_vec())
+}
+
+/// The definition of any broker config kraftd knows: dynamic ([`BROKER_CONFIGS`]) or
+/// static ([`STATIC_BROKER_CONFIGS`]).
+pub fn any_broker_config_def(key: &str) -> Option<&'static ConfigDef> {
+    broker_config_def(key).or_else(|| STATIC_BROKER_CONFIGS.iter().find(|d| d.name == key))
+}
 
 /// The definition of a topic config key.
 pub fn topic_config_def(key: &str) -> Option<&'static ConfigDef> {
@@ -252,5 +686,135 @@ impl ConfigDef {
     /// Whether APPEND and SUBTRACT apply (Kafka allows them only on LIST configs).
     pub fn is_list(&self) -> bool {
         matches!(self.config_type, ConfigType::List { .. })
+    }
+
+    /// Kafka's `DescribeConfigsResponse.ConfigType` id of this config ([`response_type`]).
+    pub fn response_type(&self) -> i8 {
+        if self.sensitive {
+            return response_type::PASSWORD;
+        }
+        match self.config_type {
+            ConfigType::Boolean => response_type::BOOLEAN,
+            ConfigType::Int { .. } => response_type::INT,
+            ConfigType::Long { .. } => response_type::LONG,
+            ConfigType::Double { .. } => response_type::DOUBLE,
+            ConfigType::String { .. } => response_type::STRING,
+            ConfigType::List { .. } => response_type::LIST,
+        }
+    }
+
+    /// `value` as Kafka prints the parsed value (`ConfigDef.convertToString`): trimmed,
+    /// booleans in lower case, numbers re-printed, list items trimmed and joined by commas.
+    /// A value that does not parse is returned trimmed.
+    pub fn canonical_value(&self, value: &str) -> String {
+        let trimmed = value.trim();
+        match self.config_type {
+            ConfigType::Boolean => trimmed.to_ascii_lowercase(),
+            ConfigType::Int { .. } => trimmed
+                .parse::<i32>()
+                .map_or_else(|_| trimmed.to_string(), |n| n.to_string()),
+            ConfigType::Long { .. } => trimmed
+                .parse::<i64>()
+                .map_or_else(|_| trimmed.to_string(), |n| n.to_string()),
+            ConfigType::Double { .. } => trimmed
+                .parse::<f64>()
+                .map_or_else(|_| trimmed.to_string(), java_double),
+            ConfigType::String { .. } => trimmed.to_string(),
+            ConfigType::List { .. } => trimmed
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
+/// A double as Java's `Double.toString` prints ordinary values (`0.5`, `1.0`).
+fn java_double(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e7 {
+        format!("{n:.1}")
+    } else {
+        n.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_is_a_valid_value_of_its_config() {
+        for def in TOPIC_CONFIGS
+            .iter()
+            .chain(BROKER_CONFIGS)
+            .chain(STATIC_BROKER_CONFIGS)
+        {
+            if let Some(default) = def.default {
+                // Kafka's own defaults sit outside a few validators (`compression.*.level`
+                // ranges are checked per codec); ours must all parse.
+                def.validate(default)
+                    .unwrap_or_else(|e| panic!("default of {}: {e}", def.name));
+            }
+        }
+        assert!(TOPIC_CONFIGS.iter().all(|d| d.default.is_some()));
+        assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+    }
+
+    #[test]
+    fn every_synonym_is_a_known_broker_config_with_the_same_default() {
+        for (topic_key, synonyms) in TOPIC_CONFIG_SYNONYMS {
+            let topic = topic_config_def(topic_key).expect("a topic config");
+            assert!(!synonyms.is_empty());
+            for synonym in *synonyms {
+                assert!(
+                    any_broker_config_def(synonym.name).is_some(),
+                    "{} is not a known broker config",
+                    synonym.name
+                );
+            }
+            // The chain's default (first non-null, converted) is the topic default.
+            let (synonym, value) = synonyms
+                .iter()
+                .find_map(|s| any_broker_config_def(s.name)?.default.map(|d| (s, d)))
+                .expect("a default in the chain");
+            let converted = if synonym.to_millis == 1 {
+                value.to_string()
+            } else {
+                (value.parse::<i64>().unwrap() * synonym.to_millis).to_string()
+            };
+            assert_eq!(Some(converted.as_str()), topic.default, "{topic_key}");
+        }
+    }
+
+    #[test]
+    fn broker_synonym_groups_and_canonical_values() {
+        assert_eq!(
+            broker_config_synonyms("log.retention.hours"),
+            vec![
+                "log.retention.ms",
+                "log.retention.minutes",
+                "log.retention.hours"
+            ]
+        );
+        assert_eq!(
+            broker_config_synonyms("num.io.threads"),
+            vec!["num.io.threads"]
+        );
+        let policy = topic_config_def("cleanup.policy").unwrap();
+        assert_eq!(
+            policy.canonical_value(" compact , delete "),
+            "compact,delete"
+        );
+        let ratio = topic_config_def("min.cleanable.dirty.ratio").unwrap();
+        assert_eq!(ratio.canonical_value("1"), "1.0");
+        let pre = topic_config_def("preallocate").unwrap();
+        assert_eq!(pre.canonical_value("TRUE"), "true");
+        assert_eq!(pre.response_type(), response_type::BOOLEAN);
+        let secret = any_broker_config_def("ssl.key.password").unwrap();
+        assert_eq!(secret.response_type(), response_type::PASSWORD);
+        // The dynamic table is unchanged by the static one.
+        assert!(broker_config_def("log.retention.hours").is_none());
+        assert!(validate_broker_config("log.retention.hours", "1").is_err());
     }
 }
