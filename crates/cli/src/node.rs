@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
+use kraftd_controller::publisher::AuthorizerConfig;
 use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};
@@ -117,13 +118,16 @@ pub fn run(
                     (None, Some(b)) => b.raft_metrics(),
                     (None, None) => return Err(anyhow!("no role to export metrics of")),
                 };
-                let status = broker.as_ref().map(BrokerServer::metadata_status);
+                let broker_metrics = broker.as_ref().map(|b| b.metadata_metrics().clone());
                 let node_id = config.node_id;
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
                     raft.borrow().write_prometheus(node_id, &mut out);
-                    if let Some(status) = &status {
-                        status.borrow().write_prometheus(node_id, &mut out);
+                    if let Some(metrics) = &broker_metrics {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_millis() as i64);
+                        metrics.values(now).write_prometheus(node_id, &mut out);
                     }
                     out
                 });
@@ -193,6 +197,25 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             kraftd_broker::server::lifecycle::BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
         )?),
         server,
+        static_configs: config
+            .props
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,
+        authorizer: authorizer_config(config)?,
+    })
+}
+
+/// `super.users` and `allow.everyone.if.no.acl.found`.
+fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
+    Ok(AuthorizerConfig {
+        super_users: config
+            .props
+            .get("super.users")
+            .map(AuthorizerConfig::parse_super_users)
+            .unwrap_or_default(),
+        allow_everyone_if_no_acl_found: config.boolean("allow.everyone.if.no.acl.found", false)?,
     })
 }
 
@@ -259,12 +282,7 @@ fn controller_config(
         "unclean.leader.election.enable",
         m.replication.unclean_leader_election_enable,
     )?;
-    if let Some(users) = config.props.get("super.users") {
-        c.authorizer.super_users =
-            kraftd_controller::publisher::AuthorizerConfig::parse_super_users(users);
-    }
-    c.authorizer.allow_everyone_if_no_acl_found =
-        config.boolean("allow.everyone.if.no.acl.found", false)?;
+    c.authorizer = authorizer_config(config)?;
     c.metadata_max_idle_interval_ms = config.number(
         "metadata.max.idle.interval.ms",
         c.metadata_max_idle_interval_ms,

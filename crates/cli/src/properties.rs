@@ -62,6 +62,11 @@ impl Properties {
         self.values.insert(key.into(), value.into());
     }
 
+    /// Every key and value, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Where a key's value came from, for "bad value ... in <source>" messages.
     pub fn source(&self) -> String {
         match &self.source {

@@ -141,3 +141,49 @@ impl BrokerMetadataMetrics {
         self.inner.apply_errors.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+impl BrokerMetadataMetricValues {
+    /// Appends the values in Prometheus' text format, named after Kafka's
+    /// `broker-metadata-metrics` group (`kafka_broker_metadata_metrics_<name>`).
+    pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
+        use std::fmt::Write;
+        let mut metric = |name: &str, kind: &str, help: &str, value: i64| {
+            let _ = writeln!(out, "# HELP kafka_broker_metadata_metrics_{name} {help}");
+            let _ = writeln!(out, "# TYPE kafka_broker_metadata_metrics_{name} {kind}");
+            let _ = writeln!(
+                out,
+                "kafka_broker_metadata_metrics_{name}{{node=\"{node_id}\"}} {value}"
+            );
+        };
+        metric(
+            "last_applied_record_offset",
+            "gauge",
+            "The offset of the last metadata record published.",
+            self.last_applied_record_offset,
+        );
+        metric(
+            "last_applied_record_timestamp",
+            "gauge",
+            "The append time (ms) of the last metadata record published.",
+            self.last_applied_record_timestamp,
+        );
+        metric(
+            "last_applied_record_lag_ms",
+            "gauge",
+            "Now minus the append time of the last metadata record published.",
+            self.last_applied_record_lag_ms,
+        );
+        metric(
+            "metadata_load_error_count",
+            "counter",
+            "Metadata batches, records or snapshots that could not be loaded.",
+            self.metadata_load_error_count as i64,
+        );
+        metric(
+            "metadata_apply_error_count",
+            "counter",
+            "Publishers that failed on a new image.",
+            self.metadata_apply_error_count as i64,
+        );
+    }
+}

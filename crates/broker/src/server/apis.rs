@@ -4,6 +4,8 @@
 //! applied locally. One instance serves one listener, so answers carry that listener's
 //! endpoints.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,14 +14,30 @@ use kraftd_controller::control::{AclControlManager, ClientQuotaControlManager};
 use kraftd_controller::node::errors::error_response;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
-use kraftd_protocol::messages::DescribeQuorumResponse;
+use kraftd_protocol::messages::create_topics_request::CreatableTopic;
+use kraftd_protocol::messages::{
+    CreateTopicsRequest, DescribeQuorumResponse, MetadataRequest, RequestHeader,
+};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::transport::{InboundRequest, RequestHandler};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::debug;
 
 use super::forwarding::ForwardingManager;
+use crate::kafka_apis::describe_cluster::describe_cluster_response;
+use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
+use crate::kafka_apis::metadata::metadata_response;
+use crate::kafka_apis::BrokerContext;
+use crate::metadata::MetadataCache;
+
+/// Picks the "random alive broker" Kafka names as controller to clients: a counter mixed
+/// per request, so answers spread over brokers as Kafka's random pick does.
+fn next_seed() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7
+}
 
 /// Mutations a broker forwards to the controller in an Envelope.
 pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
@@ -37,7 +55,10 @@ pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
 ];
 
 /// Reads a broker answers from its own metadata.
-pub const LOCAL_API_KEYS: [ApiKey; 3] = [
+pub const LOCAL_API_KEYS: [ApiKey; 6] = [
+    ApiKey::Metadata,
+    ApiKey::DescribeCluster,
+    ApiKey::DescribeConfigs,
     ApiKey::DescribeAcls,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::DescribeClientQuotas,
@@ -52,8 +73,12 @@ pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct BrokerApisContext {
     pub node_id: i32,
     pub cluster_id: String,
-    pub images: watch::Receiver<MetadataImage>,
+    pub cache: MetadataCache,
     pub forwarding: ForwardingManager,
+    /// The properties file as written (DescribeConfigs' static values).
+    pub static_configs: BTreeMap<String, String>,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
 }
 
 /// One listener's request handler.
@@ -83,14 +108,111 @@ impl KafkaApis {
         table
     }
 
-    fn image(&self) -> MetadataImage {
-        self.context.images.borrow().clone()
+    fn image(&self) -> Arc<MetadataImage> {
+        self.context.cache.image()
+    }
+
+    fn broker_context(&self) -> BrokerContext<'_> {
+        BrokerContext {
+            broker_id: self.context.node_id,
+            cluster_id: &self.context.cluster_id,
+            listener_name: &self.listener,
+            controller_seed: next_seed(),
+        }
+    }
+
+    /// Metadata, creating requested topics that do not exist when both the broker
+    /// (`auto.create.topics.enable`) and the client (v4+ `allow_auto_topic_creation`) allow
+    /// it: the CreateTopics goes to the controller and the client, told
+    /// LEADER_NOT_AVAILABLE for those topics, asks again (Kafka's AutoTopicCreationManager).
+    async fn metadata(
+        &self,
+        header: &RequestHeader,
+        request: MetadataRequest,
+        peer: std::net::SocketAddr,
+    ) -> ResponseBody {
+        let version = header.request_api_version;
+        let image = self.image();
+        let mut answer = metadata_response(&image, &request, version, &self.broker_context());
+        let client_allows = version < 4 || request.allow_auto_topic_creation;
+        if self.context.auto_create_topics_enable
+            && client_allows
+            && !answer.missing_topics.is_empty()
+        {
+            let create = CreateTopicsRequest {
+                topics: answer
+                    .missing_topics
+                    .iter()
+                    .map(|name| CreatableTopic {
+                        name: name.clone(),
+                        num_partitions: -1,
+                        replication_factor: -1,
+                        ..Default::default()
+                    })
+                    .collect(),
+                timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
+                ..Default::default()
+            };
+            let create_version = stable_range(ApiKey::CreateTopics).max;
+            let create_header = RequestHeader {
+                request_api_key: ApiKey::CreateTopics.code(),
+                request_api_version: create_version,
+                correlation_id: header.correlation_id,
+                client_id: header.client_id.clone(),
+                ..Default::default()
+            };
+            let context = Arc::clone(&self.context);
+            tokio::spawn(async move {
+                let deadline = Instant::now() + FORWARD_TIMEOUT;
+                let result = context
+                    .forwarding
+                    .forward(
+                        &create_header,
+                        RequestBody::CreateTopics(create),
+                        ("User", "ANONYMOUS"),
+                        peer.ip(),
+                        deadline,
+                    )
+                    .await;
+                if let Err(e) = result {
+                    debug!(error = %e, "auto topic creation failed");
+                }
+            });
+            for topic in &mut answer.response.topics {
+                if topic
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| answer.missing_topics.contains(n))
+                {
+                    topic.error_code = ErrorCode::LeaderNotAvailable.code();
+                }
+            }
+        }
+        ResponseBody::Metadata(answer.response)
     }
 
     async fn handle(&self, request: InboundRequest) -> ResponseBody {
         let key = request.api_key;
         let version = request.header.request_api_version;
         match request.body {
+            RequestBody::Metadata(r) => self.metadata(&request.header, r, request.peer).await,
+            RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(
+                describe_cluster_response(&self.image(), &r, version, &self.broker_context()),
+            ),
+            RequestBody::DescribeConfigs(r) => {
+                let loggers = BTreeMap::new();
+                let ctx = ConfigContext {
+                    broker_id: self.context.node_id,
+                    static_configs: &self.context.static_configs,
+                    loggers: &loggers,
+                };
+                ResponseBody::DescribeConfigs(describe_configs_response(
+                    &self.image(),
+                    &r,
+                    version,
+                    &ctx,
+                ))
+            }
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(
                 AclControlManager::new().describe_acls(&self.image(), &r),
             ),

@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kraftd_controller::MetadataImage;
+use kraftd_controller::publisher::{
+    AclPublisher, AuthorizerConfig, CredentialProvider, DynamicConfigPublisher, DynamicConfigs,
+    ScramPublisher, StandardAuthorizer,
+};
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
@@ -35,6 +38,7 @@ use self::controller_channel::ControllerChannel;
 use self::forwarding::ForwardingManager;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
+use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -68,6 +72,12 @@ pub struct BrokerConfig {
     pub heartbeat_interval: Duration,
     /// The listeners' limits (`socket.request.max.bytes`, ...).
     pub server: ServerConfig,
+    /// The properties file as written, for DescribeConfigs' static values.
+    pub static_configs: BTreeMap<String, String>,
+    /// `auto.create.topics.enable` (Kafka's default: true).
+    pub auto_create_topics_enable: bool,
+    /// `super.users` and `allow.everyone.if.no.acl.found`.
+    pub authorizer: AuthorizerConfig,
 }
 
 /// Where the broker's metadata comes from.
@@ -99,8 +109,12 @@ pub struct BrokerServer {
     lifecycle: Option<BrokerLifecycleManager>,
     servers: Vec<JoinHandle<()>>,
     metadata: JoinHandle<()>,
-    images: watch::Receiver<MetadataImage>,
+    cache: MetadataCache,
     metadata_status: watch::Receiver<MetadataStatus>,
+    metadata_metrics: BrokerMetadataMetrics,
+    dynamic_configs: DynamicConfigs,
+    credentials: CredentialProvider,
+    authorizer: StandardAuthorizer,
     raft_metrics: watch::Receiver<RaftMetrics>,
 }
 
@@ -146,12 +160,25 @@ impl BrokerServer {
                 (Some(driver), handle, events)
             }
         };
-        let (images_tx, images) = watch::channel(MetadataImage::empty());
+        let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
+        let dynamic_configs = DynamicConfigs::new(config.node_id);
+        let credentials = CredentialProvider::default();
+        let authorizer = StandardAuthorizer::new(config.authorizer.clone());
+        let loader = MetadataLoader::new(
+            config.node_id,
+            vec![
+                Box::new(cache.clone()),
+                Box::new(DynamicConfigPublisher::new(dynamic_configs.clone())),
+                Box::new(ScramPublisher::new(credentials.clone())),
+                Box::new(AclPublisher::new(authorizer.clone())),
+            ],
+        );
+        let metadata_metrics = loader.metrics().clone();
         let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
         let metadata = tokio::spawn(metadata_task::run(
             events,
             handle.metrics(),
-            images_tx,
+            loader,
             status_tx,
         ));
         let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
@@ -209,8 +236,10 @@ impl BrokerServer {
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
-            images: images.clone(),
+            cache: cache.clone(),
             forwarding: ForwardingManager::new(forwarding_channel),
+            static_configs: config.static_configs.clone(),
+            auto_create_topics_enable: config.auto_create_topics_enable,
         });
         let table = Arc::new(KafkaApis::api_versions());
         let servers = listeners
@@ -233,14 +262,38 @@ impl BrokerServer {
             lifecycle: Some(lifecycle),
             servers,
             metadata,
-            images,
+            cache,
             metadata_status,
+            metadata_metrics,
+            dynamic_configs,
+            credentials,
+            authorizer,
         })
     }
 
-    /// The metadata image the broker serves from (published once caught up).
-    pub fn images(&self) -> watch::Receiver<MetadataImage> {
-        self.images.clone()
+    /// The metadata the broker serves from (published once caught up).
+    pub fn cache(&self) -> &MetadataCache {
+        &self.cache
+    }
+
+    /// broker-metadata-metrics.
+    pub fn metadata_metrics(&self) -> &BrokerMetadataMetrics {
+        &self.metadata_metrics
+    }
+
+    /// Dynamic configs as committed (DynamicConfigPublisher).
+    pub fn dynamic_configs(&self) -> &DynamicConfigs {
+        &self.dynamic_configs
+    }
+
+    /// SCRAM credentials as committed (ScramPublisher).
+    pub fn credentials(&self) -> &CredentialProvider {
+        &self.credentials
+    }
+
+    /// ACLs as committed (AclPublisher).
+    pub fn authorizer(&self) -> &StandardAuthorizer {
+        &self.authorizer
     }
 
     /// The Raft client's metrics (the observer's own, or the shared voter's).
