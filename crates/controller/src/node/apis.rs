@@ -8,20 +8,30 @@
 //! ([`super::errors::error_response`]): NOT_CONTROLLER on a standby, so clients and brokers
 //! move on to the active controller.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_request, encode_response};
-use kraftd_protocol::messages::{EnvelopeRequest, EnvelopeResponse, UnregisterBrokerResponse};
+use kraftd_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kraftd_protocol::messages::{
+    DescribeClusterRequest, DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse,
+    UnregisterBrokerResponse,
+};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::driver::RaftRequestRouter;
+use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
 use kraftd_raft::transport::{InboundRequest, RequestHandler};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
 use super::errors::error_response;
 use super::event_loop::{ControllerRequest, Op};
 use crate::quorum_controller::{ops, ControllerError};
+
+/// Kafka's `EndpointType.BROKER`.
+pub const ENDPOINT_TYPE_BROKER: i8 = 1;
+/// Kafka's `EndpointType.CONTROLLER`.
+pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 
 /// The controller APIs served besides Raft's, at every stable version.
 pub const CONTROLLER_API_KEYS: [ApiKey; 18] = [
@@ -57,6 +67,10 @@ struct Inner {
     router: RaftRequestRouter,
     requests: mpsc::Sender<ControllerRequest>,
     table: ApiVersionsTable,
+    /// `controller.quorum.voters`: the controllers DescribeCluster lists.
+    voters: BTreeMap<i32, VoterEndpoint>,
+    /// Who leads, for DescribeCluster's controller id.
+    raft: watch::Receiver<RaftMetrics>,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -70,10 +84,15 @@ impl ControllerApis {
         cluster_id: String,
         router: RaftRequestRouter,
         requests: mpsc::Sender<ControllerRequest>,
+        voters: BTreeMap<i32, VoterEndpoint>,
+        raft: watch::Receiver<RaftMetrics>,
     ) -> Self {
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
-        for key in CONTROLLER_API_KEYS.into_iter().chain([ApiKey::Envelope]) {
+        for key in CONTROLLER_API_KEYS
+            .into_iter()
+            .chain([ApiKey::Envelope, ApiKey::DescribeCluster])
+        {
             table
                 .add(key, stable_range(key))
                 .expect("every controller API key is served on the controller listener");
@@ -84,6 +103,8 @@ impl ControllerApis {
                 router,
                 requests,
                 table,
+                voters,
+                raft,
             }),
         }
     }
@@ -118,6 +139,59 @@ impl ControllerApis {
                 debug!(api = ?body.key(), error = %e, "controller request failed");
                 error_response(&body, e.error_code()).expect("operation() covers only these")
             }
+        }
+    }
+
+    /// DescribeCluster on the controller listener (KIP-919, what `--bootstrap-controller`
+    /// admin clients and kafka-metadata-quorum ask): the controllers, with the active one as
+    /// controller id. kraftd's voters are static, so they come from
+    /// `controller.quorum.voters` rather than ControllerRegistration records.
+    fn describe_cluster(&self, request: &DescribeClusterRequest) -> DescribeClusterResponse {
+        if request.endpoint_type != ENDPOINT_TYPE_CONTROLLER {
+            let (code, message) = if request.endpoint_type == ENDPOINT_TYPE_BROKER {
+                (
+                    ErrorCode::MismatchedEndpointType,
+                    "The request was sent to an endpoint of type CONTROLLER, but we wanted an \
+                     endpoint of type BROKER",
+                )
+            } else {
+                (
+                    ErrorCode::UnsupportedEndpointType,
+                    "Unsupported endpoint type",
+                )
+            };
+            return DescribeClusterResponse {
+                error_code: code.code(),
+                error_message: Some(message.to_string()),
+                endpoint_type: request.endpoint_type,
+                controller_id: -1,
+                ..Default::default()
+            };
+        }
+        let leader = self.inner.raft.borrow().current_leader;
+        DescribeClusterResponse {
+            endpoint_type: ENDPOINT_TYPE_CONTROLLER,
+            cluster_id: self.inner.cluster_id.clone(),
+            controller_id: leader,
+            brokers: self
+                .inner
+                .voters
+                .values()
+                .map(|v| DescribeClusterBroker {
+                    broker_id: v.id,
+                    host: v
+                        .host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string(),
+                    port: i32::from(v.port),
+                    rack: None,
+                    is_fenced: false,
+                    ..Default::default()
+                })
+                .collect(),
+            cluster_authorized_operations: i32::MIN,
+            ..Default::default()
         }
     }
 
@@ -168,6 +242,9 @@ impl RequestHandler for ControllerApis {
         let (tx, rx) = oneshot::channel();
         let apis = self.clone();
         match request.body {
+            RequestBody::DescribeCluster(r) => {
+                let _ = tx.send(ResponseBody::DescribeCluster(apis.describe_cluster(&r)));
+            }
             RequestBody::Envelope(envelope) => {
                 tokio::spawn(async move {
                     let _ = tx.send(apis.envelope(envelope).await);

@@ -184,7 +184,13 @@ impl ControllerNode {
             publishers,
         );
         let event_loop = tokio::spawn(event_loop.run());
-        let apis = ControllerApis::new(config.cluster_id.clone(), router, requests_tx);
+        let apis = ControllerApis::new(
+            config.cluster_id.clone(),
+            router,
+            requests_tx,
+            config.voters.clone(),
+            handle.metrics(),
+        );
         let table = Arc::new(apis.api_versions());
         let server = tokio::spawn(serve(listener, table, config.server, Arc::new(apis)));
         Ok(ControllerNode {
