@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod kafka_jars;
+pub mod python;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
 
 pub struct Node {
     pub id: i32,
+    /// The `kraftd` subcommand that runs it: `controller` or `broker`.
+    pub role: &'static str,
     pub port: u16,
     pub dir: PathBuf,
     pub child: Option<Child>,
@@ -25,11 +28,19 @@ impl Node {
     pub fn new(root: &Path, id: i32) -> Node {
         Node {
             id,
+            role: "controller",
             port: free_port(),
             dir: root.join(format!("node-{id}")),
             child: None,
             starts: 0,
         }
+    }
+
+    /// Broker `id` under `root/node-<id>`, its client listener on a free port, not started.
+    pub fn broker(root: &Path, id: i32) -> Node {
+        let mut node = Node::new(root, id);
+        node.role = "broker";
+        node
     }
 
     pub fn config_path(&self) -> PathBuf {
@@ -52,7 +63,7 @@ impl Node {
         self.starts += 1;
         let log = File::create(self.log_path()).unwrap();
         let child = Command::new(BIN)
-            .args(["controller", "--config"])
+            .args([self.role, "--config"])
             .arg(self.config_path())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -133,6 +144,44 @@ pub fn write_config(node: &Node, voters: &str) {
         data = node.dir.join("data").display(),
     );
     std::fs::write(node.config_path(), text).unwrap();
+}
+
+/// A broker's properties: a PLAINTEXT listener on its port, the quorum's voters, a quick
+/// heartbeat so tests see fencing change fast.
+pub fn write_broker_config(node: &Node, voters: &str) {
+    let text = format!(
+        "process.roles=broker\n\
+         node.id={id}\n\
+         controller.quorum.voters={voters}\n\
+         listeners=PLAINTEXT://127.0.0.1:{port}\n\
+         controller.listener.names=CONTROLLER\n\
+         log.dirs={data}\n\
+         broker.heartbeat.interval.ms=500\n",
+        id = node.id,
+        port = node.port,
+        data = node.dir.join("data").display(),
+    );
+    std::fs::write(node.config_path(), text).unwrap();
+}
+
+/// Controllers 1..=`controllers` and brokers after them, formatted for one new cluster id,
+/// not started.
+pub fn formatted_cluster(
+    root: &Path,
+    controllers: i32,
+    brokers: i32,
+) -> (String, Vec<Node>, Vec<Node>) {
+    let (cluster_id, quorum) = formatted_quorum(root, controllers);
+    let voters = voters(&quorum);
+    let brokers: Vec<Node> = (controllers + 1..=controllers + brokers)
+        .map(|id| Node::broker(root, id))
+        .collect();
+    for node in &brokers {
+        std::fs::create_dir_all(&node.dir).unwrap();
+        write_broker_config(node, &voters);
+        format(node, &cluster_id);
+    }
+    (cluster_id, quorum, brokers)
 }
 
 /// `kraftd format` of `node` for `cluster_id`.

@@ -1,0 +1,56 @@
+//! The stock Python clients the tests drive kraftd with: a virtualenv under
+//! `target/stock-clients-venv/` holding kafka-python and confluent-kafka (which bundles
+//! librdkafka), created by the test setup itself on first use (PyPI is reachable; nothing is
+//! installed by hand). Concurrent test binaries each build into a temporary directory and
+//! rename it into place; the first rename wins.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use super::kafka_jars::repo_root;
+
+/// The pinned client versions (the ones the protocol captures were taken with).
+pub const PACKAGES: [&str; 2] = ["kafka-python==3.0.12", "confluent-kafka==2.16.1"];
+
+/// The venv's python, creating the venv if needed; panics with one line saying what is
+/// missing when it cannot.
+pub fn python() -> PathBuf {
+    let target = repo_root().join("target");
+    let venv = target.join("stock-clients-venv");
+    let python = venv.join("bin").join("python");
+    if python.exists() {
+        return python;
+    }
+    let started = Instant::now();
+    let tmp = target.join(format!("stock-clients-venv.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let status = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&tmp)
+        .status()
+        .unwrap_or_else(|e| panic!("the stock-client tests need python3 (with venv): {e}"));
+    assert!(status.success(), "python3 -m venv {} failed", tmp.display());
+    let status = Command::new(tmp.join("bin").join("pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(PACKAGES)
+        .status()
+        .expect("running pip");
+    assert!(
+        status.success(),
+        "pip install {} failed (is PyPI reachable?)",
+        PACKAGES.join(" ")
+    );
+    // venvs hard-code their path in scripts, but `bin/python` works from anywhere once
+    // renamed, as long as we only run `python -m`/scripts through it.
+    if std::fs::rename(&tmp, &venv).is_err() {
+        // Another test binary won the race; use its venv.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    eprintln!(
+        "created {} in {:.1}s",
+        venv.display(),
+        started.elapsed().as_secs_f64()
+    );
+    python
+}
