@@ -83,3 +83,175 @@ fn stock_admin_clients_manage_topics_configs_acls_and_scram_on_every_broker() {
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
+
+/// The controller the quorum names as leader, asked through `kraftd metadata-quorum`.
+fn active_controller(controllers: &[Node]) -> i32 {
+    let all = controllers
+        .iter()
+        .filter(|n| n.child.is_some())
+        .map(Node::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new(common::BIN)
+            .args([
+                "metadata-quorum",
+                "--bootstrap-controller",
+                &all,
+                "describe",
+                "--status",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if let Some(id) = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("LeaderId:"))
+            .and_then(|v| v.trim().parse().ok())
+        {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "no active controller: {stdout}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn topics_created_while_the_active_controller_is_killed_exist_on_every_broker() {
+    use std::io::{BufRead, BufReader};
+    let python = python();
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    wait_until_unfenced(&brokers);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/create_during_failover.py"
+    );
+    let mut child = Command::new(&python)
+        .args([script, &bootstrap(&brokers), "40"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line == "started" {
+            break;
+        }
+    }
+    let leader = active_controller(&controllers);
+    std::thread::sleep(Duration::from_millis(300));
+    controllers
+        .iter_mut()
+        .find(|n| n.id == leader)
+        .unwrap()
+        .kill9();
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        status.success() && seen.last().is_some_and(|l| l.starts_with("all ok")),
+        "killed controller {leader}; script said:\n{}\n{stderr}\n--- broker logs ---\n{}",
+        seen.join("\n"),
+        brokers
+            .iter()
+            .map(Node::logs)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let new_leader = active_controller(&controllers);
+    assert_ne!(new_leader, leader);
+    stop_gracefully(&mut brokers);
+    stop_gracefully(&mut controllers);
+}
+
+/// Topic names and partition counts as one broker's Metadata lists them.
+fn topics_seen_by(python: &std::path::Path, broker: &Node) -> String {
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+md = AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(timeout=5)
+print(sorted((t, len(m.partitions)) for t, m in md.topics.items()))
+"#;
+    let out = Command::new(python)
+        .args(["-c", script, &broker.address()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_broker_killed_and_restarted_comes_back_fenced_catches_up_and_unfences() {
+    let python = python();
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    wait_until_unfenced(&brokers);
+    let create = r#"
+import sys
+from confluent_kafka import admin
+c = admin.AdminClient({"bootstrap.servers": sys.argv[1]})
+for name, f in c.create_topics([admin.NewTopic(f"before-{i}", 2, 2) for i in range(5)], request_timeout=20).items():
+    f.result()
+"#;
+    let run = |script: &str, servers: &str| {
+        let out = Command::new(&python)
+            .args(["-c", script, servers])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(create, &brokers[0].address());
+    // kill -9 the last broker, change metadata while it is down, restart it.
+    brokers[2].kill9();
+    run(&create.replace("before-", "during-"), &brokers[0].address());
+    brokers[2].start();
+    // Its second incarnation registers once the first one's session has expired
+    // (DUPLICATE_BROKER_REGISTRATION until then), fenced, and is unfenced once caught up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let log = std::fs::read_to_string(brokers[2].log_path()).unwrap();
+        if log.contains("fencing changed broker=6 fenced=false") {
+            break log;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted broker was not unfenced:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let registered = log
+        .find("registered with the controller")
+        .unwrap_or_else(|| panic!("the restarted broker did not register:\n{log}"));
+    let unfenced = log.find("fencing changed broker=6 fenced=false").unwrap();
+    assert!(registered < unfenced, "{log}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let expected = topics_seen_by(&python, &brokers[0]);
+        let restarted = topics_seen_by(&python, &brokers[2]);
+        if expected == restarted && expected.contains("during-4") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted broker sees {restarted}, the others {expected}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop_gracefully(&mut brokers);
+    stop_gracefully(&mut controllers);
+}

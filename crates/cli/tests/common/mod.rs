@@ -138,7 +138,8 @@ pub fn write_config(node: &Node, voters: &str) {
          log.dirs={data}\n\
          metadata.log.segment.bytes=4096\n\
          metadata.log.max.record.bytes.between.snapshots=2048\n\
-         metadata.max.idle.interval.ms=100\n",
+         metadata.max.idle.interval.ms=100\n\
+         broker.session.timeout.ms=3000\n",
         id = node.id,
         port = node.port,
         data = node.dir.join("data").display(),
