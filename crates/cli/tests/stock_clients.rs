@@ -255,3 +255,99 @@ for name, f in c.create_topics([admin.NewTopic(f"before-{i}", 2, 2) for i in ran
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
+
+/// Whether the server closed `stream` (EOF or reset) within a few seconds.
+fn closed_by_server(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A request frame: size prefix, then a v1 request header (api key, version, correlation
+/// id, client id) and `body`.
+fn frame(api_key: i16, version: i16, body: &[u8]) -> Vec<u8> {
+    let mut inner = Vec::new();
+    inner.extend_from_slice(&api_key.to_be_bytes());
+    inner.extend_from_slice(&version.to_be_bytes());
+    inner.extend_from_slice(&7i32.to_be_bytes());
+    inner.extend_from_slice(&4i16.to_be_bytes());
+    inner.extend_from_slice(b"evil");
+    inner.extend_from_slice(body);
+    let mut out = (inner.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&inner);
+    out
+}
+
+#[test]
+fn hostile_frames_close_only_their_own_connection() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    let python = python();
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    wait_until_unfenced(&brokers);
+    let address = brokers[0].address();
+    // A well-behaved connection opened first, used again at the end.
+    let mut good = TcpStream::connect(&address).unwrap();
+    let api_versions = frame(18, 0, &[]);
+    good.write_all(&api_versions).unwrap();
+    let mut size = [0u8; 4];
+    std::io::Read::read_exact(&mut good, &mut size).unwrap();
+    let mut response = vec![0u8; i32::from_be_bytes(size) as usize];
+    std::io::Read::read_exact(&mut good, &mut response).unwrap();
+
+    let hostile: Vec<(&str, Vec<u8>)> = vec![
+        ("a garbage api key", frame(9999, 0, &[])),
+        ("a frame over socket.request.max.bytes", {
+            let mut f = (200 * 1024 * 1024i32).to_be_bytes().to_vec();
+            f.extend_from_slice(&[0u8; 64]);
+            f
+        }),
+        // Metadata v1: a topics array claiming 2^31 - 1 entries in a few bytes.
+        ("a huge array count", frame(3, 1, &i32::MAX.to_be_bytes())),
+        ("a negative frame size", (-5i32).to_be_bytes().to_vec()),
+    ];
+    for (what, bytes) in hostile {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        stream.write_all(&bytes).unwrap();
+        assert!(
+            closed_by_server(&mut stream),
+            "{what}: connection left open"
+        );
+    }
+    // A truncated frame: the size says 100, 10 bytes come, then the client goes away.
+    {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        stream.write_all(&100i32.to_be_bytes()).unwrap();
+        stream.write_all(&[0u8; 10]).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(
+            closed_by_server(&mut stream),
+            "truncated frame: connection left open"
+        );
+    }
+    // The broker still serves: the old connection and a stock client.
+    good.write_all(&api_versions).unwrap();
+    std::io::Read::read_exact(&mut good, &mut size).unwrap();
+    assert!(i32::from_be_bytes(size) > 0);
+    let listed = topics_seen_by(&python, &brokers[0]);
+    assert!(
+        listed.starts_with('['),
+        "a stock client after the hostile frames: {listed}"
+    );
+    stop_gracefully(&mut brokers);
+    stop_gracefully(&mut controllers);
+}
