@@ -173,9 +173,10 @@ fn ci(root: &Path) -> Result<()> {
 /// Runs the whole test suite, echoing its output, and adds up cargo's `test result:` lines.
 fn run_tests(root: &Path, cargo: &str) -> Result<(u64, u64)> {
     use std::io::BufRead;
-    println!("==> {cargo} test --workspace");
+    // Every test binary runs even after one fails, so the count covers the whole suite.
+    println!("==> {cargo} test --workspace --no-fail-fast");
     let mut child = Command::new(cargo)
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--no-fail-fast"])
         .current_dir(root)
         .stdout(std::process::Stdio::piped())
         .spawn()

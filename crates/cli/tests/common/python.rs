@@ -16,6 +16,9 @@ pub const PACKAGES: [&str; 2] = ["kafka-python==3.0.12", "confluent-kafka==2.16.
 /// The venv's python, creating the venv if needed; panics with one line saying what is
 /// missing when it cannot.
 pub fn python() -> PathBuf {
+    // Tests of one binary run on threads of one process: one of them builds, the others wait.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
     let target = repo_root().join("target");
     let venv = target.join("stock-clients-venv");
     let python = venv.join("bin").join("python");
