@@ -228,6 +228,7 @@ impl MetadataDelta {
         let topic = TopicImage::new(r.name.clone(), r.topic_id);
         topics.by_id.insert(r.topic_id, Arc::new(topic));
         topics.by_name.insert(r.name.clone(), r.topic_id);
+        topics.index_name(&r.name);
         self.changes.changed_topics.insert(r.topic_id);
         tracing::debug!(topic = %r.name, "topic created");
         Ok(())
@@ -278,6 +279,7 @@ impl MetadataDelta {
             .remove(&r.topic_id)
             .ok_or(ReplayErrorKind::UnknownTopicId(r.topic_id))?;
         topics.by_name.remove(&topic.name);
+        topics.unindex_name(&topic.name);
         self.changes.changed_topics.remove(&r.topic_id);
         if self.base.topics.by_id.contains_key(&r.topic_id) {
             self.changes.deleted_topics.insert(r.topic_id);

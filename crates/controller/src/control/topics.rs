@@ -101,11 +101,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The name with '.' replaced by '_': two topics with the same unified name collide in
-/// metric names (Kafka's `Topic.unifyCollisionChars`).
-pub fn unify_collision_chars(name: &str) -> String {
-    name.replace('.', "_")
-}
+pub use crate::image::unify_collision_chars;
 
 impl TopicControlManager {
     pub fn new(config: TopicConfig) -> Self {
@@ -238,9 +234,7 @@ impl TopicControlManager {
         let unified = unify_collision_chars(&topic.name);
         let collision = image
             .topics
-            .names()
-            .map(|(name, _)| name)
-            .find(|name| unify_collision_chars(name) == unified)
+            .colliding_name(&topic.name)
             .cloned()
             .or_else(|| created_unified.contains(&unified).then(|| unified.clone()));
         if let Some(existing) = collision {

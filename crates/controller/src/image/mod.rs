@@ -26,8 +26,9 @@ pub use features::{FeaturesImage, METADATA_VERSION_FEATURE};
 pub use producer_ids::ProducerIdsImage;
 pub use scram::{ScramCredential, ScramCredentialKey, ScramImage, ScramMechanism};
 pub use topics::{
-    LeaderRecoveryState, PartitionInvariant, PartitionRegistration, TopicImage, TopicsImage,
-    DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER, NO_LEADER_CHANGE,
+    unify_collision_chars, LeaderRecoveryState, PartitionInvariant, PartitionRegistration,
+    TopicImage, TopicsImage, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER,
+    NO_LEADER_CHANGE,
 };
 
 use kraftd_protocol::MetadataRecord;

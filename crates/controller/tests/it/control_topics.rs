@@ -588,3 +588,45 @@ fn too_many_partitions_fail_the_whole_request() {
     assert_eq!(result.response.results[0].error_code, policy);
     assert!(result.records.is_empty());
 }
+
+#[test]
+fn names_differing_only_by_dot_and_underscore_collide_until_one_is_removed() {
+    let image = cluster(3, &[]);
+    let (image, codes) = create(&image, vec![creatable("metrics.eu", 1, 1)]);
+    assert_eq!(codes[0].0, 0);
+    let collide = |image: &MetadataImage, name: &str| {
+        let request = CreateTopicsRequest {
+            topics: vec![creatable(name, 1, 1)],
+            ..Default::default()
+        };
+        TopicControlManager::default()
+            .create_topics(image, &request, ids(), PlacementSeed::default())
+            .response
+            .topics[0]
+            .error_code
+    };
+    assert_eq!(
+        collide(&image, "metrics_eu"),
+        ErrorCode::InvalidTopicException.code()
+    );
+    // A name without '.' or '_' never collides with another name.
+    assert_eq!(collide(&image, "metricseu"), 0);
+    // Once the topic is removed its unified name is free again.
+    let removed = image
+        .replay_all(&[MetadataRecord::RemoveTopic(
+            kraftd_protocol::metadata::RemoveTopicRecord {
+                topic_id: codes[0].1,
+                ..Default::default()
+            },
+        )])
+        .unwrap();
+    assert_eq!(collide(&removed, "metrics_eu"), 0);
+    assert_eq!(removed.topics.colliding_name("metrics_eu"), None);
+    assert_eq!(
+        image
+            .topics
+            .colliding_name("metrics_eu")
+            .map(String::as_str),
+        Some("metrics.eu")
+    );
+}
