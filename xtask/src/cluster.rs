@@ -43,6 +43,7 @@ struct Node {
     roles: &'static str,
     controller_port: Option<u16>,
     broker_port: Option<u16>,
+    metrics_port: u16,
 }
 
 fn cluster_dir(root: &Path) -> PathBuf {
@@ -92,6 +93,7 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
                 roles,
                 controller_port: roles.contains("controller").then(free_port).transpose()?,
                 broker_port: roles.contains("broker").then(free_port).transpose()?,
+                metrics_port: free_port()?,
             });
             id += 1;
         }
@@ -120,11 +122,13 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
             format!(
                 "# written by cargo xtask cluster-up\n\
                  process.roles={}\nnode.id={}\ncontroller.quorum.voters={voters}\n\
-                 listeners={}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n",
+                 listeners={}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
+                 metrics.port={}\n",
                 node.roles,
                 node.id,
                 listeners.join(","),
-                node_dir.join("data").display()
+                node_dir.join("data").display(),
+                node.metrics_port
             ),
         )?;
         let status = Command::new(&bin)
@@ -152,10 +156,11 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
             .spawn()
             .with_context(|| format!("starting node {}", node.id))?;
         println!(
-            "started node {} ({}) pid {}{}{}",
+            "started node {} ({}) pid {}, metrics on 127.0.0.1:{}{}{}",
             node.id,
             node.roles,
             child.id(),
+            node.metrics_port,
             node.broker_port
                 .map(|p| format!(", clients on 127.0.0.1:{p}"))
                 .unwrap_or_default(),
@@ -169,6 +174,7 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
             "pid": child.id(),
             "controller_port": node.controller_port,
             "broker_port": node.broker_port,
+            "metrics_port": node.metrics_port,
             "log": log,
         }));
     }

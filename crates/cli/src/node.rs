@@ -182,8 +182,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     }
     let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
     raft_timeouts(config, &mut raft)?;
-    let mut server = kraftd_raft::transport::ServerConfig::default();
-    server.max_frame_bytes = config.number("socket.request.max.bytes", server.max_frame_bytes)?;
+    let server = server_config(config)?;
     Ok(BrokerConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
@@ -217,6 +216,19 @@ fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
             .unwrap_or_default(),
         allow_everyone_if_no_acl_found: config.boolean("allow.everyone.if.no.acl.found", false)?,
     })
+}
+
+/// A listener's limits: `socket.request.max.bytes`, `connections.max.idle.ms`,
+/// `max.connections`.
+fn server_config(config: &NodeConfig) -> Result<kraftd_raft::transport::ServerConfig> {
+    let mut server = kraftd_raft::transport::ServerConfig::default();
+    server.max_frame_bytes = config.number("socket.request.max.bytes", server.max_frame_bytes)?;
+    server.connections_max_idle = Duration::from_millis(config.number(
+        "connections.max.idle.ms",
+        server.connections_max_idle.as_millis() as u64,
+    )?);
+    server.max_connections = config.number("max.connections", server.max_connections)?;
+    Ok(server)
 }
 
 /// `controller.quorum.*` timeouts.
@@ -264,8 +276,7 @@ fn controller_config(
         }
     }
     raft_timeouts(config, &mut c.raft)?;
-    c.server.max_frame_bytes =
-        config.number("socket.request.max.bytes", c.server.max_frame_bytes)?;
+    c.server = server_config(config)?;
     let m = &mut c.managers;
     m.cluster.broker_session_timeout_ms = config.number(
         "broker.session.timeout.ms",

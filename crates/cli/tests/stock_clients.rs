@@ -351,3 +351,55 @@ fn hostile_frames_close_only_their_own_connection() {
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
+
+#[test]
+fn idle_connections_close_and_metadata_creates_missing_topics() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    let python = python();
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
+    // connections.max.idle.ms and num.partitions, on top of the usual broker config.
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(brokers[0].config_path())
+        .unwrap();
+    writeln!(config, "connections.max.idle.ms=700").unwrap();
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(controllers[0].config_path())
+        .unwrap();
+    writeln!(config, "num.partitions=2").unwrap();
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    wait_until_unfenced(&brokers);
+
+    // A connection that sends nothing is closed after connections.max.idle.ms.
+    let started = Instant::now();
+    let mut idle = TcpStream::connect(brokers[0].address()).unwrap();
+    assert!(closed_by_server(&mut idle), "idle connection left open");
+    assert!(started.elapsed() >= Duration::from_millis(600));
+
+    // A client that asks for a missing topic with auto creation allowed (kafka-python's
+    // producer does) gets it created, with num.partitions partitions.
+    let script = r#"
+import sys, time
+from kafka import KafkaProducer
+p = KafkaProducer(bootstrap_servers=sys.argv[1], max_block_ms=20000)
+print(sorted(p.partitions_for("auto-created")))
+p.close()
+"#;
+    let out = Command::new(&python)
+        .args(["-c", script, &brokers[0].address()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "[0, 1]",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop_gracefully(&mut brokers);
+    stop_gracefully(&mut controllers);
+}

@@ -14,7 +14,9 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use kraftd_protocol::api_versions::ApiVersionsTable;
@@ -27,12 +29,16 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
+
 use tracing::{debug, warn};
 
 /// The default cap on requests awaiting a response on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
 /// The default cap on open connections per listener.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// Kafka's `connections.max.idle.ms` default (10 minutes).
+pub const DEFAULT_CONNECTIONS_MAX_IDLE: Duration = Duration::from_secs(600);
 
 /// The pause after a failed accept (out of file descriptors, say), so the loop does not spin.
 pub const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
@@ -46,6 +52,9 @@ pub struct ServerConfig {
     pub max_in_flight_per_connection: usize,
     /// Open connections (`max.connections`).
     pub max_connections: usize,
+    /// `connections.max.idle.ms`: a connection that sends nothing this long while none of
+    /// its requests is pending is closed.
+    pub connections_max_idle: Duration,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +63,7 @@ impl Default for ServerConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
         }
     }
 }
@@ -135,8 +145,10 @@ async fn connection<H: RequestHandler>(
 ) {
     let (rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel(config.max_in_flight_per_connection.max(1));
-    let mut writer = pin!(write_responses(wr, rx, peer));
-    let reader = read_requests(rd, peer, &table, &config, handler.as_ref(), tx);
+    // Requests read and not yet answered on the wire: the connection is not idle while any is.
+    let unanswered = Arc::new(AtomicUsize::new(0));
+    let mut writer = pin!(write_responses(wr, rx, peer, Arc::clone(&unanswered)));
+    let reader = read_requests(rd, peer, &table, &config, handler.as_ref(), tx, &unanswered);
     tokio::select! {
         read = reader => match read {
             Ok(()) => {
@@ -156,6 +168,7 @@ async fn read_requests<H: RequestHandler>(
     config: &ServerConfig,
     handler: &H,
     tx: mpsc::Sender<Pending>,
+    unanswered: &AtomicUsize,
 ) -> Result<(), String> {
     let mut buf = BytesMut::with_capacity(8 * 1024);
     loop {
@@ -199,11 +212,23 @@ async fn read_requests<H: RequestHandler>(
                 }) => api_versions(table, header.correlation_id, header.request_api_version),
                 Err(e) => return Err(e.to_string()),
             };
+            unanswered.fetch_add(1, Ordering::Relaxed);
             if tx.send(pending).await.is_err() {
                 return Ok(());
             }
         }
-        match rd.read_buf(&mut buf).await {
+        let read = loop {
+            match tokio::time::timeout(config.connections_max_idle, rd.read_buf(&mut buf)).await {
+                Ok(read) => break read,
+                // Idle only when no request of this connection is still being answered.
+                Err(_) if unanswered.load(Ordering::Relaxed) == 0 => {
+                    debug!(%peer, idle = ?config.connections_max_idle, "closing idle connection");
+                    return Ok(());
+                }
+                Err(_) => continue,
+            }
+        };
+        match read {
             Ok(0) if buf.is_empty() => return Ok(()),
             Ok(0) => {
                 return Err(format!(
@@ -214,6 +239,15 @@ async fn read_requests<H: RequestHandler>(
             Ok(_) => {}
             Err(e) => return Err(format!("read failed: {e}")),
         }
+    }
+}
+
+/// Decrements the unanswered-request count when dropped.
+struct Decrement<'a>(&'a AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -232,8 +266,11 @@ async fn write_responses(
     mut wr: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Pending>,
     peer: SocketAddr,
+    unanswered: Arc<AtomicUsize>,
 ) {
     while let Some(p) = rx.recv().await {
+        // Answered (or given up) once this iteration ends, whichever way it ends.
+        let _done = Decrement(&unanswered);
         let Ok(body) = p.response.await else {
             debug!(%peer, correlation_id = p.correlation_id, "request left unanswered");
             continue;
