@@ -1,7 +1,7 @@
 //! The embedded default: `kraftd` with no arguments (or `kraftd combined` without a config)
 //! runs a single-node combined cluster a client can reach at once: brokers on
-//! 127.0.0.1:9092, the controller on 127.0.0.1:9093, data in `./kraftd-data` (formatted with
-//! a fresh cluster id on first start, reused after).
+//! 127.0.0.1:9092, the controller on 127.0.0.1:9093, `/metrics` on 127.0.0.1:9094, data in
+//! `./kraftd-data` (formatted with a fresh cluster id on first start, reused after).
 
 use std::path::Path;
 
@@ -29,6 +29,7 @@ pub fn properties() -> Properties {
         ("log.dirs", DATA_DIR),
         ("num.partitions", "1"),
         ("default.replication.factor", "1"),
+        ("metrics.port", "9094"),
     ] {
         p.set(k, v);
     }
