@@ -4,9 +4,15 @@
 //! `quorum-state` file through [`kraftd_log::quorum_state::QuorumStateStore`], since only
 //! `crates/log` opens data files.
 //!
-//! The [`RaftLog`] trait has no error channel for the disk: an I/O error on the metadata log
-//! is fatal (Kafka halts the process on a metadata log-dir failure), so it panics here with
-//! the path and operation, and the driver task stops. Refused input (a malformed or
+//! Disk failures: the [`RaftLog`] trait has no error channel for the disk, and an I/O error
+//! on the metadata log is fatal (Kafka halts the process on a metadata log-dir failure). So
+//! the first one is recorded ([`MetadataLog::failure`], naming the directory and the
+//! operation) and the log is *failed* from then on: it writes nothing more, refuses every
+//! append and snapshot, reads nothing and never reports more as flushed, so whatever the
+//! core does with these answers cannot make anything look durable that is not. The driver
+//! checks [`MetadataLog::failure`] after every call into the core, before acting on any of
+//! its outputs, and stops the node with that error; nothing the core queued after the
+//! failure reaches the network or the listeners. Refused input (a malformed or
 //! non-contiguous batch from the network) maps to the core's [`LogError`] and changes
 //! nothing.
 //!
@@ -14,7 +20,8 @@
 //! before a snapshot removes whole segments, so the start offset is the base of the oldest
 //! segment kept (at most the snapshot's end offset).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
@@ -33,6 +40,21 @@ pub struct MetadataLog {
     quorum_state: QuorumStateStore,
     /// A FetchSnapshot download in progress (its `.part` file; dropped, it is deleted).
     download: Option<kraftd_log::SnapshotWriter>,
+    /// The first disk failure; set, the log is failed (see the module doc). Set from `&self`
+    /// calls too (reads), hence a `OnceLock`: the first failure wins.
+    failure: OnceLock<LogFailure>,
+}
+
+/// A disk failure of the metadata log: the node must stop.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("metadata log {}: {op} failed: {reason}", dir.display())]
+pub struct LogFailure {
+    /// The log's directory.
+    pub dir: PathBuf,
+    /// What was being done ("append", "flush", "truncate", ...).
+    pub op: &'static str,
+    /// The store's error, with the file it concerned.
+    pub reason: String,
 }
 
 /// Why the metadata log directory could not be opened or its quorum state read.
@@ -42,6 +64,8 @@ pub enum MetadataLogError {
     Log(#[from] kraftd_log::LogError),
     #[error("{path}: {reason}")]
     QuorumState { path: String, reason: String },
+    #[error(transparent)]
+    Failed(LogFailure),
 }
 
 impl MetadataLog {
@@ -58,6 +82,7 @@ impl MetadataLog {
             log,
             quorum_state: QuorumStateStore::new(dir),
             download: None,
+            failure: OnceLock::new(),
         })
     }
 
@@ -82,10 +107,19 @@ impl MetadataLog {
         Ok(())
     }
 
-    /// Flushes and closes the log (an orderly stop).
+    /// Flushes and closes the log (an orderly stop). A failed log is closed without
+    /// writing anything more, and reports its failure.
     pub fn close(self) -> Result<(), MetadataLogError> {
+        if let Some(f) = self.failure.get() {
+            return Err(MetadataLogError::Failed(f.clone()));
+        }
         self.log.close()?;
         Ok(())
+    }
+
+    /// The first disk failure, if any: the log is failed and the node must stop.
+    pub fn failure(&self) -> Option<&LogFailure> {
+        self.failure.get()
     }
 
     /// The underlying log (for reads outside the core's contract, e.g. metrics).
@@ -93,11 +127,27 @@ impl MetadataLog {
         &self.log
     }
 
-    fn fatal(&self, op: &str, e: kraftd_log::LogError) -> ! {
-        panic!(
-            "metadata log {}: {op} failed: {e}; the node must stop",
-            self.log.dir().display()
-        )
+    /// Records a disk failure (the first one is kept) and logs it.
+    fn fail(&self, op: &'static str, e: kraftd_log::LogError) {
+        let failure = LogFailure {
+            dir: self.log.dir().to_path_buf(),
+            op,
+            reason: e.to_string(),
+        };
+        tracing::error!("{failure}; the node must stop");
+        let _ = self.failure.set(failure);
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.get().is_some()
+    }
+
+    /// What a failed log answers to an operation that would write or read the disk.
+    fn refused_failed(&self) -> LogError {
+        LogError::Corrupt(match self.failure.get() {
+            Some(f) => f.to_string(),
+            None => "metadata log failed".into(),
+        })
     }
 }
 
@@ -122,8 +172,11 @@ fn from_store(id: kraftd_log::SnapshotId) -> SnapshotId {
 }
 
 impl MetadataLog {
-    /// Writes snapshot `id` unless it exists; I/O errors are fatal.
+    /// Writes snapshot `id` unless it exists; I/O errors fail the log.
     fn write_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
+        if self.failed() {
+            return Err(self.refused_failed());
+        }
         let refused = |reason: String| LogError::Snapshot {
             end_offset: id.end_offset,
             epoch: id.epoch,
@@ -131,17 +184,31 @@ impl MetadataLog {
         };
         let mut writer = match self.log.create_snapshot(to_store(id)) {
             Ok(w) => w,
-            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("create snapshot", e),
+            Err(e @ kraftd_log::LogError::Io { .. }) => {
+                self.fail("create snapshot", e);
+                return Err(self.refused_failed());
+            }
             Err(e) => return Err(refused(e.to_string())),
         };
         if let Err(e) = writer.append(data) {
-            self.fatal("write snapshot", e)
+            self.fail("write snapshot", e);
+            return Err(self.refused_failed());
         }
         if let Err(e) = self.log.commit_snapshot(writer) {
-            self.fatal("commit snapshot", e)
+            self.fail("commit snapshot", e);
+            return Err(self.refused_failed());
         }
         Ok(())
     }
+}
+
+/// Whether an append's error is the disk's (I/O, or data on disk this code never writes)
+/// rather than a refusal of the input, which leaves the log unchanged.
+fn is_disk_failure(e: &kraftd_log::LogError) -> bool {
+    matches!(
+        e,
+        kraftd_log::LogError::Io { .. } | kraftd_log::LogError::Corrupt { .. }
+    )
 }
 
 fn refused(e: kraftd_log::LogError, end_offset: i64) -> LogError {
@@ -152,6 +219,16 @@ fn refused(e: kraftd_log::LogError, end_offset: i64) -> LogError {
         },
         other => LogError::Corrupt(other.to_string()),
     }
+}
+
+/// The offset range a leader batch would get at `end` (for a failed log's answer): its
+/// last offset delta read from the header, one record when it does not parse.
+fn leader_range(batch: &[u8], end: i64) -> (i64, i64) {
+    let delta = batch
+        .get(23..27)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, |b| i64::from(i32::from_be_bytes(b).max(0)));
+    (end, end + delta)
 }
 
 impl RaftLog for MetadataLog {
@@ -181,6 +258,12 @@ impl RaftLog for MetadataLog {
             });
         }
         let end = self.end_offset();
+        if self.failed() {
+            // The core treats a refused leader append as a broken invariant (it built the
+            // batch), so a failed log answers with the range the batch would have had and
+            // appends nothing; the driver stops before acting on it.
+            return Ok(leader_range(&batch, end));
+        }
         match self
             .log
             .append_as_leader(BytesMut::from(&batch[..]), epoch, wall_clock_ms())
@@ -189,12 +272,18 @@ impl RaftLog for MetadataLog {
                 Ok((info.first_offset, info.last_offset))
             }
             Ok(_) => Err(LogError::Corrupt("empty batch".into())),
-            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("append", e),
+            Err(e) if is_disk_failure(&e) => {
+                self.fail("append", e);
+                Ok(leader_range(&batch, end))
+            }
             Err(e) => Err(refused(e, end)),
         }
     }
 
     fn append_as_follower(&mut self, batches: Bytes, current_epoch: i32) -> Result<(), LogError> {
+        if self.failed() {
+            return Err(self.refused_failed());
+        }
         // The store checks framing, CRC, contiguity and monotonic epochs; the current epoch
         // is the core's to know, so it is checked here first.
         let end = self.end_offset();
@@ -235,14 +324,20 @@ impl RaftLog for MetadataLog {
         }
         match self.log.append_as_follower(batches, wall_clock_ms()) {
             Ok(_) => Ok(()),
-            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("append", e),
+            Err(e) if is_disk_failure(&e) => {
+                self.fail("append", e);
+                Err(self.refused_failed())
+            }
             Err(e) => Err(refused(e, end)),
         }
     }
 
     fn truncate_to(&mut self, offset: i64) {
+        if self.failed() {
+            return;
+        }
         if let Err(e) = self.log.truncate_to(offset) {
-            self.fatal("truncate", e)
+            self.fail("truncate", e);
         }
     }
 
@@ -260,17 +355,25 @@ impl RaftLog for MetadataLog {
     }
 
     fn read(&self, from: i64, max_bytes: usize) -> Bytes {
+        if self.failed() {
+            return Bytes::new();
+        }
         match self.log.read(from, max_bytes, i64::MAX) {
             Ok(r) => r.bytes,
             // The core reads from offsets it validated; out of range means nothing to send.
             Err(e) if e.is_offset_out_of_range() => Bytes::new(),
-            Err(e) => self.fatal("read", e),
+            Err(e) => {
+                self.fail("read", e);
+                Bytes::new()
+            }
         }
     }
 
     fn flush(&mut self) -> i64 {
-        if let Err(e) = self.log.flush() {
-            self.fatal("flush", e)
+        if !self.failed() {
+            if let Err(e) = self.log.flush() {
+                self.fail("flush", e);
+            }
         }
         self.log.flushed_offset()
     }
@@ -300,20 +403,30 @@ impl RaftLog for MetadataLog {
         position: u64,
         max_bytes: usize,
     ) -> Option<(Bytes, u64)> {
+        if self.failed() {
+            return None;
+        }
         let reader = self.log.open_snapshot(to_store(id)).ok()?;
         match reader.read(position, max_bytes) {
             Ok(bytes) => Some((bytes, reader.size_in_bytes())),
-            Err(e) => self.fatal("read snapshot", e),
+            Err(e) => {
+                self.fail("read snapshot", e);
+                None
+            }
         }
     }
 
     fn delete_before_latest_snapshot(&mut self) -> i64 {
+        if self.failed() {
+            return self.start_offset();
+        }
         if let Some(latest) = self.latest_snapshot() {
             if let Err(e) = self.log.delete_segments_before(latest.end_offset) {
-                self.fatal("delete segments", e)
+                self.fail("delete segments", e);
+                return self.start_offset();
             }
             if let Err(e) = self.log.delete_snapshots_before_log_start() {
-                self.fatal("delete snapshots", e)
+                self.fail("delete snapshots", e);
             }
         }
         self.start_offset()
@@ -327,26 +440,37 @@ impl RaftLog for MetadataLog {
                 reason: "negative end offset or epoch".into(),
             });
         }
+        if self.failed() {
+            return Err(self.refused_failed());
+        }
         if !self.log.snapshots().contains(&to_store(id)) {
             self.write_snapshot(id, data)?;
         }
         if let Err(e) = self.log.truncate_fully_and_start_at(id.end_offset) {
-            self.fatal("truncate fully", e)
+            self.fail("truncate fully", e);
+            return Err(self.refused_failed());
         }
         if let Err(e) = self.log.delete_snapshots_before_log_start() {
-            self.fatal("delete snapshots", e)
+            self.fail("delete snapshots", e);
+            return Err(self.refused_failed());
         }
         Ok(())
     }
 
     fn begin_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
         self.download = None;
+        if self.failed() {
+            return Err(self.refused_failed());
+        }
         match self.log.create_snapshot(to_store(id)) {
             Ok(w) => {
                 self.download = Some(w);
                 Ok(())
             }
-            Err(e @ kraftd_log::LogError::Io { .. }) => self.fatal("create snapshot", e),
+            Err(e @ kraftd_log::LogError::Io { .. }) => {
+                self.fail("create snapshot", e);
+                Err(self.refused_failed())
+            }
             Err(e) => Err(LogError::Snapshot {
                 end_offset: id.end_offset,
                 epoch: id.epoch,
@@ -356,6 +480,9 @@ impl RaftLog for MetadataLog {
     }
 
     fn append_snapshot_download(&mut self, id: SnapshotId, chunk: &[u8]) -> Result<u64, LogError> {
+        if self.failed() {
+            return Err(self.refused_failed());
+        }
         let result = match self.download.as_mut() {
             Some(w) if w.id() == to_store(id) => w.append(chunk).map(|()| w.size_in_bytes()),
             _ => {
@@ -368,11 +495,18 @@ impl RaftLog for MetadataLog {
         };
         match result {
             Ok(n) => Ok(n),
-            Err(e) => self.fatal("write snapshot", e),
+            Err(e) => {
+                self.download = None;
+                self.fail("write snapshot", e);
+                Err(self.refused_failed())
+            }
         }
     }
 
     fn finish_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
+        if self.failed() {
+            return Err(self.refused_failed());
+        }
         let writer = match self.download.take() {
             Some(w) if w.id() == to_store(id) => w,
             other => {
@@ -385,7 +519,8 @@ impl RaftLog for MetadataLog {
             }
         };
         if let Err(e) = self.log.commit_snapshot(writer) {
-            self.fatal("commit snapshot", e)
+            self.fail("commit snapshot", e);
+            return Err(self.refused_failed());
         }
         self.install_snapshot(id, &[])
     }
@@ -480,6 +615,80 @@ mod tests {
             (42, 42, 5)
         );
         assert_eq!(&log.read_snapshot(id, 0, 100).unwrap().0[..], b"state");
+    }
+
+    fn one_record(bytes: usize) -> Bytes {
+        let mut b = kraftd_protocol::records::RecordBatchBuilder::new(0);
+        b.append(0, None, Some(Bytes::from(vec![b'x'; bytes])), Vec::new())
+            .unwrap();
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn a_disk_failure_is_recorded_and_fails_the_log_without_a_panic() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("__cluster_metadata-0");
+        let mut config = LogConfig::metadata_log();
+        // Small segments: the second append rolls, which creates a file in the directory.
+        config.segment_bytes = 400;
+        let mut log = MetadataLog::open(&dir, config).unwrap();
+        assert_eq!(log.append_as_leader(one_record(200), 1), Ok((0, 0)));
+        assert_eq!(log.flush(), 1);
+        assert_eq!(log.failure(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        // The roll cannot create the next segment: recorded, no panic, nothing appended.
+        let range = log.append_as_leader(one_record(200), 1);
+        assert_eq!(
+            range,
+            Ok((1, 1)),
+            "a failed log answers with the would-be range"
+        );
+        let failure = log.failure().cloned().expect("the failure is recorded");
+        assert_eq!(failure.dir, dir);
+        assert_eq!(failure.op, "append");
+        let text = failure.to_string();
+        assert!(
+            text.contains(&dir.display().to_string()) && text.contains("append failed"),
+            "{text}"
+        );
+
+        // Failed: nothing more is written, read or reported durable.
+        assert_eq!(log.end_offset(), 1);
+        assert_eq!(log.flush(), 1);
+        assert_eq!(log.flushed_offset(), 1);
+        assert_eq!(log.append_as_leader(one_record(10), 1), Ok((1, 1)));
+        assert_eq!(log.end_offset(), 1);
+        assert!(log.read(0, 1 << 20).is_empty());
+        assert!(log
+            .append_as_follower(Bytes::from_static(&[0; 10]), 1)
+            .is_err());
+        let id = SnapshotId {
+            end_offset: 1,
+            epoch: 1,
+        };
+        assert!(log.store_snapshot(id, b"s").is_err());
+        assert!(log.begin_snapshot_download(id).is_err());
+        assert!(log.install_snapshot(id, b"s").is_err());
+        log.truncate_to(0);
+        assert_eq!(log.end_offset(), 1);
+        assert_eq!(log.failure(), Some(&failure), "the first failure is kept");
+        match log.close() {
+            Err(MetadataLogError::Failed(f)) => assert_eq!(f, failure),
+            other => panic!("closing a failed log: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_batch_is_no_disk_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        assert!(log
+            .append_as_follower(Bytes::from_static(&[0xff; 80]), 1)
+            .is_err());
+        assert!(log.append_as_leader(one_record(1), 2).is_ok());
+        assert!(log.append_as_leader(one_record(1), 1).is_err());
+        assert_eq!(log.failure(), None);
     }
 
     #[test]

@@ -21,6 +21,12 @@
 //! - [`RaftHandle`] proposes records, reads committed data, subscribes to committed batches
 //!   and leader changes ([`RaftEvent`], in order, exactly once per incarnation unless the
 //!   subscriber lags behind [`EVENT_CHANNEL_CAPACITY`]) and watches [`RaftMetrics`].
+//! - A disk failure of the metadata log ([`log::LogFailure`]) is fatal, as in Kafka: the
+//!   driver checks the log after every call into the core, before acting on anything the
+//!   core queued, and stops with the failure (directory and operation) as its error
+//!   ([`DriverError::Fatal`], [`RaftHandle::stop_reason`]); so does a fatal core error. The
+//!   loop holds the only strong sender of the event channel, so when it stops, for any
+//!   reason, subscribers see the channel close after the events already sent.
 //! - [`RaftDriver::shutdown`] resigns first (EndQuorumEpoch to the voters, bounded by the
 //!   request timeout), then stops; [`RaftDriver::kill`] stops at once, as a crash would.
 
@@ -30,7 +36,7 @@ pub mod voters;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -126,6 +132,10 @@ pub enum DriverError {
     Propose(#[from] ProposeError),
     #[error("creating the snapshot failed: {0}")]
     Snapshot(LogError),
+    /// The driver stopped on its own: a disk failure of the metadata log, a fatal core
+    /// error, or a quorum-state write that failed.
+    #[error("the raft driver stopped: {0}")]
+    Fatal(String),
 }
 
 /// What subscribers see, in order.
@@ -166,8 +176,12 @@ pub struct RaftHandle {
     /// [`RaftHandle::schedule_atomic_append`]s, in order. Unbounded so the controller's
     /// synchronous event loop never blocks on it; the controller bounds it by its own queue.
     atomic: mpsc::UnboundedSender<Scheduled>,
-    events: broadcast::Sender<RaftEvent>,
+    /// Weak: the driver loop holds the only strong sender, so the channel closes when it
+    /// stops.
+    events: broadcast::WeakSender<RaftEvent>,
     metrics: watch::Receiver<RaftMetrics>,
+    /// Why the driver loop stopped on its own, set before the event channel closes.
+    stop_reason: Arc<OnceLock<String>>,
 }
 
 #[derive(Debug)]
@@ -291,6 +305,7 @@ impl RaftDriver {
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
         let (metrics_tx, metrics) = watch::channel(RaftMetrics::default());
+        let stop_reason = Arc::new(OnceLock::new());
         let router = RaftRequestRouter { tx: net_tx };
         let (atomic_tx, atomic_rx) = mpsc::unbounded_channel();
         let client = ClientConfig {
@@ -321,10 +336,13 @@ impl RaftDriver {
             shutdown_until: None,
             end_quorum_answered: Vec::new(),
             flush_due: false,
+            stop_reason: Arc::clone(&stop_reason),
         };
         let first_events = (0..config.early_subscribers)
             .map(|_| events.subscribe())
             .collect();
+        let weak_events = events.downgrade();
+        drop(events);
         let driver = tokio::spawn(driver_loop.run());
         let driver = RaftDriver {
             first_events,
@@ -332,8 +350,9 @@ impl RaftDriver {
                 node_id,
                 commands: commands_tx,
                 atomic: atomic_tx,
-                events,
+                events: weak_events,
                 metrics,
+                stop_reason,
             },
             driver: Some(driver),
             server: None,
@@ -369,7 +388,8 @@ impl RaftDriver {
         }
         match result {
             Ok(Ok(())) => Ok(()),
-            _ => Err(DriverError::Stopped),
+            Ok(Err(reason)) => Err(DriverError::Fatal(reason)),
+            Err(_) => Err(DriverError::Stopped),
         }
     }
 
@@ -505,9 +525,21 @@ impl RaftHandle {
             .map_err(DriverError::Snapshot)
     }
 
-    /// Committed batches and leader changes from now on.
+    /// Committed batches and leader changes from now on; once the driver stopped, a
+    /// receiver that is closed already.
     pub fn subscribe(&self) -> broadcast::Receiver<RaftEvent> {
-        self.events.subscribe()
+        match self.events.upgrade() {
+            Some(events) => events.subscribe(),
+            None => broadcast::channel(1).1,
+        }
+    }
+
+    /// Why the driver stopped on its own (a disk failure of the metadata log naming the
+    /// directory and operation, or a fatal core error); `None` while it runs and after an
+    /// orderly shutdown or a kill. Set before the event channel closes, so a subscriber
+    /// that sees it close can read it.
+    pub fn stop_reason(&self) -> Option<String> {
+        self.stop_reason.get().cloned()
     }
 
     /// The latest metrics snapshot, and a way to wait for changes.
@@ -807,6 +839,8 @@ struct DriverLoop {
     /// The core asked for a flush ([`Output::Flush`]); done once the drain is over and the
     /// connections' tasks had a turn to write what was sent before it.
     flush_due: bool,
+    /// Shared with the handles: why the loop stopped.
+    stop_reason: Arc<OnceLock<String>>,
 }
 
 impl std::fmt::Debug for DriverLoop {
@@ -833,6 +867,7 @@ impl DriverLoop {
         let result = self.run_inner().await;
         if let Err(reason) = &result {
             error!(node = self.node_id, "raft driver stopped: {reason}");
+            let _ = self.stop_reason.set(reason.clone());
         }
         let DriverLoop { core, .. } = self;
         if let Err(e) = core.into_log().close() {
@@ -886,6 +921,7 @@ impl DriverLoop {
             }
             self.drain()?;
             self.flush_if_due().await?;
+            self.check_log()?;
             if self.core.is_fatal() {
                 return Err("the raft core hit a fatal error".into());
             }
@@ -914,6 +950,14 @@ impl DriverLoop {
             self.drain()?;
         }
         Ok(())
+    }
+
+    /// Err with the metadata log's disk failure, if it had one: the node must stop.
+    fn check_log(&self) -> Result<(), String> {
+        match self.core.log().failure() {
+            Some(failure) => Err(failure.to_string()),
+            None => Ok(()),
+        }
     }
 
     fn shutdown_done(&self) -> bool {
@@ -954,6 +998,10 @@ impl DriverLoop {
                 // Commit latency counts from here: the leader's own append and flush too.
                 let at = Instant::now();
                 let result = self.core.propose(now, &records);
+                if self.core.log().failure().is_some() {
+                    // Not appended: the caller sees the driver stop.
+                    return;
+                }
                 let Ok(range) = result else {
                     let _ = reply.send(result);
                     return;
@@ -972,7 +1020,10 @@ impl DriverLoop {
                 max_bytes,
                 reply,
             } => {
-                let _ = reply.send(self.read_committed(from, max_bytes));
+                let bytes = self.read_committed(from, max_bytes);
+                if self.core.log().failure().is_none() {
+                    let _ = reply.send(bytes);
+                }
             }
             Command::CreateSnapshot { id, bytes, reply } => {
                 let result = self.core.create_snapshot(id, &bytes).map(|()| {
@@ -985,7 +1036,9 @@ impl DriverLoop {
                     );
                     start
                 });
-                let _ = reply.send(result);
+                if self.core.log().failure().is_none() {
+                    let _ = reply.send(result);
+                }
             }
             Command::Shutdown => self.begin_shutdown(now),
         }
@@ -1034,7 +1087,12 @@ impl DriverLoop {
             return refuse(format!("the log ends at {end}"));
         }
         let at = Instant::now();
-        match self.core.propose(now, &records) {
+        let result = self.core.propose(now, &records);
+        if self.core.log().failure().is_some() {
+            // Not appended; the driver stops and the controller sees its events end.
+            return;
+        }
+        match result {
             Ok(range) => {
                 self.counters.append_records_total += records.len() as u64;
                 self.proposals.push_back(Proposal {
@@ -1138,6 +1196,8 @@ impl DriverLoop {
     /// Acts on every output, in order; then reports unsendable requests and drains again.
     fn drain(&mut self) -> Result<(), String> {
         loop {
+            // Nothing the core queued after a disk failure is acted on.
+            self.check_log()?;
             while let Some(out) = self.core.poll_output() {
                 match out {
                     Output::PersistQuorumState(state) => {
