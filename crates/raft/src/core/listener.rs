@@ -71,7 +71,22 @@ impl<L: RaftLog> RaftCore<L> {
             }
             let mut progressed = false;
             for batch in kraftd_protocol::records::Batches::new(bytes) {
-                let Ok(batch) = batch else { return };
+                let batch = match batch {
+                    Ok(batch) => batch,
+                    // A read may end inside a batch; the next round starts at its offset.
+                    Err(_) if progressed => break,
+                    Err(e) => {
+                        // Our own committed log does not parse where listeners need it:
+                        // stalling them silently would hide it, so the node stops.
+                        let reason = format!(
+                            "node {}: committed batch at {} does not parse: {e}",
+                            self.node_id, self.delivered_offset
+                        );
+                        tracing::error!("{reason}");
+                        self.fatal = Some(reason);
+                        return;
+                    }
+                };
                 if batch.next_offset() > self.high_watermark {
                     return;
                 }
