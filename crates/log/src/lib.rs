@@ -29,7 +29,8 @@
 //! - fetch: [`Log::read`], or [`Log::plan_read`] under the owner's lock and
 //!   [`PendingRead::execute`] outside it; ListOffsets: [`Log::offset_for_timestamp`];
 //! - durability: [`LogConfig::flush_messages`] / [`LogConfig::flush_ms`] per log
-//!   ([`LogConfig::metadata_log`] flushes every append), [`Log::flush`],
+//!   ([`LogConfig::metadata_log`] flushes every append), [`Log::flush`] (or
+//!   [`Log::plan_flush`], [`PendingFlush::execute`] on another thread, [`Log::complete_flush`]),
 //!   [`Log::maybe_flush`] from a tick, [`Log::flushed_offset`];
 //! - housekeeping: [`Log::apply_retention`], [`Log::delete_segments_before`],
 //!   [`Log::roll`], [`Log::verify`]; snapshots: [`Log::create_snapshot`],
@@ -59,6 +60,6 @@ pub mod snapshot;
 pub use config::LogConfig;
 pub use epoch::{EpochEntry, LeaderEpochCache, LEADER_EPOCH_CHECKPOINT_FILE};
 pub use error::{LogError, Result};
-pub use log::{AppendInfo, Log, LogStats, PendingRead, ReadResult};
+pub use log::{AppendInfo, CompletedFlush, Log, LogStats, PendingFlush, PendingRead, ReadResult};
 pub use shutdown::{take_clean_shutdown_marker, write_clean_shutdown_marker, CLEAN_SHUTDOWN_FILE};
 pub use snapshot::{SnapshotId, SnapshotReader, SnapshotWriter};

@@ -28,6 +28,7 @@
 //! [`Log::flushed_offset`] says how far the log is known durable.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -184,6 +185,57 @@ pub struct Log {
     truncations: Arc<AtomicU64>,
     /// The bounded cache of sealed segments' `.log` handles, shared with the segments.
     files: Arc<SegmentFiles>,
+}
+
+/// A flush planned by [`Log::plan_flush`] to run on another thread: the fdatasync of the
+/// active segment's `.log` (the handle is shared, so it outlives a roll or deletion) up to
+/// the log end offset at planning time. [`PendingFlush::execute`] it anywhere, then hand
+/// the [`CompletedFlush`] back to [`Log::complete_flush`], which advances
+/// [`Log::flushed_offset`] only if no truncation happened in between. Appends may go on
+/// meanwhile: what they add is simply not covered.
+#[derive(Debug)]
+pub struct PendingFlush {
+    file: Option<Arc<File>>,
+    path: PathBuf,
+    offset: i64,
+    generation: u64,
+    truncations: Arc<AtomicU64>,
+}
+
+/// A [`PendingFlush`] that was executed: everything below [`CompletedFlush::offset`] was
+/// durable when it finished (unless the log was truncated meanwhile).
+#[derive(Debug)]
+pub struct CompletedFlush {
+    offset: i64,
+    generation: u64,
+    truncations: Arc<AtomicU64>,
+}
+
+impl PendingFlush {
+    /// The offset everything below which will be durable once executed.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// Does the fdatasync; blocking, so run it off the async runtime's worker threads.
+    pub fn execute(self) -> Result<CompletedFlush> {
+        if let Some(file) = &self.file {
+            file.sync_data()
+                .map_err(LogError::io("fsync", &self.path))?;
+        }
+        Ok(CompletedFlush {
+            offset: self.offset,
+            generation: self.generation,
+            truncations: self.truncations,
+        })
+    }
+}
+
+impl CompletedFlush {
+    /// The offset everything below which was made durable.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
 }
 
 /// A run of an append's batches that goes whole into one segment.
@@ -872,6 +924,44 @@ impl Log {
         Ok(())
     }
 
+    /// [`Log::flush`] in two halves, so the fdatasync can run on another thread while the
+    /// owner keeps appending and reading: plan it here (no I/O), run
+    /// [`PendingFlush::execute`] anywhere, then [`Log::complete_flush`]. Older segments
+    /// were synced when the log rolled past them, so only the active one is synced, as
+    /// [`Log::flush`] does.
+    pub fn plan_flush(&self) -> PendingFlush {
+        let active = self.active();
+        PendingFlush {
+            file: (self.flushed_offset < self.log_end_offset)
+                .then(|| active.sync_handle())
+                .flatten(),
+            path: active.log_path().to_path_buf(),
+            offset: self.log_end_offset,
+            generation: self.truncations.load(Ordering::SeqCst),
+            truncations: Arc::clone(&self.truncations),
+        }
+    }
+
+    /// Takes the result of a [`PendingFlush`] planned on this log: advances
+    /// [`Log::flushed_offset`] to its offset, unless the log was truncated since it was
+    /// planned (the data it synced may be gone, and what replaced it unsynced) or it came
+    /// from another log; then nothing changes. Returns the flushed offset.
+    pub fn complete_flush(&mut self, done: CompletedFlush) -> i64 {
+        let same_log = Arc::ptr_eq(&done.truncations, &self.truncations);
+        if same_log
+            && self.truncations.load(Ordering::SeqCst) == done.generation
+            && done.offset > self.flushed_offset
+            && done.offset <= self.log_end_offset
+        {
+            self.flushed_offset = done.offset;
+            if self.flushed_offset >= self.log_end_offset {
+                self.unflushed_records = 0;
+            }
+            self.stats.flushes += 1;
+        }
+        self.flushed_offset
+    }
+
     /// Reads whole batches from the one holding `start_offset`, up to `max_bytes` (but at
     /// least one batch, as Kafka does, so a large batch never stalls a consumer) and only
     /// batches entirely below `upper_bound_offset` (the high watermark for consumers, the
@@ -1253,4 +1343,71 @@ fn parse_segment_file_name(name: &str) -> Option<(i64, &'static str)> {
         .into_iter()
         .find(|s| *s == ext)?;
     Some((stem.parse().ok()?, suffix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kraftd_protocol::records::RecordBatchBuilder;
+
+    fn batch() -> BytesMut {
+        let mut b = RecordBatchBuilder::new(0);
+        b.append(0, None, Some(Bytes::from_static(b"value")), Vec::new())
+            .unwrap();
+        BytesMut::from(&b.build().unwrap()[..])
+    }
+
+    fn log(dir: &Path) -> Log {
+        let config = LogConfig {
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            ..LogConfig::default()
+        };
+        Log::open(dir, config, 0).unwrap()
+    }
+
+    #[test]
+    fn a_flush_on_another_thread_covers_what_was_appended_before_it_was_planned() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = log(dir.path());
+        log.append_as_leader(batch(), 1, 0).unwrap();
+        log.append_as_leader(batch(), 1, 0).unwrap();
+        let pending = log.plan_flush();
+        assert_eq!(pending.offset(), 2);
+        // Appends go on while the fsync runs; they are not covered.
+        log.append_as_leader(batch(), 1, 0).unwrap();
+        let done = std::thread::spawn(move || pending.execute())
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(log.flushed_offset(), 0);
+        assert_eq!(log.complete_flush(done), 2);
+        assert_eq!(log.flushed_offset(), 2);
+        // Nothing to sync: the plan syncs nothing and changes nothing.
+        log.flush().unwrap();
+        let done = log.plan_flush().execute().unwrap();
+        assert_eq!(log.complete_flush(done), 3);
+    }
+
+    #[test]
+    fn a_truncation_meanwhile_voids_the_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = log(dir.path());
+        for _ in 0..3 {
+            log.append_as_leader(batch(), 1, 0).unwrap();
+        }
+        let pending = log.plan_flush();
+        log.truncate_to(1).unwrap();
+        log.append_as_leader(batch(), 2, 0).unwrap();
+        log.append_as_leader(batch(), 2, 0).unwrap();
+        let done = pending.execute().unwrap();
+        assert_eq!(log.complete_flush(done), 0, "the synced data may be gone");
+
+        // A flush planned on another log is ignored.
+        let other_dir = tempfile::tempdir().unwrap();
+        let mut other = super::tests::log(other_dir.path());
+        other.append_as_leader(batch(), 1, 0).unwrap();
+        let done = other.plan_flush().execute().unwrap();
+        assert_eq!(log.complete_flush(done), 0);
+    }
 }

@@ -1082,6 +1082,12 @@ impl Segment {
         }
     }
 
+    /// The active segment's own `.log` handle, to fdatasync from another thread
+    /// ([`crate::PendingFlush`]); `None` for a sealed segment (synced when sealed).
+    pub fn sync_handle(&self) -> Option<Arc<File>> {
+        self.log.clone()
+    }
+
     /// Writes and syncs the indexes as well as the batches (on seal and close).
     pub fn flush_all(&mut self) -> Result<()> {
         self.offset_index.flush()?;

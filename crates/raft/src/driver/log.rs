@@ -16,17 +16,25 @@
 //! non-contiguous batch from the network) maps to the core's [`LogError`] and changes
 //! nothing.
 //!
+//! The leader's flush can run off the driver's task: [`MetadataLog::plan_flush`] hands out
+//! the fsync ([`kraftd_log::PendingFlush`]) to run on a blocking thread, the driver gives
+//! its result back with [`MetadataLog::flush_completed`] and then calls the core's flush,
+//! whose [`RaftLog::flush`] takes that completed flush in place of a synchronous one: the
+//! flushed offset moves to what the fsync covered (not what was appended since), so the
+//! leader counts toward the HW only what is durable. Every other flush (a follower's, before
+//! it fetches again) stays synchronous and complete.
+//!
 //! Snapshots (KIP-630) are `crates/log`'s `<end offset>-<epoch>.checkpoint` files; deleting
 //! before a snapshot removes whole segments, so the start offset is the base of the oldest
 //! segment kept (at most the snapshot's end offset).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 use kraftd_log::quorum_state::QuorumStateStore;
-use kraftd_log::{Log, LogConfig};
+use kraftd_log::{CompletedFlush, Log, LogConfig, PendingFlush};
 use kraftd_protocol::records::Batches;
 
 use crate::core::log::{LogError, RaftLog, SnapshotId};
@@ -43,6 +51,8 @@ pub struct MetadataLog {
     /// The first disk failure; set, the log is failed (see the module doc). Set from `&self`
     /// calls too (reads), hence a `OnceLock`: the first failure wins.
     failure: OnceLock<LogFailure>,
+    /// A flush done off the driver's task, for the next [`RaftLog::flush`] to take.
+    completed_flush: Mutex<Option<CompletedFlush>>,
 }
 
 /// A disk failure of the metadata log: the node must stop.
@@ -83,6 +93,7 @@ impl MetadataLog {
             quorum_state: QuorumStateStore::new(dir),
             download: None,
             failure: OnceLock::new(),
+            completed_flush: Mutex::new(None),
         })
     }
 
@@ -115,6 +126,36 @@ impl MetadataLog {
         }
         self.log.close()?;
         Ok(())
+    }
+
+    /// The fsync of everything appended so far, to run on another thread (see the module
+    /// doc); `None` once the log failed.
+    pub fn plan_flush(&self) -> Option<PendingFlush> {
+        (!self.failed()).then(|| self.log.plan_flush())
+    }
+
+    /// The outcome of a [`MetadataLog::plan_flush`] run elsewhere: a failure fails the log;
+    /// a completed flush waits for the next [`RaftLog::flush`] (the core's, called right
+    /// after), which takes it instead of syncing.
+    pub fn flush_completed(&self, result: Result<CompletedFlush, kraftd_log::LogError>) {
+        match result {
+            Ok(done) => {
+                *self
+                    .completed_flush
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(done);
+            }
+            Err(e) => self.fail("flush", e),
+        }
+    }
+
+    /// Drops a completed flush no [`RaftLog::flush`] took, so no later flush (a
+    /// follower's, which must be complete) takes it.
+    pub fn discard_completed_flush(&self) {
+        self.completed_flush
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// The first disk failure, if any: the log is failed and the node must stop.
@@ -369,11 +410,23 @@ impl RaftLog for MetadataLog {
         }
     }
 
+    /// Synchronous and complete, unless the driver just handed in a flush done off its
+    /// task ([`MetadataLog::flush_completed`]): then that one is taken, and what was
+    /// appended while it ran stays unflushed (the core asks again).
     fn flush(&mut self) -> i64 {
-        if !self.failed() {
-            if let Err(e) = self.log.flush() {
-                self.fail("flush", e);
-            }
+        let completed = self
+            .completed_flush
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if self.failed() {
+            return self.log.flushed_offset();
+        }
+        if let Some(done) = completed {
+            return self.log.complete_flush(done);
+        }
+        if let Err(e) = self.log.flush() {
+            self.fail("flush", e);
         }
         self.log.flushed_offset()
     }
@@ -677,6 +730,45 @@ mod tests {
             Err(MetadataLogError::Failed(f)) => assert_eq!(f, failure),
             other => panic!("closing a failed log: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_flush_run_elsewhere_is_taken_by_the_next_flush_and_covers_only_what_it_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        log.append_as_leader(one_record(10), 1).unwrap();
+        let pending = log.plan_flush().expect("not failed");
+        log.append_as_leader(one_record(10), 1).unwrap();
+        let done = std::thread::spawn(move || pending.execute())
+            .join()
+            .unwrap();
+        assert_eq!(log.flushed_offset(), 0);
+        log.flush_completed(done);
+        assert_eq!(log.flush(), 1, "what was appended meanwhile is not covered");
+        assert_eq!(log.flush(), 2, "a flush without one handed in is complete");
+
+        // One handed in and not taken is discarded: the next flush is complete.
+        log.append_as_leader(one_record(10), 1).unwrap();
+        let pending = log.plan_flush().unwrap();
+        log.append_as_leader(one_record(10), 1).unwrap();
+        log.flush_completed(pending.execute());
+        log.discard_completed_flush();
+        assert_eq!(log.flush(), 4);
+    }
+
+    #[test]
+    fn a_failed_flush_run_elsewhere_fails_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        log.flush_completed(Err(kraftd_log::LogError::Io {
+            op: "fsync",
+            path: dir.path().join("00000000000000000000.log"),
+            source: std::io::Error::other("injected"),
+        }));
+        let failure = log.failure().expect("failed");
+        assert_eq!(failure.op, "flush");
+        assert!(failure.reason.contains("injected"), "{failure}");
+        assert!(log.plan_flush().is_none());
     }
 
     #[test]

@@ -16,8 +16,12 @@
 //!   it never goes back and DescribeQuorum's timestamps read as Unix milliseconds.
 //! - The loop runs on one tokio task and does the log's disk I/O inline (the core calls the
 //!   log synchronously, as Kafka's single Raft I/O thread does): run it on a multi-thread
-//!   runtime. The leader's fsync is an [`Output::Flush`] done after the Fetch responses
-//!   before it were handed to the connections' tasks, so it overlaps replication.
+//!   runtime. The leader's fsync ([`Output::Flush`]) is the exception: it runs on a blocking
+//!   thread ([`MetadataLog::plan_flush`]) while the loop goes on answering fetches and
+//!   taking proposals, so it overlaps replication; when it completes, the core's flush
+//!   counts the leader's end offset toward the HW only as far as the fsync covered. A
+//!   node that sends a Fetch (a follower, or a leader that stepped down) first flushes
+//!   whatever it holds unflushed, so an end offset a voter reports is always durable.
 //! - [`RaftHandle`] proposes records, reads committed data, subscribes to committed batches
 //!   and leader changes ([`RaftEvent`], in order, exactly once per incarnation unless the
 //!   subscriber lags behind [`EVENT_CHANNEL_CAPACITY`]) and watches [`RaftMetrics`].
@@ -40,7 +44,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kraftd_log::LogConfig;
+use kraftd_log::{CompletedFlush, LogConfig};
 use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::DescribeQuorumRequest;
 use kraftd_protocol::records::Batches;
@@ -303,6 +307,7 @@ impl RaftDriver {
         let (commands_tx, commands) = mpsc::channel(COMMAND_CHANNEL_CAPACITY);
         let (net_tx, net_rx) = mpsc::channel(NETWORK_CHANNEL_CAPACITY);
         let (results_tx, results_rx) = mpsc::unbounded_channel();
+        let (flushed_tx, flushed_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
         let (metrics_tx, metrics) = watch::channel(RaftMetrics::default());
         let stop_reason = Arc::new(OnceLock::new());
@@ -336,6 +341,9 @@ impl RaftDriver {
             shutdown_until: None,
             end_quorum_answered: Vec::new(),
             flush_due: false,
+            flush_in_flight: false,
+            flushed_tx,
+            flushed_rx,
             stop_reason: Arc::clone(&stop_reason),
         };
         let first_events = (0..config.early_subscribers)
@@ -836,9 +844,13 @@ struct DriverLoop {
     counters: Counters,
     shutdown_until: Option<Instant>,
     end_quorum_answered: Vec<i32>,
-    /// The core asked for a flush ([`Output::Flush`]); done once the drain is over and the
-    /// connections' tasks had a turn to write what was sent before it.
+    /// The core asked for a flush ([`Output::Flush`]); started on a blocking thread once
+    /// the drain is over (and none is in flight).
     flush_due: bool,
+    /// A flush runs on a blocking thread; its outcome comes on `flushed_rx`.
+    flush_in_flight: bool,
+    flushed_tx: mpsc::UnboundedSender<Result<CompletedFlush, kraftd_log::LogError>>,
+    flushed_rx: mpsc::UnboundedReceiver<Result<CompletedFlush, kraftd_log::LogError>>,
     /// Shared with the handles: why the loop stopped.
     stop_reason: Arc<OnceLock<String>>,
 }
@@ -853,6 +865,7 @@ impl std::fmt::Debug for DriverLoop {
 
 enum Input {
     Command(Option<Command>),
+    Flushed(Result<CompletedFlush, kraftd_log::LogError>),
     Atomic(Scheduled),
     Net(NetEvent),
     Timeout,
@@ -878,7 +891,7 @@ impl DriverLoop {
 
     async fn run_inner(&mut self) -> Result<(), String> {
         self.drain()?;
-        self.flush_if_due().await?;
+        self.start_flush_if_due();
         loop {
             if self.shutdown_done() {
                 return Ok(());
@@ -899,6 +912,7 @@ impl DriverLoop {
                 Some(a) = self.atomic_rx.recv(), if self.shutdown_until.is_none() => Input::Atomic(a),
                 Some(ev) = self.net_rx.recv() => Input::Net(ev),
                 Some(ev) = self.results_rx.recv() => Input::Net(ev),
+                Some(done) = self.flushed_rx.recv() => Input::Flushed(done),
                 () = sleep_until(wake) => Input::Timeout,
             };
             self.counters.idle += idle_from.elapsed();
@@ -918,9 +932,10 @@ impl DriverLoop {
                 }
                 Input::Net(ev) => self.on_net(now, ev)?,
                 Input::Timeout => self.core.handle_timeout(now),
+                Input::Flushed(done) => self.on_flushed(now, done),
             }
             self.drain()?;
-            self.flush_if_due().await?;
+            self.start_flush_if_due();
             self.check_log()?;
             if self.core.is_fatal() {
                 return Err("the raft core hit a fatal error".into());
@@ -928,26 +943,52 @@ impl DriverLoop {
         }
     }
 
-    /// Does the flush the core asked for. The Fetch responses sent before it are with the
-    /// connections' tasks, which a woken task may only run once this one yields (tokio keeps
-    /// it in this worker's LIFO slot): yield first, so they reach the followers, which then
-    /// fetch and fsync while this thread does.
-    async fn flush_if_due(&mut self) -> Result<(), String> {
-        while self.flush_due {
-            self.flush_due = false;
-            tokio::task::yield_now().await;
-            // Fetches that arrived meanwhile are answered (with the new records) first.
-            for _ in 0..NETWORK_CHANNEL_CAPACITY {
-                let Ok(ev) = self.net_rx.try_recv() else {
-                    break;
-                };
-                let now = self.now_ms();
-                self.on_net(now, ev)?;
-                self.drain()?;
-            }
+    /// Starts the flush the core asked for on a blocking thread: the Fetch responses sent
+    /// before it go out meanwhile, so the followers fetch and fsync while the leader does,
+    /// and the loop keeps answering. At most one runs at a time (the core asks for the next
+    /// only after [`RaftCore::flush`]).
+    fn start_flush_if_due(&mut self) {
+        if !self.flush_due || self.flush_in_flight {
+            return;
+        }
+        self.flush_due = false;
+        // `None`: the log failed, and the loop stops on it.
+        let Some(pending) = self.core.log().plan_flush() else {
+            return;
+        };
+        self.flush_in_flight = true;
+        let tx = self.flushed_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(pending.execute());
+        });
+    }
+
+    /// A flush started by [`DriverLoop::start_flush_if_due`] finished: the core's flush
+    /// takes it (the leader's end offset counts up to what it covered), or the log fails.
+    fn on_flushed(&mut self, now: u64, done: Result<CompletedFlush, kraftd_log::LogError>) {
+        self.flush_in_flight = false;
+        self.core.log().flush_completed(done);
+        if self.core.log().failure().is_some() {
+            return;
+        }
+        self.core.flush(now);
+        self.core.log().discard_completed_flush();
+    }
+
+    /// A Fetch tells the leader our end offset, which it counts toward the HW: flush first
+    /// whatever is unflushed (only an ex-leader whose flush had not completed has any; a
+    /// follower flushes as it appends), synchronously.
+    fn flush_before_fetch(&mut self) -> Result<(), String> {
+        use crate::core::log::RaftLog;
+        let log = self.core.log();
+        if log.flushed_offset() < log.end_offset() {
             let now = self.now_ms();
             self.core.flush(now);
-            self.drain()?;
+            self.check_log()?;
+            let log = self.core.log();
+            if log.flushed_offset() < log.end_offset() {
+                return Err("the metadata log could not be flushed before a fetch".into());
+            }
         }
         Ok(())
     }
@@ -1210,7 +1251,15 @@ impl DriverLoop {
                         to,
                         correlation_id,
                         msg,
-                    } => self.send(to, correlation_id, msg),
+                    } => {
+                        if matches!(
+                            msg,
+                            RaftMessage::FetchRequest(_) | RaftMessage::FetchSnapshotRequest(_)
+                        ) {
+                            self.flush_before_fetch()?;
+                        }
+                        self.send(to, correlation_id, msg)
+                    }
                     Output::Flush => self.flush_due = true,
                     Output::Committed(batch) => {
                         let _ = self.events.send(RaftEvent::Committed(batch));
