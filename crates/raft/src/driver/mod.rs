@@ -8,7 +8,9 @@
 //!   the wire before it is on disk; a failed write stops the node.
 //! - Network: one [`Channel`] per destination voter (client id `raft-client-<node.id>`,
 //!   `controller.quorum.request.timeout.ms`, reconnect backoff), and the controller
-//!   listener ([`serve`]) answering ApiVersions and DescribeQuorum and routing Vote,
+//!   listener ([`serve`]) answering ApiVersions and DescribeQuorum (from v2 with the
+//!   voters' endpoints under [`DriverConfig::controller_listener_name`], as Kafka's
+//!   `Nodes`) and routing Vote,
 //!   BeginQuorumEpoch, EndQuorumEpoch and Fetch into the core. A request that times out or
 //!   cannot be sent is reported to the core ([`RaftCore::handle_request_failed`]); the core
 //!   keeps at most one Fetch in flight.
@@ -46,7 +48,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kraftd_log::{CompletedFlush, LogConfig};
 use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
-use kraftd_protocol::messages::DescribeQuorumRequest;
+use kraftd_protocol::messages::{DescribeQuorumRequest, DescribeQuorumResponse};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
 use tokio::net::TcpListener;
@@ -78,6 +80,9 @@ pub const RECONNECT_BACKOFF_MS: u64 = 50;
 /// The reconnect backoff's cap (`reconnect.backoff.max.ms`).
 pub const RECONNECT_BACKOFF_MAX_MS: u64 = 1000;
 
+/// [`DriverConfig::controller_listener_name`]'s default (Kafka's conventional name).
+pub const DEFAULT_CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
+
 /// Everything a node's driver needs.
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
@@ -100,6 +105,9 @@ pub struct DriverConfig {
     /// Subscribers that get every event from the start ([`RaftDriver::take_events`]): the
     /// node's state machines (the controller, and a broker sharing this Raft client).
     pub early_subscribers: usize,
+    /// The listener name the voters' endpoints are reported under in DescribeQuorum v2's
+    /// `Nodes` (Kafka: the first of `controller.listener.names`).
+    pub controller_listener_name: String,
 }
 
 impl DriverConfig {
@@ -119,6 +127,7 @@ impl DriverConfig {
             server: ServerConfig::default(),
             seed: node_id as u64,
             early_subscribers: 1,
+            controller_listener_name: DEFAULT_CONTROLLER_LISTENER_NAME.to_string(),
         }
     }
 }
@@ -255,6 +264,8 @@ enum NetEvent {
     /// Answered by the driver from the core's state (not a core input).
     DescribeQuorum {
         request: DescribeQuorumRequest,
+        /// The request's version: `Nodes` exists from v2.
+        version: i16,
         reply: oneshot::Sender<ResponseBody>,
     },
 }
@@ -325,6 +336,7 @@ impl RaftDriver {
             started,
             base_ms,
             voters: config.voters.clone(),
+            controller_listener_name: config.controller_listener_name.clone(),
             client,
             channels: HashMap::new(),
             inbound: HashMap::new(),
@@ -622,6 +634,7 @@ impl RaftRequestRouter {
 
 impl RequestHandler for RaftRequestRouter {
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
+        let version = request.header.request_api_version;
         let (from, msg) = match request.body {
             RequestBody::Vote(r) => {
                 let from = r
@@ -658,7 +671,11 @@ impl RequestHandler for RaftRequestRouter {
             RequestBody::FetchSnapshot(r) => (r.replica_id, RaftMessage::FetchSnapshotRequest(r)),
             RequestBody::DescribeQuorum(request) => {
                 let (reply, rx) = oneshot::channel();
-                let event = NetEvent::DescribeQuorum { request, reply };
+                let event = NetEvent::DescribeQuorum {
+                    request,
+                    version,
+                    reply,
+                };
                 self.tx.send(event).await.ok()?;
                 return Some(rx);
             }
@@ -822,6 +839,8 @@ struct DriverLoop {
     /// since, so it never goes back yet its timestamps (DescribeQuorum) read as Unix ms.
     base_ms: u64,
     voters: BTreeMap<i32, VoterEndpoint>,
+    /// [`DriverConfig::controller_listener_name`].
+    controller_listener_name: String,
     client: ClientConfig,
     channels: HashMap<i32, Channel>,
     /// Requests awaiting the core's answer, by (sender, correlation id).
@@ -1165,8 +1184,15 @@ impl DriverLoop {
 
     fn on_net(&mut self, now: u64, ev: NetEvent) -> Result<(), String> {
         match ev {
-            NetEvent::DescribeQuorum { request, reply } => {
-                let response = self.core.describe_quorum(&request, now);
+            NetEvent::DescribeQuorum {
+                request,
+                version,
+                reply,
+            } => {
+                let mut response = self.core.describe_quorum(&request, now);
+                if version >= 2 {
+                    self.fill_nodes(&mut response);
+                }
                 let _ = reply.send(ResponseBody::DescribeQuorum(response));
             }
             NetEvent::Request {
@@ -1220,6 +1246,44 @@ impl DriverLoop {
             },
         }
         Ok(())
+    }
+
+    /// DescribeQuorum v2's `Nodes`: each voter of the leader's answer with its endpoint
+    /// under the controller listener's name (Kafka's `RaftUtil.singletonDescribeQuorumResponse`
+    /// lists the voters only, and only in a leader's answer).
+    fn fill_nodes(&self, response: &mut DescribeQuorumResponse) {
+        use kraftd_protocol::messages::describe_quorum_response::{Listener, Node};
+        let voters = response
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .filter(|p| p.error_code == 0)
+            .flat_map(|p| p.current_voters.iter().map(|v| v.replica_id));
+        let mut nodes: Vec<Node> = Vec::new();
+        for id in voters {
+            let Some(endpoint) = self.voters.get(&id) else {
+                continue;
+            };
+            if nodes.iter().any(|n| n.node_id == id) {
+                continue;
+            }
+            nodes.push(Node {
+                node_id: id,
+                listeners: vec![Listener {
+                    name: self.controller_listener_name.clone(),
+                    // A bracketed IPv6 literal is reported bare, as Java's getHostString.
+                    host: endpoint
+                        .host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string(),
+                    port: endpoint.port,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        }
+        response.nodes = nodes;
     }
 
     fn feed(

@@ -253,7 +253,7 @@ async fn three_nodes_elect_commit_fail_over_and_catch_up() {
         ..Default::default()
     };
     let response = admin
-        .call(1, 1, RequestBody::DescribeQuorum(request))
+        .call(1, 1, RequestBody::DescribeQuorum(request.clone()))
         .await
         .expect("DescribeQuorum answered");
     let ResponseBody::DescribeQuorum(r) = response else {
@@ -264,6 +264,60 @@ async fn three_nodes_elect_commit_fail_over_and_catch_up() {
     assert_eq!(p.leader_id, first_leader);
     assert_eq!(p.current_voters.len(), 3);
     assert!(p.high_watermark >= end);
+    assert!(r.nodes.is_empty(), "v1 has no Nodes");
+
+    // v2 adds every voter's endpoint under the controller listener's name (Kafka's Nodes,
+    // which kafka-metadata-quorum prints as "endpoints": ["CONTROLLER://host:port"]).
+    let response = admin
+        .call(2, 2, RequestBody::DescribeQuorum(request.clone()))
+        .await
+        .expect("DescribeQuorum v2 answered");
+    let ResponseBody::DescribeQuorum(r) = response else {
+        panic!("not a DescribeQuorum response: {response:?}");
+    };
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((r.error_code, p.error_code), (0, 0), "{r:?}");
+    let mut voters: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id).collect();
+    voters.sort();
+    // As kafka-metadata-quorum prints them: "NAME://host:port".
+    let nodes: Vec<(i32, Vec<String>)> = r
+        .nodes
+        .iter()
+        .map(|n| {
+            let listeners = n
+                .listeners
+                .iter()
+                .map(|l| format!("{}://{}:{}", l.name, l.host, l.port))
+                .collect();
+            (n.node_id, listeners)
+        })
+        .collect();
+    let expected: Vec<(i32, Vec<String>)> = voters
+        .iter()
+        .map(|id| (*id, vec![format!("CONTROLLER://{}", cluster.addrs[id])]))
+        .collect();
+    let mut sorted = nodes.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected, "{r:?}");
+
+    // A follower answers NOT_LEADER_OR_FOLLOWER, without Nodes (as Kafka's error answer).
+    let follower = (1..=3).find(|id| *id != first_leader).expect("a follower");
+    let to_follower = Channel::spawn(
+        cluster.addrs[&follower].to_string(),
+        ClientConfig::new("admin"),
+    );
+    let response = to_follower
+        .call(3, 2, RequestBody::DescribeQuorum(request))
+        .await
+        .expect("DescribeQuorum v2 answered by a follower");
+    let ResponseBody::DescribeQuorum(r) = response else {
+        panic!("not a DescribeQuorum response: {response:?}");
+    };
+    assert_eq!(
+        r.topics[0].partitions[0].error_code,
+        kraftd_protocol::ErrorCode::NotLeaderOrFollower.code()
+    );
+    assert!(r.nodes.is_empty(), "{r:?}");
 
     // Every node's vote and epoch are on disk in Kafka's quorum-state form.
     for id in 1..=3 {
