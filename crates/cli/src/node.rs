@@ -139,10 +139,17 @@ pub fn run(
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;
         let mut status = controller.as_ref().map(ControllerNode::status);
+        let mut broker_stopped = broker.as_ref().map(BrokerServer::stopped);
         let fatal = loop {
             tokio::select! {
                 _ = sigterm.recv() => break None,
                 _ = tokio::signal::ctrl_c() => break None,
+                reason = async {
+                    match broker_stopped.as_mut() {
+                        Some(s) => s.wait_for(Option::is_some).await.ok().and_then(|r| r.clone()),
+                        None => std::future::pending().await,
+                    }
+                } => break Some(reason.unwrap_or_else(|| "the broker stopped".to_string())),
                 changed = async {
                     match status.as_mut() {
                         Some(s) => s.changed().await.is_ok(),
@@ -166,7 +173,7 @@ pub fn run(
             node.shutdown().await.context("shutting down")?;
         }
         match fatal {
-            Some(reason) => Err(anyhow!("controller stopped: {reason}")),
+            Some(reason) => Err(anyhow!("stopped: {reason}")),
             None => Ok(()),
         }
     })
@@ -262,6 +269,9 @@ fn controller_config(
         config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
     );
     c.bootstrap_records = bootstrap;
+    if let Some(name) = config.controller_listener_names.first() {
+        c.controller_listener_name = name.clone();
+    }
     for (kafka_name, store_name) in [
         ("metadata.log.segment.bytes", "segment.bytes"),
         ("metadata.log.segment.ms", "segment.ms"),

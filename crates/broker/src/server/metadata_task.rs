@@ -2,7 +2,7 @@
 //! the [`MetadataLoader`], which publishes to the MetadataCache and the dynamic-config,
 //! SCRAM and ACL publishers once caught up; and tells the lifecycle manager how far it got.
 
-use kraftd_raft::driver::{RaftEvent, RaftMetrics};
+use kraftd_raft::driver::{RaftEvent, RaftHandle, RaftMetrics};
 use tokio::sync::{broadcast, watch};
 use tracing::error;
 
@@ -32,25 +32,41 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Runs until Raft's events stop; returns why, for the broker to stop on.
 pub(crate) async fn run(
     mut events: broadcast::Receiver<RaftEvent>,
     mut metrics: watch::Receiver<RaftMetrics>,
     mut loader: MetadataLoader,
     status: watch::Sender<MetadataStatus>,
+    raft: RaftHandle,
+    stopped: watch::Sender<Option<String>>,
 ) {
+    let reason = follow(&mut events, &mut metrics, &mut loader, &status).await;
+    let reason = raft.stop_reason().unwrap_or(reason);
+    error!(%reason, "the broker's metadata stopped");
+    let _ = stopped.send(Some(reason));
+}
+
+async fn follow(
+    events: &mut broadcast::Receiver<RaftEvent>,
+    metrics: &mut watch::Receiver<RaftMetrics>,
+    loader: &mut MetadataLoader,
+    status: &watch::Sender<MetadataStatus>,
+) -> String {
     loop {
         tokio::select! {
             event = events.recv() => match event {
                 Ok(event) => loader.handle_event(event, now_ms()),
                 Err(broadcast::error::RecvError::Lagged(n)) => {
-                    error!(missed = n, "the metadata loader fell behind Raft's events; the broker must restart");
-                    return;
+                    return format!("the metadata loader fell {n} Raft events behind; restart the broker");
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Closed) => {
+                    return "the Raft driver stopped".to_string();
+                }
             },
             changed = metrics.changed() => {
                 if changed.is_err() {
-                    return;
+                    return "the Raft driver stopped".to_string();
                 }
                 let hw = metrics.borrow_and_update().high_watermark;
                 loader.handle_high_watermark(hw, now_ms());

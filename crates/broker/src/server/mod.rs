@@ -116,6 +116,9 @@ pub struct BrokerServer {
     credentials: CredentialProvider,
     authorizer: StandardAuthorizer,
     raft_metrics: watch::Receiver<RaftMetrics>,
+    /// Why the broker's metadata stopped following the log, once it has: the process
+    /// must stop too.
+    stopped: watch::Receiver<Option<String>>,
 }
 
 /// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`).
@@ -175,11 +178,14 @@ impl BrokerServer {
         );
         let metadata_metrics = loader.metrics().clone();
         let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
+        let (stopped_tx, stopped) = watch::channel(None);
         let metadata = tokio::spawn(metadata_task::run(
             events,
             handle.metrics(),
             loader,
             status_tx,
+            handle.clone(),
+            stopped_tx,
         ));
         let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
         let lifecycle_channel = ControllerChannel::new(
@@ -256,6 +262,7 @@ impl BrokerServer {
             })
             .collect();
         Ok(BrokerServer {
+            stopped,
             raft_metrics: handle.metrics(),
             config,
             own_raft,
@@ -294,6 +301,12 @@ impl BrokerServer {
     /// ACLs as committed (AclPublisher).
     pub fn authorizer(&self) -> &StandardAuthorizer {
         &self.authorizer
+    }
+
+    /// Set once the broker can no longer follow the metadata log (its Raft driver stopped
+    /// on a disk error, say), with the reason.
+    pub fn stopped(&self) -> watch::Receiver<Option<String>> {
+        self.stopped.clone()
     }
 
     /// The Raft client's metrics (the observer's own, or the shared voter's).

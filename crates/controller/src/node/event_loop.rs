@@ -167,7 +167,13 @@ impl EventLoop {
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         return Err(format!("fell {n} Raft events behind; restart to reload"));
                     }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                    // The driver stopped under us (a disk error, say): so must the controller.
+                    Err(broadcast::error::RecvError::Closed) => {
+                        return Err(self
+                            .raft
+                            .stop_reason()
+                            .unwrap_or_else(|| "the Raft driver stopped".to_string()));
+                    }
                 },
                 Some(refused) = self.refused_rx.recv() => {
                     warn!(%refused, "scheduled append refused");

@@ -59,6 +59,9 @@ pub struct ControllerNodeConfig {
     pub raft: RaftConfig,
     /// `<metadata.log.dir>/__cluster_metadata-0`.
     pub metadata_log_dir: PathBuf,
+    /// The first of `controller.listener.names`: how DescribeQuorum names the voters'
+    /// endpoints.
+    pub controller_listener_name: String,
     /// The metadata log store's policy (`metadata.log.segment.bytes`,
     /// `metadata.log.segment.ms`); flushing is Raft's to decide.
     pub log_config: LogConfig,
@@ -100,6 +103,8 @@ impl ControllerNodeConfig {
             voters,
             raft: RaftConfig::new(cluster_id),
             metadata_log_dir,
+            controller_listener_name: kraftd_raft::driver::DEFAULT_CONTROLLER_LISTENER_NAME
+                .to_string(),
             log_config: LogConfig::metadata_log(),
             server: ServerConfig::default(),
             managers,
@@ -151,6 +156,7 @@ impl ControllerNode {
         driver_config.raft = config.raft.clone();
         driver_config.server = config.server.clone();
         driver_config.log_config = config.log_config.clone();
+        driver_config.controller_listener_name = config.controller_listener_name.clone();
         driver_config.seed = rand_seed(config.node_id);
         driver_config.early_subscribers = if config.colocated_broker { 2 } else { 1 };
         let (mut driver, router) = RaftDriver::start_detached(driver_config)?;

@@ -84,6 +84,9 @@ use self::snapshot::SnapshotDownload;
 pub const MAX_PARKED_FETCHES: usize = 1024;
 /// The most records one proposal may carry.
 pub const MAX_RECORDS_PER_PROPOSAL: usize = 10_000;
+/// The largest batch a proposal may make (Kafka's `KafkaRaftClient.MAX_BATCH_SIZE_BYTES`,
+/// which the metadata log's `max.message.bytes` matches).
+pub const MAX_BATCH_SIZE_BYTES: usize = 8 * 1024 * 1024;
 
 /// What the driver must do, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +151,10 @@ pub enum ProposeError {
     NotLeader(#[from] NotLeader),
     #[error("a proposal needs 1 to {MAX_RECORDS_PER_PROPOSAL} records, got {0}")]
     BadRecordCount(usize),
+    #[error("a proposal of {0} bytes is over the {MAX_BATCH_SIZE_BYTES}-byte batch limit")]
+    TooLarge(usize),
+    #[error("the log refused the leader's own batch: {0}")]
+    LogRefused(String),
 }
 
 /// Errors from the core's inputs.
@@ -497,10 +504,17 @@ impl<L: RaftLog> RaftCore<L> {
                 .expect("offsets of a fresh batch increase");
         }
         let batch = builder.build().expect("a batch of valid records builds");
-        let range = self
-            .log
-            .append_as_leader(batch, epoch)
-            .expect("the leader's own batch appends");
+        if batch.len() > MAX_BATCH_SIZE_BYTES {
+            return Err(ProposeError::TooLarge(batch.len()));
+        }
+        let range = match self.log.append_as_leader(batch, epoch) {
+            Ok(range) => range,
+            Err(e) => {
+                // Nothing was appended; the log is as it was, so the node may go on.
+                warn!(node = self.node_id, error = %e, "the log refused a proposal");
+                return Err(ProposeError::LogRefused(e.to_string()));
+            }
+        };
         if self.flush_deadline_ms.is_none() {
             self.flush_deadline_ms = Some(now_ms + self.config.append_linger_ms);
         }
@@ -810,5 +824,38 @@ fn single_partition<T, P>(
             _ => None,
         },
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::log::MemoryLog;
+
+    /// A single voter that has elected itself.
+    fn leader() -> (RaftCore<MemoryLog>, u64) {
+        let mut core = RaftCore::new(RaftConfig::new("c"), 1, [1], None, MemoryLog::new(), 7, 0);
+        let mut now = 0;
+        while core.role() != RoleName::Leader {
+            now = core.poll_timeout().max(now + 1);
+            core.handle_timeout(now);
+            while core.poll_output().is_some() {}
+        }
+        (core, now)
+    }
+
+    #[test]
+    fn a_proposal_over_the_batch_limit_is_refused_and_nothing_is_appended() {
+        let (mut core, now) = leader();
+        let end = core.log().end_offset();
+        let huge = Bytes::from(vec![0u8; MAX_BATCH_SIZE_BYTES + 1]);
+        assert!(matches!(
+            core.propose(now, &[huge]),
+            Err(ProposeError::TooLarge(n)) if n > MAX_BATCH_SIZE_BYTES
+        ));
+        assert_eq!(core.log().end_offset(), end);
+        assert!(!core.is_fatal());
+        let (first, last) = core.propose(now, &[Bytes::from_static(b"ok")]).unwrap();
+        assert_eq!((first, last), (end, end));
     }
 }
