@@ -68,7 +68,9 @@ async fn follow(
                 if changed.is_err() {
                     return "the Raft driver stopped".to_string();
                 }
-                let hw = metrics.borrow_and_update().high_watermark;
+                // The leader's HW, not ours: ours is capped at our log end, so a broker far
+                // behind would call itself caught up after its first fetch.
+                let hw = metrics.borrow_and_update().leader_high_watermark;
                 loader.handle_high_watermark(hw, now_ms());
             }
         }

@@ -286,6 +286,7 @@ impl<L: RaftLog> RaftCore<L> {
             self.log.flush();
         }
         if p.high_watermark >= 0 {
+            self.leader_high_watermark = self.leader_high_watermark.max(p.high_watermark);
             let hw = p.high_watermark.min(self.log.end_offset());
             if hw > self.high_watermark {
                 self.set_high_watermark(hw);

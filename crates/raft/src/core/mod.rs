@@ -176,6 +176,10 @@ pub struct RaftCore<L: RaftLog> {
     quorum: QuorumState,
     /// Exclusive: every offset below it is committed. Monotonic per incarnation.
     high_watermark: i64,
+    /// The highest HW a leader has reported in a Fetch response, before it is capped at this
+    /// node's log end: how far the committed log reaches, which a follower far behind (a
+    /// restarted broker) needs to know it has not caught up yet.
+    leader_high_watermark: i64,
     /// Listeners have been given every batch below this offset.
     delivered_offset: i64,
     outputs: VecDeque<Output>,
@@ -233,6 +237,7 @@ impl<L: RaftLog> RaftCore<L> {
             rng,
             quorum,
             high_watermark: 0,
+            leader_high_watermark: -1,
             delivered_offset: 0,
             outputs: VecDeque::new(),
             fetch_in_flight: None,
@@ -789,6 +794,13 @@ impl<L: RaftLog> RaftCore<L> {
 
     /// The one place the HW changes (leader, follower and snapshot install alike): never
     /// back, never past the log end.
+    /// The committed log's end as far as this node knows: the HW on a leader, the highest
+    /// HW a leader reported on a follower or observer (which may be above this node's own
+    /// HW, capped at its log end); -1 before any.
+    pub fn leader_high_watermark(&self) -> i64 {
+        self.leader_high_watermark.max(self.high_watermark)
+    }
+
     fn set_high_watermark(&mut self, hw: i64) {
         assert!(
             hw >= self.high_watermark,

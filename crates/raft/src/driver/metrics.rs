@@ -30,6 +30,10 @@ pub struct RaftMetrics {
     pub current_epoch: i32,
     /// `high-watermark`: -1 until known.
     pub high_watermark: i64,
+    /// The committed log's end as the leader last reported it (not capped at this node's
+    /// log end): a state machine far behind compares its progress with this, not with
+    /// `high_watermark`, to know it has caught up.
+    pub leader_high_watermark: i64,
     /// `log-end-offset`.
     pub log_end_offset: i64,
     /// `log-end-epoch`.

@@ -1485,6 +1485,7 @@ impl DriverLoop {
             current_vote: durable.voted_id,
             current_epoch: self.core.epoch(),
             high_watermark: hw,
+            leader_high_watermark: self.core.leader_high_watermark(),
             log_end_offset: self.core.log().end_offset(),
             log_end_epoch: self.core.log().last_epoch(),
             number_of_voters: self.voters.len(),
