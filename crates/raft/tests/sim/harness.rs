@@ -4,6 +4,17 @@
 //! and decoded again with the real codecs. The invariants are checked after every event and
 //! each violation is recorded with the seed, time and node.
 //!
+//! Disks can also be lost: [`Sim::wipe`] kills a node and restarts it later with an empty
+//! log and no `quorum-state` file. For an observer that is always safe (it never votes and
+//! never counts toward the HW). For a voter it is not, in Raft as in Kafka with a static
+//! quorum (KIP-853's directory ids are how Kafka tells a replaced disk apart; a static
+//! quorum cannot): the voter forgets its votes, so it could vote twice in one epoch, and it
+//! forgets its log, so committed data it helped to commit may be left on less than a
+//! majority and a candidate without it could be elected. [`Sim::voter_wipe_is_safe`] states
+//! the rule under which a wipe cannot break safety; random schedules wipe a voter only when it
+//! holds, and [`Sim::wipe_unchecked`] exists for the scenario that shows what happens when
+//! it does not.
+//!
 //! The driver side of the core's contract lives here too: request timeouts
 //! (`controller.quorum.request.timeout.ms`) are tracked per outstanding request, and a
 //! response that arrives after its request was given up is dropped, as Kafka's
@@ -146,6 +157,13 @@ pub struct Sim {
     pub fetch_errors: Vec<FetchErrorSeen>,
     pub events: u64,
     pub proposals: u64,
+    /// Voters wiped (restart with lost disk and quorum state).
+    pub voter_wipes: u64,
+    /// The highest HW any node ever had: everything below it is committed.
+    max_hw: i64,
+    /// Every vote ever persisted, by (node, epoch), kept across wipes: a voter that lost its
+    /// `quorum-state` must still never vote twice in one epoch.
+    votes_cast: HashMap<(i32, i32), i32>,
     pub trace: bool,
     /// Responses that came after their request was given up (or twice): dropped.
     pub responses_dropped: u64,
@@ -182,6 +200,9 @@ impl Sim {
             fetch_errors: Vec::new(),
             events: 0,
             proposals: 0,
+            voter_wipes: 0,
+            max_hw: 0,
+            votes_cast: HashMap::new(),
             trace: std::env::var("SIM_TRACE").is_ok(),
             responses_dropped: 0,
             capture: false,
@@ -255,18 +276,146 @@ impl Sim {
         self.outstanding.retain(|o| o.from != id);
     }
 
-    /// Kills a node and wipes its disk and quorum-state file (safe only for observers, which
-    /// never vote: a voter that forgets its vote could vote twice).
+    /// Kills a node and wipes its disk and quorum-state file; it comes back empty on its
+    /// next [`Sim::restart`]. Always allowed for an observer; a voter only when
+    /// [`Sim::voter_wipe_is_safe`] says so (panics otherwise).
     pub fn wipe(&mut self, id: i32) {
-        assert!(
-            !self.cfg.voters.contains(&id),
-            "only observers may lose their state"
-        );
+        if let Err(why) = self.voter_wipe_is_safe(id) {
+            panic!(
+                "seed {}: wiping voter {id} could break Raft's safety: {why}",
+                self.cfg.seed
+            );
+        }
+        self.wipe_unchecked(id);
+    }
+
+    /// [`Sim::wipe`] without the safety rule, for the scenario that shows why it exists.
+    pub fn wipe_unchecked(&mut self, id: i32) {
         self.crash(id);
+        if self.trace {
+            println!("t={} node {id}: wiped", self.now_ms);
+        }
+        if self.cfg.voters.contains(&id) {
+            self.voter_wipes += 1;
+        }
+        // A disk is replaced over minutes, not milliseconds: nothing the old incarnation
+        // sent or was sent is still in flight when the new one starts. (An old Fetch
+        // arriving after the wipe would make the leader count data the node no longer has.)
+        let gone: Vec<u64> = self
+            .packets
+            .iter()
+            .filter(|(_, p)| p.from == id || p.to == id)
+            .map(|(seq, _)| *seq)
+            .collect();
+        for seq in gone {
+            self.packets.remove(&seq);
+        }
+        self.queue
+            .retain(|Reverse((_, seq))| self.packets.contains_key(seq));
         let node = self.nodes.get_mut(&id).expect("known node");
         node.disk = Some(MemoryLog::new());
         node.durable = None;
         node.last_epoch = 0;
+    }
+
+    /// Whether voter `id` may lose its disk and quorum state now without breaking Raft's
+    /// safety (`Ok` for an observer, always). The rule, and why each part is needed:
+    ///
+    /// 1. *Its data is held without it.* A majority of all voters, not counting `id`, hold
+    ///    durably (flushed) every committed offset and every batch `id` holds durably, byte
+    ///    for byte. Committed data then still sits on a majority, so every future winning
+    ///    candidate needs the vote of one of them and therefore has it (the up-to-date check).
+    ///    `id`'s own durable log is covered too because the leader may still count `id` at
+    ///    the end offset it last reported until `id` fetches again: a HW computed from that
+    ///    stale position is then still backed by a real majority.
+    /// 2. *Its votes cannot be reused.* Every other voter (up: its current epoch; down: its
+    ///    durable one) is at an epoch at least `id`'s durable epoch `E`, and none is a
+    ///    Candidate in `E` (a candidate keeps asking voters that did not answer). Any
+    ///    election `id` can then take part in is for an epoch above `E`, where it never
+    ///    voted: a voter that forgot its vote cannot vote twice in one epoch. (A down voter
+    ///    that voted for itself in `E` restarts Unattached in `E`, and its next election is
+    ///    for `E + 1`.) Messages in flight to or from `id` are dropped by the wipe.
+    ///
+    /// Together they mean one voter at a time: a wiped voter counts neither as a holder
+    /// (its log is empty) nor passes part 2 for the others (its epoch is 0) until it has
+    /// caught up with the leader's log and epoch. A one- or two-voter quorum can never wipe a
+    /// voter (the others are never a majority of all voters).
+    pub fn voter_wipe_is_safe(&self, id: i32) -> Result<(), String> {
+        if !self.cfg.voters.contains(&id) {
+            return Ok(());
+        }
+        fn log_of(n: &Node) -> Option<&MemoryLog> {
+            n.core.as_ref().map(|c| c.log()).or(n.disk.as_ref())
+        }
+        let me = &self.nodes[&id];
+        let my_log = log_of(me).ok_or("no log")?;
+        let my_flushed = my_log.flushed_offset();
+        let bound = self.max_hw.max(my_flushed);
+        let my_batches: Vec<(i64, &Bytes)> = my_log
+            .batches()
+            .filter(|(base, _, _)| *base < my_flushed)
+            .map(|(base, _, b)| (base, b))
+            .collect();
+        let last_committed = self
+            .committed
+            .range(..self.max_hw)
+            .next_back()
+            .map(|(base, (_, b))| (*base, b));
+        let holders = self
+            .cfg
+            .voters
+            .iter()
+            .filter(|v| **v != id)
+            .filter(|v| {
+                let Some(l) = log_of(&self.nodes[v]) else {
+                    return false;
+                };
+                let start = l.start_offset();
+                let covered_by_snapshot =
+                    |base: i64| l.latest_snapshot().is_some_and(|s| s.end_offset > base);
+                l.flushed_offset() >= bound
+                    && my_batches.iter().all(|(base, b)| {
+                        if *base < start {
+                            covered_by_snapshot(*base)
+                        } else {
+                            l.batch_at(*base) == Some(*b)
+                        }
+                    })
+                    && last_committed.is_none_or(|(base, b)| {
+                        l.batch_at(base) == Some(b) || covered_by_snapshot(base)
+                    })
+            })
+            .count();
+        let majority = self.cfg.voters.len() / 2 + 1;
+        if holders < majority {
+            return Err(format!(
+                "only {holders} other voters hold its log and the committed data up to {bound} (a majority is {majority})"
+            ));
+        }
+        let epoch_of = |n: &Node| -> i32 {
+            let durable = n.durable.map_or(0, |d| d.leader_epoch);
+            n.core.as_ref().map_or(durable, |c| c.epoch().max(durable))
+        };
+        let my_epoch = epoch_of(me);
+        for v in self.cfg.voters.iter().filter(|v| **v != id) {
+            let n = &self.nodes[v];
+            let e = match n.core.as_ref() {
+                Some(c) => c.epoch(),
+                None => n.durable.map_or(0, |d| d.leader_epoch),
+            };
+            if e < my_epoch {
+                return Err(format!(
+                    "voter {v} is at epoch {e}, below its epoch {my_epoch}"
+                ));
+            }
+            if n.core
+                .as_ref()
+                .is_some_and(|c| c.role() == RoleName::Candidate && c.epoch() <= my_epoch)
+            {
+                return Err(format!("voter {v} is a candidate in its epoch {my_epoch}"));
+            }
+        }
+        Ok(())
     }
 
     pub fn restart(&mut self, id: i32) {
@@ -761,6 +910,24 @@ impl Sim {
                 self.violation(id, format!("second vote in one epoch: {p:?} -> {d:?}"));
             }
         }
+        if d.voted_id >= 0 {
+            match self.votes_cast.get(&(id, d.leader_epoch)) {
+                Some(v) if *v != d.voted_id => {
+                    let v = *v;
+                    self.violation(
+                        id,
+                        format!(
+                            "voted for {} in epoch {} after voting for {v} (a lost quorum-state)",
+                            d.voted_id, d.leader_epoch
+                        ),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    self.votes_cast.insert((id, d.leader_epoch), d.voted_id);
+                }
+            }
+        }
         self.nodes.get_mut(&id).expect("known").durable = Some(d);
     }
 
@@ -901,6 +1068,7 @@ impl Sim {
         let node = self.nodes.get_mut(&id).expect("known");
         node.last_hw = hw;
         node.last_epoch = epoch;
+        self.max_hw = self.max_hw.max(hw);
         if hw > 0 {
             self.check_majority_holds(id, hw);
         }

@@ -3,8 +3,10 @@
 //!
 //! A failure prints its seed. Replay one with `SIM_SEED=N cargo test -p kraftd-raft --test
 //! sim random_seeds`, run many with `SIM_SEEDS=N` (add `--release` for thousands), lengthen
-//! the fault phase with `SIM_FAULT_MS=N` (120000 by default), print role changes and crashes
-//! with `SIM_TRACE=1`, and per-seed totals with `SIM_VERBOSE=1`.
+//! the fault phase with `SIM_FAULT_MS=N` (120000 by default), spread seeds over threads with
+//! `SIM_THREADS=N`, print role changes and crashes with `SIM_TRACE=1`, and per-seed totals
+//! with `SIM_VERBOSE=1`. The run ends with the totals: seeds, simulated hours, events, wipes
+//! and the worst time to a leader and to convergence after healing.
 
 mod core_rules;
 mod harness;
