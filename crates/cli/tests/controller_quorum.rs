@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kraftd_protocol::api_versions::stable_range;
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
-use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::messages::broker_registration_request::Listener;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kraftd_protocol::messages::{
@@ -135,20 +135,7 @@ fn register(broker_id: i32, cluster_id: &str) -> RequestBody {
             security_protocol: 0,
             ..Default::default()
         }],
-        features: vec![
-            Feature {
-                name: "metadata.version".into(),
-                min_supported_version: 7,
-                max_supported_version: 25,
-                ..Default::default()
-            },
-            Feature {
-                name: "eligible.leader.replicas.version".into(),
-                min_supported_version: 0,
-                max_supported_version: 1,
-                ..Default::default()
-            },
-        ],
+        features: kraftd_broker::server::supported_features(),
         previous_broker_epoch: -1,
         ..Default::default()
     })

@@ -57,15 +57,21 @@ print(min(counts))
     }
 }
 
-#[test]
-fn stock_admin_clients_manage_topics_configs_acls_and_scram_on_every_broker() {
-    let python = python();
-    let root = tempfile::tempdir().unwrap();
-    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
+/// A cluster of `controllers` and `brokers` processes under `root`, every broker unfenced.
+fn start_cluster(root: &std::path::Path, controllers: i32, brokers: i32) -> (Vec<Node>, Vec<Node>) {
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root, controllers, brokers);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }
     wait_until_unfenced(&brokers);
+    (controllers, brokers)
+}
+
+#[test]
+fn stock_admin_clients_manage_topics_configs_acls_and_scram_on_every_broker() {
+    let python = python();
+    let root = tempfile::tempdir().unwrap();
+    let (mut controllers, mut brokers) = start_cluster(root.path(), 3, 3);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/admin.py");
     let out = Command::new(&python)
         .args([script, &bootstrap(&brokers)])
@@ -122,11 +128,7 @@ fn topics_created_while_the_active_controller_is_killed_exist_on_every_broker() 
     use std::io::{BufRead, BufReader};
     let python = python();
     let root = tempfile::tempdir().unwrap();
-    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    wait_until_unfenced(&brokers);
+    let (mut controllers, mut brokers) = start_cluster(root.path(), 3, 3);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/python/create_during_failover.py"
@@ -192,11 +194,7 @@ print(sorted((t, len(m.partitions)) for t, m in md.topics.items()))
 fn a_broker_killed_and_restarted_comes_back_fenced_catches_up_and_unfences() {
     let python = python();
     let root = tempfile::tempdir().unwrap();
-    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    wait_until_unfenced(&brokers);
+    let (mut controllers, mut brokers) = start_cluster(root.path(), 3, 3);
     let create = r#"
 import sys
 from confluent_kafka import admin
@@ -294,11 +292,7 @@ fn hostile_frames_close_only_their_own_connection() {
     use std::net::TcpStream;
     let python = python();
     let root = tempfile::tempdir().unwrap();
-    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    wait_until_unfenced(&brokers);
+    let (mut controllers, mut brokers) = start_cluster(root.path(), 1, 1);
     let address = brokers[0].address();
     // A well-behaved connection opened first, used again at the end.
     let mut good = TcpStream::connect(&address).unwrap();

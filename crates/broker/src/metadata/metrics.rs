@@ -146,13 +146,15 @@ impl BrokerMetadataMetricValues {
     /// Appends the values in Prometheus' text format, named after Kafka's
     /// `broker-metadata-metrics` group (`kafka_broker_metadata_metrics_<name>`).
     pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
-        use std::fmt::Write;
         let mut metric = |name: &str, kind: &str, help: &str, value: i64| {
-            let _ = writeln!(out, "# HELP kafka_broker_metadata_metrics_{name} {help}");
-            let _ = writeln!(out, "# TYPE kafka_broker_metadata_metrics_{name} {kind}");
-            let _ = writeln!(
+            kraftd_raft::driver::metrics::write_prometheus_metric(
                 out,
-                "kafka_broker_metadata_metrics_{name}{{node=\"{node_id}\"}} {value}"
+                "kafka_broker_metadata_metrics",
+                name,
+                kind,
+                help,
+                node_id,
+                value,
             );
         };
         metric(

@@ -17,10 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kraftd_controller::publisher::{
-    AclPublisher, AuthorizerConfig, CredentialProvider, DynamicConfigPublisher, DynamicConfigs,
-    ScramPublisher, StandardAuthorizer,
-};
+use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
@@ -112,9 +109,7 @@ pub struct BrokerServer {
     cache: MetadataCache,
     metadata_status: watch::Receiver<MetadataStatus>,
     metadata_metrics: BrokerMetadataMetrics,
-    dynamic_configs: DynamicConfigs,
-    credentials: CredentialProvider,
-    authorizer: StandardAuthorizer,
+    published: NodePublishers,
     raft_metrics: watch::Receiver<RaftMetrics>,
     /// Why the broker's metadata stopped following the log, once it has: the process
     /// must stop too.
@@ -164,18 +159,10 @@ impl BrokerServer {
             }
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
-        let dynamic_configs = DynamicConfigs::new(config.node_id);
-        let credentials = CredentialProvider::default();
-        let authorizer = StandardAuthorizer::new(config.authorizer.clone());
-        let loader = MetadataLoader::new(
-            config.node_id,
-            vec![
-                Box::new(cache.clone()),
-                Box::new(DynamicConfigPublisher::new(dynamic_configs.clone())),
-                Box::new(ScramPublisher::new(credentials.clone())),
-                Box::new(AclPublisher::new(authorizer.clone())),
-            ],
-        );
+        let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![Box::new(cache.clone())];
+        publishers.extend(published.publishers());
+        let loader = MetadataLoader::new(config.node_id, publishers);
         let metadata_metrics = loader.metrics().clone();
         let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
         let (stopped_tx, stopped) = watch::channel(None);
@@ -272,9 +259,7 @@ impl BrokerServer {
             cache,
             metadata_status,
             metadata_metrics,
-            dynamic_configs,
-            credentials,
-            authorizer,
+            published,
         })
     }
 
@@ -288,19 +273,9 @@ impl BrokerServer {
         &self.metadata_metrics
     }
 
-    /// Dynamic configs as committed (DynamicConfigPublisher).
-    pub fn dynamic_configs(&self) -> &DynamicConfigs {
-        &self.dynamic_configs
-    }
-
-    /// SCRAM credentials as committed (ScramPublisher).
-    pub fn credentials(&self) -> &CredentialProvider {
-        &self.credentials
-    }
-
-    /// ACLs as committed (AclPublisher).
-    pub fn authorizer(&self) -> &StandardAuthorizer {
-        &self.authorizer
+    /// Dynamic configs, SCRAM credentials and ACLs as committed, applied without a restart.
+    pub fn published(&self) -> &NodePublishers {
+        &self.published
     }
 
     /// Set once the broker can no longer follow the metadata log (its Raft driver stopped

@@ -31,10 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::publisher::{
-    AclPublisher, AuthorizerConfig, CredentialProvider, DynamicConfigPublisher, DynamicConfigs,
-    MetadataPublisher, ScramPublisher, StandardAuthorizer,
-};
+use crate::publisher::{AuthorizerConfig, NodePublishers};
 use crate::quorum_controller::{ManagersConfig, QuorumControllerConfig};
 use crate::MetadataImage;
 
@@ -134,9 +131,7 @@ pub struct ControllerNode {
     server: Option<JoinHandle<()>>,
     event_loop: Option<JoinHandle<()>>,
     status: watch::Receiver<ControllerStatus>,
-    dynamic_configs: DynamicConfigs,
-    credentials: CredentialProvider,
-    authorizer: StandardAuthorizer,
+    published: NodePublishers,
     broker_events: Option<broadcast::Receiver<RaftEvent>>,
 }
 
@@ -172,14 +167,8 @@ impl ControllerNode {
             ..Default::default()
         };
         let (status_tx, status) = watch::channel(ControllerStatus::default());
-        let dynamic_configs = DynamicConfigs::new(config.node_id);
-        let credentials = CredentialProvider::default();
-        let authorizer = StandardAuthorizer::new(config.authorizer.clone());
-        let publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![
-            Box::new(DynamicConfigPublisher::new(dynamic_configs.clone())),
-            Box::new(ScramPublisher::new(credentials.clone())),
-            Box::new(AclPublisher::new(authorizer.clone())),
-        ];
+        let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        let publishers = published.publishers();
         let event_loop = event_loop::EventLoop::new(
             controller_config,
             &config,
@@ -205,9 +194,7 @@ impl ControllerNode {
             server: Some(server),
             event_loop: Some(event_loop),
             status,
-            dynamic_configs,
-            credentials,
-            authorizer,
+            published,
             broker_events,
         })
     }
@@ -227,19 +214,9 @@ impl ControllerNode {
         self.broker_events.take()
     }
 
-    /// Dynamic configs as committed, applied without a restart (DynamicConfigPublisher).
-    pub fn dynamic_configs(&self) -> &DynamicConfigs {
-        &self.dynamic_configs
-    }
-
-    /// SCRAM credentials as committed (ScramPublisher), for SASL on this node's listener.
-    pub fn credentials(&self) -> &CredentialProvider {
-        &self.credentials
-    }
-
-    /// ACLs as committed (AclPublisher).
-    pub fn authorizer(&self) -> &StandardAuthorizer {
-        &self.authorizer
+    /// Dynamic configs, SCRAM credentials and ACLs as committed, applied without a restart.
+    pub fn published(&self) -> &NodePublishers {
+        &self.published
     }
 
     /// The committed image as the event loop last published it.

@@ -96,3 +96,32 @@ impl<T: Clone> Published<T> {
         true
     }
 }
+
+/// What every node's publishers feed — dynamic configs, SCRAM credentials, ACLs — built the
+/// same way on controllers and brokers: the handles request handling reads, and the
+/// publishers a loader drives.
+#[derive(Debug, Clone)]
+pub struct NodePublishers {
+    pub dynamic_configs: DynamicConfigs,
+    pub credentials: CredentialProvider,
+    pub authorizer: StandardAuthorizer,
+}
+
+impl NodePublishers {
+    pub fn new(node_id: i32, authorizer: AuthorizerConfig) -> Self {
+        NodePublishers {
+            dynamic_configs: DynamicConfigs::new(node_id),
+            credentials: CredentialProvider::default(),
+            authorizer: StandardAuthorizer::new(authorizer),
+        }
+    }
+
+    /// The publishers that keep the handles current, for a loader to drive.
+    pub fn publishers(&self) -> Vec<Box<dyn MetadataPublisher + Send>> {
+        vec![
+            Box::new(DynamicConfigPublisher::new(self.dynamic_configs.clone())),
+            Box::new(ScramPublisher::new(self.credentials.clone())),
+            Box::new(AclPublisher::new(self.authorizer.clone())),
+        ]
+    }
+}

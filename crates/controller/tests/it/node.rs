@@ -101,7 +101,7 @@ async fn controller_apis_answer_and_publishers_apply_committed_changes() {
         panic!("{response:?}")
     };
     assert_eq!(r.results[0].error_code, 0, "{r:?}");
-    let credentials = node.credentials().clone();
+    let credentials = node.published().credentials.clone();
     eventually("the SCRAM credential published", || {
         credentials
             .credential("alice", ScramMechanism::ScramSha256)
@@ -132,7 +132,7 @@ async fn controller_apis_answer_and_publishers_apply_committed_changes() {
         panic!("{response:?}")
     };
     assert_eq!(r.responses[0].error_code, 0, "{r:?}");
-    let configs = node.dynamic_configs().clone();
+    let configs = node.published().dynamic_configs.clone();
     eventually("the dynamic config published", || {
         configs.broker_config("log.retention.ms").as_deref() == Some("123456")
     })
@@ -186,7 +186,7 @@ async fn controller_apis_answer_and_publishers_apply_committed_changes() {
         panic!("{inner_response:?}")
     };
     assert_eq!(r.results[0].error_code, 0, "{r:?}");
-    let authorizer = node.authorizer().clone();
+    let authorizer = node.published().authorizer.clone();
     eventually("the ACL published", || {
         authorizer.authorize(
             "User:bob",
@@ -250,7 +250,7 @@ async fn a_restarted_controller_rebuilds_its_image_and_publishers_from_the_log()
     drop(channel);
 
     let (node, _channel) = start(dir.path()).await;
-    let credentials = node.credentials().clone();
+    let credentials = node.published().credentials.clone();
     eventually("the credential replayed after restart", || {
         credentials
             .credential("carol", ScramMechanism::ScramSha512)

@@ -76,11 +76,14 @@ impl RaftMetrics {
     pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
         use std::fmt::Write;
         let mut gauge = |name: &str, help: &str, value: f64| {
-            let _ = writeln!(out, "# HELP kafka_raft_metrics_{name} {help}");
-            let _ = writeln!(out, "# TYPE kafka_raft_metrics_{name} gauge");
-            let _ = writeln!(
+            write_prometheus_metric(
                 out,
-                "kafka_raft_metrics_{name}{{node=\"{node_id}\"}} {value}"
+                "kafka_raft_metrics",
+                name,
+                "gauge",
+                help,
+                node_id,
+                value,
             );
         };
         gauge(
@@ -149,11 +152,14 @@ impl RaftMetrics {
             self.poll_idle_ratio_avg,
         );
         let mut counter = |name: &str, help: &str, value: u64| {
-            let _ = writeln!(out, "# HELP kafka_raft_metrics_{name} {help}");
-            let _ = writeln!(out, "# TYPE kafka_raft_metrics_{name} counter");
-            let _ = writeln!(
+            write_prometheus_metric(
                 out,
-                "kafka_raft_metrics_{name}{{node=\"{node_id}\"}} {value}"
+                "kafka_raft_metrics",
+                name,
+                "counter",
+                help,
+                node_id,
+                value,
             );
         };
         counter(
@@ -213,4 +219,22 @@ impl RaftMetrics {
             }
         }
     }
+}
+
+/// One metric in Prometheus' text format: `<group>_<name>{node="N"} value` with its HELP and
+/// TYPE lines. Groups are Kafka's metric groups with dashes as underscores
+/// (`kafka_raft_metrics`, `kafka_broker_metadata_metrics`).
+pub fn write_prometheus_metric(
+    out: &mut String,
+    group: &str,
+    name: &str,
+    kind: &str,
+    help: &str,
+    node_id: i32,
+    value: impl std::fmt::Display,
+) {
+    use std::fmt::Write;
+    let _ = writeln!(out, "# HELP {group}_{name} {help}");
+    let _ = writeln!(out, "# TYPE {group}_{name} {kind}");
+    let _ = writeln!(out, "{group}_{name}{{node=\"{node_id}\"}} {value}");
 }
