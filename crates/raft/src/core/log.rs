@@ -373,6 +373,10 @@ impl RaftLog for MemoryLog {
         }
         let start = self.start_offset();
         self.start = start;
+        // What was deleted lives on in the snapshot, which is durable: a crash must not
+        // take the log back below its new start (the leader may snapshot at an HW its
+        // followers' flushes made, above its own flushed offset).
+        self.flushed_offset = self.flushed_offset.max(start);
         self.snapshots
             .retain(|(id, _)| id.end_offset >= start || *id == latest);
         start
