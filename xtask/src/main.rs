@@ -54,6 +54,9 @@ enum Cmd {
         /// Print role changes and crashes.
         #[arg(long)]
         trace: bool,
+        /// Threads to spread the seeds over (the simulator's `SIM_THREADS`).
+        #[arg(long)]
+        threads: Option<u32>,
     },
 }
 
@@ -73,7 +76,8 @@ fn main() -> Result<()> {
             seeds,
             fault_ms,
             trace,
-        } => sim(&root, seed, seeds, fault_ms, trace),
+            threads,
+        } => sim(&root, seed, seeds, fault_ms, trace, threads),
     }
 }
 
@@ -100,13 +104,15 @@ fn run(root: &Path, program: &str, args: &[&str]) -> Result<()> {
 }
 
 /// Runs `random_seeds_hold_every_invariant_and_converge` of crates/raft's simulator with the
-/// environment variables it reads (`SIM_SEED`, `SIM_SEEDS`, `SIM_FAULT_MS`, `SIM_TRACE`).
+/// environment variables it reads (`SIM_SEED`, `SIM_SEEDS`, `SIM_FAULT_MS`, `SIM_TRACE`,
+/// `SIM_THREADS`).
 fn sim(
     root: &Path,
     seed: Option<u64>,
     seeds: Option<u64>,
     fault_ms: Option<u64>,
     trace: bool,
+    threads: Option<u32>,
 ) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -133,6 +139,9 @@ fn sim(
     }
     if trace {
         cmd.env("SIM_TRACE", "1");
+    }
+    if let Some(threads) = threads {
+        cmd.env("SIM_THREADS", threads.to_string());
     }
     let status = cmd.status().context("starting the simulator")?;
     if !status.success() {
