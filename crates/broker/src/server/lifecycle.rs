@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::controller_channel::ControllerChannel;
+use super::MetadataStatus;
 
 /// Kafka's `broker.heartbeat.interval.ms` default.
 pub const BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT: u64 = 2000;
@@ -73,30 +74,27 @@ pub struct BrokerLifecycleManager {
 struct Lifecycle {
     config: LifecycleConfig,
     channel: ControllerChannel,
-    applied_offset: watch::Receiver<i64>,
-    caught_up: watch::Receiver<bool>,
+    metadata: watch::Receiver<MetadataStatus>,
     state: watch::Sender<LifecycleState>,
     shutdown: mpsc::Receiver<oneshot::Sender<()>>,
     shutting_down: Option<oneshot::Sender<()>>,
 }
 
 impl BrokerLifecycleManager {
-    /// Starts registering and heartbeating. `applied_offset` is the offset of the last
-    /// metadata record the broker applied; `caught_up` turns true once its metadata reached
-    /// the high watermark.
+    /// Starts registering and heartbeating. `metadata` says how far the broker's metadata
+    /// has come: the offset it reports, and whether it has caught up (until then it asks to
+    /// stay fenced).
     pub fn start(
         config: LifecycleConfig,
         channel: ControllerChannel,
-        applied_offset: watch::Receiver<i64>,
-        caught_up: watch::Receiver<bool>,
+        metadata: watch::Receiver<MetadataStatus>,
     ) -> Self {
         let (state_tx, state) = watch::channel(LifecycleState::default());
         let (shutdown_tx, shutdown) = mpsc::channel(1);
         let lifecycle = Lifecycle {
             config,
             channel,
-            applied_offset,
-            caught_up,
+            metadata,
             state: state_tx,
             shutdown,
             shutting_down: None,
@@ -204,6 +202,7 @@ impl Lifecycle {
     async fn heartbeat_until_stale(&mut self) -> bool {
         let mut interval = tokio::time::interval(self.config.heartbeat_interval);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut caught_up = self.metadata.borrow().caught_up;
         loop {
             tokio::select! {
                 _ = interval.tick() => {}
@@ -212,14 +211,15 @@ impl Lifecycle {
                     self.shutting_down = Some(done);
                 }
                 // Caught up: ask to be unfenced at once rather than at the next tick.
-                Ok(()) = self.caught_up.changed() => {}
+                Ok(_) = self.metadata.wait_for(|m| m.caught_up), if !caught_up => {}
             }
             let epoch = self.state.borrow().broker_epoch;
-            let caught_up = *self.caught_up.borrow();
+            let metadata = *self.metadata.borrow();
+            caught_up = metadata.caught_up;
             let request = RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest {
                 broker_id: self.config.broker_id,
                 broker_epoch: epoch,
-                current_metadata_offset: *self.applied_offset.borrow(),
+                current_metadata_offset: metadata.last_applied_offset,
                 want_fence: !caught_up,
                 want_shut_down: self.shutting_down.is_some(),
                 ..Default::default()

@@ -197,19 +197,6 @@ impl BrokerServer {
                 ..Default::default()
             })
             .collect();
-        let (applied_tx, applied) = watch::channel(-1i64);
-        let (caught_up_tx, caught_up) = watch::channel(false);
-        let mut status_rx = metadata_status.clone();
-        tokio::spawn(async move {
-            loop {
-                let s = *status_rx.borrow_and_update();
-                let _ = applied_tx.send(s.last_applied_offset);
-                let _ = caught_up_tx.send(s.caught_up);
-                if status_rx.changed().await.is_err() {
-                    return;
-                }
-            }
-        });
         let lifecycle = BrokerLifecycleManager::start(
             LifecycleConfig {
                 broker_id: config.node_id,
@@ -223,8 +210,7 @@ impl BrokerServer {
                 heartbeat_interval: config.heartbeat_interval,
             },
             lifecycle_channel,
-            applied,
-            caught_up,
+            metadata_status.clone(),
         );
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
