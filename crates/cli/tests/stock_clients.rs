@@ -190,6 +190,23 @@ print(sorted((t, len(m.partitions)) for t, m in md.topics.items()))
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// How many brokers one broker's Metadata lists (the registered, unfenced ones).
+fn brokers_seen_by(python: &std::path::Path, broker: &Node) -> usize {
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+print(len(AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(timeout=5).brokers))
+"#;
+    let out = Command::new(python)
+        .args(["-c", script, &broker.address()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
 #[test]
 fn a_broker_killed_and_restarted_comes_back_fenced_catches_up_and_unfences() {
     let python = python();
@@ -216,6 +233,17 @@ for name, f in c.create_topics([admin.NewTopic(f"before-{i}", 2, 2) for i in ran
     run(create, &brokers[0].address());
     // kill -9 the last broker, change metadata while it is down, restart it.
     brokers[2].kill9();
+    // Clients may pick any live-looking broker as "controller" for admin requests; wait
+    // until the controller fenced the dead one (its session expired) and the others stop
+    // listing it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while brokers_seen_by(&python, &brokers[0]) != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the killed broker is still listed after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     run(&create.replace("before-", "during-"), &brokers[0].address());
     brokers[2].start();
     // Its second incarnation registers once the first one's session has expired
