@@ -6,4 +6,5 @@
 
 pub mod kafka_apis;
 pub mod metadata;
+pub mod replica;
 pub mod server;

@@ -6,10 +6,12 @@
 //! ([`apis::KafkaApis`]). Shutdown is controlled (leaderships move first) and ends with the
 //! clean-shutdown markers, whose epoch the next registration reports (KIP-966).
 
+pub mod alter_partition_manager;
 pub mod apis;
 pub mod controller_channel;
 pub mod forwarding;
 pub mod lifecycle;
+pub mod producer_id_manager;
 mod metadata_task;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,1 @@
+//! KIP-227 incremental fetch sessions (Kafka's `FetchSession`/`FetchManager`).

@@ -1,0 +1,1 @@
+//! Per-partition idempotent producer state (Kafka's `ProducerStateManager`).

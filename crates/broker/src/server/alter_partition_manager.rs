@@ -1,0 +1,1 @@
+//! AlterPartition to the active controller (Kafka's `AlterPartitionManager`).

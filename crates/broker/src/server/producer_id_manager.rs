@@ -1,0 +1,1 @@
+//! Producer id blocks from the controller (Kafka's `RPCProducerIdManager`).
