@@ -537,6 +537,14 @@ impl Log {
         self.epoch_cache.entries()
     }
 
+    /// A new partition leader's epoch starts at the log end offset before it appends
+    /// anything (Kafka's `maybeAssignEpochStartOffset`): OffsetForLeaderEpoch and a
+    /// fetch's diverging-epoch check must know where the epoch starts even while the leader
+    /// has written nothing in it. An epoch not newer than the latest adds nothing.
+    pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool> {
+        self.epoch_cache.assign(epoch, self.log_end_offset)
+    }
+
     /// KIP-279's OffsetForLeaderEpoch answer (see
     /// [`LeaderEpochCache::end_offset_for_epoch`]).
     pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
@@ -1201,7 +1209,8 @@ impl Log {
         fsutil::sync_dir(&self.dir)?;
         let start = self.log_start_offset();
         // Entries always describe batches in the log: the epoch in force at the new start
-        // now starts there, and an emptied log keeps none.
+        // now starts there, and an emptied log keeps none (a partition leader assigns its
+        // epoch again after retention).
         self.epoch_cache.truncate_from_start(start)?;
         self.epoch_cache.truncate_from_end(self.log_end_offset)?;
         tracing::info!(dir = %self.dir.display(), segments = n, log_start_offset = start, "deleted segments");
