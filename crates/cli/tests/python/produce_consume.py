@@ -5,6 +5,7 @@ crates/cli/tests/stock_data_plane.rs runs it. Validated against Apache Kafka 4.4
 usage: produce_consume.py --bootstrap HOST:PORT[,...] --topic T --client confluent|kafka-python
            [--acks all|1|0] [--count N] [--partitions P] [--replication-factor R]
            [--min-insync-replicas M] [--idempotence auto|true|false] [--allow-duplicates]
+           [--rate RECORDS_PER_SECOND]
 
 Steps:
   1. creates the topic (P partitions, RF R, min.insync.replicas M) unless it exists;
@@ -42,6 +43,8 @@ p.add_argument("--replication-factor", type=int, default=1)
 p.add_argument("--min-insync-replicas", type=int, default=None)
 p.add_argument("--idempotence", choices=["auto", "true", "false"], default="auto")
 p.add_argument("--allow-duplicates", action="store_true")
+p.add_argument("--rate", type=float, default=None,
+               help="records per second at most (so a test can kill brokers mid-run)")
 p.add_argument("--timeout", type=float, default=300.0, help="seconds for each phase")
 args = p.parse_args()
 
@@ -66,6 +69,13 @@ def key(i):
 
 def value(i):
     return f"v-{i}".encode()
+
+
+def throttle(i, started):
+    if args.rate:
+        ahead = i / args.rate - (time.time() - started)
+        if ahead > 0:
+            time.sleep(ahead)
 
 
 def seq_of(v):
@@ -157,7 +167,11 @@ def produce_confluent():
         if len(acked) % 1000 == 0:
             progress(f"acked {len(acked)}")
 
+    started = time.time()
     for i in range(args.count):
+        if args.rate:
+            throttle(i, started)
+            producer.poll(0)
         while True:
             try:
                 producer.produce(args.topic, key=key(i), value=value(i), on_delivery=on_delivery)
@@ -185,7 +199,9 @@ def produce_kafka_python():
         "enable_idempotence": producer.config["enable_idempotence"],
     }
     futures = []
+    started = time.time()
     for i in range(args.count):
+        throttle(i, started)
         futures.append((i, producer.send(args.topic, key=key(i), value=value(i))))
     producer.flush(timeout=args.timeout)
     for i, f in futures:
