@@ -808,8 +808,13 @@ impl FetchContext {
             | Kind::Full { unresolved, .. }
             | Kind::Incremental { unresolved, .. } => unresolved,
         };
+        if unresolved.is_empty() {
+            return results;
+        }
+        let answered: std::collections::HashSet<TopicIdPartition> =
+            results.iter().map(|(t, _)| t.clone()).collect();
         for (tip, _, error) in unresolved {
-            if !results.iter().any(|(t, _)| t == tip) {
+            if !answered.contains(tip) {
                 results.push((tip.clone(), error_data(tip.partition, *error)));
             }
         }
