@@ -260,12 +260,10 @@ impl ProducerStateManager {
             if first_seq != 0 && current_epoch != NO_PRODUCER_EPOCH {
                 return Err(out_of_order);
             }
-        } else if !in_sequence(current_last_seq, first_seq) {
-            // current_epoch is not NO_PRODUCER_EPOCH here unless the producer itself sends
-            // epoch -1 with an id, which Kafka also lets through unchecked.
-            if current_epoch != NO_PRODUCER_EPOCH {
-                return Err(out_of_order);
-            }
+        } else if current_epoch != NO_PRODUCER_EPOCH && !in_sequence(current_last_seq, first_seq) {
+            // Equal epochs of NO_PRODUCER_EPOCH (an id sent with epoch -1) go unchecked, as in
+            // Kafka.
+            return Err(out_of_order);
         }
         Ok(ProducerCheck::Append)
     }
@@ -330,7 +328,8 @@ impl ProducerStateManager {
 
     /// Writes a snapshot at [`Self::map_end_offset`] unless one exists there already: through a
     /// temporary file, fsynced, renamed, and the directory fsynced, so a crash leaves either no
-    /// snapshot or a whole one.
+    /// snapshot or a whole one. The temporary name ends in `.tmp`, which `kraftd_log::Log::open`
+    /// removes as a leftover.
     pub fn take_snapshot(&mut self) -> io::Result<()> {
         if self.map_end_offset <= self.last_snap_offset {
             return Ok(());
@@ -498,9 +497,12 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
 }
 
 /// Kafka's `DefaultRecordBatch.decrementSequence`, for the first sequence of a snapshot batch.
+/// Java's int arithmetic wraps, and so does this: a snapshot from disk may hold anything.
 fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
+        i32::MAX
+            .wrapping_sub(decrement.wrapping_sub(sequence))
+            .wrapping_add(1)
     } else {
         sequence - decrement
     }
@@ -703,6 +705,61 @@ mod tests {
     fn crc32c_matches_the_castagnoli_check_value() {
         assert_eq!(crc32c(b"123456789"), 0xE306_9283);
         assert_eq!(crc32c(b""), 0);
+    }
+
+    #[test]
+    fn crc32c_agrees_with_the_record_batch_crc() {
+        let mut builder = kraftd_protocol::records::RecordBatchBuilder::new(0);
+        builder
+            .append(
+                0,
+                None,
+                Some(bytes::Bytes::from_static(b"value")),
+                Vec::new(),
+            )
+            .unwrap();
+        let batch = builder.build().unwrap();
+        // RecordBatch v2: crc (u32) at 17 covers everything from the attributes at 21 on.
+        let stored = u32::from_be_bytes(batch[17..21].try_into().unwrap());
+        assert_eq!(crc32c(&batch[21..]), stored);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn producer_state_snapshot_entries_round_trip(
+            raw in proptest::collection::vec(
+                (0i64..i64::MAX, 0i16..i16::MAX, 0i32..i32::MAX, 0i64..1 << 40, 0i32..1000,
+                 proptest::num::i64::ANY, proptest::num::i32::ANY, proptest::option::of(0i64..1 << 40)),
+                0..20,
+            )
+        ) {
+            let entries: Vec<ProducerStateEntry> = raw
+                .into_iter()
+                .map(|(producer_id, epoch, last_seq, first_offset, delta, timestamp, coordinator_epoch, txn)| {
+                    ProducerStateEntry {
+                        producer_id,
+                        producer_epoch: epoch,
+                        batches: VecDeque::from([BatchMetadata {
+                            first_seq: decrement_sequence(last_seq, delta),
+                            last_seq,
+                            first_offset,
+                            last_offset: first_offset + i64::from(delta),
+                            timestamp,
+                        }]),
+                        last_timestamp: timestamp,
+                        coordinator_epoch,
+                        current_txn_first_offset: txn,
+                    }
+                })
+                .collect();
+            let bytes = encode_snapshot(entries.iter());
+            proptest::prop_assert_eq!(decode_snapshot(&bytes).unwrap(), entries);
+        }
+
+        #[test]
+        fn producer_state_decode_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = decode_snapshot(&bytes);
+        }
     }
 
     #[test]
@@ -973,6 +1030,15 @@ mod tests {
         assert_eq!(empty.map_end_offset(), 0);
         assert_eq!(empty.active_producer_count(), 0);
         assert!(empty.snapshot_offsets().unwrap().is_empty());
+    }
+
+    #[test]
+    fn decrement_sequence_wraps_like_kafka() {
+        assert_eq!(decrement_sequence(10, 3), 7);
+        assert_eq!(decrement_sequence(1, 3), i32::MAX - 1);
+        assert_eq!(decrement_sequence(0, 0), 0);
+        // Garbage from a snapshot must not overflow.
+        assert_eq!(decrement_sequence(i32::MIN, 1000), -1000);
     }
 
     #[test]
