@@ -727,6 +727,8 @@ impl FetchContext {
     /// changed; a full one returns all, and creates its session here, from exactly the
     /// partitions answered. Unresolved partitions missing from `results` are answered with
     /// their error (after the others).
+    /// Topics carry both name and id; `version` does not change the result because the codec
+    /// writes only the one the version has.
     pub fn update_and_generate_response(
         &self,
         version: i16,
