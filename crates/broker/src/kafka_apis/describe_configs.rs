@@ -363,19 +363,13 @@ impl Layers<'_> {
     }
 }
 
-/// One topic config of one topic (`ConfigHelper.createTopicConfigEntry`).
-fn topic_entry(
-    def: &ConfigDef,
-    overrides: Option<&OrdMap<String, String>>,
-    layers: &Layers<'_>,
-    options: &Options,
-) -> DescribeConfigsResourceResult {
-    let sensitive = def.sensitive;
-    let own = overrides.and_then(|m| m.get(def.name));
-    let chain = topic_config_synonyms(def.name);
-    let value = match own {
+/// The value a topic runs with: its own override, else the first broker synonym set in any
+/// layer (converted to milliseconds where the synonym counts hours or minutes), else the
+/// default.
+fn topic_value(def: &ConfigDef, own: Option<&String>, layers: &Layers<'_>) -> String {
+    match own {
         Some(v) => def.canonical_value(v),
-        None => chain
+        None => topic_config_synonyms(def.name)
             .iter()
             .find_map(|s| layers.value(s.name).map(|v| (s, v)))
             .map(|(s, v)| {
@@ -390,7 +384,49 @@ fn topic_entry(
             })
             .or_else(|| def.default.map(str::to_string))
             .unwrap_or_default(),
+    }
+}
+
+/// Every topic config of `topic` as this broker runs it (the values DescribeConfigs
+/// reports), for the ReplicaManager to configure the topic's logs with. One resolution
+/// rule, here, so what is described is what runs.
+pub fn effective_topic_configs(
+    image: &MetadataImage,
+    broker_id: i32,
+    static_configs: &BTreeMap<String, String>,
+    topic: &str,
+) -> BTreeMap<&'static str, String> {
+    let layers = Layers {
+        dynamic_broker: image.configs.get(&ConfigResource::new(
+            ConfigResourceType::Broker,
+            broker_id.to_string(),
+        )),
+        dynamic_default: image
+            .configs
+            .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
+        static_configs,
     };
+    let overrides = image.configs.get(&ConfigResource::topic(topic));
+    TOPIC_CONFIGS
+        .iter()
+        .map(|def| {
+            let own = overrides.and_then(|m| m.get(def.name));
+            (def.name, topic_value(def, own, &layers))
+        })
+        .collect()
+}
+
+/// One topic config of one topic (`ConfigHelper.createTopicConfigEntry`).
+fn topic_entry(
+    def: &ConfigDef,
+    overrides: Option<&OrdMap<String, String>>,
+    layers: &Layers<'_>,
+    options: &Options,
+) -> DescribeConfigsResourceResult {
+    let sensitive = def.sensitive;
+    let own = overrides.and_then(|m| m.get(def.name));
+    let chain = topic_config_synonyms(def.name);
+    let value = topic_value(def, own, layers);
     let mut synonyms = match chain.first() {
         Some(primary) => {
             let names = broker_config_synonyms(primary.name);
