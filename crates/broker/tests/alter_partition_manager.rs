@@ -2,7 +2,7 @@
 //! requests and answers cross a loopback socket in Kafka's wire format, through the real
 //! `ControllerChannel`. (The controller's side of AlterPartition is tested on its own in
 //! kraftd-controller; the fake only answers, so the tests can hold a request in flight and
-//! see exactly what was batched.)
+//! see exactly what was batched.) One test runs against a real in-process controller node.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -326,4 +326,184 @@ async fn nothing_is_sent_before_the_broker_has_registered() {
     assert_eq!(a.await.unwrap(), Ok(committed()));
     let requests = s.fake.requests();
     assert!(requests.iter().all(|(_, r)| r.broker_epoch == 42));
+}
+
+const CLUSTER_ID: &str = "alter-partition-cluster";
+
+/// A real controller node on loopback with bootstrap metadata, broker [`BROKER`] registered
+/// and unfenced, and topic `t` (three partitions led by [`BROKER`]) created: the node, a
+/// channel to it, the broker epoch and the topic id.
+async fn start_controller_with_topic(
+    dir: &std::path::Path,
+) -> (
+    kraftd_controller::node::ControllerNode,
+    ControllerChannel,
+    watch::Sender<RaftMetrics>,
+    i64,
+    Uuid,
+) {
+    use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
+    use kraftd_protocol::messages::broker_registration_request::Listener;
+    use kraftd_protocol::messages::create_topics_request::CreatableTopic;
+    use kraftd_protocol::messages::{
+        BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest,
+    };
+    use kraftd_protocol::metadata::FeatureLevelRecord;
+    use kraftd_protocol::MetadataRecord;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let voters = BTreeMap::from([(
+        1,
+        VoterEndpoint {
+            id: 1,
+            host: "127.0.0.1".into(),
+            port,
+        },
+    )]);
+    let mut config = ControllerNodeConfig::new(
+        1,
+        CLUSTER_ID,
+        voters.clone(),
+        dir.join("__cluster_metadata-0"),
+    );
+    config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
+        name: "metadata.version".into(),
+        feature_level: 25,
+        ..Default::default()
+    })];
+    let node = ControllerNode::start(config, listener).await.unwrap();
+    let mut status = node.status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(status.borrow().active && status.borrow().image.features.metadata_version == Some(25)) {
+        assert!(Instant::now() < deadline, "no active controller");
+        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
+    }
+    let (raft, raft_rx) = watch::channel(RaftMetrics {
+        current_leader: 1,
+        ..Default::default()
+    });
+    let channel = ControllerChannel::new(
+        format!("broker-{BROKER}-test-channel"),
+        voters,
+        raft_rx,
+        Duration::from_secs(5),
+    );
+    let soon = || Instant::now() + Duration::from_secs(10);
+
+    let registration = RequestBody::BrokerRegistration(BrokerRegistrationRequest {
+        broker_id: BROKER,
+        cluster_id: CLUSTER_ID.into(),
+        incarnation_id: Uuid([9; 16]),
+        listeners: vec![Listener {
+            name: "PLAINTEXT".into(),
+            host: "localhost".into(),
+            port: 9092,
+            security_protocol: 0,
+            ..Default::default()
+        }],
+        features: kraftd_broker::server::supported_features(),
+        previous_broker_epoch: -1,
+        ..Default::default()
+    });
+    let ResponseBody::BrokerRegistration(r) = channel
+        .send(None, registration, soon(), |_| false)
+        .await
+        .unwrap()
+    else {
+        panic!("not a BrokerRegistration response")
+    };
+    assert_eq!(r.error_code, 0);
+    let epoch = r.broker_epoch;
+
+    // Heartbeat until unfenced (the broker reports it has caught up to its registration).
+    let deadline = soon();
+    loop {
+        assert!(Instant::now() < deadline, "the broker was never unfenced");
+        let heartbeat = RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest {
+            broker_id: BROKER,
+            broker_epoch: epoch,
+            current_metadata_offset: i64::MAX / 2,
+            want_fence: false,
+            ..Default::default()
+        });
+        let ResponseBody::BrokerHeartbeat(h) = channel
+            .send(None, heartbeat, soon(), |_| false)
+            .await
+            .unwrap()
+        else {
+            panic!("not a BrokerHeartbeat response")
+        };
+        assert_eq!(h.error_code, 0);
+        if !h.is_fenced {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let create = RequestBody::CreateTopics(CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: "t".into(),
+            num_partitions: 3,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    });
+    let ResponseBody::CreateTopics(c) =
+        channel.send(None, create, soon(), |_| false).await.unwrap()
+    else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(c.topics[0].error_code, 0, "{c:?}");
+    let topic_id = c.topics[0].topic_id;
+    (node, channel, raft, epoch, topic_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_controller_answers_each_partition_of_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, channel, _raft, epoch, topic_id) = start_controller_with_topic(dir.path()).await;
+    // Unregistered as far as the manager knows: everything below is queued, then goes in one
+    // request once the epoch is published.
+    let (epoch_tx, epoch_rx) = watch::channel(-1);
+    let manager = AlterPartitionManager::start(BROKER, epoch_rx, channel);
+    let change = |partition, leader_epoch, partition_epoch| AlterPartitionItem {
+        topic_id,
+        partition,
+        leader_epoch,
+        new_isr: vec![(BROKER, epoch)],
+        leader_recovery_state: 0,
+        partition_epoch,
+    };
+    let unchanged = manager.submit(change(0, 0, 0));
+    // A partition epoch ahead of the controller's: it says it is behind, for this partition.
+    let ahead = manager.submit(change(1, 0, 5));
+    // A broker that holds no replica of the partition cannot join its ISR.
+    let not_a_replica = manager.submit(AlterPartitionItem {
+        new_isr: vec![(BROKER, epoch), (1, -1)],
+        ..change(2, 0, 0)
+    });
+    let unknown_topic = manager.submit(AlterPartitionItem {
+        topic_id: Uuid([0x77; 16]),
+        ..change(0, 0, 0)
+    });
+    epoch_tx.send_replace(epoch);
+
+    assert_eq!(
+        unchanged.await.unwrap(),
+        Ok(CommittedPartitionState {
+            leader_id: BROKER,
+            leader_epoch: 0,
+            isr: vec![BROKER],
+            leader_recovery_state: 0,
+            partition_epoch: 0,
+        })
+    );
+    assert_eq!(ahead.await.unwrap(), Err(ErrorCode::NotController));
+    assert_eq!(not_a_replica.await.unwrap(), Err(ErrorCode::InvalidRequest));
+    assert_eq!(unknown_topic.await.unwrap(), Err(ErrorCode::UnknownTopicId));
+    drop(manager);
+    node.shutdown().await.unwrap();
 }
