@@ -1,0 +1,299 @@
+//! Seed 001's replication scenarios (SCENARIOS S1.1–S1.9) driven through real
+//! [`Partition`](kraftd_broker::replica::partition::Partition)s on real log files, with the
+//! fetch step the fetcher performs (see `replication/mod.rs`). The data-plane scenarios
+//! (S1.1–S1.5) take their metadata from the test, with the seed's epochs; the ones about the
+//! controller's decisions (S1.7–S1.9) take it from the real control managers.
+
+mod replication;
+
+use kraftd_broker::replica::partition::{PartitionConfig, Role};
+use kraftd_protocol::ErrorCode;
+use replication::*;
+
+fn config(min_isr: usize) -> PartitionConfig {
+    PartitionConfig {
+        min_insync_replicas: min_isr,
+        ..PartitionConfig::default()
+    }
+}
+
+fn vals(c: &Cluster, id: i32) -> Vec<String> {
+    c.log_values(id).into_iter().map(|(_, v)| v).collect()
+}
+
+/// S1.1: the HW is the smallest log end offset in the ISR, and consumers see only below it.
+#[test]
+fn s1_1_high_watermark_is_min_isr_log_end_and_bounds_consumers() {
+    let mut c = Cluster::new(&[1, 2, 3], config(1));
+    c.apply(&state(1, 0, 0, &[1, 2, 3], &[1, 2, 3]));
+    c.write(1, &["m0"]);
+    c.write(1, &["m1"]);
+    c.catch_up(2);
+    c.catch_up(3);
+    assert_eq!(c.p(1).high_watermark(), 2);
+    assert_eq!((c.p(2).log_end_offset(), c.p(3).log_end_offset()), (2, 2));
+
+    c.write(1, &["m2"]);
+    c.write(1, &["m3"]);
+    assert_eq!((c.p(1).log_end_offset(), c.p(1).high_watermark()), (4, 2));
+    assert_eq!(c.consume(1), ["m0", "m1"]);
+
+    // Follower 2 fetches m2 and m3 and reports LEO 4 on its next fetch.
+    assert_eq!(c.fetch(2), Fetched::Appended { first: 2, last: 3 });
+    // Follower 3 fetches only m2 (one batch per fetch).
+    assert_eq!(c.fetch_with(3, 1), Fetched::Appended { first: 2, last: 2 });
+    c.fetch(2);
+    assert_eq!(c.p(1).follower_state(2).unwrap().log_end_offset, 4);
+    assert_eq!(
+        c.p(1).high_watermark(),
+        2,
+        "follower 3 has not reported m2 yet"
+    );
+    // Its next fetch reports LEO 3 (and brings m3).
+    assert_eq!(c.fetch_with(3, 1), Fetched::Appended { first: 3, last: 3 });
+    assert_eq!(c.p(1).high_watermark(), 3, "HW = min ISR LEO = 3");
+    assert_eq!(c.consume(1), ["m0", "m1", "m2"]);
+    // Reporting LEO 4 moves the HW to 4.
+    c.fetch(3);
+    assert_eq!(c.p(1).high_watermark(), 4);
+    assert_eq!(c.consume(1), ["m0", "m1", "m2", "m3"]);
+    // Followers learn the HW from the leader's answers.
+    c.fetch(2);
+    c.fetch(3);
+    assert_eq!((c.p(2).high_watermark(), c.p(3).high_watermark()), (4, 4));
+    c.assert_identical(&[1, 2, 3]);
+}
+
+/// S1.2 (KIP-101 case 1): a follower restarting with HW 1 and m2 at offset 1 keeps m2: its
+/// fetch's last fetched epoch matches the leader's, nothing is truncated; after failover
+/// m2 is still there and the new epoch starts at 2.
+#[test]
+fn s1_2_follower_restart_keeps_acknowledged_record_then_failover_keeps_it() {
+    // B = 2 leads epoch 0, A = 1 follows.
+    let (a, b) = (1, 2);
+    let mut c = Cluster::new(&[a, b], config(1));
+    c.apply(&state(b, 0, 0, &[b, a], &[b, a]));
+    let m1 = c.produce(b, batch(&["m1"]), -1).unwrap();
+    c.catch_up(a);
+    let m2 = c.produce(b, batch(&["m2"]), -1).unwrap();
+    assert_eq!((m1.first_offset, m2.first_offset), (0, 1));
+    assert_eq!(c.p(b).check_enough_replicas_reach_offset(2), None);
+    // A fetches m2 ...
+    assert_eq!(c.fetch(a), Fetched::Appended { first: 1, last: 1 });
+    // ... and tells B on its next fetch: B's HW becomes 2, m2 is acknowledged; A's answer
+    // carried the HW B had when it read, 1.
+    assert_eq!(c.fetch(a), Fetched::Appended { first: 2, last: 1 });
+    assert_eq!(c.p(b).high_watermark(), 2);
+    assert_eq!(
+        c.p(b).check_enough_replicas_reach_offset(2),
+        Some(ErrorCode::None)
+    );
+    assert_eq!(c.p(a).high_watermark(), 1, "A does not know HW 2 yet");
+
+    // A restarts (its data was flushed; its HW checkpoint says 1).
+    c.flush(a);
+    c.restart(a, true, 201);
+    assert_eq!((c.p(a).log_end_offset(), c.p(a).high_watermark()), (2, 1));
+    c.apply_to(a, &state(b, 0, 0, &[b, a], &[b, a]));
+    // OffsetForLeaderEpoch(0) on B: epoch 0 ends at 2; A truncates nothing.
+    assert_eq!(c.p(b).end_offset_for_epoch(0), (0, 2));
+    assert_eq!(c.fetch(a), Fetched::Appended { first: 2, last: 1 });
+    assert_eq!(c.p(a).log_end_offset(), 2, "no truncation to the HW");
+    assert_eq!(c.p(a).high_watermark(), 2);
+
+    // B dies; A leads epoch 1 and still has m2.
+    c.crash(b, false);
+    c.apply_to(a, &state(a, 1, 1, &[b, a], &[a]));
+    assert_eq!(c.p(a).role(), Role::Leader);
+    assert_eq!(vals(&c, a), ["m1", "m2"]);
+    assert_eq!(
+        c.p(a).end_offset_for_epoch(1),
+        (1, 2),
+        "epoch 1 starts at offset 2"
+    );
+    let entries: Vec<(i32, i64)> = c
+        .p(a)
+        .log()
+        .epoch_entries()
+        .iter()
+        .map(|e| (e.epoch, e.start_offset))
+        .collect();
+    assert_eq!(entries, [(0, 0), (1, 2)]);
+    assert_eq!(c.consume(a), ["m1", "m2"]);
+    let m3 = c.produce(a, batch(&["m3"]), 1).unwrap();
+    assert_eq!(m3.first_offset, 2);
+}
+
+/// S1.3 (KIP-101 case 2): both replicas crash, the follower loses an unflushed record and
+/// leads first; the old leader truncates by epoch and the logs end identical.
+#[test]
+fn s1_3_divergence_after_double_crash_is_truncated_by_epoch() {
+    let (a, b) = (1, 2);
+    let mut c = Cluster::new(&[a, b], config(1));
+    c.apply(&state(a, 0, 0, &[a, b], &[a, b]));
+    c.write(a, &["m1"]);
+    c.catch_up(b);
+    c.flush(b);
+    c.write(a, &["m2"]);
+    c.catch_up(b);
+    assert_eq!(c.p(a).high_watermark(), 2);
+    assert_eq!(c.p(b).log_end_offset(), 2);
+    c.flush(a);
+
+    // Both crash; B loses m2.
+    c.crash(a, true);
+    c.crash(b, true);
+    c.start(b);
+    assert_eq!(c.p(b).log_end_offset(), 1, "B lost the unflushed m2");
+    // B leads epoch 1 and accepts m3 at offset 1.
+    c.apply_to(b, &state(b, 1, 1, &[a, b], &[b]));
+    assert_eq!(c.write(b, &["m3"]), (1, 1));
+
+    // A restarts as follower with m1, m2 and HW 2.
+    c.start(a);
+    assert_eq!((c.p(a).log_end_offset(), c.p(a).high_watermark()), (2, 2));
+    c.apply_to(a, &state(b, 1, 1, &[a, b], &[b]));
+    // B answers the end of epoch 0: 1; A truncates offset >= 1.
+    assert_eq!(c.p(b).end_offset_for_epoch(0), (0, 1));
+    assert_eq!(
+        c.fetch(a),
+        Fetched::Truncated {
+            epoch: 0,
+            end_offset: 1,
+            new_end: 1
+        }
+    );
+    c.catch_up(a);
+    assert_eq!(vals(&c, a), ["m1", "m3"]);
+    c.assert_identical(&[a, b]);
+}
+
+/// S1.4 (KIP-279): the returning replica learns the largest epoch ≤ its own the leader
+/// knows (1) and its end (21), truncates to the batch boundary 11, and ends identical.
+#[test]
+fn s1_4_fast_failover_truncates_to_batch_boundary_and_converges() {
+    let (a, b) = (1, 2);
+    let mut c = Cluster::new(&[a, b], config(1));
+    // A leads epoch 1 (epoch 0 never wrote anything).
+    c.apply(&state(a, 1, 0, &[b, a], &[b, a]));
+    let first = values("a", 11);
+    let second = values("a", 21);
+    assert_eq!(c.write(a, &strs(&first)), (0, 10));
+    c.catch_up(b);
+    assert_eq!(c.write(a, &strs(&second[11..])), (11, 20));
+    assert_eq!(c.p(b).log_end_offset(), 11, "B has only [0,10]");
+
+    // Preferred election: B leads epoch 2 and appends [11,15].
+    c.apply(&state(b, 2, 1, &[b, a], &[b, a]));
+    assert_eq!(c.write(b, &strs(&values("b", 5))), (11, 15));
+    // B goes offline before A truncates; A leads epoch 3 and appends [21,30].
+    c.crash(b, false);
+    c.apply_to(a, &state(a, 3, 2, &[b, a], &[a]));
+    assert_eq!(c.write(a, &strs(&values("c", 10))), (21, 30));
+
+    // B returns as follower. A answers epoch 2 with (1, 21).
+    c.start(b);
+    c.apply(&state(a, 3, 2, &[b, a], &[a]));
+    assert_eq!(c.p(a).end_offset_for_epoch(2), (1, 21));
+    assert_eq!(c.p(b).fetch_position(), (16, 2));
+    assert_eq!(
+        c.fetch(b),
+        Fetched::Truncated {
+            epoch: 1,
+            end_offset: 21,
+            new_end: 11
+        }
+    );
+    assert_eq!(
+        c.fetch(b),
+        Fetched::Appended {
+            first: 11,
+            last: 30
+        }
+    );
+    c.catch_up(b);
+    c.assert_identical(&[a, b]);
+    assert_eq!(c.batch_shape(b), [(0, 10, 1), (11, 20, 1), (21, 30, 3)]);
+}
+
+/// S1.5 (KIP-320): a fetcher that missed two leader changes is fenced, learns the new
+/// epoch, truncates by epoch instead of keeping its stale 40..50, and converges.
+#[test]
+fn s1_5_stale_fetcher_is_fenced_then_truncates_by_epoch() {
+    let (r1, r2, r3) = (1, 2, 3);
+    let mut c = Cluster::new(&[r1, r2, r3], config(1));
+    let replicas = [r1, r2, r3];
+    c.apply(&state(r1, 0, 0, &replicas, &replicas));
+    for i in 0..4 {
+        c.write(r1, &strs(&values(&format!("e0-{i}-"), 10)));
+    }
+    c.catch_up(r2);
+    c.catch_up(r3);
+    c.write(r1, &strs(&values("e0-4-", 10)));
+    c.catch_up(r2);
+    assert_eq!(
+        (
+            c.p(r1).log_end_offset(),
+            c.p(r2).log_end_offset(),
+            c.p(r3).log_end_offset()
+        ),
+        (50, 50, 40)
+    );
+    assert_eq!(c.p(r1).high_watermark(), 40);
+
+    // R2 loses the controller: it never learns epochs 1 and 2.
+    let epoch1 = state(r3, 1, 1, &replicas, &[r1, r3]);
+    c.apply_to(r3, &epoch1);
+    c.apply_to(r1, &epoch1);
+    assert_eq!(
+        c.fetch(r1),
+        Fetched::Truncated {
+            epoch: 0,
+            end_offset: 40,
+            new_end: 40
+        }
+    );
+    c.write(r3, &strs(&values("e1-0-", 10)));
+    c.write(r3, &strs(&values("e1-1-", 10)));
+    c.catch_up(r1);
+    assert_eq!(c.p(r1).log_end_offset(), 60);
+
+    // R2 keeps fetching from R1 with epoch 0: R1 is a follower now.
+    assert_eq!(c.fetch(r2), Fetched::Error(ErrorCode::FencedLeaderEpoch));
+    assert_eq!(
+        c.fetch_from(r2, r1, -1, 1 << 20),
+        Fetched::Error(ErrorCode::NotLeaderOrFollower),
+        "without a current leader epoch R1 can only say it does not lead"
+    );
+
+    // R1 leads again at epoch 2; R2's stale fetch is fenced, not served from 50.
+    let epoch2 = state(r1, 2, 2, &replicas, &[r1, r3]);
+    c.apply_to(r1, &epoch2);
+    c.apply_to(r3, &epoch2);
+    assert_eq!(c.fetch(r2), Fetched::Error(ErrorCode::FencedLeaderEpoch));
+    assert_eq!(
+        c.p(r2).log_end_offset(),
+        50,
+        "nothing appended on a fenced fetch"
+    );
+
+    // R2 learns epoch 2 from the metadata, truncates by epoch, then fetches.
+    c.apply_to(r2, &epoch2);
+    assert_eq!(
+        c.fetch(r2),
+        Fetched::Truncated {
+            epoch: 0,
+            end_offset: 40,
+            new_end: 40
+        }
+    );
+    c.catch_up(r2);
+    c.catch_up(r3);
+    c.assert_identical(&[r1, r2, r3]);
+    let r2_values = c.log_values(r2);
+    assert_eq!(
+        r2_values[40].1, "e1-0-0",
+        "offset 40 is the epoch-1 record, not the stale one"
+    );
+    assert_eq!(c.p(r1).high_watermark(), 60);
+}
