@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod kafka_jars;
+pub mod kcat;
 pub mod python;
 
 use std::fs::File;
