@@ -8,6 +8,7 @@ mod replication;
 
 use kraftd_broker::replica::partition::{PartitionConfig, Role};
 use kraftd_protocol::ErrorCode;
+use replication::controller::Controller;
 use replication::*;
 
 fn config(min_isr: usize) -> PartitionConfig {
@@ -296,4 +297,339 @@ fn s1_5_stale_fetcher_is_fenced_then_truncates_by_epoch() {
         "offset 40 is the epoch-1 record, not the stale one"
     );
     assert_eq!(c.p(r1).high_watermark(), 60);
+}
+
+// ---- scenarios decided by the controller --------------------------------------------------
+
+/// A cluster whose brokers are registered and unfenced with the real control managers and
+/// host partition 0 as the controller created it.
+fn controlled(ids: &[i32], isr: &[i32], elr: bool, min_isr: usize) -> (Cluster, Controller) {
+    let mut ctl = Controller::new(elr, min_isr);
+    ctl.start_brokers(ids);
+    ctl.create_partition_with_isr(ids, isr);
+    let mut c = Cluster::new(
+        ids,
+        PartitionConfig {
+            min_insync_replicas: min_isr,
+            elr_enabled: elr,
+            ..PartitionConfig::default()
+        },
+    );
+    ctl.publish(&mut c);
+    (c, ctl)
+}
+
+#[track_caller]
+fn assert_step(ctl: &Controller, time: &str, isr: &[i32], elr: &[i32], leader: i32) {
+    assert_eq!(
+        ctl.isr_elr_leader(),
+        (isr.to_vec(), elr.to_vec(), leader),
+        "{time}: (ISR, ELR, leader)"
+    );
+}
+
+/// Every replica's view of the committed ISR matches the controller's (the leader's own
+/// ISR included).
+#[track_caller]
+fn assert_leader_isr(c: &Cluster, ctl: &Controller) {
+    let p = ctl.partition();
+    if p.leader >= 0 && c.is_up(p.leader) {
+        let mut isr = c.p(p.leader).isr().to_vec();
+        isr.sort();
+        let mut expected = p.isr.clone();
+        expected.sort();
+        assert_eq!(isr, expected, "leader {}'s ISR", p.leader);
+        assert_eq!(c.p(p.leader).leader_epoch(), p.leader_epoch);
+    }
+}
+
+/// S1.6 (KIP-380): a restart gets a new, larger broker epoch (its registration's offset);
+/// requests still carrying the old one are STALE_BROKER_EPOCH.
+#[test]
+fn s1_6_restart_gets_larger_broker_epoch_and_old_epoch_is_stale() {
+    let (mut c, mut ctl) = controlled(&[1, 2], &[1, 2], true, 1);
+    let old = ctl.epoch(1);
+    // The old incarnation's session is still live: a new incarnation must wait for it.
+    assert_eq!(
+        ctl.restart_unclean(1).error_code,
+        ErrorCode::DuplicateBrokerRegistration.code()
+    );
+    ctl.go_offline(&[1]);
+    let response = ctl.restart_unclean(1);
+    assert_eq!(response.error_code, 0);
+    assert!(
+        response.broker_epoch > old,
+        "{} > {old}",
+        response.broker_epoch
+    );
+    assert_eq!(response.broker_epoch, ctl.epoch(1));
+    // A heartbeat with the old epoch is refused.
+    assert_eq!(
+        ctl.heartbeat_at(1, old).error_code,
+        ErrorCode::StaleBrokerEpoch.code()
+    );
+    assert!(!ctl.heartbeat(1).is_fenced);
+    ctl.publish(&mut c);
+    // Broker 2 leads now (1 was fenced); an AlterPartition of its with a stale broker
+    // epoch is refused too.
+    assert_step(&ctl, "after 1's restart", &[2], &[], 2);
+    c.write(2, &["m0"]);
+    c.catch_up(1);
+    let (leader, change) = c.alter_partitions.pop().expect("2 proposes adding 1");
+    assert_eq!(leader, 2);
+    assert_eq!(change.new_isr, vec![(2, ctl.epoch(2)), (1, ctl.epoch(1))]);
+    let stale = ctl.epoch(2) - 1;
+    assert_eq!(
+        ctl.alter_partition_as(2, stale, &change),
+        Err(ErrorCode::StaleBrokerEpoch)
+    );
+    assert_step(&ctl, "stale AlterPartition", &[2], &[], 2);
+    c.alter_partitions.push((leader, change));
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "current AlterPartition", &[1, 2], &[], 2);
+    assert_leader_isr(&c, &ctl);
+}
+
+/// S1.7 (KIP-903): the leader proposes adding B with the broker epoch B's fetches carried;
+/// B crashes, loses unflushed data and registers again before the AlterPartition arrives:
+/// the controller answers INELIGIBLE_REPLICA and B stays out until it catches up again.
+#[test]
+fn s1_7_stale_isr_join_after_restart_is_ineligible() {
+    let (a, b) = (1, 2);
+    let (mut c, mut ctl) = controlled(&[a, b], &[a], true, 1);
+    assert_step(&ctl, "start", &[a], &[], a);
+    c.write(a, &["m0", "m1"]);
+    c.write(a, &["m2"]);
+    c.flush(a);
+    let old_epoch = ctl.epoch(b);
+    c.catch_up(b);
+    assert_eq!(c.p(b).log_end_offset(), 3);
+    assert_eq!(c.p(a).pending_isr(), Some(&[a, b][..]));
+    let (_, change) = c.alter_partitions.last().unwrap().clone();
+    assert_eq!(change.new_isr, vec![(a, ctl.epoch(a)), (b, old_epoch)]);
+
+    // B crashes before the AlterPartition reaches the controller and loses its unflushed
+    // records; it registers again (new epoch) and catches up with the metadata.
+    c.crash(b, true);
+    ctl.go_offline(&[b]);
+    assert_eq!(ctl.restart_unclean(b).error_code, 0);
+    assert!(!ctl.heartbeat(b).is_fenced);
+    assert!(ctl.epoch(b) > old_epoch);
+    c.nodes.get_mut(&b).unwrap().broker_epoch = ctl.epoch(b);
+    c.start(b);
+    assert_eq!(c.p(b).log_end_offset(), 0, "B lost m0..m2");
+
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::IneligibleReplica]);
+    assert_step(&ctl, "stale join refused", &[a], &[], a);
+    assert_eq!(c.p(a).isr(), [a]);
+    assert_eq!(c.p(a).pending_isr(), None);
+
+    // B fetches again with its new epoch and joins legitimately once caught up.
+    c.catch_up(b);
+    let (_, change) = c.alter_partitions.last().unwrap().clone();
+    assert_eq!(change.new_isr, vec![(a, ctl.epoch(a)), (b, ctl.epoch(b))]);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "B caught up", &[a, b], &[], a);
+    c.assert_identical(&[a, b]);
+}
+
+/// S1.8 (KIP-966): three replicas, min ISR 2; the last ISR member crashes and loses data.
+/// The HW freezes once |ISR| < 2, the ELR keeps the cut-off replica electable, the unclean
+/// one leaves the ELR, and nothing committed is lost.
+#[test]
+fn s1_8_unclean_last_isr_member_elr_election_loses_nothing_committed() {
+    let (mut c, mut ctl) = controlled(&[0, 1, 2], &[0, 1, 2], true, 2);
+    let m = c.produce(0, batch(&["m0", "m1"]), -1).unwrap();
+    c.catch_up(1);
+    c.catch_up(2);
+    assert_eq!(
+        c.p(0).check_enough_replicas_reach_offset(m.last_offset + 1),
+        Some(ErrorCode::None)
+    );
+    for id in [0, 1, 2] {
+        c.flush(id);
+    }
+
+    // T0: broker 0 cut off (its process keeps running, it just loses the controller).
+    ctl.go_offline(&[0]);
+    assert_step(&ctl, "T0", &[1, 2], &[], 1);
+    c.crash(0, false);
+    ctl.publish(&mut c);
+    let m2 = c.produce(1, batch(&["m2"]), -1).unwrap();
+    c.catch_up(2);
+    assert_eq!(
+        c.p(1)
+            .check_enough_replicas_reach_offset(m2.last_offset + 1),
+        Some(ErrorCode::None)
+    );
+    let committed = c.p(1).high_watermark();
+    assert_eq!(committed, 3);
+
+    // T1: broker 1 cut off; |ISR| 1 < min ISR 2: 1 joins the ELR, the HW freezes.
+    ctl.go_offline(&[1]);
+    assert_step(&ctl, "T1", &[2], &[1], 2);
+    c.crash(1, false);
+    ctl.publish(&mut c);
+    assert_eq!(
+        c.produce(2, batch(&["m3"]), -1),
+        Err(ErrorCode::NotEnoughReplicas)
+    );
+    // Broker 2 had learned HW 2 as follower; as leader of an ISR below min ISR it may not
+    // move it, not even over m2 (committed) or m3 (acks=1).
+    let frozen = c.p(2).high_watermark();
+    assert_eq!(frozen, 2);
+    c.write(2, &["m3"]);
+    assert_eq!(c.p(2).log_end_offset(), 4);
+    assert_eq!(c.p(2).high_watermark(), frozen, "HW frozen below min ISR");
+
+    // T2: broker 2 crashes and loses what it never flushed (m2, m3).
+    c.crash(2, true);
+    ctl.go_offline(&[2]);
+    assert_step(&ctl, "T2", &[], &[1, 2], -1);
+
+    // T3: brokers 0 and 1 return; 0 is not electable, 1 is elected from the ELR.
+    c.start(0);
+    c.start(1);
+    assert!(!ctl.heartbeat(0).is_fenced);
+    assert_step(&ctl, "T3a", &[], &[1, 2], -1);
+    assert!(!ctl.heartbeat(1).is_fenced);
+    assert_step(&ctl, "T3", &[1], &[2], 1);
+    ctl.publish(&mut c);
+    assert_eq!(c.p(1).role(), Role::Leader);
+
+    // T4: broker 2 restarts uncleanly: it leaves the ELR.
+    assert_eq!(ctl.restart_unclean(2).error_code, 0);
+    assert_step(&ctl, "T4", &[1], &[], 1);
+    assert!(!ctl.heartbeat(2).is_fenced);
+    c.start(2);
+    assert_eq!(c.p(2).log_end_offset(), 2, "broker 2 lost m2 and m3");
+    ctl.publish(&mut c);
+
+    // Everything committed survives on the new leader, and the followers converge on it.
+    assert_eq!(vals(&c, 1), ["m0", "m1", "m2"]);
+    c.catch_up(0);
+    c.catch_up(2);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    c.catch_up(0);
+    c.catch_up(2);
+    ctl.send_isr_changes(&mut c);
+    assert_step(&ctl, "all caught up", &[0, 1, 2], &[], 1);
+    assert_leader_isr(&c, &ctl);
+    c.assert_identical(&[0, 1, 2]);
+    assert_eq!(c.consume(1), ["m0", "m1", "m2"]);
+}
+
+/// S1.9: the KIP-966 worked example, T0–T7, with data: the ISR, ELR and leader of the
+/// seed's table at every step, the HW frozen while |ISR| < 3, and every committed record on
+/// the leader elected from the ELR.
+#[test]
+fn s1_9_kip966_worked_example_table() {
+    let lag = PartitionConfig::default().replica_lag_time_max_ms;
+    let (mut c, mut ctl) = controlled(&[1, 2, 3, 4], &[1, 2, 3, 4], true, 3);
+    c.write(1, &["m0"]);
+    for f in [2, 3, 4] {
+        c.catch_up(f);
+    }
+    assert_step(&ctl, "T0 all online", &[1, 2, 3, 4], &[], 1);
+    assert_eq!(c.p(1).high_watermark(), 1);
+
+    // T1: b3, b4 stop fetching; past replica.lag.time.max.ms b1 shrinks the ISR.
+    c.write(1, &["m1"]);
+    c.tick(lag + 1);
+    c.catch_up(2);
+    let now = c.now_ms;
+    let change = c.pm(1).maybe_shrink_isr(now).expect("b3, b4 lag");
+    assert_eq!(
+        change.new_isr.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    c.alter_partitions.push((1, change));
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "T1 b3, b4 lag", &[1, 2], &[3, 4], 1);
+    assert_leader_isr(&c, &ctl);
+    assert_eq!(
+        c.p(1).high_watermark(),
+        1,
+        "|ISR| 2 < 3: HW frozen though b2 has m1"
+    );
+    assert_eq!(
+        c.produce(1, batch(&["x"]), -1),
+        Err(ErrorCode::NotEnoughReplicas)
+    );
+
+    // T2: b3 catches up and is added; |ISR| 3 clears the ELR and the HW moves.
+    c.catch_up(3);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "T2 b3 added", &[1, 2, 3], &[], 1);
+    assert_eq!(c.p(1).high_watermark(), 2);
+    let committed = c.p(1).high_watermark();
+    for id in [1, 2, 3] {
+        c.flush(id);
+    }
+
+    // T3: b2, b3 go offline (cleanly).
+    c.crash(2, false);
+    c.crash(3, false);
+    ctl.go_offline(&[2, 3]);
+    assert_step(&ctl, "T3 b2, b3 offline", &[1], &[2, 3], 1);
+    ctl.publish(&mut c);
+    c.write(1, &["m2"]);
+
+    // T4: b4 catches up and is added.
+    c.catch_up(4);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "T4 b4 added", &[1, 4], &[2, 3], 1);
+    assert_eq!(
+        c.p(1).high_watermark(),
+        committed,
+        "|ISR| 2 < 3: HW still frozen"
+    );
+
+    // T5: b1, b4 go offline (b1 loses its unflushed m2); b3 returns after an unclean
+    // shutdown.
+    c.crash(1, true);
+    c.crash(4, false);
+    ctl.go_offline(&[1, 4]);
+    assert_eq!(ctl.restart_unclean(3).error_code, 0);
+    assert_step(&ctl, "T5", &[], &[1, 2, 4], -1);
+
+    // T6: b1 returns uncleanly (leaves the ELR); b2 returns cleanly and is elected.
+    assert_eq!(ctl.restart_unclean(1).error_code, 0);
+    assert_step(&ctl, "T6a b1 unclean", &[], &[2, 4], -1);
+    assert_eq!(ctl.restart_clean(2).error_code, 0);
+    assert!(!ctl.heartbeat(2).is_fenced);
+    assert_step(&ctl, "T6 b2 elected from the ELR", &[2], &[4], 2);
+    c.start(2);
+    ctl.publish(&mut c);
+    assert_eq!(c.p(2).role(), Role::Leader);
+    let on_b2 = vals(&c, 2);
+    assert_eq!(
+        on_b2[..committed as usize],
+        ["m0", "m1"],
+        "everything committed is on b2"
+    );
+
+    // T7: b1, b3 catch up and are added; |ISR| 3 clears the ELR.
+    assert!(!ctl.heartbeat(1).is_fenced);
+    assert!(!ctl.heartbeat(3).is_fenced);
+    c.start(1);
+    c.start(3);
+    ctl.publish(&mut c);
+    assert_step(&ctl, "T7a unfenced, not yet in sync", &[2], &[4], 2);
+    c.catch_up(1);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    c.catch_up(3);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "T7 b1, b3 added", &[1, 2, 3], &[], 2);
+    assert_leader_isr(&c, &ctl);
+    c.assert_identical(&[1, 2, 3]);
+    let m3 = c.produce(2, batch(&["m3"]), -1).unwrap();
+    c.catch_up(1);
+    c.catch_up(3);
+    assert_eq!(
+        c.p(2)
+            .check_enough_replicas_reach_offset(m3.last_offset + 1),
+        Some(ErrorCode::None)
+    );
+    assert_eq!(c.consume(2), ["m0", "m1", "m3"]);
 }

@@ -250,12 +250,16 @@ impl Controller {
 
     /// Partition 0 with every replica in the ISR, the first leading at epoch 0.
     pub fn create_partition(&mut self, replicas: &[i32]) {
+        self.create_partition_with_isr(replicas, replicas);
+    }
+
+    pub fn create_partition_with_isr(&mut self, replicas: &[i32], isr: &[i32]) {
         self.replay(&[MetadataRecord::Partition(PartitionRecord {
             partition_id: 0,
             topic_id: TOPIC_ID,
             replicas: replicas.to_vec(),
-            isr: replicas.to_vec(),
-            leader: replicas[0],
+            isr: isr.to_vec(),
+            leader: isr[0],
             leader_epoch: 0,
             partition_epoch: 0,
             eligible_leader_replicas: Some(vec![]),
@@ -310,9 +314,20 @@ impl Controller {
         leader: i32,
         change: &IsrChange,
     ) -> Result<(i32, i32, Vec<i32>), ErrorCode> {
+        let epoch = self.epoch(leader);
+        self.alter_partition_as(leader, epoch, change)
+    }
+
+    /// [`Self::alter_partition`] with the leader's broker epoch as given.
+    pub fn alter_partition_as(
+        &mut self,
+        leader: i32,
+        leader_broker_epoch: i64,
+        change: &IsrChange,
+    ) -> Result<(i32, i32, Vec<i32>), ErrorCode> {
         let request = AlterPartitionRequest {
             broker_id: leader,
-            broker_epoch: self.epoch(leader),
+            broker_epoch: leader_broker_epoch,
             topics: vec![TopicData {
                 topic_id: TOPIC_ID,
                 partitions: vec![PartitionData {
@@ -347,9 +362,25 @@ impl Controller {
         Ok((p.leader_epoch, p.partition_epoch, p.isr.clone()))
     }
 
+    /// Gives every cluster broker its registration's epoch (sent in its fetches and ISR
+    /// changes).
+    pub fn sync_broker_epochs(&self, cluster: &mut Cluster) {
+        let ids: Vec<i32> = cluster.nodes.keys().copied().collect();
+        for id in ids {
+            let Some(b) = self.image.cluster.broker(id) else {
+                continue;
+            };
+            cluster.nodes.get_mut(&id).unwrap().broker_epoch = b.epoch;
+            if cluster.is_up(id) {
+                cluster.pm(id).set_local_broker_epoch(b.epoch);
+            }
+        }
+    }
+
     /// Publishes the committed state to every running replica and refreshes who may join
     /// an ISR.
     pub fn publish(&self, cluster: &mut Cluster) {
+        self.sync_broker_epochs(cluster);
         let s = self.partition_state();
         cluster.eligible = Some(self.eligible());
         cluster.apply(&s);
