@@ -266,6 +266,27 @@ def check_list_offsets(low, high, times):
             fail(f"partition {part}: nothing produced there but latest offset {high[part]}")
 
 
+def wait_visible(watermarks):
+    """(low, high) from `watermarks()`. With acks=all the high watermark covers every
+    acknowledged offset at once (the leader answers only then). With acks=1 the leader
+    answers before its followers copy the records and the high watermark, which ListOffsets
+    "latest" and consumers see, moves only then; with acks=0 nothing says when the records are
+    written. So for those, until the end offsets cover what was acknowledged (acks=1) or add
+    up to the count produced (acks=0), or --timeout passes and the checks fail."""
+    deadline = time.time() + args.timeout
+    tops = {part: max(off for _, off, _ in lst) for part, lst in by_partition.items()} \
+        if with_offsets else {}
+    while True:
+        low, high = watermarks()
+        if args.acks == "all" or time.time() > deadline:
+            return low, high
+        if args.acks == "1" and all(high[part] > top for part, top in tops.items()):
+            return low, high
+        if args.acks == "0" and sum(high.values()) >= args.count:
+            return low, high
+        time.sleep(0.2)
+
+
 def check_times(part, lst, zero, middle_ts, middle_answer, future):
     """offsets_for_times answers: ts 0 -> the first offset; a record's own timestamp -> at or
     before that record; the far future -> none."""
@@ -293,10 +314,15 @@ def consume_confluent():
         "enable.partition.eof": True,
     }
     c = Consumer(conf)
-    low, high = {}, {}
-    for part in range(args.partitions):
-        low[part], high[part] = c.get_watermark_offsets(
-            TopicPartition(args.topic, part), timeout=30, cached=False)
+
+    def watermarks():
+        low, high = {}, {}
+        for part in range(args.partitions):
+            low[part], high[part] = c.get_watermark_offsets(
+                TopicPartition(args.topic, part), timeout=30, cached=False)
+        return low, high
+
+    low, high = wait_visible(watermarks)
     check_list_offsets(low, high, None)
     far = int(time.time() * 1000) + 3600 * 1000
     for part, lst in sorted(by_partition.items()):
@@ -339,10 +365,13 @@ def consume_kafka_python():
     c = KafkaConsumer(bootstrap_servers=args.bootstrap.split(","), enable_auto_commit=False,
                       auto_offset_reset="earliest", group_id=None)
     tps = [TopicPartition(args.topic, part) for part in range(args.partitions)]
-    lows = c.beginning_offsets(tps)
-    highs = c.end_offsets(tps)
-    low = {tp.partition: o for tp, o in lows.items()}
-    high = {tp.partition: o for tp, o in highs.items()}
+
+    def watermarks():
+        low = {tp.partition: o for tp, o in c.beginning_offsets(tps).items()}
+        high = {tp.partition: o for tp, o in c.end_offsets(tps).items()}
+        return low, high
+
+    low, high = wait_visible(watermarks)
     check_list_offsets(low, high, None)
     far = int(time.time() * 1000) + 3600 * 1000
     for part, lst in sorted(by_partition.items()):
