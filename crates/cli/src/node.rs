@@ -210,6 +210,18 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .collect(),
         auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,
         authorizer: authorizer_config(config)?,
+        replica_lag_time_max_ms: config.number(
+            "replica.lag.time.max.ms",
+            kraftd_broker::replica::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+        )?,
+        max_incremental_fetch_session_cache_slots: config.number(
+            "max.incremental.fetch.session.cache.slots",
+            kraftd_broker::replica::fetch_session::DEFAULT_MAX_SLOTS,
+        )?,
+        inter_broker_listener_name: config
+            .props
+            .get("inter.broker.listener.name")
+            .map(str::to_string),
     })
 }
 

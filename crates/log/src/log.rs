@@ -1033,6 +1033,20 @@ impl Log {
         })
     }
 
+    /// The largest timestamp in the log and the offset of the batch carrying it, `None`
+    /// for a log without timestamps (ListOffsets' MAX_TIMESTAMP, KIP-734).
+    pub fn max_timestamp_and_offset(&self) -> Result<Option<(i64, i64)>> {
+        Ok(self
+            .segments
+            .values()
+            .filter(|s| !s.is_empty() && s.max_timestamp() >= 0)
+            .map(|s| (s.max_timestamp(), s.offset_of_max_timestamp()))
+            .fold(None, |best: Option<(i64, i64)>, c| match best {
+                Some(b) if b.0 >= c.0 => Some(b),
+                _ => Some(c),
+            }))
+    }
+
     /// The first record with a timestamp ≥ `timestamp`, as (offset, timestamp): ListOffsets
     /// by time. Searches the first segment whose largest timestamp reaches `timestamp`,
     /// through its time index.

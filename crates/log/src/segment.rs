@@ -1193,6 +1193,11 @@ impl Segment {
     }
 
     /// The largest batch timestamp in the segment ([`NO_TIMESTAMP`] when none).
+    /// The offset of the batch holding the largest timestamp (ListOffsets MAX_TIMESTAMP).
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp
+    }
+
     pub fn max_timestamp(&self) -> i64 {
         self.max_timestamp
     }

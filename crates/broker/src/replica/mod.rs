@@ -5,6 +5,8 @@
 //! controller.
 
 pub mod fetch_session;
+pub mod fetcher;
 pub mod log_manager;
 pub mod partition;
 pub mod producer_state;
+pub mod replica_manager;

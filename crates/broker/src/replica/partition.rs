@@ -23,7 +23,7 @@
 //! - R7: ISR additions carry the follower's broker epoch from its fetches (KIP-903).
 //! - R8: with ELR enabled the HW does not advance while |ISR| < `min.insync.replicas`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Bytes, BytesMut};
 use kraftd_log::{AppendInfo, Log, LogError, PendingRead};
@@ -291,6 +291,10 @@ pub struct Partition {
     /// Where this leader epoch started in the log (a follower joins the ISR only past it).
     leader_epoch_start_offset: i64,
     followers: BTreeMap<i32, FollowerState>,
+    /// Followers the metadata says may not join the ISR now (fenced, shutting down, or at
+    /// another broker epoch than their fetches carried): outside the ISR, the HW does not
+    /// wait for them even when caught up (Kafka's `isReplicaIsrEligible`, KIP-841).
+    ineligible: BTreeSet<i32>,
     high_watermark: i64,
 }
 
@@ -325,6 +329,7 @@ impl Partition {
             pending_isr: None,
             leader_epoch_start_offset: -1,
             followers: BTreeMap::new(),
+            ineligible: BTreeSet::new(),
             high_watermark,
         };
         partition.rebuild_producer_state(now_ms)?;
@@ -375,6 +380,14 @@ impl Partition {
     }
     pub fn producers(&self) -> &ProducerStateManager {
         &self.producers
+    }
+    /// The leader as this replica knows it (-1 when none).
+    pub fn leader_id(&self) -> i32 {
+        match self.role {
+            Role::Leader => self.local_broker,
+            Role::Follower { leader } => leader,
+            Role::None => -1,
+        }
     }
     pub fn is_leader(&self) -> bool {
         self.role == Role::Leader
@@ -436,6 +449,7 @@ impl Partition {
                 .filter(|r| **r != self.local_broker)
                 .map(|r| (*r, FollowerState::reset(self.isr.contains(r), now_ms)))
                 .collect();
+            self.ineligible.clear();
             info!(
                 topic = %self.tp.topic, partition = self.tp.partition, epoch = self.leader_epoch,
                 start_offset = self.leader_epoch_start_offset, hw = self.high_watermark,
@@ -493,7 +507,7 @@ impl Partition {
     }
 
     /// Checks a request's leader epoch against ours (KIP-320).
-    fn check_leader_epoch(&self, requested: i32) -> Result<(), PartitionError> {
+    pub fn check_leader_epoch(&self, requested: i32) -> Result<(), PartitionError> {
         if requested < 0 || requested == self.leader_epoch {
             Ok(())
         } else if requested < self.leader_epoch {
@@ -707,12 +721,35 @@ impl Partition {
         if broker_epoch >= 0 {
             state.broker_epoch = broker_epoch;
         }
+        if eligibility.is_isr_eligible(replica, state.broker_epoch) {
+            self.ineligible.remove(&replica);
+        } else {
+            self.ineligible.insert(replica);
+        }
         let isr_change = self.maybe_expand_isr(replica, eligibility);
         let high_watermark_changed = self.maybe_increment_high_watermark(now_ms);
         Ok(FollowerUpdate {
             high_watermark_changed,
             isr_change,
         })
+    }
+
+    /// The metadata changed who may join an ISR (a broker fenced, shutting down or
+    /// registered again): re-checks every follower at the broker epoch its fetches carried,
+    /// so the HW stops waiting for a caught-up follower that can no longer join. Returns
+    /// whether the HW moved.
+    pub fn update_isr_eligibility(
+        &mut self,
+        eligibility: &dyn IsrEligibility,
+        now_ms: i64,
+    ) -> bool {
+        self.ineligible = self
+            .followers
+            .iter()
+            .filter(|(r, s)| !eligibility.is_isr_eligible(**r, s.broker_epoch))
+            .map(|(r, _)| *r)
+            .collect();
+        self.is_leader() && self.maybe_increment_high_watermark(now_ms)
     }
 
     /// Adds a follower that reached the HW and this epoch's start (R2), if no other ISR
@@ -847,7 +884,9 @@ impl Partition {
         let mut new_hw = leader_end;
         for (replica, state) in &self.followers {
             let waits = maximal.contains(replica)
-                || (state.log_end_offset >= 0 && state.is_caught_up(leader_end, now_ms, lag));
+                || (state.log_end_offset >= 0
+                    && !self.ineligible.contains(replica)
+                    && state.is_caught_up(leader_end, now_ms, lag));
             if waits && state.log_end_offset < new_hw {
                 new_hw = state.log_end_offset;
             }

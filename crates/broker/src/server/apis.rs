@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::debug;
 
+use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -54,8 +55,13 @@ pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
     ApiKey::UpdateFeatures,
 ];
 
-/// Reads a broker answers from its own metadata.
-pub const LOCAL_API_KEYS: [ApiKey; 6] = [
+/// Requests a broker answers itself: reads of its metadata and the data plane.
+pub const LOCAL_API_KEYS: [ApiKey; 11] = [
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::InitProducerId,
     ApiKey::Metadata,
     ApiKey::DescribeCluster,
     ApiKey::DescribeConfigs,
@@ -79,6 +85,8 @@ pub struct BrokerApisContext {
     pub static_configs: BTreeMap<String, String>,
     /// `auto.create.topics.enable`.
     pub auto_create_topics_enable: bool,
+    /// Produce, Fetch and the offset requests.
+    pub data: DataPlane,
 }
 
 /// One listener's request handler.
@@ -191,11 +199,47 @@ impl KafkaApis {
         ResponseBody::Metadata(answer.response)
     }
 
-    async fn handle(&self, request: InboundRequest) -> ResponseBody {
-        let key = request.api_key;
+    /// The response, or `None` when the client expects none (Produce with `acks=0`).
+    async fn handle(&self, request: InboundRequest) -> Option<ResponseBody> {
         let version = request.header.request_api_version;
-        match request.body {
-            RequestBody::Metadata(r) => self.metadata(&request.header, r, request.peer).await,
+        let data = &self.context.data;
+        Some(match request.body {
+            RequestBody::Produce(r) => {
+                return data
+                    .produce(&self.image(), version, r)
+                    .await
+                    .map(ResponseBody::Produce)
+            }
+            RequestBody::Fetch(r) => {
+                ResponseBody::Fetch(data.fetch(&self.image(), version, r).await)
+            }
+            RequestBody::ListOffsets(r) => {
+                ResponseBody::ListOffsets(data.list_offsets(&self.image(), r))
+            }
+            RequestBody::OffsetForLeaderEpoch(r) => {
+                ResponseBody::OffsetForLeaderEpoch(data.offset_for_leader_epoch(&self.image(), r))
+            }
+            RequestBody::InitProducerId(r) => {
+                let deadline = Instant::now() + FORWARD_TIMEOUT;
+                ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
+            }
+            body => {
+                self.handle_metadata_request(request.api_key, &request.header, request.peer, body)
+                    .await
+            }
+        })
+    }
+
+    async fn handle_metadata_request(
+        &self,
+        key: ApiKey,
+        header: &RequestHeader,
+        peer: std::net::SocketAddr,
+        body: RequestBody,
+    ) -> ResponseBody {
+        let version = header.request_api_version;
+        match body {
+            RequestBody::Metadata(r) => self.metadata(header, r, peer).await,
             RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(
                 describe_cluster_response(&self.image(), &r, version, &self.broker_context()),
             ),
@@ -246,10 +290,10 @@ impl KafkaApis {
                     .context
                     .forwarding
                     .forward(
-                        &request.header,
+                        header,
                         body.clone(),
                         ("User", "ANONYMOUS"),
-                        request.peer.ip(),
+                        peer.ip(),
                         deadline,
                     )
                     .await;
@@ -293,7 +337,9 @@ impl RequestHandler for KafkaApis {
         let (tx, rx) = oneshot::channel();
         let apis = self.clone();
         tokio::spawn(async move {
-            let _ = tx.send(apis.handle(request).await);
+            if let Some(response) = apis.handle(request).await {
+                let _ = tx.send(response);
+            }
         });
         Some(rx)
     }

@@ -9,13 +9,15 @@
 pub mod alter_partition_manager;
 pub mod apis;
 pub mod controller_channel;
+pub mod data_plane;
 pub mod forwarding;
 pub mod lifecycle;
-pub mod producer_id_manager;
 mod metadata_task;
+pub mod producer_id_manager;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,12 +34,19 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
+use self::alter_partition_manager::AlterPartitionManager;
 use self::apis::{BrokerApisContext, KafkaApis};
 use self::controller_channel::ControllerChannel;
+use self::data_plane::DataPlane;
 use self::forwarding::ForwardingManager;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
+use self::producer_id_manager::ProducerIdManager;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
+use crate::replica::fetch_session::FetchManager;
+use crate::replica::replica_manager::{
+    ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
+};
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -77,6 +86,13 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `super.users` and `allow.everyone.if.no.acl.found`.
     pub authorizer: AuthorizerConfig,
+    /// `replica.lag.time.max.ms`.
+    pub replica_lag_time_max_ms: i64,
+    /// `max.incremental.fetch.session.cache.slots`.
+    pub max_incremental_fetch_session_cache_slots: usize,
+    /// `inter.broker.listener.name`: the listener followers fetch from (default: a
+    /// broker's first listener).
+    pub inter_broker_listener_name: Option<String>,
 }
 
 /// Where the broker's metadata comes from.
@@ -104,6 +120,9 @@ pub enum BrokerError {
 #[derive(Debug)]
 pub struct BrokerServer {
     config: BrokerConfig,
+    replica_manager: Arc<ReplicaManager>,
+    /// The replica manager's periodic work and the broker-epoch relay.
+    background: Vec<JoinHandle<()>>,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     servers: Vec<JoinHandle<()>>,
@@ -162,8 +181,53 @@ impl BrokerServer {
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
+        let channel = |name: &str| {
+            ControllerChannel::new(
+                format!("broker-{}-{name}-channel", config.node_id),
+                config.voters.clone(),
+                handle.metrics(),
+                request_timeout,
+            )
+        };
+        // The broker epoch, as registration sets it, for the data plane's requests.
+        let (epoch_tx, epoch_rx) = watch::channel(-1i64);
+        let broker_epoch = Arc::new(AtomicI64::new(-1));
+        let alter_partition = AlterPartitionManager::start(
+            config.node_id,
+            epoch_rx.clone(),
+            channel("alter-partition"),
+        );
+        let producer_ids = ProducerIdManager::new(config.node_id, epoch_rx, channel("producer-id"));
+        let mut replica_config = ReplicaManagerConfig::new(
+            config.node_id,
+            config.log_dirs.iter().map(|(d, _)| d.clone()).collect(),
+        );
+        replica_config.static_configs = config.static_configs.clone();
+        replica_config.replica_lag_time_max_ms = config.replica_lag_time_max_ms;
+        replica_config.fetcher.listener_name = config
+            .inter_broker_listener_name
+            .clone()
+            .or_else(|| listeners.first().map(|l| l.name.clone()));
+        let replica_manager = ReplicaManager::new(
+            replica_config,
+            cache.clone(),
+            alter_partition,
+            Arc::clone(&broker_epoch),
+        )
+        .map_err(|e| BrokerError::LogDir {
+            dir: format!(
+                "{:?}",
+                config.log_dirs.iter().map(|(d, _)| d).collect::<Vec<_>>()
+            ),
+            reason: e.to_string(),
+        })?;
+        let replica_background = replica_manager.start_background();
         let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![Box::new(cache.clone())];
         publishers.extend(published.publishers());
+        publishers.push(Box::new(ReplicaManagerPublisher(Arc::clone(
+            &replica_manager,
+        ))));
         let loader = MetadataLoader::new(config.node_id, publishers);
         let metadata_metrics = loader.metrics().clone();
         let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
@@ -176,19 +240,8 @@ impl BrokerServer {
             handle.clone(),
             stopped_tx,
         ));
-        let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
-        let lifecycle_channel = ControllerChannel::new(
-            format!("broker-{}-heartbeat-channel", config.node_id),
-            config.voters.clone(),
-            handle.metrics(),
-            request_timeout,
-        );
-        let forwarding_channel = ControllerChannel::new(
-            format!("broker-{}-forwarding-channel", config.node_id),
-            config.voters.clone(),
-            handle.metrics(),
-            request_timeout,
-        );
+        let lifecycle_channel = channel("heartbeat");
+        let forwarding_channel = channel("forwarding");
         let advertised: Vec<Listener> = listeners
             .iter()
             .map(|l| Listener {
@@ -214,6 +267,20 @@ impl BrokerServer {
             lifecycle_channel,
             metadata_status.clone(),
         );
+        let epoch_relay = {
+            let mut state = lifecycle.state();
+            let broker_epoch = Arc::clone(&broker_epoch);
+            tokio::spawn(async move {
+                loop {
+                    let epoch = state.borrow_and_update().broker_epoch;
+                    broker_epoch.store(epoch, Ordering::Relaxed);
+                    epoch_tx.send_if_modified(|e| std::mem::replace(e, epoch) != epoch);
+                    if state.changed().await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
@@ -221,6 +288,11 @@ impl BrokerServer {
             forwarding: ForwardingManager::new(forwarding_channel),
             static_configs: config.static_configs.clone(),
             auto_create_topics_enable: config.auto_create_topics_enable,
+            data: DataPlane {
+                replica_manager: Arc::clone(&replica_manager),
+                fetch_manager: FetchManager::new(config.max_incremental_fetch_session_cache_slots),
+                producer_ids,
+            },
         });
         let table = Arc::new(KafkaApis::api_versions());
         let servers = listeners
@@ -237,6 +309,8 @@ impl BrokerServer {
             })
             .collect();
         Ok(BrokerServer {
+            replica_manager,
+            background: vec![replica_background, epoch_relay],
             stopped,
             raft_metrics: handle.metrics(),
             config,
@@ -249,6 +323,11 @@ impl BrokerServer {
             metadata_metrics,
             published,
         })
+    }
+
+    /// The hosted partitions.
+    pub fn replica_manager(&self) -> &Arc<ReplicaManager> {
+        &self.replica_manager
     }
 
     /// The metadata the broker serves from (published once caught up).
@@ -303,6 +382,11 @@ impl BrokerServer {
             let _ = server.await;
         }
         self.metadata.abort();
+        for task in self.background.drain(..) {
+            task.abort();
+        }
+        let replicas = Arc::clone(&self.replica_manager);
+        let _ = tokio::task::spawn_blocking(move || replicas.shutdown()).await;
         if let Some(raft) = self.own_raft.take() {
             let _ = raft.shutdown().await;
         }
@@ -325,6 +409,10 @@ impl BrokerServer {
         for server in self.servers.drain(..) {
             server.abort();
         }
+        for task in self.background.drain(..) {
+            task.abort();
+        }
+        self.replica_manager.fetchers().shutdown();
         self.metadata.abort();
         drop(self.lifecycle.take());
         if let Some(raft) = self.own_raft.take() {
@@ -338,6 +426,10 @@ impl Drop for BrokerServer {
         for server in &self.servers {
             server.abort();
         }
+        for task in &self.background {
+            task.abort();
+        }
+        self.replica_manager.fetchers().shutdown();
         self.metadata.abort();
     }
 }

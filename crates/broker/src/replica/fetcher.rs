@@ -1,0 +1,561 @@
+//! Followers pulling from their leaders (Kafka's `ReplicaFetcherManager` and
+//! `ReplicaFetcherThread`): one fetcher task per source broker, fetching every partition
+//! this broker follows there in one Fetch request.
+//!
+//! Each Fetch carries, per partition, the follower's log end as fetch offset, the epoch of
+//! its last batch (`lastFetchedEpoch`: the leader answers a diverging epoch instead of
+//! records when our log went astray — KIP-101/279 in one round trip), and its current
+//! leader epoch (KIP-320); the request carries this broker's epoch in `ReplicaState`
+//! (KIP-903). Responses are applied under the partition's lock: truncate on divergence,
+//! else append and take the leader's HW. A partition the leader refuses (not leader, fenced
+//! or unknown epoch) waits `replica.fetch.backoff.ms` and for the metadata to move it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+use kraftd_protocol::messages::fetch_response::PartitionData;
+use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kraftd_protocol::messages::{FetchRequest, ListOffsetsRequest};
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
+use kraftd_raft::transport::{Channel, ClientConfig};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::fetch_session::TopicIdPartition;
+use super::partition::Role;
+use super::replica_manager::{now_ms, HostedPartition};
+use crate::metadata::MetadataCache;
+
+/// The follower side's settings, with Kafka's names.
+#[derive(Debug, Clone)]
+pub struct FetcherConfig {
+    pub broker_id: i32,
+    /// `inter.broker.listener.name`: the leader's listener to fetch from (`None`: its first).
+    pub listener_name: Option<String>,
+    /// `replica.fetch.wait.max.ms`.
+    pub max_wait_ms: i32,
+    /// `replica.fetch.min.bytes`.
+    pub min_bytes: i32,
+    /// `replica.fetch.response.max.bytes`.
+    pub max_bytes: i32,
+    /// `replica.fetch.max.bytes`.
+    pub partition_max_bytes: i32,
+    /// `replica.fetch.backoff.ms`.
+    pub backoff: Duration,
+    /// `replica.socket.timeout.ms`.
+    pub request_timeout: Duration,
+}
+
+impl FetcherConfig {
+    pub fn new(broker_id: i32) -> Self {
+        FetcherConfig {
+            broker_id,
+            listener_name: None,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 10 * 1024 * 1024,
+            partition_max_bytes: 1024 * 1024,
+            backoff: Duration::from_millis(1000),
+            request_timeout: Duration::from_millis(30_000),
+        }
+    }
+}
+
+/// A followed partition and when it may be fetched again.
+#[derive(Debug)]
+struct Followed {
+    hosted: Arc<HostedPartition>,
+    delayed_until: Option<Instant>,
+}
+
+type Key = (Uuid, i32);
+
+#[derive(Debug, Default)]
+struct FetcherShared {
+    partitions: Mutex<BTreeMap<Key, Followed>>,
+    wake: Notify,
+}
+
+impl FetcherShared {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<Key, Followed>> {
+        self.partitions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[derive(Debug)]
+struct FetcherTask {
+    shared: Arc<FetcherShared>,
+    task: JoinHandle<()>,
+}
+
+/// The fetchers, one per leader broker.
+#[derive(Debug)]
+pub struct ReplicaFetcherManager {
+    config: FetcherConfig,
+    cache: MetadataCache,
+    broker_epoch: Arc<AtomicI64>,
+    fetchers: Mutex<HashMap<i32, FetcherTask>>,
+}
+
+impl ReplicaFetcherManager {
+    pub fn new(config: FetcherConfig, cache: MetadataCache, broker_epoch: Arc<AtomicI64>) -> Self {
+        ReplicaFetcherManager {
+            config,
+            cache,
+            broker_epoch,
+            fetchers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<i32, FetcherTask>> {
+        self.fetchers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts fetching `hosted` from `leader` (starting that leader's fetcher if needed).
+    pub fn add_partition(&self, leader: i32, hosted: Arc<HostedPartition>) {
+        let key = (hosted.tp.topic_id, hosted.tp.partition);
+        let mut fetchers = self.lock();
+        let fetcher = fetchers.entry(leader).or_insert_with(|| {
+            let shared = Arc::new(FetcherShared::default());
+            let run = FetcherRun {
+                leader,
+                config: self.config.clone(),
+                cache: self.cache.clone(),
+                broker_epoch: Arc::clone(&self.broker_epoch),
+                shared: Arc::clone(&shared),
+                channel: None,
+            };
+            info!(
+                broker = self.config.broker_id,
+                leader, "starting replica fetcher"
+            );
+            FetcherTask {
+                shared,
+                task: tokio::spawn(run.run()),
+            }
+        });
+        fetcher.shared.lock().insert(
+            key,
+            Followed {
+                hosted,
+                delayed_until: None,
+            },
+        );
+        fetcher.shared.wake.notify_one();
+    }
+
+    /// Stops fetching a partition (it became leader, moved, or was deleted). A fetcher left
+    /// with nothing stops.
+    pub fn remove_partition(&self, tp: &TopicIdPartition) {
+        let key = (tp.topic_id, tp.partition);
+        let mut fetchers = self.lock();
+        let mut idle = Vec::new();
+        for (leader, fetcher) in fetchers.iter() {
+            let mut parts = fetcher.shared.lock();
+            if parts.remove(&key).is_some() && parts.is_empty() {
+                idle.push(*leader);
+            }
+        }
+        for leader in idle {
+            if let Some(f) = fetchers.remove(&leader) {
+                f.task.abort();
+            }
+        }
+    }
+
+    /// Brokers changed (a leader's endpoint may have moved): wake every fetcher so its next
+    /// request resolves the endpoint again, and retry partitions that were backing off.
+    pub fn endpoints_changed(&self) {
+        for fetcher in self.lock().values() {
+            for f in fetcher.shared.lock().values_mut() {
+                f.delayed_until = None;
+            }
+            fetcher.shared.wake.notify_one();
+        }
+    }
+
+    /// The partitions being fetched, by leader (for tests and metrics).
+    pub fn assignments(&self) -> BTreeMap<i32, Vec<TopicIdPartition>> {
+        self.lock()
+            .iter()
+            .map(|(leader, f)| {
+                (
+                    *leader,
+                    f.shared
+                        .lock()
+                        .values()
+                        .map(|p| p.hosted.tp.clone())
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn shutdown(&self) {
+        for (_, f) in self.lock().drain() {
+            f.task.abort();
+        }
+    }
+}
+
+impl Drop for ReplicaFetcherManager {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One leader's fetch loop.
+struct FetcherRun {
+    leader: i32,
+    config: FetcherConfig,
+    cache: MetadataCache,
+    broker_epoch: Arc<AtomicI64>,
+    shared: Arc<FetcherShared>,
+    channel: Option<Channel>,
+}
+
+/// What one partition was asked at, to check the answer still applies.
+struct Asked {
+    hosted: Arc<HostedPartition>,
+    fetch_offset: i64,
+    leader_epoch: i32,
+}
+
+impl FetcherRun {
+    async fn run(mut self) {
+        loop {
+            let shared = Arc::clone(&self.shared);
+            let wake = shared.wake.notified();
+            let (ready, next_delay) = self.ready_partitions();
+            if ready.is_empty() {
+                match next_delay {
+                    Some(at) => {
+                        let _ = tokio::time::timeout_at(at, wake).await;
+                    }
+                    None => wake.await,
+                }
+                continue;
+            }
+            let Some(channel) = self.channel() else {
+                debug!(leader = self.leader, "no endpoint for the leader yet");
+                self.delay(ready.iter().map(|a| &a.hosted.tp));
+                continue;
+            };
+            self.fetch_once(&channel, ready).await;
+        }
+    }
+
+    /// The partitions due now (still following this leader), and when the next delayed
+    /// one is due.
+    fn ready_partitions(&self) -> (Vec<Asked>, Option<Instant>) {
+        let now = Instant::now();
+        let mut ready = Vec::new();
+        let mut next: Option<Instant> = None;
+        for f in self.shared.lock().values() {
+            match f.delayed_until {
+                Some(at) if at > now => {
+                    next = Some(next.map_or(at, |n| n.min(at)));
+                    continue;
+                }
+                _ => {}
+            }
+            let p = f.hosted.lock();
+            if p.role()
+                != (Role::Follower {
+                    leader: self.leader,
+                })
+            {
+                continue;
+            }
+            ready.push(Asked {
+                hosted: Arc::clone(&f.hosted),
+                fetch_offset: p.log_end_offset(),
+                leader_epoch: p.leader_epoch(),
+            });
+        }
+        (ready, next)
+    }
+
+    fn delay<'a>(&self, tps: impl Iterator<Item = &'a TopicIdPartition>) {
+        let until = Instant::now() + self.config.backoff;
+        let mut parts = self.shared.lock();
+        for tp in tps {
+            if let Some(f) = parts.get_mut(&(tp.topic_id, tp.partition)) {
+                f.delayed_until = Some(until);
+            }
+        }
+    }
+
+    /// The channel to the leader's listener, re-created when its endpoint changes.
+    fn channel(&mut self) -> Option<Channel> {
+        let image = self.cache.image();
+        let broker = image.cluster.broker(self.leader)?;
+        let endpoint = match &self.config.listener_name {
+            Some(name) => broker.listeners.get(name)?,
+            None => broker.listeners.values().next()?,
+        };
+        let destination = format!("{}:{}", endpoint.host, endpoint.port);
+        if self
+            .channel
+            .as_ref()
+            .is_none_or(|c| c.destination() != destination)
+        {
+            let mut client =
+                ClientConfig::new(format!("broker-{}-fetcher-0", self.config.broker_id));
+            client.request_timeout = self.config.request_timeout;
+            client.max_frame_bytes = (self.config.max_bytes as usize)
+                .saturating_mul(2)
+                .max(client.max_frame_bytes);
+            self.channel = Some(Channel::spawn(destination, client));
+        }
+        self.channel.clone()
+    }
+
+    async fn fetch_once(&mut self, channel: &Channel, asked: Vec<Asked>) {
+        let version = stable_range(ApiKey::Fetch).max;
+        let mut topics: BTreeMap<Uuid, FetchTopic> = BTreeMap::new();
+        for a in &asked {
+            let p = a.hosted.lock();
+            let (fetch_offset, last_fetched_epoch) = p.fetch_position();
+            let topic = topics
+                .entry(a.hosted.tp.topic_id)
+                .or_insert_with(|| FetchTopic {
+                    topic: a.hosted.tp.topic.clone(),
+                    topic_id: a.hosted.tp.topic_id,
+                    ..Default::default()
+                });
+            topic.partitions.push(FetchPartition {
+                partition: a.hosted.tp.partition,
+                current_leader_epoch: p.leader_epoch(),
+                fetch_offset,
+                last_fetched_epoch,
+                log_start_offset: p.log_start_offset(),
+                partition_max_bytes: self.config.partition_max_bytes,
+                high_watermark: p.high_watermark(),
+                ..Default::default()
+            });
+        }
+        let broker_epoch = self.broker_epoch.load(Ordering::Relaxed);
+        let request = FetchRequest {
+            replica_id: self.config.broker_id,
+            replica_state: ReplicaState {
+                replica_id: self.config.broker_id,
+                replica_epoch: broker_epoch,
+                ..Default::default()
+            },
+            max_wait_ms: self.config.max_wait_ms,
+            min_bytes: self.config.min_bytes,
+            max_bytes: self.config.max_bytes,
+            isolation_level: 0,
+            session_id: 0,
+            session_epoch: -1,
+            topics: topics.into_values().collect(),
+            ..Default::default()
+        };
+        let response = channel
+            .call(
+                channel.next_correlation_id(),
+                version,
+                RequestBody::Fetch(request),
+            )
+            .await;
+        let response = match response {
+            Ok(ResponseBody::Fetch(r)) => r,
+            Ok(other) => {
+                warn!(leader = self.leader, response = ?other, "unexpected response to Fetch");
+                self.delay(asked.iter().map(|a| &a.hosted.tp));
+                return;
+            }
+            Err(e) => {
+                debug!(leader = self.leader, error = %e, "fetch failed; backing off");
+                self.delay(asked.iter().map(|a| &a.hosted.tp));
+                return;
+            }
+        };
+        if response.error_code != 0 {
+            warn!(leader = self.leader, error = ?ErrorCode::from_code(response.error_code), "fetch refused");
+            self.delay(asked.iter().map(|a| &a.hosted.tp));
+            return;
+        }
+        let by_key: HashMap<Key, &Asked> = asked
+            .iter()
+            .map(|a| ((a.hosted.tp.topic_id, a.hosted.tp.partition), a))
+            .collect();
+        let mut backoff = Vec::new();
+        let mut out_of_range = Vec::new();
+        for topic in response.responses {
+            for data in topic.partitions {
+                let Some(a) = by_key.get(&(topic.topic_id, data.partition_index)) else {
+                    continue;
+                };
+                match self.apply(a, data) {
+                    Applied::Done => {}
+                    Applied::Backoff => backoff.push(a.hosted.tp.clone()),
+                    Applied::OutOfRange(leader_start) => {
+                        out_of_range.push((Arc::clone(&a.hosted), a.leader_epoch, leader_start))
+                    }
+                }
+            }
+        }
+        if !backoff.is_empty() {
+            self.delay(backoff.iter());
+        }
+        for (hosted, epoch, leader_start) in out_of_range {
+            self.handle_out_of_range(channel, &hosted, epoch, leader_start)
+                .await;
+        }
+    }
+
+    /// Applies one partition's answer under its lock.
+    fn apply(&self, asked: &Asked, data: PartitionData) -> Applied {
+        let hosted = &asked.hosted;
+        let mut p = hosted.lock();
+        if p.role()
+            != (Role::Follower {
+                leader: self.leader,
+            })
+            || p.leader_epoch() != asked.leader_epoch
+            || p.log_end_offset() != asked.fetch_offset
+        {
+            // Moved on while the request was out: the answer no longer applies.
+            return Applied::Done;
+        }
+        let now = now_ms();
+        let code = ErrorCode::from_code(data.error_code);
+        match code {
+            Some(ErrorCode::None) => {
+                let diverging = data.diverging_epoch;
+                if diverging.epoch >= 0 || diverging.end_offset >= 0 {
+                    match p.truncate_on_divergence(diverging.epoch, diverging.end_offset, now) {
+                        Ok(end) => {
+                            info!(
+                                topic = %hosted.tp.topic, partition = hosted.tp.partition,
+                                leader = self.leader, diverging_epoch = diverging.epoch,
+                                leader_end_offset = diverging.end_offset, new_end = end,
+                                "truncated on the leader's diverging epoch"
+                            );
+                        }
+                        Err(e) => {
+                            warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "truncation failed");
+                            return Applied::Backoff;
+                        }
+                    }
+                } else if let Some(records) = data.records.filter(|r| !r.is_empty()) {
+                    if let Err(e) = p.append_as_follower(records, data.high_watermark, now) {
+                        warn!(
+                            topic = %hosted.tp.topic, partition = hosted.tp.partition,
+                            leader = self.leader, error = %e, "appending fetched records failed"
+                        );
+                        return Applied::Backoff;
+                    }
+                } else {
+                    p.update_follower_high_watermark(data.high_watermark);
+                }
+                drop(p);
+                hosted.changed.notify_waiters();
+                Applied::Done
+            }
+            Some(ErrorCode::OffsetOutOfRange) => Applied::OutOfRange(data.log_start_offset),
+            other => {
+                debug!(
+                    topic = %hosted.tp.topic, partition = hosted.tp.partition, leader = self.leader,
+                    error = ?other, "leader refused the partition; waiting for metadata"
+                );
+                Applied::Backoff
+            }
+        }
+    }
+
+    /// Our fetch offset is outside the leader's log: below its start (start over there) or
+    /// past its end (an unclean leader: truncate to its end), as Kafka's
+    /// `handleOutOfRangeError` does.
+    async fn handle_out_of_range(
+        &self,
+        channel: &Channel,
+        hosted: &Arc<HostedPartition>,
+        epoch: i32,
+        leader_start: i64,
+    ) {
+        let request = ListOffsetsRequest {
+            replica_id: self.config.broker_id,
+            isolation_level: 0,
+            topics: vec![ListOffsetsTopic {
+                name: hosted.tp.topic.clone(),
+                partitions: vec![ListOffsetsPartition {
+                    partition_index: hosted.tp.partition,
+                    current_leader_epoch: epoch,
+                    timestamp: -1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let version = stable_range(ApiKey::ListOffsets).max;
+        let leader_end = match channel
+            .call(
+                channel.next_correlation_id(),
+                version,
+                RequestBody::ListOffsets(request),
+            )
+            .await
+        {
+            Ok(ResponseBody::ListOffsets(r)) => r
+                .topics
+                .first()
+                .and_then(|t| t.partitions.first())
+                .filter(|p| p.error_code == 0)
+                .map(|p| p.offset),
+            _ => None,
+        };
+        let now = now_ms();
+        let mut p = hosted.lock();
+        if p.leader_epoch() != epoch
+            || p.role()
+                != (Role::Follower {
+                    leader: self.leader,
+                })
+        {
+            return;
+        }
+        let result = match leader_end {
+            Some(end) if p.log_end_offset() > end => {
+                warn!(
+                    topic = %hosted.tp.topic, partition = hosted.tp.partition,
+                    local_end = p.log_end_offset(), leader_end = end,
+                    "our log is longer than the leader's (unclean election): truncating"
+                );
+                p.truncate_to(end, now)
+            }
+            _ if p.log_end_offset() < leader_start => {
+                info!(
+                    topic = %hosted.tp.topic, partition = hosted.tp.partition,
+                    local_end = p.log_end_offset(), leader_start,
+                    "the leader's log starts past ours: starting over there"
+                );
+                p.truncate_fully_and_start_at(leader_start, now)
+            }
+            _ => Ok(()),
+        };
+        drop(p);
+        match result {
+            Ok(()) => hosted.changed.notify_waiters(),
+            Err(e) => {
+                warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "out-of-range recovery failed");
+                self.delay(std::iter::once(&hosted.tp));
+            }
+        }
+    }
+}
+
+enum Applied {
+    Done,
+    Backoff,
+    OutOfRange(i64),
+}

@@ -1,0 +1,433 @@
+//! The data-plane requests of `KafkaApis` (Kafka's `handleProduceRequest`,
+//! `handleFetchRequest`, `handleListOffsetRequest`, `handleOffsetForLeaderEpochRequest`,
+//! `handleInitProducerIdRequest`): names and ids resolved against the metadata image, the
+//! work done by the [`ReplicaManager`], the answers shaped per version. One bad partition
+//! gets its own error; the rest of the request goes on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::messages::fetch_response::{
+    EpochEndOffset as FetchEpochEndOffset, LeaderIdAndEpoch as FetchLeader, PartitionData,
+};
+use kraftd_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kraftd_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kraftd_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, PartitionProduceResponse, TopicProduceResponse,
+};
+use kraftd_protocol::messages::{
+    FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
+    ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest,
+    ProduceResponse,
+};
+use kraftd_protocol::{ErrorCode, Uuid};
+use tokio::time::Instant;
+
+use crate::replica::fetch_session::{FetchManager, TopicIdPartition, TopicRef};
+use crate::replica::replica_manager::{
+    now_ms, FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager,
+};
+use crate::server::producer_id_manager::ProducerIdManager;
+
+/// Produce v13 and Fetch v13 name topics by id, earlier versions by name.
+const PRODUCE_TOPIC_ID_VERSION: i16 = 13;
+
+/// What the data-plane handlers share.
+#[derive(Debug)]
+pub struct DataPlane {
+    pub replica_manager: Arc<ReplicaManager>,
+    pub fetch_manager: FetchManager,
+    pub producer_ids: ProducerIdManager,
+}
+
+/// A topic named by a request, resolved: (id, name), or the error for its partitions.
+fn resolve_topic(
+    image: &MetadataImage,
+    name: &str,
+    id: Uuid,
+    by_id: bool,
+) -> Result<(Uuid, String), ErrorCode> {
+    if by_id {
+        image
+            .topics
+            .get(&id)
+            .map(|t| (t.id, t.name.clone()))
+            .ok_or(ErrorCode::UnknownTopicId)
+    } else {
+        image
+            .topics
+            .get_by_name(name)
+            .map(|t| (t.id, t.name.clone()))
+            .ok_or(ErrorCode::UnknownTopicOrPartition)
+    }
+}
+
+impl DataPlane {
+    /// Produce. `None` for `acks=0`: the client expects no response.
+    pub async fn produce(
+        &self,
+        image: &MetadataImage,
+        version: i16,
+        request: ProduceRequest,
+    ) -> Option<ProduceResponse> {
+        let acks = request.acks;
+        let by_id = version >= PRODUCE_TOPIC_ID_VERSION;
+        let mut entries = Vec::new();
+        // (topic name, id, partition, Some(error) when refused before the append).
+        let mut order: Vec<(String, Uuid, i32, Option<ErrorCode>)> = Vec::new();
+        let refuse_all = if !matches!(acks, -1..=1) {
+            Some(ErrorCode::InvalidRequiredAcks)
+        } else if request.transactional_id.is_some() {
+            // No transaction coordinator yet: refused plainly, not half-supported.
+            Some(ErrorCode::UnsupportedVersion)
+        } else {
+            None
+        };
+        for topic in request.topic_data {
+            let resolved = resolve_topic(image, &topic.name, topic.topic_id, by_id);
+            for partition in topic.partition_data {
+                let (name, id) = match &resolved {
+                    Ok((id, name)) => (name.clone(), *id),
+                    Err(_) => (topic.name.clone(), topic.topic_id),
+                };
+                let error = refuse_all.or(resolved.as_ref().err().copied()).or_else(|| {
+                    image
+                        .topics
+                        .partition(&id, partition.index)
+                        .is_none()
+                        .then_some(ErrorCode::UnknownTopicOrPartition)
+                });
+                if error.is_none() {
+                    entries.push((
+                        TopicIdPartition {
+                            topic_id: id,
+                            topic: name.clone(),
+                            partition: partition.index,
+                        },
+                        partition.records.unwrap_or_else(Bytes::new),
+                    ));
+                }
+                order.push((name, id, partition.index, error));
+            }
+        }
+        let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
+        let appended = self
+            .replica_manager
+            .append_records(acks, timeout, entries)
+            .await;
+        if acks == 0 {
+            return None;
+        }
+        let mut results: BTreeMap<(Uuid, i32), ProduceResult> = appended
+            .into_iter()
+            .map(|(tp, r)| ((tp.topic_id, tp.partition), r))
+            .collect();
+        let mut response = ProduceResponse::default();
+        for (name, id, index, error) in order {
+            let result = match error {
+                Some(code) => ProduceResult::error(code, None),
+                None => results
+                    .remove(&(id, index))
+                    .unwrap_or_else(|| ProduceResult::error(ErrorCode::UnknownServerError, None)),
+            };
+            let current_leader = if result.error == ErrorCode::NotLeaderOrFollower {
+                image
+                    .topics
+                    .partition(&id, index)
+                    .map(|p| LeaderIdAndEpoch {
+                        leader_id: p.leader,
+                        leader_epoch: p.leader_epoch,
+                        ..Default::default()
+                    })
+                    .unwrap_or_else(unknown_leader)
+            } else {
+                unknown_leader()
+            };
+            let partition = PartitionProduceResponse {
+                index,
+                error_code: result.error.code(),
+                base_offset: result.base_offset,
+                log_append_time_ms: result.log_append_time,
+                log_start_offset: result.log_start_offset,
+                error_message: result.message,
+                current_leader,
+                ..Default::default()
+            };
+            match response
+                .responses
+                .last_mut()
+                .filter(|t| t.name == name && t.topic_id == id)
+            {
+                Some(t) => t.partition_responses.push(partition),
+                None => response.responses.push(TopicProduceResponse {
+                    name,
+                    topic_id: id,
+                    partition_responses: vec![partition],
+                    ..Default::default()
+                }),
+            }
+        }
+        Some(response)
+    }
+
+    /// Fetch, from consumers (sessions per KIP-227) and from follower replicas.
+    pub async fn fetch(
+        &self,
+        image: &MetadataImage,
+        version: i16,
+        request: FetchRequest,
+    ) -> FetchResponse {
+        let replica_id = if version >= 15 {
+            request.replica_state.replica_id
+        } else {
+            request.replica_id
+        };
+        let origin = if replica_id >= 0 {
+            FetchOrigin::Follower {
+                replica_id,
+                broker_epoch: request.replica_state.replica_epoch,
+            }
+        } else {
+            FetchOrigin::Consumer
+        };
+        let resolve = |r: TopicRef| match r {
+            TopicRef::Id(id) => image.topics.get(&id).map(|t| (t.id, t.name.clone())),
+            TopicRef::Name(name) => image
+                .topics
+                .get_by_name(name)
+                .map(|t| (t.id, t.name.clone())),
+        };
+        let context =
+            self.fetch_manager
+                .new_context(version, &request, replica_id >= 0, &resolve, now_ms());
+        if let Some(error) = context.error() {
+            return FetchResponse {
+                error_code: error.code(),
+                session_id: 0,
+                ..Default::default()
+            };
+        }
+        let wanted = context.partitions();
+        let limits = FetchLimits {
+            max_wait: Duration::from_millis(request.max_wait_ms.max(0) as u64),
+            min_bytes: request.min_bytes.max(0) as usize,
+            max_bytes: if version >= 3 {
+                request.max_bytes.max(0) as usize
+            } else {
+                usize::MAX
+            },
+        };
+        // Sessions of requests that name topics (v12 and older) key partitions by name
+        // with a zero id; the replica manager keys them by id.
+        let by_id: Vec<(TopicIdPartition, _)> = wanted
+            .iter()
+            .map(|(tp, params)| {
+                let mut tp = tp.clone();
+                if tp.topic_id == Uuid::ZERO {
+                    if let Some(t) = image.topics.get_by_name(&tp.topic) {
+                        tp.topic_id = t.id;
+                    }
+                }
+                (tp, params.clone())
+            })
+            .collect();
+        let results = self
+            .replica_manager
+            .fetch_messages(origin, limits, &by_id)
+            .await;
+        let data: Vec<(TopicIdPartition, PartitionData)> = wanted
+            .into_iter()
+            .zip(results)
+            .map(|((tp, _), (_, r))| {
+                let data = partition_data(tp.partition, r);
+                (tp, data)
+            })
+            .collect();
+        let (session_id, responses) = context.update_and_generate_response(version, data, now_ms());
+        if let Some(error) = context.error() {
+            return FetchResponse {
+                error_code: error.code(),
+                session_id,
+                ..Default::default()
+            };
+        }
+        FetchResponse {
+            error_code: 0,
+            session_id,
+            responses,
+            ..Default::default()
+        }
+    }
+
+    /// ListOffsets: earliest, latest, max timestamp or by timestamp, as leader.
+    pub fn list_offsets(
+        &self,
+        image: &MetadataImage,
+        request: ListOffsetsRequest,
+    ) -> ListOffsetsResponse {
+        let mut response = ListOffsetsResponse::default();
+        for topic in request.topics {
+            let resolved = resolve_topic(image, &topic.name, Uuid::ZERO, false);
+            let mut out = ListOffsetsTopicResponse {
+                name: topic.name.clone(),
+                ..Default::default()
+            };
+            for p in topic.partitions {
+                let answer = resolved.clone().and_then(|(id, name)| {
+                    let tp = TopicIdPartition {
+                        topic_id: id,
+                        topic: name,
+                        partition: p.partition_index,
+                    };
+                    self.replica_manager.list_offset(
+                        &tp,
+                        p.current_leader_epoch,
+                        p.timestamp,
+                        request.replica_id,
+                    )
+                });
+                out.partitions.push(match answer {
+                    Ok((offset, timestamp, leader_epoch)) => ListOffsetsPartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: 0,
+                        timestamp,
+                        offset,
+                        leader_epoch,
+                        ..Default::default()
+                    },
+                    Err(code) => ListOffsetsPartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: code.code(),
+                        timestamp: -1,
+                        offset: -1,
+                        leader_epoch: -1,
+                        ..Default::default()
+                    },
+                });
+            }
+            response.topics.push(out);
+        }
+        response
+    }
+
+    /// OffsetForLeaderEpoch (KIP-279): per partition, the largest epoch ≤ the one asked
+    /// and its end offset.
+    pub fn offset_for_leader_epoch(
+        &self,
+        image: &MetadataImage,
+        request: OffsetForLeaderEpochRequest,
+    ) -> OffsetForLeaderEpochResponse {
+        let mut response = OffsetForLeaderEpochResponse::default();
+        for topic in request.topics {
+            let resolved = resolve_topic(image, &topic.topic, Uuid::ZERO, false);
+            let mut out = OffsetForLeaderTopicResult {
+                topic: topic.topic.clone(),
+                ..Default::default()
+            };
+            for p in topic.partitions {
+                let answer = resolved.clone().and_then(|(id, name)| {
+                    let tp = TopicIdPartition {
+                        topic_id: id,
+                        topic: name,
+                        partition: p.partition,
+                    };
+                    self.replica_manager.offset_for_leader_epoch(
+                        &tp,
+                        p.current_leader_epoch,
+                        p.leader_epoch,
+                        request.replica_id,
+                    )
+                });
+                out.partitions.push(match answer {
+                    Ok((leader_epoch, end_offset)) => EpochEndOffset {
+                        error_code: 0,
+                        partition: p.partition,
+                        leader_epoch,
+                        end_offset,
+                        ..Default::default()
+                    },
+                    Err(code) => EpochEndOffset {
+                        error_code: code.code(),
+                        partition: p.partition,
+                        leader_epoch: -1,
+                        end_offset: -1,
+                        ..Default::default()
+                    },
+                });
+            }
+            response.topics.push(out);
+        }
+        response
+    }
+
+    /// InitProducerId for an idempotent producer (no transactional id): a fresh producer id
+    /// from the controller's blocks at epoch 0, as Kafka's coordinator answers.
+    pub async fn init_producer_id(
+        &self,
+        request: InitProducerIdRequest,
+        deadline: Instant,
+    ) -> InitProducerIdResponse {
+        let mut response = InitProducerIdResponse {
+            producer_id: -1,
+            producer_epoch: -1,
+            ongoing_txn_producer_id: -1,
+            ongoing_txn_producer_epoch: -1,
+            ..Default::default()
+        };
+        if request.transactional_id.is_some() {
+            // No transaction coordinator yet: refused plainly, not half-supported.
+            response.error_code = ErrorCode::UnsupportedVersion.code();
+            return response;
+        }
+        match self.producer_ids.generate(deadline).await {
+            Ok(id) => {
+                response.producer_id = id;
+                response.producer_epoch = 0;
+            }
+            Err(code) => response.error_code = code.code(),
+        }
+        response
+    }
+}
+
+fn unknown_leader() -> LeaderIdAndEpoch {
+    LeaderIdAndEpoch {
+        leader_id: -1,
+        leader_epoch: -1,
+        ..Default::default()
+    }
+}
+
+/// One partition of a Fetch response; records leave as the bytes on disk.
+fn partition_data(index: i32, r: FetchResult) -> PartitionData {
+    let (diverging_epoch, diverging_end) = r.diverging_epoch.unwrap_or((-1, -1));
+    let (leader_id, leader_epoch) = r.current_leader.unwrap_or((-1, -1));
+    PartitionData {
+        partition_index: index,
+        error_code: r.error.code(),
+        high_watermark: r.high_watermark,
+        last_stable_offset: r.high_watermark,
+        log_start_offset: r.log_start_offset,
+        diverging_epoch: FetchEpochEndOffset {
+            epoch: diverging_epoch,
+            end_offset: diverging_end,
+            ..Default::default()
+        },
+        current_leader: FetchLeader {
+            leader_id,
+            leader_epoch,
+            ..Default::default()
+        },
+        aborted_transactions: None,
+        preferred_read_replica: -1,
+        records: Some(r.records),
+        ..Default::default()
+    }
+}
