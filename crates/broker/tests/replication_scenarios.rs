@@ -633,3 +633,228 @@ fn s1_9_kip966_worked_example_table() {
     );
     assert_eq!(c.consume(2), ["m0", "m1", "m3"]);
 }
+
+// ---- produce acknowledgement, ISR maintenance, idempotence ---------------------------------
+
+/// acks=all is answered only once every ISR member holds the batch (the HW passed it).
+#[test]
+fn acks_all_waits_until_every_isr_member_holds_the_batch() {
+    let mut c = Cluster::new(&[1, 2, 3], config(2));
+    c.apply(&state(1, 0, 0, &[1, 2, 3], &[1, 2, 3]));
+    let a = c.produce(1, batch(&["m0", "m1"]), -1).unwrap();
+    assert_eq!((a.first_offset, a.last_offset), (0, 1));
+    let required = a.last_offset + 1;
+    assert_eq!(c.p(1).check_enough_replicas_reach_offset(required), None);
+    c.catch_up(2);
+    assert_eq!(
+        c.p(1).check_enough_replicas_reach_offset(required),
+        None,
+        "broker 3 is in the ISR and has not fetched: min ISR 2 is not enough"
+    );
+    assert_eq!(c.fetch(3), Fetched::Appended { first: 0, last: 1 });
+    assert_eq!(c.p(1).check_enough_replicas_reach_offset(required), None);
+    c.fetch(3);
+    assert_eq!(
+        c.p(1).check_enough_replicas_reach_offset(required),
+        Some(ErrorCode::None)
+    );
+    assert_eq!(c.p(1).high_watermark(), 2);
+}
+
+/// acks=all with |ISR| < min.insync.replicas is refused before anything is appended;
+/// acks=1 still appends.
+#[test]
+fn acks_all_is_not_enough_replicas_before_append_when_isr_below_min() {
+    let mut c = Cluster::new(&[1, 2, 3], config(2));
+    c.apply(&state(1, 0, 1, &[1, 2, 3], &[1]));
+    assert_eq!(
+        c.produce(1, batch(&["m0"]), -1),
+        Err(ErrorCode::NotEnoughReplicas)
+    );
+    assert_eq!(c.p(1).log_end_offset(), 0, "nothing appended");
+    assert!(c.produce(1, batch(&["m0"]), 1).is_ok());
+    assert!(c.produce(1, batch(&["m1"]), 0).is_ok());
+    assert_eq!(c.p(1).log_end_offset(), 2);
+}
+
+/// Without ELR, a write whose ISR shrank below min ISR while it waited is committed by the
+/// smaller ISR and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+#[test]
+fn acks_all_is_not_enough_replicas_after_append_when_isr_shrinks_meanwhile() {
+    let mut c = Cluster::new(
+        &[1, 2, 3],
+        PartitionConfig {
+            min_insync_replicas: 2,
+            elr_enabled: false,
+            ..PartitionConfig::default()
+        },
+    );
+    c.apply(&state(1, 0, 0, &[1, 2, 3], &[1, 2, 3]));
+    let a = c.produce(1, batch(&["m0"]), -1).unwrap();
+    let required = a.last_offset + 1;
+    assert_eq!(c.p(1).check_enough_replicas_reach_offset(required), None);
+    // Neither follower fetches; after replica.lag.time.max.ms both are shrunk out.
+    c.tick(DEFAULT_LAG + 1);
+    let now = c.now_ms;
+    let change = c.pm(1).maybe_shrink_isr(now).expect("both followers lag");
+    assert_eq!(change.new_isr, vec![(1, c.nodes[&1].broker_epoch)]);
+    assert_eq!(
+        c.p(1).check_enough_replicas_reach_offset(required),
+        None,
+        "not committed yet"
+    );
+    c.alter_partitions.push((1, change));
+    c.commit_isr_changes();
+    assert_eq!(c.p(1).isr(), [1]);
+    assert_eq!(c.p(1).high_watermark(), 1);
+    assert_eq!(
+        c.p(1).check_enough_replicas_reach_offset(required),
+        Some(ErrorCode::NotEnoughReplicasAfterAppend)
+    );
+}
+
+const DEFAULT_LAG: i64 = kraftd_broker::replica::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS;
+
+/// With ELR on, the HW does not advance while |ISR| < min ISR, even when every replica has
+/// the records; it moves as soon as the ISR is back to min ISR (KIP-966).
+#[test]
+fn high_watermark_does_not_advance_while_isr_below_min_with_elr() {
+    let (mut c, mut ctl) = controlled(&[1, 2, 3], &[1, 2, 3], true, 2);
+    c.write(1, &["m0"]);
+    c.catch_up(2);
+    c.catch_up(3);
+    assert_eq!(c.p(1).high_watermark(), 1);
+    c.crash(2, false);
+    c.crash(3, false);
+    ctl.go_offline(&[2, 3]);
+    ctl.publish(&mut c);
+    // Fenced one at a time: 2 leaves an ISR still at min ISR, 3 one that drops below it,
+    // so only 3 joins the ELR.
+    assert_step(&ctl, "2 and 3 fenced", &[1], &[3], 1);
+    c.write(1, &["m1"]);
+    c.write(1, &["m2"]);
+    assert_eq!(c.p(1).high_watermark(), 1, "|ISR| 1 < 2: frozen");
+    assert_eq!(c.consume(1), ["m0"]);
+
+    // Broker 2 comes back (clean restart) and catches up: all of its fetches happen while
+    // the ISR is {1}; the HW stays until the controller commits {1, 2}.
+    c.start(2);
+    assert_eq!(ctl.restart_clean(2).error_code, 0);
+    assert!(!ctl.heartbeat(2).is_fenced);
+    ctl.publish(&mut c);
+    c.catch_up(2);
+    assert_eq!(c.p(2).log_end_offset(), 3);
+    assert_eq!(
+        c.p(1).high_watermark(),
+        1,
+        "still frozen: ISR 1, 2 not committed"
+    );
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "2 back in the ISR", &[1, 2], &[], 1);
+    assert_leader_isr(&c, &ctl);
+    assert_eq!(c.p(1).high_watermark(), 3);
+    assert_eq!(c.consume(1), ["m0", "m1", "m2"]);
+}
+
+/// R2: a follower that has not caught up within replica.lag.time.max.ms is shrunk out (not
+/// a moment before), the HW then moves past it; once it catches up it is added back, with
+/// the broker epoch its fetches carried, through the real controller.
+#[test]
+fn isr_shrinks_after_lag_time_and_expands_when_caught_up() {
+    let (mut c, mut ctl) = controlled(&[1, 2, 3], &[1, 2, 3], true, 1);
+    c.write(1, &["m0"]);
+    c.catch_up(2);
+    c.catch_up(3);
+    c.write(1, &["m1"]);
+    let now = c.now_ms;
+    assert_eq!(c.pm(1).maybe_shrink_isr(now), None);
+    // Broker 3 stops fetching; broker 2 keeps up.
+    c.tick(DEFAULT_LAG);
+    c.catch_up(2);
+    let now = c.now_ms;
+    assert_eq!(
+        c.pm(1).maybe_shrink_isr(now),
+        None,
+        "exactly the lag time: still in sync"
+    );
+    assert_eq!(c.p(1).high_watermark(), 1, "waits for broker 3");
+    c.tick(1);
+    c.catch_up(2);
+    let now = c.now_ms;
+    let change = c.pm(1).maybe_shrink_isr(now).expect("broker 3 lags");
+    assert_eq!(change.new_isr, vec![(1, ctl.epoch(1)), (2, ctl.epoch(2))]);
+    c.alter_partitions.push((1, change));
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "3 shrunk out", &[1, 2], &[], 1);
+    assert_leader_isr(&c, &ctl);
+    assert_eq!(
+        c.p(1).high_watermark(),
+        2,
+        "HW no longer waits for broker 3"
+    );
+
+    // Broker 3 catches up and is proposed back with its broker epoch.
+    c.write(1, &["m2"]);
+    c.catch_up(2);
+    c.catch_up(3);
+    let (leader, change) = c.alter_partitions.last().unwrap().clone();
+    assert_eq!(leader, 1);
+    assert_eq!(
+        change.new_isr,
+        vec![(1, ctl.epoch(1)), (2, ctl.epoch(2)), (3, ctl.epoch(3))]
+    );
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    assert_step(&ctl, "3 back", &[1, 2, 3], &[], 1);
+    assert_leader_isr(&c, &ctl);
+    assert_eq!(c.p(1).high_watermark(), 3);
+    c.assert_identical(&[1, 2, 3]);
+}
+
+/// An idempotent producer's retry sent to a new leader is answered with the original
+/// offsets: the new leader rebuilt the producer state from its log (as follower, and again
+/// after a restart) and does not append it twice.
+#[test]
+fn idempotent_retry_after_leader_change_gets_original_offsets() {
+    let mut c = Cluster::new(&[1, 2], config(1));
+    c.apply(&state(1, 0, 0, &[1, 2], &[1, 2]));
+    let first = c
+        .produce(1, idempotent_batch(42, 0, 0, &["x0", "x1"]), -1)
+        .unwrap();
+    c.write(1, &["plain"]);
+    let second = c
+        .produce(1, idempotent_batch(42, 0, 2, &["x2"]), -1)
+        .unwrap();
+    assert_eq!(
+        (first.first_offset, first.last_offset, second.first_offset),
+        (0, 1, 3)
+    );
+    c.catch_up(2);
+    c.flush(2);
+    assert_eq!(c.p(2).producers().map_end_offset(), 4);
+
+    // Broker 2 restarts (producer state rebuilt from the log), then leads epoch 1.
+    c.restart(2, true, 300);
+    c.crash(1, false);
+    c.apply_to(2, &state(2, 1, 1, &[1, 2], &[2]));
+    let retry = c
+        .produce(2, idempotent_batch(42, 0, 2, &["x2"]), -1)
+        .unwrap();
+    assert!(retry.duplicate);
+    assert_eq!((retry.first_offset, retry.last_offset), (3, 3));
+    let retry = c
+        .produce(2, idempotent_batch(42, 0, 0, &["x0", "x1"]), -1)
+        .unwrap();
+    assert!(retry.duplicate);
+    assert_eq!((retry.first_offset, retry.last_offset), (0, 1));
+    assert_eq!(c.p(2).log_end_offset(), 4, "nothing appended twice");
+    assert_eq!(
+        c.produce(2, idempotent_batch(42, 0, 5, &["gap"]), -1),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    let next = c
+        .produce(2, idempotent_batch(42, 0, 3, &["x3"]), -1)
+        .unwrap();
+    assert!(!next.duplicate);
+    assert_eq!(next.first_offset, 4);
+    assert_eq!(vals(&c, 2), ["x0", "x1", "plain", "x2", "x3"]);
+}

@@ -382,8 +382,15 @@ impl Controller {
     pub fn publish(&self, cluster: &mut Cluster) {
         self.sync_broker_epochs(cluster);
         let s = self.partition_state();
-        cluster.eligible = Some(self.eligible());
+        let eligible = self.eligible();
+        cluster.eligible = Some(eligible.clone());
         cluster.apply(&s);
+        // As the leader's metadata cache would: who may join an ISR changed.
+        if s.leader >= 0 && cluster.is_up(s.leader) {
+            let now = cluster.now_ms;
+            let check = move |broker: i32, epoch: i64| eligible.get(&broker) == Some(&epoch);
+            cluster.pm(s.leader).update_isr_eligibility(&check, now);
+        }
     }
 
     /// Sends every queued ISR change, completes it on its leader, publishes the result;
