@@ -170,9 +170,16 @@ fn s1_3_divergence_after_double_crash_is_truncated_by_epoch() {
 }
 
 /// S1.4 (KIP-279): the returning replica learns the largest epoch ≤ its own the leader
-/// knows (1) and its end (21), truncates to the batch boundary 11, and ends identical.
+/// knows (1) and its end (21), truncates to the batch boundary 11, and ends identical —
+/// whether its own epoch-2 batch ended below 21 (n = 15, the case that diverged before
+/// KIP-279) or past it (n = 25).
 #[test]
 fn s1_4_fast_failover_truncates_to_batch_boundary_and_converges() {
+    fast_failover(15);
+    fast_failover(25);
+}
+
+fn fast_failover(n: i64) {
     let (a, b) = (1, 2);
     let mut c = Cluster::new(&[a, b], config(1));
     // A leads epoch 1 (epoch 0 never wrote anything).
@@ -184,9 +191,9 @@ fn s1_4_fast_failover_truncates_to_batch_boundary_and_converges() {
     assert_eq!(c.write(a, &strs(&second[11..])), (11, 20));
     assert_eq!(c.p(b).log_end_offset(), 11, "B has only [0,10]");
 
-    // Preferred election: B leads epoch 2 and appends [11,15].
+    // Preferred election: B leads epoch 2 and appends [11,n].
     c.apply(&state(b, 2, 1, &[b, a], &[b, a]));
-    assert_eq!(c.write(b, &strs(&values("b", 5))), (11, 15));
+    assert_eq!(c.write(b, &strs(&values("b", (n - 10) as usize))), (11, n));
     // B goes offline before A truncates; A leads epoch 3 and appends [21,30].
     c.crash(b, false);
     c.apply_to(a, &state(a, 3, 2, &[b, a], &[a]));
@@ -196,14 +203,15 @@ fn s1_4_fast_failover_truncates_to_batch_boundary_and_converges() {
     c.start(b);
     c.apply(&state(a, 3, 2, &[b, a], &[a]));
     assert_eq!(c.p(a).end_offset_for_epoch(2), (1, 21));
-    assert_eq!(c.p(b).fetch_position(), (16, 2));
+    assert_eq!(c.p(b).fetch_position(), (n + 1, 2));
     assert_eq!(
         c.fetch(b),
         Fetched::Truncated {
             epoch: 1,
             end_offset: 21,
             new_end: 11
-        }
+        },
+        "n = {n}"
     );
     assert_eq!(
         c.fetch(b),
@@ -265,6 +273,12 @@ fn s1_5_stale_fetcher_is_fenced_then_truncates_by_epoch() {
         c.fetch_from(r2, r1, -1, 1 << 20),
         Fetched::Error(ErrorCode::NotLeaderOrFollower),
         "without a current leader epoch R1 can only say it does not lead"
+    );
+
+    // A fetcher ahead of R3 (it learned an epoch R3 has not) is told to wait.
+    assert_eq!(
+        c.fetch_from(r1, r3, 2, 1 << 20),
+        Fetched::Error(ErrorCode::UnknownLeaderEpoch)
     );
 
     // R1 leads again at epoch 2; R2's stale fetch is fenced, not served from 50.
@@ -857,4 +871,28 @@ fn idempotent_retry_after_leader_change_gets_original_offsets() {
     assert!(!next.duplicate);
     assert_eq!(next.first_offset, 4);
     assert_eq!(vals(&c, 2), ["x0", "x1", "plain", "x2", "x3"]);
+}
+
+/// A follower whose last fetched epoch is older than every epoch the leader knows (the
+/// leader never had that epoch's records) truncates them and takes the leader's.
+#[test]
+fn divergence_below_the_leaders_earliest_epoch_truncates_the_follower() {
+    let (a, b) = (1, 2);
+    let mut c = Cluster::new(&[a, b], config(1));
+    c.apply(&state(b, 0, 0, &[a, b], &[a, b]));
+    c.write(b, &["lost"]);
+    // B dies before A fetched; A is elected (epoch 1) and writes at offset 0.
+    c.crash(b, false);
+    c.apply_to(a, &state(a, 1, 1, &[a, b], &[a]));
+    assert_eq!(c.write(a, &["kept"]), (0, 0));
+    c.start(b);
+    c.apply(&state(a, 1, 1, &[a, b], &[a]));
+    assert_eq!(c.p(b).fetch_position(), (1, 0));
+    match c.fetch(b) {
+        Fetched::Truncated { new_end, .. } => assert_eq!(new_end, 0),
+        other => panic!("expected a truncation, got {other:?}"),
+    }
+    c.catch_up(b);
+    c.assert_identical(&[a, b]);
+    assert_eq!(vals(&c, b), ["kept"]);
 }
