@@ -246,3 +246,199 @@ fn stale(path: &Path) -> bool {
         .is_some_and(|age| age > FETCH_TIMEOUT + Duration::from_secs(60));
     owner_gone || too_old
 }
+
+/// An Apache Kafka node (`kafka.Kafka`) run from the jars, for checking a stock-client test
+/// against the reference implementation before kraftd passes it. Its directory holds
+/// `server.properties`, `data/`, `logs/server.log` (log4j2 as `tools/capture` configures it)
+/// and `kafka-<n>.out` per start.
+pub struct KafkaNode {
+    pub id: i32,
+    /// The PLAINTEXT port for a broker, the CONTROLLER port for the controller.
+    pub port: u16,
+    pub dir: PathBuf,
+    pub child: Option<std::process::Child>,
+    pub starts: u32,
+}
+
+impl KafkaNode {
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("server.properties")
+    }
+
+    fn server_log(&self) -> PathBuf {
+        self.dir.join("logs").join("server.log")
+    }
+
+    /// Starts the JVM; returns at once (see [`KafkaNode::wait_started`]).
+    pub fn start(&mut self) {
+        self.starts += 1;
+        let out = File::create(self.dir.join(format!("kafka-{}.out", self.starts))).unwrap();
+        let child = Command::new("java")
+            .args([
+                "-Xms128m",
+                "-Xmx768m",
+                "-XX:+UseG1GC",
+                "-XX:TieredStopAtLevel=1",
+            ])
+            .arg(format!(
+                "-Dkafka.logs.dir={}",
+                self.dir.join("logs").display()
+            ))
+            .arg(format!(
+                "-Dlog4j2.configurationFile={}",
+                repo_root()
+                    .join("tools/capture/log4j2.properties")
+                    .display()
+            ))
+            .args(["-cp", &classpath(), "kafka.Kafka"])
+            .arg(self.config_path())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("java starts");
+        self.child = Some(child);
+    }
+
+    /// Waits until this start logged "Kafka Server started" (up to `timeout`).
+    pub fn wait_started(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let log = fs::read_to_string(self.server_log()).unwrap_or_default();
+            if log.matches("Kafka Server started").count() >= self.starts as usize {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("Kafka node {} exited ({status}):\n{}", self.id, self.logs());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Kafka node {} not started after {timeout:?}:\n{}",
+                self.id,
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// SIGKILL.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The last 200 lines of its server.log and its last stdout/stderr.
+    pub fn logs(&self) -> String {
+        let log = fs::read_to_string(self.server_log()).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let out = fs::read_to_string(self.dir.join(format!("kafka-{}.out", self.starts)))
+            .unwrap_or_default();
+        format!(
+            "{}\n{out}",
+            lines[lines.len().saturating_sub(200)..].join("\n")
+        )
+    }
+}
+
+impl Drop for KafkaNode {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Runs a Kafka tool's main class to completion; its stdout, or a panic with its stderr.
+fn kafka_tool(args: &[&str]) -> String {
+    let out = Command::new("java")
+        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1", &log4j_option()])
+        .args(["-cp", &classpath()])
+        .args(args)
+        .output()
+        .expect("java runs");
+    assert!(
+        out.status.success(),
+        "java {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An Apache Kafka cluster under `root`: one KRaft controller (node 100) and brokers
+/// 1..=`brokers` on free loopback ports, formatted (`kafka.tools.StorageTool`), started, each
+/// broker's "Kafka Server started" logged. Broker sessions expire after 3 s, as kraftd's
+/// test controllers configure, so fencing and ISR changes come quickly. `extra` is appended
+/// to every node's properties.
+pub fn kafka_cluster(root: &Path, brokers: i32, extra: &str) -> (KafkaNode, Vec<KafkaNode>) {
+    let node = |id: i32| KafkaNode {
+        id,
+        port: std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port(),
+        dir: root.join(format!("kafka-{id}")),
+        child: None,
+        starts: 0,
+    };
+    let mut controller = node(100);
+    let mut nodes: Vec<KafkaNode> = (1..=brokers).map(node).collect();
+    let cluster_id = kafka_tool(&["kafka.tools.StorageTool", "random-uuid"])
+        .trim()
+        .to_string();
+    let rf = brokers.min(3);
+    let common = format!(
+        "controller.quorum.voters=100@127.0.0.1:{cport}\n\
+         controller.listener.names=CONTROLLER\n\
+         listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+         offsets.topic.replication.factor={rf}\n\
+         transaction.state.log.replication.factor={rf}\n\
+         transaction.state.log.min.isr=1\n\
+         group.initial.rebalance.delay.ms=0\n\
+         broker.session.timeout.ms=3000\n\
+         broker.heartbeat.interval.ms=500\n\
+         {extra}\n",
+        cport = controller.port,
+    );
+    for n in std::iter::once(&controller).chain(&nodes) {
+        fs::create_dir_all(n.dir.join("logs")).unwrap();
+        let own = if n.id == 100 {
+            format!(
+                "process.roles=controller\nnode.id=100\nlisteners=CONTROLLER://127.0.0.1:{}\n",
+                n.port
+            )
+        } else {
+            format!(
+                "process.roles=broker\nnode.id={}\nlisteners=PLAINTEXT://127.0.0.1:{}\n\
+                 inter.broker.listener.name=PLAINTEXT\n",
+                n.id, n.port
+            )
+        };
+        let data = format!("log.dirs={}\n", n.dir.join("data").display());
+        fs::write(n.config_path(), format!("{own}{data}{common}")).unwrap();
+        kafka_tool(&[
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            &cluster_id,
+            "-c",
+            n.config_path().to_str().unwrap(),
+        ]);
+    }
+    controller.start();
+    for n in nodes.iter_mut() {
+        n.start();
+    }
+    for n in nodes.iter_mut() {
+        n.wait_started(Duration::from_secs(120));
+    }
+    (controller, nodes)
+}
