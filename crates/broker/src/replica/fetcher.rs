@@ -21,7 +21,7 @@ use kraftd_protocol::messages::fetch_response::PartitionData;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{FetchRequest, ListOffsetsRequest};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig};
+use kraftd_raft::transport::{Channel, ClientConfig, ClientError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -343,7 +343,12 @@ impl FetcherRun {
         }
         let broker_epoch = self.broker_epoch.load(Ordering::Relaxed);
         let request = FetchRequest {
-            replica_id: self.config.broker_id,
+            // v15+ carries the replica in ReplicaState; the top-level field is gone.
+            replica_id: if version >= 15 {
+                -1
+            } else {
+                self.config.broker_id
+            },
             replica_state: ReplicaState {
                 replica_id: self.config.broker_id,
                 replica_epoch: broker_epoch,
@@ -369,6 +374,11 @@ impl FetcherRun {
             Ok(ResponseBody::Fetch(r)) => r,
             Ok(other) => {
                 warn!(leader = self.leader, response = ?other, "unexpected response to Fetch");
+                self.delay(asked.iter().map(|a| &a.hosted.tp));
+                return;
+            }
+            Err(e @ (ClientError::Encode(_) | ClientError::Decode(_))) => {
+                warn!(leader = self.leader, error = %e, "fetch failed; backing off");
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
