@@ -52,6 +52,8 @@ mod fsutil;
 mod handles;
 mod index;
 mod log;
+pub mod log_manager;
+pub mod producer_state;
 pub mod quorum_state;
 mod segment;
 pub mod shutdown;

@@ -6,7 +6,9 @@
 
 pub mod fetch_session;
 pub mod fetcher;
-pub mod log_manager;
 pub mod partition;
-pub mod producer_state;
 pub mod replica_manager;
+
+/// Storage-side pieces live with the log store (the only crate that opens data files);
+/// re-exported where Kafka's readers look for them.
+pub use kraftd_log::{log_manager, producer_state};

@@ -444,17 +444,10 @@ impl ReplicaManager {
             .remove(&(hosted.tp.topic_id, hosted.tp.partition));
         hosted.changed.notify_waiters();
         if delete {
-            // The log is deleted once the last reader lets go of the partition: rename
-            // now so nothing new finds it.
             let dir = hosted.lock().log().dir().to_path_buf();
-            let mut doomed = dir.as_os_str().to_owned();
-            doomed.push(format!(".{}-delete", std::process::id()));
-            match std::fs::rename(&dir, &doomed) {
+            match self.log_manager.delete_dir(&dir) {
                 Ok(()) => {
-                    if let Err(e) = std::fs::remove_dir_all(&doomed) {
-                        warn!(path = ?doomed, error = %e, "removing a deleted partition's log failed");
-                    }
-                    info!(topic = %hosted.tp.topic, partition = hosted.tp.partition, "deleted partition log");
+                    info!(topic = %hosted.tp.topic, partition = hosted.tp.partition, "deleted partition log")
                 }
                 Err(e) => {
                     warn!(path = %dir.display(), error = %e, "deleting a partition's log failed")

@@ -625,34 +625,9 @@ fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, CorruptSnaps
     Ok(entries)
 }
 
-/// CRC32C (Castagnoli), as Kafka's `Crc32C`. The protocol crate computes it through the
-/// `crc32c` crate but does not re-export a function, and this file may not add a dependency;
-/// snapshots are small and rare, so a table-driven loop is fast enough.
+/// CRC32C (Castagnoli), as Kafka's `Crc32C`: the same function the record batches use.
 fn crc32c(data: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut crc = i as u32;
-            let mut bit = 0;
-            while bit < 8 {
-                crc = if crc & 1 != 0 {
-                    (crc >> 1) ^ 0x82F6_3B78
-                } else {
-                    crc >> 1
-                };
-                bit += 1;
-            }
-            table[i] = crc;
-            i += 1;
-        }
-        table
-    };
-    let mut crc = !0u32;
-    for &byte in data {
-        crc = TABLE[((crc ^ u32::from(byte)) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    !crc
+    crc32c::crc32c(data)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use kraftd_log::{Log, LogConfig};
+use crate::{Log, LogConfig};
 use kraftd_protocol::Uuid;
 use tracing::{info, warn};
 
@@ -32,7 +32,7 @@ pub enum LogManagerError {
     #[error("log {path}: {source}")]
     Log {
         path: PathBuf,
-        source: kraftd_log::LogError,
+        source: crate::LogError,
     },
     #[error("no log directory configured")]
     NoLogDirs,
@@ -139,6 +139,12 @@ impl LogManager {
         let path = log.dir().to_path_buf();
         drop(log);
         remove_partition_dir(&path)
+    }
+
+    /// Removes a partition directory whose `Log` is still held elsewhere (readers may hold
+    /// it a moment longer; open files stay readable until closed).
+    pub fn delete_dir(&self, path: &Path) -> Result<(), LogManagerError> {
+        remove_partition_dir(path)
     }
 
     /// Writes every log dir's HW checkpoint from `hws` ((topic, partition) → (dir, HW)).
