@@ -26,6 +26,17 @@
 //! [`Log::verify`] that reaches it. The active segment is flushed per `flush.messages` / `flush.ms`
 //! (the metadata log uses 1: flush before acknowledging) or by [`Log::flush`];
 //! [`Log::flushed_offset`] says how far the log is known durable.
+//!
+//! Log start offset: Kafka's, which may sit inside the first segment (DeleteRecords moves
+//! it forward with [`Log::maybe_increment_log_start_offset`]; reads below it are out of
+//! range and whole segments below it are deleted). Kafka keeps it for all of a log
+//! directory's partitions in `log-start-offset-checkpoint`, written periodically; a [`Log`]
+//! owns one directory, so it keeps its own in `log-start-offset` inside the partition
+//! directory (the same text format, one entry of just the offset, since the directory
+//! names the partition), rewritten atomically and fsynced on every increment, so a
+//! DeleteRecords answered is never undone by a crash. The file is read at open and ignored
+//! when it is not above the first segment's base offset; one above the log end offset
+//! (recovery cut past it) empties the log to start there, as Kafka's `LogLoader` does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -51,6 +62,11 @@ use crate::snapshot::{SnapshotId, SnapshotReader, SnapshotWriter, PARTIAL_SNAPSH
 
 /// Suffix of files being deleted (renamed first so a crash never leaves a gap).
 const DELETED_SUFFIX: &str = ".deleted";
+/// The file holding a log start offset above the first segment's base offset (see the
+/// module docs); absent when the first segment's base offset is the log start.
+pub const LOG_START_OFFSET_FILE: &str = "log-start-offset";
+/// The version line of [`LOG_START_OFFSET_FILE`], as in Kafka's checkpoint files.
+const LOG_START_OFFSET_FILE_VERSION: i32 = 0;
 /// The largest batch recovery will believe in, whatever `max.message.bytes` says: a
 /// corrupt length field must not make recovery allocate gigabytes.
 const MAX_RECOVERY_BATCH_BYTES: usize = 64 * 1024 * 1024;
@@ -175,6 +191,9 @@ pub struct Log {
     /// By base offset; never empty; the last one is the active segment.
     segments: BTreeMap<i64, Segment>,
     log_end_offset: i64,
+    /// Kafka's log start offset: at or above the first segment's base offset, at or below
+    /// the log end offset.
+    log_start_offset: i64,
     flushed_offset: i64,
     epoch_cache: LeaderEpochCache,
     snapshots: BTreeSet<SnapshotId>,
@@ -285,6 +304,31 @@ impl Log {
     }
 
     fn open_inner(dir: &Path, config: LogConfig, now_ms: i64, clean: bool) -> Result<Log> {
+        let mut log = Self::open_segments(dir, config, now_ms, clean)?;
+        let Some(stored) = read_log_start_offset(dir)? else {
+            return Ok(log);
+        };
+        if stored > log.log_end_offset {
+            // Recovery cut the log below a start offset already acknowledged (or segment
+            // files were lost): start empty there, as Kafka's LogLoader does.
+            tracing::warn!(
+                dir = %dir.display(),
+                log_start_offset = stored,
+                log_end_offset = log.log_end_offset,
+                "log end offset below the stored log start offset; emptying the log"
+            );
+            log.truncate_fully_and_start_at(stored)?;
+        } else if stored > log.log_start_offset {
+            log.log_start_offset = stored;
+            log.epoch_cache.truncate_from_start(stored)?;
+            log.epoch_cache.truncate_from_end(log.log_end_offset)?;
+            // A crash may have come between persisting the start and deleting below it.
+            log.delete_segments_below_log_start()?;
+        }
+        Ok(log)
+    }
+
+    fn open_segments(dir: &Path, config: LogConfig, now_ms: i64, clean: bool) -> Result<Log> {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(LogError::io("create directory", dir))?;
         let mut bases = BTreeSet::new();
@@ -335,6 +379,7 @@ impl Log {
                 config,
                 segments,
                 log_end_offset: 0,
+                log_start_offset: 0,
                 flushed_offset: 0,
                 epoch_cache,
                 snapshots,
@@ -455,6 +500,7 @@ impl Log {
             config,
             segments,
             log_end_offset,
+            log_start_offset,
             flushed_offset: log_end_offset,
             epoch_cache,
             snapshots,
@@ -484,13 +530,10 @@ impl Log {
         Ok(())
     }
 
-    /// The first offset the log holds (Kafka's log start offset).
+    /// The first offset a read may ask for (Kafka's log start offset): the first segment's
+    /// base offset, or above it after [`Log::maybe_increment_log_start_offset`].
     pub fn log_start_offset(&self) -> i64 {
-        self.segments
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(self.log_end_offset)
+        self.log_start_offset
     }
 
     /// The offset the next record will get (Kafka's log end offset, LEO).
@@ -1093,6 +1136,12 @@ impl Log {
         self.log_end_offset = self.active().next_offset();
         self.flushed_offset = self.flushed_offset.min(self.log_end_offset);
         self.epoch_cache.truncate_from_end(self.log_end_offset)?;
+        // A batch straddling the log start was removed whole: the log start follows the
+        // end down (Kafka's `min(targetOffset, logStartOffset)`).
+        if self.log_start_offset > self.log_end_offset {
+            self.log_start_offset = self.log_end_offset;
+            write_log_start_offset(&self.dir, self.log_start_offset)?;
+        }
         Ok(())
     }
 
@@ -1107,6 +1156,11 @@ impl Log {
             });
         }
         self.truncations.fetch_add(1, Ordering::SeqCst);
+        // The stored log start goes first: a crash after it leaves the old log with its
+        // first segment's base as the start, never a start above the new log's end.
+        if fsutil::remove_if_exists(&self.dir.join(LOG_START_OFFSET_FILE))? {
+            fsutil::sync_dir(&self.dir)?;
+        }
         // Rename the old segments away oldest first (each state a valid log), then create
         // the new one, then delete the renamed files: a crash at any point leaves a log
         // open() accepts.
@@ -1139,6 +1193,7 @@ impl Log {
             fsutil::remove_if_exists(&path)?;
         }
         self.log_end_offset = offset;
+        self.log_start_offset = offset;
         self.flushed_offset = offset;
         self.unflushed_records = 0;
         self.epoch_cache.clear()?;
@@ -1164,7 +1219,9 @@ impl Log {
     /// Segments without timestamps are not deleted by time. Returns how many segments were
     /// deleted.
     pub fn apply_retention(&mut self, now_ms: i64, upper_bound_offset: i64) -> Result<usize> {
-        let mut deleted = 0;
+        // Segments entirely below the log start go first, whatever the limits (Kafka's
+        // `deleteLogStartOffsetBreachedSegments`).
+        let mut deleted = self.delete_segments_below_log_start()?;
         if self.config.retention_ms >= 0 {
             let retention_ms = self.config.retention_ms;
             let expired = move |s: &Segment| {
@@ -1221,7 +1278,13 @@ impl Log {
             }
         }
         fsutil::sync_dir(&self.dir)?;
-        let start = self.log_start_offset();
+        let first_base = *self
+            .segments
+            .keys()
+            .next()
+            .expect("the active segment is never deleted");
+        self.log_start_offset = self.log_start_offset.max(first_base);
+        let start = self.log_start_offset;
         // Entries always describe batches in the log: the epoch in force at the new start
         // now starts there, and an emptied log keeps none (a partition leader assigns its
         // epoch again after retention).
@@ -1229,6 +1292,52 @@ impl Log {
         self.epoch_cache.truncate_from_end(self.log_end_offset)?;
         tracing::info!(dir = %self.dir.display(), segments = n, log_start_offset = start, "deleted segments");
         Ok(n)
+    }
+
+    /// Moves the log start offset forward to `new_start` (Kafka's
+    /// `maybeIncrementLogStartOffset`: DeleteRecords on the leader, a follower following
+    /// the leader's start). Never backward (returns `false`, nothing changes), never past
+    /// `high_watermark` nor the log end offset ([`LogError::OffsetOutOfRange`]). Persists
+    /// the new start (see the module docs) before reporting it, then truncates the
+    /// leader-epoch cache from the start, as Kafka does, and deletes the segments now
+    /// entirely below it (never the active one). Reads below it are then out of range.
+    pub fn maybe_increment_log_start_offset(
+        &mut self,
+        new_start: i64,
+        high_watermark: i64,
+    ) -> Result<bool> {
+        if new_start > high_watermark.min(self.log_end_offset) {
+            return Err(LogError::OffsetOutOfRange {
+                offset: new_start,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: high_watermark.min(self.log_end_offset),
+            });
+        }
+        if new_start <= self.log_start_offset {
+            return Ok(false);
+        }
+        write_log_start_offset(&self.dir, new_start)?;
+        self.log_start_offset = new_start;
+        // Kafka keeps the epoch in force at the start, starting there; entries starting at
+        // the log end go too, as after retention (a leader assigns its epoch again).
+        self.epoch_cache.truncate_from_start(new_start)?;
+        self.epoch_cache.truncate_from_end(self.log_end_offset)?;
+        tracing::info!(dir = %self.dir.display(), log_start_offset = new_start, "incremented log start offset");
+        self.delete_segments_below_log_start()?;
+        Ok(true)
+    }
+
+    /// Deletes the segments entirely below the log start offset, never the active one.
+    fn delete_segments_below_log_start(&mut self) -> Result<usize> {
+        let active_base = self.active().base_offset();
+        let start = self.log_start_offset;
+        let doomed: Vec<i64> = self
+            .segments
+            .iter()
+            .take_while(|(&b, s)| b != active_base && s.next_offset() <= start)
+            .map(|(&b, _)| b)
+            .collect();
+        self.delete_oldest(doomed)
     }
 
     /// Re-reads every segment in full and checks every batch (framing, CRC, offsets). Open
@@ -1354,6 +1463,44 @@ fn describe(data: Bytes) -> Result<Checked> {
         batches,
         record_count,
     })
+}
+
+/// Writes [`LOG_START_OFFSET_FILE`] atomically (temp file, fsync, rename, directory
+/// fsync) in Kafka's checkpoint text format with one entry: version, count, offset.
+fn write_log_start_offset(dir: &Path, offset: i64) -> Result<()> {
+    assert!(offset >= 0, "log start offset {offset} is negative");
+    let text = format!("{LOG_START_OFFSET_FILE_VERSION}\n1\n{offset}\n");
+    fsutil::atomic_write(&dir.join(LOG_START_OFFSET_FILE), text.as_bytes())
+}
+
+/// Reads [`LOG_START_OFFSET_FILE`]: `None` when absent; a malformed file is
+/// [`LogError::Corrupt`] (it was written atomically, so it is not guessed at).
+fn read_log_start_offset(dir: &Path) -> Result<Option<i64>> {
+    let path = dir.join(LOG_START_OFFSET_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(LogError::io("read", &path)(e)),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let parsed = match lines.as_slice() {
+        [version, count, offset] => (
+            version.trim().parse::<i32>().ok(),
+            count.trim().parse::<i32>().ok(),
+            offset.trim().parse::<i64>().ok(),
+        ),
+        _ => (None, None, None),
+    };
+    match parsed {
+        (Some(LOG_START_OFFSET_FILE_VERSION), Some(1), Some(offset)) if offset >= 0 => {
+            Ok(Some(offset))
+        }
+        _ => Err(LogError::corrupt(
+            &path,
+            0,
+            format!("expected \"{LOG_START_OFFSET_FILE_VERSION}\\n1\\n<offset>\", found {text:?}"),
+        )),
+    }
 }
 
 /// `<20 digits>.<suffix>` for the three segment file kinds.

@@ -8,4 +8,5 @@ mod crash;
 mod files;
 mod garbage;
 mod handles;
+mod log_start;
 mod model;

@@ -1,6 +1,7 @@
 //! Model-based property test: random sequences of appends (leader and follower), reads,
-//! truncations, rolls, retention, flushes and reopens against the log and a simple
-//! in-memory model (a list of batches and a start offset), compared after every step.
+//! truncations, rolls, retention, flushes, log start increments (DeleteRecords) and reopens
+//! against the log and a simple in-memory model (a list of batches, the first segment's
+//! base offset and the log start offset), compared after every step.
 
 use bytes::{Bytes, BytesMut};
 use kraftd_log::{Log, LogConfig, LogError};
@@ -50,6 +51,11 @@ enum Op {
     DeleteBefore {
         offset: u16,
     },
+    /// DeleteRecords: the log start moves forward, bounded by a high watermark.
+    IncrementStart {
+        offset: u16,
+        hw: u16,
+    },
     Flush,
     /// The process dies and the machine loses part of what was not flushed: the active
     /// segment is cut somewhere at or after the flushed offset's position, then reopened.
@@ -80,6 +86,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u16..4000).prop_map(|bytes| Op::RetentionBytes { bytes }),
         1 => (0u16..7000, any::<u16>()).prop_map(|(age, hw)| Op::RetentionTime { age, hw }),
         1 => any::<u16>().prop_map(|offset| Op::DeleteBefore { offset }),
+        2 => (any::<u16>(), any::<u16>()).prop_map(|(offset, hw)| Op::IncrementStart { offset, hw }),
         1 => Just(Op::Flush),
         2 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
         2 => any::<u16>().prop_map(|keep| Op::Crash { keep }),
@@ -88,7 +95,10 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 struct Model {
+    /// The first segment's base offset: `batches` start here.
     start: i64,
+    /// The log start offset, at or above `start` (inside a batch after DeleteRecords).
+    log_start: i64,
     batches: Vec<RecordBatch>,
 }
 
@@ -111,18 +121,51 @@ impl Model {
         );
         self.batches.retain(|b| b.base_offset() >= new_start);
         self.start = new_start;
+        self.log_start = self.log_start.max(new_start);
+    }
+
+    /// The batches a reader sees: from the one holding the log start on.
+    fn visible(&self) -> Vec<RecordBatch> {
+        self.batches
+            .iter()
+            .filter(|b| b.last_offset() >= self.log_start)
+            .cloned()
+            .collect()
+    }
+
+    /// The leader-epoch cache the log should hold: the visible batches' epochs, the first
+    /// starting at the log start (Kafka's `truncateFromStart`).
+    fn epochs(&self) -> Vec<kraftd_log::EpochEntry> {
+        let mut epochs = expected_epochs(&self.visible());
+        if let Some(first) = epochs.first_mut() {
+            first.start_offset = first.start_offset.max(self.log_start);
+        }
+        epochs
+    }
+
+    /// An epoch no lower than any batch's in the log, visible or not (epochs never go
+    /// down in a real log; the cache alone may have forgotten them after DeleteRecords).
+    fn next_epoch(&self, log: &Log) -> i32 {
+        self.batches
+            .iter()
+            .map(|b| b.partition_leader_epoch())
+            .chain(log.latest_epoch())
+            .max()
+            .unwrap_or(0)
     }
 }
 
 fn check(log: &Log, model: &Model) {
-    assert_eq!(log.log_start_offset(), model.start);
+    assert_eq!(log.log_start_offset(), model.log_start);
+    assert!(model.start <= model.log_start && model.log_start <= model.end());
     assert_eq!(log.log_end_offset(), model.end());
     assert!(log.flushed_offset() <= log.log_end_offset());
     // Rolled segments are flushed: only the active one can hold unflushed data.
     assert!(log.flushed_offset() >= *log.segment_base_offsets().last().unwrap());
     let got = read_all(log);
-    assert_eq!(got.len(), model.batches.len());
-    for (g, e) in got.iter().zip(&model.batches) {
+    let visible = model.visible();
+    assert_eq!(got.len(), visible.len());
+    for (g, e) in got.iter().zip(&visible) {
         assert_eq!(g.as_bytes(), e.as_bytes());
     }
     let size: usize = model.batches.iter().map(|b| b.size_in_bytes()).sum();
@@ -132,7 +175,7 @@ fn check(log: &Log, model: &Model) {
     for b in &bases {
         assert!(*b == model.end() || model.batches.iter().any(|x| x.base_offset() == *b));
     }
-    let epochs = expected_epochs(&model.batches);
+    let epochs = model.epochs();
     assert_eq!(log.epoch_entries(), epochs.as_slice());
     if let Some(last) = epochs.last() {
         assert_eq!(
@@ -173,13 +216,14 @@ fn run(ops: Vec<Op>, setup: Setup) {
     let mut log = Log::open(dir.path(), config.clone(), now).unwrap();
     let mut model = Model {
         start: 0,
+        log_start: 0,
         batches: Vec::new(),
     };
     for op in ops {
         now += 7;
         match op {
             Op::Leader { batches, bump } => {
-                let epoch = log.latest_epoch().unwrap_or(0) + bump;
+                let epoch = model.next_epoch(&log) + bump;
                 let mut input = BytesMut::new();
                 let mut expected = Vec::new();
                 let mut next = model.end();
@@ -234,7 +278,7 @@ fn run(ops: Vec<Op>, setup: Setup) {
                 bump,
                 cut_tail,
             } => {
-                let epoch = log.latest_epoch().unwrap_or(0) + bump;
+                let epoch = model.next_epoch(&log) + bump;
                 let mut data = BytesMut::new();
                 let mut next = model.end();
                 let mut expected = Vec::new();
@@ -262,7 +306,7 @@ fn run(ops: Vec<Op>, setup: Setup) {
                 let hw = model.pick(hw);
                 let max_bytes = usize::from(max_bytes);
                 let result = log.read(offset, max_bytes, hw);
-                if offset < model.start || offset > model.end() {
+                if offset < model.log_start || offset > model.end() {
                     assert!(result.unwrap_err().is_offset_out_of_range());
                     continue;
                 }
@@ -298,17 +342,20 @@ fn run(ops: Vec<Op>, setup: Setup) {
             Op::Truncate { offset } => {
                 let offset = model.pick(offset);
                 log.truncate_to(offset).unwrap();
-                if offset < model.start {
+                if offset < model.log_start {
                     model.start = offset;
+                    model.log_start = offset;
                     model.batches.clear();
                 } else {
                     model.batches.retain(|b| b.last_offset() < offset);
+                    model.log_start = model.log_start.min(model.end());
                 }
             }
             Op::TruncateFully { delta } => {
                 let offset = (model.end() + i64::from(delta) - 5).max(0);
                 log.truncate_fully_and_start_at(offset).unwrap();
                 model.start = offset;
+                model.log_start = offset;
                 model.batches.clear();
             }
             Op::Roll => log.roll().unwrap(),
@@ -319,11 +366,17 @@ fn run(ops: Vec<Op>, setup: Setup) {
                     ..config.clone()
                 };
                 log.set_config(c).unwrap();
+                // Segments a roll left entirely below the log start go whatever the limit.
+                let breached = before
+                    .windows(2)
+                    .take_while(|w| w[1] <= model.log_start)
+                    .count();
                 let n = log.apply_retention(0, model.end()).unwrap();
                 log.set_config(config.clone()).unwrap();
-                let start = log.log_start_offset();
+                let start = log.segment_base_offsets()[0];
                 assert!(before.contains(&start));
-                if n > 0 {
+                assert!(n >= breached);
+                if n > breached {
                     assert!(log.size_in_bytes() >= u64::from(bytes));
                 }
                 model.drop_below(start);
@@ -338,8 +391,12 @@ fn run(ops: Vec<Op>, setup: Setup) {
                 log.set_config(c).unwrap();
                 log.apply_retention(now, hw).unwrap();
                 log.set_config(config.clone()).unwrap();
-                let start = log.log_start_offset();
-                for b in model.batches.iter().filter(|b| b.base_offset() < start) {
+                let start = log.segment_base_offsets()[0];
+                for b in model
+                    .batches
+                    .iter()
+                    .filter(|b| b.base_offset() < start && b.last_offset() >= model.log_start)
+                {
                     assert!(now - b.max_timestamp() > i64::from(age));
                     assert!(b.last_offset() < hw);
                 }
@@ -349,10 +406,28 @@ fn run(ops: Vec<Op>, setup: Setup) {
                 let offset = model.pick(offset);
                 let before = log.segment_base_offsets();
                 log.delete_segments_before(offset).unwrap();
-                let start = log.log_start_offset();
+                let start = log.segment_base_offsets()[0];
                 assert!(before.contains(&start));
                 assert!(start <= offset.max(model.start));
                 model.drop_below(start);
+            }
+            Op::IncrementStart { offset, hw } => {
+                let offset = model.pick(offset);
+                let hw = model.pick(hw);
+                let result = log.maybe_increment_log_start_offset(offset, hw);
+                if offset > hw.min(model.end()) {
+                    assert!(result.unwrap_err().is_offset_out_of_range());
+                } else if offset <= model.log_start {
+                    assert!(!result.unwrap());
+                } else {
+                    assert!(result.unwrap());
+                    model.log_start = offset;
+                    model.drop_below(log.segment_base_offsets()[0]);
+                    // No segment but the active one is left entirely below the start (a
+                    // roll may leave one later; the next retention pass deletes it).
+                    let bases = log.segment_base_offsets();
+                    assert!(bases.get(1).is_none_or(|&b| b > offset));
+                }
             }
             Op::Flush => {
                 log.flush().unwrap();
@@ -369,6 +444,10 @@ fn run(ops: Vec<Op>, setup: Setup) {
                     log = Log::open(dir.path(), config.clone(), now).unwrap();
                 }
                 assert_eq!(log.stats().recovery_truncations, 0);
+                // Open deletes segments a roll left entirely below the log start.
+                let first = log.segment_base_offsets()[0];
+                assert!(first <= model.log_start);
+                model.drop_below(first);
             }
             Op::Crash { keep } => {
                 let flushed = log.flushed_offset();
@@ -407,6 +486,14 @@ fn run(ops: Vec<Op>, setup: Setup) {
                 let drop_from = model.batches.len() - active.len() + kept;
                 model.batches.truncate(drop_from);
                 log = Log::open(dir.path(), config.clone(), now).unwrap();
+                if model.end() < model.log_start {
+                    // Recovery cut below the stored log start: the log restarts there.
+                    model.start = model.log_start;
+                    model.batches.clear();
+                }
+                let first = log.segment_base_offsets()[0];
+                assert!(first <= model.log_start);
+                model.drop_below(first);
                 assert_eq!(log.stats().recovery_truncated_bytes, (cut - end) as u64);
             }
             Op::TimeLookup { ts } => {
@@ -415,6 +502,7 @@ fn run(ops: Vec<Op>, setup: Setup) {
                     b.records()
                         .unwrap()
                         .map(|r| r.unwrap())
+                        .filter(|r| r.offset(b) >= model.log_start)
                         .find_map(|r| (r.timestamp(b) >= ts).then(|| (r.offset(b), r.timestamp(b))))
                 });
                 assert_eq!(log.offset_for_timestamp(ts).unwrap(), expected);
