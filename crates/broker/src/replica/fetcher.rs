@@ -467,6 +467,7 @@ impl FetcherRun {
                 } else {
                     p.update_follower_high_watermark(data.high_watermark);
                 }
+                p.maybe_follow_leader_log_start(data.log_start_offset);
                 drop(p);
                 hosted.changed.notify_waiters();
                 Applied::Done

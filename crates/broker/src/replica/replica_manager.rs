@@ -924,6 +924,70 @@ impl ReplicaManager {
         }
         Ok(p.end_offset_for_epoch(epoch))
     }
+
+    /// DeleteRecords (Kafka's `ReplicaManager.deleteRecords` and `DelayedDeleteRecords`):
+    /// moves each partition's log start on the leader, then waits until its low watermark
+    /// (the smallest log start among the leader and its in-sync followers, which learn the
+    /// leader's from their fetches) reaches it, or `timeout` (REQUEST_TIMED_OUT). Returns
+    /// each partition's low watermark. One bad partition never fails the others.
+    pub async fn delete_records(
+        &self,
+        timeout: Duration,
+        entries: Vec<(TopicIdPartition, i64)>,
+    ) -> Vec<(TopicIdPartition, Result<i64, ErrorCode>)> {
+        /// Followers report their log start in their next fetch, which does not pulse the
+        /// partition unless the HW moves: the wait re-checks at least this often.
+        const DELETE_RECORDS_RECHECK_MS: u64 = 50;
+        let mut results = Vec::with_capacity(entries.len());
+        let mut waiting = Vec::new();
+        for (tp, offset) in entries {
+            let Some(hosted) = self.partition(tp.topic_id, tp.partition) else {
+                let code = self.missing_partition_error(tp.topic_id, tp.partition);
+                results.push((tp, Err(code)));
+                continue;
+            };
+            let outcome = hosted.lock().delete_records_on_leader(offset);
+            match outcome {
+                Ok(low_watermark) => {
+                    // Kafka waits for the offset asked for (the HW for -1, which the log
+                    // start then is), not for the log start, which may be above it.
+                    let log_start = hosted.lock().log_start_offset();
+                    let required = if offset == -1 { log_start } else { offset };
+                    hosted.changed.notify_waiters();
+                    if low_watermark < required {
+                        waiting.push((results.len(), hosted, required));
+                    }
+                    results.push((tp, Ok(low_watermark)));
+                }
+                Err(e) => {
+                    debug!(topic = %tp.topic, partition = tp.partition, error = %e, "delete records refused");
+                    results.push((tp, Err(e.error_code())));
+                }
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        for (i, hosted, required) in waiting {
+            let outcome = loop {
+                let step = (Instant::now() + Duration::from_millis(DELETE_RECORDS_RECHECK_MS))
+                    .min(deadline);
+                let checked = wait_for(&hosted, step, |p| {
+                    if !p.is_leader() {
+                        return Some(Err(ErrorCode::NotLeaderOrFollower));
+                    }
+                    let low_watermark = p.low_watermark();
+                    (low_watermark >= required).then_some(Ok(low_watermark))
+                })
+                .await;
+                match checked {
+                    Some(outcome) => break outcome,
+                    None if Instant::now() >= deadline => break Err(ErrorCode::RequestTimedOut),
+                    None => {}
+                }
+            };
+            results[i].1 = outcome;
+        }
+        results
+    }
 }
 
 /// The registration's fields a partition acts on.

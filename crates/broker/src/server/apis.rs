@@ -56,10 +56,11 @@ pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.
-pub const LOCAL_API_KEYS: [ApiKey; 11] = [
+pub const LOCAL_API_KEYS: [ApiKey; 12] = [
     ApiKey::Produce,
     ApiKey::Fetch,
     ApiKey::ListOffsets,
+    ApiKey::DeleteRecords,
     ApiKey::OffsetForLeaderEpoch,
     ApiKey::InitProducerId,
     ApiKey::Metadata,
@@ -215,6 +216,9 @@ impl KafkaApis {
             }
             RequestBody::ListOffsets(r) => {
                 ResponseBody::ListOffsets(data.list_offsets(&self.image(), r))
+            }
+            RequestBody::DeleteRecords(r) => {
+                ResponseBody::DeleteRecords(data.delete_records(&self.image(), r).await)
             }
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(data.offset_for_leader_epoch(&self.image(), r))

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_controller::MetadataImage;
+use kraftd_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
 use kraftd_protocol::messages::fetch_response::{
     EpochEndOffset as FetchEpochEndOffset, LeaderIdAndEpoch as FetchLeader, PartitionData,
 };
@@ -22,6 +25,7 @@ use kraftd_protocol::messages::offset_for_leader_epoch_response::{
 use kraftd_protocol::messages::produce_response::{
     LeaderIdAndEpoch, PartitionProduceResponse, TopicProduceResponse,
 };
+use kraftd_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kraftd_protocol::messages::{
     FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
     ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest,
@@ -392,6 +396,85 @@ impl DataPlane {
                 response.producer_epoch = 0;
             }
             Err(code) => response.error_code = code.code(),
+        }
+        response
+    }
+
+    /// DeleteRecords: per partition, move the log start on the leader and wait (up to the
+    /// request's timeout) until every in-sync replica's has followed; answers the low
+    /// watermark or the partition's error.
+    pub async fn delete_records(
+        &self,
+        image: &MetadataImage,
+        request: DeleteRecordsRequest,
+    ) -> DeleteRecordsResponse {
+        let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
+        let mut entries = Vec::new();
+        /// Per partition: the answer, or a placeholder the replica manager's replaces.
+        type PartitionAnswers = Vec<(i32, Result<i64, ErrorCode>)>;
+        let mut results: Vec<(String, PartitionAnswers)> = Vec::new();
+        for topic in &request.topics {
+            let resolved = resolve_topic(image, &topic.name, Uuid::ZERO, false);
+            let mut out = Vec::new();
+            for p in &topic.partitions {
+                match &resolved {
+                    Ok((id, name))
+                        if image
+                            .topics
+                            .get(id)
+                            .is_some_and(|t| t.partitions.contains_key(&p.partition_index)) =>
+                    {
+                        entries.push((
+                            TopicIdPartition {
+                                topic_id: *id,
+                                topic: name.clone(),
+                                partition: p.partition_index,
+                            },
+                            p.offset,
+                        ));
+                        // Filled in from the replica manager's answer below.
+                        out.push((p.partition_index, Err(ErrorCode::UnknownServerError)));
+                    }
+                    Ok(_) => out.push((p.partition_index, Err(ErrorCode::UnknownTopicOrPartition))),
+                    Err(code) => out.push((p.partition_index, Err(*code))),
+                }
+            }
+            results.push((topic.name.clone(), out));
+        }
+        let answers: BTreeMap<(String, i32), Result<i64, ErrorCode>> = self
+            .replica_manager
+            .delete_records(timeout, entries)
+            .await
+            .into_iter()
+            .map(|(tp, r)| ((tp.topic, tp.partition), r))
+            .collect();
+        let mut response = DeleteRecordsResponse::default();
+        for (name, partitions) in results {
+            let mut out = DeleteRecordsTopicResult {
+                name: name.clone(),
+                ..Default::default()
+            };
+            for (index, fallback) in partitions {
+                let answer = answers
+                    .get(&(name.clone(), index))
+                    .copied()
+                    .unwrap_or(fallback);
+                out.partitions.push(match answer {
+                    Ok(low_watermark) => DeleteRecordsPartitionResult {
+                        partition_index: index,
+                        low_watermark,
+                        error_code: 0,
+                        ..Default::default()
+                    },
+                    Err(code) => DeleteRecordsPartitionResult {
+                        partition_index: index,
+                        low_watermark: -1,
+                        error_code: code.code(),
+                        ..Default::default()
+                    },
+                });
+            }
+            response.topics.push(out);
         }
         response
     }
