@@ -50,7 +50,7 @@ fn cluster_dir(root: &Path) -> PathBuf {
     root.join("target").join("cluster")
 }
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -225,7 +225,7 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
 }
 
 /// The broker ids a Metadata response from `127.0.0.1:port` lists (the unfenced ones).
-fn alive_brokers(port: u16) -> Result<Vec<i32>> {
+pub(crate) fn alive_brokers(port: u16) -> Result<Vec<i32>> {
     let version = 12;
     let header = RequestHeader {
         request_api_key: ApiKey::Metadata.code(),

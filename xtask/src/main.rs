@@ -1,6 +1,7 @@
 //! kraftd's developer commands, run as `cargo xtask <command>` (an alias in
 //! `.cargo/config.toml`). `ci` is the one command that checks everything; `.ci/run` calls it.
 
+mod bench;
 mod cluster;
 mod codegen;
 mod fuzz;
@@ -29,6 +30,8 @@ enum Cmd {
     Ci,
     /// Seed a fuzz target's corpus from the captured frames and run it with cargo-fuzz.
     Fuzz(fuzz::FuzzArgs),
+    /// Benchmarks that print figures (`bench produce`: acks=all throughput and latency).
+    Bench(bench::BenchArgs),
     /// Start a local cluster of kraftd processes under target/cluster/.
     ClusterUp(cluster::UpArgs),
     /// Stop the local cluster (SIGTERM, then SIGKILL after 30 s).
@@ -67,6 +70,7 @@ fn main() -> Result<()> {
         Cmd::Codegen { check } => codegen::run(&root, check),
         Cmd::Ci => ci(&root),
         Cmd::Fuzz(args) => fuzz::run(&root, args),
+        Cmd::Bench(args) => bench::run(&root, args),
         Cmd::ClusterUp(args) => cluster::up(&root, args),
         Cmd::ClusterDown => cluster::down(&root),
         Cmd::ClusterStatus => cluster::status(&root),
