@@ -253,8 +253,9 @@ fn producer_perf(
             &RECORD_SIZE.to_string(),
             "--throughput",
             "-1",
-            "--producer-props",
-            &format!("bootstrap.servers={}", cluster.bootstrap()),
+            "--bootstrap-server",
+            &cluster.bootstrap(),
+            "--command-property",
             "acks=all",
             &format!("batch.size={batch_size}"),
             &format!("linger.ms={linger_ms}"),
@@ -414,7 +415,8 @@ fn report(
     println!();
     println!(
         "end-to-end latency (EndToEndLatency, {e2e_records} records one at a time, produce \
-         acks=all to consume): avg {:.2} ms, p50 {} ms, p99 {} ms, p99.9 {} ms",
+         acks=all to consume; the tool reports whole ms): avg {:.2} ms, p50 {} ms, p99 {} ms, \
+         p99.9 {} ms",
         e2e.avg_ms, e2e.p50_ms, e2e.p99_ms, e2e.p999_ms
     );
     if let Some(best) = perf.iter().map(|r| r.mib_per_sec).reduce(f64::max) {
