@@ -604,6 +604,7 @@ impl Partition {
             }
         }
         let max_timestamp = batch.max_timestamp();
+        let segments = self.log.segment_count();
         let info =
             self.log
                 .append_as_leader(BytesMut::from(&records[..]), self.leader_epoch, now_ms)?;
@@ -625,6 +626,7 @@ impl Partition {
             );
         }
         self.producers.set_map_end_offset(self.log.log_end_offset());
+        self.snapshot_producers_if_rolled(segments);
         self.maybe_increment_high_watermark(now_ms);
         Ok(LeaderAppend {
             first_offset: info.first_offset,
@@ -918,11 +920,13 @@ impl Partition {
         leader_high_watermark: i64,
         now_ms: i64,
     ) -> Result<AppendInfo, PartitionError> {
+        let segments = self.log.segment_count();
         let info = self.log.append_as_follower(records.clone(), now_ms)?;
         if info.last_offset >= info.first_offset {
             self.update_producers_from(&records, info.first_offset, info.last_offset);
         }
         self.producers.set_map_end_offset(self.log.log_end_offset());
+        self.snapshot_producers_if_rolled(segments);
         self.update_follower_high_watermark(leader_high_watermark);
         Ok(info)
     }
@@ -1044,6 +1048,14 @@ impl Partition {
                 .delete_snapshots_before(self.log.log_start_offset());
         }
         Ok(deleted)
+    }
+
+    /// A roll is where Kafka snapshots producer state, so a restart replays at most one
+    /// segment to rebuild it.
+    fn snapshot_producers_if_rolled(&mut self, segments_before: usize) {
+        if self.log.segment_count() > segments_before {
+            self.snapshot_producer_state();
+        }
     }
 
     /// Writes a producer-state snapshot at the log end (on roll and on close, as Kafka).

@@ -606,7 +606,9 @@ impl ReplicaManager {
                 Ok(append) => {
                     hosted.changed.notify_waiters();
                     let result = produce_ok(&append);
-                    if acks == -1 && !append.duplicate {
+                    // A retried duplicate waits like the original: its ack must not
+                    // come before the ISR holds the original batch.
+                    if acks == -1 {
                         waiting.push((results.len(), hosted, append.last_offset + 1));
                     }
                     results.push((tp, result));

@@ -215,7 +215,7 @@ impl KafkaApis {
                 ResponseBody::Fetch(data.fetch(&self.image(), version, r).await)
             }
             RequestBody::ListOffsets(r) => {
-                ResponseBody::ListOffsets(data.list_offsets(&self.image(), r))
+                ResponseBody::ListOffsets(data.list_offsets(&self.image(), version, r))
             }
             RequestBody::DeleteRecords(r) => {
                 ResponseBody::DeleteRecords(data.delete_records(&self.image(), r).await)

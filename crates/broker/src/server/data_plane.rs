@@ -154,14 +154,24 @@ impl DataPlane {
             } else {
                 unknown_leader()
             };
+            // Fields a version cannot carry stay at their defaults (the codec refuses to
+            // drop a set value silently).
             let partition = PartitionProduceResponse {
                 index,
                 error_code: result.error.code(),
                 base_offset: result.base_offset,
                 log_append_time_ms: result.log_append_time,
-                log_start_offset: result.log_start_offset,
-                error_message: result.message,
-                current_leader,
+                log_start_offset: if version >= 5 {
+                    result.log_start_offset
+                } else {
+                    -1
+                },
+                error_message: result.message.filter(|_| version >= 8),
+                current_leader: if version >= 10 {
+                    current_leader
+                } else {
+                    unknown_leader()
+                },
                 ..Default::default()
             };
             match response
@@ -250,7 +260,7 @@ impl DataPlane {
             .into_iter()
             .zip(results)
             .map(|((tp, _), (_, r))| {
-                let data = partition_data(tp.partition, r);
+                let data = partition_data(version, tp.partition, r);
                 (tp, data)
             })
             .collect();
@@ -274,6 +284,7 @@ impl DataPlane {
     pub fn list_offsets(
         &self,
         image: &MetadataImage,
+        version: i16,
         request: ListOffsetsRequest,
     ) -> ListOffsetsResponse {
         let mut response = ListOffsetsResponse::default();
@@ -303,7 +314,7 @@ impl DataPlane {
                         error_code: 0,
                         timestamp,
                         offset,
-                        leader_epoch,
+                        leader_epoch: if version >= 4 { leader_epoch } else { -1 },
                         ..Default::default()
                     },
                     Err(code) => ListOffsetsPartitionResponse {
@@ -488,16 +499,23 @@ fn unknown_leader() -> LeaderIdAndEpoch {
     }
 }
 
-/// One partition of a Fetch response; records leave as the bytes on disk.
-fn partition_data(index: i32, r: FetchResult) -> PartitionData {
-    let (diverging_epoch, diverging_end) = r.diverging_epoch.unwrap_or((-1, -1));
-    let (leader_id, leader_epoch) = r.current_leader.unwrap_or((-1, -1));
+/// One partition of a Fetch response at `version`; records leave as the bytes on disk.
+/// Fields the version cannot carry stay at their defaults.
+fn partition_data(version: i16, index: i32, r: FetchResult) -> PartitionData {
+    let (diverging_epoch, diverging_end) = r
+        .diverging_epoch
+        .filter(|_| version >= 12)
+        .unwrap_or((-1, -1));
+    let (leader_id, leader_epoch) = r
+        .current_leader
+        .filter(|_| version >= 12)
+        .unwrap_or((-1, -1));
     PartitionData {
         partition_index: index,
         error_code: r.error.code(),
         high_watermark: r.high_watermark,
         last_stable_offset: r.high_watermark,
-        log_start_offset: r.log_start_offset,
+        log_start_offset: if version >= 5 { r.log_start_offset } else { -1 },
         diverging_epoch: FetchEpochEndOffset {
             epoch: diverging_epoch,
             end_offset: diverging_end,
