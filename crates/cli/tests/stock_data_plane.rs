@@ -1,0 +1,797 @@
+//! The data plane (Produce, Fetch, ListOffsets, replication) driven by stock clients against
+//! a cluster of real processes, three controllers and three brokers started as
+//! `stock_clients.rs` starts them: confluent-kafka (librdkafka) and kafka-python through the
+//! scripts `tests/python/produce_consume.py` and `tests/python/idempotent_failover.py`, and
+//! kcat (`common/kcat.rs`), while brokers are killed with SIGKILL and restarted. The scripts
+//! were validated against Apache Kafka 4.4.0 run from its jars.
+//!
+//! Every wait is on a condition with a deadline, never a fixed pause.
+//!
+//! `KRAFTD_DATA_PLANE_AGAINST=kafka` runs the same tests against Apache Kafka 4.4.0 from its
+//! jars instead (one controller, three brokers; `common::kafka_jars::kafka_cluster`), to
+//! check the tests themselves.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::kafka_jars::{kafka_cluster, KafkaNode};
+use common::{formatted_cluster, kcat, python::python, Node};
+
+/// A cluster process: a kraftd node, or an Apache Kafka node for the reference run.
+enum Proc {
+    Kraftd(Node),
+    Kafka(KafkaNode),
+}
+
+impl Proc {
+    fn id(&self) -> i32 {
+        match self {
+            Proc::Kraftd(n) => n.id,
+            Proc::Kafka(n) => n.id,
+        }
+    }
+
+    fn address(&self) -> String {
+        match self {
+            Proc::Kraftd(n) => n.address(),
+            Proc::Kafka(n) => n.address(),
+        }
+    }
+
+    fn running(&self) -> bool {
+        match self {
+            Proc::Kraftd(n) => n.child.is_some(),
+            Proc::Kafka(n) => n.child.is_some(),
+        }
+    }
+
+    fn kill9(&mut self) {
+        match self {
+            Proc::Kraftd(n) => n.kill9(),
+            Proc::Kafka(n) => n.kill9(),
+        }
+    }
+
+    fn start(&mut self) {
+        match self {
+            Proc::Kraftd(n) => n.start(),
+            Proc::Kafka(n) => n.start(),
+        }
+    }
+
+    fn logs(&self) -> String {
+        match self {
+            Proc::Kraftd(n) => n.logs(),
+            Proc::Kafka(n) => n.logs(),
+        }
+    }
+
+    /// SIGTERM and wait; a kraftd node must exit cleanly.
+    fn stop(&mut self) {
+        match self {
+            Proc::Kraftd(n) => {
+                if let Some(mut child) = n.child.take() {
+                    let _ = Command::new("kill").arg(child.id().to_string()).status();
+                    let status = child.wait().unwrap();
+                    assert!(status.success(), "node {} exited with {status}", n.id);
+                }
+            }
+            Proc::Kafka(n) => n.kill9(),
+        }
+    }
+}
+
+/// Each test runs a six-process cluster and a client at full speed: on a 2-core machine they
+/// take turns, so one test's load cannot starve another's deadlines.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn bootstrap(brokers: &[Proc]) -> String {
+    brokers
+        .iter()
+        .map(Proc::address)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The running brokers' addresses.
+fn live_bootstrap(brokers: &[Proc]) -> String {
+    brokers
+        .iter()
+        .filter(|n| n.running())
+        .map(Proc::address)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn all_logs(nodes: &[Proc]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("--- node {} ---\n{}", n.id(), n.logs()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
+fn wait_until_unfenced(brokers: &[Proc]) {
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+counts = []
+for s in sys.argv[1].split(","):
+    try:
+        counts.append(len(AdminClient({"bootstrap.servers": s}).list_topics(timeout=3).brokers))
+    except Exception:
+        counts.append(0)
+print(min(counts))
+"#;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new(python())
+            .args(["-c", script, &bootstrap(brokers)])
+            .output()
+            .unwrap();
+        let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if seen == brokers.len().to_string() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "brokers not all unfenced after 60 s (saw {seen}): {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            all_logs(brokers)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+struct Cluster {
+    _root: tempfile::TempDir,
+    controllers: Vec<Proc>,
+    brokers: Vec<Proc>,
+}
+
+impl Cluster {
+    /// Three controllers and three brokers, every broker unfenced; or, with
+    /// `KRAFTD_DATA_PLANE_AGAINST=kafka`, Apache Kafka's one controller and three brokers.
+    fn start() -> Cluster {
+        let root = tempfile::tempdir().unwrap();
+        let (controllers, brokers) = if std::env::var("KRAFTD_DATA_PLANE_AGAINST")
+            .is_ok_and(|v| v == "kafka")
+        {
+            let (controller, brokers) = kafka_cluster(root.path(), 3, "");
+            (
+                vec![Proc::Kafka(controller)],
+                brokers.into_iter().map(Proc::Kafka).collect::<Vec<_>>(),
+            )
+        } else {
+            let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
+            for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+                node.start();
+            }
+            (
+                controllers.into_iter().map(Proc::Kraftd).collect(),
+                brokers.into_iter().map(Proc::Kraftd).collect(),
+            )
+        };
+        wait_until_unfenced(&brokers);
+        Cluster {
+            _root: root,
+            controllers,
+            brokers,
+        }
+    }
+
+    fn dir(&self) -> &Path {
+        self._root.path()
+    }
+
+    fn bootstrap(&self) -> String {
+        bootstrap(&self.brokers)
+    }
+
+    fn broker(&mut self, id: i32) -> &mut Proc {
+        self.brokers.iter_mut().find(|n| n.id() == id).unwrap()
+    }
+
+    fn logs(&self) -> String {
+        format!(
+            "--- broker logs ---\n{}\n--- controller logs ---\n{}",
+            all_logs(&self.brokers),
+            all_logs(&self.controllers)
+        )
+    }
+
+    /// Brokers first, so their controlled shutdown finds a controller.
+    fn stop(mut self) {
+        for node in self.brokers.iter_mut().chain(self.controllers.iter_mut()) {
+            node.stop();
+        }
+    }
+}
+
+/// One partition's leader and ISR as the live brokers' Metadata says: `(leader, isr)`,
+/// leader -1 when none.
+fn partition_state(brokers: &[Proc], topic: &str, partition: i32) -> (i32, Vec<i32>) {
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+try:
+    md = AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(sys.argv[2], timeout=5)
+    pm = md.topics[sys.argv[2]].partitions[int(sys.argv[3])]
+    print(pm.leader, *pm.isrs)
+except Exception:
+    print(-1)
+"#;
+    let out = Command::new(python())
+        .args([
+            "-c",
+            script,
+            &live_bootstrap(brokers),
+            topic,
+            &partition.to_string(),
+        ])
+        .output()
+        .unwrap();
+    let nums: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    match nums.split_first() {
+        Some((leader, isr)) => (*leader, isr.to_vec()),
+        None => (-1, vec![]),
+    }
+}
+
+/// Waits (up to `secs`) until `check` holds for the partition's state; that state.
+fn wait_partition(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    secs: u64,
+    what: &str,
+    check: impl Fn(i32, &[i32]) -> bool,
+) -> (i32, Vec<i32>) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (leader, isr) = partition_state(&cluster.brokers, topic, partition);
+        if check(leader, &isr) {
+            return (leader, isr);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{topic}/{partition}: not {what} after {secs} s (leader {leader}, isr {isr:?})\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A running script whose stdout lines arrive on a channel (read by a thread), its stderr
+/// going to a file.
+struct Script {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    stderr: PathBuf,
+}
+
+impl Script {
+    fn spawn(dir: &Path, name: &str, args: &[&str]) -> Script {
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stderr = dir.join(format!("{name}-{run}.stderr"));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/python")
+            .join(name);
+        let mut child = Command::new(python())
+            .arg("-u")
+            .arg(script)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Script {
+            child,
+            lines,
+            seen: Vec::new(),
+            stderr,
+        }
+    }
+
+    fn transcript(&self) -> String {
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        // librdkafka logs every refused connection; the tail is what matters.
+        let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
+        format!(
+            "stdout:\n{}\nstderr (last 40 lines):\n{}",
+            self.seen.join("\n"),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
+    }
+
+    /// Waits up to `secs` for a line satisfying `pred`; that line. Panics (with `context`)
+    /// if the script ends or the deadline passes first.
+    fn wait_line(&mut self, secs: u64, context: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("waited {secs} s: {context}\n{}", self.transcript())
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().unwrap();
+                    panic!(
+                        "script ended ({status}) while {context}\n{}",
+                        self.transcript()
+                    )
+                }
+            }
+        }
+    }
+
+    /// Waits for `acked N` with N >= `n`.
+    fn wait_acked(&mut self, n: u64, secs: u64) {
+        self.wait_line(secs, &format!("waiting for {n} acknowledgements"), |l| {
+            l.strip_prefix("acked ")
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|v| v >= n)
+        });
+    }
+
+    /// The highest `acked N` seen so far, draining what is buffered.
+    fn acked_so_far(&mut self) -> u64 {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        self.seen
+            .iter()
+            .filter_map(|l| l.strip_prefix("acked ")?.parse().ok())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Waits for the script to exit (up to `secs`); its JSON summary line, asserting it
+    /// succeeded.
+    fn finish(mut self, secs: u64, cluster: &Cluster) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let status = loop {
+            while let Ok(line) = self.lines.try_recv() {
+                self.seen.push(line);
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "script still running after {secs} s\n{}\n{}",
+                    self.transcript(),
+                    cluster.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // The reader thread sends the remaining lines and ends once stdout closes.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        let summary = self
+            .seen
+            .iter()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            status.success() && summary.contains("\"ok\": true"),
+            "script failed ({status})\n{}\n{}",
+            self.transcript(),
+            cluster.logs()
+        );
+        summary
+    }
+}
+
+/// Runs a script to completion (up to `secs`); its JSON summary, asserting success.
+fn run_script(cluster: &Cluster, name: &str, args: &[&str], secs: u64) -> String {
+    Script::spawn(cluster.dir(), name, args).finish(secs, cluster)
+}
+
+/// kill -9 broker `id`, then waits until the live brokers' Metadata no longer names it
+/// leader of `topic`/`partition`.
+fn kill_broker(cluster: &mut Cluster, id: i32, topic: &str, partition: i32) {
+    cluster.broker(id).kill9();
+    wait_partition(
+        cluster,
+        topic,
+        partition,
+        60,
+        "led by a live broker",
+        |l, _| l >= 0 && l != id,
+    );
+}
+
+/// Restarts broker `id` and waits until it is back in the ISR of `topic`'s partitions.
+fn restart_broker(cluster: &mut Cluster, id: i32, topic: &str, partitions: i32) {
+    cluster.broker(id).start();
+    for p in 0..partitions {
+        wait_partition(
+            cluster,
+            topic,
+            p,
+            120,
+            "with the restarted broker in the ISR",
+            |l, isr| l >= 0 && isr.contains(&id),
+        );
+    }
+}
+
+#[test]
+fn acks_all_produce_survives_two_broker_kills_and_every_acknowledged_record_is_read() {
+    let _serial = serial();
+    let mut cluster = Cluster::start();
+    let topic = "acks-all";
+    let servers = cluster.bootstrap();
+    // Not idempotent: a retry after a kill may legitimately write a record twice (Kafka
+    // 4.4 did: 10 duplicates in 100,000), but every acknowledged record must be read at
+    // exactly its acknowledged offset.
+    let mut script = Script::spawn(
+        cluster.dir(),
+        "produce_consume.py",
+        &[
+            "--bootstrap",
+            &servers,
+            "--topic",
+            topic,
+            "--client",
+            "confluent",
+            "--acks",
+            "all",
+            "--count",
+            "100000",
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "3",
+            "--min-insync-replicas",
+            "2",
+            "--idempotence",
+            "false",
+            "--allow-duplicates",
+            "--rate",
+            "4000",
+        ],
+    );
+    script.wait_line(120, "waiting for the topic", |l| l == "topic ready");
+    let ids: Vec<i32> = cluster.brokers.iter().map(Proc::id).collect();
+    for (round, victim) in [ids[0], ids[1]].into_iter().enumerate() {
+        let base = 20_000 + 40_000 * round as u64;
+        script.wait_acked(base, 120);
+        kill_broker(&mut cluster, victim, topic, 0);
+        // Production goes on with a broker down (two replicas left, min.insync.replicas=2).
+        script.wait_acked(base + 10_000, 120);
+        restart_broker(&mut cluster, victim, topic, 3);
+    }
+    let summary = script.finish(600, &cluster);
+    eprintln!("{summary}");
+    cluster.stop();
+}
+
+#[test]
+fn kafka_python_idempotent_and_confluent_acks_1_and_0_round_trip() {
+    let _serial = serial();
+    let cluster = Cluster::start();
+    let servers = cluster.bootstrap();
+    for (client, acks, topic) in [
+        ("kafka-python", "all", "kp-all"),
+        ("kafka-python", "1", "kp-1"),
+        ("confluent", "1", "cf-1"),
+        ("confluent", "0", "cf-0"),
+    ] {
+        let summary = run_script(
+            &cluster,
+            "produce_consume.py",
+            &[
+                "--bootstrap",
+                &servers,
+                "--topic",
+                topic,
+                "--client",
+                client,
+                "--acks",
+                acks,
+                "--count",
+                "20000",
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "3",
+            ],
+            300,
+        );
+        if client == "kafka-python" && acks == "all" {
+            assert!(
+                summary.contains("\"enable_idempotence\": true"),
+                "{summary}"
+            );
+        }
+        eprintln!("{summary}");
+    }
+    cluster.stop();
+}
+
+#[test]
+fn kcat_produces_and_consumes() {
+    let _serial = serial();
+    let cluster = Cluster::start();
+    let servers = cluster.bootstrap();
+    let kcat = kcat::kcat();
+    let version = Command::new(&kcat).arg("-V").output().unwrap();
+    assert!(version.status.success());
+    create_topic(&cluster, "kcat", 2, 3);
+    let first: Vec<(String, String)> = (0..1000)
+        .map(|i| (format!("k{i}"), format!("value {i} with spaces")))
+        .collect();
+    kcat::produce_and_check(&servers, "kcat", 0, &first, 0);
+    let second: Vec<(String, String)> = (1000..1500)
+        .map(|i| (format!("k{i}"), format!("v{i}")))
+        .collect();
+    kcat::produce_and_check(&servers, "kcat", 1, &second, 0);
+    // More to partition 0: read back from the beginning, all 1,500 in order.
+    let out = kcat::produce(&servers, "kcat", 0, &second, &[]);
+    assert!(out.status.success(), "{out:?}");
+    let read = kcat::consume(&servers, "kcat", 0, &[]);
+    let expected: Vec<_> = first.iter().chain(&second).collect();
+    assert_eq!(read.len(), expected.len());
+    for (i, (got, (k, v))) in read.iter().zip(expected).enumerate() {
+        assert_eq!(
+            (got.offset, &got.key, &got.value),
+            (i as i64, k, v),
+            "kcat/0 offset {i}"
+        );
+    }
+    cluster.stop();
+}
+
+fn create_topic(cluster: &Cluster, topic: &str, partitions: i32, rf: i32) {
+    if let Err(e) = create_topic_at(&cluster.bootstrap(), topic, partitions, rf) {
+        panic!("creating {topic}: {e}\n{}", cluster.logs());
+    }
+}
+
+/// Creates `topic` and waits until each partition's leader answers ListOffsets (Metadata
+/// may name a leader a moment before it serves the partition; Kafka 4.4 does).
+fn create_topic_at(servers: &str, topic: &str, partitions: i32, rf: i32) -> Result<(), String> {
+    let script = r#"
+import sys, time
+from confluent_kafka import admin, Consumer, TopicPartition
+b, t, n, rf = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+# The client must outlive the future (a dropped client fails it with _DESTROY).
+a = admin.AdminClient({"bootstrap.servers": b})
+a.create_topics([admin.NewTopic(t, n, rf)], request_timeout=30)[t].result()
+c = Consumer({"bootstrap.servers": b, "group.id": "probe"})
+deadline = time.time() + 60
+for p in range(n):
+    while True:
+        try:
+            c.get_watermark_offsets(TopicPartition(t, p), timeout=5, cached=False)
+            break
+        except Exception:
+            assert time.time() < deadline, f"{t}/{p} not led"
+            time.sleep(0.2)
+"#;
+    let out = Command::new(python())
+        .args([
+            "-c",
+            script,
+            servers,
+            topic,
+            &partitions.to_string(),
+            &rf.to_string(),
+        ])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn idempotent_producer_survives_two_leader_kills_without_duplicates_or_loss() {
+    let _serial = serial();
+    let mut cluster = Cluster::start();
+    let topic = "idempotent";
+    let servers = cluster.bootstrap();
+    let stop_file = cluster.dir().join("stop-idempotent");
+    let stop_arg = stop_file.to_str().unwrap().to_string();
+    let mut script = Script::spawn(
+        cluster.dir(),
+        "idempotent_failover.py",
+        &[
+            "--bootstrap",
+            &servers,
+            "--topic",
+            topic,
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "3",
+            "--min-insync-replicas",
+            "2",
+            "--stop-file",
+            &stop_arg,
+            "--progress-every",
+            "1000",
+        ],
+    );
+    script.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    for _ in 0..2 {
+        let before = script.acked_so_far();
+        script.wait_acked(before + 5_000, 120);
+        let (leader, _) = wait_partition(&cluster, topic, 0, 60, "led", |l, isr| {
+            l >= 0 && isr.len() == 3
+        });
+        kill_broker(&mut cluster, leader, topic, 0);
+        // The producer moves on to the new leader.
+        let after = script.acked_so_far();
+        script.wait_acked(after + 5_000, 120);
+        restart_broker(&mut cluster, leader, topic, 1);
+    }
+    std::fs::write(&stop_file, "").unwrap();
+    let summary = script.finish(300, &cluster);
+    eprintln!("{summary}");
+    cluster.stop();
+}
+
+#[test]
+fn two_of_three_replicas_down_is_not_enough_replicas_and_nothing_acknowledged_is_lost() {
+    let _serial = serial();
+    let mut cluster = Cluster::start();
+    let topic = "min-isr";
+    let servers = cluster.bootstrap();
+    let dir = cluster.dir().to_path_buf();
+    let before = dir.join("acked-before.json");
+    let during = dir.join("acked-during.json");
+    run_script(
+        &cluster,
+        "idempotent_failover.py",
+        &[
+            "--bootstrap",
+            &servers,
+            "--topic",
+            topic,
+            "--replication-factor",
+            "3",
+            "--min-insync-replicas",
+            "2",
+            "--max-records",
+            "5000",
+            "--acked-file",
+            before.to_str().unwrap(),
+        ],
+        300,
+    );
+    let (leader, _) = wait_partition(&cluster, topic, 0, 60, "fully replicated", |l, isr| {
+        l >= 0 && isr.len() == 3
+    });
+    let others: Vec<i32> = cluster
+        .brokers
+        .iter()
+        .map(Proc::id)
+        .filter(|&id| id != leader)
+        .collect();
+    for &id in &others {
+        cluster.broker(id).kill9();
+    }
+    let live = live_bootstrap(&cluster.brokers);
+    let summary = run_script(
+        &cluster,
+        "idempotent_failover.py",
+        &[
+            "--expect-not-enough-replicas",
+            "--bootstrap",
+            &live,
+            "--topic",
+            topic,
+            "--count",
+            "10",
+            "--acked-file",
+            during.to_str().unwrap(),
+        ],
+        300,
+    );
+    // Kafka 4.4: REQUEST_TIMED_OUT first (the dead followers are still in the ISR until
+    // their sessions expire), then NOT_ENOUGH_REPLICAS.
+    assert!(summary.contains("NOT_ENOUGH_REPLICAS"), "{summary}");
+    eprintln!("{summary}");
+    for &id in &others {
+        cluster.broker(id).start();
+    }
+    wait_partition(
+        &cluster,
+        topic,
+        0,
+        120,
+        "back to three in sync",
+        |l, isr| l >= 0 && isr.len() == 3,
+    );
+    let files = format!("{},{}", before.display(), during.display());
+    run_script(
+        &cluster,
+        "idempotent_failover.py",
+        &[
+            "--verify",
+            &files,
+            "--bootstrap",
+            &servers,
+            "--topic",
+            topic,
+        ],
+        300,
+    );
+    // And the partition takes writes again.
+    run_script(
+        &cluster,
+        "idempotent_failover.py",
+        &[
+            "--bootstrap",
+            &servers,
+            "--topic",
+            topic,
+            "--max-records",
+            "1000",
+        ],
+        300,
+    );
+    cluster.stop();
+}
+
+/// The same kcat round trip against any cluster (e.g. Apache Kafka run from its jars):
+/// `KRAFTD_DATA_PLANE_BOOTSTRAP=host:port cargo test --test stock_data_plane -- --ignored`.
+#[test]
+#[ignore]
+fn kcat_against_a_given_bootstrap() {
+    let servers = std::env::var("KRAFTD_DATA_PLANE_BOOTSTRAP")
+        .expect("KRAFTD_DATA_PLANE_BOOTSTRAP=host:port");
+    let topic = format!("kcat-ref-{}", std::process::id());
+    create_topic_at(&servers, &topic, 2, 1).unwrap();
+    let records: Vec<(String, String)> = (0..1000)
+        .map(|i| (format!("k{i}"), format!("value {i} with spaces")))
+        .collect();
+    kcat::produce_and_check(&servers, &topic, 0, &records, 0);
+    kcat::produce_and_check(&servers, &topic, 1, &records[..10], 0);
+    let out = kcat::produce(&servers, &topic, 0, &records[..10], &[]);
+    assert!(out.status.success(), "{out:?}");
+    let read = kcat::consume(&servers, &topic, 0, &[]);
+    assert_eq!(read.len(), 1010);
+    assert_eq!(read[1009].offset, 1009);
+    assert_eq!(read[1009].key, "k9");
+}
