@@ -67,6 +67,9 @@ pub struct PartitionFetchParams {
     pub max_bytes: i32,
     pub current_leader_epoch: i32,
     pub last_fetched_epoch: i32,
+    /// The HW a follower last learned (Fetch v18, KIP-1166): the leader answers at once when
+    /// its own is higher. `i64::MAX` when not sent.
+    pub high_watermark: i64,
 }
 
 /// How a request names a topic: v13+ by id, older versions by name.
@@ -501,6 +504,7 @@ fn requested_partitions(
                 max_bytes: p.partition_max_bytes,
                 current_leader_epoch: p.current_leader_epoch,
                 last_fetched_epoch: p.last_fetched_epoch,
+                high_watermark: p.high_watermark,
             };
             // A partition named twice keeps its first place and its last parameters, as in
             // Kafka's LinkedHashMap.
@@ -869,6 +873,7 @@ impl FetchContext {
                     max_bytes: 0,
                     current_leader_epoch: -1,
                     last_fetched_epoch: -1,
+                    high_watermark: i64::MAX,
                 },
                 |p| (*p).clone(),
             );

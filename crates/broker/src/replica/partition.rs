@@ -506,6 +506,14 @@ impl Partition {
         changed
     }
 
+    /// The partition is no longer hosted here (topic deleted, replica moved): it leads and
+    /// follows nobody, so requests that still hold it are refused and waiters give up.
+    pub fn stop(&mut self) {
+        self.role = Role::None;
+        self.pending_isr = None;
+        self.followers.clear();
+    }
+
     /// Checks a request's leader epoch against ours (KIP-320).
     pub fn check_leader_epoch(&self, requested: i32) -> Result<(), PartitionError> {
         if requested < 0 || requested == self.leader_epoch {

@@ -442,6 +442,8 @@ impl ReplicaManager {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&(hosted.tp.topic_id, hosted.tp.partition));
+        // Requests still holding the partition find it neither leading nor following.
+        hosted.lock().stop();
         hosted.changed.notify_waiters();
         if delete {
             let dir = hosted.lock().log().dir().to_path_buf();
@@ -664,9 +666,14 @@ impl ReplicaManager {
             }
             let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
             let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
-            let urgent = results
-                .iter()
-                .any(|(_, r)| r.error != ErrorCode::None || r.diverging_epoch.is_some());
+            // Errors and divergence are news at once; so is a HW above the one a follower
+            // says it knows (KIP-1166), or its HW would lag until the next append.
+            let urgent = results.iter().zip(partitions).any(|((_, r), (_, params))| {
+                r.error != ErrorCode::None
+                    || r.diverging_epoch.is_some()
+                    || (matches!(origin, FetchOrigin::Follower { .. })
+                        && r.high_watermark > params.high_watermark)
+            });
             if bytes >= limits.min_bytes
                 || urgent
                 || Instant::now() >= deadline
