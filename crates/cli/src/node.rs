@@ -119,6 +119,9 @@ pub fn run(
                     (None, None) => return Err(anyhow!("no role to export metrics of")),
                 };
                 let broker_metrics = broker.as_ref().map(|b| b.metadata_metrics().clone());
+                let replica_manager = broker
+                    .as_ref()
+                    .map(|b| std::sync::Arc::clone(b.replica_manager()));
                 let node_id = config.node_id;
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
@@ -128,6 +131,9 @@ pub fn run(
                             .duration_since(std::time::UNIX_EPOCH)
                             .map_or(0, |d| d.as_millis() as i64);
                         metrics.values(now).write_prometheus(node_id, &mut out);
+                    }
+                    if let Some(replicas) = &replica_manager {
+                        replicas.write_prometheus(node_id, &mut out);
                     }
                     out
                 });

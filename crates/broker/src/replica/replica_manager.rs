@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::poll_fn;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -170,6 +170,20 @@ pub struct ReplicaManager {
     alter_partition: AlterPartitionManager,
     fetchers: ReplicaFetcherManager,
     broker_epoch: Arc<AtomicI64>,
+    metrics: ReplicaMetrics,
+}
+
+/// Counters behind Kafka's ReplicaManager and BrokerTopicMetrics meters (exported as
+/// Prometheus counters; rates are the scraper's to compute).
+#[derive(Debug, Default)]
+pub struct ReplicaMetrics {
+    pub isr_shrinks: AtomicU64,
+    pub isr_expands: AtomicU64,
+    pub messages_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+    pub failed_produce_requests: AtomicU64,
+    pub failed_fetch_requests: AtomicU64,
 }
 
 /// Milliseconds since the epoch: the partitions' clock.
@@ -202,6 +216,7 @@ impl ReplicaManager {
             alter_partition,
             fetchers,
             broker_epoch,
+            metrics: ReplicaMetrics::default(),
         }))
     }
 
@@ -536,6 +551,7 @@ impl ReplicaManager {
         for hosted in self.all_partitions() {
             let change = hosted.lock().maybe_shrink_isr(now);
             if let Some(change) = change {
+                self.metrics.isr_shrinks.fetch_add(1, Ordering::Relaxed);
                 self.submit_isr_change(&hosted, change);
             }
         }
@@ -603,9 +619,16 @@ impl ReplicaManager {
                 results.push((tp, ProduceResult::error(code, None)));
                 continue;
             };
+            let size = records.len() as u64;
             let outcome = hosted.lock().append_as_leader(records, acks, now);
             match outcome {
                 Ok(append) => {
+                    if !append.duplicate {
+                        let m = &self.metrics;
+                        m.bytes_in.fetch_add(size, Ordering::Relaxed);
+                        let count = (append.last_offset - append.first_offset + 1).max(0) as u64;
+                        m.messages_in.fetch_add(count, Ordering::Relaxed);
+                    }
                     hosted.changed.notify_waiters();
                     let result = produce_ok(&append);
                     // A retried duplicate waits like the original: its ack must not
@@ -617,6 +640,9 @@ impl ReplicaManager {
                 }
                 Err(e) => {
                     debug!(topic = %tp.topic, partition = tp.partition, error = %e, "produce refused");
+                    self.metrics
+                        .failed_produce_requests
+                        .fetch_add(1, Ordering::Relaxed);
                     let message = Some(e.to_string());
                     results.push((tp, ProduceResult::error(e.error_code(), message)));
                 }
@@ -679,7 +705,7 @@ impl ReplicaManager {
                 || Instant::now() >= deadline
                 || notified.is_empty()
             {
-                return results;
+                return self.count_fetched(results);
             }
             let woke = tokio::time::timeout_at(
                 deadline,
@@ -694,9 +720,129 @@ impl ReplicaManager {
             )
             .await;
             if woke.is_err() {
-                return self.read_all(origin, limits.max_bytes, partitions, &hosted);
+                let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
+                return self.count_fetched(results);
             }
         }
+    }
+
+    fn count_fetched(
+        &self,
+        results: Vec<(TopicIdPartition, FetchResult)>,
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
+        let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
+        let m = &self.metrics;
+        m.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        if results.iter().any(|(_, r)| r.error != ErrorCode::None) {
+            m.failed_fetch_requests.fetch_add(1, Ordering::Relaxed);
+        }
+        results
+    }
+
+    /// Prometheus text for the ReplicaManager's gauges (partition and leader counts,
+    /// under-replicated and under-min-ISR partitions) and the counters above, with Kafka's
+    /// metric names.
+    pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
+        let (mut partitions, mut leaders, mut under_replicated, mut under_min_isr) = (0, 0, 0, 0);
+        for hosted in self.all_partitions() {
+            let p = hosted.lock();
+            partitions += 1;
+            if p.is_leader() {
+                leaders += 1;
+                if p.isr().len() < p.replicas().len() {
+                    under_replicated += 1;
+                }
+                if p.isr().len() < p.config().min_insync_replicas {
+                    under_min_isr += 1;
+                }
+            }
+        }
+        let mut metric = |group: &str, name: &str, kind: &str, help: &str, value: u64| {
+            kraftd_raft::driver::metrics::write_prometheus_metric(
+                out, group, name, kind, help, node_id, value,
+            );
+        };
+        let rm = "kafka_server_replicamanager";
+        metric(
+            rm,
+            "partitioncount",
+            "gauge",
+            "Partitions hosted on this broker.",
+            partitions,
+        );
+        metric(
+            rm,
+            "leadercount",
+            "gauge",
+            "Partitions this broker leads.",
+            leaders,
+        );
+        metric(
+            rm,
+            "underreplicatedpartitions",
+            "gauge",
+            "Led partitions whose ISR is smaller than the replica set.",
+            under_replicated,
+        );
+        metric(
+            rm,
+            "underminisrpartitioncount",
+            "gauge",
+            "Led partitions whose ISR is below min.insync.replicas.",
+            under_min_isr,
+        );
+        let m = &self.metrics;
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        metric(
+            rm,
+            "isrshrinks_total",
+            "counter",
+            "ISR shrinks proposed to the controller.",
+            load(&m.isr_shrinks),
+        );
+        metric(
+            rm,
+            "isrexpands_total",
+            "counter",
+            "ISR expansions proposed to the controller.",
+            load(&m.isr_expands),
+        );
+        let bt = "kafka_server_brokertopicmetrics";
+        metric(
+            bt,
+            "messagesin_total",
+            "counter",
+            "Records appended by produce requests.",
+            load(&m.messages_in),
+        );
+        metric(
+            bt,
+            "bytesin_total",
+            "counter",
+            "Bytes appended by produce requests.",
+            load(&m.bytes_in),
+        );
+        metric(
+            bt,
+            "bytesout_total",
+            "counter",
+            "Record bytes returned to fetches (consumers and followers).",
+            load(&m.bytes_out),
+        );
+        metric(
+            bt,
+            "failedproducerequests_total",
+            "counter",
+            "Partitions of produce requests refused.",
+            load(&m.failed_produce_requests),
+        );
+        metric(
+            bt,
+            "failedfetchrequests_total",
+            "counter",
+            "Fetch requests with a partition error.",
+            load(&m.failed_fetch_requests),
+        );
     }
 
     fn read_all(
@@ -782,6 +928,7 @@ impl ReplicaManager {
                                     hosted.changed.notify_waiters();
                                 }
                                 if let Some(change) = update.isr_change {
+                                    self.metrics.isr_expands.fetch_add(1, Ordering::Relaxed);
                                     self.submit_isr_change(hosted, change);
                                 }
                             }
