@@ -1,0 +1,655 @@
+//! The `ReplicaManager` in-process, on real logs in a tempdir, driven by real metadata: each
+//! step replays metadata records (RegisterBroker, Topic, Partition, Config, RemoveTopic, ...)
+//! through a `MetadataDelta`, publishes the image to the `MetadataCache` and then hands the
+//! delta to `ReplicaManager::apply_delta`, as the metadata publisher does. What is checked is
+//! what a client or the next broker start would notice: the partition directories, produce
+//! answers, the exact bytes fetched, the fetch purgatory's wake-ups, ListOffsets, min ISR,
+//! topic deletion, follower hosting and what survives a restart.
+//!
+//! The `AlterPartitionManager` gets a controller channel to an unused port: every partition
+//! this broker leads here has one replica, so no ISR change is ever sent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kraftd_broker::metadata::MetadataCache;
+use kraftd_broker::replica::fetch_session::{PartitionFetchParams, TopicIdPartition};
+use kraftd_broker::replica::partition::Role;
+use kraftd_broker::replica::replica_manager::{
+    now_ms, FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager,
+    ReplicaManagerConfig,
+};
+use kraftd_broker::server::alter_partition_manager::AlterPartitionManager;
+use kraftd_broker::server::controller_channel::ControllerChannel;
+use kraftd_controller::{MetadataDelta, MetadataImage};
+use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;
+use kraftd_protocol::metadata::*;
+use kraftd_protocol::records::RecordBatchBuilder;
+use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
+use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
+use tokio::sync::watch;
+
+/// This broker.
+const LOCAL: i32 = 1;
+/// Another broker, leading the partitions this one follows.
+const REMOTE: i32 = 2;
+const LEADER_EPOCH: i32 = 3;
+const TOPIC: &str = "orders";
+const TOPIC_ID: Uuid = Uuid([0x0d; 16]);
+/// Long enough that a fetch ending by its max wait could never pass for a woken one.
+const LONG_WAIT: Duration = Duration::from_secs(30);
+/// Bounds a wait that must end long before it; reaching it fails the test.
+const GUARD: Duration = Duration::from_secs(10);
+
+// ---- metadata records ----
+
+fn metadata_version() -> MetadataRecord {
+    MetadataRecord::FeatureLevel(FeatureLevelRecord {
+        name: "metadata.version".into(),
+        feature_level: 25,
+        ..Default::default()
+    })
+}
+
+fn register(id: i32, epoch: i64, port: u16) -> Vec<MetadataRecord> {
+    let mut incarnation = [0u8; 16];
+    incarnation[0] = 0xB0;
+    incarnation[15] = id as u8;
+    vec![
+        MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+            broker_id: id,
+            broker_epoch: epoch,
+            incarnation_id: Uuid(incarnation),
+            end_points: vec![BrokerEndpoint {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port,
+                security_protocol: 0,
+                ..Default::default()
+            }],
+            fenced: true,
+            ..Default::default()
+        }),
+        MetadataRecord::UnfenceBroker(UnfenceBrokerRecord {
+            id,
+            epoch,
+            ..Default::default()
+        }),
+    ]
+}
+
+fn topic(name: &str, id: Uuid) -> MetadataRecord {
+    MetadataRecord::Topic(TopicRecord {
+        name: name.into(),
+        topic_id: id,
+        ..Default::default()
+    })
+}
+
+fn partition(id: Uuid, p: i32, replicas: &[i32], leader: i32) -> MetadataRecord {
+    MetadataRecord::Partition(PartitionRecord {
+        partition_id: p,
+        topic_id: id,
+        replicas: replicas.to_vec(),
+        isr: replicas.to_vec(),
+        leader,
+        leader_epoch: LEADER_EPOCH,
+        partition_epoch: 0,
+        ..Default::default()
+    })
+}
+
+fn topic_config(name: &str, key: &str, value: Option<&str>) -> MetadataRecord {
+    MetadataRecord::Config(ConfigRecord {
+        resource_type: 2,
+        resource_name: name.into(),
+        name: key.into(),
+        value: value.map(str::to_owned),
+        ..Default::default()
+    })
+}
+
+fn remove_topic(id: Uuid) -> MetadataRecord {
+    MetadataRecord::RemoveTopic(RemoveTopicRecord {
+        topic_id: id,
+        ..Default::default()
+    })
+}
+
+/// The cluster every test starts from: both brokers registered and unfenced, `orders`
+/// with one partition led by this broker alone.
+fn bootstrap(remote_port: u16) -> Vec<MetadataRecord> {
+    let mut records = vec![metadata_version()];
+    records.extend(register(LOCAL, 10, 1));
+    records.extend(register(REMOTE, 11, remote_port));
+    records.push(topic(TOPIC, TOPIC_ID));
+    records.push(partition(TOPIC_ID, 0, &[LOCAL], LOCAL));
+    records
+}
+
+fn topic_partition(name: &str, id: Uuid, partition: i32) -> TopicIdPartition {
+    TopicIdPartition {
+        topic_id: id,
+        topic: name.into(),
+        partition,
+    }
+}
+
+fn orders() -> TopicIdPartition {
+    topic_partition(TOPIC, TOPIC_ID, 0)
+}
+
+// ---- record batches ----
+
+/// A batch as a client sends it (base offset 0, no leader epoch) of `values` at `timestamp`.
+fn batch(timestamp: i64, values: &[&str]) -> Bytes {
+    built(RecordBatchBuilder::new(0), timestamp, values)
+}
+
+/// An idempotent producer's batch.
+fn idempotent_batch(producer_id: i64, sequence: i32, timestamp: i64, values: &[&str]) -> Bytes {
+    let builder = RecordBatchBuilder::new(0).producer(producer_id, 0, sequence);
+    built(builder, timestamp, values)
+}
+
+fn built(mut builder: RecordBatchBuilder, timestamp: i64, values: &[&str]) -> Bytes {
+    for v in values {
+        builder
+            .append(
+                timestamp,
+                None,
+                Some(Bytes::from(v.to_string())),
+                Vec::new(),
+            )
+            .unwrap();
+    }
+    builder.build().unwrap()
+}
+
+/// The batch as the leader stores it: the client's bytes with the base offset and the
+/// partition leader epoch stamped (neither is covered by the CRC).
+fn stamped(sent: &Bytes, base_offset: i64) -> Vec<u8> {
+    let mut bytes = sent.to_vec();
+    bytes[0..8].copy_from_slice(&base_offset.to_be_bytes());
+    bytes[12..16].copy_from_slice(&LEADER_EPOCH.to_be_bytes());
+    bytes
+}
+
+// ---- the broker under test ----
+
+/// A port nothing listens on (bound, then released).
+fn unused_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One broker's ReplicaManager with the metadata it was given so far.
+struct Broker {
+    rm: Arc<ReplicaManager>,
+    cache: MetadataCache,
+    image: MetadataImage,
+    log_dir: PathBuf,
+    _raft: watch::Sender<RaftMetrics>,
+    _epoch: watch::Sender<i64>,
+}
+
+impl Broker {
+    /// A manager on `log_dir` with nothing applied yet.
+    fn start(log_dir: &Path) -> Broker {
+        let voters = BTreeMap::from([(
+            1000,
+            VoterEndpoint {
+                id: 1000,
+                host: "127.0.0.1".into(),
+                port: unused_port(),
+            },
+        )]);
+        let (raft, raft_rx) = watch::channel(RaftMetrics {
+            current_leader: 1000,
+            ..Default::default()
+        });
+        let channel = ControllerChannel::new(
+            format!("broker-{LOCAL}-alter-partition-channel"),
+            voters,
+            raft_rx,
+            Duration::from_secs(1),
+        );
+        let (epoch, epoch_rx) = watch::channel(10);
+        let alter = AlterPartitionManager::start(LOCAL, epoch_rx, channel);
+        let cache = MetadataCache::new(LOCAL, "replica-manager-test");
+        let config = ReplicaManagerConfig::new(LOCAL, vec![log_dir.to_path_buf()]);
+        let rm = ReplicaManager::new(config, cache.clone(), alter, Arc::new(AtomicI64::new(10)))
+            .unwrap();
+        Broker {
+            rm,
+            cache,
+            image: MetadataImage::empty(),
+            log_dir: log_dir.to_path_buf(),
+            _raft: raft,
+            _epoch: epoch,
+        }
+    }
+
+    /// Replays `records` as one committed delta: the cache first, then the manager.
+    fn apply(&mut self, records: &[MetadataRecord]) {
+        let mut delta = MetadataDelta::new(&self.image);
+        for r in records {
+            delta
+                .replay(r)
+                .unwrap_or_else(|e| panic!("replay failed: {e}"));
+        }
+        let image = delta.apply();
+        self.cache.set_image(image.clone());
+        self.rm.apply_delta(&delta, &image);
+        self.image = image;
+    }
+
+    async fn produce(&self, acks: i16, tp: &TopicIdPartition, records: Bytes) -> ProduceResult {
+        let mut results = self
+            .rm
+            .append_records(acks, Duration::from_secs(5), vec![(tp.clone(), records)])
+            .await;
+        assert_eq!(results.len(), 1);
+        let (answered, result) = results.pop().unwrap();
+        assert_eq!(&answered, tp);
+        result
+    }
+
+    /// Produces and expects success; returns the base offset.
+    async fn produce_ok(&self, acks: i16, tp: &TopicIdPartition, records: Bytes) -> i64 {
+        let result = self.produce(acks, tp, records).await;
+        assert_eq!(result.error, ErrorCode::None, "{result:?}");
+        result.base_offset
+    }
+
+    async fn fetch(
+        &self,
+        tp: &TopicIdPartition,
+        offset: i64,
+        min_bytes: usize,
+        max_wait: Duration,
+    ) -> FetchResult {
+        fetch(&self.rm, tp, offset, min_bytes, max_wait).await
+    }
+
+    fn partition_dir(&self, tp: &TopicIdPartition) -> PathBuf {
+        self.log_dir.join(format!("{}-{}", tp.topic, tp.partition))
+    }
+}
+
+/// One consumer fetch of one partition.
+async fn fetch(
+    rm: &ReplicaManager,
+    tp: &TopicIdPartition,
+    offset: i64,
+    min_bytes: usize,
+    max_wait: Duration,
+) -> FetchResult {
+    let params = PartitionFetchParams {
+        fetch_offset: offset,
+        log_start_offset: -1,
+        max_bytes: 1 << 20,
+        current_leader_epoch: -1,
+        last_fetched_epoch: -1,
+        high_watermark: i64::MAX,
+    };
+    let limits = FetchLimits {
+        max_wait,
+        min_bytes,
+        max_bytes: 1 << 20,
+    };
+    let mut results = rm
+        .fetch_messages(FetchOrigin::Consumer, limits, &[(tp.clone(), params)])
+        .await;
+    assert_eq!(results.len(), 1);
+    let (answered, result) = results.pop().unwrap();
+    assert_eq!(&answered, tp);
+    result
+}
+
+/// Lets every spawned task run until it waits (the tests run on one thread, and a fetch
+/// does no I/O before it parks in the purgatory).
+async fn let_tasks_park() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+// ---- tests ----
+
+#[tokio::test(flavor = "current_thread")]
+async fn led_partition_is_hosted_and_serves_produce_and_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+
+    let hosted = b.rm.partition(TOPIC_ID, 0).expect("hosted");
+    assert_eq!(hosted.lock().role(), Role::Leader);
+    assert_eq!(hosted.lock().leader_epoch(), LEADER_EPOCH);
+    let pdir = b.partition_dir(&tp);
+    assert!(pdir.is_dir(), "{} missing", pdir.display());
+    let meta = std::fs::read_to_string(pdir.join("partition.metadata")).unwrap();
+    assert!(meta.contains("topic_id"), "partition.metadata: {meta:?}");
+
+    let now = now_ms();
+    let sent = [
+        (1, batch(now, &["a"])),
+        (-1, batch(now, &["b"])),
+        (1, batch(now, &["c", "d"])),
+        (-1, batch(now, &["e"])),
+    ];
+    let mut offsets = Vec::new();
+    for (acks, records) in &sent {
+        offsets.push(b.produce_ok(*acks, &tp, records.clone()).await);
+    }
+    assert_eq!(offsets, vec![0, 1, 2, 4]);
+
+    let mut expected = Vec::new();
+    for ((_, records), base) in sent.iter().zip(&offsets) {
+        expected.extend(stamped(records, *base));
+    }
+    let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert_eq!(r.high_watermark, 5);
+    assert_eq!(r.log_end_offset, 5);
+    assert_eq!(r.log_start_offset, 0);
+    assert_eq!(&r.records[..], &expected[..]);
+
+    // From the middle: the batch holding offset 2 onwards.
+    let r = b.fetch(&tp, 2, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    let from_third = [stamped(&sent[2].1, 2), stamped(&sent[3].1, 4)].concat();
+    assert_eq!(&r.records[..], &from_third[..]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn fetch_at_log_end_waits_for_a_produce_or_its_max_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    let first = batch(now_ms(), &["first"]);
+    assert_eq!(b.produce_ok(1, &tp, first).await, 0);
+
+    // A fetch at the log end parks, then an append in another task wakes it.
+    let rm = Arc::clone(&b.rm);
+    let waiting = {
+        let tp = tp.clone();
+        tokio::spawn(async move { fetch(&rm, &tp, 1, 1, LONG_WAIT).await })
+    };
+    let_tasks_park().await;
+    assert!(!waiting.is_finished(), "the fetch did not wait");
+    let second = batch(now_ms(), &["second"]);
+    let producer = {
+        let rm = Arc::clone(&b.rm);
+        let (tp, second) = (tp.clone(), second.clone());
+        tokio::spawn(async move {
+            rm.append_records(1, Duration::from_secs(5), vec![(tp, second)])
+                .await
+        })
+    };
+    let produced = producer.await.unwrap();
+    assert_eq!(produced[0].1.base_offset, 1);
+    let r = tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect("the waiting fetch was not woken by the append")
+        .unwrap();
+    assert_eq!(r.error, ErrorCode::None);
+    assert_eq!(&r.records[..], &stamped(&second, 1)[..]);
+    assert_eq!(r.high_watermark, 2);
+
+    // With nothing produced it answers empty once max_wait has passed.
+    let started = tokio::time::Instant::now();
+    let max_wait = Duration::from_millis(200);
+    let r = b.fetch(&tp, 2, 1, max_wait).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert!(r.records.is_empty());
+    assert_eq!(r.high_watermark, 2);
+    assert!(started.elapsed() >= max_wait, "answered before max_wait");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn fetch_outside_the_log_is_offset_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    for v in ["a", "b", "c"] {
+        b.produce_ok(1, &tp, batch(now_ms(), &[v])).await;
+    }
+    // Move the log start to 1 (RF 1: the low watermark is the leader's own).
+    let deleted =
+        b.rm.delete_records(Duration::from_secs(5), vec![(tp.clone(), 1)])
+            .await;
+    assert_eq!(deleted[0].1, Ok(1));
+
+    for offset in [4, 100, 0] {
+        let r = b.fetch(&tp, offset, 1, Duration::ZERO).await;
+        assert_eq!(r.error, ErrorCode::OffsetOutOfRange, "offset {offset}");
+        assert_eq!(r.log_start_offset, 1, "offset {offset}");
+        assert_eq!(r.log_end_offset, 3, "offset {offset}");
+        assert!(r.records.is_empty());
+    }
+    // The log end itself is in range (and empty).
+    let r = b.fetch(&tp, 3, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert!(r.records.is_empty());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn list_offsets_earliest_latest_by_timestamp_and_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    let t = now_ms() - 60_000;
+    // Offsets 0..=3 at t+100, t+300, t+200 and (two records) t+250.
+    b.produce_ok(1, &tp, batch(t + 100, &["a"])).await;
+    b.produce_ok(1, &tp, batch(t + 300, &["b"])).await;
+    b.produce_ok(1, &tp, batch(t + 200, &["c"])).await;
+    b.produce_ok(1, &tp, batch(t + 250, &["d", "e"])).await;
+
+    let list = |ts: i64| b.rm.list_offset(&tp, -1, ts, -1);
+    assert_eq!(list(-2), Ok((0, -1, LEADER_EPOCH)), "earliest");
+    assert_eq!(list(-1), Ok((5, -1, LEADER_EPOCH)), "latest");
+    assert_eq!(list(-3), Ok((1, t + 300, LEADER_EPOCH)), "max timestamp");
+    assert_eq!(list(t), Ok((0, t + 100, LEADER_EPOCH)), "before all");
+    assert_eq!(list(t + 100), Ok((0, t + 100, LEADER_EPOCH)), "exact first");
+    assert_eq!(list(t + 150), Ok((1, t + 300, LEADER_EPOCH)), "between");
+    assert_eq!(list(t + 300), Ok((1, t + 300, LEADER_EPOCH)), "exact max");
+    assert_eq!(list(t + 301), Ok((-1, -1, -1)), "after all");
+    // A stale leader epoch is fenced.
+    assert_eq!(
+        b.rm.list_offset(&tp, LEADER_EPOCH - 1, -1, -1),
+        Err(ErrorCode::FencedLeaderEpoch)
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+
+    // Set after the partition exists, as kafka-configs would.
+    b.apply(&[topic_config(TOPIC, "min.insync.replicas", Some("2"))]);
+    let r = b.produce(-1, &tp, batch(now_ms(), &["refused"])).await;
+    assert_eq!(r.error, ErrorCode::NotEnoughReplicas, "{r:?}");
+    assert_eq!(b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await, 0);
+    assert_eq!(b.produce_ok(0, &tp, batch(now_ms(), &["b"])).await, 1);
+    // Nothing of the refused batch was appended.
+    assert_eq!(b.rm.list_offset(&tp, -1, -1, -1), Ok((2, -1, LEADER_EPOCH)));
+
+    // Removing the override lets acks=all through again.
+    b.apply(&[topic_config(TOPIC, "min.insync.replicas", None)]);
+    assert_eq!(b.produce_ok(-1, &tp, batch(now_ms(), &["c"])).await, 2);
+
+    // A topic created with the config refuses from the start.
+    let other = topic_partition("strict", Uuid([0x5e; 16]), 0);
+    b.apply(&[
+        topic("strict", other.topic_id),
+        topic_config("strict", "min.insync.replicas", Some("2")),
+        partition(other.topic_id, 0, &[LOCAL], LOCAL),
+    ]);
+    let r = b.produce(-1, &other, batch(now_ms(), &["refused"])).await;
+    assert_eq!(r.error, ErrorCode::NotEnoughReplicas, "{r:?}");
+    assert_eq!(b.produce_ok(1, &other, batch(now_ms(), &["a"])).await, 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn deleted_topic_is_removed_and_its_waiting_fetch_answers_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await;
+    let pdir = b.partition_dir(&tp);
+    assert!(pdir.is_dir());
+
+    let rm = Arc::clone(&b.rm);
+    let waiting = {
+        let tp = tp.clone();
+        tokio::spawn(async move { fetch(&rm, &tp, 1, 1, LONG_WAIT).await })
+    };
+    let_tasks_park().await;
+    assert!(!waiting.is_finished(), "the fetch did not wait");
+
+    b.apply(&[remove_topic(TOPIC_ID)]);
+    assert!(!pdir.exists(), "{} still exists", pdir.display());
+    assert!(b.rm.partition(TOPIC_ID, 0).is_none());
+    let r = tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect("the waiting fetch was not woken by the deletion")
+        .unwrap();
+    assert_ne!(r.error, ErrorCode::None, "{r:?}");
+    assert!(r.records.is_empty());
+
+    let r = b.produce(1, &tp, batch(now_ms(), &["late"])).await;
+    assert_eq!(r.error, ErrorCode::UnknownTopicOrPartition);
+    let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::UnknownTopicOrPartition);
+    assert_eq!(
+        b.rm.list_offset(&tp, -1, -1, -1),
+        Err(ErrorCode::UnknownTopicOrPartition)
+    );
+    // Only the deleted partition's directory went.
+    assert!(b.log_dir.is_dir());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn partition_led_elsewhere_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let followed = topic_partition("mirrored", Uuid([0x2f; 16]), 0);
+    b.apply(&[
+        topic("mirrored", followed.topic_id),
+        partition(followed.topic_id, 0, &[REMOTE, LOCAL], REMOTE),
+    ]);
+
+    let hosted = b.rm.partition(followed.topic_id, 0).expect("hosted");
+    assert_eq!(hosted.lock().role(), Role::Follower { leader: REMOTE });
+    assert!(b
+        .partition_dir(&followed)
+        .join("partition.metadata")
+        .is_file());
+    let r = b.produce(1, &followed, batch(now_ms(), &["x"])).await;
+    assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
+    let r = b.produce(-1, &followed, batch(now_ms(), &["x"])).await;
+    assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
+    assert_eq!(
+        b.rm.fetchers().assignments(),
+        BTreeMap::from([(REMOTE, vec![followed.clone()])])
+    );
+
+    // Leadership moves here: the fetcher lets go and produce is taken.
+    b.apply(&[MetadataRecord::PartitionChange(PartitionChangeRecord {
+        partition_id: 0,
+        topic_id: followed.topic_id,
+        leader: LOCAL,
+        isr: Some(vec![LOCAL]),
+        ..Default::default()
+    })]);
+    assert_eq!(hosted.lock().role(), Role::Leader);
+    assert!(b.rm.fetchers().assignments().values().all(Vec::is_empty));
+    assert_eq!(b.produce_ok(1, &followed, batch(now_ms(), &["x"])).await, 0);
+    b.rm.shutdown();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn clean_restart_keeps_data_high_watermark_and_producer_state() {
+    restart_keeps_data_high_watermark_and_producer_state(true).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn unclean_restart_rebuilds_producer_state_from_the_log() {
+    restart_keeps_data_high_watermark_and_producer_state(false).await;
+}
+
+async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
+    const PRODUCER_ID: i64 = 4000;
+    let dir = tempfile::tempdir().unwrap();
+    let metadata = bootstrap(unused_port());
+    let tp = orders();
+    let now = now_ms();
+    let sent = [
+        idempotent_batch(PRODUCER_ID, 0, now, &["a", "b"]),
+        idempotent_batch(PRODUCER_ID, 2, now, &["c"]),
+        idempotent_batch(PRODUCER_ID, 3, now, &["d", "e", "f"]),
+    ];
+    let mut expected = Vec::new();
+    {
+        let mut b = Broker::start(dir.path());
+        b.apply(&metadata);
+        let mut offsets = Vec::new();
+        for records in &sent {
+            offsets.push(b.produce_ok(-1, &tp, records.clone()).await);
+        }
+        assert_eq!(offsets, vec![0, 2, 3]);
+        for (records, base) in sent.iter().zip(&offsets) {
+            expected.extend(stamped(records, *base));
+        }
+        if clean {
+            b.rm.shutdown();
+        }
+        let rm = Arc::clone(&b.rm);
+        drop(b);
+        assert_eq!(Arc::strong_count(&rm), 1, "the manager is still referenced");
+    }
+
+    let mut b = Broker::start(dir.path());
+    b.apply(&metadata);
+    // The data and the HW, with nothing produced since.
+    let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert_eq!(r.high_watermark, 6);
+    assert_eq!(r.log_end_offset, 6);
+    assert_eq!(&r.records[..], &expected[..]);
+
+    // The producer's retry of its last batch is answered with the original offset and
+    // appends nothing.
+    assert_eq!(b.produce_ok(-1, &tp, sent[2].clone()).await, 3);
+    if !clean {
+        // Rebuilt from the log, the state holds the producer's last five batches; a
+        // snapshot (Kafka's format) holds only its last one, as in Kafka.
+        assert_eq!(b.produce_ok(-1, &tp, sent[1].clone()).await, 2);
+    }
+    assert_eq!(b.rm.list_offset(&tp, -1, -1, -1), Ok((6, -1, LEADER_EPOCH)));
+    // A gap in its sequence is refused; the next one is appended.
+    let gap = b
+        .produce(-1, &tp, idempotent_batch(PRODUCER_ID, 9, now, &["g"]))
+        .await;
+    assert_eq!(gap.error, ErrorCode::OutOfOrderSequenceNumber, "{gap:?}");
+    let next = idempotent_batch(PRODUCER_ID, 6, now, &["g"]);
+    assert_eq!(b.produce_ok(-1, &tp, next).await, 6);
+    b.rm.shutdown();
+}
