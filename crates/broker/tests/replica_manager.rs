@@ -251,6 +251,18 @@ impl Broker {
         self.image = image;
     }
 
+    /// Loads a snapshot holding `records` as the loader publishes one: an empty delta on
+    /// the empty image (a full reload) with the new image.
+    fn reload(&mut self, records: &[MetadataRecord]) {
+        let image = MetadataImage::empty()
+            .replay_all(records)
+            .unwrap_or_else(|e| panic!("replay failed: {e}"));
+        let delta = MetadataDelta::new(&MetadataImage::empty());
+        self.cache.set_image(image.clone());
+        self.rm.apply_delta(&delta, &image);
+        self.image = image;
+    }
+
     async fn produce(&self, acks: i16, tp: &TopicIdPartition, records: Bytes) -> ProduceResult {
         let mut results = self
             .rm
@@ -652,4 +664,147 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
     let next = idempotent_batch(PRODUCER_ID, 6, now, &["g"]);
     assert_eq!(b.produce_ok(-1, &tp, next).await, 6);
     b.rm.shutdown();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    let mut metadata = bootstrap(unused_port());
+    metadata.pop();
+    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    b.apply(&metadata);
+    let tp = orders();
+    assert_eq!(b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await, 0);
+
+    let rm = Arc::clone(&b.rm);
+    let waiting = {
+        let tp = tp.clone();
+        tokio::spawn(async move { fetch(&rm, &tp, 0, 1, LONG_WAIT).await })
+    };
+    let_tasks_park().await;
+    // The HW waits for the other replica in the ISR, so the consumer sees nothing yet.
+    assert!(!waiting.is_finished(), "the fetch did not wait");
+
+    b.apply(&[MetadataRecord::PartitionChange(PartitionChangeRecord {
+        partition_id: 0,
+        topic_id: TOPIC_ID,
+        leader: REMOTE,
+        ..Default::default()
+    })]);
+    let r = tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect("the waiting fetch was not woken by the leader change")
+        .unwrap();
+    assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
+    assert_eq!(r.current_leader, Some((REMOTE, LEADER_EPOCH + 1)));
+    let hosted = b.rm.partition(TOPIC_ID, 0).expect("still hosted");
+    assert_eq!(hosted.lock().role(), Role::Follower { leader: REMOTE });
+    let r = b.produce(1, &tp, batch(now_ms(), &["b"])).await;
+    assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
+    assert_eq!(
+        b.rm.fetchers().assignments(),
+        BTreeMap::from([(REMOTE, vec![tp.clone()])])
+    );
+    b.rm.shutdown();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn clean_restart_recovers_the_checkpointed_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut metadata = bootstrap(unused_port());
+    metadata.pop();
+    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    let tp = orders();
+    let now = now_ms();
+    let (first, second) = (batch(now, &["a", "b", "c"]), batch(now, &["d", "e"]));
+    {
+        let mut b = Broker::start(dir.path());
+        b.apply(&metadata);
+        assert_eq!(b.produce_ok(1, &tp, first.clone()).await, 0);
+        // The in-sync follower fetches past the first batch: the HW moves to 3.
+        let params = PartitionFetchParams {
+            fetch_offset: 3,
+            log_start_offset: 0,
+            max_bytes: 1 << 20,
+            current_leader_epoch: LEADER_EPOCH,
+            last_fetched_epoch: LEADER_EPOCH,
+            high_watermark: 0,
+        };
+        let limits = FetchLimits {
+            max_wait: Duration::ZERO,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+        };
+        let follower = FetchOrigin::Follower {
+            replica_id: REMOTE,
+            broker_epoch: 11,
+        };
+        let r =
+            b.rm.fetch_messages(follower, limits, &[(tp.clone(), params)])
+                .await;
+        // (The answer carries the HW read before the fetch moved it, as Kafka's does.)
+        assert_eq!(r[0].1.error, ErrorCode::None, "{:?}", r[0].1);
+        let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
+        assert_eq!(r.high_watermark, 3);
+        // The second batch is not replicated: it stays above the HW.
+        assert_eq!(b.produce_ok(1, &tp, second).await, 3);
+        let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
+        assert_eq!((r.high_watermark, r.log_end_offset), (3, 5));
+        b.rm.shutdown();
+    }
+
+    let mut b = Broker::start(dir.path());
+    b.apply(&metadata);
+    let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert_eq!(r.high_watermark, 3);
+    assert_eq!(r.log_end_offset, 5);
+    assert_eq!(&r.records[..], &stamped(&first, 0)[..]);
+    b.rm.shutdown();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn snapshot_reload_drops_topics_it_no_longer_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    let port = unused_port();
+    b.apply(&bootstrap(port));
+    let tp = orders();
+    b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await;
+    let old_dir = b.partition_dir(&tp);
+
+    // A snapshot in which `orders` was deleted and created again under a new id, with
+    // another topic beside it.
+    let new_id = Uuid([0x0e; 16]);
+    let other = topic_partition("audit", Uuid([0xad; 16]), 0);
+    let mut records = vec![metadata_version()];
+    records.extend(register(LOCAL, 10, 1));
+    records.extend(register(REMOTE, 11, port));
+    records.extend([
+        topic(TOPIC, new_id),
+        partition(new_id, 0, &[LOCAL], LOCAL),
+        topic("audit", other.topic_id),
+        partition(other.topic_id, 0, &[LOCAL], LOCAL),
+    ]);
+    b.reload(&records);
+
+    assert!(b.rm.partition(TOPIC_ID, 0).is_none());
+    let recreated = topic_partition(TOPIC, new_id, 0);
+    assert!(b.rm.partition(new_id, 0).is_some());
+    assert!(b.rm.partition(other.topic_id, 0).is_some());
+    // The old id's data is gone: the new topic starts empty in the same-named directory.
+    assert_eq!(
+        b.rm.list_offset(&recreated, -1, -1, -1),
+        Ok((0, -1, LEADER_EPOCH))
+    );
+    let meta = std::fs::read_to_string(old_dir.join("partition.metadata")).unwrap();
+    assert!(meta.contains(&new_id.to_base64()), "{meta:?}");
+    let r = b.produce(1, &tp, batch(now_ms(), &["stale id"])).await;
+    assert_eq!(r.error, ErrorCode::UnknownTopicOrPartition);
+    assert_eq!(
+        b.produce_ok(1, &recreated, batch(now_ms(), &["b"])).await,
+        0
+    );
+    assert_eq!(b.produce_ok(1, &other, batch(now_ms(), &["c"])).await, 0);
 }
