@@ -761,6 +761,10 @@ async fn clean_restart_recovers_the_checkpointed_high_watermark() {
     assert_eq!(r.high_watermark, 3);
     assert_eq!(r.log_end_offset, 5);
     assert_eq!(&r.records[..], &stamped(&first, 0)[..]);
+    // Between the HW and the log end a consumer is in range and sees nothing.
+    let r = b.fetch(&tp, 4, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert!(r.records.is_empty());
     b.rm.shutdown();
 }
 
@@ -807,4 +811,99 @@ async fn snapshot_reload_drops_topics_it_no_longer_holds() {
         0
     );
     assert_eq!(b.produce_ok(1, &other, batch(now_ms(), &["c"])).await, 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn acks_all_waits_for_the_in_sync_follower_or_the_partitions_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    let mut metadata = bootstrap(unused_port());
+    metadata.pop();
+    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    b.apply(&metadata);
+    let tp = orders();
+    let produce_waiting = |records: Bytes| {
+        let rm = Arc::clone(&b.rm);
+        let tp = tp.clone();
+        tokio::spawn(async move {
+            let mut r = rm.append_records(-1, LONG_WAIT, vec![(tp, records)]).await;
+            r.pop().unwrap().1
+        })
+    };
+
+    // Answered once the follower has fetched past the batch.
+    let waiting = produce_waiting(batch(now_ms(), &["a", "b"]));
+    let_tasks_park().await;
+    assert!(
+        !waiting.is_finished(),
+        "acks=all did not wait for the follower"
+    );
+    let params = PartitionFetchParams {
+        fetch_offset: 2,
+        log_start_offset: 0,
+        max_bytes: 1 << 20,
+        current_leader_epoch: LEADER_EPOCH,
+        last_fetched_epoch: LEADER_EPOCH,
+        high_watermark: 0,
+    };
+    let limits = FetchLimits {
+        max_wait: Duration::ZERO,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+    };
+    let follower = FetchOrigin::Follower {
+        replica_id: REMOTE,
+        broker_epoch: 11,
+    };
+    b.rm.fetch_messages(follower, limits, &[(tp.clone(), params)])
+        .await;
+    let r = tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect("acks=all was not answered when the follower caught up")
+        .unwrap();
+    assert_eq!(r.error, ErrorCode::None, "{r:?}");
+    assert_eq!(r.base_offset, 0);
+
+    // Still waiting when the topic is deleted: answered at once with an error.
+    let waiting = produce_waiting(batch(now_ms(), &["c"]));
+    let_tasks_park().await;
+    assert!(
+        !waiting.is_finished(),
+        "acks=all did not wait for the follower"
+    );
+    b.apply(&[remove_topic(TOPIC_ID)]);
+    let r = tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect("acks=all was not answered when the topic was deleted")
+        .unwrap();
+    assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn topic_deleted_and_created_again_in_one_delta_starts_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Broker::start(dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    for v in ["a", "b", "c"] {
+        b.produce_ok(1, &tp, batch(now_ms(), &[v])).await;
+    }
+    let new_id = Uuid([0x0f; 16]);
+    b.apply(&[
+        remove_topic(TOPIC_ID),
+        topic(TOPIC, new_id),
+        partition(new_id, 0, &[LOCAL], LOCAL),
+    ]);
+    let recreated = topic_partition(TOPIC, new_id, 0);
+    assert!(b.rm.partition(TOPIC_ID, 0).is_none());
+    let r = b.fetch(&recreated, 0, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert_eq!((r.log_end_offset, r.high_watermark), (0, 0));
+    assert!(r.records.is_empty());
+    let meta = std::fs::read_to_string(b.partition_dir(&tp).join("partition.metadata")).unwrap();
+    assert!(meta.contains(&new_id.to_base64()), "{meta:?}");
+    let sent = batch(now_ms(), &["new"]);
+    assert_eq!(b.produce_ok(-1, &recreated, sent.clone()).await, 0);
+    let r = b.fetch(&recreated, 0, 1, Duration::ZERO).await;
+    assert_eq!(&r.records[..], &stamped(&sent, 0)[..]);
 }
