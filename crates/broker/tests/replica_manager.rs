@@ -6,8 +6,9 @@
 //! answers, the exact bytes fetched, the fetch purgatory's wake-ups, ListOffsets, min ISR,
 //! topic deletion, follower hosting and what survives a restart.
 //!
-//! The `AlterPartitionManager` gets a controller channel to an unused port: every partition
-//! this broker leads here has one replica, so no ISR change is ever sent.
+//! The `AlterPartitionManager` gets a controller channel to an unused port: no ISR change is
+//! ever sent, since the partitions this broker leads have one replica or an in-sync follower
+//! (whose fetches the tests make by hand), and the periodic ISR shrink is not started.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
