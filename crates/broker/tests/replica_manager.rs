@@ -908,3 +908,44 @@ async fn topic_deleted_and_created_again_in_one_delta_starts_empty() {
     let r = b.fetch(&recreated, 0, 1, Duration::ZERO).await;
     assert_eq!(&r.records[..], &stamped(&sent, 0)[..]);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn replicas_of_a_topic_deleted_while_the_broker_was_down_are_removed_at_the_first_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let metadata = bootstrap(unused_port());
+    let tp = orders();
+    let other = topic_partition("kept", Uuid([7; 16]), 0);
+    let mut with_kept = metadata.clone();
+    with_kept.push(topic("kept", other.topic_id));
+    with_kept.push(partition(other.topic_id, 0, &[LOCAL], LOCAL));
+    {
+        let mut b = Broker::start(dir.path());
+        b.apply(&with_kept);
+        b.produce_ok(-1, &tp, batch(now_ms(), &["a"])).await;
+        b.produce_ok(-1, &other, batch(now_ms(), &["b"])).await;
+        assert!(b.partition_dir(&tp).exists());
+        b.rm.shutdown();
+    }
+    // While the broker was down, `orders` was deleted: the first image it loads has only
+    // `kept`.
+    let mut b = Broker::start(dir.path());
+    let mut without_orders: Vec<MetadataRecord> = metadata
+        .iter()
+        .filter(|r| !matches!(r, MetadataRecord::Topic(_) | MetadataRecord::Partition(_)))
+        .cloned()
+        .collect();
+    without_orders.push(topic("kept", other.topic_id));
+    without_orders.push(partition(other.topic_id, 0, &[LOCAL], LOCAL));
+    b.reload(&without_orders);
+    assert!(
+        !dir.path().join("orders-0").exists(),
+        "the stray replica's directory is removed"
+    );
+    assert!(
+        b.partition_dir(&other).exists(),
+        "an assigned replica stays"
+    );
+    let r = b.fetch(&other, 0, 1, Duration::ZERO).await;
+    assert_eq!(r.error, ErrorCode::None);
+    assert_eq!(r.high_watermark, 1);
+}

@@ -141,6 +141,34 @@ impl LogManager {
         remove_partition_dir(&path)
     }
 
+    /// Every partition directory on disk: (path, topic, partition, topic id from
+    /// `partition.metadata` if readable). The ReplicaManager compares them with the first
+    /// metadata image to find stray replicas (a topic deleted while the broker was down).
+    pub fn partition_dirs(&self) -> Vec<(PathBuf, String, i32, Option<Uuid>)> {
+        let mut out = Vec::new();
+        for dir in &self.dirs {
+            let Ok(entries) = fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if !path.join(PARTITION_METADATA_FILE).exists() {
+                    continue;
+                }
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some((topic, partition)) = name.rsplit_once('-') else {
+                    continue;
+                };
+                let Ok(partition) = partition.parse::<i32>() else {
+                    continue;
+                };
+                let id = read_partition_metadata(&path);
+                out.push((path, topic.to_string(), partition, id));
+            }
+        }
+        out
+    }
+
     /// Removes a partition directory whose `Log` is still held elsewhere (readers may hold
     /// it a moment longer; open files stay readable until closed).
     pub fn delete_dir(&self, path: &Path) -> Result<(), LogManagerError> {

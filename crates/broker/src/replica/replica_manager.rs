@@ -371,6 +371,9 @@ impl ReplicaManager {
                 }
             }
         }
+        if full {
+            self.remove_stray_partitions(image);
+        }
         if changes.changed_brokers.iter().any(|b| *b != local) {
             self.fetchers.endpoints_changed();
             // A follower fenced or re-registered may no longer hold the HW back.
@@ -379,6 +382,33 @@ impl ReplicaManager {
                 let moved = hosted.lock().update_isr_eligibility(&eligible, now);
                 if moved {
                     hosted.changed.notify_waiters();
+                }
+            }
+        }
+    }
+
+    /// Partition directories on disk that the image does not assign to this broker (a topic
+    /// deleted, or a replica moved, while the broker was down) are removed, as Kafka's
+    /// stray-replica cleanup does on the first image. A directory without a readable topic
+    /// id is left alone: nothing proves it stray.
+    fn remove_stray_partitions(&self, image: &MetadataImage) {
+        let local = self.config.broker_id;
+        for (path, topic, partition, id) in self.log_manager.partition_dirs() {
+            let Some(id) = id else { continue };
+            if self.partition(id, partition).is_some() {
+                continue;
+            }
+            let assigned = image
+                .topics
+                .partition(&id, partition)
+                .is_some_and(|p| p.replicas.contains(&local));
+            if assigned {
+                continue;
+            }
+            match self.log_manager.delete_dir(&path) {
+                Ok(()) => info!(%topic, partition, topic_id = %id, "removed stray partition log"),
+                Err(e) => {
+                    warn!(path = %path.display(), error = %e, "removing a stray partition log failed")
                 }
             }
         }
