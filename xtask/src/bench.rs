@@ -1,16 +1,24 @@
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
-//! It starts 3 controllers and 3 brokers as real release-build `kraftd` processes in a fresh
-//! temp directory (configured as `cargo xtask cluster-up` configures them), creates a topic
-//! with replication factor 3 and `min.insync.replicas=2` through Kafka's stock `TopicCommand`,
-//! then drives it with Apache Kafka's own load generators from the jars the tests use
-//! (`target/kafka-jars/`, Kafka 4.4.0): `ProducerPerformance` (kafka-producer-perf-test) with
-//! `acks=all`, 1 KiB records and `batch.size` 64 KiB, 256 KiB and 1 MiB, then
-//! `EndToEndLatency` (one record at a time, produce to consume). Beside them it measures the
-//! machine's limit in the same run: loopback TCP throughput and disk write bandwidth (plus the
-//! latency of a 4 KiB `fdatasync`), and prints min(loopback, disk) / 3 copies and the ratio
-//! achieved / limit. The cluster is stopped at the end, on error too (and on Ctrl-C: the nodes
+//! It runs kraftd, then Apache Kafka (`--against kraftd|kafka|both`, both by default), one
+//! after the other on the same machine, and prints one table with a row per system and batch
+//! size and the ratio kraftd/Kafka per batch size.
+//!
+//! kraftd: 3 controllers and 3 brokers as real release-build `kraftd` processes in a fresh
+//! temp directory (configured as `cargo xtask cluster-up` configures them). Kafka: Apache
+//! Kafka 4.4.0 from the same jars (`kafka.Kafka`, formatted with `kafka.tools.StorageTool`),
+//! 1 controller and 3 brokers, each JVM with a 512 MiB heap: 3 controller JVMs beside 3
+//! broker JVMs would take a good part of a small machine's cores for the quorum alone, and the
+//! single controller sits outside the produce path (it only holds metadata). Both get a topic
+//! with replication factor 3, `min.insync.replicas=2` and the same partitions through Kafka's
+//! stock `TopicCommand`, then Kafka's own load generators from the jars the tests use
+//! (`target/kafka-jars/`): `ProducerPerformance` (kafka-producer-perf-test) with `acks=all`,
+//! 1 KiB records and `batch.size` 64 KiB, 256 KiB and 1 MiB, then `EndToEndLatency` (one
+//! record at a time, produce to consume). Beside them it measures the machine's limit once:
+//! loopback TCP throughput and disk write bandwidth (plus the latency of a 4 KiB
+//! `fdatasync`), and prints min(loopback, disk) / 3 copies and the ratio achieved / limit.
+//! Each cluster is stopped before the next starts, on error too (and on Ctrl-C: the nodes
 //! share this process group).
 
 use std::fs::File;
@@ -69,6 +77,49 @@ struct ProduceArgs {
     /// Keep the temp directory (node logs and data) afterwards.
     #[arg(long)]
     keep: bool,
+    /// Which system to run: kraftd, Apache Kafka from the jars, or both one after the other.
+    #[arg(long, value_enum, default_value_t = Against::Both)]
+    against: Against,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Against {
+    Kraftd,
+    Kafka,
+    Both,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum System {
+    Kraftd,
+    Kafka,
+}
+
+impl System {
+    fn name(self) -> &'static str {
+        match self {
+            System::Kraftd => "kraftd",
+            System::Kafka => "Kafka",
+        }
+    }
+
+    fn topology(self) -> &'static str {
+        match self {
+            System::Kraftd => "3 controllers + 3 brokers",
+            System::Kafka => "1 controller + 3 brokers, -Xmx512m per JVM",
+        }
+    }
+}
+
+/// One system's figures.
+struct SystemRun {
+    system: System,
+    perf: Vec<PerfResult>,
+    e2e: E2e,
+    /// Why EndToEndLatency failed after printing its figures, if it did.
+    e2e_note: Option<String>,
+    /// /proc/loadavg's 1, 5 and 15 minute averages just before the cluster started.
+    load_before: String,
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -109,40 +160,86 @@ fn produce(root: &Path, args: ProduceArgs) -> Result<()> {
     let e2e_records = args
         .e2e_records
         .unwrap_or(if args.quick { 300 } else { 2000 });
+    let systems = match args.against {
+        Against::Kraftd => vec![System::Kraftd],
+        Against::Kafka => vec![System::Kafka],
+        Against::Both => vec![System::Kraftd, System::Kafka],
+    };
     let classpath = kafka_classpath(root)?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    crate::run(root, &cargo, &["build", "--release", "--bin", "kraftd"])?;
     let bin = root.join("target").join("release").join("kraftd");
+    if systems.contains(&System::Kraftd) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        crate::run(root, &cargo, &["build", "--release", "--bin", "kraftd"])?;
+    }
 
     let dir = std::env::temp_dir().join(format!("kraftd-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     println!("bench directory: {}", dir.display());
+    let load_start = loadavg();
+    println!("load average before the bench: {load_start}");
 
     // The machine's limit first, on an idle machine.
     let limit_bytes: u64 = if args.quick { 256 << 20 } else { 2 << 30 };
     let disk_bytes: u64 = if args.quick { 256 << 20 } else { 1 << 30 };
     let limits = measure_limits(&dir, limit_bytes, disk_bytes)?;
 
-    let result = {
-        let mut cluster = Cluster::start(&bin, &dir)?;
+    let mut runs = Vec::new();
+    for system in systems {
+        let sys_dir = dir.join(system.name().to_lowercase());
+        std::fs::create_dir_all(&sys_dir)?;
+        let load_before = loadavg();
+        println!(
+            "==> {}: {} (load average {load_before})",
+            system.name(),
+            system.topology()
+        );
+        let cluster = match system {
+            System::Kraftd => Cluster::start_kraftd(&bin, &sys_dir),
+            System::Kafka => Cluster::start_kafka(&classpath, &sys_dir),
+        };
+        let mut cluster = cluster.inspect_err(|_| {
+            eprintln!(
+                "{} did not start; its logs are in {} (kept)",
+                system.name(),
+                sys_dir.display()
+            );
+        })?;
         let outcome = drive(&cluster, &classpath, &args, records, e2e_records);
         if outcome.is_err() {
             eprintln!(
-                "bench failed; node logs are in {} (kept)",
-                dir.join("node-N").display()
+                "bench failed; {}'s node logs are in {} (kept)",
+                system.name(),
+                sys_dir.display()
             );
         }
         cluster.stop();
-        outcome
-    };
-    let (perf, e2e) = result?;
+        let (perf, e2e, e2e_note) = outcome?;
+        runs.push(SystemRun {
+            system,
+            perf,
+            e2e,
+            e2e_note,
+            load_before,
+        });
+    }
     if !args.keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    report(&args, records, e2e_records, &limits, &perf, &e2e);
-    println!("(bench took {:.0} s)", started.elapsed().as_secs_f64());
+    report(&args, records, e2e_records, &limits, &runs, &load_start);
+    println!(
+        "(bench took {:.0} s; load average at the end {})",
+        started.elapsed().as_secs_f64(),
+        loadavg()
+    );
     Ok(())
+}
+
+/// /proc/loadavg's 1, 5 and 15 minute load averages ("0.85 1.12 1.68").
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }
 
 /// Creates the topic and runs the load generators.
@@ -152,7 +249,7 @@ fn drive(
     args: &ProduceArgs,
     records: u64,
     e2e_records: u64,
-) -> Result<(Vec<PerfResult>, E2e)> {
+) -> Result<(Vec<PerfResult>, E2e, Option<String>)> {
     let bootstrap = cluster.bootstrap();
     let topic = "bench";
     let out = java(
@@ -176,9 +273,11 @@ fn drive(
     )?;
     print!("{out}");
 
-    // A short warm-up (JIT, connections, segment files), not reported.
-    println!("==> warm-up: 20000 records");
-    producer_perf(cluster, classpath, topic, 20_000, 64 << 10, args.linger_ms)?;
+    // A short warm-up (JIT, connections, segment files), not reported; the same for both
+    // systems (Kafka's brokers are JVMs whose JIT compiles the hot paths during it).
+    let warm_up = if args.quick { 20_000 } else { 60_000 };
+    println!("==> warm-up: {warm_up} records");
+    producer_perf(cluster, classpath, topic, warm_up, 64 << 10, args.linger_ms)?;
 
     let mut perf = Vec::new();
     for batch_size in BATCH_SIZES {
@@ -198,7 +297,8 @@ fn drive(
     }
     println!("==> EndToEndLatency: {e2e_records} x 1 KiB, acks=all, one at a time");
     // The tool commits the consumer's offsets once done, which needs a group coordinator
-    // (FindCoordinator): its figures are printed before that, so they count either way.
+    // (FindCoordinator; kraftd has none yet): its figures are printed before that, so they
+    // count either way, and the failure becomes a note beside them.
     let out = java_output(
         classpath,
         &[
@@ -217,17 +317,26 @@ fn drive(
         Duration::from_secs(300),
         true,
     )?;
-    let e2e = match (parse_e2e(&out.stdout), out.error) {
-        (Some(e2e), None) => e2e,
+    let (e2e, note) = match (parse_e2e(&out.stdout), out.error) {
+        (Some(e2e), None) => (e2e, None),
         (Some(e2e), Some(error)) => {
+            let coordinator = error.to_lowercase().contains("coordinator");
             let first = error.lines().take(2).collect::<Vec<_>>().join(" ");
-            println!("    (EndToEndLatency failed after printing its figures: {first})");
-            e2e
+            let note = if coordinator {
+                format!(
+                    "EndToEndLatency failed after printing its figures, in its final offset \
+                     commit (FindCoordinator: no group coordinator): {first}"
+                )
+            } else {
+                format!("EndToEndLatency failed after printing its figures: {first}")
+            };
+            println!("    ({note})");
+            (e2e, Some(note))
         }
         (None, Some(error)) => bail!("EndToEndLatency failed: {error}\n{}", out.stdout),
         (None, None) => bail!("no figures in EndToEndLatency's output:\n{}", out.stdout),
     };
-    Ok((perf, e2e))
+    Ok((perf, e2e, note))
 }
 
 fn producer_perf(
@@ -343,19 +452,34 @@ fn report(
     records: u64,
     e2e_records: u64,
     limits: &Limits,
-    perf: &[PerfResult],
-    e2e: &E2e,
+    runs: &[SystemRun],
+    load_start: &str,
 ) {
     let limit = limits.loopback_mib_s.min(limits.disk_mib_s) / f64::from(COPIES);
     println!();
     println!(
-        "kraftd produce benchmark: 3 controllers + 3 brokers on one host ({} cores), topic with \
-         {} partitions, RF {COPIES}, min.insync.replicas=2, acks=all, 1 KiB records, \
-         {records} records per batch size, linger.ms={}",
+        "produce benchmark on one host ({} cores): topic with {} partitions, RF {COPIES}, \
+         min.insync.replicas=2, acks=all, 1 KiB records, {records} records per batch size, \
+         linger.ms={}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         args.partitions,
         args.linger_ms
     );
+    for run in runs {
+        println!(
+            "  {:<7} {} (load average before it: {})",
+            run.system.name(),
+            run.system.topology(),
+            run.load_before
+        );
+    }
+    if runs.iter().any(|r| r.system == System::Kafka) {
+        println!(
+            "  (Kafka runs 1 controller, not 3: six JVMs are too heavy for a small shared host; \
+             the controller is off the produce path)"
+        );
+    }
+    println!("  load average before the bench: {load_start}");
     println!();
     println!("machine limit (measured in this run, MiB/s = 2^20 bytes/s):");
     println!(
@@ -373,7 +497,8 @@ fn report(
     println!("  limit = min(loopback, disk) / {COPIES} copies = {limit:.1} MiB/s");
     println!();
     println!(
-        "{:>10} | {:>9} | {:>9} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9} | {:>7} | {:>7}",
+        "{:<12} | {:>10} | {:>9} | {:>9} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9} | {:>7} | {:>7}",
+        "system",
         "batch.size",
         "records/s",
         "MiB/s",
@@ -386,22 +511,48 @@ fn report(
         "brokers",
         "machine"
     );
-    println!("{}", "-".repeat(122));
-    for r in perf {
-        println!(
-            "{:>10} | {:>9.0} | {:>9.2} | {:>8.1} | {:>8.0} | {:>8.0} | {:>8.0} | {:>8.0} | {:>8.0}% | {:>6.0}% | {:>6.0}%",
-            format!("{} KiB", r.batch_size >> 10),
-            r.records_per_sec,
-            r.mib_per_sec,
-            r.avg_ms,
-            r.p50_ms,
-            r.p95_ms,
-            r.p99_ms,
-            r.p999_ms,
-            100.0 * r.mib_per_sec / limit,
-            100.0 * r.broker_cores,
-            100.0 * r.machine_busy,
-        );
+    println!("{}", "-".repeat(137));
+    let kraftd = runs.iter().find(|r| r.system == System::Kraftd);
+    let kafka = runs.iter().find(|r| r.system == System::Kafka);
+    for (i, batch_size) in BATCH_SIZES.iter().enumerate() {
+        for run in runs {
+            let Some(r) = run.perf.get(i) else { continue };
+            println!(
+                "{:<12} | {:>10} | {:>9.0} | {:>9.2} | {:>8.1} | {:>8.0} | {:>8.0} | {:>8.0} | {:>8.0} | {:>8.0}% | {:>6.0}% | {:>6.0}%",
+                run.system.name(),
+                format!("{} KiB", batch_size >> 10),
+                r.records_per_sec,
+                r.mib_per_sec,
+                r.avg_ms,
+                r.p50_ms,
+                r.p95_ms,
+                r.p99_ms,
+                r.p999_ms,
+                100.0 * r.mib_per_sec / limit,
+                100.0 * r.broker_cores,
+                100.0 * r.machine_busy,
+            );
+        }
+        if let (Some(a), Some(b)) = (
+            kraftd.and_then(|r| r.perf.get(i)),
+            kafka.and_then(|r| r.perf.get(i)),
+        ) {
+            println!(
+                "{:<12} | {:>10} | {:>9} | {:>9} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9} | {:>7} | {:>7}",
+                "kraftd/Kafka",
+                format!("{} KiB", batch_size >> 10),
+                ratio(a.records_per_sec, b.records_per_sec),
+                ratio(a.mib_per_sec, b.mib_per_sec),
+                ratio(a.avg_ms, b.avg_ms),
+                ratio(a.p50_ms, b.p50_ms),
+                ratio(a.p95_ms, b.p95_ms),
+                ratio(a.p99_ms, b.p99_ms),
+                ratio(a.p999_ms, b.p999_ms),
+                "",
+                ratio(a.broker_cores, b.broker_cores),
+                "",
+            );
+        }
     }
     println!();
     println!(
@@ -410,20 +561,60 @@ fn report(
     );
     println!(
         "brokers: CPU of the 3 broker processes (100% = one core); machine: busy share of all \
-         cores."
+         cores (the load generator's JVM included)."
+    );
+    println!(
+        "kraftd/Kafka: above 1 is better for kraftd in records/s and MiB/s, worse in latency \
+         and broker CPU."
     );
     println!();
     println!(
         "end-to-end latency (EndToEndLatency, {e2e_records} records one at a time, produce \
-         acks=all to consume; the tool reports whole ms): avg {:.2} ms, p50 {} ms, p99 {} ms, \
-         p99.9 {} ms",
-        e2e.avg_ms, e2e.p50_ms, e2e.p99_ms, e2e.p999_ms
+         acks=all to consume; the tool reports whole ms):"
     );
-    if let Some(best) = perf.iter().map(|r| r.mib_per_sec).reduce(f64::max) {
+    for run in runs {
+        let e = &run.e2e;
         println!(
-            "best throughput {best:.1} MiB/s = {:.0}% of the limit {limit:.1} MiB/s (aim: 50%)",
-            100.0 * best / limit
+            "  {:<7} avg {:.2} ms, p50 {} ms, p99 {} ms, p99.9 {} ms",
+            run.system.name(),
+            e.avg_ms,
+            e.p50_ms,
+            e.p99_ms,
+            e.p999_ms
         );
+    }
+    if let (Some(a), Some(b)) = (kraftd, kafka) {
+        println!(
+            "  kraftd/Kafka avg {}, p50 {}, p99 {}",
+            ratio(a.e2e.avg_ms, b.e2e.avg_ms),
+            ratio(a.e2e.p50_ms, b.e2e.p50_ms),
+            ratio(a.e2e.p99_ms, b.e2e.p99_ms)
+        );
+    }
+    for run in runs {
+        if let Some(note) = &run.e2e_note {
+            println!("  note ({}): {note}", run.system.name());
+        }
+    }
+    println!();
+    for run in runs {
+        if let Some(best) = run.perf.iter().map(|r| r.mib_per_sec).reduce(f64::max) {
+            println!(
+                "{:<7} best throughput {best:.1} MiB/s = {:.0}% of the limit {limit:.1} MiB/s \
+                 (aim: 50%)",
+                run.system.name(),
+                100.0 * best / limit
+            );
+        }
+    }
+}
+
+/// "1.23x", or "-" when the denominator is 0 (latencies the tools round to whole ms).
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}x", a / b)
+    } else {
+        "-".into()
     }
 }
 
@@ -586,12 +777,12 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// 3 controllers (ids 1-3) and 3 brokers (4-6) on free loopback ports, configured,
+    /// kraftd: 3 controllers (ids 1-3) and 3 brokers (4-6) on free loopback ports, configured,
     /// formatted and started as `cargo xtask cluster-up` does, but under `dir` and as children
     /// of this process; returns once every broker is registered and unfenced.
-    fn start(bin: &Path, dir: &Path) -> Result<Cluster> {
+    fn start_kraftd(bin: &Path, dir: &Path) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_inner(bin, dir) {
+        match cluster.start_kraftd_inner(bin, dir) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -600,7 +791,127 @@ impl Cluster {
         }
     }
 
-    fn start_inner(&mut self, bin: &Path, dir: &Path) -> Result<()> {
+    /// Apache Kafka from the jars: 1 controller (id 100) and 3 brokers (1-3) on free loopback
+    /// ports, formatted with `kafka.tools.StorageTool` and started as `kafka.Kafka` JVMs with
+    /// a 512 MiB heap (as `crates/cli/tests/common/kafka_jars.rs` does, with the JVM options
+    /// of `kafka-server-start.sh`); returns once every broker is registered and unfenced.
+    fn start_kafka(classpath: &str, dir: &Path) -> Result<Cluster> {
+        let mut cluster = Cluster { nodes: Vec::new() };
+        match cluster.start_kafka_inner(classpath, dir) {
+            Ok(()) => Ok(cluster),
+            Err(e) => {
+                cluster.stop();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_kafka_inner(&mut self, classpath: &str, dir: &Path) -> Result<()> {
+        let controller_port = free_port()?;
+        let mut layout = vec![(100u32, true, controller_port)];
+        for id in 1..=3u32 {
+            layout.push((id, false, free_port()?));
+        }
+        let cluster_id = java(
+            classpath,
+            &["kafka.tools.StorageTool", "random-uuid"],
+            Duration::from_secs(60),
+            false,
+        )?
+        .trim()
+        .to_string();
+        // Kafka's defaults otherwise (no fsync per write, as kraftd's defaults); the group
+        // coordinator's offsets topic (EndToEndLatency commits once at its end) kept small.
+        let common = format!(
+            "controller.quorum.voters=100@127.0.0.1:{controller_port}\n\
+             controller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+             offsets.topic.replication.factor=3\n\
+             offsets.topic.num.partitions=3\n\
+             group.initial.rebalance.delay.ms=0\n"
+        );
+        let log4j = format!(
+            "-Dlog4j2.configurationFile={}",
+            crate::repo_root()?
+                .join("tools/capture/log4j2.properties")
+                .display()
+        );
+        let mut pending = Vec::new();
+        for &(id, controller, port) in &layout {
+            let node_dir = dir.join(format!("node-{id}"));
+            std::fs::create_dir_all(node_dir.join("logs"))?;
+            let own = if controller {
+                format!(
+                    "process.roles=controller\nnode.id={id}\n\
+                     listeners=CONTROLLER://127.0.0.1:{port}\n"
+                )
+            } else {
+                format!(
+                    "process.roles=broker\nnode.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n\
+                     inter.broker.listener.name=PLAINTEXT\n"
+                )
+            };
+            let config = node_dir.join("server.properties");
+            std::fs::write(
+                &config,
+                format!(
+                    "# written by cargo xtask bench produce\n{own}log.dirs={}\n{common}",
+                    node_dir.join("data").display()
+                ),
+            )?;
+            java(
+                classpath,
+                &[
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    &cluster_id,
+                    "-c",
+                    config.to_str().context("non-UTF-8 path")?,
+                ],
+                Duration::from_secs(60),
+                false,
+            )
+            .with_context(|| format!("formatting Kafka node {id}"))?;
+            pending.push((id, controller, port, node_dir, config));
+        }
+        for (id, controller, port, node_dir, config) in pending {
+            let out = node_dir.join("kafka.out");
+            let child = Command::new("java")
+                .args([
+                    "-Xms512m",
+                    "-Xmx512m",
+                    "-server",
+                    "-XX:+UseG1GC",
+                    "-XX:MaxGCPauseMillis=20",
+                    "-XX:InitiatingHeapOccupancyPercent=35",
+                    "-XX:+ExplicitGCInvokesConcurrent",
+                    "-Djava.awt.headless=true",
+                ])
+                .arg(format!(
+                    "-Dkafka.logs.dir={}",
+                    node_dir.join("logs").display()
+                ))
+                .arg(&log4j)
+                .args(["-cp", classpath, "kafka.Kafka"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(File::create(&out)?)
+                .stderr(File::options().append(true).open(&out)?)
+                .spawn()
+                .with_context(|| format!("starting Kafka node {id}"))?;
+            let role = if controller { "controller" } else { "broker" };
+            println!("started Kafka node {id} ({role}) pid {}", child.id());
+            self.nodes.push(BenchNode {
+                id,
+                broker_port: (!controller).then_some(port),
+                child: Some(child),
+            });
+        }
+        self.wait_brokers(Duration::from_secs(120))
+    }
+
+    fn start_kraftd_inner(&mut self, bin: &Path, dir: &Path) -> Result<()> {
         let mut layout = Vec::new();
         for id in 1..=6u32 {
             let controller = id <= 3;
@@ -658,8 +969,13 @@ impl Cluster {
                 child: Some(child),
             });
         }
+        self.wait_brokers(Duration::from_secs(60))
+    }
+
+    /// Waits until every broker is in the first broker's Metadata (registered and unfenced).
+    fn wait_brokers(&mut self, timeout: Duration) -> Result<()> {
         let ports: Vec<u16> = self.nodes.iter().filter_map(|n| n.broker_port).collect();
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + timeout;
         loop {
             let seen = alive_brokers(ports[0]).unwrap_or_default();
             if seen.len() == ports.len() {
@@ -676,7 +992,7 @@ impl Cluster {
                 }
             }
             if Instant::now() >= deadline {
-                bail!("only brokers {seen:?} unfenced after 60 s");
+                bail!("only brokers {seen:?} unfenced after {timeout:?}");
             }
             std::thread::sleep(Duration::from_millis(250));
         }
@@ -700,21 +1016,31 @@ impl Cluster {
             .sum()
     }
 
-    /// SIGTERM to the brokers, then the controllers; SIGKILL to whatever runs after 15 s.
+    /// SIGTERM to the brokers together, then to the controllers; SIGKILL to whatever of
+    /// either still runs after 15 s.
     fn stop(&mut self) {
-        let mut order: Vec<&mut BenchNode> = self.nodes.iter_mut().collect();
-        order.sort_by_key(|n| n.broker_port.is_none());
-        for node in order {
-            let Some(mut child) = node.child.take() else {
-                continue;
-            };
-            let _ = Command::new("kill").arg(child.id().to_string()).status();
+        for brokers in [true, false] {
+            let mut children: Vec<Child> = self
+                .nodes
+                .iter_mut()
+                .filter(|n| n.broker_port.is_some() == brokers)
+                .filter_map(|n| n.child.take())
+                .collect();
+            for child in &children {
+                let _ = Command::new("kill").arg(child.id().to_string()).status();
+            }
             let deadline = Instant::now() + Duration::from_secs(15);
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            while children
+                .iter_mut()
+                .any(|c| matches!(c.try_wait(), Ok(None)))
+                && Instant::now() < deadline
+            {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            for mut child in children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
         println!("cluster stopped");
     }
