@@ -430,7 +430,7 @@ impl Partition {
     ) -> Result<bool, PartitionError> {
         debug_assert_eq!(state.leader, self.local_broker);
         let new_epoch = self.role != Role::Leader || state.leader_epoch > self.leader_epoch;
-        if !new_epoch && state.partition_epoch < self.partition_epoch {
+        if !new_epoch && state.partition_epoch <= self.partition_epoch {
             return Ok(false);
         }
         self.replicas = state.replicas.clone();
