@@ -21,40 +21,13 @@ fn bootstrap(brokers: &[Node]) -> String {
 
 /// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
 fn wait_until_unfenced(brokers: &[Node]) {
-    // The fewest brokers any one broker lists.
-    let script = r#"
-import sys
-from confluent_kafka.admin import AdminClient
-counts = []
-for s in sys.argv[1].split(","):
-    try:
-        counts.append(len(AdminClient({"bootstrap.servers": s}).list_topics(timeout=3).brokers))
-    except Exception:
-        counts.append(0)
-print(min(counts))
-"#;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new(python())
-            .args(["-c", script, &bootstrap(brokers)])
-            .output()
-            .unwrap();
-        let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if seen == brokers.len().to_string() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "brokers not all unfenced after 60 s (saw {seen}): {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            brokers
-                .iter()
-                .map(Node::logs)
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    common::python::wait_until_brokers_listed(&bootstrap(brokers), brokers.len(), || {
+        brokers
+            .iter()
+            .map(Node::logs)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
 }
 
 /// A cluster of `controllers` and `brokers` processes under `root`, every broker unfenced.

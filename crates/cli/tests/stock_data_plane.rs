@@ -122,35 +122,7 @@ fn all_logs(nodes: &[Proc]) -> String {
 
 /// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
 fn wait_until_unfenced(brokers: &[Proc]) {
-    let script = r#"
-import sys
-from confluent_kafka.admin import AdminClient
-counts = []
-for s in sys.argv[1].split(","):
-    try:
-        counts.append(len(AdminClient({"bootstrap.servers": s}).list_topics(timeout=3).brokers))
-    except Exception:
-        counts.append(0)
-print(min(counts))
-"#;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new(python())
-            .args(["-c", script, &bootstrap(brokers)])
-            .output()
-            .unwrap();
-        let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if seen == brokers.len().to_string() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "brokers not all unfenced after 60 s (saw {seen}): {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            all_logs(brokers)
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    common::python::wait_until_brokers_listed(&bootstrap(brokers), brokers.len(), || all_logs(brokers));
 }
 
 struct Cluster {
@@ -774,24 +746,3 @@ fn two_of_three_replicas_down_is_not_enough_replicas_and_nothing_acknowledged_is
     cluster.stop();
 }
 
-/// The same kcat round trip against any cluster (e.g. Apache Kafka run from its jars):
-/// `KRAFTD_DATA_PLANE_BOOTSTRAP=host:port cargo test --test stock_data_plane -- --ignored`.
-#[test]
-#[ignore]
-fn kcat_against_a_given_bootstrap() {
-    let servers = std::env::var("KRAFTD_DATA_PLANE_BOOTSTRAP")
-        .expect("KRAFTD_DATA_PLANE_BOOTSTRAP=host:port");
-    let topic = format!("kcat-ref-{}", std::process::id());
-    create_topic_at(&servers, &topic, 2, 1).unwrap();
-    let records: Vec<(String, String)> = (0..1000)
-        .map(|i| (format!("k{i}"), format!("value {i} with spaces")))
-        .collect();
-    kcat::produce_and_check(&servers, &topic, 0, &records, 0);
-    kcat::produce_and_check(&servers, &topic, 1, &records[..10], 0);
-    let out = kcat::produce(&servers, &topic, 0, &records[..10], &[]);
-    assert!(out.status.success(), "{out:?}");
-    let read = kcat::consume(&servers, &topic, 0, &[]);
-    assert_eq!(read.len(), 1010);
-    assert_eq!(read[1009].offset, 1009);
-    assert_eq!(read[1009].key, "k9");
-}

@@ -57,3 +57,39 @@ pub fn python() -> PathBuf {
     );
     python
 }
+
+/// Waits until every broker of `bootstrap` (a comma-separated list) lists `expected` brokers
+/// in its Metadata (all registered and unfenced), for at most 60 s; on timeout panics with
+/// what was seen and `logs()`.
+pub fn wait_until_brokers_listed(bootstrap: &str, expected: usize, logs: impl Fn() -> String) {
+    // The fewest brokers any one broker lists.
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+counts = []
+for s in sys.argv[1].split(","):
+    try:
+        counts.append(len(AdminClient({"bootstrap.servers": s}).list_topics(timeout=3).brokers))
+    except Exception:
+        counts.append(0)
+print(min(counts))
+"#;
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out = Command::new(python())
+            .args(["-c", script, bootstrap])
+            .output()
+            .unwrap();
+        let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if seen == expected.to_string() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "brokers not all unfenced after 60 s (saw {seen}): {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
