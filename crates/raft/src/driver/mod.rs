@@ -38,6 +38,7 @@
 
 pub mod log;
 pub mod metrics;
+pub mod stats;
 pub mod voters;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
