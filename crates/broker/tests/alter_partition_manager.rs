@@ -4,23 +4,23 @@
 //! kraftd-controller; the fake only answers, so the tests can hold a request in flight and
 //! see exactly what was batched.) One test runs against a real in-process controller node.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use kraftd_broker::server::alter_partition_manager::{
     AlterPartitionItem, AlterPartitionManager, CommittedPartitionState,
 };
 use kraftd_broker::server::controller_channel::ControllerChannel;
-use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::alter_partition_response::{PartitionData, TopicData};
 use kraftd_protocol::messages::{AlterPartitionRequest, AlterPartitionResponse};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
-use kraftd_raft::transport::{serve, InboundRequest, RequestHandler, ServerConfig};
+use kraftd_raft::driver::RaftMetrics;
+use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch, Semaphore};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
+
+use common::{eventually, heartbeat_until_unfenced, register_broker, serve_fake, soon};
 
 const BROKER: i32 = 3;
 const TOPIC_A: Uuid = Uuid([0xa; 16]);
@@ -114,41 +114,17 @@ impl Drop for Setup {
 }
 
 async fn setup(initial_permits: usize, broker_epoch: i64, respond: Box<Respond>) -> Setup {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let mut table = ApiVersionsTable::new(ListenerType::Controller);
-    table
-        .add(ApiKey::AlterPartition, stable_range(ApiKey::AlterPartition))
-        .unwrap();
     let fake = Arc::new(FakeController {
         requests: Mutex::new(Vec::new()),
         permits: Arc::new(Semaphore::new(initial_permits)),
         respond,
     });
-    let server = tokio::spawn(serve(
-        listener,
-        Arc::new(table),
-        ServerConfig::default(),
+    let (server, channel, raft) = serve_fake(
         Arc::clone(&fake),
-    ));
-    let voters = BTreeMap::from([(
-        1,
-        VoterEndpoint {
-            id: 1,
-            host: "127.0.0.1".into(),
-            port,
-        },
-    )]);
-    let (raft, raft_rx) = watch::channel(RaftMetrics {
-        current_leader: 1,
-        ..Default::default()
-    });
-    let channel = ControllerChannel::new(
+        ApiKey::AlterPartition,
         format!("broker-{BROKER}-alter-partition-channel"),
-        voters,
-        raft_rx,
-        Duration::from_secs(5),
-    );
+    )
+    .await;
     let (epoch, epoch_rx) = watch::channel(broker_epoch);
     Setup {
         fake,
@@ -177,14 +153,6 @@ fn committed() -> CommittedPartitionState {
         isr: vec![BROKER, 1],
         leader_recovery_state: 0,
         partition_epoch: 11,
-    }
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "{what} never happened");
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -342,104 +310,12 @@ async fn start_controller_with_topic(
     i64,
     Uuid,
 ) {
-    use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
-    use kraftd_protocol::messages::broker_registration_request::Listener;
     use kraftd_protocol::messages::create_topics_request::CreatableTopic;
-    use kraftd_protocol::messages::{
-        BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest,
-    };
-    use kraftd_protocol::metadata::FeatureLevelRecord;
-    use kraftd_protocol::MetadataRecord;
+    use kraftd_protocol::messages::CreateTopicsRequest;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let voters = BTreeMap::from([(
-        1,
-        VoterEndpoint {
-            id: 1,
-            host: "127.0.0.1".into(),
-            port,
-        },
-    )]);
-    let mut config = ControllerNodeConfig::new(
-        1,
-        CLUSTER_ID,
-        voters.clone(),
-        dir.join("__cluster_metadata-0"),
-    );
-    config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
-        name: "metadata.version".into(),
-        feature_level: 25,
-        ..Default::default()
-    })];
-    let node = ControllerNode::start(config, listener).await.unwrap();
-    let mut status = node.status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(status.borrow().active && status.borrow().image.features.metadata_version == Some(25)) {
-        assert!(Instant::now() < deadline, "no active controller");
-        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
-    }
-    let (raft, raft_rx) = watch::channel(RaftMetrics {
-        current_leader: 1,
-        ..Default::default()
-    });
-    let channel = ControllerChannel::new(
-        format!("broker-{BROKER}-test-channel"),
-        voters,
-        raft_rx,
-        Duration::from_secs(5),
-    );
-    let soon = || Instant::now() + Duration::from_secs(10);
-
-    let registration = RequestBody::BrokerRegistration(BrokerRegistrationRequest {
-        broker_id: BROKER,
-        cluster_id: CLUSTER_ID.into(),
-        incarnation_id: Uuid([9; 16]),
-        listeners: vec![Listener {
-            name: "PLAINTEXT".into(),
-            host: "localhost".into(),
-            port: 9092,
-            security_protocol: 0,
-            ..Default::default()
-        }],
-        features: kraftd_broker::server::supported_features(),
-        previous_broker_epoch: -1,
-        ..Default::default()
-    });
-    let ResponseBody::BrokerRegistration(r) = channel
-        .send(None, registration, soon(), |_| false)
-        .await
-        .unwrap()
-    else {
-        panic!("not a BrokerRegistration response")
-    };
-    assert_eq!(r.error_code, 0);
-    let epoch = r.broker_epoch;
-
-    // Heartbeat until unfenced (the broker reports it has caught up to its registration).
-    let deadline = soon();
-    loop {
-        assert!(Instant::now() < deadline, "the broker was never unfenced");
-        let heartbeat = RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest {
-            broker_id: BROKER,
-            broker_epoch: epoch,
-            current_metadata_offset: i64::MAX / 2,
-            want_fence: false,
-            ..Default::default()
-        });
-        let ResponseBody::BrokerHeartbeat(h) = channel
-            .send(None, heartbeat, soon(), |_| false)
-            .await
-            .unwrap()
-        else {
-            panic!("not a BrokerHeartbeat response")
-        };
-        assert_eq!(h.error_code, 0);
-        if !h.is_fenced {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (node, channel, raft) = common::start_controller(dir, CLUSTER_ID, BROKER).await;
+    let epoch = register_broker(&channel, CLUSTER_ID, BROKER).await;
+    heartbeat_until_unfenced(&channel, BROKER, epoch).await;
 
     let create = RequestBody::CreateTopics(CreateTopicsRequest {
         topics: vec![CreatableTopic {

@@ -5,21 +5,23 @@
 //! visible.) One test runs against a real in-process controller node, across its block
 //! boundary.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod common;
+
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kraftd_broker::server::controller_channel::ControllerChannel;
 use kraftd_broker::server::producer_id_manager::ProducerIdManager;
-use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::{AllocateProducerIdsRequest, AllocateProducerIdsResponse};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
-use kraftd_raft::transport::{serve, InboundRequest, RequestHandler, ServerConfig};
+use kraftd_raft::driver::RaftMetrics;
+use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use common::{eventually, register_broker, serve_fake, soon};
 
 const BROKER: i32 = 2;
 const BLOCK: i32 = 10;
@@ -86,43 +88,16 @@ impl Drop for Setup {
 }
 
 async fn setup(respond: Box<Respond>) -> Setup {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let mut table = ApiVersionsTable::new(ListenerType::Controller);
-    table
-        .add(
-            ApiKey::AllocateProducerIds,
-            stable_range(ApiKey::AllocateProducerIds),
-        )
-        .unwrap();
     let fake = Arc::new(FakeController {
         requests: Mutex::new(Vec::new()),
         respond,
     });
-    let server = tokio::spawn(serve(
-        listener,
-        Arc::new(table),
-        ServerConfig::default(),
+    let (server, channel, raft) = serve_fake(
         Arc::clone(&fake),
-    ));
-    let voters = BTreeMap::from([(
-        1,
-        VoterEndpoint {
-            id: 1,
-            host: "127.0.0.1".into(),
-            port,
-        },
-    )]);
-    let (raft, raft_rx) = watch::channel(RaftMetrics {
-        current_leader: 1,
-        ..Default::default()
-    });
-    let channel = ControllerChannel::new(
+        ApiKey::AllocateProducerIds,
         format!("broker-{BROKER}-producer-id-channel"),
-        voters,
-        raft_rx,
-        Duration::from_secs(5),
-    );
+    )
+    .await;
     let (epoch, epoch_rx) = watch::channel(17);
     Setup {
         fake,
@@ -130,18 +105,6 @@ async fn setup(respond: Box<Respond>) -> Setup {
         _epoch: epoch,
         _raft: raft,
         server,
-    }
-}
-
-fn soon() -> Instant {
-    Instant::now() + Duration::from_secs(10)
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "{what} never happened");
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -234,92 +197,14 @@ async fn a_block_overlapping_ids_already_handed_out_is_refused() {
     assert!(s.fake.count() >= 3);
 }
 
-/// A real controller node on loopback with bootstrap metadata, and a channel to it.
-async fn start_controller(
-    dir: &std::path::Path,
-) -> (
-    kraftd_controller::node::ControllerNode,
-    ControllerChannel,
-    watch::Sender<RaftMetrics>,
-) {
-    use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
-    use kraftd_protocol::metadata::FeatureLevelRecord;
-    use kraftd_protocol::MetadataRecord;
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let voters = BTreeMap::from([(
-        1,
-        VoterEndpoint {
-            id: 1,
-            host: "127.0.0.1".into(),
-            port,
-        },
-    )]);
-    let mut config = ControllerNodeConfig::new(
-        1,
-        CLUSTER_ID,
-        voters.clone(),
-        dir.join("__cluster_metadata-0"),
-    );
-    config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
-        name: "metadata.version".into(),
-        feature_level: 25,
-        ..Default::default()
-    })];
-    let node = ControllerNode::start(config, listener).await.unwrap();
-    let mut status = node.status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(status.borrow().active && status.borrow().image.features.metadata_version == Some(25)) {
-        assert!(Instant::now() < deadline, "no active controller");
-        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
-    }
-    let (raft, raft_rx) = watch::channel(RaftMetrics {
-        current_leader: 1,
-        ..Default::default()
-    });
-    let channel = ControllerChannel::new(
-        format!("broker-{BROKER}-test-channel"),
-        voters,
-        raft_rx,
-        Duration::from_secs(5),
-    );
-    (node, channel, raft)
-}
-
 const CLUSTER_ID: &str = "producer-ids-cluster-1";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_from_a_real_controller_are_contiguous_across_its_block_boundary() {
-    use kraftd_protocol::messages::broker_registration_request::Listener;
-    use kraftd_protocol::messages::BrokerRegistrationRequest;
-
     let dir = tempfile::tempdir().unwrap();
-    let (node, channel, _raft) = start_controller(dir.path()).await;
-    let registration = RequestBody::BrokerRegistration(BrokerRegistrationRequest {
-        broker_id: BROKER,
-        cluster_id: CLUSTER_ID.into(),
-        incarnation_id: kraftd_protocol::Uuid([9; 16]),
-        listeners: vec![Listener {
-            name: "PLAINTEXT".into(),
-            host: "localhost".into(),
-            port: 9092,
-            security_protocol: 0,
-            ..Default::default()
-        }],
-        features: kraftd_broker::server::supported_features(),
-        previous_broker_epoch: -1,
-        ..Default::default()
-    });
-    let response = channel
-        .send(None, registration, soon(), |_| false)
-        .await
-        .unwrap();
-    let ResponseBody::BrokerRegistration(r) = response else {
-        panic!("{response:?}")
-    };
-    assert_eq!(r.error_code, 0);
-    let (_epoch, epoch_rx) = watch::channel(r.broker_epoch);
+    let (node, channel, _raft) = common::start_controller(dir.path(), CLUSTER_ID, BROKER).await;
+    let broker_epoch = register_broker(&channel, CLUSTER_ID, BROKER).await;
+    let (_epoch, epoch_rx) = watch::channel(broker_epoch);
     let manager = ProducerIdManager::new(BROKER, epoch_rx, channel);
 
     let block = i64::from(kraftd_controller::control::producer_ids::PRODUCER_ID_BLOCK_SIZE);

@@ -10,6 +10,8 @@
 //! ever sent, since the partitions this broker leads have one replica or an in-sync follower
 //! (whose fetches the tests make by hand), and the periodic ISR shrink is not started.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
@@ -25,14 +27,16 @@ use kraftd_broker::replica::replica_manager::{
     ReplicaManagerConfig,
 };
 use kraftd_broker::server::alter_partition_manager::AlterPartitionManager;
-use kraftd_broker::server::controller_channel::ControllerChannel;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;
 use kraftd_protocol::metadata::*;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
-use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
+use kraftd_raft::driver::RaftMetrics;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use common::unused_port;
 
 /// This broker.
 const LOCAL: i32 = 1;
@@ -132,6 +136,14 @@ fn bootstrap(remote_port: u16) -> Vec<MetadataRecord> {
     records
 }
 
+/// [`bootstrap`] with `orders` led here and followed (in sync) by [`REMOTE`].
+fn bootstrap_with_follower() -> Vec<MetadataRecord> {
+    let mut metadata = bootstrap(unused_port());
+    metadata.pop();
+    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    metadata
+}
+
 fn topic_partition(name: &str, id: Uuid, partition: i32) -> TopicIdPartition {
     TopicIdPartition {
         topic_id: id,
@@ -182,15 +194,6 @@ fn stamped(sent: &Bytes, base_offset: i64) -> Vec<u8> {
 
 // ---- the broker under test ----
 
-/// A port nothing listens on (bound, then released).
-fn unused_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// One broker's ReplicaManager with the metadata it was given so far.
 struct Broker {
     rm: Arc<ReplicaManager>,
@@ -204,22 +207,10 @@ struct Broker {
 impl Broker {
     /// A manager on `log_dir` with nothing applied yet.
     fn start(log_dir: &Path) -> Broker {
-        let voters = BTreeMap::from([(
-            1000,
-            VoterEndpoint {
-                id: 1000,
-                host: "127.0.0.1".into(),
-                port: unused_port(),
-            },
-        )]);
-        let (raft, raft_rx) = watch::channel(RaftMetrics {
-            current_leader: 1000,
-            ..Default::default()
-        });
-        let channel = ControllerChannel::new(
+        let (channel, raft) = common::channel_to(
             format!("broker-{LOCAL}-alter-partition-channel"),
-            voters,
-            raft_rx,
+            common::voters_on(1000, unused_port()),
+            1000,
             Duration::from_secs(1),
         );
         let (epoch, epoch_rx) = watch::channel(10);
@@ -236,6 +227,14 @@ impl Broker {
             _raft: raft,
             _epoch: epoch,
         }
+    }
+
+    /// A manager on a new tempdir given the [`bootstrap`] cluster (and the tempdir).
+    fn bootstrapped() -> (tempfile::TempDir, Broker) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Broker::start(dir.path());
+        b.apply(&bootstrap(unused_port()));
+        (dir, b)
     }
 
     /// Replays `records` as one committed delta: the cache first, then the manager.
@@ -292,6 +291,66 @@ impl Broker {
         fetch(&self.rm, tp, offset, min_bytes, max_wait).await
     }
 
+    /// A consumer fetch of `tp` from `offset` in another task, parked waiting for data.
+    async fn waiting_fetch(&self, tp: &TopicIdPartition, offset: i64) -> JoinHandle<FetchResult> {
+        let rm = Arc::clone(&self.rm);
+        let waiting = {
+            let tp = tp.clone();
+            tokio::spawn(async move { fetch(&rm, &tp, offset, 1, LONG_WAIT).await })
+        };
+        let_tasks_park().await;
+        assert!(!waiting.is_finished(), "the fetch did not wait");
+        waiting
+    }
+
+    /// An acks=all produce of `records` in another task, parked waiting for the follower.
+    async fn waiting_produce(
+        &self,
+        tp: &TopicIdPartition,
+        records: Bytes,
+    ) -> JoinHandle<ProduceResult> {
+        let rm = Arc::clone(&self.rm);
+        let tp = tp.clone();
+        let waiting = tokio::spawn(async move {
+            let mut r = rm.append_records(-1, LONG_WAIT, vec![(tp, records)]).await;
+            r.pop().unwrap().1
+        });
+        let_tasks_park().await;
+        assert!(
+            !waiting.is_finished(),
+            "acks=all did not wait for the follower"
+        );
+        waiting
+    }
+
+    /// The in-sync follower [`REMOTE`] fetches `tp` from `offset` (without waiting).
+    async fn follower_fetch(
+        &self,
+        tp: &TopicIdPartition,
+        offset: i64,
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
+        let params = PartitionFetchParams {
+            fetch_offset: offset,
+            log_start_offset: 0,
+            max_bytes: 1 << 20,
+            current_leader_epoch: LEADER_EPOCH,
+            last_fetched_epoch: LEADER_EPOCH,
+            high_watermark: 0,
+        };
+        let limits = FetchLimits {
+            max_wait: Duration::ZERO,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+        };
+        let follower = FetchOrigin::Follower {
+            replica_id: REMOTE,
+            broker_epoch: 11,
+        };
+        self.rm
+            .fetch_messages(follower, limits, &[(tp.clone(), params)])
+            .await
+    }
+
     fn partition_dir(&self, tp: &TopicIdPartition) -> PathBuf {
         self.log_dir.join(format!("{}-{}", tp.topic, tp.partition))
     }
@@ -335,13 +394,20 @@ async fn let_tasks_park() {
     }
 }
 
+/// What the task `waiting` answers, which must be soon ([`GUARD`]); `what` says what
+/// should have answered it.
+async fn answered<T>(waiting: JoinHandle<T>, what: &str) -> T {
+    tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect(what)
+        .unwrap()
+}
+
 // ---- tests ----
 
 #[tokio::test(flavor = "current_thread")]
 async fn led_partition_is_hosted_and_serves_produce_and_fetch() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
 
     let hosted = b.rm.partition(TOPIC_ID, 0).expect("hosted");
@@ -385,21 +451,13 @@ async fn led_partition_is_hosted_and_serves_produce_and_fetch() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn fetch_at_log_end_waits_for_a_produce_or_its_max_wait() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
     let first = batch(now_ms(), &["first"]);
     assert_eq!(b.produce_ok(1, &tp, first).await, 0);
 
     // A fetch at the log end parks, then an append in another task wakes it.
-    let rm = Arc::clone(&b.rm);
-    let waiting = {
-        let tp = tp.clone();
-        tokio::spawn(async move { fetch(&rm, &tp, 1, 1, LONG_WAIT).await })
-    };
-    let_tasks_park().await;
-    assert!(!waiting.is_finished(), "the fetch did not wait");
+    let waiting = b.waiting_fetch(&tp, 1).await;
     let second = batch(now_ms(), &["second"]);
     let producer = {
         let rm = Arc::clone(&b.rm);
@@ -411,10 +469,7 @@ async fn fetch_at_log_end_waits_for_a_produce_or_its_max_wait() {
     };
     let produced = producer.await.unwrap();
     assert_eq!(produced[0].1.base_offset, 1);
-    let r = tokio::time::timeout(GUARD, waiting)
-        .await
-        .expect("the waiting fetch was not woken by the append")
-        .unwrap();
+    let r = answered(waiting, "the waiting fetch was not woken by the append").await;
     assert_eq!(r.error, ErrorCode::None);
     assert_eq!(&r.records[..], &stamped(&second, 1)[..]);
     assert_eq!(r.high_watermark, 2);
@@ -431,9 +486,7 @@ async fn fetch_at_log_end_waits_for_a_produce_or_its_max_wait() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn fetch_outside_the_log_is_offset_out_of_range() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
     for v in ["a", "b", "c"] {
         b.produce_ok(1, &tp, batch(now_ms(), &[v])).await;
@@ -459,9 +512,7 @@ async fn fetch_outside_the_log_is_offset_out_of_range() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn list_offsets_earliest_latest_by_timestamp_and_max_timestamp() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
     let t = now_ms() - 60_000;
     // Offsets 0..=3 at t+100, t+300, t+200 and (two records) t+250.
@@ -488,9 +539,7 @@ async fn list_offsets_earliest_latest_by_timestamp_and_max_timestamp() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, mut b) = Broker::bootstrapped();
     let tp = orders();
 
     // Set after the partition exists, as kafka-configs would.
@@ -520,29 +569,18 @@ async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn deleted_topic_is_removed_and_its_waiting_fetch_answers_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, mut b) = Broker::bootstrapped();
     let tp = orders();
     b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await;
     let pdir = b.partition_dir(&tp);
     assert!(pdir.is_dir());
 
-    let rm = Arc::clone(&b.rm);
-    let waiting = {
-        let tp = tp.clone();
-        tokio::spawn(async move { fetch(&rm, &tp, 1, 1, LONG_WAIT).await })
-    };
-    let_tasks_park().await;
-    assert!(!waiting.is_finished(), "the fetch did not wait");
+    let waiting = b.waiting_fetch(&tp, 1).await;
 
     b.apply(&[remove_topic(TOPIC_ID)]);
     assert!(!pdir.exists(), "{} still exists", pdir.display());
     assert!(b.rm.partition(TOPIC_ID, 0).is_none());
-    let r = tokio::time::timeout(GUARD, waiting)
-        .await
-        .expect("the waiting fetch was not woken by the deletion")
-        .unwrap();
+    let r = answered(waiting, "the waiting fetch was not woken by the deletion").await;
     assert_ne!(r.error, ErrorCode::None, "{r:?}");
     assert!(r.records.is_empty());
 
@@ -560,9 +598,7 @@ async fn deleted_topic_is_removed_and_its_waiting_fetch_answers_at_once() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn partition_led_elsewhere_is_followed() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, mut b) = Broker::bootstrapped();
     let followed = topic_partition("mirrored", Uuid([0x2f; 16]), 0);
     b.apply(&[
         topic("mirrored", followed.topic_id),
@@ -671,21 +707,13 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
 async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = Broker::start(dir.path());
-    let mut metadata = bootstrap(unused_port());
-    metadata.pop();
-    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    let metadata = bootstrap_with_follower();
     b.apply(&metadata);
     let tp = orders();
     assert_eq!(b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await, 0);
 
-    let rm = Arc::clone(&b.rm);
-    let waiting = {
-        let tp = tp.clone();
-        tokio::spawn(async move { fetch(&rm, &tp, 0, 1, LONG_WAIT).await })
-    };
-    let_tasks_park().await;
     // The HW waits for the other replica in the ISR, so the consumer sees nothing yet.
-    assert!(!waiting.is_finished(), "the fetch did not wait");
+    let waiting = b.waiting_fetch(&tp, 0).await;
 
     b.apply(&[MetadataRecord::PartitionChange(PartitionChangeRecord {
         partition_id: 0,
@@ -693,10 +721,11 @@ async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
         leader: REMOTE,
         ..Default::default()
     })]);
-    let r = tokio::time::timeout(GUARD, waiting)
-        .await
-        .expect("the waiting fetch was not woken by the leader change")
-        .unwrap();
+    let r = answered(
+        waiting,
+        "the waiting fetch was not woken by the leader change",
+    )
+    .await;
     assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
     assert_eq!(r.current_leader, Some((REMOTE, LEADER_EPOCH + 1)));
     let hosted = b.rm.partition(TOPIC_ID, 0).expect("still hosted");
@@ -713,9 +742,7 @@ async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
 #[tokio::test(flavor = "current_thread")]
 async fn clean_restart_recovers_the_checkpointed_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
-    let mut metadata = bootstrap(unused_port());
-    metadata.pop();
-    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    let metadata = bootstrap_with_follower();
     let tp = orders();
     let now = now_ms();
     let (first, second) = (batch(now, &["a", "b", "c"]), batch(now, &["d", "e"]));
@@ -724,26 +751,7 @@ async fn clean_restart_recovers_the_checkpointed_high_watermark() {
         b.apply(&metadata);
         assert_eq!(b.produce_ok(1, &tp, first.clone()).await, 0);
         // The in-sync follower fetches past the first batch: the HW moves to 3.
-        let params = PartitionFetchParams {
-            fetch_offset: 3,
-            log_start_offset: 0,
-            max_bytes: 1 << 20,
-            current_leader_epoch: LEADER_EPOCH,
-            last_fetched_epoch: LEADER_EPOCH,
-            high_watermark: 0,
-        };
-        let limits = FetchLimits {
-            max_wait: Duration::ZERO,
-            min_bytes: 1,
-            max_bytes: 1 << 20,
-        };
-        let follower = FetchOrigin::Follower {
-            replica_id: REMOTE,
-            broker_epoch: 11,
-        };
-        let r =
-            b.rm.fetch_messages(follower, limits, &[(tp.clone(), params)])
-                .await;
+        let r = b.follower_fetch(&tp, 3).await;
         // (The answer carries the HW read before the fetch moved it, as Kafka's does.)
         assert_eq!(r[0].1.error, ErrorCode::None, "{:?}", r[0].1);
         let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
@@ -818,73 +826,35 @@ async fn snapshot_reload_drops_topics_it_no_longer_holds() {
 async fn acks_all_waits_for_the_in_sync_follower_or_the_partitions_end() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = Broker::start(dir.path());
-    let mut metadata = bootstrap(unused_port());
-    metadata.pop();
-    metadata.push(partition(TOPIC_ID, 0, &[LOCAL, REMOTE], LOCAL));
+    let metadata = bootstrap_with_follower();
     b.apply(&metadata);
     let tp = orders();
-    let produce_waiting = |records: Bytes| {
-        let rm = Arc::clone(&b.rm);
-        let tp = tp.clone();
-        tokio::spawn(async move {
-            let mut r = rm.append_records(-1, LONG_WAIT, vec![(tp, records)]).await;
-            r.pop().unwrap().1
-        })
-    };
 
     // Answered once the follower has fetched past the batch.
-    let waiting = produce_waiting(batch(now_ms(), &["a", "b"]));
-    let_tasks_park().await;
-    assert!(
-        !waiting.is_finished(),
-        "acks=all did not wait for the follower"
-    );
-    let params = PartitionFetchParams {
-        fetch_offset: 2,
-        log_start_offset: 0,
-        max_bytes: 1 << 20,
-        current_leader_epoch: LEADER_EPOCH,
-        last_fetched_epoch: LEADER_EPOCH,
-        high_watermark: 0,
-    };
-    let limits = FetchLimits {
-        max_wait: Duration::ZERO,
-        min_bytes: 1,
-        max_bytes: 1 << 20,
-    };
-    let follower = FetchOrigin::Follower {
-        replica_id: REMOTE,
-        broker_epoch: 11,
-    };
-    b.rm.fetch_messages(follower, limits, &[(tp.clone(), params)])
-        .await;
-    let r = tokio::time::timeout(GUARD, waiting)
-        .await
-        .expect("acks=all was not answered when the follower caught up")
-        .unwrap();
+    let waiting = b.waiting_produce(&tp, batch(now_ms(), &["a", "b"])).await;
+    b.follower_fetch(&tp, 2).await;
+    let r = answered(
+        waiting,
+        "acks=all was not answered when the follower caught up",
+    )
+    .await;
     assert_eq!(r.error, ErrorCode::None, "{r:?}");
     assert_eq!(r.base_offset, 0);
 
     // Still waiting when the topic is deleted: answered at once with an error.
-    let waiting = produce_waiting(batch(now_ms(), &["c"]));
-    let_tasks_park().await;
-    assert!(
-        !waiting.is_finished(),
-        "acks=all did not wait for the follower"
-    );
+    let waiting = b.waiting_produce(&tp, batch(now_ms(), &["c"])).await;
     b.apply(&[remove_topic(TOPIC_ID)]);
-    let r = tokio::time::timeout(GUARD, waiting)
-        .await
-        .expect("acks=all was not answered when the topic was deleted")
-        .unwrap();
+    let r = answered(
+        waiting,
+        "acks=all was not answered when the topic was deleted",
+    )
+    .await;
     assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn topic_deleted_and_created_again_in_one_delta_starts_empty() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    b.apply(&bootstrap(unused_port()));
+    let (_dir, mut b) = Broker::bootstrapped();
     let tp = orders();
     for v in ["a", "b", "c"] {
         b.produce_ok(1, &tp, batch(now_ms(), &[v])).await;
