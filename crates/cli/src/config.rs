@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Result};
-use kraftd_raft::driver::{parse_voters, VoterEndpoint};
+use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
 
 use crate::properties::Properties;
 
@@ -52,6 +52,9 @@ pub struct NodeConfig {
     pub roles: Vec<ProcessRole>,
     pub node_id: i32,
     pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// `controller.quorum.bootstrap.servers` (with static voters only): each entry the voter
+    /// whose endpoint it names, or a negative id (-2, -3, ...) with its own endpoint.
+    pub bootstrap_servers: Vec<VoterEndpoint>,
     pub listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
     /// `advertised.listeners`, by listener name; listeners absent here advertise their own
@@ -132,6 +135,11 @@ impl NodeConfig {
                 bail!("controller.quorum.voters is not set in {source}");
             }
         };
+        let bootstrap_servers = match props.get("controller.quorum.bootstrap.servers") {
+            Some(v) => parse_bootstrap_servers(v, &voters)
+                .map_err(|e| bad("controller.quorum.bootstrap.servers", v, &e.to_string()))?,
+            None => Vec::new(),
+        };
         let listeners = match props.get("listeners") {
             Some(v) => parse_listeners(v).map_err(|why| bad("listeners", v, &why))?,
             None => Vec::new(),
@@ -167,6 +175,7 @@ impl NodeConfig {
             roles,
             node_id,
             voters,
+            bootstrap_servers,
             listeners,
             controller_listener_names,
             advertised_listeners,
@@ -344,6 +353,72 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("not one of controller.quorum.voters"), "{e}");
+    }
+
+    const BROKER: &str = "process.roles=broker\nnode.id=4\nlisteners=PLAINTEXT://h:9092\n\
+                          controller.listener.names=CONTROLLER\n\
+                          controller.quorum.voters=1@c1:9093,2@c2:9093,3@c3:9093\n";
+
+    #[test]
+    fn bootstrap_servers_map_to_voters_or_take_negative_ids() {
+        let c = NodeConfig::from_properties(props(&format!(
+            "{BROKER}controller.quorum.bootstrap.servers=c2:9093, lb:9093,C1:9093,lb:9094\n"
+        )))
+        .unwrap();
+        let b: Vec<(i32, String)> = c
+            .bootstrap_servers
+            .iter()
+            .map(|s| (s.id, s.address()))
+            .collect();
+        assert_eq!(
+            b,
+            vec![
+                (2, "c2:9093".to_string()),
+                (-2, "lb:9093".to_string()),
+                (1, "C1:9093".to_string()),
+                (-3, "lb:9094".to_string()),
+            ]
+        );
+        let c = NodeConfig::from_properties(props(BROKER)).unwrap();
+        assert!(
+            c.bootstrap_servers.is_empty(),
+            "absent: the core asks the voters"
+        );
+    }
+
+    #[test]
+    fn a_bad_bootstrap_server_is_one_line_naming_key_value_and_file() {
+        for (value, entry) in [
+            ("c1:9093,c2", "c2"),
+            ("c1:9093,c2:0", "c2:0"),
+            ("c1:9093,c2:x", "c2:x"),
+            ("lb:1,LB:1", "LB:1"),
+            ("1@c1:9093", "1@c1:9093"),
+            ("::1:9093", "::1:9093"),
+        ] {
+            let text = format!("{BROKER}controller.quorum.bootstrap.servers={value}\n");
+            let e = NodeConfig::from_properties(props(&text))
+                .unwrap_err()
+                .to_string();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(e.contains("controller.quorum.bootstrap.servers"), "{e}");
+            assert!(e.contains(&format!("{value:?}")), "{e}");
+            assert!(e.contains(&format!("entry {entry:?}")), "{e}");
+            assert!(e.contains("the command line"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bootstrap_servers_without_voters_stay_refused() {
+        let e = NodeConfig::from_properties(props(
+            "process.roles=broker\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("KIP-853") && e.contains("controller.quorum.voters"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -200,6 +200,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
         voters: config.voters.clone(),
+        bootstrap_servers: config.bootstrap_servers.clone(),
         raft,
         metadata_log_dir: config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
         log_dirs,
@@ -287,6 +288,7 @@ fn controller_config(
         config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
     );
     c.bootstrap_records = bootstrap;
+    c.bootstrap_servers = config.bootstrap_servers.clone();
     if let Some(name) = config.controller_listener_names.first() {
         c.controller_listener_name = name.clone();
     }

@@ -303,9 +303,7 @@ async fn run_level(
     let commit_avg_ms = if commits == 0 {
         0.0
     } else {
-        (after.commit_latency_avg_ms * after.commits as f64
-            - before.commit_latency_avg_ms * before.commits as f64)
-            / commits as f64
+        (after.commit_latency_total_ms - before.commit_latency_total_ms) / commits as f64
     };
     Level {
         concurrency,

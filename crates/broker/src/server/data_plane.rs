@@ -73,6 +73,21 @@ fn resolve_topic(
     }
 }
 
+/// A partition a request names by topic name (ListOffsets, OffsetForLeaderEpoch,
+/// DeleteRecords), resolved against the image.
+fn partition_by_name(
+    image: &MetadataImage,
+    topic: &str,
+    partition: i32,
+) -> Result<TopicIdPartition, ErrorCode> {
+    let (topic_id, topic) = resolve_topic(image, topic, Uuid::ZERO, false)?;
+    Ok(TopicIdPartition {
+        topic_id,
+        topic,
+        partition,
+    })
+}
+
 impl DataPlane {
     /// Produce. `None` for `acks=0`: the client expects no response.
     pub async fn produce(
@@ -289,25 +304,20 @@ impl DataPlane {
     ) -> ListOffsetsResponse {
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
-            let resolved = resolve_topic(image, &topic.name, Uuid::ZERO, false);
             let mut out = ListOffsetsTopicResponse {
                 name: topic.name.clone(),
                 ..Default::default()
             };
             for p in topic.partitions {
-                let answer = resolved.clone().and_then(|(id, name)| {
-                    let tp = TopicIdPartition {
-                        topic_id: id,
-                        topic: name,
-                        partition: p.partition_index,
-                    };
-                    self.replica_manager.list_offset(
-                        &tp,
-                        p.current_leader_epoch,
-                        p.timestamp,
-                        request.replica_id,
-                    )
-                });
+                let answer =
+                    partition_by_name(image, &topic.name, p.partition_index).and_then(|tp| {
+                        self.replica_manager.list_offset(
+                            &tp,
+                            p.current_leader_epoch,
+                            p.timestamp,
+                            request.replica_id,
+                        )
+                    });
                 out.partitions.push(match answer {
                     Ok((offset, timestamp, leader_epoch)) => ListOffsetsPartitionResponse {
                         partition_index: p.partition_index,
@@ -341,18 +351,12 @@ impl DataPlane {
     ) -> OffsetForLeaderEpochResponse {
         let mut response = OffsetForLeaderEpochResponse::default();
         for topic in request.topics {
-            let resolved = resolve_topic(image, &topic.topic, Uuid::ZERO, false);
             let mut out = OffsetForLeaderTopicResult {
                 topic: topic.topic.clone(),
                 ..Default::default()
             };
             for p in topic.partitions {
-                let answer = resolved.clone().and_then(|(id, name)| {
-                    let tp = TopicIdPartition {
-                        topic_id: id,
-                        topic: name,
-                        partition: p.partition,
-                    };
+                let answer = partition_by_name(image, &topic.topic, p.partition).and_then(|tp| {
                     self.replica_manager.offset_for_leader_epoch(
                         &tp,
                         p.current_leader_epoch,
@@ -425,29 +429,16 @@ impl DataPlane {
         type PartitionAnswers = Vec<(i32, Result<i64, ErrorCode>)>;
         let mut results: Vec<(String, PartitionAnswers)> = Vec::new();
         for topic in &request.topics {
-            let resolved = resolve_topic(image, &topic.name, Uuid::ZERO, false);
             let mut out = Vec::new();
             for p in &topic.partitions {
-                match &resolved {
-                    Ok((id, name))
-                        if image
-                            .topics
-                            .get(id)
-                            .is_some_and(|t| t.partitions.contains_key(&p.partition_index)) =>
-                    {
-                        entries.push((
-                            TopicIdPartition {
-                                topic_id: *id,
-                                topic: name.clone(),
-                                partition: p.partition_index,
-                            },
-                            p.offset,
-                        ));
+                match partition_by_name(image, &topic.name, p.partition_index) {
+                    Ok(tp) if image.topics.partition(&tp.topic_id, tp.partition).is_some() => {
+                        entries.push((tp, p.offset));
                         // Filled in from the replica manager's answer below.
                         out.push((p.partition_index, Err(ErrorCode::UnknownServerError)));
                     }
                     Ok(_) => out.push((p.partition_index, Err(ErrorCode::UnknownTopicOrPartition))),
-                    Err(code) => out.push((p.partition_index, Err(*code))),
+                    Err(code) => out.push((p.partition_index, Err(code))),
                 }
             }
             results.push((topic.name.clone(), out));

@@ -68,6 +68,9 @@ pub struct BrokerConfig {
     pub cluster_id: String,
     /// `controller.quorum.voters`: where the controllers listen.
     pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// `controller.quorum.bootstrap.servers` ([`DriverConfig::bootstrap_servers`]): where
+    /// this observer asks who leads when it knows no leader or cannot reach it.
+    pub bootstrap_servers: Vec<VoterEndpoint>,
     /// `controller.quorum.*`.
     pub raft: RaftConfig,
     /// This broker's copy of `__cluster_metadata` (observer mode only).
@@ -173,6 +176,7 @@ impl BrokerServer {
                     config.metadata_log_dir.clone(),
                 );
                 driver_config.raft = config.raft.clone();
+                driver_config.bootstrap_servers = config.bootstrap_servers.clone();
                 let (mut driver, _router) = RaftDriver::start_detached(driver_config)?;
                 let handle = driver.handle();
                 let events = driver.take_events();

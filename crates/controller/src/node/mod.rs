@@ -52,6 +52,8 @@ pub struct ControllerNodeConfig {
     pub cluster_id: String,
     /// `controller.quorum.voters`.
     pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// `controller.quorum.bootstrap.servers` ([`DriverConfig::bootstrap_servers`]).
+    pub bootstrap_servers: Vec<VoterEndpoint>,
     /// `controller.quorum.*` timeouts.
     pub raft: RaftConfig,
     /// `<metadata.log.dir>/__cluster_metadata-0`.
@@ -98,6 +100,7 @@ impl ControllerNodeConfig {
             node_id,
             cluster_id: cluster_id.to_string(),
             voters,
+            bootstrap_servers: Vec::new(),
             raft: RaftConfig::new(cluster_id),
             metadata_log_dir,
             controller_listener_name: kraftd_raft::driver::DEFAULT_CONTROLLER_LISTENER_NAME
@@ -149,6 +152,7 @@ impl ControllerNode {
             config.metadata_log_dir.clone(),
         );
         driver_config.raft = config.raft.clone();
+        driver_config.bootstrap_servers = config.bootstrap_servers.clone();
         driver_config.server = config.server.clone();
         driver_config.log_config = config.log_config.clone();
         driver_config.controller_listener_name = config.controller_listener_name.clone();

@@ -27,8 +27,9 @@ pub struct RaftConfig {
     pub fetch_max_wait_ms: u64,
     /// The most record bytes one Fetch response carries (Kafka's `MAX_FETCH_SIZE_BYTES`).
     pub fetch_max_bytes: usize,
-    /// `controller.quorum.bootstrap.servers`, as the node ids the driver routes to: where an
-    /// observer fetches when it knows no leader or cannot reach the one it knows.
+    /// `controller.quorum.bootstrap.servers`, as the node ids the driver routes to (a voter's
+    /// id, or a negative id for an entry that names no voter): where an observer fetches when
+    /// it knows no leader or cannot reach the one it knows. Empty: the voters.
     pub bootstrap_servers: Vec<i32>,
 }
 

@@ -180,6 +180,24 @@ impl<L: RaftLog> RaftCore<L> {
         true
     }
 
+    /// A good reply from a bootstrap server that names no voter (a negative id: another name
+    /// for a voter, a load balancer) naming our leader in our epoch came from that leader,
+    /// the only node that answers a Fetch without error in its epoch: it counts as the
+    /// leader's, and the next Fetch goes to the leader's own endpoint (D2). Returns whom the
+    /// reply counts as from.
+    fn leader_behind_bootstrap(&mut self, from: i32, leader: i32, leader_epoch: i32) -> i32 {
+        if from >= 0 || leader_epoch != self.epoch() {
+            return from;
+        }
+        match self.quorum.role_mut() {
+            Role::Follower(f) if f.leader_id == leader => {
+                f.fetch_target = leader;
+                leader
+            }
+            _ => from,
+        }
+    }
+
     pub(super) fn on_fetch_response(
         &mut self,
         now_ms: u64,
@@ -236,6 +254,7 @@ impl<L: RaftLog> RaftCore<L> {
             return;
         }
         let epoch = self.epoch();
+        let from = self.leader_behind_bootstrap(from, leader, leader_epoch);
         if !self.successful_fetch_from_leader(now_ms, from) {
             return;
         }

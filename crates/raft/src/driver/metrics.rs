@@ -2,8 +2,24 @@
 //! every event (through a `tokio::sync::watch`), so an exporter, a test or an operator tool
 //! reads one consistent view without locks. Gauges are Kafka's `raft-metrics` group;
 //! counters are totals since this incarnation started.
+//!
+//! The latencies, rates and the idle ratio are windowed as Kafka's are ([`RaftSensors`],
+//! over [`super::stats`] with Kafka's default two samples of 30 s): commit-latency and
+//! election-latency avg/max are `Avg` and `Max`, fetch-records-rate and append-records-rate
+//! `Rate` over a `WindowedSum`, poll-idle-ratio-avg a `TimeRatio`. A windowed value must
+//! decay when nothing happens, yet the snapshot is computed by the driver, not at read
+//! time: so the driver also recomputes and republishes it every [`METRICS_REFRESH_MS`]
+//! (a timer of its loop), and that refresh is what closes a poll-idle-ratio interval (where
+//! Kafka closes it at each read of the metric). A value read is thus at most that old.
+//! Kafka's windowed stats read NaN when their window holds no event, and so do ours.
 
 use std::collections::BTreeMap;
+
+use super::stats::{Rate, SampleConfig, SampledStat, TimeRatio};
+
+/// How often the driver recomputes and republishes the windowed metrics when no event
+/// does it sooner, and the poll-idle-ratio's measuring interval.
+pub const METRICS_REFRESH_MS: u64 = 1_000;
 
 /// Per destination counters (Kafka's per-node request metrics, and D3's signal).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,8 +32,9 @@ pub struct DestinationMetrics {
     pub errors_by_code: BTreeMap<i16, u64>,
 }
 
-/// One snapshot of `raft-metrics`.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One snapshot of `raft-metrics`. Equality compares floats bitwise, so a NaN (a window
+/// without events) that stays NaN is no change.
+#[derive(Debug, Clone, Default)]
 pub struct RaftMetrics {
     /// `current-state`: leader, candidate, prospective, voted, follower, unattached,
     /// resigned, or observer for a non-voter.
@@ -42,32 +59,53 @@ pub struct RaftMetrics {
     pub number_of_voters: usize,
     /// `number-of-observers` (as seen by the leader; 0 elsewhere).
     pub number_of_observers: usize,
-    /// `commit-latency-avg` in ms: from propose to the HW passing the proposal, leader only.
+    /// `commit-latency-avg` in ms: from propose to the HW passing the proposal, leader only;
+    /// over the window (NaN without commits in it).
     pub commit_latency_avg_ms: f64,
-    /// `commit-latency-max` in ms.
+    /// `commit-latency-max` in ms over the window (NaN without commits in it).
     pub commit_latency_max_ms: f64,
-    /// Commits counted in the commit latency.
+    /// Commits counted in the commit latency, since start.
     pub commits: u64,
+    /// The commit latencies' sum in ms since start: with `commits`, an average over any
+    /// span a reader chooses.
+    pub commit_latency_total_ms: f64,
     /// `election-latency-avg` in ms: how long this node went without a known leader, per
-    /// election it saw end (its first one included).
+    /// election it saw end (its first one included); over the window (NaN without any).
     pub election_latency_avg_ms: f64,
-    /// `election-latency-max` in ms.
+    /// `election-latency-max` in ms over the window (NaN without elections in it).
     pub election_latency_max_ms: f64,
-    /// Elections counted in the election latency.
+    /// Elections counted in the election latency, since start.
     pub elections: u64,
     /// `poll-idle-ratio-avg`: the share of time the driver loop waited for input rather
-    /// than working, since this incarnation started.
+    /// than working, between the last two refreshes (1.0 before the first measurement).
     pub poll_idle_ratio_avg: f64,
-    /// `fetch-records` total: records received in Fetch responses (followers, observers);
-    /// an exporter derives `fetch-records-rate`.
+    /// `fetch-records-rate`: records received in Fetch responses (followers, observers)
+    /// per second over the window.
+    pub fetch_records_rate: f64,
+    /// `fetch-records` total since start.
     pub fetch_records_total: u64,
-    /// `append-records` total: records proposed and appended by this node as leader; an
-    /// exporter derives `append-records-rate`.
+    /// `append-records-rate`: records appended by this node as leader per second over the
+    /// window.
+    pub append_records_rate: f64,
+    /// `append-records` total since start.
     pub append_records_total: u64,
     /// NOT_LEADER_OR_FOLLOWER fetch replies (D3).
     pub not_leader_or_follower_replies: u64,
     /// Per destination node id.
     pub destinations: BTreeMap<i32, DestinationMetrics>,
+}
+
+/// Kafka's raft-metrics sensors: the windowed stats behind [`RaftMetrics`]'s latencies,
+/// rates and idle ratio, fed with the driver's ms clock.
+#[derive(Debug, Clone)]
+pub struct RaftSensors {
+    commit_latency: SampledStat,
+    election_latency: SampledStat,
+    fetch_records: Rate,
+    append_records: Rate,
+    poll_idle: TimeRatio,
+    /// `poll_idle`'s last measurement ([`RaftSensors::measure_poll_idle`]).
+    poll_idle_ratio_avg: f64,
 }
 
 impl RaftMetrics {
@@ -151,6 +189,16 @@ impl RaftMetrics {
             "Share of time the Raft loop waited for input.",
             self.poll_idle_ratio_avg,
         );
+        gauge(
+            "fetch_records_rate",
+            "Records fetched from the leader per second.",
+            self.fetch_records_rate,
+        );
+        gauge(
+            "append_records_rate",
+            "Records appended per second as the leader.",
+            self.append_records_rate,
+        );
         let mut counter = |name: &str, help: &str, value: u64| {
             write_prometheus_metric(
                 out,
@@ -221,6 +269,129 @@ impl RaftMetrics {
     }
 }
 
+impl PartialEq for RaftMetrics {
+    fn eq(&self, other: &Self) -> bool {
+        // Destructured so that a new field cannot be forgotten here.
+        let RaftMetrics {
+            current_state,
+            current_leader,
+            current_vote,
+            current_epoch,
+            high_watermark,
+            leader_high_watermark,
+            log_end_offset,
+            log_end_epoch,
+            number_of_voters,
+            number_of_observers,
+            commit_latency_avg_ms,
+            commit_latency_max_ms,
+            commits,
+            commit_latency_total_ms,
+            election_latency_avg_ms,
+            election_latency_max_ms,
+            elections,
+            poll_idle_ratio_avg,
+            fetch_records_rate,
+            fetch_records_total,
+            append_records_rate,
+            append_records_total,
+            not_leader_or_follower_replies,
+            destinations,
+        } = self;
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        *current_state == other.current_state
+            && *current_leader == other.current_leader
+            && *current_vote == other.current_vote
+            && *current_epoch == other.current_epoch
+            && *high_watermark == other.high_watermark
+            && *leader_high_watermark == other.leader_high_watermark
+            && *log_end_offset == other.log_end_offset
+            && *log_end_epoch == other.log_end_epoch
+            && *number_of_voters == other.number_of_voters
+            && *number_of_observers == other.number_of_observers
+            && same(*commit_latency_avg_ms, other.commit_latency_avg_ms)
+            && same(*commit_latency_max_ms, other.commit_latency_max_ms)
+            && *commits == other.commits
+            && same(*commit_latency_total_ms, other.commit_latency_total_ms)
+            && same(*election_latency_avg_ms, other.election_latency_avg_ms)
+            && same(*election_latency_max_ms, other.election_latency_max_ms)
+            && *elections == other.elections
+            && same(*poll_idle_ratio_avg, other.poll_idle_ratio_avg)
+            && same(*fetch_records_rate, other.fetch_records_rate)
+            && *fetch_records_total == other.fetch_records_total
+            && same(*append_records_rate, other.append_records_rate)
+            && *append_records_total == other.append_records_total
+            && *not_leader_or_follower_replies == other.not_leader_or_follower_replies
+            && *destinations == other.destinations
+    }
+}
+
+impl Default for RaftSensors {
+    fn default() -> Self {
+        Self::new(SampleConfig::default())
+    }
+}
+
+impl RaftSensors {
+    pub fn new(config: SampleConfig) -> Self {
+        let mut poll_idle = TimeRatio::new(1.0);
+        let poll_idle_ratio_avg = poll_idle.measure();
+        Self {
+            commit_latency: SampledStat::new(config),
+            election_latency: SampledStat::new(config),
+            fetch_records: Rate::new(config),
+            append_records: Rate::new(config),
+            poll_idle,
+            poll_idle_ratio_avg,
+        }
+    }
+
+    /// A proposal committed `latency_ms` after it was appended.
+    pub fn record_commit_latency(&mut self, latency_ms: f64, now_ms: u64) {
+        self.commit_latency.record(latency_ms, now_ms);
+    }
+
+    /// A leader became known after `latency_ms` without one.
+    pub fn record_election_latency(&mut self, latency_ms: f64, now_ms: u64) {
+        self.election_latency.record(latency_ms, now_ms);
+    }
+
+    /// Records received in a Fetch response (Kafka records only responses that carry some).
+    pub fn record_fetch_records(&mut self, records: u64, now_ms: u64) {
+        if records > 0 {
+            self.fetch_records.record(records as f64, now_ms);
+        }
+    }
+
+    /// Records appended as leader.
+    pub fn record_append_records(&mut self, records: u64, now_ms: u64) {
+        self.append_records.record(records as f64, now_ms);
+    }
+
+    /// The loop waited `idle_ms` for input, until `now_ms` (Kafka's `updatePollEnd`).
+    pub fn record_poll_idle(&mut self, idle_ms: f64, now_ms: u64) {
+        self.poll_idle.record(idle_ms, now_ms);
+    }
+
+    /// Closes the poll-idle-ratio interval: its ratio is what the snapshots carry until the
+    /// next call (Kafka measures at each read of the metric).
+    pub fn measure_poll_idle(&mut self) {
+        self.poll_idle_ratio_avg = self.poll_idle.measure();
+    }
+
+    /// Sets the windowed values of `m` as of `now_ms` (purging samples that left the
+    /// window).
+    pub fn fill(&mut self, m: &mut RaftMetrics, now_ms: u64) {
+        m.commit_latency_avg_ms = self.commit_latency.avg(now_ms);
+        m.commit_latency_max_ms = self.commit_latency.max(now_ms);
+        m.election_latency_avg_ms = self.election_latency.avg(now_ms);
+        m.election_latency_max_ms = self.election_latency.max(now_ms);
+        m.fetch_records_rate = self.fetch_records.measure(now_ms);
+        m.append_records_rate = self.append_records.measure(now_ms);
+        m.poll_idle_ratio_avg = self.poll_idle_ratio_avg;
+    }
+}
+
 /// One metric in Prometheus' text format: `<group>_<name>{node="N"} value` with its HELP and
 /// TYPE lines. Groups are Kafka's metric groups with dashes as underscores
 /// (`kafka_raft_metrics`, `kafka_broker_metadata_metrics`).
@@ -237,4 +408,100 @@ pub fn write_prometheus_metric(
     let _ = writeln!(out, "# HELP {group}_{name} {help}");
     let _ = writeln!(out, "# TYPE {group}_{name} {kind}");
     let _ = writeln!(out, "{group}_{name}{{node=\"{node_id}\"}} {value}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sensors() -> RaftSensors {
+        RaftSensors::new(SampleConfig {
+            window_ms: 1_000,
+            samples: 2,
+        })
+    }
+
+    #[test]
+    fn windowed_metrics_decay_when_nothing_happens() {
+        let mut s = sensors();
+        let mut m = RaftMetrics::default();
+        s.record_commit_latency(10.0, 0);
+        s.record_commit_latency(30.0, 100);
+        s.record_election_latency(250.0, 100);
+        s.record_fetch_records(100, 0);
+        s.record_append_records(50, 0);
+        s.fill(&mut m, 1_000);
+        assert_eq!(m.commit_latency_avg_ms, 20.0);
+        assert_eq!(m.commit_latency_max_ms, 30.0);
+        assert_eq!(m.election_latency_avg_ms, 250.0);
+        assert_eq!(m.election_latency_max_ms, 250.0);
+        assert_eq!(m.fetch_records_rate, 100.0);
+        assert_eq!(m.append_records_rate, 50.0);
+        // Two windows after the last event, all of it has left the window.
+        s.fill(&mut m, 2_100);
+        assert!(m.commit_latency_avg_ms.is_nan());
+        assert!(m.commit_latency_max_ms.is_nan());
+        assert!(m.election_latency_avg_ms.is_nan());
+        assert!(m.election_latency_max_ms.is_nan());
+        assert_eq!(m.fetch_records_rate, 0.0);
+        assert_eq!(m.append_records_rate, 0.0);
+    }
+
+    #[test]
+    fn fetch_responses_without_records_are_not_recorded() {
+        let mut s = sensors();
+        let mut m = RaftMetrics::default();
+        s.record_fetch_records(10, 0);
+        // An empty response at 1999 would keep the sample alive past 2000 if recorded.
+        s.record_fetch_records(0, 1_999);
+        s.fill(&mut m, 2_000);
+        assert_eq!(m.fetch_records_rate, 0.0);
+    }
+
+    #[test]
+    fn poll_idle_ratio_changes_only_when_measured() {
+        let mut s = sensors();
+        let mut m = RaftMetrics::default();
+        s.fill(&mut m, 0);
+        assert_eq!(
+            m.poll_idle_ratio_avg, 1.0,
+            "Kafka's default before any interval"
+        );
+        s.record_poll_idle(5.0, 0);
+        s.record_poll_idle(30.0, 40);
+        s.record_poll_idle(0.0, 100);
+        s.fill(&mut m, 100);
+        assert_eq!(m.poll_idle_ratio_avg, 1.0);
+        s.measure_poll_idle();
+        s.fill(&mut m, 100);
+        assert_eq!(m.poll_idle_ratio_avg, 0.3);
+    }
+
+    #[test]
+    fn an_unchanged_nan_is_no_change() {
+        let mut a = RaftMetrics {
+            commit_latency_avg_ms: f64::NAN,
+            ..RaftMetrics::default()
+        };
+        let b = a.clone();
+        assert_eq!(a, b);
+        a.commit_latency_avg_ms = 1.0;
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn prometheus_carries_kafkas_rate_names() {
+        let m = RaftMetrics {
+            fetch_records_rate: 2.5,
+            append_records_rate: 4.0,
+            commit_latency_avg_ms: f64::NAN,
+            ..RaftMetrics::default()
+        };
+        let mut out = String::new();
+        m.write_prometheus(1, &mut out);
+        assert!(out.contains("kafka_raft_metrics_fetch_records_rate{node=\"1\"} 2.5\n"));
+        assert!(out.contains("kafka_raft_metrics_append_records_rate{node=\"1\"} 4\n"));
+        assert!(out.contains("kafka_raft_metrics_commit_latency_avg{node=\"1\"} NaN\n"));
+        assert!(out.contains("kafka_raft_metrics_fetch_records_total{node=\"1\"} 0\n"));
+    }
 }

@@ -6,7 +6,8 @@
 //! - Durability first: a [`Output::PersistQuorumState`] is written (temp file, fsync,
 //!   rename) before the outputs after it are acted on, so no vote or epoch is promised on
 //!   the wire before it is on disk; a failed write stops the node.
-//! - Network: one [`Channel`] per destination voter (client id `raft-client-<node.id>`,
+//! - Network: one [`Channel`] per destination voter, and per bootstrap server that names no
+//!   voter (its negative id, [`bootstrap`]) (client id `raft-client-<node.id>`,
 //!   `controller.quorum.request.timeout.ms`, reconnect backoff), and the controller
 //!   listener ([`serve`]) answering ApiVersions and DescribeQuorum (from v2 with the
 //!   voters' endpoints under [`DriverConfig::controller_listener_name`], as Kafka's
@@ -36,6 +37,7 @@
 //! - [`RaftDriver::shutdown`] resigns first (EndQuorumEpoch to the voters, bounded by the
 //!   request timeout), then stops; [`RaftDriver::kill`] stops at once, as a crash would.
 
+pub mod bootstrap;
 pub mod log;
 pub mod metrics;
 pub mod stats;
@@ -58,6 +60,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 use tracing::{error, info, warn};
 
+pub use self::bootstrap::{parse_bootstrap_servers, BootstrapServersParseError};
 use self::log::{MetadataLog, MetadataLogError};
 pub use self::metrics::{DestinationMetrics, RaftMetrics};
 pub use self::voters::{parse_voters, VoterEndpoint, VotersParseError};
@@ -93,6 +96,10 @@ pub struct DriverConfig {
     pub raft: RaftConfig,
     /// `controller.quorum.voters`, parsed by [`parse_voters`].
     pub voters: BTreeMap<i32, VoterEndpoint>,
+    /// `controller.quorum.bootstrap.servers`, parsed by [`parse_bootstrap_servers`]: each
+    /// entry the voter it names or a negative id with its own endpoint. When not empty, its
+    /// ids replace `raft.bootstrap_servers` (empty: the core asks the voters).
+    pub bootstrap_servers: Vec<VoterEndpoint>,
     /// The metadata log's directory (`<metadata.log.dir>/__cluster_metadata-0`).
     pub log_dir: PathBuf,
     /// The log store's policy, normally [`LogConfig::metadata_log`]; its `flush.messages`
@@ -123,6 +130,7 @@ impl DriverConfig {
             node_id,
             raft: RaftConfig::new(cluster_id),
             voters,
+            bootstrap_servers: Vec::new(),
             log_dir,
             log_config: LogConfig::metadata_log(),
             server: ServerConfig::default(),
@@ -306,8 +314,19 @@ impl RaftDriver {
         let persisted = log.read_quorum_state()?;
         let started = Instant::now();
         let base_ms = unix_ms();
+        let mut raft = config.raft.clone();
+        if !config.bootstrap_servers.is_empty() {
+            raft.bootstrap_servers = config.bootstrap_servers.iter().map(|b| b.id).collect();
+        }
+        // The entries that name no voter: reached by their own endpoint.
+        let bootstrap_endpoints: BTreeMap<i32, VoterEndpoint> = config
+            .bootstrap_servers
+            .iter()
+            .filter(|b| !config.voters.contains_key(&b.id))
+            .map(|b| (b.id, b.clone()))
+            .collect();
         let core = RaftCore::new(
-            config.raft.clone(),
+            raft,
             node_id,
             config.voters.keys().copied(),
             persisted,
@@ -337,6 +356,7 @@ impl RaftDriver {
             started,
             base_ms,
             voters: config.voters.clone(),
+            bootstrap_endpoints,
             controller_listener_name: config.controller_listener_name.clone(),
             client,
             channels: HashMap::new(),
@@ -840,6 +860,8 @@ struct DriverLoop {
     /// since, so it never goes back yet its timestamps (DescribeQuorum) read as Unix ms.
     base_ms: u64,
     voters: BTreeMap<i32, VoterEndpoint>,
+    /// The bootstrap servers that name no voter, by their negative ids.
+    bootstrap_endpoints: BTreeMap<i32, VoterEndpoint>,
     /// [`DriverConfig::controller_listener_name`].
     controller_listener_name: String,
     client: ClientConfig,
@@ -1382,7 +1404,11 @@ impl DriverLoop {
         let channel = match self.channels.get(&to) {
             Some(c) => c.clone(),
             None => {
-                let Some(endpoint) = self.voters.get(&to) else {
+                let endpoint = self
+                    .voters
+                    .get(&to)
+                    .or_else(|| self.bootstrap_endpoints.get(&to));
+                let Some(endpoint) = endpoint else {
                     warn!(node = self.node_id, to, "no endpoint known for node");
                     self.failures.push_back((to, correlation_id, kind));
                     return;

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use kraftd_protocol::messages::{describe_quorum_request, DescribeQuorumRequest};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{RequestBody, ResponseBody};
-use kraftd_raft::driver::{DriverConfig, RaftDriver, RaftHandle, VoterEndpoint};
+use kraftd_raft::driver::{
+    parse_bootstrap_servers, DriverConfig, RaftDriver, RaftHandle, VoterEndpoint,
+};
 use kraftd_raft::transport::{Channel, ClientConfig};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -229,9 +231,13 @@ async fn three_nodes_elect_commit_fail_over_and_catch_up() {
         if id == first_leader {
             assert_eq!(m.current_state, "leader");
             assert!(m.append_records_total >= 10 && m.commits >= 10, "{m:?}");
+            // Windowed (two samples of 30 s): the appends just made are in the window.
+            assert!(m.append_records_rate > 0.0, "{m:?}");
+            assert!(m.commit_latency_max_ms >= m.commit_latency_avg_ms, "{m:?}");
         } else {
             assert_eq!(m.current_state, "follower");
             assert!(m.fetch_records_total >= 10, "node {id}: {m:?}");
+            assert!(m.fetch_records_rate > 0.0, "node {id}: {m:?}");
             assert!(m.destinations[&first_leader].requests_sent > 0);
         }
     }
@@ -394,6 +400,91 @@ async fn an_observer_follows_the_leader_over_the_network() {
     wait_hw(&h, end, by).await;
     assert_eq!(h.metrics().borrow().current_state, "observer");
     let (leader, _) = cluster.agreed_leader(0, by).await;
+    let expected = committed(&cluster.handle(leader), end).await;
+    assert_eq!(committed(&h, end).await, expected);
+    observer.shutdown().await.expect("clean shutdown");
+}
+
+/// `controller.quorum.bootstrap.servers` given as the voters' `host:port` only: each entry
+/// maps to the voter it names, and the observer follows the quorum through a leader kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_observer_follows_the_quorum_from_host_port_bootstrap_servers() {
+    let mut cluster = Cluster::start(3).await;
+    let by = deadline(60);
+    let (first_leader, first_epoch) = cluster.agreed_leader(0, by).await;
+    let end = propose_all(&cluster, 0..5, by).await;
+
+    let value = cluster
+        .addrs
+        .values()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let bootstrap = parse_bootstrap_servers(&value, &cluster.voters).expect("host:port list");
+    let ids: Vec<i32> = bootstrap.iter().map(|b| b.id).collect();
+    assert_eq!(ids, vec![1, 2, 3], "each entry names a voter");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let dir = cluster.root.path().join("node-4/__cluster_metadata-0");
+    let mut c = config(4, &cluster.voters, &dir, 0);
+    c.bootstrap_servers = bootstrap;
+    let observer = RaftDriver::start(c, listener)
+        .await
+        .expect("start observer");
+    let h = observer.handle();
+    wait_hw(&h, end, by).await;
+    assert_eq!(h.metrics().borrow().current_leader, first_leader);
+
+    // The leader dies: the observer finds its successor and reaches the new HW.
+    let killed = cluster.nodes.remove(&first_leader).expect("leader");
+    killed.kill().await;
+    let (second_leader, _) = cluster.agreed_leader(first_epoch, by).await;
+    let end = propose_all(&cluster, 5..10, by).await;
+    wait_hw(&h, end, by).await;
+    assert!(
+        h.wait_for(by, |m| m.current_leader == second_leader).await,
+        "the observer follows {second_leader}"
+    );
+    let expected = committed(&cluster.handle(second_leader), end).await;
+    assert_eq!(committed(&h, end).await, expected);
+    observer.shutdown().await.expect("clean shutdown");
+}
+
+/// Bootstrap servers that name no voter get negative ids (-2, -3, as Kafka): a dead
+/// endpoint, and the voters under another name (`localhost` where the voters say
+/// 127.0.0.1). The observer asks them, goes to the leader they name by its voter
+/// endpoint, and reaches the leader's HW.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_observer_reaches_the_leader_through_bootstrap_servers_that_name_no_voter() {
+    let cluster = Cluster::start(3).await;
+    let by = deadline(60);
+    cluster.agreed_leader(0, by).await;
+    let end = propose_all(&cluster, 0..5, by).await;
+
+    // A port nobody listens on: bound, then released.
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let mut value = format!("{dead}");
+    for addr in cluster.addrs.values() {
+        value.push_str(&format!(",localhost:{}", addr.port()));
+    }
+    let bootstrap = parse_bootstrap_servers(&value, &cluster.voters).expect("host:port list");
+    let ids: Vec<i32> = bootstrap.iter().map(|b| b.id).collect();
+    assert_eq!(ids, vec![-2, -3, -4, -5], "no entry names a voter");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let dir = cluster.root.path().join("node-4/__cluster_metadata-0");
+    let mut c = config(4, &cluster.voters, &dir, 0);
+    c.bootstrap_servers = bootstrap;
+    let observer = RaftDriver::start(c, listener)
+        .await
+        .expect("start observer");
+    let h = observer.handle();
+    wait_hw(&h, end, by).await;
+    let (leader, _) = cluster.agreed_leader(0, by).await;
+    assert_eq!(h.metrics().borrow().current_leader, leader);
+    assert_eq!(h.metrics().borrow().current_state, "observer");
     let expected = committed(&cluster.handle(leader), end).await;
     assert_eq!(committed(&h, end).await, expected);
     observer.shutdown().await.expect("clean shutdown");

@@ -11,8 +11,8 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_raft::{
-    MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage, RoleName,
-    SnapshotId, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
+    ApiKind, MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage,
+    RoleName, SnapshotId, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
 };
 
 const CLUSTER: &str = "rules-cluster";
@@ -1130,4 +1130,91 @@ fn follower_downloads_a_snapshot_in_chunks_restarts_on_a_bad_chunk_and_installs_
                     && r.topics[0].partitions[0].last_fetched_epoch == 1)),
         "fetching on from the snapshot's end"
     );
+}
+
+/// `controller.quorum.bootstrap.servers` entries that name no voter get negative ids (-2,
+/// -3, as Kafka): a NOT_LEADER_OR_FOLLOWER from one naming leader 1 sends the observer to
+/// voter 1; when voter 1 cannot be reached it asks a bootstrap server again, and a good
+/// reply from one naming leader 1 in its epoch (the leader under another name) is taken as
+/// the leader's and sends it back to voter 1.
+#[test]
+fn observer_follows_the_leader_a_negative_id_bootstrap_server_names() {
+    let mut cfg = config();
+    cfg.bootstrap_servers = vec![-2, -3];
+    let mut o = RaftCore::new(cfg, 68, [1, 2, 3], None, MemoryLog::new(), 1, 0);
+    drain(&mut o);
+    let (to, _) = o.fetch_in_flight().expect("a bootstrap fetch");
+    assert!(
+        [-2, -3].contains(&to),
+        "asks a bootstrap server first, not {to}"
+    );
+    let mut not_leader = response(1, 5, -1, Bytes::new());
+    if let RaftMessage::FetchResponse(r) = &mut not_leader {
+        r.responses[0].partitions[0].error_code = 6;
+    }
+    reply(&mut o, 10, not_leader).unwrap();
+    assert_eq!(o.leader_id(), Some(1));
+    assert_eq!(o.epoch(), 5);
+    assert_eq!(o.fetch_target(), Some(1));
+    o.handle_timeout(100);
+    drain(&mut o);
+    let (to, corr) = o.fetch_in_flight().expect("a fetch to the leader");
+    assert_eq!(to, 1, "the next fetch goes to the named leader");
+
+    // Voter 1's endpoint cannot be reached: back to a bootstrap server.
+    o.handle_request_failed(200, 1, corr, ApiKind::Fetch);
+    o.handle_timeout(300);
+    drain(&mut o);
+    let (to, _) = o.fetch_in_flight().expect("a bootstrap fetch");
+    assert!(
+        [-2, -3].contains(&to),
+        "falls back to a bootstrap server, not {to}"
+    );
+    let mut leader_log = MemoryLog::new();
+    leader_log.append_as_leader(batch(2), 5).unwrap();
+    reply(&mut o, 310, response(1, 5, 2, leader_log.read(0, 1 << 20))).unwrap();
+    assert_eq!(
+        o.log().end_offset(),
+        2,
+        "the leader's records, under another name"
+    );
+    assert_eq!(o.high_watermark(), 2);
+    assert_eq!(
+        o.fetch_target(),
+        Some(1),
+        "and back to the leader's own endpoint"
+    );
+    o.handle_timeout(400);
+    drain(&mut o);
+    assert_eq!(o.fetch_in_flight().map(|(to, _)| to), Some(1));
+}
+
+/// A good reply from a negative-id bootstrap server naming another leader or epoch is no
+/// leader's reply: its records are not taken.
+#[test]
+fn a_bootstrap_reply_naming_another_leader_is_not_taken_as_the_leaders() {
+    let mut cfg = config();
+    cfg.bootstrap_servers = vec![-2];
+    let persisted = QuorumStateData {
+        leader_epoch: 5,
+        leader_id: 1,
+        voted_id: -1,
+    };
+    let mut o = RaftCore::new(cfg, 68, [1, 2, 3], Some(persisted), MemoryLog::new(), 1, 0);
+    drain(&mut o);
+    let (to, corr) = o.fetch_in_flight().expect("a fetch to the leader");
+    assert_eq!(to, 1);
+    o.handle_request_failed(10, 1, corr, ApiKind::Fetch);
+    o.handle_timeout(100);
+    drain(&mut o);
+    assert_eq!(o.fetch_in_flight().map(|(to, _)| to), Some(-2));
+    let mut other = MemoryLog::new();
+    other.append_as_leader(batch(2), 4).unwrap();
+    reply(&mut o, 110, response(2, 4, 2, other.read(0, 1 << 20))).unwrap();
+    assert_eq!(
+        o.log().end_offset(),
+        0,
+        "an older epoch's leader is not ours"
+    );
+    assert_eq!(o.leader_id(), Some(1));
 }
