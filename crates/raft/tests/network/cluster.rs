@@ -231,9 +231,13 @@ async fn three_nodes_elect_commit_fail_over_and_catch_up() {
         if id == first_leader {
             assert_eq!(m.current_state, "leader");
             assert!(m.append_records_total >= 10 && m.commits >= 10, "{m:?}");
+            // Windowed (two samples of 30 s): the appends just made are in the window.
+            assert!(m.append_records_rate > 0.0, "{m:?}");
+            assert!(m.commit_latency_max_ms >= m.commit_latency_avg_ms, "{m:?}");
         } else {
             assert_eq!(m.current_state, "follower");
             assert!(m.fetch_records_total >= 10, "node {id}: {m:?}");
+            assert!(m.fetch_records_rate > 0.0, "node {id}: {m:?}");
             assert!(m.destinations[&first_leader].requests_sent > 0);
         }
     }
