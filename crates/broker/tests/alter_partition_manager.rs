@@ -18,9 +18,10 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::driver::RaftMetrics;
 use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch, Semaphore};
-use tokio::task::JoinHandle;
 
-use common::{eventually, heartbeat_until_unfenced, register_broker, serve_fake, soon};
+use common::{
+    eventually, heartbeat_until_unfenced, register_broker, serve_fake, soon, AbortOnDrop,
+};
 
 const BROKER: i32 = 3;
 const TOPIC_A: Uuid = Uuid([0xa; 16]);
@@ -104,13 +105,7 @@ struct Setup {
     manager: AlterPartitionManager,
     epoch: watch::Sender<i64>,
     _raft: watch::Sender<RaftMetrics>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: AbortOnDrop,
 }
 
 async fn setup(initial_permits: usize, broker_epoch: i64, respond: Box<Respond>) -> Setup {
@@ -131,7 +126,7 @@ async fn setup(initial_permits: usize, broker_epoch: i64, respond: Box<Respond>)
         manager: AlterPartitionManager::start(BROKER, epoch_rx, channel),
         epoch,
         _raft: raft,
-        server,
+        _server: server,
     }
 }
 

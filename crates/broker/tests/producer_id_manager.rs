@@ -18,10 +18,9 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::RaftMetrics;
 use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use common::{eventually, register_broker, serve_fake, soon};
+use common::{eventually, register_broker, serve_fake, soon, AbortOnDrop};
 
 const BROKER: i32 = 2;
 const BLOCK: i32 = 10;
@@ -78,13 +77,7 @@ struct Setup {
     manager: ProducerIdManager,
     _epoch: watch::Sender<i64>,
     _raft: watch::Sender<RaftMetrics>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: AbortOnDrop,
 }
 
 async fn setup(respond: Box<Respond>) -> Setup {
@@ -104,7 +97,7 @@ async fn setup(respond: Box<Respond>) -> Setup {
         manager: ProducerIdManager::new(BROKER, epoch_rx, channel),
         _epoch: epoch,
         _raft: raft,
-        server,
+        _server: server,
     }
 }
 

@@ -231,9 +231,14 @@ impl Broker {
 
     /// A manager on a new tempdir given the [`bootstrap`] cluster (and the tempdir).
     fn bootstrapped() -> (tempfile::TempDir, Broker) {
+        Broker::started_with(&bootstrap(unused_port()))
+    }
+
+    /// A manager on a new tempdir given `records` (and the tempdir).
+    fn started_with(records: &[MetadataRecord]) -> (tempfile::TempDir, Broker) {
         let dir = tempfile::tempdir().unwrap();
         let mut b = Broker::start(dir.path());
-        b.apply(&bootstrap(unused_port()));
+        b.apply(records);
         (dir, b)
     }
 
@@ -705,10 +710,7 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    let metadata = bootstrap_with_follower();
-    b.apply(&metadata);
+    let (_dir, mut b) = Broker::started_with(&bootstrap_with_follower());
     let tp = orders();
     assert_eq!(b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await, 0);
 
@@ -779,10 +781,8 @@ async fn clean_restart_recovers_the_checkpointed_high_watermark() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn snapshot_reload_drops_topics_it_no_longer_holds() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
     let port = unused_port();
-    b.apply(&bootstrap(port));
+    let (_dir, mut b) = Broker::started_with(&bootstrap(port));
     let tp = orders();
     b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await;
     let old_dir = b.partition_dir(&tp);
@@ -824,10 +824,7 @@ async fn snapshot_reload_drops_topics_it_no_longer_holds() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn acks_all_waits_for_the_in_sync_follower_or_the_partitions_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = Broker::start(dir.path());
-    let metadata = bootstrap_with_follower();
-    b.apply(&metadata);
+    let (_dir, mut b) = Broker::started_with(&bootstrap_with_follower());
     let tp = orders();
 
     // Answered once the follower has fetched past the batch.

@@ -62,17 +62,23 @@ pub fn channel_to(
     (ControllerChannel::new(name, voters, raft_rx, timeout), raft)
 }
 
+/// A spawned server task, aborted when this is dropped.
+pub struct AbortOnDrop(pub JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// `handler` served by the real transport server on loopback as controller 1 speaking only
-/// `api`, and a channel (named `channel_name`) to it.
+/// `api` (stopped when the first value returned is dropped), and a channel (named
+/// `channel_name`) to it.
 pub async fn serve_fake<H: RequestHandler>(
     handler: Arc<H>,
     api: ApiKey,
     channel_name: String,
-) -> (
-    JoinHandle<()>,
-    ControllerChannel,
-    watch::Sender<RaftMetrics>,
-) {
+) -> (AbortOnDrop, ControllerChannel, watch::Sender<RaftMetrics>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut table = ApiVersionsTable::new(ListenerType::Controller);
@@ -84,7 +90,7 @@ pub async fn serve_fake<H: RequestHandler>(
         handler,
     ));
     let (channel, raft) = channel_to(channel_name, voters_on(1, port), 1, Duration::from_secs(5));
-    (server, channel, raft)
+    (AbortOnDrop(server), channel, raft)
 }
 
 /// A real controller node (id 1) on loopback with bootstrap metadata (metadata.version 25),
