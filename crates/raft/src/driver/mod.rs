@@ -822,14 +822,14 @@ fn fetched_records(r: &kraftd_protocol::messages::FetchResponse) -> u64 {
 #[derive(Debug, Default)]
 struct Counters {
     commit_latency_total_ms: f64,
-    commit_latency_max_ms: f64,
     commits: u64,
-    election_latency_total_ms: f64,
-    election_latency_max_ms: f64,
     elections: u64,
     /// Since when no leader is known (`None` while one is).
     leaderless_since: Option<Instant>,
-    idle: Duration,
+    /// The windowed raft-metrics, refreshed at least every [`metrics::METRICS_REFRESH_MS`].
+    sensors: metrics::RaftSensors,
+    /// When (core ms) the next metrics refresh is due.
+    metrics_refresh_ms: u64,
     fetch_records_total: u64,
     append_records_total: u64,
     destinations: BTreeMap<i32, DestinationMetrics>,
@@ -911,11 +911,21 @@ enum Input {
     Atomic(Scheduled),
     Net(NetEvent),
     Timeout,
+    MetricsRefresh,
 }
 
 impl DriverLoop {
     fn now_ms(&self) -> u64 {
         self.base_ms + self.started.elapsed().as_millis() as u64
+    }
+
+    /// When the loop wakes to refresh the windowed metrics if nothing woke it sooner.
+    fn metrics_refresh_at(&self) -> Instant {
+        let due_ms = self
+            .counters
+            .metrics_refresh_ms
+            .saturating_sub(self.base_ms);
+        self.started + Duration::from_millis(due_ms)
     }
 
     async fn run(mut self) -> Result<(), String> {
@@ -948,6 +958,7 @@ impl DriverLoop {
                 Some(s) => wake.min(s),
                 None => wake,
             };
+            let refresh_at = self.metrics_refresh_at();
             let idle_from = Instant::now();
             let input = tokio::select! {
                 cmd = self.commands.recv(), if self.shutdown_until.is_none() => Input::Command(cmd),
@@ -956,9 +967,11 @@ impl DriverLoop {
                 Some(ev) = self.results_rx.recv() => Input::Net(ev),
                 Some(done) = self.flushed_rx.recv() => Input::Flushed(done),
                 () = sleep_until(wake) => Input::Timeout,
+                () = sleep_until(refresh_at) => Input::MetricsRefresh,
             };
-            self.counters.idle += idle_from.elapsed();
+            let idle_ms = idle_from.elapsed().as_secs_f64() * 1000.0;
             let now = self.now_ms();
+            self.counters.sensors.record_poll_idle(idle_ms, now);
             match input {
                 Input::Command(None) => {
                     // Every handle is gone: nobody can propose or read; stop as on shutdown.
@@ -974,6 +987,11 @@ impl DriverLoop {
                 }
                 Input::Net(ev) => self.on_net(now, ev)?,
                 Input::Timeout => self.core.handle_timeout(now),
+                Input::MetricsRefresh => {
+                    // Republished by the drain below, decayed to `now`.
+                    self.counters.sensors.measure_poll_idle();
+                    self.counters.metrics_refresh_ms = now + metrics::METRICS_REFRESH_MS;
+                }
                 Input::Flushed(done) => self.on_flushed(now, done),
             }
             self.drain()?;
@@ -1090,6 +1108,9 @@ impl DriverLoop {
                     return;
                 };
                 self.counters.append_records_total += records.len() as u64;
+                self.counters
+                    .sensors
+                    .record_append_records(records.len() as u64, now);
                 let waiter = if wait_for_commit {
                     Some(reply)
                 } else {
@@ -1178,6 +1199,9 @@ impl DriverLoop {
         match result {
             Ok(range) => {
                 self.counters.append_records_total += records.len() as u64;
+                self.counters
+                    .sensors
+                    .record_append_records(records.len() as u64, now);
                 self.proposals.push_back(Proposal {
                     range,
                     at,
@@ -1241,7 +1265,9 @@ impl DriverLoop {
             } => match result {
                 Ok(msg) => {
                     if let RaftMessage::FetchResponse(r) = &msg {
-                        self.counters.fetch_records_total += fetched_records(r);
+                        let records = fetched_records(r);
+                        self.counters.fetch_records_total += records;
+                        self.counters.sensors.record_fetch_records(records, now);
                     }
                     let stats = self.counters.destinations.entry(from).or_default();
                     stats.responses_received += 1;
@@ -1456,6 +1482,7 @@ impl DriverLoop {
 
     fn publish_metrics(&mut self) {
         use crate::core::log::RaftLog;
+        let now = self.now_ms();
         let hw = self.core.high_watermark();
         if self.core.role() != RoleName::Leader {
             let not_leader = NotLeader {
@@ -1481,7 +1508,7 @@ impl DriverLoop {
             let ms = p.at.elapsed().as_secs_f64() * 1000.0;
             self.counters.commits += 1;
             self.counters.commit_latency_total_ms += ms;
-            self.counters.commit_latency_max_ms = self.counters.commit_latency_max_ms.max(ms);
+            self.counters.sensors.record_commit_latency(ms, now);
         }
         match (self.core.leader_id(), self.counters.leaderless_since) {
             (None, None) => self.counters.leaderless_since = Some(Instant::now()),
@@ -1489,9 +1516,7 @@ impl DriverLoop {
                 let ms = since.elapsed().as_secs_f64() * 1000.0;
                 self.counters.leaderless_since = None;
                 self.counters.elections += 1;
-                self.counters.election_latency_total_ms += ms;
-                self.counters.election_latency_max_ms =
-                    self.counters.election_latency_max_ms.max(ms);
+                self.counters.sensors.record_election_latency(ms, now);
             }
             _ => {}
         }
@@ -1506,7 +1531,7 @@ impl DriverLoop {
                 role.as_str()
             };
         let c = &self.counters;
-        let m = RaftMetrics {
+        let mut m = RaftMetrics {
             current_state,
             current_leader: self.core.leader_id().unwrap_or(-1),
             current_vote: durable.voted_id,
@@ -1517,33 +1542,17 @@ impl DriverLoop {
             log_end_epoch: self.core.log().last_epoch(),
             number_of_voters: self.voters.len(),
             number_of_observers: self.core.leader_state().map_or(0, |l| l.observers.len()),
-            commit_latency_avg_ms: if c.commits == 0 {
-                0.0
-            } else {
-                c.commit_latency_total_ms / c.commits as f64
-            },
-            commit_latency_max_ms: c.commit_latency_max_ms,
             commits: c.commits,
-            election_latency_avg_ms: if c.elections == 0 {
-                0.0
-            } else {
-                c.election_latency_total_ms / c.elections as f64
-            },
-            election_latency_max_ms: c.election_latency_max_ms,
+            commit_latency_total_ms: c.commit_latency_total_ms,
             elections: c.elections,
-            poll_idle_ratio_avg: {
-                let total = self.started.elapsed().as_secs_f64();
-                if total > 0.0 {
-                    (c.idle.as_secs_f64() / total).min(1.0)
-                } else {
-                    0.0
-                }
-            },
             fetch_records_total: c.fetch_records_total,
             append_records_total: c.append_records_total,
             not_leader_or_follower_replies: self.core.stats().not_leader_or_follower_replies,
             destinations: c.destinations.clone(),
+            // Windowed: set by the sensors below.
+            ..RaftMetrics::default()
         };
+        self.counters.sensors.fill(&mut m, now);
         self.metrics.send_if_modified(|old| {
             if *old == m {
                 false
