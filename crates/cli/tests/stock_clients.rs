@@ -9,55 +9,35 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{formatted_cluster, python::python, stop_gracefully, Node};
-
-fn bootstrap(brokers: &[Node]) -> String {
-    brokers
-        .iter()
-        .map(Node::address)
-        .collect::<Vec<_>>()
-        .join(",")
-}
+use common::python::{python, run_until_all_ok};
+use common::{addresses, all_logs, formatted_cluster, started_cluster, stop_gracefully, Node};
 
 /// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
 fn wait_until_unfenced(brokers: &[Node]) {
-    common::python::wait_until_brokers_listed(&bootstrap(brokers), brokers.len(), || {
-        brokers
-            .iter()
-            .map(Node::logs)
-            .collect::<Vec<_>>()
-            .join("\n")
+    common::python::wait_until_brokers_listed(&addresses(brokers), brokers.len(), || {
+        all_logs(brokers)
     });
 }
 
 /// A cluster of `controllers` and `brokers` processes under `root`, every broker unfenced.
 fn start_cluster(root: &std::path::Path, controllers: i32, brokers: i32) -> (Vec<Node>, Vec<Node>) {
-    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root, controllers, brokers);
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
+    let (controllers, brokers) = started_cluster(root, controllers, brokers);
     wait_until_unfenced(&brokers);
     (controllers, brokers)
 }
 
 #[test]
 fn stock_admin_clients_manage_topics_configs_acls_and_scram_on_every_broker() {
-    let python = python();
+    python();
     let root = tempfile::tempdir().unwrap();
     let (mut controllers, mut brokers) = start_cluster(root.path(), 3, 3);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/admin.py");
-    let out = Command::new(&python)
-        .args([script, &bootstrap(&brokers)])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("all ok"),
-        "admin.py failed:\n{stdout}\n{stderr}\n--- broker logs ---\n{}\n--- controller logs ---\n{}",
-        brokers.iter().map(Node::logs).collect::<Vec<_>>().join("\n"),
-        controllers.iter().map(Node::logs).collect::<Vec<_>>().join("\n"),
-    );
+    run_until_all_ok("admin.py", &[&addresses(&brokers)], || {
+        format!(
+            "--- broker logs ---\n{}\n--- controller logs ---\n{}",
+            all_logs(&brokers),
+            all_logs(&controllers)
+        )
+    });
     // Brokers first, so their controlled shutdown finds a controller.
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
@@ -107,7 +87,7 @@ fn topics_created_while_the_active_controller_is_killed_exist_on_every_broker() 
         "/tests/python/create_during_failover.py"
     );
     let mut child = Command::new(&python)
-        .args([script, &bootstrap(&brokers), "40"])
+        .args([script, &addresses(&brokers), "40"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -136,11 +116,7 @@ fn topics_created_while_the_active_controller_is_killed_exist_on_every_broker() 
         status.success() && seen.last().is_some_and(|l| l.starts_with("all ok")),
         "killed controller {leader}; script said:\n{}\n{stderr}\n--- broker logs ---\n{}",
         seen.join("\n"),
-        brokers
-            .iter()
-            .map(Node::logs)
-            .collect::<Vec<_>>()
-            .join("\n")
+        all_logs(&brokers)
     );
     let new_leader = active_controller(&controllers);
     assert_ne!(new_leader, leader);

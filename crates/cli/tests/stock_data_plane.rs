@@ -20,7 +20,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::kafka_jars::{kafka_cluster, KafkaNode};
-use common::{formatted_cluster, kcat, python::python, Node};
+use common::python::{python, run_inline, script_path};
+use common::{joined, kcat, started_cluster, Node};
 
 /// A cluster process: a kraftd node, or an Apache Kafka node for the reference run.
 enum Proc {
@@ -95,70 +96,68 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn bootstrap(brokers: &[Proc]) -> String {
-    brokers
-        .iter()
-        .map(Proc::address)
-        .collect::<Vec<_>>()
-        .join(",")
+    joined(brokers.iter().map(Proc::address), ",")
 }
 
 /// The running brokers' addresses.
 fn live_bootstrap(brokers: &[Proc]) -> String {
-    brokers
-        .iter()
-        .filter(|n| n.running())
-        .map(Proc::address)
-        .collect::<Vec<_>>()
-        .join(",")
+    joined(
+        brokers.iter().filter(|n| n.running()).map(Proc::address),
+        ",",
+    )
 }
 
 fn all_logs(nodes: &[Proc]) -> String {
-    nodes
-        .iter()
-        .map(|n| format!("--- node {} ---\n{}", n.id(), n.logs()))
-        .collect::<Vec<_>>()
-        .join("\n")
+    joined(
+        nodes
+            .iter()
+            .map(|n| format!("--- node {} ---\n{}", n.id(), n.logs())),
+        "\n",
+    )
 }
 
 /// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
 fn wait_until_unfenced(brokers: &[Proc]) {
-    common::python::wait_until_brokers_listed(&bootstrap(brokers), brokers.len(), || all_logs(brokers));
+    common::python::wait_until_brokers_listed(&bootstrap(brokers), brokers.len(), || {
+        all_logs(brokers)
+    });
 }
 
 struct Cluster {
     _root: tempfile::TempDir,
     controllers: Vec<Proc>,
     brokers: Vec<Proc>,
+    /// Held until the cluster is gone (dropped last).
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Cluster {
     /// Three controllers and three brokers, every broker unfenced; or, with
     /// `KRAFTD_DATA_PLANE_AGAINST=kafka`, Apache Kafka's one controller and three brokers.
+    /// Waits for the other tests' clusters first ([`serial`]).
     fn start() -> Cluster {
+        let serial = serial();
         let root = tempfile::tempdir().unwrap();
-        let (controllers, brokers) = if std::env::var("KRAFTD_DATA_PLANE_AGAINST")
-            .is_ok_and(|v| v == "kafka")
-        {
-            let (controller, brokers) = kafka_cluster(root.path(), 3, "");
-            (
-                vec![Proc::Kafka(controller)],
-                brokers.into_iter().map(Proc::Kafka).collect::<Vec<_>>(),
-            )
-        } else {
-            let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
-            for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-                node.start();
-            }
-            (
-                controllers.into_iter().map(Proc::Kraftd).collect(),
-                brokers.into_iter().map(Proc::Kraftd).collect(),
-            )
-        };
+        let (controllers, brokers) =
+            if std::env::var("KRAFTD_DATA_PLANE_AGAINST").is_ok_and(|v| v == "kafka") {
+                let (controller, brokers) = kafka_cluster(root.path(), 3, "");
+                (
+                    vec![Proc::Kafka(controller)],
+                    brokers.into_iter().map(Proc::Kafka).collect::<Vec<_>>(),
+                )
+            } else {
+                let (controllers, brokers) = started_cluster(root.path(), 3, 3);
+                (
+                    controllers.into_iter().map(Proc::Kraftd).collect(),
+                    brokers.into_iter().map(Proc::Kraftd).collect(),
+                )
+            };
         wait_until_unfenced(&brokers);
         Cluster {
             _root: root,
             controllers,
             brokers,
+            _serial: serial,
         }
     }
 
@@ -203,16 +202,10 @@ try:
 except Exception:
     print(-1)
 "#;
-    let out = Command::new(python())
-        .args([
-            "-c",
-            script,
-            &live_bootstrap(brokers),
-            topic,
-            &partition.to_string(),
-        ])
-        .output()
-        .unwrap();
+    let out = run_inline(
+        script,
+        &[&live_bootstrap(brokers), topic, &partition.to_string()],
+    );
     let nums: Vec<i32> = String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .filter_map(|s| s.parse().ok())
@@ -247,6 +240,27 @@ fn wait_partition(
     }
 }
 
+/// Waits (up to `secs`) until the partition has a leader and all three replicas in sync;
+/// that state.
+fn wait_all_in_sync(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    secs: u64,
+    what: &str,
+) -> (i32, Vec<i32>) {
+    wait_partition(cluster, topic, partition, secs, what, |l, isr| {
+        l >= 0 && isr.len() == 3
+    })
+}
+
+/// `--bootstrap servers --topic topic` followed by `more`: a script's arguments.
+fn topic_args<'a>(servers: &'a str, topic: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--bootstrap", servers, "--topic", topic];
+    args.extend_from_slice(more);
+    args
+}
+
 /// A running script whose stdout lines arrive on a channel (read by a thread), its stderr
 /// going to a file.
 struct Script {
@@ -261,12 +275,9 @@ impl Script {
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let stderr = dir.join(format!("{name}-{run}.stderr"));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/python")
-            .join(name);
         let mut child = Command::new(python())
             .arg("-u")
-            .arg(script)
+            .arg(script_path(name))
             .args(args)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
@@ -426,7 +437,6 @@ fn restart_broker(cluster: &mut Cluster, id: i32, topic: &str, partitions: i32) 
 
 #[test]
 fn acks_all_produce_survives_two_broker_kills_and_every_acknowledged_record_is_read() {
-    let _serial = serial();
     let mut cluster = Cluster::start();
     let topic = "acks-all";
     let servers = cluster.bootstrap();
@@ -436,29 +446,29 @@ fn acks_all_produce_survives_two_broker_kills_and_every_acknowledged_record_is_r
     let mut script = Script::spawn(
         cluster.dir(),
         "produce_consume.py",
-        &[
-            "--bootstrap",
+        &topic_args(
             &servers,
-            "--topic",
             topic,
-            "--client",
-            "confluent",
-            "--acks",
-            "all",
-            "--count",
-            "100000",
-            "--partitions",
-            "3",
-            "--replication-factor",
-            "3",
-            "--min-insync-replicas",
-            "2",
-            "--idempotence",
-            "false",
-            "--allow-duplicates",
-            "--rate",
-            "4000",
-        ],
+            &[
+                "--client",
+                "confluent",
+                "--acks",
+                "all",
+                "--count",
+                "100000",
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "3",
+                "--min-insync-replicas",
+                "2",
+                "--idempotence",
+                "false",
+                "--allow-duplicates",
+                "--rate",
+                "4000",
+            ],
+        ),
     );
     script.wait_line(120, "waiting for the topic", |l| l == "topic ready");
     let ids: Vec<i32> = cluster.brokers.iter().map(Proc::id).collect();
@@ -477,7 +487,6 @@ fn acks_all_produce_survives_two_broker_kills_and_every_acknowledged_record_is_r
 
 #[test]
 fn kafka_python_idempotent_and_confluent_acks_1_and_0_round_trip() {
-    let _serial = serial();
     let cluster = Cluster::start();
     let servers = cluster.bootstrap();
     for (client, acks, topic) in [
@@ -489,22 +498,22 @@ fn kafka_python_idempotent_and_confluent_acks_1_and_0_round_trip() {
         let summary = run_script(
             &cluster,
             "produce_consume.py",
-            &[
-                "--bootstrap",
+            &topic_args(
                 &servers,
-                "--topic",
                 topic,
-                "--client",
-                client,
-                "--acks",
-                acks,
-                "--count",
-                "20000",
-                "--partitions",
-                "3",
-                "--replication-factor",
-                "3",
-            ],
+                &[
+                    "--client",
+                    client,
+                    "--acks",
+                    acks,
+                    "--count",
+                    "20000",
+                    "--partitions",
+                    "3",
+                    "--replication-factor",
+                    "3",
+                ],
+            ),
             300,
         );
         if client == "kafka-python" && acks == "all" {
@@ -520,7 +529,6 @@ fn kafka_python_idempotent_and_confluent_acks_1_and_0_round_trip() {
 
 #[test]
 fn kcat_produces_and_consumes() {
-    let _serial = serial();
     let cluster = Cluster::start();
     let servers = cluster.bootstrap();
     let kcat = kcat::kcat();
@@ -578,17 +586,10 @@ for p in range(n):
             assert time.time() < deadline, f"{t}/{p} not led"
             time.sleep(0.2)
 "#;
-    let out = Command::new(python())
-        .args([
-            "-c",
-            script,
-            servers,
-            topic,
-            &partitions.to_string(),
-            &rf.to_string(),
-        ])
-        .output()
-        .unwrap();
+    let out = run_inline(
+        script,
+        &[servers, topic, &partitions.to_string(), &rf.to_string()],
+    );
     if out.status.success() {
         Ok(())
     } else {
@@ -598,7 +599,6 @@ for p in range(n):
 
 #[test]
 fn idempotent_producer_survives_two_leader_kills_without_duplicates_or_loss() {
-    let _serial = serial();
     let mut cluster = Cluster::start();
     let topic = "idempotent";
     let servers = cluster.bootstrap();
@@ -607,30 +607,28 @@ fn idempotent_producer_survives_two_leader_kills_without_duplicates_or_loss() {
     let mut script = Script::spawn(
         cluster.dir(),
         "idempotent_failover.py",
-        &[
-            "--bootstrap",
+        &topic_args(
             &servers,
-            "--topic",
             topic,
-            "--partitions",
-            "1",
-            "--replication-factor",
-            "3",
-            "--min-insync-replicas",
-            "2",
-            "--stop-file",
-            &stop_arg,
-            "--progress-every",
-            "1000",
-        ],
+            &[
+                "--partitions",
+                "1",
+                "--replication-factor",
+                "3",
+                "--min-insync-replicas",
+                "2",
+                "--stop-file",
+                &stop_arg,
+                "--progress-every",
+                "1000",
+            ],
+        ),
     );
     script.wait_line(120, "waiting for the producer to start", |l| l == "started");
     for _ in 0..2 {
         let before = script.acked_so_far();
         script.wait_acked(before + 5_000, 120);
-        let (leader, _) = wait_partition(&cluster, topic, 0, 60, "led", |l, isr| {
-            l >= 0 && isr.len() == 3
-        });
+        let (leader, _) = wait_all_in_sync(&cluster, topic, 0, 60, "led");
         kill_broker(&mut cluster, leader, topic, 0);
         // The producer moves on to the new leader.
         let after = script.acked_so_far();
@@ -645,7 +643,6 @@ fn idempotent_producer_survives_two_leader_kills_without_duplicates_or_loss() {
 
 #[test]
 fn two_of_three_replicas_down_is_not_enough_replicas_and_nothing_acknowledged_is_lost() {
-    let _serial = serial();
     let mut cluster = Cluster::start();
     let topic = "min-isr";
     let servers = cluster.bootstrap();
@@ -655,25 +652,23 @@ fn two_of_three_replicas_down_is_not_enough_replicas_and_nothing_acknowledged_is
     run_script(
         &cluster,
         "idempotent_failover.py",
-        &[
-            "--bootstrap",
+        &topic_args(
             &servers,
-            "--topic",
             topic,
-            "--replication-factor",
-            "3",
-            "--min-insync-replicas",
-            "2",
-            "--max-records",
-            "5000",
-            "--acked-file",
-            before.to_str().unwrap(),
-        ],
+            &[
+                "--replication-factor",
+                "3",
+                "--min-insync-replicas",
+                "2",
+                "--max-records",
+                "5000",
+                "--acked-file",
+                before.to_str().unwrap(),
+            ],
+        ),
         300,
     );
-    let (leader, _) = wait_partition(&cluster, topic, 0, 60, "fully replicated", |l, isr| {
-        l >= 0 && isr.len() == 3
-    });
+    let (leader, _) = wait_all_in_sync(&cluster, topic, 0, 60, "fully replicated");
     let others: Vec<i32> = cluster
         .brokers
         .iter()
@@ -687,17 +682,17 @@ fn two_of_three_replicas_down_is_not_enough_replicas_and_nothing_acknowledged_is
     let summary = run_script(
         &cluster,
         "idempotent_failover.py",
-        &[
-            "--expect-not-enough-replicas",
-            "--bootstrap",
+        &topic_args(
             &live,
-            "--topic",
             topic,
-            "--count",
-            "10",
-            "--acked-file",
-            during.to_str().unwrap(),
-        ],
+            &[
+                "--expect-not-enough-replicas",
+                "--count",
+                "10",
+                "--acked-file",
+                during.to_str().unwrap(),
+            ],
+        ),
         300,
     );
     // Kafka 4.4: REQUEST_TIMED_OUT first (the dead followers are still in the ISR until
@@ -707,42 +702,20 @@ fn two_of_three_replicas_down_is_not_enough_replicas_and_nothing_acknowledged_is
     for &id in &others {
         cluster.broker(id).start();
     }
-    wait_partition(
-        &cluster,
-        topic,
-        0,
-        120,
-        "back to three in sync",
-        |l, isr| l >= 0 && isr.len() == 3,
-    );
+    wait_all_in_sync(&cluster, topic, 0, 120, "back to three in sync");
     let files = format!("{},{}", before.display(), during.display());
     run_script(
         &cluster,
         "idempotent_failover.py",
-        &[
-            "--verify",
-            &files,
-            "--bootstrap",
-            &servers,
-            "--topic",
-            topic,
-        ],
+        &topic_args(&servers, topic, &["--verify", &files]),
         300,
     );
     // And the partition takes writes again.
     run_script(
         &cluster,
         "idempotent_failover.py",
-        &[
-            "--bootstrap",
-            &servers,
-            "--topic",
-            topic,
-            "--max-records",
-            "1000",
-        ],
+        &topic_args(&servers, topic, &["--max-records", "1000"]),
         300,
     );
     cluster.stop();
 }
-

@@ -5,36 +5,18 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{formatted_cluster, python::python, stop_gracefully, Node};
+use common::python::{python, run_until_all_ok};
+use common::{all_logs, started_cluster, stop_gracefully};
 
 #[test]
 fn stock_clients_delete_records_and_consumers_start_at_the_new_log_start() {
-    let python = python();
+    python();
     let root = tempfile::tempdir().unwrap();
-    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/delete_records.py"
-    );
-    let out = Command::new(&python)
-        .args([script, &brokers[0].address(), "delete-records"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("all ok"),
-        "delete_records.py failed:\n{stdout}\n{stderr}\n--- broker logs ---\n{}",
-        brokers
-            .iter()
-            .map(Node::logs)
-            .collect::<Vec<_>>()
-            .join("\n"),
+    let (mut controllers, mut brokers) = started_cluster(root.path(), 1, 1);
+    run_until_all_ok(
+        "delete_records.py",
+        &[&brokers[0].address(), "delete-records"],
+        || format!("--- broker logs ---\n{}", all_logs(&brokers)),
     );
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);

@@ -226,3 +226,27 @@ pub fn stop_gracefully(nodes: &mut [Node]) {
         }
     }
 }
+
+/// [`formatted_cluster`] with every node started (not waiting for the brokers to unfence).
+pub fn started_cluster(root: &Path, controllers: i32, brokers: i32) -> (Vec<Node>, Vec<Node>) {
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root, controllers, brokers);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    (controllers, brokers)
+}
+
+/// The nodes' addresses, comma-separated (a bootstrap list).
+pub fn addresses(nodes: &[Node]) -> String {
+    joined(nodes.iter().map(Node::address), ",")
+}
+
+/// Every node's log, one after the other.
+pub fn all_logs(nodes: &[Node]) -> String {
+    joined(nodes.iter().map(Node::logs), "\n")
+}
+
+/// `items` joined with `separator`.
+pub fn joined(items: impl Iterator<Item = String>, separator: &str) -> String {
+    items.collect::<Vec<_>>().join(separator)
+}

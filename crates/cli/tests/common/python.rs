@@ -5,7 +5,7 @@
 //! rename it into place; the first rename wins.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::Instant;
 
 use super::kafka_jars::repo_root;
@@ -76,10 +76,7 @@ print(min(counts))
 "#;
     let deadline = Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let out = Command::new(python())
-            .args(["-c", script, bootstrap])
-            .output()
-            .unwrap();
+        let out = run_inline(script, &[bootstrap]);
         let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if seen == expected.to_string() {
             return;
@@ -92,4 +89,37 @@ print(min(counts))
         );
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
+}
+
+/// The path of the script `name` under `tests/python/`.
+pub fn script_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name)
+}
+
+/// `python -c script args...` run to its end.
+pub fn run_inline(script: &str, args: &[&str]) -> Output {
+    Command::new(python())
+        .args(["-c", script])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs the script `name` (under `tests/python/`) with `args` to its end and asserts it
+/// succeeded and printed `all ok`; on failure panics with its output and `logs()`.
+pub fn run_until_all_ok(name: &str, args: &[&str], logs: impl Fn() -> String) {
+    let out = Command::new(python())
+        .arg(script_path(name))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all ok"),
+        "{name} failed:\n{stdout}\n{stderr}\n{}",
+        logs()
+    );
 }

@@ -41,6 +41,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka import OFFSET_BEGINNING
 from confluent_kafka import admin as cadmin
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clients_common  # noqa: E402
+from clients_common import SUMMARY, fail, say  # noqa: E402
+
 p = argparse.ArgumentParser()
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
@@ -58,7 +62,7 @@ p.add_argument("--verify")
 p.add_argument("--timeout", type=float, default=120.0)
 args = p.parse_args()
 
-SUMMARY = {"topic": args.topic}
+SUMMARY["topic"] = args.topic
 # Values are "<run>.<seq>": a run reads back its own records from a topic that earlier runs
 # (or the other modes) also wrote to.
 RUN = f"{int(time.time() * 1000):x}{os.getpid():x}"
@@ -74,18 +78,6 @@ def own_seq(v):
     return int(seq) if run == RUN else None
 
 
-def fail(reason):
-    SUMMARY["ok"] = False
-    SUMMARY["reason"] = reason
-    print(json.dumps(SUMMARY), flush=True)
-    print("FAILED:", reason, flush=True)
-    sys.exit(1)
-
-
-def say(msg):
-    print(msg, flush=True)
-
-
 def leaders():
     a = cadmin.AdminClient({"bootstrap.servers": args.bootstrap})
     md = a.list_topics(args.topic, timeout=10).topics.get(args.topic)
@@ -97,21 +89,8 @@ def leaders():
 def create_topic():
     a = cadmin.AdminClient({"bootstrap.servers": args.bootstrap})
     deadline = time.time() + args.timeout
-    while True:
-        try:
-            a.create_topics(
-                [cadmin.NewTopic(args.topic, args.partitions, args.replication_factor,
-                                 config={"min.insync.replicas": str(args.min_insync_replicas)})],
-                request_timeout=30,
-            )[args.topic].result()
-            break
-        except KafkaException as e:
-            err = e.args[0]
-            if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                break
-            if time.time() > deadline:
-                fail(f"creating {args.topic}: {err}")
-            time.sleep(0.5)
+    clients_common.create_topic(a, args.topic, args.partitions, args.replication_factor,
+                                {"min.insync.replicas": str(args.min_insync_replicas)}, deadline)
     # Until every partition's leader answers ListOffsets (metadata may name a leader before
     # it serves the partition).
     c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "idempotent-failover-probe"})
@@ -161,20 +140,10 @@ def consume_all(partitions):
             fail(f"consume: partitions {sorted(set(partitions) - done)} not read to their end "
                  f"{ {p: high[p] for p in partitions} } within {args.timeout} s "
                  f"(read { {p: len(r) for p, r in read.items()} })")
-        msg = c.poll(1.0)
-        if msg is None:
-            continue
-        if msg.error():
-            if msg.error().code() == KafkaError._PARTITION_EOF:
-                if msg.offset() >= high[msg.partition()]:
-                    done.add(msg.partition())
-                continue
-            if msg.error().retriable() or msg.error().code() in (KafkaError._TRANSPORT,):
-                continue
-            fail(f"consume: {msg.error()}")
-        read[msg.partition()].append((msg.offset(), msg.key(), msg.value()))
-        if msg.offset() + 1 >= high[msg.partition()]:
-            done.add(msg.partition())
+        clients_common.poll_to_end(
+            c, read, done, high,
+            lambda msg: (msg.offset(), msg.key(), msg.value()),
+            skip=lambda err: err.retriable() or err.code() in (KafkaError._TRANSPORT,))
     c.close()
     return read
 

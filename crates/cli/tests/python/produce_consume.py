@@ -29,8 +29,14 @@ Prints one JSON summary line on stdout at the end ("ok": true), or exits 1 with
 
 import argparse
 import json
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clients_common  # noqa: E402
+from clients_common import SUMMARY, fail  # noqa: E402
+from clients_common import say as progress  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--bootstrap", required=True)
@@ -48,19 +54,8 @@ p.add_argument("--rate", type=float, default=None,
 p.add_argument("--timeout", type=float, default=300.0, help="seconds for each phase")
 args = p.parse_args()
 
-SUMMARY = {"client": args.client, "acks": args.acks, "count": args.count, "topic": args.topic}
-
-
-def fail(reason):
-    SUMMARY["ok"] = False
-    SUMMARY["reason"] = reason
-    print(json.dumps(SUMMARY), flush=True)
-    print("FAILED:", reason, flush=True)
-    sys.exit(1)
-
-
-def progress(msg):
-    print(msg, flush=True)
+SUMMARY.update({"client": args.client, "acks": args.acks, "count": args.count,
+                "topic": args.topic})
 
 
 def key(i):
@@ -85,27 +80,14 @@ def seq_of(v):
 # ---------------------------------------------------------------- topic
 def create_topic():
     from confluent_kafka import admin as cadmin
-    from confluent_kafka import KafkaException
 
     c = cadmin.AdminClient({"bootstrap.servers": args.bootstrap})
     config = {}
     if args.min_insync_replicas is not None:
         config["min.insync.replicas"] = str(args.min_insync_replicas)
     deadline = time.time() + args.timeout
-    while True:
-        try:
-            c.create_topics(
-                [cadmin.NewTopic(args.topic, args.partitions, args.replication_factor, config=config)],
-                request_timeout=30,
-            )[args.topic].result()
-            break
-        except KafkaException as e:
-            err = e.args[0]
-            if err.code() == 36:  # TOPIC_ALREADY_EXISTS
-                break
-            if time.time() > deadline:
-                fail(f"creating {args.topic}: {err}")
-            time.sleep(0.5)
+    clients_common.create_topic(c, args.topic, args.partitions, args.replication_factor, config,
+                                deadline)
     # Wait until every partition has a leader in the metadata.
     while True:
         md = c.list_topics(args.topic, timeout=10).topics.get(args.topic)
@@ -301,8 +283,37 @@ def check_times(part, lst, zero, middle_ts, middle_answer, future):
         fail(f"partition {part}: offsets_for_times(far future) = {future}, expected none")
 
 
+def check_offsets(watermarks, offsets_for_times):
+    """The ListOffsets checks through one client: `watermarks()` -> (low, high) per
+    partition; `offsets_for_times(part, timestamps)` -> the offsets answered for each
+    timestamp (None: none). The high watermarks."""
+    low, high = wait_visible(watermarks)
+    check_list_offsets(low, high, None)
+    far = int(time.time() * 1000) + 3600 * 1000
+    for part, lst in sorted(by_partition.items()):
+        mid_ts = lst[len(lst) // 2][2] if with_offsets else 0
+        answers = offsets_for_times(part, (0, mid_ts, far))
+        check_times(part, lst, answers[0], mid_ts, answers[1], answers[2])
+    return high
+
+
+def read_to_end(high, poll):
+    """Calls `poll(read, done)` (which appends what it reads to read[partition] and adds the
+    partitions read to their end offset in `high` to done) until every partition is done or
+    --timeout passes; read."""
+    read = {part: [] for part in range(args.partitions)}
+    done = {part for part in range(args.partitions) if high[part] == 0}
+    deadline = time.time() + args.timeout
+    while len(done) < args.partitions:
+        if time.time() > deadline:
+            fail(f"consume: partitions {sorted(set(range(args.partitions)) - done)} not read "
+                 f"to their end within {args.timeout} s")
+        poll(read, done)
+    return read
+
+
 def consume_confluent():
-    from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING, KafkaError
+    from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
 
     conf = {
         "bootstrap.servers": args.bootstrap,
@@ -322,39 +333,22 @@ def consume_confluent():
                 TopicPartition(args.topic, part), timeout=30, cached=False)
         return low, high
 
-    low, high = wait_visible(watermarks)
-    check_list_offsets(low, high, None)
-    far = int(time.time() * 1000) + 3600 * 1000
-    for part, lst in sorted(by_partition.items()):
-        mid_ts = lst[len(lst) // 2][2] if with_offsets else 0
-        q = [TopicPartition(args.topic, part, 0), TopicPartition(args.topic, part, mid_ts),
-             TopicPartition(args.topic, part, far)]
+    def offsets_for_times(part, timestamps):
+        q = [TopicPartition(args.topic, part, ts) for ts in timestamps]
         r = [c.offsets_for_times([tp], timeout=30)[0] for tp in q]
         for tp in r:
             if tp.error is not None:
                 fail(f"offsets_for_times partition {part}: {tp.error}")
-        check_times(part, lst, r[0].offset, mid_ts, r[1].offset if r[1].offset >= 0 else None,
-                    r[2].offset if r[2].offset >= 0 else None)
+        return [r[0].offset] + [tp.offset if tp.offset >= 0 else None for tp in r[1:]]
+
+    high = check_offsets(watermarks, offsets_for_times)
     c.assign([TopicPartition(args.topic, part, OFFSET_BEGINNING) for part in range(args.partitions)])
-    read = {part: [] for part in range(args.partitions)}
-    done = {part for part in range(args.partitions) if high[part] == 0}
-    deadline = time.time() + args.timeout
-    while len(done) < args.partitions:
-        if time.time() > deadline:
-            fail(f"consume: partitions {sorted(set(range(args.partitions)) - done)} not read "
-                 f"to their end within {args.timeout} s")
-        msg = c.poll(1.0)
-        if msg is None:
-            continue
-        if msg.error():
-            if msg.error().code() == KafkaError._PARTITION_EOF:
-                if msg.offset() >= high[msg.partition()]:
-                    done.add(msg.partition())
-                continue
-            fail(f"consume: {msg.error()}")
-        read[msg.partition()].append((msg.offset(), msg.key(), msg.value(), msg.timestamp()[1]))
-        if msg.offset() + 1 >= high[msg.partition()]:
-            done.add(msg.partition())
+
+    def entry(msg):
+        return (msg.offset(), msg.key(), msg.value(), msg.timestamp()[1])
+
+    read = read_to_end(high, lambda read, done: clients_common.poll_to_end(
+        c, read, done, high, entry))
     c.close()
     return read
 
@@ -371,31 +365,26 @@ def consume_kafka_python():
         high = {tp.partition: o for tp, o in c.end_offsets(tps).items()}
         return low, high
 
-    low, high = wait_visible(watermarks)
-    check_list_offsets(low, high, None)
-    far = int(time.time() * 1000) + 3600 * 1000
-    for part, lst in sorted(by_partition.items()):
+    def offsets_for_times(part, timestamps):
         tp = TopicPartition(args.topic, part)
-        mid_ts = lst[len(lst) // 2][2] if with_offsets else 0
         answers = []
-        for ts in (0, mid_ts, far):
+        for ts in timestamps:
             r = c.offsets_for_times({tp: ts})[tp]
             answers.append(None if r is None else r.offset)
-        check_times(part, lst, answers[0], mid_ts, answers[1], answers[2])
+        return answers
+
+    high = check_offsets(watermarks, offsets_for_times)
     c.assign(tps)
     c.seek_to_beginning(*tps)
-    read = {part: [] for part in range(args.partitions)}
-    done = {part for part in range(args.partitions) if high[part] == 0}
-    deadline = time.time() + args.timeout
-    while len(done) < args.partitions:
-        if time.time() > deadline:
-            fail(f"consume: partitions {sorted(set(range(args.partitions)) - done)} not read "
-                 f"to their end within {args.timeout} s")
+
+    def poll(read, done):
         for tp, msgs in c.poll(timeout_ms=1000).items():
             for m in msgs:
                 read[tp.partition].append((m.offset, m.key, m.value, m.timestamp))
             if c.position(tp) >= high[tp.partition]:
                 done.add(tp.partition)
+
+    read = read_to_end(high, poll)
     c.close()
     return read
 
