@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kraftd_broker::server::alter_partition_manager::{
     AlterPartitionItem, AlterPartitionManager, CommittedPartitionState,
@@ -20,7 +20,7 @@ use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch, Semaphore};
 
 use common::{
-    eventually, heartbeat_until_unfenced, register_broker, serve_fake, soon, AbortOnDrop,
+    eventually, heartbeat_until_unfenced, register_broker, serve_fake, soon, AbortOnDrop, Recorded,
 };
 
 const BROKER: i32 = 3;
@@ -34,7 +34,7 @@ type Respond = dyn Fn(usize, &AlterPartitionRequest) -> AlterPartitionResponse +
 /// A controller that records every AlterPartition and answers one only once a permit is
 /// available, so a test can keep a request in flight.
 struct FakeController {
-    requests: Mutex<Vec<(i16, AlterPartitionRequest)>>,
+    requests: Recorded<(i16, AlterPartitionRequest)>,
     permits: Arc<Semaphore>,
     respond: Box<Respond>,
 }
@@ -44,11 +44,9 @@ impl RequestHandler for FakeController {
         let RequestBody::AlterPartition(body) = request.body else {
             return None;
         };
-        let n = {
-            let mut requests = self.requests.lock().unwrap();
-            requests.push((request.header.request_api_version, body.clone()));
-            requests.len() - 1
-        };
+        let n = self
+            .requests
+            .push((request.header.request_api_version, body.clone()));
         let response = (self.respond)(n, &body);
         let permits = Arc::clone(&self.permits);
         let (tx, rx) = oneshot::channel();
@@ -62,7 +60,7 @@ impl RequestHandler for FakeController {
 
 impl FakeController {
     fn requests(&self) -> Vec<(i16, AlterPartitionRequest)> {
-        self.requests.lock().unwrap().clone()
+        self.requests.all()
     }
 }
 
@@ -110,7 +108,7 @@ struct Setup {
 
 async fn setup(initial_permits: usize, broker_epoch: i64, respond: Box<Respond>) -> Setup {
     let fake = Arc::new(FakeController {
-        requests: Mutex::new(Vec::new()),
+        requests: Recorded::default(),
         permits: Arc::new(Semaphore::new(initial_permits)),
         respond,
     });

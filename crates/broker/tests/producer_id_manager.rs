@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_broker::server::producer_id_manager::ProducerIdManager;
@@ -20,7 +20,7 @@ use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
-use common::{eventually, register_broker, serve_fake, soon, AbortOnDrop};
+use common::{eventually, register_broker, serve_fake, soon, AbortOnDrop, Recorded};
 
 const BROKER: i32 = 2;
 const BLOCK: i32 = 10;
@@ -30,7 +30,7 @@ type Respond =
 
 /// A controller that records every AllocateProducerIds and answers as `respond` says.
 struct FakeController {
-    requests: Mutex<Vec<AllocateProducerIdsRequest>>,
+    requests: Recorded<AllocateProducerIdsRequest>,
     respond: Box<Respond>,
 }
 
@@ -39,11 +39,7 @@ impl RequestHandler for FakeController {
         let RequestBody::AllocateProducerIds(body) = request.body else {
             return None;
         };
-        let n = {
-            let mut requests = self.requests.lock().unwrap();
-            requests.push(body.clone());
-            requests.len() - 1
-        };
+        let n = self.requests.push(body.clone());
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(ResponseBody::AllocateProducerIds((self.respond)(n, &body)));
         Some(rx)
@@ -52,7 +48,7 @@ impl RequestHandler for FakeController {
 
 impl FakeController {
     fn count(&self) -> usize {
-        self.requests.lock().unwrap().len()
+        self.requests.count()
     }
 }
 
@@ -82,7 +78,7 @@ struct Setup {
 
 async fn setup(respond: Box<Respond>) -> Setup {
     let fake = Arc::new(FakeController {
-        requests: Mutex::new(Vec::new()),
+        requests: Recorded::default(),
         respond,
     });
     let (server, channel, raft) = serve_fake(
@@ -120,7 +116,7 @@ async fn ids_are_contiguous_across_blocks_and_the_next_block_is_prefetched_at_ni
     for expected in 10..35 {
         assert_eq!(s.manager.generate(soon()).await, Ok(expected));
     }
-    for request in s.fake.requests.lock().unwrap().iter() {
+    for request in s.fake.requests.all().iter() {
         assert_eq!((request.broker_id, request.broker_epoch), (BROKER, 17));
     }
 }

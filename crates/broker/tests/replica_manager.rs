@@ -237,9 +237,15 @@ impl Broker {
     /// A manager on a new tempdir given `records` (and the tempdir).
     fn started_with(records: &[MetadataRecord]) -> (tempfile::TempDir, Broker) {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = Broker::start(dir.path());
-        b.apply(records);
+        let b = Broker::started_on(dir.path(), records);
         (dir, b)
+    }
+
+    /// A manager on `log_dir` given `records` (as at a start or a restart).
+    fn started_on(log_dir: &Path, records: &[MetadataRecord]) -> Broker {
+        let mut b = Broker::start(log_dir);
+        b.apply(records);
+        b
     }
 
     /// Replays `records` as one committed delta: the cache first, then the manager.
@@ -662,8 +668,7 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
     ];
     let mut expected = Vec::new();
     {
-        let mut b = Broker::start(dir.path());
-        b.apply(&metadata);
+        let b = Broker::started_on(dir.path(), &metadata);
         let mut offsets = Vec::new();
         for records in &sent {
             offsets.push(b.produce_ok(-1, &tp, records.clone()).await);
@@ -680,8 +685,7 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
         assert_eq!(Arc::strong_count(&rm), 1, "the manager is still referenced");
     }
 
-    let mut b = Broker::start(dir.path());
-    b.apply(&metadata);
+    let b = Broker::started_on(dir.path(), &metadata);
     // The data and the HW, with nothing produced since.
     let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
     assert_eq!(r.error, ErrorCode::None);
@@ -749,8 +753,7 @@ async fn clean_restart_recovers_the_checkpointed_high_watermark() {
     let now = now_ms();
     let (first, second) = (batch(now, &["a", "b", "c"]), batch(now, &["d", "e"]));
     {
-        let mut b = Broker::start(dir.path());
-        b.apply(&metadata);
+        let b = Broker::started_on(dir.path(), &metadata);
         assert_eq!(b.produce_ok(1, &tp, first.clone()).await, 0);
         // The in-sync follower fetches past the first batch: the HW moves to 3.
         let r = b.follower_fetch(&tp, 3).await;
@@ -765,8 +768,7 @@ async fn clean_restart_recovers_the_checkpointed_high_watermark() {
         b.rm.shutdown();
     }
 
-    let mut b = Broker::start(dir.path());
-    b.apply(&metadata);
+    let b = Broker::started_on(dir.path(), &metadata);
     let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
     assert_eq!(r.error, ErrorCode::None);
     assert_eq!(r.high_watermark, 3);
@@ -886,8 +888,7 @@ async fn replicas_of_a_topic_deleted_while_the_broker_was_down_are_removed_at_th
     with_kept.push(topic("kept", other.topic_id));
     with_kept.push(partition(other.topic_id, 0, &[LOCAL], LOCAL));
     {
-        let mut b = Broker::start(dir.path());
-        b.apply(&with_kept);
+        let b = Broker::started_on(dir.path(), &with_kept);
         b.produce_ok(-1, &tp, batch(now_ms(), &["a"])).await;
         b.produce_ok(-1, &other, batch(now_ms(), &["b"])).await;
         assert!(b.partition_dir(&tp).exists());

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kraftd_broker::server::controller_channel::ControllerChannel;
@@ -60,6 +60,32 @@ pub fn channel_to(
         ..Default::default()
     });
     (ControllerChannel::new(name, voters, raft_rx, timeout), raft)
+}
+
+/// What a fake controller was sent, in order.
+pub struct Recorded<T>(Mutex<Vec<T>>);
+
+impl<T: Clone> Default for Recorded<T> {
+    fn default() -> Self {
+        Recorded(Mutex::new(Vec::new()))
+    }
+}
+
+impl<T: Clone> Recorded<T> {
+    /// Records `t`; its index (0 for the first).
+    pub fn push(&self, t: T) -> usize {
+        let mut all = self.0.lock().unwrap();
+        all.push(t);
+        all.len() - 1
+    }
+
+    pub fn all(&self) -> Vec<T> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
 }
 
 /// A spawned server task, aborted when this is dropped.
