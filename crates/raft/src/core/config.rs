@@ -1,6 +1,10 @@
 //! The Raft core's configuration, with Kafka's property names and defaults, so an operator's
 //! `controller.quorum.*` settings map one to one onto these fields.
 
+use std::collections::BTreeMap;
+
+use super::endpoints::Endpoint;
+
 /// `controller.quorum.*` settings the core uses (Kafka's `QuorumConfig`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaftConfig {
@@ -31,6 +35,14 @@ pub struct RaftConfig {
     /// id, or a negative id for an entry that names no voter): where an observer fetches when
     /// it knows no leader or cannot reach the one it knows. Empty: the voters.
     pub bootstrap_servers: Vec<i32>,
+    /// The listener the Raft RPCs use (Kafka: the first of `controller.listener.names`): the
+    /// name this node's endpoint goes under in BeginQuorumEpoch and EndQuorumEpoch requests,
+    /// and whose entry it reads from theirs.
+    pub listener_name: String,
+    /// `controller.quorum.voters`' endpoints (KIP-853): this node's own entry is what it
+    /// sends as leader, another voter's what it sends when naming that voter leader. Empty
+    /// (the simulator): no endpoints are sent.
+    pub voter_endpoints: BTreeMap<i32, Endpoint>,
 }
 
 impl RaftConfig {
@@ -47,6 +59,8 @@ impl RaftConfig {
             fetch_max_wait_ms: 500,
             fetch_max_bytes: 8 * 1024 * 1024,
             bootstrap_servers: Vec::new(),
+            listener_name: "CONTROLLER".to_string(),
+            voter_endpoints: BTreeMap::new(),
         }
     }
 

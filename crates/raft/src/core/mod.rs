@@ -45,11 +45,14 @@
 //! - `follower.rs` — the follower's and observer's side of Fetch: whom to fetch from (D1, D2),
 //!   truncation, appending, following the high watermark;
 //! - `snapshot.rs` — FetchSnapshot on both sides (KIP-630);
+//! - `endpoints.rs` — KIP-853 leader endpoints: filled into what is sent, learned from
+//!   what is received;
 //! - `listener.rs` — what listeners are told: committed batches, snapshots, leader changes;
 //! - `describe_quorum.rs` — DescribeQuorum.
 
 pub mod config;
 mod describe_quorum;
+pub mod endpoints;
 pub mod log;
 pub mod message;
 pub mod quorum_state;
@@ -63,14 +66,15 @@ mod listener;
 mod snapshot;
 mod transition;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::ErrorCode;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use self::config::RaftConfig;
+use self::endpoints::{Endpoint, LearnedEndpoint};
 use self::fetch::ParkedFetch;
 use self::log::{LogError, RaftLog, SnapshotId};
 use self::message::{ApiKind, RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
@@ -205,6 +209,10 @@ pub struct RaftCore<L: RaftLog> {
     stats: RaftStats,
     last_not_leader_warning_ms: Option<u64>,
     fatal: Option<String>,
+    /// Leader endpoints learned from the wire (KIP-853), by leader id, at most
+    /// [`endpoints::MAX_LEARNED_ENDPOINTS`]: what the driver routes to for an id that
+    /// `controller.quorum.voters` gives no endpoint.
+    learned_endpoints: BTreeMap<i32, LearnedEndpoint>,
 }
 
 impl<L: RaftLog> RaftCore<L> {
@@ -254,6 +262,7 @@ impl<L: RaftLog> RaftCore<L> {
             stats: RaftStats::default(),
             last_not_leader_warning_ms: None,
             fatal: None,
+            learned_endpoints: BTreeMap::new(),
         };
         if persisted != Some(core.quorum.durable()) {
             core.outputs
@@ -294,6 +303,28 @@ impl<L: RaftLog> RaftCore<L> {
 
     pub fn epoch(&self) -> i32 {
         self.quorum.epoch()
+    }
+
+    /// The endpoint of voter `id` this node names when naming it leader: the one
+    /// `controller.quorum.voters` gives, else the one learned from the wire. The
+    /// configuration wins for a static voter: the operator wrote the address this node can
+    /// reach, while an advertised one may be unroutable from here (the D2 case) or stale.
+    pub fn leader_endpoint(&self, id: i32) -> Option<Endpoint> {
+        self.config
+            .voter_endpoints
+            .get(&id)
+            .or_else(|| self.learned_endpoints.get(&id).map(|l| &l.endpoint))
+            .cloned()
+    }
+
+    /// The endpoint a message named for leader `id` (KIP-853), with that message's epoch.
+    pub fn learned_endpoint(&self, id: i32) -> Option<&LearnedEndpoint> {
+        self.learned_endpoints.get(&id)
+    }
+
+    /// Every endpoint learned from the wire, by leader id.
+    pub fn learned_endpoints(&self) -> &BTreeMap<i32, LearnedEndpoint> {
+        &self.learned_endpoints
     }
 
     pub fn leader_id(&self) -> Option<i32> {
@@ -457,6 +488,7 @@ impl<L: RaftLog> RaftCore<L> {
         if let Some(reason) = &self.fatal {
             return Err(RaftError::Fatal(reason.clone()));
         }
+        self.learn_endpoints(&msg);
         match msg {
             RaftMessage::VoteRequest(r) => self.on_vote_request(now_ms, from, corr, r),
             RaftMessage::VoteResponse(r) => self.on_vote_response(now_ms, from, corr, r),
@@ -740,8 +772,9 @@ impl<L: RaftLog> RaftCore<L> {
     // ----- helpers -----
 
     /// Queues a request; returns its correlation id.
-    fn send(&mut self, to: i32, msg: RaftMessage) -> i32 {
+    fn send(&mut self, to: i32, mut msg: RaftMessage) -> i32 {
         debug_assert!(msg.is_request());
+        self.fill_endpoints(&mut msg);
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
         let correlation_id = self.next_correlation_id;
         self.outputs.push_back(Output::Send {
@@ -752,13 +785,49 @@ impl<L: RaftLog> RaftCore<L> {
         correlation_id
     }
 
-    fn respond(&mut self, to: i32, correlation_id: i32, msg: RaftMessage) {
+    fn respond(&mut self, to: i32, correlation_id: i32, mut msg: RaftMessage) {
         debug_assert!(!msg.is_request());
+        self.fill_endpoints(&mut msg);
         self.outputs.push_back(Output::Send {
             to,
             correlation_id,
             msg,
         });
+    }
+
+    /// KIP-853: the endpoint of the leader `msg` names goes with it, where its version has
+    /// room (Kafka's `RaftUtil.singleton*`). This node's own from the configuration when it
+    /// is the one named; another's as [`RaftCore::leader_endpoint`] knows it.
+    fn fill_endpoints(&self, msg: &mut RaftMessage) {
+        let Some((leader_id, _)) = endpoints::named_leader(msg) else {
+            return;
+        };
+        let leader = self.leader_endpoint(leader_id);
+        let version = msg.kind().version();
+        endpoints::fill_endpoints(msg, version, &self.config.listener_name, leader.as_ref());
+    }
+
+    /// KIP-853: remembers the endpoint a message gives for the voter it names leader, when
+    /// its epoch is not older than ours (Kafka ignores such responses in
+    /// `maybeHandleCommonResponse`).
+    fn learn_endpoints(&mut self, msg: &RaftMessage) {
+        let Some((leader_id, epoch, endpoint)) =
+            endpoints::leader_endpoint_in(msg, &self.config.listener_name)
+        else {
+            return;
+        };
+        if leader_id == self.node_id || !self.voters.contains(&leader_id) || epoch < self.epoch() {
+            return;
+        }
+        if endpoints::learn(&mut self.learned_endpoints, leader_id, epoch, endpoint) {
+            debug!(
+                node = self.node_id,
+                leader_id,
+                epoch,
+                endpoint = %self.learned_endpoints[&leader_id].endpoint.address(),
+                "learned the leader's endpoint"
+            );
+        }
     }
 
     fn other_voters(&self) -> Vec<i32> {

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::core::endpoints::Endpoint;
+
 /// One voter's id and Raft endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VoterEndpoint {
@@ -18,6 +20,19 @@ impl VoterEndpoint {
     /// `host:port`, what a TCP connect takes.
     pub fn address(&self) -> String {
         format!("{}:{}", self.host, self.port)
+    }
+
+    /// The endpoint as the Raft messages carry it (KIP-853): an IPv6 literal without its
+    /// brackets, as Java's `getHostString`.
+    pub fn wire_endpoint(&self) -> Endpoint {
+        Endpoint {
+            host: self
+                .host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port: self.port,
+        }
     }
 }
 
