@@ -633,13 +633,29 @@ impl ReplicaManager {
 
     /// Appends each partition's batch as leader and, for `acks=all`, waits until the ISR
     /// holds it or `timeout` passes (REQUEST_TIMED_OUT). One bad partition never fails the
-    /// others.
+    /// others. [`ReplicaManager::append_records_now`] then [`PendingProduce::complete`].
     pub async fn append_records(
         &self,
         acks: i16,
         timeout: Duration,
         entries: Vec<(TopicIdPartition, Bytes)>,
     ) -> Vec<(TopicIdPartition, ProduceResult)> {
+        self.append_records_now(acks, timeout, entries)
+            .complete()
+            .await
+    }
+
+    /// The append half of a produce, done at once: the request handler calls it before it
+    /// takes the connection's next request, so batches are appended in the order a client
+    /// sent them (as Kafka handles one request per connection at a time), while the
+    /// `acks=all` waits of pipelined requests overlap.
+    pub fn append_records_now(
+        &self,
+        acks: i16,
+        timeout: Duration,
+        entries: Vec<(TopicIdPartition, Bytes)>,
+    ) -> PendingProduce {
+        let deadline = Instant::now() + timeout;
         let now = now_ms();
         let mut results = Vec::with_capacity(entries.len());
         let mut waiting = Vec::new();
@@ -678,21 +694,11 @@ impl ReplicaManager {
                 }
             }
         }
-        if waiting.is_empty() {
-            return results;
+        PendingProduce {
+            results,
+            waiting,
+            deadline,
         }
-        let deadline = Instant::now() + timeout;
-        for (i, hosted, required) in waiting {
-            let error = wait_for(&hosted, deadline, |p| {
-                p.check_enough_replicas_reach_offset(required)
-            })
-            .await
-            .unwrap_or(ErrorCode::RequestTimedOut);
-            if error != ErrorCode::None {
-                results[i].1 = ProduceResult::error(error, None);
-            }
-        }
-        results
     }
 
     // ---- fetch -------------------------------------------------------------------------
@@ -1173,6 +1179,33 @@ impl ReplicaManager {
             results[i].1 = outcome;
         }
         results
+    }
+}
+
+/// A produce whose batches are appended; for `acks=all`, the waits for the ISR remain.
+#[derive(Debug)]
+pub struct PendingProduce {
+    results: Vec<(TopicIdPartition, ProduceResult)>,
+    /// (index in `results`, partition, offset the HW must reach).
+    waiting: Vec<(usize, Arc<HostedPartition>, i64)>,
+    deadline: Instant,
+}
+
+impl PendingProduce {
+    /// Waits until every `acks=all` partition's HW covers its batch (or the request's
+    /// timeout: REQUEST_TIMED_OUT) and gives each partition's answer.
+    pub async fn complete(mut self) -> Vec<(TopicIdPartition, ProduceResult)> {
+        for (i, hosted, required) in std::mem::take(&mut self.waiting) {
+            let error = wait_for(&hosted, self.deadline, |p| {
+                p.check_enough_replicas_reach_offset(required)
+            })
+            .await
+            .unwrap_or(ErrorCode::RequestTimedOut);
+            if error != ErrorCode::None {
+                self.results[i].1 = ProduceResult::error(error, None);
+            }
+        }
+        self.results
     }
 }
 

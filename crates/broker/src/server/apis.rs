@@ -207,7 +207,8 @@ impl KafkaApis {
         Some(match request.body {
             RequestBody::Produce(r) => {
                 return data
-                    .produce(&self.image(), version, r)
+                    .produce_append(self.image(), version, r)
+                    .respond()
                     .await
                     .map(ResponseBody::Produce)
             }
@@ -339,6 +340,19 @@ fn forward_timeout(body: &RequestBody) -> Duration {
 impl RequestHandler for KafkaApis {
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let (tx, rx) = oneshot::channel();
+        if let RequestBody::Produce(r) = request.body {
+            // Appended before the connection's next request is read: a client's batches
+            // land in the order it sent them (Kafka serves one request per connection at
+            // a time); only the acks=all wait runs beside the next requests.
+            let version = request.header.request_api_version;
+            let produce = self.context.data.produce_append(self.image(), version, r);
+            tokio::spawn(async move {
+                if let Some(response) = produce.respond().await {
+                    let _ = tx.send(ResponseBody::Produce(response));
+                }
+            });
+            return Some(rx);
+        }
         let apis = self.clone();
         tokio::spawn(async move {
             if let Some(response) = apis.handle(request).await {

@@ -36,7 +36,7 @@ use tokio::time::Instant;
 
 use crate::replica::fetch_session::{FetchManager, TopicIdPartition, TopicRef};
 use crate::replica::replica_manager::{
-    now_ms, FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager,
+    now_ms, FetchLimits, FetchOrigin, FetchResult, PendingProduce, ProduceResult, ReplicaManager,
 };
 use crate::server::producer_id_manager::ProducerIdManager;
 
@@ -89,13 +89,15 @@ fn partition_by_name(
 }
 
 impl DataPlane {
-    /// Produce. `None` for `acks=0`: the client expects no response.
-    pub async fn produce(
+    /// The append half of Produce, done before the connection's next request is taken (so
+    /// a client's batches land in the order it sent them); [`ProduceInProgress::respond`]
+    /// waits for `acks=all` and shapes the answer.
+    pub fn produce_append(
         &self,
-        image: &MetadataImage,
+        image: Arc<MetadataImage>,
         version: i16,
         request: ProduceRequest,
-    ) -> Option<ProduceResponse> {
+    ) -> ProduceInProgress {
         let acks = request.acks;
         let by_id = version >= PRODUCE_TOPIC_ID_VERSION;
         let mut entries = Vec::new();
@@ -110,7 +112,7 @@ impl DataPlane {
             None
         };
         for topic in request.topic_data {
-            let resolved = resolve_topic(image, &topic.name, topic.topic_id, by_id);
+            let resolved = resolve_topic(&image, &topic.name, topic.topic_id, by_id);
             for partition in topic.partition_data {
                 let (name, id) = match &resolved {
                     Ok((id, name)) => (name.clone(), *id),
@@ -137,73 +139,16 @@ impl DataPlane {
             }
         }
         let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
-        let appended = self
+        let pending = self
             .replica_manager
-            .append_records(acks, timeout, entries)
-            .await;
-        if acks == 0 {
-            return None;
+            .append_records_now(acks, timeout, entries);
+        ProduceInProgress {
+            image,
+            version,
+            acks,
+            order,
+            pending,
         }
-        let mut results: BTreeMap<(Uuid, i32), ProduceResult> = appended
-            .into_iter()
-            .map(|(tp, r)| ((tp.topic_id, tp.partition), r))
-            .collect();
-        let mut response = ProduceResponse::default();
-        for (name, id, index, error) in order {
-            let result = match error {
-                Some(code) => ProduceResult::error(code, None),
-                None => results
-                    .remove(&(id, index))
-                    .unwrap_or_else(|| ProduceResult::error(ErrorCode::UnknownServerError, None)),
-            };
-            let current_leader = if result.error == ErrorCode::NotLeaderOrFollower {
-                image
-                    .topics
-                    .partition(&id, index)
-                    .map(|p| LeaderIdAndEpoch {
-                        leader_id: p.leader,
-                        leader_epoch: p.leader_epoch,
-                        ..Default::default()
-                    })
-                    .unwrap_or_else(unknown_leader)
-            } else {
-                unknown_leader()
-            };
-            // Fields a version cannot carry stay at their defaults (the codec refuses to
-            // drop a set value silently).
-            let partition = PartitionProduceResponse {
-                index,
-                error_code: result.error.code(),
-                base_offset: result.base_offset,
-                log_append_time_ms: result.log_append_time,
-                log_start_offset: if version >= 5 {
-                    result.log_start_offset
-                } else {
-                    -1
-                },
-                error_message: result.message.filter(|_| version >= 8),
-                current_leader: if version >= 10 {
-                    current_leader
-                } else {
-                    unknown_leader()
-                },
-                ..Default::default()
-            };
-            match response
-                .responses
-                .last_mut()
-                .filter(|t| t.name == name && t.topic_id == id)
-            {
-                Some(t) => t.partition_responses.push(partition),
-                None => response.responses.push(TopicProduceResponse {
-                    name,
-                    topic_id: id,
-                    partition_responses: vec![partition],
-                    ..Default::default()
-                }),
-            }
-        }
-        Some(response)
     }
 
     /// Fetch, from consumers (sessions per KIP-227) and from follower replicas.
@@ -479,6 +424,89 @@ impl DataPlane {
             response.topics.push(out);
         }
         response
+    }
+}
+
+/// A produce whose batches are appended (see [`DataPlane::produce_append`]).
+#[derive(Debug)]
+pub struct ProduceInProgress {
+    image: Arc<MetadataImage>,
+    version: i16,
+    acks: i16,
+    /// (topic name, id, partition, Some(error) when refused before the append).
+    order: Vec<(String, Uuid, i32, Option<ErrorCode>)>,
+    pending: PendingProduce,
+}
+
+impl ProduceInProgress {
+    /// Waits for `acks=all` and builds the response; `None` for `acks=0` (the client
+    /// expects no response).
+    pub async fn respond(self) -> Option<ProduceResponse> {
+        let appended = self.pending.complete().await;
+        if self.acks == 0 {
+            return None;
+        }
+        let (image, version) = (self.image, self.version);
+        let mut results: BTreeMap<(Uuid, i32), ProduceResult> = appended
+            .into_iter()
+            .map(|(tp, r)| ((tp.topic_id, tp.partition), r))
+            .collect();
+        let mut response = ProduceResponse::default();
+        for (name, id, index, error) in self.order {
+            let result = match error {
+                Some(code) => ProduceResult::error(code, None),
+                None => results
+                    .remove(&(id, index))
+                    .unwrap_or_else(|| ProduceResult::error(ErrorCode::UnknownServerError, None)),
+            };
+            let current_leader = if result.error == ErrorCode::NotLeaderOrFollower {
+                image
+                    .topics
+                    .partition(&id, index)
+                    .map(|p| LeaderIdAndEpoch {
+                        leader_id: p.leader,
+                        leader_epoch: p.leader_epoch,
+                        ..Default::default()
+                    })
+                    .unwrap_or_else(unknown_leader)
+            } else {
+                unknown_leader()
+            };
+            // Fields a version cannot carry stay at their defaults (the codec refuses to
+            // drop a set value silently).
+            let partition = PartitionProduceResponse {
+                index,
+                error_code: result.error.code(),
+                base_offset: result.base_offset,
+                log_append_time_ms: result.log_append_time,
+                log_start_offset: if version >= 5 {
+                    result.log_start_offset
+                } else {
+                    -1
+                },
+                error_message: result.message.filter(|_| version >= 8),
+                current_leader: if version >= 10 {
+                    current_leader
+                } else {
+                    unknown_leader()
+                },
+                ..Default::default()
+            };
+            match response
+                .responses
+                .last_mut()
+                .filter(|t| t.name == name && t.topic_id == id)
+            {
+                Some(t) => t.partition_responses.push(partition),
+                None => response.responses.push(TopicProduceResponse {
+                    name,
+                    topic_id: id,
+                    partition_responses: vec![partition],
+                    ..Default::default()
+                }),
+            }
+        }
+        Some(response)
     }
 }
 
