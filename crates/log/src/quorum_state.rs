@@ -1,7 +1,8 @@
 //! The `quorum-state` file of the Raft metadata log: Kafka keeps the durable election state
 //! (epoch, leader, vote) as a small JSON file next to the `__cluster_metadata-0` segments,
 //! and this module stores and loads its bytes. The Raft crate owns the JSON form
-//! (`QuorumStateData::to_json`/`from_json`); this crate only makes the write atomic and
+//! (`kraftd_raft::driver::log::quorum_state_file`, Kafka's JSON of the generated
+//! `QuorumStateData`); this crate only makes the write atomic and
 //! durable, because only `crates/log` opens data files (architecture invariant).
 //!
 //! A write is temp file, fsync, rename, directory fsync: a crash leaves the old state or the

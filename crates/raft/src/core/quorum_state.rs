@@ -19,12 +19,17 @@
 
 use std::fmt;
 
+use kraftd_protocol::messages;
+
 use super::role::{
     CandidateState, EpochElection, FollowerState, LeaderState, ProspectiveState, ResignedState,
     Role, RoleName, UnattachedState,
 };
 
-/// The durable quorum state, Kafka's `QuorumStateData` (the `quorum-state` file).
+/// The durable quorum state: the three fields of Kafka's `QuorumStateData` (the
+/// `quorum-state` file) the transitions work on. The file holds the generated
+/// `kraftd_protocol::messages::QuorumStateData` ([`QuorumStateData::to_data`],
+/// [`QuorumStateData::from_data`]), in JSON through `driver::log::quorum_state_file`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuorumStateData {
     pub leader_epoch: i32,
@@ -34,11 +39,6 @@ pub struct QuorumStateData {
     pub voted_id: i32,
 }
 
-/// Why a `quorum-state` file did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("quorum-state: {0}")]
-pub struct QuorumStateParseError(String);
-
 impl QuorumStateData {
     /// The state of a node that has never run.
     pub const INITIAL: QuorumStateData = QuorumStateData {
@@ -47,38 +47,25 @@ impl QuorumStateData {
         voted_id: -1,
     };
 
-    /// Kafka's JSON form of the `quorum-state` file (data_version 1, KIP-853 fields empty).
-    pub fn to_json(&self) -> String {
-        format!(
-            "{{\"leaderId\":{},\"leaderEpoch\":{},\"votedId\":{},\"votedDirectoryId\":\"AAAAAAAAAAAAAAAAAAAAAA\",\"data_version\":1}}",
-            self.leader_id, self.leader_epoch, self.voted_id
-        )
+    /// The generated `QuorumStateData` the `quorum-state` file holds (its JSON codec is
+    /// `driver::log::quorum_state_file`): these three fields, no voted directory id (a static
+    /// quorum has none), the version-0-only fields left at their defaults.
+    pub fn to_data(self) -> messages::QuorumStateData {
+        messages::QuorumStateData {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            voted_id: self.voted_id,
+            ..messages::QuorumStateData::default()
+        }
     }
 
-    /// Reads the three fields the core needs from Kafka's JSON form.
-    pub fn from_json(text: &str) -> Result<QuorumStateData, QuorumStateParseError> {
-        fn field(text: &str, name: &str) -> Result<i32, QuorumStateParseError> {
-            let key = format!("\"{name}\"");
-            let at = text
-                .find(&key)
-                .ok_or_else(|| QuorumStateParseError(format!("no field {name}")))?;
-            let rest = text[at + key.len()..].trim_start();
-            let rest = rest
-                .strip_prefix(':')
-                .ok_or_else(|| QuorumStateParseError(format!("no value for {name}")))?
-                .trim_start();
-            let end = rest
-                .find(|c: char| c != '-' && !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            rest[..end]
-                .parse()
-                .map_err(|_| QuorumStateParseError(format!("{name} is not an int32")))
+    /// The three fields the core works on, from the file's generated struct.
+    pub fn from_data(data: &messages::QuorumStateData) -> QuorumStateData {
+        QuorumStateData {
+            leader_epoch: data.leader_epoch,
+            leader_id: data.leader_id,
+            voted_id: data.voted_id,
         }
-        Ok(QuorumStateData {
-            leader_epoch: field(text, "leaderEpoch")?,
-            leader_id: field(text, "leaderId")?,
-            voted_id: field(text, "votedId")?,
-        })
     }
 }
 
@@ -373,14 +360,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_round_trips() {
+    fn converts_to_and_from_the_generated_struct() {
         let d = QuorumStateData {
             leader_epoch: 643,
             leader_id: 1003,
             voted_id: -1,
         };
-        assert_eq!(QuorumStateData::from_json(&d.to_json()).unwrap(), d);
-        assert!(QuorumStateData::from_json("{}").is_err());
+        let data = d.to_data();
+        assert_eq!(data.voted_directory_id, kraftd_protocol::Uuid::ZERO);
+        assert!(data.cluster_id.is_empty());
+        assert_eq!(QuorumStateData::from_data(&data), d);
     }
 
     #[test]

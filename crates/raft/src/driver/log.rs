@@ -26,7 +26,9 @@
 //!
 //! Snapshots (KIP-630) are `crates/log`'s `<end offset>-<epoch>.checkpoint` files; deleting
 //! before a snapshot removes whole segments, so the start offset is the base of the oldest
-//! segment kept (at most the snapshot's end offset).
+//! segment kept (at most the snapshot's end offset). A snapshot above the flushed offset (a
+//! leader's HW can pass it) flushes the log first, so a crash never leaves the log ending
+//! below its latest snapshot.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -39,6 +41,12 @@ use kraftd_protocol::records::Batches;
 
 use crate::core::log::{LogError, RaftLog, SnapshotId};
 use crate::core::quorum_state::QuorumStateData;
+
+pub mod quorum_state_file;
+
+/// The `quorum-state` data_version written: 1, Kafka's KIP-853 form, which every Kafka 4.x
+/// reads whatever its `kraft.version` (Kafka itself writes 0 under `kraft.version` 0).
+const QUORUM_STATE_VERSION: i16 = 1;
 
 /// The metadata log of one node: a `kraftd_log::Log` in the directory, plus its
 /// `quorum-state` file.
@@ -97,24 +105,32 @@ impl MetadataLog {
         })
     }
 
-    /// The persisted quorum state, `None` for a node that never ran.
+    /// The persisted quorum state, `None` for a node that never ran. The file is Kafka's
+    /// JSON (data_version 0 or 1, [`quorum_state_file::decode`]); anything else is
+    /// [`MetadataLogError::QuorumState`] naming the file and what is wrong with it.
     pub fn read_quorum_state(&self) -> Result<Option<QuorumStateData>, MetadataLogError> {
         let Some(bytes) = self.quorum_state.read()? else {
             return Ok(None);
         };
-        let bad = |reason: String| MetadataLogError::QuorumState {
-            path: self.quorum_state.path().display().to_string(),
-            reason,
-        };
-        let text = std::str::from_utf8(&bytes).map_err(|e| bad(e.to_string()))?;
-        QuorumStateData::from_json(text)
-            .map(Some)
-            .map_err(|e| bad(e.to_string()))
+        let (data, _version) =
+            quorum_state_file::decode(&bytes).map_err(|e| MetadataLogError::QuorumState {
+                path: self.quorum_state.path().display().to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(Some(QuorumStateData::from_data(&data)))
     }
 
-    /// Writes the quorum state durably (temp file, fsync, rename, directory fsync).
+    /// Writes the quorum state durably (temp file, fsync, rename, directory fsync), as
+    /// Kafka's data_version 1 JSON.
     pub fn write_quorum_state(&self, state: &QuorumStateData) -> Result<(), MetadataLogError> {
-        self.quorum_state.write(state.to_json().as_bytes())?;
+        let json =
+            quorum_state_file::encode(&state.to_data(), QUORUM_STATE_VERSION).map_err(|e| {
+                MetadataLogError::QuorumState {
+                    path: self.quorum_state.path().display().to_string(),
+                    reason: e.to_string(),
+                }
+            })?;
+        self.quorum_state.write(&json)?;
         Ok(())
     }
 
@@ -446,6 +462,16 @@ impl RaftLog for MetadataLog {
                 epoch: id.epoch,
                 reason: "end offset outside the log".into(),
             });
+        }
+        // A leader's HW may pass its own flushed offset (the followers' durable offsets
+        // make the majority while its fsync runs off the driver's task), so a snapshot can
+        // be asked above it. The log is made durable through the snapshot's end first: a
+        // crash must not leave a snapshot above the log end (the log would restart below
+        // the state it already holds, with the segments before it deleted).
+        if id.end_offset > self.log.flushed_offset() && !self.failed() {
+            if let Err(e) = self.log.flush() {
+                self.fail("flush", e);
+            }
         }
         self.write_snapshot(id, data)
     }
@@ -801,5 +827,172 @@ mod tests {
         log.store_snapshot(id, b"s").unwrap();
         assert_eq!(log.delete_before_latest_snapshot(), 2);
         assert_eq!((log.start_offset(), log.end_offset()), (2, 3));
+    }
+
+    /// What Kafka 4.4.0's `FileQuorumStateStore` wrote for `withElectedLeader(7, 3,
+    /// Optional.of(ReplicaKey.of(3, NO_DIRECTORY_ID)), {1,2,3})` at `KRAFT_VERSION_1`.
+    const KAFKA_QUORUM_STATE_V1: &str = r#"{"leaderId":3,"leaderEpoch":7,"votedId":3,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}"#;
+
+    #[test]
+    fn the_quorum_state_file_holds_kafkas_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        let state = QuorumStateData {
+            leader_epoch: 7,
+            leader_id: 3,
+            voted_id: 3,
+        };
+        log.write_quorum_state(&state).unwrap();
+        let path = dir.path().join(kraftd_log::quorum_state::QUORUM_STATE_FILE);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            KAFKA_QUORUM_STATE_V1.as_bytes()
+        );
+
+        // A file Kafka wrote under kraft.version 0 (data_version 0) reads too.
+        std::fs::write(
+            &path,
+            r#"{"clusterId":"","leaderId":-1,"leaderEpoch":5,"votedId":2,"appliedOffset":0,"currentVoters":[{"voterId":2},{"voterId":3},{"voterId":1}],"data_version":0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            log.read_quorum_state().unwrap(),
+            Some(QuorumStateData {
+                leader_epoch: 5,
+                leader_id: -1,
+                voted_id: 2,
+            })
+        );
+    }
+
+    #[test]
+    fn a_bad_quorum_state_file_is_an_error_naming_the_file_and_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = MetadataLog::open(dir.path(), LogConfig::metadata_log()).unwrap();
+        let path = dir.path().join(kraftd_log::quorum_state::QUORUM_STATE_FILE);
+        for (contents, problem) in [
+            ("{\"leaderId\":3,", "not valid JSON"),
+            (
+                &KAFKA_QUORUM_STATE_V1.replace("\"data_version\":1", "\"data_version\":2"),
+                "data_version 2 is not within the supported versions 0 to 1",
+            ),
+            (
+                &KAFKA_QUORUM_STATE_V1.replace("\"leaderEpoch\":7", "\"leaderEpoch\":\"7\""),
+                "leaderEpoch is a string",
+            ),
+        ] {
+            std::fs::write(&path, contents).unwrap();
+            let e = log.read_quorum_state().unwrap_err().to_string();
+            assert!(
+                e.contains(&path.display().to_string()) && e.contains(problem),
+                "{e}"
+            );
+        }
+    }
+
+    /// Cuts the active segment of the log in `dir` after the last batch below `durable`:
+    /// what a crash leaves when nothing appended since the last fsync reached the disk.
+    fn lose_unflushed_tail(dir: &Path, durable: i64) {
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        logs.sort();
+        let active = logs.last().expect("a segment");
+        let bytes = std::fs::read(active).unwrap();
+        let mut pos = 0;
+        while pos + 12 <= bytes.len() {
+            let base = i64::from_be_bytes(bytes[pos..pos + 8].try_into().unwrap());
+            if base >= durable {
+                break;
+            }
+            let len = i32::from_be_bytes(bytes[pos + 8..pos + 12].try_into().unwrap());
+            pos += 12 + len as usize;
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(active)
+            .unwrap();
+        file.set_len(pos as u64).unwrap();
+        file.sync_all().unwrap();
+    }
+
+    /// A leader's HW counts the followers' durable offsets, so with three voters it can pass
+    /// the leader's own flushed offset (its fsync runs off the driver's task), and the
+    /// controller may snapshot there and delete the log before it. A crash then must not
+    /// leave the log ending below the snapshot, nor a hole between them.
+    #[test]
+    fn a_snapshot_above_the_flushed_offset_survives_a_crash_consistently() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("__cluster_metadata-0");
+        let mut config = LogConfig::metadata_log();
+        config.segment_bytes = 1000;
+        let mut log = MetadataLog::open(&dir, config.clone()).unwrap();
+        // Offsets 0..6 in rolled segments of two batches each (a roll syncs what it seals).
+        for _ in 0..6 {
+            log.append_as_leader(one_record(150), 1).unwrap();
+        }
+        let active_base = *log.inner().segment_base_offsets().last().unwrap();
+        assert!(active_base >= 4, "{:?}", log.inner().segment_base_offsets());
+        assert_eq!(log.flushed_offset(), active_base);
+        // The leader's asynchronous flush covers one more batch; two more stay unflushed.
+        log.append_as_leader(one_record(10), 1).unwrap();
+        let pending = log.plan_flush().unwrap();
+        log.flush_completed(pending.execute());
+        let flushed = log.flush();
+        assert_eq!(flushed, 7);
+        log.append_as_leader(one_record(10), 1).unwrap();
+        log.append_as_leader(one_record(10), 1).unwrap();
+        assert_eq!(log.end_offset(), 9);
+
+        // The HW (from two followers) is 8: snapshot there and delete before it.
+        let id = SnapshotId {
+            end_offset: 8,
+            epoch: 1,
+        };
+        assert!(id.end_offset > log.flushed_offset());
+        log.store_snapshot(id, b"state at 8").unwrap();
+        assert!(
+            log.flushed_offset() >= id.end_offset,
+            "the log is durable through the snapshot before it exists"
+        );
+        let start = log.delete_before_latest_snapshot();
+        assert!(start <= id.end_offset);
+        let durable = log.flushed_offset();
+        eprintln!(
+            "DEBUG durable {durable} segs {:?}",
+            log.inner().segment_base_offsets()
+        );
+        drop(log);
+
+        // Crash: whatever was not fsynced is gone.
+        lose_unflushed_tail(&dir, durable);
+        let log = MetadataLog::open(&dir, config).unwrap();
+        assert_eq!(log.latest_snapshot(), Some(id));
+        let (start, end) = (log.start_offset(), log.end_offset());
+        assert!(
+            start <= id.end_offset,
+            "log start {start} above the snapshot"
+        );
+        assert!(
+            end >= id.end_offset,
+            "the log ends at {end}, below the snapshot at {}",
+            id.end_offset
+        );
+        assert_eq!(log.flushed_offset(), end, "recovery point");
+        assert_eq!(log.last_epoch(), 1);
+        // No hole: every offset from the start to the end reads back in order.
+        let mut next = start;
+        while next < end {
+            let bytes = log.read(next, 1 << 20);
+            assert!(!bytes.is_empty(), "nothing readable at {next} below {end}");
+            for batch in Batches::new(bytes) {
+                let batch = batch.unwrap();
+                assert_eq!(batch.base_offset(), next);
+                next = batch.next_offset();
+            }
+        }
+        assert_eq!(next, end);
     }
 }

@@ -329,8 +329,10 @@ async fn three_nodes_elect_commit_fail_over_and_catch_up() {
     for id in 1..=3 {
         let store = kraftd_log::quorum_state::QuorumStateStore::new(&cluster.dirs[&id]);
         let bytes = store.read().expect("readable").expect("written");
-        let state = kraftd_raft::QuorumStateData::from_json(std::str::from_utf8(&bytes).unwrap())
-            .expect("Kafka's JSON");
+        let (data, version) =
+            kraftd_raft::driver::log::quorum_state_file::decode(&bytes).expect("Kafka's JSON");
+        assert_eq!(version, 1, "node {id}");
+        let state = kraftd_raft::QuorumStateData::from_data(&data);
         assert_eq!(state.leader_epoch, first_epoch, "node {id}");
         assert_eq!(state.leader_id, first_leader, "node {id}");
     }
