@@ -278,3 +278,248 @@ pub fn learn(
     assert!(learned.len() <= MAX_LEARNED_ENDPOINTS);
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use kraftd_protocol::messages::{
+        BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
+        EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse, VoteResponse,
+    };
+    use kraftd_protocol::Message;
+
+    use super::*;
+
+    const LEADER: i32 = 1;
+    const EPOCH: i32 = 7;
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            host: "controller-1.example".to_string(),
+            port: 9093,
+        }
+    }
+
+    /// Every Raft message that names a leader, naming leader 1 in epoch 7, with the codec's
+    /// version range of each.
+    fn messages() -> Vec<(RaftMessage, std::ops::RangeInclusive<i16>)> {
+        let mut fetch = FetchResponse::default();
+        fetch
+            .responses
+            .push(fetch_response::FetchableTopicResponse {
+                partitions: vec![fetch_response::PartitionData {
+                    current_leader: fetch_response::LeaderIdAndEpoch {
+                        leader_id: LEADER,
+                        leader_epoch: EPOCH,
+                        ..Default::default()
+                    },
+                    records: Some(Bytes::new()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        let mut snapshot = FetchSnapshotResponse::default();
+        snapshot
+            .topics
+            .push(fetch_snapshot_response::TopicSnapshot {
+                partitions: vec![fetch_snapshot_response::PartitionSnapshot {
+                    current_leader: fetch_snapshot_response::LeaderIdAndEpoch {
+                        leader_id: LEADER,
+                        leader_epoch: EPOCH,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        let mut vote = VoteResponse::default();
+        vote.topics.push(vote_response::TopicData {
+            partitions: vec![vote_response::PartitionData {
+                leader_id: LEADER,
+                leader_epoch: EPOCH,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let mut begin = BeginQuorumEpochRequest::default();
+        begin.topics.push(begin_quorum_epoch_request::TopicData {
+            partitions: vec![begin_quorum_epoch_request::PartitionData {
+                leader_id: LEADER,
+                leader_epoch: EPOCH,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let mut begin_response = BeginQuorumEpochResponse::default();
+        begin_response
+            .topics
+            .push(begin_quorum_epoch_response::TopicData {
+                partitions: vec![begin_quorum_epoch_response::PartitionData {
+                    leader_id: LEADER,
+                    leader_epoch: EPOCH,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        let mut end = EndQuorumEpochRequest::default();
+        end.topics.push(end_quorum_epoch_request::TopicData {
+            partitions: vec![end_quorum_epoch_request::PartitionData {
+                leader_id: LEADER,
+                leader_epoch: EPOCH,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let mut end_response = EndQuorumEpochResponse::default();
+        end_response
+            .topics
+            .push(end_quorum_epoch_response::TopicData {
+                partitions: vec![end_quorum_epoch_response::PartitionData {
+                    leader_id: LEADER,
+                    leader_epoch: EPOCH,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        vec![
+            // CurrentLeader exists from v12; NodeEndpoints from v16 (tag), filled from v17.
+            (RaftMessage::FetchResponse(Box::new(fetch)), 12..=18),
+            (
+                RaftMessage::FetchSnapshotResponse(Box::new(snapshot)),
+                0..=1,
+            ),
+            (RaftMessage::VoteResponse(vote), 0..=2),
+            (RaftMessage::BeginQuorumEpochRequest(begin), 0..=1),
+            (RaftMessage::BeginQuorumEpochResponse(begin_response), 0..=1),
+            (RaftMessage::EndQuorumEpochRequest(end), 0..=1),
+            (RaftMessage::EndQuorumEpochResponse(end_response), 0..=1),
+        ]
+    }
+
+    /// Encodes at `version` and decodes back through the real codec.
+    fn round_trip(msg: &RaftMessage, version: i16) -> RaftMessage {
+        let bytes = match msg {
+            RaftMessage::FetchResponse(m) => m.to_bytes(version),
+            RaftMessage::FetchSnapshotResponse(m) => m.to_bytes(version),
+            RaftMessage::VoteResponse(m) => m.to_bytes(version),
+            RaftMessage::BeginQuorumEpochRequest(m) => m.to_bytes(version),
+            RaftMessage::BeginQuorumEpochResponse(m) => m.to_bytes(version),
+            RaftMessage::EndQuorumEpochRequest(m) => m.to_bytes(version),
+            RaftMessage::EndQuorumEpochResponse(m) => m.to_bytes(version),
+            other => panic!("{other:?} names no leader"),
+        }
+        .unwrap_or_else(|e| panic!("{:?} v{version} encodes: {e}", msg.kind()));
+        RaftMessage::decode(msg.kind(), msg.is_request(), version, bytes)
+            .unwrap_or_else(|e| panic!("{:?} v{version} decodes: {e}", msg.kind()))
+    }
+
+    #[test]
+    fn the_leaders_endpoint_travels_at_the_versions_that_carry_it_and_nothing_before() {
+        for (msg, versions) in messages() {
+            let since = endpoints_since(msg.kind());
+            assert!(versions.contains(&since), "{:?}", msg.kind());
+            assert!(
+                msg.kind().version() >= since,
+                "{:?}: the pinned version carries endpoints",
+                msg.kind()
+            );
+            for version in versions {
+                let mut sent = msg.clone();
+                fill_endpoints(&mut sent, version, "CONTROLLER", Some(&endpoint()));
+                let received = round_trip(&sent, version);
+                let learned = leader_endpoint_in(&received, "CONTROLLER");
+                if version >= since {
+                    assert_eq!(
+                        learned,
+                        Some((LEADER, EPOCH, endpoint())),
+                        "{:?} v{version}",
+                        msg.kind()
+                    );
+                } else {
+                    assert_eq!(received, msg, "{:?} v{version} carries nothing", msg.kind());
+                    assert_eq!(learned, None, "{:?} v{version}", msg.kind());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_is_sent_without_a_known_endpoint_or_a_named_leader() {
+        for (msg, _) in messages() {
+            let mut sent = msg.clone();
+            fill_endpoints(&mut sent, msg.kind().version(), "CONTROLLER", None);
+            assert_eq!(sent, msg);
+        }
+        let mut vote = VoteResponse::default();
+        vote.topics.push(vote_response::TopicData {
+            partitions: vec![vote_response::PartitionData {
+                leader_id: -1,
+                leader_epoch: EPOCH,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let msg = RaftMessage::VoteResponse(vote);
+        let mut sent = msg.clone();
+        fill_endpoints(&mut sent, 2, "CONTROLLER", Some(&endpoint()));
+        assert_eq!(sent, msg, "no leader, no endpoint (Kafka: leaderId >= 0)");
+    }
+
+    #[test]
+    fn a_request_is_read_under_our_listener_name_and_a_response_under_the_leaders_id() {
+        let (begin, _) = messages().swap_remove(3);
+        let mut sent = begin;
+        fill_endpoints(&mut sent, 1, "OTHER", Some(&endpoint()));
+        assert_eq!(leader_endpoint_in(&sent, "CONTROLLER"), None);
+        assert!(leader_endpoint_in(&sent, "OTHER").is_some());
+
+        let (mut fetch, _) = messages().swap_remove(0);
+        fill_endpoints(&mut fetch, 18, "CONTROLLER", Some(&endpoint()));
+        if let RaftMessage::FetchResponse(r) = &mut fetch {
+            r.node_endpoints[0].node_id = 2;
+        }
+        assert_eq!(
+            leader_endpoint_in(&fetch, "CONTROLLER"),
+            None,
+            "another node's"
+        );
+        if let RaftMessage::FetchResponse(r) = &mut fetch {
+            r.node_endpoints[0].node_id = LEADER;
+            r.node_endpoints[0].port = 70_000;
+        }
+        assert_eq!(
+            leader_endpoint_in(&fetch, "CONTROLLER"),
+            None,
+            "no such port"
+        );
+    }
+
+    #[test]
+    fn an_older_epoch_never_replaces_a_newer_endpoint_and_the_map_is_capped() {
+        let mut learned = BTreeMap::new();
+        let other = Endpoint {
+            host: "10.0.0.9".to_string(),
+            port: 1,
+        };
+        assert!(learn(&mut learned, 1, 5, endpoint()));
+        assert!(!learn(&mut learned, 1, 4, other.clone()));
+        assert!(!learn(&mut learned, 1, 5, endpoint()));
+        assert!(learn(&mut learned, 1, 6, other.clone()));
+        assert_eq!(learned[&1].endpoint, other);
+        for id in 2..(MAX_LEARNED_ENDPOINTS as i32 + 10) {
+            learn(&mut learned, id, 100 + id, endpoint());
+        }
+        assert_eq!(learned.len(), MAX_LEARNED_ENDPOINTS);
+        assert!(!learned.contains_key(&1), "the oldest epoch went first");
+    }
+
+    #[test]
+    fn an_ipv6_literal_is_bracketed_to_connect() {
+        let e = Endpoint {
+            host: "::1".to_string(),
+            port: 9093,
+        };
+        assert_eq!(e.address(), "[::1]:9093");
+        assert_eq!(endpoint().address(), "controller-1.example:9093");
+    }
+}

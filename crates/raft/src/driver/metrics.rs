@@ -93,6 +93,9 @@ pub struct RaftMetrics {
     pub not_leader_or_follower_replies: u64,
     /// Per destination node id.
     pub destinations: BTreeMap<i32, DestinationMetrics>,
+    /// Leader endpoints learned from Raft messages (KIP-853), `host:port` by leader id:
+    /// where a request to an id that `controller.quorum.voters` lacks goes.
+    pub learned_endpoints: BTreeMap<i32, String>,
 }
 
 /// Kafka's raft-metrics sensors: the windowed stats behind [`RaftMetrics`]'s latencies,
@@ -297,6 +300,7 @@ impl PartialEq for RaftMetrics {
             append_records_total,
             not_leader_or_follower_replies,
             destinations,
+            learned_endpoints,
         } = self;
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
         *current_state == other.current_state
@@ -323,6 +327,7 @@ impl PartialEq for RaftMetrics {
             && *append_records_total == other.append_records_total
             && *not_leader_or_follower_replies == other.not_leader_or_follower_replies
             && *destinations == other.destinations
+            && *learned_endpoints == other.learned_endpoints
     }
 }
 

@@ -315,6 +315,12 @@ impl RaftDriver {
         let started = Instant::now();
         let base_ms = unix_ms();
         let mut raft = config.raft.clone();
+        raft.listener_name = config.controller_listener_name.clone();
+        raft.voter_endpoints = config
+            .voters
+            .iter()
+            .map(|(id, v)| (*id, v.wire_endpoint()))
+            .collect();
         if !config.bootstrap_servers.is_empty() {
             raft.bootstrap_servers = config.bootstrap_servers.iter().map(|b| b.id).collect();
         }
@@ -360,6 +366,7 @@ impl RaftDriver {
             controller_listener_name: config.controller_listener_name.clone(),
             client,
             channels: HashMap::new(),
+            routes: HashMap::new(),
             inbound: HashMap::new(),
             net_rx,
             commands,
@@ -723,6 +730,25 @@ fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Where a request to node `to` goes: its `controller.quorum.voters` endpoint, else its
+/// bootstrap server's (a negative id), else the endpoint a Raft message named for it
+/// (KIP-853: `learned`, as `host:port`). The configuration comes first for a static voter:
+/// the operator wrote the address this node can reach, while an advertised one may be
+/// unroutable from here (D2) or stale; a learned endpoint serves the ids the configuration
+/// lacks. (Kafka prefers the endpoints of the messages; with static voters they match.)
+fn route(
+    to: i32,
+    voters: &BTreeMap<i32, VoterEndpoint>,
+    bootstrap: &BTreeMap<i32, VoterEndpoint>,
+    learned: Option<String>,
+) -> Option<String> {
+    voters
+        .get(&to)
+        .or_else(|| bootstrap.get(&to))
+        .map(VoterEndpoint::address)
+        .or(learned)
+}
+
 fn request_body(msg: RaftMessage) -> Option<RequestBody> {
     Some(match msg {
         RaftMessage::VoteRequest(r) => RequestBody::Vote(r),
@@ -866,6 +892,8 @@ struct DriverLoop {
     controller_listener_name: String,
     client: ClientConfig,
     channels: HashMap<i32, Channel>,
+    /// The address each of `channels` connects to.
+    routes: HashMap<i32, String>,
     /// Requests awaiting the core's answer, by (sender, correlation id).
     inbound: HashMap<(i32, i32), Inbound>,
     net_rx: mpsc::Receiver<NetEvent>,
@@ -1427,20 +1455,20 @@ impl DriverLoop {
         let Some(body) = request_body(msg) else {
             return;
         };
+        let learned = self.core.learned_endpoint(to).map(|l| l.endpoint.address());
+        let Some(address) = route(to, &self.voters, &self.bootstrap_endpoints, learned) else {
+            warn!(node = self.node_id, to, "no endpoint known for node");
+            self.failures.push_back((to, correlation_id, kind));
+            return;
+        };
         let channel = match self.channels.get(&to) {
-            Some(c) => c.clone(),
-            None => {
-                let endpoint = self
-                    .voters
-                    .get(&to)
-                    .or_else(|| self.bootstrap_endpoints.get(&to));
-                let Some(endpoint) = endpoint else {
-                    warn!(node = self.node_id, to, "no endpoint known for node");
-                    self.failures.push_back((to, correlation_id, kind));
-                    return;
-                };
-                let c = Channel::spawn(endpoint.address(), self.client.clone());
+            Some(c) if self.routes.get(&to) == Some(&address) => c.clone(),
+            _ => {
+                // A learned endpoint can change with the epoch (a leader restarted
+                // elsewhere): the old channel goes with its address.
+                let c = Channel::spawn(address.clone(), self.client.clone());
                 self.channels.insert(to, c.clone());
+                self.routes.insert(to, address);
                 c
             }
         };
@@ -1549,6 +1577,12 @@ impl DriverLoop {
             append_records_total: c.append_records_total,
             not_leader_or_follower_replies: self.core.stats().not_leader_or_follower_replies,
             destinations: c.destinations.clone(),
+            learned_endpoints: self
+                .core
+                .learned_endpoints()
+                .iter()
+                .map(|(id, l)| (*id, l.endpoint.address()))
+                .collect(),
             // Windowed: set by the sensors below.
             ..RaftMetrics::default()
         };
@@ -1561,5 +1595,40 @@ impl DriverLoop {
                 true
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(id: i32, host: &str, port: u16) -> VoterEndpoint {
+        VoterEndpoint {
+            id,
+            host: host.to_string(),
+            port,
+        }
+    }
+
+    #[test]
+    fn a_configured_voter_is_routed_by_its_configuration_and_a_learned_endpoint_fills_the_rest() {
+        let voters = BTreeMap::from([(1, endpoint(1, "controller-1", 9093))]);
+        let bootstrap = BTreeMap::from([(-2, endpoint(-2, "localhost", 9093))]);
+        let learned = |a: &str| Some(a.to_string());
+        assert_eq!(
+            route(1, &voters, &bootstrap, learned("10.0.0.1:19093")),
+            Some("controller-1:9093".to_string()),
+            "the configuration wins for a static voter"
+        );
+        assert_eq!(
+            route(-2, &voters, &bootstrap, None),
+            Some("localhost:9093".to_string())
+        );
+        assert_eq!(
+            route(2, &voters, &bootstrap, learned("10.0.0.2:9093")),
+            Some("10.0.0.2:9093".to_string()),
+            "an id the configuration lacks goes where the messages named it"
+        );
+        assert_eq!(route(3, &voters, &bootstrap, None), None);
     }
 }
