@@ -1218,3 +1218,91 @@ fn a_bootstrap_reply_naming_another_leader_is_not_taken_as_the_leaders() {
     );
     assert_eq!(o.leader_id(), Some(1));
 }
+
+fn endpoint(port: u16) -> kraftd_raft::core::endpoints::Endpoint {
+    kraftd_raft::core::endpoints::Endpoint {
+        host: "127.0.0.1".to_string(),
+        port,
+    }
+}
+
+/// KIP-853: a leader that knows its own endpoint puts it in its Fetch responses and
+/// BeginQuorumEpoch requests; a follower that lacks it in its configuration learns it from
+/// them and names it in its own responses (Kafka's `RaftUtil.singleton*`).
+#[test]
+fn the_leader_sends_its_endpoint_and_a_follower_learns_and_repeats_it() {
+    let mut c = config();
+    c.voter_endpoints.insert(1, endpoint(9001));
+    let persisted = QuorumStateData {
+        leader_epoch: 0,
+        leader_id: -1,
+        voted_id: -1,
+    };
+    let mut leader = RaftCore::new(c, 1, [1, 2, 3], Some(persisted), MemoryLog::new(), 7, 0);
+    let mut now = 0;
+    while leader.role() != RoleName::Prospective {
+        now = leader.poll_timeout();
+        leader.handle_timeout(now);
+    }
+    for (v, corr) in vote_requests(&drain(&mut leader)) {
+        leader
+            .handle_message(now, v, corr, vote_response(0, -1, true))
+            .expect("ok");
+    }
+    for (v, corr) in vote_requests(&drain(&mut leader)) {
+        leader
+            .handle_message(now, v, corr, vote_response(1, -1, true))
+            .expect("ok");
+    }
+    assert_eq!(leader.role(), RoleName::Leader);
+    let mut begin = Vec::new();
+    let out = drain_flushing(&mut leader, now);
+    for (_, msg) in sends(&out) {
+        if let RaftMessage::BeginQuorumEpochRequest(r) = msg {
+            begin.push(r.clone());
+        }
+    }
+    assert!(!begin.is_empty(), "the new leader sends BeginQuorumEpoch");
+    for r in &begin {
+        assert_eq!(r.leader_endpoints.len(), 1);
+        assert_eq!(r.leader_endpoints[0].name, "CONTROLLER");
+        assert_eq!(r.leader_endpoints[0].port, 9001);
+    }
+    let epoch = leader.epoch();
+    let r = answer(&mut leader, now, 2, fetch(2, epoch, 0, 0, 0)).expect("answered");
+    assert_eq!(r.node_endpoints.len(), 1, "{r:?}");
+    assert_eq!(r.node_endpoints[0].node_id, 1);
+    assert_eq!(r.node_endpoints[0].port, 9001);
+
+    // A follower without voter 1's endpoint learns it from BeginQuorumEpoch.
+    let mut f = RaftCore::new(config(), 2, [1, 2, 3], None, MemoryLog::new(), 3, 0);
+    drain(&mut f);
+    f.handle_message(
+        now,
+        1,
+        5,
+        RaftMessage::BeginQuorumEpochRequest(begin[0].clone()),
+    )
+    .expect("ok");
+    assert_eq!(f.leader_id(), Some(1));
+    let learned = f.learned_endpoint(1).expect("learned");
+    assert_eq!((learned.epoch, learned.endpoint.port), (epoch, 9001));
+    let out = drain(&mut f);
+    let answered = sends(&out).into_iter().any(|(to, m)| {
+        matches!(m, RaftMessage::BeginQuorumEpochResponse(r)
+            if to == 1 && r.node_endpoints.len() == 1 && r.node_endpoints[0].port == 9001)
+    });
+    assert!(
+        answered,
+        "the follower names the leader's endpoint back: {out:?}"
+    );
+    // ...and repeats it to a candidate of the same epoch it refuses.
+    f.handle_message(now, 3, 6, vote_request(3, epoch, 0, 0, false))
+        .expect("ok");
+    let out = drain(&mut f);
+    let named = sends(&out).into_iter().any(|(_, m)| {
+        matches!(m, RaftMessage::VoteResponse(r)
+            if r.node_endpoints.len() == 1 && r.node_endpoints[0].node_id == 1)
+    });
+    assert!(named, "{out:?}");
+}
