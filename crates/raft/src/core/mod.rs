@@ -865,9 +865,15 @@ impl<L: RaftLog> RaftCore<L> {
     /// back, never past the log end.
     /// The committed log's end as far as this node knows: the HW on a leader, the highest
     /// HW a leader reported on a follower or observer (which may be above this node's own
-    /// HW, capped at its log end); -1 before any.
+    /// HW, capped at its log end); -1 before any. A follower's own HW does not count: after
+    /// a restart it comes from local state (a snapshot's end), and a state machine that took
+    /// it for the leader's would call itself caught up before fetching anything.
     pub fn leader_high_watermark(&self) -> i64 {
-        self.leader_high_watermark.max(self.high_watermark)
+        if self.role() == RoleName::Leader {
+            self.high_watermark
+        } else {
+            self.leader_high_watermark
+        }
     }
 
     fn set_high_watermark(&mut self, hw: i64) {
@@ -923,6 +929,25 @@ mod tests {
             while core.poll_output().is_some() {}
         }
         (core, now)
+    }
+
+    #[test]
+    fn only_a_leader_reports_its_own_high_watermark_as_the_leaders() {
+        // A restarted observer knows no leader's HW until a fetch response says one: its own
+        // (0 at start) must not pass for it, or a state machine would think itself caught up.
+        let observer = RaftCore::new(
+            RaftConfig::new("c"),
+            4,
+            [1, 2, 3],
+            None,
+            MemoryLog::new(),
+            7,
+            0,
+        );
+        assert_eq!(observer.high_watermark(), 0);
+        assert_eq!(observer.leader_high_watermark(), -1);
+        let (core, _) = leader();
+        assert_eq!(core.leader_high_watermark(), core.high_watermark());
     }
 
     #[test]
