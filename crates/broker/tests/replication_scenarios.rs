@@ -896,3 +896,41 @@ fn divergence_below_the_leaders_earliest_epoch_truncates_the_follower() {
     c.assert_identical(&[a, b]);
     assert_eq!(vals(&c, b), ["kept"]);
 }
+
+/// A replica that led an epoch without writing anything (its epoch assigned at its log end)
+/// and then follows a leader whose log holds older-epoch batches past that point: the empty
+/// epoch describes no data and must not block replication (it used to: the follower's log
+/// refused the leader's epoch-0 batches as a decreasing epoch, forever).
+#[test]
+fn an_epoch_led_without_writes_does_not_block_following_older_batches() {
+    let (a, b) = (1, 2);
+    let mut c = Cluster::new(&[a, b], config(1));
+    c.apply(&state(a, 0, 0, &[a, b], &[a, b]));
+    assert_eq!(c.write(a, &["m0", "m1"]), (0, 1));
+    c.catch_up(b);
+    // A writes m2, m3 that B does not fetch; B is elected (epoch 1) and writes nothing.
+    assert_eq!(c.write(a, &["m2", "m3"]), (2, 3));
+    c.apply(&state(b, 1, 1, &[a, b], &[a, b]));
+    assert_eq!(c.p(b).log_end_offset(), 2);
+    // A leads again (epoch 2) with its epoch-0 batch at 2..3 still there.
+    c.apply(&state(a, 2, 2, &[a, b], &[a, b]));
+    assert_eq!(c.write(a, &["m4"]), (4, 4));
+    // B names the epoch of its last batch, 0, and takes A's epoch-0 and epoch-2 batches.
+    assert_eq!(c.p(b).fetch_position(), (2, 0));
+    assert_eq!(c.fetch(b), Fetched::Appended { first: 2, last: 4 });
+    c.assert_identical(&[a, b]);
+}
+
+/// The same after a divergence answer: an empty epoch at the follower's log end is dropped
+/// by the truncation to that end, so the follower does not ask about it again and again.
+#[test]
+fn truncation_to_the_log_end_drops_an_empty_epoch() {
+    let (a, b) = (1, 2);
+    let mut c = Cluster::new(&[a, b], config(1));
+    c.apply(&state(a, 0, 0, &[a, b], &[a, b]));
+    assert_eq!(c.write(a, &["m0", "m1"]), (0, 1));
+    c.catch_up(b);
+    c.apply(&state(b, 1, 1, &[a, b], &[a, b]));
+    c.pm(b).truncate_to(2, 0).unwrap();
+    assert_eq!(c.p(b).fetch_position(), (2, 0), "the empty epoch 1 went");
+}

@@ -1108,11 +1108,16 @@ impl Log {
 
     /// Removes every batch from the one holding `offset` on (the follower's divergence
     /// path, KIP-101/279). A batch straddling `offset` is removed whole, so the log end
-    /// offset may end below `offset`. Offsets at or past the log end do nothing; an offset
-    /// below the log start empties the log to start there (as Kafka does).
+    /// offset may end below `offset`. Offsets at or past the log end remove no batch, only
+    /// epochs assigned at or after `offset` with nothing written in them; an offset below
+    /// the log start empties the log to start there (as Kafka does).
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
         if offset >= self.log_end_offset {
-            return Ok(());
+            // No batch goes, but an epoch a leader assigned at the log end before writing
+            // anything (`assign_epoch_start_offset`) does when `offset` is the log end: it
+            // describes no data, and a follower must not keep it (its next fetch would name
+            // an epoch it holds nothing of, and the leader's older batches could not follow).
+            return self.epoch_cache.truncate_from_end(offset);
         }
         if offset < self.log_start_offset() {
             return self.truncate_fully_and_start_at(offset);

@@ -488,6 +488,16 @@ impl Partition {
             Role::None
         };
         let changed = role != self.role || state.leader_epoch != self.leader_epoch;
+        if changed {
+            // An epoch this replica started as leader without writing anything describes
+            // no data: dropped, so the next fetch names the epoch of its last batch and the
+            // new leader's batches of older epochs can follow (Kafka's follower append
+            // overwrites such entries; our log refuses a decreasing epoch instead).
+            let end = self.log.log_end_offset();
+            if let Err(e) = self.log.truncate_to(end) {
+                warn!(topic = %self.tp.topic, partition = self.tp.partition, error = %e, "dropping an empty leader epoch failed");
+            }
+        }
         self.role = role;
         self.leader_epoch = state.leader_epoch;
         self.partition_epoch = state.partition_epoch;
@@ -976,6 +986,8 @@ impl Partition {
     /// HW follows), unlike the metadata log. Producer state is rebuilt to match.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), PartitionError> {
         if offset >= self.log.log_end_offset() {
+            // Nothing to remove but an epoch assigned at the end with no data in it.
+            self.log.truncate_to(offset)?;
             return Ok(());
         }
         info!(
