@@ -19,12 +19,14 @@ use kraftd_protocol::frame::{frame_chunks, split_frame, DEFAULT_MAX_FRAME_BYTES}
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::RequestHeader;
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, timeout, Instant};
 use tracing::debug;
+
+use super::write_frame;
 
 /// Requests queued for a channel's task before callers are refused.
 pub const CHANNEL_QUEUE_CAPACITY: usize = 256;
@@ -292,18 +294,16 @@ impl ChannelTask {
         let Some(conn) = self.conn.as_mut() else {
             return;
         };
-        let mut failed = None;
-        for chunk in frame_chunks(encoded) {
-            let write = timeout(self.config.request_timeout, conn.wr.write_all(&chunk)).await;
-            match write {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => failed = Some(format!("write failed: {e}")),
-                Err(_) => failed = Some("write timed out".to_string()),
-            }
-            if failed.is_some() {
-                break;
-            }
-        }
+        let write = timeout(
+            self.config.request_timeout,
+            write_frame(&mut conn.wr, frame_chunks(encoded)),
+        )
+        .await;
+        let failed = match write {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(format!("write failed: {e}")),
+            Err(_) => Some("write timed out".to_string()),
+        };
         if let Some(reason) = failed {
             out.reply.complete(Err(ClientError::Disconnected {
                 destination: self.destination.clone(),

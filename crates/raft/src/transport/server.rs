@@ -32,6 +32,8 @@ use tokio::task::JoinSet;
 
 use tracing::{debug, warn};
 
+use super::write_frame;
+
 /// The default cap on requests awaiting a response on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
 /// The default cap on open connections per listener.
@@ -282,11 +284,9 @@ async fn write_responses(
                 return;
             }
         };
-        for chunk in frame_chunks(encoded) {
-            if let Err(e) = wr.write_all(&chunk).await {
-                debug!(%peer, "closing connection: write failed: {e}");
-                return;
-            }
+        if let Err(e) = write_frame(&mut wr, frame_chunks(encoded)).await {
+            debug!(%peer, "closing connection: write failed: {e}");
+            return;
         }
     }
     let _ = wr.shutdown().await;
