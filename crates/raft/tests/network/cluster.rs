@@ -24,7 +24,8 @@ fn deadline(secs: u64) -> Instant {
     Instant::now() + Duration::from_secs(secs)
 }
 
-fn config(
+/// A node's driver config with loopback-short timeouts (shared by the network tests).
+pub(crate) fn config(
     id: i32,
     voters: &BTreeMap<i32, VoterEndpoint>,
     dir: &Path,

@@ -14,19 +14,9 @@ use kraftd_raft::driver::{
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-const CLUSTER_ID: &str = "kraftd-endpoints-test-AAAA";
-
+/// The cluster tests' node config; each node here runs once (incarnation 0).
 fn config(id: i32, voters: &BTreeMap<i32, VoterEndpoint>, dir: &Path) -> DriverConfig {
-    let mut c = DriverConfig::new(id, CLUSTER_ID, voters.clone(), dir.to_path_buf());
-    // Loopback is fast: shorter timeouts keep the test quick without changing behaviour.
-    c.raft.election_timeout_ms = 300;
-    c.raft.fetch_timeout_ms = 600;
-    c.raft.election_backoff_max_ms = 300;
-    c.raft.request_timeout_ms = 500;
-    c.raft.fetch_max_wait_ms = 100;
-    c.raft.append_linger_ms = 2;
-    c.seed = id as u64;
-    c
+    crate::cluster::config(id, voters, dir, 0)
 }
 
 /// The leader once `handles` all name the same one and it says so itself.
