@@ -944,15 +944,7 @@ impl Cluster {
                     node_dir.join("data").display(),
                 ),
             )?;
-            let status = Command::new(bin)
-                .args(["format", "--config"])
-                .arg(&config)
-                .args(["--cluster-id", &cluster_id])
-                .stdout(Stdio::null())
-                .status()?;
-            if !status.success() {
-                bail!("formatting node {id} failed");
-            }
+            crate::cluster::format_node(bin, &config, &cluster_id, id)?;
             let log = node_dir.join("kraftd.log");
             let child = Command::new(bin)
                 .args([roles, "--config"])

@@ -131,15 +131,7 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
                 node.metrics_port
             ),
         )?;
-        let status = Command::new(&bin)
-            .args(["format", "--config"])
-            .arg(&config)
-            .args(["--cluster-id", &cluster_id])
-            .stdout(Stdio::null())
-            .status()?;
-        if !status.success() {
-            bail!("formatting node {} failed", node.id);
-        }
+        format_node(&bin, &config, &cluster_id, node.id)?;
         let command = if node.roles.contains(',') {
             "combined"
         } else {
@@ -347,5 +339,19 @@ pub fn logs(root: &Path, node: u32) -> Result<()> {
     let path = entry["log"].as_str().unwrap_or_default();
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
     print!("{text}");
+    Ok(())
+}
+
+/// `kraftd format --config <config> --cluster-id <id>` for one node (cluster-up and the bench).
+pub(crate) fn format_node(bin: &Path, config: &Path, cluster_id: &str, id: u32) -> Result<()> {
+    let status = Command::new(bin)
+        .args(["format", "--config"])
+        .arg(config)
+        .args(["--cluster-id", cluster_id])
+        .stdout(Stdio::null())
+        .status()?;
+    if !status.success() {
+        bail!("formatting node {id} failed");
+    }
     Ok(())
 }
