@@ -15,7 +15,7 @@ use kraftd_controller::control::{
 use kraftd_controller::image::PartitionRegistration;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
-use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::messages::broker_registration_request::Listener;
 use kraftd_protocol::messages::{
     AlterPartitionRequest, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     BrokerRegistrationRequest, BrokerRegistrationResponse,
@@ -135,20 +135,8 @@ impl Controller {
                 security_protocol: 0,
                 ..Default::default()
             }],
-            features: vec![
-                Feature {
-                    name: "metadata.version".into(),
-                    min_supported_version: 1,
-                    max_supported_version: METADATA_VERSION,
-                    ..Default::default()
-                },
-                Feature {
-                    name: "eligible.leader.replicas.version".into(),
-                    min_supported_version: 0,
-                    max_supported_version: 1,
-                    ..Default::default()
-                },
-            ],
+            // What a real broker of this build registers with.
+            features: kraftd_broker::server::supported_features(),
             rack: None,
             previous_broker_epoch,
             ..Default::default()
