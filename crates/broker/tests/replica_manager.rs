@@ -340,9 +340,19 @@ impl Broker {
         tp: &TopicIdPartition,
         offset: i64,
     ) -> Vec<(TopicIdPartition, FetchResult)> {
+        self.follower_fetch_at(tp, offset, 0).await
+    }
+
+    /// [`Broker::follower_fetch`] reporting the follower's log start.
+    async fn follower_fetch_at(
+        &self,
+        tp: &TopicIdPartition,
+        offset: i64,
+        log_start: i64,
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
         let params = PartitionFetchParams {
             fetch_offset: offset,
-            log_start_offset: 0,
+            log_start_offset: log_start,
             max_bytes: 1 << 20,
             current_leader_epoch: LEADER_EPOCH,
             last_fetched_epoch: LEADER_EPOCH,
@@ -916,4 +926,26 @@ async fn replicas_of_a_topic_deleted_while_the_broker_was_down_are_removed_at_th
     let r = b.fetch(&other, 0, 1, Duration::ZERO).await;
     assert_eq!(r.error, ErrorCode::None);
     assert_eq!(r.high_watermark, 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn delete_records_waits_for_the_followers_log_start_and_its_fetch_wakes_it() {
+    let (_dir, b) = Broker::started_with(&bootstrap_with_follower());
+    let tp = orders();
+    b.produce_ok(1, &tp, batch(now_ms(), &["a", "b", "c", "d"]))
+        .await;
+    b.follower_fetch(&tp, 0).await;
+    b.follower_fetch(&tp, 4).await;
+    let rm = Arc::clone(&b.rm);
+    let entry = tp.clone();
+    let waiting = tokio::spawn(async move { rm.delete_records(LONG_WAIT, vec![(entry, 2)]).await });
+    let_tasks_park().await;
+    assert!(
+        !waiting.is_finished(),
+        "DeleteRecords did not wait for the follower's log start"
+    );
+    // The follower's next fetch says its log starts at 2: that fetch alone wakes the wait.
+    b.follower_fetch_at(&tp, 4, 2).await;
+    let answer = answered(waiting, "the follower's fetch did not wake DeleteRecords").await;
+    assert_eq!(answer, vec![(tp, Ok(2))]);
 }

@@ -254,6 +254,8 @@ pub struct ReadInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FollowerUpdate {
     pub high_watermark_changed: bool,
+    /// The follower's log start moved (a DeleteRecords waits on the low watermark).
+    pub log_start_changed: bool,
     /// An ISR expansion to send to the controller.
     pub isr_change: Option<IsrChange>,
 }
@@ -735,6 +737,7 @@ impl Partition {
             state.last_caught_up_ms = state.last_caught_up_ms.max(state.last_fetch_ms);
         }
         state.log_end_offset = fetch_offset;
+        let log_start_changed = state.log_start_offset != follower_log_start_offset;
         state.log_start_offset = follower_log_start_offset;
         state.last_fetch_leader_log_end_offset = leader_end;
         state.last_fetch_ms = now_ms;
@@ -750,6 +753,7 @@ impl Partition {
         let high_watermark_changed = self.maybe_increment_high_watermark(now_ms);
         Ok(FollowerUpdate {
             high_watermark_changed,
+            log_start_changed,
             isr_change,
         })
     }

@@ -960,7 +960,7 @@ impl ReplicaManager {
                             &eligible,
                         ) {
                             Ok(update) => {
-                                if update.high_watermark_changed {
+                                if update.high_watermark_changed || update.log_start_changed {
                                     hosted.changed.notify_waiters();
                                 }
                                 if let Some(change) = update.isr_change {
@@ -1127,9 +1127,6 @@ impl ReplicaManager {
         timeout: Duration,
         entries: Vec<(TopicIdPartition, i64)>,
     ) -> Vec<(TopicIdPartition, Result<i64, ErrorCode>)> {
-        /// Followers report their log start in their next fetch, which does not pulse the
-        /// partition unless the HW moves: the wait re-checks at least this often.
-        const DELETE_RECORDS_RECHECK_MS: u64 = 50;
         let mut results = Vec::with_capacity(entries.len());
         let mut waiting = Vec::new();
         for (tp, offset) in entries {
@@ -1159,23 +1156,16 @@ impl ReplicaManager {
         }
         let deadline = Instant::now() + timeout;
         for (i, hosted, required) in waiting {
-            let outcome = loop {
-                let step = (Instant::now() + Duration::from_millis(DELETE_RECORDS_RECHECK_MS))
-                    .min(deadline);
-                let checked = wait_for(&hosted, step, |p| {
-                    if !p.is_leader() {
-                        return Some(Err(ErrorCode::NotLeaderOrFollower));
-                    }
-                    let low_watermark = p.low_watermark();
-                    (low_watermark >= required).then_some(Ok(low_watermark))
-                })
-                .await;
-                match checked {
-                    Some(outcome) => break outcome,
-                    None if Instant::now() >= deadline => break Err(ErrorCode::RequestTimedOut),
-                    None => {}
+            // A follower's fetch that moves its log start pulses the partition.
+            let outcome = wait_for(&hosted, deadline, |p| {
+                if !p.is_leader() {
+                    return Some(Err(ErrorCode::NotLeaderOrFollower));
                 }
-            };
+                let low_watermark = p.low_watermark();
+                (low_watermark >= required).then_some(Ok(low_watermark))
+            })
+            .await
+            .unwrap_or(Err(ErrorCode::RequestTimedOut));
             results[i].1 = outcome;
         }
         results
