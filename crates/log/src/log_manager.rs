@@ -133,14 +133,6 @@ impl LogManager {
         Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log { path, source })
     }
 
-    /// Removes a partition's log (topic deleted or replica moved away): renamed to
-    /// `...-delete` first, so a crash midway leaves nothing that looks like live data.
-    pub fn delete(&self, log: Log) -> Result<(), LogManagerError> {
-        let path = log.dir().to_path_buf();
-        drop(log);
-        remove_partition_dir(&path)
-    }
-
     /// Every partition directory on disk: (path, topic, partition, topic id from
     /// `partition.metadata` if readable). The ReplicaManager compares them with the first
     /// metadata image to find stray replicas (a topic deleted while the broker was down).
@@ -169,8 +161,10 @@ impl LogManager {
         out
     }
 
-    /// Removes a partition directory whose `Log` is still held elsewhere (readers may hold
-    /// it a moment longer; open files stay readable until closed).
+    /// Removes a partition's directory (topic deleted, replica moved away, stray): renamed
+    /// to `...-delete` first, so a crash midway leaves nothing that looks like live data.
+    /// Its `Log` may still be held elsewhere a moment longer; open files stay readable
+    /// until closed.
     pub fn delete_dir(&self, path: &Path) -> Result<(), LogManagerError> {
         remove_partition_dir(path)
     }
