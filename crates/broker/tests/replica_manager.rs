@@ -12,6 +12,7 @@
 
 mod common;
 
+use kraftd_log::clock::unix_ms;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
@@ -23,8 +24,7 @@ use kraftd_broker::metadata::MetadataCache;
 use kraftd_broker::replica::fetch_session::{PartitionFetchParams, TopicIdPartition};
 use kraftd_broker::replica::partition::Role;
 use kraftd_broker::replica::replica_manager::{
-    now_ms, FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager,
-    ReplicaManagerConfig,
+    FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager, ReplicaManagerConfig,
 };
 use kraftd_broker::server::alter_partition_manager::AlterPartitionManager;
 use kraftd_controller::{MetadataDelta, MetadataImage};
@@ -439,7 +439,7 @@ async fn led_partition_is_hosted_and_serves_produce_and_fetch() {
     let meta = std::fs::read_to_string(pdir.join("partition.metadata")).unwrap();
     assert!(meta.contains("topic_id"), "partition.metadata: {meta:?}");
 
-    let now = now_ms();
+    let now = unix_ms();
     let sent = [
         (1, batch(now, &["a"])),
         (-1, batch(now, &["b"])),
@@ -474,12 +474,12 @@ async fn led_partition_is_hosted_and_serves_produce_and_fetch() {
 async fn fetch_at_log_end_waits_for_a_produce_or_its_max_wait() {
     let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
-    let first = batch(now_ms(), &["first"]);
+    let first = batch(unix_ms(), &["first"]);
     assert_eq!(b.produce_ok(1, &tp, first).await, 0);
 
     // A fetch at the log end parks, then an append in another task wakes it.
     let waiting = b.waiting_fetch(&tp, 1).await;
-    let second = batch(now_ms(), &["second"]);
+    let second = batch(unix_ms(), &["second"]);
     let producer = {
         let rm = Arc::clone(&b.rm);
         let (tp, second) = (tp.clone(), second.clone());
@@ -510,7 +510,7 @@ async fn fetch_outside_the_log_is_offset_out_of_range() {
     let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
     for v in ["a", "b", "c"] {
-        b.produce_ok(1, &tp, batch(now_ms(), &[v])).await;
+        b.produce_ok(1, &tp, batch(unix_ms(), &[v])).await;
     }
     // Move the log start to 1 (RF 1: the low watermark is the leader's own).
     let deleted =
@@ -535,7 +535,7 @@ async fn fetch_outside_the_log_is_offset_out_of_range() {
 async fn list_offsets_earliest_latest_by_timestamp_and_max_timestamp() {
     let (_dir, b) = Broker::bootstrapped();
     let tp = orders();
-    let t = now_ms() - 60_000;
+    let t = unix_ms() - 60_000;
     // Offsets 0..=3 at t+100, t+300, t+200 and (two records) t+250.
     b.produce_ok(1, &tp, batch(t + 100, &["a"])).await;
     b.produce_ok(1, &tp, batch(t + 300, &["b"])).await;
@@ -565,16 +565,16 @@ async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
 
     // Set after the partition exists, as kafka-configs would.
     b.apply(&[topic_config(TOPIC, "min.insync.replicas", Some("2"))]);
-    let r = b.produce(-1, &tp, batch(now_ms(), &["refused"])).await;
+    let r = b.produce(-1, &tp, batch(unix_ms(), &["refused"])).await;
     assert_eq!(r.error, ErrorCode::NotEnoughReplicas, "{r:?}");
-    assert_eq!(b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await, 0);
-    assert_eq!(b.produce_ok(0, &tp, batch(now_ms(), &["b"])).await, 1);
+    assert_eq!(b.produce_ok(1, &tp, batch(unix_ms(), &["a"])).await, 0);
+    assert_eq!(b.produce_ok(0, &tp, batch(unix_ms(), &["b"])).await, 1);
     // Nothing of the refused batch was appended.
     assert_eq!(b.rm.list_offset(&tp, -1, -1, -1), Ok((2, -1, LEADER_EPOCH)));
 
     // Removing the override lets acks=all through again.
     b.apply(&[topic_config(TOPIC, "min.insync.replicas", None)]);
-    assert_eq!(b.produce_ok(-1, &tp, batch(now_ms(), &["c"])).await, 2);
+    assert_eq!(b.produce_ok(-1, &tp, batch(unix_ms(), &["c"])).await, 2);
 
     // A topic created with the config refuses from the start.
     let other = topic_partition("strict", Uuid([0x5e; 16]), 0);
@@ -583,16 +583,16 @@ async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
         topic_config("strict", "min.insync.replicas", Some("2")),
         partition(other.topic_id, 0, &[LOCAL], LOCAL),
     ]);
-    let r = b.produce(-1, &other, batch(now_ms(), &["refused"])).await;
+    let r = b.produce(-1, &other, batch(unix_ms(), &["refused"])).await;
     assert_eq!(r.error, ErrorCode::NotEnoughReplicas, "{r:?}");
-    assert_eq!(b.produce_ok(1, &other, batch(now_ms(), &["a"])).await, 0);
+    assert_eq!(b.produce_ok(1, &other, batch(unix_ms(), &["a"])).await, 0);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn deleted_topic_is_removed_and_its_waiting_fetch_answers_at_once() {
     let (_dir, mut b) = Broker::bootstrapped();
     let tp = orders();
-    b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await;
+    b.produce_ok(1, &tp, batch(unix_ms(), &["a"])).await;
     let pdir = b.partition_dir(&tp);
     assert!(pdir.is_dir());
 
@@ -605,7 +605,7 @@ async fn deleted_topic_is_removed_and_its_waiting_fetch_answers_at_once() {
     assert_ne!(r.error, ErrorCode::None, "{r:?}");
     assert!(r.records.is_empty());
 
-    let r = b.produce(1, &tp, batch(now_ms(), &["late"])).await;
+    let r = b.produce(1, &tp, batch(unix_ms(), &["late"])).await;
     assert_eq!(r.error, ErrorCode::UnknownTopicOrPartition);
     let r = b.fetch(&tp, 0, 1, Duration::ZERO).await;
     assert_eq!(r.error, ErrorCode::UnknownTopicOrPartition);
@@ -632,9 +632,9 @@ async fn partition_led_elsewhere_is_followed() {
         .partition_dir(&followed)
         .join("partition.metadata")
         .is_file());
-    let r = b.produce(1, &followed, batch(now_ms(), &["x"])).await;
+    let r = b.produce(1, &followed, batch(unix_ms(), &["x"])).await;
     assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
-    let r = b.produce(-1, &followed, batch(now_ms(), &["x"])).await;
+    let r = b.produce(-1, &followed, batch(unix_ms(), &["x"])).await;
     assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
     assert_eq!(
         b.rm.fetchers().assignments(),
@@ -651,7 +651,10 @@ async fn partition_led_elsewhere_is_followed() {
     })]);
     assert_eq!(hosted.lock().role(), Role::Leader);
     assert!(b.rm.fetchers().assignments().values().all(Vec::is_empty));
-    assert_eq!(b.produce_ok(1, &followed, batch(now_ms(), &["x"])).await, 0);
+    assert_eq!(
+        b.produce_ok(1, &followed, batch(unix_ms(), &["x"])).await,
+        0
+    );
     b.rm.shutdown();
 }
 
@@ -670,7 +673,7 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
     let dir = tempfile::tempdir().unwrap();
     let metadata = bootstrap(unused_port());
     let tp = orders();
-    let now = now_ms();
+    let now = unix_ms();
     let sent = [
         idempotent_batch(PRODUCER_ID, 0, now, &["a", "b"]),
         idempotent_batch(PRODUCER_ID, 2, now, &["c"]),
@@ -726,7 +729,7 @@ async fn restart_keeps_data_high_watermark_and_producer_state(clean: bool) {
 async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
     let (_dir, mut b) = Broker::started_with(&bootstrap_with_follower());
     let tp = orders();
-    assert_eq!(b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await, 0);
+    assert_eq!(b.produce_ok(1, &tp, batch(unix_ms(), &["a"])).await, 0);
 
     // The HW waits for the other replica in the ISR, so the consumer sees nothing yet.
     let waiting = b.waiting_fetch(&tp, 0).await;
@@ -746,7 +749,7 @@ async fn leader_moving_away_wakes_a_waiting_fetch_and_refuses_produce() {
     assert_eq!(r.current_leader, Some((REMOTE, LEADER_EPOCH + 1)));
     let hosted = b.rm.partition(TOPIC_ID, 0).expect("still hosted");
     assert_eq!(hosted.lock().role(), Role::Follower { leader: REMOTE });
-    let r = b.produce(1, &tp, batch(now_ms(), &["b"])).await;
+    let r = b.produce(1, &tp, batch(unix_ms(), &["b"])).await;
     assert_eq!(r.error, ErrorCode::NotLeaderOrFollower, "{r:?}");
     assert_eq!(
         b.rm.fetchers().assignments(),
@@ -760,7 +763,7 @@ async fn clean_restart_recovers_the_checkpointed_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
     let metadata = bootstrap_with_follower();
     let tp = orders();
-    let now = now_ms();
+    let now = unix_ms();
     let (first, second) = (batch(now, &["a", "b", "c"]), batch(now, &["d", "e"]));
     {
         let b = Broker::started_on(dir.path(), &metadata);
@@ -796,7 +799,7 @@ async fn snapshot_reload_drops_topics_it_no_longer_holds() {
     let port = unused_port();
     let (_dir, mut b) = Broker::started_with(&bootstrap(port));
     let tp = orders();
-    b.produce_ok(1, &tp, batch(now_ms(), &["a"])).await;
+    b.produce_ok(1, &tp, batch(unix_ms(), &["a"])).await;
     let old_dir = b.partition_dir(&tp);
 
     // A snapshot in which `orders` was deleted and created again under a new id, with
@@ -825,13 +828,13 @@ async fn snapshot_reload_drops_topics_it_no_longer_holds() {
     );
     let meta = std::fs::read_to_string(old_dir.join("partition.metadata")).unwrap();
     assert!(meta.contains(&new_id.to_base64()), "{meta:?}");
-    let r = b.produce(1, &tp, batch(now_ms(), &["stale id"])).await;
+    let r = b.produce(1, &tp, batch(unix_ms(), &["stale id"])).await;
     assert_eq!(r.error, ErrorCode::UnknownTopicOrPartition);
     assert_eq!(
-        b.produce_ok(1, &recreated, batch(now_ms(), &["b"])).await,
+        b.produce_ok(1, &recreated, batch(unix_ms(), &["b"])).await,
         0
     );
-    assert_eq!(b.produce_ok(1, &other, batch(now_ms(), &["c"])).await, 0);
+    assert_eq!(b.produce_ok(1, &other, batch(unix_ms(), &["c"])).await, 0);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -840,7 +843,7 @@ async fn acks_all_waits_for_the_in_sync_follower_or_the_partitions_end() {
     let tp = orders();
 
     // Answered once the follower has fetched past the batch.
-    let waiting = b.waiting_produce(&tp, batch(now_ms(), &["a", "b"])).await;
+    let waiting = b.waiting_produce(&tp, batch(unix_ms(), &["a", "b"])).await;
     b.follower_fetch(&tp, 2).await;
     let r = answered(
         waiting,
@@ -851,7 +854,7 @@ async fn acks_all_waits_for_the_in_sync_follower_or_the_partitions_end() {
     assert_eq!(r.base_offset, 0);
 
     // Still waiting when the topic is deleted: answered at once with an error.
-    let waiting = b.waiting_produce(&tp, batch(now_ms(), &["c"])).await;
+    let waiting = b.waiting_produce(&tp, batch(unix_ms(), &["c"])).await;
     b.apply(&[remove_topic(TOPIC_ID)]);
     let r = answered(
         waiting,
@@ -866,7 +869,7 @@ async fn topic_deleted_and_created_again_in_one_delta_starts_empty() {
     let (_dir, mut b) = Broker::bootstrapped();
     let tp = orders();
     for v in ["a", "b", "c"] {
-        b.produce_ok(1, &tp, batch(now_ms(), &[v])).await;
+        b.produce_ok(1, &tp, batch(unix_ms(), &[v])).await;
     }
     let new_id = Uuid([0x0f; 16]);
     b.apply(&[
@@ -882,7 +885,7 @@ async fn topic_deleted_and_created_again_in_one_delta_starts_empty() {
     assert!(r.records.is_empty());
     let meta = std::fs::read_to_string(b.partition_dir(&tp).join("partition.metadata")).unwrap();
     assert!(meta.contains(&new_id.to_base64()), "{meta:?}");
-    let sent = batch(now_ms(), &["new"]);
+    let sent = batch(unix_ms(), &["new"]);
     assert_eq!(b.produce_ok(-1, &recreated, sent.clone()).await, 0);
     let r = b.fetch(&recreated, 0, 1, Duration::ZERO).await;
     assert_eq!(&r.records[..], &stamped(&sent, 0)[..]);
@@ -899,8 +902,8 @@ async fn replicas_of_a_topic_deleted_while_the_broker_was_down_are_removed_at_th
     with_kept.push(partition(other.topic_id, 0, &[LOCAL], LOCAL));
     {
         let b = Broker::started_on(dir.path(), &with_kept);
-        b.produce_ok(-1, &tp, batch(now_ms(), &["a"])).await;
-        b.produce_ok(-1, &other, batch(now_ms(), &["b"])).await;
+        b.produce_ok(-1, &tp, batch(unix_ms(), &["a"])).await;
+        b.produce_ok(-1, &other, batch(unix_ms(), &["b"])).await;
         assert!(b.partition_dir(&tp).exists());
         b.rm.shutdown();
     }
@@ -932,7 +935,7 @@ async fn replicas_of_a_topic_deleted_while_the_broker_was_down_are_removed_at_th
 async fn delete_records_waits_for_the_followers_log_start_and_its_fetch_wakes_it() {
     let (_dir, b) = Broker::started_with(&bootstrap_with_follower());
     let tp = orders();
-    b.produce_ok(1, &tp, batch(now_ms(), &["a", "b", "c", "d"]))
+    b.produce_ok(1, &tp, batch(unix_ms(), &["a", "b", "c", "d"]))
         .await;
     b.follower_fetch(&tp, 0).await;
     b.follower_fetch(&tp, 4).await;

@@ -217,9 +217,7 @@ pub fn bootstrap_records() -> Vec<MetadataRecord> {
 }
 
 fn write_bootstrap(dir: &Path) -> Result<()> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = kraftd_log::clock::unix_ms();
     let mut writer = SnapshotWriter::new(0, 0, now).context("writing bootstrap.checkpoint")?;
     for record in bootstrap_records() {
         let value = encode_metadata_record(&record, record.key().valid_versions().max)

@@ -12,10 +12,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use kraftd_log::clock::unix_ms;
 
 use anyhow::{anyhow, bail, Result};
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kraftd_protocol::messages::describe_quorum_response::{self, ReplicaState};
 use kraftd_protocol::messages::{
@@ -115,17 +117,11 @@ fn describe_command(args: Args) -> Result<()> {
     let text = match mode {
         Mode::Status => render_status(&quorum)?,
         Mode::Replication { human_readable } => {
-            render_replication(&quorum, human_readable.then(now_ms))?
+            render_replication(&quorum, human_readable.then(unix_ms))?
         }
     };
     print!("{text}");
     Ok(())
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// What the leader said, with the cluster id when a controller told it.
@@ -327,7 +323,7 @@ struct Versions(ApiVersionsResponse);
 impl Versions {
     /// The highest version both sides speak.
     fn pick(&self, key: ApiKey) -> Option<i16> {
-        let ours = stable_range(key);
+        let ours = supported_range(key);
         let theirs = self.0.api_keys.iter().find(|k| k.api_key == key.code())?;
         let max = ours.max.min(theirs.max_version);
         (max >= ours.min.max(theirs.min_version)).then_some(max)
@@ -343,7 +339,7 @@ async fn api_versions(channel: &Channel) -> Result<Versions> {
         })
     };
     let at = channel.destination();
-    let mut version = stable_range(ApiKey::ApiVersions).max;
+    let mut version = supported_range(ApiKey::ApiVersions).max;
     for _ in 0..2 {
         let ResponseBody::ApiVersions(r) = call(channel, version, request()).await? else {
             bail!("{at}: answered ApiVersions with another response");

@@ -127,9 +127,7 @@ pub fn run(
                     let mut out = String::new();
                     raft.borrow().write_prometheus(node_id, &mut out);
                     if let Some(metrics) = &broker_metrics {
-                        let now = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| d.as_millis() as i64);
+                        let now = kraftd_log::clock::unix_ms();
                         metrics.values(now).write_prometheus(node_id, &mut out);
                     }
                     if let Some(replicas) = &replica_manager {

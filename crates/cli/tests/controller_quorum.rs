@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kraftd_protocol::messages::broker_registration_request::Listener;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
@@ -52,7 +52,7 @@ impl Client {
 
     async fn call(&self, id: i32, body: RequestBody) -> Option<ResponseBody> {
         let channel = self.channel(id);
-        let version = stable_range(body.key()).max;
+        let version = supported_range(body.key()).max;
         channel
             .call(channel.next_correlation_id(), version, body)
             .await

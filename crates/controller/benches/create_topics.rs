@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use kraftd_controller::control::{PlacementSeed, TopicConfig, TopicControlManager};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::MetadataImage;
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
@@ -133,7 +133,7 @@ fn measure_tcp_rtt(iterations: usize) -> Summary {
 }
 
 async fn call(channel: &Channel, body: RequestBody) -> Option<ResponseBody> {
-    let version = stable_range(body.key()).max;
+    let version = supported_range(body.key()).max;
     channel
         .call(channel.next_correlation_id(), version, body)
         .await

@@ -17,7 +17,8 @@ use kraftd_protocol::metadata::{
     ConfigRecord, FeatureLevelRecord, FenceBrokerRecord, PartitionChangeRecord, PartitionRecord,
     ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord,
     RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord,
-    TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord,
+    TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UnregisterControllerRecord,
+    UserScramCredentialRecord,
 };
 use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};
 
@@ -191,6 +192,7 @@ impl MetadataDelta {
             MetadataRecord::RemoveAccessControlEntry(r) => self.remove_acl(r),
             MetadataRecord::RemoveUserScramCredential(r) => self.remove_scram(r),
             MetadataRecord::RegisterController(r) => self.register_controller(r),
+            MetadataRecord::UnregisterController(r) => self.unregister_controller(r),
             MetadataRecord::ClearElr(r) => self.clear_elr(r),
             // A no-op only moves the offset, which the loader tracks, not the image.
             MetadataRecord::NoOp(_) => Ok(()),
@@ -436,6 +438,18 @@ impl MetadataDelta {
             .cluster
             .controllers
             .insert(r.controller_id, Arc::new(controller));
+        self.changes.changed_controllers.insert(r.controller_id);
+        Ok(())
+    }
+
+    /// Kafka 4.4 writes this when a controller leaves the quorum for good; as Kafka's
+    /// ClusterDelta does, an unknown id is not an error (the registration may predate a
+    /// snapshot that already dropped it).
+    fn unregister_controller(
+        &mut self,
+        r: &UnregisterControllerRecord,
+    ) -> Result<(), ReplayErrorKind> {
+        self.next.cluster.controllers.remove(&r.controller_id);
         self.changes.changed_controllers.insert(r.controller_id);
         Ok(())
     }

@@ -45,6 +45,7 @@
 //! by `max.message.bytes`, a read by [`config::MAX_READ_BYTES`], a log's open files by its
 //! active segment's three plus [`config::MAX_OPEN_SEGMENT_FILES`].
 
+pub mod clock;
 pub mod config;
 pub mod epoch;
 pub mod error;

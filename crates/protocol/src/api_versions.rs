@@ -64,7 +64,7 @@ impl ApiVersionsTable {
     /// A table serving only ApiVersions itself (every listener answers it).
     pub fn new(listener: ListenerType) -> Self {
         let mut apis = BTreeMap::new();
-        apis.insert(ApiKey::ApiVersions, stable_range(ApiKey::ApiVersions));
+        apis.insert(ApiKey::ApiVersions, supported_range(ApiKey::ApiVersions));
         ApiVersionsTable { listener, apis }
     }
 
@@ -128,7 +128,7 @@ impl ApiVersionsTable {
             .iter()
             .map(|(k, r)| ApiVersion {
                 api_key: k.code(),
-                min_version: r.min,
+                min_version: advertised_min(k, r),
                 max_version: r.max,
                 ..Default::default()
             })
@@ -146,11 +146,40 @@ impl ApiVersionsTable {
     }
 }
 
-/// The codec's versions of `api_key` less an unstable newest one.
-pub fn stable_range(api_key: ApiKey) -> VersionRange {
+/// The lowest Produce version Kafka 4.x advertises although it serves only v3+
+/// (KAFKA-18659): librdkafka before 2.10 turns compression off when a broker's lowest Produce
+/// version is above 0. A v0-2 request is still refused (its header does not decode, so the
+/// connection closes), as Kafka 4.4 refuses it.
+pub const PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION: i16 = 0;
+
+/// The minimum version ApiVersions reports for `api_key` served at `range`.
+fn advertised_min(api_key: ApiKey, range: VersionRange) -> i16 {
+    if api_key == ApiKey::Produce {
+        PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION.min(range.min)
+    } else {
+        range.min
+    }
+}
+
+/// Versions the codecs parse but whose meaning kraftd does not implement yet, so it neither
+/// advertises nor sends them: each entry is the newest version kraftd speaks, and why.
+const NOT_YET_IMPLEMENTED: [(ApiKey, i16, &str); 2] = [
+    // v5 (KIP-1242) asks the server to check the client's ClusterId/NodeId and answer
+    // REBOOTSTRAP_REQUIRED on a mismatch.
+    (ApiKey::ApiVersions, 4, "KIP-1242 cluster/node id checks"),
+    // v2 carries CordonedLogDirs, which kraftd's controller does not act on.
+    (ApiKey::BrokerHeartbeat, 1, "cordoned log directories"),
+];
+
+/// The versions of `api_key` kraftd speaks: the codec's versions less an unstable newest one
+/// and less the versions whose semantics are not implemented (`NOT_YET_IMPLEMENTED`).
+pub fn supported_range(api_key: ApiKey) -> VersionRange {
     let mut r = api_key.valid_versions();
     if api_key.latest_version_unstable() {
         r.max -= 1;
+    }
+    if let Some((_, max, _)) = NOT_YET_IMPLEMENTED.iter().find(|(k, _, _)| *k == api_key) {
+        r.max = r.max.min(*max);
     }
     r
 }
@@ -199,21 +228,53 @@ mod tests {
             table.add(unstable, unstable.valid_versions()),
             Err(ApiVersionsTableError::Unstable { .. })
         ));
-        assert!(table.add(unstable, stable_range(unstable)).is_ok());
-        assert!(table.supports(unstable, stable_range(unstable).max));
+        assert!(table.add(unstable, supported_range(unstable)).is_ok());
+        assert!(table.supports(unstable, supported_range(unstable).max));
+    }
+
+    #[test]
+    fn produce_is_advertised_from_v0_but_served_from_v3() {
+        let mut table = ApiVersionsTable::new(ListenerType::Broker);
+        table
+            .add(ApiKey::Produce, supported_range(ApiKey::Produce))
+            .unwrap();
+        let (_, resp) = table.response(3);
+        let produce = resp
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::Produce.code())
+            .unwrap();
+        assert_eq!(produce.min_version, 0);
+        assert!(!table.supports(ApiKey::Produce, 2));
+        assert!(table.supports(ApiKey::Produce, 3));
+    }
+
+    #[test]
+    fn versions_not_implemented_yet_are_neither_advertised_nor_sent() {
+        for (key, max, _) in NOT_YET_IMPLEMENTED {
+            assert!(
+                max < key.valid_versions().max,
+                "{} cap is stale",
+                key.name()
+            );
+            assert_eq!(supported_range(key).max, max);
+        }
+        let table = ApiVersionsTable::new(ListenerType::Broker);
+        assert_eq!(table.range(ApiKey::ApiVersions).map(|r| r.max), Some(4));
+        assert_eq!(table.response(5).1.error_code, 35);
     }
 
     #[test]
     fn apis_are_advertised_only_on_their_schema_listeners() {
         let mut broker = ApiVersionsTable::new(ListenerType::Broker);
         let mut controller = ApiVersionsTable::new(ListenerType::Controller);
-        let vote = stable_range(ApiKey::Vote);
+        let vote = supported_range(ApiKey::Vote);
         assert!(matches!(
             broker.add(ApiKey::Vote, vote),
             Err(ApiVersionsTableError::WrongListener { .. })
         ));
         assert!(controller.add(ApiKey::Vote, vote).is_ok());
-        let produce = stable_range(ApiKey::Produce);
+        let produce = supported_range(ApiKey::Produce);
         assert!(controller.add(ApiKey::Produce, produce).is_err());
         assert!(broker.add(ApiKey::Produce, produce).is_ok());
     }

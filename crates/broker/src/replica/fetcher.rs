@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
 use kraftd_protocol::messages::fetch_response::PartitionData;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -29,8 +29,9 @@ use tracing::{debug, info, warn};
 
 use super::fetch_session::TopicIdPartition;
 use super::partition::Role;
-use super::replica_manager::{now_ms, HostedPartition};
+use super::replica_manager::HostedPartition;
 use crate::metadata::MetadataCache;
+use kraftd_log::clock::unix_ms;
 
 /// The follower side's settings, with Kafka's names.
 #[derive(Debug, Clone)]
@@ -318,7 +319,7 @@ impl FetcherRun {
     }
 
     async fn fetch_once(&mut self, channel: &Channel, asked: Vec<Asked>) {
-        let version = stable_range(ApiKey::Fetch).max;
+        let version = supported_range(ApiKey::Fetch).max;
         let mut topics: BTreeMap<Uuid, FetchTopic> = BTreeMap::new();
         for a in &asked {
             let p = a.hosted.lock();
@@ -436,7 +437,7 @@ impl FetcherRun {
             // Moved on while the request was out: the answer no longer applies.
             return Applied::Done;
         }
-        let now = now_ms();
+        let now = unix_ms();
         let code = ErrorCode::from_code(data.error_code);
         match code {
             Some(ErrorCode::None) => {
@@ -508,7 +509,7 @@ impl FetcherRun {
             }],
             ..Default::default()
         };
-        let version = stable_range(ApiKey::ListOffsets).max;
+        let version = supported_range(ApiKey::ListOffsets).max;
         let leader_end = match channel
             .call(
                 channel.next_correlation_id(),
@@ -525,7 +526,7 @@ impl FetcherRun {
                 .map(|p| p.offset),
             _ => None,
         };
-        let now = now_ms();
+        let now = unix_ms();
         let mut p = hosted.lock();
         if p.leader_epoch() != epoch
             || p.role()

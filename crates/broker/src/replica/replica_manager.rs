@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::task::Poll;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_controller::image::{ConfigResourceType, PartitionRegistration};
@@ -186,12 +186,7 @@ pub struct ReplicaMetrics {
     pub failed_fetch_requests: AtomicU64,
 }
 
-/// Milliseconds since the epoch: the partitions' clock.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+use kraftd_log::clock::unix_ms;
 
 impl ReplicaManager {
     /// Opens the log dirs; partitions are opened as the metadata names them. Call
@@ -306,7 +301,7 @@ impl ReplicaManager {
         let full = delta.image().is_empty();
         let changes = delta.changes();
         let local = self.config.broker_id;
-        let now = now_ms();
+        let now = unix_ms();
         // Deleted topics (or, on a snapshot load, anything the image no longer has).
         let doomed: Vec<Arc<HostedPartition>> = self
             .all_partitions()
@@ -569,7 +564,7 @@ impl ReplicaManager {
                 Ok(Err(code)) => Err(code),
                 Err(_) => Err(ErrorCode::UnknownServerError),
             };
-            let moved = hosted.lock().complete_isr_change(result, now_ms());
+            let moved = hosted.lock().complete_isr_change(result, unix_ms());
             if moved {
                 hosted.changed.notify_waiters();
             }
@@ -577,7 +572,7 @@ impl ReplicaManager {
     }
 
     fn maybe_shrink_isrs(&self) {
-        let now = now_ms();
+        let now = unix_ms();
         for hosted in self.all_partitions() {
             let change = hosted.lock().maybe_shrink_isr(now);
             if let Some(change) = change {
@@ -607,7 +602,7 @@ impl ReplicaManager {
     }
 
     fn apply_retention(&self) {
-        let now = now_ms();
+        let now = unix_ms();
         for hosted in self.all_partitions() {
             let result = hosted.lock().apply_retention(now);
             if let Err(e) = result {
@@ -656,7 +651,7 @@ impl ReplicaManager {
         entries: Vec<(TopicIdPartition, Bytes)>,
     ) -> PendingProduce {
         let deadline = Instant::now() + timeout;
-        let now = now_ms();
+        let now = unix_ms();
         let mut results = Vec::with_capacity(entries.len());
         let mut waiting = Vec::new();
         for (tp, records) in entries {
@@ -888,7 +883,7 @@ impl ReplicaManager {
         partitions: &[(TopicIdPartition, PartitionFetchParams)],
         hosted: &[Option<Arc<HostedPartition>>],
     ) -> Vec<(TopicIdPartition, FetchResult)> {
-        let now = now_ms();
+        let now = unix_ms();
         let mut budget = max_bytes;
         let mut first = true;
         let image = self.cache.image();

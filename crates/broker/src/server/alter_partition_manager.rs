@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use kraftd_protocol::messages::{AlterPartitionRequest, AlterPartitionResponse};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
@@ -55,7 +55,7 @@ pub const ALTER_PARTITION_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The AlterPartition version used: the highest stable one, which the controller
 /// advertises too (both are built from the same schemas).
 fn alter_partition_version() -> i16 {
-    stable_range(ApiKey::AlterPartition).max
+    supported_range(ApiKey::AlterPartition).max
 }
 
 /// One partition's proposed change, as its leader sees it.

@@ -13,7 +13,7 @@ use kraftd_controller::control::scram::ScramControlManager;
 use kraftd_controller::control::{AclControlManager, ClientQuotaControlManager};
 use kraftd_controller::node::errors::error_response;
 use kraftd_controller::MetadataImage;
-use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
     CreateTopicsRequest, DescribeQuorumResponse, MetadataRequest, RequestHeader,
@@ -111,7 +111,7 @@ impl KafkaApis {
             .chain([ApiKey::DescribeQuorum])
         {
             table
-                .add(key, stable_range(key))
+                .add(key, supported_range(key))
                 .expect("every broker API key is served on the broker listener");
         }
         table
@@ -162,7 +162,7 @@ impl KafkaApis {
                 timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
                 ..Default::default()
             };
-            let create_version = stable_range(ApiKey::CreateTopics).max;
+            let create_version = supported_range(ApiKey::CreateTopics).max;
             let create_header = RequestHeader {
                 request_api_key: ApiKey::CreateTopics.code(),
                 request_api_version: create_version,

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::{RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
 use kraftd_raft::transport::{Channel, ClientConfig};
@@ -81,7 +81,7 @@ impl ControllerChannel {
         deadline: Instant,
         retry: impl Fn(&ResponseBody) -> bool,
     ) -> Result<ResponseBody, ControllerChannelError> {
-        let version = version.unwrap_or_else(|| stable_range(body.key()).max);
+        let version = version.unwrap_or_else(|| supported_range(body.key()).max);
         let mut last = "no controller known".to_string();
         let mut raft = self.raft.clone();
         loop {

@@ -4,6 +4,7 @@
 //! work done by the [`ReplicaManager`], the answers shaped per version. One bad partition
 //! gets its own error; the rest of the request goes on.
 
+use kraftd_log::clock::unix_ms;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +37,7 @@ use tokio::time::Instant;
 
 use crate::replica::fetch_session::{FetchManager, TopicIdPartition, TopicRef};
 use crate::replica::replica_manager::{
-    now_ms, FetchLimits, FetchOrigin, FetchResult, PendingProduce, ProduceResult, ReplicaManager,
+    FetchLimits, FetchOrigin, FetchResult, PendingProduce, ProduceResult, ReplicaManager,
 };
 use crate::server::producer_id_manager::ProducerIdManager;
 
@@ -180,7 +181,7 @@ impl DataPlane {
         };
         let context =
             self.fetch_manager
-                .new_context(version, &request, replica_id >= 0, &resolve, now_ms());
+                .new_context(version, &request, replica_id >= 0, &resolve, unix_ms());
         if let Some(error) = context.error() {
             return FetchResponse {
                 error_code: error.code(),
@@ -224,7 +225,8 @@ impl DataPlane {
                 (tp, data)
             })
             .collect();
-        let (session_id, responses) = context.update_and_generate_response(version, data, now_ms());
+        let (session_id, responses) =
+            context.update_and_generate_response(version, data, unix_ms());
         if let Some(error) = context.error() {
             return FetchResponse {
                 error_code: error.code(),

@@ -2,6 +2,7 @@
 //! the [`MetadataLoader`], which publishes to the MetadataCache and the dynamic-config,
 //! SCRAM and ACL publishers once caught up; and tells the lifecycle manager how far it got.
 
+use kraftd_log::clock::unix_ms;
 use kraftd_raft::driver::{RaftEvent, RaftHandle, RaftMetrics};
 use tokio::sync::{broadcast, watch};
 use tracing::error;
@@ -24,12 +25,6 @@ impl Default for MetadataStatus {
             caught_up: false,
         }
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Runs until Raft's events stop; returns why, for the broker to stop on.
@@ -56,7 +51,7 @@ async fn follow(
     loop {
         tokio::select! {
             event = events.recv() => match event {
-                Ok(event) => loader.handle_event(event, now_ms()),
+                Ok(event) => loader.handle_event(event, unix_ms()),
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     return format!("the metadata loader fell {n} Raft events behind; restart the broker");
                 }
@@ -71,7 +66,7 @@ async fn follow(
                 // The leader's HW, not ours: ours is capped at our log end, so a broker far
                 // behind would call itself caught up after its first fetch.
                 let hw = metrics.borrow_and_update().leader_high_watermark;
-                loader.handle_high_watermark(hw, now_ms());
+                loader.handle_high_watermark(hw, unix_ms());
             }
         }
         let current = MetadataStatus {

@@ -468,11 +468,7 @@ fn random_uuid() -> Uuid {
     let mut bytes = [0u8; 16];
     for chunk in bytes.chunks_mut(8) {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
+        h.write_u64(kraftd_log::clock::unix_nanos());
         chunk.copy_from_slice(&h.finish().to_be_bytes());
     }
     Uuid(bytes)

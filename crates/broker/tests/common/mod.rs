@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kraftd_broker::server::controller_channel::ControllerChannel;
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
-use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::broker_registration_request::Listener;
 use kraftd_protocol::messages::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
 use kraftd_protocol::metadata::FeatureLevelRecord;
@@ -108,7 +108,7 @@ pub async fn serve_fake<H: RequestHandler>(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut table = ApiVersionsTable::new(ListenerType::Controller);
-    table.add(api, stable_range(api)).unwrap();
+    table.add(api, supported_range(api)).unwrap();
     let server = tokio::spawn(serve(
         listener,
         Arc::new(table),

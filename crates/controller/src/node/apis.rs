@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_request, encode_response};
 use kraftd_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kraftd_protocol::messages::{
@@ -94,7 +94,7 @@ impl ControllerApis {
             .chain([ApiKey::Envelope, ApiKey::DescribeCluster])
         {
             table
-                .add(key, stable_range(key))
+                .add(key, supported_range(key))
                 .expect("every controller API key is served on the controller listener");
         }
         ControllerApis {

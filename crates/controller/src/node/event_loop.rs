@@ -371,7 +371,5 @@ pub fn decode_committed(batch: &kraftd_raft::CommittedBatch) -> Result<Committed
 }
 
 fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    kraftd_log::clock::unix_ms().max(0) as u64
 }

@@ -271,8 +271,6 @@ impl Drop for ControllerNode {
 /// A per-incarnation seed for the election timer, so two restarts do not draw the same
 /// timeouts.
 fn rand_seed(node_id: i32) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+    let nanos = kraftd_log::clock::unix_nanos();
     nanos ^ (u64::from(node_id.unsigned_abs()) << 32) ^ u64::from(std::process::id())
 }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_TOPIC};
 use kraftd_controller::image::ScramMechanism;
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
-use kraftd_protocol::api_versions::stable_range;
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kraftd_protocol::messages::create_acls_request::AclCreation;
@@ -61,7 +61,7 @@ async fn start(dir: &std::path::Path) -> (ControllerNode, Channel) {
 }
 
 async fn call(channel: &Channel, body: RequestBody) -> ResponseBody {
-    let version = stable_range(body.key()).max;
+    let version = supported_range(body.key()).max;
     channel
         .call(channel.next_correlation_id(), version, body)
         .await
@@ -152,7 +152,7 @@ async fn controller_apis_answer_and_publishers_apply_committed_changes() {
         }],
         ..Default::default()
     });
-    let inner_version = stable_range(ApiKey::CreateAcls).max;
+    let inner_version = supported_range(ApiKey::CreateAcls).max;
     let header = RequestHeader {
         request_api_key: ApiKey::CreateAcls.code(),
         request_api_version: inner_version,

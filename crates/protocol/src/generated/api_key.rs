@@ -99,6 +99,8 @@ pub enum ApiKey {
     DescribeShareGroupOffsets = 90,
     AlterShareGroupOffsets = 91,
     DeleteShareGroupOffsets = 92,
+    StreamsGroupTopologyDescriptionUpdate = 93,
+    UnregisterController = 94,
 }
 
 impl ApiKey {
@@ -193,6 +195,8 @@ impl ApiKey {
         ApiKey::DescribeShareGroupOffsets,
         ApiKey::AlterShareGroupOffsets,
         ApiKey::DeleteShareGroupOffsets,
+        ApiKey::StreamsGroupTopologyDescriptionUpdate,
+        ApiKey::UnregisterController,
     ];
 
     pub fn from_i16(key: i16) -> Option<ApiKey> {
@@ -286,6 +290,8 @@ impl ApiKey {
             90 => Some(ApiKey::DescribeShareGroupOffsets),
             91 => Some(ApiKey::AlterShareGroupOffsets),
             92 => Some(ApiKey::DeleteShareGroupOffsets),
+            93 => Some(ApiKey::StreamsGroupTopologyDescriptionUpdate),
+            94 => Some(ApiKey::UnregisterController),
             _ => None,
         }
     }
@@ -386,6 +392,10 @@ impl ApiKey {
             ApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
             ApiKey::AlterShareGroupOffsets => "AlterShareGroupOffsets",
             ApiKey::DeleteShareGroupOffsets => "DeleteShareGroupOffsets",
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                "StreamsGroupTopologyDescriptionUpdate"
+            }
+            ApiKey::UnregisterController => "UnregisterController",
         }
     }
 
@@ -406,7 +416,7 @@ impl ApiKey {
             ApiKey::DescribeGroups => VersionRange { min: 0, max: 6 },
             ApiKey::ListGroups => VersionRange { min: 0, max: 5 },
             ApiKey::SaslHandshake => VersionRange { min: 0, max: 1 },
-            ApiKey::ApiVersions => VersionRange { min: 0, max: 4 },
+            ApiKey::ApiVersions => VersionRange { min: 0, max: 5 },
             ApiKey::CreateTopics => VersionRange { min: 2, max: 7 },
             ApiKey::DeleteTopics => VersionRange { min: 1, max: 6 },
             ApiKey::DeleteRecords => VersionRange { min: 0, max: 2 },
@@ -416,21 +426,21 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => VersionRange { min: 0, max: 4 },
             ApiKey::EndTxn => VersionRange { min: 0, max: 5 },
             ApiKey::WriteTxnMarkers => VersionRange { min: 1, max: 2 },
-            ApiKey::TxnOffsetCommit => VersionRange { min: 0, max: 5 },
+            ApiKey::TxnOffsetCommit => VersionRange { min: 0, max: 6 },
             ApiKey::DescribeAcls => VersionRange { min: 1, max: 3 },
             ApiKey::CreateAcls => VersionRange { min: 1, max: 3 },
             ApiKey::DeleteAcls => VersionRange { min: 1, max: 3 },
             ApiKey::DescribeConfigs => VersionRange { min: 1, max: 4 },
             ApiKey::AlterConfigs => VersionRange { min: 0, max: 2 },
             ApiKey::AlterReplicaLogDirs => VersionRange { min: 1, max: 2 },
-            ApiKey::DescribeLogDirs => VersionRange { min: 1, max: 4 },
+            ApiKey::DescribeLogDirs => VersionRange { min: 1, max: 5 },
             ApiKey::SaslAuthenticate => VersionRange { min: 0, max: 2 },
             ApiKey::CreatePartitions => VersionRange { min: 0, max: 3 },
             ApiKey::CreateDelegationToken => VersionRange { min: 1, max: 3 },
             ApiKey::RenewDelegationToken => VersionRange { min: 1, max: 2 },
             ApiKey::ExpireDelegationToken => VersionRange { min: 1, max: 2 },
             ApiKey::DescribeDelegationToken => VersionRange { min: 1, max: 3 },
-            ApiKey::DeleteGroups => VersionRange { min: 0, max: 2 },
+            ApiKey::DeleteGroups => VersionRange { min: 0, max: 3 },
             ApiKey::ElectLeaders => VersionRange { min: 0, max: 2 },
             ApiKey::IncrementalAlterConfigs => VersionRange { min: 0, max: 1 },
             ApiKey::AlterPartitionReassignments => VersionRange { min: 0, max: 1 },
@@ -451,7 +461,7 @@ impl ApiKey {
             ApiKey::DescribeCluster => VersionRange { min: 0, max: 2 },
             ApiKey::DescribeProducers => VersionRange { min: 0, max: 0 },
             ApiKey::BrokerRegistration => VersionRange { min: 0, max: 4 },
-            ApiKey::BrokerHeartbeat => VersionRange { min: 0, max: 1 },
+            ApiKey::BrokerHeartbeat => VersionRange { min: 0, max: 2 },
             ApiKey::UnregisterBroker => VersionRange { min: 0, max: 0 },
             ApiKey::DescribeTransactions => VersionRange { min: 0, max: 0 },
             ApiKey::ListTransactions => VersionRange { min: 0, max: 2 },
@@ -476,11 +486,13 @@ impl ApiKey {
             ApiKey::WriteShareGroupState => VersionRange { min: 0, max: 1 },
             ApiKey::DeleteShareGroupState => VersionRange { min: 0, max: 0 },
             ApiKey::ReadShareGroupStateSummary => VersionRange { min: 0, max: 1 },
-            ApiKey::StreamsGroupHeartbeat => VersionRange { min: 0, max: 0 },
-            ApiKey::StreamsGroupDescribe => VersionRange { min: 0, max: 0 },
+            ApiKey::StreamsGroupHeartbeat => VersionRange { min: 0, max: 1 },
+            ApiKey::StreamsGroupDescribe => VersionRange { min: 0, max: 1 },
             ApiKey::DescribeShareGroupOffsets => VersionRange { min: 0, max: 1 },
             ApiKey::AlterShareGroupOffsets => VersionRange { min: 0, max: 0 },
             ApiKey::DeleteShareGroupOffsets => VersionRange { min: 0, max: 0 },
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => VersionRange { min: 0, max: 0 },
+            ApiKey::UnregisterController => VersionRange { min: 0, max: 0 },
         }
     }
 
@@ -576,6 +588,8 @@ impl ApiKey {
             ApiKey::DescribeShareGroupOffsets => false,
             ApiKey::AlterShareGroupOffsets => false,
             ApiKey::DeleteShareGroupOffsets => false,
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => false,
+            ApiKey::UnregisterController => false,
         }
     }
 
@@ -671,6 +685,8 @@ impl ApiKey {
             ApiKey::DescribeShareGroupOffsets => &["broker"],
             ApiKey::AlterShareGroupOffsets => &["broker"],
             ApiKey::DeleteShareGroupOffsets => &["broker"],
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => &["broker"],
+            ApiKey::UnregisterController => &["broker", "controller"],
         }
     }
 
@@ -772,6 +788,8 @@ impl ApiKey {
             ApiKey::DescribeShareGroupOffsets => version >= 0,
             ApiKey::AlterShareGroupOffsets => version >= 0,
             ApiKey::DeleteShareGroupOffsets => version >= 0,
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => version >= 0,
+            ApiKey::UnregisterController => version >= 0,
         }
     }
 
@@ -873,6 +891,8 @@ impl ApiKey {
             ApiKey::DescribeShareGroupOffsets => version >= 0,
             ApiKey::AlterShareGroupOffsets => version >= 0,
             ApiKey::DeleteShareGroupOffsets => version >= 0,
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => version >= 0,
+            ApiKey::UnregisterController => version >= 0,
         }
     }
 
@@ -988,6 +1008,8 @@ pub enum RequestBody {
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest),
     AlterShareGroupOffsets(AlterShareGroupOffsetsRequest),
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest),
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest),
+    UnregisterController(UnregisterControllerRequest),
 }
 
 impl RequestBody {
@@ -1082,6 +1104,10 @@ impl RequestBody {
             RequestBody::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
             RequestBody::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
             RequestBody::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            RequestBody::StreamsGroupTopologyDescriptionUpdate(_) => {
+                ApiKey::StreamsGroupTopologyDescriptionUpdate
+            }
+            RequestBody::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
 
@@ -1343,6 +1369,14 @@ impl RequestBody {
             ApiKey::DeleteShareGroupOffsets => Ok(RequestBody::DeleteShareGroupOffsets(
                 DeleteShareGroupOffsetsRequest::decode(b, version)?,
             )),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                Ok(RequestBody::StreamsGroupTopologyDescriptionUpdate(
+                    StreamsGroupTopologyDescriptionUpdateRequest::decode(b, version)?,
+                ))
+            }
+            ApiKey::UnregisterController => Ok(RequestBody::UnregisterController(
+                UnregisterControllerRequest::decode(b, version)?,
+            )),
         }
     }
 
@@ -1438,6 +1472,8 @@ impl RequestBody {
             RequestBody::DescribeShareGroupOffsets(m) => m.encode(e, version),
             RequestBody::AlterShareGroupOffsets(m) => m.encode(e, version),
             RequestBody::DeleteShareGroupOffsets(m) => m.encode(e, version),
+            RequestBody::StreamsGroupTopologyDescriptionUpdate(m) => m.encode(e, version),
+            RequestBody::UnregisterController(m) => m.encode(e, version),
         }
     }
 
@@ -1706,6 +1742,14 @@ impl RequestBody {
             ApiKey::DeleteShareGroupOffsets => RequestBody::DeleteShareGroupOffsets(
                 <DeleteShareGroupOffsetsRequest as Message>::sample(rng, version),
             ),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                RequestBody::StreamsGroupTopologyDescriptionUpdate(
+                    <StreamsGroupTopologyDescriptionUpdateRequest as Message>::sample(rng, version),
+                )
+            }
+            ApiKey::UnregisterController => RequestBody::UnregisterController(
+                <UnregisterControllerRequest as Message>::sample(rng, version),
+            ),
         }
     }
 }
@@ -1803,6 +1847,8 @@ pub enum ResponseBody {
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse),
     AlterShareGroupOffsets(AlterShareGroupOffsetsResponse),
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse),
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateResponse),
+    UnregisterController(UnregisterControllerResponse),
 }
 
 impl ResponseBody {
@@ -1897,6 +1943,10 @@ impl ResponseBody {
             ResponseBody::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
             ResponseBody::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
             ResponseBody::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            ResponseBody::StreamsGroupTopologyDescriptionUpdate(_) => {
+                ApiKey::StreamsGroupTopologyDescriptionUpdate
+            }
+            ResponseBody::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
 
@@ -2162,6 +2212,14 @@ impl ResponseBody {
             ApiKey::DeleteShareGroupOffsets => Ok(ResponseBody::DeleteShareGroupOffsets(
                 DeleteShareGroupOffsetsResponse::decode(b, version)?,
             )),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                Ok(ResponseBody::StreamsGroupTopologyDescriptionUpdate(
+                    StreamsGroupTopologyDescriptionUpdateResponse::decode(b, version)?,
+                ))
+            }
+            ApiKey::UnregisterController => Ok(ResponseBody::UnregisterController(
+                UnregisterControllerResponse::decode(b, version)?,
+            )),
         }
     }
 
@@ -2257,6 +2315,8 @@ impl ResponseBody {
             ResponseBody::DescribeShareGroupOffsets(m) => m.encode(e, version),
             ResponseBody::AlterShareGroupOffsets(m) => m.encode(e, version),
             ResponseBody::DeleteShareGroupOffsets(m) => m.encode(e, version),
+            ResponseBody::StreamsGroupTopologyDescriptionUpdate(m) => m.encode(e, version),
+            ResponseBody::UnregisterController(m) => m.encode(e, version),
         }
     }
 
@@ -2526,6 +2586,16 @@ impl ResponseBody {
             ),
             ApiKey::DeleteShareGroupOffsets => ResponseBody::DeleteShareGroupOffsets(
                 <DeleteShareGroupOffsetsResponse as Message>::sample(rng, version),
+            ),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                ResponseBody::StreamsGroupTopologyDescriptionUpdate(
+                    <StreamsGroupTopologyDescriptionUpdateResponse as Message>::sample(
+                        rng, version,
+                    ),
+                )
+            }
+            ApiKey::UnregisterController => ResponseBody::UnregisterController(
+                <UnregisterControllerResponse as Message>::sample(rng, version),
             ),
         }
     }
@@ -2980,4 +3050,14 @@ impl Request for AlterShareGroupOffsetsRequest {
 impl Request for DeleteShareGroupOffsetsRequest {
     const API_KEY: ApiKey = ApiKey::DeleteShareGroupOffsets;
     type Response = DeleteShareGroupOffsetsResponse;
+}
+
+impl Request for StreamsGroupTopologyDescriptionUpdateRequest {
+    const API_KEY: ApiKey = ApiKey::StreamsGroupTopologyDescriptionUpdate;
+    type Response = StreamsGroupTopologyDescriptionUpdateResponse;
+}
+
+impl Request for UnregisterControllerRequest {
+    const API_KEY: ApiKey = ApiKey::UnregisterController;
+    type Response = UnregisterControllerResponse;
 }

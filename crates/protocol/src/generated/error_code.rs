@@ -140,6 +140,9 @@ pub enum ErrorCode {
     StreamsInvalidTopologyEpoch = 131,
     StreamsTopologyFenced = 132,
     ShareSessionLimitReached = 133,
+    GroupDeletionFailed = 134,
+    StreamsTopologyDescriptionUpdateFailed = 135,
+    ControllerIdNotRegistered = 136,
 }
 
 impl ErrorCode {
@@ -279,6 +282,9 @@ impl ErrorCode {
         ErrorCode::StreamsInvalidTopologyEpoch,
         ErrorCode::StreamsTopologyFenced,
         ErrorCode::ShareSessionLimitReached,
+        ErrorCode::GroupDeletionFailed,
+        ErrorCode::StreamsTopologyDescriptionUpdateFailed,
+        ErrorCode::ControllerIdNotRegistered,
     ];
 
     pub fn code(self) -> i16 {
@@ -423,6 +429,9 @@ impl ErrorCode {
             131 => Some(ErrorCode::StreamsInvalidTopologyEpoch),
             132 => Some(ErrorCode::StreamsTopologyFenced),
             133 => Some(ErrorCode::ShareSessionLimitReached),
+            134 => Some(ErrorCode::GroupDeletionFailed),
+            135 => Some(ErrorCode::StreamsTopologyDescriptionUpdateFailed),
+            136 => Some(ErrorCode::ControllerIdNotRegistered),
             _ => None,
         }
     }
@@ -569,6 +578,11 @@ impl ErrorCode {
             ErrorCode::StreamsInvalidTopologyEpoch => "STREAMS_INVALID_TOPOLOGY_EPOCH",
             ErrorCode::StreamsTopologyFenced => "STREAMS_TOPOLOGY_FENCED",
             ErrorCode::ShareSessionLimitReached => "SHARE_SESSION_LIMIT_REACHED",
+            ErrorCode::GroupDeletionFailed => "GROUP_DELETION_FAILED",
+            ErrorCode::StreamsTopologyDescriptionUpdateFailed => {
+                "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"
+            }
+            ErrorCode::ControllerIdNotRegistered => "CONTROLLER_ID_NOT_REGISTERED",
         }
     }
 

@@ -35,6 +35,7 @@ pub enum MetadataRecordType {
     RemoveDelegationToken = 26,
     RegisterController = 27,
     ClearElr = 28,
+    UnregisterController = 29,
 }
 
 impl MetadataRecordType {
@@ -65,6 +66,7 @@ impl MetadataRecordType {
         MetadataRecordType::RemoveDelegationToken,
         MetadataRecordType::RegisterController,
         MetadataRecordType::ClearElr,
+        MetadataRecordType::UnregisterController,
     ];
 
     pub fn from_i16(key: i16) -> Option<Self> {
@@ -95,6 +97,7 @@ impl MetadataRecordType {
             26 => Some(MetadataRecordType::RemoveDelegationToken),
             27 => Some(MetadataRecordType::RegisterController),
             28 => Some(MetadataRecordType::ClearElr),
+            29 => Some(MetadataRecordType::UnregisterController),
             _ => None,
         }
     }
@@ -137,6 +140,7 @@ impl MetadataRecordType {
             MetadataRecordType::RemoveDelegationToken => RemoveDelegationTokenRecord::VERSIONS,
             MetadataRecordType::RegisterController => RegisterControllerRecord::VERSIONS,
             MetadataRecordType::ClearElr => ClearElrRecord::VERSIONS,
+            MetadataRecordType::UnregisterController => UnregisterControllerRecord::VERSIONS,
         }
     }
 }
@@ -171,6 +175,7 @@ pub enum MetadataRecord {
     RemoveDelegationToken(RemoveDelegationTokenRecord),
     RegisterController(RegisterControllerRecord),
     ClearElr(ClearElrRecord),
+    UnregisterController(UnregisterControllerRecord),
 }
 
 impl MetadataRecord {
@@ -208,6 +213,7 @@ impl MetadataRecord {
             MetadataRecord::RemoveDelegationToken(_) => MetadataRecordType::RemoveDelegationToken,
             MetadataRecord::RegisterController(_) => MetadataRecordType::RegisterController,
             MetadataRecord::ClearElr(_) => MetadataRecordType::ClearElr,
+            MetadataRecord::UnregisterController(_) => MetadataRecordType::UnregisterController,
         }
     }
 
@@ -296,6 +302,9 @@ impl MetadataRecord {
             MetadataRecordType::ClearElr => Ok(MetadataRecord::ClearElr(ClearElrRecord::decode(
                 b, version,
             )?)),
+            MetadataRecordType::UnregisterController => Ok(MetadataRecord::UnregisterController(
+                UnregisterControllerRecord::decode(b, version)?,
+            )),
         }
     }
 
@@ -328,6 +337,7 @@ impl MetadataRecord {
             MetadataRecord::RemoveDelegationToken(m) => m.encode(e, version),
             MetadataRecord::RegisterController(m) => m.encode(e, version),
             MetadataRecord::ClearElr(m) => m.encode(e, version),
+            MetadataRecord::UnregisterController(m) => m.encode(e, version),
         }
     }
 
@@ -423,6 +433,9 @@ impl MetadataRecord {
             MetadataRecordType::ClearElr => {
                 MetadataRecord::ClearElr(<ClearElrRecord as Message>::sample(rng, version))
             }
+            MetadataRecordType::UnregisterController => MetadataRecord::UnregisterController(
+                <UnregisterControllerRecord as Message>::sample(rng, version),
+            ),
         }
     }
 }

@@ -32,7 +32,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 use kraftd_log::quorum_state::QuorumStateStore;
@@ -95,7 +94,7 @@ impl MetadataLog {
     pub fn open(dir: &Path, mut config: LogConfig) -> Result<MetadataLog, MetadataLogError> {
         config.flush_messages = i64::MAX;
         config.flush_ms = i64::MAX;
-        let log = Log::open(dir, config, wall_clock_ms())?;
+        let log = Log::open(dir, config, kraftd_log::clock::unix_ms())?;
         Ok(MetadataLog {
             log,
             quorum_state: QuorumStateStore::new(dir),
@@ -208,12 +207,6 @@ impl MetadataLog {
     }
 }
 
-fn wall_clock_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 fn to_store(id: SnapshotId) -> kraftd_log::SnapshotId {
     kraftd_log::SnapshotId {
         end_offset: id.end_offset,
@@ -321,10 +314,11 @@ impl RaftLog for MetadataLog {
             // appends nothing; the driver stops before acting on it.
             return Ok(leader_range(&batch, end));
         }
-        match self
-            .log
-            .append_as_leader(BytesMut::from(&batch[..]), epoch, wall_clock_ms())
-        {
+        match self.log.append_as_leader(
+            BytesMut::from(&batch[..]),
+            epoch,
+            kraftd_log::clock::unix_ms(),
+        ) {
             Ok(info) if info.last_offset >= info.first_offset => {
                 Ok((info.first_offset, info.last_offset))
             }
@@ -379,7 +373,10 @@ impl RaftLog for MetadataLog {
             last_epoch = epoch;
             expected = batch.next_offset();
         }
-        match self.log.append_as_follower(batches, wall_clock_ms()) {
+        match self
+            .log
+            .append_as_follower(batches, kraftd_log::clock::unix_ms())
+        {
             Ok(_) => Ok(()),
             Err(e) if is_disk_failure(&e) => {
                 self.fail("append", e);

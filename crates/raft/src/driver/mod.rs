@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_log::{CompletedFlush, LogConfig};
-use kraftd_protocol::api_versions::{stable_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::{DescribeQuorumRequest, DescribeQuorumResponse};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
@@ -655,7 +655,10 @@ impl RaftRequestRouter {
                 .expect("the pinned Raft versions are stable controller APIs");
         }
         table
-            .add(ApiKey::DescribeQuorum, stable_range(ApiKey::DescribeQuorum))
+            .add(
+                ApiKey::DescribeQuorum,
+                supported_range(ApiKey::DescribeQuorum),
+            )
             .expect("DescribeQuorum is a controller API");
     }
 }
@@ -725,9 +728,7 @@ impl RequestHandler for RaftRequestRouter {
 /// Wall-clock Unix time in ms (read once per incarnation; the loop then counts monotonic
 /// time from it).
 fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    kraftd_log::clock::unix_ms().max(0) as u64
 }
 
 /// Where a request to node `to` goes: its `controller.quorum.voters` endpoint, else its

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `ApiVersionsRequest` of `ApiVersionsRequest` (versions 0-4).
+/// `ApiVersionsRequest` of `ApiVersionsRequest` (versions 0-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersionsRequest {
     /// The name of the client.
@@ -16,6 +16,14 @@ pub struct ApiVersionsRequest {
     ///
     /// Versions 3+.
     pub client_software_version: String,
+    /// The cluster ID the client intends to connect to. Provide both ClusterId and NodeId, if known.
+    ///
+    /// Versions 5+.
+    pub cluster_id: Option<String>,
+    /// The node ID the client intends to connect to. Provide both ClusterId and NodeId, if known.
+    ///
+    /// Versions 5+.
+    pub node_id: i32,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -25,6 +33,8 @@ impl Default for ApiVersionsRequest {
         ApiVersionsRequest {
             client_software_name: String::new(),
             client_software_version: String::new(),
+            cluster_id: None,
+            node_id: -1,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -53,6 +63,33 @@ impl ApiVersionsRequest {
                 )?;
             }
         }
+        if version >= 5 {
+            match &self.cluster_id {
+                Some(v) => {
+                    if version >= 5 {
+                        e.put_string(Some(v), "ApiVersionsRequest.ClusterId", flexible)?;
+                    } else {
+                        e.put_string(Some(v), "ApiVersionsRequest.ClusterId", flexible)?;
+                    }
+                }
+                None => {
+                    if version >= 5 {
+                        e.put_length(None, "ApiVersionsRequest.ClusterId", flexible, true)?;
+                    } else {
+                        return Err(c::EncodeError::NullNotAllowed {
+                            field: "ApiVersionsRequest.ClusterId",
+                            version,
+                        });
+                    }
+                }
+            }
+        }
+        if version >= 5 {
+            {
+                let field = &self.node_id;
+                e.put_i32(*field);
+            }
+        }
         if version >= 3 {
             c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
         }
@@ -68,6 +105,16 @@ impl ApiVersionsRequest {
         if version >= 3 {
             s.client_software_version =
                 c::read_string(b, "ApiVersionsRequest.ClientSoftwareVersion", flexible)?;
+        }
+        if version >= 5 {
+            s.cluster_id = if version >= 5 {
+                c::read_nullable_string(b, "ApiVersionsRequest.ClusterId", flexible)?
+            } else {
+                Some(c::read_string(b, "ApiVersionsRequest.ClusterId", flexible)?)
+            };
+        }
+        if version >= 5 {
+            s.node_id = c::read_i32(b, "ApiVersionsRequest.NodeId")?;
         }
         if version >= 3 {
             let count = c::read_unsigned_varint(b, "ApiVersionsRequest._tagged_fields")?;
@@ -98,6 +145,12 @@ impl ApiVersionsRequest {
         if version >= 3 {
             n += if flexible { 1 } else { 2 };
         }
+        if version >= 5 {
+            n += if flexible { 1 } else { 2 };
+        }
+        if version >= 5 {
+            n += 4;
+        }
         if version >= 3 {
             n += 1;
         }
@@ -113,13 +166,23 @@ impl ApiVersionsRequest {
         if version >= 3 {
             s.client_software_version = rng.string();
         }
+        if version >= 5 {
+            s.cluster_id = if (version >= 5) && rng.chance(4) {
+                None
+            } else {
+                Some(rng.string())
+            };
+        }
+        if version >= 5 {
+            s.node_id = rng.next_u64() as i32;
+        }
         s
     }
 }
 
 impl crate::Message for ApiVersionsRequest {
     const NAME: &'static str = "ApiVersionsRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 4 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(3);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `ApiVersionsResponse` of `ApiVersionsResponse` (versions 0-4).
+/// `ApiVersionsResponse` of `ApiVersionsResponse` (versions 0-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersionsResponse {
     /// The top-level error code.
@@ -252,7 +252,7 @@ impl ApiVersionsResponse {
     }
 }
 
-/// `ApiVersion` of `ApiVersionsResponse` (versions 0-4).
+/// `ApiVersion` of `ApiVersionsResponse` (versions 0-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersion {
     /// The API index.
@@ -346,7 +346,7 @@ impl ApiVersion {
     }
 }
 
-/// `SupportedFeatureKey` of `ApiVersionsResponse` (versions 3-4).
+/// `SupportedFeatureKey` of `ApiVersionsResponse` (versions 3-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SupportedFeatureKey {
     /// The name of the feature.
@@ -437,7 +437,7 @@ impl SupportedFeatureKey {
     }
 }
 
-/// `FinalizedFeatureKey` of `ApiVersionsResponse` (versions 3-4).
+/// `FinalizedFeatureKey` of `ApiVersionsResponse` (versions 3-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizedFeatureKey {
     /// The name of the feature.
@@ -530,7 +530,7 @@ impl FinalizedFeatureKey {
 
 impl crate::Message for ApiVersionsResponse {
     const NAME: &'static str = "ApiVersionsResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 4 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(3);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `BrokerHeartbeatRequest` of `BrokerHeartbeatRequest` (versions 0-1).
+/// `BrokerHeartbeatRequest` of `BrokerHeartbeatRequest` (versions 0-2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerHeartbeatRequest {
     /// The broker ID.
@@ -32,6 +32,10 @@ pub struct BrokerHeartbeatRequest {
     ///
     /// Versions 1+, tag 0.
     pub offline_log_dirs: Vec<c::Uuid>,
+    /// List of log directories that are cordoned. This is null before the broker reaches the RECOVERY state.
+    ///
+    /// Versions 2+, tag 1.
+    pub cordoned_log_dirs: Option<Vec<c::Uuid>>,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -45,6 +49,7 @@ impl Default for BrokerHeartbeatRequest {
             want_fence: false,
             want_shut_down: false,
             offline_log_dirs: Vec::new(),
+            cordoned_log_dirs: None,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -81,6 +86,14 @@ impl BrokerHeartbeatRequest {
                 });
             }
         }
+        if !(version >= 2) {
+            if self.cordoned_log_dirs.is_some() {
+                return Err(c::EncodeError::FieldNotInVersion {
+                    field: "BrokerHeartbeatRequest.CordonedLogDirs",
+                    version,
+                });
+            }
+        }
         let mut known: Vec<(u32, c::Encoder)> = Vec::new();
         if (version >= 1) && !self.offline_log_dirs.is_empty() {
             let mut p = c::Encoder::new();
@@ -100,6 +113,53 @@ impl BrokerHeartbeatRequest {
                 }
             }
             known.push((0, p));
+        }
+        if (version >= 2) && self.cordoned_log_dirs.is_some() {
+            let mut p = c::Encoder::new();
+            {
+                let e = &mut p;
+                match &self.cordoned_log_dirs {
+                    Some(v) => {
+                        if version >= 2 {
+                            e.put_length(
+                                Some(v.len()),
+                                "BrokerHeartbeatRequest.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                            for el in v {
+                                e.put_uuid(el);
+                            }
+                        } else {
+                            e.put_length(
+                                Some(v.len()),
+                                "BrokerHeartbeatRequest.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                            for el in v {
+                                e.put_uuid(el);
+                            }
+                        }
+                    }
+                    None => {
+                        if version >= 2 {
+                            e.put_length(
+                                None,
+                                "BrokerHeartbeatRequest.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                        } else {
+                            return Err(c::EncodeError::NullNotAllowed {
+                                field: "BrokerHeartbeatRequest.CordonedLogDirs",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            known.push((1, p));
         }
         c::put_tagged_section(e, known, &self.unknown_tagged_fields);
         Ok(())
@@ -128,6 +188,27 @@ impl BrokerHeartbeatRequest {
                         |b| Ok(c::read_uuid(b, "BrokerHeartbeatRequest.OfflineLogDirs")?),
                     )?;
                     c::expect_consumed(b, "BrokerHeartbeatRequest.OfflineLogDirs")?;
+                }
+                1 if version >= 2 => {
+                    let b = &mut payload;
+                    s.cordoned_log_dirs = if version >= 2 {
+                        c::read_nullable_array(
+                            b,
+                            "BrokerHeartbeatRequest.CordonedLogDirs",
+                            flexible,
+                            16,
+                            |b| Ok(c::read_uuid(b, "BrokerHeartbeatRequest.CordonedLogDirs")?),
+                        )?
+                    } else {
+                        Some(c::read_array(
+                            b,
+                            "BrokerHeartbeatRequest.CordonedLogDirs",
+                            flexible,
+                            16,
+                            |b| Ok(c::read_uuid(b, "BrokerHeartbeatRequest.CordonedLogDirs")?),
+                        )?)
+                    };
+                    c::expect_consumed(b, "BrokerHeartbeatRequest.CordonedLogDirs")?;
                 }
                 _ => s
                     .unknown_tagged_fields
@@ -163,13 +244,20 @@ impl BrokerHeartbeatRequest {
         if version >= 1 {
             s.offline_log_dirs = rng.vec(|rng| rng.uuid());
         }
+        if version >= 2 {
+            s.cordoned_log_dirs = if (version >= 2) && rng.chance(4) {
+                None
+            } else {
+                Some(rng.vec(|rng| rng.uuid()))
+            };
+        }
         s
     }
 }
 
 impl crate::Message for BrokerHeartbeatRequest {
     const NAME: &'static str = "BrokerHeartbeatRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 1 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

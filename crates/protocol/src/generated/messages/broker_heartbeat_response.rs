@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `BrokerHeartbeatResponse` of `BrokerHeartbeatResponse` (versions 0-1).
+/// `BrokerHeartbeatResponse` of `BrokerHeartbeatResponse` (versions 0-2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerHeartbeatResponse {
     /// Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
@@ -120,7 +120,7 @@ impl BrokerHeartbeatResponse {
 
 impl crate::Message for BrokerHeartbeatResponse {
     const NAME: &'static str = "BrokerHeartbeatResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 1 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

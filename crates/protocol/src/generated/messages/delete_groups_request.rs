@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `DeleteGroupsRequest` of `DeleteGroupsRequest` (versions 0-2).
+/// `DeleteGroupsRequest` of `DeleteGroupsRequest` (versions 0-3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteGroupsRequest {
     /// The group names to delete.
@@ -101,7 +101,7 @@ impl DeleteGroupsRequest {
 
 impl crate::Message for DeleteGroupsRequest {
     const NAME: &'static str = "DeleteGroupsRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 2 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 3 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(2);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `DeleteGroupsResponse` of `DeleteGroupsResponse` (versions 0-2).
+/// `DeleteGroupsResponse` of `DeleteGroupsResponse` (versions 0-3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteGroupsResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
@@ -105,7 +105,7 @@ impl DeleteGroupsResponse {
     }
 }
 
-/// `DeletableGroupResult` of `DeleteGroupsResponse` (versions 0-2).
+/// `DeletableGroupResult` of `DeleteGroupsResponse` (versions 0-3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeletableGroupResult {
     /// The group id.
@@ -116,6 +116,10 @@ pub struct DeletableGroupResult {
     ///
     /// Versions 0+.
     pub error_code: i16,
+    /// The error message, or null if there was no error.
+    ///
+    /// Versions 3+.
+    pub error_message: Option<String>,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -125,6 +129,7 @@ impl Default for DeletableGroupResult {
         DeletableGroupResult {
             group_id: String::new(),
             error_code: 0,
+            error_message: None,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -141,6 +146,27 @@ impl DeletableGroupResult {
             let field = &self.error_code;
             e.put_i16(*field);
         }
+        if version >= 3 {
+            match &self.error_message {
+                Some(v) => {
+                    if version >= 3 {
+                        e.put_string(Some(v), "DeletableGroupResult.ErrorMessage", flexible)?;
+                    } else {
+                        e.put_string(Some(v), "DeletableGroupResult.ErrorMessage", flexible)?;
+                    }
+                }
+                None => {
+                    if version >= 3 {
+                        e.put_length(None, "DeletableGroupResult.ErrorMessage", flexible, true)?;
+                    } else {
+                        return Err(c::EncodeError::NullNotAllowed {
+                            field: "DeletableGroupResult.ErrorMessage",
+                            version,
+                        });
+                    }
+                }
+            }
+        }
         if version >= 2 {
             c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
         }
@@ -151,6 +177,17 @@ impl DeletableGroupResult {
         let mut s = Self::default();
         s.group_id = c::read_string(b, "DeletableGroupResult.GroupId", flexible)?;
         s.error_code = c::read_i16(b, "DeletableGroupResult.ErrorCode")?;
+        if version >= 3 {
+            s.error_message = if version >= 3 {
+                c::read_nullable_string(b, "DeletableGroupResult.ErrorMessage", flexible)?
+            } else {
+                Some(c::read_string(
+                    b,
+                    "DeletableGroupResult.ErrorMessage",
+                    flexible,
+                )?)
+            };
+        }
         if version >= 2 {
             let count = c::read_unsigned_varint(b, "DeletableGroupResult._tagged_fields")?;
             for _ in 0..count {
@@ -176,6 +213,9 @@ impl DeletableGroupResult {
         let mut n = 0;
         n += if flexible { 1 } else { 2 };
         n += 2;
+        if version >= 3 {
+            n += if flexible { 1 } else { 2 };
+        }
         if version >= 2 {
             n += 1;
         }
@@ -183,17 +223,24 @@ impl DeletableGroupResult {
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
-    pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
+    pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
         let mut s = Self::default();
         s.group_id = rng.string();
         s.error_code = rng.next_u64() as i16;
+        if version >= 3 {
+            s.error_message = if (version >= 3) && rng.chance(4) {
+                None
+            } else {
+                Some(rng.string())
+            };
+        }
         s
     }
 }
 
 impl crate::Message for DeleteGroupsResponse {
     const NAME: &'static str = "DeleteGroupsResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 2 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 3 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(2);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `DescribeLogDirsRequest` of `DescribeLogDirsRequest` (versions 1-4).
+/// `DescribeLogDirsRequest` of `DescribeLogDirsRequest` (versions 1-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsRequest {
     /// Each topic that we want to describe log directories for, or null for all topics.
@@ -101,7 +101,7 @@ impl DescribeLogDirsRequest {
     }
 }
 
-/// `DescribableLogDirTopic` of `DescribeLogDirsRequest` (versions 1-4).
+/// `DescribableLogDirTopic` of `DescribeLogDirsRequest` (versions 1-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribableLogDirTopic {
     /// The topic name.
@@ -199,7 +199,7 @@ impl DescribableLogDirTopic {
 
 impl crate::Message for DescribeLogDirsRequest {
     const NAME: &'static str = "DescribeLogDirsRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 1, max: 4 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 1, max: 5 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(2);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

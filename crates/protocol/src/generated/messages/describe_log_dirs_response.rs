@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `DescribeLogDirsResponse` of `DescribeLogDirsResponse` (versions 1-4).
+/// `DescribeLogDirsResponse` of `DescribeLogDirsResponse` (versions 1-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
@@ -125,7 +125,7 @@ impl DescribeLogDirsResponse {
     }
 }
 
-/// `DescribeLogDirsPartition` of `DescribeLogDirsResponse` (versions 1-4).
+/// `DescribeLogDirsPartition` of `DescribeLogDirsResponse` (versions 1-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsPartition {
     /// The partition index.
@@ -232,7 +232,7 @@ impl DescribeLogDirsPartition {
     }
 }
 
-/// `DescribeLogDirsTopic` of `DescribeLogDirsResponse` (versions 1-4).
+/// `DescribeLogDirsTopic` of `DescribeLogDirsResponse` (versions 1-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsTopic {
     /// The topic name.
@@ -332,7 +332,7 @@ impl DescribeLogDirsTopic {
     }
 }
 
-/// `DescribeLogDirsResult` of `DescribeLogDirsResponse` (versions 1-4).
+/// `DescribeLogDirsResult` of `DescribeLogDirsResponse` (versions 1-5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsResult {
     /// The error code, or 0 if there was no error.
@@ -355,6 +355,10 @@ pub struct DescribeLogDirsResult {
     ///
     /// Versions 4+.
     pub usable_bytes: i64,
+    /// True if this log directory is cordoned.
+    ///
+    /// Versions 5+.
+    pub is_cordoned: bool,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -367,6 +371,7 @@ impl Default for DescribeLogDirsResult {
             topics: Vec::new(),
             total_bytes: -1,
             usable_bytes: -1,
+            is_cordoned: false,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -407,6 +412,12 @@ impl DescribeLogDirsResult {
                 e.put_i64(*field);
             }
         }
+        if version >= 5 {
+            {
+                let field = &self.is_cordoned;
+                e.put_bool(*field);
+            }
+        }
         if version >= 2 {
             c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
         }
@@ -429,6 +440,9 @@ impl DescribeLogDirsResult {
         }
         if version >= 4 {
             s.usable_bytes = c::read_i64(b, "DescribeLogDirsResult.UsableBytes")?;
+        }
+        if version >= 5 {
+            s.is_cordoned = c::read_bool(b, "DescribeLogDirsResult.IsCordoned")?;
         }
         if version >= 2 {
             let count = c::read_unsigned_varint(b, "DescribeLogDirsResult._tagged_fields")?;
@@ -462,6 +476,9 @@ impl DescribeLogDirsResult {
         if version >= 4 {
             n += 8;
         }
+        if version >= 5 {
+            n += 1;
+        }
         if version >= 2 {
             n += 1;
         }
@@ -480,13 +497,16 @@ impl DescribeLogDirsResult {
         if version >= 4 {
             s.usable_bytes = rng.next_u64() as i64;
         }
+        if version >= 5 {
+            s.is_cordoned = rng.bool();
+        }
         s
     }
 }
 
 impl crate::Message for DescribeLogDirsResponse {
     const NAME: &'static str = "DescribeLogDirsResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 1, max: 4 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 1, max: 5 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(2);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

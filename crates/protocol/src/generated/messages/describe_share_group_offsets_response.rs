@@ -168,11 +168,6 @@ impl DescribeShareGroupOffsetsResponsePartition {
                 let field = &self.lag;
                 e.put_i64(*field);
             }
-        } else if self.lag != -1 {
-            return Err(c::EncodeError::FieldNotInVersion {
-                field: "DescribeShareGroupOffsetsResponsePartition.Lag",
-                version,
-            });
         }
         {
             let field = &self.error_code;

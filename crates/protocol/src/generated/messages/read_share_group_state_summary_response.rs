@@ -174,11 +174,6 @@ impl PartitionResult {
                 let field = &self.delivery_complete_count;
                 e.put_i32(*field);
             }
-        } else if self.delivery_complete_count != -1 {
-            return Err(c::EncodeError::FieldNotInVersion {
-                field: "PartitionResult.DeliveryCompleteCount",
-                version,
-            });
         }
         c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
         Ok(())

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `StreamsGroupDescribeRequest` of `StreamsGroupDescribeRequest` (versions 0).
+/// `StreamsGroupDescribeRequest` of `StreamsGroupDescribeRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamsGroupDescribeRequest {
     /// The ids of the groups to describe
@@ -16,6 +16,10 @@ pub struct StreamsGroupDescribeRequest {
     ///
     /// Versions 0+.
     pub include_authorized_operations: bool,
+    /// Whether to include the full topology description from the topology description plugin in the response.
+    ///
+    /// Versions 1+.
+    pub include_topology_description: bool,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -25,13 +29,14 @@ impl Default for StreamsGroupDescribeRequest {
         StreamsGroupDescribeRequest {
             group_ids: Vec::new(),
             include_authorized_operations: false,
+            include_topology_description: false,
             unknown_tagged_fields: Vec::new(),
         }
     }
 }
 
 impl StreamsGroupDescribeRequest {
-    fn write_to(&self, e: &mut c::Encoder, _version: i16) -> Result<(), c::EncodeError> {
+    fn write_to(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         let flexible = true;
         {
             let field = &self.group_ids;
@@ -49,10 +54,21 @@ impl StreamsGroupDescribeRequest {
             let field = &self.include_authorized_operations;
             e.put_bool(*field);
         }
+        if version >= 1 {
+            {
+                let field = &self.include_topology_description;
+                e.put_bool(*field);
+            }
+        } else if self.include_topology_description != false {
+            return Err(c::EncodeError::FieldNotInVersion {
+                field: "StreamsGroupDescribeRequest.IncludeTopologyDescription",
+                version,
+            });
+        }
         c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
         Ok(())
     }
-    fn read_from(b: &mut Bytes, _version: i16) -> c::DecodeResult<Self> {
+    fn read_from(b: &mut Bytes, version: i16) -> c::DecodeResult<Self> {
         let flexible = true;
         let mut s = Self::default();
         s.group_ids = c::read_array(
@@ -70,6 +86,10 @@ impl StreamsGroupDescribeRequest {
         )?;
         s.include_authorized_operations =
             c::read_bool(b, "StreamsGroupDescribeRequest.IncludeAuthorizedOperations")?;
+        if version >= 1 {
+            s.include_topology_description =
+                c::read_bool(b, "StreamsGroupDescribeRequest.IncludeTopologyDescription")?;
+        }
         let count = c::read_unsigned_varint(b, "StreamsGroupDescribeRequest._tagged_fields")?;
         for _ in 0..count {
             #[allow(unused_mut)]
@@ -88,27 +108,33 @@ impl StreamsGroupDescribeRequest {
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
     #[allow(dead_code)]
-    fn min_size(_version: i16) -> usize {
+    fn min_size(version: i16) -> usize {
         let flexible = true;
         let mut n = 0;
         n += if flexible { 1 } else { 4 };
         n += 1;
+        if version >= 1 {
+            n += 1;
+        }
         n += 1;
         n
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
-    pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
+    pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
         let mut s = Self::default();
         s.group_ids = rng.vec(|rng| rng.string());
         s.include_authorized_operations = rng.bool();
+        if version >= 1 {
+            s.include_topology_description = rng.bool();
+        }
         s
     }
 }
 
 impl crate::Message for StreamsGroupDescribeRequest {
     const NAME: &'static str = "StreamsGroupDescribeRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 0 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `StreamsGroupDescribeResponse` of `StreamsGroupDescribeResponse` (versions 0).
+/// `StreamsGroupDescribeResponse` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamsGroupDescribeResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
@@ -99,7 +99,7 @@ impl StreamsGroupDescribeResponse {
     }
 }
 
-/// `Subtopology` of `StreamsGroupDescribeResponse` (versions 0).
+/// `Subtopology` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Subtopology {
     /// String to uniquely identify the subtopology.
@@ -276,7 +276,7 @@ impl Subtopology {
     }
 }
 
-/// `Topology` of `StreamsGroupDescribeResponse` (versions 0).
+/// `Topology` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
     /// The epoch of the currently initialized topology for this group.
@@ -372,7 +372,7 @@ impl Topology {
     }
 }
 
-/// `Member` of `StreamsGroupDescribeResponse` (versions 0).
+/// `Member` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     /// The member ID.
@@ -663,7 +663,7 @@ impl Member {
     }
 }
 
-/// `DescribedGroup` of `StreamsGroupDescribeResponse` (versions 0).
+/// `DescribedGroup` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroup {
     /// The describe error, or 0 if there was no error.
@@ -702,6 +702,18 @@ pub struct DescribedGroup {
     ///
     /// Versions 0+.
     pub authorized_operations: i32,
+    /// The full topology description for this group. Non-null if and only if TopologyDescriptionStatus is AVAILABLE (3); null otherwise.
+    ///
+    /// Versions 1+.
+    pub topology_description: Option<TopologyDescription>,
+    /// The status of the topology description for this group, paired with TopologyDescription: 0=NOT_REQUESTED (client did not set IncludeTopologyDescription; TopologyDescription is null); 1=NOT_STORED (no description recorded for this group; TopologyDescription is null); 2=ERROR (broker failed to fetch the description, see broker logs; TopologyDescription is null); 3=AVAILABLE (TopologyDescription is non-null and carries the description).
+    ///
+    /// Versions 1+.
+    pub topology_description_status: i8,
+    /// The task assignor that the group coordinator will use for the next assignment computation. This may differ from the assignor that computed the current assignment, because changing the assignor configuration does not trigger a rebalance. Null in case of a describe error.
+    ///
+    /// Versions 1+.
+    pub assignor_name: Option<String>,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -718,6 +730,9 @@ impl Default for DescribedGroup {
             topology: None,
             members: Vec::new(),
             authorized_operations: -2147483648,
+            topology_description: None,
+            topology_description_status: 0,
+            assignor_name: None,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -774,6 +789,65 @@ impl DescribedGroup {
             let field = &self.authorized_operations;
             e.put_i32(*field);
         }
+        if version >= 1 {
+            match &self.topology_description {
+                Some(v) => {
+                    if version >= 1 {
+                        e.put_i8(1);
+                        v.write_to(e, version)?;
+                    } else {
+                        v.write_to(e, version)?;
+                    }
+                }
+                None => {
+                    if version >= 1 {
+                        e.put_i8(-1);
+                    } else {
+                        return Err(c::EncodeError::NullNotAllowed {
+                            field: "DescribedGroup.TopologyDescription",
+                            version,
+                        });
+                    }
+                }
+            }
+        } else if self.topology_description.is_some() {
+            return Err(c::EncodeError::FieldNotInVersion {
+                field: "DescribedGroup.TopologyDescription",
+                version,
+            });
+        }
+        if version >= 1 {
+            {
+                let field = &self.topology_description_status;
+                e.put_i8(*field);
+            }
+        } else if self.topology_description_status != 0 {
+            return Err(c::EncodeError::FieldNotInVersion {
+                field: "DescribedGroup.TopologyDescriptionStatus",
+                version,
+            });
+        }
+        if version >= 1 {
+            match &self.assignor_name {
+                Some(v) => {
+                    if version >= 1 {
+                        e.put_string(Some(v), "DescribedGroup.AssignorName", flexible)?;
+                    } else {
+                        e.put_string(Some(v), "DescribedGroup.AssignorName", flexible)?;
+                    }
+                }
+                None => {
+                    if version >= 1 {
+                        e.put_length(None, "DescribedGroup.AssignorName", flexible, true)?;
+                    } else {
+                        return Err(c::EncodeError::NullNotAllowed {
+                            field: "DescribedGroup.AssignorName",
+                            version,
+                        });
+                    }
+                }
+            }
+        }
         c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
         Ok(())
     }
@@ -799,6 +873,28 @@ impl DescribedGroup {
             |b| Ok(Member::read_from(b, version)?),
         )?;
         s.authorized_operations = c::read_i32(b, "DescribedGroup.AuthorizedOperations")?;
+        if version >= 1 {
+            s.topology_description = if version >= 1 {
+                if c::read_struct_present(b, "DescribedGroup.TopologyDescription")? {
+                    Some(TopologyDescription::read_from(b, version)?)
+                } else {
+                    None
+                }
+            } else {
+                Some(TopologyDescription::read_from(b, version)?)
+            };
+        }
+        if version >= 1 {
+            s.topology_description_status =
+                c::read_i8(b, "DescribedGroup.TopologyDescriptionStatus")?;
+        }
+        if version >= 1 {
+            s.assignor_name = if version >= 1 {
+                c::read_nullable_string(b, "DescribedGroup.AssignorName", flexible)?
+            } else {
+                Some(c::read_string(b, "DescribedGroup.AssignorName", flexible)?)
+            };
+        }
         let count = c::read_unsigned_varint(b, "DescribedGroup._tagged_fields")?;
         for _ in 0..count {
             #[allow(unused_mut)]
@@ -816,7 +912,7 @@ impl DescribedGroup {
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
     #[allow(dead_code)]
-    fn min_size(_version: i16) -> usize {
+    fn min_size(version: i16) -> usize {
         let flexible = true;
         let mut n = 0;
         n += 2;
@@ -828,6 +924,19 @@ impl DescribedGroup {
         n += 1;
         n += if flexible { 1 } else { 4 };
         n += 4;
+        if version >= 1 {
+            n += if version >= 1 {
+                1
+            } else {
+                TopologyDescription::min_size(version)
+            };
+        }
+        if version >= 1 {
+            n += 1;
+        }
+        if version >= 1 {
+            n += if flexible { 1 } else { 2 };
+        }
         n += 1;
         n
     }
@@ -852,11 +961,28 @@ impl DescribedGroup {
         };
         s.members = rng.vec(|rng| Member::sample(rng, version));
         s.authorized_operations = rng.next_u64() as i32;
+        if version >= 1 {
+            s.topology_description = if (version >= 1) && rng.chance(4) {
+                None
+            } else {
+                Some(TopologyDescription::sample(rng, version))
+            };
+        }
+        if version >= 1 {
+            s.topology_description_status = rng.next_u64() as i8;
+        }
+        if version >= 1 {
+            s.assignor_name = if (version >= 1) && rng.chance(4) {
+                None
+            } else {
+                Some(rng.string())
+            };
+        }
         s
     }
 }
 
-/// `Endpoint` of `StreamsGroupDescribeResponse` (versions 0).
+/// `Endpoint` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     /// host of the endpoint
@@ -935,7 +1061,7 @@ impl Endpoint {
     }
 }
 
-/// `TaskOffset` of `StreamsGroupDescribeResponse` (versions 0).
+/// `TaskOffset` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskOffset {
     /// The subtopology identifier.
@@ -1026,7 +1152,7 @@ impl TaskOffset {
     }
 }
 
-/// `Assignment` of `StreamsGroupDescribeResponse` (versions 0).
+/// `Assignment` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// Active tasks for this client.
@@ -1149,7 +1275,7 @@ impl Assignment {
     }
 }
 
-/// `TaskIds` of `StreamsGroupDescribeResponse` (versions 0).
+/// `TaskIds` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskIds {
     /// The subtopology identifier.
@@ -1233,7 +1359,7 @@ impl TaskIds {
     }
 }
 
-/// `KeyValue` of `StreamsGroupDescribeResponse` (versions 0).
+/// `KeyValue` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyValue {
     /// key of the config
@@ -1312,7 +1438,7 @@ impl KeyValue {
     }
 }
 
-/// `TopicInfo` of `StreamsGroupDescribeResponse` (versions 0).
+/// `TopicInfo` of `StreamsGroupDescribeResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicInfo {
     /// The name of the topic.
@@ -1424,9 +1550,488 @@ impl TopicInfo {
     }
 }
 
+/// `TopologyDescription` of `StreamsGroupDescribeResponse` (versions 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyDescription {
+    /// The subtopologies that make up this topology.
+    ///
+    /// Versions 1+.
+    pub subtopologies: Vec<TopologyDescriptionSubtopology>,
+    /// Global state stores used by this topology.
+    ///
+    /// Versions 1+.
+    pub global_stores: Vec<TopologyDescriptionGlobalStore>,
+    /// Tagged fields this schema does not know, kept to be re-encoded.
+    pub unknown_tagged_fields: Vec<c::RawTaggedField>,
+}
+
+impl Default for TopologyDescription {
+    fn default() -> Self {
+        TopologyDescription {
+            subtopologies: Vec::new(),
+            global_stores: Vec::new(),
+            unknown_tagged_fields: Vec::new(),
+        }
+    }
+}
+
+impl TopologyDescription {
+    fn write_to(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
+        let flexible = true;
+        {
+            let field = &self.subtopologies;
+            e.put_length(
+                Some(field.len()),
+                "TopologyDescription.Subtopologies",
+                flexible,
+                false,
+            )?;
+            for el in field {
+                el.write_to(e, version)?;
+            }
+        }
+        {
+            let field = &self.global_stores;
+            e.put_length(
+                Some(field.len()),
+                "TopologyDescription.GlobalStores",
+                flexible,
+                false,
+            )?;
+            for el in field {
+                el.write_to(e, version)?;
+            }
+        }
+        c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
+        Ok(())
+    }
+    fn read_from(b: &mut Bytes, version: i16) -> c::DecodeResult<Self> {
+        let flexible = true;
+        let mut s = Self::default();
+        s.subtopologies = c::read_array(
+            b,
+            "TopologyDescription.Subtopologies",
+            flexible,
+            TopologyDescriptionSubtopology::min_size(version),
+            |b| Ok(TopologyDescriptionSubtopology::read_from(b, version)?),
+        )?;
+        s.global_stores = c::read_array(
+            b,
+            "TopologyDescription.GlobalStores",
+            flexible,
+            TopologyDescriptionGlobalStore::min_size(version),
+            |b| Ok(TopologyDescriptionGlobalStore::read_from(b, version)?),
+        )?;
+        let count = c::read_unsigned_varint(b, "TopologyDescription._tagged_fields")?;
+        for _ in 0..count {
+            #[allow(unused_mut)]
+            let (tag, mut payload) = c::read_tagged_field(b, "TopologyDescription._tagged_fields")?;
+            match tag {
+                _ => s
+                    .unknown_tagged_fields
+                    .push(c::RawTaggedField { tag, data: payload }),
+            }
+        }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
+        Ok(s)
+    }
+    /// The fewest bytes this struct can take at `version`, to bound array counts.
+    #[allow(dead_code)]
+    fn min_size(_version: i16) -> usize {
+        let flexible = true;
+        let mut n = 0;
+        n += if flexible { 1 } else { 4 };
+        n += if flexible { 1 } else { 4 };
+        n += 1;
+        n
+    }
+    /// A random value that every version-`version` encoder accepts.
+    #[cfg(feature = "testing")]
+    pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
+        let mut s = Self::default();
+        s.subtopologies = rng.vec(|rng| TopologyDescriptionSubtopology::sample(rng, version));
+        s.global_stores = rng.vec(|rng| TopologyDescriptionGlobalStore::sample(rng, version));
+        s
+    }
+}
+
+/// `TopologyDescriptionSubtopology` of `StreamsGroupDescribeResponse` (versions 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyDescriptionSubtopology {
+    /// The subtopology identifier, unique within the topology.
+    ///
+    /// Versions 1+.
+    pub subtopology_id: String,
+    /// The processing nodes in this subtopology.
+    ///
+    /// Versions 1+.
+    pub nodes: Vec<TopologyDescriptionNode>,
+    /// Tagged fields this schema does not know, kept to be re-encoded.
+    pub unknown_tagged_fields: Vec<c::RawTaggedField>,
+}
+
+impl Default for TopologyDescriptionSubtopology {
+    fn default() -> Self {
+        TopologyDescriptionSubtopology {
+            subtopology_id: String::new(),
+            nodes: Vec::new(),
+            unknown_tagged_fields: Vec::new(),
+        }
+    }
+}
+
+impl TopologyDescriptionSubtopology {
+    fn write_to(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
+        let flexible = true;
+        {
+            let field = &self.subtopology_id;
+            e.put_string(
+                Some(field),
+                "TopologyDescriptionSubtopology.SubtopologyId",
+                flexible,
+            )?;
+        }
+        {
+            let field = &self.nodes;
+            e.put_length(
+                Some(field.len()),
+                "TopologyDescriptionSubtopology.Nodes",
+                flexible,
+                false,
+            )?;
+            for el in field {
+                el.write_to(e, version)?;
+            }
+        }
+        c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
+        Ok(())
+    }
+    fn read_from(b: &mut Bytes, version: i16) -> c::DecodeResult<Self> {
+        let flexible = true;
+        let mut s = Self::default();
+        s.subtopology_id =
+            c::read_string(b, "TopologyDescriptionSubtopology.SubtopologyId", flexible)?;
+        s.nodes = c::read_array(
+            b,
+            "TopologyDescriptionSubtopology.Nodes",
+            flexible,
+            TopologyDescriptionNode::min_size(version),
+            |b| Ok(TopologyDescriptionNode::read_from(b, version)?),
+        )?;
+        let count = c::read_unsigned_varint(b, "TopologyDescriptionSubtopology._tagged_fields")?;
+        for _ in 0..count {
+            #[allow(unused_mut)]
+            let (tag, mut payload) =
+                c::read_tagged_field(b, "TopologyDescriptionSubtopology._tagged_fields")?;
+            match tag {
+                _ => s
+                    .unknown_tagged_fields
+                    .push(c::RawTaggedField { tag, data: payload }),
+            }
+        }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
+        Ok(s)
+    }
+    /// The fewest bytes this struct can take at `version`, to bound array counts.
+    #[allow(dead_code)]
+    fn min_size(_version: i16) -> usize {
+        let flexible = true;
+        let mut n = 0;
+        n += if flexible { 1 } else { 2 };
+        n += if flexible { 1 } else { 4 };
+        n += 1;
+        n
+    }
+    /// A random value that every version-`version` encoder accepts.
+    #[cfg(feature = "testing")]
+    pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
+        let mut s = Self::default();
+        s.subtopology_id = rng.string();
+        s.nodes = rng.vec(|rng| TopologyDescriptionNode::sample(rng, version));
+        s
+    }
+}
+
+/// `TopologyDescriptionNode` of `StreamsGroupDescribeResponse` (versions 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyDescriptionNode {
+    /// The name of this node (e.g., KSTREAM-SOURCE-0000000000).
+    ///
+    /// Versions 1+.
+    pub name: String,
+    /// The type of this node: 1=SOURCE, 2=PROCESSOR, 3=SINK.
+    ///
+    /// Versions 1+.
+    pub node_type: i8,
+    /// The source topics this node reads from. Defined only for source nodes, may be empty if source topics are dynamically determined.
+    ///
+    /// Versions 1+.
+    pub source_topics: Vec<String>,
+    /// The topic this node writes to. Defined only for sink nodes, may be null if sink topic is dynamically determined.
+    ///
+    /// Versions 1+.
+    pub sink_topic: Option<String>,
+    /// The state store names accessed by this node. Defined only for processor nodes.
+    ///
+    /// Versions 1+.
+    pub stores: Vec<String>,
+    /// The names of successor nodes in the processing graph. Predecessor relationships are reconstructed from this field.
+    ///
+    /// Versions 1+.
+    pub successors: Vec<String>,
+    /// Tagged fields this schema does not know, kept to be re-encoded.
+    pub unknown_tagged_fields: Vec<c::RawTaggedField>,
+}
+
+impl Default for TopologyDescriptionNode {
+    fn default() -> Self {
+        TopologyDescriptionNode {
+            name: String::new(),
+            node_type: 0,
+            source_topics: Vec::new(),
+            sink_topic: None,
+            stores: Vec::new(),
+            successors: Vec::new(),
+            unknown_tagged_fields: Vec::new(),
+        }
+    }
+}
+
+impl TopologyDescriptionNode {
+    fn write_to(&self, e: &mut c::Encoder, _version: i16) -> Result<(), c::EncodeError> {
+        let flexible = true;
+        {
+            let field = &self.name;
+            e.put_string(Some(field), "TopologyDescriptionNode.Name", flexible)?;
+        }
+        {
+            let field = &self.node_type;
+            e.put_i8(*field);
+        }
+        {
+            let field = &self.source_topics;
+            e.put_length(
+                Some(field.len()),
+                "TopologyDescriptionNode.SourceTopics",
+                flexible,
+                false,
+            )?;
+            for el in field {
+                e.put_string(Some(el), "TopologyDescriptionNode.SourceTopics", flexible)?;
+            }
+        }
+        match &self.sink_topic {
+            Some(v) => {
+                e.put_string(Some(v), "TopologyDescriptionNode.SinkTopic", flexible)?;
+            }
+            None => {
+                e.put_length(None, "TopologyDescriptionNode.SinkTopic", flexible, true)?;
+            }
+        }
+        {
+            let field = &self.stores;
+            e.put_length(
+                Some(field.len()),
+                "TopologyDescriptionNode.Stores",
+                flexible,
+                false,
+            )?;
+            for el in field {
+                e.put_string(Some(el), "TopologyDescriptionNode.Stores", flexible)?;
+            }
+        }
+        {
+            let field = &self.successors;
+            e.put_length(
+                Some(field.len()),
+                "TopologyDescriptionNode.Successors",
+                flexible,
+                false,
+            )?;
+            for el in field {
+                e.put_string(Some(el), "TopologyDescriptionNode.Successors", flexible)?;
+            }
+        }
+        c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
+        Ok(())
+    }
+    fn read_from(b: &mut Bytes, _version: i16) -> c::DecodeResult<Self> {
+        let flexible = true;
+        let mut s = Self::default();
+        s.name = c::read_string(b, "TopologyDescriptionNode.Name", flexible)?;
+        s.node_type = c::read_i8(b, "TopologyDescriptionNode.NodeType")?;
+        s.source_topics = c::read_array(
+            b,
+            "TopologyDescriptionNode.SourceTopics",
+            flexible,
+            if flexible { 1 } else { 2 },
+            |b| {
+                Ok(c::read_string(
+                    b,
+                    "TopologyDescriptionNode.SourceTopics",
+                    flexible,
+                )?)
+            },
+        )?;
+        s.sink_topic = c::read_nullable_string(b, "TopologyDescriptionNode.SinkTopic", flexible)?;
+        s.stores = c::read_array(
+            b,
+            "TopologyDescriptionNode.Stores",
+            flexible,
+            if flexible { 1 } else { 2 },
+            |b| {
+                Ok(c::read_string(
+                    b,
+                    "TopologyDescriptionNode.Stores",
+                    flexible,
+                )?)
+            },
+        )?;
+        s.successors = c::read_array(
+            b,
+            "TopologyDescriptionNode.Successors",
+            flexible,
+            if flexible { 1 } else { 2 },
+            |b| {
+                Ok(c::read_string(
+                    b,
+                    "TopologyDescriptionNode.Successors",
+                    flexible,
+                )?)
+            },
+        )?;
+        let count = c::read_unsigned_varint(b, "TopologyDescriptionNode._tagged_fields")?;
+        for _ in 0..count {
+            #[allow(unused_mut)]
+            let (tag, mut payload) =
+                c::read_tagged_field(b, "TopologyDescriptionNode._tagged_fields")?;
+            match tag {
+                _ => s
+                    .unknown_tagged_fields
+                    .push(c::RawTaggedField { tag, data: payload }),
+            }
+        }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
+        Ok(s)
+    }
+    /// The fewest bytes this struct can take at `version`, to bound array counts.
+    #[allow(dead_code)]
+    fn min_size(_version: i16) -> usize {
+        let flexible = true;
+        let mut n = 0;
+        n += if flexible { 1 } else { 2 };
+        n += 1;
+        n += if flexible { 1 } else { 4 };
+        n += if flexible { 1 } else { 2 };
+        n += if flexible { 1 } else { 4 };
+        n += if flexible { 1 } else { 4 };
+        n += 1;
+        n
+    }
+    /// A random value that every version-`version` encoder accepts.
+    #[cfg(feature = "testing")]
+    pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
+        let mut s = Self::default();
+        s.name = rng.string();
+        s.node_type = rng.next_u64() as i8;
+        s.source_topics = rng.vec(|rng| rng.string());
+        s.sink_topic = if rng.chance(4) {
+            None
+        } else {
+            Some(rng.string())
+        };
+        s.stores = rng.vec(|rng| rng.string());
+        s.successors = rng.vec(|rng| rng.string());
+        s
+    }
+}
+
+/// `TopologyDescriptionGlobalStore` of `StreamsGroupDescribeResponse` (versions 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyDescriptionGlobalStore {
+    /// The source node providing data to the global store.
+    ///
+    /// Versions 1+.
+    pub source: TopologyDescriptionNode,
+    /// The processor node that populates the global store.
+    ///
+    /// Versions 1+.
+    pub processor: TopologyDescriptionNode,
+    /// Tagged fields this schema does not know, kept to be re-encoded.
+    pub unknown_tagged_fields: Vec<c::RawTaggedField>,
+}
+
+impl Default for TopologyDescriptionGlobalStore {
+    fn default() -> Self {
+        TopologyDescriptionGlobalStore {
+            source: TopologyDescriptionNode::default(),
+            processor: TopologyDescriptionNode::default(),
+            unknown_tagged_fields: Vec::new(),
+        }
+    }
+}
+
+impl TopologyDescriptionGlobalStore {
+    fn write_to(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
+        {
+            let field = &self.source;
+            field.write_to(e, version)?;
+        }
+        {
+            let field = &self.processor;
+            field.write_to(e, version)?;
+        }
+        c::put_tagged_section(e, Vec::new(), &self.unknown_tagged_fields);
+        Ok(())
+    }
+    fn read_from(b: &mut Bytes, version: i16) -> c::DecodeResult<Self> {
+        let mut s = Self::default();
+        s.source = TopologyDescriptionNode::read_from(b, version)?;
+        s.processor = TopologyDescriptionNode::read_from(b, version)?;
+        let count = c::read_unsigned_varint(b, "TopologyDescriptionGlobalStore._tagged_fields")?;
+        for _ in 0..count {
+            #[allow(unused_mut)]
+            let (tag, mut payload) =
+                c::read_tagged_field(b, "TopologyDescriptionGlobalStore._tagged_fields")?;
+            match tag {
+                _ => s
+                    .unknown_tagged_fields
+                    .push(c::RawTaggedField { tag, data: payload }),
+            }
+        }
+        // Tags go on the wire in ascending order; keep unknown ones in that canonical order so
+        // that decoding what we encode gives back the same value.
+        s.unknown_tagged_fields.sort_by_key(|f| f.tag);
+        Ok(s)
+    }
+    /// The fewest bytes this struct can take at `version`, to bound array counts.
+    #[allow(dead_code)]
+    fn min_size(version: i16) -> usize {
+        let mut n = 0;
+        n += TopologyDescriptionNode::min_size(version);
+        n += TopologyDescriptionNode::min_size(version);
+        n += 1;
+        n
+    }
+    /// A random value that every version-`version` encoder accepts.
+    #[cfg(feature = "testing")]
+    pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
+        let mut s = Self::default();
+        s.source = TopologyDescriptionNode::sample(rng, version);
+        s.processor = TopologyDescriptionNode::sample(rng, version);
+        s
+    }
+}
+
 impl crate::Message for StreamsGroupDescribeResponse {
     const NAME: &'static str = "StreamsGroupDescribeResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 0 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

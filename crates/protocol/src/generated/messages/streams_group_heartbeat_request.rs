@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `StreamsGroupHeartbeatRequest` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `StreamsGroupHeartbeatRequest` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamsGroupHeartbeatRequest {
     /// The group identifier.
@@ -500,7 +500,7 @@ impl StreamsGroupHeartbeatRequest {
     }
 }
 
-/// `CopartitionGroup` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `CopartitionGroup` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CopartitionGroup {
     /// The topics the topology reads from. Index into the array on the subtopology level.
@@ -626,7 +626,7 @@ impl CopartitionGroup {
     }
 }
 
-/// `Subtopology` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `Subtopology` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Subtopology {
     /// String to uniquely identify the subtopology. Deterministically generated from the topology
@@ -855,7 +855,7 @@ impl Subtopology {
     }
 }
 
-/// `Topology` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `Topology` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
     /// The epoch of the topology. Used to check if the topology corresponds to the topology initialized on the brokers.
@@ -943,7 +943,7 @@ impl Topology {
     }
 }
 
-/// `KeyValue` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `KeyValue` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyValue {
     /// key of the config
@@ -1022,7 +1022,7 @@ impl KeyValue {
     }
 }
 
-/// `TopicInfo` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `TopicInfo` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicInfo {
     /// The name of the topic.
@@ -1134,7 +1134,7 @@ impl TopicInfo {
     }
 }
 
-/// `Endpoint` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `Endpoint` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     /// host of the endpoint
@@ -1213,7 +1213,7 @@ impl Endpoint {
     }
 }
 
-/// `TaskOffset` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `TaskOffset` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskOffset {
     /// The subtopology identifier.
@@ -1304,7 +1304,7 @@ impl TaskOffset {
     }
 }
 
-/// `TaskIds` of `StreamsGroupHeartbeatRequest` (versions 0).
+/// `TaskIds` of `StreamsGroupHeartbeatRequest` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskIds {
     /// The subtopology identifier.
@@ -1390,7 +1390,7 @@ impl TaskIds {
 
 impl crate::Message for StreamsGroupHeartbeatRequest {
     const NAME: &'static str = "StreamsGroupHeartbeatRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 0 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

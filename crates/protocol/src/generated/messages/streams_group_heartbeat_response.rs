@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `StreamsGroupHeartbeatResponse` of `StreamsGroupHeartbeatResponse` (versions 0).
+/// `StreamsGroupHeartbeatResponse` of `StreamsGroupHeartbeatResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamsGroupHeartbeatResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
@@ -32,15 +32,19 @@ pub struct StreamsGroupHeartbeatResponse {
     ///
     /// Versions 0+.
     pub heartbeat_interval_ms: i32,
-    /// The maximal lag a warm-up task can have to be considered caught-up.
+    /// Deprecated. The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment. Use AcceptableRecoveryLag instead.
     ///
-    /// Versions 0+.
-    pub acceptable_recovery_lag: i32,
+    /// Versions 0.
+    pub acceptable_recovery_lag_legacy: i32,
     /// The interval in which the task changelog offsets on a client are updated on the broker. The offsets are sent with the next heartbeat after this time has passed.
     ///
     /// Versions 0+.
     pub task_offset_interval_ms: i32,
-    /// Indicate zero or more status for the group.  Null if unchanged since last heartbeat.
+    /// The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment. A value of -1 indicates the broker does not support this configuration.
+    ///
+    /// Versions 1+.
+    pub acceptable_recovery_lag: i64,
+    /// Indicate zero or more status for the group.
     ///
     /// Versions 0+.
     pub status: Option<Vec<Status>>,
@@ -56,11 +60,15 @@ pub struct StreamsGroupHeartbeatResponse {
     ///
     /// Versions 0+.
     pub warmup_tasks: Option<Vec<TaskIds>>,
+    /// True if the broker does not have an up-to-date topology description for this group. The client should send the topology description via StreamsGroupTopologyDescriptionUpdate.
+    ///
+    /// Versions 1+.
+    pub topology_description_required: bool,
     /// The endpoint epoch set in the response
     ///
     /// Versions 0+.
     pub endpoint_information_epoch: i32,
-    /// Global assignment information used for IQ. Null if unchanged since last heartbeat.
+    /// Global assignment information used for IQ. There is one entry per member, so several entries carry the same UserEndpoint when a client runs more than one stream thread; clients must union the entries of an endpoint. Null if unchanged since last heartbeat.
     ///
     /// Versions 0+.
     pub partitions_by_user_endpoint: Option<Vec<EndpointToPartitions>>,
@@ -77,12 +85,14 @@ impl Default for StreamsGroupHeartbeatResponse {
             member_id: String::new(),
             member_epoch: 0,
             heartbeat_interval_ms: 0,
-            acceptable_recovery_lag: 0,
+            acceptable_recovery_lag_legacy: 0,
             task_offset_interval_ms: 0,
-            status: None,
+            acceptable_recovery_lag: -1,
+            status: Some(Vec::new()),
             active_tasks: None,
             standby_tasks: None,
             warmup_tasks: None,
+            topology_description_required: false,
             endpoint_information_epoch: 0,
             partitions_by_user_endpoint: None,
             unknown_tagged_fields: Vec::new(),
@@ -134,13 +144,26 @@ impl StreamsGroupHeartbeatResponse {
             let field = &self.heartbeat_interval_ms;
             e.put_i32(*field);
         }
-        {
-            let field = &self.acceptable_recovery_lag;
-            e.put_i32(*field);
+        if version <= 0 {
+            {
+                let field = &self.acceptable_recovery_lag_legacy;
+                e.put_i32(*field);
+            }
+        } else if self.acceptable_recovery_lag_legacy != 0 {
+            return Err(c::EncodeError::FieldNotInVersion {
+                field: "StreamsGroupHeartbeatResponse.AcceptableRecoveryLagLegacy",
+                version,
+            });
         }
         {
             let field = &self.task_offset_interval_ms;
             e.put_i32(*field);
+        }
+        if version >= 1 {
+            {
+                let field = &self.acceptable_recovery_lag;
+                e.put_i64(*field);
+            }
         }
         match &self.status {
             Some(v) => {
@@ -226,6 +249,17 @@ impl StreamsGroupHeartbeatResponse {
                 )?;
             }
         }
+        if version >= 1 {
+            {
+                let field = &self.topology_description_required;
+                e.put_bool(*field);
+            }
+        } else if self.topology_description_required != false {
+            return Err(c::EncodeError::FieldNotInVersion {
+                field: "StreamsGroupHeartbeatResponse.TopologyDescriptionRequired",
+                version,
+            });
+        }
         {
             let field = &self.endpoint_information_epoch;
             e.put_i32(*field);
@@ -265,10 +299,18 @@ impl StreamsGroupHeartbeatResponse {
         s.member_epoch = c::read_i32(b, "StreamsGroupHeartbeatResponse.MemberEpoch")?;
         s.heartbeat_interval_ms =
             c::read_i32(b, "StreamsGroupHeartbeatResponse.HeartbeatIntervalMs")?;
-        s.acceptable_recovery_lag =
-            c::read_i32(b, "StreamsGroupHeartbeatResponse.AcceptableRecoveryLag")?;
+        if version <= 0 {
+            s.acceptable_recovery_lag_legacy = c::read_i32(
+                b,
+                "StreamsGroupHeartbeatResponse.AcceptableRecoveryLagLegacy",
+            )?;
+        }
         s.task_offset_interval_ms =
             c::read_i32(b, "StreamsGroupHeartbeatResponse.TaskOffsetIntervalMs")?;
+        if version >= 1 {
+            s.acceptable_recovery_lag =
+                c::read_i64(b, "StreamsGroupHeartbeatResponse.AcceptableRecoveryLag")?;
+        }
         s.status = c::read_nullable_array(
             b,
             "StreamsGroupHeartbeatResponse.Status",
@@ -297,6 +339,12 @@ impl StreamsGroupHeartbeatResponse {
             TaskIds::min_size(version),
             |b| Ok(TaskIds::read_from(b, version)?),
         )?;
+        if version >= 1 {
+            s.topology_description_required = c::read_bool(
+                b,
+                "StreamsGroupHeartbeatResponse.TopologyDescriptionRequired",
+            )?;
+        }
         s.endpoint_information_epoch =
             c::read_i32(b, "StreamsGroupHeartbeatResponse.EndpointInformationEpoch")?;
         s.partitions_by_user_endpoint = c::read_nullable_array(
@@ -324,7 +372,7 @@ impl StreamsGroupHeartbeatResponse {
     }
     /// The fewest bytes this struct can take at `version`, to bound array counts.
     #[allow(dead_code)]
-    fn min_size(_version: i16) -> usize {
+    fn min_size(version: i16) -> usize {
         let flexible = true;
         let mut n = 0;
         n += 4;
@@ -333,12 +381,20 @@ impl StreamsGroupHeartbeatResponse {
         n += if flexible { 1 } else { 2 };
         n += 4;
         n += 4;
+        if version <= 0 {
+            n += 4;
+        }
         n += 4;
-        n += 4;
+        if version >= 1 {
+            n += 8;
+        }
         n += if flexible { 1 } else { 4 };
         n += if flexible { 1 } else { 4 };
         n += if flexible { 1 } else { 4 };
         n += if flexible { 1 } else { 4 };
+        if version >= 1 {
+            n += 1;
+        }
         n += 4;
         n += if flexible { 1 } else { 4 };
         n += 1;
@@ -358,8 +414,13 @@ impl StreamsGroupHeartbeatResponse {
         s.member_id = rng.string();
         s.member_epoch = rng.next_u64() as i32;
         s.heartbeat_interval_ms = rng.next_u64() as i32;
-        s.acceptable_recovery_lag = rng.next_u64() as i32;
+        if version <= 0 {
+            s.acceptable_recovery_lag_legacy = rng.next_u64() as i32;
+        }
         s.task_offset_interval_ms = rng.next_u64() as i32;
+        if version >= 1 {
+            s.acceptable_recovery_lag = rng.next_u64() as i64;
+        }
         s.status = if rng.chance(4) {
             None
         } else {
@@ -380,6 +441,9 @@ impl StreamsGroupHeartbeatResponse {
         } else {
             Some(rng.vec(|rng| TaskIds::sample(rng, version)))
         };
+        if version >= 1 {
+            s.topology_description_required = rng.bool();
+        }
         s.endpoint_information_epoch = rng.next_u64() as i32;
         s.partitions_by_user_endpoint = if rng.chance(4) {
             None
@@ -390,18 +454,18 @@ impl StreamsGroupHeartbeatResponse {
     }
 }
 
-/// `EndpointToPartitions` of `StreamsGroupHeartbeatResponse` (versions 0).
+/// `EndpointToPartitions` of `StreamsGroupHeartbeatResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointToPartitions {
     /// User-defined endpoint to connect to the node
     ///
     /// Versions 0+.
     pub user_endpoint: Endpoint,
-    /// All topic partitions materialized by active tasks on the node
+    /// The source topic partitions, including repartition source topics, of the active tasks assigned to this member
     ///
     /// Versions 0+.
     pub active_partitions: Vec<TopicPartition>,
-    /// All topic partitions materialized by standby tasks on the node
+    /// The source topic partitions, including repartition source topics, of the standby and warm-up tasks assigned to this member
     ///
     /// Versions 0+.
     pub standby_partitions: Vec<TopicPartition>,
@@ -510,7 +574,7 @@ impl EndpointToPartitions {
     }
 }
 
-/// `Status` of `StreamsGroupHeartbeatResponse` (versions 0).
+/// `Status` of `StreamsGroupHeartbeatResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     /// A code to indicate that a particular status is active for the group membership
@@ -589,7 +653,7 @@ impl Status {
     }
 }
 
-/// `TopicPartition` of `StreamsGroupHeartbeatResponse` (versions 0).
+/// `TopicPartition` of `StreamsGroupHeartbeatResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartition {
     /// topic name
@@ -678,7 +742,7 @@ impl TopicPartition {
     }
 }
 
-/// `TaskIds` of `StreamsGroupHeartbeatResponse` (versions 0).
+/// `TaskIds` of `StreamsGroupHeartbeatResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskIds {
     /// The subtopology identifier.
@@ -762,7 +826,7 @@ impl TaskIds {
     }
 }
 
-/// `Endpoint` of `StreamsGroupHeartbeatResponse` (versions 0).
+/// `Endpoint` of `StreamsGroupHeartbeatResponse` (versions 0-1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     /// host of the endpoint
@@ -843,7 +907,7 @@ impl Endpoint {
 
 impl crate::Message for StreamsGroupHeartbeatResponse {
     const NAME: &'static str = "StreamsGroupHeartbeatResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 0 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `TxnOffsetCommitRequest` of `TxnOffsetCommitRequest` (versions 0-5).
+/// `TxnOffsetCommitRequest` of `TxnOffsetCommitRequest` (versions 0-6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequest {
     /// The ID of the transaction.
@@ -24,10 +24,10 @@ pub struct TxnOffsetCommitRequest {
     ///
     /// Versions 0+.
     pub producer_epoch: i16,
-    /// The generation of the consumer.
+    /// The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol.
     ///
     /// Versions 3+.
-    pub generation_id: i32,
+    pub generation_id_or_member_epoch: i32,
     /// The member ID assigned by the group coordinator.
     ///
     /// Versions 3+.
@@ -51,7 +51,7 @@ impl Default for TxnOffsetCommitRequest {
             group_id: String::new(),
             producer_id: 0,
             producer_epoch: 0,
-            generation_id: -1,
+            generation_id_or_member_epoch: -1,
             member_id: String::new(),
             group_instance_id: None,
             topics: Vec::new(),
@@ -85,12 +85,12 @@ impl TxnOffsetCommitRequest {
         }
         if version >= 3 {
             {
-                let field = &self.generation_id;
+                let field = &self.generation_id_or_member_epoch;
                 e.put_i32(*field);
             }
-        } else if self.generation_id != -1 {
+        } else if self.generation_id_or_member_epoch != -1 {
             return Err(c::EncodeError::FieldNotInVersion {
-                field: "TxnOffsetCommitRequest.GenerationId",
+                field: "TxnOffsetCommitRequest.GenerationIdOrMemberEpoch",
                 version,
             });
         }
@@ -161,7 +161,8 @@ impl TxnOffsetCommitRequest {
         s.producer_id = c::read_i64(b, "TxnOffsetCommitRequest.ProducerId")?;
         s.producer_epoch = c::read_i16(b, "TxnOffsetCommitRequest.ProducerEpoch")?;
         if version >= 3 {
-            s.generation_id = c::read_i32(b, "TxnOffsetCommitRequest.GenerationId")?;
+            s.generation_id_or_member_epoch =
+                c::read_i32(b, "TxnOffsetCommitRequest.GenerationIdOrMemberEpoch")?;
         }
         if version >= 3 {
             s.member_id = c::read_string(b, "TxnOffsetCommitRequest.MemberId", flexible)?;
@@ -235,7 +236,7 @@ impl TxnOffsetCommitRequest {
         s.producer_id = rng.next_u64() as i64;
         s.producer_epoch = rng.next_u64() as i16;
         if version >= 3 {
-            s.generation_id = rng.next_u64() as i32;
+            s.generation_id_or_member_epoch = rng.next_u64() as i32;
         }
         if version >= 3 {
             s.member_id = rng.string();
@@ -252,7 +253,7 @@ impl TxnOffsetCommitRequest {
     }
 }
 
-/// `TxnOffsetCommitRequestPartition` of `TxnOffsetCommitRequest` (versions 0-5).
+/// `TxnOffsetCommitRequestPartition` of `TxnOffsetCommitRequest` (versions 0-6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequestPartition {
     /// The index of the partition within the topic.
@@ -393,13 +394,17 @@ impl TxnOffsetCommitRequestPartition {
     }
 }
 
-/// `TxnOffsetCommitRequestTopic` of `TxnOffsetCommitRequest` (versions 0-5).
+/// `TxnOffsetCommitRequestTopic` of `TxnOffsetCommitRequest` (versions 0-6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequestTopic {
     /// The topic name.
     ///
-    /// Versions 0+.
+    /// Versions 0-5.
     pub name: String,
+    /// The topic ID.
+    ///
+    /// Versions 6+.
+    pub topic_id: c::Uuid,
     /// The partitions inside the topic that we want to commit offsets for.
     ///
     /// Versions 0+.
@@ -412,6 +417,7 @@ impl Default for TxnOffsetCommitRequestTopic {
     fn default() -> Self {
         TxnOffsetCommitRequestTopic {
             name: String::new(),
+            topic_id: c::Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: Vec::new(),
         }
@@ -421,9 +427,17 @@ impl Default for TxnOffsetCommitRequestTopic {
 impl TxnOffsetCommitRequestTopic {
     fn write_to(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         let flexible = version >= 3;
-        {
-            let field = &self.name;
-            e.put_string(Some(field), "TxnOffsetCommitRequestTopic.Name", flexible)?;
+        if version <= 5 {
+            {
+                let field = &self.name;
+                e.put_string(Some(field), "TxnOffsetCommitRequestTopic.Name", flexible)?;
+            }
+        }
+        if version >= 6 {
+            {
+                let field = &self.topic_id;
+                e.put_uuid(field);
+            }
         }
         {
             let field = &self.partitions;
@@ -445,7 +459,12 @@ impl TxnOffsetCommitRequestTopic {
     fn read_from(b: &mut Bytes, version: i16) -> c::DecodeResult<Self> {
         let flexible = version >= 3;
         let mut s = Self::default();
-        s.name = c::read_string(b, "TxnOffsetCommitRequestTopic.Name", flexible)?;
+        if version <= 5 {
+            s.name = c::read_string(b, "TxnOffsetCommitRequestTopic.Name", flexible)?;
+        }
+        if version >= 6 {
+            s.topic_id = c::read_uuid(b, "TxnOffsetCommitRequestTopic.TopicId")?;
+        }
         s.partitions = c::read_array(
             b,
             "TxnOffsetCommitRequestTopic.Partitions",
@@ -476,7 +495,12 @@ impl TxnOffsetCommitRequestTopic {
     fn min_size(version: i16) -> usize {
         let flexible = version >= 3;
         let mut n = 0;
-        n += if flexible { 1 } else { 2 };
+        if version <= 5 {
+            n += if flexible { 1 } else { 2 };
+        }
+        if version >= 6 {
+            n += 16;
+        }
         n += if flexible { 1 } else { 4 };
         if version >= 3 {
             n += 1;
@@ -487,7 +511,12 @@ impl TxnOffsetCommitRequestTopic {
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
         let mut s = Self::default();
-        s.name = rng.string();
+        if version <= 5 {
+            s.name = rng.string();
+        }
+        if version >= 6 {
+            s.topic_id = rng.uuid();
+        }
         s.partitions = rng.vec(|rng| TxnOffsetCommitRequestPartition::sample(rng, version));
         s
     }
@@ -495,7 +524,7 @@ impl TxnOffsetCommitRequestTopic {
 
 impl crate::Message for TxnOffsetCommitRequest {
     const NAME: &'static str = "TxnOffsetCommitRequest";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 5 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(3);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

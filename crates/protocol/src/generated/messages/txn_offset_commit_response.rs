@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `TxnOffsetCommitResponse` of `TxnOffsetCommitResponse` (versions 0-5).
+/// `TxnOffsetCommitResponse` of `TxnOffsetCommitResponse` (versions 0-6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
@@ -105,7 +105,7 @@ impl TxnOffsetCommitResponse {
     }
 }
 
-/// `TxnOffsetCommitResponsePartition` of `TxnOffsetCommitResponse` (versions 0-5).
+/// `TxnOffsetCommitResponsePartition` of `TxnOffsetCommitResponse` (versions 0-6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponsePartition {
     /// The partition index.
@@ -189,13 +189,17 @@ impl TxnOffsetCommitResponsePartition {
     }
 }
 
-/// `TxnOffsetCommitResponseTopic` of `TxnOffsetCommitResponse` (versions 0-5).
+/// `TxnOffsetCommitResponseTopic` of `TxnOffsetCommitResponse` (versions 0-6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponseTopic {
     /// The topic name.
     ///
-    /// Versions 0+.
+    /// Versions 0-5.
     pub name: String,
+    /// The topic ID.
+    ///
+    /// Versions 6+.
+    pub topic_id: c::Uuid,
     /// The responses for each partition in the topic.
     ///
     /// Versions 0+.
@@ -208,6 +212,7 @@ impl Default for TxnOffsetCommitResponseTopic {
     fn default() -> Self {
         TxnOffsetCommitResponseTopic {
             name: String::new(),
+            topic_id: c::Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: Vec::new(),
         }
@@ -217,9 +222,17 @@ impl Default for TxnOffsetCommitResponseTopic {
 impl TxnOffsetCommitResponseTopic {
     fn write_to(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         let flexible = version >= 3;
-        {
-            let field = &self.name;
-            e.put_string(Some(field), "TxnOffsetCommitResponseTopic.Name", flexible)?;
+        if version <= 5 {
+            {
+                let field = &self.name;
+                e.put_string(Some(field), "TxnOffsetCommitResponseTopic.Name", flexible)?;
+            }
+        }
+        if version >= 6 {
+            {
+                let field = &self.topic_id;
+                e.put_uuid(field);
+            }
         }
         {
             let field = &self.partitions;
@@ -241,7 +254,12 @@ impl TxnOffsetCommitResponseTopic {
     fn read_from(b: &mut Bytes, version: i16) -> c::DecodeResult<Self> {
         let flexible = version >= 3;
         let mut s = Self::default();
-        s.name = c::read_string(b, "TxnOffsetCommitResponseTopic.Name", flexible)?;
+        if version <= 5 {
+            s.name = c::read_string(b, "TxnOffsetCommitResponseTopic.Name", flexible)?;
+        }
+        if version >= 6 {
+            s.topic_id = c::read_uuid(b, "TxnOffsetCommitResponseTopic.TopicId")?;
+        }
         s.partitions = c::read_array(
             b,
             "TxnOffsetCommitResponseTopic.Partitions",
@@ -272,7 +290,12 @@ impl TxnOffsetCommitResponseTopic {
     fn min_size(version: i16) -> usize {
         let flexible = version >= 3;
         let mut n = 0;
-        n += if flexible { 1 } else { 2 };
+        if version <= 5 {
+            n += if flexible { 1 } else { 2 };
+        }
+        if version >= 6 {
+            n += 16;
+        }
         n += if flexible { 1 } else { 4 };
         if version >= 3 {
             n += 1;
@@ -283,7 +306,12 @@ impl TxnOffsetCommitResponseTopic {
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
         let mut s = Self::default();
-        s.name = rng.string();
+        if version <= 5 {
+            s.name = rng.string();
+        }
+        if version >= 6 {
+            s.topic_id = rng.uuid();
+        }
         s.partitions = rng.vec(|rng| TxnOffsetCommitResponsePartition::sample(rng, version));
         s
     }
@@ -291,7 +319,7 @@ impl TxnOffsetCommitResponseTopic {
 
 impl crate::Message for TxnOffsetCommitResponse {
     const NAME: &'static str = "TxnOffsetCommitResponse";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 5 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(3);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -268,11 +268,6 @@ impl PartitionData {
                 let field = &self.delivery_complete_count;
                 e.put_i32(*field);
             }
-        } else if self.delivery_complete_count != -1 {
-            return Err(c::EncodeError::FieldNotInVersion {
-                field: "PartitionData.DeliveryCompleteCount",
-                version,
-            });
         }
         {
             let field = &self.state_batches;

@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `BrokerRegistrationChangeRecord` of `BrokerRegistrationChangeRecord` (versions 0-2).
+/// `BrokerRegistrationChangeRecord` of `BrokerRegistrationChangeRecord` (versions 0-3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerRegistrationChangeRecord {
     /// The broker id.
@@ -28,6 +28,10 @@ pub struct BrokerRegistrationChangeRecord {
     ///
     /// Versions 2+, tag 2.
     pub log_dirs: Vec<c::Uuid>,
+    /// Log directories that are cordoned or null if no change.
+    ///
+    /// Versions 3+, tag 3.
+    pub cordoned_log_dirs: Option<Vec<c::Uuid>>,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -40,6 +44,7 @@ impl Default for BrokerRegistrationChangeRecord {
             fenced: 0,
             in_controlled_shutdown: 0,
             log_dirs: Vec::new(),
+            cordoned_log_dirs: None,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -68,6 +73,14 @@ impl BrokerRegistrationChangeRecord {
             if !self.log_dirs.is_empty() {
                 return Err(c::EncodeError::FieldNotInVersion {
                     field: "BrokerRegistrationChangeRecord.LogDirs",
+                    version,
+                });
+            }
+        }
+        if !(version >= 3) {
+            if self.cordoned_log_dirs.is_some() {
+                return Err(c::EncodeError::FieldNotInVersion {
+                    field: "BrokerRegistrationChangeRecord.CordonedLogDirs",
                     version,
                 });
             }
@@ -114,6 +127,53 @@ impl BrokerRegistrationChangeRecord {
             }
             known.push((2, p));
         }
+        if (version >= 3) && self.cordoned_log_dirs.is_some() {
+            let mut p = c::Encoder::new();
+            {
+                let e = &mut p;
+                match &self.cordoned_log_dirs {
+                    Some(v) => {
+                        if version >= 3 {
+                            e.put_length(
+                                Some(v.len()),
+                                "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                            for el in v {
+                                e.put_uuid(el);
+                            }
+                        } else {
+                            e.put_length(
+                                Some(v.len()),
+                                "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                            for el in v {
+                                e.put_uuid(el);
+                            }
+                        }
+                    }
+                    None => {
+                        if version >= 3 {
+                            e.put_length(
+                                None,
+                                "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                        } else {
+                            return Err(c::EncodeError::NullNotAllowed {
+                                field: "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            known.push((3, p));
+        }
         c::put_tagged_section(e, known, &self.unknown_tagged_fields);
         Ok(())
     }
@@ -150,6 +210,37 @@ impl BrokerRegistrationChangeRecord {
                     )?;
                     c::expect_consumed(b, "BrokerRegistrationChangeRecord.LogDirs")?;
                 }
+                3 if version >= 3 => {
+                    let b = &mut payload;
+                    s.cordoned_log_dirs = if version >= 3 {
+                        c::read_nullable_array(
+                            b,
+                            "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                            flexible,
+                            16,
+                            |b| {
+                                Ok(c::read_uuid(
+                                    b,
+                                    "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                                )?)
+                            },
+                        )?
+                    } else {
+                        Some(c::read_array(
+                            b,
+                            "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                            flexible,
+                            16,
+                            |b| {
+                                Ok(c::read_uuid(
+                                    b,
+                                    "BrokerRegistrationChangeRecord.CordonedLogDirs",
+                                )?)
+                            },
+                        )?)
+                    };
+                    c::expect_consumed(b, "BrokerRegistrationChangeRecord.CordonedLogDirs")?;
+                }
                 _ => s
                     .unknown_tagged_fields
                     .push(c::RawTaggedField { tag, data: payload }),
@@ -182,13 +273,20 @@ impl BrokerRegistrationChangeRecord {
         if version >= 2 {
             s.log_dirs = rng.vec(|rng| rng.uuid());
         }
+        if version >= 3 {
+            s.cordoned_log_dirs = if (version >= 3) && rng.chance(4) {
+                None
+            } else {
+                Some(rng.vec(|rng| rng.uuid()))
+            };
+        }
         s
     }
 }
 
 impl crate::Message for BrokerRegistrationChangeRecord {
     const NAME: &'static str = "BrokerRegistrationChangeRecord";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 2 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 3 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)

@@ -48,6 +48,8 @@ pub mod unfence_broker_record;
 pub use unfence_broker_record::UnfenceBrokerRecord;
 pub mod unregister_broker_record;
 pub use unregister_broker_record::UnregisterBrokerRecord;
+pub mod unregister_controller_record;
+pub use unregister_controller_record::UnregisterControllerRecord;
 pub mod user_scram_credential_record;
 pub use user_scram_credential_record::UserScramCredentialRecord;
 pub mod zk_migration_state_record;

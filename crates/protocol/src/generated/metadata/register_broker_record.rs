@@ -5,7 +5,7 @@
 use crate::codec as c;
 use bytes::Bytes;
 
-/// `RegisterBrokerRecord` of `RegisterBrokerRecord` (versions 0-3).
+/// `RegisterBrokerRecord` of `RegisterBrokerRecord` (versions 0-4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegisterBrokerRecord {
     /// The broker id.
@@ -48,6 +48,10 @@ pub struct RegisterBrokerRecord {
     ///
     /// Versions 3+, tag 0.
     pub log_dirs: Vec<c::Uuid>,
+    /// Log directories that are cordoned. This is initially null before the broker starts sending the value via its heartbeats.
+    ///
+    /// Versions 4+, tag 1.
+    pub cordoned_log_dirs: Option<Vec<c::Uuid>>,
     /// Tagged fields this schema does not know, kept to be re-encoded.
     pub unknown_tagged_fields: Vec<c::RawTaggedField>,
 }
@@ -65,6 +69,7 @@ impl Default for RegisterBrokerRecord {
             fenced: true,
             in_controlled_shutdown: false,
             log_dirs: Vec::new(),
+            cordoned_log_dirs: None,
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -151,6 +156,14 @@ impl RegisterBrokerRecord {
                 });
             }
         }
+        if !(version >= 4) {
+            if self.cordoned_log_dirs.is_some() {
+                return Err(c::EncodeError::FieldNotInVersion {
+                    field: "RegisterBrokerRecord.CordonedLogDirs",
+                    version,
+                });
+            }
+        }
         let mut known: Vec<(u32, c::Encoder)> = Vec::new();
         if (version >= 3) && !self.log_dirs.is_empty() {
             let mut p = c::Encoder::new();
@@ -170,6 +183,53 @@ impl RegisterBrokerRecord {
                 }
             }
             known.push((0, p));
+        }
+        if (version >= 4) && self.cordoned_log_dirs.is_some() {
+            let mut p = c::Encoder::new();
+            {
+                let e = &mut p;
+                match &self.cordoned_log_dirs {
+                    Some(v) => {
+                        if version >= 4 {
+                            e.put_length(
+                                Some(v.len()),
+                                "RegisterBrokerRecord.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                            for el in v {
+                                e.put_uuid(el);
+                            }
+                        } else {
+                            e.put_length(
+                                Some(v.len()),
+                                "RegisterBrokerRecord.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                            for el in v {
+                                e.put_uuid(el);
+                            }
+                        }
+                    }
+                    None => {
+                        if version >= 4 {
+                            e.put_length(
+                                None,
+                                "RegisterBrokerRecord.CordonedLogDirs",
+                                flexible,
+                                false,
+                            )?;
+                        } else {
+                            return Err(c::EncodeError::NullNotAllowed {
+                                field: "RegisterBrokerRecord.CordonedLogDirs",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            known.push((1, p));
         }
         c::put_tagged_section(e, known, &self.unknown_tagged_fields);
         Ok(())
@@ -216,6 +276,27 @@ impl RegisterBrokerRecord {
                             Ok(c::read_uuid(b, "RegisterBrokerRecord.LogDirs")?)
                         })?;
                     c::expect_consumed(b, "RegisterBrokerRecord.LogDirs")?;
+                }
+                1 if version >= 4 => {
+                    let b = &mut payload;
+                    s.cordoned_log_dirs = if version >= 4 {
+                        c::read_nullable_array(
+                            b,
+                            "RegisterBrokerRecord.CordonedLogDirs",
+                            flexible,
+                            16,
+                            |b| Ok(c::read_uuid(b, "RegisterBrokerRecord.CordonedLogDirs")?),
+                        )?
+                    } else {
+                        Some(c::read_array(
+                            b,
+                            "RegisterBrokerRecord.CordonedLogDirs",
+                            flexible,
+                            16,
+                            |b| Ok(c::read_uuid(b, "RegisterBrokerRecord.CordonedLogDirs")?),
+                        )?)
+                    };
+                    c::expect_consumed(b, "RegisterBrokerRecord.CordonedLogDirs")?;
                 }
                 _ => s
                     .unknown_tagged_fields
@@ -272,11 +353,18 @@ impl RegisterBrokerRecord {
         if version >= 3 {
             s.log_dirs = rng.vec(|rng| rng.uuid());
         }
+        if version >= 4 {
+            s.cordoned_log_dirs = if (version >= 4) && rng.chance(4) {
+                None
+            } else {
+                Some(rng.vec(|rng| rng.uuid()))
+            };
+        }
         s
     }
 }
 
-/// `BrokerEndpoint` of `RegisterBrokerRecord` (versions 0-3).
+/// `BrokerEndpoint` of `RegisterBrokerRecord` (versions 0-4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerEndpoint {
     /// The name of the endpoint.
@@ -379,7 +467,7 @@ impl BrokerEndpoint {
     }
 }
 
-/// `BrokerFeature` of `RegisterBrokerRecord` (versions 0-3).
+/// `BrokerFeature` of `RegisterBrokerRecord` (versions 0-4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerFeature {
     /// The feature name.
@@ -472,7 +560,7 @@ impl BrokerFeature {
 
 impl crate::Message for RegisterBrokerRecord {
     const NAME: &'static str = "RegisterBrokerRecord";
-    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 3 };
+    const VERSIONS: crate::VersionRange = crate::VersionRange { min: 0, max: 4 };
     const FLEXIBLE_MIN_VERSION: Option<i16> = Some(0);
     fn write_unchecked(&self, e: &mut c::Encoder, version: i16) -> Result<(), c::EncodeError> {
         self.write_to(e, version)
