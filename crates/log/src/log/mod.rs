@@ -1,0 +1,234 @@
+//! [`Log`]: one partition's log — the segments of a directory in offset order, the
+//! leader-epoch cache and the snapshots beside them — and every operation the replication
+//! layers need: append as leader or follower, read, truncate, flush, roll, retention,
+//! timestamp lookup, snapshots.
+//!
+//! Concurrency: one writer, many readers. Mutating calls take `&mut self`, reads take
+//! `&self`, so the owner puts the log behind an `RwLock`. A reader holds the lock only for
+//! [`Log::plan_read`] (range checks and an index lookup) and reads the file after releasing
+//! it ([`PendingRead::execute`], positional reads on a shared handle), so readers never
+//! block the writer for longer than an index lookup, and the writer blocks readers only for
+//! the duration of one append. Timestamp lookups and snapshot reads still run under the
+//! lock.
+//!
+//! File handles: the active segment keeps its `.log`, `.index` and `.timeindex` open; a
+//! sealed segment keeps none of its own, its `.log` is opened for reads through a
+//! least-recently-used cache of at most
+//! [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES) handles per log, and
+//! its indexes live in memory. So a log's descriptors are bounded whatever its segment
+//! count.
+//!
+//! Durability: every segment but the active one was fsynced when the log rolled past it,
+//! so on open only the active segment is re-validated batch by batch and cut at the first
+//! torn or corrupt batch, and not even that after a clean shutdown
+//! ([`Log::open_after_clean_shutdown`]); a sealed segment's tail (from its last index
+//! entry) is re-checked on open, and damage further in is reported by the read or
+//! [`Log::verify`] that reaches it. The active segment is flushed per `flush.messages` / `flush.ms`
+//! (the metadata log uses 1: flush before acknowledging) or by [`Log::flush`];
+//! [`Log::flushed_offset`] says how far the log is known durable.
+//!
+//! Log start offset: Kafka's, which may sit inside the first segment (DeleteRecords moves
+//! it forward with [`Log::maybe_increment_log_start_offset`]; reads below it are out of
+//! range and whole segments below it are deleted). Kafka keeps it for all of a log
+//! directory's partitions in `log-start-offset-checkpoint`, written periodically; a [`Log`]
+//! owns one directory, so it keeps its own in `log-start-offset` inside the partition
+//! directory (the same text format, one entry of just the offset, since the directory
+//! names the partition), rewritten atomically and fsynced on every increment, so a
+//! DeleteRecords answered is never undone by a crash. The file is read at open and ignored
+//! when it is not above the first segment's base offset; one above the log end offset
+//! (recovery cut past it) empties the log to start there, as Kafka's `LogLoader` does.
+//!
+//! Where things are, one room per Kafka concept (Kafka's `UnifiedLog`/`LocalLog` are split
+//! the same way here, each room an `impl Log` block):
+//!
+//! - `mod.rs` — the [`Log`] struct, [`LogStats`], accessors and the leader-epoch glue;
+//! - `loader.rs` — opening (Kafka's `LogLoader`): leftovers removed, segments loaded, the
+//!   active one recovered, the epoch cache and stored log start reconciled; `close`, `verify`;
+//! - `append.rs` — appends as leader and as follower, and splitting an append across
+//!   segments;
+//! - `read.rs` — reads ([`PendingRead`]) and timestamp lookups;
+//! - `flush.rs` — rolling and flushing ([`PendingFlush`]);
+//! - `truncate.rs` — truncation (divergence) and full truncation (snapshot install);
+//! - `retention.rs` — deleting old segments: by time, by size, below the log start;
+//! - `start_offset.rs` — moving the log start offset (DeleteRecords) and its file;
+//! - `snapshots.rs` — the snapshots beside the log (KIP-630).
+//!
+//! Log compaction (Kafka's `LogCleaner`, `cleanup.policy=compact`) will live beside this
+//! module, in `crate::cleaner`; what it needs from a [`Log`] (swapping cleaned segments in,
+//! Kafka's `replaceSegments`) will be one more room here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use crate::config::LogConfig;
+use crate::epoch::{EpochEntry, LeaderEpochCache};
+use crate::error::Result;
+use crate::handles::SegmentFiles;
+use crate::segment::Segment;
+use crate::snapshot::SnapshotId;
+
+mod append;
+mod flush;
+mod loader;
+mod read;
+mod retention;
+mod snapshots;
+mod start_offset;
+mod truncate;
+
+pub use append::AppendInfo;
+pub use flush::{CompletedFlush, PendingFlush};
+pub use read::{PendingRead, ReadResult};
+
+/// Suffix of files being deleted (renamed first so a crash never leaves a gap).
+const DELETED_SUFFIX: &str = ".deleted";
+
+/// Counters an operator (and the tests) use to see what the log did on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// How many times recovery cut a torn or corrupt tail.
+    pub recovery_truncations: u64,
+    /// Bytes recovery cut.
+    pub recovery_truncated_bytes: u64,
+    /// Segments whose indexes were rebuilt on open.
+    pub index_rebuilds: u64,
+    /// Active segments re-validated batch by batch on open: 1 after [`Log::open`], 0 after
+    /// [`Log::open_after_clean_shutdown`] unless the segment's tail proved unsound.
+    pub segments_recovered: u64,
+    /// Segments rolled.
+    pub segments_rolled: u64,
+    /// Segments deleted by retention or `delete_segments_before`.
+    pub segments_deleted: u64,
+    /// fdatasyncs of the active segment.
+    pub flushes: u64,
+    /// Sealed segments' `.log` handles open right now, in the log's cache (at most
+    /// [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES)); the active
+    /// segment's three files are open besides these.
+    pub open_segment_files: u64,
+    /// Times a sealed segment's `.log` file was opened because its handle was not cached.
+    pub segment_file_opens: u64,
+}
+
+/// One partition's log (see the module docs).
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    config: LogConfig,
+    /// By base offset; never empty; the last one is the active segment.
+    segments: BTreeMap<i64, Segment>,
+    log_end_offset: i64,
+    /// Kafka's log start offset: at or above the first segment's base offset, at or below
+    /// the log end offset.
+    log_start_offset: i64,
+    flushed_offset: i64,
+    epoch_cache: LeaderEpochCache,
+    snapshots: BTreeSet<SnapshotId>,
+    stats: LogStats,
+    unflushed_records: i64,
+    last_flush_ms: i64,
+    /// Bumped before every truncation, so planned reads can tell they overlapped one.
+    truncations: Arc<AtomicU64>,
+    /// The bounded cache of sealed segments' `.log` handles, shared with the segments.
+    files: Arc<SegmentFiles>,
+}
+
+impl Log {
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The log's configuration.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Replaces the configuration (a dynamic config change); takes effect at the next
+    /// append, roll or retention pass.
+    pub fn set_config(&mut self, config: LogConfig) -> Result<()> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// The first offset a read may ask for (Kafka's log start offset): the first segment's
+    /// base offset, or above it after [`Log::maybe_increment_log_start_offset`].
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// The offset the next record will get (Kafka's log end offset, LEO).
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    /// Every offset below this is on disk (fdatasynced).
+    pub fn flushed_offset(&self) -> i64 {
+        self.flushed_offset
+    }
+
+    /// Total bytes of all segments.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segments.values().map(Segment::size).sum()
+    }
+
+    /// Number of segments (at least 1).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+
+    /// What the log did on its own so far (recovery cuts, rolls, deletions, flushes).
+    pub fn stats(&self) -> LogStats {
+        LogStats {
+            open_segment_files: self.files.len() as u64,
+            segment_file_opens: self.files.opens(),
+            ..self.stats
+        }
+    }
+
+    /// The newest leader epoch in the log.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epoch_cache.latest_epoch()
+    }
+
+    /// The leader-epoch cache's entries, oldest first.
+    pub fn epoch_entries(&self) -> &[EpochEntry] {
+        self.epoch_cache.entries()
+    }
+
+    /// A new partition leader's epoch starts at the log end offset before it appends
+    /// anything (Kafka's `maybeAssignEpochStartOffset`): OffsetForLeaderEpoch and a
+    /// fetch's diverging-epoch check must know where the epoch starts even while the leader
+    /// has written nothing in it. An epoch not newer than the latest adds nothing.
+    pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool> {
+        self.epoch_cache.assign(epoch, self.log_end_offset)
+    }
+
+    /// KIP-279's OffsetForLeaderEpoch answer (see
+    /// [`LeaderEpochCache::end_offset_for_epoch`]).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        self.epoch_cache
+            .end_offset_for_epoch(epoch, self.log_end_offset)
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+}

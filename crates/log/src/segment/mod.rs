@@ -1,0 +1,459 @@
+//! One segment: a `<base offset, 20 digits>.log` file of RecordBatch v2 bytes, stored
+//! exactly as appended, plus its offset and time indexes. The segment knows how to append,
+//! find the batch holding an offset, read whole batches, truncate, recover its tail after a
+//! crash, and rebuild its indexes; the [`crate::Log`] decides which segment does what.
+//!
+//! Only the active segment owns open files; a sealed one reads its `.log` through the
+//! log's bounded handle cache ([`SegmentFiles`]) and keeps its indexes in memory, so a log
+//! of many segments holds few descriptors.
+//!
+//! Where things are:
+//!
+//! - `mod.rs` — [`Segment`] (Kafka's `LogSegment`): its files, append and index
+//!   maintenance, lookups, truncation, flushing, sealing and deletion;
+//! - `file_records.rs` — reading a segment's `.log` (Kafka's `FileRecords` and its batch
+//!   iteration): [`BatchReader`] and planned reads ([`SegmentRegion`]);
+//! - `recovery.rs` — loading an existing segment: recovering the active one (cut at the first
+//!   unsound batch), trusting or rebuilding a sealed one's indexes, and `verify`.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kraftd_protocol::records::NO_TIMESTAMP;
+
+use crate::error::{LogError, Result};
+use crate::handles::SegmentFiles;
+use crate::index::{OffsetIndex, TimeIndex};
+
+mod file_records;
+mod recovery;
+
+pub(crate) use file_records::{BatchInfo, SegmentRegion};
+use file_records::{BatchReader, ScanError};
+
+/// Suffix of segment data files.
+pub const LOG_FILE_SUFFIX: &str = "log";
+/// Suffix of offset index files.
+pub const INDEX_FILE_SUFFIX: &str = "index";
+/// Suffix of time index files.
+pub const TIME_INDEX_FILE_SUFFIX: &str = "timeindex";
+
+/// `<offset, 20 digits>.<suffix>`, Kafka's segment file name.
+pub fn file_name(base_offset: i64, suffix: &str) -> String {
+    format!("{base_offset:020}.{suffix}")
+}
+
+/// One segment of a log.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    /// The active segment's own `.log` handle, shared with planned reads
+    /// ([`SegmentRegion`]), which outlive the log's lock. `None` for a sealed segment,
+    /// which is read through `files` so the log's open handles stay bounded.
+    log: Option<Arc<File>>,
+    /// The log's cache of sealed-segment handles.
+    files: Arc<SegmentFiles>,
+    /// This segment's key in `files`, unique for the log's lifetime.
+    id: u64,
+    /// Bytes of valid batches; the file is never longer once the segment is open.
+    size: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    /// The offset after the last batch (the base offset while empty).
+    next_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    bytes_since_last_index_entry: u64,
+    index_interval_bytes: u64,
+    /// When the segment's clock for `segment.ms` started (its first append).
+    rolling_base_ms: Option<i64>,
+}
+
+fn open_log_file(path: &Path, truncate: bool) -> Result<Arc<File>> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .open(path)
+        .map(Arc::new)
+        .map_err(LogError::io("open", path))
+}
+
+impl Segment {
+    /// Creates an empty segment (truncating leftovers of the same name).
+    pub fn create(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        files: &Arc<SegmentFiles>,
+    ) -> Result<Segment> {
+        let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
+        let log = open_log_file(&log_path, true)?;
+        let offset_index = OffsetIndex::create(
+            &dir.join(file_name(base_offset, INDEX_FILE_SUFFIX)),
+            base_offset,
+        )?;
+        let time_index = TimeIndex::create(
+            &dir.join(file_name(base_offset, TIME_INDEX_FILE_SUFFIX)),
+            base_offset,
+        )?;
+        Ok(Segment::empty(
+            base_offset,
+            log_path,
+            log,
+            files,
+            offset_index,
+            time_index,
+            index_interval_bytes,
+        ))
+    }
+
+    fn empty(
+        base_offset: i64,
+        log_path: PathBuf,
+        log: Arc<File>,
+        files: &Arc<SegmentFiles>,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        index_interval_bytes: u64,
+    ) -> Segment {
+        Segment {
+            base_offset,
+            log_path,
+            log: Some(log),
+            files: Arc::clone(files),
+            id: files.new_id(),
+            size: 0,
+            offset_index,
+            time_index,
+            next_offset: base_offset,
+            max_timestamp: NO_TIMESTAMP,
+            offset_of_max_timestamp: base_offset,
+            bytes_since_last_index_entry: 0,
+            index_interval_bytes,
+            rolling_base_ms: None,
+        }
+    }
+
+    /// Updates the in-memory state and indexes for a batch just stored at `info.position`.
+    fn index_batch(&mut self, info: &BatchInfo) -> Result<()> {
+        debug_assert_eq!(info.position, self.size);
+        debug_assert_eq!(info.base_offset, self.next_offset);
+        if info.max_timestamp > self.max_timestamp {
+            self.max_timestamp = info.max_timestamp;
+            self.offset_of_max_timestamp = info.last_offset;
+        }
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            let position = u32::try_from(info.position).map_err(|_| LogError::OffsetOverflow {
+                reason: format!("segment position {} does not fit u32", info.position),
+            })?;
+            self.offset_index.append(info.last_offset, position)?;
+            self.time_index
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp)?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += info.size;
+        self.size = info.position + info.size;
+        self.next_offset = info.last_offset + 1;
+        Ok(())
+    }
+
+    /// Appends `data` (whole, validated batches described by `batches`, positions relative
+    /// to `data`) at the end of the file. On a write error the file is cut back.
+    pub fn append(&mut self, data: &[u8], batches: &[BatchInfo], now_ms: i64) -> Result<()> {
+        let start = self.size;
+        let file = self.writable()?;
+        if let Err(e) = file.write_all_at(data, start) {
+            // Best effort: a partial write past `size` is invisible anyway and recovery
+            // would cut it.
+            let _ = file.set_len(start);
+            return Err(LogError::io("write", &self.log_path)(e));
+        }
+        for b in batches {
+            let info = BatchInfo {
+                position: start + b.position,
+                ..*b
+            };
+            self.index_batch(&info)?;
+        }
+        debug_assert_eq!(self.size, start + data.len() as u64);
+        if !batches.is_empty() {
+            self.rolling_base_ms.get_or_insert(now_ms);
+        }
+        Ok(())
+    }
+
+    fn reader<'a>(&'a self, file: &'a File, start: u64, chunk: usize) -> BatchReader<'a> {
+        BatchReader::new(file, &self.log_path, start, self.size, chunk, usize::MAX)
+    }
+
+    fn corrupt(&self, e: ScanError) -> LogError {
+        match e {
+            ScanError::Io(e) => e,
+            ScanError::Bad { position, reason } => {
+                LogError::corrupt(&self.log_path, position, reason)
+            }
+        }
+    }
+
+    /// The first batch whose last offset is ≥ `offset`, if the segment has one.
+    pub fn locate(&self, offset: i64) -> Result<Option<BatchInfo>> {
+        if offset >= self.next_offset {
+            return Ok(None);
+        }
+        self.region(offset).locate(offset)
+    }
+
+    /// The first record at or after `min_offset` with a timestamp ≥ `timestamp`, as
+    /// (offset, timestamp), if this segment holds one.
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+        min_offset: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        if self.max_timestamp < timestamp {
+            return Ok(None);
+        }
+        let from_offset = self
+            .time_index
+            .lookup(timestamp)
+            .map_or(self.base_offset, |e| e.offset)
+            .max(min_offset);
+        let start = u64::from(self.offset_index.lookup(from_offset).position);
+        let file = self.file()?;
+        let mut reader = self.reader(&file, start, 64 * 1024);
+        loop {
+            let batch = match reader.next_batch() {
+                Ok(None) => return Ok(None),
+                Ok(Some((_, batch))) => batch,
+                Err(e) => return Err(self.corrupt(e)),
+            };
+            if batch.max_timestamp() < timestamp || batch.last_offset() < min_offset {
+                continue;
+            }
+            let records = batch.records().map_err(|e| {
+                LogError::corrupt(&self.log_path, batch.position() as u64, e.to_string())
+            })?;
+            for record in records {
+                let record = record.map_err(|e| {
+                    LogError::corrupt(&self.log_path, batch.position() as u64, e.to_string())
+                })?;
+                let (o, t) = (record.offset(&batch), record.timestamp(&batch));
+                if t >= timestamp && o >= min_offset {
+                    return Ok(Some((o, t)));
+                }
+            }
+        }
+    }
+
+    /// Removes every batch from the one holding `offset` on (so a batch straddling
+    /// `offset` goes whole). Returns the bytes removed.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<u64> {
+        let Some(cut) = self.locate(offset)? else {
+            return Ok(0);
+        };
+        let removed = self.size - cut.position;
+        self.writable()?
+            .set_len(cut.position)
+            .map_err(LogError::io("truncate", &self.log_path))?;
+        self.size = cut.position;
+        self.next_offset = cut.base_offset;
+        self.offset_index.truncate_to_offset(cut.base_offset)?;
+        self.offset_index.truncate_to_position(cut.position)?;
+        self.time_index.truncate_to_offset(cut.base_offset)?;
+        self.bytes_since_last_index_entry = 0;
+        // The largest timestamp left: the time index's last entry covers everything up to
+        // the last offset-index entry; scan what follows it.
+        match self.time_index.last() {
+            Some(t) => {
+                self.max_timestamp = t.timestamp;
+                self.offset_of_max_timestamp = t.offset;
+            }
+            None => {
+                self.max_timestamp = NO_TIMESTAMP;
+                self.offset_of_max_timestamp = self.base_offset;
+            }
+        }
+        let start = self
+            .offset_index
+            .last()
+            .map_or(0, |e| u64::from(e.position));
+        let file = self.file()?;
+        let mut reader = self.reader(&file, start, 64 * 1024);
+        let mut tail_max = None;
+        loop {
+            match reader.next_batch() {
+                Ok(None) => break,
+                Ok(Some((_, b))) => {
+                    if tail_max.is_none_or(|(t, _)| b.max_timestamp() > t) {
+                        tail_max = Some((b.max_timestamp(), b.last_offset()));
+                    }
+                }
+                Err(e) => return Err(self.corrupt(e)),
+            }
+        }
+        if let Some((t, o)) = tail_max {
+            if t > self.max_timestamp {
+                self.max_timestamp = t;
+                self.offset_of_max_timestamp = o;
+            }
+        }
+        if self.size == 0 {
+            self.rolling_base_ms = None;
+        }
+        Ok(removed)
+    }
+
+    /// Forces the batches to disk (fdatasync of the `.log` file). The indexes are not
+    /// synced: the active segment's are rebuilt by recovery, so syncing them on every
+    /// flush (the metadata log flushes every append) would triple the cost for nothing.
+    ///
+    /// A sealed segment without a handle of its own was synced when sealed and not written
+    /// since, so there is nothing to do.
+    pub fn flush(&self) -> Result<()> {
+        match &self.log {
+            Some(file) => file
+                .sync_data()
+                .map_err(LogError::io("fsync", &self.log_path)),
+            None => Ok(()),
+        }
+    }
+
+    /// The active segment's own `.log` handle, to fdatasync from another thread
+    /// ([`crate::PendingFlush`]); `None` for a sealed segment (synced when sealed).
+    pub fn sync_handle(&self) -> Option<Arc<File>> {
+        self.log.clone()
+    }
+
+    /// Writes and syncs the indexes as well as the batches (on seal and close).
+    pub fn flush_all(&mut self) -> Result<()> {
+        self.offset_index.flush()?;
+        self.time_index.flush()?;
+        self.flush()
+    }
+
+    /// Seals the segment as the log rolls past it: records the final time-index entry (so
+    /// the segment's largest timestamp is on disk for retention after a restart) and
+    /// flushes everything.
+    pub fn seal(&mut self) -> Result<()> {
+        if self.max_timestamp != NO_TIMESTAMP && self.size > 0 {
+            self.time_index
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp)?;
+        }
+        self.flush_all()
+    }
+
+    /// Deletes the segment's files (closing its handles first; reads in flight keep theirs).
+    pub fn delete(mut self) -> Result<()> {
+        self.close_files();
+        for path in [
+            self.log_path.as_path(),
+            self.offset_index.path(),
+            self.time_index.path(),
+        ] {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io("delete", path)(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The `.log` handle to read with: the segment's own while active, else the cached
+    /// one (opened on a miss). Only for calls made under the owner's lock that read anyway
+    /// (open, verify, timestamp lookup, truncation); planned reads open lazily instead.
+    fn file(&self) -> Result<Arc<File>> {
+        match &self.log {
+            Some(file) => Ok(Arc::clone(file)),
+            None => self.files.get_or_open(self.id, &self.log_path),
+        }
+    }
+
+    /// The `.log` handle to write with, making it the segment's own again (read-write) if
+    /// the segment was sealed: a truncation into a sealed segment makes it the active one.
+    fn writable(&mut self) -> Result<Arc<File>> {
+        if let Some(file) = &self.log {
+            return Ok(Arc::clone(file));
+        }
+        self.files.remove(self.id);
+        let file = open_log_file(&self.log_path, false)?;
+        self.log = Some(Arc::clone(&file));
+        Ok(file)
+    }
+
+    /// Gives up what a sealed segment does not need open: its index files (their entries
+    /// are in memory) are flushed and closed, and its `.log` handle moves into the log's
+    /// bounded cache, where it stays while it is among the most recently read.
+    pub fn release(&mut self) -> Result<()> {
+        self.offset_index.release()?;
+        self.time_index.release()?;
+        if let Some(file) = self.log.take() {
+            self.files.insert(self.id, file);
+        }
+        Ok(())
+    }
+
+    /// Drops the segment's handles, cached or own (before its files are deleted or
+    /// renamed away, so no later read reaches them through a stale handle).
+    pub fn close_files(&mut self) {
+        self.log = None;
+        self.files.remove(self.id);
+    }
+
+    /// Starts the `segment.ms` clock of a segment loaded without a full scan (the active
+    /// one after a clean shutdown) as recovery does: at its first batch's timestamp.
+    pub fn start_rolling_clock(&mut self) -> Result<()> {
+        self.rolling_base_ms = self
+            .locate(self.base_offset)?
+            .map(|b| b.max_timestamp)
+            .filter(|&t| t >= 0);
+        Ok(())
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Bytes of batches in the segment.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The offset after the segment's last batch.
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// The largest batch timestamp in the segment ([`NO_TIMESTAMP`] when none).
+    /// The offset of the batch holding the largest timestamp (ListOffsets MAX_TIMESTAMP).
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp
+    }
+
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+
+    /// The offset-index file's size, to roll before it passes `segment.index.bytes`.
+    pub fn offset_index_bytes(&self) -> u64 {
+        self.offset_index.size_in_bytes()
+    }
+
+    /// When the segment's `segment.ms` clock started, if it has data.
+    pub fn rolling_base_ms(&self) -> Option<i64> {
+        self.rolling_base_ms
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+}
