@@ -38,8 +38,8 @@
 //! when it is not above the first segment's base offset; one above the log end offset
 //! (recovery cut past it) empties the log to start there, as Kafka's `LogLoader` does.
 //!
-//! Where things are, one room per Kafka concept (Kafka's `UnifiedLog`/`LocalLog` are split
-//! the same way here, each room an `impl Log` block):
+//! Where things are, one room (an `impl Log` block) per Kafka concept, where Kafka keeps
+//! them all in `UnifiedLog` and `LocalLog`:
 //!
 //! - `mod.rs` — the [`Log`] struct, [`LogStats`], accessors and the leader-epoch glue;
 //! - `loader.rs` — opening (Kafka's `LogLoader`): leftovers removed, segments loaded, the
