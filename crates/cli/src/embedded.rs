@@ -36,6 +36,29 @@ pub fn properties() -> Properties {
     p
 }
 
+/// The node config, with `advertised.listeners` written out when neither the defaults nor
+/// an override set it: the embedded default stands in for a config file, so DescribeConfigs
+/// reports the address clients are really given, as STATIC_BROKER_CONFIG, rather than
+/// Kafka's null default. A listener on port 0 gets its port only when bound, so then the
+/// setting stays unset.
+fn with_advertised_listeners(mut props: Properties) -> Result<NodeConfig> {
+    let config = NodeConfig::from_properties(props.clone())?;
+    if props.get("advertised.listeners").is_some() {
+        return Ok(config);
+    }
+    let advertised = config.broker_listeners();
+    if advertised.is_empty() || advertised.iter().any(|(_, a)| a.port == 0) {
+        return Ok(config);
+    }
+    let value = advertised
+        .iter()
+        .map(|(_, a)| format!("{}://{}:{}", a.name, a.host, a.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    props.set("advertised.listeners", value);
+    NodeConfig::from_properties(props)
+}
+
 pub fn run(overrides: &[String]) -> Result<()> {
     crate::init_tracing();
     let mut props = properties();
@@ -45,7 +68,7 @@ pub fn run(overrides: &[String]) -> Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--override {entry:?}: expected key=value"))?;
         props.set(k.trim(), v.trim());
     }
-    let config = NodeConfig::from_properties(props)?;
+    let config = with_advertised_listeners(props)?;
     if format::MetaProperties::read(Path::new(&config.metadata_log_dir))?.is_none() {
         let cluster_id = format::random_uuid()?;
         format::format(&config, &cluster_id, false)?;
@@ -62,4 +85,42 @@ pub fn run(overrides: &[String]) -> Result<()> {
             );
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_listeners_follow_the_listeners_unless_set() {
+        let config = with_advertised_listeners(properties()).unwrap();
+        assert_eq!(
+            config.props.get("advertised.listeners"),
+            Some("PLAINTEXT://127.0.0.1:9092")
+        );
+        let mut props = properties();
+        props.set(
+            "listeners",
+            "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:9093",
+        );
+        let config = with_advertised_listeners(props).unwrap();
+        assert_eq!(
+            config.props.get("advertised.listeners"),
+            Some("PLAINTEXT://127.0.0.1:19092")
+        );
+        let mut props = properties();
+        props.set("advertised.listeners", "PLAINTEXT://example:9092");
+        let config = with_advertised_listeners(props).unwrap();
+        assert_eq!(
+            config.props.get("advertised.listeners"),
+            Some("PLAINTEXT://example:9092")
+        );
+        let mut props = properties();
+        props.set(
+            "listeners",
+            "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093",
+        );
+        let config = with_advertised_listeners(props).unwrap();
+        assert_eq!(config.props.get("advertised.listeners"), None);
+    }
 }

@@ -18,8 +18,10 @@ use crate::format;
 /// The metadata log's directory name inside `metadata.log.dir`.
 pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
 
-/// Runs the node until SIGTERM or Ctrl-C. `on_ready` runs once every role has started
-/// (the embedded default prints the bootstrap address there).
+/// Runs the node until SIGTERM or Ctrl-C. `on_ready` runs once every role has started and,
+/// on a broker, once its client listeners accept connections (caught up and unfenced): the
+/// embedded default prints the bootstrap address there, so a script that waits for that
+/// line can use the cluster at once.
 pub fn run(
     config: NodeConfig,
     config_file: &str,
@@ -139,7 +141,13 @@ pub fn run(
             }
             None => None,
         };
-        on_ready(&config);
+        let mut on_ready = Some(on_ready);
+        let mut serving = broker.as_ref().map(BrokerServer::serving);
+        if serving.is_none() {
+            if let Some(ready) = on_ready.take() {
+                ready(&config);
+            }
+        }
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;
         let mut status = controller.as_ref().map(ControllerNode::status);
@@ -148,6 +156,21 @@ pub fn run(
             tokio::select! {
                 _ = sigterm.recv() => break None,
                 _ = tokio::signal::ctrl_c() => break None,
+                ready = async {
+                    match serving.as_mut() {
+                        Some(s) => s.wait_for(|serving| *serving).await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                }, if on_ready.is_some() => {
+                    if ready {
+                        info!(node = config.node_id, "broker listeners accepting connections");
+                        if let Some(ready) = on_ready.take() {
+                            ready(&config);
+                        }
+                    } else {
+                        serving = None;
+                    }
+                }
                 reason = async {
                     match broker_stopped.as_mut() {
                         Some(s) => s.wait_for(Option::is_some).await.ok().and_then(|r| r.clone()),

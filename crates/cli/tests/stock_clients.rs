@@ -374,3 +374,24 @@ p.close()
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
+
+/// A script that starts kraftd and sets it up at once: twenty fresh embedded defaults, each
+/// sent a CreateTopics by confluent-kafka the instant its client port accepts, then one
+/// record without retries to every partition of the new topic. Every creation is answered
+/// and the produce succeeds on its first try in nearly every round
+/// (`tests/python/startup.py`).
+#[test]
+fn a_fresh_embedded_default_serves_a_client_that_connects_the_instant_its_port_opens() {
+    let root = tempfile::tempdir().unwrap();
+    let work = root.path().display().to_string();
+    run_until_all_ok("startup.py", &[common::BIN, &work, "20"], || {
+        let mut logs = String::new();
+        for entry in std::fs::read_dir(root.path()).unwrap().flatten() {
+            let log = entry.path().join("kraftd.log");
+            if let Ok(text) = std::fs::read_to_string(&log) {
+                logs.push_str(&format!("== {}\n{text}", log.display()));
+            }
+        }
+        logs
+    });
+}

@@ -128,7 +128,10 @@ pub struct BrokerServer {
     background: Vec<JoinHandle<()>>,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
+    /// The client listeners: one task that accepts on them once the broker is ready.
     servers: Vec<JoinHandle<()>>,
+    /// True once the client listeners accept connections.
+    serving: watch::Receiver<bool>,
     metadata: JoinHandle<()>,
     cache: MetadataCache,
     metadata_status: watch::Receiver<MetadataStatus>,
@@ -227,11 +230,15 @@ impl BrokerServer {
             reason: e.to_string(),
         })?;
         let replica_background = replica_manager.start_background();
-        let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![Box::new(cache.clone())];
+        // The replica layer applies each delta before the cache publishes it: a partition
+        // is ready to lead (its log open, its state set) before a Metadata answer from this
+        // broker names it leader, so a client producing at once is not told
+        // NOT_LEADER_OR_FOLLOWER.
+        let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![
+            Box::new(ReplicaManagerPublisher(Arc::clone(&replica_manager))),
+            Box::new(cache.clone()),
+        ];
         publishers.extend(published.publishers());
-        publishers.push(Box::new(ReplicaManagerPublisher(Arc::clone(
-            &replica_manager,
-        ))));
         let loader = MetadataLoader::new(config.node_id, publishers);
         let metadata_metrics = loader.metrics().clone();
         let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
@@ -298,20 +305,19 @@ impl BrokerServer {
                 producer_ids,
             },
         });
-        let table = Arc::new(KafkaApis::api_versions());
-        let servers = listeners
-            .into_iter()
-            .map(|l| {
-                info!(node = config.node_id, listener = %l.name, "broker listener serving");
-                let apis = Arc::new(KafkaApis::new(l.name, Arc::clone(&context)));
-                tokio::spawn(serve(
-                    l.socket,
-                    Arc::clone(&table),
-                    config.server.clone(),
-                    apis,
-                ))
-            })
-            .collect();
+        let (serving_tx, serving) = watch::channel(false);
+        let listeners_task = tokio::spawn(serve_when_ready(
+            ReadyGate {
+                node_id: config.node_id,
+                lifecycle: lifecycle.state(),
+                metadata: metadata_status.clone(),
+                cache: cache.clone(),
+            },
+            listeners,
+            context,
+            config.server.clone(),
+            serving_tx,
+        ));
         Ok(BrokerServer {
             replica_manager,
             background: vec![replica_background, epoch_relay],
@@ -320,7 +326,8 @@ impl BrokerServer {
             config,
             own_raft,
             lifecycle: Some(lifecycle),
-            servers,
+            servers: vec![listeners_task],
+            serving,
             metadata,
             cache,
             metadata_status,
@@ -353,6 +360,12 @@ impl BrokerServer {
     /// on a disk error, say), with the reason.
     pub fn stopped(&self) -> watch::Receiver<Option<String>> {
         self.stopped.clone()
+    }
+
+    /// True once the client listeners accept connections: the broker has caught up with the
+    /// metadata log and is unfenced (as Kafka enables request processing only then).
+    pub fn serving(&self) -> watch::Receiver<bool> {
+        self.serving.clone()
     }
 
     /// The Raft client's metrics (the observer's own, or the shared voter's).
@@ -436,6 +449,63 @@ impl Drop for BrokerServer {
         self.replica_manager.fetchers().shutdown();
         self.metadata.abort();
     }
+}
+
+/// What the broker waits for before its client listeners accept connections.
+struct ReadyGate {
+    node_id: i32,
+    lifecycle: watch::Receiver<LifecycleState>,
+    metadata: watch::Receiver<MetadataStatus>,
+    cache: MetadataCache,
+}
+
+impl ReadyGate {
+    /// Ready when the controller has unfenced this broker's registration and the metadata
+    /// the broker serves shows it so: a client's first Metadata answer then names this
+    /// broker alive (and a controller id), never the empty or stale view of a broker still
+    /// catching up, which left clients such as librdkafka waiting for a controller.
+    fn ready(&self) -> bool {
+        let state = *self.lifecycle.borrow();
+        if state.fenced || state.broker_epoch < 0 {
+            return false;
+        }
+        self.cache
+            .image()
+            .cluster
+            .broker(self.node_id)
+            .is_some_and(|b| b.epoch == state.broker_epoch && !b.fenced)
+    }
+
+    async fn wait(&mut self) {
+        while !self.ready() {
+            tokio::select! {
+                changed = self.lifecycle.changed() => if changed.is_err() { std::future::pending::<()>().await },
+                changed = self.metadata.changed() => if changed.is_err() { std::future::pending::<()>().await },
+            }
+        }
+    }
+}
+
+/// Serves the client listeners once `gate` opens (their sockets are bound from the start,
+/// so a client connecting early waits in the accept backlog instead of being refused).
+/// Aborting this task closes every listener and connection.
+async fn serve_when_ready(
+    mut gate: ReadyGate,
+    listeners: Vec<BrokerListener>,
+    context: Arc<BrokerApisContext>,
+    server: ServerConfig,
+    serving: watch::Sender<bool>,
+) {
+    gate.wait().await;
+    let table = Arc::new(KafkaApis::api_versions());
+    let mut servers = tokio::task::JoinSet::new();
+    for l in listeners {
+        info!(node = gate.node_id, listener = %l.name, "broker listener serving");
+        let apis = Arc::new(KafkaApis::new(l.name, Arc::clone(&context)));
+        servers.spawn(serve(l.socket, Arc::clone(&table), server.clone(), apis));
+    }
+    let _ = serving.send(true);
+    while servers.join_next().await.is_some() {}
 }
 
 /// The broker epoch the clean-shutdown markers of every log dir agree on, or -1 when any

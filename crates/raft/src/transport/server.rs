@@ -83,8 +83,9 @@ pub struct InboundRequest {
 pub trait RequestHandler: Send + Sync + 'static {
     /// Takes one request. Resolves (applying backpressure while the handler is busy) to the
     /// receiver of its response, or `None` to close the connection. A receiver whose sender
-    /// is dropped means "no response": the connection moves on to the next one, and the
-    /// client times the request out.
+    /// is dropped means "no response": right only for a Produce with `acks=0`, whose client
+    /// expects none; for any other request it closes the connection, so a client never waits
+    /// out its timeout for an answer that will not come (and retries on a new connection).
     fn dispatch(
         &self,
         request: InboundRequest,
@@ -135,7 +136,17 @@ pub async fn serve<H: RequestHandler>(
 struct Pending {
     correlation_id: i32,
     version: i16,
+    /// The request's API, for the log line if its response is lost.
+    api_key: ApiKey,
+    /// False only for a Produce with `acks=0`: its client reads no response.
+    expects_response: bool,
     response: oneshot::Receiver<ResponseBody>,
+}
+
+/// Whether the client reads a response to `body`: every request but a Produce with
+/// `acks=0` (Kafka's `ProduceRequest` with acks 0 gets none).
+fn expects_response(body: &RequestBody) -> bool {
+    !matches!(body, RequestBody::Produce(p) if p.acks == 0)
 }
 
 async fn connection<H: RequestHandler>(
@@ -193,6 +204,8 @@ async fn read_requests<H: RequestHandler>(
                         ));
                     }
                     let correlation_id = req.header.correlation_id;
+                    let api_key = req.api_key;
+                    let expects_response = expects_response(&req.body);
                     let request = InboundRequest {
                         peer,
                         api_key: req.api_key,
@@ -205,6 +218,8 @@ async fn read_requests<H: RequestHandler>(
                     Pending {
                         correlation_id,
                         version,
+                        api_key,
+                        expects_response,
                         response,
                     }
                 }
@@ -260,6 +275,8 @@ fn api_versions(table: &ApiVersionsTable, correlation_id: i32, version: i16) -> 
     Pending {
         correlation_id,
         version,
+        api_key: ApiKey::ApiVersions,
+        expects_response: true,
         response: rx,
     }
 }
@@ -274,8 +291,14 @@ async fn write_responses(
         // Answered (or given up) once this iteration ends, whichever way it ends.
         let _done = Decrement(&unanswered);
         let Ok(body) = p.response.await else {
-            debug!(%peer, correlation_id = p.correlation_id, "request left unanswered");
-            continue;
+            if !p.expects_response {
+                continue;
+            }
+            // A handler lost the response (a bug): closing is the only answer left that
+            // does not leave the client waiting out its timeout.
+            warn!(%peer, api = p.api_key.name(), correlation_id = p.correlation_id,
+                "closing connection: the request's handler dropped it without a response");
+            return;
         };
         let encoded = match encode_response(p.correlation_id, p.version, &body) {
             Ok(e) => e,
