@@ -9,10 +9,10 @@
 //! [`Partition::append_as_leader`] and, for `acks=all`, waits (the produce purgatory) until
 //! the HW covers the batch or the request's timeout; fetches read outside the partition's
 //! lock and, with too little data, wait (the fetch purgatory) for an append or HW move.
-//! Waiting is on each partition's [`Notify`](tokio::sync::Notify), pulsed on every append,
-//! HW move and role change. ISR changes the partitions ask for go to the controller through
-//! the [`AlterPartitionManager`]; a periodic task shrinks lagging ISRs, applies retention
-//! and checkpoints HWs.
+//! Waiting is on each partition's [`Notify`], pulsed on every append, HW move and role
+//! change. ISR changes the partitions ask for go to the controller through the
+//! [`AlterPartitionManager`]; a periodic task shrinks lagging ISRs, applies retention and
+//! checkpoints HWs.
 //!
 //! The rooms, one `impl ReplicaManager` each:
 //! - `mod.rs`: the manager, its construction and the partition lookups the rooms share;
