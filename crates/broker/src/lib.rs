@@ -1,8 +1,16 @@
-//! The broker role: SocketServer, KafkaApis, MetadataLoader and MetadataCache,
-//! ReplicaManager, BrokerLifecycleManager, ForwardingManager and the coordinators.
+//! The broker role (Kafka's `BrokerServer` and what it runs):
+//! - [`metadata`]: the MetadataLoader following the metadata log and the MetadataCache the
+//!   request handlers read;
+//! - [`kafka_apis`]: answers built from one metadata image (Metadata, DescribeCluster,
+//!   DescribeConfigs);
+//! - [`replica`]: the data plane — the ReplicaManager, its partitions, the replica fetcher
+//!   and KIP-227 fetch sessions;
+//! - [`server`]: the tokio edge — KafkaApis per listener (with the data-plane requests),
+//!   the BrokerLifecycleManager, the ForwardingManager, the AlterPartition and producer-id
+//!   managers.
 //!
-//! Being built (issue 6): `metadata` (MetadataLoader, MetadataCache) and `kafka_apis` (the
-//! answers built from metadata) come first.
+//! No group or transaction coordinator exists yet: InitProducerId takes its ids from the
+//! controller's blocks.
 
 pub mod kafka_apis;
 pub mod metadata;

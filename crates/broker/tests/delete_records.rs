@@ -4,8 +4,8 @@
 //! own HW); a follower refuses DeleteRecords.
 
 use bytes::Bytes;
-use kraftd_broker::replica::fetch_session::TopicIdPartition;
 use kraftd_broker::replica::partition::{Partition, PartitionConfig, PartitionState};
+use kraftd_broker::replica::TopicIdPartition;
 use kraftd_log::{Log, LogConfig};
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, Uuid};

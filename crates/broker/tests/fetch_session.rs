@@ -3,8 +3,9 @@
 mod fetch_session {
     use bytes::Bytes;
     use kraftd_broker::replica::fetch_session::{
-        FetchContext, FetchManager, TopicIdPartition, TopicRef, INVALID_SESSION_ID,
+        FetchContext, FetchManager, TopicRef, INVALID_SESSION_ID,
     };
+    use kraftd_broker::replica::TopicIdPartition;
     use kraftd_protocol::messages::fetch_request::{
         FetchPartition, FetchRequest, FetchTopic, ForgottenTopic,
     };

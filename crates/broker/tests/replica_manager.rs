@@ -21,11 +21,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_broker::metadata::MetadataCache;
-use kraftd_broker::replica::fetch_session::{PartitionFetchParams, TopicIdPartition};
+use kraftd_broker::replica::fetch_session::PartitionFetchParams;
 use kraftd_broker::replica::partition::Role;
 use kraftd_broker::replica::replica_manager::{
     FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager, ReplicaManagerConfig,
 };
+use kraftd_broker::replica::TopicIdPartition;
 use kraftd_broker::server::alter_partition_manager::AlterPartitionManager;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;

@@ -27,9 +27,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::fetch_session::TopicIdPartition;
 use super::partition::Role;
 use super::replica_manager::HostedPartition;
+use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
 use kraftd_log::clock::unix_ms;
 

@@ -2,12 +2,15 @@
 //! per hosted topic partition, each over a `kraftd_log::Log` under `log.dirs`
 //! ([`log_manager`]); leaders append produced batches and answer fetches, followers pull
 //! from their leader through the [`fetcher`]; the ISR moves through AlterPartition to the
-//! controller.
+//! controller. Every piece names a partition by its [`TopicIdPartition`].
 
 pub mod fetch_session;
 pub mod fetcher;
 pub mod partition;
 pub mod replica_manager;
+mod topic_partition;
+
+pub use self::topic_partition::TopicIdPartition;
 
 /// Storage-side pieces live with the log store (the only crate that opens data files);
 /// re-exported where Kafka's readers look for them.

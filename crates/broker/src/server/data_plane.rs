@@ -35,10 +35,11 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
-use crate::replica::fetch_session::{FetchManager, TopicIdPartition, TopicRef};
+use crate::replica::fetch_session::{FetchManager, TopicRef};
 use crate::replica::replica_manager::{
     FetchLimits, FetchOrigin, FetchResult, PendingProduce, ProduceResult, ReplicaManager,
 };
+use crate::replica::TopicIdPartition;
 use crate::server::producer_id_manager::ProducerIdManager;
 
 /// Produce v13 and Fetch v13 name topics by id, earlier versions by name.

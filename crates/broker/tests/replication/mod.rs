@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use kraftd_broker::replica::fetch_session::TopicIdPartition;
 use kraftd_broker::replica::log_manager::LogManager;
 use kraftd_broker::replica::partition::{
     FetchIsolation, IsrChange, LeaderAppend, Partition, PartitionConfig, PartitionState, ReadParams,
 };
+use kraftd_broker::replica::TopicIdPartition;
 use kraftd_log::LogConfig;
 use kraftd_protocol::records::{Batches, RecordBatch, RecordBatchBuilder};
 use kraftd_protocol::{ErrorCode, Uuid};

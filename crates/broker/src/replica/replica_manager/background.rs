@@ -1,0 +1,127 @@
+//! The ReplicaManager's periodic work (ISR shrink checks, HW checkpoints, retention), the
+//! ISR changes it sends to the controller, and the clean shutdown.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kraftd_log::clock::unix_ms;
+use kraftd_protocol::ErrorCode;
+use tracing::warn;
+
+use super::{HostedPartition, ReplicaManager};
+use crate::replica::partition::IsrChange;
+use crate::server::alter_partition_manager::AlterPartitionItem;
+
+impl ReplicaManager {
+    /// Starts the periodic work: ISR shrink checks (every half `replica.lag.time.max.ms`,
+    /// as Kafka), HW checkpoints and retention. Ends when the manager is dropped.
+    pub fn start_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        let isr_every =
+            Duration::from_millis((self.config.replica_lag_time_max_ms / 2).max(10) as u64);
+        let hw_every = self.config.hw_checkpoint_interval;
+        let retention_every = self.config.retention_check_interval;
+        tokio::spawn(async move {
+            let mut isr = tokio::time::interval(isr_every);
+            let mut hw = tokio::time::interval(hw_every);
+            let mut retention = tokio::time::interval(retention_every);
+            for t in [&mut isr, &mut hw, &mut retention] {
+                t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            }
+            loop {
+                tokio::select! {
+                    _ = isr.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        rm.maybe_shrink_isrs();
+                    }
+                    _ = hw.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        let _ = tokio::task::spawn_blocking(move || rm.checkpoint_high_watermarks()).await;
+                    }
+                    _ = retention.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        let _ = tokio::task::spawn_blocking(move || rm.apply_retention()).await;
+                    }
+                }
+            }
+        })
+    }
+
+    /// Sends an ISR change to the controller and applies the answer when it comes.
+    pub(super) fn submit_isr_change(&self, hosted: &Arc<HostedPartition>, change: IsrChange) {
+        let rx = self.alter_partition.submit(AlterPartitionItem {
+            topic_id: hosted.tp.topic_id,
+            partition: hosted.tp.partition,
+            leader_epoch: change.leader_epoch,
+            new_isr: change.new_isr,
+            leader_recovery_state: change.leader_recovery_state,
+            partition_epoch: change.partition_epoch,
+        });
+        let hosted = Arc::clone(hosted);
+        tokio::spawn(async move {
+            let result = match rx.await {
+                Ok(Ok(state)) => Ok((state.leader_epoch, state.partition_epoch, state.isr)),
+                Ok(Err(code)) => Err(code),
+                Err(_) => Err(ErrorCode::UnknownServerError),
+            };
+            let moved = hosted.lock().complete_isr_change(result, unix_ms());
+            if moved {
+                hosted.changed.notify_waiters();
+            }
+        });
+    }
+
+    fn maybe_shrink_isrs(&self) {
+        let now = unix_ms();
+        for hosted in self.all_partitions() {
+            let change = hosted.lock().maybe_shrink_isr(now);
+            if let Some(change) = change {
+                self.metrics.isr_shrinks.fetch_add(1, Ordering::Relaxed);
+                self.submit_isr_change(&hosted, change);
+            }
+        }
+    }
+
+    fn checkpoint_high_watermarks(&self) {
+        let hws: Vec<_> = self
+            .all_partitions()
+            .into_iter()
+            .map(|h| {
+                let p = h.lock();
+                (
+                    h.tp.topic.clone(),
+                    h.tp.partition,
+                    p.log().dir().to_path_buf(),
+                    p.high_watermark(),
+                )
+            })
+            .collect();
+        if let Err(e) = self.log_manager.checkpoint_high_watermarks(&hws) {
+            warn!(error = %e, "high watermark checkpoint failed");
+        }
+    }
+
+    fn apply_retention(&self) {
+        let now = unix_ms();
+        for hosted in self.all_partitions() {
+            let result = hosted.lock().apply_retention(now);
+            if let Err(e) = result {
+                warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "retention failed");
+            }
+        }
+    }
+
+    /// Clean shutdown: flush every log, snapshot producer state, checkpoint HWs.
+    pub fn shutdown(&self) {
+        self.fetchers.shutdown();
+        for hosted in self.all_partitions() {
+            let mut p = hosted.lock();
+            if let Err(e) = p.log_mut().flush() {
+                warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "flush at shutdown failed");
+            }
+            p.snapshot_producer_state();
+        }
+        self.checkpoint_high_watermarks();
+    }
+}

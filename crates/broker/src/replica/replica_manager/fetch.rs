@@ -1,0 +1,286 @@
+//! Fetch reads (consumers and followers) and the fetch purgatory: reads planned under the
+//! partition's lock and executed outside it; with too little data, a wait for an append or
+//! HW move.
+
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kraftd_log::clock::unix_ms;
+use kraftd_log::LogError;
+use kraftd_protocol::ErrorCode;
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::{HostedPartition, ReplicaManager};
+use crate::replica::fetch_session::PartitionFetchParams;
+use crate::replica::partition::{FetchIsolation, PartitionError, ReadParams, Role};
+use crate::replica::TopicIdPartition;
+
+/// Who is fetching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchOrigin {
+    Consumer,
+    /// A follower replica with the broker epoch its request carried (KIP-903).
+    Follower {
+        replica_id: i32,
+        broker_epoch: i64,
+    },
+}
+
+/// A fetch request's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchLimits {
+    pub max_wait: Duration,
+    pub min_bytes: usize,
+    pub max_bytes: usize,
+}
+
+/// One partition's read outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchResult {
+    pub error: ErrorCode,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub diverging_epoch: Option<(i32, i64)>,
+    pub records: Bytes,
+    /// The leader as this broker knows it, for NOT_LEADER_OR_FOLLOWER / FENCED answers.
+    pub current_leader: Option<(i32, i32)>,
+}
+
+impl FetchResult {
+    fn error(error: ErrorCode) -> Self {
+        FetchResult {
+            error,
+            high_watermark: -1,
+            log_start_offset: -1,
+            log_end_offset: -1,
+            diverging_epoch: None,
+            records: Bytes::new(),
+            current_leader: None,
+        }
+    }
+}
+
+impl ReplicaManager {
+    /// Reads every partition once; if that gives fewer than `min_bytes` and nothing to
+    /// report at once (errors, divergence), waits for appends or HW moves on the
+    /// partitions read, up to `max_wait`, and reads again.
+    pub async fn fetch_messages(
+        &self,
+        origin: FetchOrigin,
+        limits: FetchLimits,
+        partitions: &[(TopicIdPartition, PartitionFetchParams)],
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
+        let deadline = Instant::now() + limits.max_wait;
+        let hosted: Vec<Option<Arc<HostedPartition>>> = partitions
+            .iter()
+            .map(|(tp, _)| self.partition(tp.topic_id, tp.partition))
+            .collect();
+        loop {
+            let mut notified: Vec<Pin<Box<tokio::sync::futures::OwnedNotified>>> = hosted
+                .iter()
+                .flatten()
+                .map(|h| Box::pin(Arc::clone(&h.changed).notified_owned()))
+                .collect();
+            for n in &mut notified {
+                n.as_mut().enable();
+            }
+            let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
+            let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
+            // Errors and divergence are news at once; so is a HW above the one a follower
+            // says it knows (KIP-1166), or its HW would lag until the next append.
+            let urgent = results.iter().zip(partitions).any(|((_, r), (_, params))| {
+                r.error != ErrorCode::None
+                    || r.diverging_epoch.is_some()
+                    || (matches!(origin, FetchOrigin::Follower { .. })
+                        && r.high_watermark > params.high_watermark)
+            });
+            if bytes >= limits.min_bytes
+                || urgent
+                || Instant::now() >= deadline
+                || notified.is_empty()
+            {
+                return self.count_fetched(results);
+            }
+            let woke = tokio::time::timeout_at(
+                deadline,
+                poll_fn(|cx| {
+                    for n in notified.iter_mut() {
+                        if std::future::Future::poll(n.as_mut(), cx).is_ready() {
+                            return Poll::Ready(());
+                        }
+                    }
+                    Poll::Pending
+                }),
+            )
+            .await;
+            if woke.is_err() {
+                let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
+                return self.count_fetched(results);
+            }
+        }
+    }
+
+    fn count_fetched(
+        &self,
+        results: Vec<(TopicIdPartition, FetchResult)>,
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
+        let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
+        let m = &self.metrics;
+        m.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        if results.iter().any(|(_, r)| r.error != ErrorCode::None) {
+            m.failed_fetch_requests.fetch_add(1, Ordering::Relaxed);
+        }
+        results
+    }
+
+    fn read_all(
+        &self,
+        origin: FetchOrigin,
+        max_bytes: usize,
+        partitions: &[(TopicIdPartition, PartitionFetchParams)],
+        hosted: &[Option<Arc<HostedPartition>>],
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
+        let now = unix_ms();
+        let mut budget = max_bytes;
+        let mut first = true;
+        let image = self.cache.image();
+        let eligible = |broker: i32, epoch: i64| Self::isr_eligible(&image, broker, epoch);
+        let mut out = Vec::with_capacity(partitions.len());
+        for ((tp, params), hosted) in partitions.iter().zip(hosted) {
+            let Some(hosted) = hosted else {
+                let code = self.missing_partition_error(tp.topic_id, tp.partition);
+                let mut r = FetchResult::error(code);
+                r.current_leader = self.current_leader(tp);
+                out.push((tp.clone(), r));
+                continue;
+            };
+            // Kafka returns at least one batch (the first partition's first) even past
+            // the limits, so a batch larger than max.bytes can always be consumed.
+            let limit = if first {
+                (params.max_bytes.max(0) as usize).min(budget.max(1))
+            } else {
+                (params.max_bytes.max(0) as usize).min(budget)
+            };
+            let result = self.read_partition(origin, hosted, params, limit, now, &eligible);
+            if !result.records.is_empty() {
+                first = false;
+                budget = budget.saturating_sub(result.records.len());
+            }
+            out.push((tp.clone(), result));
+        }
+        out
+    }
+
+    fn read_partition(
+        &self,
+        origin: FetchOrigin,
+        hosted: &Arc<HostedPartition>,
+        params: &PartitionFetchParams,
+        limit: usize,
+        now: i64,
+        eligible: &dyn Fn(i32, i64) -> bool,
+    ) -> FetchResult {
+        let read_params = ReadParams {
+            fetch_offset: params.fetch_offset,
+            max_bytes: limit,
+            current_leader_epoch: params.current_leader_epoch,
+            last_fetched_epoch: params.last_fetched_epoch,
+            isolation: match origin {
+                FetchOrigin::Consumer => FetchIsolation::HighWatermark,
+                FetchOrigin::Follower { .. } => FetchIsolation::LogEnd,
+            },
+        };
+        for _attempt in 0..3 {
+            let planned = {
+                let mut p = hosted.lock();
+                let planned = p.read(&read_params);
+                if let (
+                    Ok(info),
+                    FetchOrigin::Follower {
+                        replica_id,
+                        broker_epoch,
+                    },
+                ) = (&planned, origin)
+                {
+                    if info.diverging_epoch.is_none() {
+                        match p.update_follower_fetch_state(
+                            replica_id,
+                            broker_epoch,
+                            params.fetch_offset,
+                            params.log_start_offset,
+                            now,
+                            &eligible,
+                        ) {
+                            Ok(update) => {
+                                if update.high_watermark_changed || update.log_start_changed {
+                                    hosted.changed.notify_waiters();
+                                }
+                                if let Some(change) = update.isr_change {
+                                    self.metrics.isr_expands.fetch_add(1, Ordering::Relaxed);
+                                    self.submit_isr_change(hosted, change);
+                                }
+                            }
+                            Err(e) => {
+                                let mut r = FetchResult::error(e.error_code());
+                                r.current_leader = Some((p.leader_id(), p.leader_epoch()));
+                                return r;
+                            }
+                        }
+                    }
+                }
+                (planned, p.leader_epoch(), p.role())
+            };
+            let (planned, leader_epoch, role) = planned;
+            let info = match planned {
+                Ok(info) => info,
+                Err(e) => {
+                    let mut r = FetchResult::error(e.error_code());
+                    if let PartitionError::OffsetOutOfRange {
+                        log_start_offset,
+                        log_end_offset,
+                        ..
+                    } = e
+                    {
+                        r.log_start_offset = log_start_offset;
+                        r.log_end_offset = log_end_offset;
+                    }
+                    r.current_leader = match role {
+                        Role::Leader => Some((self.config.broker_id, leader_epoch)),
+                        Role::Follower { leader } => Some((leader, leader_epoch)),
+                        Role::None => self.current_leader(&hosted.tp),
+                    };
+                    return r;
+                }
+            };
+            let mut result = FetchResult {
+                error: ErrorCode::None,
+                high_watermark: info.high_watermark,
+                log_start_offset: info.log_start_offset,
+                log_end_offset: info.log_end_offset,
+                diverging_epoch: info.diverging_epoch,
+                records: Bytes::new(),
+                current_leader: None,
+            };
+            match info.read.map(|r| r.execute()) {
+                None => return result,
+                Some(Ok(read)) => {
+                    result.records = read.bytes;
+                    return result;
+                }
+                Some(Err(LogError::ConcurrentTruncation { .. })) => continue,
+                Some(Err(e)) => {
+                    warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "read failed");
+                    return FetchResult::error(ErrorCode::KafkaStorageError);
+                }
+            }
+        }
+        FetchResult::error(ErrorCode::NotLeaderOrFollower)
+    }
+}

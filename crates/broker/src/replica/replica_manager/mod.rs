@@ -1,0 +1,217 @@
+//! `ReplicaManager`: the broker's hosted partitions and the waiting around them.
+//!
+//! It applies committed metadata (as a
+//! [`MetadataPublisher`](kraftd_controller::publisher::MetadataPublisher) after the
+//! cache): a partition this broker is assigned is opened (or created) through the
+//! [`LogManager`] and made leader or follower at the metadata's leader epoch; followers are
+//! handed to the [`ReplicaFetcherManager`]; partitions moved away or deleted are stopped
+//! and their logs removed. Requests come from `KafkaApis`: produce appends through
+//! [`Partition::append_as_leader`] and, for `acks=all`, waits (the produce purgatory) until
+//! the HW covers the batch or the request's timeout; fetches read outside the partition's
+//! lock and, with too little data, wait (the fetch purgatory) for an append or HW move.
+//! Waiting is on each partition's [`Notify`], pulsed on every append, HW move and role
+//! change. ISR changes the partitions ask for go to the controller through the
+//! [`AlterPartitionManager`]; a periodic task shrinks lagging ISRs, applies retention and
+//! checkpoints HWs.
+//!
+//! The rooms, one `impl ReplicaManager` each:
+//! - `mod.rs`: the manager, its construction and the partition lookups the rooms share;
+//! - `apply_delta.rs`: committed metadata — becoming leader or follower, stopping and
+//!   deleting replicas, stray logs, topic configs; the [`ReplicaManagerPublisher`];
+//! - `background.rs`: the periodic ISR shrink, HW checkpoint and retention, the ISR changes
+//!   sent to the controller, and the clean shutdown;
+//! - `produce.rs`: appends and the produce purgatory ([`PendingProduce`]);
+//! - `fetch.rs`: reads and the fetch purgatory;
+//! - `offsets.rs`: ListOffsets, OffsetForLeaderEpoch and DeleteRecords;
+//! - `metrics.rs`: the counters and the Prometheus output.
+
+mod apply_delta;
+mod background;
+mod fetch;
+mod metrics;
+mod offsets;
+mod produce;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::{ErrorCode, Uuid};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
+use super::log_manager::LogManager;
+use super::partition::Partition;
+use super::TopicIdPartition;
+use crate::metadata::MetadataCache;
+use crate::server::alter_partition_manager::AlterPartitionManager;
+
+pub use self::apply_delta::{partition_state, ReplicaManagerPublisher};
+pub use self::fetch::{FetchLimits, FetchOrigin, FetchResult};
+pub use self::metrics::ReplicaMetrics;
+pub use self::produce::{PendingProduce, ProduceResult};
+
+/// How the ReplicaManager runs; Kafka's names in the field docs.
+#[derive(Debug, Clone)]
+pub struct ReplicaManagerConfig {
+    pub broker_id: i32,
+    /// `log.dirs`.
+    pub log_dirs: Vec<PathBuf>,
+    /// The properties file, for topic config defaults (`log.retention.ms`, ...).
+    pub static_configs: BTreeMap<String, String>,
+    /// `replica.lag.time.max.ms`.
+    pub replica_lag_time_max_ms: i64,
+    /// `replica.high.watermark.checkpoint.interval.ms`.
+    pub hw_checkpoint_interval: Duration,
+    /// `log.retention.check.interval.ms`.
+    pub retention_check_interval: Duration,
+    /// The follower side.
+    pub fetcher: FetcherConfig,
+}
+
+impl ReplicaManagerConfig {
+    pub fn new(broker_id: i32, log_dirs: Vec<PathBuf>) -> Self {
+        ReplicaManagerConfig {
+            broker_id,
+            log_dirs,
+            static_configs: BTreeMap::new(),
+            replica_lag_time_max_ms: super::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+            hw_checkpoint_interval: Duration::from_millis(5000),
+            retention_check_interval: Duration::from_millis(300_000),
+            fetcher: FetcherConfig::new(broker_id),
+        }
+    }
+}
+
+/// One hosted partition: its state machine under a mutex, and the pulse waiters watch.
+#[derive(Debug)]
+pub struct HostedPartition {
+    pub tp: TopicIdPartition,
+    state: Mutex<Partition>,
+    /// Pulsed (`notify_waiters`) on every append, HW move, truncation and role change.
+    pub changed: Arc<Notify>,
+}
+
+impl HostedPartition {
+    /// The partition's state; a panic while it was held does not make it unusable (every
+    /// mutation leaves the partition consistent before it can panic).
+    pub fn lock(&self) -> MutexGuard<'_, Partition> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The broker's hosted partitions (see the module docs).
+#[derive(Debug)]
+pub struct ReplicaManager {
+    config: ReplicaManagerConfig,
+    log_manager: LogManager,
+    partitions: RwLock<HashMap<(Uuid, i32), Arc<HostedPartition>>>,
+    cache: MetadataCache,
+    alter_partition: AlterPartitionManager,
+    fetchers: ReplicaFetcherManager,
+    broker_epoch: Arc<AtomicI64>,
+    metrics: ReplicaMetrics,
+}
+
+impl ReplicaManager {
+    /// Opens the log dirs; partitions are opened as the metadata names them. Call
+    /// [`ReplicaManager::start_background`] from within the runtime afterwards.
+    pub fn new(
+        config: ReplicaManagerConfig,
+        cache: MetadataCache,
+        alter_partition: AlterPartitionManager,
+        broker_epoch: Arc<AtomicI64>,
+    ) -> Result<Arc<ReplicaManager>, super::log_manager::LogManagerError> {
+        let log_manager = LogManager::open(config.log_dirs.clone())?;
+        let fetchers = ReplicaFetcherManager::new(
+            config.fetcher.clone(),
+            cache.clone(),
+            Arc::clone(&broker_epoch),
+        );
+        Ok(Arc::new(ReplicaManager {
+            config,
+            log_manager,
+            partitions: RwLock::new(HashMap::new()),
+            cache,
+            alter_partition,
+            fetchers,
+            broker_epoch,
+            metrics: ReplicaMetrics::default(),
+        }))
+    }
+
+    pub fn broker_id(&self) -> i32 {
+        self.config.broker_id
+    }
+
+    pub fn fetchers(&self) -> &ReplicaFetcherManager {
+        &self.fetchers
+    }
+
+    /// The hosted partition, if this broker holds a replica of it.
+    pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<Arc<HostedPartition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(topic_id, partition))
+            .cloned()
+    }
+
+    /// Every hosted partition.
+    pub fn all_partitions(&self) -> Vec<Arc<HostedPartition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The error for a partition this broker does not host: unknown to the metadata, or
+    /// hosted elsewhere.
+    fn missing_partition_error(&self, topic_id: Uuid, partition: i32) -> ErrorCode {
+        let image = self.cache.image();
+        match image.topics.partition(&topic_id, partition) {
+            Some(_) => ErrorCode::NotLeaderOrFollower,
+            None => ErrorCode::UnknownTopicOrPartition,
+        }
+    }
+
+    fn current_leader(&self, tp: &TopicIdPartition) -> Option<(i32, i32)> {
+        let image = self.cache.image();
+        image
+            .topics
+            .partition(&tp.topic_id, tp.partition)
+            .map(|p| (p.leader, p.leader_epoch))
+    }
+
+    /// Whether `broker` may join an ISR now (Kafka's `isReplicaIsrEligible`).
+    fn isr_eligible(image: &MetadataImage, broker: i32, broker_epoch: i64) -> bool {
+        image.cluster.broker(broker).is_some_and(|b| {
+            !b.fenced && !b.in_controlled_shutdown && (broker_epoch < 0 || b.epoch == broker_epoch)
+        })
+    }
+}
+
+/// Waits until `check` answers (re-checked on every pulse of the partition) or `deadline`.
+async fn wait_for<T>(
+    hosted: &Arc<HostedPartition>,
+    deadline: Instant,
+    check: impl Fn(&Partition) -> Option<T>,
+) -> Option<T> {
+    loop {
+        let notified = Arc::clone(&hosted.changed).notified_owned();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(v) = check(&hosted.lock()) {
+            return Some(v);
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return check(&hosted.lock());
+        }
+    }
+}
