@@ -15,6 +15,7 @@ use kraftd_broker::metadata::{
 };
 use kraftd_controller::image::{DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED};
 use kraftd_controller::snapshot::write_image_snapshot;
+use kraftd_controller::testing::records::{feature, fence, partition, topic, unfence, uuid};
 use kraftd_controller::{MetadataDelta, MetadataImage, MetadataPublisher};
 use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;
 use kraftd_protocol::metadata::*;
@@ -25,34 +26,6 @@ use kraftd_raft::driver::RaftEvent;
 use kraftd_raft::{CommittedBatch, SnapshotId};
 
 // ---- records and batches ----
-
-fn uuid(n: u8) -> Uuid {
-    let mut b = [0u8; 16];
-    b[0] = 0xA0;
-    b[15] = n;
-    Uuid(b)
-}
-
-fn topic(name: &str, id: Uuid) -> MetadataRecord {
-    MetadataRecord::Topic(TopicRecord {
-        name: name.into(),
-        topic_id: id,
-        ..Default::default()
-    })
-}
-
-fn partition(id: Uuid, p: i32, replicas: &[i32], isr: &[i32], leader: i32) -> MetadataRecord {
-    MetadataRecord::Partition(PartitionRecord {
-        partition_id: p,
-        topic_id: id,
-        replicas: replicas.to_vec(),
-        isr: isr.to_vec(),
-        leader,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        ..Default::default()
-    })
-}
 
 fn broker(id: i32, epoch: i64, listeners: &[(&str, u16)], log_dirs: &[Uuid]) -> MetadataRecord {
     MetadataRecord::RegisterBroker(RegisterBrokerRecord {
@@ -76,28 +49,8 @@ fn broker(id: i32, epoch: i64, listeners: &[(&str, u16)], log_dirs: &[Uuid]) -> 
     })
 }
 
-fn unfence(id: i32, epoch: i64) -> MetadataRecord {
-    MetadataRecord::UnfenceBroker(UnfenceBrokerRecord {
-        id,
-        epoch,
-        ..Default::default()
-    })
-}
-
-fn fence(id: i32, epoch: i64) -> MetadataRecord {
-    MetadataRecord::FenceBroker(FenceBrokerRecord {
-        id,
-        epoch,
-        ..Default::default()
-    })
-}
-
 fn metadata_version(level: i16) -> MetadataRecord {
-    MetadataRecord::FeatureLevel(FeatureLevelRecord {
-        name: "metadata.version".into(),
-        feature_level: level,
-        ..Default::default()
-    })
+    feature("metadata.version", level)
 }
 
 fn encode(record: &MetadataRecord) -> Bytes {

@@ -8,7 +8,7 @@ mod replication;
 
 use kraftd_broker::replica::partition::{PartitionConfig, Role};
 use kraftd_protocol::ErrorCode;
-use replication::controller::Controller;
+use replication::controller::{controller, Controller, ControllerExt};
 use replication::*;
 
 fn config(min_isr: usize) -> PartitionConfig {
@@ -318,7 +318,7 @@ fn s1_5_stale_fetcher_is_fenced_then_truncates_by_epoch() {
 /// A cluster whose brokers are registered and unfenced with the real control managers and
 /// host partition 0 as the controller created it.
 fn controlled(ids: &[i32], isr: &[i32], elr: bool, min_isr: usize) -> (Cluster, Controller) {
-    let mut ctl = Controller::new(elr, min_isr);
+    let mut ctl = controller(elr, min_isr);
     ctl.start_brokers(ids);
     ctl.create_partition_with_isr(ids, isr);
     let mut c = Cluster::new(
@@ -394,7 +394,7 @@ fn s1_6_restart_gets_larger_broker_epoch_and_old_epoch_is_stale() {
     assert_eq!(change.new_isr, vec![(2, ctl.epoch(2)), (1, ctl.epoch(1))]);
     let stale = ctl.epoch(2) - 1;
     assert_eq!(
-        ctl.alter_partition_as(2, stale, &change),
+        ctl.send_isr_change_as(2, stale, &change),
         Err(ErrorCode::StaleBrokerEpoch)
     );
     assert_step(&ctl, "stale AlterPartition", &[2], &[], 2);

@@ -16,6 +16,8 @@ pub mod node;
 pub mod publisher;
 pub mod quorum_controller;
 pub mod snapshot;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use control::ControllerResult;
 pub use delta::{DeltaChanges, MetadataDelta, ReplayError, ReplayErrorKind};

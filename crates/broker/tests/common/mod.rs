@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kraftd_broker::server::controller_channel::ControllerChannel;
-use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
+use kraftd_controller::node::ControllerNode;
+use kraftd_controller::testing::start_controller_node;
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::messages::broker_registration_request::Listener;
 use kraftd_protocol::messages::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
-use kraftd_protocol::metadata::FeatureLevelRecord;
-use kraftd_protocol::{ApiKey, MetadataRecord, RequestBody, ResponseBody, Uuid};
+use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
 use kraftd_raft::transport::{serve, RequestHandler, ServerConfig};
 use tokio::sync::watch;
@@ -130,30 +130,10 @@ pub async fn start_controller(
     ControllerChannel,
     watch::Sender<RaftMetrics>,
 ) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let voters = voters_on(1, port);
-    let mut config = ControllerNodeConfig::new(
-        1,
-        cluster_id,
-        voters.clone(),
-        dir.join("__cluster_metadata-0"),
-    );
-    config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
-        name: "metadata.version".into(),
-        feature_level: 25,
-        ..Default::default()
-    })];
-    let node = ControllerNode::start(config, listener).await.unwrap();
-    let mut status = node.status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(status.borrow().active && status.borrow().image.features.metadata_version == Some(25)) {
-        assert!(Instant::now() < deadline, "no active controller");
-        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
-    }
+    let (node, port) = start_controller_node(dir, cluster_id).await;
     let (channel, raft) = channel_to(
         format!("broker-{broker}-test-channel"),
-        voters,
+        voters_on(1, port),
         1,
         Duration::from_secs(5),
     );

@@ -4,7 +4,7 @@
 //! leader's read and follower-state update, then a truncation on divergence or an append
 //! with the leader's HW back); brokers crash (optionally losing what was not flushed) and
 //! restart from disk. Metadata is pushed as [`PartitionState`]s, either written by the test
-//! (the data-plane scenarios) or taken from the real controller ([`controller::Controller`]).
+//! (the data-plane scenarios) or taken from the real control managers ([`controller::ControllerExt`]).
 #![allow(dead_code)]
 
 pub mod controller;
@@ -20,10 +20,9 @@ use kraftd_broker::replica::partition::{
 use kraftd_broker::replica::TopicIdPartition;
 use kraftd_log::LogConfig;
 use kraftd_protocol::records::{Batches, RecordBatch, RecordBatchBuilder};
-use kraftd_protocol::{ErrorCode, Uuid};
+use kraftd_protocol::ErrorCode;
 
-pub const TOPIC: &str = "t";
-pub const TOPIC_ID: Uuid = Uuid([0xA0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+pub use kraftd_controller::testing::{TOPIC, TOPIC_ID};
 
 pub fn tp() -> TopicIdPartition {
     TopicIdPartition {

@@ -9,7 +9,7 @@ use kraftd_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kraftd_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use kraftd_protocol::{ErrorCode, Uuid};
 
-use crate::common::uuid;
+use kraftd_controller::testing::records::uuid;
 
 fn ids() -> impl FnMut() -> Uuid {
     let mut n = 0u8;

@@ -5,11 +5,11 @@
 use kraftd_controller::control::BROKER_SESSION_TIMEOUT_MS_DEFAULT;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::control_harness::Harness;
+use kraftd_controller::testing::ControlHarness;
 
 #[test]
 fn registration_epoch_is_the_record_offset_and_starts_fenced() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     let offset = h.next_offset;
     let response = h.register(1, -1);
     assert_eq!(response.error_code, 0);
@@ -35,7 +35,7 @@ fn registration_epoch_is_the_record_offset_and_starts_fenced() {
 /// SCENARIOS S1.6: a restart gets a new, larger epoch; requests with the old one are stale.
 #[test]
 fn restart_gets_larger_epoch_and_old_epoch_is_stale() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     let old = h.epoch(1);
@@ -89,7 +89,7 @@ fn restart_gets_larger_epoch_and_old_epoch_is_stale() {
 /// Kafka); once the old session expires and it is fenced, the restart registers.
 #[test]
 fn duplicate_registration_while_session_valid() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     let old = h.epoch(1);
     let response = h.restart_unclean(1);
@@ -108,7 +108,7 @@ fn duplicate_registration_while_session_valid() {
 
 #[test]
 fn same_incarnation_retry_gets_new_epoch_without_shutdown_records() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     let request = h.registration_request(1, -1);
     let first = h.send_registration(&request);
     let result = h.cluster.register_broker(
@@ -130,7 +130,7 @@ fn same_incarnation_retry_gets_new_epoch_without_shutdown_records() {
 
 #[test]
 fn registration_errors() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     let mut request = h.registration_request(1, -1);
     request.cluster_id = "other".into();
     assert_eq!(
@@ -157,7 +157,7 @@ fn registration_errors() {
 
 #[test]
 fn controlled_shutdown_moves_leadership_then_lets_the_broker_stop() {
-    let mut h = Harness::new(true, 2);
+    let mut h = ControlHarness::new(true, 2);
     h.start_brokers(&[1, 2, 3]);
     h.create_partition(&[1, 2, 3]);
     let mut stop = h.heartbeat_request(1, h.epoch(1));
@@ -201,7 +201,7 @@ fn controlled_shutdown_moves_leadership_then_lets_the_broker_stop() {
 
 #[test]
 fn heartbeat_state_transitions() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1]);
     // An unfenced broker asking to be fenced is fenced.
     let mut fence = h.heartbeat_request(1, h.epoch(1));
@@ -233,7 +233,7 @@ fn heartbeat_state_transitions() {
 
 #[test]
 fn session_expiry_fences_one_silent_broker_at_a_time() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2, 3]);
     h.create_partition(&[1, 2, 3]);
     let start = h.now_ms;
@@ -274,7 +274,7 @@ fn session_expiry_fences_one_silent_broker_at_a_time() {
 
 #[test]
 fn new_active_controller_gives_every_broker_a_full_session() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     let mut fresh =
         kraftd_controller::control::BrokerHeartbeatManager::new(BROKER_SESSION_TIMEOUT_MS_DEFAULT);
@@ -296,7 +296,7 @@ fn new_active_controller_gives_every_broker_a_full_session() {
 /// moves nothing.
 #[test]
 fn controlled_shutdown_with_stale_epoch_is_rejected() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     let mut stop = h.heartbeat_request(1, h.epoch(1) - 1);
@@ -310,7 +310,7 @@ fn controlled_shutdown_with_stale_epoch_is_rejected() {
 
 #[test]
 fn unregister_removes_the_broker_from_isr_and_elr() {
-    let mut h = Harness::new(true, 3);
+    let mut h = ControlHarness::new(true, 3);
     h.start_brokers(&[1, 2, 3]);
     h.create_partition(&[1, 2, 3]);
     h.go_offline(&[3]);
@@ -334,7 +334,7 @@ fn unregister_removes_the_broker_from_isr_and_elr() {
 /// again, whatever it reports.
 #[test]
 fn broker_fenced_during_controlled_shutdown_stays_fenced() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     let mut stop = h.heartbeat_request(1, h.epoch(1));

@@ -10,7 +10,9 @@ use kraftd_protocol::messages::{alter_configs_request, incremental_alter_configs
 use kraftd_protocol::messages::{AlterConfigsRequest, IncrementalAlterConfigsRequest};
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::common::{change, config, feature, partition, register_broker, topic, uuid};
+use kraftd_controller::testing::records::{
+    change, config, feature, partition, register_broker, topic, uuid,
+};
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;

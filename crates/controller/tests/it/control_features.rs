@@ -11,7 +11,7 @@ use kraftd_protocol::messages::UpdateFeaturesRequest;
 use kraftd_protocol::metadata::register_broker_record::BrokerFeature;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::common::{feature, register_broker};
+use kraftd_controller::testing::records::{feature, register_broker};
 
 /// Broker 1 supports metadata.version 7–25 and ELR 0–1; broker 2 metadata.version 7–21 and
 /// ELR 0–1. The cluster is at metadata.version 20.

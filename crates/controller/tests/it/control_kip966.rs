@@ -6,14 +6,14 @@
 use kraftd_controller::image::LeaderRecoveryState;
 use kraftd_protocol::ErrorCode;
 
-use crate::control_harness::Harness;
+use kraftd_controller::testing::ControlHarness;
 
 fn set(v: &[i32]) -> Vec<i32> {
     v.to_vec()
 }
 
 #[track_caller]
-fn assert_step(h: &Harness, time: &str, isr: &[i32], elr: &[i32], leader: i32) {
+fn assert_step(h: &ControlHarness, time: &str, isr: &[i32], elr: &[i32], leader: i32) {
     let (actual_isr, actual_elr, actual_leader) = h.state();
     assert_eq!(actual_isr, set(isr), "{time}: ISR");
     assert_eq!(actual_elr, set(elr), "{time}: ELR");
@@ -28,7 +28,7 @@ fn assert_step(h: &Harness, time: &str, isr: &[i32], elr: &[i32], leader: i32) {
 /// SCENARIOS S1.9: four replicas b1–b4, min ISR 3, b1 leader.
 #[test]
 fn elr_example_from_kip_966() {
-    let mut h = Harness::new(true, 3);
+    let mut h = ControlHarness::new(true, 3);
     h.start_brokers(&[1, 2, 3, 4]);
     h.create_partition(&[1, 2, 3, 4]);
     assert_step(&h, "T0 all online", &[1, 2, 3, 4], &[], 1);
@@ -95,7 +95,7 @@ fn elr_example_from_kip_966() {
 /// With KIP-966 the replica elected afterwards comes from the ELR, never the unclean one.
 #[test]
 fn unclean_last_isr_member_with_elr() {
-    let mut h = Harness::new(true, 2);
+    let mut h = ControlHarness::new(true, 2);
     h.start_brokers(&[0, 1, 2]);
     h.create_partition(&[0, 1, 2]);
     assert_step(&h, "start", &[0, 1, 2], &[], 0);
@@ -134,7 +134,7 @@ fn unclean_last_isr_member_with_elr() {
 /// is intact) and can lead again.
 #[test]
 fn clean_restart_keeps_elr_membership() {
-    let mut h = Harness::new(true, 2);
+    let mut h = ControlHarness::new(true, 2);
     h.start_brokers(&[0, 1]);
     h.create_partition(&[0, 1]);
     h.go_offline(&[1]);
@@ -151,7 +151,7 @@ fn clean_restart_keeps_elr_membership() {
 /// stays in it while leaderless, and nothing else can be elected cleanly.
 #[test]
 fn without_elr_the_last_isr_member_stays() {
-    let mut h = Harness::new(false, 2);
+    let mut h = ControlHarness::new(false, 2);
     h.start_brokers(&[0, 1, 2]);
     h.create_partition(&[0, 1, 2]);
     h.go_offline(&[0]);

@@ -6,7 +6,7 @@ use kraftd_protocol::messages::AllocateProducerIdsRequest;
 use kraftd_protocol::metadata::ProducerIdsRecord;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::common::register_broker;
+use kraftd_controller::testing::records::register_broker;
 
 fn request(broker_id: i32, broker_epoch: i64) -> AllocateProducerIdsRequest {
     AllocateProducerIdsRequest {

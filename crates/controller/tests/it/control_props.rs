@@ -11,8 +11,8 @@ use kraftd_protocol::messages::ElectLeadersRequest;
 use kraftd_protocol::ErrorCode;
 use proptest::prelude::*;
 
-use crate::common::config;
-use crate::control_harness::{Harness, TOPIC};
+use kraftd_controller::testing::records::config;
+use kraftd_controller::testing::{ControlHarness, TOPIC};
 
 const REPLICAS: [i32; 4] = [1, 2, 3, 4];
 
@@ -51,7 +51,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn run(h: &mut Harness, elr: bool, op: &Op) {
+fn run(h: &mut ControlHarness, elr: bool, op: &Op) {
     match op {
         Op::Expire(id) => {
             if !h.fenced(*id) {
@@ -167,7 +167,7 @@ fn run(h: &mut Harness, elr: bool, op: &Op) {
     }
 }
 
-fn check(h: &Harness, elr: bool) {
+fn check(h: &ControlHarness, elr: bool) {
     h.image.check_invariants().unwrap();
     let p = h.partition();
     if p.leader >= 0 {
@@ -193,7 +193,7 @@ proptest! {
         unclean in any::<bool>(),
         ops in proptest::collection::vec(op(), 1..60),
     ) {
-        let mut h = Harness::new(elr, min_isr);
+        let mut h = ControlHarness::new(elr, min_isr);
         if unclean {
             h.replay(&[config(2, TOPIC, "unclean.leader.election.enable", Some("true"))]);
         }

@@ -8,14 +8,14 @@ use kraftd_protocol::messages::elect_leaders_request::TopicPartitions;
 use kraftd_protocol::messages::ElectLeadersRequest;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::common::{config, uuid};
-use crate::control_harness::{Harness, TOPIC};
+use kraftd_controller::testing::records::{config, uuid};
+use kraftd_controller::testing::{ControlHarness, TOPIC};
 
 /// SCENARIOS S1.7: the leader's AlterPartition names the follower's broker epoch from its
 /// fetches; the follower restarted (and may have lost data) before the request arrived.
 #[test]
 fn stale_isr_join_is_ineligible_replica() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     assert_eq!(h.alter_isr(&[1]), ErrorCode::None);
@@ -48,7 +48,7 @@ fn stale_isr_join_is_ineligible_replica() {
 /// SCENARIOS S1.6 for AlterPartition: a request carrying the leader's old broker epoch.
 #[test]
 fn alter_partition_with_stale_broker_epoch() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     let mut request = h.alter_partition_request(&[(1, None)]);
@@ -63,13 +63,13 @@ fn alter_partition_with_stale_broker_epoch() {
 
 #[test]
 fn alter_partition_validation_errors() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2, 3]);
     h.create_partition(&[1, 2, 3]);
     assert_eq!(h.alter_isr(&[1, 2]), ErrorCode::None);
     let good = h.alter_partition_request(&[(1, None), (2, None), (3, None)]);
 
-    let check = |h: &mut Harness,
+    let check = |h: &mut ControlHarness,
                  request: &kraftd_protocol::messages::AlterPartitionRequest,
                  version: i16,
                  expected: ErrorCode,
@@ -213,7 +213,7 @@ fn alter_partition_validation_errors() {
 
 #[test]
 fn alter_partition_success_reports_new_state() {
-    let mut h = Harness::new(true, 2);
+    let mut h = ControlHarness::new(true, 2);
     h.start_brokers(&[1, 2, 3]);
     h.create_partition(&[1, 2, 3]);
     let request = h.alter_partition_request(&[(1, None)]);
@@ -250,7 +250,7 @@ fn alter_partition_success_reports_new_state() {
 }
 
 fn elect(
-    h: &mut Harness,
+    h: &mut ControlHarness,
     election_type: i8,
     partitions: Option<Vec<i32>>,
 ) -> Vec<(i32, ErrorCode)> {
@@ -278,7 +278,7 @@ fn elect(
 
 #[test]
 fn preferred_leader_election() {
-    let mut h = Harness::new(true, 1);
+    let mut h = ControlHarness::new(true, 1);
     h.start_brokers(&[1, 2, 3]);
     h.create_partition(&[1, 2, 3]);
     assert_eq!(
@@ -310,7 +310,7 @@ fn preferred_leader_election() {
 
 #[test]
 fn unclean_leader_election_by_request() {
-    let mut h = Harness::new(false, 1);
+    let mut h = ControlHarness::new(false, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     h.go_offline(&[2]);
@@ -354,7 +354,7 @@ fn unclean_leader_election_by_request() {
 /// is elected as soon as it is unfenced.
 #[test]
 fn unclean_leader_election_by_topic_config() {
-    let mut h = Harness::new(false, 1);
+    let mut h = ControlHarness::new(false, 1);
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);
     h.replay(&[config(
@@ -477,7 +477,7 @@ fn builder_preferred_election_falls_back_to_current_leader() {
 
 #[test]
 fn min_isr_is_capped_at_replication_factor() {
-    let h = Harness::new(true, 5);
+    let h = ControlHarness::new(true, 5);
     let mut h = h;
     h.start_brokers(&[1, 2]);
     h.create_partition(&[1, 2]);

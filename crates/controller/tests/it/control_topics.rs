@@ -21,7 +21,7 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
 
-use crate::common::{fence, register_broker, uuid};
+use kraftd_controller::testing::records::{feature, fence, register_broker, uuid};
 
 /// Brokers 1..=n registered; those in `fenced` stay fenced. Racks are `rack{id % 2}`.
 fn cluster(n: i32, fenced: &[i32]) -> MetadataImage {
@@ -537,7 +537,7 @@ fn directories_from_metadata_version_3_7_iv2() {
         })
     };
     let records = vec![
-        crate::common::feature("metadata.version", 17),
+        feature("metadata.version", 17),
         broker(1, vec![uuid(50)]),
         broker(2, vec![uuid(51), uuid(52)]),
         broker(3, vec![]),

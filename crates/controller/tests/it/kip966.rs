@@ -5,10 +5,8 @@
 //! Kafka's merge rules give. Deciding those records is the replication control manager's job
 //! (later); this pins that the image reflects them exactly.
 
-use crate::common;
-
-use common::*;
 use kraftd_controller::image::LeaderRecoveryState;
+use kraftd_controller::testing::records::*;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::metadata::{PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord};
 use kraftd_protocol::MetadataRecord;

@@ -1,11 +1,9 @@
 //! Integration tests of kraftd-controller: replaying Kafka's metadata records into images.
 
-mod common;
 mod control_acl;
 mod control_cluster;
 mod control_configuration;
 mod control_features;
-mod control_harness;
 mod control_kip966;
 mod control_producer_ids;
 mod control_props;

@@ -3,13 +3,13 @@
 //! controller writes the bootstrap metadata, and the publishers apply committed changes
 //! (dynamic configs, SCRAM credentials, ACLs) without a restart.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_TOPIC};
 use kraftd_controller::image::ScramMechanism;
-use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
+use kraftd_controller::node::ControllerNode;
+use kraftd_controller::testing::start_controller_node;
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
@@ -21,42 +21,14 @@ use kraftd_protocol::messages::{
     AlterUserScramCredentialsRequest, BrokerRegistrationRequest, CreateAclsRequest,
     EnvelopeRequest, IncrementalAlterConfigsRequest, RequestHeader,
 };
-use kraftd_protocol::metadata::FeatureLevelRecord;
-use kraftd_protocol::{ApiKey, ErrorCode, MetadataRecord, RequestBody, ResponseBody};
-use kraftd_raft::driver::VoterEndpoint;
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::transport::{Channel, ClientConfig};
 
 const CLUSTER_ID: &str = "node-test-cluster-id1";
 
 async fn start(dir: &std::path::Path) -> (ControllerNode, Channel) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let voters = BTreeMap::from([(
-        1,
-        VoterEndpoint {
-            id: 1,
-            host: "127.0.0.1".into(),
-            port,
-        },
-    )]);
-    let mut config =
-        ControllerNodeConfig::new(1, CLUSTER_ID, voters, dir.join("__cluster_metadata-0"));
-    config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
-        name: "metadata.version".into(),
-        feature_level: 25,
-        ..Default::default()
-    })];
-    let node = ControllerNode::start(config, listener).await.unwrap();
+    let (node, port) = start_controller_node(dir, CLUSTER_ID).await;
     let channel = Channel::spawn(format!("127.0.0.1:{port}"), ClientConfig::new("node-test"));
-    let mut status = node.status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(status.borrow().active && status.borrow().image.features.metadata_version == Some(25)) {
-        assert!(
-            Instant::now() < deadline,
-            "no active controller with bootstrap metadata"
-        );
-        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
-    }
     (node, channel)
 }
 

@@ -16,7 +16,7 @@ use kraftd_protocol::metadata::{
 use kraftd_protocol::{MetadataRecord, Uuid};
 use proptest::prelude::*;
 
-use crate::common::{config, feature, topic, uuid};
+use kraftd_controller::testing::records::{config, feature, topic, uuid};
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;

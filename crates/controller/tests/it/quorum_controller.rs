@@ -10,7 +10,7 @@ use kraftd_controller::quorum_controller::{
     QuorumControllerConfig, RaftClient, WriteOp,
 };
 use kraftd_controller::MetadataImage;
-use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::messages::broker_registration_request::Feature;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
@@ -19,8 +19,8 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::common::{feature, uuid};
-use crate::control_harness::{CLUSTER_ID, METADATA_VERSION};
+use kraftd_controller::testing::records::{feature, uuid};
+use kraftd_controller::testing::{broker_registration, CLUSTER_ID, METADATA_VERSION};
 
 /// The test's response type: one variant per operation used.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,27 +205,13 @@ pub fn bootstrap_op() -> WriteOp<Resp> {
 pub fn registration(id: i32) -> BrokerRegistrationRequest {
     let mut incarnation_id = uuid(0);
     incarnation_id.0[1] = id as u8;
-    BrokerRegistrationRequest {
-        broker_id: id,
-        cluster_id: CLUSTER_ID.into(),
-        incarnation_id,
-        listeners: vec![Listener {
-            name: "PLAINTEXT".into(),
-            host: "localhost".into(),
-            port: 9092 + id as u16,
-            security_protocol: 0,
-            ..Default::default()
-        }],
-        features: vec![Feature {
-            name: "metadata.version".into(),
-            min_supported_version: 1,
-            max_supported_version: METADATA_VERSION,
-            ..Default::default()
-        }],
-        rack: None,
-        previous_broker_epoch: -1,
+    let features = vec![Feature {
+        name: "metadata.version".into(),
+        min_supported_version: 1,
+        max_supported_version: METADATA_VERSION,
         ..Default::default()
-    }
+    }];
+    broker_registration(id, incarnation_id, features, -1)
 }
 
 pub fn register_op(id: i32) -> WriteOp<Resp> {

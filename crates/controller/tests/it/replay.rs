@@ -2,13 +2,11 @@
 //! classes do, and a record that does not fit the state is refused with a typed error that
 //! leaves the delta unchanged.
 
-use crate::common;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::*;
 use kraftd_controller::image::*;
+use kraftd_controller::testing::records::*;
 use kraftd_controller::{MetadataDelta, MetadataImage, ReplayErrorKind};
 use kraftd_protocol::metadata::*;
 use kraftd_protocol::{MetadataRecord, Uuid};

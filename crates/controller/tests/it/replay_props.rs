@@ -5,10 +5,8 @@
 //! nothing. Every resulting image keeps the partition invariants, and the records it writes
 //! for a snapshot rebuild it.
 
-use crate::common;
-
 use bytes::Bytes;
-use common::*;
+use kraftd_controller::testing::records::*;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_protocol::metadata::*;
 use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};

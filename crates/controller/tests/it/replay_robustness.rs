@@ -3,9 +3,7 @@
 //! partition checks are reached) are each either applied or refused with a typed error that
 //! leaves the delta unchanged, and the image keeps its invariants throughout.
 
-use crate::common;
-
-use common::*;
+use kraftd_controller::testing::records::*;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_protocol::testing::SampleRng;
 use kraftd_protocol::{MetadataRecord, MetadataRecordType};

@@ -15,7 +15,7 @@ use kraftd_protocol::records::Batches;
 use kraftd_protocol::MetadataRecord;
 use kraftd_raft::snapshot::{read_snapshot, SnapshotError, SnapshotWriter};
 
-use crate::common::*;
+use kraftd_controller::testing::records::*;
 
 /// An image with features, brokers (fenced and not), a controller, topics with changed
 /// partitions and ELR, configs, client quotas, producer ids, ACLs and SCRAM credentials.

@@ -1,11 +1,11 @@
-//! Record builders shared by the replay tests, so each test states only the fields it is
-//! about and the rest take Kafka's defaults.
-#![allow(dead_code)]
+//! Metadata record builders, so a test states only the fields it is about and the rest take
+//! Kafka's defaults.
 
 use kraftd_protocol::metadata::*;
 use kraftd_protocol::{MetadataRecord, Uuid};
 
-pub fn uuid(n: u8) -> Uuid {
+/// A test id: `A0 00 … 00 n`.
+pub const fn uuid(n: u8) -> Uuid {
     let mut b = [0u8; 16];
     b[0] = 0xA0;
     b[15] = n;

@@ -1,42 +1,77 @@
 //! A driver for the pure control managers: it holds the image, the metadata log's next
 //! offset, the heartbeat manager and a clock, sends requests to the managers and replays the
-//! records they return, so tests state events ("b3 goes offline") and assert the image.
-#![allow(dead_code)]
+//! records they return (as the QuorumController does once they commit), so tests state
+//! events ("b3 goes offline") and assert the image.
 
-use kraftd_controller::control::{
-    BrokerHeartbeatManager, ClusterControlConfig, ClusterControlManager, ControllerResult,
-    ReplicationConfig, ReplicationControlManager, BROKER_SESSION_TIMEOUT_MS_DEFAULT,
-};
-use kraftd_controller::image::PartitionRegistration;
-use kraftd_controller::MetadataImage;
+use std::collections::BTreeMap;
+
 use kraftd_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
+use kraftd_protocol::messages::alter_partition_response;
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::messages::{
-    AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    AlterPartitionRequest, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     BrokerRegistrationRequest, BrokerRegistrationResponse,
 };
 use kraftd_protocol::metadata::PartitionRecord;
 use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
 
-use crate::common::{config, feature, topic, uuid};
+use super::records::{config, feature, topic, uuid};
+use crate::control::{
+    BrokerHeartbeatManager, ClusterControlConfig, ClusterControlManager, ControllerResult,
+    ReplicationConfig, ReplicationControlManager, BROKER_SESSION_TIMEOUT_MS_DEFAULT,
+};
+use crate::image::PartitionRegistration;
+use crate::MetadataImage;
 
 pub const CLUSTER_ID: &str = "kraftd-test-cluster";
+/// The harness's one topic; its partition 0 is the one the partition helpers work on.
 pub const TOPIC: &str = "t";
+pub const TOPIC_ID: Uuid = uuid(1);
 pub const METADATA_VERSION: i16 = 25;
 
-pub struct Harness {
+/// BrokerRegistration v3 for broker `id`: one PLAINTEXT listener on localhost:`9092 + id`,
+/// no rack.
+pub fn broker_registration(
+    id: i32,
+    incarnation_id: Uuid,
+    features: Vec<Feature>,
+    previous_broker_epoch: i64,
+) -> BrokerRegistrationRequest {
+    BrokerRegistrationRequest {
+        broker_id: id,
+        cluster_id: CLUSTER_ID.into(),
+        incarnation_id,
+        listeners: vec![Listener {
+            name: "PLAINTEXT".into(),
+            host: "localhost".into(),
+            port: 9092 + id as u16,
+            security_protocol: 0,
+            ..Default::default()
+        }],
+        features,
+        rack: None,
+        previous_broker_epoch,
+        ..Default::default()
+    }
+}
+
+#[derive(Debug)]
+pub struct ControlHarness {
     pub image: MetadataImage,
-    /// The offset the next record will get.
+    /// The offset the next record will get (a registration's offset is the broker epoch).
     pub next_offset: i64,
     pub now_ms: u64,
     pub heartbeats: BrokerHeartbeatManager,
     pub cluster: ClusterControlManager,
     pub replication: ReplicationControlManager,
+    /// The features every broker registers with: metadata.version 1 to 25 and ELR 0 to 1
+    /// unless set.
+    pub features: Vec<Feature>,
     /// Each broker's incarnation counter, so a restart gets a new incarnation id.
-    incarnations: std::collections::BTreeMap<i32, u8>,
+    incarnations: BTreeMap<i32, u8>,
 }
 
-impl Harness {
+impl ControlHarness {
     /// A cluster at metadata.version 25, with ELR on if `elr`, and one topic whose
     /// `min.insync.replicas` is `min_isr`.
     pub fn new(elr: bool, min_isr: i32) -> Self {
@@ -48,20 +83,34 @@ impl Harness {
             },
             replication.clone(),
         );
-        let mut h = Harness {
+        let mut h = ControlHarness {
             image: MetadataImage::empty(),
             next_offset: 0,
             now_ms: 1_000_000,
             heartbeats: BrokerHeartbeatManager::new(BROKER_SESSION_TIMEOUT_MS_DEFAULT),
             cluster,
             replication,
+            features: vec![
+                Feature {
+                    name: "metadata.version".into(),
+                    min_supported_version: 1,
+                    max_supported_version: METADATA_VERSION,
+                    ..Default::default()
+                },
+                Feature {
+                    name: "eligible.leader.replicas.version".into(),
+                    min_supported_version: 0,
+                    max_supported_version: 1,
+                    ..Default::default()
+                },
+            ],
             incarnations: Default::default(),
         };
         let mut bootstrap = vec![feature("metadata.version", METADATA_VERSION)];
         if elr {
             bootstrap.push(feature("eligible.leader.replicas.version", 1));
         }
-        bootstrap.push(topic(TOPIC, uuid(1)));
+        bootstrap.push(topic(TOPIC, TOPIC_ID));
         bootstrap.push(config(
             2,
             TOPIC,
@@ -100,6 +149,18 @@ impl Harness {
             .fenced
     }
 
+    /// Registered, unfenced, not shutting down brokers and their epochs (what a leader's
+    /// metadata cache says may join an ISR).
+    pub fn eligible(&self) -> BTreeMap<i32, i64> {
+        self.image
+            .cluster
+            .brokers()
+            .filter(|b| !b.fenced && !b.in_controlled_shutdown)
+            .map(|b| (b.id, b.epoch))
+            .collect()
+    }
+
+    /// Broker `id`'s next registration (a new incarnation id each time).
     pub fn registration_request(
         &mut self,
         id: i32,
@@ -110,38 +171,16 @@ impl Harness {
         let mut incarnation_id = uuid(0);
         incarnation_id.0[1] = id as u8;
         incarnation_id.0[2] = *incarnation;
-        BrokerRegistrationRequest {
-            broker_id: id,
-            cluster_id: CLUSTER_ID.into(),
+        broker_registration(
+            id,
             incarnation_id,
-            listeners: vec![Listener {
-                name: "PLAINTEXT".into(),
-                host: "localhost".into(),
-                port: 9092 + id as u16,
-                security_protocol: 0,
-                ..Default::default()
-            }],
-            features: vec![
-                Feature {
-                    name: "metadata.version".into(),
-                    min_supported_version: 1,
-                    max_supported_version: METADATA_VERSION,
-                    ..Default::default()
-                },
-                Feature {
-                    name: "eligible.leader.replicas.version".into(),
-                    min_supported_version: 0,
-                    max_supported_version: 1,
-                    ..Default::default()
-                },
-            ],
-            rack: None,
+            self.features.clone(),
             previous_broker_epoch,
-            ..Default::default()
-        }
+        )
     }
 
-    /// Registers broker `id` (BrokerRegistration v3) with this PreviousBrokerEpoch.
+    /// Registers broker `id` (BrokerRegistration v3) with this PreviousBrokerEpoch (-1: no
+    /// clean-shutdown marker).
     pub fn register(&mut self, id: i32, previous_broker_epoch: i64) -> BrokerRegistrationResponse {
         let request = self.registration_request(id, previous_broker_epoch);
         self.send_registration(&request)
@@ -178,11 +217,11 @@ impl Harness {
         self.register(id, -1)
     }
 
+    /// A heartbeat carrying `epoch`, caught up with everything written so far.
     pub fn heartbeat_request(&self, id: i32, epoch: i64) -> BrokerHeartbeatRequest {
         BrokerHeartbeatRequest {
             broker_id: id,
             broker_epoch: epoch,
-            // Caught up with everything written so far.
             current_metadata_offset: self.next_offset - 1,
             ..Default::default()
         }
@@ -206,10 +245,16 @@ impl Harness {
         self.apply(result)
     }
 
+    /// A caught-up heartbeat carrying `epoch`.
+    pub fn heartbeat_at(&mut self, id: i32, epoch: i64) -> BrokerHeartbeatResponse {
+        let request = self.heartbeat_request(id, epoch);
+        self.send_heartbeat(&request)
+    }
+
     /// A caught-up heartbeat at the broker's current epoch.
     pub fn heartbeat(&mut self, id: i32) -> BrokerHeartbeatResponse {
-        let request = self.heartbeat_request(id, self.epoch(id));
-        self.send_heartbeat(&request)
+        let epoch = self.epoch(id);
+        self.heartbeat_at(id, epoch)
     }
 
     /// Registers and unfences brokers (each catches up at once).
@@ -251,17 +296,25 @@ impl Harness {
             }
         }
         fenced.sort();
+        let mut dead = dead.to_vec();
+        dead.sort();
         assert_eq!(fenced, dead, "the brokers fenced by session expiry");
     }
 
-    /// Creates partition 0 of the topic (leader the first replica, epochs 0).
+    /// Creates partition 0 of the topic with every replica in the ISR (leader the first
+    /// replica, epochs 0).
     pub fn create_partition(&mut self, replicas: &[i32]) {
+        self.create_partition_with_isr(replicas, replicas);
+    }
+
+    /// Creates partition 0 of the topic (leader the first of `isr`, epochs 0).
+    pub fn create_partition_with_isr(&mut self, replicas: &[i32], isr: &[i32]) {
         self.replay(&[MetadataRecord::Partition(PartitionRecord {
             partition_id: 0,
-            topic_id: uuid(1),
+            topic_id: TOPIC_ID,
             replicas: replicas.to_vec(),
-            isr: replicas.to_vec(),
-            leader: replicas[0],
+            isr: isr.to_vec(),
+            leader: isr[0],
             leader_epoch: 0,
             partition_epoch: 0,
             eligible_leader_replicas: Some(vec![]),
@@ -271,53 +324,53 @@ impl Harness {
     }
 
     pub fn partition(&self) -> PartitionRegistration {
-        PartitionRegistration::clone(self.image.topics.partition(&uuid(1), 0).unwrap())
+        PartitionRegistration::clone(self.image.topics.partition(&TOPIC_ID, 0).unwrap())
     }
 
     pub fn topic_id(&self) -> Uuid {
-        uuid(1)
+        TOPIC_ID
     }
 
     /// An AlterPartition (v3) from the current leader for partition 0 with the given ISR,
     /// each member at the epoch given (None: its current epoch).
     pub fn alter_partition_request(&self, isr: &[(i32, Option<i64>)]) -> AlterPartitionRequest {
         let p = self.partition();
-        AlterPartitionRequest {
-            broker_id: p.leader,
-            broker_epoch: self.epoch(p.leader),
-            topics: vec![TopicData {
-                topic_id: uuid(1),
-                partitions: vec![PartitionData {
-                    partition_index: 0,
-                    leader_epoch: p.leader_epoch,
-                    new_isr_with_epochs: isr
-                        .iter()
-                        .map(|(id, epoch)| BrokerState {
-                            broker_id: *id,
-                            broker_epoch: epoch.unwrap_or_else(|| self.epoch(*id)),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    leader_recovery_state: 0,
-                    partition_epoch: p.partition_epoch,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
+        let isr: Vec<(i32, i64)> = isr
+            .iter()
+            .map(|(id, epoch)| (*id, epoch.unwrap_or_else(|| self.epoch(*id))))
+            .collect();
+        alter_partition_request(
+            p.leader,
+            self.epoch(p.leader),
+            p.leader_epoch,
+            p.partition_epoch,
+            0,
+            &isr,
+        )
+    }
+
+    /// Sends an AlterPartition and replays its records; partition 0's answer, or its error.
+    pub fn alter_partition(
+        &mut self,
+        request: &AlterPartitionRequest,
+    ) -> Result<alter_partition_response::PartitionData, ErrorCode> {
+        let result = self.replication.alter_partition(&self.image, 3, request);
+        let mut response = self.apply(result);
+        if response.error_code != 0 {
+            return Err(ErrorCode::from_code(response.error_code).unwrap());
         }
+        let p = response.topics.swap_remove(0).partitions.swap_remove(0);
+        if p.error_code != 0 {
+            return Err(ErrorCode::from_code(p.error_code).unwrap());
+        }
+        Ok(p)
     }
 
     /// Sends an AlterPartition and replays its records; the partition's error.
     pub fn send_alter_partition(&mut self, request: &AlterPartitionRequest) -> ErrorCode {
-        let response: AlterPartitionResponse = {
-            let result = self.replication.alter_partition(&self.image, 3, request);
-            self.apply(result)
-        };
-        if response.error_code != 0 {
-            return ErrorCode::from_code(response.error_code).unwrap();
-        }
-        ErrorCode::from_code(response.topics[0].partitions[0].error_code).unwrap()
+        self.alter_partition(request)
+            .err()
+            .unwrap_or(ErrorCode::None)
     }
 
     /// The leader asks for this ISR, every member at its current epoch.
@@ -333,5 +386,41 @@ impl Harness {
         let mut isr = p.isr.clone();
         isr.sort();
         (isr, p.elr.clone(), p.leader)
+    }
+}
+
+/// An AlterPartition (v3) for partition 0 of the topic from `leader` at `leader_broker_epoch`,
+/// asking for `isr` (members with their broker epochs).
+pub fn alter_partition_request(
+    leader: i32,
+    leader_broker_epoch: i64,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    leader_recovery_state: i8,
+    isr: &[(i32, i64)],
+) -> AlterPartitionRequest {
+    AlterPartitionRequest {
+        broker_id: leader,
+        broker_epoch: leader_broker_epoch,
+        topics: vec![TopicData {
+            topic_id: TOPIC_ID,
+            partitions: vec![PartitionData {
+                partition_index: 0,
+                leader_epoch,
+                new_isr_with_epochs: isr
+                    .iter()
+                    .map(|(id, epoch)| BrokerState {
+                        broker_id: *id,
+                        broker_epoch: *epoch,
+                        ..Default::default()
+                    })
+                    .collect(),
+                leader_recovery_state,
+                partition_epoch,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
     }
 }

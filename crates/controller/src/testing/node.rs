@@ -1,0 +1,42 @@
+//! A real controller node in process.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kraftd_raft::driver::VoterEndpoint;
+
+use super::records::feature;
+use super::METADATA_VERSION;
+use crate::node::{ControllerNode, ControllerNodeConfig};
+
+/// Controller 1, the only voter, on 127.0.0.1 with its metadata log under `dir`, once it is
+/// active and has written the bootstrap metadata (metadata.version 25); and its port.
+pub async fn start_controller_node(dir: &Path, cluster_id: &str) -> (ControllerNode, u16) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let voters = BTreeMap::from([(
+        1,
+        VoterEndpoint {
+            id: 1,
+            host: "127.0.0.1".into(),
+            port,
+        },
+    )]);
+    let mut config =
+        ControllerNodeConfig::new(1, cluster_id, voters, dir.join("__cluster_metadata-0"));
+    config.bootstrap_records = vec![feature("metadata.version", METADATA_VERSION)];
+    let node = ControllerNode::start(config, listener).await.unwrap();
+    let mut status = node.status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(status.borrow().active
+        && status.borrow().image.features.metadata_version == Some(METADATA_VERSION))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no active controller with bootstrap metadata"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
+    }
+    (node, port)
+}
