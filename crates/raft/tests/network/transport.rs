@@ -1,17 +1,18 @@
 //! The transport against real sockets: ApiVersions answered from the listener's table
 //! (KIP-511's v0 fallback included), responses in request order, a malformed frame, an
 //! unknown api key, an unadvertised api or an oversized size prefix closing only that
-//! connection, the connection cap, and the client channel's timeouts and connect failures.
+//! connection, a dropped response closing it (but not after acks=0), the connection cap, and the client channel's timeouts and connect failures.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use kraftd_protocol::api_versions::{ApiVersionsTable, ListenerType};
+use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::frame::{frame_chunks, split_frame};
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::{
-    ApiVersionsRequest, MetadataRequest, RequestHeader, VoteRequest, VoteResponse,
+    ApiVersionsRequest, MetadataRequest, MetadataResponse, ProduceRequest, RequestHeader,
+    VoteRequest, VoteResponse,
 };
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
 use kraftd_raft::transport::{
@@ -41,12 +42,19 @@ impl RequestHandler for TestHandler {
 type Requests = Arc<Mutex<mpsc::Receiver<(InboundRequest, oneshot::Sender<ResponseBody>)>>>;
 
 async fn server(config: ServerConfig) -> (String, Requests, JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
     let mut table = ApiVersionsTable::new(ListenerType::Controller);
     table
         .add(ApiKey::Vote, VersionRange { min: 2, max: 2 })
         .unwrap();
+    server_with(config, table).await
+}
+
+async fn server_with(
+    config: ServerConfig,
+    table: ApiVersionsTable,
+) -> (String, Requests, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
     let (tx, rx) = mpsc::channel(64);
     let task = tokio::spawn(serve(
         listener,
@@ -219,6 +227,56 @@ async fn responses_go_out_in_request_order() {
         let (h, _) = decode_response(ApiKey::Vote, 2, f).unwrap();
         assert_eq!(h.correlation_id, corr);
     }
+}
+
+/// Every request gets exactly one response or a closed connection: a response the handler
+/// drops closes the connection (the client retries at once instead of waiting out its
+/// timeout), except for a Produce with acks=0, whose client reads none.
+#[tokio::test]
+async fn a_dropped_response_closes_the_connection_except_after_acks_0_produce() {
+    let mut table = ApiVersionsTable::new(ListenerType::Broker);
+    for key in [ApiKey::Produce, ApiKey::Metadata] {
+        table.add(key, supported_range(key)).unwrap();
+    }
+    let (addr, requests, _task) = server_with(ServerConfig::default(), table).await;
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    let mut buf = BytesMut::new();
+    let produce = |acks: i16, corr: i32| {
+        request_frame(
+            ApiKey::Produce,
+            9,
+            corr,
+            RequestBody::Produce(ProduceRequest {
+                acks,
+                ..Default::default()
+            }),
+        )
+    };
+    s.write_all(&produce(0, 1)).await.unwrap();
+    drop(next_request(&requests).await);
+    s.write_all(&request_frame(
+        ApiKey::Metadata,
+        12,
+        2,
+        RequestBody::Metadata(MetadataRequest::default()),
+    ))
+    .await
+    .unwrap();
+    let (_, reply) = next_request(&requests).await;
+    reply
+        .send(ResponseBody::Metadata(MetadataResponse::default()))
+        .unwrap();
+    let f = read_frame(&mut s, &mut buf)
+        .await
+        .expect("the connection stays open after acks=0");
+    let (h, _) = decode_response(ApiKey::Metadata, 12, f).unwrap();
+    assert_eq!(h.correlation_id, 2);
+    s.write_all(&produce(1, 3)).await.unwrap();
+    drop(next_request(&requests).await);
+    assert!(
+        read_frame(&mut s, &mut buf).await.is_none(),
+        "a lost response closes the connection"
+    );
 }
 
 #[tokio::test]
