@@ -12,10 +12,19 @@
 //! (a timer of its loop), and that refresh is what closes a poll-idle-ratio interval (where
 //! Kafka closes it at each read of the metric). A value read is thus at most that old.
 //! Kafka's windowed stats read NaN when their window holds no event, and so do ours.
+//!
+//! The publishing is here too: the driver loop's running totals (`Counters`) and
+//! `DriverLoop::publish_metrics`, which the loop calls at the end of every drain.
 
 use std::collections::BTreeMap;
 
+use kraftd_protocol::records::Batches;
+use tokio::time::Instant;
+
+use super::driver_loop::DriverLoop;
 use super::stats::{Rate, SampleConfig, SampledStat, TimeRatio};
+use crate::core::message::RaftMessage;
+use crate::core::{NotLeader, RoleName};
 
 /// How often the driver recomputes and republishes the windowed metrics when no event
 /// does it sooner, and the poll-idle-ratio's measuring interval.
@@ -413,6 +422,180 @@ pub fn write_prometheus_metric(
     let _ = writeln!(out, "# HELP {group}_{name} {help}");
     let _ = writeln!(out, "# TYPE {group}_{name} {kind}");
     let _ = writeln!(out, "{group}_{name}{{node=\"{node_id}\"}} {value}");
+}
+
+/// The top-level error code of a response, and its partitions' (for the per-destination
+/// error counters).
+pub(super) fn error_codes(msg: &RaftMessage) -> Vec<i16> {
+    let mut codes = Vec::new();
+    match msg {
+        RaftMessage::VoteResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::BeginQuorumEpochResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::EndQuorumEpochResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::FetchResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        RaftMessage::FetchSnapshotResponse(r) => {
+            codes.push(r.error_code);
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            );
+        }
+        _ => {}
+    }
+    codes.retain(|c| *c != 0);
+    codes
+}
+
+/// Records carried by a Fetch response's batches.
+pub(super) fn fetched_records(r: &kraftd_protocol::messages::FetchResponse) -> u64 {
+    r.responses
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .filter_map(|p| p.records.clone())
+        .flat_map(Batches::new)
+        .map_while(Result::ok)
+        .map(|b| (b.next_offset() - b.base_offset()).max(0) as u64)
+        .sum()
+}
+
+/// The driver loop's totals and sensors behind each [`RaftMetrics`] snapshot.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub(super) commit_latency_total_ms: f64,
+    pub(super) commits: u64,
+    pub(super) elections: u64,
+    /// Since when no leader is known (`None` while one is).
+    pub(super) leaderless_since: Option<Instant>,
+    /// The windowed raft-metrics, refreshed at least every [`METRICS_REFRESH_MS`].
+    pub(super) sensors: RaftSensors,
+    /// When (core ms) the next metrics refresh is due.
+    pub(super) metrics_refresh_ms: u64,
+    pub(super) fetch_records_total: u64,
+    pub(super) append_records_total: u64,
+    pub(super) destinations: BTreeMap<i32, DestinationMetrics>,
+}
+
+impl DriverLoop {
+    /// Settles the proposals the high watermark passed (or fails them all when this node no
+    /// longer leads), counts commits and elections, and republishes [`RaftMetrics`] if it
+    /// changed.
+    pub(super) fn publish_metrics(&mut self) {
+        use crate::core::log::RaftLog;
+        let now = self.now_ms();
+        let hw = self.core.high_watermark();
+        if self.core.role() != RoleName::Leader {
+            let not_leader = NotLeader {
+                epoch: self.core.epoch(),
+                leader_id: self.core.leader_id(),
+            };
+            for p in self.proposals.drain(..) {
+                if let Some(w) = p.waiter {
+                    let _ = w.send(Err(not_leader.into()));
+                }
+            }
+        }
+        while let Some(p) = self.proposals.front() {
+            if p.range.1 >= hw {
+                break;
+            }
+            let Some(p) = self.proposals.pop_front() else {
+                break;
+            };
+            if let Some(w) = p.waiter {
+                let _ = w.send(Ok(p.range));
+            }
+            let ms = p.at.elapsed().as_secs_f64() * 1000.0;
+            self.counters.commits += 1;
+            self.counters.commit_latency_total_ms += ms;
+            self.counters.sensors.record_commit_latency(ms, now);
+        }
+        match (self.core.leader_id(), self.counters.leaderless_since) {
+            (None, None) => self.counters.leaderless_since = Some(Instant::now()),
+            (Some(_), Some(since)) => {
+                let ms = since.elapsed().as_secs_f64() * 1000.0;
+                self.counters.leaderless_since = None;
+                self.counters.elections += 1;
+                self.counters.sensors.record_election_latency(ms, now);
+            }
+            _ => {}
+        }
+        let durable = self.core.durable_state();
+        let role = self.core.role();
+        let current_state =
+            if !self.core.is_voter() && matches!(role, RoleName::Follower | RoleName::Unattached) {
+                "observer"
+            } else if role == RoleName::Unattached && durable.voted_id >= 0 {
+                "voted"
+            } else {
+                role.as_str()
+            };
+        let c = &self.counters;
+        let mut m = RaftMetrics {
+            current_state,
+            current_leader: self.core.leader_id().unwrap_or(-1),
+            current_vote: durable.voted_id,
+            current_epoch: self.core.epoch(),
+            high_watermark: hw,
+            leader_high_watermark: self.core.leader_high_watermark(),
+            log_end_offset: self.core.log().end_offset(),
+            log_end_epoch: self.core.log().last_epoch(),
+            number_of_voters: self.voters.len(),
+            number_of_observers: self.core.leader_state().map_or(0, |l| l.observers.len()),
+            commits: c.commits,
+            commit_latency_total_ms: c.commit_latency_total_ms,
+            elections: c.elections,
+            fetch_records_total: c.fetch_records_total,
+            append_records_total: c.append_records_total,
+            not_leader_or_follower_replies: self.core.stats().not_leader_or_follower_replies,
+            destinations: c.destinations.clone(),
+            learned_endpoints: self
+                .core
+                .learned_endpoints()
+                .iter()
+                .map(|(id, l)| (*id, l.endpoint.address()))
+                .collect(),
+            // Windowed: set by the sensors below.
+            ..RaftMetrics::default()
+        };
+        self.counters.sensors.fill(&mut m, now);
+        self.metrics.send_if_modified(|old| {
+            if *old == m {
+                false
+            } else {
+                *old = m;
+                true
+            }
+        });
+    }
 }
 
 #[cfg(test)]
