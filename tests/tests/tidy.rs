@@ -162,8 +162,13 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The non-test part of a source file (inline `#[cfg(test)]` modules sit at the end).
+/// The non-test part of a source file (inline `#[cfg(test)]` modules sit at the end; a
+/// module's tests moved to a file of their own are named `tests.rs`, declared
+/// `#[cfg(test)] mod tests;`).
 fn non_test_source(path: &Path) -> String {
+    if path.file_name().is_some_and(|n| n == "tests.rs") {
+        return String::new();
+    }
     let text = std::fs::read_to_string(path).unwrap();
     match text.find("#[cfg(test)]") {
         Some(i) => text[..i].to_string(),
