@@ -35,62 +35,17 @@ pub fn random_uuid() -> Result<String> {
         let mut bytes = [0u8; 16];
         file.read_exact(&mut bytes)
             .context("reading /dev/urandom")?;
-        let text = base64_url(&bytes);
+        let text = kraftd_protocol::Uuid(bytes).to_base64();
         if !text.starts_with('-') && bytes != [0; 16] {
             return Ok(text);
         }
     }
 }
 
-fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 /// Kafka's string form of a uuid (URL-safe base64, no padding) back to its 16 bytes.
 pub fn parse_uuid(text: &str) -> Result<kraftd_protocol::Uuid> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let bad = || anyhow!("{text:?} is not a 22-character URL-safe base64 uuid");
-    if text.len() != 22 {
-        return Err(bad());
-    }
-    let digits = text
-        .bytes()
-        .map(|c| value(c).ok_or_else(bad))
-        .collect::<Result<Vec<u32>>>()?;
-    // 22 characters carry 132 bits: the 128 of the uuid, then 4 zero bits.
-    let mut bits: u128 = 0;
-    for d in &digits[..21] {
-        bits = (bits << 6) | u128::from(*d);
-    }
-    let last = digits[21];
-    if last & 0xf != 0 {
-        return Err(bad());
-    }
-    let bits = (bits << 2) | u128::from(last >> 4);
-    Ok(kraftd_protocol::Uuid(bits.to_be_bytes()))
+    kraftd_protocol::Uuid::from_base64(text)
+        .ok_or_else(|| anyhow!("{text:?} is not a 22-character URL-safe base64 uuid"))
 }
 
 /// Checks a cluster id the way Kafka does: the base64 form of 16 bytes.
@@ -313,14 +268,8 @@ mod tests {
     #[test]
     fn uuids_parse_back() {
         let bytes = [0xfb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff];
-        assert_eq!(parse_uuid(&base64_url(&bytes)).unwrap().0, bytes);
+        let text = kraftd_protocol::Uuid(bytes).to_base64();
+        assert_eq!(parse_uuid(&text).unwrap().0, bytes);
         assert!(parse_uuid("not-a-uuid").is_err());
-    }
-
-    #[test]
-    fn base64_matches_javas_url_encoder() {
-        // java.util.Base64.getUrlEncoder().withoutPadding() of 16 bytes 0xfb 0xff ... .
-        assert_eq!(base64_url(&[0xfb; 16]), "-_v7-_v7-_v7-_v7-_v7-w");
-        assert_eq!(base64_url(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
     }
 }

@@ -751,6 +751,13 @@ mod tests {
         assert_eq!(Uuid(id).to_base64(), "AAAAAAAAAAAAAAAAAAAAAQ");
         assert_eq!(Uuid::from_base64("AAAAAAAAAAAAAAAAAAAAAQ"), Some(Uuid(id)));
         assert_eq!(Uuid::from_base64("AAAA"), None);
+        // java.util.Base64.getUrlEncoder().withoutPadding() of 16 bytes 0xfb.
+        assert_eq!(Uuid([0xfb; 16]).to_base64(), "-_v7-_v7-_v7-_v7-_v7-w");
+        assert_eq!(
+            Uuid::from_base64("-_v7-_v7-_v7-_v7-_v7-w"),
+            Some(Uuid([0xfb; 16]))
+        );
+        assert_eq!(Uuid::from_base64("-_v7-_v7-_v7-_v7-_v7-!"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod api_versions;
 pub mod codec;
+pub mod error_response;
 pub mod frame;
 pub mod generated;
 pub mod header;

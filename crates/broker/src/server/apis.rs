@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use kraftd_controller::control::scram::ScramControlManager;
 use kraftd_controller::control::{AclControlManager, ClientQuotaControlManager};
-use kraftd_controller::node::errors::error_response;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
+use kraftd_protocol::error_response::error_response;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
     CreateTopicsRequest, DescribeQuorumResponse, MetadataRequest, RequestHeader,

@@ -5,7 +5,7 @@
 //! way, and its response wrapped again.
 //!
 //! A request the controller cannot run gets a response of its own type carrying the error
-//! ([`super::errors::error_response`]): NOT_CONTROLLER on a standby, so clients and brokers
+//! ([`kraftd_protocol::error_response::error_response`]): NOT_CONTROLLER on a standby, so clients and brokers
 //! move on to the active controller.
 
 use std::collections::BTreeMap;
@@ -24,9 +24,9 @@ use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
-use super::errors::error_response;
 use super::event_loop::{ControllerRequest, Op};
 use crate::quorum_controller::{ops, ControllerError};
+use kraftd_protocol::error_response::error_response;
 
 /// Kafka's `EndpointType.BROKER`.
 pub const ENDPOINT_TYPE_BROKER: i8 = 1;

@@ -12,7 +12,6 @@
 //! [`SnapshotPolicy`](crate::snapshot::SnapshotPolicy) says so.
 
 pub mod apis;
-pub mod errors;
 mod event_loop;
 
 use std::collections::BTreeMap;

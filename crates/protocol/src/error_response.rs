@@ -1,10 +1,11 @@
-//! Error answers for the controller APIs: a request the controller cannot run (this node is
-//! not the active controller, the queue is full, the cluster id is wrong) still gets a
-//! response of its own type, with the error code on every element a client reads, as
-//! Kafka's `AbstractRequest.getErrorResponse` does. A client that sees NOT_CONTROLLER in a
-//! topic result retries against the controller it learns next.
+//! Error answers of a request's own type (Kafka's `AbstractRequest.getErrorResponse`): a
+//! request a node cannot run (this controller is not active, the event queue is full, the
+//! forwarding to the controller timed out) still gets a response of its own type, with the
+//! error code on every element a client reads. The controller's listener and the broker's
+//! forwarding both answer with it, so it lives below both. A client that sees
+//! NOT_CONTROLLER in a topic result retries against the controller it learns next.
 
-use kraftd_protocol::messages::{
+use crate::messages::{
     alter_client_quotas_response, alter_configs_response, alter_user_scram_credentials_response,
     create_acls_response, create_partitions_response, create_topics_response, delete_acls_response,
     delete_topics_response, incremental_alter_configs_response, AllocateProducerIdsResponse,
@@ -15,10 +16,10 @@ use kraftd_protocol::messages::{
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, IncrementalAlterConfigsResponse,
     UnregisterBrokerResponse, UpdateFeaturesResponse,
 };
-use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
+use crate::{ErrorCode, RequestBody, ResponseBody};
 
-/// The response to `request` failing as a whole with `code`; `None` for requests the
-/// controller APIs do not serve.
+/// The response to `request` failing as a whole with `code`; `None` for APIs that have no
+/// error answer here yet (add one with the API's handler).
 pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<ResponseBody> {
     let error_code = code.code();
     let message = || Some(code.to_string());
