@@ -279,6 +279,28 @@ fn hostile_frames_close_only_their_own_connection() {
     std::io::Read::read_exact(&mut good, &mut size).unwrap();
     let mut response = vec![0u8; i32::from_be_bytes(size) as usize];
     std::io::Read::read_exact(&mut good, &mut response).unwrap();
+    // ApiVersions v0: correlation id, error, then (key, min, max) per API. Produce is
+    // advertised from v0 as Kafka 4.x does (KAFKA-18659: older librdkafka turns compression
+    // off otherwise) ...
+    let produce = response[10..]
+        .chunks_exact(6)
+        .map(|e| {
+            let v = |i: usize| i16::from_be_bytes([e[i], e[i + 1]]);
+            (v(0), v(2), v(4))
+        })
+        .find(|(key, _, _)| *key == 0);
+    assert!(
+        matches!(produce, Some((0, 0, max)) if max >= 3),
+        "Produce advertised as {produce:?}"
+    );
+    // ... and, as Kafka 4.4 does (checked against the jars), a v0-2 request closes the
+    // connection: acks 1, timeout 1000 ms, no topics.
+    let produce_v0_body = [
+        &1i16.to_be_bytes()[..],
+        &1000i32.to_be_bytes(),
+        &0i32.to_be_bytes(),
+    ]
+    .concat();
 
     let hostile: Vec<(&str, Vec<u8>)> = vec![
         ("a garbage api key", frame(9999, 0, &[])),
@@ -290,6 +312,8 @@ fn hostile_frames_close_only_their_own_connection() {
         // Metadata v1: a topics array claiming 2^31 - 1 entries in a few bytes.
         ("a huge array count", frame(3, 1, &i32::MAX.to_be_bytes())),
         ("a negative frame size", (-5i32).to_be_bytes().to_vec()),
+        ("Produce v0", frame(0, 0, &produce_v0_body)),
+        ("Produce v2", frame(0, 2, &produce_v0_body)),
     ];
     for (what, bytes) in hostile {
         let mut stream = TcpStream::connect(&address).unwrap();
