@@ -1,9 +1,10 @@
 //! The driver loop: one tokio task that owns the [`RaftCore`] and feeds it, in the core's call
 //! order, with commands from the handles, atomic appends, inbound requests, responses and
 //! request failures, completed flushes and timeouts; after every input it drains the core's
-//! outputs (persisting the quorum state first, sending, publishing events) and sleeps until
-//! the next deadline or input. Kafka's `KafkaRaftClientDriver` with the network side of
-//! `KafkaNetworkChannel` (one [`Channel`] per destination, [`route`]).
+//! outputs (persisting the quorum state first, sending, publishing events), answers the
+//! proposals the high watermark passed, and sleeps until the next deadline or input.
+//! Kafka's `KafkaRaftClientDriver` with the network side of `KafkaNetworkChannel` (one
+//! [`Channel`] per destination, [`route`]).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
@@ -24,7 +25,7 @@ use super::metrics::{self, error_codes, fetched_records, Counters, RaftMetrics};
 use super::router::{raft_response, request_body, response_body, NetEvent};
 use super::voters::VoterEndpoint;
 use crate::core::message::{ApiKind, RaftMessage};
-use crate::core::{Output, ProposeError, RaftCore, RoleName};
+use crate::core::{NotLeader, Output, ProposeError, RaftCore, RoleName};
 use crate::transport::{Channel, ClientConfig, ClientError};
 
 /// A batch this leader appended and has not yet seen commit.
@@ -597,8 +598,43 @@ impl DriverLoop {
                 .handle_request_failed(now, to, correlation_id, kind);
         }
         self.expire_inbound();
-        self.publish_metrics();
+        let now = self.now_ms();
+        self.settle_proposals(now);
+        self.publish_metrics(now);
         Ok(())
+    }
+
+    /// Answers the `propose_committed` callers whose proposals the high watermark passed,
+    /// counting each commit and its latency, or fails them all when this node no longer
+    /// leads.
+    fn settle_proposals(&mut self, now: u64) {
+        let hw = self.core.high_watermark();
+        if self.core.role() != RoleName::Leader {
+            let not_leader = NotLeader {
+                epoch: self.core.epoch(),
+                leader_id: self.core.leader_id(),
+            };
+            for p in self.proposals.drain(..) {
+                if let Some(w) = p.waiter {
+                    let _ = w.send(Err(not_leader.into()));
+                }
+            }
+        }
+        while let Some(p) = self.proposals.front() {
+            if p.range.1 >= hw {
+                break;
+            }
+            let Some(p) = self.proposals.pop_front() else {
+                break;
+            };
+            if let Some(w) = p.waiter {
+                let _ = w.send(Ok(p.range));
+            }
+            let ms = p.at.elapsed().as_secs_f64() * 1000.0;
+            self.counters.commits += 1;
+            self.counters.commit_latency_total_ms += ms;
+            self.counters.sensors.record_commit_latency(ms, now);
+        }
     }
 
     fn send(&mut self, to: i32, correlation_id: i32, msg: RaftMessage) {

@@ -14,7 +14,8 @@
 //! Kafka's windowed stats read NaN when their window holds no event, and so do ours.
 //!
 //! The publishing is here too: the driver loop's running totals (`Counters`) and
-//! `DriverLoop::publish_metrics`, which the loop calls at the end of every drain.
+//! `DriverLoop::publish_metrics`, which the loop calls at the end of every drain, right
+//! after settling the proposals the drain committed or failed (`driver_loop.rs`).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ use tokio::time::Instant;
 use super::driver_loop::DriverLoop;
 use super::stats::{Rate, SampleConfig, SampledStat, TimeRatio};
 use crate::core::message::RaftMessage;
-use crate::core::{NotLeader, RoleName};
+use crate::core::RoleName;
 
 /// How often the driver recomputes and republishes the windowed metrics when no event
 /// does it sooner, and the poll-idle-ratio's measuring interval.
@@ -505,39 +506,12 @@ pub(super) struct Counters {
 }
 
 impl DriverLoop {
-    /// Settles the proposals the high watermark passed (or fails them all when this node no
-    /// longer leads), counts commits and elections, and republishes [`RaftMetrics`] if it
-    /// changed.
-    pub(super) fn publish_metrics(&mut self) {
+    /// Counts elections and republishes [`RaftMetrics`] as of `now` (core ms) if it changed.
+    /// The loop settles the proposals first (`DriverLoop::settle_proposals`, which counts
+    /// the commits), so the snapshot includes them.
+    pub(super) fn publish_metrics(&mut self, now: u64) {
         use crate::core::log::RaftLog;
-        let now = self.now_ms();
         let hw = self.core.high_watermark();
-        if self.core.role() != RoleName::Leader {
-            let not_leader = NotLeader {
-                epoch: self.core.epoch(),
-                leader_id: self.core.leader_id(),
-            };
-            for p in self.proposals.drain(..) {
-                if let Some(w) = p.waiter {
-                    let _ = w.send(Err(not_leader.into()));
-                }
-            }
-        }
-        while let Some(p) = self.proposals.front() {
-            if p.range.1 >= hw {
-                break;
-            }
-            let Some(p) = self.proposals.pop_front() else {
-                break;
-            };
-            if let Some(w) = p.waiter {
-                let _ = w.send(Ok(p.range));
-            }
-            let ms = p.at.elapsed().as_secs_f64() * 1000.0;
-            self.counters.commits += 1;
-            self.counters.commit_latency_total_ms += ms;
-            self.counters.sensors.record_commit_latency(ms, now);
-        }
         match (self.core.leader_id(), self.counters.leaderless_since) {
             (None, None) => self.counters.leaderless_since = Some(Instant::now()),
             (Some(_), Some(since)) => {

@@ -42,7 +42,8 @@
 //! - `raft_driver.rs` — [`RaftDriver`] (Kafka's `KafkaRaftManager`): start, with its
 //!   [`DriverConfig`] and [`DriverError`], graceful shutdown and kill;
 //! - `driver_loop.rs` — the event loop (Kafka's `KafkaRaftClientDriver`): feeds the core,
-//!   drains its outputs, sends requests over one [`Channel`] per destination, flushes;
+//!   drains its outputs, sends requests over one [`Channel`] per destination, flushes,
+//!   settles the proposals the high watermark passed;
 //! - `handle.rs` — [`RaftHandle`], what callers use (Kafka's `RaftClient`), and the
 //!   [`RaftEvent`]s they subscribe to;
 //! - `router.rs` — [`RaftRequestRouter`], the controller listener's Raft requests into the

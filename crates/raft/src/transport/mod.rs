@@ -1,8 +1,10 @@
-//! The Kafka-protocol transport over tokio, shared by the Raft driver and (later) the
-//! controller and broker: a TCP [`server`] that frames, decodes and answers requests in
-//! order with bounded in-flight work and a connection cap, and a [`client`] channel, one
-//! connection per destination, with correlation ids, request timeouts and reconnect
-//! backoff. Both speak only through `kraftd-protocol`'s codecs; nothing here knows Raft.
+//! The Kafka-protocol transport over tokio, shared by the Raft driver, the controller (its
+//! listener), the broker (its client listeners, the replica fetcher and the controller
+//! channel) and the CLI's `metadata-quorum` tool: a TCP [`server`] that frames, decodes and
+//! answers requests in order with bounded in-flight work and a connection cap, and a
+//! [`client`] channel, one connection per destination, with correlation ids, request
+//! timeouts and reconnect backoff. Both speak only through `kraftd-protocol`'s codecs;
+//! nothing here knows Raft.
 
 pub mod client;
 pub mod server;
