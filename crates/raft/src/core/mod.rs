@@ -631,8 +631,6 @@ impl<L: RaftLog> RaftCore<L> {
         }
     }
 
-    /// The one place the HW changes (leader, follower and snapshot install alike): never
-    /// back, never past the log end.
     /// The committed log's end as far as this node knows: the HW on a leader, the highest
     /// HW a leader reported on a follower or observer (which may be above this node's own
     /// HW, capped at its log end); -1 before any. A follower's own HW does not count: after
@@ -646,6 +644,8 @@ impl<L: RaftLog> RaftCore<L> {
         }
     }
 
+    /// The one place the HW changes (leader, follower and snapshot install alike): never
+    /// back, never past the log end.
     fn set_high_watermark(&mut self, hw: i64) {
         assert!(
             hw >= self.high_watermark,
