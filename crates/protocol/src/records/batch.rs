@@ -1,7 +1,7 @@
-//! The v2 record batch itself: the validated zero-copy view ([`RecordBatch`]), iteration over
-//! the batches of a `records` field ([`Batches`], [`BatchesMut`]), in-place patching of the
-//! fields a broker rewrites ([`RecordBatchMut`]), iteration over a batch's records
-//! ([`RecordIter`]) and writing new batches ([`RecordBatchBuilder`]).
+//! The v2 record batch as read: its layout, the validated zero-copy view ([`RecordBatch`]) with
+//! the framing and header checks behind it, and iteration over a batch's records
+//! ([`RecordIter`]). Iterating the batches of a `records` field is in `batches.rs`, patching a
+//! batch in place in `batch_mut.rs`, writing one in `builder.rs`.
 //!
 //! Parsing checks everything that can be checked without touching records: lengths, magic,
 //! codec, record count against the bytes present. It does *not* check the CRC, because a
@@ -11,12 +11,11 @@
 
 use std::fmt;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::compression::{self, Compression, MAX_DECOMPRESSED_BATCH_BYTES};
-use super::record::{Header, Record};
+use super::record::Record;
 use super::RecordBatchError;
-use crate::codec::Encoder;
 
 /// Bytes before `batchLength` starts counting: `baseOffset` and `batchLength` themselves
 /// (Kafka's `LOG_OVERHEAD`).
@@ -41,25 +40,25 @@ pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 /// A missing timestamp (for instance both timestamps of an empty batch).
 pub const NO_TIMESTAMP: i64 = -1;
 
-const BASE_OFFSET_AT: usize = 0;
-const BATCH_LENGTH_AT: usize = 8;
-const PARTITION_LEADER_EPOCH_AT: usize = 12;
-const MAGIC_AT: usize = 16;
-const CRC_AT: usize = 17;
-const ATTRIBUTES_AT: usize = 21;
-const LAST_OFFSET_DELTA_AT: usize = 23;
-const BASE_TIMESTAMP_AT: usize = 27;
-const MAX_TIMESTAMP_AT: usize = 35;
-const PRODUCER_ID_AT: usize = 43;
-const PRODUCER_EPOCH_AT: usize = 51;
-const BASE_SEQUENCE_AT: usize = 53;
-const RECORD_COUNT_AT: usize = 57;
+pub(super) const BASE_OFFSET_AT: usize = 0;
+pub(super) const BATCH_LENGTH_AT: usize = 8;
+pub(super) const PARTITION_LEADER_EPOCH_AT: usize = 12;
+pub(super) const MAGIC_AT: usize = 16;
+pub(super) const CRC_AT: usize = 17;
+pub(super) const ATTRIBUTES_AT: usize = 21;
+pub(super) const LAST_OFFSET_DELTA_AT: usize = 23;
+pub(super) const BASE_TIMESTAMP_AT: usize = 27;
+pub(super) const MAX_TIMESTAMP_AT: usize = 35;
+pub(super) const PRODUCER_ID_AT: usize = 43;
+pub(super) const PRODUCER_EPOCH_AT: usize = 51;
+pub(super) const BASE_SEQUENCE_AT: usize = 53;
+pub(super) const RECORD_COUNT_AT: usize = 57;
 
 const COMPRESSION_MASK: i16 = 0x07;
-const TIMESTAMP_TYPE_BIT: i16 = 0x08;
-const TRANSACTIONAL_BIT: i16 = 0x10;
-const CONTROL_BIT: i16 = 0x20;
-const DELETE_HORIZON_BIT: i16 = 0x40;
+pub(super) const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+pub(super) const TRANSACTIONAL_BIT: i16 = 0x10;
+pub(super) const CONTROL_BIT: i16 = 0x20;
+pub(super) const DELETE_HORIZON_BIT: i16 = 0x40;
 
 /// `base` advanced by `delta` as Kafka's `DefaultRecordBatch.incrementSequence` does: past
 /// `i32::MAX` sequences wrap to 0 (not to `i32::MIN`), and [`NO_SEQUENCE`] stays itself.
@@ -93,19 +92,19 @@ fn array_at<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
         .and_then(|s| <[u8; N]>::try_from(s).ok())
         .unwrap_or([0; N])
 }
-fn i16_at(buf: &[u8], at: usize) -> i16 {
+pub(super) fn i16_at(buf: &[u8], at: usize) -> i16 {
     i16::from_be_bytes(array_at(buf, at))
 }
-fn i32_at(buf: &[u8], at: usize) -> i32 {
+pub(super) fn i32_at(buf: &[u8], at: usize) -> i32 {
     i32::from_be_bytes(array_at(buf, at))
 }
-fn u32_at(buf: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(buf: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(array_at(buf, at))
 }
-fn i64_at(buf: &[u8], at: usize) -> i64 {
+pub(super) fn i64_at(buf: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(array_at(buf, at))
 }
-fn put_at<const N: usize>(buf: &mut [u8], at: usize, v: [u8; N]) {
+pub(super) fn put_at<const N: usize>(buf: &mut [u8], at: usize, v: [u8; N]) {
     if let Some(dst) = buf.get_mut(at..at + N) {
         dst.copy_from_slice(&v);
     }
@@ -117,7 +116,7 @@ fn put_at<const N: usize>(buf: &mut [u8], at: usize, v: [u8; N]) {
 ///
 /// The order of checks follows Kafka's `ByteBufferLogInputStream`: a batch is partial only if
 /// its length and magic look sound.
-fn frame(buf: &[u8], position: usize) -> Result<usize, RecordBatchError> {
+pub(super) fn frame(buf: &[u8], position: usize) -> Result<usize, RecordBatchError> {
     if buf.len() < BATCH_OVERHEAD {
         return Err(RecordBatchError::PartialBatch {
             position,
@@ -152,7 +151,7 @@ fn frame(buf: &[u8], position: usize) -> Result<usize, RecordBatchError> {
 
 /// A partial batch is an error of its own only while iterating; given one batch, being cut
 /// short is plain truncation.
-fn partial_to_truncated(e: RecordBatchError) -> RecordBatchError {
+pub(super) fn partial_to_truncated(e: RecordBatchError) -> RecordBatchError {
     match e {
         RecordBatchError::PartialBatch {
             position,
@@ -173,7 +172,7 @@ fn partial_to_truncated(e: RecordBatchError) -> RecordBatchError {
 }
 
 /// Checks the header fields of one complete batch (`buf` is exactly the batch).
-fn check_header(buf: &[u8], position: usize) -> Result<Compression, RecordBatchError> {
+pub(super) fn check_header(buf: &[u8], position: usize) -> Result<Compression, RecordBatchError> {
     let attributes = i16_at(buf, ATTRIBUTES_AT);
     let codec = (attributes & COMPRESSION_MASK) as u8;
     let Some(compression) = Compression::from_id(codec) else {
@@ -224,7 +223,10 @@ impl RecordBatch {
     }
 
     /// Builds the view over a buffer [`frame`] has sized exactly.
-    fn from_frame(bytes: Bytes, position: usize) -> Result<RecordBatch, RecordBatchError> {
+    pub(super) fn from_frame(
+        bytes: Bytes,
+        position: usize,
+    ) -> Result<RecordBatch, RecordBatchError> {
         let compression = check_header(&bytes, position)?;
         Ok(RecordBatch {
             bytes,
@@ -525,520 +527,14 @@ impl Iterator for RecordIter {
 
 impl std::iter::FusedIterator for RecordIter {}
 
-/// The batches of a `records` field, in order, each a zero-copy [`RecordBatch`].
-///
-/// A buffer that ends inside a batch yields [`RecordBatchError::PartialBatch`] as its last
-/// item (a fetch response may be cut like that), distinct from the errors that mean
-/// corruption. Iteration stops after any error: without a sound length the next batch cannot
-/// be found.
-#[derive(Debug, Clone)]
-pub struct Batches {
-    rest: Bytes,
-    position: usize,
-    done: bool,
-}
-
-impl Batches {
-    /// Iterates over the batches in `records`.
-    pub fn new(records: Bytes) -> Batches {
-        Batches {
-            rest: records,
-            position: 0,
-            done: false,
-        }
-    }
-
-    /// How many bytes the complete batches yielded so far take: where a caller truncates to
-    /// drop a trailing partial batch.
-    pub fn position(&self) -> usize {
-        self.position
-    }
-
-    /// The bytes not yet yielded.
-    pub fn remaining(&self) -> &Bytes {
-        &self.rest
-    }
-}
-
-impl Iterator for Batches {
-    type Item = Result<RecordBatch, RecordBatchError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.rest.is_empty() {
-            return None;
-        }
-        let result = frame(&self.rest, self.position)
-            .and_then(|size| RecordBatch::from_frame(self.rest.slice(..size), self.position));
-        match result {
-            Ok(batch) => {
-                let size = batch.size_in_bytes();
-                self.rest = self.rest.slice(size..);
-                self.position += size;
-                Some(Ok(batch))
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
-    }
-}
-
-impl std::iter::FusedIterator for Batches {}
-
-/// A mutable view over one batch in a buffer the caller owns, for the fields a broker
-/// rewrites: base offset and partition leader epoch (outside the CRC, so patched without
-/// recomputing it), and the log-append-time stamp (inside it, so the CRC is recomputed).
-#[derive(Debug)]
-pub struct RecordBatchMut<'a> {
-    buf: &'a mut [u8],
-    position: usize,
-}
-
-impl<'a> RecordBatchMut<'a> {
-    /// Views `buf` as exactly one batch, with the same checks as [`RecordBatch::parse`].
-    pub fn new(buf: &'a mut [u8]) -> Result<RecordBatchMut<'a>, RecordBatchError> {
-        let size = frame(buf, 0).map_err(partial_to_truncated)?;
-        if size < buf.len() {
-            return Err(RecordBatchError::TrailingBytes {
-                position: 0,
-                extra: buf.len() - size,
-            });
-        }
-        check_header(buf, 0)?;
-        Ok(RecordBatchMut { buf, position: 0 })
-    }
-
-    /// Where this batch started in the buffer it was iterated from.
-    pub fn position(&self) -> usize {
-        self.position
-    }
-
-    /// The batch's bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        self.buf
-    }
-
-    /// The batch's total size: `batchLength` + 12.
-    pub fn size_in_bytes(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// The current base offset.
-    pub fn base_offset(&self) -> i64 {
-        i64_at(self.buf, BASE_OFFSET_AT)
-    }
-
-    /// The current partition leader epoch.
-    pub fn partition_leader_epoch(&self) -> i32 {
-        i32_at(self.buf, PARTITION_LEADER_EPOCH_AT)
-    }
-
-    /// The last offset delta (to advance the next offset past this batch).
-    pub fn last_offset_delta(&self) -> i32 {
-        i32_at(self.buf, LAST_OFFSET_DELTA_AT)
-    }
-
-    /// The declared record count.
-    pub fn record_count(&self) -> i32 {
-        i32_at(self.buf, RECORD_COUNT_AT)
-    }
-
-    /// The stored CRC.
-    pub fn crc(&self) -> u32 {
-        u32_at(self.buf, CRC_AT)
-    }
-
-    /// The CRC32C the stored one should equal.
-    pub fn compute_crc(&self) -> u32 {
-        crc32c::crc32c(self.buf.get(ATTRIBUTES_AT..).unwrap_or_default())
-    }
-
-    /// Sets the base offset (the leader assigns offsets on append). Outside the CRC.
-    pub fn set_base_offset(&mut self, base_offset: i64) {
-        put_at(self.buf, BASE_OFFSET_AT, base_offset.to_be_bytes());
-    }
-
-    /// Sets the partition leader epoch (the leader stamps its epoch on append). Outside the
-    /// CRC.
-    pub fn set_partition_leader_epoch(&mut self, epoch: i32) {
-        put_at(self.buf, PARTITION_LEADER_EPOCH_AT, epoch.to_be_bytes());
-    }
-
-    /// Sets the timestamp type and max timestamp (a `LogAppendTime` topic stamps the append
-    /// time here), then recomputes the CRC, which covers both. Does nothing, as Kafka's
-    /// `setMaxTimestamp`, when both already hold these values.
-    pub fn set_max_timestamp(&mut self, timestamp_type: TimestampType, max_timestamp: i64) {
-        let attributes = i16_at(self.buf, ATTRIBUTES_AT);
-        let current_type = if attributes & TIMESTAMP_TYPE_BIT != 0 {
-            TimestampType::LogAppendTime
-        } else {
-            TimestampType::CreateTime
-        };
-        if current_type == timestamp_type && i64_at(self.buf, MAX_TIMESTAMP_AT) == max_timestamp {
-            return;
-        }
-        let attributes = match timestamp_type {
-            TimestampType::CreateTime => attributes & !TIMESTAMP_TYPE_BIT,
-            TimestampType::LogAppendTime => attributes | TIMESTAMP_TYPE_BIT,
-        };
-        put_at(self.buf, ATTRIBUTES_AT, attributes.to_be_bytes());
-        put_at(self.buf, MAX_TIMESTAMP_AT, max_timestamp.to_be_bytes());
-        let crc = self.compute_crc();
-        put_at(self.buf, CRC_AT, crc.to_be_bytes());
-    }
-}
-
-/// The batches of a mutable buffer (say, a produce request's records copied into a
-/// `BytesMut`), each as a [`RecordBatchMut`], with the same framing rules as [`Batches`].
-#[derive(Debug)]
-pub struct BatchesMut<'a> {
-    rest: &'a mut [u8],
-    position: usize,
-    done: bool,
-}
-
-impl<'a> BatchesMut<'a> {
-    /// Iterates over the batches in `records`.
-    pub fn new(records: &'a mut [u8]) -> BatchesMut<'a> {
-        BatchesMut {
-            rest: records,
-            position: 0,
-            done: false,
-        }
-    }
-
-    /// How many bytes the complete batches yielded so far take.
-    pub fn position(&self) -> usize {
-        self.position
-    }
-}
-
-impl<'a> Iterator for BatchesMut<'a> {
-    type Item = Result<RecordBatchMut<'a>, RecordBatchError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.rest.is_empty() {
-            return None;
-        }
-        let position = self.position;
-        let checked = frame(self.rest, position).and_then(|size| {
-            let batch = self.rest.get(..size).unwrap_or_default();
-            check_header(batch, position).map(|_| size)
-        });
-        match checked {
-            Ok(size) => {
-                let (batch, rest) = std::mem::take(&mut self.rest).split_at_mut(size);
-                self.rest = rest;
-                self.position += size;
-                Some(Ok(RecordBatchMut {
-                    buf: batch,
-                    position,
-                }))
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
-    }
-}
-
-impl std::iter::FusedIterator for BatchesMut<'_> {}
-
-/// A record waiting in a [`RecordBatchBuilder`].
-#[derive(Debug, Clone)]
-struct Pending {
-    offset_delta: i32,
-    timestamp: i64,
-    key: Option<Bytes>,
-    value: Option<Bytes>,
-    headers: Vec<Header>,
-}
-
-/// Writes one v2 batch: set the header fields, append records, [`build`](Self::build).
-///
-/// Derived fields are computed as Kafka's `MemoryRecordsBuilder` does: the base timestamp is
-/// the first record's (unless set), the max timestamp the largest (or the log append time),
-/// `lastOffsetDelta` the last record's offset delta, and the CRC32C over the finished bytes.
-#[derive(Debug, Clone)]
-pub struct RecordBatchBuilder {
-    base_offset: i64,
-    partition_leader_epoch: i32,
-    producer_id: i64,
-    producer_epoch: i16,
-    base_sequence: i32,
-    transactional: bool,
-    control: bool,
-    timestamp_type: TimestampType,
-    log_append_time: Option<i64>,
-    base_timestamp: Option<i64>,
-    delete_horizon: bool,
-    compression: Compression,
-    records: Vec<Pending>,
-}
-
-impl RecordBatchBuilder {
-    /// A builder for a batch whose first offset is `base_offset` (clients write 0; the
-    /// leader re-stamps it), with no producer, no leader epoch, `CreateTime`, no compression.
-    pub fn new(base_offset: i64) -> Self {
-        RecordBatchBuilder {
-            base_offset,
-            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
-            base_sequence: NO_SEQUENCE,
-            transactional: false,
-            control: false,
-            timestamp_type: TimestampType::CreateTime,
-            log_append_time: None,
-            base_timestamp: None,
-            delete_horizon: false,
-            compression: Compression::None,
-            records: Vec::new(),
-        }
-    }
-
-    /// The partition leader epoch to stamp.
-    pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
-        self.partition_leader_epoch = epoch;
-        self
-    }
-
-    /// The idempotent producer's id and epoch, and the first record's sequence number.
-    pub fn producer(mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Self {
-        self.producer_id = producer_id;
-        self.producer_epoch = producer_epoch;
-        self.base_sequence = base_sequence;
-        self
-    }
-
-    /// Marks the batch as part of a transaction.
-    pub fn transactional(mut self, transactional: bool) -> Self {
-        self.transactional = transactional;
-        self
-    }
-
-    /// Marks the batch as holding control records (see [`super::ControlRecordType`]).
-    pub fn control(mut self, control: bool) -> Self {
-        self.control = control;
-        self
-    }
-
-    /// What the timestamps mean. With `LogAppendTime` and no
-    /// [`log_append_time`](Self::log_append_time), record timestamps are written as given.
-    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
-        self.timestamp_type = timestamp_type;
-        self
-    }
-
-    /// Stamps the batch as the broker does for a `LogAppendTime` topic: the type becomes
-    /// `LogAppendTime` and every record's timestamp, and the max timestamp, become `time`.
-    pub fn log_append_time(mut self, time: i64) -> Self {
-        self.timestamp_type = TimestampType::LogAppendTime;
-        self.log_append_time = Some(time);
-        self
-    }
-
-    /// The timestamp deltas are relative to, instead of the first record's timestamp (to
-    /// reproduce another writer's bytes, or re-encode a batch's records unchanged).
-    pub fn base_timestamp(mut self, base_timestamp: i64) -> Self {
-        self.base_timestamp = Some(base_timestamp);
-        self
-    }
-
-    /// Sets the delete horizon (attributes bit 6), which Kafka stores as the base timestamp.
-    pub fn delete_horizon(mut self, delete_horizon_ms: i64) -> Self {
-        self.delete_horizon = true;
-        self.base_timestamp = Some(delete_horizon_ms);
-        self
-    }
-
-    /// The codec for the records section.
-    pub fn compression(mut self, compression: Compression) -> Self {
-        self.compression = compression;
-        self
-    }
-
-    /// How many records were appended.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    /// Whether no record was appended.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
-    /// The offset the next [`append`](Self::append) would get.
-    pub fn next_offset(&self) -> i64 {
-        match self.records.last() {
-            None => self.base_offset,
-            Some(last) => self
-                .base_offset
-                .wrapping_add(i64::from(last.offset_delta))
-                .wrapping_add(1),
-        }
-    }
-
-    /// Appends a record at the next offset and returns that offset.
-    pub fn append(
-        &mut self,
-        timestamp: i64,
-        key: Option<Bytes>,
-        value: Option<Bytes>,
-        headers: Vec<Header>,
-    ) -> Result<i64, RecordBatchError> {
-        let offset = self.next_offset();
-        self.append_with_offset(offset, timestamp, key, value, headers)?;
-        Ok(offset)
-    }
-
-    /// Appends a record at `offset`, which must be above the previous record's (gaps are
-    /// allowed, as in compacted batches) and within `int32` of the base offset.
-    pub fn append_with_offset(
-        &mut self,
-        offset: i64,
-        timestamp: i64,
-        key: Option<Bytes>,
-        value: Option<Bytes>,
-        headers: Vec<Header>,
-    ) -> Result<(), RecordBatchError> {
-        let out_of_range = RecordBatchError::OffsetDeltaOutOfRange {
-            offset,
-            base_offset: self.base_offset,
-        };
-        let delta = offset
-            .checked_sub(self.base_offset)
-            .ok_or(out_of_range.clone())?;
-        let delta = i32::try_from(delta).map_err(|_| out_of_range.clone())?;
-        if delta < 0 {
-            return Err(out_of_range);
-        }
-        if let Some(last) = self.records.last() {
-            if delta <= last.offset_delta {
-                return Err(RecordBatchError::OffsetNotIncreasing {
-                    offset,
-                    previous: self.base_offset.wrapping_add(i64::from(last.offset_delta)),
-                });
-            }
-        }
-        self.records.push(Pending {
-            offset_delta: delta,
-            timestamp,
-            key,
-            value,
-            headers,
-        });
-        Ok(())
-    }
-
-    /// Writes the batch. An empty builder gives a valid batch with no records (as the log
-    /// cleaner keeps to preserve producer state), both timestamps [`NO_TIMESTAMP`].
-    pub fn build(self) -> Result<Bytes, RecordBatchError> {
-        let stamp = |t: i64| self.log_append_time.unwrap_or(t);
-        let base_timestamp = self
-            .base_timestamp
-            .or_else(|| self.records.first().map(|r| stamp(r.timestamp)))
-            .unwrap_or(NO_TIMESTAMP);
-        let max_timestamp = match self.log_append_time {
-            Some(t) => t,
-            None => self
-                .records
-                .iter()
-                .map(|r| r.timestamp)
-                .max()
-                .unwrap_or(NO_TIMESTAMP),
-        };
-        let last_offset_delta = self.records.last().map_or(0, |r| r.offset_delta);
-        let record_count =
-            i32::try_from(self.records.len()).map_err(|_| RecordBatchError::TooLarge {
-                field: "recordCount",
-                len: self.records.len(),
-            })?;
-
-        let mut enc = Encoder::new();
-        if self.compression == Compression::None {
-            enc.put_slice(&[0; BATCH_HEADER_SIZE]);
-        }
-        for p in self.records {
-            let timestamp = self.log_append_time.unwrap_or(p.timestamp);
-            let timestamp_delta = timestamp.checked_sub(base_timestamp).ok_or(
-                RecordBatchError::TimestampDeltaOutOfRange {
-                    timestamp,
-                    base_timestamp,
-                },
-            )?;
-            Record {
-                attributes: 0,
-                timestamp_delta,
-                offset_delta: p.offset_delta,
-                key: p.key,
-                value: p.value,
-                headers: p.headers,
-            }
-            .encode(&mut enc)?;
-        }
-        let mut out = if self.compression == Compression::None {
-            BytesMut::from(enc.into_bytes())
-        } else {
-            let plain = enc.into_bytes();
-            let mut out = BytesMut::with_capacity(BATCH_HEADER_SIZE + plain.len() / 2);
-            out.put_bytes(0, BATCH_HEADER_SIZE);
-            compression::compress(self.compression, &plain, &mut out)?;
-            out
-        };
-
-        let batch_length =
-            i32::try_from(out.len() - BATCH_OVERHEAD).map_err(|_| RecordBatchError::TooLarge {
-                field: "batch",
-                len: out.len(),
-            })?;
-        let mut attributes = i16::from(self.compression.id());
-        if self.timestamp_type == TimestampType::LogAppendTime {
-            attributes |= TIMESTAMP_TYPE_BIT;
-        }
-        if self.transactional {
-            attributes |= TRANSACTIONAL_BIT;
-        }
-        if self.control {
-            attributes |= CONTROL_BIT;
-        }
-        if self.delete_horizon {
-            attributes |= DELETE_HORIZON_BIT;
-        }
-        let header = &mut out[..];
-        put_at(header, BASE_OFFSET_AT, self.base_offset.to_be_bytes());
-        put_at(header, BATCH_LENGTH_AT, batch_length.to_be_bytes());
-        put_at(
-            header,
-            PARTITION_LEADER_EPOCH_AT,
-            self.partition_leader_epoch.to_be_bytes(),
-        );
-        put_at(header, MAGIC_AT, CURRENT_MAGIC.to_be_bytes());
-        put_at(header, ATTRIBUTES_AT, attributes.to_be_bytes());
-        put_at(
-            header,
-            LAST_OFFSET_DELTA_AT,
-            last_offset_delta.to_be_bytes(),
-        );
-        put_at(header, BASE_TIMESTAMP_AT, base_timestamp.to_be_bytes());
-        put_at(header, MAX_TIMESTAMP_AT, max_timestamp.to_be_bytes());
-        put_at(header, PRODUCER_ID_AT, self.producer_id.to_be_bytes());
-        put_at(header, PRODUCER_EPOCH_AT, self.producer_epoch.to_be_bytes());
-        put_at(header, BASE_SEQUENCE_AT, self.base_sequence.to_be_bytes());
-        put_at(header, RECORD_COUNT_AT, record_count.to_be_bytes());
-        let crc = crc32c::crc32c(header.get(ATTRIBUTES_AT..).unwrap_or_default());
-        put_at(header, CRC_AT, crc.to_be_bytes());
-        Ok(out.freeze())
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(super) mod tests {
+    use bytes::{BufMut, BytesMut};
 
-    fn sample(compression: Compression) -> Bytes {
+    use super::*;
+    use crate::records::{Batches, Header, RecordBatchBuilder};
+
+    pub(crate) fn sample(compression: Compression) -> Bytes {
         let mut b = RecordBatchBuilder::new(100)
             .partition_leader_epoch(7)
             .producer(42, 3, 10)
@@ -1113,85 +609,6 @@ mod tests {
         let start = bytes.as_ptr() as usize;
         let at = v.as_ptr() as usize;
         assert!(at > start && at + v.len() <= start + bytes.len());
-    }
-
-    #[test]
-    fn patching_keeps_crc_valid() {
-        let mut buf = BytesMut::from(&sample(Compression::Lz4)[..]);
-        let crc = {
-            let mut view = RecordBatchMut::new(&mut buf).unwrap();
-            view.set_base_offset(1 << 40);
-            view.set_partition_leader_epoch(99);
-            assert_eq!(view.crc(), view.compute_crc());
-            view.crc()
-        };
-        let batch = RecordBatch::parse(buf.clone().freeze()).unwrap();
-        assert_eq!(batch.base_offset(), 1 << 40);
-        assert_eq!(batch.partition_leader_epoch(), 99);
-        assert_eq!(batch.crc(), crc);
-        batch.validate_crc().unwrap();
-
-        let mut view = RecordBatchMut::new(&mut buf).unwrap();
-        view.set_max_timestamp(TimestampType::LogAppendTime, 77);
-        let batch = RecordBatch::parse(buf.freeze()).unwrap();
-        batch.validate_crc().unwrap();
-        assert_eq!(batch.timestamp_type(), TimestampType::LogAppendTime);
-        assert_eq!(batch.max_timestamp(), 77);
-        for r in batch.records().unwrap() {
-            assert_eq!(r.unwrap().timestamp(&batch), 77);
-        }
-    }
-
-    #[test]
-    fn empty_batch_is_valid() {
-        let bytes = RecordBatchBuilder::new(5).build().unwrap();
-        assert_eq!(bytes.len(), BATCH_HEADER_SIZE);
-        let batch = RecordBatch::parse(bytes).unwrap();
-        batch.validate_crc().unwrap();
-        assert_eq!(batch.record_count(), 0);
-        assert_eq!(batch.base_timestamp(), NO_TIMESTAMP);
-        assert_eq!(batch.records().unwrap().count(), 0);
-    }
-
-    #[test]
-    fn builder_rejects_bad_offsets() {
-        let mut b = RecordBatchBuilder::new(10);
-        assert!(matches!(
-            b.append_with_offset(9, 0, None, None, vec![]),
-            Err(RecordBatchError::OffsetDeltaOutOfRange { .. })
-        ));
-        assert!(matches!(
-            b.append_with_offset(10 + (1 << 31), 0, None, None, vec![]),
-            Err(RecordBatchError::OffsetDeltaOutOfRange { .. })
-        ));
-        b.append_with_offset(12, 0, None, None, vec![]).unwrap();
-        assert!(matches!(
-            b.append_with_offset(12, 0, None, None, vec![]),
-            Err(RecordBatchError::OffsetNotIncreasing { .. })
-        ));
-        let mut b = RecordBatchBuilder::new(0).base_timestamp(i64::MIN);
-        b.append(i64::MAX, None, None, vec![]).unwrap();
-        assert!(matches!(
-            b.build(),
-            Err(RecordBatchError::TimestampDeltaOutOfRange { .. })
-        ));
-    }
-
-    #[test]
-    fn attribute_bits() {
-        let mut b = RecordBatchBuilder::new(0)
-            .transactional(true)
-            .control(true)
-            .delete_horizon(123)
-            .log_append_time(456)
-            .compression(Compression::Zstd);
-        b.append(1, None, None, vec![]).unwrap();
-        let batch = RecordBatch::parse(b.build().unwrap()).unwrap();
-        assert_eq!(batch.attributes(), 4 | 0x08 | 0x10 | 0x20 | 0x40);
-        assert!(batch.is_transactional() && batch.is_control());
-        assert_eq!(batch.delete_horizon_ms(), Some(123));
-        assert_eq!(batch.timestamp_type(), TimestampType::LogAppendTime);
-        assert_eq!(batch.max_timestamp(), 456);
     }
 
     #[test]

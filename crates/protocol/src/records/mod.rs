@@ -28,16 +28,21 @@
 //! ```
 
 mod batch;
+mod batch_mut;
+mod batches;
+mod builder;
 pub mod compression;
 pub mod control;
 mod record;
 
 pub use batch::{
-    Batches, BatchesMut, RecordBatch, RecordBatchBuilder, RecordBatchMut, RecordIter,
-    TimestampType, BATCH_HEADER_SIZE, BATCH_OVERHEAD, CURRENT_MAGIC, MIN_BATCH_LENGTH,
-    MIN_RECORD_SIZE, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
-    NO_TIMESTAMP,
+    RecordBatch, RecordIter, TimestampType, BATCH_HEADER_SIZE, BATCH_OVERHEAD, CURRENT_MAGIC,
+    MIN_BATCH_LENGTH, MIN_RECORD_SIZE, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
 };
+pub use batch_mut::RecordBatchMut;
+pub use batches::{Batches, BatchesMut};
+pub use builder::RecordBatchBuilder;
 pub use compression::{Compression, MAX_DECOMPRESSED_BATCH_BYTES};
 pub use control::{ControlRecord, ControlRecordType};
 pub use record::{Header, Record};

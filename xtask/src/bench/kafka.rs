@@ -1,0 +1,274 @@
+//! Apache Kafka from the jars: fetching them (`target/kafka-jars/`), starting its nodes for
+//! the benchmark, and running its tools' main classes.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::cluster::{BenchNode, Cluster};
+use crate::cluster::free_port;
+
+/// Jars whose presence means `target/kafka-jars/` is complete (as the tests check).
+const REQUIRED_JARS: [&str; 4] = [
+    "kafka-tools-4.4.0.jar",
+    "kafka-clients-4.4.0.jar",
+    "kafka-server-common-4.4.0.jar",
+    "argparse4j-0.7.0.jar",
+];
+
+impl Cluster {
+    /// Apache Kafka from the jars: 1 controller (id 100) and 3 brokers (1-3) on free loopback
+    /// ports, formatted with `kafka.tools.StorageTool` and started as `kafka.Kafka` JVMs with
+    /// a 512 MiB heap (as `crates/cli/tests/common/kafka_jars.rs` does, with the JVM options
+    /// of `kafka-server-start.sh`); returns once every broker is registered and unfenced.
+    pub(super) fn start_kafka(classpath: &str, dir: &Path) -> Result<Cluster> {
+        let mut cluster = Cluster { nodes: Vec::new() };
+        match cluster.start_kafka_inner(classpath, dir) {
+            Ok(()) => Ok(cluster),
+            Err(e) => {
+                cluster.stop();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_kafka_inner(&mut self, classpath: &str, dir: &Path) -> Result<()> {
+        let controller_port = free_port()?;
+        let mut layout = vec![(100u32, true, controller_port)];
+        for id in 1..=3u32 {
+            layout.push((id, false, free_port()?));
+        }
+        let cluster_id = java(
+            classpath,
+            &["kafka.tools.StorageTool", "random-uuid"],
+            Duration::from_secs(60),
+            false,
+        )?
+        .trim()
+        .to_string();
+        // Kafka's defaults otherwise (no fsync per write, as kraftd's defaults); the group
+        // coordinator's offsets topic (EndToEndLatency commits once at its end) kept small.
+        let common = format!(
+            "controller.quorum.voters=100@127.0.0.1:{controller_port}\n\
+             controller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+             offsets.topic.replication.factor=3\n\
+             offsets.topic.num.partitions=3\n\
+             group.initial.rebalance.delay.ms=0\n"
+        );
+        let log4j = format!(
+            "-Dlog4j2.configurationFile={}",
+            crate::repo_root()?
+                .join("tools/capture/log4j2.properties")
+                .display()
+        );
+        let mut pending = Vec::new();
+        for &(id, controller, port) in &layout {
+            let node_dir = dir.join(format!("node-{id}"));
+            std::fs::create_dir_all(node_dir.join("logs"))?;
+            let own = if controller {
+                format!(
+                    "process.roles=controller\nnode.id={id}\n\
+                     listeners=CONTROLLER://127.0.0.1:{port}\n"
+                )
+            } else {
+                format!(
+                    "process.roles=broker\nnode.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n\
+                     inter.broker.listener.name=PLAINTEXT\n"
+                )
+            };
+            let config = node_dir.join("server.properties");
+            std::fs::write(
+                &config,
+                format!(
+                    "# written by cargo xtask bench produce\n{own}log.dirs={}\n{common}",
+                    node_dir.join("data").display()
+                ),
+            )?;
+            java(
+                classpath,
+                &[
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    &cluster_id,
+                    "-c",
+                    config.to_str().context("non-UTF-8 path")?,
+                ],
+                Duration::from_secs(60),
+                false,
+            )
+            .with_context(|| format!("formatting Kafka node {id}"))?;
+            pending.push((id, controller, port, node_dir, config));
+        }
+        for (id, controller, port, node_dir, config) in pending {
+            let out = node_dir.join("kafka.out");
+            let child = Command::new("java")
+                .args([
+                    "-Xms512m",
+                    "-Xmx512m",
+                    "-server",
+                    "-XX:+UseG1GC",
+                    "-XX:MaxGCPauseMillis=20",
+                    "-XX:InitiatingHeapOccupancyPercent=35",
+                    "-XX:+ExplicitGCInvokesConcurrent",
+                    "-Djava.awt.headless=true",
+                ])
+                .arg(format!(
+                    "-Dkafka.logs.dir={}",
+                    node_dir.join("logs").display()
+                ))
+                .arg(&log4j)
+                .args(["-cp", classpath, "kafka.Kafka"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(File::create(&out)?)
+                .stderr(File::options().append(true).open(&out)?)
+                .spawn()
+                .with_context(|| format!("starting Kafka node {id}"))?;
+            let role = if controller { "controller" } else { "broker" };
+            println!("started Kafka node {id} ({role}) pid {}", child.id());
+            self.nodes.push(BenchNode {
+                id,
+                broker_port: (!controller).then_some(port),
+                child: Some(child),
+            });
+        }
+        self.wait_brokers(Duration::from_secs(120))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kafka's tools.
+
+/// `target/kafka-jars/*` (or `$KRAFTD_KAFKA_JARS`), fetched with Maven from
+/// `tools/capture/pom.xml` when incomplete, as the tests' `common/kafka_jars.rs` does.
+pub(super) fn kafka_classpath(root: &Path) -> Result<String> {
+    let dir = match std::env::var_os("KRAFTD_KAFKA_JARS") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => root.join("target").join("kafka-jars"),
+    };
+    let complete = |d: &Path| REQUIRED_JARS.iter().all(|j| d.join(j).is_file());
+    if Command::new("java").arg("-version").output().is_err() {
+        bail!("the bench runs Kafka's tools and needs Java 17+ on PATH (e.g. apt-get install openjdk-17-jre-headless)");
+    }
+    if !complete(&dir) {
+        let scratch = dir.with_extension(format!("part-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let pom = root.join("tools/capture/pom.xml");
+        crate::run(
+            root,
+            "mvn",
+            &[
+                "-q",
+                "-B",
+                "-f",
+                pom.to_str().context("non-UTF-8 path")?,
+                "-Dkafka.version=4.4.0",
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
+                &format!("-DoutputDirectory={}", scratch.display()),
+            ],
+        )
+        .context("fetching Kafka's jars needs Maven (`mvn`) and Maven Central")?;
+        if !complete(&scratch) {
+            bail!(
+                "Maven did not fetch every Kafka jar into {}",
+                scratch.display()
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(&scratch, &dir)?;
+    }
+    Ok(format!("{}/*", dir.display()))
+}
+
+/// Runs a Kafka tool's main class; its stdout (echoed line by line when `echo`), or an error
+/// with its stderr. Killed after `timeout`.
+pub(super) fn java(
+    classpath: &str,
+    args: &[&str],
+    timeout: Duration,
+    echo: bool,
+) -> Result<String> {
+    let out = java_output(classpath, args, timeout, echo)?;
+    match out.error {
+        None => Ok(out.stdout),
+        Some(error) => bail!("{} failed: {error}\n{}", args[0], out.stdout),
+    }
+}
+
+pub(super) struct JavaOutput {
+    pub(super) stdout: String,
+    /// The exit status and the end of stderr of a tool that failed.
+    pub(super) error: Option<String>,
+}
+
+/// Runs a Kafka tool's main class to its end (killed after `timeout`); its stdout (echoed line
+/// by line when `echo`), and how it failed if it did.
+pub(super) fn java_output(
+    classpath: &str,
+    args: &[&str],
+    timeout: Duration,
+    echo: bool,
+) -> Result<JavaOutput> {
+    let log4j = format!(
+        "-Dlog4j2.configurationFile={}",
+        crate::repo_root()?
+            .join("tools/capture/log4j2-tools.properties")
+            .display()
+    );
+    let mut child = Command::new("java")
+        .args(["-Xms256m", "-Xmx1g", &log4j, "-cp", classpath])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting java")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut stderr = child.stderr.take().context("no stderr")?;
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let out_thread = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if echo {
+                println!("    {line}");
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{} ran over {timeout:?}", args[0]);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = out_thread.join().unwrap_or_default();
+    let stderr = err_thread.join().unwrap_or_default();
+    // The exception's message and the last lines of stderr.
+    let error = (!status.success()).then(|| {
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        format!(
+            "{status}: {}",
+            lines[lines.len().saturating_sub(20)..].join("\n")
+        )
+    });
+    Ok(JavaOutput { stdout, error })
+}

@@ -1,0 +1,81 @@
+//! Starting kraftd for the benchmark: 3 controllers and 3 brokers from the release build,
+//! configured and formatted as `cargo xtask cluster-up` does.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::cluster::{BenchNode, Cluster};
+use crate::cluster::free_port;
+
+impl Cluster {
+    /// kraftd: 3 controllers (ids 1-3) and 3 brokers (4-6) on free loopback ports, configured,
+    /// formatted and started as `cargo xtask cluster-up` does, but under `dir` and as children
+    /// of this process; returns once every broker is registered and unfenced.
+    pub(super) fn start_kraftd(bin: &Path, dir: &Path) -> Result<Cluster> {
+        let mut cluster = Cluster { nodes: Vec::new() };
+        match cluster.start_kraftd_inner(bin, dir) {
+            Ok(()) => Ok(cluster),
+            Err(e) => {
+                cluster.stop();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_kraftd_inner(&mut self, bin: &Path, dir: &Path) -> Result<()> {
+        let mut layout = Vec::new();
+        for id in 1..=6u32 {
+            let controller = id <= 3;
+            layout.push((id, controller, free_port()?, free_port()?));
+        }
+        let voters = layout
+            .iter()
+            .filter(|n| n.1)
+            .map(|n| format!("{}@127.0.0.1:{}", n.0, n.2))
+            .collect::<Vec<_>>()
+            .join(",");
+        let out = Command::new(bin).arg("random-uuid").output()?;
+        let cluster_id = String::from_utf8(out.stdout)?.trim().to_string();
+        for &(id, controller, port, metrics_port) in &layout {
+            let node_dir = dir.join(format!("node-{id}"));
+            std::fs::create_dir_all(&node_dir)?;
+            let (roles, listener) = if controller {
+                ("controller", format!("CONTROLLER://127.0.0.1:{port}"))
+            } else {
+                ("broker", format!("PLAINTEXT://127.0.0.1:{port}"))
+            };
+            let config = node_dir.join("server.properties");
+            std::fs::write(
+                &config,
+                format!(
+                    "# written by cargo xtask bench produce\n\
+                     process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+                     listeners={listener}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
+                     metrics.port={metrics_port}\n",
+                    node_dir.join("data").display(),
+                ),
+            )?;
+            crate::cluster::format_node(bin, &config, &cluster_id, id)?;
+            let log = node_dir.join("kraftd.log");
+            let child = Command::new(bin)
+                .args([roles, "--config"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(File::create(&log)?)
+                .stderr(File::options().append(true).open(&log)?)
+                .spawn()
+                .with_context(|| format!("starting node {id}"))?;
+            println!("started node {id} ({roles}) pid {}", child.id());
+            self.nodes.push(BenchNode {
+                id,
+                broker_port: (!controller).then_some(port),
+                child: Some(child),
+            });
+        }
+        self.wait_brokers(Duration::from_secs(60))
+    }
+}

@@ -1,0 +1,61 @@
+//! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
+//! on them.
+//!
+//! It runs kraftd, then Apache Kafka (`--against kraftd|kafka|both`, both by default), one
+//! after the other on the same machine, and prints one table with a row per system and batch
+//! size and the ratio kraftd/Kafka per batch size.
+//!
+//! kraftd: 3 controllers and 3 brokers as real release-build `kraftd` processes in a fresh
+//! temp directory (configured as `cargo xtask cluster-up` configures them). Kafka: Apache
+//! Kafka 4.4.0 from the same jars (`kafka.Kafka`, formatted with `kafka.tools.StorageTool`),
+//! 1 controller and 3 brokers, each JVM with a 512 MiB heap: 3 controller JVMs beside 3
+//! broker JVMs would take a good part of a small machine's cores for the quorum alone, and the
+//! single controller sits outside the produce path (it only holds metadata). Both get a topic
+//! with replication factor 3, `min.insync.replicas=2` and the same partitions through Kafka's
+//! stock `TopicCommand`, then Kafka's own load generators from the jars the tests use
+//! (`target/kafka-jars/`): `ProducerPerformance` (kafka-producer-perf-test) with `acks=all`,
+//! 1 KiB records and `batch.size` 64 KiB, 256 KiB and 1 MiB, then `EndToEndLatency` (one
+//! record at a time, produce to consume). Beside them it measures the machine's limit once:
+//! loopback TCP throughput and disk write bandwidth (plus the latency of a 4 KiB
+//! `fdatasync`), and prints min(loopback, disk) / 3 copies and the ratio achieved / limit.
+//! Each cluster is stopped before the next starts, on error too (and on Ctrl-C: the nodes
+//! share this process group).
+//!
+//! Map: `produce.rs` the `bench produce` scenario (its arguments, the order of the runs);
+//! `load.rs` Kafka's load generators against a running cluster and the parsing of their
+//! output; `cluster.rs` the benchmarked nodes as child processes, their readiness and stopping;
+//! `kraftd.rs` starting kraftd's nodes; `kafka.rs` Apache Kafka from the jars (fetching them,
+//! starting its nodes, running its tools); `machine.rs` the machine's limit and CPU accounting
+//! from /proc; `report.rs` the printed table.
+
+mod cluster;
+mod kafka;
+mod kraftd;
+mod load;
+mod machine;
+mod produce;
+mod report;
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use produce::{produce, ProduceArgs};
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum What {
+    /// Produce throughput and latency (acks=all, RF 3) beside the machine's limit.
+    Produce(ProduceArgs),
+}
+
+pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
+    match args.what {
+        What::Produce(args) => produce(root, args),
+    }
+}
