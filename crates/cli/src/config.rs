@@ -1,12 +1,14 @@
 //! A node's configuration from Kafka's property names (`server.properties` plus `--override
-//! key=value` flags), validated up front: a bad value stops the start with one line naming
-//! the key, the value and where it came from.
+//! key=value` flags), validated up front: a bad value, or a broker config kraftd does not
+//! support set to anything but Kafka's default, stops the start with one line naming the
+//! key, the value and where it came from.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Result};
+use kraftd_controller::control::config_defs::{check_static_support, ConfigValueError};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
 
 use crate::properties::Properties;
@@ -85,6 +87,7 @@ impl NodeConfig {
         let bad = |key: &str, value: &str, why: &str| {
             anyhow!("invalid value {value:?} for {key} in {source}: {why}")
         };
+        check_supported(&props)?;
         let roles_raw = props
             .get("process.roles")
             .ok_or_else(|| anyhow!("process.roles is not set in {source}"))?;
@@ -281,6 +284,27 @@ impl NodeConfig {
     }
 }
 
+/// Refuses a broker config kraftd does not support (`config_defs::CONFIG_SUPPORT`) set to
+/// anything but Kafka's default: one line naming the key, the value (hidden for a secret)
+/// and the file. Keys kraftd does not know as broker configs are left alone.
+fn check_supported(props: &Properties) -> Result<()> {
+    for (key, value) in props.iter() {
+        if let Err(ConfigValueError::Unsupported { value, default, .. }) =
+            check_static_support(key, value)
+        {
+            let only = match default {
+                Some(d) => format!("only Kafka's default {d:?} is accepted"),
+                None => "it must not be set".to_string(),
+            };
+            bail!(
+                "unsupported value {value:?} for {key} in {}: kraftd does not support {key}; {only}",
+                props.source()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `NAME://host:port,...`; the security protocol map is not consulted (PLAINTEXT only).
 pub fn parse_listeners(value: &str) -> std::result::Result<Vec<Listener>, String> {
     let mut out: Vec<Listener> = Vec::new();
@@ -429,5 +453,50 @@ mod tests {
         assert_eq!(l[1].host, "::1");
         assert!(parse_listeners("PLAINTEXT://h").is_err());
         assert!(parse_listeners("A://h:1,A://h:2").is_err());
+    }
+
+    #[test]
+    fn an_unsupported_config_in_the_file_is_one_line_naming_key_value_and_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.properties");
+        for (line, key, shown) in [
+            ("compression.type=gzip", "compression.type", "\"gzip\""),
+            (
+                "log.message.timestamp.after.max.ms=1000",
+                "log.message.timestamp.after.max.ms",
+                "\"1000\"",
+            ),
+            (
+                "ssl.keystore.password=hunter2",
+                "ssl.keystore.password",
+                "[hidden]",
+            ),
+        ] {
+            std::fs::write(&path, format!("{BROKER}{line}\n")).unwrap();
+            let e = NodeConfig::load(Some(&path), &[]).unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(e.contains(key) && e.contains(shown), "{e}");
+            assert!(e.contains(&path.display().to_string()), "{e}");
+            assert!(e.contains("kraftd does not support"), "{e}");
+            assert!(!e.contains("hunter2"), "{e}");
+        }
+        // Kafka's defaults, honoured keys and keys kraftd does not know all start.
+        std::fs::write(
+            &path,
+            format!(
+                "{BROKER}compression.type=producer\nmessage.max.bytes=2000000\n\
+                 num.io.threads=16\noffsets.topic.replication.factor=1\n"
+            ),
+        )
+        .unwrap();
+        NodeConfig::load(Some(&path), &[]).unwrap();
+        // An override is checked too.
+        let e = NodeConfig::load(Some(&path), &["max.connections.per.ip=10".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("max.connections.per.ip") && e.contains("\"10\""),
+            "{e}"
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! the legacy AlterConfigs (replace every key of the resource).
 //!
 //! Every key and value is checked against [`config_defs`](crate::control::config_defs), so the
-//! log never holds a key brokers do not know. Only keys whose value really changes get a
+//! log never holds a key brokers do not know, nor a value kraftd would not act on (a key it
+//! does not support, set to anything but Kafka's default, is INVALID_CONFIG). Only keys whose value really changes get a
 //! `ConfigRecord`. A change of `min.insync.replicas` invalidates the ELRs built under the old
 //! value (KIP-966), so when ELR is on it also writes a `ClearElrRecord`: for that topic, or,
 //! for a broker-level change, for every topic (empty name).
@@ -20,7 +21,9 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::metadata::{ClearElrRecord, ConfigRecord};
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::control::config_defs::{broker_config_def, topic_config_def, ConfigDef};
+use crate::control::config_defs::{
+    broker_config_def, check_dynamic_support, topic_config_def, ConfigDef, ConfigScope,
+};
 use crate::control::replication::{ReplicationControlManager, MIN_IN_SYNC_REPLICAS_CONFIG};
 use crate::control::result::ControllerResult;
 use crate::control::topics::validate_topic_name;
@@ -290,7 +293,12 @@ fn incremental(
                         list.join(",")
                     }
                 };
+                let scope = match resource.resource_type {
+                    ConfigResourceType::Topic => ConfigScope::Topic,
+                    _ => ConfigScope::Broker,
+                };
                 def.validate(&new_value)
+                    .and_then(|()| check_dynamic_support(scope, def, &new_value))
                     .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
                 Some(new_value)
             }

@@ -342,3 +342,135 @@ fn legacy_alter_configs_replaces_all_keys() {
     let keys: Vec<String> = next.configs.get(&t).unwrap().keys().cloned().collect();
     assert_eq!(keys, vec!["segment.ms".to_string()]);
 }
+
+/// The error code and message of each resource.
+fn outcomes_of<'a>(
+    responses: impl Iterator<Item = (i16, &'a Option<String>)>,
+) -> Vec<(i16, String)> {
+    responses
+        .map(|(code, message)| (code, message.clone().unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn unsupported_configs_are_refused_unless_kafkas_default() {
+    let image = image(false);
+    let request = IncrementalAlterConfigsRequest {
+        resources: vec![
+            resource(
+                TOPIC,
+                "t",
+                vec![op("compression.type", OP_SET, Some("gzip"))],
+            ),
+            resource(
+                TOPIC,
+                "u",
+                vec![op("message.timestamp.before.max.ms", OP_SET, Some("1000"))],
+            ),
+            resource(
+                BROKER,
+                "",
+                vec![op("compression.type", OP_SET, Some("lz4"))],
+            ),
+            resource(
+                BROKER,
+                "1",
+                vec![op("max.connections.per.ip", OP_SET, Some("10"))],
+            ),
+            // Read from the properties file only: refused dynamically.
+            resource(BROKER, "2", vec![op("num.partitions", OP_SET, Some("3"))]),
+        ],
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(&image, &request);
+    assert!(result.records.is_empty());
+    let outcomes = outcomes_of(
+        result
+            .response
+            .responses
+            .iter()
+            .map(|r| (r.error_code, &r.error_message)),
+    );
+    for ((code, message), key) in outcomes.iter().zip([
+        "compression.type",
+        "message.timestamp.before.max.ms",
+        "compression.type",
+        "max.connections.per.ip",
+        "num.partitions",
+    ]) {
+        assert_eq!(*code, ErrorCode::InvalidConfig.code(), "{message}");
+        assert!(
+            message.contains(&format!("kraftd does not support {key}"))
+                || message.contains(&format!("kraftd does not support changing {key}")),
+            "{message}"
+        );
+    }
+
+    // Kafka's default, as Connect and Streams set it explicitly, is accepted and stored;
+    // honoured and no-effect keys take any valid value.
+    let (next, codes, records) = incremental(
+        &image,
+        vec![
+            resource(
+                TOPIC,
+                "t",
+                vec![
+                    op("compression.type", OP_SET, Some("producer")),
+                    op("message.timestamp.after.max.ms", OP_SET, Some("3600000")),
+                    op("remote.storage.enable", OP_SET, Some("FALSE")),
+                    op("preallocate", OP_SET, Some("true")),
+                    op("retention.bytes", OP_SET, Some("1000000")),
+                ],
+            ),
+            resource(
+                BROKER,
+                "",
+                vec![
+                    op("num.partitions", OP_SET, Some("1")),
+                    op("num.io.threads", OP_SET, Some("4")),
+                ],
+            ),
+        ],
+    );
+    assert_eq!(codes, vec![0, 0]);
+    assert_eq!(records.len(), 7);
+    let t = ConfigResource::topic("t");
+    assert_eq!(next.configs.value(&t, "compression.type"), Some("producer"));
+    assert_eq!(
+        next.configs.value(&t, "remote.storage.enable"),
+        Some("FALSE")
+    );
+}
+
+#[test]
+fn legacy_alter_configs_refuses_unsupported_configs_unless_default() {
+    let image = image(false);
+    let alter = |name: &str, value: &str| {
+        let request = AlterConfigsRequest {
+            resources: vec![alter_configs_request::AlterConfigsResource {
+                resource_type: TOPIC,
+                resource_name: "t".into(),
+                configs: vec![alter_configs_request::AlterableConfig {
+                    name: name.into(),
+                    value: Some(value.into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        ConfigurationControlManager::new().legacy_alter_configs(&image, &request)
+    };
+    let refused = alter("remote.storage.enable", "true");
+    let response = &refused.response.responses[0];
+    assert_eq!(response.error_code, ErrorCode::InvalidConfig.code());
+    let message = response.error_message.clone().unwrap();
+    assert!(
+        message.contains("kraftd does not support remote.storage.enable"),
+        "{message}"
+    );
+    assert!(refused.records.is_empty());
+    let accepted = alter("remote.storage.enable", "false");
+    assert_eq!(accepted.response.responses[0].error_code, 0);
+    assert!(!accepted.records.is_empty());
+}

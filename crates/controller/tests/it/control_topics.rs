@@ -630,3 +630,55 @@ fn names_differing_only_by_dot_and_underscore_collide_until_one_is_removed() {
         Some("metrics.eu")
     );
 }
+
+#[test]
+fn unsupported_topic_configs_are_refused_unless_kafkas_default() {
+    let image = cluster(1, &[]);
+    let with = |name: &str, config: &str, value: &str| {
+        let mut topic = creatable(name, 1, 1);
+        topic.configs.push(CreatableTopicConfig {
+            name: config.into(),
+            value: Some(value.into()),
+            ..Default::default()
+        });
+        topic
+    };
+    let request = CreateTopicsRequest {
+        topics: vec![
+            with("a", "compression.type", "snappy"),
+            with("b", "message.timestamp.after.max.ms", "60000"),
+            // Kafka's default, set explicitly as Connect and Streams do.
+            with("c", "compression.type", "producer"),
+            with("d", "segment.jitter.ms", "1000"),
+        ],
+        ..Default::default()
+    };
+    let result = TopicControlManager::default().create_topics(
+        &image,
+        &request,
+        ids(),
+        PlacementSeed::default(),
+    );
+    let topics = &result.response.topics;
+    for (t, key) in topics[..2]
+        .iter()
+        .zip(["compression.type", "message.timestamp.after.max.ms"])
+    {
+        assert_eq!(t.error_code, ErrorCode::InvalidConfig.code());
+        let message = t.error_message.clone().unwrap();
+        assert!(
+            message.contains(&format!("kraftd does not support {key}")),
+            "{message}"
+        );
+    }
+    assert_eq!(topics[2].error_code, 0);
+    assert_eq!(topics[3].error_code, 0);
+    let next = image.replay_all(&result.records).unwrap();
+    assert!(next.topics.get_by_name("a").is_none());
+    assert!(next.topics.get_by_name("c").is_some());
+    assert_eq!(
+        next.configs
+            .value(&ConfigResource::topic("c"), "compression.type"),
+        Some("producer")
+    );
+}

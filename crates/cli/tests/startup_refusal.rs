@@ -1,0 +1,45 @@
+//! A node whose properties file sets a broker config kraftd does not support (to anything but
+//! Kafka's default) does not start: the real binary exits with one line naming the key, the
+//! value and the file, before it touches a log directory.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
+
+#[test]
+fn an_unsupported_config_stops_startup_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.properties");
+    let logs = dir.path().join("logs");
+    std::fs::write(
+        &path,
+        format!(
+            "process.roles=broker,controller\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:1\n\
+             listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:1\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={}\n\
+             compression.type=zstd\n",
+            logs.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("combined")
+        .arg("--config")
+        .arg(&path)
+        // As an operator runs it: no backtrace under the error.
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    let line = lines[0];
+    assert!(line.contains("compression.type"), "{line}");
+    assert!(line.contains("\"zstd\""), "{line}");
+    assert!(line.contains(&path.display().to_string()), "{line}");
+    assert!(line.contains("kraftd does not support"), "{line}");
+    assert!(!logs.exists(), "nothing was created");
+}
