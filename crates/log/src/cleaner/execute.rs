@@ -111,6 +111,14 @@ impl CleanedSegments {
         self.groups.iter().map(|g| g.base).collect()
     }
 
+    /// Base offsets of the segments the cleaned ones replace.
+    pub fn replaced_base_offsets(&self) -> Vec<i64> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.replaces.iter().map(|r| r.base))
+            .collect()
+    }
+
     /// Deletes the `.cleaned` files (a discarded clean).
     pub(crate) fn remove_files(&mut self) {
         if !self.pending_files {
