@@ -35,11 +35,80 @@ pub const MAX_OPEN_SEGMENT_FILES: usize = 8;
 /// The smallest `segment.bytes` Kafka accepts (14 bytes, so a segment holds at least a
 /// header); tests use tiny segments, so the floor is Kafka's, not something larger.
 pub const MIN_SEGMENT_BYTES: u64 = 14;
+/// Kafka's `min.cleanable.dirty.ratio` default.
+pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
+/// Kafka's `delete.retention.ms` default: 1 day.
+pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// Kafka's `cleanup.policy`: what happens to old data. `delete` removes whole segments by
+/// time and size (`retention.ms`, `retention.bytes`); `compact` keeps the latest record per
+/// key (the log cleaner, [`crate::cleaner`]); both may be on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CleanupPolicy {
+    /// `delete` is in the list.
+    pub delete: bool,
+    /// `compact` is in the list.
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    /// `delete`, Kafka's default.
+    pub const DELETE: CleanupPolicy = CleanupPolicy {
+        delete: true,
+        compact: false,
+    };
+    /// `compact`.
+    pub const COMPACT: CleanupPolicy = CleanupPolicy {
+        delete: false,
+        compact: true,
+    };
+
+    /// Parses Kafka's list: `delete`, `compact`, or both comma-separated in any order
+    /// (whitespace around items ignored). An empty list, an unknown item or a repeated one
+    /// is refused.
+    pub fn parse(value: &str) -> Result<CleanupPolicy> {
+        let refuse = |reason| LogError::InvalidConfig {
+            name: "cleanup.policy",
+            value: value.to_string(),
+            reason,
+        };
+        let mut policy = CleanupPolicy {
+            delete: false,
+            compact: false,
+        };
+        for item in value.split(',').map(str::trim) {
+            let slot = match item {
+                "delete" => &mut policy.delete,
+                "compact" => &mut policy.compact,
+                _ => return Err(refuse("must be delete, compact, or both (comma-separated)")),
+            };
+            if std::mem::replace(slot, true) {
+                return Err(refuse("lists a policy twice"));
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Kafka's spelling: `delete`, `compact` or `compact,delete`.
+    pub fn name(self) -> &'static str {
+        match (self.compact, self.delete) {
+            (true, true) => "compact,delete",
+            (true, false) => "compact",
+            _ => "delete",
+        }
+    }
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy::DELETE
+    }
+}
 
 /// How one log behaves: when it rolls, what it keeps, when it forces data to disk.
 ///
 /// Field names are Kafka's property names with dots turned into underscores.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     /// `segment.bytes`: roll to a new segment before one would grow past this size.
     pub segment_bytes: u64,
@@ -66,6 +135,19 @@ pub struct LogConfig {
     /// `message.timestamp.type`: with `LogAppendTime` the leader stamps each batch with the
     /// append time.
     pub message_timestamp_type: TimestampType,
+    /// `cleanup.policy`: `delete` gates time and size retention, `compact` the cleaner.
+    pub cleanup_policy: CleanupPolicy,
+    /// `min.cleanable.dirty.ratio`: the cleaner takes a log once this share of it is dirty
+    /// (not yet cleaned), in [0, 1].
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: a segment is not cleaned until its newest record is this old.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a dirty segment whose first batch is this old forces a clean
+    /// whatever the dirty ratio (`i64::MAX`: never).
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms`: how long a tombstone (null value) survives after the clean
+    /// that first kept it (KIP-534's delete horizon), so consumers can see the delete.
+    pub delete_retention_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -81,6 +163,11 @@ impl Default for LogConfig {
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             message_timestamp_type: TimestampType::CreateTime,
+            cleanup_policy: CleanupPolicy::DELETE,
+            min_cleanable_dirty_ratio: DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
         }
     }
 }
@@ -146,6 +233,19 @@ impl LogConfig {
                     }
                 }
             }
+            "cleanup.policy" => self.cleanup_policy = CleanupPolicy::parse(value)?,
+            "min.cleanable.dirty.ratio" => {
+                self.min_cleanable_dirty_ratio = parse("min.cleanable.dirty.ratio", value)?
+            }
+            "min.compaction.lag.ms" => {
+                self.min_compaction_lag_ms = parse("min.compaction.lag.ms", value)?
+            }
+            "max.compaction.lag.ms" => {
+                self.max_compaction_lag_ms = parse("max.compaction.lag.ms", value)?
+            }
+            "delete.retention.ms" => {
+                self.delete_retention_ms = parse("delete.retention.ms", value)?
+            }
             _ => {
                 return Err(LogError::InvalidConfig {
                     name: "(unknown)",
@@ -208,6 +308,44 @@ impl LogConfig {
                 "must hold at least a batch header (61 bytes)",
             );
         }
+        // Kafka's ranges: the ratio in [0, 1], the lags and delete retention at least 0, and
+        // the max lag at least 1 (and, checked as Kafka's LogConfig does, not below the min).
+        let ratio = self.min_cleanable_dirty_ratio;
+        if !(0.0..=1.0).contains(&ratio) {
+            return bad(
+                "min.cleanable.dirty.ratio",
+                ratio.to_string(),
+                "must be in [0, 1]",
+            );
+        }
+        if self.min_compaction_lag_ms < 0 {
+            return bad(
+                "min.compaction.lag.ms",
+                self.min_compaction_lag_ms.to_string(),
+                "must be >= 0",
+            );
+        }
+        if self.max_compaction_lag_ms < 1 {
+            return bad(
+                "max.compaction.lag.ms",
+                self.max_compaction_lag_ms.to_string(),
+                "must be >= 1",
+            );
+        }
+        if self.max_compaction_lag_ms < self.min_compaction_lag_ms {
+            return bad(
+                "max.compaction.lag.ms",
+                self.max_compaction_lag_ms.to_string(),
+                "must not be below min.compaction.lag.ms",
+            );
+        }
+        if self.delete_retention_ms < 0 {
+            return bad(
+                "delete.retention.ms",
+                self.delete_retention_ms.to_string(),
+                "must be >= 0",
+            );
+        }
         Ok(())
     }
 }
@@ -243,5 +381,42 @@ mod tests {
         assert!(c.set("segment.bytes", "x").is_err());
         assert!(c.set("segment.bytes", "1").is_err());
         assert!(c.set("no.such", "1").is_err());
+    }
+
+    #[test]
+    fn compaction_settings_are_kafkas() {
+        let mut c = LogConfig::default();
+        assert_eq!(c.cleanup_policy, CleanupPolicy::DELETE);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.5);
+        assert_eq!(c.min_compaction_lag_ms, 0);
+        assert_eq!(c.max_compaction_lag_ms, i64::MAX);
+        assert_eq!(c.delete_retention_ms, 86_400_000);
+        for (v, compact, delete) in [
+            ("compact", true, false),
+            ("delete", false, true),
+            ("compact,delete", true, true),
+            ("delete, compact", true, true),
+        ] {
+            c.set("cleanup.policy", v).unwrap();
+            assert_eq!(
+                (c.cleanup_policy.compact, c.cleanup_policy.delete),
+                (compact, delete)
+            );
+        }
+        assert_eq!(c.cleanup_policy.name(), "compact,delete");
+        for bad in ["", "compact,", "Compact", "compact,compact", "none"] {
+            assert!(c.set("cleanup.policy", bad).is_err(), "{bad:?}");
+        }
+        c.set("min.cleanable.dirty.ratio", "0.1").unwrap();
+        assert!(c.set("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(c.set("min.cleanable.dirty.ratio", "NaN").is_err());
+        c.set("min.compaction.lag.ms", "100").unwrap();
+        assert!(c.set("min.compaction.lag.ms", "-1").is_err());
+        assert!(c.set("max.compaction.lag.ms", "50").is_err());
+        c.set("max.compaction.lag.ms", "1000").unwrap();
+        c.set("delete.retention.ms", "0").unwrap();
+        assert!(c.set("delete.retention.ms", "-1").is_err());
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
+        assert_eq!(c.max_compaction_lag_ms, 1000);
     }
 }

@@ -156,6 +156,25 @@ pub enum LogError {
         /// The snapshot's epoch.
         epoch: i32,
     },
+    /// A clean was stopped by its owner (the log is being deleted, moved or shut down);
+    /// nothing of it was applied.
+    #[error("cleaning of {dir} aborted")]
+    CleaningAborted {
+        /// The log's directory.
+        dir: PathBuf,
+    },
+    /// The cleaner's offset map filled up before it had mapped one whole batch, so the clean
+    /// could make no progress (`log.cleaner.dedupe.buffer.size` too small for the batch at
+    /// `offset`).
+    #[error(
+        "offset map of {max_entries} entries cannot hold the keys of the batch at offset {offset}"
+    )]
+    OffsetMapTooSmall {
+        /// The entries the map takes.
+        max_entries: usize,
+        /// The first offset the map could not cover.
+        offset: i64,
+    },
     /// A configuration value is out of its valid range.
     #[error("invalid config {name}={value}: {reason}")]
     InvalidConfig {

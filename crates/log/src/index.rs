@@ -364,6 +364,11 @@ pub struct TimeIndex {
 }
 
 impl TimeIndex {
+    /// Size of the index file in bytes.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.index.size_in_bytes()
+    }
+
     /// Creates (or empties) the time index at `path`.
     pub fn create(path: &Path, base_offset: i64) -> Result<TimeIndex> {
         Ok(TimeIndex {

@@ -45,6 +45,8 @@
 //! by `max.message.bytes`, a read by [`config::MAX_READ_BYTES`], a log's open files by its
 //! active segment's three plus [`config::MAX_OPEN_SEGMENT_FILES`].
 
+pub mod checkpoint;
+pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod epoch;
@@ -63,6 +65,8 @@ pub mod snapshot;
 pub use config::LogConfig;
 pub use epoch::{EpochEntry, LeaderEpochCache, LEADER_EPOCH_CHECKPOINT_FILE};
 pub use error::{LogError, Result};
-pub use log::{AppendInfo, CompletedFlush, Log, LogStats, PendingFlush, PendingRead, ReadResult};
+pub use log::{
+    AppendInfo, CleanCommit, CompletedFlush, Log, LogStats, PendingFlush, PendingRead, ReadResult,
+};
 pub use shutdown::{take_clean_shutdown_marker, write_clean_shutdown_marker, CLEAN_SHUTDOWN_FILE};
 pub use snapshot::{SnapshotId, SnapshotReader, SnapshotWriter};

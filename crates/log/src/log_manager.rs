@@ -2,13 +2,16 @@
 //! `<topic>-<partition>/`, in one of `log.dirs`, with Kafka's `partition.metadata` file
 //! naming the topic id (so a topic deleted and created again under the same name is told
 //! apart from the old one's leftovers), and each log dir's `replication-offset-checkpoint`
-//! holding the high watermarks, so a restarted broker serves what was committed at once.
+//! holding the high watermarks, so a restarted broker serves what was committed at once;
+//! each log dir's `cleaner-offset-checkpoint` holds where each compacted log's dirty section
+//! starts (both in Kafka's offset-checkpoint format, [`crate::checkpoint`]).
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::checkpoint::{self, OffsetCheckpoint};
 use crate::{Log, LogConfig};
 use kraftd_protocol::Uuid;
 use tracing::{info, warn};
@@ -17,6 +20,8 @@ use tracing::{info, warn};
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 /// Kafka's per-log-dir high-watermark checkpoint.
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+/// Kafka's per-log-dir log-cleaner checkpoint: the first dirty offset of each compacted log.
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Suffix of a partition directory scheduled for deletion (Kafka's `-delete`).
 const DELETE_SUFFIX: &str = "-delete";
 
@@ -60,7 +65,7 @@ impl LogManager {
                 path: dir.clone(),
                 source,
             })?;
-            recovered_hw.extend(read_checkpoint(&dir.join(REPLICATION_OFFSET_CHECKPOINT)));
+            recovered_hw.extend(checkpoint::read(&dir.join(REPLICATION_OFFSET_CHECKPOINT)));
             if let Ok(entries) = fs::read_dir(dir) {
                 for entry in entries.flatten() {
                     let name = entry.file_name().to_string_lossy().into_owned();
@@ -174,21 +179,43 @@ impl LogManager {
         &self,
         hws: &[(String, i32, PathBuf, i64)],
     ) -> Result<(), LogManagerError> {
+        self.write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, hws)
+    }
+
+    /// Every log dir's `cleaner-offset-checkpoint` as read now: (topic, partition) → first
+    /// dirty offset. A partition missing from it is cleaned from its log start.
+    pub fn read_cleaner_checkpoints(&self) -> OffsetCheckpoint {
+        let mut out = OffsetCheckpoint::new();
         for dir in &self.dirs {
-            let entries: Vec<_> = hws
+            out.extend(checkpoint::read(&dir.join(CLEANER_OFFSET_CHECKPOINT)));
+        }
+        out
+    }
+
+    /// Rewrites every log dir's `cleaner-offset-checkpoint` from `offsets` ((topic,
+    /// partition, partition directory, first dirty offset)); each entry goes to the log dir
+    /// holding its partition directory. The owner passes every compacted partition, since a
+    /// file is replaced whole (Kafka's `updateCheckpoints` merges into what it read).
+    pub fn checkpoint_cleaner_offsets(
+        &self,
+        offsets: &[(String, i32, PathBuf, i64)],
+    ) -> Result<(), LogManagerError> {
+        self.write_checkpoints(CLEANER_OFFSET_CHECKPOINT, offsets)
+    }
+
+    fn write_checkpoints(
+        &self,
+        file: &str,
+        entries: &[(String, i32, PathBuf, i64)],
+    ) -> Result<(), LogManagerError> {
+        for dir in &self.dirs {
+            let path = dir.join(file);
+            let mine = entries
                 .iter()
-                .filter(|(_, _, path, _)| path.parent() == Some(dir.as_path()))
-                .collect();
-            let mut text = format!("0\n{}\n", entries.len());
-            for (topic, partition, _, hw) in entries {
-                text.push_str(&format!("{topic} {partition} {hw}\n"));
-            }
-            let path = dir.join(REPLICATION_OFFSET_CHECKPOINT);
-            atomic_write(&path, text.as_bytes()).map_err(|source| LogManagerError::Io {
-                op: "write",
-                path,
-                source,
-            })?;
+                .filter(|(_, _, p, _)| p.parent() == Some(dir.as_path()))
+                .map(|(t, p, _, o)| (t.as_str(), *p, *o));
+            checkpoint::write(&path, mine)
+                .map_err(|source| LogManagerError::Log { path, source })?;
         }
         Ok(())
     }
@@ -226,11 +253,8 @@ fn write_partition_metadata(dir: &Path, topic_id: Uuid) -> Result<(), LogManager
     }
     let path = dir.join(PARTITION_METADATA_FILE);
     let text = format!("version: 0\ntopic_id: {}\n", topic_id.to_base64());
-    atomic_write(&path, text.as_bytes()).map_err(|source| LogManagerError::Io {
-        op: "write",
-        path,
-        source,
-    })
+    crate::fsutil::atomic_write(&path, text.as_bytes())
+        .map_err(|source| LogManagerError::Log { path, source })
 }
 
 fn remove_partition_dir(path: &Path) -> Result<(), LogManagerError> {
@@ -249,52 +273,6 @@ fn remove_partition_dir(path: &Path) -> Result<(), LogManagerError> {
     })
 }
 
-/// Reads Kafka's offset checkpoint text (`0`, count, then `topic partition offset` lines);
-/// a malformed file is ignored with a warning (HWs are then relearned from the leaders).
-fn read_checkpoint(path: &Path) -> BTreeMap<(String, i32), i64> {
-    let Ok(text) = fs::read_to_string(path) else {
-        return BTreeMap::new();
-    };
-    let mut out = BTreeMap::new();
-    let mut lines = text.lines();
-    if lines.next().map(str::trim) != Some("0") {
-        warn!(path = %path.display(), "unsupported checkpoint version; ignored");
-        return out;
-    }
-    let _count = lines.next();
-    for line in lines {
-        let mut parts = line.rsplitn(3, ' ');
-        let (Some(offset), Some(partition), Some(topic)) =
-            (parts.next(), parts.next(), parts.next())
-        else {
-            warn!(path = %path.display(), line, "malformed checkpoint line; ignored");
-            continue;
-        };
-        if let (Ok(p), Ok(o)) = (partition.parse(), offset.parse()) {
-            out.insert((topic.to_string(), p), o);
-        }
-    }
-    out
-}
-
-/// Write to a temporary file, fsync, rename over the target, fsync the directory.
-fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_data()?;
-    }
-    fs::rename(&tmp, path)?;
-    if let Some(parent) = path.parent() {
-        if let Ok(d) = fs::File::open(parent) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +287,23 @@ mod tests {
         let lm = LogManager::open(vec![dir.path().to_path_buf()]).unwrap();
         assert_eq!(lm.recovered_high_watermark("a-b", 0), 42);
         assert_eq!(lm.recovered_high_watermark("a-b", 1), 0);
+    }
+
+    #[test]
+    fn cleaner_checkpoints_go_to_the_partitions_log_dir() {
+        let d1 = tempfile::tempdir().unwrap();
+        let d2 = tempfile::tempdir().unwrap();
+        let lm = LogManager::open(vec![d1.path().to_path_buf(), d2.path().to_path_buf()]).unwrap();
+        lm.checkpoint_cleaner_offsets(&[
+            ("t".into(), 0, d1.path().join("t-0"), 10),
+            ("t".into(), 1, d2.path().join("t-1"), 20),
+        ])
+        .unwrap();
+        let one = std::fs::read_to_string(d1.path().join(CLEANER_OFFSET_CHECKPOINT)).unwrap();
+        assert_eq!(one, "0\n1\nt 0 10\n");
+        let all = lm.read_cleaner_checkpoints();
+        assert_eq!(all.get(&("t".to_string(), 0)), Some(&10));
+        assert_eq!(all.get(&("t".to_string(), 1)), Some(&20));
     }
 
     #[test]

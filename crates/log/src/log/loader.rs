@@ -80,10 +80,11 @@ impl Log {
     fn open_segments(dir: &Path, config: LogConfig, now_ms: i64, clean: bool) -> Result<Log> {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(LogError::io("create directory", dir))?;
+        // A clean's swap interrupted by a crash is finished or undone first.
+        let mut removed_any = super::clean::recover_interrupted_swaps(dir)?;
         let mut bases = BTreeSet::new();
         let mut snapshots = BTreeSet::new();
         let mut index_files = Vec::new();
-        let mut removed_any = false;
         let entries = std::fs::read_dir(dir).map_err(LogError::io("list", dir))?;
         for entry in entries {
             let entry = entry.map_err(LogError::io("list", dir))?;
@@ -189,6 +190,7 @@ impl Log {
                     config.index_interval_bytes,
                     max_batch_bytes,
                     min_epoch,
+                    config.cleanup_policy.compact,
                     &files,
                 )?;
                 stats.segments_recovered += 1;
@@ -211,7 +213,9 @@ impl Log {
 
         // Segments must follow each other without gaps: every operation here keeps that
         // true at each step (truncation deletes newest first, retention oldest first, a full
-        // truncation renames away oldest first), so a gap means lost files.
+        // truncation renames away oldest first, a clean keeps each cleaned segment's last
+        // batch, even emptied, so it ends where the segments it replaced ended), so a gap
+        // means lost files. Within a segment compaction leaves gaps between batches.
         let mut prev_next: Option<i64> = None;
         for (&base, seg) in &segments {
             if let Some(prev_next) = prev_next.filter(|&p| p != base) {

@@ -53,9 +53,13 @@
 //! - `start_offset.rs` — moving the log start offset (DeleteRecords) and its file;
 //! - `snapshots.rs` — the snapshots beside the log (KIP-630).
 //!
-//! Log compaction (Kafka's `LogCleaner`, `cleanup.policy=compact`) will live beside this
-//! module, in `crate::cleaner`; what it needs from a [`Log`] (swapping cleaned segments in,
-//! Kafka's `replaceSegments`) will be one more room here.
+//! - `clean.rs` — compaction's side of the log ([`crate::cleaner`]): the cleanable range
+//!   and dirty ratio, planning a clean, swapping cleaned segments in (Kafka's
+//!   `replaceSegments`) and finishing an interrupted swap at open.
+//!
+//! Compaction leaves gaps between batches within a segment (offsets only increase; a read
+//! in a gap continues at the next batch), never between segments: a cleaned segment keeps
+//! its last batch, emptied if need be, so it ends where the segments it replaced ended.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -70,6 +74,7 @@ use crate::segment::Segment;
 use crate::snapshot::SnapshotId;
 
 mod append;
+mod clean;
 mod flush;
 mod loader;
 mod read;
@@ -79,6 +84,7 @@ mod start_offset;
 mod truncate;
 
 pub use append::AppendInfo;
+pub use clean::CleanCommit;
 pub use flush::{CompletedFlush, PendingFlush};
 pub use read::{PendingRead, ReadResult};
 
@@ -101,6 +107,8 @@ pub struct LogStats {
     pub segments_rolled: u64,
     /// Segments deleted by retention or `delete_segments_before`.
     pub segments_deleted: u64,
+    /// Cleaned segments swapped in by [`Log::commit_clean`].
+    pub segments_cleaned: u64,
     /// fdatasyncs of the active segment.
     pub flushes: u64,
     /// Sealed segments' `.log` handles open right now, in the log's cache (at most

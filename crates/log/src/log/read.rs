@@ -118,14 +118,21 @@ impl Log {
             });
         }
         let upper_bound = upper_bound_offset.min(self.log_end_offset);
-        // Offsets are contiguous across segments, so the segment whose base is the floor
-        // of `start_offset` holds it.
+        // The segment whose base is the floor of `start_offset` holds it, unless the offset
+        // falls in a gap compaction left after that segment's last batch: then the read
+        // starts at the next segment with data (Kafka reads on into the next segment too).
         let region = if start_offset < upper_bound {
             self.segments
                 .range(..=start_offset)
                 .next_back()
                 .map(|(_, seg)| seg)
                 .filter(|seg| start_offset < seg.next_offset())
+                .or_else(|| {
+                    self.segments
+                        .range(start_offset + 1..)
+                        .map(|(_, seg)| seg)
+                        .find(|seg| !seg.is_empty())
+                })
                 .map(|seg| seg.region(start_offset))
         } else {
             None

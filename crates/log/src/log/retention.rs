@@ -1,7 +1,8 @@
 //! Retention: deleting whole segments, oldest first, by time (`retention.ms`), by size
 //! (`retention.bytes`), below the log start offset, or below a snapshot
-//! ([`Log::delete_segments_before`]). Kafka's `deleteOldSegments`; a `compact` cleanup
-//! policy will gate it here.
+//! ([`Log::delete_segments_before`]). Kafka's `deleteOldSegments`: time and size retention
+//! apply only when `cleanup.policy` includes `delete` (a `compact`-only log keeps every
+//! key's latest record however old); deletion below the log start always happens.
 
 use super::Log;
 use crate::error::Result;
@@ -26,11 +27,14 @@ impl Log {
     /// and only segments entirely below `upper_bound_offset` (the high watermark: nothing
     /// uncommitted is deleted). An expired active segment is rolled first, as Kafka does.
     /// Segments without timestamps are not deleted by time. Returns how many segments were
-    /// deleted.
+    /// deleted. Time and size apply only under a `cleanup.policy` that includes `delete`.
     pub fn apply_retention(&mut self, now_ms: i64, upper_bound_offset: i64) -> Result<usize> {
-        // Segments entirely below the log start go first, whatever the limits (Kafka's
-        // `deleteLogStartOffsetBreachedSegments`).
+        // Segments entirely below the log start go first, whatever the limits and the
+        // policy (Kafka's `deleteLogStartOffsetBreachedSegments`).
         let mut deleted = self.delete_segments_below_log_start()?;
+        if !self.config.cleanup_policy.delete {
+            return Ok(deleted);
+        }
         if self.config.retention_ms >= 0 {
             let retention_ms = self.config.retention_ms;
             let expired = move |s: &Segment| {

@@ -91,16 +91,23 @@ impl Segment {
         index_interval_bytes: u64,
         files: &Arc<SegmentFiles>,
     ) -> Result<Segment> {
-        let log_path = dir.join(file_name(base_offset, LOG_FILE_SUFFIX));
+        Segment::create_with_suffix(dir, base_offset, "", index_interval_bytes, files)
+    }
+
+    /// [`Segment::create`] with `extra` after each file's suffix (`.cleaned`: the cleaner
+    /// writes its output beside the log under names the log never reads).
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        extra: &str,
+        index_interval_bytes: u64,
+        files: &Arc<SegmentFiles>,
+    ) -> Result<Segment> {
+        let name = |suffix: &str| dir.join(file_name(base_offset, &format!("{suffix}{extra}")));
+        let log_path = name(LOG_FILE_SUFFIX);
         let log = open_log_file(&log_path, true)?;
-        let offset_index = OffsetIndex::create(
-            &dir.join(file_name(base_offset, INDEX_FILE_SUFFIX)),
-            base_offset,
-        )?;
-        let time_index = TimeIndex::create(
-            &dir.join(file_name(base_offset, TIME_INDEX_FILE_SUFFIX)),
-            base_offset,
-        )?;
+        let offset_index = OffsetIndex::create(&name(INDEX_FILE_SUFFIX), base_offset)?;
+        let time_index = TimeIndex::create(&name(TIME_INDEX_FILE_SUFFIX), base_offset)?;
         Ok(Segment::empty(
             base_offset,
             log_path,
@@ -142,7 +149,8 @@ impl Segment {
     /// Updates the in-memory state and indexes for a batch just stored at `info.position`.
     fn index_batch(&mut self, info: &BatchInfo) -> Result<()> {
         debug_assert_eq!(info.position, self.size);
-        debug_assert_eq!(info.base_offset, self.next_offset);
+        // Compaction leaves gaps between batches: offsets only increase.
+        debug_assert!(info.base_offset >= self.next_offset);
         if info.max_timestamp > self.max_timestamp {
             self.max_timestamp = info.max_timestamp;
             self.offset_of_max_timestamp = info.last_offset;
@@ -417,6 +425,17 @@ impl Segment {
 
     pub fn base_offset(&self) -> i64 {
         self.base_offset
+    }
+
+    /// This segment's id in the log's handle cache: unique for the log's lifetime, so the
+    /// cleaner can tell the segment it read from one created later at the same offset.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The time-index file's size.
+    pub fn time_index_bytes(&self) -> u64 {
+        self.time_index.size_in_bytes()
     }
 
     /// Bytes of batches in the segment.

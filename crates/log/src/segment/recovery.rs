@@ -60,13 +60,17 @@ impl Segment {
     /// Opens the segment that was active when the log was last open and re-validates every
     /// batch in it (framing, CRC, offsets continuing from the base offset, epochs never
     /// below `min_epoch` nor decreasing). The file is cut at the first batch that fails and
-    /// both indexes are rebuilt from what is kept.
+    /// both indexes are rebuilt from what is kept. Offsets must follow on exactly from
+    /// batch to batch unless `allow_gaps` (a compacted log, whose cleaned segments have
+    /// gaps where whole batches were removed, and may become active after a truncation):
+    /// then they need only increase.
     pub fn recover(
         dir: &Path,
         base_offset: i64,
         index_interval_bytes: u64,
         max_batch_bytes: usize,
         min_epoch: i32,
+        allow_gaps: bool,
         files: &Arc<SegmentFiles>,
     ) -> Result<(Segment, RecoveryReport)> {
         let (log_path, log, file_len) = open_existing_log_file(dir, base_offset)?;
@@ -88,7 +92,7 @@ impl Segment {
             index_interval_bytes,
         );
         let ScanOutcome { epochs, first, bad } =
-            seg.scan_and_index(file_len, max_batch_bytes, min_epoch)?;
+            seg.scan_and_index(file_len, max_batch_bytes, min_epoch, allow_gaps)?;
         let mut report = RecoveryReport {
             epochs,
             ..RecoveryReport::default()
@@ -185,7 +189,9 @@ impl Segment {
             time_index,
             index_interval_bytes,
         );
-        let bad = seg.scan_and_index(file_len, max_batch_bytes, i32::MIN)?.bad;
+        let bad = seg
+            .scan_and_index(file_len, max_batch_bytes, i32::MIN, true)?
+            .bad;
         if let Some((position, reason)) = bad {
             return Err(LogError::corrupt(&seg.log_path, position, reason));
         }
@@ -231,11 +237,11 @@ impl Segment {
                     }
                     let info = BatchInfo::of(&batch, position);
                     if let Some(e) = expected {
-                        if info.base_offset != e {
+                        if info.base_offset < e {
                             return Err(LogError::corrupt(
                                 &self.log_path,
                                 position,
-                                format!("base offset {} where {e} was expected", info.base_offset),
+                                format!("base offset {} below {e}", info.base_offset),
                             ));
                         }
                     }
@@ -287,6 +293,7 @@ impl Segment {
         file_len: u64,
         max_batch_bytes: usize,
         min_epoch: i32,
+        allow_gaps: bool,
     ) -> Result<ScanOutcome> {
         debug_assert_eq!(self.size, 0);
         let mut epochs: Vec<EpochStart> = Vec::new();
@@ -319,7 +326,9 @@ impl Segment {
             let info = BatchInfo::of(&batch, position);
             let problem = if let Err(e) = batch.validate_crc() {
                 Some(e.to_string())
-            } else if info.base_offset != self.next_offset {
+            } else if info.base_offset < self.next_offset
+                || (!allow_gaps && info.base_offset != self.next_offset)
+            {
                 Some(format!(
                     "base offset {} where {} was expected",
                     info.base_offset, self.next_offset
@@ -371,10 +380,9 @@ impl Segment {
                 Ok(Some((position, batch))) => {
                     let bad = |reason: String| LogError::corrupt(&self.log_path, position, reason);
                     batch.validate_crc().map_err(|e| bad(e.to_string()))?;
-                    if batch.base_offset() != expected || batch.last_offset() < batch.base_offset()
-                    {
+                    if batch.base_offset() < expected || batch.last_offset() < batch.base_offset() {
                         return Err(bad(format!(
-                            "batch {}..={} where offset {expected} was expected",
+                            "batch {}..={} below offset {expected}",
                             batch.base_offset(),
                             batch.last_offset()
                         )));

@@ -2,6 +2,7 @@
 
 mod basic;
 mod clean_shutdown;
+mod cleaner;
 mod common;
 mod corruption;
 mod crash;

@@ -1,0 +1,521 @@
+//! Compaction: a model-based property test (keyed appends with tombstones, rolls, cleans,
+//! crashes at every step of a segment swap, reopens) against the full history of what was
+//! appended, and unit tests of multi-pass cleaning, the producer's last batch and the
+//! delete horizon.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use bytes::{Bytes, BytesMut};
+use kraftd_log::cleaner::{CleanedSegments, OffsetMap};
+use kraftd_log::config::CleanupPolicy;
+use kraftd_log::{CleanCommit, Log, LogConfig};
+use kraftd_protocol::records::{RecordBatch, RecordBatchBuilder};
+use proptest::prelude::*;
+
+use crate::common::{read_all, tempdir};
+
+/// One record as appended: key, value (`None`: a tombstone).
+type Kv = (u8, Option<u16>);
+
+fn compact_config(retention: i64) -> LogConfig {
+    LogConfig {
+        segment_bytes: 700,
+        index_interval_bytes: 100,
+        retention_ms: -1,
+        cleanup_policy: CleanupPolicy::COMPACT,
+        delete_retention_ms: retention,
+        ..LogConfig::default()
+    }
+}
+
+fn keyed_batch(records: &[Kv], ts: i64, producer: Option<(i64, i32)>) -> BytesMut {
+    let mut b = RecordBatchBuilder::new(0);
+    if let Some((pid, seq)) = producer {
+        b = b.producer(pid, 0, seq);
+    }
+    for (k, v) in records {
+        b.append(
+            ts,
+            Some(Bytes::from(format!("key-{k}"))),
+            v.map(|v| Bytes::from(format!("value-{v}"))),
+            Vec::new(),
+        )
+        .unwrap();
+    }
+    BytesMut::from(&b.build().unwrap()[..])
+}
+
+/// Every record in the log: offset → (key, value).
+fn records(log: &Log) -> BTreeMap<i64, (Option<Bytes>, Option<Bytes>)> {
+    let mut out = BTreeMap::new();
+    let mut prev = -1;
+    for batch in read_all(log) {
+        batch.validate_crc().unwrap();
+        for r in batch.records().unwrap() {
+            let r = r.unwrap();
+            let o = r.offset(&batch);
+            assert!(o > prev, "offsets increase: {o} after {prev}");
+            prev = o;
+            out.insert(o, (r.key, r.value));
+        }
+    }
+    out
+}
+
+fn clean(log: &mut Log, map: &mut OffsetMap, now: i64, dirty: i64) -> Option<CleanedSegments> {
+    let plan = log.plan_clean(now, dirty, i64::MAX, HashMap::new())?;
+    Some(plan.execute(map, 4096, &mut |_| true).unwrap())
+}
+
+/// The history: every record appended, by offset, and when the first clean after it ran.
+#[derive(Default)]
+struct History {
+    records: BTreeMap<i64, (u8, Option<u16>)>,
+    first_clean_after: BTreeMap<i64, i64>,
+    /// Where the dirty section starts (the checkpoint).
+    cleaned_to: i64,
+    last_clean_ms: i64,
+}
+
+impl History {
+    /// Below the cleaned point: exactly each key's latest record below it (a tombstone may
+    /// be gone once a clean ran `retention` after the first clean that followed it); above:
+    /// everything; all at their original offsets.
+    fn check(&self, log: &Log, retention: i64, final_pass: bool) {
+        let got = records(log);
+        let c = self.cleaned_to;
+        let mut latest: BTreeMap<u8, i64> = BTreeMap::new();
+        for (&o, &(k, _)) in self.records.range(..c) {
+            latest.insert(k, o);
+        }
+        for (&o, &(k, v)) in &self.records {
+            let expected_key = Bytes::from(format!("key-{k}"));
+            let present = got.get(&o);
+            if let Some((key, value)) = present {
+                assert_eq!(key.as_ref(), Some(&expected_key), "key at {o}");
+                assert_eq!(
+                    value.clone(),
+                    v.map(|v| Bytes::from(format!("value-{v}"))),
+                    "value at {o}"
+                );
+            }
+            if o >= c {
+                assert!(
+                    present.is_some(),
+                    "record {o} above the cleaned point {c} lost"
+                );
+            } else if latest[&k] != o {
+                assert!(
+                    present.is_none(),
+                    "superseded record {o} (key {k}) kept below {c}"
+                );
+            } else if v.is_some() {
+                assert!(present.is_some(), "latest value {o} (key {k}) lost");
+            } else if present.is_none() {
+                let first = self.first_clean_after[&o];
+                assert!(
+                    self.last_clean_ms >= first + retention,
+                    "tombstone {o} dropped at {} before {first} + {retention}",
+                    self.last_clean_ms
+                );
+            } else if final_pass {
+                panic!("tombstone {o} outlived its delete horizon");
+            }
+        }
+        assert!(got.keys().all(|o| self.records.contains_key(o)));
+        log.verify().unwrap();
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Append(Vec<Kv>),
+    Roll,
+    /// A clean at time `+advance`, with an offset map of `entries` entries.
+    Clean {
+        advance: u16,
+        entries: u8,
+    },
+    /// A clean whose swap stops after `step` of its file operations, then a reopen.
+    CrashInSwap {
+        entries: u8,
+        step: u16,
+    },
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let kv = (0u8..12, proptest::option::weighted(0.8, any::<u16>()));
+    prop_oneof![
+        6 => proptest::collection::vec(kv, 1..6).prop_map(Op::Append),
+        2 => Just(Op::Roll),
+        3 => (0u16..400, 2u8..40).prop_map(|(advance, entries)| Op::Clean { advance, entries }),
+        2 => (2u8..40, any::<u16>()).prop_map(|(entries, step)| Op::CrashInSwap { entries, step }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// The file operations [`Log::commit_clean`] performs, in order, as a crash would cut them.
+fn swap_steps(dir: &Path, cleaned: &CleanedSegments) -> Vec<(String, Option<String>)> {
+    let name = |b: i64, s: &str| format!("{b:020}.{s}");
+    let mut steps = Vec::new();
+    for &b in cleaned.base_offsets().iter().rev() {
+        for s in ["index", "timeindex", "log"] {
+            steps.push((
+                name(b, &format!("{s}.cleaned")),
+                Some(name(b, &format!("{s}.swap"))),
+            ));
+        }
+    }
+    for &b in &cleaned.replaced_base_offsets() {
+        for s in ["log", "index", "timeindex"] {
+            steps.push((name(b, s), None));
+        }
+    }
+    for &b in &cleaned.base_offsets() {
+        for s in ["log", "index", "timeindex"] {
+            steps.push((name(b, &format!("{s}.swap")), Some(name(b, s))));
+        }
+    }
+    let _ = dir;
+    steps
+}
+
+const RETENTION: i64 = 300;
+
+fn run(ops: Vec<Op>) {
+    let dir = tempdir();
+    let config = compact_config(RETENTION);
+    let mut log = Log::open(dir.path(), config.clone(), 0).unwrap();
+    let mut h = History::default();
+    let mut now = 1_000i64;
+    let mut pending_first_clean: Vec<i64> = Vec::new();
+    for op in ops {
+        match op {
+            Op::Append(kvs) => {
+                let info = log
+                    .append_as_leader(keyed_batch(&kvs, now, None), 0, now)
+                    .unwrap();
+                for (i, kv) in kvs.iter().enumerate() {
+                    let o = info.first_offset + i as i64;
+                    h.records.insert(o, *kv);
+                    pending_first_clean.push(o);
+                }
+            }
+            Op::Roll => log.roll().unwrap(),
+            Op::Clean { advance, entries } => {
+                now += i64::from(advance);
+                let mut map = OffsetMap::new(24 * usize::from(entries), 1.0).unwrap();
+                if let Some(cleaned) = clean(&mut log, &mut map, now, h.cleaned_to) {
+                    match log.commit_clean(cleaned).unwrap() {
+                        CleanCommit::Swapped {
+                            next_dirty_offset, ..
+                        } => {
+                            h.cleaned_to = next_dirty_offset;
+                        }
+                        CleanCommit::Discarded => panic!("nothing changed, yet discarded"),
+                    }
+                }
+                for o in pending_first_clean.drain(..) {
+                    h.first_clean_after.insert(o, now);
+                }
+                h.last_clean_ms = now;
+            }
+            Op::CrashInSwap { entries, step } => {
+                now += 1;
+                let mut map = OffsetMap::new(24 * usize::from(entries), 1.0).unwrap();
+                if let Some(cleaned) = clean(&mut log, &mut map, now, h.cleaned_to) {
+                    let steps = swap_steps(dir.path(), &cleaned);
+                    let n = usize::from(step) % (steps.len() + 1);
+                    let completes = n >= 3 * cleaned.base_offsets().len();
+                    let next = cleaned.next_dirty_offset();
+                    std::mem::forget(cleaned);
+                    drop(log);
+                    for (from, to) in &steps[..n] {
+                        let from = dir.path().join(from);
+                        match to {
+                            Some(to) => std::fs::rename(&from, dir.path().join(to)).unwrap(),
+                            None => {
+                                let _ = std::fs::remove_file(&from);
+                            }
+                        }
+                    }
+                    log = Log::open(dir.path(), config.clone(), now).unwrap();
+                    if completes {
+                        h.cleaned_to = next;
+                    }
+                    for o in pending_first_clean.drain(..) {
+                        h.first_clean_after.insert(o, now);
+                    }
+                    h.last_clean_ms = now;
+                    let names: Vec<String> = std::fs::read_dir(dir.path())
+                        .unwrap()
+                        .map(|e| e.unwrap().file_name().into_string().unwrap())
+                        .collect();
+                    assert!(
+                        names
+                            .iter()
+                            .all(|n| !n.ends_with(".cleaned") && !n.ends_with(".swap")),
+                        "{names:?}"
+                    );
+                }
+            }
+            Op::Reopen => {
+                drop(log);
+                log = Log::open(dir.path(), config.clone(), now).unwrap();
+            }
+        }
+        h.check(&log, RETENTION, false);
+    }
+    // Everything cleanable is cleaned, twice past every horizon: no superseded record and
+    // no tombstone is left below the cleaned point.
+    log.roll().unwrap();
+    let info = log
+        .append_as_leader(keyed_batch(&[(99, Some(0))], now, None), 0, now)
+        .unwrap();
+    h.records.insert(info.first_offset, (99, Some(0)));
+    pending_first_clean.push(info.first_offset);
+    for _ in 0..2 {
+        now += 10 * RETENTION;
+        let mut map = OffsetMap::new(24 * 1000, 1.0).unwrap();
+        while let Some(cleaned) = clean(&mut log, &mut map, now, h.cleaned_to) {
+            match log.commit_clean(cleaned).unwrap() {
+                CleanCommit::Swapped {
+                    next_dirty_offset, ..
+                } => {
+                    let done = next_dirty_offset == h.cleaned_to;
+                    h.cleaned_to = next_dirty_offset;
+                    if done {
+                        break;
+                    }
+                }
+                CleanCommit::Discarded => unreachable!(),
+            }
+        }
+        for o in pending_first_clean.drain(..) {
+            h.first_clean_after.insert(o, now);
+        }
+        h.last_clean_ms = now;
+        // A later round finds the dirty section empty: the delete horizons are passed by
+        // giving it new data to clean.
+        let info = log
+            .append_as_leader(keyed_batch(&[(98, Some(0))], now, None), 0, now)
+            .unwrap();
+        log.roll().unwrap();
+        h.records.insert(info.first_offset, (98, Some(0)));
+        pending_first_clean.push(info.first_offset);
+    }
+    h.check(&log, RETENTION, true);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #[test]
+    fn cleaning_keeps_the_latest_value_per_key(ops in proptest::collection::vec(op(), 1..60)) {
+        run(ops);
+    }
+}
+
+#[test]
+fn a_log_larger_than_the_offset_map_is_cleaned_in_several_passes() {
+    let dir = tempdir();
+    let mut log = Log::open(dir.path(), compact_config(0), 0).unwrap();
+    for round in 0..4u16 {
+        for k in 0..12u8 {
+            log.append_as_leader(keyed_batch(&[(k, Some(round))], 0, None), 0, 0)
+                .unwrap();
+        }
+    }
+    log.roll().unwrap();
+    let size_before = log.size_in_bytes();
+    // Ten entries: each pass maps at most ten records.
+    let mut map = OffsetMap::new(24 * 10, 1.0).unwrap();
+    let mut dirty = 0;
+    let mut passes = 0;
+    while let Some(cleaned) = clean(&mut log, &mut map, 0, dirty) {
+        passes += 1;
+        match log.commit_clean(cleaned).unwrap() {
+            CleanCommit::Swapped {
+                next_dirty_offset, ..
+            } => {
+                assert!(next_dirty_offset > dirty);
+                dirty = next_dirty_offset;
+            }
+            CleanCommit::Discarded => unreachable!(),
+        }
+    }
+    assert!(passes >= 4, "{passes} passes");
+    assert_eq!(dirty, 48);
+    let got = records(&log);
+    assert_eq!(got.len(), 12, "{got:?}");
+    for (i, (&o, (_, v))) in got.iter().enumerate() {
+        assert_eq!(o, 36 + i as i64);
+        assert_eq!(v.as_deref(), Some(&b"value-3"[..]));
+    }
+    assert!(log.size_in_bytes() < size_before);
+    drop(log);
+    let log = Log::open(dir.path(), compact_config(0), 0).unwrap();
+    assert_eq!(records(&log).len(), 12);
+}
+
+#[test]
+fn the_producers_last_batch_is_kept_empty() {
+    let dir = tempdir();
+    let mut log = Log::open(dir.path(), compact_config(0), 0).unwrap();
+    let first = log
+        .append_as_leader(
+            keyed_batch(&[(1, Some(1)), (2, Some(1))], 5, Some((77, 10))),
+            0,
+            0,
+        )
+        .unwrap();
+    // An older batch of the same producer, then a batch of another producer, emptied too.
+    log.append_as_leader(keyed_batch(&[(3, Some(1))], 5, Some((88, 0))), 0, 0)
+        .unwrap();
+    log.append_as_leader(
+        keyed_batch(&[(1, Some(2)), (2, Some(2)), (3, Some(2))], 6, None),
+        0,
+        0,
+    )
+    .unwrap();
+    log.roll().unwrap();
+    let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+    let plan = log
+        .plan_clean(0, 0, i64::MAX, HashMap::from([(77, first.last_offset)]))
+        .unwrap();
+    let cleaned = plan.execute(&mut map, 4096, &mut |_| true).unwrap();
+    assert!(matches!(
+        log.commit_clean(cleaned).unwrap(),
+        CleanCommit::Swapped { .. }
+    ));
+    let batches: Vec<RecordBatch> = read_all(&log);
+    assert_eq!(batches.len(), 2, "{batches:?}");
+    let empty = &batches[0];
+    assert_eq!(empty.record_count(), 0);
+    assert_eq!((empty.base_offset(), empty.last_offset()), (0, 1));
+    assert_eq!((empty.producer_id(), empty.base_sequence()), (77, 10));
+    assert_eq!(empty.last_sequence(), 11);
+    assert_eq!(empty.max_timestamp(), 5);
+    empty.validate_crc().unwrap();
+    assert_eq!(batches[1].base_offset(), 3);
+    assert_eq!(batches[1].record_count(), 3);
+    assert_eq!(records(&log).len(), 3);
+}
+
+#[test]
+fn a_tombstone_gets_a_delete_horizon_then_goes() {
+    let dir = tempdir();
+    let mut log = Log::open(dir.path(), compact_config(500), 0).unwrap();
+    log.append_as_leader(keyed_batch(&[(1, Some(1)), (2, Some(1))], 5, None), 0, 0)
+        .unwrap();
+    log.append_as_leader(keyed_batch(&[(1, None), (2, Some(2))], 6, None), 0, 0)
+        .unwrap();
+    log.roll().unwrap();
+    let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+    let first = clean(&mut log, &mut map, 1_000, 0).unwrap();
+    let CleanCommit::Swapped {
+        next_dirty_offset,
+        stats,
+    } = log.commit_clean(first).unwrap()
+    else {
+        panic!("discarded")
+    };
+    assert_eq!(stats.messages_read, 4);
+    assert_eq!(stats.messages_written, 2);
+    let batches = read_all(&log);
+    // The first batch is all superseded and not the last of its segment group: gone.
+    assert_eq!(batches.len(), 1);
+    let b = &batches[0];
+    assert_eq!(b.delete_horizon_ms(), Some(1_500));
+    assert_eq!(b.base_timestamp(), 1_500);
+    assert_eq!(b.max_timestamp(), 6);
+    assert_eq!((b.base_offset(), b.last_offset()), (2, 3));
+    let recs: Vec<_> = b.records().unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(
+        recs[0].timestamp(b),
+        6,
+        "record timestamps survive the new base"
+    );
+    assert!(recs[0].value.is_none());
+    // New dirty data, cleaned before the horizon: the tombstone stays, the batch as it was.
+    log.append_as_leader(keyed_batch(&[(3, Some(1))], 7, None), 0, 0)
+        .unwrap();
+    log.roll().unwrap();
+    let c = clean(&mut log, &mut map, 1_400, next_dirty_offset).unwrap();
+    let CleanCommit::Swapped {
+        next_dirty_offset, ..
+    } = log.commit_clean(c).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(read_all(&log)[0].as_bytes(), b.as_bytes());
+    // After the horizon the next clean drops it.
+    log.append_as_leader(keyed_batch(&[(4, Some(1))], 8, None), 0, 0)
+        .unwrap();
+    log.roll().unwrap();
+    let c = clean(&mut log, &mut map, 1_500, next_dirty_offset).unwrap();
+    log.commit_clean(c).unwrap();
+    let got = records(&log);
+    assert!(!got.contains_key(&2), "{got:?}");
+    assert!(got.contains_key(&3));
+}
+
+#[test]
+fn a_clean_overtaken_by_a_truncation_is_discarded() {
+    let dir = tempdir();
+    let mut log = Log::open(dir.path(), compact_config(0), 0).unwrap();
+    for v in 0..20u16 {
+        log.append_as_leader(keyed_batch(&[(1, Some(v))], 0, None), 0, 0)
+            .unwrap();
+    }
+    log.roll().unwrap();
+    log.append_as_leader(keyed_batch(&[(2, Some(0))], 0, None), 0, 0)
+        .unwrap();
+    let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+    let cleaned = clean(&mut log, &mut map, 0, 0).unwrap();
+    log.truncate_to(5).unwrap();
+    let before = records(&log);
+    assert_eq!(log.commit_clean(cleaned).unwrap(), CleanCommit::Discarded);
+    assert_eq!(records(&log), before);
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".cleaned")
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+}
+
+#[test]
+fn a_delete_only_or_compact_only_policy_gates_the_two_cleanups() {
+    let dir = tempdir();
+    let mut config = compact_config(0);
+    config.retention_ms = 1;
+    let mut log = Log::open(dir.path(), config.clone(), 0).unwrap();
+    for v in 0..20u16 {
+        log.append_as_leader(keyed_batch(&[(1, Some(v))], 0, None), 0, 0)
+            .unwrap();
+    }
+    log.roll().unwrap();
+    assert_eq!(
+        log.apply_retention(1_000_000, i64::MAX).unwrap(),
+        0,
+        "compact keeps"
+    );
+    config.cleanup_policy = CleanupPolicy::DELETE;
+    log.set_config(config).unwrap();
+    assert!(log.plan_clean(0, 0, i64::MAX, HashMap::new()).is_none());
+    let cleanable = log.cleanable(0, None, i64::MAX).unwrap();
+    assert_eq!(cleanable.first_dirty_offset, 0);
+    assert!(cleanable.cleanable_ratio > 0.99);
+    assert!(
+        log.apply_retention(1_000_000, i64::MAX).unwrap() > 0,
+        "delete deletes"
+    );
+}
