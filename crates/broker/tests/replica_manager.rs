@@ -589,6 +589,52 @@ async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
     assert_eq!(b.produce_ok(1, &other, batch(unix_ms(), &["a"])).await, 0);
 }
 
+/// Kafka's LogValidator: a compacted topic refuses a batch holding a record without a key,
+/// INVALID_RECORD with the record's index in `record_errors`; keyed records go in, and a
+/// policy change applies live.
+#[tokio::test(flavor = "current_thread")]
+async fn a_compacted_topic_refuses_records_without_a_key() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    b.apply(&[topic_config(TOPIC, "cleanup.policy", Some("compact"))]);
+    let mut builder = RecordBatchBuilder::new(0);
+    for key in [Some("k"), None, Some("k2"), None] {
+        builder
+            .append(
+                unix_ms(),
+                key.map(|k| Bytes::from(k.to_string())),
+                Some(Bytes::from_static(b"v")),
+                Vec::new(),
+            )
+            .unwrap();
+    }
+    let r = b.produce(1, &tp, builder.build().unwrap()).await;
+    assert_eq!(r.error, ErrorCode::InvalidRecord, "{r:?}");
+    let indexes: Vec<i32> = r.record_errors.iter().map(|e| e.batch_index).collect();
+    assert_eq!(indexes, [1, 3]);
+    assert_eq!(
+        r.record_errors[0].message,
+        format!("Compacted topic cannot accept message without key in topic partition {TOPIC}-0")
+    );
+    assert!(
+        r.message
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("One or more records have been rejected due to 2 record errors in total"),
+        "{r:?}"
+    );
+    // Nothing of the refused batch was appended.
+    assert_eq!(b.rm.list_offset(&tp, -1, -1, -1), Ok((0, -1, LEADER_EPOCH)));
+    let mut keyed = RecordBatchBuilder::new(0);
+    keyed
+        .append(unix_ms(), Some(Bytes::from_static(b"k")), None, Vec::new())
+        .unwrap();
+    assert_eq!(b.produce_ok(1, &tp, keyed.build().unwrap()).await, 0);
+    // Back to delete: keyless records are fine again.
+    b.apply(&[topic_config(TOPIC, "cleanup.policy", Some("delete"))]);
+    assert_eq!(b.produce_ok(1, &tp, batch(unix_ms(), &["no key"])).await, 1);
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn deleted_topic_is_removed_and_its_waiting_fetch_answers_at_once() {
     let (_dir, mut b) = Broker::bootstrapped();

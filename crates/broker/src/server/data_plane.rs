@@ -24,7 +24,7 @@ use kraftd_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kraftd_protocol::messages::produce_response::{
-    LeaderIdAndEpoch, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, PartitionProduceResponse, TopicProduceResponse,
 };
 use kraftd_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kraftd_protocol::messages::{
@@ -488,6 +488,19 @@ impl ProduceInProgress {
                     -1
                 },
                 error_message: result.message.filter(|_| version >= 8),
+                record_errors: if version >= 8 {
+                    result
+                        .record_errors
+                        .iter()
+                        .map(|e| BatchIndexAndErrorMessage {
+                            batch_index: e.batch_index,
+                            batch_index_error_message: Some(e.message.clone()),
+                            ..Default::default()
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
                 current_leader: if version >= 10 {
                     current_leader
                 } else {

@@ -9,6 +9,7 @@ use kraftd_protocol::ErrorCode;
 use tracing::{debug, info};
 
 use super::isr::FollowerState;
+use super::validator::validate_records;
 use super::{Partition, PartitionError, PartitionState, Role};
 use crate::replica::producer_state::{BatchMetadata, ProducerCheck};
 
@@ -151,6 +152,7 @@ impl Partition {
                 "clients may not write control batches".into(),
             ));
         }
+        validate_records(&batch, &self.tp, self.log.config().cleanup_policy.compact)?;
         let producer_id = batch.producer_id();
         let producer_epoch = batch.producer_epoch();
         let (first_seq, last_seq) = (batch.base_sequence(), batch.last_sequence());

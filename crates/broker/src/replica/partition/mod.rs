@@ -36,6 +36,7 @@ mod isr;
 mod leader;
 mod log_start;
 mod producers;
+mod validator;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -97,6 +98,14 @@ pub struct PartitionState {
     pub leader_recovery_state: i8,
 }
 
+/// One record a produce refused: its index in the batch and why (Kafka's
+/// `ProduceResponse.RecordError`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    pub batch_index: i32,
+    pub message: String,
+}
+
 /// Why a partition refused an operation; each maps to the Kafka error a client gets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PartitionError {
@@ -120,6 +129,14 @@ pub enum PartitionError {
     CorruptMessage(String),
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// Records of the batch failed validation (Kafka's `RecordValidationException`): the
+    /// whole batch is refused, and each bad record is named by its index in the batch.
+    #[error("{message}")]
+    RecordErrors {
+        code: ErrorCode,
+        message: String,
+        records: Vec<RecordError>,
+    },
     #[error("{message}")]
     Producer { code: ErrorCode, message: String },
     #[error("storage error: {0}")]
@@ -137,6 +154,7 @@ impl PartitionError {
             PartitionError::RecordTooLarge { .. } => ErrorCode::MessageTooLarge,
             PartitionError::CorruptMessage(_) => ErrorCode::CorruptMessage,
             PartitionError::InvalidRecord(_) => ErrorCode::InvalidRecord,
+            PartitionError::RecordErrors { code, .. } => *code,
             PartitionError::Producer { code, .. } => *code,
             PartitionError::Storage(_) => ErrorCode::KafkaStorageError,
         }

@@ -242,6 +242,11 @@ impl ReplicaManager {
             "index.interval.bytes",
             "max.message.bytes",
             "message.timestamp.type",
+            "cleanup.policy",
+            "min.cleanable.dirty.ratio",
+            "min.compaction.lag.ms",
+            "max.compaction.lag.ms",
+            "delete.retention.ms",
         ] {
             if let Some(v) = values.get(key) {
                 if let Err(e) = log.set(key, v) {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use super::{wait_for, HostedPartition, ReplicaManager};
-use crate::replica::partition::LeaderAppend;
+use crate::replica::partition::{LeaderAppend, PartitionError, RecordError};
 use crate::replica::TopicIdPartition;
 
 /// One partition's produce outcome, as the response reports it.
@@ -20,6 +20,8 @@ use crate::replica::TopicIdPartition;
 pub struct ProduceResult {
     pub error: ErrorCode,
     pub message: Option<String>,
+    /// The records that made the batch fail validation (ProduceResponse v8+ `record_errors`).
+    pub record_errors: Vec<RecordError>,
     pub base_offset: i64,
     pub log_append_time: i64,
     pub log_start_offset: i64,
@@ -30,6 +32,7 @@ impl ProduceResult {
         ProduceResult {
             error,
             message,
+            record_errors: Vec::new(),
             base_offset: -1,
             log_append_time: -1,
             log_start_offset: -1,
@@ -96,8 +99,11 @@ impl ReplicaManager {
                     self.metrics
                         .failed_produce_requests
                         .fetch_add(1, Ordering::Relaxed);
-                    let message = Some(e.to_string());
-                    results.push((tp, ProduceResult::error(e.error_code(), message)));
+                    let mut result = ProduceResult::error(e.error_code(), Some(e.to_string()));
+                    if let PartitionError::RecordErrors { records, .. } = e {
+                        result.record_errors = records;
+                    }
+                    results.push((tp, result));
                 }
             }
         }
@@ -140,6 +146,7 @@ fn produce_ok(append: &LeaderAppend) -> ProduceResult {
     ProduceResult {
         error: ErrorCode::None,
         message: None,
+        record_errors: Vec::new(),
         base_offset: append.first_offset,
         log_append_time: append.log_append_time,
         log_start_offset: append.log_start_offset,
