@@ -589,6 +589,19 @@ async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
     assert_eq!(b.produce_ok(1, &other, batch(unix_ms(), &["a"])).await, 0);
 }
 
+/// A batch larger than a whole segment is refused with RECORD_LIST_TOO_LARGE, as Kafka's
+/// RecordBatchTooLargeException (not a retriable storage error a client would retry forever).
+#[tokio::test(flavor = "current_thread")]
+async fn a_batch_larger_than_a_segment_is_record_list_too_large() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    b.apply(&[topic_config(TOPIC, "segment.bytes", Some("200"))]);
+    let big = "x".repeat(300);
+    let r = b.produce(1, &tp, batch(unix_ms(), &[big.as_str()])).await;
+    assert_eq!(r.error, ErrorCode::RecordListTooLarge, "{r:?}");
+    assert_eq!(b.produce_ok(1, &tp, batch(unix_ms(), &["small"])).await, 0);
+}
+
 /// Kafka's LogValidator: a compacted topic refuses a batch holding a record without a key,
 /// INVALID_RECORD with the record's index in `record_errors`; keyed records go in, and a
 /// policy change applies live.

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
@@ -124,6 +125,7 @@ pub fn run(
                 let replica_manager = broker
                     .as_ref()
                     .map(|b| std::sync::Arc::clone(b.replica_manager()));
+                let log_cleaner = broker.as_ref().and_then(|b| b.log_cleaner_metrics());
                 let node_id = config.node_id;
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
@@ -134,6 +136,9 @@ pub fn run(
                     }
                     if let Some(replicas) = &replica_manager {
                         replicas.write_prometheus(node_id, &mut out);
+                    }
+                    if let Some(cleaner) = &log_cleaner {
+                        cleaner.write_prometheus(node_id, &mut out);
                     }
                     out
                 });
@@ -250,6 +255,29 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .props
             .get("inter.broker.listener.name")
             .map(str::to_string),
+        log_cleaner: log_cleaner_config(config)?,
+    })
+}
+
+/// `log.cleaner.enable` and the `log.cleaner.*` sizes, Kafka's defaults where unset.
+fn log_cleaner_config(config: &NodeConfig) -> Result<LogCleanerConfig> {
+    let d = LogCleanerConfig::default();
+    let c = &d.cleaner;
+    Ok(LogCleanerConfig {
+        enable: config.boolean("log.cleaner.enable", d.enable)?,
+        cleaner: kraftd_log::cleaner::CleanerConfig {
+            threads: config.number("log.cleaner.threads", c.threads)?,
+            dedupe_buffer_size: config
+                .number("log.cleaner.dedupe.buffer.size", c.dedupe_buffer_size)?,
+            io_buffer_load_factor: config
+                .number("log.cleaner.io.buffer.load.factor", c.io_buffer_load_factor)?,
+            io_buffer_size: config.number("log.cleaner.io.buffer.size", c.io_buffer_size)?,
+            io_max_bytes_per_second: config.number(
+                "log.cleaner.io.max.bytes.per.second",
+                c.io_max_bytes_per_second,
+            )?,
+            backoff_ms: config.number("log.cleaner.backoff.ms", c.backoff_ms)?,
+        },
     })
 }
 

@@ -6,6 +6,7 @@
 
 pub mod fetch_session;
 pub mod fetcher;
+pub mod log_cleaner;
 pub mod partition;
 pub mod replica_manager;
 mod topic_partition;

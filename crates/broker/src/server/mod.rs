@@ -44,6 +44,7 @@ pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
+use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
@@ -96,6 +97,8 @@ pub struct BrokerConfig {
     /// `inter.broker.listener.name`: the listener followers fetch from (default: a
     /// broker's first listener).
     pub inter_broker_listener_name: Option<String>,
+    /// `log.cleaner.enable` and `log.cleaner.*`.
+    pub log_cleaner: LogCleanerConfig,
 }
 
 /// Where the broker's metadata comes from.
@@ -126,6 +129,8 @@ pub struct BrokerServer {
     replica_manager: Arc<ReplicaManager>,
     /// The replica manager's periodic work and the broker-epoch relay.
     background: Vec<JoinHandle<()>>,
+    /// Compaction of `cleanup.policy=compact` logs (its own threads).
+    log_cleaner: Option<LogCleaner>,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     /// The client listeners: one task that accepts on them once the broker is ready.
@@ -230,6 +235,7 @@ impl BrokerServer {
             reason: e.to_string(),
         })?;
         let replica_background = replica_manager.start_background();
+        let log_cleaner = LogCleaner::start(&replica_manager, &config.log_cleaner);
         // The replica layer applies each delta before the cache publishes it: a partition
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
@@ -321,6 +327,7 @@ impl BrokerServer {
         Ok(BrokerServer {
             replica_manager,
             background: vec![replica_background, epoch_relay],
+            log_cleaner: Some(log_cleaner),
             stopped,
             raft_metrics: handle.metrics(),
             config,
@@ -334,6 +341,11 @@ impl BrokerServer {
             metadata_metrics,
             published,
         })
+    }
+
+    /// The log cleaner's gauges.
+    pub fn log_cleaner_metrics(&self) -> Option<Arc<LogCleanerMetrics>> {
+        self.log_cleaner.as_ref().map(|c| Arc::clone(c.metrics()))
     }
 
     /// The hosted partitions.
@@ -401,6 +413,9 @@ impl BrokerServer {
         self.metadata.abort();
         for task in self.background.drain(..) {
             task.abort();
+        }
+        if let Some(cleaner) = self.log_cleaner.take() {
+            let _ = tokio::task::spawn_blocking(move || cleaner.shutdown()).await;
         }
         let replicas = Arc::clone(&self.replica_manager);
         let _ = tokio::task::spawn_blocking(move || replicas.shutdown()).await;

@@ -414,9 +414,27 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("listeners", ANY_LIST)
         .default("PLAINTEXT://:9092")
         .doc("Listener List - Comma-separated list of URIs we will listen on and the listener names."),
+    def("log.cleaner.backoff.ms", long(0))
+        .default("15000")
+        .doc("The amount of time to sleep when there are no logs to clean"),
+    def("log.cleaner.dedupe.buffer.size", long(0))
+        .default("134217728")
+        .doc("The total memory used for log deduplication across all cleaner threads"),
     def("log.cleaner.delete.retention.ms", long(0))
         .default("86400000")
         .doc("The amount of time to retain tombstone message markers for log compacted topics."),
+    def("log.cleaner.enable", BOOLEAN)
+        .default("true")
+        .doc("Enable the log cleaner process to run on the server. Should be enabled if using any topics with a cleanup.policy=compact including the internal offsets topic."),
+    def("log.cleaner.io.buffer.load.factor", ConfigType::Double { min: 0.0, max: 1.0 })
+        .default("0.9")
+        .doc("Log cleaner dedupe buffer load factor. The percentage full the dedupe buffer can become."),
+    def("log.cleaner.io.buffer.size", int(0))
+        .default("524288")
+        .doc("The total memory used for log cleaner I/O buffers across all cleaner threads"),
+    def("log.cleaner.io.max.bytes.per.second", ConfigType::Double { min: 0.0, max: f64::MAX })
+        .default("1.7976931348623157E308")
+        .doc("The log cleaner will be throttled so that the sum of its read and write i/o will be less than this value on average"),
     def("log.cleaner.max.compaction.lag.ms", long(1))
         .default(LONG_MAX)
         .doc("The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."),
@@ -700,7 +718,7 @@ const fn refused(scope: ConfigScope, name: &'static str, note: &'static str) -> 
 
 use ConfigScope::{Broker as B, StaticBroker as S, Topic as T};
 
-const CLEANER: &str = "the log cleaner (issue 13)";
+const CLEANER: &str = "the broker's log cleaner (replica/log_cleaner.rs)";
 const LEVEL: &str = "used only when the broker recompresses, which compression.type=producer (the only value accepted) never does, as in Kafka";
 const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is refused, and Kafka ignores it too without tiered storage";
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
@@ -749,7 +767,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(B, "background.threads", THREADS),
     refused(B, "compression.type", "the broker keeps the producer's batches; recompression is not built"),
     honoured_static(B, "default.replication.factor", "the controller's CreateTopics, from the properties file"),
-    honoured(B, "log.cleaner.threads", CLEANER),
+    honoured_static(B, "log.cleaner.threads", CLEANER),
     honoured(B, "log.cleanup.policy", CLEANER),
     honoured(B, "log.flush.interval.messages", "as the default of flush.messages"),
     honoured(B, "log.flush.interval.ms", "as the default of flush.ms"),
@@ -780,7 +798,13 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "controller.quorum.voters", "the Raft quorum"),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
     honoured(S, "listeners", "the sockets bound"),
+    honoured(S, "log.cleaner.backoff.ms", CLEANER),
+    honoured(S, "log.cleaner.dedupe.buffer.size", CLEANER),
     honoured(S, "log.cleaner.delete.retention.ms", CLEANER),
+    honoured(S, "log.cleaner.enable", CLEANER),
+    honoured(S, "log.cleaner.io.buffer.load.factor", CLEANER),
+    honoured(S, "log.cleaner.io.buffer.size", CLEANER),
+    honoured(S, "log.cleaner.io.max.bytes.per.second", CLEANER),
     honoured(S, "log.cleaner.max.compaction.lag.ms", CLEANER),
     honoured(S, "log.cleaner.min.cleanable.ratio", CLEANER),
     honoured(S, "log.cleaner.min.compaction.lag.ms", CLEANER),

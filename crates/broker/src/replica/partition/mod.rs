@@ -127,6 +127,8 @@ pub enum PartitionError {
     RecordTooLarge { size: usize, max: usize },
     #[error("corrupt record batch: {0}")]
     CorruptMessage(String),
+    #[error("{0}")]
+    RecordListTooLarge(String),
     #[error("invalid record: {0}")]
     InvalidRecord(String),
     /// Records of the batch failed validation (Kafka's `RecordValidationException`): the
@@ -153,6 +155,7 @@ impl PartitionError {
             PartitionError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             PartitionError::RecordTooLarge { .. } => ErrorCode::MessageTooLarge,
             PartitionError::CorruptMessage(_) => ErrorCode::CorruptMessage,
+            PartitionError::RecordListTooLarge(_) => ErrorCode::RecordListTooLarge,
             PartitionError::InvalidRecord(_) => ErrorCode::InvalidRecord,
             PartitionError::RecordErrors { code, .. } => *code,
             PartitionError::Producer { code, .. } => *code,
@@ -182,6 +185,9 @@ impl From<LogError> for PartitionError {
                 max: max_message_bytes,
             },
             LogError::InvalidBatch { .. } => PartitionError::CorruptMessage(e.to_string()),
+            // Kafka's RecordBatchTooLargeException: not retriable, unlike a storage error
+            // (a client would retry it forever).
+            LogError::AppendTooLarge { .. } => PartitionError::RecordListTooLarge(e.to_string()),
             LogError::InconsistentRecordCount { .. } => {
                 PartitionError::InvalidRecord(e.to_string())
             }

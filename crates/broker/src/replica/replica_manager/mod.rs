@@ -162,6 +162,11 @@ impl ReplicaManager {
     }
 
     /// Every hosted partition.
+    /// The log directories (the log cleaner keeps its checkpoints there).
+    pub fn log_manager(&self) -> &LogManager {
+        &self.log_manager
+    }
+
     pub fn all_partitions(&self) -> Vec<Arc<HostedPartition>> {
         self.partitions
             .read()
