@@ -46,7 +46,9 @@ fn a_compacted_topic_written_and_read_by_stock_clients_is_cleaned_to_the_latest_
         format!("--- broker logs ---\n{}", all_logs(&brokers))
     });
 
-    // Kafka's own tool reads the segments the cleaner rewrote, batch by batch.
+    // Kafka's own tool reads the segments the cleaner rewrote, batch by batch (with the
+    // broker stopped, so no clean swaps a segment out from under it).
+    stop_gracefully(&mut brokers);
     let partition_dir = brokers[0].dir.join("data").join(format!("{TOPIC}-0"));
     let logs = segments(&partition_dir);
     assert!(logs.len() > 1, "no rolled segments in {partition_dir:?}");
@@ -72,6 +74,5 @@ fn a_compacted_topic_written_and_read_by_stock_clients_is_cleaned_to_the_latest_
             log.display()
         );
     }
-    stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
