@@ -1,4 +1,5 @@
-"""A compacted topic as its users write and read it: confluent-kafka creates a topic with
+"""A compacted topic as its users write and read it (and, first, a topic config kraftd does
+not implement refused by name): confluent-kafka creates a topic with
 `cleanup.policy=compact` (small segments, a low dirty ratio, short tombstone retention),
 writes 40 keys 25 times each and then tombstones for 10 of them; the broker's log cleaner
 compacts it while kafka-python reads it from the beginning, again and again, until what it
@@ -118,9 +119,28 @@ def compacted(records):
     return True
 
 
+def unsupported_config_is_refused(admin, topic):
+    """A topic config kraftd does not implement is refused, naming the key, never ignored."""
+    name = f"{topic}-tiered"
+    futures = admin.create_topics(
+        [cadmin.NewTopic(name, 1, 1, config={"remote.storage.enable": "true"})],
+        request_timeout=30)
+    try:
+        futures[name].result()
+    except Exception as e:  # noqa: BLE001 - the refusal is the point
+        text = str(e)
+        if "INVALID_CONFIG" not in text and "InvalidConfig" not in text:
+            fail(f"remote.storage.enable=true refused with the wrong error: {text}")
+        if "remote.storage.enable" not in text:
+            fail(f"the refusal does not name the key: {text}")
+        return
+    fail("a topic with remote.storage.enable=true was created")
+
+
 def main():
     bootstrap, topic = sys.argv[1], sys.argv[2]
     admin = cadmin.AdminClient({"bootstrap.servers": bootstrap})
+    unsupported_config_is_refused(admin, topic)
     create_topic(admin, topic, 1, 1, {
         "cleanup.policy": "compact",
         "segment.bytes": "16384",
