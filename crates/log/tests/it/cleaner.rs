@@ -425,6 +425,52 @@ fn compressed_batches_are_cleaned_and_keep_their_codec() {
     }
 }
 
+/// A follower fetching from a cleaned leader gets batches past the gaps compaction left:
+/// under `compact` it appends them (its log end jumps, as Kafka's follower's does) and
+/// keeps them across a reopen; under `delete` a gap is still refused.
+#[test]
+fn a_follower_appends_across_a_cleaned_leaders_gaps() {
+    let leader_dir = tempdir();
+    let mut leader = Log::open(leader_dir.path(), compact_config(0), 0).unwrap();
+    for v in 0..30u16 {
+        leader
+            .append_as_leader(keyed_batch(&[((v % 3) as u8, Some(v))], 0, None), 0, 0)
+            .unwrap();
+    }
+    leader.roll().unwrap();
+    let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+    let cleaned = clean(&mut leader, &mut map, 0, 0).unwrap();
+    leader.commit_clean(cleaned).unwrap();
+    let fetched: Vec<Bytes> = read_all(&leader)
+        .iter()
+        .map(|b| b.as_bytes().clone())
+        .collect();
+    assert!(fetched.len() < 30);
+    let all = Bytes::from(fetched.concat());
+    for (policy, accepted) in [
+        (CleanupPolicy::COMPACT, true),
+        (CleanupPolicy::DELETE, false),
+    ] {
+        let dir = tempdir();
+        let mut config = compact_config(0);
+        config.cleanup_policy = policy;
+        let mut follower = Log::open(dir.path(), config.clone(), 0).unwrap();
+        let appended = follower.append_as_follower(all.clone(), 0);
+        assert_eq!(appended.is_ok(), accepted, "{policy:?}: {appended:?}");
+        if !accepted {
+            assert_eq!(follower.log_end_offset(), 0);
+            continue;
+        }
+        let info = appended.unwrap();
+        assert_eq!(info.first_offset, read_all(&leader)[0].base_offset());
+        assert_eq!(follower.log_end_offset(), 30);
+        drop(follower);
+        let follower = Log::open(dir.path(), config, 0).unwrap();
+        assert_eq!(follower.log_end_offset(), 30);
+        assert_eq!(records(&follower), records(&leader));
+    }
+}
+
 #[test]
 fn a_log_larger_than_the_offset_map_is_cleaned_in_several_passes() {
     let dir = tempdir();
