@@ -13,14 +13,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::kafka_jars::{kafka_cluster, KafkaNode};
-use common::python::{python, run_inline, script_path};
+use common::python::run_inline;
+use common::script::{partition_state, Script};
 use common::{joined, kcat, started_cluster, Node};
 
 /// A cluster process: a kraftd node, or an Apache Kafka node for the reference run.
@@ -189,33 +188,6 @@ impl Cluster {
     }
 }
 
-/// One partition's leader and ISR as the live brokers' Metadata says: `(leader, isr)`,
-/// leader -1 when none.
-fn partition_state(brokers: &[Proc], topic: &str, partition: i32) -> (i32, Vec<i32>) {
-    let script = r#"
-import sys
-from confluent_kafka.admin import AdminClient
-try:
-    md = AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(sys.argv[2], timeout=5)
-    pm = md.topics[sys.argv[2]].partitions[int(sys.argv[3])]
-    print(pm.leader, *pm.isrs)
-except Exception:
-    print(-1)
-"#;
-    let out = run_inline(
-        script,
-        &[&live_bootstrap(brokers), topic, &partition.to_string()],
-    );
-    let nums: Vec<i32> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    match nums.split_first() {
-        Some((leader, isr)) => (*leader, isr.to_vec()),
-        None => (-1, vec![]),
-    }
-}
-
 /// Waits (up to `secs`) until `check` holds for the partition's state; that state.
 fn wait_partition(
     cluster: &Cluster,
@@ -227,7 +199,7 @@ fn wait_partition(
 ) -> (i32, Vec<i32>) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
-        let (leader, isr) = partition_state(&cluster.brokers, topic, partition);
+        let (leader, isr) = partition_state(&live_bootstrap(&cluster.brokers), topic, partition);
         if check(leader, &isr) {
             return (leader, isr);
         }
@@ -261,149 +233,9 @@ fn topic_args<'a>(servers: &'a str, topic: &'a str, more: &[&'a str]) -> Vec<&'a
     args
 }
 
-/// A running script whose stdout lines arrive on a channel (read by a thread), its stderr
-/// going to a file.
-struct Script {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-    stderr: PathBuf,
-}
-
-impl Script {
-    fn spawn(dir: &Path, name: &str, args: &[&str]) -> Script {
-        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let stderr = dir.join(format!("{name}-{run}.stderr"));
-        let mut child = Command::new(python())
-            .arg("-u")
-            .arg(script_path(name))
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Script {
-            child,
-            lines,
-            seen: Vec::new(),
-            stderr,
-        }
-    }
-
-    fn transcript(&self) -> String {
-        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        // librdkafka logs every refused connection; the tail is what matters.
-        let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
-        format!(
-            "stdout:\n{}\nstderr (last 40 lines):\n{}",
-            self.seen.join("\n"),
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        )
-    }
-
-    /// Waits up to `secs` for a line satisfying `pred`; that line. Panics (with `context`)
-    /// if the script ends or the deadline passes first.
-    fn wait_line(&mut self, secs: u64, context: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if pred(&line) {
-                        return line;
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    panic!("waited {secs} s: {context}\n{}", self.transcript())
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = self.child.wait().unwrap();
-                    panic!(
-                        "script ended ({status}) while {context}\n{}",
-                        self.transcript()
-                    )
-                }
-            }
-        }
-    }
-
-    /// Waits for `acked N` with N >= `n`.
-    fn wait_acked(&mut self, n: u64, secs: u64) {
-        self.wait_line(secs, &format!("waiting for {n} acknowledgements"), |l| {
-            l.strip_prefix("acked ")
-                .and_then(|v| v.parse::<u64>().ok())
-                .is_some_and(|v| v >= n)
-        });
-    }
-
-    /// The highest `acked N` seen so far, draining what is buffered.
-    fn acked_so_far(&mut self) -> u64 {
-        while let Ok(line) = self.lines.try_recv() {
-            self.seen.push(line);
-        }
-        self.seen
-            .iter()
-            .filter_map(|l| l.strip_prefix("acked ")?.parse().ok())
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Waits for the script to exit (up to `secs`); its JSON summary line, asserting it
-    /// succeeded.
-    fn finish(mut self, secs: u64, cluster: &Cluster) -> String {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let status = loop {
-            while let Ok(line) = self.lines.try_recv() {
-                self.seen.push(line);
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "script still running after {secs} s\n{}\n{}",
-                    self.transcript(),
-                    cluster.logs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        // The reader thread sends the remaining lines and ends once stdout closes.
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push(line);
-        }
-        let summary = self
-            .seen
-            .iter()
-            .rev()
-            .find(|l| l.starts_with('{'))
-            .cloned()
-            .unwrap_or_default();
-        assert!(
-            status.success() && summary.contains("\"ok\": true"),
-            "script failed ({status})\n{}\n{}",
-            self.transcript(),
-            cluster.logs()
-        );
-        summary
-    }
-}
-
 /// Runs a script to completion (up to `secs`); its JSON summary, asserting success.
 fn run_script(cluster: &Cluster, name: &str, args: &[&str], secs: u64) -> String {
-    Script::spawn(cluster.dir(), name, args).finish(secs, cluster)
+    Script::spawn(cluster.dir(), name, args).finish(secs, || cluster.logs())
 }
 
 /// kill -9 broker `id`, then waits until the live brokers' Metadata no longer names it
@@ -480,7 +312,7 @@ fn acks_all_produce_survives_two_broker_kills_and_every_acknowledged_record_is_r
         script.wait_acked(base + 10_000, 120);
         restart_broker(&mut cluster, victim, topic, 3);
     }
-    let summary = script.finish(600, &cluster);
+    let summary = script.finish(600, || cluster.logs());
     eprintln!("{summary}");
     cluster.stop();
 }
@@ -636,7 +468,7 @@ fn idempotent_producer_survives_two_leader_kills_without_duplicates_or_loss() {
         restart_broker(&mut cluster, leader, topic, 1);
     }
     std::fs::write(&stop_file, "").unwrap();
-    let summary = script.finish(300, &cluster);
+    let summary = script.finish(300, || cluster.logs());
     eprintln!("{summary}");
     cluster.stop();
 }

@@ -143,7 +143,8 @@ impl Log {
 
     /// Appends batches fetched from the leader, offsets and epochs as the leader assigned
     /// them: each batch must be sound (framing, CRC), start exactly at the log end offset
-    /// (then right after the previous batch), and carry an epoch no lower than the log's
+    /// (then right after the previous batch) — under a `compact` policy at or past it, as
+    /// a cleaned leader's log has gaps — and carry an epoch no lower than the log's
     /// latest. A partial batch at the end of `records` (a fetch response cut at its size
     /// limit) is ignored; everything before it is appended. Batches are split across
     /// segments as `segment.bytes` requires. On error nothing is appended.
@@ -166,7 +167,13 @@ impl Log {
             batch
                 .validate_crc()
                 .map_err(|source| LogError::InvalidBatch { position, source })?;
-            if batch.base_offset() != expected {
+            // A compacted leader's log has gaps where the cleaner removed whole batches, and
+            // a follower fetching across one gets the next batch past it: Kafka's follower
+            // accepts any first offset at or above its log end (`appendAsFollower` only
+            // refuses offsets going back). Gaps are accepted under a `compact` policy only,
+            // the one under which an active segment with gaps is recovered as such.
+            let gap_ok = self.config.cleanup_policy.compact && batch.base_offset() > expected;
+            if batch.base_offset() != expected && !gap_ok {
                 return Err(LogError::NonContiguousOffset {
                     position,
                     expected,
@@ -219,7 +226,11 @@ impl Log {
         one_segment: bool,
         now_ms: i64,
     ) -> Result<AppendInfo> {
-        let first_offset = self.log_end_offset;
+        // The first batch's base: the log end, or past it after a follower's gap.
+        let first_offset = checked
+            .batches
+            .first()
+            .map_or(self.log_end_offset, |b| b.base_offset);
         let Some(last) = checked.batches.last().copied() else {
             return Ok(AppendInfo {
                 first_offset,
@@ -230,7 +241,7 @@ impl Log {
                 size_in_bytes: 0,
             });
         };
-        debug_assert_eq!(checked.batches[0].base_offset, first_offset);
+        debug_assert!(first_offset >= self.log_end_offset);
         let runs = self.plan_runs(&checked, one_segment, now_ms)?;
         // Epochs first.
         for b in &checked.batches {

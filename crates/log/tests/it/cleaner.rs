@@ -1,7 +1,8 @@
 //! Compaction: a model-based property test (keyed appends with tombstones, rolls, cleans,
 //! crashes at every step of a segment swap, reopens) against the full history of what was
 //! appended, and unit tests of multi-pass cleaning, the producer's last batch and the
-//! delete horizon.
+//! delete horizon. Appends use every codec: a compressed batch that loses records is
+//! rebuilt with its own codec.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -10,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use kraftd_log::cleaner::{CleanedSegments, OffsetMap};
 use kraftd_log::config::CleanupPolicy;
 use kraftd_log::{CleanCommit, Log, LogConfig};
-use kraftd_protocol::records::{RecordBatch, RecordBatchBuilder};
+use kraftd_protocol::records::{Compression, RecordBatch, RecordBatchBuilder};
 use proptest::prelude::*;
 
 use crate::common::{read_all, tempdir};
@@ -30,7 +31,16 @@ fn compact_config(retention: i64) -> LogConfig {
 }
 
 fn keyed_batch(records: &[Kv], ts: i64, producer: Option<(i64, i32)>) -> BytesMut {
-    let mut b = RecordBatchBuilder::new(0);
+    compressed_batch(records, ts, producer, Compression::None)
+}
+
+fn compressed_batch(
+    records: &[Kv],
+    ts: i64,
+    producer: Option<(i64, i32)>,
+    codec: Compression,
+) -> BytesMut {
+    let mut b = RecordBatchBuilder::new(0).compression(codec);
     if let Some((pid, seq)) = producer {
         b = b.producer(pid, 0, seq);
     }
@@ -72,6 +82,8 @@ fn clean(log: &mut Log, map: &mut OffsetMap, now: i64, dirty: i64) -> Option<Cle
 #[derive(Default)]
 struct History {
     records: BTreeMap<i64, (u8, Option<u16>)>,
+    /// The codec of the batch each record was appended in.
+    codecs: BTreeMap<i64, Compression>,
     first_clean_after: BTreeMap<i64, i64>,
     /// Where the dirty section starts (the checkpoint).
     cleaned_to: i64,
@@ -124,13 +136,24 @@ impl History {
             }
         }
         assert!(got.keys().all(|o| self.records.contains_key(o)));
+        // A batch kept whole or rebuilt keeps its producer's codec.
+        for batch in read_all(log) {
+            for r in batch.records().unwrap() {
+                let o = r.unwrap().offset(&batch);
+                assert_eq!(
+                    batch.compression(),
+                    self.codecs[&o],
+                    "codec of the batch at {o}"
+                );
+            }
+        }
         log.verify().unwrap();
     }
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Append(Vec<Kv>),
+    Append(Vec<Kv>, Compression),
     Roll,
     /// A clean at time `+advance`, with an offset map of `entries` entries.
     Clean {
@@ -148,7 +171,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let kv = (0u8..12, proptest::option::weighted(0.8, any::<u16>()));
     prop_oneof![
-        6 => proptest::collection::vec(kv, 1..6).prop_map(Op::Append),
+        6 => (proptest::collection::vec(kv, 1..6), proptest::sample::select(&Compression::ALL[..]))
+            .prop_map(|(kvs, codec)| Op::Append(kvs, codec)),
         2 => Just(Op::Roll),
         3 => (0u16..400, 2u8..40).prop_map(|(advance, entries)| Op::Clean { advance, entries }),
         2 => (2u8..40, any::<u16>()).prop_map(|(entries, step)| Op::CrashInSwap { entries, step }),
@@ -193,13 +217,14 @@ fn run(ops: Vec<Op>) {
     let mut pending_first_clean: Vec<i64> = Vec::new();
     for op in ops {
         match op {
-            Op::Append(kvs) => {
+            Op::Append(kvs, codec) => {
                 let info = log
-                    .append_as_leader(keyed_batch(&kvs, now, None), 0, now)
+                    .append_as_leader(compressed_batch(&kvs, now, None, codec), 0, now)
                     .unwrap();
                 for (i, kv) in kvs.iter().enumerate() {
                     let o = info.first_offset + i as i64;
                     h.records.insert(o, *kv);
+                    h.codecs.insert(o, codec);
                     pending_first_clean.push(o);
                 }
             }
@@ -275,6 +300,7 @@ fn run(ops: Vec<Op>) {
         .append_as_leader(keyed_batch(&[(99, Some(0))], now, None), 0, now)
         .unwrap();
     h.records.insert(info.first_offset, (99, Some(0)));
+    h.codecs.insert(info.first_offset, Compression::None);
     pending_first_clean.push(info.first_offset);
     for _ in 0..2 {
         now += 10 * RETENTION;
@@ -304,6 +330,7 @@ fn run(ops: Vec<Op>) {
             .unwrap();
         log.roll().unwrap();
         h.records.insert(info.first_offset, (98, Some(0)));
+        h.codecs.insert(info.first_offset, Compression::None);
         pending_first_clean.push(info.first_offset);
     }
     h.check(&log, RETENTION, true);
@@ -314,6 +341,133 @@ proptest! {
     #[test]
     fn cleaning_keeps_the_latest_value_per_key(ops in proptest::collection::vec(op(), 1..60)) {
         run(ops);
+    }
+}
+
+#[test]
+fn compressed_batches_are_cleaned_and_keep_their_codec() {
+    for codec in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let dir = tempdir();
+        let mut log = Log::open(dir.path(), compact_config(500), 0).unwrap();
+        let append = |log: &mut Log, kvs: &[Kv], ts: i64| {
+            let info = log
+                .append_as_leader(compressed_batch(kvs, ts, Some((7, 0)), codec), 0, 0)
+                .unwrap();
+            (info.first_offset, info.last_offset)
+        };
+        // 0..=2: keys 1 and 2 superseded below, key 7 stays: rebuilt around one record.
+        assert_eq!(
+            append(&mut log, &[(1, Some(0)), (2, Some(0)), (7, Some(0))], 10),
+            (0, 2)
+        );
+        // 3..=4: untouched, copied byte for byte.
+        assert_eq!(append(&mut log, &[(5, Some(0)), (6, Some(0))], 11), (3, 4));
+        let untouched = read_all(&log)[1].as_bytes().clone();
+        // 5..=7: new values and a tombstone: rebuilt with a delete horizon.
+        assert_eq!(
+            append(&mut log, &[(1, Some(1)), (2, Some(1)), (3, None)], 12),
+            (5, 7)
+        );
+        // 8: a newer value for key 1 in a plain batch: the tombstone batch loses key 1.
+        log.append_as_leader(keyed_batch(&[(1, Some(2))], 13, None), 0, 0)
+            .unwrap();
+        log.roll().unwrap();
+        let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+        let cleaned = clean(&mut log, &mut map, 1_000, 0).unwrap();
+        assert!(matches!(
+            log.commit_clean(cleaned).unwrap(),
+            CleanCommit::Swapped { .. }
+        ));
+        for reopen in [false, true] {
+            if reopen {
+                drop(log);
+                log = Log::open(dir.path(), compact_config(500), 1_000).unwrap();
+            }
+            let batches = read_all(&log);
+            assert_eq!(batches.len(), 4, "{codec:?}: {batches:?}");
+            let rebuilt = &batches[0];
+            assert_eq!(rebuilt.compression(), codec);
+            assert_eq!((rebuilt.base_offset(), rebuilt.last_offset()), (0, 2));
+            assert_eq!((rebuilt.producer_id(), rebuilt.base_sequence()), (7, 0));
+            assert_eq!(rebuilt.record_count(), 1);
+            assert_eq!(rebuilt.max_timestamp(), 10);
+            assert_eq!(batches[1].as_bytes(), &untouched, "{codec:?}: kept whole");
+            let horizon = &batches[2];
+            assert_eq!(horizon.compression(), codec);
+            assert_eq!(horizon.delete_horizon_ms(), Some(1_500));
+            assert_eq!((horizon.base_offset(), horizon.last_offset()), (5, 7));
+            assert_eq!(horizon.record_count(), 2);
+            assert_eq!(batches[3].compression(), Compression::None);
+            let got: Vec<(i64, Option<Bytes>)> = records(&log)
+                .into_iter()
+                .map(|(o, (_, v))| (o, v))
+                .collect();
+            let v = |s: &'static str| Some(Bytes::from_static(s.as_bytes()));
+            assert_eq!(
+                got,
+                vec![
+                    (2, v("value-0")),
+                    (3, v("value-0")),
+                    (4, v("value-0")),
+                    (6, v("value-1")),
+                    (7, None),
+                    (8, v("value-2")),
+                ],
+                "{codec:?}"
+            );
+            log.verify().unwrap();
+        }
+    }
+}
+
+/// A follower fetching from a cleaned leader gets batches past the gaps compaction left:
+/// under `compact` it appends them (its log end jumps, as Kafka's follower's does) and
+/// keeps them across a reopen; under `delete` a gap is still refused.
+#[test]
+fn a_follower_appends_across_a_cleaned_leaders_gaps() {
+    let leader_dir = tempdir();
+    let mut leader = Log::open(leader_dir.path(), compact_config(0), 0).unwrap();
+    for v in 0..30u16 {
+        leader
+            .append_as_leader(keyed_batch(&[((v % 3) as u8, Some(v))], 0, None), 0, 0)
+            .unwrap();
+    }
+    leader.roll().unwrap();
+    let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+    let cleaned = clean(&mut leader, &mut map, 0, 0).unwrap();
+    leader.commit_clean(cleaned).unwrap();
+    let fetched: Vec<Bytes> = read_all(&leader)
+        .iter()
+        .map(|b| b.as_bytes().clone())
+        .collect();
+    assert!(fetched.len() < 30);
+    let all = Bytes::from(fetched.concat());
+    for (policy, accepted) in [
+        (CleanupPolicy::COMPACT, true),
+        (CleanupPolicy::DELETE, false),
+    ] {
+        let dir = tempdir();
+        let mut config = compact_config(0);
+        config.cleanup_policy = policy;
+        let mut follower = Log::open(dir.path(), config.clone(), 0).unwrap();
+        let appended = follower.append_as_follower(all.clone(), 0);
+        assert_eq!(appended.is_ok(), accepted, "{policy:?}: {appended:?}");
+        if !accepted {
+            assert_eq!(follower.log_end_offset(), 0);
+            continue;
+        }
+        let info = appended.unwrap();
+        assert_eq!(info.first_offset, read_all(&leader)[0].base_offset());
+        assert_eq!(follower.log_end_offset(), 30);
+        drop(follower);
+        let follower = Log::open(dir.path(), config, 0).unwrap();
+        assert_eq!(follower.log_end_offset(), 30);
+        assert_eq!(records(&follower), records(&leader));
     }
 }
 
