@@ -267,12 +267,22 @@ impl CleanerThread {
                     .get(&(hosted.tp.topic.clone(), hosted.tp.partition))
                     .copied()
             };
-            let p = hosted.lock();
+            let mut p = hosted.lock();
             let config = p.log().config();
             if !config.cleanup_policy.compact {
                 continue;
             }
             let min_ratio = config.min_cleanable_dirty_ratio;
+            // A truncation below the checkpoint (a follower's divergence, an unclean
+            // election) means what lies above it now was written again: it is dirty.
+            let checkpointed = match (p.log_mut().take_truncated_floor(), checkpointed) {
+                (Some(floor), Some(c)) if floor < c => {
+                    let tp = (hosted.tp.topic.clone(), hosted.tp.partition);
+                    lock(&self.state).checkpoints.insert(tp, floor);
+                    Some(floor)
+                }
+                (_, c) => c,
+            };
             let cleanable = match p.log().cleanable(now, checkpointed, p.high_watermark()) {
                 Ok(c) => c,
                 Err(e) => {

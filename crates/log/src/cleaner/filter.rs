@@ -66,6 +66,10 @@ pub(crate) fn filter_batch(
         LogError::corrupt(path, position, e.to_string())
     };
     stats.bytes_read += batch.size_in_bytes() as u64;
+    // A batch is checked before anything is kept of it: a rebuilt batch gets a fresh CRC,
+    // which would launder a bit flip into data that reads as valid. A corrupt batch fails
+    // the clean, and the owner marks the log uncleanable.
+    batch.validate_crc().map_err(corrupt)?;
     if !transactional_batch_retention(batch) {
         stats.messages_read += u64::try_from(batch.record_count()).unwrap_or(0);
         stats.messages_written += u64::try_from(batch.record_count()).unwrap_or(0);

@@ -137,6 +137,7 @@ impl Log {
                 unflushed_records: 0,
                 last_flush_ms: now_ms,
                 truncations: Arc::new(AtomicU64::new(0)),
+                truncated_floor: None,
                 files,
             });
         };
@@ -261,6 +262,7 @@ impl Log {
             unflushed_records: 0,
             last_flush_ms: now_ms,
             truncations: Arc::new(AtomicU64::new(0)),
+            truncated_floor: None,
             files,
         })
     }

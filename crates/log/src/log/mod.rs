@@ -138,6 +138,10 @@ pub struct Log {
     last_flush_ms: i64,
     /// Bumped before every truncation, so planned reads can tell they overlapped one.
     truncations: Arc<AtomicU64>,
+    /// The lowest offset the log was truncated to since the log cleaner last took it
+    /// ([`Log::take_truncated_floor`]): the cleaner's checkpoint must not stay above data
+    /// written again after a truncation (Kafka's `maybeTruncateCheckpoint`).
+    truncated_floor: Option<i64>,
     /// The bounded cache of sealed segments' `.log` handles, shared with the segments.
     files: Arc<SegmentFiles>,
 }

@@ -29,6 +29,7 @@ impl Log {
             return self.truncate_fully_and_start_at(offset);
         }
         self.truncations.fetch_add(1, Ordering::SeqCst);
+        self.lower_truncated_floor(offset);
         // Newest first, so a crash midway leaves a log without gaps.
         let doomed: Vec<i64> = self.segments.range(offset + 1..).map(|(&b, _)| b).collect();
         let removed_segments = !doomed.is_empty();
@@ -56,6 +57,17 @@ impl Log {
         Ok(())
     }
 
+    /// The lowest offset truncated to since the last call, if any truncation happened: the
+    /// log cleaner lowers its checkpoint to it, so a range written again after a
+    /// truncation is not taken for clean.
+    pub fn take_truncated_floor(&mut self) -> Option<i64> {
+        self.truncated_floor.take()
+    }
+
+    fn lower_truncated_floor(&mut self, offset: i64) {
+        self.truncated_floor = Some(self.truncated_floor.map_or(offset, |f| f.min(offset)));
+    }
+
     /// Empties the log and restarts it at `offset` (after installing a snapshot whose end
     /// offset is `offset`). Snapshots are kept; the leader-epoch cache is cleared.
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
@@ -67,6 +79,7 @@ impl Log {
             });
         }
         self.truncations.fetch_add(1, Ordering::SeqCst);
+        self.lower_truncated_floor(offset);
         // The stored log start goes first: a crash after it leaves the old log with its
         // first segment's base as the start, never a start above the new log's end.
         if fsutil::remove_if_exists(&self.dir.join(LOG_START_OFFSET_FILE))? {

@@ -195,10 +195,14 @@ fn roll_truncate_and_reopen() {
     }
     let segments = log.segment_base_offsets();
     assert!(segments.len() >= 3, "{segments:?}");
+    assert_eq!(log.take_truncated_floor(), None);
     log.truncate_to(45).unwrap();
     assert_eq!(log.log_end_offset(), 45);
     log.truncate_to(44).unwrap();
     assert_eq!(log.log_end_offset(), 42, "a straddling batch goes whole");
+    // The log cleaner learns the lowest point truncated to since it last asked, once.
+    assert_eq!(log.take_truncated_floor(), Some(44));
+    assert_eq!(log.take_truncated_floor(), None);
     assert_eq!(log.latest_epoch(), Some(1));
     let before = read_all(&log);
     log.close().unwrap();

@@ -673,3 +673,38 @@ fn a_delete_only_or_compact_only_policy_gates_the_two_cleanups() {
         "delete deletes"
     );
 }
+
+/// A batch whose CRC does not match is never rebuilt (a fresh CRC would launder the bit
+/// flip into data that reads as valid): the clean fails with the file and position named,
+/// and the log is left as it was.
+#[test]
+fn a_corrupt_batch_fails_the_clean_instead_of_being_rewritten() {
+    let dir = tempdir();
+    let mut log = Log::open(dir.path(), compact_config(0), 0).unwrap();
+    for v in 0..20u16 {
+        log.append_as_leader(keyed_batch(&[(1, Some(v))], 0, None), 0, 0)
+            .unwrap();
+    }
+    log.roll().unwrap();
+    log.append_as_leader(keyed_batch(&[(2, Some(0))], 0, None), 0, 0)
+        .unwrap();
+    let first = dir.path().join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&first).unwrap();
+    // The byte before the last of the first batch is in its record's value (the last is
+    // the headers count): flip it, so the batch still parses but its CRC does not match.
+    let first_batch_len = 12 + u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    bytes[first_batch_len - 2] ^= 0x01;
+    std::fs::write(&first, &bytes).unwrap();
+    let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+    let plan = log.plan_clean(0, 0, i64::MAX, HashMap::new()).unwrap();
+    let err = plan.execute(&mut map, 4096, &mut |_| true).unwrap_err();
+    assert!(
+        err.to_string().contains("00000000000000000000.log"),
+        "the error names the file: {err}"
+    );
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        bytes,
+        "the segment is untouched"
+    );
+}
