@@ -11,6 +11,8 @@
 //! (whose fetches the tests make by hand), and the periodic ISR shrink is not started.
 
 mod common;
+#[path = "replica_manager/validation.rs"]
+mod validation;
 
 use kraftd_log::clock::unix_ms;
 use std::collections::BTreeMap;

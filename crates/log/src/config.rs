@@ -5,7 +5,7 @@
 //! "Never" in Kafka is `Long.MAX_VALUE`; here it is `i64::MAX` for the same reason: the
 //! arithmetic stays total and the value round-trips through a properties file.
 
-use kraftd_protocol::records::TimestampType;
+use kraftd_protocol::records::{Compression, TimestampType};
 
 use crate::error::{LogError, Result};
 
@@ -39,6 +39,49 @@ pub const MIN_SEGMENT_BYTES: u64 = 14;
 pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
 /// Kafka's `delete.retention.ms` default: 1 day.
 pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// Kafka's `message.timestamp.after.max.ms` default (4.x): one hour.
+pub const DEFAULT_MESSAGE_TIMESTAMP_AFTER_MAX_MS: i64 = 60 * 60 * 1000;
+
+/// Kafka's `compression.type` for a topic: the codec the leader stores batches in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TopicCompression {
+    /// `producer`: each batch stays as the producer compressed it.
+    #[default]
+    Producer,
+    /// `uncompressed`, `gzip`, `snappy`, `lz4` or `zstd`: a batch in another codec is
+    /// re-compressed into this one by the leader.
+    Codec(Compression),
+}
+
+impl TopicCompression {
+    /// Parses Kafka's values (case-sensitive, as Kafka's validator is).
+    pub fn parse(value: &str) -> Result<TopicCompression> {
+        Ok(match value.trim() {
+            "producer" => TopicCompression::Producer,
+            "uncompressed" => TopicCompression::Codec(Compression::None),
+            "gzip" => TopicCompression::Codec(Compression::Gzip),
+            "snappy" => TopicCompression::Codec(Compression::Snappy),
+            "lz4" => TopicCompression::Codec(Compression::Lz4),
+            "zstd" => TopicCompression::Codec(Compression::Zstd),
+            _ => {
+                return Err(LogError::InvalidConfig {
+                    name: "compression.type",
+                    value: value.to_string(),
+                    reason: "must be producer, uncompressed, gzip, snappy, lz4 or zstd",
+                })
+            }
+        })
+    }
+
+    /// The codec a batch compressed with `source` is stored in.
+    pub fn target(self, source: Compression) -> Compression {
+        match self {
+            TopicCompression::Producer => source,
+            TopicCompression::Codec(c) => c,
+        }
+    }
+}
 
 /// Kafka's `cleanup.policy`: what happens to old data. `delete` removes whole segments by
 /// time and size (`retention.ms`, `retention.bytes`); `compact` keeps the latest record per
@@ -148,6 +191,14 @@ pub struct LogConfig {
     /// `delete.retention.ms`: how long a tombstone (null value) survives after the clean
     /// that first kept it (KIP-534's delete horizon), so consumers can see the delete.
     pub delete_retention_ms: i64,
+    /// `message.timestamp.before.max.ms`: on a `CreateTime` log, produce refuses a record
+    /// whose timestamp is more than this before the leader's clock (`i64::MAX`: no limit).
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: on a `CreateTime` log, produce refuses a record
+    /// whose timestamp is more than this after the leader's clock.
+    pub message_timestamp_after_max_ms: i64,
+    /// `compression.type`: the codec the leader stores produced batches in.
+    pub compression_type: TopicCompression,
 }
 
 impl Default for LogConfig {
@@ -168,6 +219,9 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: DEFAULT_MESSAGE_TIMESTAMP_AFTER_MAX_MS,
+            compression_type: TopicCompression::Producer,
         }
     }
 }
@@ -246,6 +300,15 @@ impl LogConfig {
             "delete.retention.ms" => {
                 self.delete_retention_ms = parse("delete.retention.ms", value)?
             }
+            "message.timestamp.before.max.ms" => {
+                self.message_timestamp_before_max_ms =
+                    parse("message.timestamp.before.max.ms", value)?
+            }
+            "message.timestamp.after.max.ms" => {
+                self.message_timestamp_after_max_ms =
+                    parse("message.timestamp.after.max.ms", value)?
+            }
+            "compression.type" => self.compression_type = TopicCompression::parse(value)?,
             _ => {
                 return Err(LogError::InvalidConfig {
                     name: "(unknown)",
@@ -346,6 +409,20 @@ impl LogConfig {
                 "must be >= 0",
             );
         }
+        for (name, value) in [
+            (
+                "message.timestamp.before.max.ms",
+                self.message_timestamp_before_max_ms,
+            ),
+            (
+                "message.timestamp.after.max.ms",
+                self.message_timestamp_after_max_ms,
+            ),
+        ] {
+            if value < 0 {
+                return bad(name, value.to_string(), "must be >= 0");
+            }
+        }
         Ok(())
     }
 }
@@ -418,5 +495,46 @@ mod tests {
         assert!(c.set("delete.retention.ms", "-1").is_err());
         assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
         assert_eq!(c.max_compaction_lag_ms, 1000);
+    }
+
+    #[test]
+    fn validation_settings_are_kafkas() {
+        let mut c = LogConfig::default();
+        assert_eq!(c.message_timestamp_before_max_ms, i64::MAX);
+        assert_eq!(c.message_timestamp_after_max_ms, 3_600_000);
+        assert_eq!(c.compression_type, TopicCompression::Producer);
+        c.set("message.timestamp.before.max.ms", "1000").unwrap();
+        c.set("message.timestamp.after.max.ms", "0").unwrap();
+        assert_eq!(
+            (
+                c.message_timestamp_before_max_ms,
+                c.message_timestamp_after_max_ms
+            ),
+            (1000, 0)
+        );
+        assert!(c.set("message.timestamp.before.max.ms", "-1").is_err());
+        assert!(c.set("message.timestamp.after.max.ms", "x").is_err());
+        for (v, want) in [
+            ("uncompressed", TopicCompression::Codec(Compression::None)),
+            ("gzip", TopicCompression::Codec(Compression::Gzip)),
+            ("snappy", TopicCompression::Codec(Compression::Snappy)),
+            ("lz4", TopicCompression::Codec(Compression::Lz4)),
+            ("zstd", TopicCompression::Codec(Compression::Zstd)),
+            ("producer", TopicCompression::Producer),
+        ] {
+            c.set("compression.type", v).unwrap();
+            assert_eq!(c.compression_type, want, "{v}");
+        }
+        for bad in ["none", "GZIP", "brotli", ""] {
+            assert!(c.set("compression.type", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            TopicCompression::Producer.target(Compression::Lz4),
+            Compression::Lz4
+        );
+        assert_eq!(
+            TopicCompression::Codec(Compression::Gzip).target(Compression::Lz4),
+            Compression::Gzip
+        );
     }
 }

@@ -62,7 +62,7 @@ mod segment;
 pub mod shutdown;
 pub mod snapshot;
 
-pub use config::LogConfig;
+pub use config::{LogConfig, TopicCompression};
 pub use epoch::{EpochEntry, LeaderEpochCache, LEADER_EPOCH_CHECKPOINT_FILE};
 pub use error::{LogError, Result};
 pub use log::{

@@ -719,7 +719,9 @@ const fn refused(scope: ConfigScope, name: &'static str, note: &'static str) -> 
 use ConfigScope::{Broker as B, StaticBroker as S, Topic as T};
 
 const CLEANER: &str = "the broker's log cleaner (replica/log_cleaner.rs)";
-const LEVEL: &str = "used only when the broker recompresses, which compression.type=producer (the only value accepted) never does, as in Kafka";
+const LEVEL: &str = "re-compression (compression.type) uses fixed levels (gzip 6 and zstd 3 as Kafka's defaults; lz4 has one fast mode); a level only tunes size and speed";
+const COMPRESSION: &str = "the leader re-compresses a batch in another codec into this one (partition/validator.rs); producer keeps it as sent";
+const TIMESTAMPS: &str = "produce refuses a CreateTime record outside the window with INVALID_TIMESTAMP (partition/validator.rs)";
 const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is refused, and Kafka ignores it too without tiered storage";
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
@@ -732,7 +734,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(T, "cleanup.policy", CLEANER),
     no_effect(T, "compression.gzip.level", LEVEL),
     no_effect(T, "compression.lz4.level", LEVEL),
-    refused(T, "compression.type", "the broker keeps the producer's batches; recompression is not built"),
+    honoured(T, "compression.type", COMPRESSION),
     no_effect(T, "compression.zstd.level", LEVEL),
     honoured(T, "delete.retention.ms", CLEANER),
     no_effect(T, "file.delete.delay.ms", "a segment leaves the log at once and its files are removed then; a read already planned keeps its open file, so clients see what Kafka's delay gives them"),
@@ -745,8 +747,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(T, "local.retention.ms", LOCAL_RETENTION),
     honoured(T, "max.compaction.lag.ms", CLEANER),
     honoured(T, "max.message.bytes", "produce refuses a larger batch with MESSAGE_TOO_LARGE"),
-    refused(T, "message.timestamp.after.max.ms", "produce does not check record timestamps yet"),
-    refused(T, "message.timestamp.before.max.ms", "produce does not check record timestamps yet"),
+    honoured(T, "message.timestamp.after.max.ms", TIMESTAMPS),
+    honoured(T, "message.timestamp.before.max.ms", TIMESTAMPS),
     honoured(T, "message.timestamp.type", "LogAppendTime stamps each batch at append and in the produce response"),
     honoured(T, "min.cleanable.dirty.ratio", CLEANER),
     honoured(T, "min.compaction.lag.ms", CLEANER),
@@ -765,7 +767,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     // Dynamic broker configs (also read from the properties file).
     honoured_static(B, "auto.create.topics.enable", "the broker's Metadata handling, from the properties file"),
     no_effect(B, "background.threads", THREADS),
-    refused(B, "compression.type", "the broker keeps the producer's batches; recompression is not built"),
+    honoured(B, "compression.type", "as the default of the topic's compression.type"),
     honoured_static(B, "default.replication.factor", "the controller's CreateTopics, from the properties file"),
     honoured_static(B, "log.cleaner.threads", CLEANER),
     honoured(B, "log.cleanup.policy", CLEANER),
@@ -815,8 +817,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "log.index.size.max.bytes", "as the default of segment.index.bytes"),
     no_effect(S, "log.local.retention.bytes", LOCAL_RETENTION),
     no_effect(S, "log.local.retention.ms", LOCAL_RETENTION),
-    refused(S, "log.message.timestamp.after.max.ms", "produce does not check record timestamps yet"),
-    refused(S, "log.message.timestamp.before.max.ms", "produce does not check record timestamps yet"),
+    honoured(S, "log.message.timestamp.after.max.ms", "as the default of message.timestamp.after.max.ms"),
+    honoured(S, "log.message.timestamp.before.max.ms", "as the default of message.timestamp.before.max.ms"),
     honoured(S, "log.message.timestamp.type", "as the default of message.timestamp.type"),
     no_effect(S, "log.preallocate", "only how segment files grow on disk"),
     honoured(S, "log.retention.hours", "as the default of retention.ms"),
@@ -1258,17 +1260,17 @@ mod tests {
     #[test]
     fn unsupported_values_are_refused_unless_kafkas_default() {
         // Refused unless default: the default (in any spelling Kafka parses) passes.
-        assert!(validate_topic_config("compression.type", "producer").is_ok());
-        let e = validate_topic_config("compression.type", "gzip").unwrap_err();
+        assert!(validate_topic_config("remote.storage.enable", "false").is_ok());
+        let e = validate_topic_config("remote.storage.enable", "true").unwrap_err();
         assert!(matches!(
             e,
             ConfigValueError::Unsupported { dynamic: false, .. }
         ));
         let text = e.to_string();
         assert!(
-            text.contains("kraftd does not support compression.type")
-                && text.contains("gzip")
-                && text.contains("(producer)"),
+            text.contains("kraftd does not support remote.storage.enable")
+                && text.contains("true")
+                && text.contains("(false)"),
             "{text}"
         );
         assert!(validate_topic_config("remote.storage.enable", "FALSE").is_ok());
@@ -1280,6 +1282,14 @@ mod tests {
             Err(ConfigValueError::InvalidValue { .. })
         ));
         // Honoured and no-effect keys take any valid value.
+        for codec in ["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] {
+            assert!(validate_topic_config("compression.type", codec).is_ok());
+            assert!(validate_broker_config("compression.type", codec).is_ok());
+            assert!(check_static_support("compression.type", codec).is_ok());
+        }
+        assert!(validate_topic_config("message.timestamp.after.max.ms", "60000").is_ok());
+        assert!(validate_topic_config("message.timestamp.before.max.ms", "60000").is_ok());
+        assert!(check_static_support("log.message.timestamp.after.max.ms", "60000").is_ok());
         assert!(validate_topic_config("retention.ms", "1000").is_ok());
         assert!(validate_topic_config("preallocate", "true").is_ok());
         assert!(validate_broker_config("num.io.threads", "16").is_ok());
@@ -1293,8 +1303,8 @@ mod tests {
         assert!(e.to_string().contains("dynamically"), "{e}");
         // In the properties file.
         assert!(check_static_support("num.partitions", "3").is_ok());
-        assert!(check_static_support("compression.type", "producer").is_ok());
-        assert!(check_static_support("compression.type", "lz4").is_err());
+        assert!(check_static_support("max.connections.per.ip", "2147483647").is_ok());
+        assert!(check_static_support("max.connections.per.ip", "10").is_err());
         assert!(check_static_support("log.flush.scheduler.interval.ms", "1000").is_err());
         assert!(check_static_support("offsets.topic.replication.factor", "1").is_ok());
         assert!(

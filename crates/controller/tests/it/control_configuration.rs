@@ -360,17 +360,12 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
             resource(
                 TOPIC,
                 "t",
-                vec![op("compression.type", OP_SET, Some("gzip"))],
-            ),
-            resource(
-                TOPIC,
-                "u",
-                vec![op("message.timestamp.before.max.ms", OP_SET, Some("1000"))],
+                vec![op("remote.storage.enable", OP_SET, Some("true"))],
             ),
             resource(
                 BROKER,
                 "",
-                vec![op("compression.type", OP_SET, Some("lz4"))],
+                vec![op("max.connections.per.ip", OP_SET, Some("100"))],
             ),
             resource(
                 BROKER,
@@ -392,9 +387,8 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
             .map(|r| (r.error_code, &r.error_message)),
     );
     for ((code, message), key) in outcomes.iter().zip([
-        "compression.type",
-        "message.timestamp.before.max.ms",
-        "compression.type",
+        "remote.storage.enable",
+        "max.connections.per.ip",
         "max.connections.per.ip",
         "num.partitions",
     ]) {
@@ -415,8 +409,8 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
                 TOPIC,
                 "t",
                 vec![
-                    op("compression.type", OP_SET, Some("producer")),
-                    op("message.timestamp.after.max.ms", OP_SET, Some("3600000")),
+                    op("compression.type", OP_SET, Some("gzip")),
+                    op("message.timestamp.after.max.ms", OP_SET, Some("60000")),
                     op("remote.storage.enable", OP_SET, Some("FALSE")),
                     op("preallocate", OP_SET, Some("true")),
                     op("retention.bytes", OP_SET, Some("1000000")),
@@ -428,14 +422,15 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
                 vec![
                     op("num.partitions", OP_SET, Some("1")),
                     op("num.io.threads", OP_SET, Some("4")),
+                    op("compression.type", OP_SET, Some("lz4")),
                 ],
             ),
         ],
     );
     assert_eq!(codes, vec![0, 0]);
-    assert_eq!(records.len(), 7);
+    assert_eq!(records.len(), 8);
     let t = ConfigResource::topic("t");
-    assert_eq!(next.configs.value(&t, "compression.type"), Some("producer"));
+    assert_eq!(next.configs.value(&t, "compression.type"), Some("gzip"));
     assert_eq!(
         next.configs.value(&t, "remote.storage.enable"),
         Some("FALSE")

@@ -9,7 +9,7 @@ use kraftd_protocol::ErrorCode;
 use tracing::{debug, info};
 
 use super::isr::FollowerState;
-use super::validator::validate_records;
+use super::validator::{validate, Validated};
 use super::{Partition, PartitionError, PartitionState, Role};
 use crate::replica::producer_state::{BatchMetadata, ProducerCheck};
 
@@ -116,8 +116,10 @@ impl Partition {
 
     /// Appends a produce request's records (exactly one v2 batch, as Produce v3+ requires)
     /// as leader: checks `acks=all` against `min.insync.replicas` first
-    /// (NOT_ENOUGH_REPLICAS), answers an idempotent producer's retry with the original
-    /// offsets, stamps offsets and the leader epoch, and moves the HW if the ISR is just us.
+    /// (NOT_ENOUGH_REPLICAS), validates the batch as Kafka's `LogValidator` (`validator.rs`:
+    /// batch and record checks, re-compression to the topic's `compression.type`), answers
+    /// an idempotent producer's retry with the original offsets, stamps offsets and the
+    /// leader epoch, and moves the HW if the ISR is just us.
     pub fn append_as_leader(
         &mut self,
         records: Bytes,
@@ -147,12 +149,10 @@ impl Partition {
                 "transactional batches are not supported by this broker".into(),
             ));
         }
-        if batch.is_control() {
-            return Err(PartitionError::InvalidRecord(
-                "clients may not write control batches".into(),
-            ));
-        }
-        validate_records(&batch, &self.tp, self.log.config().cleanup_policy.compact)?;
+        let (batch, records) = match validate(&batch, &self.tp, self.log.config(), now_ms)? {
+            Validated::AsSent => (batch, records),
+            Validated::Rebuilt(rebuilt) => (single_batch(&rebuilt)?, rebuilt),
+        };
         let producer_id = batch.producer_id();
         let producer_epoch = batch.producer_epoch();
         let (first_seq, last_seq) = (batch.base_sequence(), batch.last_sequence());

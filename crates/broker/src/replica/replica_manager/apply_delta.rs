@@ -247,6 +247,9 @@ impl ReplicaManager {
             "min.compaction.lag.ms",
             "max.compaction.lag.ms",
             "delete.retention.ms",
+            "message.timestamp.before.max.ms",
+            "message.timestamp.after.max.ms",
+            "compression.type",
         ] {
             if let Some(v) = values.get(key) {
                 if let Err(e) = log.set(key, v) {
