@@ -460,11 +460,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("server.properties");
         for (line, key, shown) in [
-            ("compression.type=gzip", "compression.type", "\"gzip\""),
             (
-                "log.message.timestamp.after.max.ms=1000",
-                "log.message.timestamp.after.max.ms",
+                "log.flush.scheduler.interval.ms=1000",
+                "log.flush.scheduler.interval.ms",
                 "\"1000\"",
+            ),
+            (
+                "max.connections.per.ip=5",
+                "max.connections.per.ip",
+                "\"5\"",
             ),
             (
                 "ssl.keystore.password=hunter2",

@@ -22,6 +22,7 @@
 pub mod acl;
 pub mod cluster;
 pub mod config_defs;
+pub mod config_support;
 pub mod configuration;
 pub mod features;
 pub mod partition_change;

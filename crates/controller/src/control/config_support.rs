@@ -1,0 +1,339 @@
+//! Whether kraftd acts on each config key it accepts ([`CONFIG_SUPPORT`]), so no setting is
+//! silently ignored: honoured with Kafka's meaning, harmlessly without effect, or refused
+//! unless it asks for Kafka's default; the checks CreateTopics, (Incremental)AlterConfigs
+//! and start-up run against it; and the Markdown table ARCHITECTURE.md holds. The keys'
+//! definitions (types, defaults, synonyms) are in [`super::config_defs`].
+
+use super::config_defs::{
+    ConfigDef, ConfigValueError, BROKER_CONFIGS, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+};
+
+/// Where a config is set: on a topic, as a dynamic broker config (per broker or the cluster
+/// default; also readable from the node's properties file), or only in the properties file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConfigScope {
+    /// [`TOPIC_CONFIGS`].
+    Topic,
+    /// [`BROKER_CONFIGS`].
+    Broker,
+    /// [`STATIC_BROKER_CONFIGS`].
+    StaticBroker,
+}
+
+impl ConfigScope {
+    /// The table the scope's definitions live in.
+    pub fn defs(self) -> &'static [ConfigDef] {
+        match self {
+            ConfigScope::Topic => TOPIC_CONFIGS,
+            ConfigScope::Broker => BROKER_CONFIGS,
+            ConfigScope::StaticBroker => STATIC_BROKER_CONFIGS,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            ConfigScope::Topic => "topic",
+            ConfigScope::Broker => "broker, dynamic",
+            ConfigScope::StaticBroker => "broker, static",
+        }
+    }
+}
+
+/// What kraftd does with a config it accepts, so no setting is silently ignored: each key is
+/// honoured with Kafka's meaning, harmlessly without effect, or refused unless it asks for
+/// Kafka's default (which a client may set explicitly, as Kafka Connect and Streams do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Kafka's meaning, wherever it is set.
+    Honoured,
+    /// Kafka's meaning in the node's properties file; as a dynamic config only Kafka's
+    /// default is accepted, because the running node does not re-read it.
+    HonouredStatic,
+    /// Accepted and stored (DescribeConfigs shows it) with no effect: it only tunes
+    /// performance, or only matters with a feature kraftd refuses. Ignoring it loses no
+    /// data, exposes none and changes nothing a client sees.
+    NoEffect,
+    /// Not supported: a value other than Kafka's default is refused with INVALID_CONFIG by
+    /// CreateTopics, AlterConfigs and IncrementalAlterConfigs, and stops startup with one
+    /// line when set in the node's properties file.
+    RefusedUnlessDefault,
+}
+
+impl Support {
+    fn label(self) -> &'static str {
+        match self {
+            Support::Honoured => "honoured",
+            Support::HonouredStatic => {
+                "honoured from the properties file; dynamically refused unless default"
+            }
+            Support::NoEffect => "accepted, no effect",
+            Support::RefusedUnlessDefault => "refused unless default",
+        }
+    }
+}
+
+/// One key's [`Support`] in one scope, with where it takes effect or why it does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigSupport {
+    pub scope: ConfigScope,
+    pub name: &'static str,
+    pub support: Support,
+    pub note: &'static str,
+}
+
+const fn honoured(scope: ConfigScope, name: &'static str, note: &'static str) -> ConfigSupport {
+    ConfigSupport {
+        scope,
+        name,
+        support: Support::Honoured,
+        note,
+    }
+}
+const fn honoured_static(
+    scope: ConfigScope,
+    name: &'static str,
+    note: &'static str,
+) -> ConfigSupport {
+    ConfigSupport {
+        scope,
+        name,
+        support: Support::HonouredStatic,
+        note,
+    }
+}
+const fn no_effect(scope: ConfigScope, name: &'static str, note: &'static str) -> ConfigSupport {
+    ConfigSupport {
+        scope,
+        name,
+        support: Support::NoEffect,
+        note,
+    }
+}
+const fn refused(scope: ConfigScope, name: &'static str, note: &'static str) -> ConfigSupport {
+    ConfigSupport {
+        scope,
+        name,
+        support: Support::RefusedUnlessDefault,
+        note,
+    }
+}
+
+use ConfigScope::{Broker as B, StaticBroker as S, Topic as T};
+
+const CLEANER: &str = "the broker's log cleaner (replica/log_cleaner.rs)";
+const LEVEL: &str = "re-compression (compression.type) uses fixed levels (gzip 6 and zstd 3 as Kafka's defaults; lz4 has one fast mode); a level only tunes size and speed";
+const COMPRESSION: &str = "the leader re-compresses a batch in another codec into this one (partition/validator.rs); producer keeps it as sent";
+const TIMESTAMPS: &str = "produce refuses a CreateTime record outside the window with INVALID_TIMESTAMP (partition/validator.rs)";
+const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is refused, and Kafka ignores it too without tiered storage";
+const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
+const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
+
+/// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
+/// [`STATIC_BROKER_CONFIGS`] (one row each, checked by a test), as the table in
+/// ARCHITECTURE.md ("Configs") renders it.
+pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
+    // Topic configs.
+    honoured(T, "cleanup.policy", CLEANER),
+    no_effect(T, "compression.gzip.level", LEVEL),
+    no_effect(T, "compression.lz4.level", LEVEL),
+    honoured(T, "compression.type", COMPRESSION),
+    no_effect(T, "compression.zstd.level", LEVEL),
+    honoured(T, "delete.retention.ms", CLEANER),
+    no_effect(T, "file.delete.delay.ms", "a segment leaves the log at once and its files are removed then; a read already planned keeps its open file, so clients see what Kafka's delay gives them"),
+    honoured(T, "flush.messages", "the log store flushes at the append that reaches it"),
+    honoured(T, "flush.ms", "checked at each append; Kafka's periodic flusher is off by default (log.flush.scheduler.interval.ms)"),
+    no_effect(T, "follower.replication.throttled.replicas", "replication throttling only tunes bandwidth; the throttle rates are not accepted, so Kafka would not throttle either"),
+    honoured(T, "index.interval.bytes", "the log store's offset index"),
+    no_effect(T, "leader.replication.throttled.replicas", "replication throttling only tunes bandwidth; the throttle rates are not accepted, so Kafka would not throttle either"),
+    no_effect(T, "local.retention.bytes", LOCAL_RETENTION),
+    no_effect(T, "local.retention.ms", LOCAL_RETENTION),
+    honoured(T, "max.compaction.lag.ms", CLEANER),
+    honoured(T, "max.message.bytes", "produce refuses a larger batch with MESSAGE_TOO_LARGE"),
+    honoured(T, "message.timestamp.after.max.ms", TIMESTAMPS),
+    honoured(T, "message.timestamp.before.max.ms", TIMESTAMPS),
+    honoured(T, "message.timestamp.type", "LogAppendTime stamps each batch at append and in the produce response"),
+    honoured(T, "min.cleanable.dirty.ratio", CLEANER),
+    honoured(T, "min.compaction.lag.ms", CLEANER),
+    honoured(T, "min.insync.replicas", "acks=all produce, the HW and KIP-966 ELRs"),
+    no_effect(T, "preallocate", "only how segment files grow on disk"),
+    no_effect(T, "remote.log.copy.disable", "tiered storage only; remote.storage.enable is refused"),
+    no_effect(T, "remote.log.delete.on.disable", "tiered storage only; remote.storage.enable is refused"),
+    refused(T, "remote.storage.enable", "tiered storage is not built"),
+    honoured(T, "retention.bytes", "the log store's size retention"),
+    honoured(T, "retention.ms", "the log store's time retention"),
+    honoured(T, "segment.bytes", SEGMENT),
+    honoured(T, "segment.index.bytes", SEGMENT),
+    no_effect(T, "segment.jitter.ms", "only spreads segment rolls in time"),
+    honoured(T, "segment.ms", SEGMENT),
+    honoured(T, "unclean.leader.election.enable", "the controller's leader election"),
+    // Dynamic broker configs (also read from the properties file).
+    honoured_static(B, "auto.create.topics.enable", "the broker's Metadata handling, from the properties file"),
+    no_effect(B, "background.threads", THREADS),
+    honoured(B, "compression.type", "as the default of the topic's compression.type"),
+    honoured_static(B, "default.replication.factor", "the controller's CreateTopics, from the properties file"),
+    honoured_static(B, "log.cleaner.threads", CLEANER),
+    honoured(B, "log.cleanup.policy", CLEANER),
+    honoured(B, "log.flush.interval.messages", "as the default of flush.messages"),
+    honoured(B, "log.flush.interval.ms", "as the default of flush.ms"),
+    honoured(B, "log.retention.bytes", "as the default of retention.bytes"),
+    honoured(B, "log.retention.ms", "as the default of retention.ms"),
+    honoured(B, "log.roll.ms", "as the default of segment.ms"),
+    honoured(B, "log.segment.bytes", "as the default of segment.bytes"),
+    honoured_static(B, "max.connections", "the listeners' connection cap, from the properties file"),
+    refused(B, "max.connections.per.ip", "no per-address connection limit is built"),
+    honoured(B, "message.max.bytes", "as the default of max.message.bytes"),
+    honoured(B, "min.insync.replicas", "as the default of min.insync.replicas"),
+    no_effect(B, "num.io.threads", THREADS),
+    no_effect(B, "num.network.threads", THREADS),
+    honoured_static(B, "num.partitions", "the controller's CreateTopics, from the properties file"),
+    no_effect(B, "num.replica.fetchers", "one fetcher task per source broker; a thread count only tunes performance"),
+    honoured(B, "unclean.leader.election.enable", "as the default of unclean.leader.election.enable"),
+    // Static broker configs (the node's properties file only).
+    honoured(S, "advertised.listeners", "what Metadata advertises"),
+    honoured(S, "broker.heartbeat.interval.ms", "the broker's lifecycle manager"),
+    honoured(S, "broker.rack", "rack-aware replica placement"),
+    honoured(S, "broker.session.timeout.ms", "the controller fences a broker whose session expired"),
+    no_effect(S, "compression.gzip.level", LEVEL),
+    no_effect(S, "compression.lz4.level", LEVEL),
+    no_effect(S, "compression.zstd.level", LEVEL),
+    honoured(S, "connections.max.idle.ms", "the listeners close idle connections"),
+    honoured(S, "controller.listener.names", "which listener is the controller's"),
+    honoured(S, "controller.quorum.bootstrap.servers", "with controller.quorum.voters (a static quorum)"),
+    honoured(S, "controller.quorum.voters", "the Raft quorum"),
+    honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
+    honoured(S, "listeners", "the sockets bound"),
+    honoured(S, "log.cleaner.backoff.ms", CLEANER),
+    honoured(S, "log.cleaner.dedupe.buffer.size", CLEANER),
+    honoured(S, "log.cleaner.delete.retention.ms", CLEANER),
+    honoured(S, "log.cleaner.enable", CLEANER),
+    honoured(S, "log.cleaner.io.buffer.load.factor", CLEANER),
+    honoured(S, "log.cleaner.io.buffer.size", CLEANER),
+    honoured(S, "log.cleaner.io.max.bytes.per.second", CLEANER),
+    honoured(S, "log.cleaner.max.compaction.lag.ms", CLEANER),
+    honoured(S, "log.cleaner.min.cleanable.ratio", CLEANER),
+    honoured(S, "log.cleaner.min.compaction.lag.ms", CLEANER),
+    honoured(S, "log.dir", "when log.dirs is not set"),
+    honoured(S, "log.dirs", "the data directories"),
+    refused(S, "log.flush.scheduler.interval.ms", "no periodic flusher: flush.ms is checked at each append"),
+    honoured(S, "log.index.interval.bytes", "as the default of index.interval.bytes"),
+    honoured(S, "log.index.size.max.bytes", "as the default of segment.index.bytes"),
+    no_effect(S, "log.local.retention.bytes", LOCAL_RETENTION),
+    no_effect(S, "log.local.retention.ms", LOCAL_RETENTION),
+    honoured(S, "log.message.timestamp.after.max.ms", "as the default of message.timestamp.after.max.ms"),
+    honoured(S, "log.message.timestamp.before.max.ms", "as the default of message.timestamp.before.max.ms"),
+    honoured(S, "log.message.timestamp.type", "as the default of message.timestamp.type"),
+    no_effect(S, "log.preallocate", "only how segment files grow on disk"),
+    honoured(S, "log.retention.hours", "as the default of retention.ms"),
+    honoured(S, "log.retention.minutes", "as the default of retention.ms"),
+    honoured(S, "log.roll.hours", "as the default of segment.ms"),
+    no_effect(S, "log.roll.jitter.hours", "only spreads segment rolls in time"),
+    no_effect(S, "log.roll.jitter.ms", "only spreads segment rolls in time"),
+    no_effect(S, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
+    honoured(S, "metadata.log.dir", "the metadata log's directory"),
+    honoured(S, "node.id", "the node's id"),
+    honoured(S, "process.roles", "the roles the node runs"),
+    refused(S, "sasl.jaas.config", "SASL is not built: every listener is PLAINTEXT"),
+    honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
+    refused(S, "ssl.key.password", "TLS is not built: every listener is PLAINTEXT"),
+    refused(S, "ssl.keystore.password", "TLS is not built: every listener is PLAINTEXT"),
+    refused(S, "ssl.truststore.password", "TLS is not built: every listener is PLAINTEXT"),
+];
+
+/// The support row of a key in a scope.
+pub fn config_support(scope: ConfigScope, name: &str) -> Option<&'static ConfigSupport> {
+    CONFIG_SUPPORT
+        .iter()
+        .find(|s| s.scope == scope && s.name == name)
+}
+
+/// Whether `value` asks for Kafka's default of `def` (compared as Kafka prints parsed
+/// values, so `TRUE` is `true` and ` 1.0` is `1`); never, for a null default.
+fn is_kafka_default(def: &ConfigDef, value: &str) -> bool {
+    def.default
+        .is_some_and(|d| def.canonical_value(d) == def.canonical_value(value))
+}
+
+fn unsupported(def: &ConfigDef, value: &str, dynamic: bool) -> ConfigValueError {
+    ConfigValueError::Unsupported {
+        key: def.name.to_string(),
+        value: if def.sensitive {
+            "[hidden]".to_string()
+        } else {
+            value.trim().to_string()
+        },
+        default: def.default,
+        dynamic,
+    }
+}
+
+/// Refuses a value set by CreateTopics or (Incremental)AlterConfigs that kraftd would not
+/// act on (its [`Support`] is [`Support::RefusedUnlessDefault`], or
+/// [`Support::HonouredStatic`] for a dynamic broker config) unless it is Kafka's default.
+/// `value` has passed [`ConfigDef::validate`].
+pub fn check_dynamic_support(
+    scope: ConfigScope,
+    def: &ConfigDef,
+    value: &str,
+) -> Result<(), ConfigValueError> {
+    let support =
+        config_support(scope, def.name).map_or(Support::RefusedUnlessDefault, |s| s.support);
+    match support {
+        Support::Honoured | Support::NoEffect => Ok(()),
+        Support::HonouredStatic | Support::RefusedUnlessDefault if is_kafka_default(def, value) => {
+            Ok(())
+        }
+        Support::HonouredStatic => Err(unsupported(def, value, true)),
+        Support::RefusedUnlessDefault => Err(unsupported(def, value, false)),
+    }
+}
+
+/// Refuses a broker config in the node's properties file that kraftd does not support
+/// ([`Support::RefusedUnlessDefault`]) unless it is Kafka's default. Keys kraftd does not
+/// know as broker configs pass: the file holds other programs' settings too.
+pub fn check_static_support(key: &str, value: &str) -> Result<(), ConfigValueError> {
+    let found = [ConfigScope::Broker, ConfigScope::StaticBroker]
+        .into_iter()
+        .find_map(|scope| {
+            let def = scope.defs().iter().find(|d| d.name == key)?;
+            Some((def, config_support(scope, key)?.support))
+        });
+    match found {
+        Some((def, Support::RefusedUnlessDefault)) if !is_kafka_default(def, value) => {
+            Err(unsupported(def, value, false))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The table of [`CONFIG_SUPPORT`] as Markdown, as ARCHITECTURE.md holds it.
+pub fn render_support_table() -> String {
+    let mut out =
+        String::from("| key | set on | status | default | where / why |\n|---|---|---|---|---|\n");
+    for row in CONFIG_SUPPORT {
+        let default = row
+            .scope
+            .defs()
+            .iter()
+            .find(|d| d.name == row.name)
+            .and_then(|d| d.default)
+            .map_or_else(
+                || "(null)".to_string(),
+                |d| {
+                    if d.is_empty() {
+                        "\"\"".to_string()
+                    } else {
+                        format!("`{d}`")
+                    }
+                },
+            );
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            row.name,
+            row.scope.label(),
+            row.support.label(),
+            default,
+            row.note
+        ));
+    }
+    out
+}
