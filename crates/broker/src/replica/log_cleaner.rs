@@ -7,8 +7,8 @@
 //! its own high watermark, as Kafka's do.
 //!
 //! I/O is throttled to `log.cleaner.io.max.bytes.per.second` (Kafka's `Throttler`); each
-//! thread's offset map (`log.cleaner.dedupe.buffer.size` / threads) is allocated at its
-//! first clean, so a broker without compacted topics never pays for it. A clean that fails
+//! clean's offset map is at most the thread's share of `log.cleaner.dedupe.buffer.size`
+//! and no larger than its dirty section can fill, allocated for that clean only. A clean that fails
 //! marks its partition uncleanable (logged, counted in `uncleanable-partitions-count`) and
 //! the others go on; the partition is tried again once it is re-created.
 
@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use kraftd_log::cleaner::{CleanerConfig, CleanerStats, OffsetMap};
+use kraftd_log::cleaner::offset_map::BYTES_PER_ENTRY;
+use kraftd_log::cleaner::{CleanerConfig, CleanerStats, OffsetMap, PendingClean};
 use kraftd_log::clock::unix_ms;
 use kraftd_log::CleanCommit;
 use kraftd_protocol::Uuid;
@@ -150,8 +151,6 @@ struct CleanerThread {
     state: Arc<Mutex<CleanerState>>,
     metrics: Arc<LogCleanerMetrics>,
     stop: Arc<AtomicBool>,
-    /// Allocated at the first clean, kept after.
-    map: Option<OffsetMap>,
     /// This thread's last clean time, for `max-clean-time-secs`.
     last_clean_secs: Arc<Vec<AtomicU64>>,
 }
@@ -186,7 +185,6 @@ impl LogCleaner {
                     state: Arc::clone(&state),
                     metrics: Arc::clone(&metrics),
                     stop: Arc::clone(&stop),
-                    map: None,
                     last_clean_secs: Arc::clone(&last_clean_secs),
                 };
                 let spawned = std::thread::Builder::new()
@@ -352,16 +350,7 @@ impl CleanerThread {
         let Some(pending) = pending else {
             return Ok(false);
         };
-        if self.map.is_none() {
-            self.map = Some(self.config.offset_map().ok_or_else(|| {
-                format!(
-                    "log.cleaner.dedupe.buffer.size {} over {} threads holds no entry",
-                    self.config.dedupe_buffer_size, self.config.threads
-                )
-            })?);
-        }
-        let map = self.map.as_mut().expect("allocated above");
-        map.clear();
+        let mut map = self.offset_map_for(&pending)?;
         let started = Instant::now();
         let mut throttle = Throttler::new(self.config.io_max_bytes_per_second);
         let stop = Arc::clone(&self.stop);
@@ -369,7 +358,7 @@ impl CleanerThread {
             throttle.maybe_throttle(bytes);
             !stop.load(Ordering::Acquire)
         };
-        let cleaned = match pending.execute(map, self.config.io_buffer_size, &mut io) {
+        let cleaned = match pending.execute(&mut map, self.config.io_buffer_size, &mut io) {
             Ok(c) => c,
             Err(e) if self.stop.load(Ordering::Acquire) => {
                 debug!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "clean stopped by shutdown");
@@ -407,6 +396,27 @@ impl CleanerThread {
             "cleaned"
         );
         Ok(true)
+    }
+
+    /// The offset map for one clean: the thread's share of `log.cleaner.dedupe.buffer.size`
+    /// (Kafka's size), but no larger than the dirty section can fill — it spans that many
+    /// offsets, so at most that many keys. Allocated zeroed for this clean and freed after
+    /// it: pages never touched cost no memory, so cleaning a small log (most compacted
+    /// topics) never holds Kafka's 128 MiB, and an idle broker holds none.
+    fn offset_map_for(&self, pending: &PendingClean) -> Result<OffsetMap, String> {
+        let c = &self.config;
+        let share = (c.dedupe_buffer_size / c.threads.max(1) as u64).min(i32::MAX as u64);
+        let span = (pending.first_uncleanable_offset() - pending.first_dirty_offset()).max(1);
+        let slots = (span as f64 / c.io_buffer_load_factor.max(f64::MIN_POSITIVE)).ceil() as u64;
+        let needed = slots
+            .saturating_add(1)
+            .saturating_mul(BYTES_PER_ENTRY as u64);
+        OffsetMap::new(share.min(needed) as usize, c.io_buffer_load_factor).ok_or_else(|| {
+            format!(
+                "log.cleaner.dedupe.buffer.size {} over {} threads (load factor {}) holds no entry",
+                c.dedupe_buffer_size, c.threads, c.io_buffer_load_factor
+            )
+        })
     }
 
     fn record(&self, stats: &CleanerStats, took: Duration) {
