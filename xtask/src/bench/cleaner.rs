@@ -20,7 +20,9 @@
 //! "... MB of log processed in ... seconds (... MB/sec)" line is parsed. Kafka's MB is MiB.
 //! Both sides clean once in a fresh process (Kafka's JIT warms up during its clean, as
 //! kraftd's page faults on its offset map are in its own); the files are in the page cache
-//! for both (just written or copied).
+//! for both (just written or copied). `KRAFTD_BENCH_CLEANER_DIR` moves both sides' files
+//! (default: the system temp dir for kraftd's, `target/bench-cleaner/` for Kafka's); the
+//! segment bytes are removed after the run, Kafka's `server.log` kept.
 
 use std::path::Path;
 use std::process::Command;
@@ -54,6 +56,8 @@ struct Ours {
     map_mib_per_million_keys: f64,
     records: u64,
     log_end_offset: i64,
+    /// The log's size after cleaning.
+    end_mib: f64,
 }
 
 /// Kafka's summary of its clean.
@@ -72,9 +76,13 @@ pub(super) fn cleaner(root: &Path, args: CleanerArgs) -> Result<()> {
         (200, 1_000_000)
     };
     let classpath = kafka_classpath(root)?;
-    // Kafka's side under target/ (its logs stay there for a look after the run); the copy
-    // of the generated log beside it.
-    let work = root.join("target").join("bench-cleaner");
+    // Kafka's side under target/ (its logs stay there for a look after the run), or under
+    // `KRAFTD_BENCH_CLEANER_DIR` (where the bench writes its log too); the copy of the
+    // generated log beside it.
+    let work = match std::env::var_os("KRAFTD_BENCH_CLEANER_DIR") {
+        Some(d) if !d.is_empty() => Path::new(&d).join("kraftd-bench-cleaner"),
+        _ => root.join("target").join("bench-cleaner"),
+    };
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
     let copy = work.join("segments");
@@ -83,7 +91,11 @@ pub(super) fn cleaner(root: &Path, args: CleanerArgs) -> Result<()> {
     let ours = run_ours(root, mb, keys, &copy)?;
 
     println!("==> Kafka 4.4.0: one broker cleaning the same segment files");
-    let theirs = run_kafka(&classpath, &work, &copy, ours.log_end_offset)?;
+    let theirs = run_kafka(&classpath, &work, &copy, ours.log_end_offset);
+    // The logs' bytes go; Kafka's own log (kafka/logs/) stays for a look.
+    let _ = std::fs::remove_dir_all(&copy);
+    let _ = std::fs::remove_dir_all(work.join("kafka").join("data"));
+    let theirs = theirs?;
 
     println!();
     println!(
@@ -116,6 +128,10 @@ pub(super) fn cleaner(root: &Path, args: CleanerArgs) -> Result<()> {
         "  kraftd: {:.1} MiB in {:.3} s; Kafka: {:.1} MiB in {:.1} s (Kafka prints seconds to 0.1, \
          its MB/sec from milliseconds)",
         ours.dirty_mib, ours.secs, theirs.mib, theirs.secs
+    );
+    println!(
+        "  log after cleaning: kraftd {:.1} MiB; Kafka's summary below (End size)",
+        ours.end_mib
     );
     println!(
         "  map MiB per million keys: 24 B entries (16 B MD5 + 8 B offset) at load factor 0.9, \
@@ -168,6 +184,8 @@ fn run_ours(root: &Path, mb: u64, keys: u64, copy: &Path) -> Result<Ours> {
             ours.dirty_mib = first_word(after).context("dirty MiB")?;
             ours.secs = word_after(after, "dirty in").context("clean secs")?;
             ours.mib_per_sec = word_after(after, ") =").context("clean MiB/s")?;
+        } else if line.starts_with("records read") {
+            ours.end_mib = word_after(line, "log now").context("log now")?;
         } else if let Some(rest) = line.strip_prefix("per million keys:") {
             // "... A MiB of entries (24 B each), B MiB of dedupe buffer at load factor ..."
             let (_, b) = rest.split_once("),").context("per million keys")?;
