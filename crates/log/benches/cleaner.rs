@@ -9,9 +9,12 @@
 //! directory, so it measures that disk; the files are in the page cache for both the read
 //! and the clean, which were just written, as a cleaner following producers finds them).
 //!
-//! Apache Kafka's cleaner is not run beside it: Kafka 4.4's `Cleaner` is only reachable
-//! through a whole `UnifiedLog` (its scheduler, producer state, epoch cache), so that
-//! comparison needs a Java harness of its own; not built yet.
+//! Apache Kafka 4.4's cleaner on the same log: `cargo xtask bench cleaner [--quick]` runs
+//! this bench with `KRAFTD_BENCH_CLEANER_COPY_TO` (where the generated segment files are
+//! copied before cleaning), puts those files in a stopped single-node Kafka broker's
+//! partition of a compacted topic, restarts it with one cleaner thread and the same dedupe
+//! buffer, and reads the clean's summary from Kafka's log (Kafka's `Cleaner` is only
+//! reachable through a whole `UnifiedLog`, so a real broker does the cleaning).
 
 use std::io::Read;
 use std::time::Instant;
@@ -121,6 +124,21 @@ fn plain_read(dir: &std::path::Path, chunk: usize) -> (u64, f64) {
     (total, secs)
 }
 
+/// Copies the segment files (`.log`, `.index`, `.timeindex`) of `from` into `to`, before
+/// cleaning, for `cargo xtask bench cleaner` to hand the same log to Kafka's cleaner.
+fn copy_segments(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create copy dir");
+    for entry in std::fs::read_dir(from).expect("list dir").flatten() {
+        let path = entry.path();
+        let segment_file = path
+            .extension()
+            .is_some_and(|e| e == "log" || e == "index" || e == "timeindex");
+        if segment_file {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copy segment file");
+        }
+    }
+}
+
 /// Peak resident memory of this process, from /proc (Linux), in bytes.
 fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -147,6 +165,15 @@ fn main() {
         log.segment_count(),
         started.elapsed().as_secs_f64()
     );
+
+    if let Some(to) = std::env::var_os("KRAFTD_BENCH_CLEANER_COPY_TO") {
+        copy_segments(dir.path(), std::path::Path::new(&to));
+        println!(
+            "segments copied to {} (log end offset {})",
+            std::path::Path::new(&to).display(),
+            log.log_end_offset()
+        );
+    }
 
     let (read, read_secs) = plain_read(dir.path(), config.io_buffer_size);
     println!(

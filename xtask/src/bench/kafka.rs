@@ -60,12 +60,6 @@ impl Cluster {
              offsets.topic.num.partitions=3\n\
              group.initial.rebalance.delay.ms=0\n"
         );
-        let log4j = format!(
-            "-Dlog4j2.configurationFile={}",
-            crate::repo_root()?
-                .join("tools/capture/log4j2.properties")
-                .display()
-        );
         let mut pending = Vec::new();
         for &(id, controller, port) in &layout {
             let node_dir = dir.join(format!("node-{id}"));
@@ -89,46 +83,12 @@ impl Cluster {
                     node_dir.join("data").display()
                 ),
             )?;
-            java(
-                classpath,
-                &[
-                    "kafka.tools.StorageTool",
-                    "format",
-                    "-t",
-                    &cluster_id,
-                    "-c",
-                    config.to_str().context("non-UTF-8 path")?,
-                ],
-                Duration::from_secs(60),
-                false,
-            )
-            .with_context(|| format!("formatting Kafka node {id}"))?;
+            format_kafka_node(classpath, &cluster_id, &config)
+                .with_context(|| format!("formatting Kafka node {id}"))?;
             pending.push((id, controller, port, node_dir, config));
         }
         for (id, controller, port, node_dir, config) in pending {
-            let out = node_dir.join("kafka.out");
-            let child = Command::new("java")
-                .args([
-                    "-Xms512m",
-                    "-Xmx512m",
-                    "-server",
-                    "-XX:+UseG1GC",
-                    "-XX:MaxGCPauseMillis=20",
-                    "-XX:InitiatingHeapOccupancyPercent=35",
-                    "-XX:+ExplicitGCInvokesConcurrent",
-                    "-Djava.awt.headless=true",
-                ])
-                .arg(format!(
-                    "-Dkafka.logs.dir={}",
-                    node_dir.join("logs").display()
-                ))
-                .arg(&log4j)
-                .args(["-cp", classpath, "kafka.Kafka"])
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(File::create(&out)?)
-                .stderr(File::options().append(true).open(&out)?)
-                .spawn()
+            let child = spawn_kafka_node(classpath, &node_dir, &config, "-Xmx512m")
                 .with_context(|| format!("starting Kafka node {id}"))?;
             let role = if controller { "controller" } else { "broker" };
             println!("started Kafka node {id} ({role}) pid {}", child.id());
@@ -140,6 +100,65 @@ impl Cluster {
         }
         self.wait_brokers(Duration::from_secs(120))
     }
+}
+
+/// Formats a Kafka node's log dir for `config` with `kafka.tools.StorageTool`.
+pub(super) fn format_kafka_node(classpath: &str, cluster_id: &str, config: &Path) -> Result<()> {
+    java(
+        classpath,
+        &[
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            config.to_str().context("non-UTF-8 path")?,
+        ],
+        Duration::from_secs(60),
+        false,
+    )?;
+    Ok(())
+}
+
+/// Starts one `kafka.Kafka` JVM for `config` with the JVM options of
+/// `kafka-server-start.sh` and a heap of `xmx` (as `-Xmx512m`), its logs under
+/// `node_dir/logs/` (`server.log`) and its stdout and stderr in `node_dir/kafka.out`.
+pub(super) fn spawn_kafka_node(
+    classpath: &str,
+    node_dir: &Path,
+    config: &Path,
+    xmx: &str,
+) -> Result<std::process::Child> {
+    let log4j = format!(
+        "-Dlog4j2.configurationFile={}",
+        crate::repo_root()?
+            .join("tools/capture/log4j2.properties")
+            .display()
+    );
+    let out = node_dir.join("kafka.out");
+    let child = Command::new("java")
+        .arg(xmx.replace("-Xmx", "-Xms"))
+        .args([
+            xmx,
+            "-server",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35",
+            "-XX:+ExplicitGCInvokesConcurrent",
+            "-Djava.awt.headless=true",
+        ])
+        .arg(format!(
+            "-Dkafka.logs.dir={}",
+            node_dir.join("logs").display()
+        ))
+        .arg(&log4j)
+        .args(["-cp", classpath, "kafka.Kafka"])
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(File::options().create(true).append(true).open(&out)?)
+        .stderr(File::options().append(true).open(&out)?)
+        .spawn()?;
+    Ok(child)
 }
 
 // ---------------------------------------------------------------------------------------------

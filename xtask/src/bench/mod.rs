@@ -1,3 +1,5 @@
+//! `cargo xtask bench cleaner`: the log cleaner beside Kafka's on the same log (`cleaner.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -28,6 +30,7 @@
 //! starting its nodes, running its tools); `machine.rs` the machine's limit and CPU accounting
 //! from /proc; `report.rs` the printed table.
 
+mod cleaner;
 mod cluster;
 mod kafka;
 mod kraftd;
@@ -40,6 +43,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use cleaner::{cleaner, CleanerArgs};
 use produce::{produce, ProduceArgs};
 
 #[derive(clap::Args, Debug)]
@@ -52,10 +56,13 @@ pub struct BenchArgs {
 enum What {
     /// Produce throughput and latency (acks=all, RF 3) beside the machine's limit.
     Produce(ProduceArgs),
+    /// Log cleaner throughput (one thread) beside Apache Kafka 4.4.0's on the same log.
+    Cleaner(CleanerArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
     match args.what {
         What::Produce(args) => produce(root, args),
+        What::Cleaner(args) => cleaner(root, args),
     }
 }
