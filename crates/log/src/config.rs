@@ -199,6 +199,12 @@ pub struct LogConfig {
     pub message_timestamp_after_max_ms: i64,
     /// `compression.type`: the codec the leader stores produced batches in.
     pub compression_type: TopicCompression,
+    /// Whether a follower may append across forward offset gaps, and recovery accept them,
+    /// whatever `cleanup.policy` says now: a data partition's leader may hold cleaned
+    /// segments from a time its topic was compacted, and Kafka's followers accept any
+    /// increasing offsets. Off for a log that never has gaps (the Raft metadata log, where
+    /// one would mean a bug); a compacted log allows them in any case.
+    pub offset_gaps: bool,
 }
 
 impl Default for LogConfig {
@@ -222,7 +228,15 @@ impl Default for LogConfig {
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: DEFAULT_MESSAGE_TIMESTAMP_AFTER_MAX_MS,
             compression_type: TopicCompression::Producer,
+            offset_gaps: false,
         }
+    }
+}
+
+impl LogConfig {
+    /// Whether offsets may jump forward between batches (see [`LogConfig::offset_gaps`]).
+    pub fn allows_offset_gaps(&self) -> bool {
+        self.offset_gaps || self.cleanup_policy.compact
     }
 }
 

@@ -143,8 +143,8 @@ impl Log {
 
     /// Appends batches fetched from the leader, offsets and epochs as the leader assigned
     /// them: each batch must be sound (framing, CRC), start exactly at the log end offset
-    /// (then right after the previous batch) — under a `compact` policy at or past it, as
-    /// a cleaned leader's log has gaps — and carry an epoch no lower than the log's
+    /// (then right after the previous batch) — at or past it where the config allows offset
+    /// gaps ([`crate::config::LogConfig::allows_offset_gaps`]), as a cleaned leader's log has them — and carry an epoch no lower than the log's
     /// latest. A partial batch at the end of `records` (a fetch response cut at its size
     /// limit) is ignored; everything before it is appended. Batches are split across
     /// segments as `segment.bytes` requires. On error nothing is appended.
@@ -170,9 +170,9 @@ impl Log {
             // A compacted leader's log has gaps where the cleaner removed whole batches, and
             // a follower fetching across one gets the next batch past it: Kafka's follower
             // accepts any first offset at or above its log end (`appendAsFollower` only
-            // refuses offsets going back). Gaps are accepted under a `compact` policy only,
-            // the one under which an active segment with gaps is recovered as such.
-            let gap_ok = self.config.cleanup_policy.compact && batch.base_offset() > expected;
+            // refuses offsets going back). Gaps are accepted where the config allows them
+            // (a data partition, or any compacted log), as recovery then accepts them too.
+            let gap_ok = self.config.allows_offset_gaps() && batch.base_offset() > expected;
             if batch.base_offset() != expected && !gap_ok {
                 return Err(LogError::NonContiguousOffset {
                     position,

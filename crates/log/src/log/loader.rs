@@ -191,7 +191,7 @@ impl Log {
                     config.index_interval_bytes,
                     max_batch_bytes,
                     min_epoch,
-                    config.cleanup_policy.compact,
+                    config.allows_offset_gaps(),
                     &files,
                 )?;
                 stats.segments_recovered += 1;

@@ -230,7 +230,12 @@ impl ReplicaManager {
             &self.config.static_configs,
             topic,
         );
-        let mut log = LogConfig::default();
+        // A data partition's leader may hold cleaned segments from any time its topic was
+        // compacted: a follower copies their gaps whatever the policy is now.
+        let mut log = LogConfig {
+            offset_gaps: true,
+            ..LogConfig::default()
+        };
         for key in [
             "segment.bytes",
             "segment.ms",
