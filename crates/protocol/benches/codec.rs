@@ -208,6 +208,17 @@ fn validation_benches(c: &mut Criterion) {
                 black_box(max)
             })
         });
+        group.bench_function("skim-every-record-timestamp", |b| {
+            b.iter(|| {
+                let batch = black_box(&batch);
+                let base = batch.base_timestamp();
+                let mut max = i64::MIN;
+                for r in batch.skim().unwrap() {
+                    max = max.max(base.wrapping_add(r.unwrap().timestamp_delta));
+                }
+                black_box(max)
+            })
+        });
         group.finish();
     }
 }

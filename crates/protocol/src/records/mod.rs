@@ -34,6 +34,7 @@ mod builder;
 pub mod compression;
 pub mod control;
 mod record;
+mod skim;
 
 pub use batch::{
     RecordBatch, RecordIter, TimestampType, BATCH_HEADER_SIZE, BATCH_OVERHEAD, CURRENT_MAGIC,
@@ -46,6 +47,7 @@ pub use builder::RecordBatchBuilder;
 pub use compression::{Compression, MAX_DECOMPRESSED_BATCH_BYTES};
 pub use control::{ControlRecord, ControlRecordType};
 pub use record::{Header, Record};
+pub use skim::{SkimIter, SkimmedRecord};
 
 use crate::codec::DecodeErrorKind;
 

@@ -54,10 +54,11 @@ struct Failure {
 /// Validates a client's `batch` for the partition `tp` with the log's `config`, at the
 /// leader's clock `now_ms`, and says what to append.
 ///
-/// The records of an uncompressed batch that stays uncompressed are read only when a
-/// check needs them: a compacted topic (keys), a `LogAppendTime` batch (refused per
-/// record), or a `CreateTime` topic whose timestamp window the batch header does not
-/// already prove every record within (see [`header_proves_timestamps`]).
+/// An uncompressed batch that stays uncompressed is skimmed (Kafka's
+/// `skipKeyValueIterator`: each record's framing, the record count and every timestamp
+/// against the window, without decoding keys, values or headers); it is decoded in full
+/// only when a check needs more: a compacted topic (keys), a `LogAppendTime` batch (refused
+/// per record), or a skim that found something to report record by record.
 pub(super) fn validate(
     batch: &RecordBatch,
     tp: &TopicIdPartition,
@@ -72,7 +73,7 @@ pub(super) fn validate(
     let needs_records = compressed_path
         || config.cleanup_policy.compact
         || batch.timestamp_type() == TimestampType::LogAppendTime
-        || (create_time && !header_proves_timestamps(batch, config, now_ms));
+        || !skim_passes(batch, config, create_time, now_ms);
     if !needs_records {
         return Ok(Validated::AsSent);
     }
@@ -145,23 +146,34 @@ fn validate_batch(batch: &RecordBatch, tp: &TopicIdPartition) -> Result<(), Part
     Ok(())
 }
 
-/// Whether the header alone shows every record's timestamp within the window, so an
-/// uncompressed batch's records need not be read for it: the lower bound is off (Kafka's
-/// default `before.max.ms`, `Long.MAX_VALUE`, which no timestamp at or above -1 can
-/// fail) and the header's max timestamp is at or below the upper bound, while the base
-/// timestamp is at or above -1 (with a producer's first-record base timestamp, no record
-/// can be far below it without a delta the header cannot show, so a base below -1 sends
-/// the batch to the per-record check). The header is covered by the CRC, checked before.
-fn header_proves_timestamps(batch: &RecordBatch, config: &LogConfig, now_ms: i64) -> bool {
-    if batch.timestamp_type() != TimestampType::CreateTime
-        || config.message_timestamp_before_max_ms != i64::MAX
-    {
+/// Whether skimming an uncompressed batch finds nothing to report: every record framed
+/// within its length, `recordCount` of them, and (on a `CreateTime` topic) each timestamp
+/// within the window by the same arithmetic as [`validate_record`]. Anything else goes to
+/// the full decode, which reports it record by record.
+fn skim_passes(batch: &RecordBatch, config: &LogConfig, create_time: bool, now_ms: i64) -> bool {
+    let Some(records) = batch.skim() else {
         return false;
+    };
+    let (before, after) = (
+        config.message_timestamp_before_max_ms,
+        config.message_timestamp_after_max_ms,
+    );
+    let base = batch.base_timestamp();
+    let mut count = 0i64;
+    for record in records {
+        let Ok(record) = record else {
+            return false;
+        };
+        count += 1;
+        if create_time {
+            let timestamp = base.wrapping_add(record.timestamp_delta);
+            let diff = now_ms.wrapping_sub(timestamp);
+            if timestamp != NO_TIMESTAMP && (diff > before || diff.wrapping_neg() > after) {
+                return false;
+            }
+        }
     }
-    let max = batch.max_timestamp();
-    max >= NO_TIMESTAMP
-        && batch.base_timestamp() >= NO_TIMESTAMP
-        && max.saturating_sub(now_ms) <= config.message_timestamp_after_max_ms
+    count == i64::from(batch.record_count())
 }
 
 /// Kafka's `validateRecord` for one record (key first, then timestamp; one error each).
