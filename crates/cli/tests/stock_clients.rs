@@ -349,22 +349,13 @@ fn hostile_frames_close_only_their_own_connection() {
 
 #[test]
 fn idle_connections_close_and_metadata_creates_missing_topics() {
-    use std::io::Write;
     use std::net::TcpStream;
     let python = python();
     let root = tempfile::tempdir().unwrap();
     let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
     // connections.max.idle.ms and num.partitions, on top of the usual broker config.
-    let mut config = std::fs::OpenOptions::new()
-        .append(true)
-        .open(brokers[0].config_path())
-        .unwrap();
-    writeln!(config, "connections.max.idle.ms=700").unwrap();
-    let mut config = std::fs::OpenOptions::new()
-        .append(true)
-        .open(controllers[0].config_path())
-        .unwrap();
-    writeln!(config, "num.partitions=2").unwrap();
+    brokers[0].add_config(&["connections.max.idle.ms=700"]);
+    controllers[0].add_config(&["num.partitions=2"]);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }

@@ -7,38 +7,19 @@
 
 mod common;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
 use common::kafka_jars;
 use common::python::{python, run_until_all_ok};
-use common::{all_logs, formatted_cluster, stop_gracefully};
+use common::{all_logs, formatted_cluster, segment_files, stop_gracefully};
 
 const TOPIC: &str = "compacted";
-
-fn segments(partition_dir: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(partition_dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs
-}
 
 #[test]
 fn a_compacted_topic_written_and_read_by_stock_clients_is_cleaned_to_the_latest_value_per_key() {
     python();
-    let classpath = kafka_jars::classpath();
+    kafka_jars::classpath();
     let root = tempfile::tempdir().unwrap();
     let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
-    let mut config = std::fs::OpenOptions::new()
-        .append(true)
-        .open(brokers[0].config_path())
-        .unwrap();
-    writeln!(config, "log.cleaner.backoff.ms=200").unwrap();
+    brokers[0].add_config(&["log.cleaner.backoff.ms=200"]);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }
@@ -49,24 +30,13 @@ fn a_compacted_topic_written_and_read_by_stock_clients_is_cleaned_to_the_latest_
     // Kafka's own tool reads the segments the cleaner rewrote, batch by batch (with the
     // broker stopped, so no clean swaps a segment out from under it).
     stop_gracefully(&mut brokers);
-    let partition_dir = brokers[0].dir.join("data").join(format!("{TOPIC}-0"));
-    let logs = segments(&partition_dir);
+    let partition_dir = brokers[0].partition_dir(TOPIC, 0);
+    let logs = segment_files(&partition_dir);
     assert!(logs.len() > 1, "no rolled segments in {partition_dir:?}");
     for log in &logs {
-        let out = Command::new("java")
-            .arg(kafka_jars::log4j_option())
-            .args(["-cp", &classpath, "org.apache.kafka.tools.DumpLogSegments"])
-            .arg("--files")
-            .arg(log)
-            .arg("--deep-iteration")
-            .stdin(Stdio::null())
-            .output()
-            .expect("java starts");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (ok, stdout, stderr) = kafka_jars::dump_log_segment(log);
         assert!(
-            out.status.success()
-                && stdout.contains("Dumping")
+            ok && stdout.contains("Dumping")
                 && !stdout.contains("isvalid: false")
                 && !stdout.contains("Found invalid")
                 && !stderr.contains("Exception"),

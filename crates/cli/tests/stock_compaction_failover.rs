@@ -11,7 +11,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,7 @@ use kraftd_protocol::records::Batches;
 
 use common::python::{python, wait_until_brokers_listed};
 use common::script::{partition_state, Script};
-use common::{addresses, all_logs, formatted_cluster, stop_gracefully, Node};
+use common::{addresses, all_logs, formatted_cluster, segment_files, stop_gracefully, Node};
 
 const TOPIC: &str = "compacted-failover";
 
@@ -54,13 +53,7 @@ fn wait_partition(
 /// Each key's value (its sequence number) at its highest offset in a replica's segment
 /// files, and how many records the files hold.
 fn latest_per_key(partition_dir: &Path) -> (BTreeMap<String, u64>, usize) {
-    let mut logs: Vec<_> = std::fs::read_dir(partition_dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
+    let logs = segment_files(partition_dir);
     let mut latest = BTreeMap::new();
     let (mut count, mut previous) = (0, -1);
     for log in logs {
@@ -91,11 +84,7 @@ fn a_partition_cleaned_while_its_leader_is_killed_keeps_order_and_every_acknowle
     let root = tempfile::tempdir().unwrap();
     let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 3);
     for broker in &brokers {
-        let mut config = std::fs::OpenOptions::new()
-            .append(true)
-            .open(broker.config_path())
-            .unwrap();
-        writeln!(config, "log.cleaner.backoff.ms=200").unwrap();
+        broker.add_config(&["log.cleaner.backoff.ms=200"]);
     }
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
@@ -174,7 +163,7 @@ fn a_partition_cleaned_while_its_leader_is_killed_keeps_order_and_every_acknowle
         .and_then(|s| s.trim().parse().ok())
         .expect("the summary counts the records written");
     for broker in &brokers {
-        let (latest, count) = latest_per_key(&broker.dir.join("data").join(format!("{TOPIC}-0")));
+        let (latest, count) = latest_per_key(&broker.partition_dir(TOPIC, 0));
         assert_eq!(latest, expected, "broker {}'s log", broker.id);
         assert!(
             count < written,

@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
 use common::kafka_jars;
 use common::python::{python, run_until_all_ok};
 use common::{all_logs, formatted_cluster, stop_gracefully};
@@ -18,7 +16,7 @@ const TOPIC: &str = "regzipped";
 #[test]
 fn the_leader_recompresses_and_refuses_future_timestamps_for_stock_clients() {
     python();
-    let classpath = kafka_jars::classpath();
+    kafka_jars::classpath();
     let root = tempfile::tempdir().unwrap();
     let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
@@ -29,28 +27,15 @@ fn the_leader_recompresses_and_refuses_future_timestamps_for_stock_clients() {
     });
 
     let log = brokers[0]
-        .dir
-        .join("data")
-        .join(format!("{TOPIC}-0"))
+        .partition_dir(TOPIC, 0)
         .join("00000000000000000000.log");
-    let out = Command::new("java")
-        .arg(kafka_jars::log4j_option())
-        .args(["-cp", &classpath, "org.apache.kafka.tools.DumpLogSegments"])
-        .arg("--files")
-        .arg(&log)
-        .arg("--deep-iteration")
-        .stdin(Stdio::null())
-        .output()
-        .expect("java starts");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (ok, stdout, stderr) = kafka_jars::dump_log_segment(&log);
     let batches: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("baseOffset:"))
         .collect();
     assert!(
-        out.status.success()
-            && !batches.is_empty()
+        ok && !batches.is_empty()
             && batches.iter().all(|l| l.contains("compresscodec: gzip"))
             && !stdout.contains("isvalid: false")
             && !stderr.contains("Exception"),

@@ -57,6 +57,29 @@ pub fn classpath() -> String {
 }
 
 /// `-Dlog4j2.configurationFile=...`: Kafka's tools log warnings and errors to stderr only.
+/// Apache Kafka's `kafka-dump-log` (DumpLogSegments) with `--deep-iteration` over one
+/// segment file: stdout and stderr, and whether it exited 0.
+pub fn dump_log_segment(segment: &Path) -> (bool, String, String) {
+    let out = Command::new("java")
+        .arg(log4j_option())
+        .args([
+            "-cp",
+            &classpath(),
+            "org.apache.kafka.tools.DumpLogSegments",
+        ])
+        .arg("--files")
+        .arg(segment)
+        .arg("--deep-iteration")
+        .stdin(Stdio::null())
+        .output()
+        .expect("java starts");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub fn log4j_option() -> String {
     format!(
         "-Dlog4j2.configurationFile={}",

@@ -49,6 +49,23 @@ impl Node {
         self.dir.join("controller.properties")
     }
 
+    /// Adds `key=value` lines to the node's properties file (before it starts).
+    pub fn add_config(&self, lines: &[&str]) {
+        use std::io::Write;
+        let mut config = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.config_path())
+            .unwrap();
+        for line in lines {
+            writeln!(config, "{line}").unwrap();
+        }
+    }
+
+    /// The directory of a partition's log on this node.
+    pub fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
+        self.dir.join("data").join(format!("{topic}-{partition}"))
+    }
+
     pub fn log_path(&self) -> PathBuf {
         self.dir.join(format!("kraftd-{}.log", self.starts))
     }
@@ -235,6 +252,18 @@ pub fn started_cluster(root: &Path, controllers: i32, brokers: i32) -> (Vec<Node
         node.start();
     }
     (controllers, brokers)
+}
+
+/// A partition directory's segment files (`*.log`), oldest first.
+pub fn segment_files(partition_dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(partition_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs
 }
 
 /// The nodes' addresses, comma-separated (a bootstrap list).
