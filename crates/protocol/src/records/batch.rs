@@ -432,14 +432,7 @@ impl RecordBatch {
                 available: data.len(),
             });
         }
-        Ok(RecordIter {
-            section_len: data.len(),
-            data,
-            record_count,
-            index: 0,
-            remaining: count,
-            done: false,
-        })
+        Ok(RecordIter(RecordsSection::new(data, record_count)))
     }
 }
 
@@ -472,12 +465,12 @@ impl fmt::Debug for RecordBatch {
     }
 }
 
-/// The records of one batch, decoded one at a time from the (decompressed) records section.
-///
-/// Yields exactly `recordCount` records, then an error if bytes remain; stops for good after
-/// the first error. Keys, values and header values are slices of the section.
+/// A batch's (decompressed) records section being read one record at a time: exactly
+/// `recordCount` records, then an error if bytes remain; nothing more after the first
+/// error. What reads a record is the caller's ([`RecordIter`] decodes it, `SkimIter` only
+/// skims it).
 #[derive(Debug, Clone)]
-pub struct RecordIter {
+pub(super) struct RecordsSection {
     data: Bytes,
     section_len: usize,
     record_count: i32,
@@ -486,10 +479,24 @@ pub struct RecordIter {
     done: bool,
 }
 
-impl Iterator for RecordIter {
-    type Item = Result<Record, RecordBatchError>;
+impl RecordsSection {
+    pub(super) fn new(data: Bytes, record_count: i32) -> Self {
+        RecordsSection {
+            section_len: data.len(),
+            data,
+            record_count,
+            index: 0,
+            remaining: usize::try_from(record_count).unwrap_or(0),
+            done: false,
+        }
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next record as `read` reads it from the rest of the section (given the
+    /// section's length and the record's index, for error positions).
+    pub(super) fn next_with<T>(
+        &mut self,
+        read: impl FnOnce(&mut Bytes, usize, usize) -> Result<T, RecordBatchError>,
+    ) -> Option<Result<T, RecordBatchError>> {
         if self.done {
             return None;
         }
@@ -503,25 +510,42 @@ impl Iterator for RecordIter {
             }
             return None;
         }
-        match Record::decode(&mut self.data, self.section_len, self.index) {
-            Ok(record) => {
+        let result = read(&mut self.data, self.section_len, self.index);
+        match result {
+            Ok(_) => {
                 self.index += 1;
                 self.remaining -= 1;
-                Some(Ok(record))
             }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+            Err(_) => self.done = true,
         }
+        Some(result)
     }
 
-    fn size_hint(&self) -> (usize, Option<usize>) {
+    pub(super) fn size_hint(&self) -> (usize, Option<usize>) {
         if self.done {
             (0, Some(0))
         } else {
             (0, Some(self.remaining.saturating_add(1)))
         }
+    }
+}
+
+/// The records of one batch, decoded one at a time from the (decompressed) records section.
+///
+/// Yields exactly `recordCount` records, then an error if bytes remain; stops for good after
+/// the first error. Keys, values and header values are slices of the section.
+#[derive(Debug, Clone)]
+pub struct RecordIter(RecordsSection);
+
+impl Iterator for RecordIter {
+    type Item = Result<Record, RecordBatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_with(Record::decode)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
     }
 }
 

@@ -5,7 +5,7 @@
 
 use bytes::{Buf, Bytes};
 
-use super::batch::RecordBatch;
+use super::batch::{RecordBatch, RecordsSection};
 use super::compression::Compression;
 use super::RecordBatchError;
 use crate::codec::{self, DecodeErrorKind};
@@ -23,95 +23,69 @@ impl RecordBatch {
     /// if bytes remain. `None` for a compressed batch, whose records must be decompressed
     /// ([`RecordBatch::records`]).
     pub fn skim(&self) -> Option<SkimIter> {
-        if self.compression() != Compression::None {
-            return None;
-        }
-        let data = self.records_data();
-        Some(SkimIter {
-            section_len: data.len(),
-            data,
-            record_count: self.record_count(),
-            remaining: usize::try_from(self.record_count()).unwrap_or(0),
-            index: 0,
-            done: false,
+        (self.compression() == Compression::None).then(|| {
+            SkimIter(RecordsSection::new(
+                self.records_data(),
+                self.record_count(),
+            ))
         })
     }
 }
 
 /// See [`RecordBatch::skim`]; stops for good after the first error.
 #[derive(Debug, Clone)]
-pub struct SkimIter {
-    data: Bytes,
-    section_len: usize,
-    record_count: i32,
-    remaining: usize,
-    index: usize,
-    done: bool,
-}
+pub struct SkimIter(RecordsSection);
 
 impl Iterator for SkimIter {
     type Item = Result<SkimmedRecord, RecordBatchError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        if self.remaining == 0 {
-            self.done = true;
-            if !self.data.is_empty() {
-                return Some(Err(RecordBatchError::RecordsTrailing {
-                    record_count: self.record_count,
-                    extra: self.data.len(),
-                }));
-            }
-            return None;
-        }
-        let result = self.skim_one();
-        match result {
-            Ok(_) => {
-                self.index += 1;
-                self.remaining -= 1;
-            }
-            Err(_) => self.done = true,
-        }
-        Some(result)
+        self.0.next_with(skim_one)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
     }
 }
 
-impl SkimIter {
-    fn skim_one(&mut self) -> Result<SkimmedRecord, RecordBatchError> {
-        let (index, at) = (self.index, self.section_len - self.data.len());
-        let error = |field, kind| RecordBatchError::Record {
-            index,
-            position: at,
-            field,
-            kind,
-        };
-        let length =
-            codec::read_varint(&mut self.data, "length").map_err(|e| error("length", e.kind))?;
-        let length = usize::try_from(length)
-            .map_err(|_| error("length", DecodeErrorKind::NegativeLength(length.into())))?;
-        if length > self.data.len() {
-            return Err(error(
-                "length",
-                DecodeErrorKind::Truncated {
-                    needed: length,
-                    remaining: self.data.len(),
-                },
-            ));
-        }
-        let mut body = self.data.slice(..length);
-        self.data.advance(length);
-        codec::read_i8(&mut body, "attributes").map_err(|e| error("attributes", e.kind))?;
-        let timestamp_delta = codec::read_varlong(&mut body, "timestampDelta")
-            .map_err(|e| error("timestampDelta", e.kind))?;
-        let offset_delta = codec::read_varint(&mut body, "offsetDelta")
-            .map_err(|e| error("offsetDelta", e.kind))?;
-        Ok(SkimmedRecord {
-            offset_delta,
-            timestamp_delta,
-        })
+impl std::iter::FusedIterator for SkimIter {}
+
+/// One record off the front of `data` (the rest of a section of `section_len` bytes).
+fn skim_one(
+    data: &mut Bytes,
+    section_len: usize,
+    index: usize,
+) -> Result<SkimmedRecord, RecordBatchError> {
+    let at = section_len - data.len();
+    let error = |field, kind| RecordBatchError::Record {
+        index,
+        position: at,
+        field,
+        kind,
+    };
+    let length = codec::read_varint(data, "length").map_err(|e| error("length", e.kind))?;
+    let length = usize::try_from(length)
+        .map_err(|_| error("length", DecodeErrorKind::NegativeLength(length.into())))?;
+    if length > data.len() {
+        return Err(error(
+            "length",
+            DecodeErrorKind::Truncated {
+                needed: length,
+                remaining: data.len(),
+            },
+        ));
     }
+    let mut body = data.slice(..length);
+    data.advance(length);
+    codec::read_i8(&mut body, "attributes").map_err(|e| error("attributes", e.kind))?;
+    let timestamp_delta = codec::read_varlong(&mut body, "timestampDelta")
+        .map_err(|e| error("timestampDelta", e.kind))?;
+    let offset_delta =
+        codec::read_varint(&mut body, "offsetDelta").map_err(|e| error("offsetDelta", e.kind))?;
+    Ok(SkimmedRecord {
+        offset_delta,
+        timestamp_delta,
+    })
 }
 
 #[cfg(test)]
