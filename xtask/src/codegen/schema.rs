@@ -269,8 +269,13 @@ fn parse_fields(v: Option<&Value>, structs: &mut Vec<Struct>) -> Result<Vec<Fiel
             .context("field without name")?
             .to_string();
         let ty = Type::parse(str_field(f, "type").context("field without type")?)?;
-        let versions =
-            Versions::parse(str_field(f, "versions").context("field without versions")?)?;
+        let tagged = Versions::parse(str_field(f, "taggedVersions").unwrap_or("none"))?;
+        // As Kafka's FieldSpec: a tagged field without `versions` exists in its tagged versions.
+        let versions = match str_field(f, "versions") {
+            Some(v) => Versions::parse(v)?,
+            None if tagged != Versions::None => tagged,
+            None => bail!("field {name} has neither versions nor taggedVersions"),
+        };
         if f.get("fields").is_some() {
             let sname = match &ty {
                 Type::Struct(n) => n.clone(),
@@ -292,6 +297,8 @@ fn parse_fields(v: Option<&Value>, structs: &mut Vec<Struct>) -> Result<Vec<Fiel
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Bool(b)) => Some(b.to_string()),
             Some(Value::Number(n)) => Some(n.to_string()),
+            // The coordinator schemas write a nullable field's null default as JSON null.
+            Some(Value::Null) => Some("null".into()),
             Some(other) => bail!("field {name}: odd default {other}"),
         };
         out.push(Field {
@@ -299,7 +306,7 @@ fn parse_fields(v: Option<&Value>, structs: &mut Vec<Struct>) -> Result<Vec<Fiel
             ty,
             versions,
             nullable: Versions::parse(str_field(f, "nullableVersions").unwrap_or("none"))?,
-            tagged: Versions::parse(str_field(f, "taggedVersions").unwrap_or("none"))?,
+            tagged,
             tag: f
                 .get("tag")
                 .and_then(Value::as_u64)
