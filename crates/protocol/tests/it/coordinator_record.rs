@@ -111,6 +111,12 @@ fn offset_commit() -> (GroupCoordinatorRecordKey, OffsetCommitValue) {
     (key, value)
 }
 
+// The expected bytes below are also exactly what Apache Kafka 4.4.0's own
+// `GroupCoordinatorRecordSerde` writes for the same records (checked with jshell against the
+// jars the tests fetch): key `0001000267310003666f6f00000002`, value v3
+// `0003000000000000002a0000000500016d00000000000003e8`, value v4 with topicId 07x16
+// `0004000000000000002a00000005026d00000000000003e8010010` followed by 16 bytes of 07.
+
 #[test]
 fn offset_commit_key_bytes_match_the_schema() {
     let (key, _) = offset_commit();
