@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use kraftd_log::cleaner::offset_map::BYTES_PER_ENTRY;
 use kraftd_log::cleaner::{CleanerConfig, CleanerStats, OffsetMap, PendingClean};
 use kraftd_log::clock::unix_ms;
 use kraftd_log::CleanCommit;
@@ -405,13 +404,8 @@ impl CleanerThread {
     /// topics) never holds Kafka's 128 MiB, and an idle broker holds none.
     fn offset_map_for(&self, pending: &PendingClean) -> Result<OffsetMap, String> {
         let c = &self.config;
-        let share = (c.dedupe_buffer_size / c.threads.max(1) as u64).min(i32::MAX as u64);
-        let span = (pending.first_uncleanable_offset() - pending.first_dirty_offset()).max(1);
-        let slots = (span as f64 / c.io_buffer_load_factor.max(f64::MIN_POSITIVE)).ceil() as u64;
-        let needed = slots
-            .saturating_add(1)
-            .saturating_mul(BYTES_PER_ENTRY as u64);
-        OffsetMap::new(share.min(needed) as usize, c.io_buffer_load_factor).ok_or_else(|| {
+        let span = pending.first_uncleanable_offset() - pending.first_dirty_offset();
+        c.offset_map_for(span.max(1) as u64).ok_or_else(|| {
             format!(
                 "log.cleaner.dedupe.buffer.size {} over {} threads (load factor {}) holds no entry",
                 c.dedupe_buffer_size, c.threads, c.io_buffer_load_factor

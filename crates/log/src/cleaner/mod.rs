@@ -76,11 +76,23 @@ impl CleanerConfig {
     /// One thread's offset map, as Kafka sizes it: the dedupe buffer divided among the
     /// threads, at most `i32::MAX` bytes. `None` when that holds not even one entry.
     pub fn offset_map(&self) -> Option<OffsetMap> {
-        let per_thread = self.dedupe_buffer_size / self.threads.max(1) as u64;
-        OffsetMap::new(
-            per_thread.min(i32::MAX as u64) as usize,
-            self.io_buffer_load_factor,
-        )
+        self.offset_map_for(u64::MAX)
+    }
+
+    /// [`CleanerConfig::offset_map`], but no larger than `max_keys` keys need at the load
+    /// factor: a clean whose dirty section spans N offsets holds at most N keys, so a small
+    /// log's clean takes little memory rather than the whole share (its pages zeroed, so
+    /// untouched ones cost nothing, and freed with the map).
+    pub fn offset_map_for(&self, max_keys: u64) -> Option<OffsetMap> {
+        let share = (self.dedupe_buffer_size / self.threads.max(1) as u64).min(i32::MAX as u64);
+        let load = self.io_buffer_load_factor.max(f64::MIN_POSITIVE);
+        let slots = (max_keys.max(1) as f64 / load).ceil();
+        let needed = if slots >= (u64::MAX / 2) as f64 {
+            u64::MAX
+        } else {
+            (slots as u64 + 1).saturating_mul(offset_map::BYTES_PER_ENTRY as u64)
+        };
+        OffsetMap::new(share.min(needed) as usize, self.io_buffer_load_factor)
     }
 }
 
@@ -150,5 +162,29 @@ impl CleanableLog {
     pub fn should_clean(&self, min_cleanable_dirty_ratio: f64) -> bool {
         (self.needs_compaction_now() && self.cleanable_bytes > 0)
             || self.cleanable_ratio > min_cleanable_dirty_ratio
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_takes_no_more_map_than_its_dirty_offsets_can_fill() {
+        let c = CleanerConfig::default();
+        let full = c.offset_map().unwrap();
+        assert_eq!(full.slots(), (128 << 20) / offset_map::BYTES_PER_ENTRY);
+        let small = c.offset_map_for(100).unwrap();
+        assert!(small.max_entries() >= 100, "{small:?}");
+        assert!(small.slots() < 200, "{small:?}");
+        // Never past the thread's share, however many keys.
+        let two = CleanerConfig {
+            threads: 2,
+            ..CleanerConfig::default()
+        };
+        assert_eq!(
+            two.offset_map_for(u64::MAX).unwrap().slots(),
+            full.slots() / 2
+        );
     }
 }
