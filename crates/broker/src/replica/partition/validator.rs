@@ -25,6 +25,7 @@ use bytes::Bytes;
 use kraftd_log::LogConfig;
 use kraftd_protocol::records::{
     Compression, Record, RecordBatch, RecordBatchBuilder, RecordBatchError, TimestampType,
+    NO_TIMESTAMP,
 };
 use kraftd_protocol::ErrorCode;
 
@@ -33,8 +34,6 @@ use crate::replica::TopicIdPartition;
 
 /// How many record errors Kafka's message quotes.
 const QUOTED_RECORD_ERRORS: usize = 3;
-/// Kafka's `RecordBatch.NO_TIMESTAMP`: a record without a timestamp is not range-checked.
-const NO_TIMESTAMP: i64 = -1;
 
 /// What an accepted batch is appended as.
 #[derive(Debug, PartialEq, Eq)]
@@ -154,10 +153,6 @@ fn skim_passes(batch: &RecordBatch, config: &LogConfig, create_time: bool, now_m
     let Some(records) = batch.skim() else {
         return false;
     };
-    let (before, after) = (
-        config.message_timestamp_before_max_ms,
-        config.message_timestamp_after_max_ms,
-    );
     let base = batch.base_timestamp();
     let mut count = 0i64;
     for record in records {
@@ -165,15 +160,22 @@ fn skim_passes(batch: &RecordBatch, config: &LogConfig, create_time: bool, now_m
             return false;
         };
         count += 1;
-        if create_time {
-            let timestamp = base.wrapping_add(record.timestamp_delta);
-            let diff = now_ms.wrapping_sub(timestamp);
-            if timestamp != NO_TIMESTAMP && (diff > before || diff.wrapping_neg() > after) {
-                return false;
-            }
+        let timestamp = base.wrapping_add(record.timestamp_delta);
+        if create_time && !timestamp_in_window(timestamp, config, now_ms) {
+            return false;
         }
     }
     count == i64::from(batch.record_count())
+}
+
+/// Whether a `CreateTime` record's timestamp lies within `message.timestamp.before.max.ms` /
+/// `after.max.ms` of `now_ms`, by Kafka's arithmetic (wrapping as Java's longs do); a
+/// record without a timestamp always does.
+fn timestamp_in_window(timestamp: i64, config: &LogConfig, now_ms: i64) -> bool {
+    let diff = now_ms.wrapping_sub(timestamp);
+    timestamp == NO_TIMESTAMP
+        || (diff <= config.message_timestamp_before_max_ms
+            && diff.wrapping_neg() <= config.message_timestamp_after_max_ms)
 }
 
 /// Kafka's `validateRecord` for one record (key first, then timestamp; one error each).
@@ -205,13 +207,11 @@ fn validate_record(
     }
     let timestamp = record.timestamp(batch);
     if config.message_timestamp_type == TimestampType::CreateTime && timestamp != NO_TIMESTAMP {
-        // Kafka's arithmetic, wrapping as Java's longs do.
         let (before, after) = (
             config.message_timestamp_before_max_ms,
             config.message_timestamp_after_max_ms,
         );
-        let diff = now_ms.wrapping_sub(timestamp);
-        if diff > before || diff.wrapping_neg() > after {
+        if !timestamp_in_window(timestamp, config, now_ms) {
             return fail(
                 ErrorCode::InvalidTimestamp,
                 format!(
