@@ -162,13 +162,13 @@ fn advertised_min(api_key: ApiKey, range: VersionRange) -> i16 {
 }
 
 /// Versions the codecs parse but whose meaning kraftd does not implement yet, so it neither
-/// advertises nor sends them: each entry is the newest version kraftd speaks, and why.
-const NOT_YET_IMPLEMENTED: [(ApiKey, i16, &str); 2] = [
+/// advertises nor sends them: each entry is the newest version kraftd speaks (why, above it).
+const NOT_YET_IMPLEMENTED: [(ApiKey, i16); 2] = [
     // v5 (KIP-1242) asks the server to check the client's ClusterId/NodeId and answer
     // REBOOTSTRAP_REQUIRED on a mismatch.
-    (ApiKey::ApiVersions, 4, "KIP-1242 cluster/node id checks"),
+    (ApiKey::ApiVersions, 4),
     // v2 carries CordonedLogDirs, which kraftd's controller does not act on.
-    (ApiKey::BrokerHeartbeat, 1, "cordoned log directories"),
+    (ApiKey::BrokerHeartbeat, 1),
 ];
 
 /// The versions of `api_key` kraftd speaks: the codec's versions less an unstable newest one
@@ -178,7 +178,7 @@ pub fn supported_range(api_key: ApiKey) -> VersionRange {
     if api_key.latest_version_unstable() {
         r.max -= 1;
     }
-    if let Some((_, max, _)) = NOT_YET_IMPLEMENTED.iter().find(|(k, _, _)| *k == api_key) {
+    if let Some((_, max)) = NOT_YET_IMPLEMENTED.iter().find(|(k, _)| *k == api_key) {
         r.max = r.max.min(*max);
     }
     r
@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn versions_not_implemented_yet_are_neither_advertised_nor_sent() {
-        for (key, max, _) in NOT_YET_IMPLEMENTED {
+        for (key, max) in NOT_YET_IMPLEMENTED {
             assert!(
                 max < key.valid_versions().max,
                 "{} cap is stale",
