@@ -254,6 +254,31 @@ impl LogConfig {
         }
     }
 
+    /// Every Kafka property name [`LogConfig::set`] takes, in an order that applies each
+    /// after what it is checked against (`min.compaction.lag.ms` before
+    /// `max.compaction.lag.ms`): the owner applies a topic's effective configs from this
+    /// list, so a setting the store honours cannot be left out of the one that feeds it.
+    pub const KEYS: &'static [&'static str] = &[
+        "segment.bytes",
+        "segment.ms",
+        "segment.index.bytes",
+        "retention.ms",
+        "retention.bytes",
+        "flush.messages",
+        "flush.ms",
+        "index.interval.bytes",
+        "max.message.bytes",
+        "message.timestamp.type",
+        "cleanup.policy",
+        "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms",
+        "max.compaction.lag.ms",
+        "delete.retention.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "compression.type",
+    ];
+
     /// Sets one setting by its Kafka property name (`segment.bytes`, `retention.ms`, ...),
     /// so the owner can apply a properties file or a dynamic config change without knowing
     /// the fields. Unknown names are refused.
@@ -444,6 +469,24 @@ impl LogConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_listed_is_one_set_takes() {
+        for key in LogConfig::KEYS {
+            let value = match *key {
+                "message.timestamp.type" => "CreateTime",
+                "cleanup.policy" => "compact",
+                "compression.type" => "producer",
+                "min.cleanable.dirty.ratio" => "0.5",
+                _ => "1000",
+            };
+            assert!(
+                LogConfig::default().set(key, value).is_ok(),
+                "{key}={value} refused"
+            );
+        }
+        assert!(LogConfig::default().set("no.such.key", "1").is_err());
+    }
 
     #[test]
     fn defaults_are_kafkas() {

@@ -236,26 +236,7 @@ impl ReplicaManager {
             offset_gaps: true,
             ..LogConfig::default()
         };
-        for key in [
-            "segment.bytes",
-            "segment.ms",
-            "segment.index.bytes",
-            "retention.ms",
-            "retention.bytes",
-            "flush.messages",
-            "flush.ms",
-            "index.interval.bytes",
-            "max.message.bytes",
-            "message.timestamp.type",
-            "cleanup.policy",
-            "min.cleanable.dirty.ratio",
-            "min.compaction.lag.ms",
-            "max.compaction.lag.ms",
-            "delete.retention.ms",
-            "message.timestamp.before.max.ms",
-            "message.timestamp.after.max.ms",
-            "compression.type",
-        ] {
+        for &key in LogConfig::KEYS {
             if let Some(v) = values.get(key) {
                 if let Err(e) = log.set(key, v) {
                     warn!(topic, key, value = %v, error = %e, "topic config not applied");
