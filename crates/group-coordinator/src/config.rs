@@ -1,0 +1,250 @@
+//! `GroupCoordinatorConfig`: Kafka's group coordinator settings, by Kafka's names and with
+//! Kafka 4.4's defaults. The broker reads them from its properties file
+//! ([`GroupCoordinatorConfig::from_properties`]); a value that does not parse is refused
+//! with the key and the value named.
+
+use std::collections::BTreeMap;
+
+/// What `group.consumer.migration.policy` allows between the classic and consumer protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    /// Neither direction: a group of one protocol refuses the other (GROUP_ID_NOT_FOUND /
+    /// INCONSISTENT_GROUP_PROTOCOL, as Kafka's DISABLED).
+    Disabled,
+    /// An empty group of one protocol may be taken over by a member of the other.
+    Bidirectional,
+    Upgrade,
+    Downgrade,
+}
+
+/// The server-side assignors of KIP-848 consumer groups (`group.consumer.assignors`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignorName {
+    Uniform,
+    Range,
+}
+
+impl AssignorName {
+    pub fn name(self) -> &'static str {
+        match self {
+            AssignorName::Uniform => "uniform",
+            AssignorName::Range => "range",
+        }
+    }
+
+    /// Kafka accepts the short name or the class name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "uniform" | "org.apache.kafka.coordinator.group.assignor.UniformAssignor" => {
+                Some(AssignorName::Uniform)
+            }
+            "range" | "org.apache.kafka.coordinator.group.assignor.RangeAssignor" => {
+                Some(AssignorName::Range)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The settings one shard runs by; Kafka's names in the field docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupCoordinatorConfig {
+    /// `offsets.topic.num.partitions`.
+    pub offsets_topic_partitions: i32,
+    /// `offsets.topic.replication.factor`.
+    pub offsets_topic_replication_factor: i16,
+    /// `offsets.topic.segment.bytes`.
+    pub offsets_topic_segment_bytes: i32,
+    /// `group.min.session.timeout.ms`.
+    pub classic_min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms`.
+    pub classic_max_session_timeout_ms: i32,
+    /// `group.initial.rebalance.delay.ms`.
+    pub classic_initial_rebalance_delay_ms: i32,
+    /// `group.max.size`.
+    pub classic_group_max_size: i32,
+    /// `group.consumer.session.timeout.ms`.
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.min.session.timeout.ms`.
+    pub consumer_min_session_timeout_ms: i32,
+    /// `group.consumer.max.session.timeout.ms`.
+    pub consumer_max_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms`.
+    pub consumer_min_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.heartbeat.interval.ms`.
+    pub consumer_max_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`.
+    pub consumer_group_max_size: i32,
+    /// `group.consumer.assignors`: the first is the default.
+    pub consumer_assignors: Vec<AssignorName>,
+    /// `group.consumer.migration.policy`.
+    pub migration_policy: MigrationPolicy,
+    /// `offsets.retention.minutes`, in ms.
+    pub offsets_retention_ms: i64,
+    /// `offsets.retention.check.interval.ms`.
+    pub offsets_retention_check_interval_ms: i64,
+    /// `offset.metadata.max.bytes`.
+    pub offset_metadata_max_bytes: i32,
+    /// `offsets.commit.timeout.ms`.
+    pub offset_commit_timeout_ms: i32,
+    /// The largest record batch the shard may write in one operation (the offsets topic's
+    /// `max.message.bytes`): an operation whose records exceed it fails and changes nothing.
+    pub max_batch_bytes: usize,
+}
+
+impl Default for GroupCoordinatorConfig {
+    fn default() -> Self {
+        GroupCoordinatorConfig {
+            offsets_topic_partitions: 50,
+            offsets_topic_replication_factor: 3,
+            offsets_topic_segment_bytes: 100 * 1024 * 1024,
+            classic_min_session_timeout_ms: 6_000,
+            classic_max_session_timeout_ms: 1_800_000,
+            classic_initial_rebalance_delay_ms: 3_000,
+            classic_group_max_size: i32::MAX,
+            consumer_session_timeout_ms: 45_000,
+            consumer_min_session_timeout_ms: 45_000,
+            consumer_max_session_timeout_ms: 60_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_min_heartbeat_interval_ms: 5_000,
+            consumer_max_heartbeat_interval_ms: 15_000,
+            consumer_group_max_size: i32::MAX,
+            consumer_assignors: vec![AssignorName::Uniform, AssignorName::Range],
+            migration_policy: MigrationPolicy::Bidirectional,
+            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
+            offsets_retention_check_interval_ms: 600_000,
+            offset_metadata_max_bytes: 4096,
+            offset_commit_timeout_ms: 5_000,
+            max_batch_bytes: 1_048_588,
+        }
+    }
+}
+
+/// A setting that did not parse: the key, the value and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value {value:?} for {key}: {reason}")]
+pub struct ConfigError {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+impl GroupCoordinatorConfig {
+    /// Every key [`GroupCoordinatorConfig::from_properties`] reads.
+    pub const KEYS: &'static [&'static str] = &[
+        "offsets.topic.num.partitions",
+        "offsets.topic.replication.factor",
+        "offsets.topic.segment.bytes",
+        "group.min.session.timeout.ms",
+        "group.max.session.timeout.ms",
+        "group.initial.rebalance.delay.ms",
+        "group.max.size",
+        "group.consumer.session.timeout.ms",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+        "group.consumer.max.size",
+        "group.consumer.assignors",
+        "group.consumer.migration.policy",
+        "offsets.retention.minutes",
+        "offsets.retention.check.interval.ms",
+        "offset.metadata.max.bytes",
+        "offsets.commit.timeout.ms",
+    ];
+
+    /// The settings from a properties map (Kafka's defaults for what it lacks).
+    pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut c = GroupCoordinatorConfig::default();
+        for (key, value) in props {
+            let bad = |reason: &str| ConfigError {
+                key: key.clone(),
+                value: value.clone(),
+                reason: reason.to_string(),
+            };
+            let int = |min: i64| -> Result<i64, ConfigError> {
+                let v: i64 = value.trim().parse().map_err(|_| bad("not an integer"))?;
+                if v < min {
+                    return Err(bad(&format!("must be at least {min}")));
+                }
+                Ok(v)
+            };
+            let i32v = |min: i64| -> Result<i32, ConfigError> {
+                i32::try_from(int(min)?).map_err(|_| bad("out of range for an int"))
+            };
+            match key.as_str() {
+                "offsets.topic.num.partitions" => c.offsets_topic_partitions = i32v(1)?,
+                "offsets.topic.replication.factor" => {
+                    c.offsets_topic_replication_factor =
+                        i16::try_from(int(1)?).map_err(|_| bad("out of range for a short"))?
+                }
+                "offsets.topic.segment.bytes" => c.offsets_topic_segment_bytes = i32v(1)?,
+                "group.min.session.timeout.ms" => c.classic_min_session_timeout_ms = i32v(0)?,
+                "group.max.session.timeout.ms" => c.classic_max_session_timeout_ms = i32v(0)?,
+                "group.initial.rebalance.delay.ms" => {
+                    c.classic_initial_rebalance_delay_ms = i32v(0)?
+                }
+                "group.max.size" => c.classic_group_max_size = i32v(1)?,
+                "group.consumer.session.timeout.ms" => c.consumer_session_timeout_ms = i32v(1)?,
+                "group.consumer.min.session.timeout.ms" => {
+                    c.consumer_min_session_timeout_ms = i32v(1)?
+                }
+                "group.consumer.max.session.timeout.ms" => {
+                    c.consumer_max_session_timeout_ms = i32v(1)?
+                }
+                "group.consumer.heartbeat.interval.ms" => {
+                    c.consumer_heartbeat_interval_ms = i32v(1)?
+                }
+                "group.consumer.min.heartbeat.interval.ms" => {
+                    c.consumer_min_heartbeat_interval_ms = i32v(1)?
+                }
+                "group.consumer.max.heartbeat.interval.ms" => {
+                    c.consumer_max_heartbeat_interval_ms = i32v(1)?
+                }
+                "group.consumer.max.size" => c.consumer_group_max_size = i32v(1)?,
+                "group.consumer.assignors" => {
+                    let mut names = Vec::new();
+                    for part in value.split(',').filter(|p| !p.trim().is_empty()) {
+                        names.push(AssignorName::parse(part).ok_or_else(|| {
+                            bad(&format!(
+                                "unknown assignor {:?} (kraftd has uniform and range)",
+                                part.trim()
+                            ))
+                        })?);
+                    }
+                    if names.is_empty() {
+                        return Err(bad("at least one assignor is required"));
+                    }
+                    c.consumer_assignors = names;
+                }
+                "group.consumer.migration.policy" => {
+                    c.migration_policy = match value.trim().to_ascii_lowercase().as_str() {
+                        "disabled" => MigrationPolicy::Disabled,
+                        "bidirectional" => MigrationPolicy::Bidirectional,
+                        "upgrade" => MigrationPolicy::Upgrade,
+                        "downgrade" => MigrationPolicy::Downgrade,
+                        _ => return Err(bad("one of disabled, bidirectional, upgrade, downgrade")),
+                    }
+                }
+                "offsets.retention.minutes" => c.offsets_retention_ms = int(1)? * 60_000,
+                "offsets.retention.check.interval.ms" => {
+                    c.offsets_retention_check_interval_ms = int(1)?
+                }
+                "offset.metadata.max.bytes" => c.offset_metadata_max_bytes = i32v(0)?,
+                "offsets.commit.timeout.ms" => c.offset_commit_timeout_ms = i32v(1)?,
+                _ => {}
+            }
+        }
+        if c.classic_min_session_timeout_ms > c.classic_max_session_timeout_ms {
+            return Err(ConfigError {
+                key: "group.min.session.timeout.ms".into(),
+                value: c.classic_min_session_timeout_ms.to_string(),
+                reason: "must not exceed group.max.session.timeout.ms".into(),
+            });
+        }
+        Ok(c)
+    }
+}
