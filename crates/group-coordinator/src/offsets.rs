@@ -124,7 +124,6 @@ fn tombstone(group: &str, topic: &str, partition: i32) -> CoordinatorRecord {
         group: group.to_string(),
         topic: topic.to_string(),
         partition,
-        ..Default::default()
     }))
 }
 
@@ -139,7 +138,6 @@ fn commit_record(
             group: group.to_string(),
             topic: topic.to_string(),
             partition,
-            ..Default::default()
         }),
         GroupCoordinatorRecordValue::OffsetCommit(OffsetCommitValue {
             offset: o.offset,
@@ -195,7 +193,6 @@ impl GroupCoordinatorShard {
             group: key.group,
             topic: key.topic,
             partition: key.partition,
-            ..Default::default()
         };
         let value = value.map(|v| OffsetCommitValue {
             offset: v.offset,
@@ -423,14 +420,12 @@ impl GroupCoordinatorShard {
                     OffsetDeleteResponsePartition {
                         partition_index: p.partition_index,
                         error_code: code.code(),
-                        ..Default::default()
                     }
                 })
                 .collect();
             topics.push(OffsetDeleteResponseTopic {
                 name: t.name.clone(),
                 partitions,
-                ..Default::default()
             });
         }
         let error_code = match self.write(records, true) {

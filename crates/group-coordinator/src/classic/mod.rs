@@ -73,7 +73,6 @@ impl ClassicGroup {
         vec![CoordinatorRecord::tombstone(
             GroupCoordinatorRecordKey::GroupMetadata(GroupMetadataKey {
                 group: self.group_id.clone(),
-                ..Default::default()
             }),
         )]
     }
