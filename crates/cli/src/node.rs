@@ -11,6 +11,7 @@ use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
+use kraftd_group_coordinator::GroupCoordinatorConfig;
 use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};
@@ -126,6 +127,9 @@ pub fn run(
                     .as_ref()
                     .map(|b| std::sync::Arc::clone(b.replica_manager()));
                 let log_cleaner = broker.as_ref().and_then(|b| b.log_cleaner_metrics());
+                let groups = broker
+                    .as_ref()
+                    .map(|b| std::sync::Arc::clone(b.group_coordinator()));
                 let node_id = config.node_id;
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
@@ -139,6 +143,9 @@ pub fn run(
                     }
                     if let Some(cleaner) = &log_cleaner {
                         cleaner.write_prometheus(node_id, &mut out);
+                    }
+                    if let Some(groups) = &groups {
+                        groups.metrics().write_prometheus(node_id, &mut out);
                     }
                     out
                 });
@@ -256,6 +263,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .get("inter.broker.listener.name")
             .map(str::to_string),
         log_cleaner: log_cleaner_config(config)?,
+        group_coordinator: group_coordinator_config(config)?,
     })
 }
 
@@ -279,6 +287,16 @@ fn log_cleaner_config(config: &NodeConfig) -> Result<LogCleanerConfig> {
             backoff_ms: config.number("log.cleaner.backoff.ms", c.backoff_ms)?,
         },
     })
+}
+
+/// `group.*` and `offsets.*`, Kafka's defaults where unset.
+fn group_coordinator_config(config: &NodeConfig) -> Result<GroupCoordinatorConfig> {
+    let props = config
+        .props
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    GroupCoordinatorConfig::from_properties(&props).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// `super.users` and `allow.everyone.if.no.acl.found`.

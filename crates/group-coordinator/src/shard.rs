@@ -487,6 +487,11 @@ impl GroupCoordinatorShard {
         counts
     }
 
+    /// Committed offsets held (the `num-offsets` gauge).
+    pub fn offsets_count(&self) -> usize {
+        self.offsets.len()
+    }
+
     pub fn group(&self, id: &str) -> Option<&Group> {
         self.groups.get(id)
     }

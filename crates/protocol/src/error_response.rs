@@ -241,6 +241,141 @@ pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<Response
                 ..Default::default()
             })
         }
+        _ => return group_error_response(request, code),
+    })
+}
+
+/// The group coordinator's APIs failing as a whole (not the coordinator, loading, not
+/// available): every group, member, topic and partition the request names gets `code`.
+fn group_error_response(request: &RequestBody, code: ErrorCode) -> Option<ResponseBody> {
+    use crate::messages::{
+        consumer_group_describe_response, delete_groups_response, describe_groups_response,
+        leave_group_response, offset_commit_response, offset_delete_response,
+        offset_fetch_response, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse,
+        DeleteGroupsResponse, DescribeGroupsResponse, HeartbeatResponse, JoinGroupResponse,
+        LeaveGroupResponse, ListGroupsResponse, OffsetCommitResponse, OffsetDeleteResponse,
+        OffsetFetchResponse, SyncGroupResponse,
+    };
+    let error_code = code.code();
+    Some(match request {
+        RequestBody::JoinGroup(r) => ResponseBody::JoinGroup(JoinGroupResponse {
+            error_code,
+            generation_id: -1,
+            protocol_name: None,
+            member_id: r.member_id.clone(),
+            ..Default::default()
+        }),
+        RequestBody::SyncGroup(_) => ResponseBody::SyncGroup(SyncGroupResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::Heartbeat(_) => ResponseBody::Heartbeat(HeartbeatResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::LeaveGroup(r) => ResponseBody::LeaveGroup(LeaveGroupResponse {
+            error_code,
+            members: r
+                .members
+                .iter()
+                .map(|m| leave_group_response::MemberResponse {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    error_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::OffsetCommit(r) => ResponseBody::OffsetCommit(OffsetCommitResponse {
+            topics: r
+                .topics
+                .iter()
+                .map(|t| offset_commit_response::OffsetCommitResponseTopic {
+                    name: t.name.clone(),
+                    topic_id: t.topic_id,
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| offset_commit_response::OffsetCommitResponsePartition {
+                            partition_index: p.partition_index,
+                            error_code,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::OffsetFetch(r) => ResponseBody::OffsetFetch(OffsetFetchResponse {
+            error_code,
+            groups: r
+                .groups
+                .iter()
+                .map(|g| offset_fetch_response::OffsetFetchResponseGroup {
+                    group_id: g.group_id.clone(),
+                    error_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::OffsetDelete(_) => ResponseBody::OffsetDelete(OffsetDeleteResponse {
+            error_code,
+            topics: Vec::<offset_delete_response::OffsetDeleteResponseTopic>::new(),
+            ..Default::default()
+        }),
+        RequestBody::DescribeGroups(r) => ResponseBody::DescribeGroups(DescribeGroupsResponse {
+            groups: r
+                .groups
+                .iter()
+                .map(|g| describe_groups_response::DescribedGroup {
+                    group_id: g.clone(),
+                    error_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::ListGroups(_) => ResponseBody::ListGroups(ListGroupsResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::DeleteGroups(r) => ResponseBody::DeleteGroups(DeleteGroupsResponse {
+            results: r
+                .groups_names
+                .iter()
+                .map(|g| delete_groups_response::DeletableGroupResult {
+                    group_id: g.clone(),
+                    error_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::ConsumerGroupHeartbeat(_) => {
+            ResponseBody::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse {
+                error_code,
+                error_message: Some(code.to_string()),
+                ..Default::default()
+            })
+        }
+        RequestBody::ConsumerGroupDescribe(r) => {
+            ResponseBody::ConsumerGroupDescribe(ConsumerGroupDescribeResponse {
+                groups: r
+                    .group_ids
+                    .iter()
+                    .map(|g| consumer_group_describe_response::DescribedGroup {
+                        group_id: g.clone(),
+                        error_code,
+                        error_message: Some(code.to_string()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
         _ => return None,
     })
 }

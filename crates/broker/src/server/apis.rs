@@ -26,6 +26,9 @@ use tracing::debug;
 
 use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
+use super::group_apis::{GroupApis, InternalTopics, GROUP_API_KEYS};
+use crate::group_coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
+use crate::group_coordinator::GroupCoordinator;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
 use crate::kafka_apis::metadata::metadata_response;
@@ -88,6 +91,10 @@ pub struct BrokerApisContext {
     pub auto_create_topics_enable: bool,
     /// Produce, Fetch and the offset requests.
     pub data: DataPlane,
+    /// Groups and their committed offsets.
+    pub group_coordinator: Arc<GroupCoordinator>,
+    /// The internal topics this broker asks the controller for.
+    pub internal_topics: InternalTopics,
 }
 
 /// One listener's request handler.
@@ -108,6 +115,7 @@ impl KafkaApis {
         for key in FORWARDED_API_KEYS
             .into_iter()
             .chain(LOCAL_API_KEYS)
+            .chain(GROUP_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -144,6 +152,17 @@ impl KafkaApis {
         let image = self.image();
         let mut answer = metadata_response(&image, &request, version, &self.broker_context());
         let client_allows = version < 4 || request.allow_auto_topic_creation;
+        if answer
+            .missing_topics
+            .iter()
+            .any(|t| t == GROUP_METADATA_TOPIC_NAME)
+        {
+            // An internal topic is created with its own settings, never the defaults.
+            answer
+                .missing_topics
+                .retain(|t| t != GROUP_METADATA_TOPIC_NAME);
+            self.group_apis().create_offsets_topic(&image).await;
+        }
         if self.context.auto_create_topics_enable
             && client_allows
             && !answer.missing_topics.is_empty()
@@ -200,6 +219,13 @@ impl KafkaApis {
         ResponseBody::Metadata(answer.response)
     }
 
+    fn group_apis(&self) -> GroupApis<'_> {
+        GroupApis {
+            context: &self.context,
+            listener: &self.listener,
+        }
+    }
+
     /// The response, or `None` when the client expects none (Produce with `acks=0`).
     async fn handle(&self, request: InboundRequest) -> Option<ResponseBody> {
         let version = request.header.request_api_version;
@@ -227,6 +253,11 @@ impl KafkaApis {
             RequestBody::InitProducerId(r) => {
                 let deadline = Instant::now() + FORWARD_TIMEOUT;
                 ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
+            }
+            body if GROUP_API_KEYS.contains(&request.api_key) => {
+                self.group_apis()
+                    .handle(&request.header, request.peer, body)
+                    .await
             }
             body => {
                 self.handle_metadata_request(request.api_key, &request.header, request.peer, body)

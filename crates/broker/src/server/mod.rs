@@ -11,6 +11,7 @@ pub mod apis;
 pub mod controller_channel;
 pub mod data_plane;
 pub mod forwarding;
+pub mod group_apis;
 pub mod lifecycle;
 mod metadata_task;
 pub mod producer_id_manager;
@@ -42,12 +43,14 @@ use self::forwarding::ForwardingManager;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
+use crate::group_coordinator::GroupCoordinator;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
+use kraftd_group_coordinator::GroupCoordinatorConfig;
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -99,6 +102,8 @@ pub struct BrokerConfig {
     pub inter_broker_listener_name: Option<String>,
     /// `log.cleaner.enable` and `log.cleaner.*`.
     pub log_cleaner: LogCleanerConfig,
+    /// `group.*` and `offsets.*`.
+    pub group_coordinator: GroupCoordinatorConfig,
 }
 
 /// Where the broker's metadata comes from.
@@ -131,6 +136,7 @@ pub struct BrokerServer {
     background: Vec<JoinHandle<()>>,
     /// Compaction of `cleanup.policy=compact` logs (its own threads).
     log_cleaner: Option<LogCleaner>,
+    group_coordinator: Arc<GroupCoordinator>,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     /// The client listeners: one task that accepts on them once the broker is ready.
@@ -240,8 +246,17 @@ impl BrokerServer {
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
         // NOT_LEADER_OR_FOLLOWER.
+        let (group_coordinator, group_publisher) = GroupCoordinator::start(
+            config.group_coordinator.clone(),
+            config.node_id,
+            Arc::clone(&replica_manager),
+            cache.clone(),
+        );
+        // The group coordinator learns of its partitions after the replica layer made
+        // them leaders, so a shard loads from a log that is ready to append to.
         let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![
             Box::new(ReplicaManagerPublisher(Arc::clone(&replica_manager))),
+            Box::new(group_publisher),
             Box::new(cache.clone()),
         ];
         publishers.extend(published.publishers());
@@ -310,6 +325,8 @@ impl BrokerServer {
                 fetch_manager: FetchManager::new(config.max_incremental_fetch_session_cache_slots),
                 producer_ids,
             },
+            group_coordinator: Arc::clone(&group_coordinator),
+            internal_topics: Default::default(),
         });
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(
@@ -328,6 +345,7 @@ impl BrokerServer {
             replica_manager,
             background: vec![replica_background, epoch_relay],
             log_cleaner: Some(log_cleaner),
+            group_coordinator,
             stopped,
             raft_metrics: handle.metrics(),
             config,
@@ -346,6 +364,11 @@ impl BrokerServer {
     /// The log cleaner's gauges.
     pub fn log_cleaner_metrics(&self) -> Option<Arc<LogCleanerMetrics>> {
         self.log_cleaner.as_ref().map(|c| Arc::clone(c.metrics()))
+    }
+
+    /// Groups and their offsets.
+    pub fn group_coordinator(&self) -> &Arc<GroupCoordinator> {
+        &self.group_coordinator
     }
 
     /// The hosted partitions.

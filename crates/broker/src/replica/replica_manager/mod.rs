@@ -27,6 +27,7 @@
 
 mod apply_delta;
 mod background;
+mod coordinator;
 mod fetch;
 mod metrics;
 mod offsets;
