@@ -169,6 +169,13 @@ pub fn supported_features() -> Vec<Feature> {
             max_supported_version: 1,
             ..Default::default()
         },
+        // 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
+        Feature {
+            name: "group.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+            ..Default::default()
+        },
     ]
 }
 
