@@ -265,6 +265,19 @@ fn an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets() {
     h.request(ShardRequest::OffsetCommit(commit));
     assert!(matches!(h.shard.group(GROUP), Some(Group::Classic(_))));
     h.version = 1;
+    // Only a join converts it; ConsumerGroupDescribe does not see it.
+    assert_eq!(error(&h.beat("m1", 1)), ErrorCode::GroupIdNotFound);
+    let ShardResponse::ConsumerGroupDescribe(d) =
+        h.request(ShardRequest::ConsumerGroupDescribe(vec![GROUP.into()]))
+    else {
+        panic!()
+    };
+    assert_eq!(d[0].error_code, ErrorCode::GroupIdNotFound.code());
+    assert!(d[0]
+        .error_message
+        .as_ref()
+        .unwrap()
+        .contains("not a consumer group"));
     let r = h.join("m1", &["t"]);
     assert_eq!(error(&r), ErrorCode::None);
     assert_eq!(h.group().state_name(), "Stable");

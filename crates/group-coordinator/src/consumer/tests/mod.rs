@@ -8,6 +8,7 @@ mod lifecycle;
 mod offsets;
 mod reconcile;
 mod replay;
+mod simulation;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
