@@ -267,14 +267,15 @@ impl GroupCoordinatorShard {
                 TimerKey::ClassicPendingMember { member, .. } => {
                     self.expire_pending_member(&mut g, &member)
                 }
-                TimerKey::ClassicJoin { .. } => {
-                    if g.state == ClassicGroupState::PreparingRebalance {
-                        match g.initial_join {
-                            Some((delay, remaining)) => {
-                                self.try_complete_initial_rebalance(&mut g, delay, remaining)
-                            }
-                            None => self.complete_join(&mut g),
+                // A join phase ended (or its initial delay did).
+                TimerKey::ClassicJoin { .. }
+                    if g.state == ClassicGroupState::PreparingRebalance =>
+                {
+                    match g.initial_join {
+                        Some((delay, remaining)) => {
+                            self.try_complete_initial_rebalance(&mut g, delay, remaining)
                         }
+                        None => self.complete_join(&mut g),
                     }
                 }
                 TimerKey::ClassicSync { .. } => self.expire_pending_sync(&mut g),
