@@ -341,3 +341,54 @@ fn rejoins_without_change_answer_with_the_current_generation() {
         code(ErrorCode::RebalanceInProgress)
     );
 }
+
+#[test]
+fn responses_fit_their_versions_and_describe_hides_metadata_while_rebalancing() {
+    let mut h = H::new();
+    // An error at v6 names an empty protocol; at v7+ none.
+    let r = h.join(&JoinArgs::new("a").group("").version(6));
+    assert_eq!(h.must_join(r).protocol_name.as_deref(), Some(""));
+    let r = h.join(&JoinArgs::new("a").group("").version(7));
+    assert_eq!(h.must_join(r).protocol_name, None);
+
+    let s = stable_group(&mut h, &["a", "b"]);
+    // A dynamic leader is never told to skip the assignment, even at v9.
+    let ja = h.join(&JoinArgs::new("a").id(&s.leader).version(9));
+    let other = s
+        .members
+        .iter()
+        .find(|m| **m != s.leader)
+        .cloned()
+        .unwrap_or_default();
+    let jb = h.join(&JoinArgs::new("b").id(&other).version(9));
+    let ra = h.must_join(ja);
+    assert!(!ra.skip_assignment);
+    assert_eq!(ra.members.len(), 2);
+    assert!(!h.must_join(jb).skip_assignment);
+
+    // CompletingRebalance: members and their (previous) assignments, no metadata.
+    let d = h.send(
+        5,
+        "admin",
+        ShardRequest::DescribeGroups(vec![GROUP.into(), "nope".into()]),
+    );
+    let ShardResponse::DescribeGroups(groups) = &h.replies[&d] else {
+        panic!("not a DescribeGroups answer");
+    };
+    let g = &groups[0];
+    assert_eq!(g.group_state, "CompletingRebalance");
+    assert_eq!(
+        (g.protocol_type.as_str(), g.protocol_data.as_str()),
+        ("consumer", "")
+    );
+    assert_eq!(g.members.len(), 2);
+    assert!(g.members.iter().all(|m| m.member_metadata.is_empty()));
+    assert!(g
+        .members
+        .iter()
+        .any(|m| m.member_assignment.as_ref() == b"assign-0"));
+    assert_eq!(
+        (groups[1].group_state.as_str(), groups[1].error_code),
+        ("Dead", 0)
+    );
+}

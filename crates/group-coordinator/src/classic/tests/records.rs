@@ -235,3 +235,41 @@ fn a_new_group_replays_as_an_empty_group_without_protocol() {
     assert_eq!(g.generation_id(), 0);
     assert_eq!(g.current_state_timestamp(), Some(h.now));
 }
+
+#[test]
+fn a_loaded_group_over_the_size_limit_rebalances() {
+    let mut h = H::new();
+    let (ids, generation) = mixed_group(&mut h);
+    let mut h2 = H::with_config(GroupCoordinatorConfig {
+        classic_initial_rebalance_delay_ms: DELAY,
+        classic_group_max_size: 2,
+        ..Default::default()
+    });
+    for (offset, r) in h.records.iter().enumerate() {
+        h2.shard
+            .replay(offset as i64, -1, r.clone())
+            .expect("record replays");
+    }
+    h2.shard.on_loaded(h2.now);
+    assert_eq!(h2.g().state_name(), "PreparingRebalance");
+    assert_eq!(
+        h2.heartbeat(&ids[0], generation),
+        code(ErrorCode::RebalanceInProgress)
+    );
+    // Two members rejoin; the third is refused (the rejoined ones fill the group).
+    let j0 = h2.join(&JoinArgs::new("a").id(&ids[0]));
+    let j1 = h2.join(&JoinArgs::new("b").id(&ids[1]));
+    let j2 = h2.join(&JoinArgs::new("c").id(&ids[2]).instance("i-c"));
+    let r2 = h2.must_join(j2);
+    assert_eq!(r2.error_code, code(ErrorCode::GroupMaxSizeReached));
+    assert!(!h2.g().has_member(&ids[2]));
+    // As in Kafka, the refusal does not end the phase: its timeout does.
+    assert!(h2.joined(j0).is_none());
+    h2.advance(i64::from(REBALANCE));
+    let (r0, r1) = (h2.must_join(j0), h2.must_join(j1));
+    assert_eq!(
+        (r0.generation_id, r1.generation_id),
+        (generation + 1, generation + 1)
+    );
+    assert_eq!(h2.g().num_members(), 2);
+}

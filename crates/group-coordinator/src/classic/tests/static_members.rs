@@ -176,3 +176,42 @@ fn leave_group_by_instance_id() {
     assert!(!h.g().has_member(&b));
     assert_eq!(h.g().state_name(), "PreparingRebalance");
 }
+
+#[test]
+fn a_static_rejoin_that_cannot_be_written_keeps_the_old_member_id() {
+    let mut h = H::new();
+    let (a, b, generation) = static_group(&mut h);
+    let records = h.records.len();
+    // Same protocol, so no rebalance; but 2 MB of metadata do not fit one batch.
+    let huge = Bytes::from(vec![1u8; 2 * 1024 * 1024]);
+    let jb = h.join(
+        &JoinArgs::new("b")
+            .instance("i-b")
+            .version(9)
+            .protocols(&[("range", huge)]),
+    );
+    let r = h.must_join(jb);
+    assert_eq!(r.error_code, code(ErrorCode::UnknownServerError));
+    assert_eq!(r.member_id, "");
+    assert_eq!(
+        (r.generation_id, r.leader.as_str()),
+        (generation, a.as_str())
+    );
+    assert_eq!(h.records.len(), records);
+    // The group is as it was: b keeps its id, metadata, session and assignment.
+    assert_eq!(h.g().state_name(), "Stable");
+    assert_eq!(h.g().static_member_id("i-b"), Some(b.as_str()));
+    assert_eq!(h.g().num_members(), 2);
+    let m = h.g().member(&b).expect("b is back").clone();
+    assert_eq!(m.metadata("range"), sub(&["t"]));
+    assert_eq!(m.assignment().as_ref(), b"B");
+    assert_eq!(h.heartbeat_as(GROUP, &b, Some("i-b"), generation), 0);
+    // Its session goes on under the old id; the failed new id leaves no timer behind.
+    h.advance(i64::from(SESSION) - 1);
+    assert!(h.g().has_member(&b));
+    assert_eq!(h.heartbeat_as(GROUP, &b, Some("i-b"), generation), 0);
+    h.advance(1);
+    assert!(h.g().has_member(&b));
+    assert_eq!(h.g().state_name(), "PreparingRebalance");
+    assert!(!h.g().has_member(&a));
+}
