@@ -246,6 +246,36 @@ impl GroupCoordinatorShard {
         }
     }
 
+    /// The partition is given up (Kafka's `onUnloaded`): every classic group is Dead and
+    /// every parked JoinGroup and SyncGroup is answered NOT_COORDINATOR, so that clients
+    /// look for the new coordinator. The runtime calls it before dropping a shard that
+    /// served requests.
+    pub fn classic_on_unloaded(&mut self, now_ms: i64) {
+        self.now_ms = now_ms;
+        let mut ids: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| matches!(g, crate::shard::Group::Classic(_)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        for id in ids {
+            let Some(mut g) = self.take_classic(&id) else {
+                continue;
+            };
+            g.transition_to(ClassicGroupState::Dead, self.now_ms);
+            for m in g.members.values_mut() {
+                if let Some(reply) = m.awaiting_join.take() {
+                    self.reply_join(reply, join_error(&m.member_id, ErrorCode::NotCoordinator));
+                }
+                if let Some(reply) = m.awaiting_sync.take() {
+                    self.reply_sync(reply, sync_error(ErrorCode::NotCoordinator));
+                }
+            }
+            self.put_classic(g);
+        }
+    }
+
     /// A classic timer fired.
     pub(crate) fn classic_on_timer(&mut self, key: TimerKey) {
         let group_id = match &key {

@@ -362,3 +362,32 @@ fn an_assignment_too_large_to_write_fails_the_sync_and_rebalances() {
     );
     assert_eq!(h.heartbeat(&small.members[0], small.generation), 0);
 }
+
+#[test]
+fn unloading_answers_parked_requests_not_coordinator() {
+    let mut h = H::new();
+    let s = stable_group(&mut h, &["a", "b"]);
+    let (a, b) = (s.members[0].clone(), s.members[1].clone());
+    let ja = h.join(&JoinArgs::new("a").id(&a));
+    let jb = h.join(&JoinArgs::new("b").id(&b));
+    let rb = h.must_join(jb);
+    assert!(h.joined(ja).is_some());
+    // b waits for the leader's assignment; a new group waits in its initial delay.
+    let sb = h.sync(&b, rb.generation_id, &[]);
+    let (_, jx) = h.new_member(&JoinArgs::new("x").group("other"));
+    assert!(h.synced(sb).is_none() && h.joined(jx).is_none());
+    h.shard.classic_on_unloaded(h.now);
+    h.advance(0);
+    assert_eq!(h.must_sync(sb).error_code, code(ErrorCode::NotCoordinator));
+    assert_eq!(h.must_join(jx).error_code, code(ErrorCode::NotCoordinator));
+    assert_eq!(h.g().state_name(), "Dead");
+    assert_eq!(
+        h.heartbeat(&a, rb.generation_id),
+        code(ErrorCode::CoordinatorNotAvailable)
+    );
+    let r = h.join(&JoinArgs::new("a").id(&a));
+    assert_eq!(
+        h.must_join(r).error_code,
+        code(ErrorCode::CoordinatorNotAvailable)
+    );
+}
