@@ -6,7 +6,7 @@
 //! replayed (as Kafka's); they are replayed only when the partition loads. A JoinGroup or
 //! SyncGroup may be answered later than the call that brought it (when the join phase
 //! completes, when the leader's assignment arrives, on a timeout); the parked request's
-//! [`ReplyId`] is kept on the member.
+//! `ReplyId` is kept on the member.
 //!
 //! The rooms:
 //! - `group`: `ClassicGroup` and the rules on its state alone;
