@@ -127,8 +127,9 @@ impl GroupCoordinatorShard {
         }
         if !g.maybe_elect_new_joined_leader() && !g.members.is_empty() {
             // Only static members that did not rejoin are left: wait for them, or for
-            // their sessions to end.
-            let deadline = self.now_ms + i64::from(g.rebalance_timeout_ms());
+            // their sessions to end. (At least 1 ms: a client's rebalance timeout of 0
+            // must not make the timer fire again at once, forever.)
+            let deadline = self.now_ms + i64::from(g.rebalance_timeout_ms().max(1));
             self.timer.schedule(join_key(&g.group_id), deadline);
             return;
         }

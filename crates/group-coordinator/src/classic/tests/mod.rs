@@ -27,6 +27,7 @@ use crate::shard::{
     Group, GroupCoordinatorShard, NoTopics, ReplyId, RequestContext, ShardRequest, ShardResponse,
 };
 
+mod fuzz;
 mod join_sync;
 mod membership;
 mod records;

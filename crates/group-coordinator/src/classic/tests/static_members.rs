@@ -215,3 +215,47 @@ fn a_static_rejoin_that_cannot_be_written_keeps_the_old_member_id() {
     assert_eq!(h.g().state_name(), "PreparingRebalance");
     assert!(!h.g().has_member(&a));
 }
+
+#[test]
+fn a_zero_rebalance_timeout_does_not_spin_the_timer() {
+    let mut h = H::new();
+    let ja = h.join(&JoinArgs::new("a").instance("i-a"));
+    h.advance(i64::from(DELAY));
+    let ra = h.must_join(ja);
+    let s = h.sync_as(
+        GROUP,
+        &ra.member_id,
+        Some("i-a"),
+        1,
+        &[(&ra.member_id, b"A")],
+    );
+    assert_eq!(h.must_sync(s).error_code, 0);
+    // The static member comes back with a rebalance timeout of 0 (no rebalance).
+    let mut a = JoinArgs::new("a").instance("i-a").version(9);
+    a.rebalance = 0;
+    let ja = h.join(&a);
+    assert_eq!(h.must_join(ja).error_code, 0);
+    assert_eq!(h.g().rebalance_timeout_ms(), 0);
+    // A dynamic member comes and goes: a rebalance in which the static member never
+    // rejoins, with a rebalance timeout of 0.
+    let mut c = JoinArgs::new("c").version(3);
+    c.rebalance = 0;
+    let jc = h.join(&c);
+    assert_eq!(h.g().state_name(), "PreparingRebalance");
+    let c_id = h
+        .g()
+        .members()
+        .find(|m| m.group_instance_id().is_none())
+        .map(|m| m.member_id().to_string())
+        .unwrap_or_default();
+    let r = h.leave(&[(&c_id, None)]);
+    assert_eq!(r.members[0].error_code, 0);
+    assert_eq!(h.must_join(jc).error_code, code(ErrorCode::UnknownMemberId));
+    // The join phase cannot complete without a rejoined member; time still moves on,
+    // and the silent static member's session ends it.
+    h.advance(1_000);
+    assert_eq!(h.g().state_name(), "PreparingRebalance");
+    h.advance(i64::from(SESSION));
+    assert_eq!(h.g().state_name(), "Empty");
+    assert_eq!(h.last_metadata(GROUP).generation, 2);
+}
