@@ -70,7 +70,8 @@ fn check_invariants(h: &H) {
 fn run(seed: u64, steps: usize) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut h = H::with_config(GroupCoordinatorConfig {
-        classic_initial_rebalance_delay_ms: DELAY,
+        // Odd seeds: no initial delay.
+        classic_initial_rebalance_delay_ms: if seed % 2 == 0 { DELAY } else { 0 },
         classic_group_max_size: 4,
         max_batch_bytes: 64 * 1024,
         ..Default::default()
