@@ -177,6 +177,27 @@ impl GroupCoordinatorShard {
         }
     }
 
+    /// An offset commit by a member of a classic group counts as a heartbeat while the group
+    /// is Stable or PreparingRebalance (Kafka's `commitOffset` → `rescheduleClassicGroupMemberHeartbeat`).
+    pub(crate) fn classic_commit_heartbeat(&mut self, group_id: &str, member_id: &str) {
+        let Some(Group::Classic(g)) = self.groups.get(group_id) else {
+            return;
+        };
+        if !matches!(
+            g.state(),
+            ClassicGroupState::Stable | ClassicGroupState::PreparingRebalance
+        ) {
+            return;
+        }
+        let Some(timeout) = g
+            .member(member_id)
+            .map(|m| i64::from(m.session_timeout_ms()))
+        else {
+            return;
+        };
+        self.schedule_heartbeat(group_id, member_id, timeout);
+    }
+
     /// Restarts a member's session: it must heartbeat (or rejoin) within `timeout_ms`.
     fn schedule_heartbeat(&mut self, group: &str, member: &str, timeout_ms: i64) {
         self.timer

@@ -391,3 +391,18 @@ fn unloading_answers_parked_requests_not_coordinator() {
         code(ErrorCode::CoordinatorNotAvailable)
     );
 }
+
+#[test]
+fn an_offset_commit_counts_as_a_heartbeat_in_a_stable_group() {
+    let mut h = H::new();
+    let s = stable_group(&mut h, &["a", "b"]);
+    let (a, b) = (s.members[0].clone(), s.members[1].clone());
+    // a only commits, b only heartbeats: both stay past several session timeouts.
+    for _ in 0..6 {
+        h.advance(3_000);
+        assert_eq!(h.commit(&a, None, s.generation), 0);
+        assert_eq!(h.heartbeat(&b, s.generation), 0);
+    }
+    assert!(h.g().has_member(&a) && h.g().has_member(&b));
+    assert_eq!(h.g().state_name(), "Stable");
+}
