@@ -2,7 +2,8 @@
 //! `--group` (from the jars the test setup fetches, see `common/kafka_jars.rs`) reads a
 //! topic and commits; `kafka-consumer-groups` (`ConsumerGroupCommand`) lists and describes
 //! the group (offsets at the log end, no lag), resets its offsets to the earliest, and
-//! deletes it.
+//! deletes it; `kafka-features describe` (`FeatureCommand`, reading ApiVersions) shows
+//! `group.version` finalized at 1.
 
 mod common;
 
@@ -116,6 +117,23 @@ p.flush(30)
         produce.status.success(),
         "{}",
         String::from_utf8_lossy(&produce.stderr)
+    );
+
+    // KIP-848 groups are on: group.version 1 is finalized at format, and ApiVersions says
+    // so (Kafka's FeatureCommand reads it from there).
+    let features = tool(
+        "org.apache.kafka.tools.FeatureCommand",
+        &["--bootstrap-server", &bootstrap, "describe"],
+    );
+    let group_version = String::from_utf8_lossy(&features.stdout)
+        .lines()
+        .find(|l| l.contains("Feature: group.version"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
+    assert!(
+        group_version.as_deref().is_some_and(|l| l
+            .contains("SupportedMinVersion: 0 SupportedMaxVersion: 1 FinalizedVersionLevel: 1")),
+        "kafka-features describe\n{}",
+        text(&features)
     );
 
     let consumed = tool(

@@ -19,7 +19,7 @@ use kraftd_protocol::messages::{
     CreateTopicsRequest, DescribeQuorumResponse, MetadataRequest, RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::{InboundRequest, RequestHandler};
+use kraftd_raft::transport::{ApiVersionsFeatures, InboundRequest, RequestHandler};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::debug;
@@ -95,6 +95,8 @@ pub struct BrokerApisContext {
     pub group_coordinator: Arc<GroupCoordinatorService>,
     /// The internal topics this broker asks the controller for.
     pub internal_topics: InternalTopics,
+    /// The metadata offset applied (ApiVersions' finalized features epoch).
+    pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
 }
 
 /// One listener's request handler.
@@ -369,6 +371,27 @@ fn forward_timeout(body: &RequestBody) -> Duration {
 }
 
 impl RequestHandler for KafkaApis {
+    /// This broker's supported features and the cluster's finalized levels, as a Kafka
+    /// broker answers ApiVersions v3+ (clients and `kafka-features describe` read them).
+    fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
+        let image = self.image();
+        let features = &image.features;
+        let finalized = features
+            .metadata_version
+            .map(|level| ("metadata.version".to_string(), level))
+            .into_iter()
+            .chain(features.finalized.iter().map(|(k, v)| (k.clone(), *v)))
+            .collect();
+        Some(ApiVersionsFeatures {
+            supported: super::supported_features()
+                .into_iter()
+                .map(|f| (f.name, f.min_supported_version, f.max_supported_version))
+                .collect(),
+            finalized,
+            epoch: self.context.metadata_metrics.last_applied_record_offset(),
+        })
+    }
+
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let (tx, rx) = oneshot::channel();
         if let RequestBody::Produce(r) = request.body {

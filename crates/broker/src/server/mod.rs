@@ -334,6 +334,7 @@ impl BrokerServer {
             },
             group_coordinator: Arc::clone(&group_coordinator),
             internal_topics: Default::default(),
+            metadata_metrics: metadata_metrics.clone(),
         });
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(

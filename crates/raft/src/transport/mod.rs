@@ -10,7 +10,7 @@ pub mod client;
 pub mod server;
 
 pub use client::{Channel, ClientConfig, ClientError, ReplyFn};
-pub use server::{serve, InboundRequest, RequestHandler, ServerConfig};
+pub use server::{serve, ApiVersionsFeatures, InboundRequest, RequestHandler, ServerConfig};
 
 use std::io::IoSlice;
 

@@ -90,7 +90,30 @@ pub trait RequestHandler: Send + Sync + 'static {
         &self,
         request: InboundRequest,
     ) -> impl Future<Output = Option<oneshot::Receiver<ResponseBody>>> + Send;
+
+    /// The features an ApiVersions v3+ answer carries (KIP-584): what this node supports,
+    /// what the cluster finalized and at which metadata offset. `None` (the default): none,
+    /// as a listener that does not know the cluster's metadata answers.
+    fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
+        None
+    }
 }
+
+/// The feature part of an ApiVersions answer (see
+/// [`RequestHandler::api_versions_features`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiVersionsFeatures {
+    /// (name, min, max) supported by this node.
+    pub supported: Vec<(String, i16, i16)>,
+    /// (name, level) finalized in the cluster.
+    pub finalized: Vec<(String, i16)>,
+    /// The metadata offset the finalized levels were read at (Kafka's
+    /// `finalized_features_epoch`), -1 when unknown.
+    pub epoch: i64,
+}
+
+/// ApiVersions v3 added the features.
+const API_VERSIONS_FEATURES_VERSION: i16 = 3;
 
 /// Accepts connections on `listener` until the task running it is aborted or dropped
 /// (which closes every connection it accepted).
@@ -191,6 +214,7 @@ async fn read_requests<H: RequestHandler>(
             let pending = match decode_request(frame) {
                 Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
                     table,
+                    handler,
                     req.header.correlation_id,
                     req.header.request_api_version,
                 ),
@@ -226,7 +250,12 @@ async fn read_requests<H: RequestHandler>(
                 Err(RequestError::UnsupportedVersion {
                     api_key: ApiKey::ApiVersions,
                     header,
-                }) => api_versions(table, header.correlation_id, header.request_api_version),
+                }) => api_versions(
+                    table,
+                    handler,
+                    header.correlation_id,
+                    header.request_api_version,
+                ),
                 Err(e) => return Err(e.to_string()),
             };
             unanswered.fetch_add(1, Ordering::Relaxed);
@@ -268,8 +297,41 @@ impl Drop for Decrement<'_> {
     }
 }
 
-fn api_versions(table: &ApiVersionsTable, correlation_id: i32, version: i16) -> Pending {
-    let (version, body) = table.response(version);
+fn api_versions<H: RequestHandler>(
+    table: &ApiVersionsTable,
+    handler: &H,
+    correlation_id: i32,
+    version: i16,
+) -> Pending {
+    let (version, mut body) = table.response(version);
+    if version >= API_VERSIONS_FEATURES_VERSION {
+        if let Some(features) = handler.api_versions_features() {
+            use kraftd_protocol::messages::api_versions_response::{
+                FinalizedFeatureKey, SupportedFeatureKey,
+            };
+            body.supported_features = features
+                .supported
+                .into_iter()
+                .map(|(name, min, max)| SupportedFeatureKey {
+                    name,
+                    min_version: min,
+                    max_version: max,
+                    ..Default::default()
+                })
+                .collect();
+            body.finalized_features = features
+                .finalized
+                .into_iter()
+                .map(|(name, level)| FinalizedFeatureKey {
+                    name,
+                    max_version_level: level,
+                    min_version_level: level,
+                    ..Default::default()
+                })
+                .collect();
+            body.finalized_features_epoch = features.epoch;
+        }
+    }
     let (tx, rx) = oneshot::channel();
     let _ = tx.send(ResponseBody::ApiVersions(body));
     Pending {
