@@ -1,8 +1,8 @@
 //! Kafka's own group tools against kraftd: Apache Kafka 4.4.0's console consumer with
 //! `--group` (from the jars the test setup fetches, see `common/kafka_jars.rs`) reads a
 //! topic and commits; `kafka-consumer-groups` (`ConsumerGroupCommand`) lists and describes
-//! the group (offsets at the log end, no lag), resets its offsets to the earliest, and
-//! deletes it; `kafka-features describe` (`FeatureCommand`, reading ApiVersions) shows
+//! the group (offsets at the log end, no lag), resets its offsets to the earliest,
+//! shows an admin client's `alter_consumer_group_offsets`, and deletes it; `kafka-features describe` (`FeatureCommand`, reading ApiVersions) shows
 //! `group.version` finalized at 1.
 
 mod common;
@@ -205,6 +205,37 @@ p.flush(30)
             (1, "0".into(), "50".into(), "50".into())
         ],
         "--describe after the reset\n{}",
+        text(&describe)
+    );
+
+    // An admin client's alter_consumer_group_offsets on the inactive group.
+    let alter = run_inline(
+        r#"
+import sys
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import admin as cadmin
+a = cadmin.AdminClient({"bootstrap.servers": sys.argv[1]})
+req = ConsumerGroupTopicPartitions("tools-group", [TopicPartition("tools-topic", 0, 10)])
+for f in a.alter_consumer_group_offsets([req]).values():
+    for tp in f.result(30).topic_partitions:
+        assert tp.error is None, tp
+"#,
+        &[&bootstrap],
+    );
+    assert!(
+        alter.status.success(),
+        "{}",
+        String::from_utf8_lossy(&alter.stderr)
+    );
+    let describe = groups(&bootstrap, &["--describe", "--group", GROUP]);
+    let rows = described(&describe);
+    assert_eq!(
+        rows,
+        vec![
+            (0, "10".into(), "50".into(), "40".into()),
+            (1, "0".into(), "50".into(), "50".into())
+        ],
+        "--describe after alter_consumer_group_offsets\n{}",
         text(&describe)
     );
 
