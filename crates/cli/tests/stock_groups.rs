@@ -5,7 +5,9 @@
 //! `range` and `cooperative-sticky` (classic) and with `group.protocol=consumer`
 //! (KIP-848), kafka-python with `range` — and checks that no partition ever has two owners,
 //! every record is processed at least once, each new owner starts at the group's commit,
-//! and the group ends committed at every partition's end.
+//! and the group ends committed at every partition's end. Beside them,
+//! `tests/python/groups_static.py` restarts a static member (KIP-345) within its session:
+//! it keeps its partitions and the other member sees no rebalance.
 
 mod common;
 
@@ -48,6 +50,12 @@ fn groups_of_member_processes_hand_partitions_over_without_overlap_or_loss() {
         ("kafka-python", "range"),
     ];
     std::thread::scope(|s| {
+        let (bootstrap_ref, brokers_ref) = (&bootstrap, &brokers);
+        s.spawn(move || {
+            run_until_all_ok("groups_static.py", &[bootstrap_ref], || {
+                all_logs(brokers_ref)
+            });
+        });
         for (client, strategy) in runs {
             let bootstrap = &bootstrap;
             let brokers = &brokers;

@@ -161,7 +161,11 @@ fn commit(raw: &mut Raw, group: &str, member: &str, generation: i32, offset: i64
 /// Joins `group` as its only member (KIP-394's two steps) and syncs: (member, generation).
 fn join_and_sync(raw: &mut Raw, group: &str, metadata: Bytes) -> (String, i32, i16) {
     let (code, member, _) = join(raw, group, "", metadata.clone());
-    assert_eq!(code, ErrorCode::MemberIdRequired.code(), "first join of {group}");
+    assert_eq!(
+        code,
+        ErrorCode::MemberIdRequired.code(),
+        "first join of {group}"
+    );
     let (code, member, generation) = join(raw, group, &member, metadata);
     assert_eq!(code, 0, "second join of {group}");
     let code = sync(raw, group, &member, generation);
@@ -210,9 +214,18 @@ fn scenario(address: &str) -> Vec<(&'static str, i16)> {
     let mut steps = Vec::new();
     let (calm, calm_generation, code) = join_and_sync(&mut raw, "calm", subscription("t", 0));
     steps.push(("calm sync", code));
-    steps.push(("calm commit", commit(&mut raw, "calm", &calm, calm_generation, 1)));
-    steps.push(("heartbeat for a group that does not exist", heartbeat(&mut raw, "ghost", "nobody", 1)));
-    steps.push(("commit to a group that does not exist at generation 5", commit(&mut raw, "ghost", "nobody", 5, 3)));
+    steps.push((
+        "calm commit",
+        commit(&mut raw, "calm", &calm, calm_generation, 1),
+    ));
+    steps.push((
+        "heartbeat for a group that does not exist",
+        heartbeat(&mut raw, "ghost", "nobody", 1),
+    ));
+    steps.push((
+        "commit to a group that does not exist at generation 5",
+        commit(&mut raw, "ghost", "nobody", 5, 3),
+    ));
     steps.push((
         "commit for a generation that is gone",
         commit(&mut raw, "calm", &calm, calm_generation + 6, 2),
@@ -221,11 +234,20 @@ fn scenario(address: &str) -> Vec<(&'static str, i16)> {
         "heartbeat with a stale generation",
         heartbeat(&mut raw, "calm", &calm, calm_generation - 1),
     ));
-    steps.push(("commit by an unknown member", commit(&mut raw, "calm", "intruder", calm_generation, 2)));
+    steps.push((
+        "commit by an unknown member",
+        commit(&mut raw, "calm", "intruder", calm_generation, 2),
+    ));
     let (_, _, code) = join_and_sync(&mut raw, "hostile-big", subscription("t", 10 << 20));
     steps.push(("sync of a group with 10 MB of member metadata", code));
-    steps.push(("calm heartbeat after", heartbeat(&mut raw, "calm", &calm, calm_generation)));
-    steps.push(("calm commit after", commit(&mut raw, "calm", &calm, calm_generation, 4)));
+    steps.push((
+        "calm heartbeat after",
+        heartbeat(&mut raw, "calm", &calm, calm_generation),
+    ));
+    steps.push((
+        "calm commit after",
+        commit(&mut raw, "calm", &calm, calm_generation, 4),
+    ));
     steps
 }
 
@@ -247,7 +269,10 @@ fn hostile_group_requests_get_kafkas_errors_and_disturb_nothing_else() {
     let kafka_root = tempfile::tempdir().unwrap();
     let (mut kafka_controller, mut kafka_brokers) = kafka_cluster(kafka_root.path(), 1, "");
     let theirs = scenario(&kafka_brokers[0].address());
-    for n in kafka_brokers.iter_mut().chain(std::iter::once(&mut kafka_controller)) {
+    for n in kafka_brokers
+        .iter_mut()
+        .chain(std::iter::once(&mut kafka_controller))
+    {
         n.kill9();
     }
     let name = |code: i16| format!("{code} {:?}", ErrorCode::from_code(code));
@@ -257,7 +282,12 @@ fn hostile_group_requests_get_kafkas_errors_and_disturb_nothing_else() {
         .map(|((label, a), (_, b))| format!("{label}: kraftd {} / Kafka {}", name(*a), name(*b)))
         .collect();
     eprintln!("{}", table.join("\n"));
-    assert_eq!(ours, theirs, "kraftd and Kafka 4.4.0 disagree:\n{}", table.join("\n"));
+    assert_eq!(
+        ours,
+        theirs,
+        "kraftd and Kafka 4.4.0 disagree:\n{}",
+        table.join("\n")
+    );
     // The calm group was never disturbed.
     for (label, code) in &ours {
         if label.starts_with("calm") {

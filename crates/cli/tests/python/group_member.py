@@ -6,6 +6,7 @@ usage: group_member.py <bootstrap> <topic> <group> <name> <client> <strategy> <e
   client: confluent | kafka-python
   strategy: range | cooperative-sticky | consumer (KIP-848, confluent only)
   env GROUP_INSTANCE_ID: static membership (group.instance.id)
+  env SESSION_TIMEOUT_MS: session.timeout.ms of a classic member (default 6000)
 
 Each line of the events file is JSON, flushed at once:
   {"e": "assigned", "t": <time>, "p": {partition: committed offset or -1}}
@@ -56,7 +57,7 @@ def run_confluent():
         conf["group.protocol"] = "consumer"
     else:
         conf["partition.assignment.strategy"] = strategy
-        conf["session.timeout.ms"] = 6000
+        conf["session.timeout.ms"] = int(os.environ.get("SESSION_TIMEOUT_MS", "6000"))
         conf["heartbeat.interval.ms"] = 500
     if instance_id:
         conf["group.instance.id"] = instance_id
