@@ -5,7 +5,8 @@ usage: groups.py <bootstrap> [--reps N] [--commit-secs S] [--committers K]
                  [--timeout S] [--log FILE] [--protocols range,cooperative-sticky,consumer]
 
 Progress goes to stderr, librdkafka's own log to --log, and one JSON line to stdout:
-  {"rebalance": {"range": {"form_ms": x, "join_ms": [..], "leave_ms": [..], "error": null}, ...},
+  {"rebalance": {"range": {"form_ms": x, "join_ms": [..], "leave_ms": [..], "overlap_max": n,
+                           "error": null}, ...},
    "commit": {"1": {"count": n, "secs": s, "per_sec": r, "p50_ms": x, "p99_ms": y,
                     "error": null}, "8": {...}},
    "client_errors": ["...", ...]}
@@ -98,12 +99,53 @@ def create_topic():
         time.sleep(0.2)
 
 
+def warm_coordinators(groups):
+    """__consumer_offsets created (the first FindCoordinator does it) and the coordinators of
+    `groups` loaded, so that neither is timed: a standalone commit for a group of its own,
+    retried until it succeeds, then the groups described until every answer is clean."""
+    c = Consumer(dict(base_conf(), **{"group.id": "bench-warm-up", "enable.auto.commit": False}))
+    deadline = time.time() + 60
+    while True:
+        try:
+            c.commit(offsets=[TopicPartition(TOPIC, 0, 0)], asynchronous=False)
+            break
+        except KafkaException as e:
+            if time.time() > deadline:
+                raise RuntimeError(f"no offset commit succeeded in 60 s: {e}") from None
+            time.sleep(0.2)
+    c.close()
+    admin = AdminClient(base_conf())
+    while True:
+        try:
+            for f in admin.describe_consumer_groups(groups, request_timeout=10).values():
+                f.result()
+            return
+        except KafkaException as e:
+            if time.time() > deadline:
+                raise RuntimeError(f"describing the groups failed for 60 s: {e}") from None
+            time.sleep(0.2)
+
+
 # ---------------------------------------------------------------------------------------------
 # Rebalances: members as threads, each with its own Consumer polling in its own thread (the
 # client releases the GIL while it waits), their assignments tracked from the callbacks.
 
 cond = threading.Condition()
 last_change = [0.0]  # monotonic time of the last assignment callback, under cond
+# The members a rebalance is being timed over, and the most partitions two of them owned at
+# once (by their callbacks) since the protocol's group formed; under cond.
+watched = []
+overlap_max = [0]
+
+
+def note_change():
+    """Under cond, after a callback changed an assignment."""
+    last_change[0] = time.monotonic()
+    if watched:
+        owned = sum(len(m.assigned) for m in watched)
+        union = len(set().union(*(m.assigned for m in watched)))
+        overlap_max[0] = max(overlap_max[0], owned - union)
+    cond.notify_all()
 
 
 class Member(threading.Thread):
@@ -137,8 +179,7 @@ class Member(threading.Thread):
                 self.assigned |= {tp.partition for tp in partitions}
             else:
                 self.assigned = {tp.partition for tp in partitions}
-            last_change[0] = time.monotonic()
-            cond.notify_all()
+            note_change()
         if self.incremental:
             consumer.incremental_assign(partitions)
         else:
@@ -150,8 +191,7 @@ class Member(threading.Thread):
                 self.assigned -= {tp.partition for tp in partitions}
             else:
                 self.assigned = set()
-            last_change[0] = time.monotonic()
-            cond.notify_all()
+            note_change()
         if self.incremental:
             consumer.incremental_unassign(partitions)
         else:
@@ -198,6 +238,7 @@ def wait_settled(members, t0, timeout):
     """ms from t0 to the callback after which `members` were balanced and stayed so QUIET s."""
     deadline = time.monotonic() + timeout
     with cond:
+        watched[:] = members
         while True:
             for m in members:
                 if m.failure or (m.closed.is_set() and not m.leave.is_set()):
@@ -235,7 +276,7 @@ def rebalances(protocol):
     global phase
     phase = protocol
     group = f"bench-{protocol}"
-    result = {"form_ms": None, "join_ms": [], "leave_ms": [], "error": None}
+    result = {"form_ms": None, "join_ms": [], "leave_ms": [], "overlap_max": 0, "error": None}
     members = []
     errors_from = len(client_errors)
     n = 0
@@ -245,9 +286,13 @@ def rebalances(protocol):
         n += 1
         return Member(group, protocol, f"{protocol}-{n}")
 
+    with cond:
+        overlap_max[0] = 0
     try:
         say(f"{protocol}: {MEMBERS - 1} members forming the group")
         members = [new_member() for _ in range(MEMBERS - 1)]
+        with cond:
+            watched[:] = members
         for m in members:
             m.start()
         while any(m.subscribed_at is None for m in members):
@@ -261,12 +306,16 @@ def rebalances(protocol):
         say(f"{protocol}: formed in {result['form_ms']:.0f} ms")
         for rep in range(args.reps):
             joiner = new_member()
+            with cond:
+                watched[:] = members + [joiner]
             joiner.start()
             while joiner.subscribed_at is None:
                 time.sleep(0.001)
             members.append(joiner)
             join_ms = wait_settled(members, joiner.subscribed_at, args.timeout)
             result["join_ms"].append(join_ms)
+            with cond:
+                watched[:] = [m for m in members if m is not joiner]
             joiner.leave.set()
             while joiner.leaving_at is None and not joiner.closed.is_set():
                 time.sleep(0.001)
@@ -279,7 +328,12 @@ def rebalances(protocol):
         result["error"] = f"{type(e).__name__}: {e}"
         say(f"{protocol}: failed: {result['error']}")
     finally:
+        with cond:
+            watched[:] = []
+            result["overlap_max"] = overlap_max[0]
         close_all(members)
+    if result["overlap_max"]:
+        say(f"{protocol}: up to {result['overlap_max']} partitions owned by two members at once")
     return result
 
 
@@ -365,8 +419,12 @@ def main():
     try:
         create_topic()
         say(f"topic {TOPIC} with {PARTITIONS} partitions ready")
+        groups = [f"bench-{p}" for p in args.protocols.split(",")]
+        groups += [f"bench-commit-{k}-{i}" for k in (1, args.committers) for i in range(k)]
+        warm_coordinators(groups)
+        say("__consumer_offsets ready")
     except Exception as e:
-        out["error"] = f"creating the topic: {type(e).__name__}: {e}"
+        out["error"] = f"setting up: {type(e).__name__}: {e}"
         print(json.dumps(out), flush=True)
         return
     for protocol in args.protocols.split(","):

@@ -2,7 +2,51 @@
 //! Apache Kafka 4.4.0 on the same machine, one run, one table with the ratios kraftd/Kafka.
 //! A benchmark: it prints figures and asserts nothing.
 //!
-//! TODO: doc
+//! Both systems run as the `produce` bench runs them, one after the other: kraftd as 3
+//! controllers and 3 brokers (release build), Kafka 4.4.0 from the jars the tests use as 1
+//! controller and 3 brokers of 512 MiB heap (`kraftd.rs`, `kafka.rs`). Their brokers get the
+//! same group settings ([`GROUP_CONFIG`]): `__consumer_offsets` with 10 partitions and 3
+//! replicas, `group.initial.rebalance.delay.ms=0`, KIP-848 heartbeats every 500 ms. Against
+//! each, `groups.py` (beside this file; run with the venv's python, see below) creates a topic
+//! of 100 partitions (RF 3), has `__consumer_offsets` created and the groups' coordinators
+//! loaded (a standalone commit, then the groups described, retried until clean: neither is
+//! timed), and measures with confluent-kafka 2.16.1 (librdkafka), 10 members as threads of
+//! one process, each its own `Consumer` polling every 50 ms:
+//!
+//! - Rebalance times, for the classic protocol with `partition.assignment.strategy=range`
+//!   (eager) and `cooperative-sticky` (incremental: two rounds for a join), members
+//!   heartbeating every 500 ms (`session.timeout.ms=6000`), and for KIP-848
+//!   (`group.protocol=consumer`, the broker's default assignor). 9 members form the group
+//!   (timed once, from the first `subscribe`); then, repeated `--reps` times, a 10th joins
+//!   (timed from its `subscribe`) and leaves again (`close`, timed from the call). A rebalance
+//!   is done at the last assignment callback (`on_assign`/`on_revoke`/`on_lost`) after which
+//!   the members' assignments cover the 100 partitions exactly once, every member has some
+//!   and their sizes differ by at most one, as long as that holds 300 ms with no further
+//!   callback (a later change moves the end to it). The report gives the median and min-max.
+//!   A protocol that fails (a member's error, no balanced assignment within `--timeout` s, a
+//!   fatal or "unsupported" client error) ends its row with "n/a (error)", the error below the
+//!   table, and the run goes on.
+//! - OffsetCommit throughput and latency: a consumer that never subscribes commits one
+//!   explicit offset of one partition synchronously (`commit(asynchronous=False)`, generation
+//!   -1 as a standalone consumer), one call after another for `--commit-secs` after a 1 s
+//!   warm-up: commits/s and p50/p99 per call; then `--committers` (8) such consumers at once,
+//!   each on its own group (spread over the offsets topic's partitions and so over the
+//!   brokers), their aggregate commits/s and pooled latencies.
+//!
+//! Caveats. Rebalance times are mostly protocol rounds paced by heartbeats (a classic member
+//! learns of a rebalance at its next heartbeat; a KIP-848 member gets and acknowledges each
+//! step at its heartbeats), so they compare how many rounds and how long each coordinator
+//! takes, not throughput; the 500 ms intervals, not the defaults (3 s classic, 5 s KIP-848),
+//! keep the run short. The clients, their Python callbacks and both clusters share the
+//! machine's cores, as the load average printed beside each system shows; the client's share
+//! is the same for both. The member that joins is the one that leaves. Commits wait for the
+//! offsets partition's 3 replicas (as Kafka's do), so commit latency includes replication.
+//! Kafka has 1 controller, kraftd 3 (as in `bench produce`; the controller is off both paths).
+//!
+//! The stock-client venv is the tests' (`target/stock-clients-venv/`, kafka-python 3.0.12 and
+//! confluent-kafka 2.16.1), created here as the tests create it when missing. librdkafka's log
+//! goes to `client.log` in each system's temp directory, kept (with the nodes' logs) with
+//! `--keep` or when something failed.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -245,7 +289,10 @@ fn stock_python(root: &Path) -> Result<PathBuf> {
         .status()
         .context("running pip")?;
     if !status.success() {
-        bail!("pip install {} failed (is PyPI reachable?)", PACKAGES.join(" "));
+        bail!(
+            "pip install {} failed (is PyPI reachable?)",
+            PACKAGES.join(" ")
+        );
     }
     if std::fs::rename(&tmp, &venv).is_err() {
         // A test binary made it meanwhile; use that one.
@@ -259,10 +306,7 @@ fn stock_python(root: &Path) -> Result<PathBuf> {
 
 /// One cell's figure (the median, and its spread when there are several) or why there is none.
 enum Cell {
-    Figure {
-        value: f64,
-        text: String,
-    },
+    Figure { value: f64, text: String },
     Missing(String),
 }
 
@@ -310,12 +354,7 @@ fn numbers(v: Option<&Value>) -> Vec<f64> {
 }
 
 /// A row's cell for one run: `pick` from its JSON, or n/a with the error that prevented it.
-fn cell(
-    run: &Run,
-    section: &str,
-    key: &str,
-    pick: impl Fn(&Value) -> Option<Cell>,
-) -> Cell {
+fn cell(run: &Run, section: &str, key: &str, pick: impl Fn(&Value) -> Option<Cell>) -> Cell {
     let v = match &run.result {
         Ok(v) => v,
         Err(e) => return Cell::Missing(e.clone()),
@@ -425,7 +464,10 @@ fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start
         print!(" | {:>12}", "kraftd/Kafka");
     }
     println!();
-    println!("{}", "-".repeat(width + 23 * runs.len() + if both { 15 } else { 0 }));
+    println!(
+        "{}",
+        "-".repeat(width + 23 * runs.len() + if both { 15 } else { 0 })
+    );
     let mut notes: Vec<String> = Vec::new();
     for (label, section, key, pick) in &rows {
         print!("{label:<width$}");
@@ -466,6 +508,26 @@ fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start
     );
     for note in &notes {
         println!("n/a: {note}");
+    }
+    // What the members' callbacks showed of two owners at once, which no protocol allows.
+    for run in runs {
+        let Ok(v) = &run.result else { continue };
+        let overlaps: Vec<String> = PROTOCOLS
+            .iter()
+            .filter_map(|(protocol, _)| {
+                let n = v
+                    .get("rebalance")?
+                    .get(protocol)?
+                    .get("overlap_max")?
+                    .as_u64()?;
+                Some(format!("{protocol} {n}"))
+            })
+            .collect();
+        println!(
+            "{}: most partitions owned by two members at once during these rebalances: {}",
+            run.system.name(),
+            overlaps.join(", ")
+        );
     }
     for run in runs {
         let errors: Vec<&str> = run

@@ -37,7 +37,12 @@ impl Cluster {
         }
     }
 
-    fn start_kafka_inner(&mut self, classpath: &str, dir: &Path, broker_config: &str) -> Result<()> {
+    fn start_kafka_inner(
+        &mut self,
+        classpath: &str,
+        dir: &Path,
+        broker_config: &str,
+    ) -> Result<()> {
         let controller_port = free_port()?;
         let mut layout = vec![(100u32, true, controller_port)];
         for id in 1..=3u32 {

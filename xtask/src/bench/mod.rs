@@ -1,5 +1,9 @@
 //! `cargo xtask bench cleaner`: the log cleaner beside Kafka's on the same log (`cleaner.rs`).
 //!
+//! `cargo xtask bench groups`: consumer-group rebalance times (classic and KIP-848) and
+//! OffsetCommit throughput and latency with a stock client, beside Kafka's (`groups.rs`,
+//! which drives `groups.py`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
