@@ -26,7 +26,8 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
 
 use common::kafka_jars::kafka_cluster;
-use common::{formatted_cluster, stop_gracefully};
+use common::python::{python, wait_until_brokers_listed};
+use common::{all_logs, formatted_cluster, stop_gracefully};
 
 /// One blocking connection speaking raw requests.
 struct Raw {
@@ -253,6 +254,7 @@ fn scenario(address: &str) -> Vec<(&'static str, i16)> {
 
 #[test]
 fn hostile_group_requests_get_kafkas_errors_and_disturb_nothing_else() {
+    python();
     let root = tempfile::tempdir().unwrap();
     let (_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
     brokers[0].add_config(&[
@@ -262,6 +264,7 @@ fn hostile_group_requests_get_kafkas_errors_and_disturb_nothing_else() {
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }
+    wait_until_brokers_listed(&brokers[0].address(), 1, || all_logs(&brokers));
     let ours = scenario(&brokers[0].address());
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);

@@ -274,6 +274,12 @@ impl GroupCoordinatorShard {
             });
         }
         if let Err(code) = self.write(records, true) {
+            // Kafka's answer to a commit whose records do not fit one batch.
+            let code = if code == ErrorCode::RecordListTooLarge {
+                ErrorCode::InvalidCommitOffsetSize
+            } else {
+                code
+            };
             for t in &mut topics {
                 for p in &mut t.partitions {
                     if p.error_code == 0 {

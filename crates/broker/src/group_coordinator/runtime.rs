@@ -167,6 +167,10 @@ impl CoordinatorRuntime {
     /// Runs until every sender of events is gone.
     pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Event>) {
         loop {
+            // Timers due fire before the next event, so a busy loop never starves them.
+            if self.next_deadline().is_some_and(|at| at <= unix_ms()) {
+                self.fire_timers();
+            }
             let deadline = self.next_deadline();
             let event = match deadline {
                 Some(at) => {

@@ -28,8 +28,8 @@ events = open(events_path, "a", buffering=1)
 stopping = False
 
 
-def emit(kind, **fields):
-    fields.update(e=kind, t=time.time(), name=name)
+def emit(kind, t=None, **fields):
+    fields.update(e=kind, t=t if t is not None else time.time(), name=name)
     events.write(json.dumps(fields) + "\n")
     events.flush()
     os.fsync(events.fileno())
@@ -123,17 +123,28 @@ def run_kafka_python():
         group_instance_id=instance_id,
     )
 
+    # kafka-python runs listeners on its IO thread, where blocking calls (committed()) are
+    # refused: the assignment is noted there (with its time) and reported, with the
+    # group's commits, from the main loop before any record of it is processed.
+    pending = []
+
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
             emit("revoked", p=[tp.partition for tp in revoked])
 
         def on_partitions_assigned(self, assigned):
-            emit("assigned", p={str(tp.partition): (c.committed(tp) if c.committed(tp) is not None else -1)
-                                for tp in assigned})
+            pending.append((time.time(), list(assigned)))
 
     c.subscribe([topic], listener=Listener())
     while not stopping:
         batch = c.poll(timeout_ms=500)
+        while pending:
+            at, assigned = pending.pop(0)
+            committed = {}
+            for tp in assigned:
+                o = c.committed(tp)
+                committed[str(tp.partition)] = o if o is not None else -1
+            emit("assigned", t=at, p=committed)
         done = {}
         for tp, msgs in batch.items():
             for m in msgs:

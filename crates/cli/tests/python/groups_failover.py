@@ -25,7 +25,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clients_common import SUMMARY, create_topic, fail, say  # noqa: E402
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
+from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 from confluent_kafka import admin as cadmin  # noqa: E402
 
 bootstrap, stop_file = sys.argv[1], sys.argv[2]
@@ -75,9 +76,20 @@ def events_of(name):
         return [json.loads(line) for line in f if line.strip()]
 
 
+# The group's commits are read with kafka-python (an OffsetFetch from a consumer that never
+# joins): librdkafka's admin client can abort the process on a request timed out while
+# brokers die (rd_kafka_enq_once_del_source_return assertion, confluent-kafka 2.16.1).
+reader = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                       request_timeout_ms=5000)
+partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+
+
 def committed():
-    f = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=5)
-    return {tp.partition: tp.offset for tp in f[group].result(10).topic_partitions if tp.topic == topic}
+    out = {}
+    for tp in partitions:
+        o = reader.committed(tp)
+        out[tp.partition] = o if o is not None else -1
+    return out
 
 
 threading.Thread(target=produce, daemon=True).start()

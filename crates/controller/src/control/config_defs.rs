@@ -409,6 +409,45 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("controller.quorum.voters", ANY_LIST)
         .default("")
         .doc("Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} entries."),
+    def("group.consumer.assignors", ANY_LIST)
+        .default("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor")
+        .doc("The server-side assignors as a list of either names for builtin assignors or full class names for customer assignors. The first one in the list is considered as the default assignor to be used in the case where the consumer does not specify an assignor."),
+    def("group.consumer.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members of a consumer group."),
+    def("group.consumer.max.heartbeat.interval.ms", int(1))
+        .default("15000")
+        .doc("The maximum heartbeat interval for registered consumers."),
+    def("group.consumer.max.session.timeout.ms", int(1))
+        .default("60000")
+        .doc("The maximum allowed session timeout for registered consumers."),
+    def("group.consumer.max.size", int(1))
+        .default("2147483647")
+        .doc("The maximum number of consumers that a single consumer group can accommodate."),
+    def("group.consumer.migration.policy", ConfigType::String { valid: &["disabled", "downgrade", "upgrade", "bidirectional"] })
+        .default("bidirectional")
+        .doc("The config that enables converting the non-empty classic group using the consumer embedded protocol to the non-empty consumer group using the consumer group protocol and vice versa."),
+    def("group.consumer.min.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The minimum heartbeat interval for registered consumers."),
+    def("group.consumer.min.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The minimum allowed session timeout for registered consumers."),
+    def("group.consumer.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the consumer group protocol."),
+    def("group.initial.rebalance.delay.ms", int(0))
+        .default("3000")
+        .doc("The amount of time the group coordinator will wait for more consumers to join a new group before performing the first rebalance."),
+    def("group.max.session.timeout.ms", int(0))
+        .default("1800000")
+        .doc("The maximum allowed session timeout for registered consumers."),
+    def("group.max.size", int(1))
+        .default("2147483647")
+        .doc("The maximum number of consumers that a single consumer group can accommodate."),
+    def("group.min.session.timeout.ms", int(0))
+        .default("6000")
+        .doc("The minimum allowed session timeout for registered consumers."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
     def("listeners", ANY_LIST)
@@ -502,6 +541,27 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("node.id", int(i32::MIN))
         .default("-1")
         .doc("The node ID associated with the roles this process is playing when process.roles is non-empty."),
+    def("offset.metadata.max.bytes", int(i32::MIN))
+        .default("4096")
+        .doc("The maximum size for a metadata entry associated with an offset commit."),
+    def("offsets.commit.timeout.ms", int(1))
+        .default("5000")
+        .doc("Offset commit will be delayed until all replicas for the offsets topic receive the commit or this timeout is reached."),
+    def("offsets.retention.check.interval.ms", long(1))
+        .default("600000")
+        .doc("Frequency at which to check for stale offsets"),
+    def("offsets.retention.minutes", int(1))
+        .default("10080")
+        .doc("For subscribed consumers, committed offset of a specific partition will be expired and discarded after this period of time after the group becomes empty."),
+    def("offsets.topic.num.partitions", int(1))
+        .default("50")
+        .doc("The number of partitions for the offset commit topic (should not change after deployment)."),
+    def("offsets.topic.replication.factor", int(1))
+        .default("3")
+        .doc("The replication factor for the offsets topic (set higher to ensure availability)."),
+    def("offsets.topic.segment.bytes", int(1))
+        .default("104857600")
+        .doc("The offsets topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads."),
     def("process.roles", ConfigType::List { valid: &["broker", "controller"] })
         .default("")
         .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),

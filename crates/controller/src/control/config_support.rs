@@ -126,6 +126,9 @@ const COMPRESSION: &str = "the leader re-compresses a batch in another codec int
 const TIMESTAMPS: &str = "produce refuses a CreateTime record outside the window with INVALID_TIMESTAMP (partition/validator.rs)";
 const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is refused, and Kafka ignores it too without tiered storage";
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
+const GROUPS: &str = "the group coordinator (kraftd-group-coordinator), from the properties file";
+const OFFSETS_TOPIC: &str =
+    "__consumer_offsets as the broker creates it on first use (server/group_apis.rs)";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
@@ -200,6 +203,19 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "controller.listener.names", "which listener is the controller's"),
     honoured(S, "controller.quorum.bootstrap.servers", "with controller.quorum.voters (a static quorum)"),
     honoured(S, "controller.quorum.voters", "the Raft quorum"),
+    honoured(S, "group.consumer.assignors", GROUPS),
+    honoured(S, "group.consumer.heartbeat.interval.ms", GROUPS),
+    honoured(S, "group.consumer.max.heartbeat.interval.ms", GROUPS),
+    honoured(S, "group.consumer.max.session.timeout.ms", GROUPS),
+    honoured(S, "group.consumer.max.size", GROUPS),
+    honoured(S, "group.consumer.migration.policy", GROUPS),
+    honoured(S, "group.consumer.min.heartbeat.interval.ms", GROUPS),
+    honoured(S, "group.consumer.min.session.timeout.ms", GROUPS),
+    honoured(S, "group.consumer.session.timeout.ms", GROUPS),
+    honoured(S, "group.initial.rebalance.delay.ms", GROUPS),
+    honoured(S, "group.max.session.timeout.ms", GROUPS),
+    honoured(S, "group.max.size", GROUPS),
+    honoured(S, "group.min.session.timeout.ms", GROUPS),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
     honoured(S, "listeners", "the sockets bound"),
     honoured(S, "log.cleaner.backoff.ms", CLEANER),
@@ -231,6 +247,13 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(S, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
     honoured(S, "metadata.log.dir", "the metadata log's directory"),
     honoured(S, "node.id", "the node's id"),
+    honoured(S, "offset.metadata.max.bytes", GROUPS),
+    no_effect(S, "offsets.commit.timeout.ms", "a commit is answered once the offsets partition's ISR holds it; the client's own request timeout bounds its wait"),
+    honoured(S, "offsets.retention.check.interval.ms", GROUPS),
+    honoured(S, "offsets.retention.minutes", GROUPS),
+    honoured(S, "offsets.topic.num.partitions", OFFSETS_TOPIC),
+    honoured(S, "offsets.topic.replication.factor", OFFSETS_TOPIC),
+    honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
     refused(S, "sasl.jaas.config", "SASL is not built: every listener is PLAINTEXT"),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),

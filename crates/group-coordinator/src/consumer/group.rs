@@ -55,6 +55,16 @@ pub struct ResolvedRegex {
     pub timestamp: i64,
 }
 
+/// What is derived from the members (kept apart so that a group stays small).
+#[derive(Debug, Clone, Default)]
+struct Derived {
+    static_members: BTreeMap<String, String>,
+    subscribed_names: BTreeMap<String, usize>,
+    regex_subscribers: BTreeMap<String, usize>,
+    assignor_votes: BTreeMap<String, usize>,
+    owners: HashMap<(Uuid, i32), String>,
+}
+
 /// A KIP-848 consumer group.
 #[derive(Debug, Clone)]
 pub struct ConsumerGroup {
@@ -70,12 +80,8 @@ pub struct ConsumerGroup {
     /// The log holds a ConsumerGroupPartitionMetadata record (written before Kafka 4.1):
     /// the next epoch bump deletes it.
     pub has_partition_metadata_record: bool,
-    // Derived from the members on replay.
-    static_members: BTreeMap<String, String>,
-    subscribed_names: BTreeMap<String, usize>,
-    regex_subscribers: BTreeMap<String, usize>,
-    assignor_votes: BTreeMap<String, usize>,
-    owners: HashMap<(Uuid, i32), String>,
+    /// Derived from the members on replay.
+    derived: Box<Derived>,
     // Soft state, not in the log.
     /// The epoch each member's rebalance timeout was scheduled at.
     pub(crate) rebalance_timeouts: HashMap<String, i32>,
@@ -94,11 +100,7 @@ impl ConsumerGroup {
             target_assignment: BTreeMap::new(),
             resolved_regexes: BTreeMap::new(),
             has_partition_metadata_record: false,
-            static_members: BTreeMap::new(),
-            subscribed_names: BTreeMap::new(),
-            regex_subscribers: BTreeMap::new(),
-            assignor_votes: BTreeMap::new(),
-            owners: HashMap::new(),
+            derived: Box::default(),
             rebalance_timeouts: HashMap::new(),
             regexes_fresh: false,
         }
@@ -134,7 +136,10 @@ impl ConsumerGroup {
 
     /// The member id holding a static instance id.
     pub fn static_member_id(&self, instance_id: &str) -> Option<&str> {
-        self.static_members.get(instance_id).map(String::as_str)
+        self.derived
+            .static_members
+            .get(instance_id)
+            .map(String::as_str)
     }
 
     pub fn static_member(&self, instance_id: &str) -> Option<&ConsumerGroupMember> {
@@ -144,24 +149,31 @@ impl ConsumerGroup {
 
     /// The member that owns (or is revoking) a partition.
     pub fn owner(&self, topic: Uuid, partition: i32) -> Option<&str> {
-        self.owners.get(&(topic, partition)).map(String::as_str)
+        self.derived
+            .owners
+            .get(&(topic, partition))
+            .map(String::as_str)
     }
 
     /// How many members subscribe to `regex`.
     pub fn regex_subscribers(&self, regex: &str) -> usize {
-        self.regex_subscribers.get(regex).copied().unwrap_or(0)
+        self.derived
+            .regex_subscribers
+            .get(regex)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The regexes some member subscribes to.
     pub fn subscribed_regexes(&self) -> impl Iterator<Item = &str> {
-        self.regex_subscribers.keys().map(String::as_str)
+        self.derived.regex_subscribers.keys().map(String::as_str)
     }
 
     /// Every topic name the group subscribes to: by name, or through a resolved regex.
     pub fn subscribed_topic_names(&self) -> BTreeSet<String> {
-        let mut names: BTreeSet<String> = self.subscribed_names.keys().cloned().collect();
+        let mut names: BTreeSet<String> = self.derived.subscribed_names.keys().cloned().collect();
         for (regex, resolved) in &self.resolved_regexes {
-            if self.regex_subscribers.contains_key(regex) {
+            if self.derived.regex_subscribers.contains_key(regex) {
                 names.extend(resolved.topics.iter().cloned());
             }
         }
@@ -195,17 +207,17 @@ impl ConsumerGroup {
 
     /// How many members ask for each server assignor.
     pub fn assignor_votes(&self) -> &BTreeMap<String, usize> {
-        &self.assignor_votes
+        &self.derived.assignor_votes
     }
 
     /// How many members subscribe to each topic name.
     pub fn name_subscribers(&self) -> &BTreeMap<String, usize> {
-        &self.subscribed_names
+        &self.derived.subscribed_names
     }
 
     /// How many members subscribe to each regex.
     pub fn regex_subscriber_counts(&self) -> &BTreeMap<String, usize> {
-        &self.regex_subscribers
+        &self.derived.regex_subscribers
     }
 
     /// Adds or replaces a member, keeping the derived state in step.
@@ -213,24 +225,27 @@ impl ConsumerGroup {
         let id = member.member_id.clone();
         self.remove_member_derived(&id);
         if let Some(instance) = &member.instance_id {
-            self.static_members.insert(instance.clone(), id.clone());
+            self.derived
+                .static_members
+                .insert(instance.clone(), id.clone());
         }
         for t in &member.subscribed_topic_names {
-            *self.subscribed_names.entry(t.clone()).or_insert(0) += 1;
+            *self.derived.subscribed_names.entry(t.clone()).or_insert(0) += 1;
         }
         if member.has_regex() {
             *self
+                .derived
                 .regex_subscribers
                 .entry(member.subscribed_topic_regex.clone())
                 .or_insert(0) += 1;
         }
         if let Some(a) = &member.server_assignor {
-            *self.assignor_votes.entry(a.clone()).or_insert(0) += 1;
+            *self.derived.assignor_votes.entry(a.clone()).or_insert(0) += 1;
         }
         for tp in member.owned_partitions() {
             // A partition is owned by one member; should a log say otherwise, the last
             // record read wins.
-            self.owners.insert(tp, id.clone());
+            self.derived.owners.insert(tp, id.clone());
         }
         self.members.insert(id, member);
     }
@@ -247,23 +262,32 @@ impl ConsumerGroup {
             return;
         };
         if let Some(instance) = &old.instance_id {
-            if self.static_members.get(instance).map(String::as_str) == Some(member_id) {
-                self.static_members.remove(instance);
+            if self
+                .derived
+                .static_members
+                .get(instance)
+                .map(String::as_str)
+                == Some(member_id)
+            {
+                self.derived.static_members.remove(instance);
             }
         }
         for t in &old.subscribed_topic_names {
-            decrement(&mut self.subscribed_names, t);
+            decrement(&mut self.derived.subscribed_names, t);
         }
         if old.has_regex() {
-            decrement(&mut self.regex_subscribers, &old.subscribed_topic_regex);
+            decrement(
+                &mut self.derived.regex_subscribers,
+                &old.subscribed_topic_regex,
+            );
         }
         if let Some(a) = &old.server_assignor {
-            decrement(&mut self.assignor_votes, a);
+            decrement(&mut self.derived.assignor_votes, a);
         }
         let owned: Vec<(Uuid, i32)> = old.owned_partitions().collect();
         for tp in owned {
-            if self.owners.get(&tp).map(String::as_str) == Some(member_id) {
-                self.owners.remove(&tp);
+            if self.derived.owners.get(&tp).map(String::as_str) == Some(member_id) {
+                self.derived.owners.remove(&tp);
             }
         }
     }
@@ -315,9 +339,9 @@ impl ConsumerGroup {
 
     /// Whether some member subscribes to `topic`, by name or through a resolved regex.
     pub fn is_subscribed_to_topic(&self, topic: &str) -> bool {
-        self.subscribed_names.contains_key(topic)
+        self.derived.subscribed_names.contains_key(topic)
             || self.resolved_regexes.iter().any(|(regex, r)| {
-                self.regex_subscribers.contains_key(regex) && r.topics.contains(topic)
+                self.derived.regex_subscribers.contains_key(regex) && r.topics.contains(topic)
             })
     }
 
@@ -368,7 +392,7 @@ impl ConsumerGroup {
         metadata: &dyn TopicMetadata,
         configured: &[AssignorName],
     ) -> ConsumerDescribedGroup {
-        let assignor = Self::preferred_assignor(&self.assignor_votes, configured)
+        let assignor = Self::preferred_assignor(&self.derived.assignor_votes, configured)
             .map(|a| a.name().to_string())
             .unwrap_or_default();
         let members = self

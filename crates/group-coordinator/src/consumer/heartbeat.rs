@@ -404,7 +404,7 @@ impl GroupCoordinatorShard {
             || refreshed
             || hash != group.metadata_hash
         {
-            group_epoch += 1;
+            group_epoch = group_epoch.saturating_add(1);
             out.push(records::group_epoch(gid, group_epoch, hash));
             if group.has_partition_metadata_record {
                 out.push(records::partition_metadata_tombstone(gid));

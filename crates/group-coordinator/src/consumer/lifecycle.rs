@@ -51,7 +51,11 @@ pub(crate) fn fence_records(
         regexes: &regexes,
     };
     let hash = metadata_hash(&overlay.subscribed_topic_names(), metadata);
-    out.push(records::group_epoch(gid, group.group_epoch + 1, hash));
+    out.push(records::group_epoch(
+        gid,
+        group.group_epoch.saturating_add(1),
+        hash,
+    ));
     out
 }
 
@@ -298,7 +302,7 @@ fn metadata_records(
     if changed || hash != group.metadata_hash {
         out.push(records::group_epoch(
             &group.group_id,
-            group.group_epoch + 1,
+            group.group_epoch.saturating_add(1),
             hash,
         ));
     }

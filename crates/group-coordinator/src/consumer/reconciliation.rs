@@ -60,7 +60,7 @@ impl Reconciliation<'_> {
             }
             MemberState::UnreleasedPartitions => Ok(self.compute_next(member, member.member_epoch)),
             MemberState::Unknown => match self.owned {
-                Some(owned) if owned.is_empty() => Ok(self.compute_next(member, self.target_epoch)),
+                Some([]) => Ok(self.compute_next(member, self.target_epoch)),
                 _ => Err(MustRejoin),
             },
         }

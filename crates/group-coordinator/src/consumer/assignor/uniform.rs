@@ -7,11 +7,12 @@
 //! The steps: keep each member's previous partitions that are still valid (subscribed, still
 //! existing, not already kept by another member); give each remaining partition, in
 //! (topic id, partition) order, to the least loaded member subscribed to its topic; then
-//! move partitions from the most loaded members to less loaded ones, one at a time, while a
-//! move makes two members' counts closer (each move lowers the sum of squared counts, so
-//! it ends).
+//! move partitions from the most loaded members to less loaded ones while that makes two
+//! members' counts closer, directly or along a chain of members each able to take a
+//! partition of a topic the previous one holds (each step lowers the sum of squared
+//! counts, so it ends).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use kraftd_protocol::Uuid;
 
@@ -70,21 +71,30 @@ pub fn assign(spec: &GroupSpec) -> BTreeMap<String, Partitions> {
     }
 
     // 3. Balance.
-    while let Some((from, to, t)) = next_move(&out, &counts, &eligible) {
-        let Some(ps) = out[from].get_mut(&t) else {
-            break;
-        };
-        let Some(p) = ps.pop_last() else {
-            break;
-        };
-        if ps.is_empty() {
-            out[from].remove(&t);
+    while let Some(path) = next_path(&out, &counts, &eligible) {
+        // From the end back, each member on the path gives one partition of the topic
+        // that links it to the next: only the first and the last counts change.
+        for &(from, to, t) in path.iter().rev() {
+            let Some(ps) = out[from].get_mut(&t) else {
+                return finish(spec, out);
+            };
+            let Some(p) = ps.pop_last() else {
+                return finish(spec, out);
+            };
+            if ps.is_empty() {
+                out[from].remove(&t);
+            }
+            out[to].entry(t).or_default().insert(p);
         }
-        out[to].entry(t).or_default().insert(p);
-        counts[from] -= 1;
-        counts[to] += 1;
+        if let (Some(first), Some(last)) = (path.first(), path.last()) {
+            counts[first.0] -= 1;
+            counts[last.1] += 1;
+        }
     }
+    finish(spec, out)
+}
 
+fn finish(spec: &GroupSpec, out: Vec<Partitions>) -> BTreeMap<String, Partitions> {
     spec.members
         .iter()
         .zip(out)
@@ -92,33 +102,52 @@ pub fn assign(spec: &GroupSpec) -> BTreeMap<String, Partitions> {
         .collect()
 }
 
-/// A move that brings two counts closer: from the most loaded member that has one, of a
-/// partition of its topic, to the least loaded other subscriber of that topic.
-fn next_move(
+/// A chain of moves that brings two counts closer: from the most loaded member that has
+/// one, through members linked by a topic the giver holds and the taker subscribes to, to
+/// the least loaded member it reaches with at least two fewer partitions. Breadth-first,
+/// so the chain is the shortest.
+fn next_path(
     out: &[Partitions],
     counts: &[usize],
     eligible: &BTreeMap<Uuid, Vec<usize>>,
-) -> Option<(usize, usize, Uuid)> {
-    let mut order: Vec<usize> = (0..counts.len()).collect();
+) -> Option<Vec<(usize, usize, Uuid)>> {
+    let n = counts.len();
+    let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(counts[i]), i));
     for from in order {
         if counts[from] < 2 {
             return None;
         }
-        for t in out[from].keys() {
-            let Some(members) = eligible.get(t) else {
-                continue;
-            };
-            let to = members
-                .iter()
-                .copied()
-                .filter(|&i| i != from)
-                .min_by_key(|&i| (counts[i], i));
-            if let Some(to) = to {
-                if counts[to] + 1 < counts[from] {
-                    return Some((from, to, *t));
+        let mut prev: Vec<Option<(usize, Uuid)>> = vec![None; n];
+        let mut seen = vec![false; n];
+        seen[from] = true;
+        let mut queue = VecDeque::from([from]);
+        let mut best: Option<usize> = None;
+        while let Some(u) = queue.pop_front() {
+            for t in out[u].keys() {
+                for &v in eligible.get(t).into_iter().flatten() {
+                    if seen[v] {
+                        continue;
+                    }
+                    seen[v] = true;
+                    prev[v] = Some((u, *t));
+                    queue.push_back(v);
+                    if counts[v] + 1 < counts[from]
+                        && best.is_none_or(|b| (counts[v], v) < (counts[b], b))
+                    {
+                        best = Some(v);
+                    }
                 }
             }
+        }
+        if let Some(mut v) = best {
+            let mut path = Vec::new();
+            while let Some((u, t)) = prev[v] {
+                path.push((u, v, t));
+                v = u;
+            }
+            path.reverse();
+            return Some(path);
         }
     }
     None
