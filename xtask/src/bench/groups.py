@@ -16,7 +16,7 @@ A protocol or commit run that fails has "error" set (and the figures it got befo
 import argparse
 import json
 import logging
-import statistics
+import os
 import sys
 import threading
 import time
@@ -61,11 +61,14 @@ def on_error(err):
 
 
 def base_conf():
-    return {
+    conf = {
         "bootstrap.servers": args.bootstrap,
         "logger": rdlog,
         "error_cb": on_error,
     }
+    if os.environ.get("GROUPS_BENCH_DEBUG"):  # librdkafka's debug contexts, as "cgrp,protocol"
+        conf["debug"] = os.environ["GROUPS_BENCH_DEBUG"]
+    return conf
 
 
 class Timeout(Exception):
@@ -97,6 +100,18 @@ def create_topic():
         if time.time() > deadline:
             raise RuntimeError(f"topic {TOPIC} not ready: {t}")
         time.sleep(0.2)
+
+
+def offsets_topic():
+    """__consumer_offsets as Metadata shows it: partitions, and replicas and ISR per partition
+    (the fewest of any)."""
+    md = AdminClient(base_conf()).list_topics("__consumer_offsets", timeout=10)
+    t = md.topics.get("__consumer_offsets")
+    if t is None or t.error is not None or not t.partitions:
+        return None
+    ps = t.partitions.values()
+    return {"partitions": len(t.partitions), "replicas": min(len(p.replicas) for p in ps),
+            "isr": min(len(p.isrs) for p in ps)}
 
 
 def warm_coordinators(groups):
@@ -434,6 +449,11 @@ def main():
             out["commit"][str(k)] = commits(k, args.commit_secs)
         except Exception as e:
             out["commit"][str(k)] = {"error": f"{type(e).__name__}: {e}"}
+    try:
+        out["offsets_topic"] = offsets_topic()
+    except Exception as e:
+        out["offsets_topic"] = None
+        say(f"describing __consumer_offsets: {e}")
     seen = []
     for ph, e in client_errors:
         line = f"{ph}: {e}"

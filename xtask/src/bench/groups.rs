@@ -17,15 +17,17 @@
 //!   (eager) and `cooperative-sticky` (incremental: two rounds for a join), members
 //!   heartbeating every 500 ms (`session.timeout.ms=6000`), and for KIP-848
 //!   (`group.protocol=consumer`, the broker's default assignor). 9 members form the group
-//!   (timed once, from the first `subscribe`); then, repeated `--reps` times, a 10th joins
-//!   (timed from its `subscribe`) and leaves again (`close`, timed from the call). A rebalance
-//!   is done at the last assignment callback (`on_assign`/`on_revoke`/`on_lost`) after which
-//!   the members' assignments cover the 100 partitions exactly once, every member has some
-//!   and their sizes differ by at most one, as long as that holds 300 ms with no further
-//!   callback (a later change moves the end to it). The report gives the median and min-max.
-//!   A protocol that fails (a member's error, no balanced assignment within `--timeout` s, a
-//!   fatal or "unsupported" client error) ends its row with "n/a (error)", the error below the
-//!   table, and the run goes on.
+//!   (timed once, from the first `subscribe`: a racy figure, as it depends on how many of the
+//!   9 reach the coordinator before its first round completes); then, `--reps` times, a 10th
+//!   joins (timed from its `subscribe`) and leaves again (`close`, timed from the call). A
+//!   rebalance is done at the last assignment callback (`on_assign`/`on_revoke`/`on_lost`)
+//!   after which the members' assignments cover the 100 partitions exactly once, every member
+//!   has some and their sizes differ by at most one, as long as that holds 300 ms with no
+//!   further callback (a later change moves the end to it). The report gives the median and
+//!   min-max, and the most partitions the members' callbacks showed owned by two members at
+//!   once (none is right). A protocol that fails (a member's error, no balanced assignment
+//!   within `--timeout` s, a fatal or "unsupported" client error) has "n/a (error)" in its
+//!   rows, the error below the table, and the run goes on.
 //! - OffsetCommit throughput and latency: a consumer that never subscribes commits one
 //!   explicit offset of one partition synchronously (`commit(asynchronous=False)`, generation
 //!   -1 as a standalone consumer), one call after another for `--commit-secs` after a 1 s
@@ -46,7 +48,9 @@
 //! The stock-client venv is the tests' (`target/stock-clients-venv/`, kafka-python 3.0.12 and
 //! confluent-kafka 2.16.1), created here as the tests create it when missing. librdkafka's log
 //! goes to `client.log` in each system's temp directory, kept (with the nodes' logs) with
-//! `--keep` or when something failed.
+//! `--keep` or when something failed; `GROUPS_BENCH_DEBUG=cgrp` (librdkafka's `debug`) makes
+//! it tell every group request, and slows the clients. The report also prints
+//! `__consumer_offsets` as each system's Metadata showed it at the end (replicas, ISR).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -383,8 +387,21 @@ fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start
         GROUP_CONFIG.trim_end().replace('\n', ", ")
     );
     for run in runs {
+        // __consumer_offsets as the system's Metadata showed it after the run.
+        let offsets = run
+            .result
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("offsets_topic"))
+            .filter(|t| !t.is_null())
+            .map_or("?".to_string(), |t| {
+                format!(
+                    "{} partitions, {} replicas, {} in sync",
+                    t["partitions"], t["replicas"], t["isr"]
+                )
+            });
         println!(
-            "  {:<7} {} (load average before it: {})",
+            "  {:<7} {} (load average before it: {}); __consumer_offsets at the end: {offsets}",
             run.system.name(),
             run.system.topology(),
             run.load_before
@@ -398,7 +415,7 @@ fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start
     let mut rows: Vec<(String, &str, String, Pick)> = Vec::new();
     for (protocol, label) in PROTOCOLS {
         rows.push((
-            format!("{label}: 9 members form the group"),
+            format!("{label}: 9 members form the group (once)"),
             "rebalance",
             protocol.to_string(),
             Box::new(|p: &Value| {
