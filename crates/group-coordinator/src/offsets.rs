@@ -225,6 +225,9 @@ impl GroupCoordinatorShard {
         request: OffsetCommitRequest,
     ) -> OffsetCommitResponse {
         let whole = self.validate_commit(ctx, &request);
+        if whole.is_ok() && !request.member_id.is_empty() {
+            self.classic_commit_heartbeat(&request.group_id, &request.member_id);
+        }
         let now = self.now_ms;
         let expire_timestamp = if ctx.api_version <= 4 && request.retention_time_ms >= 0 {
             now + request.retention_time_ms
@@ -455,6 +458,9 @@ impl GroupCoordinatorShard {
         let mut records = Vec::new();
         let mut emptied = Vec::new();
         for (group_id, group) in &self.groups {
+            if !group.offsets_may_expire() {
+                continue;
+            }
             let offsets = self.offsets.group_offsets(group_id);
             let mut kept = 0usize;
             for ((topic, partition), o) in offsets.into_iter().flatten() {

@@ -270,13 +270,8 @@ fn the_written_records_rebuild_the_same_offsets_in_a_new_shard() {
             group_id: "g".into(),
             topics: vec![OffsetDeleteRequestTopic {
                 name: "t".into(),
-                partitions: vec![OffsetDeleteRequestPartition {
-                    partition_index: 1,
-                    ..Default::default()
-                }],
-                ..Default::default()
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 1 }],
             }],
-            ..Default::default()
         }),
     ) else {
         panic!()

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use kraftd_group_coordinator::shard::ShardStats;
+
 /// Counters and the last published gauges.
 #[derive(Debug, Default)]
 pub struct CoordinatorMetrics {
@@ -15,6 +17,12 @@ pub struct CoordinatorMetrics {
     records_written: AtomicU64,
     /// Offsets committed (OffsetCommit records written).
     offset_commits: AtomicU64,
+    /// Offsets deleted (tombstones written: OffsetDelete, DeleteGroups, expiry).
+    offset_deletions: AtomicU64,
+    /// Classic generations completed.
+    classic_rebalances: AtomicU64,
+    /// KIP-848 group epochs bumped.
+    consumer_rebalances: AtomicU64,
     /// Partition loads and their total and longest time.
     loads: AtomicU64,
     load_ms_total: AtomicU64,
@@ -37,8 +45,16 @@ impl CoordinatorMetrics {
             .fetch_add(records as u64, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_offset_commits(&self, n: usize) {
-        self.offset_commits.fetch_add(n as u64, Ordering::Relaxed);
+    pub(crate) fn record_stats(&self, stats: ShardStats) {
+        let add = |c: &AtomicU64, n: u64| {
+            if n > 0 {
+                c.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        add(&self.offset_commits, stats.offset_commits);
+        add(&self.offset_deletions, stats.offset_deletions);
+        add(&self.classic_rebalances, stats.classic_rebalances);
+        add(&self.consumer_rebalances, stats.consumer_rebalances);
     }
 
     pub(crate) fn record_load(&self, took: Duration) {

@@ -337,6 +337,7 @@ impl CoordinatorRuntime {
             None => return,
         };
         let ShardOutput { records, replies } = active.shard.take_output();
+        self.metrics.record_stats(active.shard.take_stats());
         if !records.is_empty() {
             if let Err(code) = self.append(&mut active, &records) {
                 warn!(partition, error = ?code, "group coordinator write failed; reloading the shard from its log");
@@ -414,14 +415,7 @@ impl CoordinatorRuntime {
         )?;
         active.written_end = end;
         self.metrics.record_write(records.len());
-        let commits = records
-            .iter()
-            .filter(|r| {
-                r.value.is_some()
-                    && r.record_type() == kraftd_protocol::GroupCoordinatorRecordType::OffsetCommit
-            })
-            .count();
-        self.metrics.record_offset_commits(commits);
+
         let events = self.events.clone();
         let epoch = active.leader_epoch;
         tokio::spawn(async move {

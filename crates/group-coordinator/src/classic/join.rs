@@ -228,6 +228,10 @@ impl GroupCoordinatorShard {
             return;
         }
         let Some(member) = g.member(&member_id) else {
+            self.reply_join(
+                join.reply,
+                join_error(&member_id, ErrorCode::UnknownMemberId),
+            );
             return;
         };
         let same_protocols = member.matches(&join.protocols);
@@ -339,6 +343,7 @@ impl GroupCoordinatorShard {
             self.reply_sync(r, super::sync_error(ErrorCode::FencedInstanceId));
         }
         let Some(member) = g.member(&new_id) else {
+            self.reply_join(join.reply, join_error("", ErrorCode::UnknownMemberId));
             return;
         };
         let (old_protocols, old_rebalance, old_session) = (

@@ -6,10 +6,11 @@
 //! replayed (as Kafka's); they are replayed only when the partition loads. A JoinGroup or
 //! SyncGroup may be answered later than the call that brought it (when the join phase
 //! completes, when the leader's assignment arrives, on a timeout); the parked request's
-//! [`ReplyId`] is kept on the member.
+//! `ReplyId` is kept on the member.
 //!
 //! The rooms:
-//! - [`group`]: `ClassicGroup`, `ClassicGroupMember` and the rules on their state alone;
+//! - `group`: `ClassicGroup` and the rules on its state alone;
+//! - `member`: `ClassicGroupMember`;
 //! - `join`: JoinGroup (new, pending, existing and static members);
 //! - `rebalance`: starting and completing a join phase, assignments, and the timers;
 //! - `sync`: SyncGroup;
@@ -25,6 +26,7 @@ use crate::timer::TimerKey;
 pub mod group;
 mod heartbeat_leave;
 mod join;
+pub mod member;
 mod rebalance;
 mod records;
 mod sync;
@@ -173,6 +175,27 @@ impl GroupCoordinatorShard {
                 return id;
             }
         }
+    }
+
+    /// An offset commit by a member of a classic group counts as a heartbeat while the group
+    /// is Stable or PreparingRebalance (Kafka's `commitOffset` → `rescheduleClassicGroupMemberHeartbeat`).
+    pub(crate) fn classic_commit_heartbeat(&mut self, group_id: &str, member_id: &str) {
+        let Some(Group::Classic(g)) = self.groups.get(group_id) else {
+            return;
+        };
+        if !matches!(
+            g.state(),
+            ClassicGroupState::Stable | ClassicGroupState::PreparingRebalance
+        ) {
+            return;
+        }
+        let Some(timeout) = g
+            .member(member_id)
+            .map(|m| i64::from(m.session_timeout_ms()))
+        else {
+            return;
+        };
+        self.schedule_heartbeat(group_id, member_id, timeout);
     }
 
     /// Restarts a member's session: it must heartbeat (or rejoin) within `timeout_ms`.

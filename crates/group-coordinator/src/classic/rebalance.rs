@@ -127,8 +127,9 @@ impl GroupCoordinatorShard {
         }
         if !g.maybe_elect_new_joined_leader() && !g.members.is_empty() {
             // Only static members that did not rejoin are left: wait for them, or for
-            // their sessions to end.
-            let deadline = self.now_ms + i64::from(g.rebalance_timeout_ms());
+            // their sessions to end. (At least 1 ms: a client's rebalance timeout of 0
+            // must not make the timer fire again at once, forever.)
+            let deadline = self.now_ms + i64::from(g.rebalance_timeout_ms().max(1));
             self.timer.schedule(join_key(&g.group_id), deadline);
             return;
         }
@@ -246,6 +247,36 @@ impl GroupCoordinatorShard {
         }
     }
 
+    /// The partition is given up (Kafka's `onUnloaded`): every classic group is Dead and
+    /// every parked JoinGroup and SyncGroup is answered NOT_COORDINATOR, so that clients
+    /// look for the new coordinator. The runtime calls it before dropping a shard that
+    /// served requests.
+    pub fn classic_on_unloaded(&mut self, now_ms: i64) {
+        self.now_ms = now_ms;
+        let mut ids: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| matches!(g, crate::shard::Group::Classic(_)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        for id in ids {
+            let Some(mut g) = self.take_classic(&id) else {
+                continue;
+            };
+            g.transition_to(ClassicGroupState::Dead, self.now_ms);
+            for m in g.members.values_mut() {
+                if let Some(reply) = m.awaiting_join.take() {
+                    self.reply_join(reply, join_error(&m.member_id, ErrorCode::NotCoordinator));
+                }
+                if let Some(reply) = m.awaiting_sync.take() {
+                    self.reply_sync(reply, sync_error(ErrorCode::NotCoordinator));
+                }
+            }
+            self.put_classic(g);
+        }
+    }
+
     /// A classic timer fired.
     pub(crate) fn classic_on_timer(&mut self, key: TimerKey) {
         let group_id = match &key {
@@ -267,14 +298,15 @@ impl GroupCoordinatorShard {
                 TimerKey::ClassicPendingMember { member, .. } => {
                     self.expire_pending_member(&mut g, &member)
                 }
-                TimerKey::ClassicJoin { .. } => {
-                    if g.state == ClassicGroupState::PreparingRebalance {
-                        match g.initial_join {
-                            Some((delay, remaining)) => {
-                                self.try_complete_initial_rebalance(&mut g, delay, remaining)
-                            }
-                            None => self.complete_join(&mut g),
+                // A join phase ended (or its initial delay did).
+                TimerKey::ClassicJoin { .. }
+                    if g.state == ClassicGroupState::PreparingRebalance =>
+                {
+                    match g.initial_join {
+                        Some((delay, remaining)) => {
+                            self.try_complete_initial_rebalance(&mut g, delay, remaining)
                         }
+                        None => self.complete_join(&mut g),
                     }
                 }
                 TimerKey::ClassicSync { .. } => self.expire_pending_sync(&mut g),

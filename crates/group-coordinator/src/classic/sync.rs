@@ -65,6 +65,7 @@ impl GroupCoordinatorShard {
             }
             ClassicGroupState::CompletingRebalance => {
                 let Some(m) = g.members.get_mut(&member_id) else {
+                    self.reply_sync(reply, sync_error(ErrorCode::UnknownMemberId));
                     return;
                 };
                 if let Some(old) = m.awaiting_sync.replace(reply) {
