@@ -100,6 +100,9 @@ pub(super) struct GroupsArgs {
     /// group may take twice as long).
     #[arg(long, default_value_t = 15.0)]
     timeout: f64,
+    /// The protocols to time, comma-separated, of range, cooperative-sticky and consumer.
+    #[arg(long, default_value = "range,cooperative-sticky,consumer")]
+    protocols: String,
     /// Keep the temp directory (node logs, the client's log) afterwards.
     #[arg(long)]
     keep: bool,
@@ -126,6 +129,17 @@ pub(super) fn groups(root: &Path, args: GroupsArgs) -> Result<()> {
         Against::Kafka => vec![System::Kafka],
         Against::Both => vec![System::Kraftd, System::Kafka],
     };
+    let protocols: Vec<(&str, &str)> = PROTOCOLS
+        .into_iter()
+        .filter(|(p, _)| args.protocols.split(',').any(|a| a.trim() == *p))
+        .collect();
+    if let Some(unknown) = args
+        .protocols
+        .split(',')
+        .find(|a| !PROTOCOLS.iter().any(|(p, _)| a.trim() == *p))
+    {
+        bail!("unknown protocol {unknown:?} (range, cooperative-sticky, consumer)");
+    }
     let python = stock_python(root)?;
     let script = root.join("xtask/src/bench/groups.py");
     let classpath = kafka_classpath(root)?;
@@ -177,6 +191,12 @@ pub(super) fn groups(root: &Path, args: GroupsArgs) -> Result<()> {
                 &args.committers.to_string(),
                 "--timeout",
                 &args.timeout.to_string(),
+                "--protocols",
+                &protocols
+                    .iter()
+                    .map(|(p, _)| *p)
+                    .collect::<Vec<_>>()
+                    .join(","),
             ],
         );
         cluster.stop();
@@ -204,7 +224,14 @@ pub(super) fn groups(root: &Path, args: GroupsArgs) -> Result<()> {
     } else {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    report(reps, commit_secs, args.committers, &runs, &load_start);
+    report(
+        &protocols,
+        reps,
+        commit_secs,
+        args.committers,
+        &runs,
+        &load_start,
+    );
     println!(
         "(bench took {:.0} s; load average at the end {})",
         started.elapsed().as_secs_f64(),
@@ -375,7 +402,14 @@ fn cell(run: &Run, section: &str, key: &str, pick: impl Fn(&Value) -> Option<Cel
     }
 }
 
-fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start: &str) {
+fn report(
+    protocols: &[(&str, &str)],
+    reps: u32,
+    commit_secs: f64,
+    committers: u32,
+    runs: &[Run],
+    load_start: &str,
+) {
     println!();
     println!(
         "consumer-group benchmark on one host ({} cores): confluent-kafka 2.16.1 (librdkafka) \
@@ -413,7 +447,7 @@ fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start
     // (label, section, key, how to read it, higher is better)
     type Pick = Box<dyn Fn(&Value) -> Option<Cell>>;
     let mut rows: Vec<(String, &str, String, Pick)> = Vec::new();
-    for (protocol, label) in PROTOCOLS {
+    for &(protocol, label) in protocols {
         rows.push((
             format!("{label}: 9 members form the group (once)"),
             "rebalance",
@@ -529,7 +563,7 @@ fn report(reps: u32, commit_secs: f64, committers: u32, runs: &[Run], load_start
     // What the members' callbacks showed of two owners at once, which no protocol allows.
     for run in runs {
         let Ok(v) = &run.result else { continue };
-        let overlaps: Vec<String> = PROTOCOLS
+        let overlaps: Vec<String> = protocols
             .iter()
             .filter_map(|(protocol, _)| {
                 let n = v
