@@ -1,24 +1,27 @@
 //! `cargo xtask bench groups [--quick]`: consumer groups with a stock client, kraftd beside
-//! Apache Kafka 4.4.0 on the same machine, one run, one table with the ratios kraftd/Kafka.
-//! A benchmark: it prints figures and asserts nothing.
+//! Apache Kafka 4.4.0 on the same machine, one run, one table with the ratios kraftd/Kafka. A
+//! benchmark: it prints figures and asserts nothing.
 //!
 //! Both systems run as the `produce` bench runs them, one after the other: kraftd as 3
 //! controllers and 3 brokers (release build), Kafka 4.4.0 from the jars the tests use as 1
 //! controller and 3 brokers of 512 MiB heap (`kraftd.rs`, `kafka.rs`). Their brokers get the
 //! same group settings ([`GROUP_CONFIG`]): `__consumer_offsets` with 10 partitions and 3
-//! replicas, `group.initial.rebalance.delay.ms=0`, KIP-848 heartbeats every 500 ms. Against
-//! each, `groups.py` (beside this file; run with the venv's python, see below) creates a topic
-//! of 100 partitions (RF 3), has `__consumer_offsets` created and the groups' coordinators
-//! loaded (a standalone commit, then the groups described, retried until clean: neither is
-//! timed), and measures with confluent-kafka 2.16.1 (librdkafka), 10 members as threads of
-//! one process, each its own `Consumer` polling every 50 ms:
+//! replicas, `group.initial.rebalance.delay.ms=0`, KIP-848 heartbeats every 500 ms; Kafka's
+//! also `group.consumer.assignment.interval.ms=0` ([`KAFKA_GROUP_CONFIG`]: kraftd recomputes a
+//! KIP-848 group's target assignment at once, Kafka 4.4 by default at most once a second, which
+//! made its join about 0.5 s slower than with 0). Against each, `groups.py` (beside this file;
+//! run with the venv's python, see below) creates a topic of 100 partitions (RF 3), has
+//! `__consumer_offsets` created and the groups' coordinators loaded (a standalone commit, then
+//! the groups described, retried until clean: neither is timed), and measures with
+//! confluent-kafka 2.16.1 (librdkafka), 10 members as threads of one process, each its own
+//! `Consumer` polling every 50 ms:
 //!
 //! - Rebalance times, for the classic protocol with `partition.assignment.strategy=range`
 //!   (eager) and `cooperative-sticky` (incremental: two rounds for a join), members
 //!   heartbeating every 500 ms (`session.timeout.ms=6000`), and for KIP-848
 //!   (`group.protocol=consumer`, the broker's default assignor). 9 members form the group
-//!   (timed once, from the first `subscribe`: a racy figure, as it depends on how many of the
-//!   9 reach the coordinator before its first round completes); then, `--reps` times, a 10th
+//!   (timed once, from the first `subscribe`: a racy figure, as it depends on how many of the 9
+//!   reach the coordinator before its first round completes); then, `--reps` times, a 10th
 //!   joins (timed from its `subscribe`) and leaves again (`close`, timed from the call). A
 //!   rebalance is done at the last assignment callback (`on_assign`/`on_revoke`/`on_lost`)
 //!   after which the members' assignments cover the 100 partitions exactly once, every member
@@ -28,29 +31,31 @@
 //!   once (none is right). A protocol that fails (a member's error, no balanced assignment
 //!   within `--timeout` s, a fatal or "unsupported" client error) has "n/a (error)" in its
 //!   rows, the error below the table, and the run goes on.
-//! - OffsetCommit throughput and latency: a consumer that never subscribes commits one
-//!   explicit offset of one partition synchronously (`commit(asynchronous=False)`, generation
-//!   -1 as a standalone consumer), one call after another for `--commit-secs` after a 1 s
-//!   warm-up: commits/s and p50/p99 per call; then `--committers` (8) such consumers at once,
-//!   each on its own group (spread over the offsets topic's partitions and so over the
-//!   brokers), their aggregate commits/s and pooled latencies.
+//! - OffsetCommit throughput and latency: a consumer that never subscribes commits one explicit
+//!   offset of one partition synchronously (`commit(asynchronous=False)`, generation -1 as a
+//!   standalone consumer), one call after another for `--commit-secs` after a 1 s warm-up:
+//!   commits/s and p50/p99 per call; then `--committers` (8) such consumers at once, each on
+//!   its own group (spread over the offsets topic's partitions and so over the brokers), their
+//!   aggregate commits/s and pooled latencies.
 //!
 //! Caveats. Rebalance times are mostly protocol rounds paced by heartbeats (a classic member
 //! learns of a rebalance at its next heartbeat; a KIP-848 member gets and acknowledges each
 //! step at its heartbeats), so they compare how many rounds and how long each coordinator
 //! takes, not throughput; the 500 ms intervals, not the defaults (3 s classic, 5 s KIP-848),
 //! keep the run short. The clients, their Python callbacks and both clusters share the
-//! machine's cores, as the load average printed beside each system shows; the client's share
-//! is the same for both. The member that joins is the one that leaves. Commits wait for the
-//! offsets partition's 3 replicas (as Kafka's do), so commit latency includes replication.
-//! Kafka has 1 controller, kraftd 3 (as in `bench produce`; the controller is off both paths).
+//! machine's cores, as the load average printed beside each system shows; the client's share is
+//! the same for both. The member that joins is the one that leaves. Commits wait for the
+//! offsets partition's 3 replicas (as Kafka's do), so commit latency includes replication;
+//! Kafka's coordinator batches its writes (`group.coordinator.append.linger.ms`, left at its
+//! adaptive default, -1). Kafka has 1 controller, kraftd 3 (as in `bench produce`; the
+//! controller is off both paths).
 //!
 //! The stock-client venv is the tests' (`target/stock-clients-venv/`, kafka-python 3.0.12 and
 //! confluent-kafka 2.16.1), created here as the tests create it when missing. librdkafka's log
 //! goes to `client.log` in each system's temp directory, kept (with the nodes' logs) with
-//! `--keep` or when something failed; `GROUPS_BENCH_DEBUG=cgrp` (librdkafka's `debug`) makes
-//! it tell every group request, and slows the clients. The report also prints
-//! `__consumer_offsets` as each system's Metadata showed it at the end (replicas, ISR).
+//! `--keep` or when something failed; `GROUPS_BENCH_DEBUG=cgrp` (librdkafka's `debug`) makes it
+//! tell every group request, and slows the clients. The report also prints `__consumer_offsets`
+//! as each system's Metadata showed it at the end (replicas, ISR).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -74,6 +79,11 @@ const GROUP_CONFIG: &str = "offsets.topic.replication.factor=3\n\
                             group.initial.rebalance.delay.ms=0\n\
                             group.consumer.min.heartbeat.interval.ms=500\n\
                             group.consumer.heartbeat.interval.ms=500\n";
+
+/// Kafka's alone: its KIP-848 coordinator recomputes a group's target assignment at most every
+/// `group.consumer.assignment.interval.ms` (1 s by default in 4.4), kraftd's at once on the
+/// heartbeat that changed the group; 0 makes Kafka's do the same.
+const KAFKA_GROUP_CONFIG: &str = "group.consumer.assignment.interval.ms=0\n";
 
 /// The protocols measured, as groups.py names them, and as the report does.
 const PROTOCOLS: [(&str, &str); 3] = [
@@ -167,7 +177,11 @@ pub(super) fn groups(root: &Path, args: GroupsArgs) -> Result<()> {
         );
         let cluster = match system {
             System::Kraftd => Cluster::start_kraftd(&bin, &sys_dir, GROUP_CONFIG),
-            System::Kafka => Cluster::start_kafka(&classpath, &sys_dir, GROUP_CONFIG),
+            System::Kafka => Cluster::start_kafka(
+                &classpath,
+                &sys_dir,
+                &format!("{GROUP_CONFIG}{KAFKA_GROUP_CONFIG}"),
+            ),
         };
         let mut cluster = cluster.inspect_err(|_| {
             eprintln!(
@@ -419,6 +433,11 @@ fn report(
     println!(
         "  brokers of both: {}",
         GROUP_CONFIG.trim_end().replace('\n', ", ")
+    );
+    println!(
+        "  Kafka's also: {} (kraftd computes a KIP-848 target assignment at once; Kafka 4.4's \
+         default of 1000 ms batches them)",
+        KAFKA_GROUP_CONFIG.trim_end().replace('\n', ", ")
     );
     for run in runs {
         // __consumer_offsets as the system's Metadata showed it after the run.
