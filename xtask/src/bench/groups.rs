@@ -28,9 +28,10 @@
 //!   has some and their sizes differ by at most one, as long as that holds 300 ms with no
 //!   further callback (a later change moves the end to it). The report gives the median and
 //!   min-max, and the most partitions the members' callbacks showed owned by two members at
-//!   once (none is right). A protocol that fails (a member's error, no balanced assignment
-//!   within `--timeout` s, a fatal or "unsupported" client error) has "n/a (error)" in its
-//!   rows, the error below the table, and the run goes on.
+//!   once (none is expected; librdkafka queues KIP-848 callbacks, so an overlap of a few ms
+//!   could show on either system). A protocol that fails (a member's error, no balanced
+//!   assignment within `--timeout` s, a fatal or "unsupported" client error) has "n/a (error)"
+//!   in its rows, the error below the table, and the run goes on.
 //! - OffsetCommit throughput and latency: a consumer that never subscribes commits one explicit
 //!   offset of one partition synchronously (`commit(asynchronous=False)`, generation -1 as a
 //!   standalone consumer), one call after another for `--commit-secs` after a 1 s warm-up:
