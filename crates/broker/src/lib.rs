@@ -12,6 +12,7 @@
 //! No group or transaction coordinator exists yet: InitProducerId takes its ids from the
 //! controller's blocks.
 
+pub mod coordinator;
 pub mod group_coordinator;
 pub mod kafka_apis;
 pub mod metadata;

@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use kraftd_broker::group_coordinator::GroupCoordinatorConfig;
 use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
-use kraftd_group_coordinator::GroupCoordinatorConfig;
 use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};

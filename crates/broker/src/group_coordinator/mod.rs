@@ -1,152 +1,36 @@
-//! The group coordinator on the broker (Kafka's `GroupCoordinatorService`): routes each
-//! group's requests to the shard of its `__consumer_offsets` partition, which this broker
-//! serves while it leads that partition.
+//! The group coordinator (Kafka's `group-coordinator` module), sans IO.
 //!
-//! - [`runtime`]: the event loop owning the shards (load, write, commit, timers);
-//! - [`loader`]: replaying a partition's log into a shard;
-//! - [`publisher`]: leadership of the offsets topic's partitions, from committed metadata;
-//! - [`metrics`]: the `group-coordinator-metrics` group.
+//! One [`GroupCoordinatorShard`] is the state machine of one `__consumer_offsets`
+//! partition: the groups whose id hashes to it ([`partitioner`]) and their committed
+//! offsets. It is deterministic: the caller hands it the time, the requests and the
+//! partition's records; it hands back records to append and replies to send, and says when
+//! its next timer is due. The broker's runtime ([`crate::coordinator`]) owns
+//! the IO: it loads a shard by replaying the partition's log when this broker becomes its
+//! leader, appends the records a request produced, and releases the replies only once those
+//! records are committed.
 //!
-//! The protocol state machines are the sans-IO `kraftd_group_coordinator` crate; the
-//! request handlers that shape each API's versions are `server/group_apis.rs`.
+//! The rooms:
+//! - [`config`]: `GroupCoordinatorConfig`, Kafka's `group.*` and `offsets.*` settings;
+//! - [`partitioner`]: Kafka's group → partition mapping (`abs(hashCode) % partitions`);
+//! - [`record`]: a coordinator record as the shard writes and replays it;
+//! - [`timer`]: the shard's timers (session expiry, rebalance and join delays);
+//! - [`shard`]: the shard, its request and reply types, dispatch and replay;
+//! - [`classic`]: classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup);
+//! - [`consumer`]: KIP-848 consumer groups (ConsumerGroupHeartbeat, server-side assignors);
+//! - [`offsets`]: committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, expiry).
 
-pub mod loader;
-pub mod metrics;
-pub mod publisher;
-pub mod runtime;
+pub mod classic;
+pub mod config;
+pub mod consumer;
+pub mod offsets;
+pub mod partitioner;
+pub mod record;
+pub mod shard;
+pub mod timer;
 
-use std::sync::Arc;
-
-use kraftd_group_coordinator::shard::{NoTopics, RequestContext};
-use kraftd_group_coordinator::{
-    partition_for, GroupCoordinatorConfig, ShardRequest, ShardResponse, TopicMetadata,
+pub use config::GroupCoordinatorConfig;
+pub use partitioner::partition_for;
+pub use record::CoordinatorRecord;
+pub use shard::{
+    GroupCoordinatorShard, ReplyId, ShardOutput, ShardRequest, ShardResponse, TopicMetadata,
 };
-use kraftd_protocol::ErrorCode;
-use tokio::sync::{mpsc, oneshot};
-
-use self::metrics::CoordinatorMetrics;
-use self::publisher::{GroupCoordinatorPublisher, GROUP_METADATA_TOPIC_NAME};
-use self::runtime::{CoordinatorRuntime, Event};
-use crate::metadata::MetadataCache;
-use crate::replica::replica_manager::ReplicaManager;
-
-/// The broker's group coordinator (see the module docs).
-#[derive(Debug)]
-pub struct GroupCoordinator {
-    events: mpsc::UnboundedSender<Event>,
-    config: Arc<GroupCoordinatorConfig>,
-    cache: MetadataCache,
-    metrics: Arc<CoordinatorMetrics>,
-}
-
-impl GroupCoordinator {
-    /// Starts the runtime; the returned publisher must run after the ReplicaManager's.
-    pub fn start(
-        config: GroupCoordinatorConfig,
-        node_id: i32,
-        replica_manager: Arc<ReplicaManager>,
-        cache: MetadataCache,
-    ) -> (Arc<GroupCoordinator>, GroupCoordinatorPublisher) {
-        let config = Arc::new(config);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let metrics = Arc::new(CoordinatorMetrics::default());
-        let no_topics: Arc<dyn TopicMetadata> = Arc::new(NoTopics);
-        let runtime = CoordinatorRuntime::new(
-            Arc::clone(&config),
-            replica_manager,
-            no_topics,
-            tx.clone(),
-            Arc::clone(&metrics),
-        );
-        tokio::spawn(runtime.run(rx));
-        let publisher = GroupCoordinatorPublisher::new(node_id, tx.clone());
-        (
-            Arc::new(GroupCoordinator {
-                events: tx,
-                config,
-                cache,
-                metrics,
-            }),
-            publisher,
-        )
-    }
-
-    pub fn config(&self) -> &GroupCoordinatorConfig {
-        &self.config
-    }
-
-    pub fn metrics(&self) -> &CoordinatorMetrics {
-        &self.metrics
-    }
-
-    /// The offsets topic's partition count: the topic's own once it exists (so a changed
-    /// setting never remaps groups), `offsets.topic.num.partitions` before.
-    pub fn offsets_partitions(&self) -> i32 {
-        self.cache
-            .image()
-            .topics
-            .get_by_name(GROUP_METADATA_TOPIC_NAME)
-            .map(|t| t.partitions.len() as i32)
-            .filter(|n| *n > 0)
-            .unwrap_or(self.config.offsets_topic_partitions)
-    }
-
-    /// The partition coordinating `group_id`.
-    pub fn partition_for(&self, group_id: &str) -> i32 {
-        partition_for(group_id, self.offsets_partitions())
-    }
-
-    /// Runs `request` on the shard of `group_id`'s partition.
-    pub async fn call(
-        &self,
-        group_id: &str,
-        ctx: RequestContext,
-        request: ShardRequest,
-    ) -> Result<ShardResponse, ErrorCode> {
-        self.call_partition(self.partition_for(group_id), ctx, request)
-            .await
-    }
-
-    /// Runs `request` on one partition's shard.
-    pub async fn call_partition(
-        &self,
-        partition: i32,
-        ctx: RequestContext,
-        request: ShardRequest,
-    ) -> Result<ShardResponse, ErrorCode> {
-        let (respond, rx) = oneshot::channel();
-        self.events
-            .send(Event::Request {
-                partition,
-                ctx,
-                request,
-                respond,
-            })
-            .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
-        rx.await.unwrap_or(Err(ErrorCode::CoordinatorNotAvailable))
-    }
-
-    /// Runs `request` on every shard this broker serves; the answers, and whether some
-    /// shard is still loading (ListGroups then reports COORDINATOR_LOAD_IN_PROGRESS).
-    pub async fn broadcast(
-        &self,
-        request: ShardRequest,
-    ) -> (Vec<Result<ShardResponse, ErrorCode>>, bool) {
-        let (respond, rx) = oneshot::channel();
-        if self
-            .events
-            .send(Event::Broadcast { request, respond })
-            .is_err()
-        {
-            return (vec![Err(ErrorCode::CoordinatorNotAvailable)], false);
-        }
-        let Ok((receivers, loading)) = rx.await else {
-            return (vec![Err(ErrorCode::CoordinatorNotAvailable)], false);
-        };
-        let mut answers = Vec::with_capacity(receivers.len());
-        for r in receivers {
-            answers.push(r.await.unwrap_or(Err(ErrorCode::CoordinatorNotAvailable)));
-        }
-        (answers, loading)
-    }
-}

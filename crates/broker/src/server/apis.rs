@@ -27,8 +27,8 @@ use tracing::debug;
 use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, InternalTopics, GROUP_API_KEYS};
-use crate::group_coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
-use crate::group_coordinator::GroupCoordinator;
+use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
+use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
 use crate::kafka_apis::metadata::metadata_response;
@@ -92,7 +92,7 @@ pub struct BrokerApisContext {
     /// Produce, Fetch and the offset requests.
     pub data: DataPlane,
     /// Groups and their committed offsets.
-    pub group_coordinator: Arc<GroupCoordinator>,
+    pub group_coordinator: Arc<GroupCoordinatorService>,
     /// The internal topics this broker asks the controller for.
     pub internal_topics: InternalTopics,
 }

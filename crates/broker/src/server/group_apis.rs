@@ -1,7 +1,7 @@
 //! The group APIs of `KafkaApis` (Kafka's `handleFindCoordinatorRequest`,
 //! `handleJoinGroupRequest`, ... `handleConsumerGroupHeartbeat`): names and topic ids
 //! resolved against the metadata image, each group's part sent to its shard through the
-//! [`GroupCoordinator`], the answers shaped per version. A group whose shard is not here
+//! [`GroupCoordinatorService`], the answers shaped per version. A group whose shard is not here
 //! gets NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS while it loads) and the client
 //! finds its coordinator again.
 //!
@@ -15,9 +15,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use crate::group_coordinator::shard::RequestContext;
+use crate::group_coordinator::{ShardRequest, ShardResponse};
 use kraftd_controller::MetadataImage;
-use kraftd_group_coordinator::shard::RequestContext;
-use kraftd_group_coordinator::{ShardRequest, ShardResponse};
 use kraftd_log::clock::unix_ms;
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::error_response::error_response;
@@ -43,8 +43,8 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
-use crate::group_coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
-use crate::group_coordinator::GroupCoordinator;
+use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
+use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::endpoint;
 
 /// FindCoordinator v4+ batches keys.
@@ -97,7 +97,7 @@ fn request_context(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
 }
 
 impl GroupApis<'_> {
-    fn coordinator(&self) -> &GroupCoordinator {
+    fn coordinator(&self) -> &GroupCoordinatorService {
         &self.context.group_coordinator
     }
 

@@ -43,14 +43,14 @@ use self::forwarding::ForwardingManager;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
-use crate::group_coordinator::GroupCoordinator;
+use crate::coordinator::GroupCoordinatorService;
+use crate::group_coordinator::GroupCoordinatorConfig;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
-use kraftd_group_coordinator::GroupCoordinatorConfig;
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -136,7 +136,7 @@ pub struct BrokerServer {
     background: Vec<JoinHandle<()>>,
     /// Compaction of `cleanup.policy=compact` logs (its own threads).
     log_cleaner: Option<LogCleaner>,
-    group_coordinator: Arc<GroupCoordinator>,
+    group_coordinator: Arc<GroupCoordinatorService>,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     /// The client listeners: one task that accepts on them once the broker is ready.
@@ -253,7 +253,7 @@ impl BrokerServer {
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
         // NOT_LEADER_OR_FOLLOWER.
-        let (group_coordinator, group_publisher) = GroupCoordinator::start(
+        let (group_coordinator, group_publisher) = GroupCoordinatorService::start(
             config.group_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
@@ -374,7 +374,7 @@ impl BrokerServer {
     }
 
     /// Groups and their offsets.
-    pub fn group_coordinator(&self) -> &Arc<GroupCoordinator> {
+    pub fn group_coordinator(&self) -> &Arc<GroupCoordinatorService> {
         &self.group_coordinator
     }
 

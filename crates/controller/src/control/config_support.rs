@@ -126,7 +126,8 @@ const COMPRESSION: &str = "the leader re-compresses a batch in another codec int
 const TIMESTAMPS: &str = "produce refuses a CreateTime record outside the window with INVALID_TIMESTAMP (partition/validator.rs)";
 const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is refused, and Kafka ignores it too without tiered storage";
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
-const GROUPS: &str = "the group coordinator (kraftd-group-coordinator), from the properties file";
+const GROUPS: &str =
+    "the broker's group coordinator (group_coordinator/), from the properties file";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/group_apis.rs)";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";

@@ -1,0 +1,100 @@
+//! Which `__consumer_offsets` partitions this broker leads, from committed metadata
+//! (Kafka's `BrokerMetadataPublisher` calling `onElection` / `onResignation`), and the
+//! topics KIP-848 groups assign from. Runs after the ReplicaManager's publisher, so a
+//! partition is already leader in the data plane when its shard starts loading.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::group_coordinator::TopicMetadata;
+use kraftd_controller::publisher::MetadataPublisher;
+use kraftd_controller::{MetadataDelta, MetadataImage};
+use kraftd_protocol::Uuid;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::runtime::Event;
+
+/// The offsets topic's name.
+pub const GROUP_METADATA_TOPIC_NAME: &str = "__consumer_offsets";
+
+/// The cluster's topics as a shard sees them, over one metadata image.
+#[derive(Debug, Clone)]
+pub struct ImageTopics(pub MetadataImage);
+
+impl TopicMetadata for ImageTopics {
+    fn topic_by_name(&self, name: &str) -> Option<(Uuid, i32)> {
+        self.0
+            .topics
+            .get_by_name(name)
+            .map(|t| (t.id, t.partitions.len() as i32))
+    }
+
+    fn topic_by_id(&self, id: Uuid) -> Option<(String, i32)> {
+        self.0
+            .topics
+            .get(&id)
+            .map(|t| (t.name.clone(), t.partitions.len() as i32))
+    }
+
+    fn topic_names(&self) -> Vec<String> {
+        self.0.topics.names().map(|(n, _)| n.clone()).collect()
+    }
+}
+
+/// Feeds the runtime leadership changes of the offsets topic and topic metadata.
+#[derive(Debug)]
+pub struct GroupCoordinatorPublisher {
+    node_id: i32,
+    events: UnboundedSender<Event>,
+    /// Partition → (topic id, leader epoch) this broker leads, as last published.
+    led: BTreeMap<i32, (Uuid, i32)>,
+}
+
+impl GroupCoordinatorPublisher {
+    pub fn new(node_id: i32, events: UnboundedSender<Event>) -> Self {
+        GroupCoordinatorPublisher {
+            node_id,
+            events,
+            led: BTreeMap::new(),
+        }
+    }
+}
+
+impl MetadataPublisher for GroupCoordinatorPublisher {
+    fn name(&self) -> &str {
+        "GroupCoordinatorPublisher"
+    }
+
+    fn on_metadata_update(&mut self, delta: &MetadataDelta, image: &MetadataImage) {
+        let changes = delta.changes();
+        let full = delta.image().is_empty();
+        if !full && changes.changed_topics.is_empty() && changes.deleted_topics.is_empty() {
+            return;
+        }
+        let mut led = BTreeMap::new();
+        if let Some(topic) = image.topics.get_by_name(GROUP_METADATA_TOPIC_NAME) {
+            for (&p, reg) in topic.partitions.iter() {
+                if reg.leader == self.node_id {
+                    led.insert(p, (topic.id, reg.leader_epoch));
+                }
+            }
+        }
+        for (&p, _) in self.led.iter() {
+            if !led.contains_key(&p) {
+                let _ = self.events.send(Event::Resigned { partition: p });
+            }
+        }
+        for (&p, &(topic_id, epoch)) in led.iter() {
+            if self.led.get(&p) != Some(&(topic_id, epoch)) {
+                let _ = self.events.send(Event::Elected {
+                    partition: p,
+                    topic_id,
+                    leader_epoch: epoch,
+                });
+            }
+        }
+        self.led = led;
+        let topics: Arc<dyn TopicMetadata> = Arc::new(ImageTopics(image.clone()));
+        let _ = self.events.send(Event::Metadata(topics));
+    }
+}
