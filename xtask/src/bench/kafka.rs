@@ -24,10 +24,11 @@ impl Cluster {
     /// Apache Kafka from the jars: 1 controller (id 100) and 3 brokers (1-3) on free loopback
     /// ports, formatted with `kafka.tools.StorageTool` and started as `kafka.Kafka` JVMs with
     /// a 512 MiB heap (as `crates/cli/tests/common/kafka_jars.rs` does, with the JVM options
-    /// of `kafka-server-start.sh`); returns once every broker is registered and unfenced.
-    pub(super) fn start_kafka(classpath: &str, dir: &Path) -> Result<Cluster> {
+    /// of `kafka-server-start.sh`), `broker_config` (properties lines) added to each broker's
+    /// file; returns once every broker is registered and unfenced.
+    pub(super) fn start_kafka(classpath: &str, dir: &Path, broker_config: &str) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kafka_inner(classpath, dir) {
+        match cluster.start_kafka_inner(classpath, dir, broker_config) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -36,7 +37,12 @@ impl Cluster {
         }
     }
 
-    fn start_kafka_inner(&mut self, classpath: &str, dir: &Path) -> Result<()> {
+    fn start_kafka_inner(
+        &mut self,
+        classpath: &str,
+        dir: &Path,
+        broker_config: &str,
+    ) -> Result<()> {
         let controller_port = free_port()?;
         let mut layout = vec![(100u32, true, controller_port)];
         for id in 1..=3u32 {
@@ -50,15 +56,11 @@ impl Cluster {
         )?
         .trim()
         .to_string();
-        // Kafka's defaults otherwise (no fsync per write, as kraftd's defaults); the group
-        // coordinator's offsets topic (EndToEndLatency commits once at its end) kept small.
+        // Kafka's defaults otherwise (no fsync per write, as kraftd's defaults).
         let common = format!(
             "controller.quorum.voters=100@127.0.0.1:{controller_port}\n\
              controller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
-             offsets.topic.replication.factor=3\n\
-             offsets.topic.num.partitions=3\n\
-             group.initial.rebalance.delay.ms=0\n"
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
         );
         let mut pending = Vec::new();
         for &(id, controller, port) in &layout {
@@ -72,14 +74,14 @@ impl Cluster {
             } else {
                 format!(
                     "process.roles=broker\nnode.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n\
-                     inter.broker.listener.name=PLAINTEXT\n"
+                     inter.broker.listener.name=PLAINTEXT\n{broker_config}"
                 )
             };
             let config = node_dir.join("server.properties");
             std::fs::write(
                 &config,
                 format!(
-                    "# written by cargo xtask bench produce\n{own}log.dirs={}\n{common}",
+                    "# written by cargo xtask bench\n{own}log.dirs={}\n{common}",
                     node_dir.join("data").display()
                 ),
             )?;

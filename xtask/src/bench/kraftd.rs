@@ -14,10 +14,11 @@ use crate::cluster::free_port;
 impl Cluster {
     /// kraftd: 3 controllers (ids 1-3) and 3 brokers (4-6) on free loopback ports, configured,
     /// formatted and started as `cargo xtask cluster-up` does, but under `dir` and as children
-    /// of this process; returns once every broker is registered and unfenced.
-    pub(super) fn start_kraftd(bin: &Path, dir: &Path) -> Result<Cluster> {
+    /// of this process, `broker_config` (properties lines) added to each broker's file;
+    /// returns once every broker is registered and unfenced.
+    pub(super) fn start_kraftd(bin: &Path, dir: &Path, broker_config: &str) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kraftd_inner(bin, dir) {
+        match cluster.start_kraftd_inner(bin, dir, broker_config) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -26,7 +27,7 @@ impl Cluster {
         }
     }
 
-    fn start_kraftd_inner(&mut self, bin: &Path, dir: &Path) -> Result<()> {
+    fn start_kraftd_inner(&mut self, bin: &Path, dir: &Path, broker_config: &str) -> Result<()> {
         let mut layout = Vec::new();
         for id in 1..=6u32 {
             let controller = id <= 3;
@@ -49,13 +50,14 @@ impl Cluster {
                 ("broker", format!("PLAINTEXT://127.0.0.1:{port}"))
             };
             let config = node_dir.join("server.properties");
+            let extra = if controller { "" } else { broker_config };
             std::fs::write(
                 &config,
                 format!(
-                    "# written by cargo xtask bench produce\n\
+                    "# written by cargo xtask bench\n\
                      process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
                      listeners={listener}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
-                     metrics.port={metrics_port}\n",
+                     metrics.port={metrics_port}\n{extra}",
                     node_dir.join("data").display(),
                 ),
             )?;

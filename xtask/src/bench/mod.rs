@@ -1,5 +1,9 @@
 //! `cargo xtask bench cleaner`: the log cleaner beside Kafka's on the same log (`cleaner.rs`).
 //!
+//! `cargo xtask bench groups`: consumer-group rebalance times (classic and KIP-848) and
+//! OffsetCommit throughput and latency with a stock client, beside Kafka's (`groups.rs`,
+//! which drives `groups.py`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -32,6 +36,7 @@
 
 mod cleaner;
 mod cluster;
+mod groups;
 mod kafka;
 mod kraftd;
 mod load;
@@ -44,6 +49,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use cleaner::{cleaner, CleanerArgs};
+use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
 
 #[derive(clap::Args, Debug)]
@@ -58,11 +64,15 @@ enum What {
     Produce(ProduceArgs),
     /// Log cleaner throughput (one thread) beside Apache Kafka 4.4.0's on the same log.
     Cleaner(CleanerArgs),
+    /// Consumer-group rebalance times (classic and KIP-848) and OffsetCommit throughput and
+    /// latency with a stock client, beside Apache Kafka 4.4.0's.
+    Groups(GroupsArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
     match args.what {
         What::Produce(args) => produce(root, args),
         What::Cleaner(args) => cleaner(root, args),
+        What::Groups(args) => groups(root, args),
     }
 }

@@ -17,6 +17,11 @@ use super::report::report;
 pub(super) const COPIES: u32 = 3;
 pub(super) const RECORD_SIZE: usize = 1024;
 pub(super) const BATCH_SIZES: [usize; 3] = [64 << 10, 256 << 10, 1 << 20];
+/// Kafka's group coordinator's offsets topic (EndToEndLatency commits once at its end) kept
+/// small.
+const KAFKA_GROUP_CONFIG: &str = "offsets.topic.replication.factor=3\n\
+                                  offsets.topic.num.partitions=3\n\
+                                  group.initial.rebalance.delay.ms=0\n";
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ProduceArgs {
@@ -126,8 +131,8 @@ pub(super) fn produce(root: &Path, args: ProduceArgs) -> Result<()> {
             system.topology()
         );
         let cluster = match system {
-            System::Kraftd => Cluster::start_kraftd(&bin, &sys_dir),
-            System::Kafka => Cluster::start_kafka(&classpath, &sys_dir),
+            System::Kraftd => Cluster::start_kraftd(&bin, &sys_dir, ""),
+            System::Kafka => Cluster::start_kafka(&classpath, &sys_dir, KAFKA_GROUP_CONFIG),
         };
         let mut cluster = cluster.inspect_err(|_| {
             eprintln!(
@@ -167,7 +172,7 @@ pub(super) fn produce(root: &Path, args: ProduceArgs) -> Result<()> {
 }
 
 /// /proc/loadavg's 1, 5 and 15 minute load averages ("0.85 1.12 1.68").
-fn loadavg() -> String {
+pub(super) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into())
