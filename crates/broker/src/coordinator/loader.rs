@@ -1,17 +1,16 @@
 //! Loading a shard (Kafka's `CoordinatorLoaderImpl`): every record of the partition, from
-//! its log start to its log end, replayed in offset order into a fresh shard. Runs on a
-//! blocking thread; the partition keeps serving its followers meanwhile.
+//! its log start to its log end, replayed in offset order into a fresh shard, transaction
+//! markers included. Runs on a blocking thread; the partition keeps serving its followers
+//! meanwhile.
 
 use std::sync::Arc;
 
-use crate::group_coordinator::shard::ReplayError;
-use crate::group_coordinator::{
-    CoordinatorRecord, GroupCoordinatorConfig, GroupCoordinatorShard, TopicMetadata,
-};
-use kraftd_protocol::records::Batches;
-use kraftd_protocol::{DecodeErrorKind, ErrorCode, Uuid};
+use kraftd_protocol::records::{Batches, ControlRecordType};
+use kraftd_protocol::{ErrorCode, Uuid};
 use tracing::warn;
 
+use super::shard::{CoordinatorShard, ReplayFailure};
+use crate::group_coordinator::TopicMetadata;
 use crate::replica::replica_manager::ReplicaManager;
 
 /// How much one read of the log brings in while loading.
@@ -19,8 +18,8 @@ const LOAD_READ_BYTES: usize = 8 * 1024 * 1024;
 
 /// A loaded shard with where its log stood.
 #[derive(Debug)]
-pub struct Loaded {
-    pub shard: GroupCoordinatorShard,
+pub struct Loaded<S> {
+    pub shard: S,
     pub log_end_offset: i64,
     pub high_watermark: i64,
     pub records: u64,
@@ -36,20 +35,18 @@ pub enum LoadError {
     Read(ErrorCode),
     #[error("{0}")]
     Corrupt(String),
-    #[error(transparent)]
-    Replay(#[from] ReplayError),
 }
 
-/// Replays `__consumer_offsets-<partition>` into a new shard.
-pub fn load_shard(
+/// Replays `<S::TOPIC>-<partition>` into a new shard.
+pub fn load_shard<S: CoordinatorShard>(
     replica_manager: &ReplicaManager,
     topic_id: Uuid,
     partition: i32,
     leader_epoch: i32,
-    config: Arc<GroupCoordinatorConfig>,
+    config: Arc<S::Config>,
     metadata: Arc<dyn TopicMetadata>,
-) -> Result<Loaded, LoadError> {
-    let mut shard = GroupCoordinatorShard::new(partition, config, metadata);
+) -> Result<Loaded<S>, LoadError> {
+    let mut shard = S::new(partition, leader_epoch, config, metadata);
     let (start, _, end) = replica_manager
         .coordinator_log_bounds(topic_id, partition, leader_epoch)
         .map_err(LoadError::NotLeader)?;
@@ -72,22 +69,34 @@ pub fn load_shard(
         for batch in Batches::new(read.bytes) {
             let batch = batch.map_err(|e| LoadError::Corrupt(format!("batch at {offset}: {e}")))?;
             let next = batch.next_offset();
-            if batch.last_offset() < offset || batch.is_control() {
+            let base = batch.base_offset();
+            if batch.last_offset() < offset {
+                continue;
+            }
+            let corrupt =
+                |e: &dyn std::fmt::Display| LoadError::Corrupt(format!("batch at {base}: {e}"));
+            if batch.is_control() {
+                for record in batch.records().map_err(|e| corrupt(&e))? {
+                    let record = record.map_err(|e| corrupt(&e))?;
+                    let key = record.key.unwrap_or_default();
+                    match ControlRecordType::decode_key(&key) {
+                        Ok(ControlRecordType::Commit) => {
+                            shard.replay_end_txn(base, batch.producer_id(), true)
+                        }
+                        Ok(ControlRecordType::Abort) => {
+                            shard.replay_end_txn(base, batch.producer_id(), false)
+                        }
+                        _ => {}
+                    }
+                }
                 offset = offset.max(next);
                 continue;
             }
-            let producer_id = if batch.is_transactional() {
-                batch.producer_id()
-            } else {
-                -1
-            };
-            let base = batch.base_offset();
-            let iter = batch
-                .records()
-                .map_err(|e| LoadError::Corrupt(format!("batch at {base}: {e}")))?;
-            for record in iter {
-                let record =
-                    record.map_err(|e| LoadError::Corrupt(format!("batch at {base}: {e}")))?;
+            let producer = batch
+                .is_transactional()
+                .then(|| (batch.producer_id(), batch.producer_epoch()));
+            for record in batch.records().map_err(|e| corrupt(&e))? {
+                let record = record.map_err(|e| corrupt(&e))?;
                 let at = base + i64::from(record.offset_delta);
                 if at < offset {
                     continue;
@@ -95,14 +104,12 @@ pub fn load_shard(
                 let Some(key) = record.key else {
                     return Err(LoadError::Corrupt(format!("record at {at} has no key")));
                 };
-                match CoordinatorRecord::decode(key, record.value) {
-                    Ok(r) => shard.replay(at, producer_id, r)?,
-                    Err(e) if matches!(e.kind, DecodeErrorKind::UnknownApiKey(_)) => {
-                        // A record type this coordinator does not know (a newer Kafka's):
-                        // skipped, as Kafka's loader skips unknown record types.
-                        warn!(partition, offset = at, error = %e, "skipping unknown coordinator record type");
+                match shard.replay(at, producer, key, record.value) {
+                    Ok(()) => {}
+                    Err(ReplayFailure::UnknownType(e)) => {
+                        warn!(topic = S::TOPIC, partition, offset = at, error = %e, "skipping unknown coordinator record type");
                     }
-                    Err(e) => {
+                    Err(ReplayFailure::Corrupt(e)) => {
                         return Err(LoadError::Corrupt(format!("record at {at}: {e}")));
                     }
                 }

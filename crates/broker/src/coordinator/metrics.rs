@@ -1,6 +1,9 @@
-//! The group coordinator's metrics, with Kafka's `group-coordinator-metrics` names
-//! (JMX `kafka.server:type=group-coordinator-metrics,name=...`, exported here as
-//! `kafka_server_group_coordinator_metrics_<name>` with the JMX tags as labels).
+//! A coordinator's metrics under Kafka's group names (`group-coordinator-metrics`,
+//! `transaction-coordinator-metrics`; JMX `kafka.server:type=<group>,name=<name>`, exported
+//! as `kafka_server_<group>_<name>` with `-` as `_` and the JMX tags as labels): the
+//! runtime's own (partition loads, records written, shards loaded and loading) and the
+//! gauges and counters its shards report ([`super::shard::CoordinatorShard::gauges`],
+//! `take_counters`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -8,53 +11,58 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::group_coordinator::shard::ShardStats;
+use super::shard::Labels;
 
-/// Counters and the last published gauges.
-#[derive(Debug, Default)]
-pub struct CoordinatorMetrics {
-    /// Records written by the coordinator.
+/// Counters and the last published gauges of one coordinator.
+#[derive(Debug)]
+pub struct RuntimeMetrics {
+    /// `kafka_server_group_coordinator_metrics`, say.
+    prefix: String,
     records_written: AtomicU64,
-    /// Offsets committed (OffsetCommit records written).
-    offset_commits: AtomicU64,
-    /// Offsets deleted (tombstones written: OffsetDelete, DeleteGroups, expiry).
-    offset_deletions: AtomicU64,
-    /// Classic generations completed.
-    classic_rebalances: AtomicU64,
-    /// KIP-848 group epochs bumped.
-    consumer_rebalances: AtomicU64,
-    /// Partition loads and their total and longest time.
     loads: AtomicU64,
     load_ms_total: AtomicU64,
     load_ms_max: AtomicU64,
-    gauges: Mutex<Gauges>,
+    state: Mutex<State>,
 }
 
 #[derive(Debug, Default, Clone)]
-struct Gauges {
-    /// (group type, state) → count.
-    groups: BTreeMap<(&'static str, &'static str), usize>,
-    offsets: usize,
+struct State {
+    gauges: BTreeMap<(&'static str, Labels), u64>,
+    counters: BTreeMap<&'static str, u64>,
     loaded: usize,
     loading: usize,
 }
 
-impl CoordinatorMetrics {
+impl RuntimeMetrics {
+    /// Metrics under Kafka's group `group` (`group-coordinator-metrics`).
+    pub fn new(group: &str) -> Self {
+        RuntimeMetrics {
+            prefix: format!("kafka_server_{}", group.replace('-', "_")),
+            records_written: AtomicU64::new(0),
+            loads: AtomicU64::new(0),
+            load_ms_total: AtomicU64::new(0),
+            load_ms_max: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub(crate) fn record_write(&self, records: usize) {
         self.records_written
             .fetch_add(records as u64, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_stats(&self, stats: ShardStats) {
-        let add = |c: &AtomicU64, n: u64| {
-            if n > 0 {
-                c.fetch_add(n, Ordering::Relaxed);
-            }
-        };
-        add(&self.offset_commits, stats.offset_commits);
-        add(&self.offset_deletions, stats.offset_deletions);
-        add(&self.classic_rebalances, stats.classic_rebalances);
-        add(&self.consumer_rebalances, stats.consumer_rebalances);
+    pub(crate) fn record_counters(&self, counters: Vec<(&'static str, u64)>) {
+        if counters.iter().all(|(_, n)| *n == 0) {
+            return;
+        }
+        let mut s = self.state();
+        for (name, n) in counters {
+            *s.counters.entry(name).or_insert(0) += n;
+        }
     }
 
     pub(crate) fn record_load(&self, took: Duration) {
@@ -65,74 +73,50 @@ impl CoordinatorMetrics {
     }
 
     pub(crate) fn set_shards(&self, shards: &[(i32, bool)]) {
-        let mut g = self.gauges.lock().unwrap_or_else(|p| p.into_inner());
-        g.loaded = shards.iter().filter(|(_, active)| *active).count();
-        g.loading = shards.len() - g.loaded;
+        let mut s = self.state();
+        s.loaded = shards.iter().filter(|(_, active)| *active).count();
+        s.loading = shards.len() - s.loaded;
     }
 
-    pub(crate) fn set_groups(
-        &self,
-        groups: BTreeMap<(&'static str, &'static str), usize>,
-        offsets: usize,
-    ) {
-        let mut g = self.gauges.lock().unwrap_or_else(|p| p.into_inner());
-        g.groups = groups;
-        g.offsets = offsets;
+    pub(crate) fn set_gauges(&self, gauges: BTreeMap<(&'static str, Labels), u64>) {
+        self.state().gauges = gauges;
     }
 
-    /// Groups of one type and state, as last published (tests and the note's figures).
-    pub fn group_count(&self, group_type: &str, state: &str) -> usize {
-        let g = self.gauges.lock().unwrap_or_else(|p| p.into_inner());
-        g.groups
+    /// A shard gauge's last published total over the labels given (tests, the note).
+    pub fn gauge(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        self.state()
+            .gauges
             .iter()
-            .filter(|((t, s), _)| *t == group_type && s.eq_ignore_ascii_case(state))
-            .map(|(_, n)| *n)
+            .filter(|((n, l), _)| {
+                *n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|(_, v)| *v)
             .sum()
+    }
+
+    /// A shard counter's total.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.state().counters.get(name).copied().unwrap_or(0)
     }
 
     /// Prometheus text.
     pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
-        let g = self
-            .gauges
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let prefix = "kafka_server_group_coordinator_metrics";
-        let mut header = |name: &str, kind: &str, help: &str| {
-            let _ = writeln!(out, "# HELP {prefix}_{name} {help}");
-            let _ = writeln!(out, "# TYPE {prefix}_{name} {kind}");
-        };
-        header(
-            "group_count",
-            "gauge",
-            "Groups by protocol (classic, consumer).",
-        );
-        let mut by_protocol: BTreeMap<&str, usize> =
-            BTreeMap::from([("classic", 0), ("consumer", 0)]);
-        for ((t, _), n) in &g.groups {
-            *by_protocol.entry(t).or_default() += n;
-        }
-        for (protocol, n) in &by_protocol {
-            let _ = writeln!(
-                out,
-                "{prefix}_group_count{{node=\"{node_id}\",protocol=\"{protocol}\"}} {n}"
-            );
-        }
-        for (kind, name) in [
-            ("classic", "classic_group_count"),
-            ("consumer", "consumer_group_count"),
-        ] {
-            let _ = writeln!(out, "# HELP {prefix}_{name} {kind} groups by state.");
-            let _ = writeln!(out, "# TYPE {prefix}_{name} gauge");
-            for ((t, state), n) in &g.groups {
-                if *t == kind {
-                    let state = state.to_ascii_lowercase();
-                    let _ = writeln!(
-                        out,
-                        "{prefix}_{name}{{node=\"{node_id}\",state=\"{state}\"}} {n}"
-                    );
-                }
+        let s = self.state().clone();
+        let prefix = &self.prefix;
+        let mut last = "";
+        for ((name, labels), value) in &s.gauges {
+            if *name != last {
+                let _ = writeln!(out, "# TYPE {prefix}_{name} gauge");
+                last = name;
             }
+            let mut l = format!("node=\"{node_id}\"");
+            for (k, v) in labels {
+                let _ = write!(l, ",{k}=\"{v}\"");
+            }
+            let _ = writeln!(out, "{prefix}_{name}{{{l}}} {value}");
         }
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
@@ -140,28 +124,24 @@ impl CoordinatorMetrics {
                 out, prefix, name, kind, help, node_id, value,
             );
         };
-        metric(
-            "num_offsets",
-            "gauge",
-            "Committed offsets held by the shards this broker serves.",
-            g.offsets as u64,
-        );
-        metric(
-            "offset_commit_count",
-            "counter",
-            "Offsets committed.",
-            load(&self.offset_commits),
-        );
+        for (name, value) in &s.counters {
+            metric(
+                name,
+                "counter",
+                "Counted by the coordinator's shards.",
+                *value,
+            );
+        }
         metric(
             "records_written_total",
             "counter",
-            "Records the coordinator appended to __consumer_offsets.",
+            "Records the coordinator appended to its topic.",
             load(&self.records_written),
         );
         metric(
             "partition_load_time_max",
             "gauge",
-            "Longest __consumer_offsets partition load, ms.",
+            "Longest partition load, ms.",
             load(&self.load_ms_max),
         );
         let loads = load(&self.loads);
@@ -169,20 +149,20 @@ impl CoordinatorMetrics {
         metric(
             "partition_load_time_avg",
             "gauge",
-            "Mean __consumer_offsets partition load, ms.",
+            "Mean partition load, ms.",
             avg,
         );
         metric(
             "partitions_loaded",
             "gauge",
-            "__consumer_offsets partitions served here.",
-            g.loaded as u64,
+            "Partitions of the coordinator's topic served here.",
+            s.loaded as u64,
         );
         metric(
             "partitions_loading",
             "gauge",
-            "__consumer_offsets partitions loading here.",
-            g.loading as u64,
+            "Partitions of the coordinator's topic loading here.",
+            s.loading as u64,
         );
     }
 }

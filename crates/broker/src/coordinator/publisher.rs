@@ -1,4 +1,4 @@
-//! Which `__consumer_offsets` partitions this broker leads, from committed metadata
+//! Which partitions of a coordinator's topic this broker leads, from committed metadata
 //! (Kafka's `BrokerMetadataPublisher` calling `onElection` / `onResignation`), and the
 //! topics KIP-848 groups assign from. Runs after the ReplicaManager's publisher, so a
 //! partition is already leader in the data plane when its shard starts loading.
@@ -10,9 +10,9 @@ use crate::group_coordinator::TopicMetadata;
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_protocol::Uuid;
-use tokio::sync::mpsc::UnboundedSender;
 
-use super::runtime::Event;
+use super::runtime::{Event, RuntimeHandle};
+use super::shard::CoordinatorShard;
 
 /// The offsets topic's name.
 pub const GROUP_METADATA_TOPIC_NAME: &str = "__consumer_offsets";
@@ -41,28 +41,36 @@ impl TopicMetadata for ImageTopics {
     }
 }
 
-/// Feeds the runtime leadership changes of the offsets topic and topic metadata.
-#[derive(Debug)]
-pub struct GroupCoordinatorPublisher {
+/// Feeds a runtime the leadership changes of its coordinator's topic and topic metadata.
+pub struct CoordinatorPublisher<S: CoordinatorShard> {
     node_id: i32,
-    events: UnboundedSender<Event>,
+    runtime: RuntimeHandle<S>,
     /// Partition → (topic id, leader epoch) this broker leads, as last published.
     led: BTreeMap<i32, (Uuid, i32)>,
 }
 
-impl GroupCoordinatorPublisher {
-    pub fn new(node_id: i32, events: UnboundedSender<Event>) -> Self {
-        GroupCoordinatorPublisher {
+impl<S: CoordinatorShard> std::fmt::Debug for CoordinatorPublisher<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CoordinatorPublisher")
+            .field("topic", &S::TOPIC)
+            .field("led", &self.led)
+            .finish()
+    }
+}
+
+impl<S: CoordinatorShard> CoordinatorPublisher<S> {
+    pub fn new(node_id: i32, runtime: RuntimeHandle<S>) -> Self {
+        CoordinatorPublisher {
             node_id,
-            events,
+            runtime,
             led: BTreeMap::new(),
         }
     }
 }
 
-impl MetadataPublisher for GroupCoordinatorPublisher {
+impl<S: CoordinatorShard> MetadataPublisher for CoordinatorPublisher<S> {
     fn name(&self) -> &str {
-        "GroupCoordinatorPublisher"
+        "CoordinatorPublisher"
     }
 
     fn on_metadata_update(&mut self, delta: &MetadataDelta, image: &MetadataImage) {
@@ -72,21 +80,21 @@ impl MetadataPublisher for GroupCoordinatorPublisher {
             return;
         }
         let mut led = BTreeMap::new();
-        if let Some(topic) = image.topics.get_by_name(GROUP_METADATA_TOPIC_NAME) {
+        if let Some(topic) = image.topics.get_by_name(S::TOPIC) {
             for (&p, reg) in topic.partitions.iter() {
                 if reg.leader == self.node_id {
                     led.insert(p, (topic.id, reg.leader_epoch));
                 }
             }
         }
-        for (&p, _) in self.led.iter() {
+        for &p in self.led.keys() {
             if !led.contains_key(&p) {
-                let _ = self.events.send(Event::Resigned { partition: p });
+                self.runtime.send(Event::Resigned { partition: p });
             }
         }
         for (&p, &(topic_id, epoch)) in led.iter() {
             if self.led.get(&p) != Some(&(topic_id, epoch)) {
-                let _ = self.events.send(Event::Elected {
+                self.runtime.send(Event::Elected {
                     partition: p,
                     topic_id,
                     leader_epoch: epoch,
@@ -95,6 +103,6 @@ impl MetadataPublisher for GroupCoordinatorPublisher {
         }
         self.led = led;
         let topics: Arc<dyn TopicMetadata> = Arc::new(ImageTopics(image.clone()));
-        let _ = self.events.send(Event::Metadata(topics));
+        self.runtime.send(Event::Metadata(topics));
     }
 }

@@ -1,13 +1,15 @@
-//! The coordinator runtime (Kafka's `CoordinatorRuntime`), the tokio edge around the
-//! sans-IO shards: one event loop owns every shard this broker leads.
+//! The coordinator runtime (Kafka's `CoordinatorRuntime`), the tokio edge around a
+//! coordinator's sans-IO shards ([`CoordinatorShard`]): one event loop owns every shard of
+//! one coordinator this broker leads.
 //!
 //! - A partition elected here is loaded on a blocking thread (requests meanwhile get
 //!   COORDINATOR_LOAD_IN_PROGRESS); one that moves away is dropped and everything it owed
 //!   is answered NOT_COORDINATOR.
-//! - A request runs on its shard at once. The records it produced are appended to the
-//!   partition as one batch (at the leader epoch the shard was loaded in), and its reply,
-//!   like every reply, is held until everything the shard had written when it replied is
-//!   committed (the HW passed it): a client never acts on state a failover could lose.
+//! - A request runs on its shard at once. The batches it produced are appended to the
+//!   partition (at the leader epoch the shard was loaded in), and its reply, like every
+//!   reply and every piece of work, is held until everything the shard had written when it
+//!   replied is committed (the HW passed it): a client never acts on state a failover could
+//!   lose, and a transaction's markers are never sent before its prepare record is safe.
 //! - A write that fails (refused, or leadership lost before it committed) fails every
 //!   reply still held and reloads the shard from the log, which holds exactly what was
 //!   appended: the in-memory state rolls back to the log's.
@@ -17,11 +19,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::group_coordinator::shard::RequestContext;
-use crate::group_coordinator::{
-    GroupCoordinatorConfig, GroupCoordinatorShard, ReplyId, ShardOutput, ShardRequest,
-    ShardResponse, TopicMetadata,
-};
 use bytes::Bytes;
 use kraftd_log::clock::unix_ms;
 use kraftd_protocol::records::RecordBatchBuilder;
@@ -30,19 +27,25 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::loader::{load_shard, LoadError};
-use super::metrics::CoordinatorMetrics;
+use super::loader::{load_shard, LoadError, Loaded};
+use super::metrics::RuntimeMetrics;
+use super::shard::{CoordinatorOutput, CoordinatorShard, Labels, OutputBatch, WorkHandler};
+use crate::group_coordinator::shard::RequestContext;
+use crate::group_coordinator::{ReplyId, TopicMetadata};
 use crate::replica::replica_manager::ReplicaManager;
 
 /// Where a shard's answer goes.
-pub type Responder = oneshot::Sender<Result<ShardResponse, ErrorCode>>;
+pub type Responder<S> = oneshot::Sender<Result<<S as CoordinatorShard>::Response, ErrorCode>>;
 
 /// A broadcast's answers: one channel per shard served, and whether some shard is still
 /// loading.
-pub type BroadcastAnswers = (
-    Vec<oneshot::Receiver<Result<ShardResponse, ErrorCode>>>,
+pub type BroadcastAnswers<S> = (
+    Vec<oneshot::Receiver<Result<<S as CoordinatorShard>::Response, ErrorCode>>>,
     bool,
 );
+
+/// A call into a shard from outside a request (a piece of work completing).
+pub type ShardCall<S> = Box<dyn FnOnce(&mut S, i64) + Send>;
 
 /// How long a write may wait for the ISR before the shard gives up on it and reloads.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -50,19 +53,23 @@ const COMMIT_TIMEOUT: Duration = Duration::from_secs(60);
 const LOAD_RETRY: Duration = Duration::from_secs(1);
 
 /// What the loop reacts to.
-#[derive(Debug)]
-pub enum Event {
+pub enum Event<S: CoordinatorShard> {
     Request {
         partition: i32,
         ctx: RequestContext,
-        request: ShardRequest,
-        respond: Responder,
+        request: S::Request,
+        respond: Responder<S>,
     },
-    /// The same request on every shard this broker serves (ListGroups); each answer on
-    /// its own channel, and whether some shard is still loading.
+    /// The same request on every shard this broker serves (ListGroups).
     Broadcast {
-        request: ShardRequest,
-        respond: oneshot::Sender<BroadcastAnswers>,
+        request: S::Request,
+        respond: oneshot::Sender<BroadcastAnswers<S>>,
+    },
+    /// Runs `call` on the shard if it is still the one led at `leader_epoch`.
+    Call {
+        partition: i32,
+        leader_epoch: i32,
+        call: ShardCall<S>,
     },
     Elected {
         partition: i32,
@@ -75,7 +82,7 @@ pub enum Event {
     Loaded {
         partition: i32,
         leader_epoch: i32,
-        result: Result<super::loader::Loaded, LoadError>,
+        result: Result<Loaded<S>, LoadError>,
         started: Instant,
     },
     Committed {
@@ -87,43 +94,142 @@ pub enum Event {
     Metadata(Arc<dyn TopicMetadata>),
 }
 
+impl<S: CoordinatorShard> std::fmt::Debug for Event<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            Event::Request { .. } => "Request",
+            Event::Broadcast { .. } => "Broadcast",
+            Event::Call { .. } => "Call",
+            Event::Elected { .. } => "Elected",
+            Event::Resigned { .. } => "Resigned",
+            Event::Loaded { .. } => "Loaded",
+            Event::Committed { .. } => "Committed",
+            Event::Metadata(_) => "Metadata",
+        };
+        f.write_str(name)
+    }
+}
+
+/// The way into a runtime: requests, broadcasts and calls.
+pub struct RuntimeHandle<S: CoordinatorShard> {
+    events: mpsc::UnboundedSender<Event<S>>,
+}
+
+impl<S: CoordinatorShard> Clone for RuntimeHandle<S> {
+    fn clone(&self) -> Self {
+        RuntimeHandle {
+            events: self.events.clone(),
+        }
+    }
+}
+
+impl<S: CoordinatorShard> std::fmt::Debug for RuntimeHandle<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeHandle")
+            .field("topic", &S::TOPIC)
+            .finish()
+    }
+}
+
+impl<S: CoordinatorShard> RuntimeHandle<S> {
+    pub(crate) fn send(&self, event: Event<S>) -> bool {
+        self.events.send(event).is_ok()
+    }
+
+    /// Runs `request` on one partition's shard.
+    pub async fn call_partition(
+        &self,
+        partition: i32,
+        ctx: RequestContext,
+        request: S::Request,
+    ) -> Result<S::Response, ErrorCode> {
+        let (respond, rx) = oneshot::channel();
+        if !self.send(Event::Request {
+            partition,
+            ctx,
+            request,
+            respond,
+        }) {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        rx.await.unwrap_or(Err(ErrorCode::CoordinatorNotAvailable))
+    }
+
+    /// Runs `request` on every shard this broker serves; the answers, and whether some
+    /// shard is still loading.
+    pub async fn broadcast(
+        &self,
+        request: S::Request,
+    ) -> (Vec<Result<S::Response, ErrorCode>>, bool) {
+        let (respond, rx) = oneshot::channel();
+        if !self.send(Event::Broadcast { request, respond }) {
+            return (vec![Err(ErrorCode::CoordinatorNotAvailable)], false);
+        }
+        let Ok((receivers, loading)) = rx.await else {
+            return (vec![Err(ErrorCode::CoordinatorNotAvailable)], false);
+        };
+        let mut answers = Vec::with_capacity(receivers.len());
+        for r in receivers {
+            answers.push(r.await.unwrap_or(Err(ErrorCode::CoordinatorNotAvailable)));
+        }
+        (answers, loading)
+    }
+
+    /// Runs `call` on the shard of `partition` if it is still led at `leader_epoch`, then
+    /// writes and answers what it produced.
+    pub fn run_on(&self, partition: i32, leader_epoch: i32, call: ShardCall<S>) {
+        self.send(Event::Call {
+            partition,
+            leader_epoch,
+            call,
+        });
+    }
+}
+
+/// Something released once the HW passes the offset it waits for.
+enum Held<S: CoordinatorShard> {
+    Reply(Responder<S>, S::Response),
+    Work(S::Work),
+}
+
 /// A shard being served.
-#[derive(Debug)]
-struct Active {
-    shard: GroupCoordinatorShard,
+struct Active<S: CoordinatorShard> {
+    shard: S,
+    partition: i32,
     topic_id: Uuid,
     leader_epoch: i32,
     next_reply: ReplyId,
     /// Replies the shard owes (a classic JoinGroup waits for its rebalance).
-    owed: HashMap<ReplyId, Responder>,
-    /// Replies given, waiting until the HW reaches their offset.
-    held: VecDeque<(i64, Responder, ShardResponse)>,
+    owed: HashMap<ReplyId, Responder<S>>,
+    /// Replies and work given, waiting until the HW reaches their offset.
+    held: VecDeque<(i64, Held<S>)>,
     /// The offset after the last batch appended.
     written_end: i64,
     /// The offset below which everything is committed.
     committed_end: i64,
 }
 
-#[derive(Debug)]
-enum PartitionState {
+enum PartitionState<S: CoordinatorShard> {
     Loading { topic_id: Uuid, leader_epoch: i32 },
-    Active(Box<Active>),
+    Active(Box<Active<S>>),
 }
 
 /// The event loop's state.
-pub struct CoordinatorRuntime {
-    config: Arc<GroupCoordinatorConfig>,
+pub struct CoordinatorRuntime<S: CoordinatorShard> {
+    config: Arc<S::Config>,
     replica_manager: Arc<ReplicaManager>,
     metadata: Arc<dyn TopicMetadata>,
-    partitions: BTreeMap<i32, PartitionState>,
-    events: mpsc::UnboundedSender<Event>,
-    metrics: Arc<CoordinatorMetrics>,
+    partitions: BTreeMap<i32, PartitionState<S>>,
+    handle: RuntimeHandle<S>,
+    metrics: Arc<RuntimeMetrics>,
+    work: Option<WorkHandler<S>>,
     last_gauges_ms: i64,
 }
 
-impl std::fmt::Debug for CoordinatorRuntime {
+impl<S: CoordinatorShard> std::fmt::Debug for CoordinatorRuntime<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CoordinatorRuntime")
+            .field("topic", &S::TOPIC)
             .field("partitions", &self.partitions.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -145,34 +251,39 @@ pub fn normalize_write_error(code: ErrorCode) -> ErrorCode {
     }
 }
 
-impl CoordinatorRuntime {
-    pub fn new(
-        config: Arc<GroupCoordinatorConfig>,
+impl<S: CoordinatorShard> CoordinatorRuntime<S> {
+    /// Starts the runtime's loop on the current tokio runtime; its handle.
+    pub fn start(
+        config: Arc<S::Config>,
         replica_manager: Arc<ReplicaManager>,
-        metadata: Arc<dyn TopicMetadata>,
-        events: mpsc::UnboundedSender<Event>,
-        metrics: Arc<CoordinatorMetrics>,
-    ) -> Self {
-        CoordinatorRuntime {
+        metrics: Arc<RuntimeMetrics>,
+        work: Option<WorkHandler<S>>,
+    ) -> RuntimeHandle<S> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handle = RuntimeHandle { events: tx };
+        let no_topics: Arc<dyn TopicMetadata> = Arc::new(crate::group_coordinator::shard::NoTopics);
+        let runtime = CoordinatorRuntime {
             config,
             replica_manager,
-            metadata,
+            metadata: no_topics,
             partitions: BTreeMap::new(),
-            events,
+            handle: handle.clone(),
             metrics,
+            work,
             last_gauges_ms: 0,
-        }
+        };
+        tokio::spawn(runtime.run(rx));
+        handle
     }
 
     /// Runs until every sender of events is gone.
-    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Event>) {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Event<S>>) {
         loop {
             // Timers due fire before the next event, so a busy loop never starves them.
             if self.next_deadline().is_some_and(|at| at <= unix_ms()) {
                 self.fire_timers();
             }
-            let deadline = self.next_deadline();
-            let event = match deadline {
+            let event = match self.next_deadline() {
                 Some(at) => {
                     let wait = Duration::from_millis((at - unix_ms()).max(0) as u64);
                     tokio::select! {
@@ -225,7 +336,15 @@ impl CoordinatorRuntime {
         }
     }
 
-    fn handle(&mut self, event: Event) {
+    fn active_partitions(&self) -> Vec<i32> {
+        self.partitions
+            .iter()
+            .filter(|(_, s)| matches!(s, PartitionState::Active(_)))
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    fn handle(&mut self, event: Event<S>) {
         match event {
             Event::Request {
                 partition,
@@ -235,19 +354,25 @@ impl CoordinatorRuntime {
             } => self.request(partition, &ctx, request, respond),
             Event::Broadcast { request, respond } => {
                 let mut receivers = Vec::new();
-                let mut loading = false;
-                let partitions: Vec<i32> = self.partitions.keys().copied().collect();
-                for p in partitions {
-                    match self.partitions.get(&p) {
-                        Some(PartitionState::Active(_)) => {
-                            let (tx, rx) = oneshot::channel();
-                            self.request(p, &RequestContext::default(), request.clone(), tx);
-                            receivers.push(rx);
-                        }
-                        _ => loading = true,
-                    }
+                let loading = self.partitions.len() > self.active_partitions().len();
+                for p in self.active_partitions() {
+                    let (tx, rx) = oneshot::channel();
+                    self.request(p, &RequestContext::default(), request.clone(), tx);
+                    receivers.push(rx);
                 }
                 let _ = respond.send((receivers, loading));
+            }
+            Event::Call {
+                partition,
+                leader_epoch,
+                call,
+            } => {
+                if let Some(PartitionState::Active(a)) = self.partitions.get_mut(&partition) {
+                    if a.leader_epoch == leader_epoch {
+                        call(&mut a.shard, unix_ms());
+                        self.process_output(partition);
+                    }
+                }
             }
             Event::Elected {
                 partition,
@@ -257,13 +382,14 @@ impl CoordinatorRuntime {
             Event::Resigned { partition } => {
                 if let Some(PartitionState::Active(active)) = self.partitions.remove(&partition) {
                     info!(
-                        partition,
-                        "group coordinator shard unloaded: leadership moved"
+                        topic = S::TOPIC,
+                        partition, "coordinator shard unloaded: leadership moved"
                     );
                     Self::fail_all(partition, *active, ErrorCode::NotCoordinator);
                 }
+                self.partitions.remove(&partition);
                 self.metrics.set_shards(&self.partitions_summary());
-                self.publish_group_counts(true);
+                self.publish_gauges(true);
             }
             Event::Loaded {
                 partition,
@@ -279,13 +405,7 @@ impl CoordinatorRuntime {
             } => self.committed(partition, leader_epoch, end_offset, error),
             Event::Metadata(metadata) => {
                 self.metadata = Arc::clone(&metadata);
-                let active: Vec<i32> = self
-                    .partitions
-                    .iter()
-                    .filter(|(_, s)| matches!(s, PartitionState::Active(_)))
-                    .map(|(p, _)| *p)
-                    .collect();
-                for p in active {
+                for p in self.active_partitions() {
                     if let Some(PartitionState::Active(a)) = self.partitions.get_mut(&p) {
                         a.shard.on_metadata_update(Arc::clone(&metadata));
                     }
@@ -306,8 +426,8 @@ impl CoordinatorRuntime {
         &mut self,
         partition: i32,
         ctx: &RequestContext,
-        request: ShardRequest,
-        respond: Responder,
+        request: S::Request,
+        respond: Responder<S>,
     ) {
         match self.partitions.get_mut(&partition) {
             None => {
@@ -326,7 +446,7 @@ impl CoordinatorRuntime {
         }
     }
 
-    /// Appends what the shard wrote and routes its replies (see the module docs).
+    /// Appends what the shard wrote and routes its replies and work (see the module docs).
     fn process_output(&mut self, partition: i32) {
         let mut active = match self.partitions.remove(&partition) {
             Some(PartitionState::Active(a)) => a,
@@ -336,11 +456,15 @@ impl CoordinatorRuntime {
             }
             None => return,
         };
-        let ShardOutput { records, replies } = active.shard.take_output();
-        self.metrics.record_stats(active.shard.take_stats());
-        if !records.is_empty() {
-            if let Err(code) = self.append(&mut active, &records) {
-                warn!(partition, error = ?code, "group coordinator write failed; reloading the shard from its log");
+        let CoordinatorOutput {
+            batches,
+            replies,
+            work,
+        } = active.shard.take_output();
+        self.metrics.record_counters(active.shard.take_counters());
+        for batch in &batches {
+            if let Err(code) = self.append(&mut active, batch) {
+                warn!(topic = S::TOPIC, partition, error = ?code, "coordinator write failed; reloading the shard from its log");
                 let (topic_id, epoch) = (active.topic_id, active.leader_epoch);
                 let mut active = *active;
                 // The replies of this very call fail too.
@@ -359,64 +483,89 @@ impl CoordinatorRuntime {
                 debug_assert!(false, "shard replied twice or to an unknown reply id {id}");
                 continue;
             };
-            if active.written_end <= active.committed_end {
-                let _ = respond.send(Ok(response));
-            } else {
-                active
-                    .held
-                    .push_back((active.written_end, respond, response));
-            }
+            active
+                .held
+                .push_back((active.written_end, Held::Reply(respond, response)));
         }
+        for w in work {
+            active.held.push_back((active.written_end, Held::Work(w)));
+        }
+        self.release(&mut active);
         self.partitions
             .insert(partition, PartitionState::Active(active));
-        self.publish_group_counts(false);
+        self.publish_gauges(false);
     }
 
-    /// The group gauges, at most once a second (or now with `force`).
-    fn publish_group_counts(&mut self, force: bool) {
+    /// Sends every held reply and starts every held piece of work the HW has passed.
+    fn release(&self, active: &mut Active<S>) {
+        while let Some((offset, _)) = active.held.front() {
+            if *offset > active.committed_end {
+                break;
+            }
+            let (_, held) = active.held.pop_front().expect("front exists");
+            match held {
+                Held::Reply(respond, response) => {
+                    let _ = respond.send(Ok(response));
+                }
+                Held::Work(w) => {
+                    if let Some(handler) = &self.work {
+                        handler(
+                            active.shard_partition(),
+                            active.leader_epoch,
+                            w,
+                            self.handle.clone(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The shard gauges, at most once a second (or now with `force`).
+    fn publish_gauges(&mut self, force: bool) {
         let now = unix_ms();
         if !force && now - self.last_gauges_ms < 1000 {
             return;
         }
         self.last_gauges_ms = now;
-        let mut groups = BTreeMap::new();
-        let mut offsets = 0;
+        let mut gauges: BTreeMap<(&'static str, Labels), u64> = BTreeMap::new();
         for state in self.partitions.values() {
             if let PartitionState::Active(a) = state {
-                for (k, n) in a.shard.group_counts() {
-                    *groups.entry(k).or_insert(0) += n;
+                for (name, labels, value) in a.shard.gauges() {
+                    *gauges.entry((name, labels)).or_insert(0) += value;
                 }
-                offsets += a.shard.offsets_count();
             }
         }
-        self.metrics.set_groups(groups, offsets);
+        self.metrics.set_gauges(gauges);
     }
 
-    fn append(
-        &self,
-        active: &mut Active,
-        records: &[crate::group_coordinator::CoordinatorRecord],
-    ) -> Result<(), ErrorCode> {
+    fn append(&self, active: &mut Active<S>, batch: &OutputBatch) -> Result<(), ErrorCode> {
+        if batch.records.is_empty() {
+            return Ok(());
+        }
         let now = unix_ms();
         let mut builder = RecordBatchBuilder::new(0);
-        for r in records {
-            let (key, value) = r.encode().map_err(|_| ErrorCode::UnknownServerError)?;
+        if let Some((producer_id, producer_epoch)) = batch.producer {
+            builder = builder
+                .producer(producer_id, producer_epoch, -1)
+                .transactional(true);
+        }
+        for (key, value) in &batch.records {
             builder
-                .append(now, Some(key), value, Vec::new())
+                .append(now, Some(key.clone()), value.clone(), Vec::new())
                 .map_err(|_| ErrorCode::UnknownServerError)?;
         }
-        let batch: Bytes = builder.build().map_err(|_| ErrorCode::UnknownServerError)?;
-        let partition = active.shard.partition();
+        let bytes: Bytes = builder.build().map_err(|_| ErrorCode::UnknownServerError)?;
+        let partition = active.shard_partition();
         let (hosted, end) = self.replica_manager.append_coordinator_batch(
             active.topic_id,
             partition,
             active.leader_epoch,
-            batch,
+            bytes,
         )?;
         active.written_end = end;
-        self.metrics.record_write(records.len());
-
-        let events = self.events.clone();
+        self.metrics.record_write(batch.records.len());
+        let handle = self.handle.clone();
         let epoch = active.leader_epoch;
         tokio::spawn(async move {
             let error = ReplicaManager::wait_for_coordinator_commit(
@@ -426,7 +575,7 @@ impl CoordinatorRuntime {
                 Instant::now() + COMMIT_TIMEOUT,
             )
             .await;
-            let _ = events.send(Event::Committed {
+            handle.send(Event::Committed {
                 partition,
                 leader_epoch: epoch,
                 end_offset: end,
@@ -444,7 +593,7 @@ impl CoordinatorRuntime {
             return;
         }
         if error != ErrorCode::None {
-            warn!(partition, end_offset, error = ?error, "group coordinator write did not commit; reloading the shard from its log");
+            warn!(topic = S::TOPIC, partition, end_offset, error = ?error, "coordinator write did not commit; reloading the shard from its log");
             let Some(PartitionState::Active(active)) = self.partitions.remove(&partition) else {
                 return;
             };
@@ -454,23 +603,26 @@ impl CoordinatorRuntime {
             return;
         }
         active.committed_end = active.committed_end.max(end_offset);
-        while let Some((offset, _, _)) = active.held.front() {
-            if *offset > active.committed_end {
-                break;
-            }
-            let (_, respond, response) = active.held.pop_front().expect("front exists");
-            let _ = respond.send(Ok(response));
-        }
+        let mut active = match self.partitions.remove(&partition) {
+            Some(PartitionState::Active(a)) => a,
+            _ => return,
+        };
+        self.release(&mut active);
+        self.partitions
+            .insert(partition, PartitionState::Active(active));
     }
 
-    /// Answers everything a dropped shard owed with `code`.
-    fn fail_all(partition: i32, active: Active, code: ErrorCode) {
-        debug!(partition, owed = active.owed.len(), held = active.held.len(), error = ?code, "failing a shard's pending replies");
+    /// Answers everything a dropped shard owed with `code`; its held work is dropped (a
+    /// shard loaded again emits the work its log still calls for).
+    fn fail_all(partition: i32, active: Active<S>, code: ErrorCode) {
+        debug!(topic = S::TOPIC, partition, owed = active.owed.len(), held = active.held.len(), error = ?code, "failing a shard's pending replies");
         for (_, respond) in active.owed {
             let _ = respond.send(Err(code));
         }
-        for (_, respond, _) in active.held {
-            let _ = respond.send(Err(code));
+        for (_, held) in active.held {
+            if let Held::Reply(respond, _) = held {
+                let _ = respond.send(Err(code));
+            }
         }
     }
 
@@ -490,7 +642,10 @@ impl CoordinatorRuntime {
         if let Some(PartitionState::Active(old)) = self.partitions.remove(&partition) {
             Self::fail_all(partition, *old, ErrorCode::NotCoordinator);
         }
-        info!(partition, leader_epoch, "loading group coordinator shard");
+        info!(
+            topic = S::TOPIC,
+            partition, leader_epoch, "loading coordinator shard"
+        );
         self.partitions.insert(
             partition,
             PartitionState::Loading {
@@ -502,11 +657,11 @@ impl CoordinatorRuntime {
         let rm = Arc::clone(&self.replica_manager);
         let config = Arc::clone(&self.config);
         let metadata = Arc::clone(&self.metadata);
-        let events = self.events.clone();
+        let handle = self.handle.clone();
         let started = Instant::now();
         tokio::task::spawn_blocking(move || {
-            let result = load_shard(&rm, topic_id, partition, leader_epoch, config, metadata);
-            let _ = events.send(Event::Loaded {
+            let result = load_shard::<S>(&rm, topic_id, partition, leader_epoch, config, metadata);
+            handle.send(Event::Loaded {
                 partition,
                 leader_epoch,
                 result,
@@ -519,7 +674,7 @@ impl CoordinatorRuntime {
         &mut self,
         partition: i32,
         leader_epoch: i32,
-        result: Result<super::loader::Loaded, LoadError>,
+        result: Result<Loaded<S>, LoadError>,
         started: Instant,
     ) {
         let topic_id = match self.partitions.get(&partition) {
@@ -532,18 +687,18 @@ impl CoordinatorRuntime {
         let loaded = match result {
             Ok(l) => l,
             Err(LoadError::NotLeader(code)) => {
-                debug!(partition, error = ?code, "group coordinator load abandoned: not leader");
+                debug!(topic = S::TOPIC, partition, error = ?code, "coordinator load abandoned: not leader");
                 self.partitions.remove(&partition);
                 self.metrics.set_shards(&self.partitions_summary());
                 return;
             }
             Err(e) => {
-                warn!(partition, leader_epoch, error = %e, "group coordinator load failed; trying again");
-                let events = self.events.clone();
+                warn!(topic = S::TOPIC, partition, leader_epoch, error = %e, "coordinator load failed; trying again");
+                let handle = self.handle.clone();
                 self.partitions.remove(&partition);
                 tokio::spawn(async move {
                     tokio::time::sleep(LOAD_RETRY).await;
-                    let _ = events.send(Event::Elected {
+                    handle.send(Event::Elected {
                         partition,
                         topic_id,
                         leader_epoch,
@@ -554,11 +709,12 @@ impl CoordinatorRuntime {
         };
         let elapsed = started.elapsed();
         info!(
+            topic = S::TOPIC,
             partition,
             leader_epoch,
             records = loaded.records,
             ms = elapsed.as_millis() as u64,
-            "group coordinator shard loaded"
+            "coordinator shard loaded"
         );
         self.metrics.record_load(elapsed);
         let mut shard = loaded.shard;
@@ -566,6 +722,7 @@ impl CoordinatorRuntime {
         shard.on_loaded(unix_ms());
         let active = Active {
             shard,
+            partition,
             topic_id,
             leader_epoch,
             next_reply: 0,
@@ -577,7 +734,7 @@ impl CoordinatorRuntime {
         if active.committed_end < active.written_end {
             // A new leader's uncommitted tail: replies wait until the HW passes it.
             if let Some(hosted) = self.replica_manager.partition(topic_id, partition) {
-                let events = self.events.clone();
+                let handle = self.handle.clone();
                 let end = active.written_end;
                 tokio::spawn(async move {
                     let error = ReplicaManager::wait_for_coordinator_commit(
@@ -587,7 +744,7 @@ impl CoordinatorRuntime {
                         Instant::now() + COMMIT_TIMEOUT,
                     )
                     .await;
-                    let _ = events.send(Event::Committed {
+                    handle.send(Event::Committed {
                         partition,
                         leader_epoch,
                         end_offset: end,
@@ -600,5 +757,11 @@ impl CoordinatorRuntime {
             .insert(partition, PartitionState::Active(Box::new(active)));
         self.metrics.set_shards(&self.partitions_summary());
         self.process_output(partition);
+    }
+}
+
+impl<S: CoordinatorShard> Active<S> {
+    fn shard_partition(&self) -> i32 {
+        self.partition
     }
 }
