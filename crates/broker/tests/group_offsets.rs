@@ -369,3 +369,166 @@ fn delete_groups_removes_an_empty_group_with_its_offsets() {
     assert!(s.groups(2).is_empty());
     assert!(s.fetch(2, "g", None).is_empty());
 }
+
+fn txn_commit(
+    s: &mut Shard,
+    producer_id: i64,
+    group: &str,
+    offsets: &[(i32, i64)],
+) -> (Vec<ErrorCode>, usize) {
+    use kraftd_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    let request = kraftd_protocol::messages::TxnOffsetCommitRequest {
+        transactional_id: "tx".into(),
+        group_id: group.into(),
+        producer_id,
+        producer_epoch: 0,
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: offsets
+                .iter()
+                .map(|(p, o)| TxnOffsetCommitRequestPartition {
+                    partition_index: *p,
+                    committed_offset: *o,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    s.next += 1;
+    let ctx = RequestContext {
+        api_version: 3,
+        ..Default::default()
+    };
+    s.shard
+        .handle(0, &ctx, s.next, ShardRequest::TxnOffsetCommit(request));
+    let out = s.shard.take_output();
+    assert!(out.records.is_empty(), "nothing outside the transaction");
+    let txn_records: usize = out
+        .txn_records
+        .iter()
+        .map(|((pid, _), r)| {
+            assert_eq!(*pid, producer_id, "written for the producer");
+            r.len()
+        })
+        .sum();
+    let Some((_, ShardResponse::TxnOffsetCommit(r))) = out.replies.into_iter().next() else {
+        panic!("no TxnOffsetCommit answer")
+    };
+    let codes = r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| ErrorCode::from_code(p.error_code).unwrap())
+        .collect();
+    (codes, txn_records)
+}
+
+fn fetch_stable(s: &mut Shard, group: &str, partition: i32) -> (i64, ErrorCode) {
+    let request = ShardRequest::OffsetFetch {
+        group: OffsetFetchRequestGroup {
+            group_id: group.into(),
+            member_id: None,
+            member_epoch: -1,
+            topics: Some(vec![OffsetFetchRequestTopics {
+                name: "t".into(),
+                partition_indexes: vec![partition],
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+        require_stable: true,
+    };
+    let (ShardResponse::OffsetFetch(r), _) = s.request(0, 8, request) else {
+        panic!()
+    };
+    let p = &r.topics[0].partitions[0];
+    (
+        p.committed_offset,
+        ErrorCode::from_code(p.error_code).unwrap(),
+    )
+}
+
+#[test]
+fn transactional_offsets_are_pending_until_their_marker() {
+    let mut s = Shard::new(GroupCoordinatorConfig::default());
+    s.commit(0, 8, "g", -1, "", &[(0, 3, "")]);
+    let (codes, written) = txn_commit(&mut s, 42, "g", &[(0, 10), (1, 20)]);
+    assert_eq!(codes, vec![ErrorCode::None; 2]);
+    assert_eq!(
+        written, 2,
+        "one record per partition, in the producer's batch"
+    );
+    // Not visible yet; a stable read is told to come back.
+    assert_eq!(s.fetch(1, "g", Some(&[0])), vec![(0, 3, String::new())]);
+    assert_eq!(
+        fetch_stable(&mut s, "g", 0),
+        (-1, ErrorCode::UnstableOffsetCommit)
+    );
+    // The commit marker makes them the group's.
+    s.shard.complete_transaction(42, true);
+    assert_eq!(fetch_stable(&mut s, "g", 0), (10, ErrorCode::None));
+    assert_eq!(
+        s.fetch(2, "g", None),
+        vec![(0, 10, String::new()), (1, 20, String::new())]
+    );
+    // An aborted transaction leaves nothing behind.
+    txn_commit(&mut s, 43, "g", &[(0, 99)]);
+    s.shard.complete_transaction(43, false);
+    assert_eq!(fetch_stable(&mut s, "g", 0), (10, ErrorCode::None));
+}
+
+#[test]
+fn a_plain_commit_after_a_transactional_one_wins_when_the_transaction_commits() {
+    let mut s = Shard::new(GroupCoordinatorConfig::default());
+    txn_commit(&mut s, 7, "g", &[(0, 10)]);
+    s.commit(1, 8, "g", -1, "", &[(0, 15, "")]);
+    s.shard.complete_transaction(7, true);
+    assert_eq!(s.fetch(2, "g", Some(&[0])), vec![(0, 15, String::new())]);
+}
+
+#[test]
+fn loading_replays_transactional_offsets_and_their_markers() {
+    let mut s = Shard::new(GroupCoordinatorConfig::default());
+    let mut log: Vec<(i64, CoordinatorRecord)> = Vec::new();
+    txn_commit(&mut s, 5, "g", &[(0, 11)]);
+    // What the runtime writes: the transactional batch, then (later) the marker.
+    let mut fresh = Shard::new(GroupCoordinatorConfig::default());
+    let record = CoordinatorRecord::new(
+        kraftd_protocol::GroupCoordinatorRecordKey::OffsetCommit(
+            kraftd_protocol::coordinator::OffsetCommitKey {
+                group: "g".into(),
+                topic: "t".into(),
+                partition: 0,
+            },
+        ),
+        GroupCoordinatorRecordValue::OffsetCommit(
+            kraftd_protocol::coordinator::OffsetCommitValue {
+                offset: 11,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp: 0,
+                expire_timestamp: -1,
+                ..Default::default()
+            },
+        ),
+        3,
+    );
+    log.push((0, record));
+    for (offset, r) in log {
+        fresh.shard.replay(offset, 5, r).unwrap();
+    }
+    fresh.shard.on_loaded(1);
+    assert_eq!(
+        fetch_stable(&mut fresh, "g", 0),
+        (-1, ErrorCode::UnstableOffsetCommit)
+    );
+    fresh.shard.complete_transaction(5, true);
+    assert_eq!(fetch_stable(&mut fresh, "g", 0), (11, ErrorCode::None));
+}

@@ -57,7 +57,9 @@ impl CoordinatorShard for GroupCoordinatorShard {
             .map_err(|e| ReplayFailure::Corrupt(e.to_string()))
     }
 
-    fn replay_end_txn(&mut self, _offset: i64, _producer_id: i64, _commit: bool) {}
+    fn replay_end_txn(&mut self, _offset: i64, producer_id: i64, commit: bool) {
+        self.complete_transaction(producer_id, commit)
+    }
 
     fn on_loaded(&mut self, now_ms: i64) {
         GroupCoordinatorShard::on_loaded(self, now_ms)
@@ -81,16 +83,26 @@ impl CoordinatorShard for GroupCoordinatorShard {
 
     fn take_output(&mut self) -> CoordinatorOutput<ShardResponse, ()> {
         let out = GroupCoordinatorShard::take_output(self);
-        let mut batch = OutputBatch::default();
-        for r in &out.records {
-            match r.encode() {
-                Ok(kv) => batch.records.push(kv),
-                // The shard checked each record's encoding when it wrote it.
-                Err(e) => debug_assert!(false, "a written record does not encode: {e}"),
+        let encode = |producer: Option<(i64, i16)>, records: &[CoordinatorRecord]| {
+            let mut batch = OutputBatch {
+                producer,
+                records: Vec::with_capacity(records.len()),
+            };
+            for r in records {
+                match r.encode() {
+                    Ok(kv) => batch.records.push(kv),
+                    // The shard checked each record's encoding when it wrote it.
+                    Err(e) => debug_assert!(false, "a written record does not encode: {e}"),
+                }
             }
+            batch
+        };
+        let mut batches = vec![encode(None, &out.records)];
+        for (producer, records) in &out.txn_records {
+            batches.push(encode(Some(*producer), records));
         }
         CoordinatorOutput {
-            batches: vec![batch],
+            batches,
             replies: out.replies,
             work: Vec::new(),
         }

@@ -27,6 +27,7 @@ pub mod partitioner;
 pub mod record;
 pub mod shard;
 pub mod timer;
+mod txn_offsets;
 
 pub use config::GroupCoordinatorConfig;
 pub use partitioner::partition_for;

@@ -58,10 +58,12 @@ pub struct OffsetAndMetadata {
     pub record_offset: i64,
 }
 
-/// Every group's committed offsets on this shard.
+/// Every group's committed offsets on this shard, and the transactional ones waiting for
+/// their transaction's end (by producer id).
 #[derive(Debug, Clone, Default)]
 pub struct OffsetMetadataManager {
     offsets: HashMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
+    pub(crate) pending: HashMap<i64, BTreeMap<(String, String, i32), OffsetAndMetadata>>,
 }
 
 impl OffsetMetadataManager {
@@ -102,7 +104,13 @@ impl OffsetMetadataManager {
             .collect()
     }
 
-    fn put(&mut self, group: &str, topic: String, partition: i32, value: OffsetAndMetadata) {
+    pub(crate) fn put(
+        &mut self,
+        group: &str,
+        topic: String,
+        partition: i32,
+        value: OffsetAndMetadata,
+    ) {
         self.offsets
             .entry(group.to_string())
             .or_default()
@@ -127,7 +135,7 @@ fn tombstone(group: &str, topic: &str, partition: i32) -> CoordinatorRecord {
     }))
 }
 
-fn commit_record(
+pub(crate) fn commit_record(
     group: &str,
     topic: &str,
     partition: i32,
@@ -156,10 +164,16 @@ impl GroupCoordinatorShard {
     pub(crate) fn replay_offset_commit(
         &mut self,
         record_offset: i64,
-        _producer_id: i64,
+        producer_id: i64,
         key: OffsetCommitKey,
         value: Option<OffsetCommitValue>,
     ) {
+        if producer_id >= 0 {
+            if let Some(v) = value {
+                self.replay_pending_txn_offset(record_offset, producer_id, key, v);
+            }
+            return;
+        }
         match value {
             None => self.offsets.remove(&key.group, &key.topic, key.partition),
             Some(v) => {
@@ -208,7 +222,7 @@ impl GroupCoordinatorShard {
     /// A committed offset for a group this shard does not know makes it an empty classic
     /// group (Kafka: a "simple" group, listed with no protocol type), so it can be listed,
     /// described and deleted.
-    fn ensure_group_for_offsets(&mut self, group: &str) {
+    pub(crate) fn ensure_group_for_offsets(&mut self, group: &str) {
         if !self.groups.contains_key(group) {
             self.groups.insert(
                 group.to_string(),
@@ -324,7 +338,7 @@ impl GroupCoordinatorShard {
         &mut self,
         _ctx: &RequestContext,
         request: OffsetFetchRequestGroup,
-        _require_stable: bool,
+        require_stable: bool,
     ) -> OffsetFetchResponseGroup {
         let group_id = request.group_id.clone();
         let mut answer = OffsetFetchResponseGroup {
@@ -391,6 +405,18 @@ impl GroupCoordinatorShard {
                         partitions,
                         ..Default::default()
                     });
+                }
+            }
+        }
+        if require_stable {
+            // An offset a transaction may still change is not answered (Kafka's
+            // UNSTABLE_OFFSET_COMMIT: the client asks again once the transaction ended).
+            for t in &mut answer.topics {
+                for p in &mut t.partitions {
+                    if self.has_pending_txn_offset(&group_id, &t.name, p.partition_index) {
+                        p.error_code = ErrorCode::UnstableOffsetCommit.code();
+                        p.committed_offset = -1;
+                    }
                 }
             }
         }
