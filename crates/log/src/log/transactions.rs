@@ -203,10 +203,9 @@ impl Log {
             .next_back()
             .map_or(i64::MIN, |(b, _)| *b);
         let mut all = Vec::new();
+        // A later segment may hold the marker of a transaction that started in range, so
+        // the scan goes on until an entry's last stable offset says nothing later matters.
         for seg in self.segments.range(first..).map(|(_, s)| s) {
-            if seg.base_offset() >= upper_bound_offset && !all.is_empty() {
-                break;
-            }
             let search = seg.collect_aborted_txns(start_offset, upper_bound_offset);
             all.extend(search.aborted);
             if search.complete {
