@@ -66,7 +66,9 @@ pub use config::{LogConfig, TopicCompression};
 pub use epoch::{EpochEntry, LeaderEpochCache, LEADER_EPOCH_CHECKPOINT_FILE};
 pub use error::{LogError, Result};
 pub use log::{
-    AppendInfo, CleanCommit, CompletedFlush, Log, LogStats, PendingFlush, PendingRead, ReadResult,
+    txn_marker_of, AppendInfo, CleanCommit, CompletedFlush, Log, LogStats, PendingFlush,
+    PendingRead, ReadResult, TxnMarker,
 };
+pub use segment::{encode_aborted_txn, ABORTED_TXN_ENTRY_BYTES, TXN_INDEX_FILE_SUFFIX};
 pub use shutdown::{take_clean_shutdown_marker, write_clean_shutdown_marker, CLEAN_SHUTDOWN_FILE};
 pub use snapshot::{SnapshotId, SnapshotReader, SnapshotWriter};

@@ -9,16 +9,19 @@
 //! bound how much of the log must be replayed.
 //!
 //! Pure: no clock (callers pass `now_ms`), no runtime; only the snapshot functions touch files.
-//! Transactions are not handled here yet: `coordinator_epoch` and `current_txn_first_offset` are
-//! carried through snapshots unchanged so a Kafka-written snapshot loses nothing.
+//! Transactions (the ongoing ones, their markers, the last stable offset) are the room
+//! `producer_state/txn.rs`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use bytes::{Buf, BufMut};
 use kraftd_protocol::ErrorCode;
+
+mod txn;
+pub use txn::{AbortedTxn, CompletedTxn};
 
 /// How many recent batches per producer are kept for duplicate detection; matches the
 /// producer's `max.in.flight.requests.per.connection` ceiling for idempotence, so any retried
@@ -61,9 +64,11 @@ pub struct ProducerStateEntry {
     pub batches: VecDeque<BatchMetadata>,
     /// Max timestamp of the last batch; the producer expires this long after it.
     pub last_timestamp: i64,
-    /// Carried through snapshots for the transaction support to come (-1: none).
+    /// The epoch of the transaction coordinator that wrote this producer's last marker (-1:
+    /// none); a marker from an older coordinator is fenced.
     pub coordinator_epoch: i32,
-    /// An open transaction keeps its producer from expiring; carried through snapshots.
+    /// The first offset of the producer's ongoing transaction; an open transaction keeps its
+    /// producer from expiring.
     pub current_txn_first_offset: Option<i64>,
 }
 
@@ -104,6 +109,21 @@ pub enum ProducerStateError {
     /// lost state elsewhere answer with Kafka's code.
     #[error("unknown producer id {producer_id}")]
     UnknownProducerId { producer_id: i64 },
+    /// A marker from a transaction coordinator older than the one that wrote the producer's
+    /// last marker (Kafka's `TransactionCoordinatorFencedException`).
+    #[error(
+        "coordinator epoch {coordinator_epoch} of the marker for producer {producer_id} is older \
+         than the last seen {current_coordinator_epoch}"
+    )]
+    TransactionCoordinatorFenced {
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
+    },
+    /// A non-transactional write from a producer with a transaction open (Kafka's
+    /// `InvalidTxnStateException`).
+    #[error("expected a transactional write from producer {producer_id}: its transaction is open")]
+    InvalidTxnState { producer_id: i64 },
 }
 
 impl ProducerStateError {
@@ -113,6 +133,10 @@ impl ProducerStateError {
             ProducerStateError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             ProducerStateError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             ProducerStateError::UnknownProducerId { .. } => ErrorCode::UnknownProducerId,
+            ProducerStateError::TransactionCoordinatorFenced { .. } => {
+                ErrorCode::TransactionCoordinatorFenced
+            }
+            ProducerStateError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
         }
     }
 }
@@ -127,6 +151,12 @@ pub struct ProducerStateManager {
     map_end_offset: i64,
     /// Kafka's `lastSnapOffset`: no new snapshot is worth writing until the map passes it.
     last_snap_offset: i64,
+    /// Kafka's `ongoingTxns`: first offset of each open transaction → its producer id.
+    ongoing_txns: BTreeMap<i64, i64>,
+    /// Kafka's `unreplicatedTxns`: transactions whose marker is written but not yet below
+    /// the high watermark, by first offset → (producer id, marker offset); they still hold
+    /// the last stable offset back.
+    unreplicated_txns: BTreeMap<i64, (i64, i64)>,
 }
 
 impl BatchMetadata {
@@ -214,6 +244,8 @@ impl ProducerStateManager {
             producers: HashMap::new(),
             map_end_offset: 0,
             last_snap_offset: 0,
+            ongoing_txns: BTreeMap::new(),
+            unreplicated_txns: BTreeMap::new(),
         }
     }
 
@@ -458,6 +490,7 @@ impl ProducerStateManager {
                         .filter(|e| !is_producer_expired(e, now_ms, expiration_ms))
                         .map(|e| (e.producer_id, e))
                         .collect();
+                    self.rebuild_ongoing_txns();
                     self.map_end_offset = offset;
                     self.last_snap_offset = offset;
                     tracing::info!(
@@ -479,6 +512,7 @@ impl ProducerStateManager {
             }
         }
         self.producers.clear();
+        self.rebuild_ongoing_txns();
         self.map_end_offset = fallback_offset;
         self.last_snap_offset = fallback_offset;
         Ok(())

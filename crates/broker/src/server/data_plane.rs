@@ -15,7 +15,8 @@ use kraftd_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use kraftd_protocol::messages::fetch_response::{
-    EpochEndOffset as FetchEpochEndOffset, LeaderIdAndEpoch as FetchLeader, PartitionData,
+    AbortedTransaction, EpochEndOffset as FetchEpochEndOffset, LeaderIdAndEpoch as FetchLeader,
+    PartitionData,
 };
 use kraftd_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -170,6 +171,8 @@ impl DataPlane {
                 replica_id,
                 broker_epoch: request.replica_state.replica_epoch,
             }
+        } else if version >= 4 && request.isolation_level == 1 {
+            FetchOrigin::ConsumerReadCommitted
         } else {
             FetchOrigin::Consumer
         };
@@ -259,11 +262,16 @@ impl DataPlane {
             for p in topic.partitions {
                 let answer =
                     partition_by_name(image, &topic.name, p.partition_index).and_then(|tp| {
-                        self.replica_manager.list_offset(
+                        self.replica_manager.list_offset_isolated(
                             &tp,
                             p.current_leader_epoch,
                             p.timestamp,
                             request.replica_id,
+                            if version >= 2 {
+                                request.isolation_level
+                            } else {
+                                0
+                            },
                         )
                     });
                 out.partitions.push(match answer {
@@ -549,7 +557,11 @@ fn partition_data(version: i16, index: i32, r: FetchResult) -> PartitionData {
         partition_index: index,
         error_code: r.error.code(),
         high_watermark: r.high_watermark,
-        last_stable_offset: r.high_watermark,
+        last_stable_offset: if version >= 4 {
+            r.last_stable_offset
+        } else {
+            -1
+        },
         log_start_offset: if version >= 5 { r.log_start_offset } else { -1 },
         diverging_epoch: FetchEpochEndOffset {
             epoch: diverging_epoch,
@@ -561,7 +573,15 @@ fn partition_data(version: i16, index: i32, r: FetchResult) -> PartitionData {
             leader_epoch,
             ..Default::default()
         },
-        aborted_transactions: None,
+        aborted_transactions: r.aborted_transactions.filter(|_| version >= 4).map(|a| {
+            a.into_iter()
+                .map(|(producer_id, first_offset)| AbortedTransaction {
+                    producer_id,
+                    first_offset,
+                    ..Default::default()
+                })
+                .collect()
+        }),
         preferred_read_replica: -1,
         records: Some(r.records),
         ..Default::default()

@@ -15,6 +15,7 @@ pub mod group_apis;
 pub mod lifecycle;
 mod metadata_task;
 pub mod producer_id_manager;
+pub mod txn_markers;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -23,7 +23,7 @@ use crate::fsutil;
 use crate::handles::SegmentFiles;
 use crate::segment::{
     file_name, BatchInfo, Segment, SegmentRegion, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX,
-    TIME_INDEX_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
 };
 
 /// The largest batch the cleaner will read, whatever `max.message.bytes` says now (it may
@@ -43,6 +43,8 @@ pub(crate) struct SourceSegment {
     pub whole: SegmentRegion,
     /// From the first dirty offset's index entry, for the segment holding it.
     pub dirty: Option<SegmentRegion>,
+    /// The segment's `.txnindex` entries.
+    pub aborted: Vec<crate::producer_state::AbortedTxn>,
 }
 
 /// What [`crate::Log::commit_clean`] checks a segment against: the one read must still be
@@ -126,7 +128,14 @@ impl CleanedSegments {
         }
         self.pending_files = false;
         for g in &self.groups {
-            for path in cleaned_paths(&self.dir, g.base, CLEANED_SUFFIX) {
+            let txn_index = self.dir.join(file_name(
+                g.base,
+                &format!("{TXN_INDEX_FILE_SUFFIX}{CLEANED_SUFFIX}"),
+            ));
+            for path in cleaned_paths(&self.dir, g.base, CLEANED_SUFFIX)
+                .into_iter()
+                .chain([txn_index])
+            {
                 if let Err(e) = fsutil::remove_if_exists(&path) {
                     tracing::warn!(error = %e, "could not remove a discarded cleaned file");
                 }
@@ -353,12 +362,21 @@ impl PendingClean {
             &self.files,
         )?;
         let round_end = group.iter().map(|s| s.next_offset).max().unwrap_or(base);
+        // Every aborted transaction of the cleanable range: one's data may sit in an older
+        // group than its marker.
+        let aborted: Vec<_> = self
+            .segments
+            .iter()
+            .flat_map(|s| &s.aborted)
+            .copied()
+            .collect();
         let mut ctx = FilterContext {
             map,
             now_ms: self.now_ms,
             delete_retention_ms: self.delete_retention_ms,
             last_batches: &self.last_batches,
             round_end,
+            aborted: &aborted,
         };
         let mut buf = BytesMut::new();
         let mut infos: Vec<BatchInfo> = Vec::new();
@@ -388,6 +406,13 @@ impl PendingClean {
         }
         if !buf.is_empty() {
             out.append(&buf, &infos, self.now_ms)?;
+        }
+        // The cleaned segment keeps its sources' aborted transactions (markers are kept, so
+        // every entry still describes the log).
+        for seg in group {
+            for t in &seg.aborted {
+                out.append_aborted_txn(*t)?;
+            }
         }
         out.seal()?;
         out.close_files();

@@ -17,8 +17,12 @@
 //!   producer state must survive) or the last batch of the round (so the offset after it is
 //!   not lost); then an empty batch with the original's header fields remains.
 //!
-//! Transactions: control batches (markers) and transactional batches are kept unchanged
-//! ([`transactional_batch_retention`] is where aborted transactions' removal will go).
+//! Transactions (a subset of Kafka's `CleanedTransactionMetadata` rules): a transactional
+//! batch of an aborted transaction (named by the `.txnindex` entries of the cleaned range) is
+//! removed, unless it is its producer's last batch or the round's last, which are kept whole;
+//! committed transactional batches and every marker are kept unchanged (Kafka removes a
+//! marker once its transaction's data is gone and the delete horizon passed; keeping it is
+//! always safe, it costs a batch per transaction).
 
 use bytes::{Bytes, BytesMut};
 use kraftd_protocol::records::{
@@ -43,6 +47,20 @@ pub(crate) struct FilterContext<'a> {
     /// there is kept, even empty, so a cleaned segment ends exactly where the segments it
     /// replaces ended (recovery of an interrupted swap relies on it).
     pub round_end: i64,
+    /// The aborted transactions of the cleaned range.
+    pub aborted: &'a [crate::producer_state::AbortedTxn],
+}
+
+/// Kafka's aborted-data check: a transactional data batch inside an aborted transaction of
+/// its producer (a producer has one transaction open at a time, so the range is exact).
+fn is_aborted_data(aborted: &[crate::producer_state::AbortedTxn], batch: &RecordBatch) -> bool {
+    batch.is_transactional()
+        && !batch.is_control()
+        && aborted.iter().any(|t| {
+            t.producer_id == batch.producer_id()
+                && t.first_offset <= batch.base_offset()
+                && batch.last_offset() <= t.last_offset
+        })
 }
 
 /// Whether a transactional or control batch goes through the data rules. For now every
@@ -70,6 +88,12 @@ pub(crate) fn filter_batch(
     // which would launder a bit flip into data that reads as valid. A corrupt batch fails
     // the clean, and the owner marks the log uncleanable.
     batch.validate_crc().map_err(corrupt)?;
+    let keep_anyway = batch.next_offset() == ctx.round_end
+        || ctx.last_batches.get(&batch.producer_id()) == Some(&batch.last_offset());
+    if is_aborted_data(ctx.aborted, batch) && !keep_anyway {
+        stats.messages_read += u64::try_from(batch.record_count()).unwrap_or(0);
+        return Ok(None);
+    }
     if !transactional_batch_retention(batch) {
         stats.messages_read += u64::try_from(batch.record_count()).unwrap_or(0);
         stats.messages_written += u64::try_from(batch.record_count()).unwrap_or(0);

@@ -275,6 +275,10 @@ impl Log {
             self.log_end_offset = self.active().next_offset();
         }
         debug_assert_eq!(self.log_end_offset, last.last_offset + 1);
+        if self.producers_loaded {
+            self.apply_to_producers(&checked.data, first_offset)?;
+            self.producers.set_map_end_offset(self.log_end_offset);
+        }
         self.unflushed_records = self.unflushed_records.saturating_add(checked.record_count);
         self.maybe_flush(now_ms)?;
         Ok(AppendInfo {

@@ -29,7 +29,7 @@ use crate::cleaner::execute::{cleaned_paths, SourceSegment};
 use crate::cleaner::{CleanableLog, CleanedSegments, PendingClean, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::error::{LogError, Result};
 use crate::fsutil;
-use crate::segment::{file_name, Segment, LOG_FILE_SUFFIX};
+use crate::segment::{file_name, Segment, LOG_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX};
 
 /// What [`Log::commit_clean`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,6 +175,11 @@ impl Log {
         if !self.config.cleanup_policy.compact {
             return None;
         }
+        // Open transactions are not cleaned (Kafka bounds the clean by the first unstable
+        // offset).
+        let upper_bound_offset = self
+            .first_unstable_offset()
+            .map_or(upper_bound_offset, |o| o.min(upper_bound_offset));
         let (first_dirty, first_uncleanable, _) =
             self.cleanable_range(now_ms, Some(first_dirty_offset), upper_bound_offset);
         let segments: Vec<SourceSegment> = self
@@ -190,6 +195,7 @@ impl Log {
                 whole: seg.region(base),
                 dirty: (base <= first_dirty && first_dirty < seg.next_offset())
                     .then(|| seg.region(first_dirty)),
+                aborted: seg.aborted_txns().to_vec(),
             })
             .collect();
         if !segments.iter().any(|s| s.next_offset > first_dirty) {
@@ -242,6 +248,14 @@ impl Log {
             for (from, to) in from.iter().zip(&to) {
                 std::fs::rename(from, to).map_err(LogError::io("rename", from))?;
             }
+            // The `.txnindex` exists only when the group holds aborted transactions.
+            let (from, to) = (
+                txn_index_path(&dir, g.base, CLEANED_SUFFIX),
+                txn_index_path(&dir, g.base, SWAP_SUFFIX),
+            );
+            if from.exists() {
+                std::fs::rename(&from, &to).map_err(LogError::io("rename", &from))?;
+            }
         }
         fsutil::sync_dir(&dir)?;
         cleaned.pending_files = false;
@@ -259,6 +273,13 @@ impl Log {
             // The `.log` first (the last of the three paths), then its indexes.
             for i in [2, 0, 1] {
                 std::fs::rename(&from[i], &to[i]).map_err(LogError::io("rename", &from[i]))?;
+            }
+            let (from, to) = (
+                txn_index_path(&dir, g.base, SWAP_SUFFIX),
+                txn_index_path(&dir, g.base, ""),
+            );
+            if from.exists() {
+                std::fs::rename(&from, &to).map_err(LogError::io("rename", &from))?;
             }
         }
         fsutil::sync_dir(&dir)?;
@@ -284,6 +305,11 @@ impl Log {
     }
 }
 
+/// The `.txnindex` of segment `base` with `extra` after the suffix.
+fn txn_index_path(dir: &Path, base: i64, extra: &str) -> std::path::PathBuf {
+    dir.join(file_name(base, &format!("{TXN_INDEX_FILE_SUFFIX}{extra}")))
+}
+
 /// `<20 digits>.<rest>`: a file of segment `base`, with what follows the first dot.
 fn parse_base(name: &str) -> Option<(i64, &str)> {
     let (stem, rest) = name.split_once('.')?;
@@ -293,9 +319,10 @@ fn parse_base(name: &str) -> Option<(i64, &str)> {
     Some((stem.parse().ok()?, rest))
 }
 
-/// The segment files (live names) Kafka's loader may delete: `.log`, `.index`, `.timeindex`.
+/// The segment files (live names) Kafka's loader may delete: `.log`, `.index`, `.timeindex`,
+/// `.txnindex`.
 fn is_live_segment_file(rest: &str) -> bool {
-    matches!(rest, "log" | "index" | "timeindex")
+    matches!(rest, "log" | "index" | "timeindex" | "txnindex")
 }
 
 /// Kafka's `LogLoader` handling of an interrupted clean, before segments are loaded:

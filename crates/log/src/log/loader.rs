@@ -15,7 +15,9 @@ use crate::epoch::LeaderEpochCache;
 use crate::error::{LogError, Result};
 use crate::fsutil;
 use crate::handles::SegmentFiles;
-use crate::segment::{Segment, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX};
+use crate::segment::{
+    Segment, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+};
 use crate::snapshot::{SnapshotId, PARTIAL_SNAPSHOT_SUFFIX};
 
 /// The largest batch recovery will believe in, whatever `max.message.bytes` says: a
@@ -139,6 +141,8 @@ impl Log {
                 truncations: Arc::new(AtomicU64::new(0)),
                 truncated_floor: None,
                 files,
+                producers: Log::new_producer_state(dir),
+                producers_loaded: false,
             });
         };
         for &base in bases.range(..active_base) {
@@ -264,6 +268,8 @@ impl Log {
             truncations: Arc::new(AtomicU64::new(0)),
             truncated_floor: None,
             files,
+            producers: Log::new_producer_state(dir),
+            producers_loaded: false,
         })
     }
 
@@ -294,8 +300,13 @@ fn parse_segment_file_name(name: &str) -> Option<(i64, &'static str)> {
     if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let suffix = [LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX]
-        .into_iter()
-        .find(|s| *s == ext)?;
+    let suffix = [
+        LOG_FILE_SUFFIX,
+        INDEX_FILE_SUFFIX,
+        TIME_INDEX_FILE_SUFFIX,
+        TXN_INDEX_FILE_SUFFIX,
+    ]
+    .into_iter()
+    .find(|s| *s == ext)?;
     Some((stem.parse().ok()?, suffix))
 }

@@ -51,7 +51,9 @@
 //! - `truncate.rs` — truncation (divergence) and full truncation (snapshot install);
 //! - `retention.rs` — deleting old segments: by time, by size, below the log start;
 //! - `start_offset.rs` — moving the log start offset (DeleteRecords) and its file;
-//! - `snapshots.rs` — the snapshots beside the log (KIP-630).
+//! - `snapshots.rs` — the snapshots beside the log (KIP-630);
+//! - `transactions.rs` — producer state, abort markers in the `.txnindex`, the last stable
+//!   offset and the aborted transactions of a range.
 //!
 //! - `clean.rs` — compaction's side of the log ([`crate::cleaner`]): the cleanable range
 //!   and dirty ratio, planning a clean, swapping cleaned segments in (Kafka's
@@ -70,6 +72,7 @@ use crate::config::LogConfig;
 use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::Result;
 use crate::handles::SegmentFiles;
+use crate::producer_state::{ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
 use crate::segment::Segment;
 use crate::snapshot::SnapshotId;
 
@@ -81,12 +84,14 @@ mod read;
 mod retention;
 mod snapshots;
 mod start_offset;
+mod transactions;
 mod truncate;
 
 pub use append::AppendInfo;
 pub use clean::CleanCommit;
 pub use flush::{CompletedFlush, PendingFlush};
 pub use read::{PendingRead, ReadResult};
+pub use transactions::{txn_marker_of, TxnMarker};
 
 /// Suffix of files being deleted (renamed first so a crash never leaves a gap).
 const DELETED_SUFFIX: &str = ".deleted";
@@ -144,6 +149,11 @@ pub struct Log {
     truncated_floor: Option<i64>,
     /// The bounded cache of sealed segments' `.log` handles, shared with the segments.
     files: Arc<SegmentFiles>,
+    /// Idempotent and transactional producers (`transactions.rs`).
+    producers: ProducerStateManager,
+    /// Whether `producers` was loaded ([`Log::load_producer_state`]); appends update it only
+    /// then.
+    producers_loaded: bool,
 }
 
 impl Log {
@@ -228,6 +238,10 @@ impl Log {
     pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
         self.epoch_cache
             .end_offset_for_epoch(epoch, self.log_end_offset)
+    }
+
+    fn new_producer_state(dir: &Path) -> ProducerStateManager {
+        ProducerStateManager::new(dir.to_path_buf(), DEFAULT_PRODUCER_ID_EXPIRATION_MS)
     }
 
     fn active(&self) -> &Segment {

@@ -9,7 +9,9 @@ use super::start_offset::{write_log_start_offset, LOG_START_OFFSET_FILE};
 use super::{Log, DELETED_SUFFIX};
 use crate::error::{LogError, Result};
 use crate::fsutil;
-use crate::segment::{file_name, Segment, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX};
+use crate::segment::{
+    file_name, Segment, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+};
 
 impl Log {
     /// Removes every batch from the one holding `offset` on (the follower's divergence
@@ -54,7 +56,7 @@ impl Log {
             self.log_start_offset = self.log_end_offset;
             write_log_start_offset(&self.dir, self.log_start_offset)?;
         }
-        Ok(())
+        self.reload_producer_state_after_truncation()
     }
 
     /// The lowest offset truncated to since the last call, if any truncation happened: the
@@ -99,7 +101,11 @@ impl Log {
                 target.push(DELETED_SUFFIX);
                 std::fs::rename(&path, &target).map_err(LogError::io("rename", &path))?;
                 renamed.push(PathBuf::from(target));
-                for suffix in [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX] {
+                for suffix in [
+                    INDEX_FILE_SUFFIX,
+                    TIME_INDEX_FILE_SUFFIX,
+                    TXN_INDEX_FILE_SUFFIX,
+                ] {
                     fsutil::remove_if_exists(&self.dir.join(file_name(base, suffix)))?;
                 }
             }
@@ -121,6 +127,6 @@ impl Log {
         self.flushed_offset = offset;
         self.unflushed_records = 0;
         self.epoch_cache.clear()?;
-        Ok(())
+        self.reload_producer_state_after_truncation()
     }
 }

@@ -29,9 +29,12 @@ use crate::index::{OffsetIndex, TimeIndex};
 
 mod file_records;
 mod recovery;
+mod txn_index;
 
 pub(crate) use file_records::{BatchInfo, SegmentRegion};
 use file_records::{BatchReader, ScanError};
+pub use txn_index::{encode_aborted_txn, ABORTED_TXN_ENTRY_BYTES, TXN_INDEX_FILE_SUFFIX};
+pub(crate) use txn_index::{TxnIndex, TxnIndexSearch};
 
 /// Suffix of segment data files.
 pub const LOG_FILE_SUFFIX: &str = "log";
@@ -43,6 +46,11 @@ pub const TIME_INDEX_FILE_SUFFIX: &str = "timeindex";
 /// `<offset, 20 digits>.<suffix>`, Kafka's segment file name.
 pub fn file_name(base_offset: i64, suffix: &str) -> String {
     format!("{base_offset:020}.{suffix}")
+}
+
+/// The `.txnindex` beside a live `.log`.
+fn txn_index_path(log_path: &Path) -> PathBuf {
+    log_path.with_extension(TXN_INDEX_FILE_SUFFIX)
 }
 
 /// One segment of a log.
@@ -62,6 +70,8 @@ pub(crate) struct Segment {
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    /// The aborted transactions whose markers are in this segment (`.txnindex`).
+    txn_index: TxnIndex,
     /// The offset after the last batch (the base offset while empty).
     next_offset: i64,
     max_timestamp: i64,
@@ -108,7 +118,7 @@ impl Segment {
         let log = open_log_file(&log_path, true)?;
         let offset_index = OffsetIndex::create(&name(INDEX_FILE_SUFFIX), base_offset)?;
         let time_index = TimeIndex::create(&name(TIME_INDEX_FILE_SUFFIX), base_offset)?;
-        Ok(Segment::empty(
+        let mut seg = Segment::empty(
             base_offset,
             log_path,
             log,
@@ -116,7 +126,9 @@ impl Segment {
             offset_index,
             time_index,
             index_interval_bytes,
-        ))
+        );
+        seg.txn_index = TxnIndex::create(name(TXN_INDEX_FILE_SUFFIX))?;
+        Ok(seg)
     }
 
     fn empty(
@@ -130,19 +142,20 @@ impl Segment {
     ) -> Segment {
         Segment {
             base_offset,
-            log_path,
             log: Some(log),
             files: Arc::clone(files),
             id: files.new_id(),
             size: 0,
             offset_index,
             time_index,
+            txn_index: TxnIndex::unloaded(txn_index_path(&log_path)),
             next_offset: base_offset,
             max_timestamp: NO_TIMESTAMP,
             offset_of_max_timestamp: base_offset,
             bytes_since_last_index_entry: 0,
             index_interval_bytes,
             rolling_base_ms: None,
+            log_path,
         }
     }
 
@@ -273,6 +286,7 @@ impl Segment {
         self.offset_index.truncate_to_offset(cut.base_offset)?;
         self.offset_index.truncate_to_position(cut.position)?;
         self.time_index.truncate_to_offset(cut.base_offset)?;
+        self.txn_index.truncate_to(cut.base_offset)?;
         self.bytes_since_last_index_entry = 0;
         // The largest timestamp left: the time index's last entry covers everything up to
         // the last offset-index entry; scan what follows it.
@@ -341,6 +355,7 @@ impl Segment {
     pub fn flush_all(&mut self) -> Result<()> {
         self.offset_index.flush()?;
         self.time_index.flush()?;
+        self.txn_index.flush()?;
         self.flush()
     }
 
@@ -362,6 +377,7 @@ impl Segment {
             self.log_path.as_path(),
             self.offset_index.path(),
             self.time_index.path(),
+            self.txn_index.path(),
         ] {
             match std::fs::remove_file(path) {
                 Ok(()) => {}
@@ -425,6 +441,29 @@ impl Segment {
 
     pub fn base_offset(&self) -> i64 {
         self.base_offset
+    }
+
+    /// Records an aborted transaction whose marker is in this segment (idempotent: an
+    /// entry whose marker is not past the last one's is already there).
+    pub fn append_aborted_txn(&mut self, t: crate::producer_state::AbortedTxn) -> Result<bool> {
+        self.txn_index.append(t)
+    }
+
+    /// This segment's aborted transactions, in marker order.
+    pub fn aborted_txns(&self) -> &[crate::producer_state::AbortedTxn] {
+        self.txn_index.entries()
+    }
+
+    /// Kafka's `LogSegment.collectAbortedTxns`.
+    pub fn collect_aborted_txns(&self, fetch_offset: i64, upper_bound: i64) -> TxnIndexSearch {
+        self.txn_index.collect(fetch_offset, upper_bound)
+    }
+
+    /// Loads the `.txnindex` beside the segment, keeping only entries below its end.
+    fn load_txn_index(&mut self) -> Result<()> {
+        let path = self.txn_index.path().to_path_buf();
+        self.txn_index = TxnIndex::open(path, self.next_offset)?;
+        Ok(())
     }
 
     /// This segment's id in the log's handle cache: unique for the log's lifetime, so the

@@ -106,6 +106,9 @@ impl Segment {
                 .map_err(LogError::io("truncate", &seg.log_path))?;
         }
         seg.rolling_base_ms = first.map(|b| b.max_timestamp).filter(|&t| t >= 0);
+        // Entries whose markers were cut go; missing ones come back with the producer-state
+        // replay (`Log::load_producer_state`).
+        seg.load_txn_index()?;
         Ok((seg, report))
     }
 
@@ -139,6 +142,7 @@ impl Segment {
                 index_interval_bytes,
             );
             if seg.load_tail(file_len, max_batch_bytes)? {
+                seg.load_txn_index()?;
                 return Ok((seg, false));
             }
             return Segment::rebuild(
@@ -197,6 +201,7 @@ impl Segment {
         }
         seg.time_index
             .maybe_append(seg.max_timestamp, seg.offset_of_max_timestamp)?;
+        seg.load_txn_index()?;
         seg.flush_all()?;
         Ok(seg)
     }

@@ -11,3 +11,4 @@ mod garbage;
 mod handles;
 mod log_start;
 mod model;
+mod transactions;

@@ -70,11 +70,9 @@ impl Partition {
         now_ms: i64,
     ) -> Result<AppendInfo, PartitionError> {
         let segments = self.log.segment_count();
-        let info = self.log.append_as_follower(records.clone(), now_ms)?;
-        if info.last_offset >= info.first_offset {
-            self.update_producers_from(&records, info.first_offset, info.last_offset);
-        }
-        self.producers.set_map_end_offset(self.log.log_end_offset());
+        // The log updates the producer state, markers included (transactions complete on
+        // followers as on the leader).
+        let info = self.log.append_as_follower(records, now_ms)?;
         self.snapshot_producers_if_rolled(segments);
         self.update_follower_high_watermark(leader_high_watermark);
         Ok(info)
@@ -86,6 +84,7 @@ impl Partition {
         let hw = leader_high_watermark.min(self.log.log_end_offset());
         if hw > self.high_watermark {
             self.high_watermark = hw;
+            self.producers_follow_high_watermark();
             true
         } else {
             false

@@ -4,14 +4,15 @@
 
 use bytes::{Bytes, BytesMut};
 use kraftd_log::PendingRead;
-use kraftd_protocol::records::{Batches, RecordBatch};
+use kraftd_protocol::messages::EndTxnMarker;
+use kraftd_protocol::records::{Batches, ControlRecord, RecordBatch, RecordBatchBuilder};
 use kraftd_protocol::ErrorCode;
 use tracing::{debug, info};
 
 use super::isr::FollowerState;
 use super::validator::{validate, Validated};
 use super::{Partition, PartitionError, PartitionState, Role};
-use crate::replica::producer_state::{BatchMetadata, ProducerCheck};
+use crate::replica::producer_state::ProducerCheck;
 
 /// A produce append's outcome (Kafka's `LogAppendInfo` as the response needs it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub enum FetchIsolation {
     LogEnd,
     /// Consumers (read_uncommitted) see committed records only.
     HighWatermark,
+    /// Consumers with read_committed see records below the last stable offset only.
+    TxnCommitted,
 }
 
 /// One partition's part of a fetch.
@@ -57,6 +60,8 @@ pub struct ReadInfo {
     /// offset) before fetching again; no records are returned.
     pub diverging_epoch: Option<(i32, i64)>,
     pub high_watermark: i64,
+    /// The last stable offset (Fetch v4+).
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
 }
@@ -144,9 +149,9 @@ impl Partition {
         batch
             .validate_crc()
             .map_err(|e| PartitionError::CorruptMessage(e.to_string()))?;
-        if batch.is_transactional() {
+        if batch.is_transactional() && batch.producer_id() < 0 {
             return Err(PartitionError::InvalidRecord(
-                "transactional batches are not supported by this broker".into(),
+                "a transactional batch must carry a producer id".into(),
             ));
         }
         let (batch, records) = match validate(&batch, &self.tp, self.log.config(), now_ms)? {
@@ -157,10 +162,15 @@ impl Partition {
         let producer_epoch = batch.producer_epoch();
         let (first_seq, last_seq) = (batch.base_sequence(), batch.last_sequence());
         if producer_id >= 0 {
-            match self
-                .producers
+            let producers = self.log.producer_state();
+            let checked = producers
                 .check(producer_id, producer_epoch, first_seq, last_seq)
-            {
+                .and_then(|c| {
+                    producers
+                        .check_txn_state(producer_id, producer_epoch, batch.is_transactional())
+                        .map(|()| c)
+                });
+            match checked {
                 Ok(ProducerCheck::Append) => {}
                 Ok(ProducerCheck::Duplicate(original)) => {
                     debug!(
@@ -183,29 +193,64 @@ impl Partition {
                 }
             }
         }
-        let max_timestamp = batch.max_timestamp();
+        let segments = self.log.segment_count();
+        // The log records the batch in the producer state (and opens its transaction).
+        let info =
+            self.log
+                .append_as_leader(BytesMut::from(&records[..]), self.leader_epoch, now_ms)?;
+        self.snapshot_producers_if_rolled(segments);
+        self.maybe_increment_high_watermark(now_ms);
+        Ok(LeaderAppend {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            log_append_time: info.log_append_time,
+            log_start_offset: self.log.log_start_offset(),
+            duplicate: false,
+        })
+    }
+
+    /// Writes a transaction marker (Kafka's `appendRecordsToLeader` with origin
+    /// COORDINATOR, for WriteTxnMarkers): `min.insync.replicas` is checked as for `acks=all`,
+    /// then the producer (INVALID_PRODUCER_EPOCH for an older producer epoch) and the
+    /// coordinator epoch (TRANSACTION_COORDINATOR_FENCED for an older one); the marker is a
+    /// control batch of one record (key: version 0 and type ABORT 0 / COMMIT 1; value:
+    /// version 0 and the coordinator epoch) at the leader epoch. The producer's transaction
+    /// completes, and an abort goes into the segment's `.txnindex`.
+    pub fn append_markers_as_leader(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        now_ms: i64,
+    ) -> Result<LeaderAppend, PartitionError> {
+        self.require_leader()?;
+        let isr = self.isr.len();
+        if isr < self.config.min_insync_replicas {
+            return Err(PartitionError::NotEnoughReplicas {
+                isr,
+                min_isr: self.config.min_insync_replicas,
+            });
+        }
+        self.log
+            .producer_state()
+            .check_end_txn(producer_id, producer_epoch, coordinator_epoch)
+            .map_err(|e| PartitionError::Producer {
+                code: e.error_code(),
+                message: e.to_string(),
+            })?;
+        let records = marker_batch(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+            self.leader_epoch,
+            now_ms,
+        )?;
         let segments = self.log.segment_count();
         let info =
             self.log
                 .append_as_leader(BytesMut::from(&records[..]), self.leader_epoch, now_ms)?;
-        if producer_id >= 0 {
-            self.producers.update(
-                producer_id,
-                producer_epoch,
-                BatchMetadata {
-                    first_seq,
-                    last_seq,
-                    first_offset: info.first_offset,
-                    last_offset: info.last_offset,
-                    timestamp: if info.log_append_time >= 0 {
-                        info.log_append_time
-                    } else {
-                        max_timestamp
-                    },
-                },
-            );
-        }
-        self.producers.set_map_end_offset(self.log.log_end_offset());
         self.snapshot_producers_if_rolled(segments);
         self.maybe_increment_high_watermark(now_ms);
         Ok(LeaderAppend {
@@ -247,6 +292,7 @@ impl Partition {
             read: None,
             diverging_epoch: None,
             high_watermark: self.high_watermark,
+            last_stable_offset: self.last_stable_offset(),
             log_start_offset,
             log_end_offset,
         };
@@ -263,6 +309,7 @@ impl Partition {
         let upper_bound = match params.isolation {
             FetchIsolation::LogEnd => log_end_offset,
             FetchIsolation::HighWatermark => self.high_watermark,
+            FetchIsolation::TxnCommitted => info.last_stable_offset,
         };
         info.read = Some(
             self.log
@@ -312,4 +359,37 @@ fn single_batch(records: &Bytes) -> Result<RecordBatch, PartitionError> {
         ));
     }
     Ok(first)
+}
+
+/// A transaction marker: a transactional control batch with one record whose key is the
+/// control record type and whose value is Kafka's `EndTransactionMarker` (version 0 and the
+/// coordinator epoch).
+pub fn marker_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    coordinator_epoch: i32,
+    commit: bool,
+    leader_epoch: i32,
+    now_ms: i64,
+) -> Result<Bytes, PartitionError> {
+    let marker = EndTxnMarker { coordinator_epoch };
+    let record = if commit {
+        ControlRecord::Commit(marker)
+    } else {
+        ControlRecord::Abort(marker)
+    };
+    let value = record
+        .encode_value()
+        .map_err(|e| PartitionError::InvalidRecord(e.to_string()))?;
+    let mut builder = RecordBatchBuilder::new(0)
+        .producer(producer_id, producer_epoch, -1)
+        .transactional(true)
+        .control(true)
+        .partition_leader_epoch(leader_epoch);
+    builder
+        .append(now_ms, Some(record.key()), Some(value), Vec::new())
+        .map_err(|e| PartitionError::InvalidRecord(e.to_string()))?;
+    builder
+        .build()
+        .map_err(|e| PartitionError::InvalidRecord(e.to_string()))
 }

@@ -14,9 +14,8 @@ impl Partition {
             if self.role == Role::Leader {
                 self.log.assign_epoch_start_offset(self.leader_epoch)?;
             }
-            let _ = self
-                .producers
-                .delete_snapshots_before(self.log.log_start_offset());
+            let start = self.log.log_start_offset();
+            let _ = self.log.producer_state_mut().delete_snapshots_before(start);
         }
         Ok(deleted)
     }
@@ -102,9 +101,8 @@ impl Partition {
         if self.role == Role::Leader {
             self.log.assign_epoch_start_offset(self.leader_epoch)?;
         }
-        let _ = self
-            .producers
-            .delete_snapshots_before(self.log.log_start_offset());
+        let start = self.log.log_start_offset();
+        let _ = self.log.producer_state_mut().delete_snapshots_before(start);
         Ok(())
     }
 }

@@ -204,7 +204,6 @@ pub struct Partition {
     /// This broker's epoch, sent with its own ISR membership.
     local_broker_epoch: i64,
     log: Log,
-    producers: ProducerStateManager,
     config: PartitionConfig,
     role: Role,
     leader_epoch: i32,
@@ -234,17 +233,12 @@ impl Partition {
         high_watermark: i64,
         now_ms: i64,
     ) -> Result<Partition, PartitionError> {
-        let producers = ProducerStateManager::new(
-            log.dir().to_path_buf(),
-            super::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        );
         let high_watermark = high_watermark.clamp(log.log_start_offset(), log.log_end_offset());
         let mut partition = Partition {
             tp,
             local_broker,
             local_broker_epoch: -1,
             log,
-            producers,
             config,
             role: Role::None,
             leader_epoch: -1,
@@ -305,7 +299,7 @@ impl Partition {
         self.followers.get(&broker)
     }
     pub fn producers(&self) -> &ProducerStateManager {
-        &self.producers
+        self.log.producer_state()
     }
     /// The leader as this replica knows it (-1 when none).
     pub fn leader_id(&self) -> i32 {

@@ -24,12 +24,13 @@ use crate::replica::TopicIdPartition;
 /// Who is fetching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FetchOrigin {
+    /// A consumer reading uncommitted (up to the HW).
     Consumer,
+    /// A consumer with isolation level read_committed: up to the last stable offset, with
+    /// the aborted transactions of the range.
+    ConsumerReadCommitted,
     /// A follower replica with the broker epoch its request carried (KIP-903).
-    Follower {
-        replica_id: i32,
-        broker_epoch: i64,
-    },
+    Follower { replica_id: i32, broker_epoch: i64 },
 }
 
 /// A fetch request's limits.
@@ -45,10 +46,15 @@ pub struct FetchLimits {
 pub struct FetchResult {
     pub error: ErrorCode,
     pub high_watermark: i64,
+    /// The last stable offset (the HW when no transaction is open).
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub diverging_epoch: Option<(i32, i64)>,
     pub records: Bytes,
+    /// For read_committed: (producer id, first offset) of the aborted transactions
+    /// overlapping the records returned (Kafka's `FetchDataInfo.abortedTransactions`).
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// The leader as this broker knows it, for NOT_LEADER_OR_FOLLOWER / FENCED answers.
     pub current_leader: Option<(i32, i32)>,
 }
@@ -58,10 +64,12 @@ impl FetchResult {
         FetchResult {
             error,
             high_watermark: -1,
+            last_stable_offset: -1,
             log_start_offset: -1,
             log_end_offset: -1,
             diverging_epoch: None,
             records: Bytes::new(),
+            aborted_transactions: None,
             current_leader: None,
         }
     }
@@ -194,6 +202,7 @@ impl ReplicaManager {
             last_fetched_epoch: params.last_fetched_epoch,
             isolation: match origin {
                 FetchOrigin::Consumer => FetchIsolation::HighWatermark,
+                FetchOrigin::ConsumerReadCommitted => FetchIsolation::TxnCommitted,
                 FetchOrigin::Follower { .. } => FetchIsolation::LogEnd,
             },
         };
@@ -262,15 +271,37 @@ impl ReplicaManager {
             let mut result = FetchResult {
                 error: ErrorCode::None,
                 high_watermark: info.high_watermark,
+                last_stable_offset: info.last_stable_offset,
                 log_start_offset: info.log_start_offset,
                 log_end_offset: info.log_end_offset,
                 diverging_epoch: info.diverging_epoch,
                 records: Bytes::new(),
                 current_leader: None,
+                aborted_transactions: None,
             };
+            let read_committed = origin == FetchOrigin::ConsumerReadCommitted;
             match info.read.map(|r| r.execute()) {
                 None => return result,
                 Some(Ok(read)) => {
+                    if read_committed {
+                        // Kafka's addAbortedTransactions: the aborted transactions
+                        // overlapping [fetch offset, the offset after the records read).
+                        let upper = if read.bytes.is_empty() {
+                            params.fetch_offset
+                        } else {
+                            read.next_offset
+                        };
+                        let aborted = hosted
+                            .lock()
+                            .log()
+                            .collect_aborted_transactions(params.fetch_offset, upper);
+                        result.aborted_transactions = Some(
+                            aborted
+                                .into_iter()
+                                .map(|t| (t.producer_id, t.first_offset))
+                                .collect(),
+                        );
+                    }
                     result.records = read.bytes;
                     return result;
                 }

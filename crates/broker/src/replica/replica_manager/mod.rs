@@ -32,6 +32,7 @@ mod fetch;
 mod metrics;
 mod offsets;
 mod produce;
+mod txn_markers;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -55,6 +56,7 @@ pub use self::apply_delta::{partition_state, ReplicaManagerPublisher};
 pub use self::fetch::{FetchLimits, FetchOrigin, FetchResult};
 pub use self::metrics::ReplicaMetrics;
 pub use self::produce::{PendingProduce, ProduceResult};
+pub use self::txn_markers::TxnMarkerWrite;
 
 /// How the ReplicaManager runs; Kafka's names in the field docs.
 #[derive(Debug, Clone)]

@@ -22,6 +22,20 @@ impl ReplicaManager {
         timestamp: i64,
         replica_id: i32,
     ) -> Result<(i64, i64, i32), ErrorCode> {
+        self.list_offset_isolated(tp, current_leader_epoch, timestamp, replica_id, 0)
+    }
+
+    /// [`ReplicaManager::list_offset`] at an isolation level: with 1 (read_committed) the
+    /// last fetchable offset is the last stable offset instead of the HW (Kafka's
+    /// `lastFetchableOffset`): latest is the LSO and lookups stop below it.
+    pub fn list_offset_isolated(
+        &self,
+        tp: &TopicIdPartition,
+        current_leader_epoch: i32,
+        timestamp: i64,
+        replica_id: i32,
+        isolation_level: i8,
+    ) -> Result<(i64, i64, i32), ErrorCode> {
         let Some(hosted) = self.partition(tp.topic_id, tp.partition) else {
             return Err(self.missing_partition_error(tp.topic_id, tp.partition));
         };
@@ -31,6 +45,11 @@ impl ReplicaManager {
             p.check_offset_for_leader_epoch(current_leader_epoch)
                 .map_err(|e| e.error_code())?;
         }
+        let fetchable = if isolation_level == 1 {
+            p.last_stable_offset()
+        } else {
+            p.high_watermark()
+        };
         let epoch_at = |offset: i64| {
             let (e, _) = p.end_offset_for_epoch(i32::MAX);
             let mut found = e;
@@ -50,7 +69,7 @@ impl ReplicaManager {
                 let o = if replica_id >= 0 {
                     p.log_end_offset()
                 } else {
-                    p.high_watermark()
+                    fetchable
                 };
                 Ok((o, -1, epoch_at(o.saturating_sub(1).max(0))))
             }
@@ -60,7 +79,7 @@ impl ReplicaManager {
                     .max_timestamp_and_offset()
                     .map_err(|_| ErrorCode::KafkaStorageError)?;
                 match found {
-                    Some((ts, off)) if off < p.high_watermark() => Ok((off, ts, epoch_at(off))),
+                    Some((ts, off)) if off < fetchable => Ok((off, ts, epoch_at(off))),
                     _ => Ok((-1, -1, -1)),
                 }
             }
@@ -70,7 +89,7 @@ impl ReplicaManager {
                     .offset_for_timestamp(ts)
                     .map_err(|_| ErrorCode::KafkaStorageError)?;
                 match found {
-                    Some((off, ts)) if off < p.high_watermark() => Ok((off, ts, epoch_at(off))),
+                    Some((off, ts)) if off < fetchable => Ok((off, ts, epoch_at(off))),
                     _ => Ok((-1, -1, -1)),
                 }
             }
