@@ -165,3 +165,38 @@ fn exhausted_epoch_moves_to_a_new_producer_id() {
     assert_eq!(again.producer_id, r.producer_id);
     assert_ne!(h.txn(TXN).last_producer_epoch, NO_PRODUCER_EPOCH);
 }
+
+#[test]
+fn hostile_values_are_answered_not_panicked_on() {
+    let mut h = H::new();
+    let (pid, _) = h.init(TXN);
+    let (p2, e2) = h.init("open");
+    h.add("open", p2, e2, &[("t", 0)]);
+    let epochs = [i16::MIN, -1, 0, 1, i16::MAX - 1, i16::MAX];
+    let pids = [i64::MIN, -1, 0, pid, p2, i64::MAX];
+    for id in [TXN, "open", "", "unknown"] {
+        for &p in &pids {
+            for &e in &epochs {
+                for v in 0..=5 {
+                    h.end(v, id, p, e, v % 2 == 0);
+                    h.add_batched(4 + v % 2, id, p, e, v % 3 == 0, &[("t", 0), ("t", -1)]);
+                    if v <= 3 {
+                        h.add_v(v, id, p, e, &[("t", i32::MAX)]);
+                        h.add_offsets(v, id, p, e, -5);
+                    }
+                    h.init_v(v, id, p, e);
+                }
+            }
+        }
+    }
+    // Whatever happened, every transaction is in a state Kafka allows.
+    for id in [TXN, "open"] {
+        let m = h.txn(id);
+        assert!(m.producer_epoch >= 0, "{m:?}");
+        assert!(!matches!(
+            m.state,
+            TxnState::Dead | TxnState::PrepareEpochFence
+        ));
+    }
+    assert!(h.shard.transaction("").is_none());
+}
