@@ -18,3 +18,4 @@ pub mod kafka_apis;
 pub mod metadata;
 pub mod replica;
 pub mod server;
+pub mod transaction_coordinator;
