@@ -10,6 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use kraftd_broker::group_coordinator::GroupCoordinatorConfig;
 use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
+use kraftd_broker::transaction_coordinator::TransactionCoordinatorConfig;
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
 use tracing::info;
@@ -264,6 +265,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .map(str::to_string),
         log_cleaner: log_cleaner_config(config)?,
         group_coordinator: group_coordinator_config(config)?,
+        transaction_coordinator: transaction_coordinator_config(config)?,
     })
 }
 
@@ -297,6 +299,16 @@ fn group_coordinator_config(config: &NodeConfig) -> Result<GroupCoordinatorConfi
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     GroupCoordinatorConfig::from_properties(&props).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `transaction.*` and `transactional.id.*`, Kafka's defaults where unset.
+fn transaction_coordinator_config(config: &NodeConfig) -> Result<TransactionCoordinatorConfig> {
+    let props = config
+        .props
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    TransactionCoordinatorConfig::from_properties(&props).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// `super.users` and `allow.everyone.if.no.acl.found`.

@@ -225,6 +225,18 @@ impl GroupCoordinatorService {
         self.runtime.call_partition(partition, ctx, request).await
     }
 
+    /// A transaction marker landed on `__consumer_offsets-<partition>` here: the
+    /// producer's pending offsets there become committed or are dropped (Kafka's
+    /// `onTransactionCompleted`). Loading replays the marker too, so a shard that is not
+    /// loaded yet misses nothing.
+    pub fn complete_transaction(&self, partition: i32, producer_id: i64, commit: bool) {
+        self.runtime.run_on(
+            partition,
+            -1,
+            Box::new(move |shard, _now| shard.complete_transaction(producer_id, commit)),
+        );
+    }
+
     /// Runs `request` on every shard this broker serves; the answers, and whether some
     /// shard is still loading (ListGroups then reports COORDINATOR_LOAD_IN_PROGRESS).
     pub async fn broadcast(

@@ -19,5 +19,6 @@ pub mod metrics;
 pub mod publisher;
 pub mod runtime;
 pub mod shard;
+pub mod transaction;
 
 pub use group::GroupCoordinatorService;

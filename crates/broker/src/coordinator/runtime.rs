@@ -65,7 +65,8 @@ pub enum Event<S: CoordinatorShard> {
         request: S::Request,
         respond: oneshot::Sender<BroadcastAnswers<S>>,
     },
-    /// Runs `call` on the shard if it is still the one led at `leader_epoch`.
+    /// Runs `call` on the shard if it is still the one led at `leader_epoch` (any epoch
+    /// when negative).
     Call {
         partition: i32,
         leader_epoch: i32,
@@ -368,7 +369,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
                 call,
             } => {
                 if let Some(PartitionState::Active(a)) = self.partitions.get_mut(&partition) {
-                    if a.leader_epoch == leader_epoch {
+                    if leader_epoch < 0 || a.leader_epoch == leader_epoch {
                         call(&mut a.shard, unix_ms());
                         self.process_output(partition);
                     }

@@ -27,7 +27,9 @@ use tracing::debug;
 use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, InternalTopics, GROUP_API_KEYS};
+use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
+use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -93,6 +95,8 @@ pub struct BrokerApisContext {
     pub data: DataPlane,
     /// Groups and their committed offsets.
     pub group_coordinator: Arc<GroupCoordinatorService>,
+    /// Transactions.
+    pub txn_coordinator: Arc<TransactionCoordinatorService>,
     /// The internal topics this broker asks the controller for.
     pub internal_topics: InternalTopics,
     /// The metadata offset applied (ApiVersions' finalized features epoch).
@@ -118,6 +122,7 @@ impl KafkaApis {
             .into_iter()
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
+            .chain(TXN_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -252,9 +257,25 @@ impl KafkaApis {
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(data.offset_for_leader_epoch(&self.image(), r))
             }
+            RequestBody::InitProducerId(r) if r.transactional_id.is_some() => {
+                ResponseBody::InitProducerId(
+                    TxnApis {
+                        context: &self.context,
+                    }
+                    .init_producer_id(&request.header, request.peer, r)
+                    .await,
+                )
+            }
             RequestBody::InitProducerId(r) => {
                 let deadline = Instant::now() + FORWARD_TIMEOUT;
                 ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
+            }
+            body if TXN_API_KEYS.contains(&request.api_key) => {
+                TxnApis {
+                    context: &self.context,
+                }
+                .handle(&request.header, request.peer, body)
+                .await
             }
             body if GROUP_API_KEYS.contains(&request.api_key) => {
                 self.group_apis()

@@ -108,9 +108,9 @@ impl DataPlane {
         let mut order: Vec<(String, Uuid, i32, Option<ErrorCode>)> = Vec::new();
         let refuse_all = if !matches!(acks, -1..=1) {
             Some(ErrorCode::InvalidRequiredAcks)
-        } else if request.transactional_id.is_some() {
-            // No transaction coordinator yet: refused plainly, not half-supported.
-            Some(ErrorCode::UnsupportedVersion)
+        } else if request.transactional_id.is_some() && acks != -1 {
+            // Kafka: a transactional produce must be acknowledged by the ISR.
+            Some(ErrorCode::InvalidRequiredAcks)
         } else {
             None
         };

@@ -44,6 +44,7 @@ use tracing::{debug, info, warn};
 
 use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
+use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::endpoint;
 
@@ -55,6 +56,7 @@ const OFFSET_FETCH_BATCH_VERSION: i16 = 8;
 const TOPIC_ID_VERSION: i16 = 10;
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 /// How often an absent offsets topic is asked for again.
 const CREATE_RETRY_MS: i64 = 5_000;
 
@@ -75,10 +77,21 @@ pub const GROUP_API_KEYS: [ApiKey; 13] = [
     ApiKey::ConsumerGroupDescribe,
 ];
 
-/// Creation of the offsets topic, asked at most every [`CREATE_RETRY_MS`].
+/// Creation of the internal topics, each asked at most every [`CREATE_RETRY_MS`].
 #[derive(Debug, Default)]
 pub struct InternalTopics {
-    last_create_ms: AtomicI64,
+    offsets: AtomicI64,
+    transactions: AtomicI64,
+}
+
+/// An internal topic as the broker creates it on first use.
+struct InternalTopic {
+    name: &'static str,
+    /// The replication setting, for the warning when there are fewer brokers.
+    setting: &'static str,
+    partitions: i32,
+    replication: i16,
+    configs: Vec<(&'static str, String)>,
 }
 
 /// One listener's view for the group handlers.
@@ -349,21 +362,34 @@ impl GroupApis<'_> {
             error_message: message.or_else(|| Some(code.to_string())),
             ..Default::default()
         };
-        if key_type != KEY_TYPE_GROUP {
-            // Transactions and share groups are not served by kraftd yet.
-            return failed(
-                key,
-                ErrorCode::InvalidRequest,
-                Some(format!(
-                    "coordinator key type {key_type} is not supported by kraftd"
-                )),
-            );
-        }
-        let Some(topic) = image.topics.get_by_name(GROUP_METADATA_TOPIC_NAME) else {
-            self.create_offsets_topic(image).await;
+        let (topic_name, partition) = match key_type {
+            KEY_TYPE_GROUP => (
+                GROUP_METADATA_TOPIC_NAME,
+                self.coordinator().partition_for(&key),
+            ),
+            KEY_TYPE_TRANSACTION => (
+                TRANSACTION_STATE_TOPIC_NAME,
+                self.context.txn_coordinator.partition_for(&key),
+            ),
+            _ => {
+                // Share groups are not served by kraftd.
+                return failed(
+                    key,
+                    ErrorCode::InvalidRequest,
+                    Some(format!(
+                        "coordinator key type {key_type} is not supported by kraftd"
+                    )),
+                );
+            }
+        };
+        let Some(topic) = image.topics.get_by_name(topic_name) else {
+            if key_type == KEY_TYPE_GROUP {
+                self.create_offsets_topic(image).await;
+            } else {
+                self.create_transaction_state_topic(image).await;
+            }
             return failed(key, ErrorCode::CoordinatorNotAvailable, None);
         };
-        let partition = self.coordinator().partition_for(&key);
         let leader = topic
             .partitions
             .get(&partition)
@@ -386,47 +412,87 @@ impl GroupApis<'_> {
 
     /// Asks the controller for `__consumer_offsets` (at most every few seconds).
     pub async fn create_offsets_topic(&self, image: &MetadataImage) {
+        let config = self.coordinator().config();
+        let spec = InternalTopic {
+            name: GROUP_METADATA_TOPIC_NAME,
+            setting: "offsets.topic.replication.factor",
+            partitions: config.offsets_topic_partitions,
+            replication: config.offsets_topic_replication_factor,
+            configs: vec![
+                ("cleanup.policy", "compact".to_string()),
+                ("compression.type", "producer".to_string()),
+                (
+                    "segment.bytes",
+                    config.offsets_topic_segment_bytes.to_string(),
+                ),
+            ],
+        };
+        self.create_internal_topic(image, &self.context.internal_topics.offsets, spec)
+            .await
+    }
+
+    /// Asks the controller for `__transaction_state` (at most every few seconds), with
+    /// Kafka's `transaction.state.log.*` settings.
+    pub async fn create_transaction_state_topic(&self, image: &MetadataImage) {
+        let config = self.context.txn_coordinator.config();
+        let spec = InternalTopic {
+            name: TRANSACTION_STATE_TOPIC_NAME,
+            setting: "transaction.state.log.replication.factor",
+            partitions: config.state_log_partitions,
+            replication: config.state_log_replication_factor,
+            configs: vec![
+                ("cleanup.policy", "compact".to_string()),
+                ("compression.type", "uncompressed".to_string()),
+                ("segment.bytes", config.state_log_segment_bytes.to_string()),
+                // Never above the replicas it will have (fewer brokers than configured).
+                ("min.insync.replicas", config.state_log_min_isr.to_string()),
+            ],
+        };
+        self.create_internal_topic(image, &self.context.internal_topics.transactions, spec)
+            .await
+    }
+
+    async fn create_internal_topic(
+        &self,
+        image: &MetadataImage,
+        last_create_ms: &AtomicI64,
+        mut spec: InternalTopic,
+    ) {
         let now = unix_ms();
-        let last = self
-            .context
-            .internal_topics
-            .last_create_ms
-            .load(Ordering::Relaxed);
+        let last = last_create_ms.load(Ordering::Relaxed);
         if now - last < CREATE_RETRY_MS
-            || self
-                .context
-                .internal_topics
-                .last_create_ms
+            || last_create_ms
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_err()
         {
             return;
         }
-        let config = self.coordinator().config();
         let alive = image.cluster.brokers().filter(|b| !b.fenced).count() as i16;
-        let mut replication = config.offsets_topic_replication_factor;
+        let mut replication = spec.replication;
         if alive > 0 && alive < replication {
             warn!(
+                topic = spec.name,
                 configured = replication,
                 alive,
-                "offsets.topic.replication.factor exceeds the live brokers; creating __consumer_offsets with {alive} replicas"
+                "{} exceeds the live brokers; creating {} with {alive} replicas",
+                spec.setting,
+                spec.name
             );
             replication = alive;
         }
-        let configs = [
-            ("cleanup.policy", "compact".to_string()),
-            ("compression.type", "producer".to_string()),
-            (
-                "segment.bytes",
-                config.offsets_topic_segment_bytes.to_string(),
-            ),
-        ];
+        for (k, v) in &mut spec.configs {
+            if *k == "min.insync.replicas" {
+                let min: i16 = v.parse().unwrap_or(1);
+                *v = min.clamp(1, replication.max(1)).to_string();
+            }
+        }
         let create = CreateTopicsRequest {
             topics: vec![CreatableTopic {
-                name: GROUP_METADATA_TOPIC_NAME.into(),
-                num_partitions: config.offsets_topic_partitions,
+                name: spec.name.into(),
+                num_partitions: spec.partitions,
                 replication_factor: replication,
-                configs: configs
+                configs: spec
+                    .configs
                     .iter()
                     .map(|(k, v)| CreatableTopicConfig {
                         name: (*k).into(),
@@ -443,14 +509,17 @@ impl GroupApis<'_> {
             request_api_key: ApiKey::CreateTopics.code(),
             request_api_version: supported_range(ApiKey::CreateTopics).max,
             correlation_id: 0,
-            client_id: Some(format!("broker-{}-group-coordinator", self.context.node_id)),
+            client_id: Some(format!("broker-{}-coordinator", self.context.node_id)),
             ..Default::default()
         };
         info!(
-            partitions = config.offsets_topic_partitions,
-            replication, "creating __consumer_offsets"
+            topic = spec.name,
+            partitions = spec.partitions,
+            replication,
+            "creating an internal topic"
         );
         let context = Arc::clone(self.context);
+        let name = spec.name;
         tokio::spawn(async move {
             let deadline = Instant::now() + FORWARD_TIMEOUT;
             let result = context
@@ -468,12 +537,12 @@ impl GroupApis<'_> {
                     for t in r.topics {
                         if t.error_code != 0 && t.error_code != ErrorCode::TopicAlreadyExists.code()
                         {
-                            warn!(error = ?ErrorCode::from_code(t.error_code), message = ?t.error_message, "creating __consumer_offsets failed");
+                            warn!(topic = name, error = ?ErrorCode::from_code(t.error_code), message = ?t.error_message, "creating an internal topic failed");
                         }
                     }
                 }
                 Ok(_) => {}
-                Err(e) => debug!(error = %e, "creating __consumer_offsets failed"),
+                Err(e) => debug!(topic = name, error = %e, "creating an internal topic failed"),
             }
         });
     }

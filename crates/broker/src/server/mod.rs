@@ -15,6 +15,7 @@ pub mod group_apis;
 pub mod lifecycle;
 mod metadata_task;
 pub mod producer_id_manager;
+pub mod txn_apis;
 pub mod txn_markers;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,7 @@ use self::forwarding::ForwardingManager;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
+use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
 use crate::group_coordinator::GroupCoordinatorConfig;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
@@ -52,6 +54,7 @@ use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetric
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
+use crate::transaction_coordinator::TransactionCoordinatorConfig;
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -105,6 +108,8 @@ pub struct BrokerConfig {
     pub log_cleaner: LogCleanerConfig,
     /// `group.*` and `offsets.*`.
     pub group_coordinator: GroupCoordinatorConfig,
+    /// `transaction.*` and `transactional.id.*`.
+    pub transaction_coordinator: TransactionCoordinatorConfig,
 }
 
 /// Where the broker's metadata comes from.
@@ -138,6 +143,7 @@ pub struct BrokerServer {
     /// Compaction of `cleanup.policy=compact` logs (its own threads).
     log_cleaner: Option<LogCleaner>,
     group_coordinator: Arc<GroupCoordinatorService>,
+    txn_coordinator: Arc<TransactionCoordinatorService>,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     /// The client listeners: one task that accepts on them once the broker is ready.
@@ -235,6 +241,7 @@ impl BrokerServer {
             .inter_broker_listener_name
             .clone()
             .or_else(|| listeners.first().map(|l| l.name.clone()));
+        let replica_config_listener = replica_config.fetcher.listener_name.clone();
         let replica_manager = ReplicaManager::new(
             replica_config,
             cache.clone(),
@@ -260,11 +267,19 @@ impl BrokerServer {
             Arc::clone(&replica_manager),
             cache.clone(),
         );
-        // The group coordinator learns of its partitions after the replica layer made
-        // them leaders, so a shard loads from a log that is ready to append to.
+        let (txn_coordinator, txn_publisher) = TransactionCoordinatorService::start(
+            config.transaction_coordinator.clone(),
+            config.node_id,
+            Arc::clone(&replica_manager),
+            cache.clone(),
+            replica_config_listener.clone(),
+        );
+        // The coordinators learn of their partitions after the replica layer made them
+        // leaders, so a shard loads from a log that is ready to append to.
         let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![
             Box::new(ReplicaManagerPublisher(Arc::clone(&replica_manager))),
             Box::new(group_publisher),
+            Box::new(txn_publisher),
             Box::new(cache.clone()),
         ];
         publishers.extend(published.publishers());
@@ -334,6 +349,7 @@ impl BrokerServer {
                 producer_ids,
             },
             group_coordinator: Arc::clone(&group_coordinator),
+            txn_coordinator: Arc::clone(&txn_coordinator),
             internal_topics: Default::default(),
             metadata_metrics: metadata_metrics.clone(),
         });
@@ -355,6 +371,7 @@ impl BrokerServer {
             background: vec![replica_background, epoch_relay],
             log_cleaner: Some(log_cleaner),
             group_coordinator,
+            txn_coordinator,
             stopped,
             raft_metrics: handle.metrics(),
             config,
@@ -378,6 +395,11 @@ impl BrokerServer {
     /// Groups and their offsets.
     pub fn group_coordinator(&self) -> &Arc<GroupCoordinatorService> {
         &self.group_coordinator
+    }
+
+    /// Transactions.
+    pub fn txn_coordinator(&self) -> &Arc<TransactionCoordinatorService> {
+        &self.txn_coordinator
     }
 
     /// The hosted partitions.

@@ -131,6 +131,28 @@ impl Partition {
         required_acks: i16,
         now_ms: i64,
     ) -> Result<LeaderAppend, PartitionError> {
+        self.append_from(records, required_acks, now_ms, true)
+    }
+
+    /// A coordinator's own batch (Kafka's append origin COORDINATOR): as
+    /// [`Partition::append_as_leader`] with `acks=all`, but a transactional batch's
+    /// sequence is not checked (the coordinator writes offsets for a producer whose
+    /// sequences belong to its own partitions, with no sequence of its own).
+    pub fn append_as_coordinator(
+        &mut self,
+        records: Bytes,
+        now_ms: i64,
+    ) -> Result<LeaderAppend, PartitionError> {
+        self.append_from(records, -1, now_ms, false)
+    }
+
+    fn append_from(
+        &mut self,
+        records: Bytes,
+        required_acks: i16,
+        now_ms: i64,
+        from_client: bool,
+    ) -> Result<LeaderAppend, PartitionError> {
         self.require_leader()?;
         let isr = self.isr.len();
         if required_acks == -1 && isr < self.config.min_insync_replicas {
@@ -154,14 +176,23 @@ impl Partition {
                 "a transactional batch must carry a producer id".into(),
             ));
         }
-        let (batch, records) = match validate(&batch, &self.tp, self.log.config(), now_ms)? {
-            Validated::AsSent => (batch, records),
-            Validated::Rebuilt(rebuilt) => (single_batch(&rebuilt)?, rebuilt),
-        };
+        let (batch, records) =
+            match validate(&batch, &self.tp, self.log.config(), now_ms, from_client)? {
+                Validated::AsSent => (batch, records),
+                Validated::Rebuilt(rebuilt) => (single_batch(&rebuilt)?, rebuilt),
+            };
         let producer_id = batch.producer_id();
         let producer_epoch = batch.producer_epoch();
         let (first_seq, last_seq) = (batch.base_sequence(), batch.last_sequence());
-        if producer_id >= 0 {
+        if producer_id >= 0 && !from_client {
+            self.log
+                .producer_state()
+                .check_txn_state(producer_id, producer_epoch, batch.is_transactional())
+                .map_err(|e| PartitionError::Producer {
+                    code: e.error_code(),
+                    message: e.to_string(),
+                })?;
+        } else if producer_id >= 0 {
             let producers = self.log.producer_state();
             let checked = producers
                 .check(producer_id, producer_epoch, first_seq, last_seq)

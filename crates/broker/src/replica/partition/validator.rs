@@ -63,8 +63,9 @@ pub(super) fn validate(
     tp: &TopicIdPartition,
     config: &LogConfig,
     now_ms: i64,
+    from_client: bool,
 ) -> Result<Validated, PartitionError> {
-    validate_batch(batch, tp)?;
+    validate_batch(batch, tp, from_client)?;
     let source = batch.compression();
     let target = config.compression_type.target(source);
     let compressed_path = source != Compression::None || target != Compression::None;
@@ -103,7 +104,13 @@ pub(super) fn validate(
 }
 
 /// Kafka's `validateBatch` for a client's v2 batch.
-fn validate_batch(batch: &RecordBatch, tp: &TopicIdPartition) -> Result<(), PartitionError> {
+/// `from_client`: a producer's batch (Kafka's append origin CLIENT); a coordinator's own
+/// transactional batch carries a producer id with no sequence of its own.
+fn validate_batch(
+    batch: &RecordBatch,
+    tp: &TopicIdPartition,
+    from_client: bool,
+) -> Result<(), PartitionError> {
     let invalid = |m: String| Err(PartitionError::InvalidRecord(m));
     let base = batch.base_offset();
     let last = base.wrapping_add(i64::from(batch.last_offset_delta()));
@@ -134,7 +141,7 @@ fn validate_batch(batch: &RecordBatch, tp: &TopicIdPartition) -> Result<(), Part
             name(tp)
         ));
     }
-    if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+    if from_client && batch.producer_id() >= 0 && batch.base_sequence() < 0 {
         return invalid(format!(
             "Invalid sequence number {} in record batch with producerId {} in topic partition {}",
             batch.base_sequence(),

@@ -33,7 +33,7 @@ impl ReplicaManager {
             if p.role() != Role::Leader || p.leader_epoch() != leader_epoch {
                 return Err(ErrorCode::NotLeaderOrFollower);
             }
-            p.append_as_leader(batch, -1, unix_ms())
+            p.append_as_coordinator(batch, unix_ms())
                 .map_err(|e| e.error_code())?
         };
         hosted.changed.notify_waiters();

@@ -1,0 +1,393 @@
+//! The transaction coordinator on the runtime (Kafka's `TransactionCoordinator` with its
+//! `TransactionMarkerChannelManager`): the transaction shard as a [`CoordinatorShard`],
+//! the service the request handlers call, and the marker sender — a transaction's
+//! WriteTxnMarkers go to each partition's leader (this broker included, through its own
+//! listener, so one path writes every marker and completes `__consumer_offsets`' pending
+//! offsets), partitions that fail are retried against the leader the metadata names then,
+//! until every one is written; only then is the shard told (`on_markers_written`), which
+//! writes CompleteCommit / CompleteAbort.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kraftd_protocol::api_versions::supported_range;
+use kraftd_protocol::codec::DecodeErrorKind;
+use kraftd_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kraftd_protocol::messages::WriteTxnMarkersRequest;
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
+use kraftd_raft::transport::{Channel, ClientConfig};
+use tracing::{debug, warn};
+
+use super::metrics::RuntimeMetrics;
+use super::runtime::{CoordinatorRuntime, RuntimeHandle};
+use super::shard::{
+    CoordinatorOutput, CoordinatorShard, Gauge, OutputBatch, ReplayFailure, WorkHandler,
+};
+use crate::group_coordinator::shard::RequestContext;
+use crate::group_coordinator::{ReplyId, TopicMetadata};
+use crate::metadata::MetadataCache;
+use crate::replica::replica_manager::ReplicaManager;
+use crate::transaction_coordinator::{
+    partition_for, MarkerRequest, TransactionCoordinatorConfig, TransactionCoordinatorShard,
+    TransactionRecord, TxnShardRequest, TxnShardResponse,
+};
+
+/// The transaction log's topic.
+pub const TRANSACTION_STATE_TOPIC_NAME: &str = "__transaction_state";
+
+/// Between two rounds of markers that did not all land.
+const MARKER_RETRY: Duration = Duration::from_millis(200);
+/// How long one WriteTxnMarkers may take.
+const MARKER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl CoordinatorShard for TransactionCoordinatorShard {
+    type Config = TransactionCoordinatorConfig;
+    type Request = TxnShardRequest;
+    type Response = TxnShardResponse;
+    type Work = MarkerRequest;
+
+    const TOPIC: &'static str = TRANSACTION_STATE_TOPIC_NAME;
+    const METRICS_GROUP: &'static str = "transaction-coordinator-metrics";
+
+    fn new(
+        partition: i32,
+        leader_epoch: i32,
+        config: Arc<TransactionCoordinatorConfig>,
+        _topics: Arc<dyn TopicMetadata>,
+    ) -> Self {
+        let mut shard = TransactionCoordinatorShard::new(partition, config, leader_epoch);
+        // transaction.version is not finalized: clients run transactions V1 (their own
+        // AddPartitionsToTxn, the epoch kept across transactions).
+        shard.set_transaction_version_level(0);
+        shard
+    }
+
+    fn replay(
+        &mut self,
+        offset: i64,
+        producer: Option<(i64, i16)>,
+        key: Bytes,
+        value: Option<Bytes>,
+    ) -> Result<(), ReplayFailure> {
+        let record = TransactionRecord::decode(key, value).map_err(|e| {
+            if matches!(e.kind, DecodeErrorKind::UnknownApiKey(_)) {
+                ReplayFailure::UnknownType(e.to_string())
+            } else {
+                ReplayFailure::Corrupt(e.to_string())
+            }
+        })?;
+        TransactionCoordinatorShard::replay(self, offset, producer.map_or(-1, |p| p.0), record)
+            .map_err(|e| ReplayFailure::Corrupt(e.to_string()))
+    }
+
+    fn replay_end_txn(&mut self, _offset: i64, _producer_id: i64, _commit: bool) {}
+
+    fn on_loaded(&mut self, now_ms: i64) {
+        TransactionCoordinatorShard::on_loaded(self, now_ms)
+    }
+
+    fn on_metadata_update(&mut self, _topics: Arc<dyn TopicMetadata>) {}
+
+    fn handle(
+        &mut self,
+        now_ms: i64,
+        ctx: &RequestContext,
+        reply: ReplyId,
+        request: TxnShardRequest,
+    ) {
+        TransactionCoordinatorShard::handle(self, now_ms, ctx, reply, request)
+    }
+
+    fn on_timeout(&mut self, now_ms: i64) {
+        TransactionCoordinatorShard::on_timeout(self, now_ms)
+    }
+
+    fn next_deadline(&self) -> Option<i64> {
+        TransactionCoordinatorShard::next_deadline(self)
+    }
+
+    fn take_output(&mut self) -> CoordinatorOutput<TxnShardResponse, MarkerRequest> {
+        let out = TransactionCoordinatorShard::take_output(self);
+        let mut batch = OutputBatch::default();
+        for r in &out.records {
+            match r.encode() {
+                Ok(kv) => batch.records.push(kv),
+                Err(e) => debug_assert!(false, "a written record does not encode: {e}"),
+            }
+        }
+        CoordinatorOutput {
+            batches: vec![batch],
+            replies: out.replies,
+            work: out.markers,
+        }
+    }
+
+    fn gauges(&self) -> Vec<Gauge> {
+        vec![(
+            "transaction_count",
+            Vec::new(),
+            self.transaction_count() as u64,
+        )]
+    }
+}
+
+/// The broker's transaction coordinator (see the module docs).
+#[derive(Debug)]
+pub struct TransactionCoordinatorService {
+    runtime: RuntimeHandle<TransactionCoordinatorShard>,
+    config: Arc<TransactionCoordinatorConfig>,
+    cache: MetadataCache,
+    metrics: Arc<RuntimeMetrics>,
+}
+
+impl TransactionCoordinatorService {
+    /// Starts the runtime and its marker sender (markers go to the leaders' `listener`).
+    pub fn start(
+        config: TransactionCoordinatorConfig,
+        node_id: i32,
+        replica_manager: Arc<ReplicaManager>,
+        cache: MetadataCache,
+        listener: Option<String>,
+    ) -> (
+        Arc<TransactionCoordinatorService>,
+        super::publisher::CoordinatorPublisher<TransactionCoordinatorShard>,
+    ) {
+        let config = Arc::new(config);
+        let metrics = Arc::new(RuntimeMetrics::new(
+            TransactionCoordinatorShard::METRICS_GROUP,
+        ));
+        let sender = Arc::new(MarkerSender {
+            node_id,
+            cache: cache.clone(),
+            listener,
+            channels: Mutex::new(HashMap::new()),
+        });
+        let work: WorkHandler<TransactionCoordinatorShard> =
+            Arc::new(move |partition, leader_epoch, marker, handle| {
+                let sender = Arc::clone(&sender);
+                tokio::spawn(async move {
+                    sender
+                        .deliver(partition, leader_epoch, marker, handle)
+                        .await;
+                });
+            });
+        let runtime = CoordinatorRuntime::<TransactionCoordinatorShard>::start(
+            Arc::clone(&config),
+            replica_manager,
+            Arc::clone(&metrics),
+            Some(work),
+        );
+        let publisher = super::publisher::CoordinatorPublisher::new(node_id, runtime.clone());
+        (
+            Arc::new(TransactionCoordinatorService {
+                runtime,
+                config,
+                cache,
+                metrics,
+            }),
+            publisher,
+        )
+    }
+
+    pub fn config(&self) -> &TransactionCoordinatorConfig {
+        &self.config
+    }
+
+    pub fn metrics(&self) -> &RuntimeMetrics {
+        &self.metrics
+    }
+
+    /// The transaction log's partition count: the topic's own once it exists.
+    pub fn log_partitions(&self) -> i32 {
+        self.cache
+            .image()
+            .topics
+            .get_by_name(TRANSACTION_STATE_TOPIC_NAME)
+            .map(|t| t.partitions.len() as i32)
+            .filter(|n| *n > 0)
+            .unwrap_or(self.config.state_log_partitions)
+    }
+
+    /// The partition coordinating `transactional_id`.
+    pub fn partition_for(&self, transactional_id: &str) -> i32 {
+        partition_for(transactional_id, self.log_partitions())
+    }
+
+    /// Runs `request` on the shard of `transactional_id`'s partition.
+    pub async fn call(
+        &self,
+        transactional_id: &str,
+        ctx: RequestContext,
+        request: TxnShardRequest,
+    ) -> Result<TxnShardResponse, ErrorCode> {
+        self.runtime
+            .call_partition(self.partition_for(transactional_id), ctx, request)
+            .await
+    }
+
+    /// Runs `request` on one partition's shard.
+    pub async fn call_partition(
+        &self,
+        partition: i32,
+        ctx: RequestContext,
+        request: TxnShardRequest,
+    ) -> Result<TxnShardResponse, ErrorCode> {
+        self.runtime.call_partition(partition, ctx, request).await
+    }
+
+    /// Runs `request` on every shard this broker serves (ListTransactions).
+    pub async fn broadcast(
+        &self,
+        request: TxnShardRequest,
+    ) -> (Vec<Result<TxnShardResponse, ErrorCode>>, bool) {
+        self.runtime.broadcast(request).await
+    }
+}
+
+/// Sends a transaction's markers to the partitions' leaders until all are written.
+struct MarkerSender {
+    node_id: i32,
+    cache: MetadataCache,
+    listener: Option<String>,
+    channels: Mutex<HashMap<String, Channel>>,
+}
+
+impl MarkerSender {
+    fn channel(&self, address: &str) -> Channel {
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        channels
+            .entry(address.to_string())
+            .or_insert_with(|| {
+                let mut config = ClientConfig::new(format!("broker-{}-txn-markers", self.node_id));
+                config.request_timeout = MARKER_REQUEST_TIMEOUT;
+                Channel::spawn(address.to_string(), config)
+            })
+            .clone()
+    }
+
+    async fn deliver(
+        &self,
+        partition: i32,
+        leader_epoch: i32,
+        marker: MarkerRequest,
+        handle: RuntimeHandle<TransactionCoordinatorShard>,
+    ) {
+        let mut remaining: Vec<(String, i32)> = marker.partitions.clone();
+        let version = supported_range(ApiKey::WriteTxnMarkers).max;
+        while !remaining.is_empty() {
+            let image = self.cache.image();
+            // Partitions by their leader's address; a deleted topic's are done.
+            let mut by_leader: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+            let mut waiting = Vec::new();
+            for (topic, p) in remaining.drain(..) {
+                let Some(t) = image.topics.get_by_name(&topic) else {
+                    debug!(%topic, "marker for a deleted topic dropped");
+                    continue;
+                };
+                let Some(reg) = t.partitions.get(&p) else {
+                    continue;
+                };
+                let address = image.cluster.broker(reg.leader).and_then(|b| {
+                    let listener = self
+                        .listener
+                        .as_deref()
+                        .or_else(|| b.listeners.keys().next().map(String::as_str))?;
+                    b.listeners
+                        .get(listener)
+                        .map(|e| format!("{}:{}", e.host, e.port))
+                });
+                match address {
+                    Some(a) => by_leader.entry(a).or_default().push((topic, p)),
+                    None => waiting.push((topic, p)),
+                }
+            }
+            for (address, partitions) in by_leader {
+                let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+                for (t, p) in &partitions {
+                    topics.entry(t.clone()).or_default().push(*p);
+                }
+                let request = WriteTxnMarkersRequest {
+                    markers: vec![WritableTxnMarker {
+                        producer_id: marker.producer_id,
+                        producer_epoch: marker.producer_epoch,
+                        transaction_result: marker.commit,
+                        topics: topics
+                            .into_iter()
+                            .map(|(name, partition_indexes)| WritableTxnMarkerTopic {
+                                name,
+                                partition_indexes,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        coordinator_epoch: marker.coordinator_epoch,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                let channel = self.channel(&address);
+                let answer = channel
+                    .call(
+                        channel.next_correlation_id(),
+                        version,
+                        RequestBody::WriteTxnMarkers(request),
+                    )
+                    .await;
+                match answer {
+                    Ok(ResponseBody::WriteTxnMarkers(r)) => {
+                        let mut failed = partitions.clone();
+                        for m in &r.markers {
+                            for t in &m.topics {
+                                for p in &t.partitions {
+                                    let code = ErrorCode::from_code(p.error_code);
+                                    let done = matches!(
+                                        code,
+                                        Some(ErrorCode::None)
+                                            | Some(ErrorCode::UnknownTopicOrPartition)
+                                    );
+                                    if done {
+                                        failed.retain(|(ft, fp)| {
+                                            !(ft == &t.name && *fp == p.partition_index)
+                                        });
+                                    } else {
+                                        debug!(topic = %t.name, partition = p.partition_index, error = ?code, "marker not written; retrying");
+                                    }
+                                    if code == Some(ErrorCode::TransactionCoordinatorFenced) {
+                                        warn!(transactional_id = %marker.transactional_id, "a newer coordinator owns this transaction; its markers stop here");
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                        waiting.extend(failed);
+                    }
+                    Ok(other) => {
+                        warn!(?other, "WriteTxnMarkers answered with another type");
+                        waiting.extend(partitions);
+                    }
+                    Err(e) => {
+                        debug!(%address, error = %e, "WriteTxnMarkers failed; retrying");
+                        waiting.extend(partitions);
+                    }
+                }
+            }
+            remaining = waiting;
+            if !remaining.is_empty() {
+                tokio::time::sleep(MARKER_RETRY).await;
+            }
+        }
+        let (id, pid, epoch) = (
+            marker.transactional_id.clone(),
+            marker.producer_id,
+            marker.producer_epoch,
+        );
+        handle.run_on(
+            partition,
+            leader_epoch,
+            Box::new(move |shard, now| shard.on_markers_written(now, &id, pid, epoch)),
+        );
+    }
+}

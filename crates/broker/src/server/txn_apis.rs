@@ -1,0 +1,436 @@
+//! The transaction APIs of `KafkaApis` (Kafka's `handleInitProducerIdRequest` with a
+//! transactional id, `handleAddPartitionsToTxnRequest`, `handleAddOffsetsToTxnRequest`,
+//! `handleEndTxnRequest`, `handleWriteTxnMarkersRequest`, `handleTxnOffsetCommitRequest`,
+//! `handleDescribeTransactionsRequest`, `handleListTransactionsRequest`,
+//! `handleDescribeProducersRequest`): each transactional id's part goes to the shard of its
+//! `__transaction_state` partition through the [`TransactionCoordinatorService`];
+//! TxnOffsetCommit goes to the group's shard; WriteTxnMarkers writes on this broker's
+//! partitions and completes the pending offsets of the `__consumer_offsets` ones.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kraftd_protocol::error_response::error_response;
+use kraftd_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
+use kraftd_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use kraftd_protocol::messages::describe_transactions_response::TransactionState;
+use kraftd_protocol::messages::{
+    AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse, EndTxnResponse, InitProducerIdRequest, InitProducerIdResponse,
+    ListTransactionsResponse, RequestHeader, TxnOffsetCommitResponse,
+};
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
+use crate::coordinator::transaction::TransactionCoordinatorService;
+use crate::group_coordinator::shard::RequestContext;
+use crate::group_coordinator::{ShardRequest, ShardResponse};
+use crate::transaction_coordinator::{EndTxnNeeds, TxnShardRequest, TxnShardResponse};
+
+/// AddPartitionsToTxn v4+ batches transactions (brokers' verification).
+const ADD_PARTITIONS_BATCH_VERSION: i16 = 4;
+/// How long a WriteTxnMarkers waits for the ISR.
+const MARKERS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The API keys these handlers serve.
+pub const TXN_API_KEYS: [ApiKey; 8] = [
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::WriteTxnMarkers,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
+    ApiKey::DescribeProducers,
+];
+
+/// One listener's view for the transaction handlers.
+#[derive(Debug)]
+pub struct TxnApis<'a> {
+    pub context: &'a Arc<BrokerApisContext>,
+}
+
+fn ctx_of(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
+    RequestContext {
+        api_version: header.request_api_version,
+        client_id: header.client_id.clone().unwrap_or_default(),
+        client_host: format!("/{}", peer.ip()),
+    }
+}
+
+impl TxnApis<'_> {
+    fn txn(&self) -> &TransactionCoordinatorService {
+        &self.context.txn_coordinator
+    }
+
+    async fn fresh_producer_id(&self) -> Result<i64, ErrorCode> {
+        self.context
+            .data
+            .producer_ids
+            .generate(Instant::now() + FORWARD_TIMEOUT)
+            .await
+    }
+
+    /// InitProducerId with a transactional id.
+    pub async fn init_producer_id(
+        &self,
+        header: &RequestHeader,
+        peer: SocketAddr,
+        request: InitProducerIdRequest,
+    ) -> InitProducerIdResponse {
+        let failed = |code: ErrorCode| InitProducerIdResponse {
+            error_code: code.code(),
+            producer_id: -1,
+            producer_epoch: -1,
+            ongoing_txn_producer_id: -1,
+            ongoing_txn_producer_epoch: -1,
+            ..Default::default()
+        };
+        if request.enable2_pc || request.keep_prepared_txn {
+            // KIP-939's two-phase commit is not built.
+            return failed(ErrorCode::UnsupportedVersion);
+        }
+        let id = request.transactional_id.clone().unwrap_or_default();
+        let fresh = match self.fresh_producer_id().await {
+            Ok(id) => id,
+            Err(code) => return failed(code),
+        };
+        let shard_request = TxnShardRequest::InitProducerId {
+            request,
+            fresh_producer_id: fresh,
+        };
+        match self
+            .txn()
+            .call(&id, ctx_of(header, peer), shard_request)
+            .await
+        {
+            Ok(TxnShardResponse::InitProducerId(r)) => r,
+            Ok(_) => failed(ErrorCode::UnknownServerError),
+            Err(code) => failed(code),
+        }
+    }
+
+    /// Answers one of [`TXN_API_KEYS`].
+    pub async fn handle(
+        &self,
+        header: &RequestHeader,
+        peer: SocketAddr,
+        body: RequestBody,
+    ) -> ResponseBody {
+        let ctx = ctx_of(header, peer);
+        let version = header.request_api_version;
+        let whole = |body: &RequestBody, code: ErrorCode| {
+            error_response(body, code).unwrap_or_else(|| match body {
+                RequestBody::AddOffsetsToTxn(_) => {
+                    ResponseBody::AddOffsetsToTxn(AddOffsetsToTxnResponse {
+                        error_code: code.code(),
+                        ..Default::default()
+                    })
+                }
+                RequestBody::EndTxn(_) => ResponseBody::EndTxn(EndTxnResponse {
+                    error_code: code.code(),
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    ..Default::default()
+                }),
+                RequestBody::TxnOffsetCommit(r) => {
+                    ResponseBody::TxnOffsetCommit(txn_commit_error(r, code))
+                }
+                RequestBody::ListTransactions(_) => {
+                    ResponseBody::ListTransactions(ListTransactionsResponse {
+                        error_code: code.code(),
+                        ..Default::default()
+                    })
+                }
+                _ => ResponseBody::EndTxn(EndTxnResponse {
+                    error_code: code.code(),
+                    ..Default::default()
+                }),
+            })
+        };
+        match body {
+            RequestBody::AddPartitionsToTxn(r) => {
+                ResponseBody::AddPartitionsToTxn(self.add_partitions(ctx, version, r).await)
+            }
+            RequestBody::AddOffsetsToTxn(r) => {
+                let offsets_partition = self.context.group_coordinator.partition_for(&r.group_id);
+                let id = r.transactional_id.clone();
+                let body = RequestBody::AddOffsetsToTxn(r.clone());
+                let request = TxnShardRequest::AddOffsetsToTxn {
+                    request: r,
+                    offsets_partition,
+                };
+                match self.txn().call(&id, ctx, request).await {
+                    Ok(TxnShardResponse::AddOffsetsToTxn(r)) => ResponseBody::AddOffsetsToTxn(r),
+                    Ok(_) => whole(&body, ErrorCode::UnknownServerError),
+                    Err(code) => whole(&body, code),
+                }
+            }
+            RequestBody::EndTxn(r) => {
+                let body = RequestBody::EndTxn(r.clone());
+                let fresh_producer_id = if EndTxnNeeds::fresh_producer_id(version, r.producer_epoch)
+                {
+                    match self.fresh_producer_id().await {
+                        Ok(id) => Some(id),
+                        Err(code) => return whole(&body, code),
+                    }
+                } else {
+                    None
+                };
+                let id = r.transactional_id.clone();
+                let request = TxnShardRequest::EndTxn {
+                    request: r,
+                    fresh_producer_id,
+                };
+                match self.txn().call(&id, ctx, request).await {
+                    Ok(TxnShardResponse::EndTxn(r)) => ResponseBody::EndTxn(r),
+                    Ok(_) => whole(&body, ErrorCode::UnknownServerError),
+                    Err(code) => whole(&body, code),
+                }
+            }
+            RequestBody::TxnOffsetCommit(r) => {
+                let body = RequestBody::TxnOffsetCommit(r.clone());
+                let mut r = r;
+                // v6 may name topics by id: the shard keys offsets by name.
+                let image = self.context.cache.image();
+                for t in &mut r.topics {
+                    if t.name.is_empty() {
+                        if let Some(topic) = image.topics.get(&t.topic_id) {
+                            t.name = topic.name.clone();
+                        }
+                    }
+                }
+                let group = r.group_id.clone();
+                match self
+                    .context
+                    .group_coordinator
+                    .call(&group, ctx, ShardRequest::TxnOffsetCommit(r))
+                    .await
+                {
+                    Ok(ShardResponse::TxnOffsetCommit(r)) => ResponseBody::TxnOffsetCommit(r),
+                    Ok(_) => whole(&body, ErrorCode::UnknownServerError),
+                    Err(code) => whole(&body, code),
+                }
+            }
+            RequestBody::WriteTxnMarkers(r) => {
+                let image = self.context.cache.image();
+                let (response, completions) = self
+                    .context
+                    .data
+                    .write_txn_markers(&image, r, MARKERS_TIMEOUT)
+                    .await;
+                for c in completions {
+                    self.context.group_coordinator.complete_transaction(
+                        c.partition,
+                        c.producer_id,
+                        c.commit,
+                    );
+                }
+                ResponseBody::WriteTxnMarkers(response)
+            }
+            RequestBody::DescribeTransactions(r) => {
+                let mut by_partition: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+                for id in &r.transactional_ids {
+                    by_partition
+                        .entry(self.txn().partition_for(id))
+                        .or_default()
+                        .push(id.clone());
+                }
+                let mut states = Vec::new();
+                for (p, ids) in by_partition {
+                    match self
+                        .txn()
+                        .call_partition(
+                            p,
+                            ctx.clone(),
+                            TxnShardRequest::DescribeTransactions(ids.clone()),
+                        )
+                        .await
+                    {
+                        Ok(TxnShardResponse::DescribeTransactions(s)) => states.extend(s),
+                        other => {
+                            let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
+                            states.extend(ids.into_iter().map(|id| TransactionState {
+                                transactional_id: id,
+                                error_code: code.code(),
+                                producer_id: -1,
+                                producer_epoch: -1,
+                                ..Default::default()
+                            }));
+                        }
+                    }
+                }
+                let rank: std::collections::HashMap<&String, usize> = r
+                    .transactional_ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| (id, i))
+                    .collect();
+                states
+                    .sort_by_key(|s| rank.get(&s.transactional_id).copied().unwrap_or(usize::MAX));
+                ResponseBody::DescribeTransactions(DescribeTransactionsResponse {
+                    transaction_states: states,
+                    ..Default::default()
+                })
+            }
+            RequestBody::ListTransactions(r) => {
+                let (answers, loading) = self
+                    .txn()
+                    .broadcast(TxnShardRequest::ListTransactions(r))
+                    .await;
+                let mut response = ListTransactionsResponse::default();
+                for a in answers {
+                    match a {
+                        Ok(TxnShardResponse::ListTransactions(l)) => {
+                            response.transaction_states.extend(l.transaction_states);
+                            if l.error_code != 0 {
+                                response.error_code = l.error_code;
+                            }
+                            response
+                                .unknown_state_filters
+                                .extend(l.unknown_state_filters);
+                        }
+                        Ok(_) => response.error_code = ErrorCode::UnknownServerError.code(),
+                        Err(code) => response.error_code = code.code(),
+                    }
+                }
+                response.unknown_state_filters.sort();
+                response.unknown_state_filters.dedup();
+                if loading {
+                    response.error_code = ErrorCode::CoordinatorLoadInProgress.code();
+                }
+                ResponseBody::ListTransactions(response)
+            }
+            RequestBody::DescribeProducers(r) => {
+                let image = self.context.cache.image();
+                ResponseBody::DescribeProducers(self.context.data.describe_producers(&image, r))
+            }
+            other => {
+                warn!(api = ?other.key(), "not a transaction API");
+                whole(&other, ErrorCode::UnsupportedVersion)
+            }
+        }
+    }
+
+    /// AddPartitionsToTxn: v0–3 one transaction (a client's), v4+ a batch (brokers'
+    /// verification), each transaction to its own shard.
+    async fn add_partitions(
+        &self,
+        ctx: RequestContext,
+        version: i16,
+        r: AddPartitionsToTxnRequest,
+    ) -> AddPartitionsToTxnResponse {
+        if version < ADD_PARTITIONS_BATCH_VERSION {
+            let id = r.v3_and_below_transactional_id.clone();
+            let topics = r.v3_and_below_topics.clone();
+            return match self
+                .txn()
+                .call(&id, ctx, TxnShardRequest::AddPartitionsToTxn(r))
+                .await
+            {
+                Ok(TxnShardResponse::AddPartitionsToTxn(resp)) => resp,
+                other => {
+                    let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
+                    AddPartitionsToTxnResponse {
+                        results_by_topic_v3_and_below: topics
+                            .iter()
+                            .map(|t| topic_error(&t.name, &t.partitions, code))
+                            .collect(),
+                        ..Default::default()
+                    }
+                }
+            };
+        }
+        let mut by_partition: BTreeMap<i32, Vec<AddPartitionsToTxnTransaction>> = BTreeMap::new();
+        for t in r.transactions {
+            by_partition
+                .entry(self.txn().partition_for(&t.transactional_id))
+                .or_default()
+                .push(t);
+        }
+        let mut response = AddPartitionsToTxnResponse::default();
+        for (p, transactions) in by_partition {
+            let request = AddPartitionsToTxnRequest {
+                transactions: transactions.clone(),
+                ..Default::default()
+            };
+            match self
+                .txn()
+                .call_partition(p, ctx.clone(), TxnShardRequest::AddPartitionsToTxn(request))
+                .await
+            {
+                Ok(TxnShardResponse::AddPartitionsToTxn(resp)) => response
+                    .results_by_transaction
+                    .extend(resp.results_by_transaction),
+                other => {
+                    let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
+                    response
+                        .results_by_transaction
+                        .extend(transactions.iter().map(|t| {
+                            AddPartitionsToTxnResult {
+                                transactional_id: t.transactional_id.clone(),
+                                topic_results: t
+                                    .topics
+                                    .iter()
+                                    .map(|tp| topic_error(&tp.name, &tp.partitions, code))
+                                    .collect(),
+                                ..Default::default()
+                            }
+                        }));
+                }
+            }
+        }
+        response
+    }
+}
+
+fn topic_error(name: &str, partitions: &[i32], code: ErrorCode) -> AddPartitionsToTxnTopicResult {
+    AddPartitionsToTxnTopicResult {
+        name: name.to_string(),
+        results_by_partition: partitions
+            .iter()
+            .map(|&p| AddPartitionsToTxnPartitionResult {
+                partition_index: p,
+                partition_error_code: code.code(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn txn_commit_error(
+    r: &kraftd_protocol::messages::TxnOffsetCommitRequest,
+    code: ErrorCode,
+) -> TxnOffsetCommitResponse {
+    use kraftd_protocol::messages::txn_offset_commit_response::{
+        TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+    };
+    TxnOffsetCommitResponse {
+        topics: r
+            .topics
+            .iter()
+            .map(|t| TxnOffsetCommitResponseTopic {
+                name: t.name.clone(),
+                topic_id: t.topic_id,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| TxnOffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code.code(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
