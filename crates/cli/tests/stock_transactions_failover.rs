@@ -82,7 +82,8 @@ fn transactions_move_each_record_exactly_once_while_leaders_and_the_coordinator_
         brokers[victim].start();
     }
     std::fs::write(&stop_file, b"").unwrap();
-    script.finish(300, || all_logs(&brokers));
+    let summary = script.finish(300, || all_logs(&brokers));
+    eprintln!("{summary}");
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
