@@ -155,8 +155,8 @@ pub fn format(config: &NodeConfig, cluster_id: &str, ignore_formatted: bool) -> 
 }
 
 /// The feature levels a new cluster starts at: `metadata.version` and, with it, eligible
-/// leader replicas on (KIP-966) and KIP-848 consumer groups (`group.version` 1), as Kafka
-/// 4.x formats a new cluster.
+/// leader replicas on (KIP-966), KIP-848 consumer groups (`group.version` 1) and
+/// transactions V2 (`transaction.version` 2, KIP-890), as Kafka 4.x formats a new cluster.
 pub fn bootstrap_records() -> Vec<MetadataRecord> {
     vec![
         MetadataRecord::FeatureLevel(FeatureLevelRecord {
@@ -172,6 +172,11 @@ pub fn bootstrap_records() -> Vec<MetadataRecord> {
         MetadataRecord::FeatureLevel(FeatureLevelRecord {
             name: "group.version".to_string(),
             feature_level: 1,
+            ..Default::default()
+        }),
+        MetadataRecord::FeatureLevel(FeatureLevelRecord {
+            name: "transaction.version".to_string(),
+            feature_level: 2,
             ..Default::default()
         }),
     ]

@@ -39,6 +39,10 @@ impl TopicMetadata for ImageTopics {
     fn topic_names(&self) -> Vec<String> {
         self.0.topics.names().map(|(n, _)| n.clone()).collect()
     }
+
+    fn feature_level(&self, name: &str) -> i16 {
+        self.0.features.level(name)
+    }
 }
 
 /// Feeds a runtime the leadership changes of its coordinator's topic and topic metadata.
@@ -76,7 +80,11 @@ impl<S: CoordinatorShard> MetadataPublisher for CoordinatorPublisher<S> {
     fn on_metadata_update(&mut self, delta: &MetadataDelta, image: &MetadataImage) {
         let changes = delta.changes();
         let full = delta.image().is_empty();
-        if !full && changes.changed_topics.is_empty() && changes.deleted_topics.is_empty() {
+        if !full
+            && changes.changed_topics.is_empty()
+            && changes.deleted_topics.is_empty()
+            && !changes.features_changed
+        {
             return;
         }
         let mut led = BTreeMap::new();

@@ -38,6 +38,8 @@ use crate::transaction_coordinator::{
 
 /// The transaction log's topic.
 pub const TRANSACTION_STATE_TOPIC_NAME: &str = "__transaction_state";
+/// The feature whose level 2 turns on transactions V2 (KIP-890 part 2).
+pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 
 /// Between two rounds of markers that did not all land.
 const MARKER_RETRY: Duration = Duration::from_millis(200);
@@ -57,12 +59,12 @@ impl CoordinatorShard for TransactionCoordinatorShard {
         partition: i32,
         leader_epoch: i32,
         config: Arc<TransactionCoordinatorConfig>,
-        _topics: Arc<dyn TopicMetadata>,
+        topics: Arc<dyn TopicMetadata>,
     ) -> Self {
         let mut shard = TransactionCoordinatorShard::new(partition, config, leader_epoch);
-        // transaction.version is not finalized: clients run transactions V1 (their own
-        // AddPartitionsToTxn, the epoch kept across transactions).
-        shard.set_transaction_version_level(0);
+        // The cluster's finalized transaction.version decides the record format and
+        // whether a fenced producer's epoch is bumped twice (TV2).
+        shard.set_transaction_version_level(topics.feature_level(TRANSACTION_VERSION_FEATURE));
         shard
     }
 
@@ -90,7 +92,9 @@ impl CoordinatorShard for TransactionCoordinatorShard {
         TransactionCoordinatorShard::on_loaded(self, now_ms)
     }
 
-    fn on_metadata_update(&mut self, _topics: Arc<dyn TopicMetadata>) {}
+    fn on_metadata_update(&mut self, topics: Arc<dyn TopicMetadata>) {
+        self.set_transaction_version_level(topics.feature_level(TRANSACTION_VERSION_FEATURE));
+    }
 
     fn handle(
         &mut self,

@@ -55,6 +55,10 @@ pub trait TopicMetadata: Debug + Send + Sync {
     fn topic_by_id(&self, id: Uuid) -> Option<(String, i32)>;
     /// Every topic name, sorted.
     fn topic_names(&self) -> Vec<String>;
+    /// A feature's finalized level (0 when not finalized).
+    fn feature_level(&self, _name: &str) -> i16 {
+        0
+    }
 }
 
 /// No topics: a shard before the broker has given it metadata, and tests.

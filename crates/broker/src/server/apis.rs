@@ -426,10 +426,7 @@ impl RequestHandler for KafkaApis {
             let version = request.header.request_api_version;
             let image = self.image();
             let refused = if r.transactional_id.is_some() {
-                self.context
-                    .txn_verifier
-                    .verify(&image, &r, version >= 13)
-                    .await
+                self.context.txn_verifier.verify(&image, &r, version).await
             } else {
                 Default::default()
             };

@@ -177,6 +177,14 @@ pub fn supported_features() -> Vec<Feature> {
             max_supported_version: 1,
             ..Default::default()
         },
+        // 2: transactions V2 (KIP-890 part 2: an epoch bump per transaction, partitions
+        // added by the broker on the producer's behalf).
+        Feature {
+            name: "transaction.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 2,
+            ..Default::default()
+        },
         // 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
         Feature {
             name: "group.version".into(),

@@ -6,6 +6,9 @@
 //! for good) is refused instead of appended. Batches of a transaction the partition
 //! already holds open at the same epoch are not asked about again.
 //!
+//! Under transactions V2 (`transaction.version` 2, KIP-890 part 2) a Produce v12+ client
+//! sends no AddPartitionsToTxn: the same request, without `verify_only`, adds the partition.
+//!
 //! The verification is awaited in the request's dispatch, before the connection's next
 //! request is read, so a client's batches still land in the order it sent them.
 
@@ -24,12 +27,18 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::transport::{Channel, ClientConfig};
 use tracing::debug;
 
-use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
+use crate::coordinator::transaction::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_VERSION_FEATURE};
 use crate::replica::replica_manager::ReplicaManager;
 use crate::transaction_coordinator::partition_for;
 
-/// The batched AddPartitionsToTxn versions brokers send.
+/// The batched AddPartitionsToTxn versions brokers send: v4 to verify (TV1 clients), v5
+/// to add on a TV2 client's behalf.
 const VERIFY_VERSION: i16 = 4;
+const ADD_VERSION: i16 = 5;
+/// Produce v13 names topics by id.
+const PRODUCE_TOPIC_ID_VERSION: i16 = 13;
+/// Produce v12+ comes from clients that run transactions V2 when the cluster does.
+const PRODUCE_IMPLICIT_ADD_VERSION: i16 = 12;
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Asks transaction coordinators about transactional produce requests.
@@ -75,8 +84,13 @@ impl TxnVerifier {
         &self,
         image: &MetadataImage,
         request: &ProduceRequest,
-        by_id: bool,
+        version: i16,
     ) -> HashMap<(String, Uuid, i32), ErrorCode> {
+        let by_id = version >= PRODUCE_TOPIC_ID_VERSION;
+        // Transactions V2 (KIP-890 part 2): a Produce v12+ client adds no partition itself;
+        // the broker's request adds it (verify_only off) instead of checking it.
+        let implicit_add = version >= PRODUCE_IMPLICIT_ADD_VERSION
+            && image.features.level(TRANSACTION_VERSION_FEATURE) >= 2;
         let Some(txn_id) = request.transactional_id.clone() else {
             return HashMap::new();
         };
@@ -168,7 +182,7 @@ impl TxnVerifier {
                 transactional_id: txn_id,
                 producer_id,
                 producer_epoch,
-                verify_only: true,
+                verify_only: !implicit_add,
                 topics: topics
                     .into_iter()
                     .map(|(name, partitions)| AddPartitionsToTxnTopic {
@@ -181,12 +195,17 @@ impl TxnVerifier {
             }],
             ..Default::default()
         };
-        let version = VERIFY_VERSION.min(supported_range(ApiKey::AddPartitionsToTxn).max);
+        let add_version = if implicit_add {
+            ADD_VERSION
+        } else {
+            VERIFY_VERSION
+        }
+        .min(supported_range(ApiKey::AddPartitionsToTxn).max);
         let channel = self.channel(&address);
         let answer = channel
             .call(
                 channel.next_correlation_id(),
-                version,
+                add_version,
                 RequestBody::AddPartitionsToTxn(verify),
             )
             .await;
