@@ -5,12 +5,13 @@
 //!   DescribeConfigs);
 //! - [`replica`]: the data plane — the ReplicaManager, its partitions, the replica fetcher
 //!   and KIP-227 fetch sessions;
-//! - [`server`]: the tokio edge — KafkaApis per listener (with the data-plane requests),
-//!   the BrokerLifecycleManager, the ForwardingManager, the AlterPartition and producer-id
-//!   managers.
-//!
-//! No group or transaction coordinator exists yet: InitProducerId takes its ids from the
-//! controller's blocks.
+//! - [`server`]: the tokio edge — KafkaApis per listener (with the data-plane, group and
+//!   transaction requests), the BrokerLifecycleManager, the ForwardingManager, the
+//!   AlterPartition and producer-id managers;
+//! - [`group_coordinator`] and [`transaction_coordinator`]: the coordinators' sans-IO state
+//!   machines, one per partition of `__consumer_offsets` / `__transaction_state`;
+//! - [`coordinator`]: the runtime that owns those state machines on the partitions this
+//!   broker leads, and the services the request handlers call.
 
 pub mod coordinator;
 pub mod group_coordinator;

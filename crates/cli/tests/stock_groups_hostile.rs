@@ -7,12 +7,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kraftd_protocol::messages::offset_commit_request::{
@@ -21,54 +18,14 @@ use kraftd_protocol::messages::offset_commit_request::{
 use kraftd_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kraftd_protocol::messages::{
     CreateTopicsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
-    OffsetCommitRequest, RequestHeader, SyncGroupRequest,
+    OffsetCommitRequest, SyncGroupRequest,
 };
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
 
 use common::kafka_jars::kafka_cluster;
 use common::python::{python, wait_until_brokers_listed};
+use common::raw::Raw;
 use common::{all_logs, formatted_cluster, stop_gracefully};
-
-/// One blocking connection speaking raw requests.
-struct Raw {
-    stream: TcpStream,
-    correlation: i32,
-}
-
-impl Raw {
-    fn connect(address: &str) -> Raw {
-        let stream = TcpStream::connect(address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        Raw {
-            stream,
-            correlation: 0,
-        }
-    }
-
-    fn call(&mut self, version: i16, body: RequestBody) -> ResponseBody {
-        self.correlation += 1;
-        let key = body.key();
-        let header = RequestHeader {
-            request_api_key: key.code(),
-            request_api_version: version,
-            correlation_id: self.correlation,
-            client_id: Some("hostile".into()),
-            ..Default::default()
-        };
-        let frame = encode_request(&header, &body).unwrap().into_bytes();
-        self.stream
-            .write_all(&(frame.len() as i32).to_be_bytes())
-            .unwrap();
-        self.stream.write_all(&frame).unwrap();
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).unwrap();
-        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut buf).unwrap();
-        decode_response(key, version, Bytes::from(buf)).unwrap().1
-    }
-}
 
 /// A consumer protocol subscription (v0) to `topic` with `user_data`.
 fn subscription(topic: &str, user_data: usize) -> Bytes {

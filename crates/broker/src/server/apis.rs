@@ -97,6 +97,8 @@ pub struct BrokerApisContext {
     pub group_coordinator: Arc<GroupCoordinatorService>,
     /// Transactions.
     pub txn_coordinator: Arc<TransactionCoordinatorService>,
+    /// KIP-890 verification of transactional produce.
+    pub txn_verifier: super::txn_verification::TxnVerifier,
     /// The internal topics this broker asks the controller for.
     pub internal_topics: InternalTopics,
     /// The metadata offset applied (ApiVersions' finalized features epoch).
@@ -418,9 +420,23 @@ impl RequestHandler for KafkaApis {
         if let RequestBody::Produce(r) = request.body {
             // Appended before the connection's next request is read: a client's batches
             // land in the order it sent them (Kafka serves one request per connection at
-            // a time); only the acks=all wait runs beside the next requests.
+            // a time); only the acks=all wait runs beside the next requests. A
+            // transaction's first batch on a partition is verified with its coordinator
+            // first (KIP-890), still before the next request is read.
             let version = request.header.request_api_version;
-            let produce = self.context.data.produce_append(self.image(), version, r);
+            let image = self.image();
+            let refused = if r.transactional_id.is_some() {
+                self.context
+                    .txn_verifier
+                    .verify(&image, &r, version >= 13)
+                    .await
+            } else {
+                Default::default()
+            };
+            let produce = self
+                .context
+                .data
+                .produce_append_verified(image, version, r, &refused);
             tokio::spawn(async move {
                 if let Some(response) = produce.respond().await {
                     let _ = tx.send(ResponseBody::Produce(response));

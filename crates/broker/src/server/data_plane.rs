@@ -5,7 +5,7 @@
 //! gets its own error; the rest of the request goes on.
 
 use kraftd_log::clock::unix_ms;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,6 +101,19 @@ impl DataPlane {
         version: i16,
         request: ProduceRequest,
     ) -> ProduceInProgress {
+        self.produce_append_verified(image, version, request, &HashMap::new())
+    }
+
+    /// [`DataPlane::produce_append`] with the partitions a transaction's verification
+    /// refused (named as the request names them: topic name, topic id, index) answered
+    /// with their error and not appended.
+    pub fn produce_append_verified(
+        &self,
+        image: Arc<MetadataImage>,
+        version: i16,
+        request: ProduceRequest,
+        refused: &HashMap<(String, Uuid, i32), ErrorCode>,
+    ) -> ProduceInProgress {
         let acks = request.acks;
         let by_id = version >= PRODUCE_TOPIC_ID_VERSION;
         let mut entries = Vec::new();
@@ -121,13 +134,19 @@ impl DataPlane {
                     Ok((id, name)) => (name.clone(), *id),
                     Err(_) => (topic.name.clone(), topic.topic_id),
                 };
-                let error = refuse_all.or(resolved.as_ref().err().copied()).or_else(|| {
-                    image
-                        .topics
-                        .partition(&id, partition.index)
-                        .is_none()
-                        .then_some(ErrorCode::UnknownTopicOrPartition)
-                });
+                let verified = refused
+                    .get(&(topic.name.clone(), topic.topic_id, partition.index))
+                    .copied();
+                let error = refuse_all
+                    .or(verified)
+                    .or(resolved.as_ref().err().copied())
+                    .or_else(|| {
+                        image
+                            .topics
+                            .partition(&id, partition.index)
+                            .is_none()
+                            .then_some(ErrorCode::UnknownTopicOrPartition)
+                    });
                 if error.is_none() {
                     entries.push((
                         TopicIdPartition {

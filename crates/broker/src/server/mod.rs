@@ -17,6 +17,7 @@ mod metadata_task;
 pub mod producer_id_manager;
 pub mod txn_apis;
 pub mod txn_markers;
+pub mod txn_verification;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -350,6 +351,11 @@ impl BrokerServer {
             },
             group_coordinator: Arc::clone(&group_coordinator),
             txn_coordinator: Arc::clone(&txn_coordinator),
+            txn_verifier: txn_verification::TxnVerifier::new(
+                config.node_id,
+                Arc::clone(&replica_manager),
+                replica_config_listener.clone(),
+            ),
             internal_topics: Default::default(),
             metadata_metrics: metadata_metrics.clone(),
         });

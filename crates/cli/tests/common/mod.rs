@@ -7,6 +7,7 @@
 pub mod kafka_jars;
 pub mod kcat;
 pub mod python;
+pub mod raw;
 pub mod script;
 
 use std::fs::File;

@@ -1,0 +1,238 @@
+//! KIP-890 part 1: before a partition takes the first transactional batch of a producer's
+//! transaction, the broker asks the transaction coordinator whether the partition is in
+//! that transaction (AddPartitionsToTxn v4, `verify_only`), as Kafka's
+//! `ReplicaManager.maybeStartTransactionVerificationForPartition` does. A write that
+//! arrives after its transaction ended (a hanging transaction that would hold the LSO back
+//! for good) is refused instead of appended. Batches of a transaction the partition
+//! already holds open at the same epoch are not asked about again.
+//!
+//! The verification is awaited in the request's dispatch, before the connection's next
+//! request is read, so a client's batches still land in the order it sent them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kraftd_controller::MetadataImage;
+use kraftd_protocol::api_versions::supported_range;
+use kraftd_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
+use kraftd_protocol::messages::{AddPartitionsToTxnRequest, ProduceRequest};
+use kraftd_protocol::records::RecordBatch;
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
+use kraftd_raft::transport::{Channel, ClientConfig};
+use tracing::debug;
+
+use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
+use crate::replica::replica_manager::ReplicaManager;
+use crate::transaction_coordinator::partition_for;
+
+/// The batched AddPartitionsToTxn versions brokers send.
+const VERIFY_VERSION: i16 = 4;
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Asks transaction coordinators about transactional produce requests.
+#[derive(Debug)]
+pub struct TxnVerifier {
+    node_id: i32,
+    replica_manager: Arc<ReplicaManager>,
+    /// The inter-broker listener the coordinators are reached on.
+    listener: Option<String>,
+    channels: Mutex<HashMap<String, Channel>>,
+}
+
+impl TxnVerifier {
+    pub fn new(
+        node_id: i32,
+        replica_manager: Arc<ReplicaManager>,
+        listener: Option<String>,
+    ) -> Self {
+        TxnVerifier {
+            node_id,
+            replica_manager,
+            listener,
+            channels: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn channel(&self, address: &str) -> Channel {
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        channels
+            .entry(address.to_string())
+            .or_insert_with(|| {
+                let mut config =
+                    ClientConfig::new(format!("broker-{}-txn-verification", self.node_id));
+                config.request_timeout = VERIFY_TIMEOUT;
+                Channel::spawn(address.to_string(), config)
+            })
+            .clone()
+    }
+
+    /// The partitions of a transactional produce the coordinator did not confirm, with the
+    /// error to answer for each (by topic name or id as the request names it, and index).
+    pub async fn verify(
+        &self,
+        image: &MetadataImage,
+        request: &ProduceRequest,
+        by_id: bool,
+    ) -> HashMap<(String, Uuid, i32), ErrorCode> {
+        let Some(txn_id) = request.transactional_id.clone() else {
+            return HashMap::new();
+        };
+        // Partitions whose first transactional batch this is: (topic name, id, index).
+        let mut ask: Vec<(String, Uuid, i32)> = Vec::new();
+        let mut producer = None;
+        for topic in &request.topic_data {
+            let found = if by_id {
+                image.topics.get(&topic.topic_id)
+            } else {
+                image.topics.get_by_name(&topic.name)
+            };
+            let Some(t) = found else { continue };
+            for p in &topic.partition_data {
+                let Some(records) = &p.records else { continue };
+                let Ok(batch) = RecordBatch::parse(records.clone()) else {
+                    continue;
+                };
+                if !batch.is_transactional() {
+                    continue;
+                }
+                let (pid, epoch) = (batch.producer_id(), batch.producer_epoch());
+                producer = Some((pid, epoch));
+                let open = self
+                    .replica_manager
+                    .partition(t.id, p.index)
+                    .and_then(|h| {
+                        let part = h.lock();
+                        part.log().producer_state().last_entry(pid).map(|e| {
+                            e.producer_epoch == epoch && e.current_txn_first_offset.is_some()
+                        })
+                    })
+                    .unwrap_or(false);
+                if !open {
+                    ask.push((topic.name.clone(), topic.topic_id, p.index));
+                }
+            }
+        }
+        let Some((producer_id, producer_epoch)) = producer else {
+            return HashMap::new();
+        };
+        if ask.is_empty() {
+            return HashMap::new();
+        }
+        let all = |code: ErrorCode| ask.iter().map(|k| (k.clone(), code)).collect();
+        // Coordinator errors are retriable for the producer (Kafka answers
+        // NOT_ENOUGH_REPLICAS so the client retries the produce).
+        let unavailable = ErrorCode::NotEnoughReplicas;
+        let partitions = image
+            .topics
+            .get_by_name(TRANSACTION_STATE_TOPIC_NAME)
+            .map(|t| t.partitions.len() as i32)
+            .unwrap_or(0);
+        if partitions == 0 {
+            return all(unavailable);
+        }
+        let state_topic = image.topics.get_by_name(TRANSACTION_STATE_TOPIC_NAME);
+        let leader = state_topic
+            .and_then(|t| t.partitions.get(&partition_for(&txn_id, partitions)))
+            .map(|p| p.leader)
+            .unwrap_or(-1);
+        let address = image.cluster.broker(leader).and_then(|b| {
+            let listener = self
+                .listener
+                .as_deref()
+                .or_else(|| b.listeners.keys().next().map(String::as_str))?;
+            b.listeners
+                .get(listener)
+                .map(|e| format!("{}:{}", e.host, e.port))
+        });
+        let Some(address) = address else {
+            return all(unavailable);
+        };
+        let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for (name, id, index) in &ask {
+            let name = if by_id {
+                image
+                    .topics
+                    .get(id)
+                    .map(|t| t.name.clone())
+                    .unwrap_or_default()
+            } else {
+                name.clone()
+            };
+            topics.entry(name).or_default().push(*index);
+        }
+        let verify = AddPartitionsToTxnRequest {
+            transactions: vec![AddPartitionsToTxnTransaction {
+                transactional_id: txn_id,
+                producer_id,
+                producer_epoch,
+                verify_only: true,
+                topics: topics
+                    .into_iter()
+                    .map(|(name, partitions)| AddPartitionsToTxnTopic {
+                        name,
+                        partitions,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let version = VERIFY_VERSION.min(supported_range(ApiKey::AddPartitionsToTxn).max);
+        let channel = self.channel(&address);
+        let answer = channel
+            .call(
+                channel.next_correlation_id(),
+                version,
+                RequestBody::AddPartitionsToTxn(verify),
+            )
+            .await;
+        let Ok(ResponseBody::AddPartitionsToTxn(r)) = answer else {
+            debug!(?answer, "transaction verification failed");
+            return all(unavailable);
+        };
+        if r.error_code != 0 {
+            return all(map_error(r.error_code));
+        }
+        let mut refused = HashMap::new();
+        for result in &r.results_by_transaction {
+            for t in &result.topic_results {
+                for p in &t.results_by_partition {
+                    if p.partition_error_code == 0 {
+                        continue;
+                    }
+                    for key in ask.iter().filter(|(name, id, index)| {
+                        *index == p.partition_index
+                            && (if by_id {
+                                image.topics.get(id).is_some_and(|x| x.name == t.name)
+                            } else {
+                                *name == t.name
+                            })
+                    }) {
+                        refused.insert(key.clone(), map_error(p.partition_error_code));
+                    }
+                }
+            }
+        }
+        refused
+    }
+}
+
+/// A coordinator's answer as the produce answers it: the transaction's own errors as they
+/// are, the coordinator's availability as retriable NOT_ENOUGH_REPLICAS (Kafka's mapping).
+fn map_error(code: i16) -> ErrorCode {
+    match ErrorCode::from_code(code) {
+        Some(
+            e @ (ErrorCode::InvalidTxnState
+            | ErrorCode::TransactionAbortable
+            | ErrorCode::ProducerFenced
+            | ErrorCode::InvalidProducerEpoch
+            | ErrorCode::InvalidProducerIdMapping
+            | ErrorCode::TransactionalIdAuthorizationFailed),
+        ) => e,
+        _ => ErrorCode::NotEnoughReplicas,
+    }
+}

@@ -1,0 +1,52 @@
+//! One blocking connection speaking raw Kafka requests, for tests that compare kraftd's
+//! answers with Kafka's byte for byte or error for error.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kraftd_protocol::header::{decode_response, encode_request};
+use kraftd_protocol::messages::RequestHeader;
+use kraftd_protocol::{RequestBody, ResponseBody};
+
+/// One blocking connection speaking raw requests.
+pub struct Raw {
+    stream: TcpStream,
+    correlation: i32,
+}
+
+impl Raw {
+    pub fn connect(address: &str) -> Raw {
+        let stream = TcpStream::connect(address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        Raw {
+            stream,
+            correlation: 0,
+        }
+    }
+
+    pub fn call(&mut self, version: i16, body: RequestBody) -> ResponseBody {
+        self.correlation += 1;
+        let key = body.key();
+        let header = RequestHeader {
+            request_api_key: key.code(),
+            request_api_version: version,
+            correlation_id: self.correlation,
+            client_id: Some("hostile".into()),
+            ..Default::default()
+        };
+        let frame = encode_request(&header, &body).unwrap().into_bytes();
+        self.stream
+            .write_all(&(frame.len() as i32).to_be_bytes())
+            .unwrap();
+        self.stream.write_all(&frame).unwrap();
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).unwrap();
+        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut buf).unwrap();
+        decode_response(key, version, Bytes::from(buf)).unwrap().1
+    }
+}
