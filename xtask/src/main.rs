@@ -30,7 +30,8 @@ enum Cmd {
     Ci,
     /// Seed a fuzz target's corpus from the captured frames and run it with cargo-fuzz.
     Fuzz(fuzz::FuzzArgs),
-    /// Benchmarks that print figures (`bench produce`, `bench cleaner`, `bench groups`).
+    /// Benchmarks that print figures (`bench produce`, `bench cleaner`, `bench groups`,
+    /// `bench txn`).
     Bench(bench::BenchArgs),
     /// Start a local cluster of kraftd processes under target/cluster/.
     ClusterUp(cluster::UpArgs),

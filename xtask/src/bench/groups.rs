@@ -255,15 +255,18 @@ pub(super) fn groups(root: &Path, args: GroupsArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs groups.py against `bootstrap` (its progress on our stderr) and parses the JSON line
-/// it prints last.
-fn drive(
+/// Runs a driver script (groups.py, txn.py) against `bootstrap` (its progress on our stderr)
+/// and parses the JSON line it prints last.
+pub(super) fn drive(
     python: &Path,
     script: &Path,
     bootstrap: &str,
     client_log: &Path,
     extra: &[&str],
 ) -> Result<Value> {
+    let name = script
+        .file_name()
+        .map_or("the driver".into(), |n| n.to_string_lossy().into_owned());
     let mut child = Command::new(python)
         .arg(script)
         .arg(bootstrap)
@@ -274,7 +277,7 @@ fn drive(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .context("starting groups.py")?;
+        .with_context(|| format!("starting {name}"))?;
     let stdout = child.stdout.take().context("no stdout")?;
     let reader = std::thread::spawn(move || {
         BufReader::new(stdout)
@@ -291,7 +294,7 @@ fn drive(
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            bail!("groups.py ran over 900 s");
+            bail!("{name} ran over 900 s");
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -300,8 +303,8 @@ fn drive(
         .iter()
         .rev()
         .find(|l| l.starts_with('{'))
-        .with_context(|| format!("groups.py ({status}) printed no JSON: {lines:?}"))?;
-    let value: Value = serde_json::from_str(last).context("groups.py's JSON")?;
+        .with_context(|| format!("{name} ({status}) printed no JSON: {lines:?}"))?;
+    let value: Value = serde_json::from_str(last).with_context(|| format!("{name}'s JSON"))?;
     if let Some(error) = value.get("error").and_then(Value::as_str) {
         bail!("{error}");
     }
@@ -310,7 +313,7 @@ fn drive(
 
 /// `target/stock-clients-venv/bin/python`, the venv created as the tests create it when it
 /// is missing (python3's venv, then pip from PyPI).
-fn stock_python(root: &Path) -> Result<PathBuf> {
+pub(super) fn stock_python(root: &Path) -> Result<PathBuf> {
     let target = root.join("target");
     let venv = target.join("stock-clients-venv");
     let python = venv.join("bin").join("python");
@@ -325,7 +328,7 @@ fn stock_python(root: &Path) -> Result<PathBuf> {
         .args(["-m", "venv"])
         .arg(&tmp)
         .status()
-        .context("the groups bench needs python3 (with venv)")?;
+        .context("the bench needs python3 (with venv)")?;
     if !status.success() {
         bail!("python3 -m venv {} failed", tmp.display());
     }

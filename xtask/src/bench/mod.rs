@@ -4,6 +4,10 @@
 //! OffsetCommit throughput and latency with a stock client, beside Kafka's (`groups.rs`,
 //! which drives `groups.py`).
 //!
+//! `cargo xtask bench txn`: transactional produce beside non-transactional produce, and the
+//! end-to-end latency of a `read_committed` consumer, with a stock client, beside Kafka's
+//! (`txn.rs`, which drives `txn.py`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -43,6 +47,7 @@ mod load;
 mod machine;
 mod produce;
 mod report;
+mod txn;
 
 use std::path::Path;
 
@@ -51,6 +56,7 @@ use anyhow::Result;
 use cleaner::{cleaner, CleanerArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
+use txn::{txn, TxnArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
@@ -67,6 +73,9 @@ enum What {
     /// Consumer-group rebalance times (classic and KIP-848) and OffsetCommit throughput and
     /// latency with a stock client, beside Apache Kafka 4.4.0's.
     Groups(GroupsArgs),
+    /// Transactional produce beside non-transactional (records/s, commit latency,
+    /// read_committed end-to-end latency) with a stock client, beside Apache Kafka 4.4.0's.
+    Txn(TxnArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -74,5 +83,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Produce(args) => produce(root, args),
         What::Cleaner(args) => cleaner(root, args),
         What::Groups(args) => groups(root, args),
+        What::Txn(args) => txn(root, args),
     }
 }
