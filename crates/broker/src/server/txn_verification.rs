@@ -240,14 +240,16 @@ impl TxnVerifier {
     }
 }
 
-/// A coordinator's answer as the produce answers it: the transaction's own errors as they
-/// are, the coordinator's availability as retriable NOT_ENOUGH_REPLICAS (Kafka's mapping).
+/// A coordinator's answer as the produce answers it (Kafka's `AddPartitionsToTxnManager`):
+/// PRODUCER_FENCED as INVALID_PRODUCER_EPOCH (a produce answers the abortable error, not the
+/// fatal one), the transaction's other errors as they are, the coordinator's availability
+/// as retriable NOT_ENOUGH_REPLICAS.
 fn map_error(code: i16) -> ErrorCode {
     match ErrorCode::from_code(code) {
+        Some(ErrorCode::ProducerFenced) => ErrorCode::InvalidProducerEpoch,
         Some(
             e @ (ErrorCode::InvalidTxnState
             | ErrorCode::TransactionAbortable
-            | ErrorCode::ProducerFenced
             | ErrorCode::InvalidProducerEpoch
             | ErrorCode::InvalidProducerIdMapping
             | ErrorCode::TransactionalIdAuthorizationFailed),
