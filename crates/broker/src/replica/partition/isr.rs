@@ -259,6 +259,20 @@ impl Partition {
                 self.maybe_increment_high_watermark(now_ms)
             }
             Ok(_) => false,
+            // Leadership moved on (a failover, or every broker stopping at once): the
+            // metadata that follows says what is current; nothing is wrong here.
+            Err(
+                code @ (ErrorCode::FencedLeaderEpoch
+                | ErrorCode::NotLeaderOrFollower
+                | ErrorCode::InvalidUpdateVersion
+                | ErrorCode::UnknownTopicOrPartition),
+            ) => {
+                info!(
+                    topic = %self.tp.topic, partition = self.tp.partition, error = ?code,
+                    "the controller refused the ISR change; the partition's state moved on"
+                );
+                false
+            }
             Err(code) => {
                 warn!(
                     topic = %self.tp.topic, partition = self.tp.partition, error = ?code,
