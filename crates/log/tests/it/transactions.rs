@@ -1,7 +1,10 @@
 //! Transactions on the log, checked against a model: interleaved transactional producers
 //! committing and aborting, the last stable offset after each step, the aborted
 //! transactions of ranges, the `.txnindex` files byte for byte in Kafka's format; crash and
-//! reopen, truncation, and cleaning.
+//! reopen, truncation, and cleaning (Kafka's transaction rules: committed records compacted
+//! by key, aborted data removed, markers removed once their data is gone and their delete
+//! horizon passed, producers' last batches kept, a read_committed reader seeing the same
+//! latest value per key before and after, through a crash and reopen).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -756,4 +759,47 @@ fn transactions_cleaner_markers_follow_their_data() {
     assert_eq!(index_entries(&log), vec![e2]);
     assert_eq!(read_committed(&log, end), visible);
     assert_eq!(log.first_unstable_offset(), None);
+}
+
+/// An aborted transaction whose data is in the cleanable range but whose marker (and
+/// `.txnindex` entry) is in the active segment: its records are not mapped, so they never
+/// hide an older committed value, and they are removed.
+#[test]
+fn transactions_cleaner_sees_aborts_whose_marker_is_past_the_cleanable_range() {
+    let dir = tempdir();
+    let config = LogConfig {
+        cleanup_policy: CleanupPolicy::COMPACT,
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), config);
+    log.append_as_leader(data_batch(5, 0, false, 1, 1, 0), 0, 0)
+        .unwrap(); // 0: k1, committed
+    log.append_as_leader(data_batch(1, 0, true, 2, 1, 0), 0, 0)
+        .unwrap(); // 1-2: k1, k2 (aborted)
+    log.append_as_leader(data_batch(5, 1, false, 1, 3, 0), 0, 0)
+        .unwrap(); // 3: k3
+    log.roll().unwrap();
+    log.append_as_leader(marker(1, true, 0, 0), 0, 0).unwrap(); // 4, in the active segment
+    let end = log.log_end_offset();
+    log.producer_state_mut().on_high_watermark_updated(end);
+    let visible = read_committed(&log, end);
+    assert_eq!(visible.len(), 2, "k1 (offset 0) and k3");
+    let mut map = OffsetMap::new(24 * 1000, 0.9).unwrap();
+    let plan = log.plan_clean(0, 0, end, last_batches(&log)).unwrap();
+    assert_eq!(plan.first_uncleanable_offset(), 4);
+    let cleaned = plan.execute(&mut map, 4096, &mut |_| true).unwrap();
+    log.commit_clean(cleaned).unwrap();
+    assert_eq!(read_committed(&log, end), visible);
+    let after = read_all(&log);
+    // The aborted batch is its producer's last: kept, emptied.
+    let aborted = after.iter().find(|b| b.base_offset() == 1).unwrap();
+    assert_eq!(aborted.record_count(), 0);
+    assert_eq!(
+        data_records(&log)
+            .iter()
+            .map(|(o, _)| *o)
+            .collect::<Vec<_>>(),
+        vec![0, 3]
+    );
 }
