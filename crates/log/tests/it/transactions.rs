@@ -803,3 +803,53 @@ fn transactions_cleaner_sees_aborts_whose_marker_is_past_the_cleanable_range() {
         vec![0, 3]
     );
 }
+
+/// Kafka's third case of a producer's last batch: a producer whose state holds no data
+/// batch (its epoch was bumped by an abort marker) keeps its markers of that epoch, emptied
+/// once discardable.
+#[test]
+fn transactions_cleaner_keeps_the_marker_holding_a_producers_epoch() {
+    let dir = tempdir();
+    let config = LogConfig {
+        cleanup_policy: CleanupPolicy::COMPACT,
+        delete_retention_ms: 100,
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), config.clone());
+    log.append_as_leader(data_batch(7, 0, true, 1, 1, 0), 0, 0)
+        .unwrap(); // 0: pid 7 epoch 0
+    let m = ControlRecord::Abort(EndTxnMarker {
+        coordinator_epoch: 0,
+    });
+    let mut b = RecordBatchBuilder::new(0)
+        .producer(7, 1, -1)
+        .transactional(true)
+        .control(true);
+    b.append(
+        0,
+        Some(m.key()),
+        Some(m.encode_value().unwrap()),
+        Vec::new(),
+    )
+    .unwrap();
+    log.append_as_leader(BytesMut::from(&b.build().unwrap()[..]), 0, 0)
+        .unwrap(); // 1: the abort, epoch bumped to 1
+    log.append_as_leader(data_batch(5, 0, false, 1, 9, 0), 0, 0)
+        .unwrap(); // 2
+    log.roll().unwrap();
+    let end = log.log_end_offset();
+    log.producer_state_mut().on_high_watermark_updated(end);
+    let entry = log.producer_state().last_entry(7).unwrap();
+    assert_eq!((entry.producer_epoch, entry.last_data_offset()), (1, -1));
+    for now in [0, 10, 110, 220] {
+        clean_all(&mut log, now);
+    }
+    let after = read_all(&log);
+    let marker = after.iter().find(|b| b.base_offset() == 1).expect("kept");
+    assert!(marker.is_control());
+    assert_eq!(marker.record_count(), 0, "emptied");
+    assert_eq!(marker.producer_epoch(), 1);
+    assert!(!after.iter().any(|b| b.base_offset() == 0));
+    assert!(index_entries(&log).is_empty());
+}
