@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 
-use super::filter::{filter_batch, transactional_batch_retention, FilterContext};
+use super::filter::{filter_batch, FilterContext};
+use super::txn::{AbortedRanges, CleanedTxns};
 use super::{CleanerStats, OffsetMap, CLEANED_SUFFIX};
 use crate::error::{LogError, Result};
 use crate::fsutil;
@@ -43,8 +44,6 @@ pub(crate) struct SourceSegment {
     pub whole: SegmentRegion,
     /// From the first dirty offset's index entry, for the segment holding it.
     pub dirty: Option<SegmentRegion>,
-    /// The segment's `.txnindex` entries.
-    pub aborted: Vec<crate::producer_state::AbortedTxn>,
 }
 
 /// What [`crate::Log::commit_clean`] checks a segment against: the one read must still be
@@ -71,6 +70,11 @@ pub struct PendingClean {
     pub(crate) index_interval_bytes: u64,
     pub(crate) delete_retention_ms: i64,
     pub(crate) last_batches: HashMap<i64, i64>,
+    /// Producer id → epoch of the active producers with no data batch in their state.
+    pub(crate) last_markers: HashMap<i64, i16>,
+    /// Every `.txnindex` entry of the log (the active segment's too: a transaction of the
+    /// cleanable range may end past it) starting below the first uncleanable offset.
+    pub(crate) aborted: Vec<crate::producer_state::AbortedTxn>,
     pub(crate) generation: u64,
     pub(crate) truncations: Arc<AtomicU64>,
     pub(crate) files: Arc<SegmentFiles>,
@@ -186,6 +190,9 @@ impl PendingClean {
         stats.map_ms = started.elapsed().as_millis() as u64;
         let next_dirty_offset = map.latest_offset() + 1;
         let groups = self.group_segments(next_dirty_offset);
+        // One transaction walk over all groups: a transaction's data may sit in an older
+        // group than its marker.
+        let mut txns = CleanedTxns::new(&self.aborted);
         let mut cleaned = CleanedSegments {
             dir: self.dir.clone(),
             groups: Vec::new(),
@@ -208,7 +215,7 @@ impl PendingClean {
                     })
                     .collect(),
             });
-            self.clean_group(&group, map, chunk, io, &mut stats)?;
+            self.clean_group(&group, map, &mut txns, chunk, io, &mut stats)?;
         }
         stats.buffer_utilization = map.utilization();
         stats.elapsed_ms = started.elapsed().as_millis() as u64;
@@ -224,7 +231,8 @@ impl PendingClean {
 
     /// Kafka's `buildOffsetMap`: the dirty segments' keyed records from the first dirty
     /// offset on, until the map is full (then its latest offset is the last record mapped)
-    /// or the first uncleanable offset.
+    /// or the first uncleanable offset. Records of aborted transactions and control records
+    /// are not mapped; committed transactional records are.
     fn build_offset_map(
         &self,
         map: &mut OffsetMap,
@@ -233,6 +241,7 @@ impl PendingClean {
         stats: &mut CleanerStats,
     ) -> Result<()> {
         map.clear();
+        let aborted_ranges = AbortedRanges::new(&self.aborted);
         let start = self.first_dirty_offset;
         let dirty: Vec<&SourceSegment> = self
             .segments
@@ -254,7 +263,7 @@ impl PendingClean {
                 if batch.last_offset() < start {
                     return Ok(true);
                 }
-                if transactional_batch_retention(&batch) {
+                if !batch.is_control() && !aborted_ranges.is_aborted_data(&batch) {
                     let records = batch.records().map_err(|e| {
                         LogError::corrupt(
                             region.path(),
@@ -349,6 +358,7 @@ impl PendingClean {
         &self,
         group: &[&SourceSegment],
         map: &mut OffsetMap,
+        txns: &mut CleanedTxns,
         chunk: usize,
         io: &mut dyn FnMut(u64) -> bool,
         stats: &mut CleanerStats,
@@ -362,21 +372,14 @@ impl PendingClean {
             &self.files,
         )?;
         let round_end = group.iter().map(|s| s.next_offset).max().unwrap_or(base);
-        // Every aborted transaction of the cleanable range: one's data may sit in an older
-        // group than its marker.
-        let aborted: Vec<_> = self
-            .segments
-            .iter()
-            .flat_map(|s| &s.aborted)
-            .copied()
-            .collect();
         let mut ctx = FilterContext {
             map,
             now_ms: self.now_ms,
             delete_retention_ms: self.delete_retention_ms,
             last_batches: &self.last_batches,
+            last_markers: &self.last_markers,
             round_end,
-            aborted: &aborted,
+            txns,
         };
         let mut buf = BytesMut::new();
         let mut infos: Vec<BatchInfo> = Vec::new();
@@ -407,12 +410,11 @@ impl PendingClean {
         if !buf.is_empty() {
             out.append(&buf, &infos, self.now_ms)?;
         }
-        // The cleaned segment keeps its sources' aborted transactions (markers are kept, so
-        // every entry still describes the log).
-        for seg in group {
-            for t in &seg.aborted {
-                out.append_aborted_txn(*t)?;
-            }
+        // Kafka's cleaned transaction index: the entries of the ABORT markers this group
+        // kept because data of their transaction was still there; the others go (no
+        // aborted data of theirs is left for a read_committed reader to skip).
+        for t in ctx.txns.take_retained() {
+            out.append_aborted_txn(t)?;
         }
         out.seal()?;
         out.close_files();

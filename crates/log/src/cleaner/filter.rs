@@ -1,28 +1,37 @@
 //! The retention rules of one clean, batch by batch (Kafka's `Cleaner.cleanInto` filter and
-//! `MemoryRecords.filterTo`): which records of a batch survive, and how the survivors are
+//! `MemoryRecords.filterTo`): which batches and records survive, and how the survivors are
 //! written back.
 //!
-//! - a record above the map's latest offset is kept (the map never saw it);
-//! - a keyed record is kept when its offset is at least the one mapped for its key (or the
-//!   key is unmapped), and it has a value or its batch's delete horizon has not passed;
-//! - a record without a key is dropped (counted as invalid);
+//! First the batch goes through the transaction walk ([`CleanedTxns`], Kafka's
+//! `CleanedTransactionMetadata`, see `txn.rs`), which says whether it is *discardable*: a
+//! data batch of an aborted transaction, or a marker whose transaction has no data left.
+//! Its records are then all dropped when it is discardable data, or a discardable marker
+//! whose delete horizon has passed (`horizon <= now`). Otherwise:
+//!
+//! - a marker's records are kept;
+//! - a data record above the map's latest offset is kept (the map never saw it);
+//! - a keyed data record is kept when its offset is at least the one mapped for its key (or
+//!   the key is unmapped), and it has a value or its batch's delete horizon has not passed;
+//!   committed transactional records are compacted like any others;
+//! - a data record without a key is dropped (counted as invalid).
+//!
+//! What is written:
+//!
 //! - a batch whose records are all kept, and that needs no delete horizon, is copied byte
 //!   for byte; otherwise the survivors go into a new batch with the same base offset, last
 //!   offset delta (so the producer's last sequence survives), producer id, epoch, base
-//!   sequence, partition leader epoch, timestamp type and codec. A new batch that keeps a
-//!   tombstone and had no delete horizon gets one: `now + delete.retention.ms` (KIP-534:
-//!   attributes bit 6, the base timestamp holds it); the next clean after it drops the
-//!   tombstone;
-//! - a batch left empty is dropped, unless it is its producer's last data batch (idempotent
-//!   producer state must survive) or the last batch of the round (so the offset after it is
-//!   not lost); then an empty batch with the original's header fields remains.
-//!
-//! Transactions (a subset of Kafka's `CleanedTransactionMetadata` rules): a transactional
-//! batch of an aborted transaction (named by the `.txnindex` entries of the cleaned range) is
-//! removed, unless it is its producer's last batch or the round's last, which are kept whole;
-//! committed transactional batches and every marker are kept unchanged (Kafka removes a
-//! marker once its transaction's data is gone and the delete horizon passed; keeping it is
-//! always safe, it costs a batch per transaction).
+//!   sequence, partition leader epoch, timestamp type, codec and transactional/control
+//!   flags. A batch that keeps a tombstone, or a discardable marker, and had no delete
+//!   horizon gets one: `now + delete.retention.ms` (KIP-534: attributes bit 6, the base
+//!   timestamp holds it). The next clean after it drops the tombstone or the marker;
+//! - a batch left with no record is dropped, unless it is its producer's last (its last
+//!   data batch, or — for a producer with no data batch in its state — a marker of its
+//!   current epoch: idempotent and fencing state must survive) or the last batch of the
+//!   round (so the offset after it is not lost); then an empty batch with the original's
+//!   header fields remains (Kafka's `RETAIN_EMPTY`). An aborted producer's last batch is
+//!   kept emptied, and keeps its marker and `.txnindex` entry alive.
+
+use std::collections::HashMap;
 
 use bytes::{Bytes, BytesMut};
 use kraftd_protocol::records::{
@@ -30,6 +39,7 @@ use kraftd_protocol::records::{
 };
 
 use super::offset_map::OffsetMap;
+use super::txn::CleanedTxns;
 use super::CleanerStats;
 use crate::error::{LogError, Result};
 
@@ -40,36 +50,31 @@ pub(crate) struct FilterContext<'a> {
     pub now_ms: i64,
     pub delete_retention_ms: i64,
     /// Producer id → last offset of its last data batch in the log, from the owner's
-    /// producer state (Kafka's `lastRecordsOfActiveProducers`).
-    pub last_batches: &'a std::collections::HashMap<i64, i64>,
+    /// producer state (Kafka's `lastRecordsOfActiveProducers` with a last data offset).
+    pub last_batches: &'a HashMap<i64, i64>,
+    /// Producer id → epoch, for the active producers with no data batch in their state
+    /// (Kafka's `lastRecordsOfActiveProducers` without one): their markers of that epoch
+    /// are kept, even emptied, so the epoch survives for fencing.
+    pub last_markers: &'a HashMap<i64, i16>,
     /// The offset after the last batch of the segments being rewritten into one (Kafka keeps
     /// the last batch of the round, `upperBoundOffsetOfCleaningRound`): the batch ending
     /// there is kept, even empty, so a cleaned segment ends exactly where the segments it
     /// replaces ended (recovery of an interrupted swap relies on it).
     pub round_end: i64,
-    /// The aborted transactions of the cleaned range.
-    pub aborted: &'a [crate::producer_state::AbortedTxn],
+    /// The transaction walk, carried across the groups of the clean.
+    pub txns: &'a mut CleanedTxns,
 }
 
-/// Kafka's aborted-data check: a transactional data batch inside an aborted transaction of
-/// its producer (a producer has one transaction open at a time, so the range is exact).
-fn is_aborted_data(aborted: &[crate::producer_state::AbortedTxn], batch: &RecordBatch) -> bool {
-    batch.is_transactional()
-        && !batch.is_control()
-        && aborted.iter().any(|t| {
-            t.producer_id == batch.producer_id()
-                && t.first_offset <= batch.base_offset()
-                && batch.last_offset() <= t.last_offset
-        })
-}
-
-/// Whether a transactional or control batch goes through the data rules. For now every
-/// such batch is kept unchanged (`false`): aborted transactions' records and markers are
-/// removed with the transactions work, by Kafka's `CleanedTransactionMetadata` rules, here.
-/// Their keys are not put in the offset map either, so a value written in a transaction
-/// that may have aborted never hides an older committed one.
-pub(crate) fn transactional_batch_retention(batch: &RecordBatch) -> bool {
-    !(batch.is_control() || batch.is_transactional())
+/// Kafka's `isBatchLastRecordOfProducer`.
+fn is_producers_last(ctx: &FilterContext<'_>, batch: &RecordBatch) -> bool {
+    let pid = batch.producer_id();
+    if pid == NO_PRODUCER_ID {
+        return false;
+    }
+    match ctx.last_batches.get(&pid) {
+        Some(&last) => batch.last_offset() == last,
+        None => batch.is_control() && ctx.last_markers.get(&pid) == Some(&batch.producer_epoch()),
+    }
 }
 
 /// What survives of `batch`, if anything.
@@ -88,49 +93,60 @@ pub(crate) fn filter_batch(
     // which would launder a bit flip into data that reads as valid. A corrupt batch fails
     // the clean, and the owner marks the log uncleanable.
     batch.validate_crc().map_err(corrupt)?;
-    let keep_anyway = batch.next_offset() == ctx.round_end
-        || ctx.last_batches.get(&batch.producer_id()) == Some(&batch.last_offset());
-    if is_aborted_data(ctx.aborted, batch) && !keep_anyway {
-        stats.messages_read += u64::try_from(batch.record_count()).unwrap_or(0);
+    let mut records = Vec::new();
+    for record in batch.records().map_err(corrupt)? {
+        records.push(record.map_err(corrupt)?);
+    }
+    stats.messages_read += records.len() as u64;
+    // Kafka's `checkBatchRetention`.
+    let discardable = if batch.is_control() {
+        let first_key = records.first().map(|r| r.key.as_deref());
+        ctx.txns.on_control(batch, first_key)
+    } else {
+        ctx.txns.on_batch(batch)
+    };
+    let discard_records = if batch.is_control() {
+        discardable && batch.delete_horizon_ms().is_some_and(|h| h <= ctx.now_ms)
+    } else {
+        discardable
+    };
+    let retain_empty = is_producers_last(ctx, batch) || batch.next_offset() == ctx.round_end;
+    if discard_records && !retain_empty {
         return Ok(None);
     }
-    if !transactional_batch_retention(batch) {
-        stats.messages_read += u64::try_from(batch.record_count()).unwrap_or(0);
-        stats.messages_written += u64::try_from(batch.record_count()).unwrap_or(0);
-        stats.bytes_written += batch.size_in_bytes() as u64;
-        return Ok(Some(batch.clone()));
-    }
+    let marker_of_empty_txn = discardable && batch.is_control();
     let retain_deletes = batch.delete_horizon_ms().is_none_or(|h| ctx.now_ms < h);
     let latest = ctx.map.latest_offset();
+    let total = records.len();
     let mut kept = Vec::new();
-    let mut all_kept = true;
     let mut tombstones = false;
-    for record in batch.records().map_err(corrupt)? {
-        let record = record.map_err(corrupt)?;
-        stats.messages_read += 1;
-        let offset = record.offset(batch);
-        let keep = if offset > latest {
-            true
-        } else if let Some(key) = &record.key {
-            let newest = ctx.map.get(key).is_none_or(|mapped| offset >= mapped);
-            newest && (record.value.is_some() || retain_deletes)
-        } else {
-            stats.invalid_messages_read += 1;
+    for record in records {
+        let keep = if discard_records {
             false
+        } else if batch.is_control() {
+            true
+        } else {
+            let offset = record.offset(batch);
+            if offset > latest {
+                true
+            } else if let Some(key) = &record.key {
+                let newest = ctx.map.get(key).is_none_or(|mapped| offset >= mapped);
+                newest && (record.value.is_some() || retain_deletes)
+            } else {
+                stats.invalid_messages_read += 1;
+                false
+            }
         };
         if keep {
             tombstones |= record.value.is_none();
             kept.push(record);
-        } else {
-            all_kept = false;
         }
     }
     stats.messages_written += kept.len() as u64;
-    let needs_horizon = tombstones && !batch.has_delete_horizon();
+    let all_kept = kept.len() == total;
+    let needs_horizon = (tombstones || marker_of_empty_txn) && !batch.has_delete_horizon();
     let written = if kept.is_empty() {
-        let producers_last = batch.producer_id() != NO_PRODUCER_ID
-            && ctx.last_batches.get(&batch.producer_id()) == Some(&batch.last_offset());
-        if !(producers_last || batch.next_offset() == ctx.round_end) {
+        if !retain_empty {
             return Ok(None);
         }
         empty_batch(batch)?

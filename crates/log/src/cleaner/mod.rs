@@ -23,14 +23,21 @@
 //! and whether `max.compaction.lag.ms` forces a clean (`LogCleanerManager`); progress is
 //! kept in the `cleaner-offset-checkpoint` ([`crate::log_manager::LogManager`]).
 //!
+//! Transactions (Kafka's rules): committed transactional records are compacted like any
+//! others; aborted ones are never mapped and are removed; a marker stays while data of its
+//! transaction is in the log, then gets a delete horizon (`now + delete.retention.ms`) and
+//! goes at the first clean past it; a producer's last batch always stays (emptied if need
+//! be); the cleaned `.txnindex` keeps only the aborted transactions with data left.
+//!
 //! Where things are: `offset_map.rs` ([`OffsetMap`], Kafka's `SkimpyOffsetMap`),
 //! `filter.rs` (the retention rules per batch, Kafka's `shouldRetainRecord` and
-//! `filterTo`), `execute.rs` ([`PendingClean`], [`CleanedSegments`]); the log's side is
+//! `filterTo`), `txn.rs` (Kafka's `CleanedTransactionMetadata`), `execute.rs` ([`PendingClean`], [`CleanedSegments`]); the log's side is
 //! `log/clean.rs`.
 
 pub(crate) mod execute;
 mod filter;
 pub mod offset_map;
+mod txn;
 
 pub use execute::{CleanedSegments, PendingClean};
 pub use offset_map::OffsetMap;

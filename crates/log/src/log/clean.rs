@@ -163,7 +163,10 @@ impl Log {
     /// the policy does not include `compact` or nothing is dirty. `last_batches` maps each
     /// active producer id to the last offset of its last data batch (from the owner's
     /// producer state): that batch is kept, emptied if need be, so the producer's sequence
-    /// and epoch survive. `now_ms` is the clean's time (delete horizons are set from it and
+    /// and epoch survive; an active producer of the log's own producer state with no data
+    /// batch keeps its markers of its current epoch (Kafka's `lastRecordsOfActiveProducers`).
+    /// The aborted transactions come from every segment's `.txnindex` (the active one's
+    /// too). `now_ms` is the clean's time (delete horizons are set from it and
     /// compared with it). Cheap: no file is read.
     pub fn plan_clean(
         &self,
@@ -195,12 +198,29 @@ impl Log {
                 whole: seg.region(base),
                 dirty: (base <= first_dirty && first_dirty < seg.next_offset())
                     .then(|| seg.region(first_dirty)),
-                aborted: seg.aborted_txns().to_vec(),
             })
             .collect();
         if !segments.iter().any(|s| s.next_offset > first_dirty) {
             return None;
         }
+        // Every segment's entries, the active one's too: a transaction whose data is in the
+        // cleanable range may have its marker past it.
+        let aborted = self
+            .segments
+            .values()
+            .flat_map(|s| s.aborted_txns())
+            .filter(|t| t.first_offset < first_uncleanable)
+            .copied()
+            .collect();
+        // Kafka's `lastRecordsOfActiveProducers` without a last data offset: a producer whose
+        // state holds no data batch keeps its markers of its current epoch (fencing).
+        let last_markers = self
+            .producers
+            .active_producers()
+            .filter(|e| e.last_data_offset() < 0 && e.producer_epoch >= 0)
+            .filter(|e| !last_batches.contains_key(&e.producer_id))
+            .map(|e| (e.producer_id, e.producer_epoch))
+            .collect();
         Some(PendingClean {
             dir: self.dir.clone(),
             now_ms,
@@ -212,6 +232,8 @@ impl Log {
             index_interval_bytes: self.config.index_interval_bytes,
             delete_retention_ms: self.config.delete_retention_ms,
             last_batches,
+            last_markers,
+            aborted,
             generation: self.truncations.load(Ordering::SeqCst),
             truncations: Arc::clone(&self.truncations),
             files: Arc::clone(&self.files),

@@ -1,9 +1,12 @@
 //! Transactions on the log, checked against a model: interleaved transactional producers
 //! committing and aborting, the last stable offset after each step, the aborted
 //! transactions of ranges, the `.txnindex` files byte for byte in Kafka's format; crash and
-//! reopen, truncation, and cleaning.
+//! reopen, truncation, and cleaning (Kafka's transaction rules: committed records compacted
+//! by key, aborted data removed, markers removed once their data is gone and their delete
+//! horizon passed, producers' last batches kept, a read_committed reader seeing the same
+//! latest value per key before and after, through a crash and reopen).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
@@ -357,79 +360,496 @@ fn transactions_coordinator_fenced_and_markers_complete_on_follower() {
     assert_eq!(follower.first_unstable_offset(), None);
 }
 
-#[test]
-fn transactions_cleaner_drops_aborted_data_keeps_committed_and_markers() {
-    let dir = tempdir();
-    let config = LogConfig {
-        cleanup_policy: CleanupPolicy::COMPACT,
-        ..small_config()
-    };
-    let mut log = open(dir.path(), config.clone());
-    let ops = run(&mut log, dir.path(), 2024, 120);
-    // Close every transaction so the whole log is stable, then roll past it.
-    let m = model(&ops, log.log_end_offset());
-    for pid in m.open.keys() {
-        log.append_as_leader(marker(*pid, false, 0, 0), 0, 0)
-            .unwrap();
+/// What a read_committed consumer sees (Kafka's fetcher): the batches below `lso`, the
+/// aborted transactions of `collect_aborted_transactions`, a transactional batch skipped
+/// while its producer is between an aborted transaction's first offset and its ABORT
+/// marker. Returns the latest record per key: key → (offset, value).
+fn read_committed(log: &Log, lso: i64) -> BTreeMap<Bytes, (i64, Option<Bytes>)> {
+    let mut aborted = log.collect_aborted_transactions(log.log_start_offset(), lso);
+    aborted.sort_by_key(|t| t.first_offset);
+    let mut aborted: std::collections::VecDeque<AbortedTxn> = aborted.into();
+    let mut aborting: HashSet<i64> = HashSet::new();
+    let mut out = BTreeMap::new();
+    for b in read_all(log) {
+        if b.base_offset() >= lso {
+            break;
+        }
+        while aborted
+            .front()
+            .is_some_and(|t| t.first_offset <= b.last_offset())
+        {
+            aborting.insert(aborted.pop_front().unwrap().producer_id);
+        }
+        let records: Vec<_> = b.records().unwrap().map(|r| r.unwrap()).collect();
+        if b.is_control() {
+            let is_abort = records
+                .first()
+                .and_then(|r| r.key.as_ref())
+                .is_some_and(|k| k[2..4] == [0, 0]);
+            if is_abort {
+                aborting.remove(&b.producer_id());
+            }
+            continue;
+        }
+        if b.is_transactional() && aborting.contains(&b.producer_id()) {
+            continue;
+        }
+        for r in records {
+            let offset = r.offset(&b);
+            if offset < lso {
+                out.insert(r.key.clone().unwrap(), (offset, r.value.clone()));
+            }
+        }
     }
-    log.roll().unwrap();
+    out
+}
+
+/// Every data record left in the log: (offset, key).
+fn data_records(log: &Log) -> Vec<(i64, Bytes)> {
+    read_all(log)
+        .iter()
+        .filter(|b| !b.is_control())
+        .flat_map(|b| {
+            b.records()
+                .unwrap()
+                .map(|r| {
+                    let r = r.unwrap();
+                    (r.offset(b), r.key.clone().unwrap())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The owner's `last_batches` (as the broker's cleaner builds it).
+fn last_batches(log: &Log) -> HashMap<i64, i64> {
+    log.producer_state()
+        .active_producers()
+        .filter(|e| e.last_data_offset() >= 0)
+        .map(|e| (e.producer_id, e.last_data_offset()))
+        .collect()
+}
+
+/// One whole clean at `now`, the dirty section from the log start.
+fn clean_all(log: &mut Log, now: i64) {
     let end = log.log_end_offset();
-    log.producer_state_mut().on_high_watermark_updated(end);
-    let aborted = log.aborted_txn_index();
-    let aborted: Vec<AbortedTxn> = aborted.into_iter().flat_map(|(_, e)| e).collect();
-    assert!(!aborted.is_empty());
-    let is_aborted = |pid: i64, offset: i64| {
-        aborted
-            .iter()
-            .any(|t| t.producer_id == pid && t.first_offset <= offset && offset <= t.last_offset)
-    };
-    let before = read_all(&log);
     let mut map = OffsetMap::new(24 * 10_000, 0.9).unwrap();
     let plan = log
-        .plan_clean(0, 0, end, HashMap::new())
+        .plan_clean(now, 0, end, last_batches(log))
         .expect("something to clean");
     let cleaned = plan.execute(&mut map, 4096, &mut |_| true).unwrap();
     log.commit_clean(cleaned).unwrap();
-    let after = read_all(&log);
-    let last_of_segments: Vec<i64> = log.segment_base_offsets();
-    let mut markers_before = 0;
-    for b in &before {
-        let kept = after.iter().any(|a| a.base_offset() == b.base_offset());
-        if b.is_control() {
-            markers_before += 1;
-            assert!(kept, "marker at {} kept", b.base_offset());
-        } else if b.is_transactional() && !is_aborted(b.producer_id(), b.base_offset()) {
-            assert!(kept, "committed batch at {} kept", b.base_offset());
-        }
-    }
-    let aborted_left = after
-        .iter()
-        .filter(|a| a.is_transactional() && !a.is_control())
-        .filter(|a| is_aborted(a.producer_id(), a.base_offset()))
-        .filter(|a| !last_of_segments.contains(&a.next_offset()))
-        .count();
-    assert!(
-        aborted_left <= 1,
-        "aborted data is gone but a segment's last batch: {aborted_left} left"
-    );
-    assert_eq!(
-        after.iter().filter(|a| a.is_control()).count(),
-        markers_before
-    );
-    // The txn index survived the swap, and a reopen agrees.
-    let index: Vec<AbortedTxn> = log
-        .aborted_txn_index()
+}
+
+fn index_entries(log: &Log) -> Vec<AbortedTxn> {
+    log.aborted_txn_index()
         .into_iter()
         .flat_map(|(_, e)| e)
-        .collect();
-    assert_eq!(index, aborted);
+        .collect()
+}
+
+/// Per producer, the last sequence its state holds.
+fn last_seqs(log: &Log) -> BTreeMap<i64, (i16, i32)> {
+    log.producer_state()
+        .active_producers()
+        .map(|e| (e.producer_id, (e.producer_epoch, e.last_seq())))
+        .collect()
+}
+
+#[test]
+fn transactions_cleaner_compacts_committed_and_removes_aborted_data_then_markers() {
+    for seed in [2024, 7, 99] {
+        let dir = tempdir();
+        let config = LogConfig {
+            cleanup_policy: CleanupPolicy::COMPACT,
+            delete_retention_ms: 100,
+            ..small_config()
+        };
+        let mut log = open(dir.path(), config.clone());
+        let ops = run(&mut log, dir.path(), seed, 150);
+        // Close every transaction so the whole log is stable, then roll past it.
+        let m = model(&ops, log.log_end_offset());
+        for pid in m.open.keys() {
+            log.append_as_leader(marker(*pid, false, 0, 0), 0, 0)
+                .unwrap();
+        }
+        log.roll().unwrap();
+        let end = log.log_end_offset();
+        log.producer_state_mut().on_high_watermark_updated(end);
+        let m = model(&ops, end);
+        assert!(!m.aborted.is_empty());
+        let visible = read_committed(&log, end);
+        let seqs = last_seqs(&log);
+        let markers_before = read_all(&log).iter().filter(|b| b.is_control()).count();
+
+        // Clean 1: aborted data goes, committed data is compacted by key (one record per
+        // key, the visible latest); every marker stays (its data was read), and so does
+        // every index entry.
+        clean_all(&mut log, 0);
+        assert_eq!(read_committed(&log, end), visible, "seed {seed}");
+        let left: BTreeMap<Bytes, i64> = data_records(&log)
+            .into_iter()
+            .map(|(o, k)| (k, o))
+            .collect();
+        assert_eq!(data_records(&log).len(), left.len(), "one record per key");
+        assert_eq!(
+            left,
+            visible
+                .iter()
+                .map(|(k, (o, _))| (k.clone(), *o))
+                .collect::<BTreeMap<_, _>>()
+        );
+        assert_eq!(
+            read_all(&log).iter().filter(|b| b.is_control()).count(),
+            markers_before
+        );
+        assert_eq!(index_entries(&log), m.aborted);
+
+        // Clean 2: markers whose transaction had nothing left (before this clean: a batch
+        // read in the clean counts, even if it goes now, as Kafka's) get a delete horizon;
+        // the index keeps only the aborted transactions with a batch read (a producer's or
+        // a segment's last, kept emptied by clean 1).
+        let before2 = read_all(&log);
+        clean_all(&mut log, 10);
+        assert_eq!(read_committed(&log, end), visible, "seed {seed}");
+        let after = read_all(&log);
+        let has_batch = |t: &AbortedTxn| {
+            before2.iter().any(|b| {
+                !b.is_control()
+                    && b.producer_id() == t.producer_id
+                    && t.first_offset <= b.base_offset()
+                    && b.last_offset() < t.last_offset
+            })
+        };
+        let expected: Vec<AbortedTxn> =
+            m.aborted.iter().filter(|t| has_batch(t)).copied().collect();
+        assert!(
+            expected.len() < m.aborted.len(),
+            "some aborted txn had nothing left"
+        );
+        assert_eq!(index_entries(&log), expected);
+        // Markers: a marker without data of its transaction before it (since its
+        // producer's previous marker) has the horizon 10 + 100; one with data has none.
+        let txn_has_data = |batches: &[kraftd_protocol::records::RecordBatch], i: usize| {
+            let pid = batches[i].producer_id();
+            batches[..i]
+                .iter()
+                .rev()
+                .filter(|b| b.producer_id() == pid)
+                .take_while(|b| !b.is_control())
+                .any(|b| b.is_transactional())
+        };
+        let mut horizons = 0;
+        for (i, b) in before2.iter().enumerate().filter(|(_, b)| b.is_control()) {
+            let b = after
+                .iter()
+                .find(|a| a.base_offset() == b.base_offset())
+                .expect("clean 2 removes no marker");
+            if txn_has_data(&before2, i) {
+                assert_eq!(b.delete_horizon_ms(), None, "marker at {}", b.base_offset());
+            } else {
+                assert_eq!(
+                    b.delete_horizon_ms(),
+                    Some(110),
+                    "marker at {}",
+                    b.base_offset()
+                );
+                horizons += 1;
+            }
+        }
+        assert!(horizons > 0);
+        assert_eq!(
+            after.iter().filter(|b| b.is_control()).count(),
+            markers_before
+        );
+
+        // Clean 3, before the horizon: every marker stays; after it: the markers of empty
+        // transactions go, but a producer's or a segment's last batch (kept empty).
+        clean_all(&mut log, 109);
+        assert_eq!(
+            read_all(&log).iter().filter(|b| b.is_control()).count(),
+            markers_before
+        );
+        let before3 = read_all(&log);
+        clean_all(&mut log, 110);
+        assert_eq!(read_committed(&log, end), visible, "seed {seed}");
+        let after = read_all(&log);
+        let segment_ends: Vec<i64> = {
+            let bases = log.segment_base_offsets();
+            bases[1..].to_vec()
+        };
+        let mut removed = 0;
+        for (i, b) in before3.iter().enumerate().filter(|(_, b)| b.is_control()) {
+            let kept = after.iter().find(|a| a.base_offset() == b.base_offset());
+            if txn_has_data(&before3, i) {
+                let kept = kept.expect("a marker with data of its transaction stays");
+                assert_eq!(kept.as_bytes(), b.as_bytes());
+            } else if b.delete_horizon_ms().is_none_or(|h| h > 110) {
+                // Its data went after clean 2 (a segment's last batch then): it gets its
+                // horizon now.
+                let kept = kept.expect("a marker before its horizon stays");
+                assert_eq!(kept.record_count(), 1);
+                assert_eq!(
+                    kept.delete_horizon_ms(),
+                    Some(b.delete_horizon_ms().unwrap_or(210))
+                );
+            } else if let Some(kept) = kept {
+                assert!(
+                    segment_ends.contains(&kept.next_offset()),
+                    "marker at {} kept only as a segment's last batch",
+                    kept.base_offset()
+                );
+                assert_eq!(kept.record_count(), 0, "kept emptied");
+            } else {
+                removed += 1;
+            }
+        }
+        assert!(removed > 0, "seed {seed}");
+        // The index: the aborted transactions with a batch read by this clean.
+        let expected: Vec<AbortedTxn> = m
+            .aborted
+            .iter()
+            .filter(|t| {
+                before3.iter().any(|b| {
+                    !b.is_control()
+                        && b.producer_id() == t.producer_id
+                        && t.first_offset <= b.base_offset()
+                        && b.last_offset() < t.last_offset
+                })
+            })
+            .copied()
+            .collect();
+        assert_eq!(index_entries(&log), expected);
+        // Producers' last batches survive: the state rebuilt from the cleaned log (no
+        // snapshot) knows every producer's last sequence.
+        assert_eq!(last_seqs(&log), seqs);
+
+        // Crash (no clean close) and reopen: the same log, index and producers.
+        let before_crash = read_all(&log);
+        drop(log);
+        for f in std::fs::read_dir(dir.path()).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "snapshot") {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        let log = open(dir.path(), config);
+        assert_eq!(
+            read_all(&log)
+                .iter()
+                .map(|b| b.as_bytes().clone())
+                .collect::<Vec<_>>(),
+            before_crash
+                .iter()
+                .map(|b| b.as_bytes().clone())
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(index_entries(&log), expected);
+        assert_eq!(log.first_unstable_offset(), None);
+        assert_eq!(read_committed(&log, end), visible, "seed {seed}");
+        assert_eq!(last_seqs(&log), seqs, "seed {seed}");
+    }
+}
+
+/// A hand-written history with every case: a committed transaction whose data is compacted
+/// away (its marker goes after the horizon), an aborted transaction that is its producer's
+/// last batch (kept emptied, with its marker and index entry), an aborted transaction of a
+/// producer that wrote on (its data, then its marker and entry, go), a committed
+/// transaction with data left (its marker stays).
+#[test]
+fn transactions_cleaner_markers_follow_their_data() {
+    let dir = tempdir();
+    let config = LogConfig {
+        cleanup_policy: CleanupPolicy::COMPACT,
+        delete_retention_ms: 100,
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), config.clone());
+    let mut append = |b: BytesMut| log.append_as_leader(b, 0, 0).unwrap();
+    append(data_batch(1, 0, true, 1, 1, 0)); // 0: k1 (pid 1, committed)
+    append(marker(1, false, 0, 0)); // 1
+    append(data_batch(2, 0, true, 1, 1, 0)); // 2: k1 (pid 2, aborted, its last)
+    append(marker(2, true, 0, 0)); // 3
+    append(data_batch(1, 1, true, 1, 2, 0)); // 4: k2 (pid 1, committed)
+    append(marker(1, false, 0, 0)); // 5
+    append(data_batch(3, 0, false, 1, 1, 0)); // 6: k1 (pid 3, idempotent)
+    append(data_batch(4, 0, true, 1, 3, 0)); // 7: k3 (pid 4, aborted)
+    append(marker(4, true, 0, 0)); // 8
+    append(data_batch(4, 1, true, 1, 3, 0)); // 9: k3 (pid 4, committed)
+    append(marker(4, false, 0, 0)); // 10
+    append(data_batch(5, 0, false, 1, 9, 0)); // 11: k9
+    log.roll().unwrap();
+    let end = log.log_end_offset();
+    assert_eq!(end, 12);
+    log.producer_state_mut().on_high_watermark_updated(end);
+    let visible = read_committed(&log, end);
+    let offsets = |log: &Log| -> Vec<(i64, i32, Option<i64>)> {
+        read_all(log)
+            .iter()
+            .map(|b| (b.base_offset(), b.record_count(), b.delete_horizon_ms()))
+            .collect()
+    };
+    let entry = |pid, first, last, lso| AbortedTxn {
+        producer_id: pid,
+        first_offset: first,
+        last_offset: last,
+        last_stable_offset: lso,
+    };
+    let e2 = entry(2, 2, 3, 4);
+    let e4 = entry(4, 7, 8, 9);
+    assert_eq!(index_entries(&log), vec![e2, e4]);
+
+    clean_all(&mut log, 0);
+    assert_eq!(
+        offsets(&log),
+        vec![
+            (1, 1, None),
+            (2, 0, None),
+            (3, 1, None),
+            (4, 1, None),
+            (5, 1, None),
+            (6, 1, None),
+            (8, 1, None),
+            (9, 1, None),
+            (10, 1, None),
+            (11, 1, None)
+        ]
+    );
+    assert_eq!(index_entries(&log), vec![e2, e4]);
+    assert_eq!(read_committed(&log, end), visible);
+
+    clean_all(&mut log, 10);
+    assert_eq!(
+        offsets(&log),
+        vec![
+            (1, 1, Some(110)),
+            (2, 0, None),
+            (3, 1, None),
+            (4, 1, None),
+            (5, 1, None),
+            (6, 1, None),
+            (8, 1, Some(110)),
+            (9, 1, None),
+            (10, 1, None),
+            (11, 1, None)
+        ]
+    );
+    assert_eq!(index_entries(&log), vec![e2]);
+    assert_eq!(read_committed(&log, end), visible);
+
+    clean_all(&mut log, 110);
+    assert_eq!(
+        offsets(&log),
+        vec![
+            (2, 0, None),
+            (3, 1, None),
+            (4, 1, None),
+            (5, 1, None),
+            (6, 1, None),
+            (9, 1, None),
+            (10, 1, None),
+            (11, 1, None)
+        ]
+    );
+    assert_eq!(index_entries(&log), vec![e2]);
+    assert_eq!(read_committed(&log, end), visible);
     log.close().unwrap();
     let log = open(dir.path(), config);
-    let index: Vec<AbortedTxn> = log
-        .aborted_txn_index()
-        .into_iter()
-        .flat_map(|(_, e)| e)
-        .collect();
-    assert_eq!(index, aborted);
+    assert_eq!(index_entries(&log), vec![e2]);
+    assert_eq!(read_committed(&log, end), visible);
     assert_eq!(log.first_unstable_offset(), None);
+}
+
+/// An aborted transaction whose data is in the cleanable range but whose marker (and
+/// `.txnindex` entry) is in the active segment: its records are not mapped, so they never
+/// hide an older committed value, and they are removed.
+#[test]
+fn transactions_cleaner_sees_aborts_whose_marker_is_past_the_cleanable_range() {
+    let dir = tempdir();
+    let config = LogConfig {
+        cleanup_policy: CleanupPolicy::COMPACT,
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), config);
+    log.append_as_leader(data_batch(5, 0, false, 1, 1, 0), 0, 0)
+        .unwrap(); // 0: k1, committed
+    log.append_as_leader(data_batch(1, 0, true, 2, 1, 0), 0, 0)
+        .unwrap(); // 1-2: k1, k2 (aborted)
+    log.append_as_leader(data_batch(5, 1, false, 1, 3, 0), 0, 0)
+        .unwrap(); // 3: k3
+    log.roll().unwrap();
+    log.append_as_leader(marker(1, true, 0, 0), 0, 0).unwrap(); // 4, in the active segment
+    let end = log.log_end_offset();
+    log.producer_state_mut().on_high_watermark_updated(end);
+    let visible = read_committed(&log, end);
+    assert_eq!(visible.len(), 2, "k1 (offset 0) and k3");
+    let mut map = OffsetMap::new(24 * 1000, 0.9).unwrap();
+    let plan = log.plan_clean(0, 0, end, last_batches(&log)).unwrap();
+    assert_eq!(plan.first_uncleanable_offset(), 4);
+    let cleaned = plan.execute(&mut map, 4096, &mut |_| true).unwrap();
+    log.commit_clean(cleaned).unwrap();
+    assert_eq!(read_committed(&log, end), visible);
+    let after = read_all(&log);
+    // The aborted batch is its producer's last: kept, emptied.
+    let aborted = after.iter().find(|b| b.base_offset() == 1).unwrap();
+    assert_eq!(aborted.record_count(), 0);
+    assert_eq!(
+        data_records(&log)
+            .iter()
+            .map(|(o, _)| *o)
+            .collect::<Vec<_>>(),
+        vec![0, 3]
+    );
+}
+
+/// Kafka's third case of a producer's last batch: a producer whose state holds no data
+/// batch (its epoch was bumped by an abort marker) keeps its markers of that epoch, emptied
+/// once discardable.
+#[test]
+fn transactions_cleaner_keeps_the_marker_holding_a_producers_epoch() {
+    let dir = tempdir();
+    let config = LogConfig {
+        cleanup_policy: CleanupPolicy::COMPACT,
+        delete_retention_ms: 100,
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), config.clone());
+    log.append_as_leader(data_batch(7, 0, true, 1, 1, 0), 0, 0)
+        .unwrap(); // 0: pid 7 epoch 0
+    let m = ControlRecord::Abort(EndTxnMarker {
+        coordinator_epoch: 0,
+    });
+    let mut b = RecordBatchBuilder::new(0)
+        .producer(7, 1, -1)
+        .transactional(true)
+        .control(true);
+    b.append(
+        0,
+        Some(m.key()),
+        Some(m.encode_value().unwrap()),
+        Vec::new(),
+    )
+    .unwrap();
+    log.append_as_leader(BytesMut::from(&b.build().unwrap()[..]), 0, 0)
+        .unwrap(); // 1: the abort, epoch bumped to 1
+    log.append_as_leader(data_batch(5, 0, false, 1, 9, 0), 0, 0)
+        .unwrap(); // 2
+    log.roll().unwrap();
+    let end = log.log_end_offset();
+    log.producer_state_mut().on_high_watermark_updated(end);
+    let entry = log.producer_state().last_entry(7).unwrap();
+    assert_eq!((entry.producer_epoch, entry.last_data_offset()), (1, -1));
+    for now in [0, 10, 110, 220] {
+        clean_all(&mut log, now);
+    }
+    let after = read_all(&log);
+    let marker = after.iter().find(|b| b.base_offset() == 1).expect("kept");
+    assert!(marker.is_control());
+    assert_eq!(marker.record_count(), 0, "emptied");
+    assert_eq!(marker.producer_epoch(), 1);
+    assert!(!after.iter().any(|b| b.base_offset() == 0));
+    assert!(index_entries(&log).is_empty());
 }
