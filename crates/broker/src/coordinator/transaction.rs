@@ -7,8 +7,8 @@
 //! until every one is written; only then is the shard told (`on_markers_written`), which
 //! writes CompleteCommit / CompleteAbort.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,7 +19,6 @@ use kraftd_protocol::messages::write_txn_markers_request::{
 };
 use kraftd_protocol::messages::WriteTxnMarkersRequest;
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::{Channel, ClientConfig};
 use tracing::{debug, warn};
 
 use super::metrics::RuntimeMetrics;
@@ -31,6 +30,7 @@ use crate::group_coordinator::shard::RequestContext;
 use crate::group_coordinator::{ReplyId, TopicMetadata};
 use crate::metadata::MetadataCache;
 use crate::replica::replica_manager::ReplicaManager;
+use crate::server::broker_channels::BrokerChannels;
 use crate::transaction_coordinator::{
     partition_for, MarkerRequest, TransactionCoordinatorConfig, TransactionCoordinatorShard,
     TransactionRecord, TxnShardRequest, TxnShardResponse,
@@ -165,10 +165,12 @@ impl TransactionCoordinatorService {
             TransactionCoordinatorShard::METRICS_GROUP,
         ));
         let sender = Arc::new(MarkerSender {
-            node_id,
             cache: cache.clone(),
-            listener,
-            channels: Mutex::new(HashMap::new()),
+            brokers: BrokerChannels::new(
+                format!("broker-{node_id}-txn-markers"),
+                listener,
+                MARKER_REQUEST_TIMEOUT,
+            ),
         });
         let work: WorkHandler<TransactionCoordinatorShard> =
             Arc::new(move |partition, leader_epoch, marker, handle| {
@@ -254,25 +256,11 @@ impl TransactionCoordinatorService {
 
 /// Sends a transaction's markers to the partitions' leaders until all are written.
 struct MarkerSender {
-    node_id: i32,
     cache: MetadataCache,
-    listener: Option<String>,
-    channels: Mutex<HashMap<String, Channel>>,
+    brokers: BrokerChannels,
 }
 
 impl MarkerSender {
-    fn channel(&self, address: &str) -> Channel {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        channels
-            .entry(address.to_string())
-            .or_insert_with(|| {
-                let mut config = ClientConfig::new(format!("broker-{}-txn-markers", self.node_id));
-                config.request_timeout = MARKER_REQUEST_TIMEOUT;
-                Channel::spawn(address.to_string(), config)
-            })
-            .clone()
-    }
-
     async fn deliver(
         &self,
         partition: i32,
@@ -295,16 +283,7 @@ impl MarkerSender {
                 let Some(reg) = t.partitions.get(&p) else {
                     continue;
                 };
-                let address = image.cluster.broker(reg.leader).and_then(|b| {
-                    let listener = self
-                        .listener
-                        .as_deref()
-                        .or_else(|| b.listeners.keys().next().map(String::as_str))?;
-                    b.listeners
-                        .get(listener)
-                        .map(|e| format!("{}:{}", e.host, e.port))
-                });
-                match address {
+                match self.brokers.address(&image, reg.leader) {
                     Some(a) => by_leader.entry(a).or_default().push((topic, p)),
                     None => waiting.push((topic, p)),
                 }
@@ -332,7 +311,7 @@ impl MarkerSender {
                     }],
                     ..Default::default()
                 };
-                let channel = self.channel(&address);
+                let channel = self.brokers.channel(&address);
                 let answer = channel
                     .call(
                         channel.next_correlation_id(),

@@ -5,8 +5,6 @@
 //! plain commit already replaced one), an abort drops them. OffsetFetch with
 //! `require_stable` answers UNSTABLE_OFFSET_COMMIT for a partition with a pending offset.
 
-use std::collections::BTreeMap;
-
 use kraftd_protocol::coordinator::{OffsetCommitKey, OffsetCommitValue};
 use kraftd_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -142,14 +140,5 @@ impl GroupCoordinatorShard {
     pub fn has_pending_txn_offset(&self, group: &str, topic: &str, partition: i32) -> bool {
         let key = (group.to_string(), topic.to_string(), partition);
         self.offsets.pending.values().any(|p| p.contains_key(&key))
-    }
-
-    /// Producers with pending offsets, by group (DescribeGroups / tests).
-    pub fn pending_txn_producers(&self) -> BTreeMap<i64, usize> {
-        self.offsets
-            .pending
-            .iter()
-            .map(|(pid, p)| (*pid, p.len()))
-            .collect()
     }
 }

@@ -62,3 +62,16 @@ pub(crate) fn endpoint<'b>(
 ) -> Option<&'b kraftd_controller::image::Endpoint> {
     broker.listeners.get(listener)
 }
+
+/// Where a broker is reached from another broker: `host:port` of its `listener` (the
+/// inter-broker listener), or of its first listener when none is configured.
+pub(crate) fn broker_address(
+    broker: &BrokerRegistration,
+    listener: Option<&str>,
+) -> Option<String> {
+    let e = match listener {
+        Some(name) => endpoint(broker, name)?,
+        None => broker.listeners.values().next()?,
+    };
+    Some(format!("{}:{}", e.host, e.port))
+}

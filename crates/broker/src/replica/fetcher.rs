@@ -297,11 +297,8 @@ impl FetcherRun {
     fn channel(&mut self) -> Option<Channel> {
         let image = self.cache.image();
         let broker = image.cluster.broker(self.leader)?;
-        let endpoint = match &self.config.listener_name {
-            Some(name) => broker.listeners.get(name)?,
-            None => broker.listeners.values().next()?,
-        };
-        let destination = format!("{}:{}", endpoint.host, endpoint.port);
+        let destination =
+            crate::kafka_apis::broker_address(broker, self.config.listener_name.as_deref())?;
         if self
             .channel
             .as_ref()

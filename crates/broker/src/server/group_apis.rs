@@ -101,7 +101,8 @@ pub struct GroupApis<'a> {
     pub listener: &'a str,
 }
 
-fn request_context(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
+/// Who sent a request, as the coordinators' shards record it.
+pub(super) fn request_context(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
     RequestContext {
         api_version: header.request_api_version,
         client_id: header.client_id.clone().unwrap_or_default(),

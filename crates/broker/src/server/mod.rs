@@ -8,6 +8,7 @@
 
 pub mod alter_partition_manager;
 pub mod apis;
+pub mod broker_channels;
 pub mod controller_channel;
 pub mod data_plane;
 pub mod forwarding;

@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
+use super::group_apis::request_context;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::group_coordinator::shard::RequestContext;
 use crate::group_coordinator::{ShardRequest, ShardResponse};
@@ -54,14 +55,6 @@ pub const TXN_API_KEYS: [ApiKey; 8] = [
 #[derive(Debug)]
 pub struct TxnApis<'a> {
     pub context: &'a Arc<BrokerApisContext>,
-}
-
-fn ctx_of(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
-    RequestContext {
-        api_version: header.request_api_version,
-        client_id: header.client_id.clone().unwrap_or_default(),
-        client_host: format!("/{}", peer.ip()),
-    }
 }
 
 impl TxnApis<'_> {
@@ -107,7 +100,7 @@ impl TxnApis<'_> {
         };
         match self
             .txn()
-            .call(&id, ctx_of(header, peer), shard_request)
+            .call(&id, request_context(header, peer), shard_request)
             .await
         {
             Ok(TxnShardResponse::InitProducerId(r)) => r,
@@ -123,7 +116,7 @@ impl TxnApis<'_> {
         peer: SocketAddr,
         body: RequestBody,
     ) -> ResponseBody {
-        let ctx = ctx_of(header, peer);
+        let ctx = request_context(header, peer);
         let version = header.request_api_version;
         let whole = |body: &RequestBody, code: ErrorCode| {
             error_response(body, code).unwrap_or_else(|| match body {

@@ -13,7 +13,7 @@
 //! request is read, so a client's batches still land in the order it sent them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_controller::MetadataImage;
@@ -24,11 +24,11 @@ use kraftd_protocol::messages::add_partitions_to_txn_request::{
 use kraftd_protocol::messages::{AddPartitionsToTxnRequest, ProduceRequest};
 use kraftd_protocol::records::RecordBatch;
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig};
 use tracing::debug;
 
 use crate::coordinator::transaction::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_VERSION_FEATURE};
 use crate::replica::replica_manager::ReplicaManager;
+use crate::server::broker_channels::BrokerChannels;
 use crate::transaction_coordinator::partition_for;
 
 /// The batched AddPartitionsToTxn versions brokers send: v4 to verify (TV1 clients), v5
@@ -44,38 +44,25 @@ const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Asks transaction coordinators about transactional produce requests.
 #[derive(Debug)]
 pub struct TxnVerifier {
-    node_id: i32,
     replica_manager: Arc<ReplicaManager>,
-    /// The inter-broker listener the coordinators are reached on.
-    listener: Option<String>,
-    channels: Mutex<HashMap<String, Channel>>,
+    brokers: BrokerChannels,
 }
 
 impl TxnVerifier {
+    /// `listener`: the inter-broker listener the coordinators are reached on.
     pub fn new(
         node_id: i32,
         replica_manager: Arc<ReplicaManager>,
         listener: Option<String>,
     ) -> Self {
         TxnVerifier {
-            node_id,
             replica_manager,
-            listener,
-            channels: Mutex::new(HashMap::new()),
+            brokers: BrokerChannels::new(
+                format!("broker-{node_id}-txn-verification"),
+                listener,
+                VERIFY_TIMEOUT,
+            ),
         }
-    }
-
-    fn channel(&self, address: &str) -> Channel {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        channels
-            .entry(address.to_string())
-            .or_insert_with(|| {
-                let mut config =
-                    ClientConfig::new(format!("broker-{}-txn-verification", self.node_id));
-                config.request_timeout = VERIFY_TIMEOUT;
-                Channel::spawn(address.to_string(), config)
-            })
-            .clone()
     }
 
     /// The partitions of a transactional produce the coordinator did not confirm, with the
@@ -152,16 +139,7 @@ impl TxnVerifier {
             .and_then(|t| t.partitions.get(&partition_for(&txn_id, partitions)))
             .map(|p| p.leader)
             .unwrap_or(-1);
-        let address = image.cluster.broker(leader).and_then(|b| {
-            let listener = self
-                .listener
-                .as_deref()
-                .or_else(|| b.listeners.keys().next().map(String::as_str))?;
-            b.listeners
-                .get(listener)
-                .map(|e| format!("{}:{}", e.host, e.port))
-        });
-        let Some(address) = address else {
+        let Some(address) = self.brokers.address(image, leader) else {
             return all(unavailable);
         };
         let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
@@ -201,7 +179,7 @@ impl TxnVerifier {
             VERIFY_VERSION
         }
         .min(supported_range(ApiKey::AddPartitionsToTxn).max);
-        let channel = self.channel(&address);
+        let channel = self.brokers.channel(&address);
         let answer = channel
             .call(
                 channel.next_correlation_id(),
