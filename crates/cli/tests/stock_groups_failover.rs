@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::python::{python, wait_until_brokers_listed};
 use common::script::Script;
 use common::{addresses, all_logs, formatted_cluster, stop_gracefully};
@@ -43,11 +41,17 @@ fn a_group_goes_on_from_its_commits_when_its_coordinator_is_killed() {
     let coordinator: i32 = line["coordinator ".len()..].trim().parse().unwrap();
     let first = brokers[0].id;
     let victim = (coordinator - first) as usize;
-    std::thread::sleep(Duration::from_secs(3));
+    let committing = |script: &mut Script, what: &str| {
+        script.wait_line(120, what, |l| l.starts_with("committed "));
+    };
+    committing(&mut script, "commits before the kill");
     brokers[victim].kill9();
-    std::thread::sleep(Duration::from_secs(8));
+    // The group goes on committing without its coordinator's broker...
+    committing(&mut script, "commits after the coordinator was killed");
+    committing(&mut script, "more commits after the coordinator was killed");
     brokers[victim].start();
-    std::thread::sleep(Duration::from_secs(8));
+    // ... and with it back.
+    committing(&mut script, "commits after the restart");
     std::fs::write(&stop_file, b"").unwrap();
     script.finish(240, || all_logs(&brokers));
     stop_gracefully(&mut brokers);

@@ -9,8 +9,8 @@ processed at least once, each new owner of a partition starts at the group's com
 the group ends committed at every partition's end.
 
 usage: groups_failover.py <bootstrap> <stop-file>
-prints "coordinator <broker id>" once the group is stable, then the JSON summary and
-"all ok".
+prints "coordinator <broker id>" once the group is stable, "committed <n>" as the group's
+commits pass each 200 records, then the JSON summary and "all ok".
 """
 
 import json
@@ -121,10 +121,14 @@ while not os.path.exists(stop_file):
         read_errors += 1  # the coordinator moving: asked again
         time.sleep(0.2)
         continue
+    before = sum(max(o, 0) for o in highest.values())
     for p, o in c.items():
         if o < highest.get(p, -1):
             fail(f"partition {p}: committed offset went back from {highest[p]} to {o}")
         highest[p] = max(highest.get(p, -1), o)
+    total = sum(max(o, 0) for o in highest.values())
+    if total // 200 > before // 200:
+        say(f"committed {total}")
     time.sleep(0.2)
 producing.clear()
 time.sleep(3)

@@ -66,6 +66,16 @@ def owned(name):
     return parts
 
 
+def read_through(name, offset):
+    """Whether `name` has read every partition it owns up to `offset` (included)."""
+    parts = owned(name)
+    last = {}
+    for e in events_of(name):
+        if e["e"] == "consumed":
+            last[e["p"]] = max(last.get(e["p"], -1), e["o"])
+    return bool(parts) and all(last.get(p, -1) >= offset for p in parts)
+
+
 def wait_for(what, pred, secs):
     deadline = time.time() + secs
     while not pred():
@@ -79,7 +89,9 @@ start("S2", "instance-2")
 produce(400)
 wait_for("both members sharing all partitions",
          lambda: owned("S1") and owned("S2") and owned("S1") | owned("S2") == {0, 1, 2, 3}, 90)
-time.sleep(3)  # a heartbeat or two in the stable generation
+# Stable: both have read the first batch (100 records a partition) of what they own.
+wait_for("both members through the first batch",
+         lambda: read_through("S1", 99) and read_through("S2", 99), 60)
 before = owned("S1")
 s2_events = len([e for e in events_of("S2") if e["e"] in ("assigned", "revoked")])
 members["S1"].kill()
@@ -88,8 +100,9 @@ say("S1 killed")
 start("S1b", "instance-1")
 produce(400)
 wait_for("the restarted member owning its partitions", lambda: owned("S1b") == before, 60)
-wait_for("the restarted member reading", lambda: any(e["e"] == "consumed" for e in events_of("S1b")), 60)
-time.sleep(3)
+# Both read the second batch: a rebalance the restart caused would have come before.
+wait_for("both members through the second batch",
+         lambda: read_through("S1b", 199) and read_through("S2", 199), 60)
 after = [e for e in events_of("S2") if e["e"] in ("assigned", "revoked")]
 if len(after) != s2_events:
     fail(f"the other member rebalanced during the restart: {after[s2_events:]}")
