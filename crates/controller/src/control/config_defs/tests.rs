@@ -1,0 +1,192 @@
+//! The config definitions' unit tests: types, defaults, synonyms, validation and the static-support checks.
+
+use super::*;
+
+#[test]
+fn every_default_is_a_valid_value_of_its_config() {
+    for def in TOPIC_CONFIGS
+        .iter()
+        .chain(BROKER_CONFIGS)
+        .chain(STATIC_BROKER_CONFIGS)
+    {
+        if let Some(default) = def.default {
+            // Kafka's own defaults sit outside a few validators (`compression.*.level`
+            // ranges are checked per codec); ours must all parse.
+            def.validate(default)
+                .unwrap_or_else(|e| panic!("default of {}: {e}", def.name));
+        }
+    }
+    assert!(TOPIC_CONFIGS.iter().all(|d| d.default.is_some()));
+    assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+}
+
+#[test]
+fn every_synonym_is_a_known_broker_config_with_the_same_default() {
+    for (topic_key, synonyms) in TOPIC_CONFIG_SYNONYMS {
+        let topic = topic_config_def(topic_key).expect("a topic config");
+        assert!(!synonyms.is_empty());
+        for synonym in *synonyms {
+            assert!(
+                any_broker_config_def(synonym.name).is_some(),
+                "{} is not a known broker config",
+                synonym.name
+            );
+        }
+        // The chain's default (first non-null, converted) is the topic default.
+        let (synonym, value) = synonyms
+            .iter()
+            .find_map(|s| any_broker_config_def(s.name)?.default.map(|d| (s, d)))
+            .expect("a default in the chain");
+        let converted = if synonym.to_millis == 1 {
+            value.to_string()
+        } else {
+            (value.parse::<i64>().unwrap() * synonym.to_millis).to_string()
+        };
+        assert_eq!(Some(converted.as_str()), topic.default, "{topic_key}");
+    }
+}
+
+#[test]
+fn broker_synonym_groups_and_canonical_values() {
+    assert_eq!(
+        broker_config_synonyms("log.retention.hours"),
+        vec![
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours"
+        ]
+    );
+    assert_eq!(
+        broker_config_synonyms("num.io.threads"),
+        vec!["num.io.threads"]
+    );
+    let policy = topic_config_def("cleanup.policy").unwrap();
+    assert_eq!(
+        policy.canonical_value(" compact , delete "),
+        "compact,delete"
+    );
+    let ratio = topic_config_def("min.cleanable.dirty.ratio").unwrap();
+    assert_eq!(ratio.canonical_value("1"), "1.0");
+    let pre = topic_config_def("preallocate").unwrap();
+    assert_eq!(pre.canonical_value("TRUE"), "true");
+    assert_eq!(pre.response_type(), response_type::BOOLEAN);
+    let secret = any_broker_config_def("ssl.key.password").unwrap();
+    assert_eq!(secret.response_type(), response_type::PASSWORD);
+    // The dynamic table is unchanged by the static one.
+    assert!(broker_config_def("log.retention.hours").is_none());
+    assert!(validate_broker_config("log.retention.hours", "1").is_err());
+}
+
+#[test]
+fn every_config_has_one_support_row_and_every_row_a_config() {
+    for scope in [
+        ConfigScope::Topic,
+        ConfigScope::Broker,
+        ConfigScope::StaticBroker,
+    ] {
+        for def in scope.defs() {
+            let rows = CONFIG_SUPPORT
+                .iter()
+                .filter(|r| r.scope == scope && r.name == def.name)
+                .count();
+            assert_eq!(rows, 1, "{scope:?} {}: add it to CONFIG_SUPPORT", def.name);
+        }
+    }
+    for row in CONFIG_SUPPORT {
+        assert!(
+            row.scope.defs().iter().any(|d| d.name == row.name),
+            "{:?} {} has no ConfigDef",
+            row.scope,
+            row.name
+        );
+        assert!(!row.note.is_empty(), "{}: say where or why", row.name);
+    }
+    // Only broker configs are read from the properties file and dynamically apart.
+    assert!(CONFIG_SUPPORT
+        .iter()
+        .filter(|r| r.support == Support::HonouredStatic)
+        .all(|r| r.scope == ConfigScope::Broker));
+}
+
+/// ARCHITECTURE.md's table is this one rendered; `UPDATE_CONFIG_TABLE=1` rewrites it.
+#[test]
+fn the_architecture_table_is_config_support() {
+    const BEGIN: &str = "<!-- config-support:begin (generated from config_defs.rs) -->\n";
+    const END: &str = "<!-- config-support:end -->";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(&path).expect("ARCHITECTURE.md");
+    let start = doc.find(BEGIN).expect("the begin marker") + BEGIN.len();
+    let end = doc[start..].find(END).expect("the end marker") + start;
+    let table = render_support_table();
+    if doc[start..end] != table {
+        if std::env::var_os("UPDATE_CONFIG_TABLE").is_some() {
+            let updated = format!("{}{table}{}", &doc[..start], &doc[end..]);
+            std::fs::write(&path, updated).expect("writing ARCHITECTURE.md");
+        } else {
+            panic!(
+                "ARCHITECTURE.md's config table differs from CONFIG_SUPPORT; rerun with \
+                 UPDATE_CONFIG_TABLE=1 to rewrite it"
+            );
+        }
+    }
+}
+
+#[test]
+fn unsupported_values_are_refused_unless_kafkas_default() {
+    // Refused unless default: the default (in any spelling Kafka parses) passes.
+    assert!(validate_topic_config("remote.storage.enable", "false").is_ok());
+    let e = validate_topic_config("remote.storage.enable", "true").unwrap_err();
+    assert!(matches!(
+        e,
+        ConfigValueError::Unsupported { dynamic: false, .. }
+    ));
+    let text = e.to_string();
+    assert!(
+        text.contains("kraftd does not support remote.storage.enable")
+            && text.contains("true")
+            && text.contains("(false)"),
+        "{text}"
+    );
+    assert!(validate_topic_config("remote.storage.enable", "FALSE").is_ok());
+    assert!(validate_topic_config("remote.storage.enable", "true").is_err());
+    assert!(validate_topic_config("message.timestamp.after.max.ms", " 3600000").is_ok());
+    // A bad value is still Kafka's InvalidValue, checked first.
+    assert!(matches!(
+        validate_topic_config("compression.type", "brotli"),
+        Err(ConfigValueError::InvalidValue { .. })
+    ));
+    // Honoured and no-effect keys take any valid value.
+    for codec in ["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] {
+        assert!(validate_topic_config("compression.type", codec).is_ok());
+        assert!(validate_broker_config("compression.type", codec).is_ok());
+        assert!(check_static_support("compression.type", codec).is_ok());
+    }
+    assert!(validate_topic_config("message.timestamp.after.max.ms", "60000").is_ok());
+    assert!(validate_topic_config("message.timestamp.before.max.ms", "60000").is_ok());
+    assert!(check_static_support("log.message.timestamp.after.max.ms", "60000").is_ok());
+    assert!(validate_topic_config("retention.ms", "1000").is_ok());
+    assert!(validate_topic_config("preallocate", "true").is_ok());
+    assert!(validate_broker_config("num.io.threads", "16").is_ok());
+    // Read from the properties file only: dynamically, only the default.
+    assert!(validate_broker_config("num.partitions", "1").is_ok());
+    let e = validate_broker_config("num.partitions", "3").unwrap_err();
+    assert!(matches!(
+        e,
+        ConfigValueError::Unsupported { dynamic: true, .. }
+    ));
+    assert!(e.to_string().contains("dynamically"), "{e}");
+    // In the properties file.
+    assert!(check_static_support("num.partitions", "3").is_ok());
+    assert!(check_static_support("max.connections.per.ip", "2147483647").is_ok());
+    assert!(check_static_support("max.connections.per.ip", "10").is_err());
+    assert!(check_static_support("log.flush.scheduler.interval.ms", "1000").is_err());
+    assert!(check_static_support("offsets.topic.replication.factor", "1").is_ok());
+    assert!(
+        check_static_support("segment.bytes", "1000").is_ok(),
+        "a topic key"
+    );
+    // A secret has no default, so any value is refused, and its value is not shown.
+    let e = check_static_support("ssl.key.password", "hunter2").unwrap_err();
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    assert!(e.to_string().contains("ssl.key.password"), "{e}");
+}
