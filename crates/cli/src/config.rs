@@ -10,6 +10,7 @@ use std::str::FromStr;
 use anyhow::{anyhow, bail, Result};
 use kraftd_controller::control::config_defs::{check_static_support, ConfigValueError};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
+use kraftd_raft::transport::{ListenerSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
 
@@ -64,6 +65,9 @@ pub struct NodeConfig {
     pub advertised_listeners: Vec<Listener>,
     pub log_dirs: Vec<PathBuf>,
     pub metadata_log_dir: PathBuf,
+    /// `listener.security.protocol.map`, controller listeners absent from it as PLAINTEXT
+    /// (Kafka's `effectiveListenerSecurityProtocolMap` in KRaft mode).
+    pub security_protocols: BTreeMap<String, SecurityProtocol>,
 }
 
 impl NodeConfig {
@@ -174,7 +178,10 @@ impl NodeConfig {
             .get("metadata.log.dir")
             .map(PathBuf::from)
             .unwrap_or_else(|| log_dirs[0].clone());
+        let security_protocols =
+            security_protocol_map(&props, &listeners, &controller_listener_names)?;
         let config = NodeConfig {
+            security_protocols,
             roles,
             node_id,
             voters,
@@ -200,6 +207,19 @@ impl NodeConfig {
         self.listeners
             .iter()
             .find(|l| self.controller_listener_names.contains(&l.name))
+    }
+
+    /// How `listener` is protected: its name and protocol (every listener has one: loading
+    /// checked it).
+    pub fn listener_security(&self, listener: &Listener) -> ListenerSecurity {
+        ListenerSecurity {
+            listener_name: listener.name.clone(),
+            protocol: self
+                .security_protocols
+                .get(&listener.name)
+                .copied()
+                .unwrap_or_default(),
+        }
     }
 
     /// The client listeners (every listener not named in `controller.listener.names`) with
@@ -305,7 +325,64 @@ fn check_supported(props: &Properties) -> Result<()> {
     Ok(())
 }
 
-/// `NAME://host:port,...`; the security protocol map is not consulted (PLAINTEXT only).
+/// Kafka's default `listener.security.protocol.map`: each protocol as a listener name.
+const DEFAULT_SECURITY_PROTOCOL_MAP: &str =
+    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
+
+/// `listener.security.protocol.map` (`NAME:PROTOCOL,...`), checked against `listeners`:
+/// every listener needs a protocol, except that a controller listener absent from a map
+/// the file does not set is PLAINTEXT, as Kafka has it in KRaft mode.
+fn security_protocol_map(
+    props: &Properties,
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+) -> Result<BTreeMap<String, SecurityProtocol>> {
+    const KEY: &str = "listener.security.protocol.map";
+    let source = props.source();
+    let explicit = props.get(KEY);
+    let raw = explicit.unwrap_or(DEFAULT_SECURITY_PROTOCOL_MAP);
+    let mut map = BTreeMap::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, protocol) = entry.split_once(':').ok_or_else(|| {
+            anyhow!(
+                "invalid value {raw:?} for {KEY} in {source}: entry {entry:?} is not NAME:PROTOCOL"
+            )
+        })?;
+        let protocol = SecurityProtocol::from_name(protocol).ok_or_else(|| {
+            anyhow!(
+                "invalid value {raw:?} for {KEY} in {source}: unknown security protocol {protocol:?} \
+                 (expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)"
+            )
+        })?;
+        if map.insert(name.trim().to_string(), protocol).is_some() {
+            bail!("invalid value {raw:?} for {KEY} in {source}: listener {name:?} appears twice");
+        }
+    }
+    if explicit.is_none() {
+        for name in controller_listener_names {
+            map.entry(name.clone())
+                .or_insert(SecurityProtocol::Plaintext);
+        }
+    }
+    for l in listeners {
+        match map.get(&l.name) {
+            None => bail!(
+                "listener {} in {source} has no security protocol: add {}:<protocol> to {KEY}",
+                l.name,
+                l.name
+            ),
+            // Never serve a listener in a weaker mode than configured.
+            Some(p) if *p != SecurityProtocol::Plaintext => bail!(
+                "listener {} in {source} is {p} ({KEY}), which kraftd does not serve yet",
+                l.name
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(map)
+}
+
+/// `NAME://host:port,...`; each name's protocol comes from `listener.security.protocol.map`.
 pub fn parse_listeners(value: &str) -> std::result::Result<Vec<Listener>, String> {
     let mut out: Vec<Listener> = Vec::new();
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {

@@ -50,6 +50,7 @@ pub fn run(
             let socket = tokio::net::TcpListener::bind(&bind)
                 .await
                 .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
+            node_config.server.security = config.listener_security(&listener);
             let node = ControllerNode::start(node_config, socket)
                 .await
                 .context("starting the controller")?;
@@ -79,6 +80,7 @@ pub fn run(
                     .map(|a| a.port())
                     .unwrap_or(listener.port);
                 listeners.push(BrokerListener {
+                    security: config.listener_security(&listener),
                     name: listener.name.clone(),
                     socket,
                     advertised_host: advertised.host.clone(),

@@ -65,6 +65,8 @@ pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct BrokerListener {
     pub name: String,
+    /// Its name and security protocol.
+    pub security: kraftd_raft::transport::ListenerSecurity,
     pub socket: TcpListener,
     pub advertised_host: String,
     pub advertised_port: u16,
@@ -313,7 +315,7 @@ impl BrokerServer {
                 name: l.name.clone(),
                 host: l.advertised_host.clone(),
                 port: l.advertised_port,
-                security_protocol: 0,
+                security_protocol: l.security.protocol.id(),
                 ..Default::default()
             })
             .collect();
@@ -586,7 +588,11 @@ async fn serve_when_ready(
     for l in listeners {
         info!(node = gate.node_id, listener = %l.name, "broker listener serving");
         let apis = Arc::new(KafkaApis::new(l.name, Arc::clone(&context)));
-        servers.spawn(serve(l.socket, Arc::clone(&table), server.clone(), apis));
+        let server = ServerConfig {
+            security: l.security,
+            ..server.clone()
+        };
+        servers.spawn(serve(l.socket, Arc::clone(&table), server, apis));
     }
     let _ = serving.send(true);
     while servers.join_next().await.is_some() {}

@@ -32,6 +32,7 @@ use tokio::task::JoinSet;
 
 use tracing::{debug, warn};
 
+use super::security::{ChannelMute, ListenerSecurity, Session};
 use super::write_frame;
 
 /// The default cap on requests awaiting a response on one connection.
@@ -45,8 +46,8 @@ pub const DEFAULT_CONNECTIONS_MAX_IDLE: Duration = Duration::from_secs(600);
 /// The pause after a failed accept (out of file descriptors, say), so the loop does not spin.
 pub const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Limits of one listener.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Limits and protection of one listener.
+#[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// `socket.request.max.bytes`: the largest request frame accepted.
     pub max_frame_bytes: usize,
@@ -57,6 +58,8 @@ pub struct ServerConfig {
     /// `connections.max.idle.ms`: a connection that sends nothing this long while none of
     /// its requests is pending is closed.
     pub connections_max_idle: Duration,
+    /// The listener's name and security protocol.
+    pub security: ListenerSecurity,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +69,7 @@ impl Default for ServerConfig {
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
+            security: ListenerSecurity::default(),
         }
     }
 }
@@ -74,6 +78,10 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone)]
 pub struct InboundRequest {
     pub peer: SocketAddr,
+    /// Who sent it, on which listener (the connection's, as authenticated so far).
+    pub session: Arc<Session>,
+    /// The connection's mute: a handler throttling the client holds its next request back.
+    pub mute: ChannelMute,
     pub api_key: ApiKey,
     pub header: RequestHeader,
     pub body: RequestBody,
@@ -207,10 +215,18 @@ async fn read_requests<H: RequestHandler>(
     unanswered: &AtomicUsize,
 ) -> Result<(), String> {
     let mut buf = BytesMut::with_capacity(8 * 1024);
+    let session = Arc::new(Session {
+        principal: Default::default(),
+        listener_name: config.security.listener_name.clone(),
+        protocol: config.security.protocol,
+    });
+    let mute = ChannelMute::default();
     loop {
         while let Some(frame) =
             split_frame(&mut buf, config.max_frame_bytes).map_err(|e| e.to_string())?
         {
+            // A throttled client's next request waits out its throttle time.
+            mute.wait().await;
             let pending = match decode_request(frame) {
                 Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
                     table,
@@ -232,6 +248,8 @@ async fn read_requests<H: RequestHandler>(
                     let expects_response = expects_response(&req.body);
                     let request = InboundRequest {
                         peer,
+                        session: Arc::clone(&session),
+                        mute: mute.clone(),
                         api_key: req.api_key,
                         header: req.header,
                         body: req.body,

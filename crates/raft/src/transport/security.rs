@@ -1,0 +1,228 @@
+//! Who is at the other end of a connection, and how its listener protects it: the
+//! listener's security protocol (Kafka's `SecurityProtocol`), the principal its requests run
+//! as (Kafka's `KafkaPrincipal`, `User:ANONYMOUS` until something authenticates the peer),
+//! the [`Session`] every request carries to the handler (authorization, quotas, the
+//! Envelope), and the [`ChannelMute`] through which a handler holds a connection's next
+//! request back for a quota's throttle time.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Kafka's `SecurityProtocol`: what a listener speaks under the Kafka protocol. The id is
+/// what a BrokerRegistration's endpoint carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SecurityProtocol {
+    #[default]
+    Plaintext,
+    Ssl,
+    SaslPlaintext,
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    pub const ALL: [SecurityProtocol; 4] = [
+        SecurityProtocol::Plaintext,
+        SecurityProtocol::Ssl,
+        SecurityProtocol::SaslPlaintext,
+        SecurityProtocol::SaslSsl,
+    ];
+
+    /// Kafka's name (`SASL_SSL`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// Kafka's id (0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL).
+    pub fn id(self) -> i16 {
+        match self {
+            SecurityProtocol::Plaintext => 0,
+            SecurityProtocol::Ssl => 1,
+            SecurityProtocol::SaslPlaintext => 2,
+            SecurityProtocol::SaslSsl => 3,
+        }
+    }
+
+    /// The protocol named `name` (case-insensitive, as Kafka's `forName`).
+    pub fn from_name(name: &str) -> Option<SecurityProtocol> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The protocol with Kafka's id `id`.
+    pub fn from_id(id: i16) -> Option<SecurityProtocol> {
+        Self::ALL.into_iter().find(|p| p.id() == id)
+    }
+
+    /// Whether connections are wrapped in TLS.
+    pub fn uses_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Whether a client authenticates with SASL before anything but ApiVersions.
+    pub fn uses_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+}
+
+impl fmt::Display for SecurityProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Kafka's `KafkaPrincipal`: a type (`User`) and a name. ACLs, `super.users` and quotas
+/// name principals as `Type:name`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KafkaPrincipal {
+    pub principal_type: String,
+    pub name: String,
+}
+
+impl KafkaPrincipal {
+    /// Kafka's `KafkaPrincipal.USER_TYPE`.
+    pub const USER_TYPE: &'static str = "User";
+
+    /// `User:<name>`.
+    pub fn user(name: impl Into<String>) -> KafkaPrincipal {
+        KafkaPrincipal {
+            principal_type: Self::USER_TYPE.to_string(),
+            name: name.into(),
+        }
+    }
+
+    /// `User:ANONYMOUS`: a connection nothing authenticated (PLAINTEXT, or SSL without a
+    /// client certificate), as Kafka's `KafkaPrincipal.ANONYMOUS`.
+    pub fn anonymous() -> KafkaPrincipal {
+        Self::user("ANONYMOUS")
+    }
+
+    /// `Type:name` (the name may itself contain colons).
+    pub fn parse(s: &str) -> Option<KafkaPrincipal> {
+        let (principal_type, name) = s.split_once(':')?;
+        if principal_type.is_empty() {
+            return None;
+        }
+        Some(KafkaPrincipal {
+            principal_type: principal_type.to_string(),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Default for KafkaPrincipal {
+    fn default() -> Self {
+        Self::anonymous()
+    }
+}
+
+impl fmt::Display for KafkaPrincipal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.principal_type, self.name)
+    }
+}
+
+/// How one listener is protected. The server applies it to every connection it accepts.
+#[derive(Debug, Clone, Default)]
+pub struct ListenerSecurity {
+    /// The listener's name (`listeners`' `NAME://`), for logs and the session.
+    pub listener_name: String,
+    /// From `listener.security.protocol.map`.
+    pub protocol: SecurityProtocol,
+}
+
+/// What a request runs as: Kafka's `RequestContext` minus the header. Shared by every
+/// request of a connection; a re-authentication (KIP-368) gives later requests a new one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Session {
+    pub principal: KafkaPrincipal,
+    pub listener_name: String,
+    pub protocol: SecurityProtocol,
+}
+
+/// A connection's mute, shared by its reader and every request it hands out: a handler
+/// that throttles a client (a quota) mutes the channel, and the reader reads nothing more
+/// from it until the time is over, as Kafka's `SocketServer` mutes a throttled channel.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelMute {
+    until: Arc<Mutex<Option<Instant>>>,
+}
+
+impl ChannelMute {
+    /// Reads nothing more from the connection for `duration` from now (a later end than
+    /// one already set wins; an earlier one changes nothing).
+    pub fn mute_for(&self, duration: Duration) {
+        if duration.is_zero() {
+            return;
+        }
+        let end = Instant::now() + duration;
+        let mut until = self.until.lock().unwrap_or_else(|e| e.into_inner());
+        if until.is_none_or(|u| u < end) {
+            *until = Some(end);
+        }
+    }
+
+    /// When the mute ends, if the channel is muted now.
+    pub fn muted_until(&self) -> Option<Instant> {
+        let until = *self.until.lock().unwrap_or_else(|e| e.into_inner());
+        until.filter(|u| *u > Instant::now())
+    }
+
+    /// Waits out the mute, if any.
+    pub async fn wait(&self) {
+        while let Some(end) = self.muted_until() {
+            tokio::time::sleep_until(end).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_round_trip_by_name_and_id() {
+        for p in SecurityProtocol::ALL {
+            assert_eq!(SecurityProtocol::from_name(p.name()), Some(p));
+            assert_eq!(SecurityProtocol::from_id(p.id()), Some(p));
+        }
+        assert_eq!(
+            SecurityProtocol::from_name("sasl_ssl"),
+            Some(SecurityProtocol::SaslSsl)
+        );
+        assert_eq!(SecurityProtocol::from_name("TLS"), None);
+    }
+
+    #[test]
+    fn principals_parse_and_print_as_kafka_writes_them() {
+        let p = KafkaPrincipal::parse("User:CN=a,O=b:c").unwrap();
+        assert_eq!(p.principal_type, "User");
+        assert_eq!(p.name, "CN=a,O=b:c");
+        assert_eq!(p.to_string(), "User:CN=a,O=b:c");
+        assert_eq!(KafkaPrincipal::parse("nocolon"), None);
+        assert_eq!(KafkaPrincipal::default().to_string(), "User:ANONYMOUS");
+    }
+
+    #[tokio::test]
+    async fn a_mute_holds_the_reader_until_it_ends() {
+        let mute = ChannelMute::default();
+        assert!(mute.muted_until().is_none());
+        let start = Instant::now();
+        mute.mute_for(Duration::from_millis(300));
+        mute.mute_for(Duration::from_millis(100));
+        mute.wait().await;
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        assert!(mute.muted_until().is_none());
+    }
+}
