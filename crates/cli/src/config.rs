@@ -10,7 +10,7 @@ use std::str::FromStr;
 use anyhow::{anyhow, bail, Result};
 use kraftd_controller::control::config_defs::{check_static_support, ConfigValueError};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
-use kraftd_raft::transport::{ListenerSecurity, SecurityProtocol};
+use kraftd_raft::transport::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
 
@@ -220,6 +220,27 @@ impl NodeConfig {
                 .copied()
                 .unwrap_or_default(),
         }
+    }
+
+    /// How this node's clients reach the listener named `listener_name` on other nodes
+    /// (the controller listener, the inter-broker listener).
+    pub fn client_security(&self, listener_name: &str) -> ClientSecurity {
+        ClientSecurity {
+            protocol: self
+                .security_protocols
+                .get(listener_name)
+                .copied()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The listener brokers replicate and send markers over: `inter.broker.listener.name`,
+    /// else the first client listener.
+    pub fn inter_broker_listener_name(&self) -> Option<String> {
+        self.props
+            .get("inter.broker.listener.name")
+            .map(str::to_string)
+            .or_else(|| self.broker_listeners().first().map(|(l, _)| l.name.clone()))
     }
 
     /// The client listeners (every listener not named in `controller.listener.names`) with

@@ -265,6 +265,15 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .props
             .get("inter.broker.listener.name")
             .map(str::to_string),
+        inter_broker_security: config
+            .inter_broker_listener_name()
+            .map(|name| config.client_security(&name))
+            .unwrap_or_default(),
+        controller_security: config
+            .controller_listener_names
+            .first()
+            .map(|name| config.client_security(name))
+            .unwrap_or_default(),
         log_cleaner: log_cleaner_config(config)?,
         group_coordinator: group_coordinator_config(config)?,
         transaction_coordinator: transaction_coordinator_config(config)?,
@@ -388,6 +397,11 @@ fn controller_config(
     }
     raft_timeouts(config, &mut c.raft)?;
     c.server = server_config(config)?;
+    c.client_security = config
+        .controller_listener_names
+        .first()
+        .map(|name| config.client_security(name))
+        .unwrap_or_default();
     let m = &mut c.managers;
     m.cluster.broker_session_timeout_ms = config.number(
         "broker.session.timeout.ms",

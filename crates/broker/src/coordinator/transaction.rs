@@ -156,6 +156,7 @@ impl TransactionCoordinatorService {
         replica_manager: Arc<ReplicaManager>,
         cache: MetadataCache,
         listener: Option<String>,
+        security: kraftd_raft::transport::ClientSecurity,
     ) -> (
         Arc<TransactionCoordinatorService>,
         super::publisher::CoordinatorPublisher<TransactionCoordinatorShard>,
@@ -169,6 +170,7 @@ impl TransactionCoordinatorService {
             brokers: BrokerChannels::new(
                 format!("broker-{node_id}-txn-markers"),
                 listener,
+                security,
                 MARKER_REQUEST_TIMEOUT,
             ),
         });

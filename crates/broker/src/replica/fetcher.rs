@@ -39,6 +39,8 @@ pub struct FetcherConfig {
     pub broker_id: i32,
     /// `inter.broker.listener.name`: the leader's listener to fetch from (`None`: its first).
     pub listener_name: Option<String>,
+    /// How to reach that listener (TLS, SASL).
+    pub security: kraftd_raft::transport::ClientSecurity,
     /// `replica.fetch.wait.max.ms`.
     pub max_wait_ms: i32,
     /// `replica.fetch.min.bytes`.
@@ -58,6 +60,7 @@ impl FetcherConfig {
         FetcherConfig {
             broker_id,
             listener_name: None,
+            security: Default::default(),
             max_wait_ms: 500,
             min_bytes: 1,
             max_bytes: 10 * 1024 * 1024,
@@ -307,6 +310,7 @@ impl FetcherRun {
             let mut client =
                 ClientConfig::new(format!("broker-{}-fetcher-0", self.config.broker_id));
             client.request_timeout = self.config.request_timeout;
+            client.security = self.config.security.clone();
             client.max_frame_bytes = (self.config.max_bytes as usize)
                 .saturating_mul(2)
                 .max(client.max_frame_bytes);

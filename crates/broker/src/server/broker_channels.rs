@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kraftd_controller::MetadataImage;
-use kraftd_raft::transport::{Channel, ClientConfig};
+use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity};
 
 use crate::kafka_apis::broker_address;
 
@@ -18,12 +18,20 @@ pub struct BrokerChannels {
     request_timeout: Duration,
     /// The inter-broker listener (the first listener of each broker when unset).
     listener: Option<String>,
+    /// How to reach that listener.
+    security: ClientSecurity,
     channels: Mutex<HashMap<String, Channel>>,
 }
 
 impl BrokerChannels {
-    pub fn new(client_id: String, listener: Option<String>, request_timeout: Duration) -> Self {
+    pub fn new(
+        client_id: String,
+        listener: Option<String>,
+        security: ClientSecurity,
+        request_timeout: Duration,
+    ) -> Self {
         BrokerChannels {
+            security,
             client_id,
             request_timeout,
             listener,
@@ -44,6 +52,7 @@ impl BrokerChannels {
             .or_insert_with(|| {
                 let mut config = ClientConfig::new(self.client_id.clone());
                 config.request_timeout = self.request_timeout;
+                config.security = self.security.clone();
                 Channel::spawn(address.to_string(), config)
             })
             .clone()

@@ -42,12 +42,14 @@ impl ControllerChannel {
         voters: BTreeMap<i32, VoterEndpoint>,
         raft: watch::Receiver<RaftMetrics>,
         request_timeout: Duration,
+        security: kraftd_raft::transport::ClientSecurity,
     ) -> Self {
         ControllerChannel {
             voters,
             raft,
             client: ClientConfig {
                 request_timeout,
+                security,
                 ..ClientConfig::new(client_id)
             },
             channels: Mutex::new(HashMap::new()),

@@ -108,6 +108,10 @@ pub struct BrokerConfig {
     /// `inter.broker.listener.name`: the listener followers fetch from (default: a
     /// broker's first listener).
     pub inter_broker_listener_name: Option<String>,
+    /// How this broker's clients reach other brokers' inter-broker listener.
+    pub inter_broker_security: kraftd_raft::transport::ClientSecurity,
+    /// How this broker's clients (Raft observer, controller channels) reach the controllers.
+    pub controller_security: kraftd_raft::transport::ClientSecurity,
     /// `log.cleaner.enable` and `log.cleaner.*`.
     pub log_cleaner: LogCleanerConfig,
     /// `group.*` and `offsets.*`.
@@ -217,6 +221,7 @@ impl BrokerServer {
                 );
                 driver_config.raft = config.raft.clone();
                 driver_config.bootstrap_servers = config.bootstrap_servers.clone();
+                driver_config.client_security = config.controller_security.clone();
                 let (mut driver, _router) = RaftDriver::start_detached(driver_config)?;
                 let handle = driver.handle();
                 let events = driver.take_events();
@@ -232,6 +237,7 @@ impl BrokerServer {
                 config.voters.clone(),
                 handle.metrics(),
                 request_timeout,
+                config.controller_security.clone(),
             )
         };
         // The broker epoch, as registration sets it, for the data plane's requests.
@@ -253,6 +259,7 @@ impl BrokerServer {
             .inter_broker_listener_name
             .clone()
             .or_else(|| listeners.first().map(|l| l.name.clone()));
+        replica_config.fetcher.security = config.inter_broker_security.clone();
         let replica_config_listener = replica_config.fetcher.listener_name.clone();
         let replica_manager = ReplicaManager::new(
             replica_config,
@@ -285,6 +292,7 @@ impl BrokerServer {
             Arc::clone(&replica_manager),
             cache.clone(),
             replica_config_listener.clone(),
+            config.inter_broker_security.clone(),
         );
         // The coordinators learn of their partitions after the replica layer made them
         // leaders, so a shard loads from a log that is ready to append to.
@@ -366,6 +374,7 @@ impl BrokerServer {
                 config.node_id,
                 Arc::clone(&replica_manager),
                 replica_config_listener.clone(),
+                config.inter_broker_security.clone(),
             ),
             internal_topics: Default::default(),
             metadata_metrics: metadata_metrics.clone(),

@@ -54,12 +54,14 @@ impl TxnVerifier {
         node_id: i32,
         replica_manager: Arc<ReplicaManager>,
         listener: Option<String>,
+        security: kraftd_raft::transport::ClientSecurity,
     ) -> Self {
         TxnVerifier {
             replica_manager,
             brokers: BrokerChannels::new(
                 format!("broker-{node_id}-txn-verification"),
                 listener,
+                security,
                 VERIFY_TIMEOUT,
             ),
         }

@@ -59,7 +59,10 @@ pub fn channel_to(
         current_leader: leader,
         ..Default::default()
     });
-    (ControllerChannel::new(name, voters, raft_rx, timeout), raft)
+    (
+        ControllerChannel::new(name, voters, raft_rx, timeout, Default::default()),
+        raft,
+    )
 }
 
 /// What a fake controller was sent, in order.

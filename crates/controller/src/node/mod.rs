@@ -65,6 +65,8 @@ pub struct ControllerNodeConfig {
     pub log_config: LogConfig,
     /// The controller listener's limits (`socket.request.max.bytes`, ...).
     pub server: ServerConfig,
+    /// How this node's Raft client reaches the other controllers' listener.
+    pub client_security: kraftd_raft::transport::ClientSecurity,
     /// The control managers' settings (`broker.session.timeout.ms`, `num.partitions`,
     /// `default.replication.factor`, ...).
     pub managers: ManagersConfig,
@@ -106,6 +108,7 @@ impl ControllerNodeConfig {
                 .to_string(),
             log_config: LogConfig::metadata_log(),
             server: ServerConfig::default(),
+            client_security: Default::default(),
             managers,
             metadata_max_idle_interval_ms:
                 crate::quorum_controller::METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
@@ -153,6 +156,7 @@ impl ControllerNode {
         driver_config.raft = config.raft.clone();
         driver_config.bootstrap_servers = config.bootstrap_servers.clone();
         driver_config.server = config.server.clone();
+        driver_config.client_security = config.client_security.clone();
         driver_config.log_config = config.log_config.clone();
         driver_config.controller_listener_name = config.controller_listener_name.clone();
         driver_config.seed = rand_seed(config.node_id);

@@ -71,6 +71,8 @@ pub struct DriverConfig {
     /// The listener name the voters' endpoints are reported under in DescribeQuorum v2's
     /// `Nodes` (Kafka: the first of `controller.listener.names`).
     pub controller_listener_name: String,
+    /// How this node's Raft client reaches the controller listener of others.
+    pub client_security: crate::transport::ClientSecurity,
 }
 
 impl DriverConfig {
@@ -92,6 +94,7 @@ impl DriverConfig {
             seed: node_id as u64,
             early_subscribers: 1,
             controller_listener_name: DEFAULT_CONTROLLER_LISTENER_NAME.to_string(),
+            client_security: Default::default(),
         }
     }
 }
@@ -202,6 +205,7 @@ impl RaftDriver {
             request_timeout: Duration::from_millis(config.raft.request_timeout_ms),
             reconnect_backoff: Duration::from_millis(RECONNECT_BACKOFF_MS),
             reconnect_backoff_max: Duration::from_millis(RECONNECT_BACKOFF_MAX_MS),
+            security: config.client_security.clone(),
             ..ClientConfig::new(format!("raft-client-{node_id}"))
         };
         let driver_loop = DriverLoop {

@@ -32,7 +32,7 @@ use super::write_frame;
 pub const CHANNEL_QUEUE_CAPACITY: usize = 256;
 
 /// How a channel behaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// The client id of every request header (`raft-client-<node.id>` for Raft traffic).
     pub client_id: String,
@@ -47,6 +47,8 @@ pub struct ClientConfig {
     pub max_frame_bytes: usize,
     /// Requests awaiting a response at once.
     pub max_in_flight: usize,
+    /// How to reach the destination's listener (TLS, SASL).
+    pub security: super::ClientSecurity,
 }
 
 impl ClientConfig {
@@ -59,6 +61,7 @@ impl ClientConfig {
             reconnect_backoff_max: Duration::from_millis(1000),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_in_flight: 16,
+            security: Default::default(),
         }
     }
 }

@@ -11,7 +11,9 @@ pub mod security;
 pub mod server;
 
 pub use client::{Channel, ClientConfig, ClientError, ReplyFn};
-pub use security::{ChannelMute, KafkaPrincipal, ListenerSecurity, SecurityProtocol, Session};
+pub use security::{
+    ChannelMute, ClientSecurity, KafkaPrincipal, ListenerSecurity, SecurityProtocol, Session,
+};
 pub use server::{serve, ApiVersionsFeatures, InboundRequest, RequestHandler, ServerConfig};
 
 use std::io::IoSlice;

@@ -142,6 +142,15 @@ pub struct ListenerSecurity {
     pub protocol: SecurityProtocol,
 }
 
+/// How a node's own clients (Raft, the controller channel, the replica fetcher, the
+/// coordinators' channels) connect to a listener of another node: the TLS and SASL settings
+/// matching that listener's protocol. Default: PLAINTEXT.
+#[derive(Debug, Clone, Default)]
+pub struct ClientSecurity {
+    /// The protocol of the listener connected to.
+    pub protocol: SecurityProtocol,
+}
+
 /// What a request runs as: Kafka's `RequestContext` minus the header. Shared by every
 /// request of a connection; a re-authentication (KIP-368) gives later requests a new one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
