@@ -1,5 +1,6 @@
 //! Integration tests of kraftd-controller: replaying Kafka's metadata records into images.
 
+mod auth;
 mod control_acl;
 mod control_cluster;
 mod control_configuration;
