@@ -14,4 +14,4 @@ pub use harness::{
     alter_partition_request, broker_registration, ControlHarness, CLUSTER_ID, METADATA_VERSION,
     TOPIC, TOPIC_ID,
 };
-pub use node::start_controller_node;
+pub use node::{start_controller_node, start_controller_node_with};

@@ -217,8 +217,14 @@ fn authorize_by_resource_type_follows_kafkas_default() {
         allow_everyone_if_no_acl_found: true,
         ..none()
     };
-    assert!(check(everyone(), &[TestAcl::allow(t, "orders", "User:bob", write)]));
-    assert!(!check(everyone(), &[TestAcl::deny(t, "*", "User:bob", write)]));
+    assert!(check(
+        everyone(),
+        &[TestAcl::allow(t, "orders", "User:bob", write)]
+    ));
+    assert!(!check(
+        everyone(),
+        &[TestAcl::deny(t, "*", "User:bob", write)]
+    ));
     // Super users pass whatever the ACLs say.
     assert!(check(
         AuthorizerConfig {

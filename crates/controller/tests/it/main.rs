@@ -14,6 +14,7 @@ mod control_scram;
 mod control_topics;
 mod kip966;
 mod node;
+mod node_authz;
 mod publisher;
 mod quorum_controller;
 mod quorum_controller_props;
