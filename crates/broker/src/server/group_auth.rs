@@ -263,3 +263,6 @@ pub fn retain_describable(auth: &RequestAuth, topics: &mut Vec<OffsetFetchRespon
     let mut describe = auth.memo(OPERATION_DESCRIBE, RESOURCE_TYPE_TOPIC);
     topics.retain(|t| describe.allowed(&t.name));
 }
+
+#[cfg(test)]
+mod tests;

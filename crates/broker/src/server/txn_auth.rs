@@ -237,3 +237,6 @@ pub fn refuse_unreadable_producers(auth: &RequestAuth, response: &mut DescribePr
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -150,10 +150,11 @@ fn without_an_authorizer_nothing_is_refused() {
         AuthHelper::disabled().request(&KafkaPrincipal::anonymous(), "127.0.0.1".parse().unwrap());
     let request = produce(Some("tx"), &[("payments", Uuid::ZERO)], true);
     assert!(produce_refusals(&auth, &image(), 9, &request).is_empty());
-    assert_eq!(
-        init_producer_id_refusal(&auth, &InitProducerIdRequest::default()),
-        None
-    );
+    let idempotent = InitProducerIdRequest {
+        transactional_id: None,
+        ..Default::default()
+    };
+    assert_eq!(init_producer_id_refusal(&auth, &idempotent), None);
     assert!(uncreatable(&auth, &["new".to_string()]).is_empty());
     assert_eq!(
         cluster_authorized_operations(&auth),
@@ -184,7 +185,10 @@ fn init_producer_id_checks_as_kafka() {
         Some(ErrorCode::TransactionalIdAuthorizationFailed),
         "KIP-939 needs TWO_PHASE_COMMIT too"
     );
-    let idempotent = InitProducerIdRequest::default();
+    let idempotent = InitProducerIdRequest {
+        transactional_id: None,
+        ..Default::default()
+    };
     assert_eq!(
         init_producer_id_refusal(&alice(&[]), &idempotent),
         Some(ErrorCode::ClusterAuthorizationFailed)
