@@ -89,10 +89,8 @@ pub fn take_unreadable_topics(
                 .map(|p| OffsetDeleteResponsePartition {
                     partition_index: p.partition_index,
                     error_code: ErrorCode::TopicAuthorizationFailed.code(),
-                    ..Default::default()
                 })
                 .collect(),
-            ..Default::default()
         });
         false
     });

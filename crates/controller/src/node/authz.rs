@@ -146,8 +146,7 @@ fn create_topics(
         .into_iter()
         .filter(|n| n != CLUSTER_METADATA_TOPIC && !creatable.contains(n))
         .collect();
-    r.topics
-        .retain(|t| !refused.iter().any(|name| *name == t.name));
+    r.topics.retain(|t| !refused.contains(&t.name));
     let merge: Merge = Box::new(move |response| match response {
         ResponseBody::CreateTopics(mut response) => {
             for topic in &mut response.topics {
@@ -271,8 +270,7 @@ fn create_partitions(
         .into_iter()
         .filter(|n| !alterable.contains(n))
         .collect();
-    r.topics
-        .retain(|t| !refused.iter().any(|name| *name == t.name));
+    r.topics.retain(|t| !refused.contains(&t.name));
     let merge: Merge = Box::new(move |response| match response {
         ResponseBody::CreatePartitions(mut response) => {
             response

@@ -100,14 +100,9 @@ fn offset_delete_and_fetch_refuse_topics_per_topic() {
             .iter()
             .map(|name| OffsetDeleteRequestTopic {
                 name: name.to_string(),
-                partitions: vec![OffsetDeleteRequestPartition {
-                    partition_index: 3,
-                    ..Default::default()
-                }],
-                ..Default::default()
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 3 }],
             })
             .collect(),
-        ..Default::default()
     };
     let refused = take_unreadable_topics(&reader(), &mut request);
     assert_eq!(request.topics.len(), 1);
