@@ -48,6 +48,9 @@ use kraftd_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopics,
 };
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kraftd_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kraftd_protocol::messages::*;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
@@ -564,6 +567,103 @@ fn scenario(address: &str) -> Vec<(&'static str, i64)> {
         panic!("not an EndTxn response")
     };
     steps.push(("end tx2", i64::from(e.error_code)));
+
+    let commit = TxnOffsetCommitRequest {
+        transactional_id: "tx2".into(),
+        group_id: "g1".into(),
+        producer_id: 1,
+        producer_epoch: 0,
+        generation_id_or_member_epoch: -1,
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "orders".into(),
+            partitions: vec![TxnOffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 0,
+                committed_leader_epoch: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::TxnOffsetCommit(tc) = raw.call(3, RequestBody::TxnOffsetCommit(commit))
+    else {
+        panic!("not a TxnOffsetCommit response")
+    };
+    steps.push((
+        "commit tx2's offsets",
+        i64::from(tc.topics[0].partitions[0].error_code),
+    ));
+    let offsets = AddOffsetsToTxnRequest {
+        transactional_id: "tx2".into(),
+        producer_id: 1,
+        producer_epoch: 0,
+        group_id: "g1".into(),
+        ..Default::default()
+    };
+    let ResponseBody::AddOffsetsToTxn(ao) = raw.call(3, RequestBody::AddOffsetsToTxn(offsets))
+    else {
+        panic!("not an AddOffsetsToTxn response")
+    };
+    steps.push(("add g1's offsets to tx2", i64::from(ao.error_code)));
+    let describe = DescribeTransactionsRequest {
+        transactional_ids: vec!["tx2".into()],
+        ..Default::default()
+    };
+    let ResponseBody::DescribeTransactions(dt) =
+        raw.call(0, RequestBody::DescribeTransactions(describe))
+    else {
+        panic!("not a DescribeTransactions response")
+    };
+    steps.push((
+        "describe tx2",
+        i64::from(dt.transaction_states[0].error_code),
+    ));
+    let producers = DescribeProducersRequest {
+        topics: vec![
+            kraftd_protocol::messages::describe_producers_request::TopicRequest {
+                name: "payments".into(),
+                partition_indexes: vec![0],
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let ResponseBody::DescribeProducers(dp) =
+        raw.call(0, RequestBody::DescribeProducers(producers))
+    else {
+        panic!("not a DescribeProducers response")
+    };
+    steps.push((
+        "describe payments' producers",
+        i64::from(dp.topics[0].partitions[0].error_code),
+    ));
+    let delete_offsets = OffsetDeleteRequest {
+        group_id: "g2".into(),
+        ..Default::default()
+    };
+    let ResponseBody::OffsetDelete(od) = raw.call(0, RequestBody::OffsetDelete(delete_offsets))
+    else {
+        panic!("not an OffsetDelete response")
+    };
+    steps.push(("delete g2's offsets", i64::from(od.error_code)));
+    let ResponseBody::DescribeAcls(da) = raw.call(
+        3,
+        RequestBody::DescribeAcls(DescribeAclsRequest {
+            resource_type_filter: 1,
+            resource_name_filter: None,
+            principal_filter: None,
+            host_filter: None,
+            pattern_type_filter: 1,
+            operation: 1,
+            permission_type: 1,
+            ..Default::default()
+        }),
+    ) else {
+        panic!("not a DescribeAcls response")
+    };
+    steps.push(("describe ACLs", i64::from(da.error_code)));
+    steps.push(("ACLs described", da.resources.len() as i64));
 
     // Forwarded to the controller, which checks the client again.
     let partitions = CreatePartitionsRequest {
