@@ -803,3 +803,4 @@ print("create", [type(f).__name__ if not isinstance(f, type) else f.__name__ for
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
+
