@@ -803,4 +803,3 @@ print("create", [type(f).__name__ if not isinstance(f, type) else f.__name__ for
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
-

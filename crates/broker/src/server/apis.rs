@@ -46,7 +46,7 @@ use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
-use crate::kafka_apis::metadata::{metadata_response, unknown_topic};
+use crate::kafka_apis::metadata::{is_internal_topic, metadata_response, unknown_topic};
 use crate::kafka_apis::BrokerContext;
 use crate::metadata::MetadataCache;
 
@@ -200,6 +200,9 @@ impl KafkaApis {
                         ErrorCode::TopicAuthorizationFailed,
                         version,
                     );
+                    // Unlike a topic it may not describe, Kafka flags an internal one here.
+                    topic.is_internal =
+                        version >= 1 && name.as_deref().is_some_and(is_internal_topic);
                 }
             }
         }
