@@ -9,7 +9,13 @@
 //! every decision about them is a real ACL evaluation of the client's principal, refusals
 //! included. `super_users_bypass_every_acl` turns `super.users=User:ANONYMOUS` on instead.
 //! The matrix script takes its principal and connection settings as arguments, ready for
-//! distinct SASL users (see `acl_matrix.py`).
+//! distinct SASL users: once brokers serve SASL_PLAINTEXT, give them a `SASL` listener with
+//! PLAIN users in `sasl.jaas.config` (`user_admin`, `user_alice`, `user_bob`), replace
+//! `allow.everyone.if.no.acl.found=true` with `super.users=User:admin;User:ANONYMOUS` (the
+//! nodes keep talking PLAINTEXT), and run the script against the SASL addresses with
+//! `--principal User:alice --client-config '{"security.protocol": "SASL_PLAINTEXT",
+//! "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": ...}'` and the
+//! same `--admin-config` for admin.
 //!
 //! - `acl_matrix_with_stock_clients`: confluent-kafka and kafka-python, 2 brokers: produce
 //!   to `orders` not `payments`, read with `g1` not `g2`, describe not alter configs, the
