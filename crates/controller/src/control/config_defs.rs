@@ -840,8 +840,9 @@ pub fn validate_broker_config(key: &str, value: &str) -> Result<(), ConfigValueE
         kind: "broker",
         key: key.to_string(),
     })?;
-    def.validate(value)?;
-    check_dynamic_support(ConfigScope::Broker, def, value)
+    def.validate(value)
+        .and_then(|()| check_dynamic_support(ConfigScope::Broker, def, value))
+        .map_err(|e| e.about(key))
 }
 
 impl ConfigDef {

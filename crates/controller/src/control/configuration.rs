@@ -306,7 +306,7 @@ fn incremental(
                 };
                 def.validate(&new_value)
                     .and_then(|()| check_dynamic_support(scope, def, &new_value))
-                    .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
+                    .map_err(|e| (ErrorCode::InvalidConfig, e.about(key).to_string()))?;
                 Some(new_value)
             }
             other => {

@@ -197,7 +197,7 @@ pub fn check_static_sasl_mechanisms<'a>(
     listeners: &SaslListeners<'_>,
 ) -> Result<(), ConfigValueError> {
     let check = |key: &str, base: &str| match get(key) {
-        Some(value) => check_sasl_mechanism_value(base, value, false).map_err(|e| rename(e, key)),
+        Some(value) => check_sasl_mechanism_value(base, value, false).map_err(|e| e.about(key)),
         None => check_sasl_mechanism_value(base, KAFKA_DEFAULT_MECHANISM, true),
     };
     for listener in listeners.sasl_listeners {
@@ -220,21 +220,42 @@ pub fn check_static_sasl_mechanisms<'a>(
     Ok(())
 }
 
-/// The error about `key` (a listener-prefixed name) rather than its base name.
-fn rename(e: ConfigValueError, key: &str) -> ConfigValueError {
-    match e {
-        ConfigValueError::UnsupportedFeature {
-            value,
-            feature,
-            defaulted,
-            ..
-        } => ConfigValueError::UnsupportedFeature {
-            key: key.to_string(),
-            value,
-            feature,
-            defaulted,
-        },
-        other => other,
+impl ConfigValueError {
+    /// The error about `key` (a listener-prefixed name), where it names the base config the
+    /// checks looked up.
+    pub fn about(self, key: &str) -> ConfigValueError {
+        match self {
+            ConfigValueError::UnsupportedFeature {
+                value,
+                feature,
+                defaulted,
+                ..
+            } => ConfigValueError::UnsupportedFeature {
+                key: key.to_string(),
+                value,
+                feature,
+                defaulted,
+            },
+            ConfigValueError::Unsupported {
+                value,
+                default,
+                dynamic,
+                ..
+            } => ConfigValueError::Unsupported {
+                key: key.to_string(),
+                value,
+                default,
+                dynamic,
+            },
+            ConfigValueError::InvalidValue { value, reason, .. } => {
+                ConfigValueError::InvalidValue {
+                    key: key.to_string(),
+                    value,
+                    reason,
+                }
+            }
+            other => other,
+        }
     }
 }
 

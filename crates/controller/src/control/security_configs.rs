@@ -222,45 +222,45 @@ pub const SECURITY_CONFIGS: &[ConfigDef] = &[
         .doc("The algorithm the Apache Kafka client should use to sign the assertion sent to the identity provider."),
     def("sasl.oauthbearer.assertion.claim.aud", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The JWT aud (Audience) claim which will be included in the  client JWT assertion created locally.Note: If a value for sasl.oauthbearer.assertion.file is provided, this configuration will be ignored."),
+        .doc("The JWT aud (Audience) claim which will be included in the client JWT assertion created locally."),
     def("sasl.oauthbearer.assertion.claim.exp.seconds", int_range(0, 86400))
         .default("300")
         .kafka(LOW, READ_ONLY)
         .doc("The number of seconds in the future for which the JWT is valid."),
     def("sasl.oauthbearer.assertion.claim.iss", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The value to be used as the iss (Issuer) claim which will be included in the client JWT assertion created locally.Note: If a value for sasl.oauthbearer.assertion.file is provided, this configuration will be ignored."),
+        .doc("The value to be used as the iss (Issuer) claim which will be included in the client JWT assertion created locally."),
     def("sasl.oauthbearer.assertion.claim.jti.include", BOOLEAN)
         .default("false")
         .kafka(MEDIUM, READ_ONLY)
-        .doc("Flag that determines if the JWT assertion should generate a unique ID for the JWT and include it in the jti (JWT ID) claim.Note: If a value for sasl.oauthbearer.assertion.file is provided, this configuration will be ignored."),
+        .doc("Flag that determines if the JWT assertion should generate a unique ID for the JWT and include it in the jti (JWT ID) claim."),
     def("sasl.oauthbearer.assertion.claim.nbf.seconds", int_range(0, 3600))
         .default("60")
         .kafka(LOW, READ_ONLY)
         .doc("The number of seconds in the past from which the JWT is valid."),
     def("sasl.oauthbearer.assertion.claim.sub", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The value to be used as the sub (Subject) claim which will be included in the client JWT assertion created locally.Note: If a value for sasl.oauthbearer.assertion.file is provided, this configuration will be ignored."),
+        .doc("The value to be used as the sub (Subject) claim which will be included in the client JWT assertion created locally."),
     def("sasl.oauthbearer.assertion.file", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("File that contains a pre-generated JWT assertion.The underlying implementation caches the file contents to avoid the performance hit of loading the file on each access."),
+        .doc("File that contains a pre-generated JWT assertion."),
     def("sasl.oauthbearer.assertion.private.key.file", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("File that contains a private key in the standard PEM format which is used to sign the JWT assertion sent to the identity provider.The underlying implementation caches the file contents to avoid the performance hit of loading the file on each access."),
+        .doc("File that contains a private key in the standard PEM format which is used to sign the JWT assertion sent to the identity provider."),
     def("sasl.oauthbearer.assertion.private.key.passphrase", STRING)
         .sensitive()
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The optional passphrase to decrypt the private key file specified by sasl.oauthbearer.assertion.private.key.file.Note: If the file referred to by sasl.oauthbearer.assertion.private.key.file is modified on the file system at runtime and it was created with a different passphrase than it was previously, the client will not be able to access the private key file because the passphrase is now out of date."),
+        .doc("The optional passphrase to decrypt the private key file specified by sasl.oauthbearer.assertion.private.key.file."),
     def("sasl.oauthbearer.assertion.template.file", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("This optional configuration specifies the file containing the JWT headers and/or payload claims to be used when creating the JWT assertion.Not all identity providers require the same set of claims; some may require a given claim while others may prohibit it."),
+        .doc("This optional configuration specifies the file containing the JWT headers and/or payload claims to be used when creating the JWT assertion."),
     def("sasl.oauthbearer.client.credentials.client.id", STRING)
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The ID (defined in/by the OAuth identity provider) to identify the client requesting the token.The client ID was previously stored as part of the sasl.jaas.config configuration with the key clientId."),
+        .doc("The ID (defined in/by the OAuth identity provider) to identify the client requesting the token."),
     def("sasl.oauthbearer.client.credentials.client.secret", STRING)
         .sensitive()
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The secret (defined by either the user or preassigned, depending on the identity provider) of the client requesting the token.The client secret was previously stored as part of the sasl.jaas.config configuration with the key clientSecret."),
+        .doc("The secret (defined by either the user or preassigned, depending on the identity provider) of the client requesting the token."),
     def("sasl.oauthbearer.clock.skew.seconds", int(i32::MIN))
         .default("30")
         .kafka(LOW, READ_ONLY)
@@ -290,11 +290,11 @@ pub const SECURITY_CONFIGS: &[ConfigDef] = &[
     def("sasl.oauthbearer.jwt.retriever.class", CLASS)
         .default("org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever")
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The fully-qualified class name of a JwtRetriever implementation used to request tokens from the identity provider.The default configuration value represents a class that maintains backward compatibility with previous versions of Apache Kafka."),
+        .doc("The fully-qualified class name of a JwtRetriever implementation used to request tokens from the identity provider."),
     def("sasl.oauthbearer.jwt.validator.class", CLASS)
         .default("org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator")
         .kafka(MEDIUM, READ_ONLY)
-        .doc("The fully-qualified class name of a JwtValidator implementation used to validate the JWT from the identity provider.The default validator (org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator) maintains backward compatibility with previous versions of Apache Kafka."),
+        .doc("The fully-qualified class name of a JwtValidator implementation used to validate the JWT from the identity provider."),
     def("sasl.oauthbearer.scope", STRING)
         .kafka(MEDIUM, READ_ONLY)
         .doc("This is the level of access a client application is granted to a resource or API which is included in the token request."),

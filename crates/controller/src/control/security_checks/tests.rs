@@ -133,7 +133,19 @@ fn unserved_sasl_mechanisms_are_refused_dynamically() {
     );
     let e = validate_broker_config("listener.name.ext.sasl.enabled.mechanisms", "OAUTHBEARER")
         .unwrap_err();
-    assert!(e.to_string().contains("OAUTHBEARER"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("(listener.name.ext.sasl.enabled.mechanisms=OAUTHBEARER)"),
+        "{e}"
+    );
+    let e =
+        validate_broker_config("listener.name.ext.ssl.keystore.location", "/k.pem").unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "kraftd does not support changing listener.name.ext.ssl.keystore.location dynamically"
+        ),
+        "{e}"
+    );
     // A Kerberos tuning knob is accepted (without effect) on one broker.
     assert!(validate_broker_config("sasl.kerberos.min.time.before.relogin", "120000").is_ok());
     assert!(validate_broker_config("sasl.kerberos.min.time.before.relogin", "soon").is_err());
