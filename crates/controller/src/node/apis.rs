@@ -7,6 +7,13 @@
 //! A request the controller cannot run gets a response of its own type carrying the error
 //! ([`kraftd_protocol::error_response::error_response`]): NOT_CONTROLLER on a standby, so clients and brokers
 //! move on to the active controller.
+//!
+//! CreateTopics, DeleteTopics and CreatePartitions are charged to the controller mutation
+//! quota (KIP-599) of the principal and client id that sent them (an Envelope's, for a
+//! forwarded request): strict from CreateTopics v6, DeleteTopics v5, CreatePartitions v3,
+//! permissive before. The response carries the throttle time; a client connected here is
+//! muted for it (its response held back too when its version predates KIP-219), while a
+//! forwarded request's broker mutes its own client, as Kafka's do.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,12 +27,16 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
-use kraftd_raft::transport::{InboundRequest, RequestHandler};
+use kraftd_raft::transport::{InboundRequest, KafkaPrincipal, RequestHandler};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
 use super::event_loop::{ControllerRequest, Op};
 use crate::quorum_controller::{ops, ControllerError};
+use crate::quota::{
+    client_throttles, set_throttle_time_ms, throttle_ms_i32, ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+};
 use kraftd_protocol::error_response::error_response;
 
 /// Kafka's `EndpointType.BROKER`.
@@ -71,6 +82,8 @@ struct Inner {
     voters: BTreeMap<i32, VoterEndpoint>,
     /// Who leads, for DescribeCluster's controller id.
     raft: watch::Receiver<RaftMetrics>,
+    /// `controller_mutation_rate`.
+    mutation_quotas: ControllerMutationQuotaManager,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -86,6 +99,7 @@ impl ControllerApis {
         requests: mpsc::Sender<ControllerRequest>,
         voters: BTreeMap<i32, VoterEndpoint>,
         raft: watch::Receiver<RaftMetrics>,
+        mutation_quotas: ControllerMutationQuotaManager,
     ) -> Self {
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
@@ -105,6 +119,7 @@ impl ControllerApis {
                 table,
                 voters,
                 raft,
+                mutation_quotas,
             }),
         }
     }
@@ -120,12 +135,18 @@ impl ControllerApis {
 
     /// Runs one controller request to its response.
     /// `body` must be one of [`CONTROLLER_API_KEYS`].
-    async fn execute(&self, version: i16, body: RequestBody) -> ResponseBody {
+    async fn execute(
+        &self,
+        version: i16,
+        body: RequestBody,
+        quota: ControllerMutationQuota,
+    ) -> ResponseBody {
         let (reply, rx) = oneshot::channel();
         let request = ControllerRequest {
             version,
             body: body.clone(),
             reply,
+            quota,
         };
         let result = match self.inner.requests.send(request).await {
             Ok(()) => rx
@@ -140,6 +161,34 @@ impl ControllerApis {
                 error_response(&body, e.error_code()).expect("operation() covers only these")
             }
         }
+    }
+
+    /// Runs a request sent by `user` with `client_id`, charging a mutation to their quota;
+    /// the response carries the throttle time, which is also returned.
+    async fn execute_as(
+        &self,
+        version: i16,
+        body: RequestBody,
+        user: &str,
+        client_id: &str,
+    ) -> (ResponseBody, u64) {
+        let quota = match mutation_strict_since(body.key()) {
+            Some(strict_since) => {
+                self.inner
+                    .mutation_quotas
+                    .quota_for(user, client_id, version >= strict_since)
+            }
+            None => ControllerMutationQuota::unbounded(),
+        };
+        let mut response = self.execute(version, body, quota.clone()).await;
+        let throttle_ms = quota.throttle_time_ms();
+        if throttle_ms > 0 {
+            set_throttle_time_ms(&mut response, version, throttle_ms_i32(throttle_ms));
+            self.inner
+                .mutation_quotas
+                .record_throttle(&quota, throttle_ms);
+        }
+        (response, throttle_ms)
     }
 
     /// DescribeCluster on the controller listener (KIP-919, what `--bootstrap-controller`
@@ -218,7 +267,15 @@ impl ControllerApis {
             warn!(api = ?inner.api_key, version, "an Envelope carries a request the controller does not serve");
             return fail(ErrorCode::InvalidRequest);
         }
-        let response = self.execute(version, inner.body).await;
+        let user = envelope
+            .request_principal
+            .as_ref()
+            .and_then(|p| deserialize_principal(p))
+            .unwrap_or_else(KafkaPrincipal::anonymous);
+        let client_id = inner.header.client_id.clone().unwrap_or_default();
+        let (response, _) = self
+            .execute_as(version, inner.body, &user.name, &client_id)
+            .await;
         match encode_response(inner.header.correlation_id, version, &response) {
             Ok(encoder) => ResponseBody::Envelope(EnvelopeResponse {
                 response_data: Some(encoder.into_bytes()),
@@ -251,8 +308,21 @@ impl RequestHandler for ControllerApis {
                 });
             }
             body if CONTROLLER_API_KEYS.contains(&body.key()) => {
+                let api = body.key();
+                let user = request.session.principal.name.clone();
+                let client_id = request.header.client_id.clone().unwrap_or_default();
+                let mute = request.mute.clone();
                 tokio::spawn(async move {
-                    let _ = tx.send(apis.execute(version, body).await);
+                    let (response, throttle_ms) =
+                        apis.execute_as(version, body, &user, &client_id).await;
+                    if throttle_ms > 0 {
+                        let throttle = std::time::Duration::from_millis(throttle_ms);
+                        mute.mute_for(throttle);
+                        if !client_throttles(api, version) {
+                            tokio::time::sleep(throttle).await;
+                        }
+                    }
+                    let _ = tx.send(response);
                 });
             }
             // Not advertised, so the transport never hands it over; closing is the answer.
@@ -260,6 +330,57 @@ impl RequestHandler for ControllerApis {
         }
         Some(rx)
     }
+}
+
+/// Kafka's `strictSinceVersion` of the APIs charged to the controller mutation quota.
+fn mutation_strict_since(api: ApiKey) -> Option<i16> {
+    match api {
+        ApiKey::CreateTopics => Some(6),
+        ApiKey::DeleteTopics => Some(5),
+        ApiKey::CreatePartitions => Some(3),
+        _ => None,
+    }
+}
+
+/// Kafka's `DefaultKafkaPrincipalBuilder.deserialize`: an Envelope's principal (a version,
+/// then DefaultPrincipalData); `None` when it does not decode.
+fn deserialize_principal(bytes: &bytes::Bytes) -> Option<KafkaPrincipal> {
+    use bytes::Buf;
+    use kraftd_protocol::messages::DefaultPrincipalData;
+    use kraftd_protocol::Message;
+    let mut b = bytes.clone();
+    if b.remaining() < 2 {
+        return None;
+    }
+    let version = b.get_i16();
+    let data = DefaultPrincipalData::decode(&mut b, version).ok()?;
+    Some(KafkaPrincipal {
+        principal_type: data.r#type,
+        name: data.name,
+    })
+}
+
+/// The controller operation for a request, its mutations charged to `quota`; `None` for
+/// requests of other APIs.
+pub(crate) fn operation_with_quota(
+    version: i16,
+    body: RequestBody,
+    quota: ControllerMutationQuota,
+) -> Option<Op> {
+    use RequestBody as B;
+    use ResponseBody as Rsp;
+    Some(match body {
+        B::CreateTopics(r) => {
+            Op::Write(ops::create_topics_with_quota(r, quota).map(Rsp::CreateTopics))
+        }
+        B::DeleteTopics(r) => {
+            Op::Write(ops::delete_topics_with_quota(r, quota).map(Rsp::DeleteTopics))
+        }
+        B::CreatePartitions(r) => {
+            Op::Write(ops::create_partitions_with_quota(r, quota).map(Rsp::CreatePartitions))
+        }
+        body => return operation(version, body),
+    })
 }
 
 /// The controller operation for a request; `None` for requests of other APIs.

@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::publisher::{AuthorizerConfig, NodePublishers};
 use crate::quorum_controller::{ManagersConfig, QuorumControllerConfig};
+use crate::quota::{ControllerMutationQuotaManager, QuotaWindow};
 use crate::MetadataImage;
 
 pub use apis::ControllerApis;
@@ -138,6 +139,8 @@ pub struct ControllerNode {
     status: watch::Receiver<ControllerStatus>,
     published: NodePublishers,
     broker_events: Option<broadcast::Receiver<RaftEvent>>,
+    /// `controller_mutation_rate` sensors (their metrics).
+    mutation_quotas: ControllerMutationQuotaManager,
 }
 
 impl ControllerNode {
@@ -176,6 +179,10 @@ impl ControllerNode {
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
         let publishers = published.publishers();
+        let mutation_quotas = ControllerMutationQuotaManager::new(
+            published.client_quotas.clone(),
+            QuotaWindow::default(),
+        );
         let event_loop = event_loop::EventLoop::new(
             controller_config,
             &config,
@@ -192,6 +199,7 @@ impl ControllerNode {
             requests_tx,
             config.voters.clone(),
             handle.metrics(),
+            mutation_quotas.clone(),
         );
         let table = Arc::new(apis.api_versions());
         let server = tokio::spawn(serve(listener, table, config.server, Arc::new(apis)));
@@ -203,6 +211,7 @@ impl ControllerNode {
             status,
             published,
             broker_events,
+            mutation_quotas,
         })
     }
 
@@ -224,6 +233,11 @@ impl ControllerNode {
     /// Dynamic configs, SCRAM credentials and ACLs as committed, applied without a restart.
     pub fn published(&self) -> &NodePublishers {
         &self.published
+    }
+
+    /// The controller mutation quotas (KIP-599) and their metrics.
+    pub fn mutation_quotas(&self) -> &ControllerMutationQuotaManager {
+        &self.mutation_quotas
     }
 
     /// The committed image as the event loop last published it.
