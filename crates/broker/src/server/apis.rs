@@ -27,6 +27,7 @@ use tracing::debug;
 use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, InternalTopics, GROUP_API_KEYS};
+use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
 use crate::coordinator::transaction::TransactionCoordinatorService;
@@ -103,6 +104,8 @@ pub struct BrokerApisContext {
     pub internal_topics: InternalTopics,
     /// The metadata offset applied (ApiVersions' finalized features epoch).
     pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
+    /// Client quotas: produce and fetch bandwidth, request time.
+    pub quotas: Arc<QuotaManagers>,
 }
 
 /// One listener's request handler.
@@ -235,8 +238,13 @@ impl KafkaApis {
         }
     }
 
-    /// The response, or `None` when the client expects none (Produce with `acks=0`).
-    async fn handle(&self, request: InboundRequest) -> Option<ResponseBody> {
+    /// The response, or `None` when the client expects none (Produce with `acks=0`); a
+    /// consumer's Fetch is charged to `quota`.
+    async fn handle(
+        &self,
+        request: InboundRequest,
+        quota: Option<&mut RequestQuota>,
+    ) -> Option<ResponseBody> {
         let version = request.header.request_api_version;
         let data = &self.context.data;
         Some(match request.body {
@@ -248,7 +256,8 @@ impl KafkaApis {
                     .map(ResponseBody::Produce)
             }
             RequestBody::Fetch(r) => {
-                ResponseBody::Fetch(data.fetch(&self.image(), version, r).await)
+                let quota = quota.map(|q| q as &mut (dyn ConsumerFetchQuota + Send));
+                ResponseBody::Fetch(data.fetch(&self.image(), version, r, quota).await)
             }
             RequestBody::ListOffsets(r) => {
                 ResponseBody::ListOffsets(data.list_offsets(&self.image(), version, r))
@@ -376,6 +385,20 @@ impl KafkaApis {
     }
 }
 
+/// Sends `response` (if the client expects one) once `hold` has passed: a throttled
+/// client whose request version predates KIP-219 gets its response that late.
+async fn send_after(
+    tx: oneshot::Sender<ResponseBody>,
+    response: Option<ResponseBody>,
+    hold: Duration,
+) {
+    let Some(response) = response else { return };
+    if !hold.is_zero() {
+        tokio::time::sleep(hold).await;
+    }
+    let _ = tx.send(response);
+}
+
 /// The client's own timeout where the request carries one.
 fn forward_timeout(body: &RequestBody) -> Duration {
     let ms = match body {
@@ -417,6 +440,9 @@ impl RequestHandler for KafkaApis {
 
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let (tx, rx) = oneshot::channel();
+        // None while no client quota exists: the path below is then the plain one.
+        let mut quota = self.context.quotas.begin(&request);
+        let started = std::time::Instant::now();
         if let RequestBody::Produce(r) = request.body {
             // Appended before the connection's next request is read: a client's batches
             // land in the order it sent them (Kafka serves one request per connection at
@@ -434,18 +460,38 @@ impl RequestHandler for KafkaApis {
                 .context
                 .data
                 .produce_append_verified(image, version, r, &refused);
+            let Some(mut quota) = quota else {
+                tokio::spawn(async move {
+                    if let Some(response) = produce.respond().await {
+                        let _ = tx.send(ResponseBody::Produce(response));
+                    }
+                });
+                return Some(rx);
+            };
+            // Charged, and muted if over, before the connection's next request is read.
+            quota.add_busy(started.elapsed());
+            quota.record_produce(request.size);
             tokio::spawn(async move {
-                if let Some(response) = produce.respond().await {
-                    let _ = tx.send(ResponseBody::Produce(response));
-                }
+                let handling = quota.handling_time();
+                let response = handling.timed(produce.respond()).await;
+                let mut response = response.map(ResponseBody::Produce);
+                let hold = quota.finish(response.as_mut());
+                send_after(tx, response, hold).await;
             });
             return Some(rx);
         }
         let apis = self.clone();
         tokio::spawn(async move {
-            if let Some(response) = apis.handle(request).await {
-                let _ = tx.send(response);
-            }
+            let Some(mut quota) = quota.take() else {
+                if let Some(response) = apis.handle(request, None).await {
+                    let _ = tx.send(response);
+                }
+                return;
+            };
+            let handling = quota.handling_time();
+            let mut response = handling.timed(apis.handle(request, Some(&mut quota))).await;
+            let hold = quota.finish(response.as_mut());
+            send_after(tx, response, hold).await;
         });
         Some(rx)
     }
