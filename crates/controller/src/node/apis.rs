@@ -270,7 +270,7 @@ impl ControllerApis {
         let user = envelope
             .request_principal
             .as_ref()
-            .and_then(|p| deserialize_principal(p))
+            .and_then(deserialize_principal)
             .unwrap_or_else(KafkaPrincipal::anonymous);
         let client_id = inner.header.client_id.clone().unwrap_or_default();
         let (response, _) = self

@@ -18,7 +18,10 @@ const T0: u64 = 1_700_000_000_000;
 
 /// Client quotas as the metadata log would hold them: `(user, client-id, key, value)`,
 /// `Some(None)` naming the default entity, `None` leaving the part out.
-fn quotas(entries: &[(Option<Option<&str>>, Option<Option<&str>>, &str, f64)]) -> ClientQuotas {
+/// One part of an entity: absent, the default (`Some(None)`) or named.
+type Part<'a> = Option<Option<&'a str>>;
+
+fn quotas(entries: &[(Part<'_>, Part<'_>, &str, f64)]) -> ClientQuotas {
     let records: Vec<MetadataRecord> = entries
         .iter()
         .map(|(user, client, key, value)| {
