@@ -442,7 +442,7 @@ impl RequestHandler for KafkaApis {
         let (tx, rx) = oneshot::channel();
         // None while no client quota exists: the path below is then the plain one.
         let mut quota = self.context.quotas.begin(&request);
-        let started = std::time::Instant::now();
+        let started = quota.as_ref().map(|_| std::time::Instant::now());
         if let RequestBody::Produce(r) = request.body {
             // Appended before the connection's next request is read: a client's batches
             // land in the order it sent them (Kafka serves one request per connection at
@@ -469,7 +469,7 @@ impl RequestHandler for KafkaApis {
                 return Some(rx);
             };
             // Charged, and muted if over, before the connection's next request is read.
-            quota.add_busy(started.elapsed());
+            quota.add_busy(started.map_or(Duration::ZERO, |s| s.elapsed()));
             quota.record_produce(request.size);
             tokio::spawn(async move {
                 let handling = quota.handling_time();
