@@ -136,6 +136,8 @@ pub fn run(
                 let groups = broker
                     .as_ref()
                     .map(|b| std::sync::Arc::clone(b.group_coordinator()));
+                let quotas = broker.as_ref().map(|b| std::sync::Arc::clone(b.quotas()));
+                let mutation_quotas = controller.as_ref().map(|c| c.mutation_quotas().clone());
                 let node_id = config.node_id;
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
@@ -152,6 +154,12 @@ pub fn run(
                     }
                     if let Some(groups) = &groups {
                         groups.metrics().write_prometheus(node_id, &mut out);
+                    }
+                    if let Some(quotas) = &quotas {
+                        quotas.write_prometheus(node_id, &mut out);
+                    }
+                    if let Some(quotas) = &mutation_quotas {
+                        quotas.write_prometheus(node_id, &mut out);
                     }
                     out
                 });

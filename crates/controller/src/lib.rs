@@ -18,6 +18,7 @@ pub mod image;
 pub mod node;
 pub mod publisher;
 pub mod quorum_controller;
+pub mod quota;
 pub mod snapshot;
 #[cfg(feature = "testing")]
 pub mod testing;

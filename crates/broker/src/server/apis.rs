@@ -40,6 +40,7 @@ use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
+use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
 use crate::coordinator::transaction::TransactionCoordinatorService;
@@ -118,6 +119,8 @@ pub struct BrokerApisContext {
     pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
     /// The node's authorizer (none without `authorizer.class.name`).
     pub auth: AuthHelper,
+    /// Client quotas: produce and fetch bandwidth, request time.
+    pub quotas: Arc<QuotaManagers>,
 }
 
 /// One listener's request handler.
@@ -296,8 +299,14 @@ impl KafkaApis {
         }
     }
 
-    /// The response, or `None` when the client expects none (Produce with `acks=0`).
-    async fn handle(&self, request: InboundRequest, auth: RequestAuth) -> Option<ResponseBody> {
+    /// The response, or `None` when the client expects none (Produce with `acks=0`); a
+    /// consumer's Fetch is charged to `quota`.
+    async fn handle(
+        &self,
+        request: InboundRequest,
+        auth: RequestAuth,
+        quota: Option<&mut RequestQuota>,
+    ) -> Option<ResponseBody> {
         let version = request.header.request_api_version;
         let data = &self.context.data;
         let auth = &auth;
@@ -312,7 +321,8 @@ impl KafkaApis {
                     .map(ResponseBody::Produce);
             }
             RequestBody::Fetch(r) => {
-                ResponseBody::Fetch(data.fetch(&self.image(), version, r, auth).await)
+                let quota = quota.map(|q| q as &mut (dyn ConsumerFetchQuota + Send));
+                ResponseBody::Fetch(data.fetch(&self.image(), version, r, auth, quota).await)
             }
             RequestBody::ListOffsets(r) => {
                 ResponseBody::ListOffsets(data.list_offsets(&self.image(), version, r, auth))
@@ -495,6 +505,20 @@ impl KafkaApis {
     }
 }
 
+/// Sends `response` (if the client expects one) once `hold` has passed: a throttled
+/// client whose request version predates KIP-219 gets its response that late.
+async fn send_after(
+    tx: oneshot::Sender<ResponseBody>,
+    response: Option<ResponseBody>,
+    hold: Duration,
+) {
+    let Some(response) = response else { return };
+    if !hold.is_zero() {
+        tokio::time::sleep(hold).await;
+    }
+    let _ = tx.send(response);
+}
+
 /// The client's own timeout where the request carries one.
 fn forward_timeout(body: &RequestBody) -> Duration {
     let ms = match body {
@@ -537,6 +561,9 @@ impl RequestHandler for KafkaApis {
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let (tx, rx) = oneshot::channel();
         let auth = request_auth(&self.context.auth, &request);
+        // None while no client quota exists: the path below is then the plain one.
+        let mut quota = self.context.quotas.begin(&request);
+        let started = quota.as_ref().map(|_| std::time::Instant::now());
         if let RequestBody::Produce(r) = request.body {
             // Appended before the connection's next request is read: a client's batches
             // land in the order it sent them (Kafka serves one request per connection at
@@ -571,18 +598,40 @@ impl RequestHandler for KafkaApis {
                 .context
                 .data
                 .produce_append_verified(image, version, r, &refused);
+            let Some(mut quota) = quota else {
+                tokio::spawn(async move {
+                    if let Some(response) = produce.respond().await {
+                        let _ = tx.send(ResponseBody::Produce(response));
+                    }
+                });
+                return Some(rx);
+            };
+            // Charged, and muted if over, before the connection's next request is read.
+            quota.add_busy(started.map_or(Duration::ZERO, |s| s.elapsed()));
+            quota.record_produce(request.size);
             tokio::spawn(async move {
-                if let Some(response) = produce.respond().await {
-                    let _ = tx.send(ResponseBody::Produce(response));
-                }
+                let handling = quota.handling_time();
+                let response = handling.timed(produce.respond()).await;
+                let mut response = response.map(ResponseBody::Produce);
+                let hold = quota.finish(response.as_mut());
+                send_after(tx, response, hold).await;
             });
             return Some(rx);
         }
         let apis = self.clone();
         tokio::spawn(async move {
-            if let Some(response) = apis.handle(request, auth).await {
-                let _ = tx.send(response);
-            }
+            let Some(mut quota) = quota.take() else {
+                if let Some(response) = apis.handle(request, auth, None).await {
+                    let _ = tx.send(response);
+                }
+                return;
+            };
+            let handling = quota.handling_time();
+            let mut response = handling
+                .timed(apis.handle(request, auth, Some(&mut quota)))
+                .await;
+            let hold = quota.finish(response.as_mut());
+            send_after(tx, response, hold).await;
         });
         Some(rx)
     }

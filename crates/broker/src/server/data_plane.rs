@@ -50,6 +50,8 @@ use crate::replica::replica_manager::{
 };
 use crate::replica::TopicIdPartition;
 use crate::server::producer_id_manager::ProducerIdManager;
+use crate::server::quota::ConsumerFetchQuota;
+use kraftd_controller::quota::throttle_ms_i32;
 
 /// Produce v13 and Fetch v13 name topics by id, earlier versions by name.
 const PRODUCE_TOPIC_ID_VERSION: i16 = 13;
@@ -181,13 +183,18 @@ impl DataPlane {
         }
     }
 
-    /// Fetch, from consumers (sessions per KIP-227) and from follower replicas.
+    /// Fetch, from consumers (sessions per KIP-227) and from follower replicas. A consumer
+    /// under a `consumer_byte_rate` quota reads at most what its quota window allows, and a
+    /// response that takes it over the quota is answered empty with the throttle time
+    /// instead (Kafka's `handleFetchRequest`); followers are not charged (replication
+    /// quotas are another matter).
     pub async fn fetch(
         &self,
         image: &MetadataImage,
         version: i16,
         request: FetchRequest,
         auth: &RequestAuth,
+        quota: Option<&mut (dyn ConsumerFetchQuota + Send)>,
     ) -> FetchResponse {
         let replica_id = if version >= 15 {
             request.replica_state.replica_id
@@ -236,14 +243,17 @@ impl DataPlane {
                 .map(|(tp, _)| !tp.topic.is_empty() && !read.allowed(&tp.topic))
                 .collect()
         };
+        let quota = quota.filter(|_| replica_id < 0);
+        let max_bytes = if version >= 3 {
+            request.max_bytes.max(0) as usize
+        } else {
+            usize::MAX
+        }
+        .min(quota.as_ref().map_or(usize::MAX, |q| q.max_bytes()));
         let limits = FetchLimits {
             max_wait: Duration::from_millis(request.max_wait_ms.max(0) as u64),
-            min_bytes: request.min_bytes.max(0) as usize,
-            max_bytes: if version >= 3 {
-                request.max_bytes.max(0) as usize
-            } else {
-                usize::MAX
-            },
+            min_bytes: (request.min_bytes.max(0) as usize).min(max_bytes),
+            max_bytes,
         };
         // Sessions of requests that name topics (v12 and older) key partitions by name
         // with a zero id; the replica manager keys them by id.
@@ -286,6 +296,18 @@ impl DataPlane {
                 (tp, data)
             })
             .collect();
+        if let Some(quota) = quota {
+            let throttle_ms = quota.record(context.response_size(version, &data));
+            if throttle_ms > 0 {
+                let (session_id, error) = context.throttled_response();
+                return FetchResponse {
+                    error_code: error.map_or(0, |e| e.code()),
+                    session_id,
+                    throttle_time_ms: throttle_ms_i32(throttle_ms),
+                    ..Default::default()
+                };
+            }
+        }
         let (session_id, responses) =
             context.update_and_generate_response(version, data, unix_ms());
         if let Some(error) = context.error() {

@@ -19,6 +19,7 @@ pub mod internal_topics;
 pub mod lifecycle;
 mod metadata_task;
 pub mod producer_id_manager;
+pub mod quota;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_markers;
@@ -51,6 +52,7 @@ use self::forwarding::ForwardingManager;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
+use self::quota::QuotaManagers;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
 use crate::group_coordinator::GroupCoordinatorConfig;
@@ -61,6 +63,7 @@ use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
 use crate::transaction_coordinator::TransactionCoordinatorConfig;
+use kraftd_controller::quota::QuotaWindow;
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -143,6 +146,8 @@ pub enum BrokerError {
     Raft(#[from] DriverError),
     #[error("log directory {dir}: {reason}")]
     LogDir { dir: String, reason: String },
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A running broker.
@@ -167,6 +172,8 @@ pub struct BrokerServer {
     metadata_status: watch::Receiver<MetadataStatus>,
     metadata_metrics: BrokerMetadataMetrics,
     published: NodePublishers,
+    /// Client quotas (their metrics).
+    quotas: Arc<QuotaManagers>,
     raft_metrics: watch::Receiver<RaftMetrics>,
     /// Why the broker's metadata stopped following the log, once it has: the process
     /// must stop too.
@@ -213,6 +220,8 @@ impl BrokerServer {
         raft: RaftSource,
         listeners: Vec<BrokerListener>,
     ) -> Result<BrokerServer, BrokerError> {
+        let quota_window = QuotaWindow::from_properties(&config.static_configs, "")
+            .map_err(BrokerError::Config)?;
         let previous_broker_epoch = take_clean_shutdown_epoch(&config)?;
         let (own_raft, handle, events) = match raft {
             RaftSource::Shared { handle, events } => (None, handle, events),
@@ -360,6 +369,10 @@ impl BrokerServer {
                 }
             })
         };
+        let quotas = Arc::new(QuotaManagers::new(
+            published.client_quotas.clone(),
+            quota_window,
+        ));
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
@@ -383,6 +396,7 @@ impl BrokerServer {
             internal_topics: Default::default(),
             metadata_metrics: metadata_metrics.clone(),
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
+            quotas: Arc::clone(&quotas),
         });
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(
@@ -415,6 +429,7 @@ impl BrokerServer {
             metadata_status,
             metadata_metrics,
             published,
+            quotas,
         })
     }
 
@@ -446,6 +461,11 @@ impl BrokerServer {
     /// broker-metadata-metrics.
     pub fn metadata_metrics(&self) -> &BrokerMetadataMetrics {
         &self.metadata_metrics
+    }
+
+    /// The client quota managers (their sensors and metrics).
+    pub fn quotas(&self) -> &Arc<QuotaManagers> {
+        &self.quotas
     }
 
     /// Dynamic configs, SCRAM credentials and ACLs as committed, applied without a restart.

@@ -7,7 +7,9 @@
 //! Pure: every method reads a [`MetadataImage`] and returns a [`ControllerResult`]; new topic
 //! ids and placement seeds are inputs, so the same request on the same image gives the same
 //! records. Each topic succeeds or fails on its own, as in Kafka; a failed topic writes
-//! nothing.
+//! nothing. A topic that passed every check is charged to the request's controller
+//! mutation quota (KIP-599, its partitions created or deleted); a strict quota that is
+//! exhausted refuses it with THROTTLING_QUOTA_EXCEEDED.
 
 use std::collections::BTreeSet;
 
@@ -32,6 +34,7 @@ use crate::image::{
     ConfigResourceType, MetadataImage, TopicImage, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED,
     METADATA_VERSION_FEATURE,
 };
+use crate::quota::{MutationQuota, ThrottlingQuotaExceeded, Unbounded};
 
 /// Kafka's longest legal topic name (`Topic.MAX_NAME_LENGTH`).
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
@@ -121,8 +124,21 @@ impl TopicControlManager {
         &self,
         image: &MetadataImage,
         request: &CreateTopicsRequest,
+        next_topic_id: impl FnMut() -> Uuid,
+        seed: PlacementSeed,
+    ) -> ControllerResult<CreateTopicsResponse> {
+        self.create_topics_with_quota(image, request, next_topic_id, seed, &mut Unbounded)
+    }
+
+    /// [`create_topics`](Self::create_topics) charging each valid topic's partitions to
+    /// `quota`.
+    pub fn create_topics_with_quota(
+        &self,
+        image: &MetadataImage,
+        request: &CreateTopicsRequest,
         mut next_topic_id: impl FnMut() -> Uuid,
         seed: PlacementSeed,
+        quota: &mut dyn MutationQuota,
     ) -> ControllerResult<CreateTopicsResponse> {
         let mut records = Vec::new();
         let mut response = CreateTopicsResponse::default();
@@ -174,7 +190,13 @@ impl TopicControlManager {
                 start_index: seed.start_index.wrapping_add(i as u32),
                 replica_shift: seed.replica_shift,
             };
-            match self.create_topic(image, topic, &brokers, &created_unified, topic_seed) {
+            let created = self
+                .create_topic(image, topic, &brokers, &created_unified, topic_seed)
+                .and_then(|created| {
+                    charge(quota, created.replicas.len())?;
+                    Ok(created)
+                });
+            match created {
                 Err(error) => set_error(&mut result, error),
                 Ok(created) => {
                     let id = loop {
@@ -356,6 +378,16 @@ impl TopicControlManager {
         image: &MetadataImage,
         request: &DeleteTopicsRequest,
     ) -> ControllerResult<DeleteTopicsResponse> {
+        self.delete_topics_with_quota(image, request, &mut Unbounded)
+    }
+
+    /// [`delete_topics`](Self::delete_topics) charging each topic's partitions to `quota`.
+    pub fn delete_topics_with_quota(
+        &self,
+        image: &MetadataImage,
+        request: &DeleteTopicsRequest,
+        quota: &mut dyn MutationQuota,
+    ) -> ControllerResult<DeleteTopicsResponse> {
         let mut records = Vec::new();
         let mut response = DeleteTopicsResponse::default();
         let mut removed = BTreeSet::new();
@@ -400,14 +432,18 @@ impl TopicControlManager {
                 Ok(topic) => {
                     result.name = Some(topic.name.clone());
                     result.topic_id = topic.id;
-                    if removed.insert(topic.id) {
+                    if removed.contains(&topic.id) {
+                        result.error_code = ErrorCode::InvalidRequest.code();
+                        result.error_message = Some("Duplicate topic in request.".into());
+                    } else if let Err((code, message)) = charge(quota, topic.partitions.len()) {
+                        result.error_code = code.code();
+                        result.error_message = Some(message);
+                    } else {
+                        removed.insert(topic.id);
                         records.push(MetadataRecord::RemoveTopic(RemoveTopicRecord {
                             topic_id: topic.id,
                             ..Default::default()
                         }));
-                    } else {
-                        result.error_code = ErrorCode::InvalidRequest.code();
-                        result.error_message = Some("Duplicate topic in request.".into());
                     }
                 }
             }
@@ -425,6 +461,18 @@ impl TopicControlManager {
         image: &MetadataImage,
         request: &CreatePartitionsRequest,
         seed: PlacementSeed,
+    ) -> ControllerResult<CreatePartitionsResponse> {
+        self.create_partitions_with_quota(image, request, seed, &mut Unbounded)
+    }
+
+    /// [`create_partitions`](Self::create_partitions) charging each topic's new partitions
+    /// to `quota`.
+    pub fn create_partitions_with_quota(
+        &self,
+        image: &MetadataImage,
+        request: &CreatePartitionsRequest,
+        seed: PlacementSeed,
+        quota: &mut dyn MutationQuota,
     ) -> ControllerResult<CreatePartitionsResponse> {
         let mut records = Vec::new();
         let mut response = CreatePartitionsResponse::default();
@@ -469,6 +517,15 @@ impl TopicControlManager {
                 Err((ErrorCode::InvalidRequest, "Duplicate topic name.".into()))
             } else {
                 self.create_partitions_for(image, topic, &brokers, seed)
+                    .and_then(|new_records| {
+                        let current = image
+                            .topics
+                            .get_by_name(&topic.name)
+                            .map_or(0, |t| t.partitions.len());
+                        let added = usize::try_from(topic.count).unwrap_or(0);
+                        charge(quota, added.saturating_sub(current))?;
+                        Ok(new_records)
+                    })
             };
             match outcome {
                 Err((code, message)) => {
@@ -612,6 +669,19 @@ fn set_error(result: &mut CreatableTopicResult, (code, message): TopicError) {
     result.error_code = code.code();
     result.error_message = Some(message);
     result.configs = None;
+}
+
+/// Charges `partitions` to the request's mutation quota; a strict quota that is exhausted
+/// refuses the topic with Kafka's THROTTLING_QUOTA_EXCEEDED.
+fn charge(quota: &mut dyn MutationQuota, partitions: usize) -> Result<(), TopicError> {
+    quota
+        .record(u32::try_from(partitions).unwrap_or(u32::MAX))
+        .map_err(|_| {
+            (
+                ErrorCode::ThrottlingQuotaExceeded,
+                ThrottlingQuotaExceeded::MESSAGE.to_string(),
+            )
+        })
 }
 
 fn too_many_partitions() -> TopicError {

@@ -11,6 +11,13 @@
 //! Every request is authorized first ([`super::authz`], Kafka's `ControllerApis` checks): the
 //! connection's principal for what arrives directly, CLUSTER_ACTION for an Envelope's sender
 //! and then the client's principal and address the Envelope carries for what it wraps.
+//!
+//! CreateTopics, DeleteTopics and CreatePartitions are charged to the controller mutation
+//! quota (KIP-599) of the principal and client id that sent them (an Envelope's, for a
+//! forwarded request): strict from CreateTopics v6, DeleteTopics v5, CreatePartitions v3,
+//! permissive before. The response carries the throttle time; a client connected here is
+//! muted for it (its response held back too when its version predates KIP-219), while a
+//! forwarded request's broker mutes its own client, as Kafka's do.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,6 +40,10 @@ use super::event_loop::{ControllerRequest, ControllerStatus, Op};
 use crate::auth::{self as auth_helper, AuthHelper, RequestAuth};
 use crate::publisher::{OPERATION_ALTER, OPERATION_CLUSTER_ACTION, OPERATION_DESCRIBE};
 use crate::quorum_controller::{ops, ControllerError};
+use crate::quota::{
+    client_throttles, set_throttle_time_ms, throttle_ms_i32, ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+};
 use kraftd_protocol::error_response::error_response;
 
 /// Kafka's `EndpointType.BROKER`.
@@ -82,6 +93,8 @@ struct Inner {
     auth: AuthHelper,
     /// The committed image: names of topics a request gives by id, for authorization.
     status: watch::Receiver<ControllerStatus>,
+    /// `controller_mutation_rate`.
+    mutation_quotas: ControllerMutationQuotaManager,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -99,6 +112,7 @@ impl ControllerApis {
         raft: watch::Receiver<RaftMetrics>,
         auth: AuthHelper,
         status: watch::Receiver<ControllerStatus>,
+        mutation_quotas: ControllerMutationQuotaManager,
     ) -> Self {
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
@@ -120,6 +134,7 @@ impl ControllerApis {
                 raft,
                 auth,
                 status,
+                mutation_quotas,
             }),
         }
     }
@@ -135,12 +150,18 @@ impl ControllerApis {
 
     /// Runs one controller request to its response.
     /// `body` must be one of [`CONTROLLER_API_KEYS`].
-    async fn execute(&self, version: i16, body: RequestBody) -> ResponseBody {
+    async fn execute(
+        &self,
+        version: i16,
+        body: RequestBody,
+        quota: ControllerMutationQuota,
+    ) -> ResponseBody {
         let (reply, rx) = oneshot::channel();
         let request = ControllerRequest {
             version,
             body: body.clone(),
             reply,
+            quota,
         };
         let result = match self.inner.requests.send(request).await {
             Ok(()) => rx
@@ -157,24 +178,58 @@ impl ControllerApis {
         }
     }
 
-    /// Authorizes a controller request as `auth`, runs what may run, and answers.
+    /// Authorizes a controller request as `auth`, runs what may run (a mutation charged to
+    /// the quota of `user` and `client_id`), and answers; the response carries the throttle
+    /// time, which is also returned.
     async fn execute_authorized(
         &self,
         auth: &RequestAuth,
         version: i16,
         body: RequestBody,
-    ) -> ResponseBody {
+        client_id: &str,
+    ) -> (ResponseBody, u64) {
         let image = self.inner.status.borrow().image.clone();
         match authz::check(auth, &image, body) {
-            Checked::Answer(response) => response,
+            Checked::Answer(response) => (response, 0),
             Checked::Run(body, merge) => {
-                let response = self.execute(version, body).await;
-                match merge {
+                let user = auth.kafka_principal().name.clone();
+                let (response, throttle_ms) =
+                    self.execute_as(version, body, &user, client_id).await;
+                let response = match merge {
                     Some(merge) => merge(response),
                     None => response,
-                }
+                };
+                (response, throttle_ms)
             }
         }
+    }
+
+    /// Runs a request sent by `user` with `client_id`, charging a mutation to their quota;
+    /// the response carries the throttle time, which is also returned.
+    async fn execute_as(
+        &self,
+        version: i16,
+        body: RequestBody,
+        user: &str,
+        client_id: &str,
+    ) -> (ResponseBody, u64) {
+        let quota = match mutation_strict_since(body.key()) {
+            Some(strict_since) => {
+                self.inner
+                    .mutation_quotas
+                    .quota_for(user, client_id, version >= strict_since)
+            }
+            None => ControllerMutationQuota::unbounded(),
+        };
+        let mut response = self.execute(version, body, quota.clone()).await;
+        let throttle_ms = quota.throttle_time_ms();
+        if throttle_ms > 0 {
+            set_throttle_time_ms(&mut response, version, throttle_ms_i32(throttle_ms));
+            self.inner
+                .mutation_quotas
+                .record_throttle(&quota, throttle_ms);
+        }
+        (response, throttle_ms)
     }
 
     /// DescribeCluster on the controller listener (KIP-919, what `--bootstrap-controller`
@@ -306,7 +361,10 @@ impl ControllerApis {
             warn!(api = ?inner.api_key, version, "an Envelope carries a request the controller does not serve");
             return fail(ErrorCode::InvalidRequest);
         }
-        let response = self.execute_authorized(&client, version, inner.body).await;
+        let client_id = inner.header.client_id.clone().unwrap_or_default();
+        let (response, _) = self
+            .execute_authorized(&client, version, inner.body, &client_id)
+            .await;
         match encode_response(inner.header.correlation_id, version, &response) {
             Ok(encoder) => ResponseBody::Envelope(EnvelopeResponse {
                 response_data: Some(encoder.into_bytes()),
@@ -349,8 +407,21 @@ impl RequestHandler for ControllerApis {
                 });
             }
             body if CONTROLLER_API_KEYS.contains(&body.key()) => {
+                let api = body.key();
+                let client_id = request.header.client_id.clone().unwrap_or_default();
+                let mute = request.mute.clone();
                 tokio::spawn(async move {
-                    let _ = tx.send(apis.execute_authorized(&auth, version, body).await);
+                    let (response, throttle_ms) = apis
+                        .execute_authorized(&auth, version, body, &client_id)
+                        .await;
+                    if throttle_ms > 0 {
+                        let throttle = std::time::Duration::from_millis(throttle_ms);
+                        mute.mute_for(throttle);
+                        if !client_throttles(api, version) {
+                            tokio::time::sleep(throttle).await;
+                        }
+                    }
+                    let _ = tx.send(response);
                 });
             }
             // Not advertised, so the transport never hands it over; closing is the answer.
@@ -358,6 +429,39 @@ impl RequestHandler for ControllerApis {
         }
         Some(rx)
     }
+}
+
+/// Kafka's `strictSinceVersion` of the APIs charged to the controller mutation quota.
+fn mutation_strict_since(api: ApiKey) -> Option<i16> {
+    match api {
+        ApiKey::CreateTopics => Some(6),
+        ApiKey::DeleteTopics => Some(5),
+        ApiKey::CreatePartitions => Some(3),
+        _ => None,
+    }
+}
+
+/// The controller operation for a request, its mutations charged to `quota`; `None` for
+/// requests of other APIs.
+pub(crate) fn operation_with_quota(
+    version: i16,
+    body: RequestBody,
+    quota: ControllerMutationQuota,
+) -> Option<Op> {
+    use RequestBody as B;
+    use ResponseBody as Rsp;
+    Some(match body {
+        B::CreateTopics(r) => {
+            Op::Write(ops::create_topics_with_quota(r, quota).map(Rsp::CreateTopics))
+        }
+        B::DeleteTopics(r) => {
+            Op::Write(ops::delete_topics_with_quota(r, quota).map(Rsp::DeleteTopics))
+        }
+        B::CreatePartitions(r) => {
+            Op::Write(ops::create_partitions_with_quota(r, quota).map(Rsp::CreatePartitions))
+        }
+        body => return operation(version, body),
+    })
 }
 
 /// The controller operation for a request; `None` for requests of other APIs.

@@ -32,6 +32,8 @@ pub(crate) struct ControllerRequest {
     pub version: i16,
     pub body: RequestBody,
     pub reply: oneshot::Sender<Result<ResponseBody, ControllerError>>,
+    /// What CreateTopics, DeleteTopics and CreatePartitions charge (unbounded otherwise).
+    pub quota: crate::quota::ControllerMutationQuota,
 }
 
 pub(crate) enum Op {
@@ -206,7 +208,9 @@ impl EventLoop {
     }
 
     fn on_request(&mut self, request: ControllerRequest) {
-        let Some(op) = super::apis::operation(request.version, request.body) else {
+        let Some(op) =
+            super::apis::operation_with_quota(request.version, request.body, request.quota)
+        else {
             let _ = request.reply.send(Err(ControllerError::InvalidRecords(
                 "not a controller API".to_string(),
             )));

@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 
 use crate::publisher::{AuthorizerConfig, NodePublishers};
 use crate::quorum_controller::{ManagersConfig, QuorumControllerConfig};
+use crate::quota::{ControllerMutationQuotaManager, QuotaWindow};
 use crate::MetadataImage;
 
 pub use apis::ControllerApis;
@@ -139,6 +140,8 @@ pub struct ControllerNode {
     status: watch::Receiver<ControllerStatus>,
     published: NodePublishers,
     broker_events: Option<broadcast::Receiver<RaftEvent>>,
+    /// `controller_mutation_rate` sensors (their metrics).
+    mutation_quotas: ControllerMutationQuotaManager,
 }
 
 impl ControllerNode {
@@ -178,6 +181,10 @@ impl ControllerNode {
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
         let auth = crate::auth::AuthHelper::new(&published.authorizer);
         let publishers = published.publishers();
+        let mutation_quotas = ControllerMutationQuotaManager::new(
+            published.client_quotas.clone(),
+            QuotaWindow::default(),
+        );
         let event_loop = event_loop::EventLoop::new(
             controller_config,
             &config,
@@ -196,6 +203,7 @@ impl ControllerNode {
             handle.metrics(),
             auth,
             status.clone(),
+            mutation_quotas.clone(),
         );
         let table = Arc::new(apis.api_versions());
         let server = tokio::spawn(serve(listener, table, config.server, Arc::new(apis)));
@@ -207,6 +215,7 @@ impl ControllerNode {
             status,
             published,
             broker_events,
+            mutation_quotas,
         })
     }
 
@@ -228,6 +237,11 @@ impl ControllerNode {
     /// Dynamic configs, SCRAM credentials and ACLs as committed, applied without a restart.
     pub fn published(&self) -> &NodePublishers {
         &self.published
+    }
+
+    /// The controller mutation quotas (KIP-599) and their metrics.
+    pub fn mutation_quotas(&self) -> &ControllerMutationQuotaManager {
+        &self.mutation_quotas
     }
 
     /// The committed image as the event loop last published it.

@@ -1,7 +1,7 @@
 //! Metadata publishers, as Kafka's `org.apache.kafka.image.publisher.MetadataPublisher`: the
 //! consumers of committed metadata that turn each new image into state the rest of a node
-//! reads on its hot paths (dynamic configs, SCRAM credentials, ACLs), so request handling
-//! never walks the image or waits for the metadata log.
+//! reads on its hot paths (dynamic configs, SCRAM credentials, ACLs, client quotas), so
+//! request handling never walks the image or waits for the metadata log.
 //!
 //! A publisher is pure and synchronous: the loader calls it on its own thread with the delta
 //! it replayed and the image that resulted, and the publisher swaps a new immutable snapshot
@@ -15,6 +15,7 @@
 //! the snapshot dropped, so the publisher rebuilds its state from the image instead.
 
 mod acl;
+mod client_quota;
 mod dynamic_config;
 mod scram;
 
@@ -26,6 +27,7 @@ pub use acl::{
     OPERATION_IDEMPOTENT_WRITE, OPERATION_TWO_PHASE_COMMIT, RESOURCE_TYPE_DELEGATION_TOKEN,
     RESOURCE_TYPE_TRANSACTIONAL_ID, SUPER_USERS_CONFIG, WILDCARD_HOST, WILDCARD_PRINCIPAL,
 };
+pub use client_quota::{ClientQuotaPublisher, ClientQuotas};
 pub use dynamic_config::{DynamicConfigPublisher, DynamicConfigSnapshot, DynamicConfigs};
 pub use scram::{CredentialProvider, ScramPublisher};
 
@@ -97,14 +99,15 @@ impl<T: Clone> Published<T> {
     }
 }
 
-/// What every node's publishers feed — dynamic configs, SCRAM credentials, ACLs — built the
-/// same way on controllers and brokers: the handles request handling reads, and the
-/// publishers a loader drives.
+/// What every node's publishers feed — dynamic configs, SCRAM credentials, ACLs, client
+/// quotas — built the same way on controllers and brokers: the handles request handling
+/// reads, and the publishers a loader drives.
 #[derive(Debug, Clone)]
 pub struct NodePublishers {
     pub dynamic_configs: DynamicConfigs,
     pub credentials: CredentialProvider,
     pub authorizer: StandardAuthorizer,
+    pub client_quotas: ClientQuotas,
 }
 
 impl NodePublishers {
@@ -113,6 +116,7 @@ impl NodePublishers {
             dynamic_configs: DynamicConfigs::new(node_id),
             credentials: CredentialProvider::default(),
             authorizer: StandardAuthorizer::new(authorizer),
+            client_quotas: ClientQuotas::new(),
         }
     }
 
@@ -122,6 +126,7 @@ impl NodePublishers {
             Box::new(DynamicConfigPublisher::new(self.dynamic_configs.clone())),
             Box::new(ScramPublisher::new(self.credentials.clone())),
             Box::new(AclPublisher::new(self.authorizer.clone())),
+            Box::new(ClientQuotaPublisher::new(self.client_quotas.clone())),
         ]
     }
 }

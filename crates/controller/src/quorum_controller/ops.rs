@@ -25,6 +25,7 @@ use crate::control::{
     FeatureControlManager, PlacementSeed, ProducerIdControlManager, ReplicationConfig,
     ReplicationControlManager, ScramControlManager, TopicConfig, TopicControlManager,
 };
+use crate::quota::ControllerMutationQuota;
 use crate::MetadataImage;
 
 /// The configuration of every control manager.
@@ -199,11 +200,25 @@ pub fn broker_heartbeat(request: BrokerHeartbeatRequest) -> WriteOp<BrokerHeartb
 /// CreateTopics with topic ids and the placement start drawn from the managers' seeded
 /// source.
 pub fn create_topics(request: CreateTopicsRequest) -> WriteOp<CreateTopicsResponse> {
+    create_topics_with_quota(request, ControllerMutationQuota::unbounded())
+}
+
+/// CreateTopics, each valid topic charged to the request's controller mutation quota.
+pub fn create_topics_with_quota(
+    request: CreateTopicsRequest,
+    mut quota: ControllerMutationQuota,
+) -> WriteOp<CreateTopicsResponse> {
     WriteOp::new(move |ctx| {
         let seed = PlacementSeed::from_u64(ctx.managers.next_random());
         let topics = ctx.managers.topics.clone();
         let managers = &mut *ctx.managers;
-        topics.create_topics(ctx.image, &request, || managers.next_uuid(), seed)
+        topics.create_topics_with_quota(
+            ctx.image,
+            &request,
+            || managers.next_uuid(),
+            seed,
+            &mut quota,
+        )
     })
 }
 
@@ -220,16 +235,37 @@ pub fn unregister_broker(broker_id: i32) -> WriteOp<ErrorCode> {
 
 /// DeleteTopics.
 pub fn delete_topics(request: DeleteTopicsRequest) -> WriteOp<DeleteTopicsResponse> {
-    WriteOp::new(move |ctx| ctx.managers.topics.delete_topics(ctx.image, &request))
+    delete_topics_with_quota(request, ControllerMutationQuota::unbounded())
+}
+
+/// DeleteTopics, each topic charged to the request's controller mutation quota.
+pub fn delete_topics_with_quota(
+    request: DeleteTopicsRequest,
+    mut quota: ControllerMutationQuota,
+) -> WriteOp<DeleteTopicsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .topics
+            .delete_topics_with_quota(ctx.image, &request, &mut quota)
+    })
 }
 
 /// CreatePartitions, with the placement start drawn from the seeded source.
 pub fn create_partitions(request: CreatePartitionsRequest) -> WriteOp<CreatePartitionsResponse> {
+    create_partitions_with_quota(request, ControllerMutationQuota::unbounded())
+}
+
+/// CreatePartitions, each topic's new partitions charged to the request's controller
+/// mutation quota.
+pub fn create_partitions_with_quota(
+    request: CreatePartitionsRequest,
+    mut quota: ControllerMutationQuota,
+) -> WriteOp<CreatePartitionsResponse> {
     WriteOp::new(move |ctx| {
         let seed = PlacementSeed::from_u64(ctx.managers.next_random());
         ctx.managers
             .topics
-            .create_partitions(ctx.image, &request, seed)
+            .create_partitions_with_quota(ctx.image, &request, seed, &mut quota)
     })
 }
 

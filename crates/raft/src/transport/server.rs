@@ -85,6 +85,9 @@ pub struct InboundRequest {
     pub api_key: ApiKey,
     pub header: RequestHeader,
     pub body: RequestBody,
+    /// The request's size on the wire, header included (Kafka's `sizeInBytes`: what a
+    /// produce quota counts).
+    pub size: usize,
 }
 
 /// What serves the requests of a listener.
@@ -227,6 +230,7 @@ async fn read_requests<H: RequestHandler>(
         {
             // A throttled client's next request waits out its throttle time.
             mute.wait().await;
+            let size = frame.len();
             let pending = match decode_request(frame) {
                 Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
                     table,
@@ -253,6 +257,7 @@ async fn read_requests<H: RequestHandler>(
                         api_key: req.api_key,
                         header: req.header,
                         body: req.body,
+                        size,
                     };
                     let Some(response) = handler.dispatch(request).await else {
                         return Err("the handler refused the request".into());

@@ -5,8 +5,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use kraftd_protocol::codec::Encoder;
 use kraftd_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kraftd_protocol::ErrorCode;
+use kraftd_protocol::messages::FetchResponse;
+use kraftd_protocol::{ErrorCode, Message};
 
 use super::{
     has_records, lock, next_epoch, Cache, CachedPartition, PartKey, PartitionFetchParams, Session,
@@ -186,6 +188,56 @@ impl FetchContext {
                 }
                 (*session_id, group(kept))
             }
+        }
+    }
+
+    /// Kafka's `getResponseSize`: the encoded size of the response `results` would make
+    /// (an incremental session's unchanged partitions left out), the session unchanged. A
+    /// consumer's fetch quota counts it.
+    #[must_use]
+    pub fn response_size(
+        &self,
+        version: i16,
+        results: &[(TopicIdPartition, PartitionData)],
+    ) -> usize {
+        if matches!(self.kind, Kind::Error { .. }) {
+            return 0;
+        }
+        let included: Vec<_> = results
+            .iter()
+            .filter(|(tip, data)| self.would_include(tip, data))
+            .cloned()
+            .collect();
+        let response = FetchResponse {
+            responses: group(included),
+            ..FetchResponse::default()
+        };
+        let mut encoder = Encoder::new();
+        match response.encode(&mut encoder, version) {
+            // The size prefix and the correlation id of the response header besides.
+            Ok(()) => encoder.len() + 8,
+            Err(_) => 0,
+        }
+    }
+
+    /// Kafka's `getThrottledResponse`: what a throttled consumer is answered instead of
+    /// its data — no partitions, the session as it was (a full fetch creates none, so the
+    /// client starts over), or INVALID_FETCH_SESSION_EPOCH when another request on the
+    /// session got there first. The session id and the error, if any.
+    #[must_use]
+    pub fn throttled_response(&self) -> (i32, Option<ErrorCode>) {
+        match &self.kind {
+            Kind::Error { error } => (INVALID_SESSION_ID, Some(*error)),
+            Kind::Sessionless { .. } | Kind::Full { .. } => (INVALID_SESSION_ID, None),
+            Kind::Incremental {
+                session_id,
+                request_epoch,
+                ..
+            } => match lock(&self.cache).sessions.get(session_id) {
+                Some(session) if session.epoch == next_epoch(*request_epoch) => (*session_id, None),
+                Some(_) => (*session_id, Some(ErrorCode::InvalidFetchSessionEpoch)),
+                None => (INVALID_SESSION_ID, Some(ErrorCode::FetchSessionIdNotFound)),
+            },
         }
     }
 

@@ -1,0 +1,92 @@
+//! `ClientQuotaPublisher` and the [`ClientQuotas`] handle it feeds, as Kafka's
+//! `DynamicClientQuotaPublisher` feeding the quota managers: every committed change of the
+//! image's client quotas (AlterClientQuotas, `kafka-configs --alter --entity-type
+//! users|clients`) becomes a new [`QuotaIndex`] the request path reads, so a quota set or
+//! removed takes effect on the next request, on every node, without a restart.
+//!
+//! The request path first asks whether any quota of a kind exists at all: one atomic load,
+//! so a cluster without quotas pays nothing more per request.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::{is_full_reload, MetadataPublisher, Published};
+use crate::delta::MetadataDelta;
+use crate::image::MetadataImage;
+use crate::quota::{QuotaIndex, QuotaKind};
+
+/// A cheap, shareable view of the client quotas; every clone sees every update.
+#[derive(Debug, Clone, Default)]
+pub struct ClientQuotas {
+    index: Arc<Published<QuotaIndex>>,
+    /// Bit `kind.index()` set while some entity holds a quota of that kind.
+    enabled: Arc<AtomicU8>,
+}
+
+impl ClientQuotas {
+    /// No quotas until a publisher (or [`ClientQuotas::set`]) says otherwise.
+    pub fn new() -> Self {
+        ClientQuotas::default()
+    }
+
+    /// Whether any entity holds a quota of `kind` (one atomic load).
+    pub fn enabled(&self, kind: QuotaKind) -> bool {
+        self.enabled.load(Ordering::Relaxed) & (1 << kind.index()) != 0
+    }
+
+    /// Whether any client quota exists at all.
+    pub fn any_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed) != 0
+    }
+
+    /// The current quotas.
+    pub fn index(&self) -> Arc<QuotaIndex> {
+        self.index.load()
+    }
+
+    /// Replaces the quotas (the publisher; tests).
+    pub fn set(&self, next: QuotaIndex) {
+        let mask = QuotaKind::ALL
+            .into_iter()
+            .filter(|k| next.enabled(*k))
+            .fold(0u8, |m, k| m | (1 << k.index()));
+        self.index.update(|current| {
+            if *current == next {
+                return false;
+            }
+            *current = next;
+            true
+        });
+        self.enabled.store(mask, Ordering::Relaxed);
+    }
+}
+
+/// Feeds a [`ClientQuotas`] from the metadata log.
+#[derive(Debug)]
+pub struct ClientQuotaPublisher {
+    quotas: ClientQuotas,
+}
+
+impl ClientQuotaPublisher {
+    pub fn new(quotas: ClientQuotas) -> Self {
+        ClientQuotaPublisher { quotas }
+    }
+}
+
+impl MetadataPublisher for ClientQuotaPublisher {
+    fn name(&self) -> &str {
+        "DynamicClientQuotaPublisher"
+    }
+
+    fn on_metadata_update(&mut self, delta: &MetadataDelta, image: &MetadataImage) {
+        // Quota changes are rare and the entities few: any change rebuilds the index.
+        if is_full_reload(delta) || !delta.changes().changed_client_quotas.is_empty() {
+            for entity in &delta.changes().changed_client_quotas {
+                tracing::info!(entity = ?entity.0, quotas = ?image.client_quotas.get(entity),
+                    "client quota changed");
+            }
+            self.quotas
+                .set(QuotaIndex::from_image(&image.client_quotas));
+        }
+    }
+}
