@@ -103,6 +103,13 @@ impl std::fmt::Debug for ControllerRequest {
     }
 }
 
+/// What decides whether a request runs and at what pace: the node's authorizer and the
+/// controller mutation quotas.
+pub(crate) struct Admission {
+    pub auth: AuthHelper,
+    pub mutation_quotas: ControllerMutationQuotaManager,
+}
+
 impl ControllerApis {
     pub(crate) fn new(
         cluster_id: String,
@@ -110,10 +117,13 @@ impl ControllerApis {
         requests: mpsc::Sender<ControllerRequest>,
         voters: BTreeMap<i32, VoterEndpoint>,
         raft: watch::Receiver<RaftMetrics>,
-        auth: AuthHelper,
         status: watch::Receiver<ControllerStatus>,
-        mutation_quotas: ControllerMutationQuotaManager,
+        admission: Admission,
     ) -> Self {
+        let Admission {
+            auth,
+            mutation_quotas,
+        } = admission;
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
         for key in CONTROLLER_API_KEYS

@@ -201,9 +201,11 @@ impl ControllerNode {
             requests_tx,
             config.voters.clone(),
             handle.metrics(),
-            auth,
             status.clone(),
-            mutation_quotas.clone(),
+            apis::Admission {
+                auth,
+                mutation_quotas: mutation_quotas.clone(),
+            },
         );
         let table = Arc::new(apis.api_versions());
         let server = tokio::spawn(serve(listener, table, config.server, Arc::new(apis)));
