@@ -198,7 +198,9 @@ async fn connection<H: RequestHandler>(
             let (rd, wr) = tokio::io::split(stream);
             serve_connection(rd, wr, principal, peer, table, config, handler).await
         }
-        Err(reason) => warn!(%peer, listener = %config.security.listener_name, "closing connection: {reason}"),
+        Err(reason) => {
+            warn!(%peer, listener = %config.security.listener_name, "closing connection: {reason}")
+        }
     }
 }
 
@@ -220,7 +222,16 @@ async fn serve_connection<H, R, W>(
     // Requests read and not yet answered on the wire: the connection is not idle while any is.
     let unanswered = Arc::new(AtomicUsize::new(0));
     let mut writer = pin!(write_responses(wr, rx, peer, Arc::clone(&unanswered)));
-    let reader = read_requests(rd, principal, peer, &table, &config, handler.as_ref(), tx, &unanswered);
+    let reader = read_requests(
+        rd,
+        principal,
+        peer,
+        &table,
+        &config,
+        handler.as_ref(),
+        tx,
+        &unanswered,
+    );
     tokio::select! {
         read = reader => match read {
             Ok(()) => {

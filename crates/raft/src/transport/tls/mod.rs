@@ -132,7 +132,10 @@ fn cipher_suites_by_name() -> Vec<(&'static str, rustls::SupportedCipherSuite)> 
 
 /// The names [`TlsOptions::cipher_suites`] accepts.
 pub fn cipher_suite_names() -> Vec<&'static str> {
-    cipher_suites_by_name().into_iter().map(|(n, _)| n).collect()
+    cipher_suites_by_name()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
 }
 
 /// Protocol versions and cipher suites, shared by both sides.
@@ -151,15 +154,16 @@ impl TlsOptions {
             let known = cipher_suites_by_name();
             let mut suites = Vec::new();
             for name in &self.cipher_suites {
-                let (_, suite) = known
-                    .iter()
-                    .find(|(n, _)| n == &name.trim())
-                    .ok_or_else(|| {
-                        format!(
-                            "unsupported cipher suite {name:?} (kraftd speaks {})",
-                            cipher_suite_names().join(", ")
-                        )
-                    })?;
+                let (_, suite) =
+                    known
+                        .iter()
+                        .find(|(n, _)| n == &name.trim())
+                        .ok_or_else(|| {
+                            format!(
+                                "unsupported cipher suite {name:?} (kraftd speaks {})",
+                                cipher_suite_names().join(", ")
+                            )
+                        })?;
                 suites.push(*suite);
             }
             provider.cipher_suites = suites;
@@ -296,11 +300,16 @@ impl TlsServer {
             Ok(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
             Err(_) => return Err(format!("TLS handshake not done within {within:?}")),
         };
-        let principal = match stream.get_ref().1.peer_certificates().and_then(|c| c.first()) {
+        let principal = match stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|c| c.first())
+        {
             None => KafkaPrincipal::anonymous(),
             Some(cert) => {
-                let dn = subject_dn(cert)
-                    .ok_or("the client certificate's subject does not parse")?;
+                let dn =
+                    subject_dn(cert).ok_or("the client certificate's subject does not parse")?;
                 let name = self.mapper.name(&dn).ok_or_else(|| {
                     format!("no ssl.principal.mapping.rules rule applies to {dn:?}")
                 })?;

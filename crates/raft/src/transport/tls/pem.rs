@@ -168,7 +168,8 @@ mod tests {
         assert!(parse_private_key(plain, None).is_ok());
         let e = parse_private_key(plain, Some("pw")).unwrap_err();
         assert!(e.contains("not encrypted"), "{e}");
-        let encrypted = "-----BEGIN ENCRYPTED PRIVATE KEY-----aGk=-----END ENCRYPTED PRIVATE KEY-----";
+        let encrypted =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----aGk=-----END ENCRYPTED PRIVATE KEY-----";
         let e = parse_private_key(encrypted, None).unwrap_err();
         assert!(e.contains("ssl.key.password is not set"), "{e}");
         let e = parse_private_key(&format!("{plain}{plain}"), None).unwrap_err();

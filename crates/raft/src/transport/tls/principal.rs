@@ -49,8 +49,7 @@ enum Piece {
 
 /// Kafka's `RULE_PATTERN`: `DEFAULT`, or `RULE:pattern/replacement/[LU]`, or anything else
 /// (empty, or an error unless it is the whole rule).
-const RULE_PATTERN: &str =
-    r"(DEFAULT)|RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?).*?|(.*?)";
+const RULE_PATTERN: &str = r"(DEFAULT)|RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?).*?|(.*?)";
 
 impl SslPrincipalMapper {
     /// Kafka's default: `DEFAULT` (the subject as it is).
@@ -65,8 +64,8 @@ impl SslPrincipalMapper {
     /// pattern the regex engine does not take or a replacement naming a group the pattern
     /// does not have is an error naming it.
     pub fn parse(rules: &str) -> Result<SslPrincipalMapper, String> {
-        let splitter = Regex::new(&format!(r"\s*({RULE_PATTERN})\s*(,\s*|$)"))
-            .map_err(|e| e.to_string())?;
+        let splitter =
+            Regex::new(&format!(r"\s*({RULE_PATTERN})\s*(,\s*|$)")).map_err(|e| e.to_string())?;
         let parser = Regex::new(&format!("^(?:{RULE_PATTERN})")).map_err(|e| e.to_string())?;
         let mut parsed = Vec::new();
         for rule in java_find_all(&splitter, rules.trim()) {
@@ -254,10 +253,7 @@ fn parse_replacement(replacement: &str, pattern: &Regex) -> Result<Vec<Piece>, S
                             .ok_or_else(|| format!("no group with name {{{name}}}"))?
                     }
                     Some(c) => {
-                        let mut group = c
-                            .to_digit(10)
-                            .ok_or("illegal group reference")?
-                            as usize;
+                        let mut group = c.to_digit(10).ok_or("illegal group reference")? as usize;
                         if group > groups {
                             return Err(format!("no group {group}"));
                         }

@@ -58,7 +58,10 @@ fn names_map_as_kafka_maps_them() {
     );
     let name = |dn: &str| m.name(dn).unwrap();
     assert_eq!(name("CN=Duke,OU=ServiceUsers,O=Org,C=US"), "duke");
-    assert_eq!(name("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US"), "duke@sme");
+    assert_eq!(
+        name("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US"),
+        "duke@sme"
+    );
     assert_eq!(name("cn=duke,ou=sme,dc=mycp,dc=com"), "DUKE@SME");
     assert_eq!(name("cN=duke,OU=JavaSoft,O=Sun Microsystems"), "DUKE");
     assert_eq!(
@@ -95,20 +98,29 @@ fn rules_split_as_kafka_splits_them() {
         ("[RULE:/.*/L]", "RULE:/.*/L"),
         ("[RULE:/, DEFAULT]", "RULE://,DEFAULT"),
         ("[RULE:/, DEFAULT]", "  RULE:// ,  DEFAULT  "),
-        ("[RULE:   /     , DEFAULT]", "  RULE:   /     / ,  DEFAULT  "),
-        ("[RULE:  /     /U, DEFAULT]", "  RULE:  /     /U   ,DEFAULT  "),
+        (
+            "[RULE:   /     , DEFAULT]",
+            "  RULE:   /     / ,  DEFAULT  ",
+        ),
+        (
+            "[RULE:  /     /U, DEFAULT]",
+            "  RULE:  /     /U   ,DEFAULT  ",
+        ),
         (
             "[RULE:([A-Z]*)/$1/U, RULE:([a-z]+)/$1, DEFAULT]",
             "  RULE:([A-Z]*)/$1/U   ,RULE:([a-z]+)/$1/,   DEFAULT  ",
         ),
         ("[]", ",   , , ,      , , ,   "),
         ("[RULE:/, DEFAULT]", ",,RULE://,,,DEFAULT,,"),
-        ("[RULE: /   , DEFAULT]", ",  , RULE: /   /    ,,,   DEFAULT, ,   "),
-        ("[RULE:   /  /U, DEFAULT]", "     ,  , RULE:   /  /U    ,,  ,DEFAULT, ,"),
         (
-            r"[RULE:\/\\\(\)\n\t/\/\/]",
-            r"RULE:\/\\\(\)\n\t/\/\//",
+            "[RULE: /   , DEFAULT]",
+            ",  , RULE: /   /    ,,,   DEFAULT, ,   ",
         ),
+        (
+            "[RULE:   /  /U, DEFAULT]",
+            "     ,  , RULE:   /  /U    ,,  ,DEFAULT, ,",
+        ),
+        (r"[RULE:\/\\\(\)\n\t/\/\/]", r"RULE:\/\\\(\)\n\t/\/\//"),
         (
             r"[RULE:\**\/+/*/L, RULE:\/*\**/**]",
             r"RULE:\**\/+/*/L,RULE:\/*\**/**/",
@@ -150,7 +162,10 @@ fn the_subject_prints_as_java_prints_it() {
     dn.push(DnType::CountryName, "US");
     dn.push(DnType::OrganizationName, "acme, inc");
     dn.push(DnType::OrganizationalUnitName, "eng");
-    dn.push(DnType::CommonName, DnValue::Utf8String(" alice+bob ".into()));
+    dn.push(
+        DnType::CommonName,
+        DnValue::Utf8String(" alice+bob ".into()),
+    );
     params.distinguished_name = dn;
     let subject = subject_dn(&certificate(params)).unwrap();
     assert_eq!(subject, r"CN=\ alice\+bob\ ,OU=eng,O=acme\, inc,C=US");
@@ -204,6 +219,9 @@ fn unknown_cipher_suites_and_missing_trust_are_refused() {
     assert!(e.contains("truststore"), "{e}");
     assert_eq!(TlsVersion::from_name("TLSv1.1"), None);
     assert_eq!(TlsVersion::from_name("TLSv1.3"), Some(TlsVersion::Tls13));
-    assert_eq!(ClientAuth::from_name("REQUIRED"), Some(ClientAuth::Required));
+    assert_eq!(
+        ClientAuth::from_name("REQUIRED"),
+        Some(ClientAuth::Required)
+    );
     assert_eq!(ClientAuth::from_name("sometimes"), None);
 }
