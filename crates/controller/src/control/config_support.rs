@@ -258,9 +258,9 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "process.roles", "the roles the node runs"),
     refused(S, "sasl.jaas.config", "SASL is not built: every listener is PLAINTEXT"),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
-    refused(S, "ssl.key.password", "TLS is not built: every listener is PLAINTEXT"),
-    refused(S, "ssl.keystore.password", "TLS is not built: every listener is PLAINTEXT"),
-    refused(S, "ssl.truststore.password", "TLS is not built: every listener is PLAINTEXT"),
+    honoured(S, "ssl.key.password", "decrypts the PEM keystore's encrypted PKCS#8 key"),
+    refused(S, "ssl.keystore.password", "kraftd reads PEM keystores, which take no store password (as in Kafka)"),
+    refused(S, "ssl.truststore.password", "kraftd reads PEM truststores, which take no password (as in Kafka)"),
 ];
 
 /// The support row of a key in a scope.

@@ -186,7 +186,7 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
         "a topic key"
     );
     // A secret has no default, so any value is refused, and its value is not shown.
-    let e = check_static_support("ssl.key.password", "hunter2").unwrap_err();
+    let e = check_static_support("ssl.keystore.password", "hunter2").unwrap_err();
     assert!(!e.to_string().contains("hunter2"), "{e}");
-    assert!(e.to_string().contains("ssl.key.password"), "{e}");
+    assert!(e.to_string().contains("ssl.keystore.password"), "{e}");
 }
