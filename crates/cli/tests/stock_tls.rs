@@ -235,3 +235,42 @@ fn current_leader(port: u16) -> Option<i32> {
         .ok()
         .map(|v| v as i32)
 }
+
+/// A keystore kraftd cannot read stops the real binary with one line naming the setting,
+/// before anything is created.
+#[test]
+fn a_jks_keystore_stops_startup_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.properties");
+    let logs = dir.path().join("logs");
+    std::fs::write(
+        &path,
+        format!(
+            "process.roles=broker,controller\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:1\n\
+             listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:1\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={}\n\
+             ssl.keystore.type=JKS\nssl.keystore.location=/etc/kafka/keystore.jks\n",
+            logs.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(["combined", "--config"])
+        .arg(&path)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("ssl.keystore.type")
+            && lines[0].contains("\"JKS\"")
+            && lines[0].contains("PEM"),
+        "{stderr}"
+    );
+    assert!(!logs.exists(), "nothing was created");
+}

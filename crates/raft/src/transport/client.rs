@@ -8,6 +8,9 @@
 //! response could otherwise still arrive and be taken for a later one's), failing every
 //! other request outstanding on it; the next request reconnects. While backing off after a
 //! failed connect, requests fail at once, so the caller's own retry logic decides.
+//!
+//! With `ClientConfig::security.tls` set, the connect includes the TLS handshake
+//! ([`super::tls::TlsClient`]), all within the request timeout.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};

@@ -10,6 +10,10 @@
 //! frame, an unknown api key, or an api or version the listener does not advertise closes
 //! that connection only, with one log line naming the peer; nothing read from the network
 //! can panic the server.
+//!
+//! An SSL listener (`ServerConfig::security.tls`) first runs the TLS handshake
+//! ([`super::tls::TlsServer`]), bounded by `connections.max.idle.ms`, and starts the
+//! connection's session as the principal its certificate maps to.
 
 use std::future::Future;
 use std::net::SocketAddr;
