@@ -31,7 +31,7 @@ enum Cmd {
     /// Seed a fuzz target's corpus from the captured frames and run it with cargo-fuzz.
     Fuzz(fuzz::FuzzArgs),
     /// Benchmarks that print figures (`bench produce`, `bench cleaner`, `bench groups`,
-    /// `bench txn`).
+    /// `bench txn`, `bench tls`).
     Bench(bench::BenchArgs),
     /// Start a local cluster of kraftd processes under target/cluster/.
     ClusterUp(cluster::UpArgs),

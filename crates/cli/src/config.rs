@@ -70,6 +70,8 @@ pub struct NodeConfig {
     /// `listener.security.protocol.map`, controller listeners absent from it as PLAINTEXT
     /// (Kafka's `effectiveListenerSecurityProtocolMap` in KRaft mode).
     pub security_protocols: BTreeMap<String, SecurityProtocol>,
+    /// The TLS of the SSL listeners served and of the node's own TLS connections.
+    pub tls: crate::security::tls::NodeTls,
 }
 
 impl NodeConfig {
@@ -200,9 +202,11 @@ impl NodeConfig {
             log_dirs,
             metadata_log_dir,
             props,
+            tls: Default::default(),
         };
         config.check_controller_listener()?;
-        Ok(config)
+        let tls = crate::security::tls::NodeTls::load(&config)?;
+        Ok(NodeConfig { tls, ..config })
     }
 
     pub fn is_controller(&self) -> bool {
@@ -227,6 +231,7 @@ impl NodeConfig {
                 .get(&listener.name)
                 .copied()
                 .unwrap_or_default(),
+            tls: self.tls.servers.get(&listener.name).cloned(),
         }
     }
 
@@ -239,6 +244,7 @@ impl NodeConfig {
                 .get(listener_name)
                 .copied()
                 .unwrap_or_default(),
+            tls: self.tls.clients.get(listener_name).cloned(),
         }
     }
 
@@ -441,7 +447,7 @@ fn security_protocol_map(
                 l.name
             ),
             // Never serve a listener in a weaker mode than configured.
-            Some(p) if *p != SecurityProtocol::Plaintext => bail!(
+            Some(p) if p.uses_sasl() => bail!(
                 "listener {} in {source} is {p} ({KEY}), which kraftd does not serve yet",
                 l.name
             ),

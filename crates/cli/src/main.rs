@@ -10,6 +10,7 @@ mod metrics_http;
 mod node;
 mod properties;
 mod scram_args;
+mod security;
 
 use std::path::PathBuf;
 

@@ -359,6 +359,7 @@ fn start(classpath: &str, node_dir: &Path, config: &Path, port: u16) -> Result<C
         nodes: vec![BenchNode {
             id: 1,
             broker_port: Some(port),
+            ssl_port: None,
             child: Some(child),
         }],
     };

@@ -1,6 +1,8 @@
 //! The benchmarked cluster as child processes of this one, kraftd's or Kafka's alike: waiting
 //! for its brokers, their bootstrap list and CPU, and stopping it (on a panic too). Starting
-//! each system's nodes is in `kraftd.rs` and `kafka.rs`.
+//! each system's nodes is in `kraftd.rs` and `kafka.rs`. A broker config may name `{port}`
+//! (the broker's listener port) and `{ssl_port}` (a second free port, for a second
+//! listener), substituted per broker by [`broker_lines`].
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -13,6 +15,8 @@ use crate::cluster::alive_brokers;
 pub(super) struct BenchNode {
     pub(super) id: u32,
     pub(super) broker_port: Option<u16>,
+    /// A broker's second listener's port, when its config asked for one (`{ssl_port}`).
+    pub(super) ssl_port: Option<u16>,
     pub(super) child: Option<Child>,
 }
 
@@ -51,6 +55,15 @@ impl Cluster {
         self.nodes
             .iter()
             .filter_map(|n| Some(format!("127.0.0.1:{}", n.broker_port?)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The brokers' `{ssl_port}` listeners, comma-separated.
+    pub(super) fn ssl_bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .filter_map(|n| Some(format!("127.0.0.1:{}", n.ssl_port?)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -105,4 +118,18 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// `broker_config` for one broker: `{port}` is its listener's port; `{ssl_port}`, if named,
+/// a fresh free port (returned).
+pub(super) fn broker_lines(broker_config: &str, port: u16) -> Result<(String, Option<u16>)> {
+    let ssl_port = if broker_config.contains("{ssl_port}") {
+        Some(crate::cluster::free_port()?)
+    } else {
+        None
+    };
+    let lines = broker_config
+        .replace("{port}", &port.to_string())
+        .replace("{ssl_port}", &ssl_port.unwrap_or(0).to_string());
+    Ok((lines, ssl_port))
 }

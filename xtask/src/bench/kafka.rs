@@ -60,12 +60,17 @@ impl Cluster {
         let common = format!(
             "controller.quorum.voters=100@127.0.0.1:{controller_port}\n\
              controller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT\n"
         );
         let mut pending = Vec::new();
         for &(id, controller, port) in &layout {
             let node_dir = dir.join(format!("node-{id}"));
             std::fs::create_dir_all(node_dir.join("logs"))?;
+            let (broker_config, ssl_port) = if controller {
+                (String::new(), None)
+            } else {
+                super::cluster::broker_lines(broker_config, port)?
+            };
             let own = if controller {
                 format!(
                     "process.roles=controller\nnode.id={id}\n\
@@ -87,9 +92,9 @@ impl Cluster {
             )?;
             format_kafka_node(classpath, &cluster_id, &config)
                 .with_context(|| format!("formatting Kafka node {id}"))?;
-            pending.push((id, controller, port, node_dir, config));
+            pending.push((id, controller, port, ssl_port, node_dir, config));
         }
-        for (id, controller, port, node_dir, config) in pending {
+        for (id, controller, port, ssl_port, node_dir, config) in pending {
             let child = spawn_kafka_node(classpath, &node_dir, &config, "-Xmx512m")
                 .with_context(|| format!("starting Kafka node {id}"))?;
             let role = if controller { "controller" } else { "broker" };
@@ -97,6 +102,7 @@ impl Cluster {
             self.nodes.push(BenchNode {
                 id,
                 broker_port: (!controller).then_some(port),
+                ssl_port,
                 child: Some(child),
             });
         }

@@ -50,7 +50,11 @@ impl Cluster {
                 ("broker", format!("PLAINTEXT://127.0.0.1:{port}"))
             };
             let config = node_dir.join("server.properties");
-            let extra = if controller { "" } else { broker_config };
+            let (extra, ssl_port) = if controller {
+                (String::new(), None)
+            } else {
+                super::cluster::broker_lines(broker_config, port)?
+            };
             std::fs::write(
                 &config,
                 format!(
@@ -75,6 +79,7 @@ impl Cluster {
             self.nodes.push(BenchNode {
                 id,
                 broker_port: (!controller).then_some(port),
+                ssl_port,
                 child: Some(child),
             });
         }

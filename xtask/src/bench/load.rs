@@ -125,36 +125,64 @@ fn producer_perf(
     batch_size: usize,
     linger_ms: u64,
 ) -> Result<PerfResult> {
+    let bootstrap = cluster.bootstrap();
+    producer_perf_on(
+        cluster,
+        classpath,
+        &bootstrap,
+        &[],
+        topic,
+        records,
+        batch_size,
+        linger_ms,
+    )
+}
+
+/// [`producer_perf`] against `bootstrap` with `client_props` (`key=value`, the TLS settings
+/// of `bench tls`) added to the producer's.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn producer_perf_on(
+    cluster: &Cluster,
+    classpath: &str,
+    bootstrap: &str,
+    client_props: &[String],
+    topic: &str,
+    records: u64,
+    batch_size: usize,
+    linger_ms: u64,
+) -> Result<PerfResult> {
     let cpu_before = cluster.cpu_ticks();
     let machine_before = machine_ticks();
     let t0 = Instant::now();
-    let out = java(
-        classpath,
-        &[
-            "org.apache.kafka.tools.ProducerPerformance",
-            "--topic",
-            topic,
-            "--num-records",
-            &records.to_string(),
-            "--record-size",
-            &RECORD_SIZE.to_string(),
-            "--throughput",
-            "-1",
-            "--bootstrap-server",
-            &cluster.bootstrap(),
-            "--command-property",
-            "acks=all",
-            &format!("batch.size={batch_size}"),
-            &format!("linger.ms={linger_ms}"),
-            // Room for a full batch per partition plus the batches in flight.
-            "buffer.memory=67108864",
-            // A 1 MiB batch plus the request's own header.
-            &format!("max.request.size={}", (2 << 20).max(batch_size * 2)),
-            "compression.type=none",
-        ],
-        Duration::from_secs(600),
-        true,
-    )?;
+    let records_arg = records.to_string();
+    let record_size = RECORD_SIZE.to_string();
+    let batch = format!("batch.size={batch_size}");
+    let linger = format!("linger.ms={linger_ms}");
+    let max_request = format!("max.request.size={}", (2 << 20).max(batch_size * 2));
+    let mut command = vec![
+        "org.apache.kafka.tools.ProducerPerformance",
+        "--topic",
+        topic,
+        "--num-records",
+        &records_arg,
+        "--record-size",
+        &record_size,
+        "--throughput",
+        "-1",
+        "--bootstrap-server",
+        bootstrap,
+        "--command-property",
+        "acks=all",
+        &batch,
+        &linger,
+        // Room for a full batch per partition plus the batches in flight.
+        "buffer.memory=67108864",
+        // A 1 MiB batch plus the request's own header.
+        &max_request,
+        "compression.type=none",
+    ];
+    command.extend(client_props.iter().map(String::as_str));
+    let out = java(classpath, &command, Duration::from_secs(600), true)?;
     let wall = t0.elapsed().as_secs_f64();
     let cpu = (cluster.cpu_ticks() - cpu_before) as f64 / clock_ticks() / wall;
     let (busy, total) = machine_ticks();

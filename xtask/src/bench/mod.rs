@@ -8,6 +8,9 @@
 //! end-to-end latency of a `read_committed` consumer, with a stock client, beside Kafka's
 //! (`txn.rs`, which drives `txn.py`).
 //!
+//! `cargo xtask bench tls`: produce throughput and latency over an SSL listener beside a
+//! PLAINTEXT one, kraftd beside Kafka (`tls.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -47,6 +50,7 @@ mod load;
 mod machine;
 mod produce;
 mod report;
+mod tls;
 mod txn;
 
 use std::path::Path;
@@ -56,6 +60,7 @@ use anyhow::Result;
 use cleaner::{cleaner, CleanerArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
+use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 
 #[derive(clap::Args, Debug)]
@@ -76,6 +81,9 @@ enum What {
     /// Transactional produce beside non-transactional (records/s, commit latency,
     /// read_committed end-to-end latency) with a stock client, beside Apache Kafka 4.4.0's.
     Txn(TxnArgs),
+    /// Produce throughput and p50/p99 latency over SSL beside PLAINTEXT, beside Apache
+    /// Kafka 4.4.0's with the same settings.
+    Tls(TlsArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -84,5 +92,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Cleaner(args) => cleaner(root, args),
         What::Groups(args) => groups(root, args),
         What::Txn(args) => txn(root, args),
+        What::Tls(args) => tls(root, args),
     }
 }

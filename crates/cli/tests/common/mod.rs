@@ -6,6 +6,7 @@
 
 pub mod kafka_jars;
 pub mod kcat;
+pub mod pki;
 pub mod python;
 pub mod raw;
 pub mod script;

@@ -8,6 +8,9 @@
 //! response could otherwise still arrive and be taken for a later one's), failing every
 //! other request outstanding on it; the next request reconnects. While backing off after a
 //! failed connect, requests fail at once, so the caller's own retry logic decides.
+//!
+//! With `ClientConfig::security.tls` set, the connect includes the TLS handshake
+//! ([`super::tls::TlsClient`]), all within the request timeout.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -19,14 +22,13 @@ use kraftd_protocol::frame::{frame_chunks, split_frame, DEFAULT_MAX_FRAME_BYTES}
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::RequestHeader;
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, timeout, Instant};
 use tracing::debug;
 
-use super::write_frame;
+use super::{tls, write_frame};
 
 /// Requests queued for a channel's task before callers are refused.
 pub const CHANNEL_QUEUE_CAPACITY: usize = 256;
@@ -216,8 +218,8 @@ impl Channel {
 }
 
 struct Conn {
-    rd: OwnedReadHalf,
-    wr: OwnedWriteHalf,
+    rd: tls::ReadHalf,
+    wr: tls::WriteHalf,
     buf: BytesMut,
 }
 
@@ -297,10 +299,11 @@ impl ChannelTask {
         let Some(conn) = self.conn.as_mut() else {
             return;
         };
-        let write = timeout(
-            self.config.request_timeout,
-            write_frame(&mut conn.wr, frame_chunks(encoded)),
-        )
+        let write = timeout(self.config.request_timeout, async {
+            write_frame(&mut conn.wr, frame_chunks(encoded)).await?;
+            // TLS holds what it encrypted until flushed (a no-op on plain TCP).
+            conn.wr.flush().await
+        })
         .await;
         let failed = match write {
             Ok(Ok(())) => None,
@@ -334,15 +337,16 @@ impl ChannelTask {
                 });
             }
         }
-        let attempt = timeout(
-            self.config.request_timeout,
-            TcpStream::connect(self.destination.as_str()),
-        )
+        // The TLS handshake, when the listener speaks TLS, is part of the connect.
+        let tls = self.config.security.tls.as_ref();
+        let attempt = timeout(self.config.request_timeout, async {
+            let stream = TcpStream::connect(self.destination.as_str()).await?;
+            let _ = stream.set_nodelay(true);
+            tls::client_halves(stream, tls, &self.destination).await
+        })
         .await;
         let reason = match attempt {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                let (rd, wr) = stream.into_split();
+            Ok(Ok((rd, wr))) => {
                 self.conn = Some(Conn {
                     rd,
                     wr,

@@ -9,6 +9,7 @@
 pub mod client;
 pub mod security;
 pub mod server;
+pub mod tls;
 
 pub use client::{Channel, ClientConfig, ClientError, ReplyFn};
 pub use security::{

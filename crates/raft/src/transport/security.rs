@@ -140,6 +140,8 @@ pub struct ListenerSecurity {
     pub listener_name: String,
     /// From `listener.security.protocol.map`.
     pub protocol: SecurityProtocol,
+    /// The listener's TLS (SSL and SASL_SSL listeners; `None` serves plain TCP).
+    pub tls: Option<super::tls::TlsServer>,
 }
 
 /// How a node's own clients (Raft, the controller channel, the replica fetcher, the
@@ -149,6 +151,8 @@ pub struct ListenerSecurity {
 pub struct ClientSecurity {
     /// The protocol of the listener connected to.
     pub protocol: SecurityProtocol,
+    /// TLS towards that listener (SSL and SASL_SSL; `None` connects plain TCP).
+    pub tls: Option<super::tls::TlsClient>,
 }
 
 /// What a request runs as: Kafka's `RequestContext` minus the header. Shared by every

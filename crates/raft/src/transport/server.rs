@@ -10,6 +10,10 @@
 //! frame, an unknown api key, or an api or version the listener does not advertise closes
 //! that connection only, with one log line naming the peer; nothing read from the network
 //! can panic the server.
+//!
+//! An SSL listener (`ServerConfig::security.tls`) first runs the TLS handshake
+//! ([`super::tls::TlsServer`]), bounded by `connections.max.idle.ms`, and starts the
+//! connection's session as the principal its certificate maps to.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -24,15 +28,14 @@ use kraftd_protocol::frame::{frame_chunks, split_frame, DEFAULT_MAX_FRAME_BYTES}
 use kraftd_protocol::header::{decode_request, encode_response, RequestError};
 use kraftd_protocol::messages::RequestHeader;
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
 
 use tracing::{debug, warn};
 
-use super::security::{ChannelMute, ListenerSecurity, Session};
+use super::security::{ChannelMute, KafkaPrincipal, ListenerSecurity, Session};
 use super::write_frame;
 
 /// The default cap on requests awaiting a response on one connection.
@@ -190,12 +193,52 @@ async fn connection<H: RequestHandler>(
     config: ServerConfig,
     handler: Arc<H>,
 ) {
-    let (rd, wr) = stream.into_split();
+    let Some(tls) = config.security.tls.clone() else {
+        let (rd, wr) = stream.into_split();
+        let principal = KafkaPrincipal::anonymous();
+        return serve_connection(rd, wr, principal, peer, table, config, handler).await;
+    };
+    // The handshake is bounded like an idle connection: a client that never finishes it
+    // (or sends something else than a ClientHello) closes only its own connection.
+    match tls.accept(stream, config.connections_max_idle).await {
+        Ok((stream, principal)) => {
+            let (rd, wr) = tokio::io::split(stream);
+            serve_connection(rd, wr, principal, peer, table, config, handler).await
+        }
+        Err(reason) => {
+            warn!(%peer, listener = %config.security.listener_name, "closing connection: {reason}")
+        }
+    }
+}
+
+/// Serves one connection's requests, plain or TLS, as `principal` until then.
+async fn serve_connection<H, R, W>(
+    rd: R,
+    wr: W,
+    principal: KafkaPrincipal,
+    peer: SocketAddr,
+    table: Arc<ApiVersionsTable>,
+    config: ServerConfig,
+    handler: Arc<H>,
+) where
+    H: RequestHandler,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let (tx, rx) = mpsc::channel(config.max_in_flight_per_connection.max(1));
     // Requests read and not yet answered on the wire: the connection is not idle while any is.
     let unanswered = Arc::new(AtomicUsize::new(0));
     let mut writer = pin!(write_responses(wr, rx, peer, Arc::clone(&unanswered)));
-    let reader = read_requests(rd, peer, &table, &config, handler.as_ref(), tx, &unanswered);
+    let reader = read_requests(
+        rd,
+        principal,
+        peer,
+        &table,
+        &config,
+        handler.as_ref(),
+        tx,
+        &unanswered,
+    );
     tokio::select! {
         read = reader => match read {
             Ok(()) => {
@@ -208,8 +251,10 @@ async fn connection<H: RequestHandler>(
     }
 }
 
-async fn read_requests<H: RequestHandler>(
-    mut rd: OwnedReadHalf,
+#[allow(clippy::too_many_arguments)]
+async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
+    mut rd: R,
+    principal: KafkaPrincipal,
     peer: SocketAddr,
     table: &ApiVersionsTable,
     config: &ServerConfig,
@@ -219,7 +264,7 @@ async fn read_requests<H: RequestHandler>(
 ) -> Result<(), String> {
     let mut buf = BytesMut::with_capacity(8 * 1024);
     let session = Arc::new(Session {
-        principal: Default::default(),
+        principal,
         listener_name: config.security.listener_name.clone(),
         protocol: config.security.protocol,
     });
@@ -366,8 +411,8 @@ fn api_versions<H: RequestHandler>(
     }
 }
 
-async fn write_responses(
-    mut wr: OwnedWriteHalf,
+async fn write_responses<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: mpsc::Receiver<Pending>,
     peer: SocketAddr,
     unanswered: Arc<AtomicUsize>,
@@ -392,7 +437,12 @@ async fn write_responses(
                 return;
             }
         };
-        if let Err(e) = write_frame(&mut wr, frame_chunks(encoded)).await {
+        // TLS holds what it encrypted until flushed (a no-op on plain TCP).
+        let written = match write_frame(&mut wr, frame_chunks(encoded)).await {
+            Ok(()) => wr.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             debug!(%peer, "closing connection: write failed: {e}");
             return;
         }

@@ -27,8 +27,8 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// Hands every request to the test, which answers (or not) through the sender.
 #[derive(Debug)]
-struct TestHandler {
-    tx: mpsc::Sender<(InboundRequest, oneshot::Sender<ResponseBody>)>,
+pub(crate) struct TestHandler {
+    pub(crate) tx: mpsc::Sender<(InboundRequest, oneshot::Sender<ResponseBody>)>,
 }
 
 impl RequestHandler for TestHandler {
@@ -39,7 +39,8 @@ impl RequestHandler for TestHandler {
     }
 }
 
-type Requests = Arc<Mutex<mpsc::Receiver<(InboundRequest, oneshot::Sender<ResponseBody>)>>>;
+pub(crate) type Requests =
+    Arc<Mutex<mpsc::Receiver<(InboundRequest, oneshot::Sender<ResponseBody>)>>>;
 
 async fn server(config: ServerConfig) -> (String, Requests, JoinHandle<()>) {
     let mut table = ApiVersionsTable::new(ListenerType::Controller);
@@ -49,7 +50,7 @@ async fn server(config: ServerConfig) -> (String, Requests, JoinHandle<()>) {
     server_with(config, table).await
 }
 
-async fn server_with(
+pub(crate) async fn server_with(
     config: ServerConfig,
     table: ApiVersionsTable,
 ) -> (String, Requests, JoinHandle<()>) {
@@ -65,14 +66,21 @@ async fn server_with(
     (addr, Arc::new(Mutex::new(rx)), task)
 }
 
-async fn next_request(requests: &Requests) -> (InboundRequest, oneshot::Sender<ResponseBody>) {
+pub(crate) async fn next_request(
+    requests: &Requests,
+) -> (InboundRequest, oneshot::Sender<ResponseBody>) {
     tokio::time::timeout(WAIT, requests.lock().await.recv())
         .await
         .expect("a request arrives")
         .expect("server running")
 }
 
-fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestBody) -> Vec<u8> {
+pub(crate) fn request_frame(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: RequestBody,
+) -> Vec<u8> {
     let header = RequestHeader {
         request_api_key: api_key.code(),
         request_api_version: version,
