@@ -140,6 +140,20 @@ pub struct ListenerSecurity {
     pub listener_name: String,
     /// From `listener.security.protocol.map`.
     pub protocol: SecurityProtocol,
+    /// How clients authenticate on a SASL listener (`None` on any other).
+    pub sasl: Option<super::sasl::SaslServerConfig>,
+}
+
+impl ListenerSecurity {
+    /// Plugs the node's SCRAM credentials into a SASL listener's settings.
+    pub fn set_scram_credentials(
+        &mut self,
+        credentials: Arc<dyn super::sasl::ScramCredentialLookup>,
+    ) {
+        if let Some(sasl) = self.sasl.as_mut() {
+            sasl.credentials = credentials;
+        }
+    }
 }
 
 /// How a node's own clients (Raft, the controller channel, the replica fetcher, the
@@ -149,6 +163,8 @@ pub struct ListenerSecurity {
 pub struct ClientSecurity {
     /// The protocol of the listener connected to.
     pub protocol: SecurityProtocol,
+    /// The login on a SASL listener (`None` on any other).
+    pub sasl: Option<super::sasl::SaslClientConfig>,
 }
 
 /// What a request runs as: Kafka's `RequestContext` minus the header. Shared by every

@@ -1,0 +1,1 @@
+//! Unit tests of the SASL mechanisms and the server's state machine.
