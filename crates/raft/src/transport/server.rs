@@ -412,7 +412,7 @@ fn api_versions<H: RequestHandler>(
 }
 
 /// The pending answer of a SASL step (answered already).
-fn sasl_reply(reply: SaslReply) -> Pending {
+fn sasl_reply(reply: Box<SaslReply>) -> Pending {
     let api_key = reply.body.key();
     let (tx, rx) = oneshot::channel();
     let _ = tx.send(reply.body);

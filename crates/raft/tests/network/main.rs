@@ -7,4 +7,5 @@
 mod cluster;
 mod disk;
 mod endpoints;
+mod sasl;
 mod transport;

@@ -32,7 +32,7 @@ pub enum SaslStep {
     /// Not SASL's business: decode and serve it as on any listener.
     Pass(Bytes),
     /// Answer this (in order with the connection's other responses).
-    Reply(SaslReply),
+    Reply(Box<SaslReply>),
     /// Close the connection now, for this reason (logged by the caller).
     Close(String),
 }
@@ -71,7 +71,7 @@ enum State {
     Authenticate {
         mechanism: SaslMechanism,
         raw: bool,
-        scram: Option<ScramServer>,
+        scram: Option<Box<ScramServer>>,
     },
     /// Logged in; requests pass until the session expires.
     Authenticated,
@@ -208,18 +208,20 @@ impl SaslAuthenticator {
             _ => None,
         };
         let (Some(mechanism), None) = (mechanism, refusal.as_ref()) else {
-            return SaslStep::Reply(SaslReply {
+            return SaslStep::Reply(Box::new(SaslReply {
                 correlation_id: Some(correlation_id),
                 version,
                 body: handshake_response(ErrorCode::UnsupportedSaslMechanism, enabled),
                 authenticated: None,
                 then_close: refusal,
-            });
+            }));
         };
         self.state = State::Authenticate {
             mechanism,
             raw: version == 0,
-            scram: mechanism.scram_hash().map(ScramServer::new),
+            scram: mechanism
+                .scram_hash()
+                .map(|h| Box::new(ScramServer::new(h))),
         };
         reply(
             correlation_id,
@@ -245,13 +247,13 @@ impl SaslAuthenticator {
                     ..Default::default()
                 });
                 debug!(%reason, "SASL login refused");
-                return SaslStep::Reply(SaslReply {
+                return SaslStep::Reply(Box::new(SaslReply {
                     correlation_id: Some(correlation_id),
                     version,
                     body,
                     authenticated: None,
                     then_close: Some(message),
-                });
+                }));
             }
         };
         let lifetime = done.as_ref().and_then(|_| {
@@ -263,22 +265,22 @@ impl SaslAuthenticator {
             error_message: None,
             auth_bytes: Bytes::from(token),
             session_lifetime_ms: lifetime.map_or(0, |d| d.as_millis() as i64),
-            ..Default::default()
+            unknown_tagged_fields: Vec::new(),
         });
-        SaslStep::Reply(SaslReply {
+        SaslStep::Reply(Box::new(SaslReply {
             correlation_id: Some(correlation_id),
             version,
             body,
             authenticated: done,
             then_close: None,
-        })
+        }))
     }
 
     /// A raw token after a v0 handshake: answered with a bare token; a failure can only
     /// close the connection (the v0 flow has no error answer).
     fn raw_token(&mut self, now: Instant, token: &[u8]) -> SaslStep {
         match self.evaluate(now, token) {
-            Ok((token, done)) => SaslStep::Reply(SaslReply {
+            Ok((token, done)) => SaslStep::Reply(Box::new(SaslReply {
                 correlation_id: None,
                 version: 0,
                 body: ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
@@ -287,7 +289,7 @@ impl SaslAuthenticator {
                 }),
                 authenticated: done,
                 then_close: None,
-            }),
+            })),
             Err((message, reason)) => SaslStep::Close(format!("{message} ({reason})")),
         }
     }
@@ -373,20 +375,19 @@ fn illegal_state(frame: Bytes) -> SaslStep {
 }
 
 fn reply(correlation_id: i32, version: i16, body: ResponseBody) -> SaslStep {
-    SaslStep::Reply(SaslReply {
+    SaslStep::Reply(Box::new(SaslReply {
         correlation_id: Some(correlation_id),
         version,
         body,
         authenticated: None,
         then_close: None,
-    })
+    }))
 }
 
 fn handshake_response(code: ErrorCode, mechanisms: Vec<String>) -> ResponseBody {
     ResponseBody::SaslHandshake(SaslHandshakeResponse {
         error_code: code.code(),
         mechanisms,
-        ..Default::default()
     })
 }
 

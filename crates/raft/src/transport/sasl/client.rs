@@ -79,7 +79,6 @@ where
             HANDSHAKE_VERSION,
             RequestBody::SaslHandshake(SaslHandshakeRequest {
                 mechanism: config.mechanism.name().to_string(),
-                ..Default::default()
             }),
         )
         .await?;

@@ -60,7 +60,7 @@ impl ScramHash {
     }
 
     /// The output length of H.
-    pub fn len(self) -> usize {
+    pub fn output_len(self) -> usize {
         match self {
             ScramHash::Sha256 => 32,
             ScramHash::Sha512 => 64,
@@ -139,7 +139,7 @@ fn text(message: &[u8]) -> Result<&str, ScramError> {
 }
 
 /// The value of attribute `name` (`n=...`) at the front of `field`.
-fn attr<'a>(field: Option<&'a str>, name: char) -> Result<&'a str, ScramError> {
+fn attr(field: Option<&str>, name: char) -> Result<&str, ScramError> {
     let field = field.ok_or_else(|| err(format!("SCRAM message lacks {name}=")))?;
     let mut chars = field.chars();
     if chars.next() != Some(name) || chars.next() != Some('=') {
@@ -213,14 +213,18 @@ pub struct ScramServer {
 #[derive(Debug)]
 enum ServerState {
     First,
-    Final {
-        first: ClientFirst,
-        server_first: String,
-        nonce: String,
-        /// `None` for an unknown user: the proof check then fails.
-        credential: Option<ScramCredentialData>,
-    },
+    Final(Box<AwaitingFinal>),
     Done,
+}
+
+/// What the server keeps between its challenge and the client's final message.
+#[derive(Debug)]
+struct AwaitingFinal {
+    first: ClientFirst,
+    server_first: String,
+    nonce: String,
+    /// `None` for an unknown user: the proof check then fails.
+    credential: Option<ScramCredentialData>,
 }
 
 /// What a SCRAM server step produced.
@@ -261,20 +265,17 @@ impl ScramServer {
                 let nonce = format!("{}{server_nonce}", first.nonce);
                 let server_first = format!("r={nonce},s={},i={iterations}", B64.encode(&salt));
                 let challenge = server_first.clone().into_bytes();
-                self.state = ServerState::Final {
+                self.state = ServerState::Final(Box::new(AwaitingFinal {
                     first,
                     server_first,
                     nonce,
                     credential,
-                };
+                }));
                 Ok(ServerStep::Challenge(challenge))
             }
-            ServerState::Final {
-                first,
-                server_first,
-                nonce,
-                credential,
-            } => self.finish(message, &first, &server_first, &nonce, credential),
+            ServerState::Final(f) => {
+                self.finish(message, &f.first, &f.server_first, &f.nonce, f.credential)
+            }
             ServerState::Done => Err(err("the SCRAM exchange is over")),
         }
     }
@@ -306,7 +307,7 @@ impl ScramServer {
             .decode(proof)
             .map_err(|_| err("the proof is not base64"))?;
         let h = self.hash;
-        if proof.len() != h.len() {
+        if proof.len() != h.output_len() {
             return Err(err("the proof has the wrong length"));
         }
         let auth_message = format!("{},{server_first},{without_proof}", first.bare);

@@ -309,7 +309,6 @@ fn handshake(version: i16, mechanism: &str) -> Bytes {
         1,
         RequestBody::SaslHandshake(SaslHandshakeRequest {
             mechanism: mechanism.into(),
-            ..Default::default()
         }),
     )
 }
@@ -337,7 +336,7 @@ fn metadata() -> Bytes {
 
 fn reply(step: SaslStep) -> SaslReply {
     match step {
-        SaslStep::Reply(r) => r,
+        SaslStep::Reply(r) => *r,
         other => panic!("expected a reply, got {other:?}"),
     }
 }
