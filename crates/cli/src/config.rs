@@ -13,6 +13,7 @@ use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
 use kraftd_raft::transport::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
+use crate::security::sasl::SaslSettings;
 
 /// Kafka's `log.dir` default, used when neither `log.dirs` nor `log.dir` is set.
 pub const LOG_DIR_DEFAULT: &str = "/tmp/kraft-combined-logs";
@@ -68,6 +69,8 @@ pub struct NodeConfig {
     /// `listener.security.protocol.map`, controller listeners absent from it as PLAINTEXT
     /// (Kafka's `effectiveListenerSecurityProtocolMap` in KRaft mode).
     pub security_protocols: BTreeMap<String, SecurityProtocol>,
+    /// The SASL listeners' settings and the node's own SASL logins.
+    pub sasl: SaslSettings,
 }
 
 impl NodeConfig {
@@ -180,7 +183,8 @@ impl NodeConfig {
             .unwrap_or_else(|| log_dirs[0].clone());
         let security_protocols =
             security_protocol_map(&props, &listeners, &controller_listener_names)?;
-        let config = NodeConfig {
+        let mut config = NodeConfig {
+            sasl: SaslSettings::default(),
             security_protocols,
             roles,
             node_id,
@@ -194,6 +198,7 @@ impl NodeConfig {
             props,
         };
         config.check_controller_listener()?;
+        config.sasl = config.load_sasl()?;
         Ok(config)
     }
 
@@ -209,8 +214,8 @@ impl NodeConfig {
             .find(|l| self.controller_listener_names.contains(&l.name))
     }
 
-    /// How `listener` is protected: its name and protocol (every listener has one: loading
-    /// checked it).
+    /// How `listener` is protected: its name, protocol and SASL settings (every listener
+    /// has a protocol: loading checked it).
     pub fn listener_security(&self, listener: &Listener) -> ListenerSecurity {
         ListenerSecurity {
             listener_name: listener.name.clone(),
@@ -219,7 +224,39 @@ impl NodeConfig {
                 .get(&listener.name)
                 .copied()
                 .unwrap_or_default(),
+            sasl: self.sasl.servers.get(&listener.name).cloned(),
         }
+    }
+
+    /// The SASL settings of the listeners served here and of the node's own logins (the
+    /// controller listener, and on a broker the inter-broker listener).
+    fn load_sasl(&self) -> Result<SaslSettings> {
+        let protocol = |name: &str| {
+            self.security_protocols
+                .get(name)
+                .copied()
+                .unwrap_or_default()
+        };
+        let served: Vec<_> = self
+            .listeners
+            .iter()
+            .map(|l| (l.name.clone(), protocol(&l.name)))
+            .collect();
+        let mut logins = Vec::new();
+        if let Some(name) = self.controller_listener_names.first() {
+            logins.push((
+                name.clone(),
+                protocol(name),
+                "sasl.mechanism.controller.protocol",
+            ));
+        }
+        if self.roles.contains(&ProcessRole::Broker) {
+            if let Some(name) = self.inter_broker_listener_name() {
+                let p = protocol(&name);
+                logins.push((name, p, "sasl.mechanism.inter.broker.protocol"));
+            }
+        }
+        SaslSettings::load(&self.props, &served, &logins)
     }
 
     /// How this node's clients reach the listener named `listener_name` on other nodes
@@ -231,6 +268,7 @@ impl NodeConfig {
                 .get(listener_name)
                 .copied()
                 .unwrap_or_default(),
+            sasl: self.sasl.clients.get(listener_name).cloned(),
         }
     }
 
@@ -392,8 +430,8 @@ fn security_protocol_map(
                 l.name,
                 l.name
             ),
-            // Never serve a listener in a weaker mode than configured.
-            Some(p) if *p != SecurityProtocol::Plaintext => bail!(
+            // Never serve a listener in a weaker mode than configured (TLS is not built yet).
+            Some(p) if p.uses_tls() => bail!(
                 "listener {} in {source} is {p} ({KEY}), which kraftd does not serve yet",
                 l.name
             ),

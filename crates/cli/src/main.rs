@@ -9,6 +9,7 @@ mod metadata_quorum;
 mod metrics_http;
 mod node;
 mod properties;
+mod security;
 
 use std::path::PathBuf;
 

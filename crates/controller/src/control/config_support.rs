@@ -256,7 +256,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "offsets.topic.replication.factor", OFFSETS_TOPIC),
     honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
-    refused(S, "sasl.jaas.config", "SASL is not built: every listener is PLAINTEXT"),
+    honoured(S, "sasl.jaas.config", "PLAIN users and the node's own SASL login (cli/src/security/sasl.rs)"),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
     refused(S, "ssl.key.password", "TLS is not built: every listener is PLAINTEXT"),
     refused(S, "ssl.keystore.password", "TLS is not built: every listener is PLAINTEXT"),
