@@ -7,7 +7,7 @@
 //! - its PLAIN users: the `user_<name>="<password>"` options of the JAAS config
 //!   `listener.name.<l>.plain.sasl.jaas.config` (falling back to `sasl.jaas.config`);
 //! - its session lifetime: `connections.max.reauth.ms`, listener- and mechanism-prefixed
-//!   first (KIP-368);
+//!   first (KIP-368), and `connection.failed.authentication.delay.ms` (KIP-306);
 //! - the node's own logins to the controller listener (`sasl.mechanism.controller.protocol`)
 //!   and the inter-broker listener (`sasl.mechanism.inter.broker.protocol`), with the
 //!   `username` and `password` of that listener's JAAS config for the mechanism, as Kafka's
@@ -140,6 +140,15 @@ fn server_config(props: &Properties, listener: &str) -> Result<SaslServerConfig>
             Arc::new(PlainUsers::new(jaas.options.iter().filter_map(|(k, v)| {
                 k.strip_prefix("user_").map(|u| (u.to_string(), v.clone()))
             })));
+    }
+    if let Some(raw) = props.get("connection.failed.authentication.delay.ms") {
+        let ms: u64 = raw.trim().parse().map_err(|_| {
+            anyhow!(
+                "invalid value {raw:?} for connection.failed.authentication.delay.ms in {source}: \
+                 expected a number of ms"
+            )
+        })?;
+        config.failed_authentication_delay = Duration::from_millis(ms);
     }
     for m in mechanisms {
         let lower = m.name().to_lowercase();

@@ -258,6 +258,8 @@ async fn read_requests<H: RequestHandler>(
                         if tx.send(sasl_reply(reply)).await.is_err() || close.is_some() {
                             if let Some(reason) = close {
                                 info!(%peer, "closing connection after answering: {reason}");
+                                // Kafka's delayed close (KIP-306): the answer goes out first.
+                                tokio::time::sleep(auth.failed_authentication_delay()).await;
                             }
                             return Ok(());
                         }

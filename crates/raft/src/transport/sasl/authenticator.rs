@@ -106,6 +106,11 @@ impl SaslAuthenticator {
         }
     }
 
+    /// How long to keep a connection open after the answer that refused its login.
+    pub fn failed_authentication_delay(&self) -> std::time::Duration {
+        self.config.failed_authentication_delay
+    }
+
     /// Whether a login has completed.
     pub fn authenticated(&self) -> bool {
         self.login.is_some()

@@ -132,7 +132,14 @@ pub struct SaslServerConfig {
     /// `connections.max.reauth.ms` per mechanism (listener- and mechanism-prefixed names
     /// resolved by the caller); zero or absent: sessions never expire.
     pub max_reauth: BTreeMap<SaslMechanism, Duration>,
+    /// `connection.failed.authentication.delay.ms` (KIP-306): how long a failed login's
+    /// connection stays open after its answer, so the client reads the answer before the
+    /// close (and cannot hammer the server with guesses).
+    pub failed_authentication_delay: Duration,
 }
+
+/// Kafka's `connection.failed.authentication.delay.ms` default.
+pub const DEFAULT_FAILED_AUTHENTICATION_DELAY: Duration = Duration::from_millis(100);
 
 impl SaslServerConfig {
     /// A config with `mechanisms`, no PLAIN user, no SCRAM credential, no re-authentication.
@@ -142,6 +149,7 @@ impl SaslServerConfig {
             plain_users: Arc::default(),
             credentials: Arc::new(NoScramCredentials),
             max_reauth: BTreeMap::new(),
+            failed_authentication_delay: DEFAULT_FAILED_AUTHENTICATION_DELAY,
         }
     }
 
@@ -160,6 +168,10 @@ impl fmt::Debug for SaslServerConfig {
             .field("mechanisms", &self.mechanisms)
             .field("plain_users", &self.plain_users)
             .field("max_reauth", &self.max_reauth)
+            .field(
+                "failed_authentication_delay",
+                &self.failed_authentication_delay,
+            )
             .finish_non_exhaustive()
     }
 }
