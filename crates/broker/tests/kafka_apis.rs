@@ -757,6 +757,15 @@ fn describe_configs_broker() {
         ("node.id".to_string(), "1".to_string()),
         ("ssl.keystore.password".to_string(), "secret".to_string()),
         ("custom.thing".to_string(), "x".to_string()),
+        (
+            "listener.name.external.ssl.keystore.location".to_string(),
+            "/k.pem".to_string(),
+        ),
+        ("ssl.keystore.location".to_string(), "/base.pem".to_string()),
+        (
+            "listener.name.external.scram-sha-256.sasl.jaas.config".to_string(),
+            "secret".to_string(),
+        ),
     ]);
     for version in ApiKey::DescribeConfigs.valid_versions().iter() {
         let response = describe(&image, vec![resource(BROKER, "1", None)], version, &statics);
@@ -828,6 +837,48 @@ fn describe_configs_broker() {
             assert_eq!(entry(result, "node.id").config_type, 3);
         }
         assert_eq!(entry(result, "node.id").value.as_deref(), Some("1"));
+
+        // A listener override: typed by its base config, which is its synonym.
+        let own = entry(result, "listener.name.external.ssl.keystore.location");
+        assert_eq!(own.value.as_deref(), Some("/k.pem"));
+        assert!(!own.is_sensitive && !own.read_only);
+        assert_eq!(
+            synonyms(own),
+            vec![
+                (
+                    "listener.name.external.ssl.keystore.location",
+                    Some("/k.pem"),
+                    source::STATIC_BROKER_CONFIG
+                ),
+                (
+                    "ssl.keystore.location",
+                    Some("/base.pem"),
+                    source::STATIC_BROKER_CONFIG
+                ),
+            ]
+        );
+        let jaas = entry(
+            result,
+            "listener.name.external.scram-sha-256.sasl.jaas.config",
+        );
+        assert!(jaas.is_sensitive);
+        assert_eq!(jaas.value, None);
+        if version >= 3 {
+            assert_eq!(own.config_type, 2, "STRING, as ssl.keystore.location");
+            assert_eq!(jaas.config_type, 9, "PASSWORD, as sasl.jaas.config");
+            assert_eq!(
+                entry(result, "principal.builder.class").config_type,
+                8,
+                "CLASS"
+            );
+        }
+        // Every security config Kafka knows is listed, as Kafka lists its configs.
+        assert_eq!(
+            entry(result, "sasl.kerberos.min.time.before.relogin")
+                .value
+                .as_deref(),
+            Some("60000")
+        );
     }
 
     // The cluster-wide default resource: only the dynamic defaults.

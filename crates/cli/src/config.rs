@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Result};
-use kraftd_controller::control::config_defs::{check_static_support, ConfigValueError};
+use kraftd_controller::control::config_defs::{
+    check_static_sasl_mechanisms, check_static_support, ConfigValueError, SaslListeners,
+};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
 use kraftd_raft::transport::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 
@@ -183,6 +185,12 @@ impl NodeConfig {
             .unwrap_or_else(|| log_dirs[0].clone());
         let security_protocols =
             security_protocol_map(&props, &listeners, &controller_listener_names)?;
+        check_sasl_mechanisms(
+            &props,
+            &security_protocols,
+            &listeners,
+            &controller_listener_names,
+        )?;
         let mut config = NodeConfig {
             sasl: SaslSettings::default(),
             security_protocols,
@@ -382,6 +390,46 @@ fn check_supported(props: &Properties) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses a SASL mechanism kraftd does not serve (GSSAPI, OAUTHBEARER, ...) wherever this
+/// node would enable it: on a SASL listener, for inter-broker traffic over a SASL
+/// inter-broker listener, for controller traffic over a SASL controller listener; one line
+/// naming the key, the value and the file.
+fn check_sasl_mechanisms(
+    props: &Properties,
+    protocols: &BTreeMap<String, SecurityProtocol>,
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+) -> Result<()> {
+    let is_sasl = |name: &str| protocols.get(name).is_some_and(|p| p.uses_sasl());
+    let sasl_listeners: Vec<&str> = listeners
+        .iter()
+        .map(|l| l.name.as_str())
+        .filter(|name| is_sasl(name))
+        .collect();
+    let inter_broker = props.get("inter.broker.listener.name").or_else(|| {
+        listeners
+            .iter()
+            .find(|l| !controller_listener_names.contains(&l.name))
+            .map(|l| l.name.as_str())
+    });
+    let sasl = SaslListeners {
+        sasl_listeners: &sasl_listeners,
+        inter_broker_sasl: inter_broker.is_some_and(is_sasl),
+        controller_sasl: controller_listener_names
+            .first()
+            .is_some_and(|n| is_sasl(n)),
+    };
+    check_static_sasl_mechanisms(|key| props.get(key), &sasl).map_err(|e| match &e {
+        ConfigValueError::UnsupportedFeature { key, value, .. } => {
+            anyhow!(
+                "unsupported value {value:?} for {key} in {}: {e}",
+                props.source()
+            )
+        }
+        _ => anyhow!("{e} (in {})", props.source()),
+    })
 }
 
 /// Kafka's default `listener.security.protocol.map`: each protocol as a listener name.
@@ -607,9 +655,19 @@ mod tests {
                 "\"5\"",
             ),
             (
-                "ssl.keystore.password=hunter2",
-                "ssl.keystore.password",
+                "delegation.token.secret.key=hunter2",
+                "delegation.token.secret.key",
                 "[hidden]",
+            ),
+            (
+                "principal.builder.class=com.example.Builder",
+                "principal.builder.class",
+                "\"com.example.Builder\"",
+            ),
+            (
+                "listener.name.sasl_ssl.ssl.engine.factory.class=com.example.Engine",
+                "listener.name.sasl_ssl.ssl.engine.factory.class",
+                "\"com.example.Engine\"",
             ),
         ] {
             std::fs::write(&path, format!("{BROKER}{line}\n")).unwrap();
@@ -638,5 +696,63 @@ mod tests {
             e.contains("max.connections.per.ip") && e.contains("\"10\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_unserved_sasl_mechanism_on_a_sasl_listener_is_one_line_naming_key_value_and_file() {
+        let listeners = parse_listeners("EXTERNAL://h:9092,CONTROLLER://h:9093").unwrap();
+        let controllers = vec!["CONTROLLER".to_string()];
+        let protocols: BTreeMap<String, SecurityProtocol> = [
+            ("EXTERNAL".to_string(), SecurityProtocol::SaslPlaintext),
+            ("CONTROLLER".to_string(), SecurityProtocol::Plaintext),
+        ]
+        .into();
+        let check = |text: &str| {
+            check_sasl_mechanisms(&props(text), &protocols, &listeners, &controllers)
+                .map_err(|e| e.to_string())
+        };
+        let served = "sasl.enabled.mechanisms=SCRAM-SHA-512
+                      sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+";
+        check(served).unwrap();
+        // The controller listener is PLAINTEXT: its mechanism (default GSSAPI) is unused.
+        check(&format!(
+            "{served}sasl.mechanism.controller.protocol=GSSAPI\n"
+        ))
+        .unwrap();
+        for (text, key, value) in [
+            ("", "sasl.enabled.mechanisms", "GSSAPI"),
+            (
+                "sasl.enabled.mechanisms=PLAIN,OAUTHBEARER\n",
+                "sasl.enabled.mechanisms",
+                "PLAIN,OAUTHBEARER",
+            ),
+            (
+                "sasl.enabled.mechanisms=PLAIN\n",
+                "sasl.mechanism.inter.broker.protocol",
+                "GSSAPI",
+            ),
+            (
+                "sasl.enabled.mechanisms=PLAIN\nlistener.name.external.sasl.enabled.mechanisms=GSSAPI\n",
+                "listener.name.external.sasl.enabled.mechanisms",
+                "GSSAPI",
+            ),
+        ] {
+            let e = check(text).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(
+                e.contains(&format!("for {key} in the command line"))
+                    && e.contains(&format!("{value:?}"))
+                    && e.contains("kraftd does not support the SASL mechanism"),
+                "{e}"
+            );
+        }
+        // With no SASL listener, Kafka's default GSSAPI is never used.
+        let plaintext: BTreeMap<String, SecurityProtocol> = [
+            ("EXTERNAL".to_string(), SecurityProtocol::Plaintext),
+            ("CONTROLLER".to_string(), SecurityProtocol::Plaintext),
+        ]
+        .into();
+        check_sasl_mechanisms(&props(""), &plaintext, &listeners, &controllers).unwrap();
     }
 }

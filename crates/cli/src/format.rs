@@ -1,9 +1,11 @@
 //! `kraftd format` and `kraftd random-uuid`, as Kafka's `kafka-storage format` and
 //! `kafka-storage random-uuid`: every log directory gets a `meta.properties` (version 1,
 //! node.id, cluster.id, a fresh directory.id), and the metadata log directory gets
-//! `bootstrap.checkpoint`, the feature levels the first active controller writes to an empty
-//! metadata log. A node refuses to start on a directory that is not formatted, or formatted
-//! for another node or cluster.
+//! `bootstrap.checkpoint`, the records the first active controller writes to an empty
+//! metadata log: the feature levels, then the `--add-scram` credentials
+//! (UserScramCredentialRecords, as Kafka's `Formatter` appends them; the metadata.version
+//! kraftd formats with supports SCRAM, which needs 3.5-IV2). A node refuses to start on a
+//! directory that is not formatted, or formatted for another node or cluster.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use kraftd_controller::control::replication::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE;
 use kraftd_controller::image::METADATA_VERSION_FEATURE;
-use kraftd_protocol::metadata::FeatureLevelRecord;
+use kraftd_protocol::metadata::{FeatureLevelRecord, UserScramCredentialRecord};
 use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};
 use kraftd_protocol::MetadataRecord;
 use kraftd_raft::snapshot::{read_snapshot, SnapshotWriter};
@@ -27,19 +29,31 @@ pub const BOOTSTRAP_CHECKPOINT: &str = "bootstrap.checkpoint";
 /// The `metadata.version` a new cluster starts at (4.0-IV3, the highest kraftd speaks).
 pub const BOOTSTRAP_METADATA_VERSION: i16 = 25;
 
+/// `N` bytes from the system's random source.
+fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut file = std::fs::File::open("/dev/urandom").context("opening /dev/urandom")?;
+    let mut bytes = [0u8; N];
+    file.read_exact(&mut bytes)
+        .context("reading /dev/urandom")?;
+    Ok(bytes)
+}
+
 /// A 16-byte random id as Kafka prints it: URL-safe base64 without padding (22 chars),
 /// never starting with `-` (Kafka draws again so the id cannot look like a flag).
 pub fn random_uuid() -> Result<String> {
-    let mut file = std::fs::File::open("/dev/urandom").context("opening /dev/urandom")?;
     loop {
-        let mut bytes = [0u8; 16];
-        file.read_exact(&mut bytes)
-            .context("reading /dev/urandom")?;
+        let bytes = random_bytes::<16>()?;
         let text = kraftd_protocol::Uuid(bytes).to_base64();
         if !text.starts_with('-') && bytes != [0; 16] {
             return Ok(text);
         }
     }
+}
+
+/// A random SCRAM salt for `--add-scram`, drawn as Kafka draws it
+/// ([`crate::scram_args::random_salt`]).
+pub fn random_scram_salt() -> Result<Vec<u8>> {
+    Ok(crate::scram_args::random_salt(random_bytes::<17>()?))
 }
 
 /// Kafka's string form of a uuid (URL-safe base64, no padding) back to its 16 bytes.
@@ -120,9 +134,15 @@ pub fn all_dirs(config: &NodeConfig) -> Vec<PathBuf> {
     dirs
 }
 
-/// Formats every directory of `config` for `cluster_id`. A directory already formatted for
-/// the same cluster and node is left alone when `ignore_formatted`, else refused.
-pub fn format(config: &NodeConfig, cluster_id: &str, ignore_formatted: bool) -> Result<()> {
+/// Formats every directory of `config` for `cluster_id`, with `scram` credentials in the
+/// bootstrap metadata. A directory already formatted for the same cluster and node is left
+/// alone when `ignore_formatted`, else refused.
+pub fn format(
+    config: &NodeConfig,
+    cluster_id: &str,
+    ignore_formatted: bool,
+    scram: &[UserScramCredentialRecord],
+) -> Result<()> {
     check_cluster_id(cluster_id)?;
     for dir in all_dirs(config) {
         if let Some(existing) = MetaProperties::read(&dir)? {
@@ -148,7 +168,7 @@ pub fn format(config: &NodeConfig, cluster_id: &str, ignore_formatted: bool) -> 
         }
         .write(&dir)?;
         if dir == config.metadata_log_dir {
-            write_bootstrap(&dir)?;
+            write_bootstrap(&dir, scram)?;
         }
     }
     Ok(())
@@ -182,10 +202,14 @@ pub fn bootstrap_records() -> Vec<MetadataRecord> {
     ]
 }
 
-fn write_bootstrap(dir: &Path) -> Result<()> {
+fn write_bootstrap(dir: &Path, scram: &[UserScramCredentialRecord]) -> Result<()> {
     let now = kraftd_log::clock::unix_ms();
     let mut writer = SnapshotWriter::new(0, 0, now).context("writing bootstrap.checkpoint")?;
-    for record in bootstrap_records() {
+    let credentials = scram
+        .iter()
+        .cloned()
+        .map(MetadataRecord::UserScramCredential);
+    for record in bootstrap_records().into_iter().chain(credentials) {
         let value = encode_metadata_record(&record, record.key().valid_versions().max)
             .context("encoding a bootstrap record")?;
         writer

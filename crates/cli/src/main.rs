@@ -9,6 +9,7 @@ mod metadata_quorum;
 mod metrics_http;
 mod node;
 mod properties;
+mod scram_args;
 mod security;
 
 use std::path::PathBuf;
@@ -66,6 +67,15 @@ enum Command {
         /// Skip directories already formatted for this cluster and node.
         #[arg(long, short = 'g')]
         ignore_formatted: bool,
+        /// A SCRAM credential for the bootstrap metadata, as Kafka's `kafka-storage format`
+        /// takes it: 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (also `iterations=`,
+        /// `salt=` in base64, `saltedpassword=` in base64 with `salt`). Repeatable.
+        #[arg(
+            long = "add-scram",
+            short = 'S',
+            value_name = "MECHANISM=[name=...,...]"
+        )]
+        add_scram: Vec<String>,
     },
     /// Print a new random cluster or directory id.
     RandomUuid,
@@ -86,9 +96,11 @@ fn main() -> anyhow::Result<()> {
             config,
             cluster_id,
             ignore_formatted,
+            add_scram,
         }) => {
             let node = config::NodeConfig::load(Some(&config.config), &config.overrides)?;
-            format::format(&node, &cluster_id, ignore_formatted)?;
+            let scram = scram_args::scram_records(&add_scram, format::random_scram_salt)?;
+            format::format(&node, &cluster_id, ignore_formatted, &scram)?;
             println!(
                 "Formatted {} for cluster {cluster_id}, node {}",
                 format::all_dirs(&node)

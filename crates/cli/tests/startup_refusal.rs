@@ -8,6 +8,41 @@ const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
 
 #[test]
 fn an_unsupported_config_stops_startup_with_one_line() {
+    for (line, key, shown) in [
+        (
+            "max.connections.per.ip=10",
+            "max.connections.per.ip",
+            "\"10\"",
+        ),
+        // Security settings that would switch on what kraftd does not implement (issue 16).
+        (
+            "principal.builder.class=com.example.Builder",
+            "principal.builder.class",
+            "\"com.example.Builder\"",
+        ),
+        (
+            "listener.name.plaintext.ssl.engine.factory.class=com.example.Engine",
+            "listener.name.plaintext.ssl.engine.factory.class",
+            "\"com.example.Engine\"",
+        ),
+        (
+            "security.providers=com.example.Provider",
+            "security.providers",
+            "\"com.example.Provider\"",
+        ),
+        (
+            "client.quota.callback.class=com.example.Quotas",
+            "client.quota.callback.class",
+            "\"com.example.Quotas\"",
+        ),
+    ] {
+        refused(line, key, shown);
+    }
+}
+
+/// Starts a combined node whose properties file has `line`; asserts it exits with one line
+/// naming `key`, the value as `shown` and the file.
+fn refused(line: &str, key: &str, shown: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.properties");
     let logs = dir.path().join("logs");
@@ -18,7 +53,7 @@ fn an_unsupported_config_stops_startup_with_one_line() {
              controller.quorum.voters=1@127.0.0.1:1\n\
              listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:1\n\
              controller.listener.names=CONTROLLER\nlog.dirs={}\n\
-             max.connections.per.ip=10\n",
+             {line}\n",
             logs.display()
         ),
     )
@@ -32,14 +67,14 @@ fn an_unsupported_config_stops_startup_with_one_line() {
         .env_remove("RUST_LIB_BACKTRACE")
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert!(!out.status.success(), "{line}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
-    let line = lines[0];
-    assert!(line.contains("max.connections.per.ip"), "{line}");
-    assert!(line.contains("\"10\""), "{line}");
-    assert!(line.contains(&path.display().to_string()), "{line}");
-    assert!(line.contains("kraftd does not support"), "{line}");
+    let error = lines[0];
+    assert!(error.contains(&format!("for {key} in")), "{error}");
+    assert!(error.contains(shown), "{error}");
+    assert!(error.contains(&path.display().to_string()), "{error}");
+    assert!(error.contains("kraftd does not support"), "{error}");
     assert!(!logs.exists(), "nothing was created");
 }

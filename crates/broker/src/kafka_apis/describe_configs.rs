@@ -29,7 +29,10 @@
 //! - a broker config whose type is not known is treated as possibly secret (Kafka's
 //!   `KafkaConfig.maybeSensitive`): null value, type UNKNOWN; PASSWORD configs likewise have
 //!   null values;
-//! - broker configs are read-only unless kraftd accepts them dynamically (`BROKER_CONFIGS`);
+//! - broker configs are read-only unless kraftd accepts them dynamically (`BROKER_CONFIGS`
+//!   and the dynamic security configs); a listener override (`listener.name.<l>.<config>`)
+//!   takes its type, sensitivity and documentation from its base config, which is also its
+//!   synonym;
 //!   topic configs are never read-only;
 //! - BROKER_LOGGER: this broker's loggers (passed in) with source DYNAMIC_BROKER_LOGGER_CONFIG;
 //!   an empty or other broker id is INVALID_REQUEST, as in Kafka;
@@ -43,8 +46,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use imbl::OrdMap;
 use kraftd_controller::control::config_defs::{
-    any_broker_config_def, broker_config_def, broker_config_synonyms, response_type,
-    topic_config_synonyms, ConfigDef, BROKER_CONFIGS, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+    all_broker_config_defs, any_broker_config_def, broker_config_def, broker_config_synonyms,
+    described_broker_config_def, response_type, topic_config_synonyms, ConfigDef, TOPIC_CONFIGS,
 };
 use kraftd_controller::control::topics::validate_topic_name;
 use kraftd_controller::image::{ConfigResource, ConfigResourceType};
@@ -178,9 +181,7 @@ fn describe_resource(
             .collect()),
         Some(ConfigResourceType::Broker) => {
             check_broker_id(name, ctx.broker_id, " or empty string")?;
-            let keys: BTreeSet<&str> = BROKER_CONFIGS
-                .iter()
-                .chain(STATIC_BROKER_CONFIGS)
+            let keys: BTreeSet<&str> = all_broker_config_defs()
                 .map(|d| d.name)
                 .chain(ctx.static_configs.keys().map(String::as_str))
                 .chain(
@@ -473,7 +474,8 @@ fn broker_entry(
     per_broker: bool,
     options: &Options,
 ) -> DescribeConfigsResourceResult {
-    let def = any_broker_config_def(name);
+    // A listener override (`listener.name.<l>.<config>`) is typed by its base config.
+    let def = described_broker_config_def(name);
     // Kafka's maybeSensitive: a config of unknown type may hold a secret.
     let sensitive = def.is_none_or(|d| d.sensitive);
     let raw = if per_broker {

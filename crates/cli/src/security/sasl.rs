@@ -7,7 +7,8 @@
 //! - its PLAIN users: the `user_<name>="<password>"` options of the JAAS config
 //!   `listener.name.<l>.plain.sasl.jaas.config` (falling back to `sasl.jaas.config`);
 //! - its session lifetime: `connections.max.reauth.ms`, listener- and mechanism-prefixed
-//!   first (KIP-368), and `connection.failed.authentication.delay.ms` (KIP-306);
+//!   first (KIP-368), `connection.failed.authentication.delay.ms` (KIP-306) and
+//!   `sasl.server.max.receive.size`;
 //! - the node's own logins to the controller listener (`sasl.mechanism.controller.protocol`)
 //!   and the inter-broker listener (`sasl.mechanism.inter.broker.protocol`), with the
 //!   `username` and `password` of that listener's JAAS config for the mechanism, as Kafka's
@@ -140,6 +141,20 @@ fn server_config(props: &Properties, listener: &str) -> Result<SaslServerConfig>
             Arc::new(PlainUsers::new(jaas.options.iter().filter_map(|(k, v)| {
                 k.strip_prefix("user_").map(|u| (u.to_string(), v.clone()))
             })));
+    }
+    let receive_keys = [
+        format!("{prefix}sasl.server.max.receive.size"),
+        "sasl.server.max.receive.size".to_string(),
+    ];
+    if let Some((key, raw)) = first_set(props, &receive_keys) {
+        config.max_receive_size = raw
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n: &usize| *n > 0)
+            .ok_or_else(|| {
+                anyhow!("invalid value {raw:?} for {key} in {source}: expected a positive number of bytes")
+            })?;
     }
     if let Some(raw) = props.get("connection.failed.authentication.delay.ms") {
         let ms: u64 = raw.trim().parse().map_err(|_| {

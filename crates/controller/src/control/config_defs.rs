@@ -17,10 +17,13 @@
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ConfigType {
     Boolean,
-    /// A 32-bit integer at least `min`.
+    /// A 32-bit integer in `[min, max]`.
     Int {
         min: i32,
+        max: i32,
     },
+    /// A 16-bit integer (Kafka's `SHORT`), any value.
+    Short,
     /// A 64-bit integer at least `min`.
     Long {
         min: i64,
@@ -34,6 +37,13 @@ pub enum ConfigType {
     String {
         valid: &'static [&'static str],
     },
+    /// A string that is one of `valid` in any case (Kafka's `CaseInsensitiveValidString`).
+    CaseInsensitiveString {
+        valid: &'static [&'static str],
+    },
+    /// A Java class name (Kafka's `CLASS`): kraftd loads no classes, so only Kafka's default
+    /// (or no value) is ever accepted where one matters ([`Support`]).
+    Class,
     /// A comma-separated list; when `valid` is not empty, each item one of those values.
     List {
         valid: &'static [&'static str],
@@ -52,6 +62,47 @@ pub struct ConfigDef {
     pub doc: &'static str,
     /// Whether the value is a secret (Kafka's `PASSWORD` type): never returned to clients.
     pub sensitive: bool,
+    /// Kafka's `ConfigDef.Importance`, where the table records it (the security configs).
+    pub importance: Option<Importance>,
+    /// How Kafka lets a broker config change at runtime (`DynamicBrokerConfig`), where the
+    /// table records it (the security configs); elsewhere the table says it:
+    /// [`BROKER_CONFIGS`] are cluster-wide, [`STATIC_BROKER_CONFIGS`] read-only.
+    pub update: Option<UpdateMode>,
+}
+
+/// Kafka's `ConfigDef.Importance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Importance {
+    High,
+    Medium,
+    Low,
+}
+
+/// How a broker config may be changed dynamically, as Kafka's
+/// `DynamicBrokerConfig.dynamicConfigUpdateModes` and `validateConfigs` have it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateMode {
+    /// Only in the node's properties file ("Cannot update these configs dynamically").
+    ReadOnly,
+    /// On one broker or as the cluster-wide default.
+    ClusterWide,
+    /// On one broker only, never as the cluster-wide default.
+    PerBroker,
+    /// On one broker only and only with a listener prefix (`listener.name.<l>.`): Kafka's
+    /// `DYNAMIC_SECURITY_CONFIGS`, the keystore and truststore settings.
+    PerListener,
+}
+
+impl UpdateMode {
+    /// Kafka's name for the mode (`dynamicConfigUpdateModes`, plus `read-only`).
+    pub fn label(self) -> &'static str {
+        match self {
+            UpdateMode::ReadOnly => "read-only",
+            UpdateMode::ClusterWide => "cluster-wide",
+            UpdateMode::PerBroker => "per-broker",
+            UpdateMode::PerListener => "per-broker, listener prefix only",
+        }
+    }
 }
 
 /// A broker config a topic config falls back to, as Kafka's `ConfigSynonym`: its value is
@@ -99,6 +150,30 @@ pub enum ConfigValueError {
         /// file).
         dynamic: bool,
     },
+    /// A value that would switch on security behaviour kraftd does not implement (a SASL
+    /// mechanism other than PLAIN and SCRAM); `defaulted` when the key is not set and
+    /// Kafka's default asks for it.
+    #[error("{}", unsupported_feature_message(.key, .value, .feature, *.defaulted))]
+    UnsupportedFeature {
+        key: String,
+        value: String,
+        feature: String,
+        defaulted: bool,
+    },
+    /// A broker config that cannot change on this resource dynamically, with Kafka's
+    /// `DynamicBrokerConfig.validateConfigs` message ([`check_broker_update`]).
+    #[error("{why}: [{key}]")]
+    NotDynamic { key: String, why: &'static str },
+}
+
+fn unsupported_feature_message(key: &str, value: &str, feature: &str, defaulted: bool) -> String {
+    if defaulted {
+        format!(
+            "kraftd does not support {feature}: {key} is not set, and Kafka's default is {value}"
+        )
+    } else {
+        format!("kraftd does not support {feature} ({key}={value})")
+    }
 }
 
 fn unsupported_message(key: &str, value: &str, default: Option<&str>, dynamic: bool) -> String {
@@ -120,19 +195,21 @@ const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "g
 const CLEANUP_POLICIES: &[&str] = &["delete", "compact"];
 const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 
-const fn def(name: &'static str, config_type: ConfigType) -> ConfigDef {
+pub(crate) const fn def(name: &'static str, config_type: ConfigType) -> ConfigDef {
     ConfigDef {
         name,
         config_type,
         default: None,
         doc: "",
         sensitive: false,
+        importance: None,
+        update: None,
     }
 }
 
 impl ConfigDef {
     /// The definition with Kafka's default value (as text).
-    const fn default(self, value: &'static str) -> ConfigDef {
+    pub(crate) const fn default(self, value: &'static str) -> ConfigDef {
         ConfigDef {
             default: Some(value),
             ..self
@@ -140,14 +217,32 @@ impl ConfigDef {
     }
 
     /// The definition with Kafka's documentation.
-    const fn doc(self, doc: &'static str) -> ConfigDef {
+    pub(crate) const fn doc(self, doc: &'static str) -> ConfigDef {
         ConfigDef { doc, ..self }
     }
 
     /// A secret: Kafka's `PASSWORD` type.
-    const fn sensitive(self) -> ConfigDef {
+    pub(crate) const fn sensitive(self) -> ConfigDef {
         ConfigDef {
             sensitive: true,
+            ..self
+        }
+    }
+
+    /// A read-only broker config that is not one of Kafka's `KafkaConfig` keys (an
+    /// authorizer's own setting, which has no importance).
+    pub(crate) const fn read_only(self) -> ConfigDef {
+        ConfigDef {
+            update: Some(UpdateMode::ReadOnly),
+            ..self
+        }
+    }
+
+    /// Kafka's importance and dynamic update mode.
+    pub(crate) const fn kafka(self, importance: Importance, update: UpdateMode) -> ConfigDef {
+        ConfigDef {
+            importance: Some(importance),
+            update: Some(update),
             ..self
         }
     }
@@ -168,16 +263,16 @@ const fn syn_hours(name: &'static str) -> BrokerSynonym {
         to_millis: 3_600_000,
     }
 }
-const STRING: ConfigType = ConfigType::String { valid: &[] };
+pub(crate) const STRING: ConfigType = ConfigType::String { valid: &[] };
 const LONG_MAX: &str = "9223372036854775807";
-const BOOLEAN: ConfigType = ConfigType::Boolean;
-const fn int(min: i32) -> ConfigType {
-    ConfigType::Int { min }
+pub(crate) const BOOLEAN: ConfigType = ConfigType::Boolean;
+pub(crate) const fn int(min: i32) -> ConfigType {
+    ConfigType::Int { min, max: i32::MAX }
 }
-const fn long(min: i64) -> ConfigType {
+pub(crate) const fn long(min: i64) -> ConfigType {
     ConfigType::Long { min }
 }
-const ANY_LIST: ConfigType = ConfigType::List { valid: &[] };
+pub(crate) const ANY_LIST: ConfigType = ConfigType::List { valid: &[] };
 
 /// Kafka's topic configs (`TopicConfig`, validated as in `LogConfig`), in name order, with
 /// `LogConfig`'s defaults (each equal to the default of its broker synonym chain).
@@ -350,9 +445,6 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("max.connections", int(0))
         .default("2147483647")
         .doc("The maximum number of connections we allow in the broker at any time."),
-    def("max.connections.per.ip", int(0))
-        .default("2147483647")
-        .doc("The maximum number of connections we allow from each ip address."),
     def("message.max.bytes", int(0))
         .default("1048588")
         .doc("The largest record batch size allowed by Kafka (after compression if compression is enabled)."),
@@ -565,21 +657,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("process.roles", ConfigType::List { valid: &["broker", "controller"] })
         .default("")
         .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),
-    def("sasl.jaas.config", STRING)
-        .sensitive()
-        .doc("JAAS login context parameters for SASL connections in the format used by JAAS configuration files."),
     def("socket.request.max.bytes", int(1))
         .default("104857600")
         .doc("The maximum number of bytes in a socket request"),
-    def("ssl.key.password", STRING)
-        .sensitive()
-        .doc("The password of the private key in the key store file or the PEM key specified in 'ssl.keystore.key'."),
-    def("ssl.keystore.password", STRING)
-        .sensitive()
-        .doc("The store password for the key store file."),
-    def("ssl.truststore.password", STRING)
-        .sensitive()
-        .doc("The password for the trust store file."),
 ];
 
 /// Kafka's `ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS`: for each topic config with a
@@ -667,9 +747,15 @@ pub const TOPIC_CONFIG_SYNONYMS: &[(&str, &[BrokerSynonym])] = &[
 ];
 
 pub use super::config_support::{
-    check_dynamic_support, check_static_support, config_support, render_support_table, ConfigScope,
-    ConfigSupport, Support, CONFIG_SUPPORT,
+    check_dynamic_support, check_static_support, config_support, render_support_table,
+    support_rows, ConfigScope, ConfigSupport, Support, CONFIG_SUPPORT,
 };
+pub use super::security_checks::{
+    broker_update_mode, check_broker_update, check_sasl_mechanism_value,
+    check_static_sasl_mechanisms, described_broker_config_def, listener_key, ListenerKey,
+    SaslListeners, SUPPORTED_SASL_MECHANISMS,
+};
+pub use super::security_configs::{SECURITY_CONFIGS, SECURITY_SUPPORT};
 
 /// The broker synonyms of a topic config, highest priority first (empty when it has none).
 pub fn topic_config_synonyms(topic_key: &str) -> &'static [BrokerSynonym] {
@@ -681,8 +767,12 @@ pub fn topic_config_synonyms(topic_key: &str) -> &'static [BrokerSynonym] {
 
 /// The broker configs that set the same thing as `name`, highest priority first, as Kafka's
 /// `DynamicBrokerConfig.brokerConfigSynonyms` (e.g. `log.retention.hours` →
-/// `[log.retention.ms, log.retention.minutes, log.retention.hours]`); `[name]` otherwise.
+/// `[log.retention.ms, log.retention.minutes, log.retention.hours]`; a listener override
+/// `listener.name.<l>.<config>` → `[itself, <config>]`); `[name]` otherwise.
 pub fn broker_config_synonyms(name: &str) -> Vec<&str> {
+    if let Some(key) = listener_key(name) {
+        return vec![name, key.base];
+    }
     const GROUPS: &[&[&str]] = &[
         &["log.roll.ms", "log.roll.hours"],
         &["log.roll.jitter.ms", "log.roll.jitter.hours"],
@@ -701,10 +791,21 @@ pub fn broker_config_synonyms(name: &str) -> Vec<&str> {
         .map_or_else(|| vec![name], |group| group.to_vec())
 }
 
-/// The definition of any broker config kraftd knows: dynamic ([`BROKER_CONFIGS`]) or
-/// static ([`STATIC_BROKER_CONFIGS`]).
+/// The definition of any broker config kraftd knows by this exact name: dynamic
+/// ([`BROKER_CONFIGS`]), static ([`STATIC_BROKER_CONFIGS`]) or security
+/// ([`SECURITY_CONFIGS`]). A listener-prefixed name is
+/// [`described_broker_config_def`]'s.
 pub fn any_broker_config_def(key: &str) -> Option<&'static ConfigDef> {
-    broker_config_def(key).or_else(|| STATIC_BROKER_CONFIGS.iter().find(|d| d.name == key))
+    ConfigScope::Broker
+        .def(key)
+        .or_else(|| ConfigScope::StaticBroker.def(key))
+}
+
+/// Every broker config kraftd knows, dynamic then static.
+pub fn all_broker_config_defs() -> impl Iterator<Item = &'static ConfigDef> {
+    ConfigScope::Broker
+        .defs()
+        .chain(ConfigScope::StaticBroker.defs())
 }
 
 /// The definition of a topic config key.
@@ -712,9 +813,12 @@ pub fn topic_config_def(key: &str) -> Option<&'static ConfigDef> {
     TOPIC_CONFIGS.iter().find(|d| d.name == key)
 }
 
-/// The definition of a broker config key.
+/// The definition of a broker config that may be set dynamically: one of
+/// [`BROKER_CONFIGS`], a dynamic security config, or one of those set for one listener
+/// (`listener.name.<l>.<config>`, defined by its base config). Whether this resource may
+/// set it is [`check_broker_update`]'s.
 pub fn broker_config_def(key: &str) -> Option<&'static ConfigDef> {
-    BROKER_CONFIGS.iter().find(|d| d.name == key)
+    ConfigScope::Broker.def(listener_key(key).map_or(key, |k| k.base))
 }
 
 /// Checks a topic config key and value, and that kraftd acts on the value
@@ -728,136 +832,20 @@ pub fn validate_topic_config(key: &str, value: &str) -> Result<(), ConfigValueEr
     check_dynamic_support(ConfigScope::Topic, def, value)
 }
 
-/// Checks a dynamic broker config key and value, and that kraftd acts on the value
-/// ([`check_dynamic_support`]).
+/// Checks a dynamic broker config key and value set on one broker, and that kraftd acts on
+/// the value ([`check_broker_update`], [`check_dynamic_support`]).
 pub fn validate_broker_config(key: &str, value: &str) -> Result<(), ConfigValueError> {
+    check_broker_update(key, false)?;
     let def = broker_config_def(key).ok_or_else(|| ConfigValueError::UnknownKey {
         kind: "broker",
         key: key.to_string(),
     })?;
-    def.validate(value)?;
-    check_dynamic_support(ConfigScope::Broker, def, value)
+    def.validate(value)
+        .and_then(|()| check_dynamic_support(ConfigScope::Broker, def, value))
+        .map_err(|e| e.about(key))
 }
 
-impl ConfigDef {
-    /// Parses `value` as Kafka's `ConfigDef.parseType` and checks its validator.
-    pub fn validate(&self, value: &str) -> Result<(), ConfigValueError> {
-        let invalid = |reason: String| ConfigValueError::InvalidValue {
-            key: self.name.to_string(),
-            value: value.to_string(),
-            reason,
-        };
-        let trimmed = value.trim();
-        match self.config_type {
-            ConfigType::Boolean => {
-                if !trimmed.eq_ignore_ascii_case("true") && !trimmed.eq_ignore_ascii_case("false") {
-                    return Err(invalid("Expected value to be either true or false".into()));
-                }
-            }
-            ConfigType::Int { min } => {
-                let n: i32 = trimmed
-                    .parse()
-                    .map_err(|_| invalid("Not a number of type INT".into()))?;
-                if n < min {
-                    return Err(invalid(format!("Value must be at least {min}")));
-                }
-            }
-            ConfigType::Long { min } => {
-                let n: i64 = trimmed
-                    .parse()
-                    .map_err(|_| invalid("Not a number of type LONG".into()))?;
-                if n < min {
-                    return Err(invalid(format!("Value must be at least {min}")));
-                }
-            }
-            ConfigType::Double { min, max } => {
-                let n: f64 = trimmed
-                    .parse()
-                    .map_err(|_| invalid("Not a number of type DOUBLE".into()))?;
-                if !(min..=max).contains(&n) {
-                    return Err(invalid(format!("Value must be in [{min}, {max}]")));
-                }
-            }
-            ConfigType::String { valid } => {
-                if !valid.is_empty() && !valid.contains(&trimmed) {
-                    return Err(invalid(format!(
-                        "String must be one of: {}",
-                        valid.join(", ")
-                    )));
-                }
-            }
-            ConfigType::List { valid } => {
-                if valid.is_empty() {
-                    return Ok(());
-                }
-                for item in trimmed.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                    if !valid.contains(&item) {
-                        return Err(invalid(format!(
-                            "Invalid value {item}; must be one of: {}",
-                            valid.join(", ")
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether APPEND and SUBTRACT apply (Kafka allows them only on LIST configs).
-    pub fn is_list(&self) -> bool {
-        matches!(self.config_type, ConfigType::List { .. })
-    }
-
-    /// Kafka's `DescribeConfigsResponse.ConfigType` id of this config ([`response_type`]).
-    pub fn response_type(&self) -> i8 {
-        if self.sensitive {
-            return response_type::PASSWORD;
-        }
-        match self.config_type {
-            ConfigType::Boolean => response_type::BOOLEAN,
-            ConfigType::Int { .. } => response_type::INT,
-            ConfigType::Long { .. } => response_type::LONG,
-            ConfigType::Double { .. } => response_type::DOUBLE,
-            ConfigType::String { .. } => response_type::STRING,
-            ConfigType::List { .. } => response_type::LIST,
-        }
-    }
-
-    /// `value` as Kafka prints the parsed value (`ConfigDef.convertToString`): trimmed,
-    /// booleans in lower case, numbers re-printed, list items trimmed and joined by commas.
-    /// A value that does not parse is returned trimmed.
-    pub fn canonical_value(&self, value: &str) -> String {
-        let trimmed = value.trim();
-        match self.config_type {
-            ConfigType::Boolean => trimmed.to_ascii_lowercase(),
-            ConfigType::Int { .. } => trimmed
-                .parse::<i32>()
-                .map_or_else(|_| trimmed.to_string(), |n| n.to_string()),
-            ConfigType::Long { .. } => trimmed
-                .parse::<i64>()
-                .map_or_else(|_| trimmed.to_string(), |n| n.to_string()),
-            ConfigType::Double { .. } => trimmed
-                .parse::<f64>()
-                .map_or_else(|_| trimmed.to_string(), java_double),
-            ConfigType::String { .. } => trimmed.to_string(),
-            ConfigType::List { .. } => trimmed
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join(","),
-        }
-    }
-}
-
-/// A double as Java's `Double.toString` prints ordinary values (`0.5`, `1.0`).
-fn java_double(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e7 {
-        format!("{n:.1}")
-    } else {
-        n.to_string()
-    }
-}
+mod values;
 
 #[cfg(test)]
 mod tests;

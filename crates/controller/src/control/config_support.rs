@@ -5,35 +5,54 @@
 //! definitions (types, defaults, synonyms) are in [`super::config_defs`].
 
 use super::config_defs::{
-    ConfigDef, ConfigValueError, BROKER_CONFIGS, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
+use super::security_checks::{broker_update_mode, check_sasl_mechanism_value, listener_key};
+use super::security_configs::{SECURITY_CONFIGS, SECURITY_SUPPORT};
 
 /// Where a config is set: on a topic, as a dynamic broker config (per broker or the cluster
 /// default; also readable from the node's properties file), or only in the properties file.
+/// The security configs ([`SECURITY_CONFIGS`]) are in the broker scopes by their update
+/// mode: dynamic ones in [`ConfigScope::Broker`], read-only ones in
+/// [`ConfigScope::StaticBroker`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ConfigScope {
     /// [`TOPIC_CONFIGS`].
     Topic,
-    /// [`BROKER_CONFIGS`].
+    /// [`BROKER_CONFIGS`] and the dynamic [`SECURITY_CONFIGS`].
     Broker,
-    /// [`STATIC_BROKER_CONFIGS`].
+    /// [`STATIC_BROKER_CONFIGS`] and the read-only [`SECURITY_CONFIGS`].
     StaticBroker,
 }
 
 impl ConfigScope {
-    /// The table the scope's definitions live in.
-    pub fn defs(self) -> &'static [ConfigDef] {
-        match self {
-            ConfigScope::Topic => TOPIC_CONFIGS,
-            ConfigScope::Broker => BROKER_CONFIGS,
-            ConfigScope::StaticBroker => STATIC_BROKER_CONFIGS,
-        }
+    /// The scope's definitions.
+    pub fn defs(self) -> impl Iterator<Item = &'static ConfigDef> {
+        let (table, security_dynamic): (&'static [ConfigDef], Option<bool>) = match self {
+            ConfigScope::Topic => (TOPIC_CONFIGS, None),
+            ConfigScope::Broker => (BROKER_CONFIGS, Some(true)),
+            ConfigScope::StaticBroker => (STATIC_BROKER_CONFIGS, Some(false)),
+        };
+        let security = SECURITY_CONFIGS.iter().filter(move |d| {
+            security_dynamic
+                .is_some_and(|dynamic| dynamic != (d.update == Some(UpdateMode::ReadOnly)))
+        });
+        table.iter().chain(security)
     }
 
-    fn label(self) -> &'static str {
+    /// The scope's definition of `name`.
+    pub fn def(self, name: &str) -> Option<&'static ConfigDef> {
+        self.defs().find(|d| d.name == name)
+    }
+
+    fn label(self, name: &str) -> &'static str {
         match self {
             ConfigScope::Topic => "topic",
-            ConfigScope::Broker => "broker, dynamic",
+            ConfigScope::Broker => match broker_update_mode(name) {
+                Some(UpdateMode::PerBroker) => "broker, dynamic per broker",
+                Some(UpdateMode::PerListener) => "broker, dynamic per broker and listener",
+                _ => "broker, dynamic",
+            },
             ConfigScope::StaticBroker => "broker, static",
         }
     }
@@ -81,7 +100,11 @@ pub struct ConfigSupport {
     pub note: &'static str,
 }
 
-const fn honoured(scope: ConfigScope, name: &'static str, note: &'static str) -> ConfigSupport {
+pub(crate) const fn honoured(
+    scope: ConfigScope,
+    name: &'static str,
+    note: &'static str,
+) -> ConfigSupport {
     ConfigSupport {
         scope,
         name,
@@ -89,7 +112,7 @@ const fn honoured(scope: ConfigScope, name: &'static str, note: &'static str) ->
         note,
     }
 }
-const fn honoured_static(
+pub(crate) const fn honoured_static(
     scope: ConfigScope,
     name: &'static str,
     note: &'static str,
@@ -101,7 +124,11 @@ const fn honoured_static(
         note,
     }
 }
-const fn no_effect(scope: ConfigScope, name: &'static str, note: &'static str) -> ConfigSupport {
+pub(crate) const fn no_effect(
+    scope: ConfigScope,
+    name: &'static str,
+    note: &'static str,
+) -> ConfigSupport {
     ConfigSupport {
         scope,
         name,
@@ -109,7 +136,11 @@ const fn no_effect(scope: ConfigScope, name: &'static str, note: &'static str) -
         note,
     }
 }
-const fn refused(scope: ConfigScope, name: &'static str, note: &'static str) -> ConfigSupport {
+pub(crate) const fn refused(
+    scope: ConfigScope,
+    name: &'static str,
+    note: &'static str,
+) -> ConfigSupport {
     ConfigSupport {
         scope,
         name,
@@ -134,7 +165,8 @@ const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
 /// [`STATIC_BROKER_CONFIGS`] (one row each, checked by a test), as the table in
-/// ARCHITECTURE.md ("Configs") renders it.
+/// ARCHITECTURE.md ("Configs") renders it; the security configs' rows are
+/// [`SECURITY_SUPPORT`] ([`support_rows`] has both).
 pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     // Topic configs.
     honoured(T, "cleanup.policy", CLEANER),
@@ -184,7 +216,6 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(B, "log.roll.ms", "as the default of segment.ms"),
     honoured(B, "log.segment.bytes", "as the default of segment.bytes"),
     honoured_static(B, "max.connections", "the listeners' connection cap, from the properties file"),
-    refused(B, "max.connections.per.ip", "no per-address connection limit is built"),
     honoured(B, "message.max.bytes", "as the default of max.message.bytes"),
     honoured(B, "min.insync.replicas", "as the default of min.insync.replicas"),
     no_effect(B, "num.io.threads", THREADS),
@@ -256,18 +287,17 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "offsets.topic.replication.factor", OFFSETS_TOPIC),
     honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
-    honoured(S, "sasl.jaas.config", "PLAIN users and the node's own SASL login (cli/src/security/sasl.rs)"),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
-    refused(S, "ssl.key.password", "TLS is not built: every listener is PLAINTEXT"),
-    refused(S, "ssl.keystore.password", "TLS is not built: every listener is PLAINTEXT"),
-    refused(S, "ssl.truststore.password", "TLS is not built: every listener is PLAINTEXT"),
 ];
+
+/// Every support row: [`CONFIG_SUPPORT`] then [`SECURITY_SUPPORT`].
+pub fn support_rows() -> impl Iterator<Item = &'static ConfigSupport> {
+    CONFIG_SUPPORT.iter().chain(SECURITY_SUPPORT)
+}
 
 /// The support row of a key in a scope.
 pub fn config_support(scope: ConfigScope, name: &str) -> Option<&'static ConfigSupport> {
-    CONFIG_SUPPORT
-        .iter()
-        .find(|s| s.scope == scope && s.name == name)
+    support_rows().find(|s| s.scope == scope && s.name == name)
 }
 
 /// Whether `value` asks for Kafka's default of `def` (compared as Kafka prints parsed
@@ -292,13 +322,15 @@ fn unsupported(def: &ConfigDef, value: &str, dynamic: bool) -> ConfigValueError 
 
 /// Refuses a value set by CreateTopics or (Incremental)AlterConfigs that kraftd would not
 /// act on (its [`Support`] is [`Support::RefusedUnlessDefault`], or
-/// [`Support::HonouredStatic`] for a dynamic broker config) unless it is Kafka's default.
+/// [`Support::HonouredStatic`] for a dynamic broker config) unless it is Kafka's default,
+/// and a SASL mechanism kraftd does not serve even then (GSSAPI is Kafka's default).
 /// `value` has passed [`ConfigDef::validate`].
 pub fn check_dynamic_support(
     scope: ConfigScope,
     def: &ConfigDef,
     value: &str,
 ) -> Result<(), ConfigValueError> {
+    check_sasl_mechanism_value(def.name, value, false)?;
     let support =
         config_support(scope, def.name).map_or(Support::RefusedUnlessDefault, |s| s.support);
     match support {
@@ -312,14 +344,18 @@ pub fn check_dynamic_support(
 }
 
 /// Refuses a broker config in the node's properties file that kraftd does not support
-/// ([`Support::RefusedUnlessDefault`]) unless it is Kafka's default. Keys kraftd does not
-/// know as broker configs pass: the file holds other programs' settings too.
+/// ([`Support::RefusedUnlessDefault`]) unless it is Kafka's default; a listener-prefixed
+/// security config (`listener.name.<l>.<config>`) as its base config. Keys kraftd does not
+/// know as broker configs pass: the file holds other programs' settings too. (SASL
+/// mechanisms depend on the listeners' protocols:
+/// [`super::security_checks::check_static_sasl_mechanisms`].)
 pub fn check_static_support(key: &str, value: &str) -> Result<(), ConfigValueError> {
+    let base = listener_key(key).map_or(key, |k| k.base);
     let found = [ConfigScope::Broker, ConfigScope::StaticBroker]
         .into_iter()
         .find_map(|scope| {
-            let def = scope.defs().iter().find(|d| d.name == key)?;
-            Some((def, config_support(scope, key)?.support))
+            let def = scope.def(base)?;
+            Some((def, config_support(scope, base)?.support))
         });
     match found {
         Some((def, Support::RefusedUnlessDefault)) if !is_kafka_default(def, value) => {
@@ -333,27 +369,23 @@ pub fn check_static_support(key: &str, value: &str) -> Result<(), ConfigValueErr
 pub fn render_support_table() -> String {
     let mut out =
         String::from("| key | set on | status | default | where / why |\n|---|---|---|---|---|\n");
-    for row in CONFIG_SUPPORT {
-        let default = row
-            .scope
-            .defs()
-            .iter()
-            .find(|d| d.name == row.name)
-            .and_then(|d| d.default)
-            .map_or_else(
-                || "(null)".to_string(),
-                |d| {
-                    if d.is_empty() {
-                        "\"\"".to_string()
-                    } else {
-                        format!("`{d}`")
-                    }
-                },
-            );
+    let mut rows: Vec<&ConfigSupport> = support_rows().collect();
+    rows.sort_by_key(|r| (r.scope, r.name));
+    for row in rows {
+        let default = row.scope.def(row.name).and_then(|d| d.default).map_or_else(
+            || "(null)".to_string(),
+            |d| {
+                if d.is_empty() {
+                    "\"\"".to_string()
+                } else {
+                    format!("`{d}`")
+                }
+            },
+        );
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} |\n",
             row.name,
-            row.scope.label(),
+            row.scope.label(row.name),
             row.support.label(),
             default,
             row.note

@@ -5,7 +5,9 @@
 //!
 //! Every key and value is checked against [`config_defs`](crate::control::config_defs), so the
 //! log never holds a key brokers do not know, nor a value kraftd would not act on (a key it
-//! does not support, set to anything but Kafka's default, is INVALID_CONFIG). Only keys whose value really changes get a
+//! does not support, set to anything but Kafka's default, is INVALID_CONFIG). A broker
+//! config also follows Kafka's update modes (`check_broker_update`: read-only, per broker,
+//! per listener), and may be given for one listener (`listener.name.<l>.<config>`). Only keys whose value really changes get a
 //! `ConfigRecord`. A change of `min.insync.replicas` invalidates the ELRs built under the old
 //! value (KIP-966), so when ELR is on it also writes a `ClearElrRecord`: for that topic, or,
 //! for a broker-level change, for every topic (empty name).
@@ -22,7 +24,8 @@ use kraftd_protocol::metadata::{ClearElrRecord, ConfigRecord};
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::config_defs::{
-    broker_config_def, check_dynamic_support, topic_config_def, ConfigDef, ConfigScope,
+    broker_config_def, check_broker_update, check_dynamic_support, topic_config_def, ConfigDef,
+    ConfigScope,
 };
 use crate::control::replication::{ReplicationControlManager, MIN_IN_SYNC_REPLICAS_CONFIG};
 use crate::control::result::ControllerResult;
@@ -252,6 +255,10 @@ fn incremental(
         let new_value: Option<String> = match op {
             OP_DELETE => None,
             OP_SET | OP_APPEND | OP_SUBTRACT => {
+                if resource.resource_type == ConfigResourceType::Broker {
+                    check_broker_update(key, resource.name.is_empty())
+                        .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
+                }
                 let def = defs(key).ok_or_else(|| {
                     let kind = match resource.resource_type {
                         ConfigResourceType::Topic => "topic",
@@ -299,7 +306,7 @@ fn incremental(
                 };
                 def.validate(&new_value)
                     .and_then(|()| check_dynamic_support(scope, def, &new_value))
-                    .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
+                    .map_err(|e| (ErrorCode::InvalidConfig, e.about(key).to_string()))?;
                 Some(new_value)
             }
             other => {

@@ -18,6 +18,8 @@
 //! - [`quotas`]: `ClientQuotaControlManager`: AlterClientQuotas, DescribeClientQuotas.
 //! - [`features`]: `FeatureControlManager`: UpdateFeatures.
 //! - [`config_defs`]: the known topic and broker config keys with Kafka's names and types.
+//! - [`security_configs`], [`security_checks`]: the broker security config keys, listener
+//!   prefixes, update modes and the SASL mechanisms kraftd refuses.
 
 pub mod acl;
 pub mod cluster;
@@ -32,6 +34,8 @@ pub mod quotas;
 pub mod replication;
 pub mod result;
 pub mod scram;
+pub mod security_checks;
+pub mod security_configs;
 pub mod topics;
 
 pub use acl::{AclControlManager, AclFilter};

@@ -203,6 +203,61 @@ pub fn scram_keys(mechanism: ScramMechanism, salted_password: &[u8]) -> (Bytes, 
     }
 }
 
+/// The salted password `Hi(password, salt, iterations)` of RFC 5802 §2.2 (PBKDF2 with the
+/// mechanism's HMAC, one block), from the password's UTF-8 bytes, as Kafka's
+/// `ScramFormatter.saltedPassword`: what `kraftd format --add-scram` derives the keys from.
+pub fn salted_password(
+    mechanism: ScramMechanism,
+    password: &str,
+    salt: &[u8],
+    iterations: u32,
+) -> Vec<u8> {
+    let password = password.as_bytes();
+    match mechanism {
+        ScramMechanism::ScramSha256 => {
+            let keyed =
+                Hmac::<Sha256>::new_from_slice(password).expect("HMAC takes a key of any length");
+            hi(
+                |m| {
+                    let mut mac = keyed.clone();
+                    mac.update(m);
+                    mac.finalize().into_bytes().to_vec()
+                },
+                salt,
+                iterations,
+            )
+        }
+        ScramMechanism::ScramSha512 => {
+            let keyed =
+                Hmac::<Sha512>::new_from_slice(password).expect("HMAC takes a key of any length");
+            hi(
+                |m| {
+                    let mut mac = keyed.clone();
+                    mac.update(m);
+                    mac.finalize().into_bytes().to_vec()
+                },
+                salt,
+                iterations,
+            )
+        }
+    }
+}
+
+/// `Hi`: U1 = PRF(salt || INT(1)), Ui = PRF(Ui-1), the XOR of U1..Ui.
+fn hi(prf: impl Fn(&[u8]) -> Vec<u8>, salt: &[u8], iterations: u32) -> Vec<u8> {
+    let mut first = salt.to_vec();
+    first.extend_from_slice(&1u32.to_be_bytes());
+    let mut u = prf(&first);
+    let mut out = u.clone();
+    for _ in 1..iterations {
+        u = prf(&u);
+        for (o, x) in out.iter_mut().zip(&u) {
+            *o ^= x;
+        }
+    }
+    out
+}
+
 fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
     mac.update(message);
@@ -294,3 +349,6 @@ fn upsert(
         },
     ))
 }
+
+#[cfg(test)]
+mod tests;

@@ -469,3 +469,112 @@ fn legacy_alter_configs_refuses_unsupported_configs_unless_default() {
     assert_eq!(accepted.response.responses[0].error_code, 0);
     assert!(!accepted.records.is_empty());
 }
+
+/// The security configs on broker resources (issue 16): known by name, with Kafka's update
+/// modes and messages, listener overrides stored under their own name, and the SASL
+/// mechanisms kraftd does not serve refused by every operation.
+#[test]
+fn security_configs_follow_kafkas_update_modes() {
+    let image = image(false);
+    let relogin = "sasl.kerberos.min.time.before.relogin";
+    let prefixed = "listener.name.external.sasl.kerberos.service.name";
+    let (next, codes, records) = incremental(
+        &image,
+        vec![resource(
+            BROKER,
+            "1",
+            vec![
+                op(relogin, OP_SET, Some("120000")),
+                op(prefixed, OP_SET, Some("kafka")),
+            ],
+        )],
+    );
+    assert_eq!(codes, vec![0]);
+    assert_eq!(records.len(), 2);
+    let broker = ConfigResource::new(ConfigResourceType::Broker, "1");
+    assert_eq!(next.configs.value(&broker, relogin), Some("120000"));
+    assert_eq!(next.configs.value(&broker, prefixed), Some("kafka"));
+
+    // One request each: a request names a resource once.
+    let cases = [
+        (
+            "",
+            op(relogin, OP_SET, Some("1")),
+            "Cannot update these configs at default cluster level, broker id must be specified: \
+             [sasl.kerberos.min.time.before.relogin]",
+        ),
+        (
+            "1",
+            op("super.users", OP_SET, Some("User:x")),
+            "Cannot update these configs dynamically: [super.users]",
+        ),
+        (
+            "2",
+            op("ssl.truststore.location", OP_SET, Some("/t.pem")),
+            "These security configs can be dynamically updated only per-listener using the \
+             listener prefix: [ssl.truststore.location]",
+        ),
+        (
+            "1",
+            op("sasl.enabled.mechanisms", OP_APPEND, Some("GSSAPI")),
+            "kraftd does not support the SASL mechanism GSSAPI",
+        ),
+        (
+            "2",
+            op(
+                "sasl.mechanism.inter.broker.protocol",
+                OP_SET,
+                Some("OAUTHBEARER"),
+            ),
+            "kraftd does not support the SASL mechanism OAUTHBEARER",
+        ),
+        (
+            "",
+            op("client.quota.callback.class", OP_SET, Some("a.B")),
+            "Cannot update these configs dynamically: [client.quota.callback.class]",
+        ),
+    ];
+    for (name, alter, words) in cases {
+        let request = IncrementalAlterConfigsRequest {
+            resources: vec![resource(BROKER, name, vec![alter])],
+            ..Default::default()
+        };
+        let result = ConfigurationControlManager::new().incremental_alter_configs(&next, &request);
+        assert!(result.records.is_empty());
+        let r = &result.response.responses[0];
+        let message = r.error_message.clone().unwrap_or_default();
+        assert_eq!(r.error_code, ErrorCode::InvalidConfig.code(), "{message}");
+        assert!(message.starts_with(words), "{message}");
+    }
+
+    // The legacy AlterConfigs too; and deleting what was set is always allowed.
+    let legacy = AlterConfigsRequest {
+        resources: vec![alter_configs_request::AlterConfigsResource {
+            resource_type: BROKER,
+            resource_name: "1".into(),
+            configs: vec![alter_configs_request::AlterableConfig {
+                name: "sasl.enabled.mechanisms".into(),
+                value: Some("GSSAPI".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().legacy_alter_configs(&next, &legacy);
+    assert_eq!(
+        result.response.responses[0].error_code,
+        ErrorCode::InvalidConfig.code()
+    );
+    assert!(result.records.is_empty());
+    let (cleared, codes, _) = incremental(
+        &next,
+        vec![resource(
+            BROKER,
+            "1",
+            vec![op(relogin, OP_DELETE, None), op(prefixed, OP_DELETE, None)],
+        )],
+    );
+    assert_eq!(codes, vec![0]);
+    assert_eq!(cleared.configs.value(&broker, relogin), None);
+}

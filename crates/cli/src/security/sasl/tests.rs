@@ -67,7 +67,9 @@ fn a_sasl_listener_gets_its_mechanisms_users_and_session_lifetime() {
          listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
            username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";\n\
          connections.max.reauth.ms=5000\n\
-         listener.name.sasl.plain.connections.max.reauth.ms=0\n"
+         listener.name.sasl.plain.connections.max.reauth.ms=0\n\
+         listener.name.sasl.sasl.server.max.receive.size=1000\n\
+         connection.failed.authentication.delay.ms=250\n"
     ))
     .unwrap();
     let s = &c.sasl.servers["SASL"];
@@ -87,6 +89,8 @@ fn a_sasl_listener_gets_its_mechanisms_users_and_session_lifetime() {
         s.session_lifetime(SaslMechanism::ScramSha256),
         Some(Duration::from_secs(5))
     );
+    assert_eq!(s.max_receive_size, 1000);
+    assert_eq!(s.failed_authentication_delay, Duration::from_millis(250));
     assert!(c.sasl.clients.is_empty(), "no SASL listener to log in to");
     let l = c.listeners.iter().find(|l| l.name == "SASL").unwrap();
     assert!(c.listener_security(l).sasl.is_some());
@@ -100,7 +104,7 @@ fn unsupported_or_missing_sasl_settings_refuse_startup_in_one_line() {
     for (extra, expect) in [
         ("", "GSSAPI"), // Kafka's default mechanism
         ("sasl.enabled.mechanisms=OAUTHBEARER\n", "OAUTHBEARER"),
-        ("sasl.enabled.mechanisms=PLAIN,DIGEST-MD5\n", "unknown SASL mechanism \"DIGEST-MD5\""),
+        ("sasl.enabled.mechanisms=PLAIN,DIGEST-MD5\n", "DIGEST-MD5"),
         ("sasl.enabled.mechanisms= ,\n", "enables no SASL mechanism"),
         ("sasl.enabled.mechanisms=PLAIN\n", "plain.sasl.jaas.config is not set"),
         (
@@ -134,7 +138,7 @@ fn the_nodes_own_logins_come_from_the_listeners_jaas_config() {
           username=\"ctl\" password=\"c-secret\" user_ctl=\"c-secret\";\n";
     let e = load(sasl_everywhere).unwrap_err().to_string();
     assert!(
-        e.contains("sasl.mechanism.controller.protocol") && e.contains("GSSAPI"),
+        e.contains("sasl.mechanism.") && e.contains("GSSAPI"),
         "Kafka's default GSSAPI is refused: {e}"
     );
     let c = load(&format!(

@@ -8,6 +8,7 @@ fn every_default_is_a_valid_value_of_its_config() {
         .iter()
         .chain(BROKER_CONFIGS)
         .chain(STATIC_BROKER_CONFIGS)
+        .chain(SECURITY_CONFIGS)
     {
         if let Some(default) = def.default {
             // Kafka's own defaults sit outside a few validators (`compression.*.level`
@@ -18,6 +19,19 @@ fn every_default_is_a_valid_value_of_its_config() {
     }
     assert!(TOPIC_CONFIGS.iter().all(|d| d.default.is_some()));
     assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+    assert!(SECURITY_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+    // Every security config says how Kafka lets it change, and is in one table only.
+    for def in SECURITY_CONFIGS {
+        assert!(def.update.is_some(), "{}", def.name);
+        assert_eq!(
+            all_broker_config_defs()
+                .filter(|d| d.name == def.name)
+                .count(),
+            1,
+            "{}",
+            def.name
+        );
+    }
 }
 
 #[test]
@@ -72,6 +86,11 @@ fn broker_synonym_groups_and_canonical_values() {
     assert_eq!(pre.response_type(), response_type::BOOLEAN);
     let secret = any_broker_config_def("ssl.key.password").unwrap();
     assert_eq!(secret.response_type(), response_type::PASSWORD);
+    let class = any_broker_config_def("principal.builder.class").unwrap();
+    assert_eq!(class.response_type(), response_type::CLASS);
+    let short = any_broker_config_def("sasl.login.refresh.buffer.seconds").unwrap();
+    assert_eq!(short.response_type(), response_type::SHORT);
+    assert_eq!(short.canonical_value(" 0300"), "300");
     // The dynamic table is unchanged by the static one.
     assert!(broker_config_def("log.retention.hours").is_none());
     assert!(validate_broker_config("log.retention.hours", "1").is_err());
@@ -85,16 +104,15 @@ fn every_config_has_one_support_row_and_every_row_a_config() {
         ConfigScope::StaticBroker,
     ] {
         for def in scope.defs() {
-            let rows = CONFIG_SUPPORT
-                .iter()
+            let rows = support_rows()
                 .filter(|r| r.scope == scope && r.name == def.name)
                 .count();
             assert_eq!(rows, 1, "{scope:?} {}: add it to CONFIG_SUPPORT", def.name);
         }
     }
-    for row in CONFIG_SUPPORT {
+    for row in support_rows() {
         assert!(
-            row.scope.defs().iter().any(|d| d.name == row.name),
+            row.scope.def(row.name).is_some(),
             "{:?} {} has no ConfigDef",
             row.scope,
             row.name
@@ -102,8 +120,7 @@ fn every_config_has_one_support_row_and_every_row_a_config() {
         assert!(!row.note.is_empty(), "{}: say where or why", row.name);
     }
     // Only broker configs are read from the properties file and dynamically apart.
-    assert!(CONFIG_SUPPORT
-        .iter()
+    assert!(support_rows()
         .filter(|r| r.support == Support::HonouredStatic)
         .all(|r| r.scope == ConfigScope::Broker));
 }
@@ -186,7 +203,7 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
         "a topic key"
     );
     // A secret has no default, so any value is refused, and its value is not shown.
-    let e = check_static_support("ssl.key.password", "hunter2").unwrap_err();
+    let e = check_static_support("delegation.token.secret.key", "hunter2").unwrap_err();
     assert!(!e.to_string().contains("hunter2"), "{e}");
-    assert!(e.to_string().contains("ssl.key.password"), "{e}");
+    assert!(e.to_string().contains("delegation.token.secret.key"), "{e}");
 }

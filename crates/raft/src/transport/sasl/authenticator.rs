@@ -5,7 +5,7 @@
 //!
 //! Before authentication only ApiVersions, SaslHandshake and SaslAuthenticate pass
 //! ("Unexpected Kafka request of type X during SASL handshake" closes the connection); a
-//! frame may be at most [`SASL_SERVER_MAX_RECEIVE_SIZE`] bytes; the connection must finish
+//! frame may be at most `sasl.server.max.receive.size` bytes; the connection must finish
 //! within its deadline (the server's `connections.max.idle.ms` from connect). A SaslHandshake
 //! v1 is followed by SaslAuthenticate requests; a v0 handshake by raw tokens, each a frame
 //! of its own and answered with a bare frame (Kafka's pre-KIP-152 flow). A failed login
@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use super::scram::{random_nonce, ScramServer, ServerStep};
-use super::{plain, SaslMechanism, SaslServerConfig, SASL_SERVER_MAX_RECEIVE_SIZE};
+use super::{plain, SaslMechanism, SaslServerConfig};
 use crate::transport::KafkaPrincipal;
 
 /// What to do with a frame.
@@ -116,12 +116,12 @@ impl SaslAuthenticator {
         self.login.is_some()
     }
 
-    /// The largest frame to accept next: Kafka's `sasl.server.max.receive.size` until
+    /// The largest frame to accept next: `sasl.server.max.receive.size` until
     /// authenticated, and during a re-authentication.
     pub fn max_frame_bytes(&self, configured: usize) -> usize {
         match self.state {
             State::Authenticated => configured,
-            _ => configured.min(SASL_SERVER_MAX_RECEIVE_SIZE),
+            _ => configured.min(self.config.max_receive_size),
         }
     }
 

@@ -136,6 +136,8 @@ pub struct SaslServerConfig {
     /// connection stays open after its answer, so the client reads the answer before the
     /// close (and cannot hammer the server with guesses).
     pub failed_authentication_delay: Duration,
+    /// `sasl.server.max.receive.size`: the largest frame before authentication.
+    pub max_receive_size: usize,
 }
 
 /// Kafka's `connection.failed.authentication.delay.ms` default.
@@ -150,6 +152,7 @@ impl SaslServerConfig {
             credentials: Arc::new(NoScramCredentials),
             max_reauth: BTreeMap::new(),
             failed_authentication_delay: DEFAULT_FAILED_AUTHENTICATION_DELAY,
+            max_receive_size: SASL_SERVER_MAX_RECEIVE_SIZE,
         }
     }
 
