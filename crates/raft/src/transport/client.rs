@@ -4,6 +4,10 @@
 //! [`ClientConfig::max_in_flight`] requests outstanding, and reconnect backoff (exponential
 //! from `reconnect.backoff.ms` to `reconnect.backoff.max.ms`) after a failed connect.
 //!
+//! On a SASL listener the channel logs in right after connecting (`sasl::client`) and renews
+//! its session before it expires (KIP-368); a failed login fails the request and backs off
+//! like a failed connect, logged once per reason.
+//!
 //! As Kafka's NetworkClient does, a request that times out closes the connection (its
 //! response could otherwise still arrive and be taken for a later one's), failing every
 //! other request outstanding on it; the next request reconnects. While backing off after a

@@ -2,7 +2,9 @@
 //! frames (the size checked against `socket.request.max.bytes` from the prefix, before the
 //! body is buffered), decodes each request, answers ApiVersions from the listener's
 //! [`ApiVersionsTable`] itself and hands every other advertised request to a
-//! [`RequestHandler`]; responses go back in request order, as Kafka clients require.
+//! [`RequestHandler`]; responses go back in request order, as Kafka clients require. On a
+//! SASL listener every frame passes the connection's [`SaslAuthenticator`] first (login,
+//! the principal of the connection's [`Session`], re-authentication: `sasl/`).
 //!
 //! Limits: at most [`ServerConfig::max_connections`] connections (more are closed on
 //! accept), at most [`ServerConfig::max_in_flight_per_connection`] requests awaiting their
