@@ -194,6 +194,7 @@ fn metadata_all_topics_at_every_version() {
             &all_topics_request(version),
             version,
             &ctx("PLAINTEXT"),
+            &|_| true,
         );
         round_trip(&response, version);
         assert!(missing_topics.is_empty());
@@ -273,7 +274,8 @@ fn metadata_all_topics_at_every_version() {
 #[test]
 fn metadata_answers_on_the_listener_the_request_came_in_on() {
     let image = image();
-    let response = metadata_response(&image, &named(&["t"]), 12, &ctx("INTERNAL")).response;
+    let response =
+        metadata_response(&image, &named(&["t"]), 12, &ctx("INTERNAL"), &|_| true).response;
     round_trip(&response, 12);
     let brokers: Vec<(i32, &str, i32)> = response
         .brokers
@@ -296,7 +298,7 @@ fn metadata_unknown_and_invalid_names_and_missing_topics() {
     let image = image();
     for version in [1, 4, 9, 12, 13] {
         let request = named(&["u", "missing", "bad name!", "__consumer_offsets", "u"]);
-        let answer = metadata_response(&image, &request, version, &ctx("PLAINTEXT"));
+        let answer = metadata_response(&image, &request, version, &ctx("PLAINTEXT"), &|_| true);
         round_trip(&answer.response, version);
         assert_eq!(answer.missing_topics, vec!["missing", "__consumer_offsets"]);
         let topics: Vec<(Option<&str>, i16, bool, Uuid)> = answer
@@ -334,7 +336,7 @@ fn metadata_unknown_and_invalid_names_and_missing_topics() {
         assert!(answer.response.topics[1].partitions.is_empty());
     }
     // An empty list above v0 asks for no topics.
-    let none = metadata_response(&image, &named(&[]), 4, &ctx("PLAINTEXT")).response;
+    let none = metadata_response(&image, &named(&[]), 4, &ctx("PLAINTEXT"), &|_| true).response;
     assert!(none.topics.is_empty());
     assert_eq!(none.brokers.len(), 2);
 }
@@ -349,6 +351,7 @@ fn metadata_by_topic_id() {
             &by_id(&[TOPIC_U, unknown]),
             version,
             &ctx("PLAINTEXT"),
+            &|_| true,
         )
         .response;
         round_trip(&response, version);
@@ -369,7 +372,8 @@ fn metadata_by_topic_id() {
     for version in [10, 11] {
         let mut request = named(&["u"]);
         request.topics.as_mut().unwrap()[0].topic_id = TOPIC_U;
-        let response = metadata_response(&image, &request, version, &ctx("PLAINTEXT")).response;
+        let response =
+            metadata_response(&image, &request, version, &ctx("PLAINTEXT"), &|_| true).response;
         round_trip(&response, version);
         assert_eq!(response.topics.len(), 1);
         assert_eq!(
@@ -380,7 +384,7 @@ fn metadata_by_topic_id() {
     }
     let mut request = named(&["u"]);
     request.topics.as_mut().unwrap()[0].topic_id = TOPIC_U;
-    let fine = metadata_response(&image, &request, 13, &ctx("PLAINTEXT")).response;
+    let fine = metadata_response(&image, &request, 13, &ctx("PLAINTEXT"), &|_| true).response;
     assert_eq!(fine.topics[0].name.as_deref(), Some("u"));
 }
 
@@ -391,7 +395,8 @@ fn metadata_authorized_operations_stay_at_the_omitted_value() {
         let mut request = named(&["u"]);
         request.include_topic_authorized_operations = true;
         request.include_cluster_authorized_operations = (8..=10).contains(&version);
-        let response = metadata_response(&image, &request, version, &ctx("PLAINTEXT")).response;
+        let response =
+            metadata_response(&image, &request, version, &ctx("PLAINTEXT"), &|_| true).response;
         round_trip(&response, version);
         assert_eq!(response.cluster_authorized_operations, i32::MIN);
         assert_eq!(response.topics[0].topic_authorized_operations, i32::MIN);
@@ -928,4 +933,91 @@ fn describe_configs_broker() {
     );
     assert_eq!(r[3].error_code, error(ErrorCode::InvalidRequest));
     assert_eq!(r[4].error_code, error(ErrorCode::InvalidRequest));
+}
+
+/// Kafka's Metadata hiding: topics the principal may not DESCRIBE leave an all-topics
+/// answer; named, they get TOPIC_AUTHORIZATION_FAILED after the others, with no partitions,
+/// no topic id and no internal flag, whether they exist or not, and are never candidates for
+/// auto-creation; named by id, they keep the id and lose the name.
+#[test]
+fn metadata_hides_topics_the_principal_may_not_describe() {
+    let image = image();
+    let only_t = |name: &str| name == "t";
+    for version in [1, 9, 12, 13] {
+        let all = metadata_response(
+            &image,
+            &all_topics_request(version),
+            version,
+            &ctx("PLAINTEXT"),
+            &only_t,
+        )
+        .response;
+        round_trip(&all, version);
+        let names: Vec<_> = all.topics.iter().map(|t| t.name.as_deref()).collect();
+        assert_eq!(names, vec![Some("t")], "v{version}");
+        let answer = metadata_response(
+            &image,
+            &named(&["u", "t", "missing", "__consumer_offsets"]),
+            version,
+            &ctx("PLAINTEXT"),
+            &only_t,
+        );
+        round_trip(&answer.response, version);
+        assert!(answer.missing_topics.is_empty(), "v{version}");
+        let topics: Vec<(Option<&str>, i16, bool, Uuid, usize)> = answer
+            .response
+            .topics
+            .iter()
+            .map(|t| {
+                (
+                    t.name.as_deref(),
+                    t.error_code,
+                    t.is_internal,
+                    t.topic_id,
+                    t.partitions.len(),
+                )
+            })
+            .collect();
+        let refused = error(ErrorCode::TopicAuthorizationFailed);
+        let t_id = if version >= 10 { TOPIC_T } else { Uuid::ZERO };
+        assert_eq!(
+            topics,
+            vec![
+                (Some("t"), topics[0].1, false, t_id, 7),
+                (Some("u"), refused, false, Uuid::ZERO, 0),
+                (Some("missing"), refused, false, Uuid::ZERO, 0),
+                (Some("__consumer_offsets"), refused, false, Uuid::ZERO, 0),
+            ],
+            "v{version}"
+        );
+    }
+    let by_id = MetadataRequest {
+        topics: Some(vec![
+            MetadataRequestTopic {
+                topic_id: TOPIC_U,
+                name: None,
+                ..Default::default()
+            },
+            MetadataRequestTopic {
+                topic_id: TOPIC_T,
+                name: None,
+                ..Default::default()
+            },
+        ]),
+        ..Default::default()
+    };
+    let response = metadata_response(&image, &by_id, 12, &ctx("PLAINTEXT"), &only_t).response;
+    round_trip(&response, 12);
+    let topics: Vec<(Option<&str>, i16, Uuid)> = response
+        .topics
+        .iter()
+        .map(|t| (t.name.as_deref(), t.error_code, t.topic_id))
+        .collect();
+    assert_eq!(
+        topics,
+        vec![
+            (Some("t"), 0, TOPIC_T),
+            (None, error(ErrorCode::TopicAuthorizationFailed), TOPIC_U),
+        ]
+    );
 }

@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use kraftd_broker::group_coordinator::GroupCoordinatorConfig;
 use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_broker::transaction_coordinator::TransactionCoordinatorConfig;
+use kraftd_controller::auth::{AUTHORIZER_CLASS_NAME_CONFIG, STANDARD_AUTHORIZER_CLASS};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
 use tracing::info;
@@ -30,6 +31,8 @@ pub fn run(
     config_file: &str,
     on_ready: impl FnOnce(&NodeConfig),
 ) -> Result<()> {
+    // A bad authorizer refuses startup before anything is touched.
+    authorizer_config(&config)?;
     let cluster_id = format::check_formatted(&config, config_file)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -322,9 +325,26 @@ fn transaction_coordinator_config(config: &NodeConfig) -> Result<TransactionCoor
     TransactionCoordinatorConfig::from_properties(&props).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// `super.users` and `allow.everyone.if.no.acl.found`.
+/// `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`. The class is
+/// empty (Kafka's default: no authorizer) or Kafka's StandardAuthorizer; any other class
+/// (Kafka 3's `kafka.security.authorizer.AclAuthorizer`, a custom one) refuses startup.
 fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
+    let class = config
+        .props
+        .get(AUTHORIZER_CLASS_NAME_CONFIG)
+        .map(str::trim)
+        .unwrap_or("");
+    let enabled = match class {
+        "" => false,
+        STANDARD_AUTHORIZER_CLASS => true,
+        other => bail!(
+            "unsupported value {other:?} for {AUTHORIZER_CLASS_NAME_CONFIG} in {}: kraftd runs \
+             only {STANDARD_AUTHORIZER_CLASS} (or no authorizer, when empty)",
+            config.props.source()
+        ),
+    };
     Ok(AuthorizerConfig {
+        enabled,
         super_users: config
             .props
             .get("super.users")

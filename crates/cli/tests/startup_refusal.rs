@@ -90,3 +90,46 @@ fn refused(line: &str, key: &str, shown: &str) {
     assert!(error.contains("kraftd does not support"), "{error}");
     assert!(!logs.exists(), "nothing was created");
 }
+
+/// Kafka 4 removed `kafka.security.authorizer.AclAuthorizer`; kraftd runs only the
+/// StandardAuthorizer and refuses any other class, naming it, before touching anything.
+#[test]
+fn an_authorizer_other_than_the_standard_one_stops_startup_with_one_line() {
+    for class in [
+        "kafka.security.authorizer.AclAuthorizer",
+        "com.example.MyAuthorizer",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.properties");
+        let logs = dir.path().join("logs");
+        std::fs::write(
+            &path,
+            format!(
+                "process.roles=broker,controller\nnode.id=1\n\
+                 controller.quorum.voters=1@127.0.0.1:1\n\
+                 listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:1\n\
+                 controller.listener.names=CONTROLLER\nlog.dirs={}\n\
+                 authorizer.class.name={class}\n",
+                logs.display()
+            ),
+        )
+        .unwrap();
+        let out = Command::new(BIN)
+            .arg("combined")
+            .arg("--config")
+            .arg(&path)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        let line = lines[0];
+        assert!(line.contains("authorizer.class.name"), "{line}");
+        assert!(line.contains(&format!("{class:?}")), "{line}");
+        assert!(line.contains(&path.display().to_string()), "{line}");
+        assert!(!logs.exists(), "nothing was created");
+    }
+}

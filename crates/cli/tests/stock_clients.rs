@@ -2,7 +2,9 @@
 //! brokers started the way `cargo xtask cluster-up` does: confluent-kafka (librdkafka) and
 //! kafka-python, installed by the test setup into a venv under `target/`, run the admin
 //! script `tests/python/admin.py` (topics, partitions, cluster, configs read back from every
-//! broker, ACLs, SCRAM).
+//! broker, ACLs, SCRAM). ACLs need an authorizer (without one Kafka's ACL APIs answer
+//! SECURITY_DISABLED): that cluster runs the StandardAuthorizer with its PLAINTEXT
+//! principal, `User:ANONYMOUS`, as super user.
 
 mod common;
 
@@ -30,7 +32,15 @@ fn start_cluster(root: &std::path::Path, controllers: i32, brokers: i32) -> (Vec
 fn stock_admin_clients_manage_topics_configs_acls_and_scram_on_every_broker() {
     python();
     let root = tempfile::tempdir().unwrap();
-    let (mut controllers, mut brokers) = start_cluster(root.path(), 3, 3);
+    let (_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.add_config(&[
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:ANONYMOUS",
+        ]);
+        node.start();
+    }
+    wait_until_unfenced(&brokers);
     run_until_all_ok("admin.py", &[&addresses(&brokers)], || {
         format!(
             "--- broker logs ---\n{}\n--- controller logs ---\n{}",

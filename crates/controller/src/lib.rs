@@ -2,6 +2,8 @@
 //! `MetadataDelta` that replays Kafka's metadata records, and the publishers (DynamicConfig,
 //! SCRAM, ACL) shared by controller nodes and the broker's MetadataLoader.
 //!
+//! Request authorization ([`auth`]) is shared by the controller's listener and the broker.
+//!
 //! So far: the image and the delta, the one replay path every node uses, and the pure
 //! control managers ([`control`]): brokers, partitions, topics and placement, configs, SCRAM,
 //! ACLs, features, producer ids and client quotas; and the sans-IO [`quorum_controller`]
@@ -9,6 +11,7 @@
 //! their records through a narrow Raft interface and replies only once they commit. Wiring
 //! it to the Raft driver, snapshots and the publishers come next.
 
+pub mod auth;
 pub mod control;
 pub mod delta;
 pub mod image;

@@ -241,6 +241,61 @@ pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<Response
                 ..Default::default()
             })
         }
+        _ => return node_error_response(request, code),
+    })
+}
+
+/// The Raft RPCs, DescribeQuorum, DescribeCluster and Envelope failing as a whole (a
+/// principal refused on the controller listener): the top-level error code only.
+fn node_error_response(request: &RequestBody, code: ErrorCode) -> Option<ResponseBody> {
+    use crate::messages::{
+        BeginQuorumEpochResponse, DescribeClusterResponse, DescribeQuorumResponse,
+        EndQuorumEpochResponse, EnvelopeResponse, FetchResponse, FetchSnapshotResponse,
+        VoteResponse,
+    };
+    let error_code = code.code();
+    Some(match request {
+        RequestBody::Vote(_) => ResponseBody::Vote(VoteResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::BeginQuorumEpoch(_) => {
+            ResponseBody::BeginQuorumEpoch(BeginQuorumEpochResponse {
+                error_code,
+                ..Default::default()
+            })
+        }
+        RequestBody::EndQuorumEpoch(_) => ResponseBody::EndQuorumEpoch(EndQuorumEpochResponse {
+            error_code,
+            ..Default::default()
+        }),
+        // Kafka's FetchRequest.getErrorResponse: the top-level error, no partitions.
+        RequestBody::Fetch(_) => ResponseBody::Fetch(FetchResponse {
+            error_code,
+            session_id: 0,
+            ..Default::default()
+        }),
+        RequestBody::FetchSnapshot(_) => ResponseBody::FetchSnapshot(FetchSnapshotResponse {
+            error_code,
+            ..Default::default()
+        }),
+        RequestBody::DescribeQuorum(_) => ResponseBody::DescribeQuorum(DescribeQuorumResponse {
+            error_code,
+            error_message: Some(code.to_string()),
+            ..Default::default()
+        }),
+        RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(DescribeClusterResponse {
+            error_code,
+            error_message: Some(code.to_string()),
+            endpoint_type: r.endpoint_type,
+            controller_id: -1,
+            ..Default::default()
+        }),
+        RequestBody::Envelope(_) => ResponseBody::Envelope(EnvelopeResponse {
+            response_data: None,
+            error_code,
+            ..Default::default()
+        }),
         _ => return group_error_response(request, code),
     })
 }

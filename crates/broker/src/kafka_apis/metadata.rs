@@ -19,8 +19,12 @@
 //!   or LEADER_NOT_AVAILABLE (v0-5). Offline replicas are those unregistered, fenced, without
 //!   the listener, or whose log directory is offline. v0 lists only alive replicas and ISR
 //!   members and reports REPLICA_NOT_AVAILABLE when some were left out;
+//! - topics the principal may not DESCRIBE (the caller's `describable`) are left out of an
+//!   all-topics answer; named, they get TOPIC_AUTHORIZATION_FAILED with no partitions and no
+//!   topic id (a topic named by id keeps its id, which Kafka does not count as sensitive,
+//!   and loses its name), after the other entries, whether they exist or not;
 //! - authorized operations are left at Kafka's "not provided" value
-//!   ([`AUTHORIZED_OPERATIONS_OMITTED`]) even when asked for (no authorizer here yet).
+//!   ([`AUTHORIZED_OPERATIONS_OMITTED`]); the caller fills them when asked.
 //!
 //! Auto topic creation is the caller's: [`MetadataAnswer::missing_topics`] lists the
 //! requested names that do not exist and are legal, whose entries carry
@@ -76,12 +80,14 @@ pub fn is_internal_topic(name: &str) -> bool {
     INTERNAL_TOPICS.contains(&name)
 }
 
-/// Answers a Metadata request at `version` from `image`.
+/// Answers a Metadata request at `version` from `image`, showing only topics `describable`
+/// allows.
 pub fn metadata_response(
     image: &MetadataImage,
     request: &MetadataRequest,
     version: i16,
     ctx: &BrokerContext<'_>,
+    describable: &dyn Fn(&str) -> bool,
 ) -> MetadataAnswer {
     if is_invalid_request(request, version) {
         return MetadataAnswer {
@@ -90,9 +96,13 @@ pub fn metadata_response(
         };
     }
     let mut topics = Vec::new();
+    let mut refused = Vec::new();
     let mut missing_topics = Vec::new();
     if is_all_topics(request, version) {
-        for (_, id) in image.topics.names() {
+        for (name, id) in image.topics.names() {
+            if !describable(name) {
+                continue;
+            }
             if let Some(topic) = image.topics.get(id) {
                 topics.push(topic_metadata(image, topic, version, ctx));
             }
@@ -127,8 +137,21 @@ pub fn metadata_response(
             }
             for id in &ids {
                 if let Some(topic) = image.topics.get(id) {
-                    if seen_ids.insert(*id) {
+                    if !seen_ids.insert(*id) {
+                        continue;
+                    }
+                    if describable(&topic.name) {
                         topics.push(topic_metadata(image, topic, version, ctx));
+                    } else {
+                        refused.push(fit_topic(
+                            MetadataResponseTopic {
+                                error_code: ErrorCode::TopicAuthorizationFailed as i16,
+                                name: None,
+                                topic_id: *id,
+                                ..Default::default()
+                            },
+                            version,
+                        ));
                     }
                 }
             }
@@ -147,6 +170,14 @@ pub fn metadata_response(
                 if !seen_names.insert(name) {
                     continue;
                 }
+                if !describable(name) {
+                    refused.push(unknown_topic(
+                        Some(name),
+                        ErrorCode::TopicAuthorizationFailed,
+                        version,
+                    ));
+                    continue;
+                }
                 match image.topics.get_by_name(name) {
                     Some(topic) => topics.push(topic_metadata(image, topic, version, ctx)),
                     None => {
@@ -162,6 +193,7 @@ pub fn metadata_response(
             }
         }
     }
+    topics.extend(refused);
     let response = MetadataResponse {
         throttle_time_ms: 0,
         brokers: alive_brokers(image, version, ctx.listener_name),
@@ -210,14 +242,16 @@ pub fn topic_metadata(
     )
 }
 
-/// The entry for a requested topic that does not exist.
-fn unknown_topic(name: Option<&str>, error: ErrorCode, version: i16) -> MetadataResponseTopic {
+/// The entry for a requested topic that does not exist (or may not be described: Kafka
+/// then says nothing about it, not even whether it is internal).
+pub fn unknown_topic(name: Option<&str>, error: ErrorCode, version: i16) -> MetadataResponseTopic {
     fit_topic(
         MetadataResponseTopic {
             error_code: error as i16,
             name: name.map(str::to_string),
             topic_id: Uuid::ZERO,
-            is_internal: name.is_some_and(is_internal_topic),
+            is_internal: error != ErrorCode::TopicAuthorizationFailed
+                && name.is_some_and(is_internal_topic),
             ..Default::default()
         },
         version,

@@ -17,9 +17,9 @@ use kraftd_controller::image::BrokerRegistration;
 use kraftd_controller::MetadataImage;
 
 /// Kafka's default for "authorized operations" fields when they were not asked for
-/// (`Integer.MIN_VALUE`). kraftd has no authorizer wired into these builders yet, so it also
-/// answers this when a client asks for them (Kafka would answer the bit set of allowed
-/// operations): clients read it as "unknown".
+/// (`Integer.MIN_VALUE`). These builders leave it; the request handler, which knows the
+/// principal, fills in the bit set of allowed operations when a client asks
+/// ([`crate::server::auth_helper`]).
 pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
 /// What an answer needs to know about the broker building it and the connection the request

@@ -3,20 +3,28 @@
 //! through the [`ForwardingManager`] and the client gets the controller's answer; nothing is
 //! applied locally. One instance serves one listener, so answers carry that listener's
 //! endpoints.
+//!
+//! Every request is authorized as its connection's principal first, with Kafka's checks and
+//! errors ([`super::auth_helper`] and the node's [`AuthHelper`]); a forwarded request carries
+//! that principal in its Envelope and the controller checks it again.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kraftd_controller::auth::{security_disabled, AuthHelper, RequestAuth};
+use kraftd_controller::control::acl::RESOURCE_TYPE_TOPIC;
 use kraftd_controller::control::scram::ScramControlManager;
 use kraftd_controller::control::{AclControlManager, ClientQuotaControlManager};
+use kraftd_controller::publisher::{OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS};
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::error_response::error_response;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
-    CreateTopicsRequest, DescribeQuorumResponse, MetadataRequest, RequestHeader,
+    CreateTopicsRequest, DescribeQuorumResponse, InitProducerIdResponse, MetadataRequest,
+    RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::transport::{ApiVersionsFeatures, InboundRequest, RequestHandler};
@@ -24,16 +32,21 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::debug;
 
+use super::auth_helper::{
+    cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
+    init_producer_id_refusal, produce_refusals, request_auth, uncreatable,
+};
 use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
-use super::group_apis::{GroupApis, InternalTopics, GROUP_API_KEYS};
+use super::group_apis::{GroupApis, GROUP_API_KEYS};
+use super::internal_topics::InternalTopics;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
-use crate::kafka_apis::metadata::metadata_response;
+use crate::kafka_apis::metadata::{is_internal_topic, metadata_response, unknown_topic};
 use crate::kafka_apis::BrokerContext;
 use crate::metadata::MetadataCache;
 
@@ -103,6 +116,8 @@ pub struct BrokerApisContext {
     pub internal_topics: InternalTopics,
     /// The metadata offset applied (ApiVersions' finalized features epoch).
     pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
+    /// The node's authorizer (none without `authorizer.class.name`).
+    pub auth: AuthHelper,
 }
 
 /// One listener's request handler.
@@ -151,16 +166,46 @@ impl KafkaApis {
     /// (`auto.create.topics.enable`) and the client (v4+ `allow_auto_topic_creation`) allow
     /// it: the CreateTopics goes to the controller and the client, told
     /// LEADER_NOT_AVAILABLE for those topics, asks again (Kafka's AutoTopicCreationManager).
+    ///
+    /// Topics the principal may not DESCRIBE are hidden (all topics) or refused (named);
+    /// creating one needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED;
+    /// `authorized_operations` are filled when asked (v8+).
     async fn metadata(
         &self,
         header: &RequestHeader,
         request: MetadataRequest,
         peer: std::net::SocketAddr,
+        auth: &RequestAuth,
     ) -> ResponseBody {
         let version = header.request_api_version;
         let image = self.image();
-        let mut answer = metadata_response(&image, &request, version, &self.broker_context());
+        let describable =
+            |name: &str| auth.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_TOPIC, name);
+        let mut answer = metadata_response(
+            &image,
+            &request,
+            version,
+            &self.broker_context(),
+            &describable,
+        );
         let client_allows = version < 4 || request.allow_auto_topic_creation;
+        if self.context.auto_create_topics_enable && client_allows {
+            let refused = uncreatable(auth, &answer.missing_topics);
+            answer.missing_topics.retain(|t| !refused.contains(t));
+            for topic in &mut answer.response.topics {
+                if topic.name.as_ref().is_some_and(|n| refused.contains(n)) {
+                    let name = topic.name.clone();
+                    *topic = unknown_topic(
+                        name.as_deref(),
+                        ErrorCode::TopicAuthorizationFailed,
+                        version,
+                    );
+                    // Unlike a topic it may not describe, Kafka flags an internal one here.
+                    topic.is_internal =
+                        version >= 1 && name.as_deref().is_some_and(is_internal_topic);
+                }
+            }
+        }
         if answer
             .missing_topics
             .iter()
@@ -170,7 +215,7 @@ impl KafkaApis {
             answer
                 .missing_topics
                 .retain(|t| t != GROUP_METADATA_TOPIC_NAME);
-            self.group_apis().create_offsets_topic(&image).await;
+            InternalTopics::create_offsets_topic(&self.context, &image);
         }
         if self.context.auto_create_topics_enable
             && client_allows
@@ -199,6 +244,7 @@ impl KafkaApis {
                 ..Default::default()
             };
             let context = Arc::clone(&self.context);
+            let principal = auth.kafka_principal().clone();
             tokio::spawn(async move {
                 let deadline = Instant::now() + FORWARD_TIMEOUT;
                 let result = context
@@ -206,7 +252,7 @@ impl KafkaApis {
                     .forward(
                         &create_header,
                         RequestBody::CreateTopics(create),
-                        ("User", "ANONYMOUS"),
+                        &principal,
                         peer.ip(),
                         deadline,
                     )
@@ -225,6 +271,21 @@ impl KafkaApis {
                 }
             }
         }
+        let response = &mut answer.response;
+        if version >= 8 {
+            if version <= 10 && request.include_cluster_authorized_operations {
+                response.cluster_authorized_operations = cluster_authorized_operations(auth);
+            }
+            if request.include_topic_authorized_operations {
+                for topic in &mut response.topics {
+                    let refused = topic.error_code == ErrorCode::TopicAuthorizationFailed.code();
+                    if let (Some(name), false) = (&topic.name, refused) {
+                        topic.topic_authorized_operations =
+                            auth.authorized_operations(RESOURCE_TYPE_TOPIC, name);
+                    }
+                }
+            }
+        }
         ResponseBody::Metadata(answer.response)
     }
 
@@ -236,57 +297,77 @@ impl KafkaApis {
     }
 
     /// The response, or `None` when the client expects none (Produce with `acks=0`).
-    async fn handle(&self, request: InboundRequest) -> Option<ResponseBody> {
+    async fn handle(&self, request: InboundRequest, auth: RequestAuth) -> Option<ResponseBody> {
         let version = request.header.request_api_version;
         let data = &self.context.data;
+        let auth = &auth;
         Some(match request.body {
             RequestBody::Produce(r) => {
+                let image = self.image();
+                let refused = produce_refusals(auth, &image, version, &r);
                 return data
-                    .produce_append(self.image(), version, r)
+                    .produce_append_verified(image, version, r, &refused)
                     .respond()
                     .await
-                    .map(ResponseBody::Produce)
+                    .map(ResponseBody::Produce);
             }
             RequestBody::Fetch(r) => {
-                ResponseBody::Fetch(data.fetch(&self.image(), version, r).await)
+                ResponseBody::Fetch(data.fetch(&self.image(), version, r, auth).await)
             }
             RequestBody::ListOffsets(r) => {
-                ResponseBody::ListOffsets(data.list_offsets(&self.image(), version, r))
+                ResponseBody::ListOffsets(data.list_offsets(&self.image(), version, r, auth))
             }
             RequestBody::DeleteRecords(r) => {
-                ResponseBody::DeleteRecords(data.delete_records(&self.image(), r).await)
+                ResponseBody::DeleteRecords(data.delete_records(&self.image(), r, auth).await)
             }
-            RequestBody::OffsetForLeaderEpoch(r) => {
-                ResponseBody::OffsetForLeaderEpoch(data.offset_for_leader_epoch(&self.image(), r))
-            }
-            RequestBody::InitProducerId(r) if r.transactional_id.is_some() => {
-                ResponseBody::InitProducerId(
-                    TxnApis {
-                        context: &self.context,
-                    }
-                    .init_producer_id(&request.header, request.peer, r)
-                    .await,
-                )
-            }
+            RequestBody::OffsetForLeaderEpoch(r) => ResponseBody::OffsetForLeaderEpoch(
+                data.offset_for_leader_epoch(&self.image(), r, auth),
+            ),
             RequestBody::InitProducerId(r) => {
-                let deadline = Instant::now() + FORWARD_TIMEOUT;
-                ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
+                if let Some(code) = init_producer_id_refusal(auth, &r) {
+                    return Some(ResponseBody::InitProducerId(InitProducerIdResponse {
+                        error_code: code.code(),
+                        producer_id: -1,
+                        producer_epoch: -1,
+                        ongoing_txn_producer_id: -1,
+                        ongoing_txn_producer_epoch: -1,
+                        ..Default::default()
+                    }));
+                }
+                if r.transactional_id.is_some() {
+                    ResponseBody::InitProducerId(
+                        TxnApis {
+                            context: &self.context,
+                        }
+                        .init_producer_id(&request.header, request.peer, r)
+                        .await,
+                    )
+                } else {
+                    let deadline = Instant::now() + FORWARD_TIMEOUT;
+                    ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
+                }
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
                     context: &self.context,
                 }
-                .handle(&request.header, request.peer, body)
+                .handle(&request.header, request.peer, body, auth)
                 .await
             }
             body if GROUP_API_KEYS.contains(&request.api_key) => {
                 self.group_apis()
-                    .handle(&request.header, request.peer, body)
+                    .handle(&request.header, request.peer, body, auth)
                     .await
             }
             body => {
-                self.handle_metadata_request(request.api_key, &request.header, request.peer, body)
-                    .await
+                self.handle_metadata_request(
+                    request.api_key,
+                    &request.header,
+                    request.peer,
+                    body,
+                    auth,
+                )
+                .await
             }
         })
     }
@@ -297,38 +378,76 @@ impl KafkaApis {
         header: &RequestHeader,
         peer: std::net::SocketAddr,
         body: RequestBody,
+        auth: &RequestAuth,
     ) -> ResponseBody {
         let version = header.request_api_version;
+        let cluster_refused = |body: &RequestBody| {
+            error_response(body, ErrorCode::ClusterAuthorizationFailed)
+                .expect("every cluster-wide read has an error response")
+        };
         match body {
-            RequestBody::Metadata(r) => self.metadata(header, r, peer).await,
-            RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(
-                describe_cluster_response(&self.image(), &r, version, &self.broker_context()),
-            ),
-            RequestBody::DescribeConfigs(r) => {
+            RequestBody::Metadata(r) => self.metadata(header, r, peer, auth).await,
+            RequestBody::DescribeCluster(r) => {
+                let mut response =
+                    describe_cluster_response(&self.image(), &r, version, &self.broker_context());
+                if response.error_code == 0 && r.include_cluster_authorized_operations {
+                    response.cluster_authorized_operations = cluster_authorized_operations(auth);
+                }
+                ResponseBody::DescribeCluster(response)
+            }
+            RequestBody::DescribeConfigs(mut r) => {
                 let loggers = BTreeMap::new();
                 let ctx = ConfigContext {
                     broker_id: self.context.node_id,
                     static_configs: &self.context.static_configs,
                     loggers: &loggers,
                 };
-                ResponseBody::DescribeConfigs(describe_configs_response(
-                    &self.image(),
-                    &r,
-                    version,
-                    &ctx,
-                ))
+                // Kafka answers the refused resources after the others.
+                let mut refused = Vec::new();
+                r.resources
+                    .retain(|resource| match describe_configs_refusal(auth, resource) {
+                        Some(code) => {
+                            refused.push(describe_configs_refused(resource, code));
+                            false
+                        }
+                        None => true,
+                    });
+                let mut response = describe_configs_response(&self.image(), &r, version, &ctx);
+                response.results.extend(refused);
+                ResponseBody::DescribeConfigs(response)
+            }
+            RequestBody::DescribeAcls(_) if !auth.authorize_cluster(OPERATION_DESCRIBE) => {
+                cluster_refused(&body)
+            }
+            RequestBody::DescribeAcls(_) if !auth.is_enabled() => {
+                security_disabled(&body).expect("DescribeAcls has a SECURITY_DISABLED answer")
             }
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(
                 AclControlManager::new().describe_acls(&self.image(), &r),
             ),
+            RequestBody::DescribeUserScramCredentials(_)
+                if !auth.authorize_cluster(OPERATION_DESCRIBE) =>
+            {
+                cluster_refused(&body)
+            }
             RequestBody::DescribeUserScramCredentials(r) => {
                 ResponseBody::DescribeUserScramCredentials(
                     ScramControlManager::new().describe_credentials(&self.image(), &r),
                 )
             }
+            RequestBody::DescribeClientQuotas(_)
+                if !auth.authorize_cluster(OPERATION_DESCRIBE_CONFIGS) =>
+            {
+                cluster_refused(&body)
+            }
             RequestBody::DescribeClientQuotas(r) => ResponseBody::DescribeClientQuotas(
                 ClientQuotaControlManager::new().describe_client_quotas(&self.image(), &r),
             ),
+            // Kafka forwards it in an Envelope and the controller checks DESCRIBE on the
+            // cluster; kraftd passes it through as itself, so the client's check is here.
+            RequestBody::DescribeQuorum(_) if !auth.authorize_cluster(OPERATION_DESCRIBE) => {
+                cluster_refused(&body)
+            }
             RequestBody::DescribeQuorum(r) => {
                 let deadline = Instant::now() + FORWARD_TIMEOUT;
                 match self
@@ -353,7 +472,7 @@ impl KafkaApis {
                     .forward(
                         header,
                         body.clone(),
-                        ("User", "ANONYMOUS"),
+                        auth.kafka_principal(),
                         peer.ip(),
                         deadline,
                     )
@@ -417,6 +536,7 @@ impl RequestHandler for KafkaApis {
 
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let (tx, rx) = oneshot::channel();
+        let auth = request_auth(&self.context.auth, &request);
         if let RequestBody::Produce(r) = request.body {
             // Appended before the connection's next request is read: a client's batches
             // land in the order it sent them (Kafka serves one request per connection at
@@ -425,11 +545,28 @@ impl RequestHandler for KafkaApis {
             // first (KIP-890), still before the next request is read.
             let version = request.header.request_api_version;
             let image = self.image();
-            let refused = if r.transactional_id.is_some() {
-                self.context.txn_verifier.verify(&image, &r, version).await
-            } else {
-                Default::default()
-            };
+            // Authorization first: a refused partition is not verified or appended.
+            let mut refused = produce_refusals(&auth, &image, version, &r);
+            let txn_refused = refused
+                .values()
+                .any(|c| *c == ErrorCode::TransactionalIdAuthorizationFailed);
+            if r.transactional_id.is_some() && !txn_refused {
+                let verified = if refused.is_empty() {
+                    self.context.txn_verifier.verify(&image, &r, version).await
+                } else {
+                    let mut allowed = r.clone();
+                    for t in &mut allowed.topic_data {
+                        let (name, id) = (t.name.clone(), t.topic_id);
+                        t.partition_data
+                            .retain(|p| !refused.contains_key(&(name.clone(), id, p.index)));
+                    }
+                    self.context
+                        .txn_verifier
+                        .verify(&image, &allowed, version)
+                        .await
+                };
+                refused.extend(verified);
+            }
             let produce = self
                 .context
                 .data
@@ -443,7 +580,7 @@ impl RequestHandler for KafkaApis {
         }
         let apis = self.clone();
         tokio::spawn(async move {
-            if let Some(response) = apis.handle(request).await {
+            if let Some(response) = apis.handle(request, auth).await {
                 let _ = tx.send(response);
             }
         });

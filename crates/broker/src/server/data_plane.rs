@@ -2,7 +2,10 @@
 //! `handleFetchRequest`, `handleListOffsetRequest`, `handleOffsetForLeaderEpochRequest`,
 //! `handleInitProducerIdRequest`): names and ids resolved against the metadata image, the
 //! work done by the [`ReplicaManager`], the answers shaped per version. One bad partition
-//! gets its own error; the rest of the request goes on.
+//! gets its own error; the rest of the request goes on. Each handler authorizes per topic as
+//! Kafka's does (READ to fetch, DESCRIBE to list offsets, DELETE to delete records; a
+//! follower's fetch needs CLUSTER_ACTION): a refused topic's partitions get
+//! TOPIC_AUTHORIZATION_FAILED and are not read.
 
 use kraftd_log::clock::unix_ms;
 use std::collections::{BTreeMap, HashMap};
@@ -10,6 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kraftd_controller::auth::RequestAuth;
+use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_TOPIC};
+use kraftd_controller::publisher::{
+    OPERATION_CLUSTER_ACTION, OPERATION_DELETE, OPERATION_DESCRIBE,
+};
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -179,6 +187,7 @@ impl DataPlane {
         image: &MetadataImage,
         version: i16,
         request: FetchRequest,
+        auth: &RequestAuth,
     ) -> FetchResponse {
         let replica_id = if version >= 15 {
             request.replica_state.replica_id
@@ -213,6 +222,20 @@ impl DataPlane {
             };
         }
         let wanted = context.partitions();
+        // Kafka's checks, on every partition of the session, not only those the request
+        // names: a follower needs CLUSTER_ACTION, a consumer READ on each topic (a topic id
+        // this broker does not know has no name and is the replica manager's
+        // UNKNOWN_TOPIC_ID).
+        let refused: Vec<bool> = if replica_id >= 0 {
+            let allowed = auth.authorize_cluster(OPERATION_CLUSTER_ACTION);
+            vec![!allowed; wanted.len()]
+        } else {
+            let mut read = auth.memo(OPERATION_READ, RESOURCE_TYPE_TOPIC);
+            wanted
+                .iter()
+                .map(|(tp, _)| !tp.topic.is_empty() && !read.allowed(&tp.topic))
+                .collect()
+        };
         let limits = FetchLimits {
             max_wait: Duration::from_millis(request.max_wait_ms.max(0) as u64),
             min_bytes: request.min_bytes.max(0) as usize,
@@ -226,7 +249,9 @@ impl DataPlane {
         // with a zero id; the replica manager keys them by id.
         let by_id: Vec<(TopicIdPartition, _)> = wanted
             .iter()
-            .map(|(tp, params)| {
+            .zip(&refused)
+            .filter(|(_, refused)| !**refused)
+            .map(|((tp, params), _)| {
                 let mut tp = tp.clone();
                 if tp.topic_id == Uuid::ZERO {
                     if let Some(t) = image.topics.get_by_name(&tp.topic) {
@@ -236,14 +261,27 @@ impl DataPlane {
                 (tp, params.clone())
             })
             .collect();
-        let results = self
-            .replica_manager
-            .fetch_messages(origin, limits, &by_id)
-            .await;
+        // All refused: answered at once, as Kafka answers a fetch with nothing to read.
+        let results = if by_id.is_empty() && !wanted.is_empty() {
+            Vec::new()
+        } else {
+            self.replica_manager
+                .fetch_messages(origin, limits, &by_id)
+                .await
+        };
+        let mut results = results.into_iter();
         let data: Vec<(TopicIdPartition, PartitionData)> = wanted
             .into_iter()
-            .zip(results)
-            .map(|((tp, _), (_, r))| {
+            .zip(refused)
+            .map(|((tp, _), refused)| {
+                let r = if refused {
+                    FetchResult::error(ErrorCode::TopicAuthorizationFailed)
+                } else {
+                    results
+                        .next()
+                        .map(|(_, r)| r)
+                        .unwrap_or_else(|| FetchResult::error(ErrorCode::UnknownServerError))
+                };
                 let data = partition_data(version, tp.partition, r);
                 (tp, data)
             })
@@ -265,34 +303,43 @@ impl DataPlane {
         }
     }
 
-    /// ListOffsets: earliest, latest, max timestamp or by timestamp, as leader.
+    /// ListOffsets: earliest, latest, max timestamp or by timestamp, as leader. A topic
+    /// without DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED after the others, as Kafka.
     pub fn list_offsets(
         &self,
         image: &MetadataImage,
         version: i16,
         request: ListOffsetsRequest,
+        auth: &RequestAuth,
     ) -> ListOffsetsResponse {
         let mut response = ListOffsetsResponse::default();
+        let mut refused = Vec::new();
+        let mut describe = auth.memo(OPERATION_DESCRIBE, RESOURCE_TYPE_TOPIC);
         for topic in request.topics {
+            let allowed = describe.allowed(&topic.name);
             let mut out = ListOffsetsTopicResponse {
                 name: topic.name.clone(),
                 ..Default::default()
             };
             for p in topic.partitions {
-                let answer =
-                    partition_by_name(image, &topic.name, p.partition_index).and_then(|tp| {
-                        self.replica_manager.list_offset_isolated(
-                            &tp,
-                            p.current_leader_epoch,
-                            p.timestamp,
-                            request.replica_id,
-                            if version >= 2 {
-                                request.isolation_level
-                            } else {
-                                0
-                            },
-                        )
-                    });
+                let answer = if !allowed {
+                    Err(ErrorCode::TopicAuthorizationFailed)
+                } else {
+                    partition_by_name(image, &topic.name, p.partition_index)
+                };
+                let answer = answer.and_then(|tp| {
+                    self.replica_manager.list_offset_isolated(
+                        &tp,
+                        p.current_leader_epoch,
+                        p.timestamp,
+                        request.replica_id,
+                        if version >= 2 {
+                            request.isolation_level
+                        } else {
+                            0
+                        },
+                    )
+                });
                 out.partitions.push(match answer {
                     Ok((offset, timestamp, leader_epoch)) => ListOffsetsPartitionResponse {
                         partition_index: p.partition_index,
@@ -312,26 +359,42 @@ impl DataPlane {
                     },
                 });
             }
-            response.topics.push(out);
+            if allowed {
+                response.topics.push(out);
+            } else {
+                refused.push(out);
+            }
         }
+        response.topics.extend(refused);
         response
     }
 
     /// OffsetForLeaderEpoch (KIP-279): per partition, the largest epoch ≤ the one asked
-    /// and its end offset.
+    /// and its end offset. CLUSTER_ACTION (a follower) covers every topic; a consumer needs
+    /// DESCRIBE on each (KIP-320), else TOPIC_AUTHORIZATION_FAILED after the others.
     pub fn offset_for_leader_epoch(
         &self,
         image: &MetadataImage,
         request: OffsetForLeaderEpochRequest,
+        auth: &RequestAuth,
     ) -> OffsetForLeaderEpochResponse {
         let mut response = OffsetForLeaderEpochResponse::default();
+        let mut refused = Vec::new();
+        let cluster = auth.authorize_cluster(OPERATION_CLUSTER_ACTION);
+        let mut describe = auth.memo(OPERATION_DESCRIBE, RESOURCE_TYPE_TOPIC);
         for topic in request.topics {
+            let allowed = cluster || describe.allowed(&topic.topic);
             let mut out = OffsetForLeaderTopicResult {
                 topic: topic.topic.clone(),
                 ..Default::default()
             };
             for p in topic.partitions {
-                let answer = partition_by_name(image, &topic.topic, p.partition).and_then(|tp| {
+                let answer = if allowed {
+                    partition_by_name(image, &topic.topic, p.partition)
+                } else {
+                    Err(ErrorCode::TopicAuthorizationFailed)
+                };
+                let answer = answer.and_then(|tp| {
                     self.replica_manager.offset_for_leader_epoch(
                         &tp,
                         p.current_leader_epoch,
@@ -356,8 +419,13 @@ impl DataPlane {
                     },
                 });
             }
-            response.topics.push(out);
+            if allowed {
+                response.topics.push(out);
+            } else {
+                refused.push(out);
+            }
         }
+        response.topics.extend(refused);
         response
     }
 
@@ -392,20 +460,28 @@ impl DataPlane {
 
     /// DeleteRecords: per partition, move the log start on the leader and wait (up to the
     /// request's timeout) until every in-sync replica's has followed; answers the low
-    /// watermark or the partition's error.
+    /// watermark or the partition's error (TOPIC_AUTHORIZATION_FAILED without DELETE on the
+    /// topic).
     pub async fn delete_records(
         &self,
         image: &MetadataImage,
         request: DeleteRecordsRequest,
+        auth: &RequestAuth,
     ) -> DeleteRecordsResponse {
         let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
         let mut entries = Vec::new();
         /// Per partition: the answer, or a placeholder the replica manager's replaces.
         type PartitionAnswers = Vec<(i32, Result<i64, ErrorCode>)>;
         let mut results: Vec<(String, PartitionAnswers)> = Vec::new();
+        let mut delete = auth.memo(OPERATION_DELETE, RESOURCE_TYPE_TOPIC);
         for topic in &request.topics {
             let mut out = Vec::new();
+            let allowed = delete.allowed(&topic.name);
             for p in &topic.partitions {
+                if !allowed {
+                    out.push((p.partition_index, Err(ErrorCode::TopicAuthorizationFailed)));
+                    continue;
+                }
                 match partition_by_name(image, &topic.name, p.partition_index) {
                     Ok(tp) if image.topics.partition(&tp.topic_id, tp.partition).is_some() => {
                         entries.push((tp, p.offset));

@@ -7,10 +7,12 @@
 
 use std::net::IpAddr;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use kraftd_controller::auth::serialize_principal;
 use kraftd_protocol::header::{decode_response, encode_request};
-use kraftd_protocol::messages::{DefaultPrincipalData, EnvelopeRequest, RequestHeader};
-use kraftd_protocol::{ErrorCode, Message, RequestBody, ResponseBody};
+use kraftd_protocol::messages::{EnvelopeRequest, RequestHeader};
+use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
+use kraftd_raft::transport::KafkaPrincipal;
 use tokio::time::Instant;
 use tracing::warn;
 
@@ -57,7 +59,7 @@ impl ForwardingManager {
         &self,
         header: &RequestHeader,
         body: RequestBody,
-        principal: (&str, &str),
+        principal: &KafkaPrincipal,
         client_address: IpAddr,
         deadline: Instant,
     ) -> Result<ResponseBody, ForwardError> {
@@ -68,7 +70,7 @@ impl ForwardingManager {
             .into_bytes();
         let envelope = RequestBody::Envelope(EnvelopeRequest {
             request_data,
-            request_principal: Some(serialize_principal(principal.0, principal.1)),
+            request_principal: Some(serialize_principal(principal)),
             client_host_address: match client_address {
                 IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
                 IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
@@ -111,19 +113,4 @@ impl ForwardingManager {
             .await
             .map_err(|e| ForwardError::NoController(e.to_string()))
     }
-}
-
-/// Kafka's `DefaultKafkaPrincipalBuilder.serialize`: the version, then DefaultPrincipalData.
-pub fn serialize_principal(principal_type: &str, name: &str) -> Bytes {
-    let data = DefaultPrincipalData {
-        r#type: principal_type.to_string(),
-        name: name.to_string(),
-        token_authenticated: false,
-        ..Default::default()
-    };
-    let body = data.to_bytes(0).expect("DefaultPrincipalData v0 encodes");
-    let mut out = BytesMut::with_capacity(2 + body.len());
-    out.put_i16(0);
-    out.extend_from_slice(&body);
-    out.freeze()
 }

@@ -5,23 +5,23 @@
 //! gets NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS while it loads) and the client
 //! finds its coordinator again.
 //!
-//! FindCoordinator creates `__consumer_offsets` on first use, as Kafka's
-//! `AutoTopicCreationManager` does for internal topics: compacted, with
-//! `offsets.topic.num.partitions`, `offsets.topic.replication.factor` (fewer when the
-//! cluster has fewer brokers, with a warning) and `offsets.topic.segment.bytes`.
+//! FindCoordinator creates `__consumer_offsets` (or `__transaction_state`) on first use
+//! ([`super::internal_topics`]). Every request is authorized first, as Kafka's handlers do
+//! ([`super::group_auth`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crate::group_coordinator::shard::RequestContext;
 use crate::group_coordinator::{ShardRequest, ShardResponse};
+use kraftd_controller::auth::{default_message, RequestAuth};
+use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC};
+use kraftd_controller::publisher::{
+    OPERATION_DELETE, OPERATION_DESCRIBE, RESOURCE_TYPE_TRANSACTIONAL_ID,
+};
 use kraftd_controller::MetadataImage;
-use kraftd_log::clock::unix_ms;
-use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::error_response::error_response;
-use kraftd_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kraftd_protocol::messages::find_coordinator_response::Coordinator;
 use kraftd_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -33,16 +33,16 @@ use kraftd_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
 use kraftd_protocol::messages::{
-    ConsumerGroupDescribeResponse, CreateTopicsRequest, DeleteGroupsResponse,
-    DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, ListGroupsResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    RequestHeader,
+    ConsumerGroupDescribeResponse, DeleteGroupsResponse, DescribeGroupsResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use tokio::time::Instant;
-use tracing::{debug, info, warn};
+use tracing::warn;
 
-use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
+use super::apis::BrokerApisContext;
+use super::group_auth;
+use super::internal_topics::InternalTopics;
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
 use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 use crate::coordinator::GroupCoordinatorService;
@@ -57,8 +57,6 @@ const TOPIC_ID_VERSION: i16 = 10;
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
-/// How often an absent offsets topic is asked for again.
-const CREATE_RETRY_MS: i64 = 5_000;
 
 /// The API keys these handlers serve.
 pub const GROUP_API_KEYS: [ApiKey; 13] = [
@@ -76,23 +74,6 @@ pub const GROUP_API_KEYS: [ApiKey; 13] = [
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
 ];
-
-/// Creation of the internal topics, each asked at most every [`CREATE_RETRY_MS`].
-#[derive(Debug, Default)]
-pub struct InternalTopics {
-    offsets: AtomicI64,
-    transactions: AtomicI64,
-}
-
-/// An internal topic as the broker creates it on first use.
-struct InternalTopic {
-    name: &'static str,
-    /// The replication setting, for the warning when there are fewer brokers.
-    setting: &'static str,
-    partitions: i32,
-    replication: i16,
-    configs: Vec<(&'static str, String)>,
-}
 
 /// One listener's view for the group handlers.
 #[derive(Debug)]
@@ -115,17 +96,26 @@ impl GroupApis<'_> {
         &self.context.group_coordinator
     }
 
-    /// Answers one of [`GROUP_API_KEYS`].
+    /// Answers one of [`GROUP_API_KEYS`], authorized as `auth` ([`super::group_auth`]).
     pub async fn handle(
         &self,
         header: &RequestHeader,
         peer: SocketAddr,
         body: RequestBody,
+        auth: &RequestAuth,
     ) -> ResponseBody {
         let ctx = request_context(header, peer);
         let version = header.request_api_version;
         let whole = |body: &RequestBody, code: ErrorCode| {
             error_response(body, code).expect("every group API has an error response")
+        };
+        if let Some(refused) = group_auth::single_group_refusal(auth, &body) {
+            return refused;
+        }
+        let mut body = body;
+        let unreadable = match &mut body {
+            RequestBody::OffsetDelete(r) => group_auth::take_unreadable_topics(auth, r),
+            _ => Vec::new(),
         };
         let single = |body: &RequestBody| -> Option<(String, ShardRequest)> {
             Some(match body {
@@ -157,7 +147,10 @@ impl GroupApis<'_> {
                 Ok(ShardResponse::SyncGroup(r)) => ResponseBody::SyncGroup(r),
                 Ok(ShardResponse::Heartbeat(r)) => ResponseBody::Heartbeat(r),
                 Ok(ShardResponse::LeaveGroup(r)) => ResponseBody::LeaveGroup(r),
-                Ok(ShardResponse::OffsetDelete(r)) => ResponseBody::OffsetDelete(r),
+                Ok(ShardResponse::OffsetDelete(mut r)) => {
+                    r.topics.extend(unreadable);
+                    ResponseBody::OffsetDelete(r)
+                }
                 Ok(ShardResponse::ConsumerGroupHeartbeat(r)) => {
                     ResponseBody::ConsumerGroupHeartbeat(r)
                 }
@@ -170,18 +163,23 @@ impl GroupApis<'_> {
         }
         match body {
             RequestBody::FindCoordinator(r) => {
-                ResponseBody::FindCoordinator(self.find_coordinator(version, r).await)
+                ResponseBody::FindCoordinator(self.find_coordinator(version, r, auth).await)
             }
             RequestBody::OffsetCommit(r) => {
-                ResponseBody::OffsetCommit(self.offset_commit(ctx, r).await)
+                ResponseBody::OffsetCommit(self.offset_commit(ctx, r, auth).await)
             }
             RequestBody::OffsetFetch(r) => {
-                ResponseBody::OffsetFetch(self.offset_fetch(ctx, r).await)
+                ResponseBody::OffsetFetch(self.offset_fetch(ctx, r, auth).await)
             }
             RequestBody::DescribeGroups(r) => {
-                let mut groups = Vec::new();
+                let (allowed, refused) =
+                    group_auth::split_groups(auth, OPERATION_DESCRIBE, &r.groups);
+                let mut groups: Vec<_> = refused
+                    .into_iter()
+                    .map(group_auth::describe_groups_refused)
+                    .collect();
                 for (ids, answer) in self
-                    .per_partition(&ctx, r.groups.clone(), ShardRequest::DescribeGroups)
+                    .per_partition(&ctx, allowed, ShardRequest::DescribeGroups)
                     .await
                 {
                     match answer {
@@ -199,15 +197,35 @@ impl GroupApis<'_> {
                     }
                 }
                 reorder(&mut groups, &r.groups, |g| &g.group_id);
+                if version >= 3 && r.include_authorized_operations {
+                    group_auth::fill_group_operations(
+                        auth,
+                        groups
+                            .iter_mut()
+                            .filter(|g| g.error_code == 0)
+                            .map(|g| (g.group_id.as_str(), &mut g.authorized_operations)),
+                    );
+                }
                 ResponseBody::DescribeGroups(DescribeGroupsResponse {
                     groups,
                     ..Default::default()
                 })
             }
             RequestBody::DeleteGroups(r) => {
-                let mut results = Vec::new();
+                let (allowed, refused) =
+                    group_auth::split_groups(auth, OPERATION_DELETE, &r.groups_names);
+                let mut results: Vec<_> = refused
+                    .into_iter()
+                    .map(|group_id| {
+                        kraftd_protocol::messages::delete_groups_response::DeletableGroupResult {
+                            group_id,
+                            error_code: ErrorCode::GroupAuthorizationFailed.code(),
+                            ..Default::default()
+                        }
+                    })
+                    .collect();
                 for (ids, answer) in self
-                    .per_partition(&ctx, r.groups_names.clone(), ShardRequest::DeleteGroups)
+                    .per_partition(&ctx, allowed, ShardRequest::DeleteGroups)
                     .await
                 {
                     match answer {
@@ -231,13 +249,14 @@ impl GroupApis<'_> {
                 })
             }
             RequestBody::ConsumerGroupDescribe(r) => {
-                let mut groups = Vec::new();
+                let (allowed, refused) =
+                    group_auth::split_groups(auth, OPERATION_DESCRIBE, &r.group_ids);
+                let mut groups: Vec<_> = refused
+                    .into_iter()
+                    .map(group_auth::consumer_group_refused)
+                    .collect();
                 for (ids, answer) in self
-                    .per_partition(
-                        &ctx,
-                        r.group_ids.clone(),
-                        ShardRequest::ConsumerGroupDescribe,
-                    )
+                    .per_partition(&ctx, allowed, ShardRequest::ConsumerGroupDescribe)
                     .await
                 {
                     match answer {
@@ -256,6 +275,16 @@ impl GroupApis<'_> {
                     }
                 }
                 reorder(&mut groups, &r.group_ids, |g| &g.group_id);
+                if r.include_authorized_operations {
+                    group_auth::fill_group_operations(
+                        auth,
+                        groups
+                            .iter_mut()
+                            .filter(|g| g.error_code == 0)
+                            .map(|g| (g.group_id.as_str(), &mut g.authorized_operations)),
+                    );
+                }
+                group_auth::hide_groups_with_hidden_topics(auth, &mut groups);
                 ResponseBody::ConsumerGroupDescribe(ConsumerGroupDescribeResponse {
                     groups,
                     ..Default::default()
@@ -281,6 +310,7 @@ impl GroupApis<'_> {
                     response.error_code = ErrorCode::CoordinatorLoadInProgress.code();
                 }
                 response.groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+                group_auth::filter_listed_groups(auth, &mut response);
                 ResponseBody::ListGroups(response)
             }
             other => whole(&other, ErrorCode::UnsupportedVersion),
@@ -319,6 +349,7 @@ impl GroupApis<'_> {
         &self,
         version: i16,
         r: FindCoordinatorRequest,
+        auth: &RequestAuth,
     ) -> FindCoordinatorResponse {
         let keys: Vec<String> = if version >= FIND_COORDINATOR_BATCH_VERSION {
             r.coordinator_keys.clone()
@@ -328,7 +359,7 @@ impl GroupApis<'_> {
         let image = self.context.cache.image();
         let mut coordinators = Vec::with_capacity(keys.len());
         for key in keys {
-            coordinators.push(self.coordinator_for(&image, r.key_type, key).await);
+            coordinators.push(self.coordinator_for(&image, r.key_type, key, auth).await);
         }
         if version >= FIND_COORDINATOR_BATCH_VERSION {
             FindCoordinatorResponse {
@@ -348,11 +379,14 @@ impl GroupApis<'_> {
         }
     }
 
+    /// A key's coordinator; DESCRIBE on the group (transactional id) first, as Kafka's
+    /// `getCoordinator`.
     async fn coordinator_for(
         &self,
         image: &MetadataImage,
         key_type: i8,
         key: String,
+        auth: &RequestAuth,
     ) -> Coordinator {
         let failed = |key: String, code: ErrorCode, message: Option<String>| Coordinator {
             key,
@@ -363,6 +397,18 @@ impl GroupApis<'_> {
             error_message: message.or_else(|| Some(code.to_string())),
             ..Default::default()
         };
+        let refusal = match key_type {
+            KEY_TYPE_GROUP => (!auth.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_GROUP, &key))
+                .then_some(ErrorCode::GroupAuthorizationFailed),
+            KEY_TYPE_TRANSACTION => {
+                (!auth.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_TRANSACTIONAL_ID, &key))
+                    .then_some(ErrorCode::TransactionalIdAuthorizationFailed)
+            }
+            _ => None,
+        };
+        if let Some(code) = refusal {
+            return failed(key, code, Some(default_message(code)));
+        }
         let (topic_name, partition) = match key_type {
             KEY_TYPE_GROUP => (
                 GROUP_METADATA_TOPIC_NAME,
@@ -385,9 +431,9 @@ impl GroupApis<'_> {
         };
         let Some(topic) = image.topics.get_by_name(topic_name) else {
             if key_type == KEY_TYPE_GROUP {
-                self.create_offsets_topic(image).await;
+                InternalTopics::create_offsets_topic(self.context, image);
             } else {
-                self.create_transaction_state_topic(image).await;
+                InternalTopics::create_transaction_state_topic(self.context, image);
             }
             return failed(key, ErrorCode::CoordinatorNotAvailable, None);
         };
@@ -411,154 +457,19 @@ impl GroupApis<'_> {
         }
     }
 
-    /// Asks the controller for `__consumer_offsets` (at most every few seconds).
-    pub async fn create_offsets_topic(&self, image: &MetadataImage) {
-        let config = self.coordinator().config();
-        let spec = InternalTopic {
-            name: GROUP_METADATA_TOPIC_NAME,
-            setting: "offsets.topic.replication.factor",
-            partitions: config.offsets_topic_partitions,
-            replication: config.offsets_topic_replication_factor,
-            configs: vec![
-                ("cleanup.policy", "compact".to_string()),
-                ("compression.type", "producer".to_string()),
-                (
-                    "segment.bytes",
-                    config.offsets_topic_segment_bytes.to_string(),
-                ),
-            ],
-        };
-        self.create_internal_topic(image, &self.context.internal_topics.offsets, spec)
-            .await
-    }
-
-    /// Asks the controller for `__transaction_state` (at most every few seconds), with
-    /// Kafka's `transaction.state.log.*` settings.
-    pub async fn create_transaction_state_topic(&self, image: &MetadataImage) {
-        let config = self.context.txn_coordinator.config();
-        let spec = InternalTopic {
-            name: TRANSACTION_STATE_TOPIC_NAME,
-            setting: "transaction.state.log.replication.factor",
-            partitions: config.state_log_partitions,
-            replication: config.state_log_replication_factor,
-            configs: vec![
-                ("cleanup.policy", "compact".to_string()),
-                ("compression.type", "uncompressed".to_string()),
-                ("segment.bytes", config.state_log_segment_bytes.to_string()),
-                // Never above the replicas it will have (fewer brokers than configured).
-                ("min.insync.replicas", config.state_log_min_isr.to_string()),
-            ],
-        };
-        self.create_internal_topic(image, &self.context.internal_topics.transactions, spec)
-            .await
-    }
-
-    async fn create_internal_topic(
-        &self,
-        image: &MetadataImage,
-        last_create_ms: &AtomicI64,
-        mut spec: InternalTopic,
-    ) {
-        let now = unix_ms();
-        let last = last_create_ms.load(Ordering::Relaxed);
-        if now - last < CREATE_RETRY_MS
-            || last_create_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            return;
-        }
-        let alive = image.cluster.brokers().filter(|b| !b.fenced).count() as i16;
-        let mut replication = spec.replication;
-        if alive > 0 && alive < replication {
-            warn!(
-                topic = spec.name,
-                configured = replication,
-                alive,
-                "{} exceeds the live brokers; creating {} with {alive} replicas",
-                spec.setting,
-                spec.name
-            );
-            replication = alive;
-        }
-        for (k, v) in &mut spec.configs {
-            if *k == "min.insync.replicas" {
-                let min: i16 = v.parse().unwrap_or(1);
-                *v = min.clamp(1, replication.max(1)).to_string();
-            }
-        }
-        let create = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: spec.name.into(),
-                num_partitions: spec.partitions,
-                replication_factor: replication,
-                configs: spec
-                    .configs
-                    .iter()
-                    .map(|(k, v)| CreatableTopicConfig {
-                        name: (*k).into(),
-                        value: Some(v.clone()),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }],
-            timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
-            ..Default::default()
-        };
-        let header = RequestHeader {
-            request_api_key: ApiKey::CreateTopics.code(),
-            request_api_version: supported_range(ApiKey::CreateTopics).max,
-            correlation_id: 0,
-            client_id: Some(format!("broker-{}-coordinator", self.context.node_id)),
-            ..Default::default()
-        };
-        info!(
-            topic = spec.name,
-            partitions = spec.partitions,
-            replication,
-            "creating an internal topic"
-        );
-        let context = Arc::clone(self.context);
-        let name = spec.name;
-        tokio::spawn(async move {
-            let deadline = Instant::now() + FORWARD_TIMEOUT;
-            let result = context
-                .forwarding
-                .forward(
-                    &header,
-                    RequestBody::CreateTopics(create),
-                    ("User", "ANONYMOUS"),
-                    std::net::IpAddr::from([127, 0, 0, 1]),
-                    deadline,
-                )
-                .await;
-            match result {
-                Ok(ResponseBody::CreateTopics(r)) => {
-                    for t in r.topics {
-                        if t.error_code != 0 && t.error_code != ErrorCode::TopicAlreadyExists.code()
-                        {
-                            warn!(topic = name, error = ?ErrorCode::from_code(t.error_code), message = ?t.error_message, "creating an internal topic failed");
-                        }
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => debug!(topic = name, error = %e, "creating an internal topic failed"),
-            }
-        });
-    }
-
     /// OffsetCommit: topics must exist (by name, or by id in v10: UNKNOWN_TOPIC_ID); the
     /// rest goes to the group's shard.
     async fn offset_commit(
         &self,
         ctx: RequestContext,
         mut r: OffsetCommitRequest,
+        auth: &RequestAuth,
     ) -> OffsetCommitResponse {
         let image = self.context.cache.image();
         let by_id = ctx.api_version >= TOPIC_ID_VERSION;
         let mut refused: Vec<OffsetCommitResponseTopic> = Vec::new();
         let mut kept = Vec::with_capacity(r.topics.len());
+        let mut read = auth.memo(OPERATION_READ, RESOURCE_TYPE_TOPIC);
         for mut t in std::mem::take(&mut r.topics) {
             let found = if by_id {
                 image
@@ -571,8 +482,16 @@ impl GroupApis<'_> {
                     .get_by_name(&t.name)
                     .map(|topic| topic.name.clone())
             };
+            // As Kafka: an unknown id first, then READ on the topic (named: whether it
+            // exists or not), then existence.
+            let checked = if by_id {
+                found.clone()
+            } else {
+                Some(t.name.clone())
+            };
+            let unreadable = checked.is_some_and(|name| !read.allowed(&name));
             match found {
-                Some(name) => {
+                Some(name) if !unreadable => {
                     if !by_id {
                         t.topic_id = image
                             .topics
@@ -583,8 +502,10 @@ impl GroupApis<'_> {
                     t.name = name;
                     kept.push(t);
                 }
-                None => {
-                    let code = if by_id {
+                found => {
+                    let code = if unreadable {
+                        ErrorCode::TopicAuthorizationFailed
+                    } else if by_id && found.is_none() {
                         ErrorCode::UnknownTopicId
                     } else {
                         ErrorCode::UnknownTopicOrPartition
@@ -636,6 +557,7 @@ impl GroupApis<'_> {
         &self,
         ctx: RequestContext,
         r: OffsetFetchRequest,
+        auth: &RequestAuth,
     ) -> OffsetFetchResponse {
         let version = ctx.api_version;
         let image = self.context.cache.image();
@@ -661,6 +583,10 @@ impl GroupApis<'_> {
         let mut answers = Vec::with_capacity(groups.len());
         for mut g in groups {
             let group_id = g.group_id.clone();
+            if !auth.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_GROUP, &group_id) {
+                answers.push(group_auth::offset_fetch_group_refused(&g, version));
+                continue;
+            }
             // v10 names topics by id: the shard keys offsets by name.
             let mut unknown_ids = Vec::new();
             if version >= TOPIC_ID_VERSION {
@@ -677,6 +603,11 @@ impl GroupApis<'_> {
                     });
                 }
             }
+            let all_topics = g.topics.is_none();
+            let undescribable = match g.topics.as_mut() {
+                Some(topics) => group_auth::take_undescribable_topics(auth, topics),
+                None => Vec::new(),
+            };
             let request = ShardRequest::OffsetFetch {
                 group: g,
                 require_stable: r.require_stable,
@@ -690,6 +621,12 @@ impl GroupApis<'_> {
                 Ok(_) => error_group(&group_id, ErrorCode::UnknownServerError),
                 Err(code) => error_group(&group_id, code),
             };
+            if all_topics && answer.error_code == 0 {
+                group_auth::retain_describable(auth, &mut answer.topics);
+            }
+            if answer.error_code == 0 {
+                answer.topics.extend(undescribable);
+            }
             for t in &mut answer.topics {
                 if t.topic_id == Uuid::default() {
                     t.topic_id = image

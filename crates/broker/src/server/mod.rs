@@ -8,15 +8,19 @@
 
 pub mod alter_partition_manager;
 pub mod apis;
+pub mod auth_helper;
 pub mod broker_channels;
 pub mod controller_channel;
 pub mod data_plane;
 pub mod forwarding;
 pub mod group_apis;
+pub mod group_auth;
+pub mod internal_topics;
 pub mod lifecycle;
 mod metadata_task;
 pub mod producer_id_manager;
 pub mod txn_apis;
+pub mod txn_auth;
 pub mod txn_markers;
 pub mod txn_verification;
 
@@ -99,7 +103,7 @@ pub struct BrokerConfig {
     pub static_configs: BTreeMap<String, String>,
     /// `auto.create.topics.enable` (Kafka's default: true).
     pub auto_create_topics_enable: bool,
-    /// `super.users` and `allow.everyone.if.no.acl.found`.
+    /// `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`.
     pub authorizer: AuthorizerConfig,
     /// `replica.lag.time.max.ms`.
     pub replica_lag_time_max_ms: i64,
@@ -384,6 +388,7 @@ impl BrokerServer {
             ),
             internal_topics: Default::default(),
             metadata_metrics: metadata_metrics.clone(),
+            auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
         });
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(

@@ -5,7 +5,8 @@
 //! `handleDescribeProducersRequest`): each transactional id's part goes to the shard of its
 //! `__transaction_state` partition through the [`TransactionCoordinatorService`];
 //! TxnOffsetCommit goes to the group's shard; WriteTxnMarkers writes on this broker's
-//! partitions and completes the pending offsets of the `__consumer_offsets` ones.
+//! partitions and completes the pending offsets of the `__consumer_offsets` ones. Every
+//! request is authorized first, as Kafka's handlers do ([`super::txn_auth`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -29,10 +30,14 @@ use tracing::warn;
 
 use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
 use super::group_apis::request_context;
+use super::txn_auth;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::group_coordinator::shard::RequestContext;
 use crate::group_coordinator::{ShardRequest, ShardResponse};
 use crate::transaction_coordinator::{EndTxnNeeds, TxnShardRequest, TxnShardResponse};
+use kraftd_controller::auth::RequestAuth;
+use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP};
+use kraftd_controller::publisher::OPERATION_CLUSTER_ACTION;
 
 /// AddPartitionsToTxn v4+ batches transactions (brokers' verification).
 const ADD_PARTITIONS_BATCH_VERSION: i16 = 4;
@@ -109,12 +114,13 @@ impl TxnApis<'_> {
         }
     }
 
-    /// Answers one of [`TXN_API_KEYS`].
+    /// Answers one of [`TXN_API_KEYS`], authorized as `auth`.
     pub async fn handle(
         &self,
         header: &RequestHeader,
         peer: SocketAddr,
         body: RequestBody,
+        auth: &RequestAuth,
     ) -> ResponseBody {
         let ctx = request_context(header, peer);
         let version = header.request_api_version;
@@ -147,10 +153,24 @@ impl TxnApis<'_> {
                 }),
             })
         };
+        let may_read_group =
+            |group: &str| auth.authorize(OPERATION_READ, RESOURCE_TYPE_GROUP, group);
         match body {
             RequestBody::AddPartitionsToTxn(r) => {
-                ResponseBody::AddPartitionsToTxn(self.add_partitions(ctx, version, r).await)
+                ResponseBody::AddPartitionsToTxn(self.add_partitions(ctx, version, r, auth).await)
             }
+            RequestBody::AddOffsetsToTxn(r)
+                if !txn_auth::may_write_txn(auth, &r.transactional_id) =>
+            {
+                whole(
+                    &RequestBody::AddOffsetsToTxn(r),
+                    ErrorCode::TransactionalIdAuthorizationFailed,
+                )
+            }
+            RequestBody::AddOffsetsToTxn(r) if !may_read_group(&r.group_id) => whole(
+                &RequestBody::AddOffsetsToTxn(r),
+                ErrorCode::GroupAuthorizationFailed,
+            ),
             RequestBody::AddOffsetsToTxn(r) => {
                 let offsets_partition = self.context.group_coordinator.partition_for(&r.group_id);
                 let id = r.transactional_id.clone();
@@ -165,6 +185,10 @@ impl TxnApis<'_> {
                     Err(code) => whole(&body, code),
                 }
             }
+            RequestBody::EndTxn(r) if !txn_auth::may_write_txn(auth, &r.transactional_id) => whole(
+                &RequestBody::EndTxn(r),
+                ErrorCode::TransactionalIdAuthorizationFailed,
+            ),
             RequestBody::EndTxn(r) => {
                 let body = RequestBody::EndTxn(r.clone());
                 let fresh_producer_id = if EndTxnNeeds::fresh_producer_id(version, r.producer_epoch)
@@ -187,8 +211,17 @@ impl TxnApis<'_> {
                     Err(code) => whole(&body, code),
                 }
             }
+            RequestBody::TxnOffsetCommit(r)
+                if !txn_auth::may_write_txn(auth, &r.transactional_id) =>
+            {
+                let code = ErrorCode::TransactionalIdAuthorizationFailed;
+                ResponseBody::TxnOffsetCommit(txn_commit_error(&r, code))
+            }
+            RequestBody::TxnOffsetCommit(r) if !may_read_group(&r.group_id) => {
+                let code = ErrorCode::GroupAuthorizationFailed;
+                ResponseBody::TxnOffsetCommit(txn_commit_error(&r, code))
+            }
             RequestBody::TxnOffsetCommit(r) => {
-                let body = RequestBody::TxnOffsetCommit(r.clone());
                 let mut r = r;
                 // v6 may name topics by id: the shard keys offsets by name.
                 let image = self.context.cache.image();
@@ -199,6 +232,8 @@ impl TxnApis<'_> {
                         }
                     }
                 }
+                let unreadable = txn_auth::take_unreadable_topics(auth, &mut r);
+                let body = RequestBody::TxnOffsetCommit(r.clone());
                 let group = r.group_id.clone();
                 match self
                     .context
@@ -206,10 +241,17 @@ impl TxnApis<'_> {
                     .call(&group, ctx, ShardRequest::TxnOffsetCommit(r))
                     .await
                 {
-                    Ok(ShardResponse::TxnOffsetCommit(r)) => ResponseBody::TxnOffsetCommit(r),
+                    Ok(ShardResponse::TxnOffsetCommit(mut r)) => {
+                        r.topics.extend(unreadable);
+                        ResponseBody::TxnOffsetCommit(r)
+                    }
                     Ok(_) => whole(&body, ErrorCode::UnknownServerError),
                     Err(code) => whole(&body, code),
                 }
+            }
+            RequestBody::WriteTxnMarkers(r) if !txn_auth::may_write_markers(auth) => {
+                let code = ErrorCode::ClusterAuthorizationFailed;
+                ResponseBody::WriteTxnMarkers(txn_auth::markers_refused(&r, code))
             }
             RequestBody::WriteTxnMarkers(r) => {
                 let image = self.context.cache.image();
@@ -228,8 +270,9 @@ impl TxnApis<'_> {
                 ResponseBody::WriteTxnMarkers(response)
             }
             RequestBody::DescribeTransactions(r) => {
+                let (allowed, refused) = txn_auth::split_describable(auth, &r.transactional_ids);
                 let mut by_partition: BTreeMap<i32, Vec<String>> = BTreeMap::new();
-                for id in &r.transactional_ids {
+                for id in &allowed {
                     by_partition
                         .entry(self.txn().partition_for(id))
                         .or_default()
@@ -265,6 +308,8 @@ impl TxnApis<'_> {
                     .enumerate()
                     .map(|(i, id)| (id, i))
                     .collect();
+                txn_auth::retain_describable_topics(auth, &mut states);
+                states.extend(refused);
                 states
                     .sort_by_key(|s| rank.get(&s.transactional_id).copied().unwrap_or(usize::MAX));
                 ResponseBody::DescribeTransactions(DescribeTransactionsResponse {
@@ -298,11 +343,14 @@ impl TxnApis<'_> {
                 if loading {
                     response.error_code = ErrorCode::CoordinatorLoadInProgress.code();
                 }
+                txn_auth::filter_listed(auth, &mut response);
                 ResponseBody::ListTransactions(response)
             }
             RequestBody::DescribeProducers(r) => {
                 let image = self.context.cache.image();
-                ResponseBody::DescribeProducers(self.context.data.describe_producers(&image, r))
+                let mut response = self.context.data.describe_producers(&image, r);
+                txn_auth::refuse_unreadable_producers(auth, &mut response);
+                ResponseBody::DescribeProducers(response)
             }
             other => {
                 warn!(api = ?other.key(), "not a transaction API");
@@ -318,10 +366,18 @@ impl TxnApis<'_> {
         ctx: RequestContext,
         version: i16,
         r: AddPartitionsToTxnRequest,
+        auth: &RequestAuth,
     ) -> AddPartitionsToTxnResponse {
         if version < ADD_PARTITIONS_BATCH_VERSION {
             let id = r.v3_and_below_transactional_id.clone();
             let topics = r.v3_and_below_topics.clone();
+            let image = self.context.cache.image();
+            if let Some(refused) = txn_auth::add_partitions_refusal(auth, &image, &id, &topics) {
+                return AddPartitionsToTxnResponse {
+                    results_by_topic_v3_and_below: refused,
+                    ..Default::default()
+                };
+            }
             return match self
                 .txn()
                 .call(&id, ctx, TxnShardRequest::AddPartitionsToTxn(r))
@@ -338,6 +394,13 @@ impl TxnApis<'_> {
                         ..Default::default()
                     }
                 }
+            };
+        }
+        // v4+ comes from brokers verifying transactional produce.
+        if !auth.authorize_cluster(OPERATION_CLUSTER_ACTION) {
+            return AddPartitionsToTxnResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+                ..Default::default()
             };
         }
         let mut by_partition: BTreeMap<i32, Vec<AddPartitionsToTxnTransaction>> = BTreeMap::new();

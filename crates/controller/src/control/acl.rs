@@ -37,12 +37,12 @@ pub const PATTERN_TYPE_ANY: i8 = 1;
 pub const PATTERN_TYPE_MATCH: i8 = 2;
 pub const PATTERN_TYPE_LITERAL: i8 = 3;
 pub const PATTERN_TYPE_PREFIXED: i8 = 4;
-/// Kafka's `AclOperation` ids: ANY is 1, ALL 2, then READ 3 … DESCRIBE_TOKENS 14.
+/// Kafka's `AclOperation` ids: ANY is 1, ALL 2, then READ 3 … TWO_PHASE_COMMIT 15 (Kafka 4.1+).
 pub const OPERATION_ANY: i8 = 1;
 pub const OPERATION_ALL: i8 = 2;
 pub const OPERATION_READ: i8 = 3;
 pub const OPERATION_WRITE: i8 = 4;
-const OPERATION_MAX: i8 = 14;
+const OPERATION_MAX: i8 = 15;
 /// Kafka's `AclPermissionType` ids.
 pub const PERMISSION_ANY: i8 = 1;
 pub const PERMISSION_DENY: i8 = 2;

@@ -160,7 +160,7 @@ const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segmen
 const GROUPS: &str =
     "the broker's group coordinator (group_coordinator/), from the properties file";
 const OFFSETS_TOPIC: &str =
-    "__consumer_offsets as the broker creates it on first use (server/group_apis.rs)";
+    "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and

@@ -7,6 +7,10 @@
 //! A request the controller cannot run gets a response of its own type carrying the error
 //! ([`kraftd_protocol::error_response::error_response`]): NOT_CONTROLLER on a standby, so clients and brokers
 //! move on to the active controller.
+//!
+//! Every request is authorized first ([`super::authz`], Kafka's `ControllerApis` checks): the
+//! connection's principal for what arrives directly, CLUSTER_ACTION for an Envelope's sender
+//! and then the client's principal and address the Envelope carries for what it wraps.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +28,10 @@ use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
-use super::event_loop::{ControllerRequest, Op};
+use super::authz::{self, Checked};
+use super::event_loop::{ControllerRequest, ControllerStatus, Op};
+use crate::auth::{self as auth_helper, AuthHelper, RequestAuth};
+use crate::publisher::{OPERATION_ALTER, OPERATION_CLUSTER_ACTION, OPERATION_DESCRIBE};
 use crate::quorum_controller::{ops, ControllerError};
 use kraftd_protocol::error_response::error_response;
 
@@ -71,6 +78,10 @@ struct Inner {
     voters: BTreeMap<i32, VoterEndpoint>,
     /// Who leads, for DescribeCluster's controller id.
     raft: watch::Receiver<RaftMetrics>,
+    /// The node's authorizer (none without `authorizer.class.name`).
+    auth: AuthHelper,
+    /// The committed image: names of topics a request gives by id, for authorization.
+    status: watch::Receiver<ControllerStatus>,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -86,6 +97,8 @@ impl ControllerApis {
         requests: mpsc::Sender<ControllerRequest>,
         voters: BTreeMap<i32, VoterEndpoint>,
         raft: watch::Receiver<RaftMetrics>,
+        auth: AuthHelper,
+        status: watch::Receiver<ControllerStatus>,
     ) -> Self {
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
@@ -105,6 +118,8 @@ impl ControllerApis {
                 table,
                 voters,
                 raft,
+                auth,
+                status,
             }),
         }
     }
@@ -142,11 +157,46 @@ impl ControllerApis {
         }
     }
 
+    /// Authorizes a controller request as `auth`, runs what may run, and answers.
+    async fn execute_authorized(
+        &self,
+        auth: &RequestAuth,
+        version: i16,
+        body: RequestBody,
+    ) -> ResponseBody {
+        let image = self.inner.status.borrow().image.clone();
+        match authz::check(auth, &image, body) {
+            Checked::Answer(response) => response,
+            Checked::Run(body, merge) => {
+                let response = self.execute(version, body).await;
+                match merge {
+                    Some(merge) => merge(response),
+                    None => response,
+                }
+            }
+        }
+    }
+
     /// DescribeCluster on the controller listener (KIP-919, what `--bootstrap-controller`
     /// admin clients and kafka-metadata-quorum ask): the controllers, with the active one as
     /// controller id. kraftd's voters are static, so they come from
     /// `controller.quorum.voters` rather than ControllerRegistration records.
-    fn describe_cluster(&self, request: &DescribeClusterRequest) -> DescribeClusterResponse {
+    /// Needs ALTER on the cluster there, as Kafka's `ControllerApis` asks (unlike a broker).
+    fn describe_cluster(
+        &self,
+        auth: &RequestAuth,
+        request: &DescribeClusterRequest,
+    ) -> DescribeClusterResponse {
+        if !auth.authorize_cluster(OPERATION_ALTER) {
+            let code = ErrorCode::ClusterAuthorizationFailed;
+            return DescribeClusterResponse {
+                error_code: code.code(),
+                error_message: Some(auth_helper::default_message(code)),
+                endpoint_type: request.endpoint_type,
+                controller_id: -1,
+                ..Default::default()
+            };
+        }
         if request.endpoint_type != ENDPOINT_TYPE_CONTROLLER {
             let (code, message) = if request.endpoint_type == ENDPOINT_TYPE_BROKER {
                 (
@@ -190,13 +240,24 @@ impl ControllerApis {
                     ..Default::default()
                 })
                 .collect(),
-            cluster_authorized_operations: i32::MIN,
+            cluster_authorized_operations: if !request.include_cluster_authorized_operations {
+                i32::MIN
+            } else if auth.authorize_cluster(OPERATION_DESCRIBE) {
+                auth.authorized_operations(
+                    crate::control::acl::RESOURCE_TYPE_CLUSTER,
+                    crate::control::acl::CLUSTER_RESOURCE_NAME,
+                )
+            } else {
+                0
+            },
             ..Default::default()
         }
     }
 
-    /// Runs the request an Envelope carries and wraps its response (KIP-590).
-    async fn envelope(&self, envelope: EnvelopeRequest) -> ResponseBody {
+    /// Runs the request an Envelope carries and wraps its response (KIP-590): the sender
+    /// (a broker) needs CLUSTER_ACTION; the request then runs as the client the Envelope
+    /// names.
+    async fn envelope(&self, sender: &RequestAuth, envelope: EnvelopeRequest) -> ResponseBody {
         let fail = |code: ErrorCode| {
             ResponseBody::Envelope(EnvelopeResponse {
                 response_data: None,
@@ -204,6 +265,33 @@ impl ControllerApis {
                 ..Default::default()
             })
         };
+        if !sender.authorize_cluster(OPERATION_CLUSTER_ACTION) {
+            warn!(
+                principal = sender.principal(),
+                "an Envelope from a principal without CLUSTER_ACTION"
+            );
+            return fail(ErrorCode::ClusterAuthorizationFailed);
+        }
+        let principal = match envelope
+            .request_principal
+            .as_ref()
+            .ok_or(ErrorCode::PrincipalDeserializationFailure)
+            .and_then(auth_helper::deserialize_principal)
+        {
+            Ok(p) => p,
+            Err(code) => {
+                warn!("an Envelope whose principal does not deserialize");
+                return fail(code);
+            }
+        };
+        let address = match auth_helper::forwarded_address(&envelope.client_host_address) {
+            Ok(a) => a,
+            Err(code) => {
+                warn!("an Envelope whose client address is neither 4 nor 16 bytes");
+                return fail(code);
+            }
+        };
+        let client = self.inner.auth.request(&principal, address);
         let inner = match decode_request(envelope.request_data) {
             Ok(r) => r,
             Err(e) => {
@@ -218,7 +306,7 @@ impl ControllerApis {
             warn!(api = ?inner.api_key, version, "an Envelope carries a request the controller does not serve");
             return fail(ErrorCode::InvalidRequest);
         }
-        let response = self.execute(version, inner.body).await;
+        let response = self.execute_authorized(&client, version, inner.body).await;
         match encode_response(inner.header.correlation_id, version, &response) {
             Ok(encoder) => ResponseBody::Envelope(EnvelopeResponse {
                 response_data: Some(encoder.into_bytes()),
@@ -235,24 +323,34 @@ impl ControllerApis {
 
 impl RequestHandler for ControllerApis {
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
+        let auth = self
+            .inner
+            .auth
+            .request(&request.session.principal, request.peer.ip());
+        let (tx, rx) = oneshot::channel();
         if RaftRequestRouter::handles(request.api_key) {
+            if let Some(refused) = authz::check_raft(&auth, &request.body) {
+                let _ = tx.send(refused);
+                return Some(rx);
+            }
             return self.inner.router.dispatch(request).await;
         }
         let version = request.header.request_api_version;
-        let (tx, rx) = oneshot::channel();
         let apis = self.clone();
         match request.body {
             RequestBody::DescribeCluster(r) => {
-                let _ = tx.send(ResponseBody::DescribeCluster(apis.describe_cluster(&r)));
+                let _ = tx.send(ResponseBody::DescribeCluster(
+                    apis.describe_cluster(&auth, &r),
+                ));
             }
             RequestBody::Envelope(envelope) => {
                 tokio::spawn(async move {
-                    let _ = tx.send(apis.envelope(envelope).await);
+                    let _ = tx.send(apis.envelope(&auth, envelope).await);
                 });
             }
             body if CONTROLLER_API_KEYS.contains(&body.key()) => {
                 tokio::spawn(async move {
-                    let _ = tx.send(apis.execute(version, body).await);
+                    let _ = tx.send(apis.execute_authorized(&auth, version, body).await);
                 });
             }
             // Not advertised, so the transport never hands it over; closing is the answer.

@@ -12,6 +12,7 @@
 //! [`SnapshotPolicy`](crate::snapshot::SnapshotPolicy) says so.
 
 pub mod apis;
+mod authz;
 mod event_loop;
 
 use std::collections::BTreeMap;
@@ -75,7 +76,7 @@ pub struct ControllerNodeConfig {
     /// The bootstrap metadata (`bootstrap.checkpoint`): written by the first active
     /// controller of an empty log.
     pub bootstrap_records: Vec<MetadataRecord>,
-    /// `super.users` and `allow.everyone.if.no.acl.found`.
+    /// `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`.
     pub authorizer: AuthorizerConfig,
     /// Whether a broker in the same process shares this node's Raft client (`process.roles=
     /// broker,controller`): it then takes its events with [`ControllerNode::take_broker_events`].
@@ -175,6 +176,7 @@ impl ControllerNode {
         };
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        let auth = crate::auth::AuthHelper::new(&published.authorizer);
         let publishers = published.publishers();
         let event_loop = event_loop::EventLoop::new(
             controller_config,
@@ -192,6 +194,8 @@ impl ControllerNode {
             requests_tx,
             config.voters.clone(),
             handle.metrics(),
+            auth,
+            status.clone(),
         );
         let table = Arc::new(apis.api_versions());
         let mut server_config = config.server.clone();

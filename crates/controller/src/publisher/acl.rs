@@ -56,10 +56,15 @@ pub const OPERATION_ALTER_CONFIGS: i8 = 11;
 pub const OPERATION_IDEMPOTENT_WRITE: i8 = 12;
 pub const OPERATION_CREATE_TOKENS: i8 = 13;
 pub const OPERATION_DESCRIBE_TOKENS: i8 = 14;
+pub const OPERATION_TWO_PHASE_COMMIT: i8 = 15;
 
-/// The static part of authorization: Kafka reads both from the node's properties.
+/// The static part of authorization: Kafka reads it from the node's properties.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuthorizerConfig {
+    /// `authorizer.class.name` names the StandardAuthorizer: requests are authorized
+    /// ([`crate::auth::AuthHelper`]). Off (Kafka's default, no class): every request is
+    /// allowed and the ACL APIs answer SECURITY_DISABLED; the ACLs are still kept current.
+    pub enabled: bool,
     /// `super.users`: principals as `Type:name` (`User:admin`).
     pub super_users: BTreeSet<String>,
     /// `allow.everyone.if.no.acl.found` (Kafka's default: false).

@@ -1,5 +1,6 @@
 //! Integration tests of kraftd-controller: replaying Kafka's metadata records into images.
 
+mod auth;
 mod control_acl;
 mod control_cluster;
 mod control_configuration;
@@ -13,6 +14,7 @@ mod control_scram;
 mod control_topics;
 mod kip966;
 mod node;
+mod node_authz;
 mod publisher;
 mod quorum_controller;
 mod quorum_controller_props;

@@ -6,10 +6,12 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kraftd_controller::auth::serialize_principal;
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_TOPIC};
 use kraftd_controller::image::ScramMechanism;
 use kraftd_controller::node::ControllerNode;
-use kraftd_controller::testing::start_controller_node;
+use kraftd_controller::publisher::AuthorizerConfig;
+use kraftd_controller::testing::start_controller_node_with;
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
@@ -22,12 +24,20 @@ use kraftd_protocol::messages::{
     EnvelopeRequest, IncrementalAlterConfigsRequest, RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
+use kraftd_raft::transport::KafkaPrincipal;
 use kraftd_raft::transport::{Channel, ClientConfig};
 
 const CLUSTER_ID: &str = "node-test-cluster-id1";
 
+/// A node whose authorizer runs, with this test's connection (`User:ANONYMOUS` on
+/// PLAINTEXT) and the Envelope's admin as super users, as a cluster's brokers are.
 async fn start(dir: &std::path::Path) -> (ControllerNode, Channel) {
-    let (node, port) = start_controller_node(dir, CLUSTER_ID).await;
+    let authorizer = AuthorizerConfig {
+        enabled: true,
+        super_users: AuthorizerConfig::parse_super_users("User:ANONYMOUS;User:admin"),
+        ..Default::default()
+    };
+    let (node, port) = start_controller_node_with(dir, CLUSTER_ID, authorizer).await;
     let channel = Channel::spawn(format!("127.0.0.1:{port}"), ClientConfig::new("node-test"));
     (node, channel)
 }
@@ -137,7 +147,7 @@ async fn controller_apis_answer_and_publishers_apply_committed_changes() {
         &channel,
         RequestBody::Envelope(EnvelopeRequest {
             request_data,
-            request_principal: None,
+            request_principal: Some(serialize_principal(&KafkaPrincipal::user("admin"))),
             client_host_address: Bytes::from_static(&[127, 0, 0, 1]),
             ..Default::default()
         }),

@@ -851,6 +851,7 @@ fn super_users_pass_every_check() {
     let config = AuthorizerConfig {
         super_users: AuthorizerConfig::parse_super_users(" User:admin ;User:ops;;"),
         allow_everyone_if_no_acl_found: false,
+        ..Default::default()
     };
     assert_eq!(config.super_users.len(), 2);
     let (publisher, _) = authorizer_with(

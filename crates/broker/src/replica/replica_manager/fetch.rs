@@ -60,7 +60,8 @@ pub struct FetchResult {
 }
 
 impl FetchResult {
-    fn error(error: ErrorCode) -> Self {
+    /// A partition's answer that is only an error (offsets unknown, no records).
+    pub fn error(error: ErrorCode) -> Self {
         FetchResult {
             error,
             high_watermark: -1,
