@@ -15,6 +15,7 @@ use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
 use kraftd_raft::transport::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
+use crate::security::sasl::SaslSettings;
 
 /// Kafka's `log.dir` default, used when neither `log.dirs` nor `log.dir` is set.
 pub const LOG_DIR_DEFAULT: &str = "/tmp/kraft-combined-logs";
@@ -72,6 +73,8 @@ pub struct NodeConfig {
     pub security_protocols: BTreeMap<String, SecurityProtocol>,
     /// The TLS of the SSL listeners served and of the node's own TLS connections.
     pub tls: crate::security::tls::NodeTls,
+    /// The SASL listeners' settings and the node's own SASL logins.
+    pub sasl: SaslSettings,
 }
 
 impl NodeConfig {
@@ -190,7 +193,8 @@ impl NodeConfig {
             &listeners,
             &controller_listener_names,
         )?;
-        let config = NodeConfig {
+        let mut config = NodeConfig {
+            sasl: SaslSettings::default(),
             security_protocols,
             roles,
             node_id,
@@ -205,6 +209,7 @@ impl NodeConfig {
             tls: Default::default(),
         };
         config.check_controller_listener()?;
+        config.sasl = config.load_sasl()?;
         let tls = crate::security::tls::NodeTls::load(&config)?;
         Ok(NodeConfig { tls, ..config })
     }
@@ -221,8 +226,8 @@ impl NodeConfig {
             .find(|l| self.controller_listener_names.contains(&l.name))
     }
 
-    /// How `listener` is protected: its name and protocol (every listener has one: loading
-    /// checked it).
+    /// How `listener` is protected: its name, protocol and SASL settings (every listener
+    /// has a protocol: loading checked it).
     pub fn listener_security(&self, listener: &Listener) -> ListenerSecurity {
         ListenerSecurity {
             listener_name: listener.name.clone(),
@@ -232,7 +237,39 @@ impl NodeConfig {
                 .copied()
                 .unwrap_or_default(),
             tls: self.tls.servers.get(&listener.name).cloned(),
+            sasl: self.sasl.servers.get(&listener.name).cloned(),
         }
+    }
+
+    /// The SASL settings of the listeners served here and of the node's own logins (the
+    /// controller listener, and on a broker the inter-broker listener).
+    fn load_sasl(&self) -> Result<SaslSettings> {
+        let protocol = |name: &str| {
+            self.security_protocols
+                .get(name)
+                .copied()
+                .unwrap_or_default()
+        };
+        let served: Vec<_> = self
+            .listeners
+            .iter()
+            .map(|l| (l.name.clone(), protocol(&l.name)))
+            .collect();
+        let mut logins = Vec::new();
+        if let Some(name) = self.controller_listener_names.first() {
+            logins.push((
+                name.clone(),
+                protocol(name),
+                "sasl.mechanism.controller.protocol",
+            ));
+        }
+        if self.roles.contains(&ProcessRole::Broker) {
+            if let Some(name) = self.inter_broker_listener_name() {
+                let p = protocol(&name);
+                logins.push((name, p, "sasl.mechanism.inter.broker.protocol"));
+            }
+        }
+        SaslSettings::load(&self.props, &served, &logins)
     }
 
     /// How this node's clients reach the listener named `listener_name` on other nodes
@@ -245,6 +282,7 @@ impl NodeConfig {
                 .copied()
                 .unwrap_or_default(),
             tls: self.tls.clients.get(listener_name).cloned(),
+            sasl: self.sasl.clients.get(listener_name).cloned(),
         }
     }
 
@@ -440,18 +478,12 @@ fn security_protocol_map(
         }
     }
     for l in listeners {
-        match map.get(&l.name) {
-            None => bail!(
+        if !map.contains_key(&l.name) {
+            bail!(
                 "listener {} in {source} has no security protocol: add {}:<protocol> to {KEY}",
                 l.name,
                 l.name
-            ),
-            // Never serve a listener in a weaker mode than configured.
-            Some(p) if p.uses_sasl() => bail!(
-                "listener {} in {source} is {p} ({KEY}), which kraftd does not serve yet",
-                l.name
-            ),
-            Some(_) => {}
+            );
         }
     }
     Ok(map)

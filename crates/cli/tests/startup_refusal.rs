@@ -30,6 +30,18 @@ fn an_unsupported_config_stops_startup_with_one_line() {
             "security.providers",
             "\"com.example.Provider\"",
         ),
+        // A SASL listener with Kafka's default mechanism (GSSAPI), or with OAUTHBEARER.
+        (
+            "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms",
+            "\"GSSAPI\"",
+        ),
+        (
+            "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+             listener.name.plaintext.sasl.enabled.mechanisms=OAUTHBEARER",
+            "listener.name.plaintext.sasl.enabled.mechanisms",
+            "\"OAUTHBEARER\"",
+        ),
         (
             "client.quota.callback.class=com.example.Quotas",
             "client.quota.callback.class",

@@ -243,6 +243,12 @@ impl BrokerServer {
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        // SASL/SCRAM logins on the client listeners check this node's live credentials.
+        let mut listeners = listeners;
+        for l in &mut listeners {
+            l.security
+                .set_scram_credentials(Arc::new(published.credentials.clone()));
+        }
         let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
         let channel = |name: &str| {
             ControllerChannel::new(

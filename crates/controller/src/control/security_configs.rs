@@ -426,7 +426,7 @@ const LOGIN_REFRESH: &str = "refreshes expiring logins (GSSAPI, OAUTHBEARER), wh
 const PLUGIN: &str = "a Java plugin class; kraftd loads none";
 const PRINCIPAL_BUILDER: &str = "kraftd builds principals as Kafka's DefaultKafkaPrincipalBuilder does; a custom builder is a Java plugin";
 const AUTH_DELAY: &str =
-    "a failed login is answered at once; the delay only slows down password guessing";
+    "a failed SASL login's connection closes this long after its answer (KIP-306)";
 const AUTHORIZER: &str = "the authorizer (StandardAuthorizer semantics), from the properties file";
 const QUOTAS: &str = "client quota enforcement, from the properties file";
 const REPLICATION_QUOTA: &str =
@@ -456,7 +456,7 @@ pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     ),
     honoured(S, "authorizer.class.name", AUTHORIZER),
     refused(S, "client.quota.callback.class", PLUGIN),
-    no_effect(S, "connection.failed.authentication.delay.ms", AUTH_DELAY),
+    honoured(S, "connection.failed.authentication.delay.ms", AUTH_DELAY),
     honoured(S, "connections.max.reauth.ms", SASL),
     honoured(S, "controller.quota.window.num", QUOTAS),
     honoured(S, "controller.quota.window.size.seconds", QUOTAS),

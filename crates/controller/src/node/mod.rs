@@ -208,7 +208,11 @@ impl ControllerNode {
             },
         );
         let table = Arc::new(apis.api_versions());
-        let server = tokio::spawn(serve(listener, table, config.server, Arc::new(apis)));
+        let mut server_config = config.server.clone();
+        server_config
+            .security
+            .set_scram_credentials(Arc::new(published.credentials.clone()));
+        let server = tokio::spawn(serve(listener, table, server_config, Arc::new(apis)));
         Ok(ControllerNode {
             raft: Some(driver),
             handle,

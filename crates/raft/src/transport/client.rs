@@ -4,6 +4,10 @@
 //! [`ClientConfig::max_in_flight`] requests outstanding, and reconnect backoff (exponential
 //! from `reconnect.backoff.ms` to `reconnect.backoff.max.ms`) after a failed connect.
 //!
+//! On a SASL listener the channel logs in right after connecting (`sasl::client`) and renews
+//! its session before it expires (KIP-368); a failed login fails the request and backs off
+//! like a failed connect, logged once per reason.
+//!
 //! As Kafka's NetworkClient does, a request that times out closes the connection (its
 //! response could otherwise still arrive and be taken for a later one's), failing every
 //! other request outstanding on it; the next request reconnects. While backing off after a
@@ -26,8 +30,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, timeout, Instant};
-use tracing::debug;
+use tracing::{debug, warn};
 
+use super::sasl::client::SaslLogin;
 use super::{tls, write_frame};
 
 /// Requests queued for a channel's task before callers are refused.
@@ -79,6 +84,8 @@ pub enum ClientError {
     Disconnected { destination: String, reason: String },
     #[error("request to {destination} timed out")]
     Timeout { destination: String },
+    #[error("SASL authentication with {destination} failed: {reason}")]
+    AuthenticationFailed { destination: String, reason: String },
     #[error("too many requests in flight to {destination}")]
     Overloaded { destination: String },
     #[error("correlation id {correlation_id} is already in flight")]
@@ -147,6 +154,7 @@ impl Channel {
             in_flight: HashMap::new(),
             backoff_until: None,
             connect_failures: 0,
+            sasl_failure_logged: None,
         };
         tokio::spawn(task.run());
         Channel {
@@ -221,6 +229,8 @@ struct Conn {
     rd: tls::ReadHalf,
     wr: tls::WriteHalf,
     buf: BytesMut,
+    /// The SASL login and when to renew it (KIP-368), on a SASL listener.
+    sasl: Option<(SaslLogin, Option<Instant>)>,
 }
 
 struct ChannelTask {
@@ -231,6 +241,8 @@ struct ChannelTask {
     in_flight: HashMap<i32, InFlight>,
     backoff_until: Option<Instant>,
     connect_failures: u32,
+    /// The last SASL failure logged, so a failing login is logged once, not per retry.
+    sasl_failure_logged: Option<String>,
 }
 
 enum Event {
@@ -290,6 +302,7 @@ impl ChannelTask {
                 return;
             }
         };
+        self.maybe_reauthenticate().await;
         if self.conn.is_none() {
             if let Err(e) = self.connect().await {
                 out.reply.complete(Err(e));
@@ -345,19 +358,35 @@ impl ChannelTask {
             tls::client_halves(stream, tls, &self.destination).await
         })
         .await;
-        let reason = match attempt {
+        let error = match attempt {
             Ok(Ok((rd, wr))) => {
-                self.conn = Some(Conn {
+                let mut conn = Conn {
                     rd,
                     wr,
                     buf: BytesMut::with_capacity(64 * 1024),
-                });
-                self.backoff_until = None;
-                self.connect_failures = 0;
-                return Ok(());
+                    sasl: None,
+                };
+                match self.login(&mut conn).await {
+                    Ok(()) => {
+                        self.conn = Some(conn);
+                        self.backoff_until = None;
+                        self.connect_failures = 0;
+                        return Ok(());
+                    }
+                    Err(reason) => ClientError::AuthenticationFailed {
+                        destination: self.destination.clone(),
+                        reason,
+                    },
+                }
             }
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => "connect timed out".to_string(),
+            Ok(Err(e)) => ClientError::ConnectFailed {
+                destination: self.destination.clone(),
+                reason: e.to_string(),
+            },
+            Err(_) => ClientError::ConnectFailed {
+                destination: self.destination.clone(),
+                reason: "connect timed out".to_string(),
+            },
         };
         let shift = self.connect_failures.min(16);
         self.connect_failures = self.connect_failures.saturating_add(1);
@@ -367,11 +396,72 @@ impl ChannelTask {
             .saturating_mul(1 << shift)
             .min(self.config.reconnect_backoff_max);
         self.backoff_until = Some(Instant::now() + backoff);
-        debug!(destination = %self.destination, %reason, ?backoff, "connect failed");
-        Err(ClientError::ConnectFailed {
-            destination: self.destination.clone(),
-            reason,
-        })
+        debug!(destination = %self.destination, reason = %error, ?backoff, "connect failed");
+        Err(error)
+    }
+
+    /// Logs in on a SASL listener right after connecting (nothing to do on others). A
+    /// failure is logged once per distinct reason, not on every retry.
+    async fn login(&mut self, conn: &mut Conn) -> Result<(), String> {
+        let Some(sasl) = self.config.security.sasl.as_ref() else {
+            return Ok(());
+        };
+        let previous = conn.sasl.map(|(login, _)| login);
+        let exchange = super::sasl::client::authenticate(
+            &mut conn.rd,
+            &mut conn.wr,
+            &mut conn.buf,
+            sasl,
+            &self.config.client_id,
+            self.config.max_frame_bytes,
+            previous,
+        );
+        let result = match timeout(self.config.request_timeout, exchange).await {
+            Ok(Ok(login)) => Ok(login),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("the SASL exchange timed out".to_string()),
+        };
+        match result {
+            Ok(login) => {
+                self.sasl_failure_logged = None;
+                // Renew at 85% of the session, as Kafka's clients do (85-95%).
+                let renew = login
+                    .session_lifetime
+                    .map(|l| Instant::now() + l.mul_f64(0.85));
+                conn.sasl = Some((login, renew));
+                Ok(())
+            }
+            Err(reason) => {
+                if self.sasl_failure_logged.as_deref() != Some(reason.as_str()) {
+                    warn!(destination = %self.destination, mechanism = %sasl.mechanism,
+                        user = %sasl.username, "SASL authentication failed: {reason}");
+                    self.sasl_failure_logged = Some(reason.clone());
+                }
+                Err(reason)
+            }
+        }
+    }
+
+    /// Renews the SASL session (KIP-368) once it is due and nothing is in flight (the
+    /// exchange then owns the connection); a failed renewal drops the connection, and the
+    /// next request logs in afresh.
+    async fn maybe_reauthenticate(&mut self) {
+        let due = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.sasl)
+            .and_then(|(_, renew)| renew)
+            .is_some_and(|renew| renew <= Instant::now());
+        if !due || !self.in_flight.is_empty() {
+            return;
+        }
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        match self.login(&mut conn).await {
+            Ok(()) => self.conn = Some(conn),
+            Err(reason) => self.disconnect(&format!("SASL re-authentication failed: {reason}")),
+        }
     }
 
     fn read_responses(&mut self) {

@@ -7,6 +7,7 @@
 //! nothing here knows Raft.
 
 pub mod client;
+pub mod sasl;
 pub mod security;
 pub mod server;
 pub mod tls;

@@ -142,6 +142,20 @@ pub struct ListenerSecurity {
     pub protocol: SecurityProtocol,
     /// The listener's TLS (SSL and SASL_SSL listeners; `None` serves plain TCP).
     pub tls: Option<super::tls::TlsServer>,
+    /// How clients authenticate on a SASL listener (`None` on any other).
+    pub sasl: Option<super::sasl::SaslServerConfig>,
+}
+
+impl ListenerSecurity {
+    /// Plugs the node's SCRAM credentials into a SASL listener's settings.
+    pub fn set_scram_credentials(
+        &mut self,
+        credentials: Arc<dyn super::sasl::ScramCredentialLookup>,
+    ) {
+        if let Some(sasl) = self.sasl.as_mut() {
+            sasl.credentials = credentials;
+        }
+    }
 }
 
 /// How a node's own clients (Raft, the controller channel, the replica fetcher, the
@@ -153,6 +167,8 @@ pub struct ClientSecurity {
     pub protocol: SecurityProtocol,
     /// TLS towards that listener (SSL and SASL_SSL; `None` connects plain TCP).
     pub tls: Option<super::tls::TlsClient>,
+    /// The login on a SASL listener (`None` on any other).
+    pub sasl: Option<super::sasl::SaslClientConfig>,
 }
 
 /// What a request runs as: Kafka's `RequestContext` minus the header. Shared by every

@@ -2,7 +2,9 @@
 //! frames (the size checked against `socket.request.max.bytes` from the prefix, before the
 //! body is buffered), decodes each request, answers ApiVersions from the listener's
 //! [`ApiVersionsTable`] itself and hands every other advertised request to a
-//! [`RequestHandler`]; responses go back in request order, as Kafka clients require.
+//! [`RequestHandler`]; responses go back in request order, as Kafka clients require. On a
+//! SASL listener every frame passes the connection's [`SaslAuthenticator`] first (login,
+//! the principal of the connection's [`Session`], re-authentication: `sasl/`).
 //!
 //! Limits: at most [`ServerConfig::max_connections`] connections (more are closed on
 //! accept), at most [`ServerConfig::max_in_flight_per_connection`] requests awaiting their
@@ -33,8 +35,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
 
-use tracing::{debug, warn};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
 
+use super::sasl::{self, SaslAuthenticator, SaslReply, SaslStep};
 use super::security::{ChannelMute, KafkaPrincipal, ListenerSecurity, Session};
 use super::write_frame;
 
@@ -138,6 +142,7 @@ pub async fn serve<H: RequestHandler>(
     handler: Arc<H>,
 ) {
     let slots = Arc::new(Semaphore::new(config.max_connections));
+    let table = sasl::listener_table(table, config.security.sasl.as_ref());
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -177,6 +182,8 @@ struct Pending {
     api_key: ApiKey,
     /// False only for a Produce with `acks=0`: its client reads no response.
     expects_response: bool,
+    /// A SASL token after a v0 handshake: written as a bare frame, without a header.
+    raw_sasl_token: bool,
     response: oneshot::Receiver<ResponseBody>,
 }
 
@@ -263,18 +270,53 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
     unanswered: &AtomicUsize,
 ) -> Result<(), String> {
     let mut buf = BytesMut::with_capacity(8 * 1024);
-    let session = Arc::new(Session {
+    let mut session = Arc::new(Session {
         principal,
         listener_name: config.security.listener_name.clone(),
         protocol: config.security.protocol,
     });
     let mute = ChannelMute::default();
+    // On a SASL listener, every frame passes the connection's authenticator first.
+    let mut sasl = config
+        .security
+        .sasl
+        .clone()
+        .map(|c| SaslAuthenticator::new(c, Instant::now(), config.connections_max_idle));
     loop {
-        while let Some(frame) =
-            split_frame(&mut buf, config.max_frame_bytes).map_err(|e| e.to_string())?
-        {
+        loop {
+            let max_frame = sasl.as_ref().map_or(config.max_frame_bytes, |s| {
+                s.max_frame_bytes(config.max_frame_bytes)
+            });
+            let Some(frame) = split_frame(&mut buf, max_frame).map_err(|e| e.to_string())? else {
+                break;
+            };
             // A throttled client's next request waits out its throttle time.
             mute.wait().await;
+            let frame = match sasl.as_mut() {
+                None => frame,
+                Some(auth) => match auth.on_frame(Instant::now(), frame) {
+                    SaslStep::Pass(frame) => frame,
+                    SaslStep::Close(reason) => return Err(reason),
+                    SaslStep::Reply(reply) => {
+                        if let Some(principal) = &reply.authenticated {
+                            let mut next = (*session).clone();
+                            next.principal = principal.clone();
+                            session = Arc::new(next);
+                        }
+                        let close = reply.then_close.clone();
+                        unanswered.fetch_add(1, Ordering::Relaxed);
+                        if tx.send(sasl_reply(reply)).await.is_err() || close.is_some() {
+                            if let Some(reason) = close {
+                                info!(%peer, "closing connection after answering: {reason}");
+                                // Kafka's delayed close (KIP-306): the answer goes out first.
+                                tokio::time::sleep(auth.failed_authentication_delay()).await;
+                            }
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                },
+            };
             let size = frame.len();
             let pending = match decode_request(frame) {
                 Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
@@ -312,6 +354,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                         version,
                         api_key,
                         expects_response,
+                        raw_sasl_token: false,
                         response,
                     }
                 }
@@ -332,8 +375,18 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
             }
         }
         let read = loop {
-            match tokio::time::timeout(config.connections_max_idle, rd.read_buf(&mut buf)).await {
+            // An unauthenticated SASL connection gets until its deadline, at most.
+            let deadline = sasl.as_ref().and_then(SaslAuthenticator::deadline);
+            let wait = deadline.map_or(config.connections_max_idle, |d| {
+                config
+                    .connections_max_idle
+                    .min(d.saturating_duration_since(Instant::now()))
+            });
+            match tokio::time::timeout(wait, rd.read_buf(&mut buf)).await {
                 Ok(read) => break read,
+                Err(_) if deadline.is_some_and(|d| d <= Instant::now()) => {
+                    return Err("it did not complete SASL authentication in time".into())
+                }
                 // Idle only when no request of this connection is still being answered.
                 Err(_) if unanswered.load(Ordering::Relaxed) == 0 => {
                     debug!(%peer, idle = ?config.connections_max_idle, "closing idle connection");
@@ -407,6 +460,22 @@ fn api_versions<H: RequestHandler>(
         version,
         api_key: ApiKey::ApiVersions,
         expects_response: true,
+        raw_sasl_token: false,
+        response: rx,
+    }
+}
+
+/// The pending answer of a SASL step (answered already).
+fn sasl_reply(reply: Box<SaslReply>) -> Pending {
+    let api_key = reply.body.key();
+    let (tx, rx) = oneshot::channel();
+    let _ = tx.send(reply.body);
+    Pending {
+        correlation_id: reply.correlation_id.unwrap_or(0),
+        version: reply.version,
+        api_key,
+        expects_response: true,
+        raw_sasl_token: reply.correlation_id.is_none(),
         response: rx,
     }
 }
@@ -430,7 +499,15 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                 "closing connection: the request's handler dropped it without a response");
             return;
         };
-        let encoded = match encode_response(p.correlation_id, p.version, &body) {
+        let encoded = match body {
+            ResponseBody::SaslAuthenticate(token) if p.raw_sasl_token => {
+                let mut e = kraftd_protocol::codec::Encoder::new();
+                e.put_slice(&token.auth_bytes);
+                Ok(e)
+            }
+            body => encode_response(p.correlation_id, p.version, &body),
+        };
+        let encoded = match encoded {
             Ok(e) => e,
             Err(e) => {
                 warn!(%peer, correlation_id = p.correlation_id, "closing connection: response does not encode: {e}");

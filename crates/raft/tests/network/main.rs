@@ -7,5 +7,6 @@
 mod cluster;
 mod disk;
 mod endpoints;
+mod sasl;
 mod tls;
 mod transport;

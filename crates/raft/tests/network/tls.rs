@@ -111,6 +111,7 @@ async fn tls_listener(tls: TlsServer, idle: Duration) -> (String, Requests) {
             listener_name: "SSL".into(),
             protocol: SecurityProtocol::Ssl,
             tls: Some(tls),
+            sasl: None,
         },
         ..ServerConfig::default()
     };
@@ -299,6 +300,7 @@ async fn the_node_channel_speaks_tls_and_the_server_maps_its_certificate() {
         security: ClientSecurity {
             protocol: SecurityProtocol::Ssl,
             tls: Some(tls),
+            sasl: None,
         },
         ..ClientConfig::new("raft-client-1")
     };
