@@ -8,6 +8,7 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
 use crate::config::NodeConfig;
 use crate::properties::Properties;
+use kraftd_raft::transport::SecurityProtocol;
 
 /// A CA, and a server certificate for 127.0.0.1 signed by it, as PEM files in `dir`:
 /// `ca.pem`, `keystore.pem` (key and chain), `key.pem`, `cert.pem`.
@@ -265,17 +266,22 @@ fn an_encrypted_pkcs8_key_loads_with_its_password() {
 }
 
 #[test]
-fn sasl_listeners_stay_refused() {
+fn a_sasl_ssl_listener_gets_both_tls_and_sasl() {
     let dir = tempfile::tempdir().unwrap();
     write_pki(dir.path());
-    for protocol in ["SASL_SSL", "SASL_PLAINTEXT"] {
-        let text = format!(
-            "process.roles=broker\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
-             listeners={protocol}://127.0.0.1:9092\ncontroller.listener.names=CONTROLLER\n"
-        );
-        let e = NodeConfig::from_properties(Properties::parse(&text))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("does not serve yet"), "{e}");
-    }
+    let c = config(
+        dir.path(),
+        false,
+        "listener.security.protocol.map=CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT\n\
+         sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+         sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
+         listener.name.client.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\" password=\"b\";\n",
+    )
+    .unwrap();
+    let client = c.listeners.iter().find(|l| l.name == "CLIENT").unwrap();
+    let security = c.listener_security(client);
+    assert_eq!(security.protocol, SecurityProtocol::SaslSsl);
+    assert!(security.tls.is_some() && security.sasl.is_some());
+    let own = c.client_security("CLIENT");
+    assert!(own.tls.is_some() && own.sasl.is_some());
 }
