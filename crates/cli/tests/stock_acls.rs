@@ -1,31 +1,46 @@
 //! ACLs enforced end to end, with real processes: `authorizer.class.name` set to Kafka's
 //! StandardAuthorizer.
 //!
-//! Principals: every listener here is PLAINTEXT, so every connection is `User:ANONYMOUS` —
-//! the clients' and the nodes' own. Two PLAINTEXT listeners cannot give two users, so these
-//! clusters run with `allow.everyone.if.no.acl.found=true` and no super users: a resource no
-//! ACL names is open (so the nodes register, replicate and create internal topics), and the
-//! resources under test are named by ACLs — some for ANONYMOUS, some only for `User:bob` — so
-//! every decision about them is a real ACL evaluation of the client's principal, refusals
-//! included. `super_users_bypass_every_acl` turns `super.users=User:ANONYMOUS` on instead.
-//! The matrix script takes its principal and connection settings as arguments, ready for
-//! distinct SASL users: once brokers serve SASL_PLAINTEXT, give them a `SASL` listener with
-//! PLAIN users in `sasl.jaas.config` (`user_admin`, `user_alice`, `user_bob`), replace
-//! `allow.everyone.if.no.acl.found=true` with `super.users=User:admin;User:ANONYMOUS` (the
-//! nodes keep talking PLAINTEXT), and run the script against the SASL addresses with
-//! `--principal User:alice --client-config '{"security.protocol": "SASL_PLAINTEXT",
-//! "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": ...}'` and the
-//! same `--admin-config` for admin.
+//! Principals. The stock-client tests run with distinct authenticated users and no listener
+//! that admits `User:ANONYMOUS`; `allow.everyone.if.no.acl.found` is off, so whatever is not
+//! allowed by an ACL is refused:
+//! - SASL: every listener is SASL_PLAINTEXT. The controller listener takes PLAIN, the nodes
+//!   logging in as `User:kraft`; each broker's one listener serves both the clients and the
+//!   other brokers: SCRAM-SHA-256/512 for `admin` and `alice`, whose credentials
+//!   `kraftd format --add-scram` wrote into the bootstrap metadata, PLAIN for the brokers' own
+//!   logins as `User:broker`. `super.users=User:admin;User:broker;User:kraft`: the nodes are
+//!   super users because they authenticate as themselves (ANONYMOUS is not one). `User:bob`
+//!   never logs in; ACLs name him so the refused resources are named by some ACL.
+//! - Mutual TLS: every listener is SSL with client certificates required; the nodes'
+//!   certificate (`CN=kraftd-node`) is the super user, and the brokers'
+//!   `ssl.principal.mapping.rules` map a client certificate `CN=<name>,OU=eng,O=acme` to
+//!   `User:<name>`.
 //!
-//! - `acl_matrix_with_stock_clients`: confluent-kafka and kafka-python, 2 brokers: produce
-//!   to `orders` not `payments`, read with `g1` not `g2`, describe not alter configs, the
-//!   missing ACL admits the same client on both brokers within a second, DENY beats ALLOW.
+//! The differential test sends raw requests (no SASL) on PLAINTEXT to both kraftd and Apache
+//! Kafka, so there every connection is `User:ANONYMOUS` and the clusters run with
+//! `allow.everyone.if.no.acl.found=true` (a resource no ACL names is open, so the nodes
+//! register, replicate and create internal topics); the resources under test are named by
+//! `User:bob`'s ACLs, so each decision about them is a real ACL evaluation of ANONYMOUS.
+//!
+//! - `acl_matrix_as_sasl_users` (`tests/python/acl_matrix.py`, confluent-kafka and
+//!   kafka-python, 2 brokers), as `User:alice` over SCRAM: produce to `orders` not
+//!   `payments`, read with `g1` not `g2`, describe not alter configs, the missing ACL admits
+//!   the same client on both brokers within a second, DENY beats ALLOW; a CreateTopics the
+//!   broker forwards to the controller is refused while alice has no CREATE and runs once she
+//!   has CREATE on the cluster (the Envelope carries her principal, not the broker's); and
+//!   `User:admin`, a super user, is untouched by a DENY of everything.
+//! - `a_certificate_principal_is_named_by_acls`: over mutual TLS, the principal the mapping
+//!   rules make of a client certificate is refused with no ACL and admitted by an ACL naming
+//!   it.
 //! - `each_api_refuses_as_kafka_does`: the same raw requests to kraftd and to Apache Kafka
 //!   4.4.0 run from its jars with the same settings, every error code and authorized
 //!   operations field compared — data plane, groups, transactions, configs, and the
 //!   requests a broker forwards to the controller (checked again there as the client).
 //! - `without_an_authorizer_the_acl_apis_answer_security_disabled`: Kafka's own
 //!   `kafka-acls` tool and kafka-python's admin client.
+//!
+//! The tests take turns (one cluster at a time): the within-a-second checks want the
+//! machine's cores.
 
 mod common;
 
@@ -62,17 +77,29 @@ use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
 
 use common::kafka_jars::{classpath, kafka_cluster, log4j_option};
+use common::pki::Pki;
+use common::python::wait_until_brokers_listed_as;
 use common::python::{python, run_inline, run_until_all_ok, wait_until_brokers_listed};
 use common::raw::Raw;
-use common::{addresses, all_logs, formatted_cluster, stop_gracefully, Node};
+use common::{
+    addresses, all_logs, formatted_cluster, formatted_cluster_with, stop_gracefully, Node,
+};
 
 /// Kafka's StandardAuthorizer, on.
 const AUTHORIZER: &str =
     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer";
-/// What every node of these clusters needs on PLAINTEXT (see the module doc).
+/// What every node of the PLAINTEXT clusters needs (see the module doc).
 const OPEN_UNLESS_NAMED: &str = "allow.everyone.if.no.acl.found=true";
 /// Few offsets partitions: the test controllers' metadata segments are small.
 const FEW_OFFSETS_PARTITIONS: &str = "offsets.topic.num.partitions=2";
+const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required";
+
+/// One cluster at a time (see the module doc).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// A cluster of one controller and `brokers` brokers with `config` on every node, started,
 /// every broker listed by every broker.
@@ -88,43 +115,168 @@ fn cluster(root: &std::path::Path, brokers: i32, config: &[&str]) -> (Vec<Node>,
     (controllers, brokers)
 }
 
+/// confluent-kafka settings (JSON) for logging in over SASL_PLAINTEXT.
+fn sasl_login(mechanism: &str, user: &str, password: &str) -> String {
+    format!(
+        r#"{{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "{mechanism}", "sasl.username": "{user}", "sasl.password": "{password}"}}"#
+    )
+}
+
+fn logs(controllers: &[Node], brokers: &[Node]) -> String {
+    format!(
+        "--- broker logs ---\n{}\n--- controller logs ---\n{}",
+        all_logs(brokers),
+        all_logs(controllers)
+    )
+}
+
 #[test]
-fn acl_matrix_with_stock_clients() {
+fn acl_matrix_as_sasl_users() {
+    let _serial = serial();
     python();
     let root = tempfile::tempdir().unwrap();
-    let (mut controllers, mut brokers) = cluster(root.path(), 2, &[AUTHORIZER, OPEN_UNLESS_NAMED]);
-    let bootstrap = addresses(&brokers);
-    run_until_all_ok(
-        "acl_matrix.py",
+    let (_id, mut controllers, mut brokers) = formatted_cluster_with(
+        root.path(),
+        1,
+        2,
         &[
-            "matrix",
-            "--bootstrap",
-            &bootstrap,
-            "--principal",
-            "User:ANONYMOUS",
+            "--add-scram",
+            "SCRAM-SHA-512=[name=admin,password=admin-secret]",
+            "--add-scram",
+            "SCRAM-SHA-256=[name=alice,password=alice-secret]",
         ],
-        || all_logs(&brokers) + &all_logs(&controllers),
+    );
+    let controller_login = format!(
+        "listener.name.controller.plain.sasl.jaas.config={PLAIN_MODULE} \
+         username=\"kraft\" password=\"kraft-secret\" user_kraft=\"kraft-secret\";"
+    );
+    let every_node = [
+        AUTHORIZER,
+        FEW_OFFSETS_PARTITIONS,
+        "super.users=User:admin;User:broker;User:kraft",
+        "sasl.enabled.mechanisms=PLAIN",
+        "sasl.mechanism.controller.protocol=PLAIN",
+        &controller_login,
+    ];
+    controllers[0].add_config(&every_node);
+    controllers[0].add_config(&["listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT"]);
+    for b in &brokers {
+        b.add_config(&every_node);
+        b.add_config(&[
+            &format!("listeners=SASL://127.0.0.1:{}", b.port),
+            "listener.security.protocol.map=SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "inter.broker.listener.name=SASL",
+            "sasl.mechanism.inter.broker.protocol=PLAIN",
+            "listener.name.sasl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+            &format!(
+                "listener.name.sasl.plain.sasl.jaas.config={PLAIN_MODULE} \
+                 username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";"
+            ),
+        ]);
+    }
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let bootstrap = addresses(&brokers);
+    let admin = sasl_login("SCRAM-SHA-512", "admin", "admin-secret");
+    let alice = sasl_login("SCRAM-SHA-256", "alice", "alice-secret");
+    wait_until_brokers_listed_as(&bootstrap, &admin, 2, || logs(&controllers, &brokers));
+    for (mode, principal, client) in [
+        ("matrix", "User:alice", &alice),
+        ("forwarded", "User:alice", &alice),
+        ("super", "User:admin", &admin),
+    ] {
+        run_until_all_ok(
+            "acl_matrix.py",
+            &[
+                mode,
+                "--bootstrap",
+                &bootstrap,
+                "--principal",
+                principal,
+                "--client-config",
+                client,
+                "--admin-config",
+                &admin,
+            ],
+            || logs(&controllers, &brokers),
+        );
+    }
+    let all = logs(&controllers, &brokers);
+    assert!(
+        !all.contains("SASL authentication failed"),
+        "no node or client failed to log in:\n{all}"
+    );
+    assert!(
+        !all.contains("alice-secret") && !all.contains("admin-secret"),
+        "no password in the logs"
     );
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }
 
 #[test]
-fn super_users_bypass_every_acl() {
+fn a_certificate_principal_is_named_by_acls() {
+    let _serial = serial();
     python();
     let root = tempfile::tempdir().unwrap();
-    let (mut controllers, mut brokers) =
-        cluster(root.path(), 1, &[AUTHORIZER, "super.users=User:ANONYMOUS"]);
+    let pki = Pki::new(&root.path().join("pki"));
+    let subject = |cn| [("O", "acme"), ("OU", "eng"), ("CN", cn)];
+    let (alice_cert, alice_key) = pki.client("alice", &subject("alice"));
+    let (admin_cert, admin_key) = pki.client("admin", &subject("admin"));
+    let (_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
+    let mut every_node = vec![
+        AUTHORIZER.to_string(),
+        FEW_OFFSETS_PARTITIONS.to_string(),
+        "super.users=User:CN=kraftd-node;User:admin".to_string(),
+    ];
+    every_node.extend(pki.node_ssl_config());
+    for n in controllers.iter().chain(&brokers) {
+        n.add_config(&every_node.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    controllers[0].add_config(&[
+        "listener.security.protocol.map=CONTROLLER:SSL",
+        "listener.name.controller.ssl.client.auth=required",
+    ]);
+    let broker = &brokers[0];
+    broker.add_config(&[
+        &format!("listeners=MTLS://127.0.0.1:{}", broker.port),
+        "listener.security.protocol.map=MTLS:SSL,CONTROLLER:SSL",
+        "inter.broker.listener.name=MTLS",
+        "listener.name.mtls.ssl.client.auth=required",
+        // Client certificates of acme's eng to their CN; the nodes' by the default rule.
+        "listener.name.mtls.ssl.principal.mapping.rules=\
+         RULE:^CN=([^,]+),OU=eng,O=acme$/$1/L,DEFAULT",
+    ]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let tls = |cert: &std::path::Path, key: &std::path::Path| {
+        format!(
+            r#"{{"security.protocol": "SSL", "ssl.ca.location": "{}", "ssl.certificate.location": "{}", "ssl.key.location": "{}"}}"#,
+            pki.ca_path().display(),
+            cert.display(),
+            key.display()
+        )
+    };
+    let admin = tls(&admin_cert, &admin_key);
+    let alice = tls(&alice_cert, &alice_key);
+    let bootstrap = addresses(&brokers);
+    wait_until_brokers_listed_as(&bootstrap, &admin, 1, || logs(&controllers, &brokers));
     run_until_all_ok(
         "acl_matrix.py",
         &[
-            "super",
+            "grant",
             "--bootstrap",
-            &addresses(&brokers),
+            &bootstrap,
             "--principal",
-            "User:ANONYMOUS",
+            "User:alice",
+            "--client-config",
+            &alice,
+            "--admin-config",
+            &admin,
         ],
-        || all_logs(&brokers) + &all_logs(&controllers),
+        || logs(&controllers, &brokers),
     );
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
@@ -718,6 +870,7 @@ fn scenario(address: &str) -> Vec<(&'static str, i64)> {
 
 #[test]
 fn each_api_refuses_as_kafka_does() {
+    let _serial = serial();
     python();
     let settings = format!("{AUTHORIZER}\n{OPEN_UNLESS_NAMED}\n{FEW_OFFSETS_PARTITIONS}");
     let root = tempfile::tempdir().unwrap();
@@ -762,6 +915,7 @@ fn each_api_refuses_as_kafka_does() {
 
 #[test]
 fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
+    let _serial = serial();
     python();
     let root = tempfile::tempdir().unwrap();
     let (mut controllers, mut brokers) = cluster(root.path(), 1, &[]);

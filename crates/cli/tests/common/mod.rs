@@ -193,7 +193,18 @@ pub fn formatted_cluster(
     controllers: i32,
     brokers: i32,
 ) -> (String, Vec<Node>, Vec<Node>) {
-    let (cluster_id, quorum) = formatted_quorum(root, controllers);
+    formatted_cluster_with(root, controllers, brokers, &[])
+}
+
+/// [`formatted_cluster`] with `controller_format_args` (such as `--add-scram ...`) added to
+/// each controller's `kraftd format`.
+pub fn formatted_cluster_with(
+    root: &Path,
+    controllers: i32,
+    brokers: i32,
+    controller_format_args: &[&str],
+) -> (String, Vec<Node>, Vec<Node>) {
+    let (cluster_id, quorum) = formatted_quorum_with(root, controllers, controller_format_args);
     let voters = voters(&quorum);
     let brokers: Vec<Node> = (controllers + 1..=controllers + brokers)
         .map(|id| Node::broker(root, id))
@@ -208,26 +219,38 @@ pub fn formatted_cluster(
 
 /// `kraftd format` of `node` for `cluster_id`.
 pub fn format(node: &Node, cluster_id: &str) {
+    format_with(node, cluster_id, &[]);
+}
+
+/// `kraftd format` of `node` for `cluster_id` with `extra` arguments.
+pub fn format_with(node: &Node, cluster_id: &str, extra: &[&str]) {
     let config = node.config_path();
-    run(&[
+    let mut args = vec![
         "format",
         "--config",
         config.to_str().unwrap(),
         "--cluster-id",
         cluster_id,
-    ]);
+    ];
+    args.extend(extra);
+    run(&args);
 }
 
 /// Nodes 1..=`count` under `root`, configured as one quorum and formatted for a new cluster
 /// id, not started; with that cluster id.
 pub fn formatted_quorum(root: &Path, count: i32) -> (String, Vec<Node>) {
+    formatted_quorum_with(root, count, &[])
+}
+
+/// [`formatted_quorum`] with `format_args` added to each node's `kraftd format`.
+pub fn formatted_quorum_with(root: &Path, count: i32, format_args: &[&str]) -> (String, Vec<Node>) {
     let cluster_id = run(&["random-uuid"]).trim().to_string();
     let nodes: Vec<Node> = (1..=count).map(|id| Node::new(root, id)).collect();
     let voters = voters(&nodes);
     for node in &nodes {
         std::fs::create_dir_all(&node.dir).unwrap();
         write_config(node, &voters);
-        format(node, &cluster_id);
+        format_with(node, &cluster_id, format_args);
     }
     (cluster_id, nodes)
 }

@@ -62,21 +62,33 @@ pub fn python() -> PathBuf {
 /// in its Metadata (all registered and unfenced), for at most 60 s; on timeout panics with
 /// what was seen and `logs()`.
 pub fn wait_until_brokers_listed(bootstrap: &str, expected: usize, logs: impl Fn() -> String) {
+    wait_until_brokers_listed_as(bootstrap, "{}", expected, logs);
+}
+
+/// [`wait_until_brokers_listed`] with the client settings `config` (a confluent-kafka config
+/// as JSON, such as `security.protocol` and `sasl.*` or `ssl.*`).
+pub fn wait_until_brokers_listed_as(
+    bootstrap: &str,
+    config: &str,
+    expected: usize,
+    logs: impl Fn() -> String,
+) {
     // The fewest brokers any one broker lists.
     let script = r#"
-import sys
+import json, sys
 from confluent_kafka.admin import AdminClient
 counts = []
 for s in sys.argv[1].split(","):
     try:
-        counts.append(len(AdminClient({"bootstrap.servers": s}).list_topics(timeout=3).brokers))
+        conf = dict(json.loads(sys.argv[2]), **{"bootstrap.servers": s})
+        counts.append(len(AdminClient(conf).list_topics(timeout=3).brokers))
     except Exception:
         counts.append(0)
 print(min(counts))
 "#;
     let deadline = Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let out = run_inline(script, &[bootstrap]);
+        let out = run_inline(script, &[bootstrap, config]);
         let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if seen == expected.to_string() {
             return;

@@ -14,12 +14,20 @@ payments: within a second the same client produces to both partitions (both brok
 every broker's Metadata shows the topic. A DENY of WRITE on orders for P then overrides its
 ALLOW within a second.
 
+`forwarded` mode: the client P creates topic `forwarded` through a broker, which forwards
+CreateTopics to the controller in an Envelope: refused (TOPIC_AUTHORIZATION_FAILED) while P
+has no CREATE; once the admin allows P CREATE on the cluster, the same client creates it.
+
+`grant` mode: the admin creates topic `granted`; the client P may not produce to it
+(TOPIC_AUTHORIZATION_FAILED, no ACL names it) until the admin allows P WRITE on it, then
+produces within a second.
+
 `super` mode: P is a super user: a DENY of everything on payments for P changes nothing, and
 group g2 (named only by O's ACL) reads.
 
 Connection settings are confluent-kafka configs as JSON (`--client-config`,
-`--admin-config`: `{}` for PLAINTEXT, or security.protocol / sasl.* for SASL), mapped for
-kafka-python. Prints "all ok" at the end; fails with one line otherwise.
+`--admin-config`: `{}` for PLAINTEXT, security.protocol / sasl.* for SASL, ssl.* for TLS),
+the SASL ones mapped for kafka-python. Prints "all ok" at the end; fails with one line otherwise.
 """
 
 import argparse
@@ -49,6 +57,9 @@ def kafka_python_config(conf):
         "sasl.mechanism": "sasl_mechanism",
         "sasl.username": "sasl_plain_username",
         "sasl.password": "sasl_plain_password",
+        "ssl.ca.location": "ssl_cafile",
+        "ssl.certificate.location": "ssl_certfile",
+        "ssl.key.location": "ssl_keyfile",
     }
     return {names[k]: v for k, v in conf.items() if k in names}
 
@@ -305,6 +316,64 @@ def matrix(args, client, admin_conf):
     producer.close()
 
 
+def forwarded(args, client, admin_conf):
+    bootstrap = args.bootstrap
+    admin = AdminClient(dict(admin_conf, **{"bootstrap.servers": bootstrap}))
+    me_admin = AdminClient(dict(client, **{"bootstrap.servers": bootstrap}))
+
+    def create():
+        """The error code of the client's CreateTopics of `forwarded` (0: created)."""
+        future = me_admin.create_topics(
+            [cadmin.NewTopic("forwarded", 1, 1)], request_timeout=30
+        )["forwarded"]
+        try:
+            future.result()
+            return 0
+        except KafkaException as e:
+            return e.args[0].code()
+
+    code = create()
+    if code != TOPIC_AUTHZ:
+        fail(f"creating a topic without CREATE: error {code}, not TOPIC_AUTHORIZATION_FAILED")
+    say("CreateTopics without CREATE: TOPIC_AUTHORIZATION_FAILED")
+    create_acls(
+        admin,
+        [binding(cadmin.ResourceType.BROKER, "kafka-cluster", args.principal,
+                 cadmin.AclOperation.CREATE)],
+    )
+    until("the client's CreateTopics with CREATE on the cluster", time.time() + 5,
+          lambda: create() == 0)
+    say("CreateTopics with CREATE on the cluster: created")
+
+
+def grant(args, client, admin_conf):
+    bootstrap = args.bootstrap
+    admin = AdminClient(dict(admin_conf, **{"bootstrap.servers": bootstrap}))
+    create_topics(admin, ["granted"])
+    leaders(admin, "granted", time.time() + 30)
+    code = confluent_produce(client, bootstrap, "granted")
+    if code != TOPIC_AUTHZ:
+        fail(f"confluent-kafka producing to granted with no ACL: error {code}")
+    producer = kp_producer(client, bootstrap)
+    error = kp_send(producer, "granted", 0)
+    if not isinstance(error, kerrors.TopicAuthorizationFailedError):
+        fail(f"kafka-python producing to granted with no ACL: {error!r}")
+    say("no ACL: TOPIC_AUTHORIZATION_FAILED")
+    create_acls(
+        admin,
+        [binding(cadmin.ResourceType.TOPIC, "granted", args.principal,
+                 cadmin.AclOperation.WRITE)],
+    )
+    added = time.time()
+    until("producing to granted after the ACL", added + 1.0,
+          lambda: kp_send(producer, "granted", 0) is None)
+    say(f"WRITE for {args.principal}: produced {time.time() - added:.3f}s after the ACL")
+    producer.close()
+    code = confluent_produce(client, bootstrap, "granted")
+    if code != 0:
+        fail(f"confluent-kafka producing to granted with the ACL: error {code}")
+
+
 def superuser(args, client, admin_conf):
     bootstrap = args.bootstrap
     me, other = args.principal, args.other_principal
@@ -330,7 +399,7 @@ def superuser(args, client, admin_conf):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["matrix", "super"])
+    parser.add_argument("mode", choices=["matrix", "forwarded", "grant", "super"])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--principal", required=True)
     parser.add_argument("--other-principal", default="User:bob")
@@ -339,10 +408,8 @@ def main():
     args = parser.parse_args()
     client = json.loads(args.client_config)
     admin_conf = json.loads(args.admin_config)
-    if args.mode == "matrix":
-        matrix(args, client, admin_conf)
-    else:
-        superuser(args, client, admin_conf)
+    modes = {"matrix": matrix, "forwarded": forwarded, "grant": grant, "super": superuser}
+    modes[args.mode](args, client, admin_conf)
     print("all ok", flush=True)
 
 
