@@ -165,17 +165,3 @@ fn the_nodes_own_logins_come_from_the_listeners_jaas_config() {
     .to_string();
     assert!(e.contains("no password option"), "{e}");
 }
-
-#[test]
-fn sasl_ssl_stays_refused_until_tls_is_served() {
-    let e = load(
-        "listeners=S://:9092,CONTROLLER://:9093\n\
-         listener.security.protocol.map=S:SASL_SSL,CONTROLLER:PLAINTEXT\n",
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("SASL_SSL") && e.contains("does not serve yet"),
-        "{e}"
-    );
-}

@@ -265,17 +265,46 @@ fn an_encrypted_pkcs8_key_loads_with_its_password() {
 }
 
 #[test]
-fn sasl_listeners_stay_refused() {
+fn sasl_ssl_listeners_get_tls_then_sasl() {
     let dir = tempfile::tempdir().unwrap();
     write_pki(dir.path());
-    for protocol in ["SASL_SSL", "SASL_PLAINTEXT"] {
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                username=\"kraft\" password=\"kraft-secret\";";
+    let sasl = format!(
+        "listener.security.protocol.map=CLIENT:SASL_SSL,CONTROLLER:SASL_SSL\n\
+         sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+         sasl.mechanism.controller.protocol=SCRAM-SHA-512\n\
+         sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
+         listener.name.client.scram-sha-512.sasl.jaas.config={jaas}\n\
+         listener.name.controller.scram-sha-512.sasl.jaas.config={jaas}\n"
+    );
+    let c = config(dir.path(), false, &sasl).unwrap();
+    for listener in [
+        c.listeners.iter().find(|l| l.name == "CLIENT").unwrap(),
+        c.controller_listener().unwrap(),
+    ] {
+        let s = c.listener_security(listener);
+        assert!(s.tls.is_some() && s.sasl.is_some(), "{}", listener.name);
+        let s = c.client_security(&listener.name);
+        assert!(s.tls.is_some() && s.sasl.is_some(), "{}", listener.name);
+    }
+    // SASL_SSL without a keystore: refused, naming what is missing.
+    for protocol in ["SASL_SSL", "SSL"] {
         let text = format!(
             "process.roles=broker\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
-             listeners={protocol}://127.0.0.1:9092\ncontroller.listener.names=CONTROLLER\n"
+             listeners=S://127.0.0.1:9092\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=S:{protocol},CONTROLLER:PLAINTEXT\n\
+             sasl.enabled.mechanisms=PLAIN\nsasl.mechanism.inter.broker.protocol=PLAIN\n\
+             sasl.jaas.config={PLAIN}\n",
+            PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                     username=\"a\" password=\"b\" user_a=\"b\";"
         );
         let e = NodeConfig::from_properties(Properties::parse(&text))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("does not serve yet"), "{e}");
+        assert!(
+            e.contains("listener S ") && e.contains("has no keystore"),
+            "{e}"
+        );
     }
 }
