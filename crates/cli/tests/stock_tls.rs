@@ -9,7 +9,8 @@
 //! factor 2 fills its ISR through the followers' fetches over TLS. The same over SASL_SSL:
 //! the controllers log one another and the brokers in with PLAIN over TLS, the brokers log
 //! in to one another's SASL_SSL listener with SCRAM-SHA-512 as the user `kraftd format
-//! --add-scram` created, and the clients produce with acks=all over that listener.
+//! --add-scram` created, every session re-authenticated each second (KIP-368), and the
+//! clients produce with acks=all over that listener.
 //!
 //! Every wait is on a condition with a deadline, never a fixed pause.
 
@@ -240,6 +241,8 @@ fn a_cluster_whose_nodes_talk_sasl_ssl_to_each_other() {
     let ssl = pki.node_ssl_config();
     // Every node logs in to the controllers with PLAIN over TLS.
     let controller_sasl = [
+        // Sessions of a second: the nodes' own connections re-authenticate over TLS.
+        "connections.max.reauth.ms=1000",
         "sasl.mechanism.controller.protocol=PLAIN",
         "listener.name.controller.plain.sasl.jaas.config=\
          org.apache.kafka.common.security.plain.PlainLoginModule required \
@@ -305,8 +308,10 @@ fn a_cluster_whose_nodes_talk_sasl_ssl_to_each_other() {
     wait_for_one_leader(&metrics_ports, &controllers);
     let all = all_logs(&controllers) + &all_logs(&brokers);
     assert!(
-        !all.contains("SASL authentication failed"),
-        "no node failed to log in:\n{all}"
+        !all.contains("SASL authentication failed")
+            && !all.contains("SASL re-authentication failed")
+            && !all.contains("SASL session expired"),
+        "no node failed to log in or to renew its session:\n{all}"
     );
 }
 
