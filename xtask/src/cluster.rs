@@ -131,7 +131,7 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
                 node.metrics_port
             ),
         )?;
-        format_node(&bin, &config, &cluster_id, node.id)?;
+        format_node(&bin, &config, &cluster_id, node.id, &[])?;
         let command = if node.roles.contains(',') {
             "combined"
         } else {
@@ -342,12 +342,20 @@ pub fn logs(root: &Path, node: u32) -> Result<()> {
     Ok(())
 }
 
-/// `kraftd format --config <config> --cluster-id <id>` for one node (cluster-up and the bench).
-pub(crate) fn format_node(bin: &Path, config: &Path, cluster_id: &str, id: u32) -> Result<()> {
+/// `kraftd format --config <config> --cluster-id <id> <extra>...` for one node (cluster-up
+/// and the bench; `extra` as `--add-scram ...`).
+pub(crate) fn format_node(
+    bin: &Path,
+    config: &Path,
+    cluster_id: &str,
+    id: u32,
+    extra: &[&str],
+) -> Result<()> {
     let status = Command::new(bin)
         .args(["format", "--config"])
         .arg(config)
         .args(["--cluster-id", cluster_id])
+        .args(extra)
         .stdout(Stdio::null())
         .status()?;
     if !status.success() {

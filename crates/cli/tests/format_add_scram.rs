@@ -46,18 +46,8 @@ fn scram_arguments(salted: bool) -> Vec<String> {
 
 /// `kraftd format` of `node` with `--add-scram` arguments.
 fn format_with_scram(node: &Node, cluster_id: &str, arguments: &[String]) {
-    let config = node.config_path();
-    let mut args = vec![
-        "format",
-        "--config",
-        config.to_str().unwrap(),
-        "--cluster-id",
-        cluster_id,
-    ];
-    for argument in arguments {
-        args.extend(["--add-scram", argument]);
-    }
-    run(&args);
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    common::format_with_scram(node, cluster_id, &arguments);
 }
 
 /// The UserScramCredentialRecords of a `bootstrap.checkpoint`, as their stored bytes.

@@ -82,7 +82,7 @@ use common::python::wait_until_brokers_listed_as;
 use common::python::{python, run_inline, run_until_all_ok, wait_until_brokers_listed};
 use common::raw::Raw;
 use common::{
-    addresses, all_logs, formatted_cluster, formatted_cluster_with, stop_gracefully, Node,
+    addresses, all_logs, formatted_cluster, formatted_cluster_with_scram, stop_gracefully, Node,
 };
 
 /// Kafka's StandardAuthorizer, on.
@@ -135,14 +135,12 @@ fn acl_matrix_as_sasl_users() {
     let _serial = serial();
     python();
     let root = tempfile::tempdir().unwrap();
-    let (_id, mut controllers, mut brokers) = formatted_cluster_with(
+    let (_id, mut controllers, mut brokers) = formatted_cluster_with_scram(
         root.path(),
         1,
         2,
         &[
-            "--add-scram",
             "SCRAM-SHA-512=[name=admin,password=admin-secret]",
-            "--add-scram",
             "SCRAM-SHA-256=[name=alice,password=alice-secret]",
         ],
     );

@@ -4,14 +4,21 @@
 //! with SASL_AUTHENTICATION_FAILED for a wrong password or an unknown user, lose new logins
 //! once a credential is deleted, and keep working across several session lifetimes with
 //! `connections.max.reauth.ms`; and a cluster whose controller and inter-broker listeners
-//! are SASL_PLAINTEXT (PLAIN), its nodes logging in to each other.
+//! are SASL_PLAINTEXT (PLAIN), its nodes logging in to each other; and a broker whose only
+//! listener is SASL_SSL (a CA the test makes), its first user from `kraftd format
+//! --add-scram`: that admin logs in over SCRAM-SHA-512, creates a SCRAM-SHA-256 user over
+//! the same listener, both clients produce and consume as each, wrong passwords are refused.
 
 mod common;
 
+use common::pki::Pki;
 use common::python::{python, run_until_all_ok, wait_until_brokers_listed};
 use common::{addresses, all_logs, formatted_cluster, free_port, stop_gracefully, Node};
 
 const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required";
+const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required";
+/// The first user, written into the bootstrap metadata by `kraftd format --add-scram`.
+const ADMIN: &str = "SCRAM-SHA-512=[name=admin,password=admin-secret]";
 
 fn logs(controllers: &[Node], brokers: &[Node]) -> String {
     format!(
@@ -123,6 +130,56 @@ fn nodes_authenticate_to_each_other_over_sasl_controller_and_inter_broker_listen
     assert!(
         !all.contains("SASL authentication failed"),
         "no node failed to log in:\n{all}"
+    );
+    stop_gracefully(&mut brokers);
+    stop_gracefully(&mut controllers);
+}
+
+#[test]
+fn stock_clients_over_sasl_ssl_as_the_formatted_admin_and_a_user_it_creates() {
+    python();
+    let root = tempfile::tempdir().unwrap();
+    let pki = Pki::new(&root.path().join("pki"));
+    let (_id, mut controllers, mut brokers) =
+        common::formatted_cluster_with_scram(root.path(), 1, 1, &[ADMIN]);
+    let broker = &brokers[0];
+    // No open listener: the only client listener is SASL_SSL, and the broker logs in to it
+    // (its inter-broker listener) as the formatted admin.
+    broker.add_config(&[
+        &format!("listeners=SECURE://127.0.0.1:{}", broker.port),
+        "listener.security.protocol.map=SECURE:SASL_SSL,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name=SECURE",
+        "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+        &format!(
+            "listener.name.secure.scram-sha-512.sasl.jaas.config={SCRAM_MODULE} \
+             username=\"admin\" password=\"admin-secret\";"
+        ),
+    ]);
+    let ssl = pki.node_ssl_config();
+    broker.add_config(&ssl.iter().map(String::as_str).collect::<Vec<_>>());
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    run_until_all_ok(
+        "sasl.py",
+        &[
+            "sasl-ssl",
+            &brokers[0].address(),
+            pki.ca_path().to_str().unwrap(),
+        ],
+        || logs(&controllers, &brokers),
+    );
+    let broker_logs = all_logs(&brokers);
+    assert!(
+        !broker_logs.contains("admin-secret") && !broker_logs.contains("carol-256"),
+        "no password in the logs"
+    );
+    // The clients close their TLS connections without close_notify, between frames: a
+    // clean close, not a failure.
+    assert!(
+        !broker_logs.contains("read failed"),
+        "a client's close is not a read failure:\n{broker_logs}"
     );
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);

@@ -6,7 +6,11 @@
 //! client without a certificate; and a cluster whose controller listener (client
 //! certificates required) and inter-broker listener are SSL: the controllers elect a leader
 //! over TLS, the brokers register and heartbeat over TLS, and a topic with replication
-//! factor 2 fills its ISR through the followers' fetches over TLS.
+//! factor 2 fills its ISR through the followers' fetches over TLS. The same over SASL_SSL:
+//! the controllers log one another and the brokers in with PLAIN over TLS, the brokers log
+//! in to one another's SASL_SSL listener with SCRAM-SHA-512 as the user `kraftd format
+//! --add-scram` created, every session re-authenticated each second (KIP-368), and the
+//! clients produce with acks=all over that listener.
 //!
 //! Every wait is on a condition with a deadline, never a fixed pause.
 
@@ -16,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::pki::Pki;
 use common::python::run_until_all_ok;
-use common::{all_logs, formatted_cluster, free_port, Node};
+use common::{all_logs, formatted_cluster, formatted_cluster_with_scram, free_port, Node};
 
 /// Each test runs several processes and clients: they take turns on a small machine.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -202,20 +206,113 @@ fn a_cluster_whose_nodes_talk_tls_to_each_other() {
         ],
         &nodes,
     );
-    // The quorum elected its leader over TLS: every controller names the same one.
+    wait_for_one_leader(&metrics_ports, &controllers);
+}
+
+/// Waits (30 s at most) until the quorum has elected its leader: every controller (by its
+/// metrics port) names the same one.
+fn wait_for_one_leader(metrics_ports: &[u16], controllers: &[Node]) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let leaders: Vec<Option<i32>> = metrics_ports.iter().map(|p| current_leader(*p)).collect();
         if leaders[0].is_some_and(|l| l > 0) && leaders.iter().all(|l| *l == leaders[0]) {
-            break;
+            return;
         }
         assert!(
             Instant::now() < deadline,
             "controllers name leaders {leaders:?}:\n{}",
-            all_logs(&controllers)
+            all_logs(controllers)
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn a_cluster_whose_nodes_talk_sasl_ssl_to_each_other() {
+    let _serial = serial();
+    let root = tempfile::tempdir().unwrap();
+    let pki = Pki::new(&root.path().join("pki"));
+    let (_id, mut controllers, mut brokers) = formatted_cluster_with_scram(
+        root.path(),
+        3,
+        2,
+        &["SCRAM-SHA-512=[name=admin,password=admin-secret]"],
+    );
+    let ssl = pki.node_ssl_config();
+    // Every node logs in to the controllers with PLAIN over TLS.
+    let controller_sasl = [
+        // Sessions of a second: the nodes' own connections re-authenticate over TLS.
+        "connections.max.reauth.ms=1000",
+        "sasl.mechanism.controller.protocol=PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config=\
+         org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"kraft\" password=\"kraft-secret\" user_kraft=\"kraft-secret\";",
+    ];
+    let metrics_ports: Vec<u16> = controllers.iter().map(|_| free_port()).collect();
+    for (c, metrics_port) in controllers.iter().zip(&metrics_ports) {
+        let mut lines = vec![
+            format!("metrics.port={metrics_port}"),
+            "listener.security.protocol.map=CONTROLLER:SASL_SSL".to_string(),
+            "sasl.enabled.mechanisms=PLAIN".to_string(),
+            // __consumer_offsets' creation is one atomic batch larger than the helper's
+            // 4 KiB test segments.
+            "metadata.log.segment.bytes=1048576".to_string(),
+        ];
+        lines.extend(controller_sasl.iter().map(|l| l.to_string()));
+        lines.extend(ssl.iter().cloned());
+        c.add_config(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    for b in &brokers {
+        let mut lines = vec![
+            format!("listeners=BROKER://127.0.0.1:{}", b.port),
+            "listener.security.protocol.map=BROKER:SASL_SSL,CONTROLLER:SASL_SSL".to_string(),
+            "inter.broker.listener.name=BROKER".to_string(),
+            "sasl.enabled.mechanisms=SCRAM-SHA-512".to_string(),
+            "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512".to_string(),
+            "listener.name.broker.scram-sha-512.sasl.jaas.config=\
+             org.apache.kafka.common.security.scram.ScramLoginModule required \
+             username=\"admin\" password=\"admin-secret\";"
+                .to_string(),
+        ];
+        lines.extend(controller_sasl.iter().map(|l| l.to_string()));
+        lines.extend(ssl.iter().cloned());
+        b.add_config(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    for n in controllers.iter_mut().chain(brokers.iter_mut()) {
+        n.start();
+    }
+    let bootstrap = format!("{},{}", brokers[0].address(), brokers[1].address());
+    let nodes: Vec<&Node> = controllers.iter().chain(brokers.iter()).collect();
+    for client in ["confluent", "kafka-python"] {
+        let topic = format!("replicated-{client}");
+        clients(
+            &[
+                "--bootstrap",
+                &bootstrap,
+                "--ca",
+                path(&pki.ca_path()),
+                "--sasl",
+                "SCRAM-SHA-512:admin:admin-secret",
+                "--topic",
+                &topic,
+                "--client",
+                client,
+                "--partitions",
+                "2",
+                "--replication-factor",
+                "2",
+            ],
+            &nodes,
+        );
+    }
+    wait_for_one_leader(&metrics_ports, &controllers);
+    let all = all_logs(&controllers) + &all_logs(&brokers);
+    assert!(
+        !all.contains("SASL authentication failed")
+            && !all.contains("SASL re-authentication failed")
+            && !all.contains("SASL session expired"),
+        "no node failed to log in or to renew its session:\n{all}"
+    );
 }
 
 /// `kafka_raft_metrics_current_leader` from a node's `/metrics`.

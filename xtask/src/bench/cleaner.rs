@@ -237,7 +237,7 @@ fn run_kafka(classpath: &str, work: &Path, copy: &Path, log_end_offset: i64) -> 
     )?
     .trim()
     .to_string();
-    format_kafka_node(classpath, &cluster_id, &config)?;
+    format_kafka_node(classpath, &cluster_id, &config, &[])?;
 
     // First start: the topic.
     let mut cluster = start(classpath, &node_dir, &config, port)?;
@@ -359,7 +359,7 @@ fn start(classpath: &str, node_dir: &Path, config: &Path, port: u16) -> Result<C
         nodes: vec![BenchNode {
             id: 1,
             broker_port: Some(port),
-            ssl_port: None,
+            extra_ports: Vec::new(),
             child: Some(child),
         }],
     };

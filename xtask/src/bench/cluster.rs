@@ -1,8 +1,9 @@
 //! The benchmarked cluster as child processes of this one, kraftd's or Kafka's alike: waiting
 //! for its brokers, their bootstrap list and CPU, and stopping it (on a panic too). Starting
 //! each system's nodes is in `kraftd.rs` and `kafka.rs`. A broker config may name `{port}`
-//! (the broker's listener port) and `{ssl_port}` (a second free port, for a second
-//! listener), substituted per broker by [`broker_lines`].
+//! (the broker's listener port) and any of [`EXTRA_PORTS`] (`{ssl_port}`,
+//! `{sasl_ssl_port}`: each a further free port, for another listener), substituted per
+//! broker by [`broker_lines`].
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -12,11 +13,15 @@ use anyhow::{bail, Result};
 use super::machine::process_ticks;
 use crate::cluster::alive_brokers;
 
+/// The placeholders of further listeners' ports a broker config may name.
+pub(super) const EXTRA_PORTS: [&str; 2] = ["ssl_port", "sasl_ssl_port"];
+
 pub(super) struct BenchNode {
     pub(super) id: u32,
     pub(super) broker_port: Option<u16>,
-    /// A broker's second listener's port, when its config asked for one (`{ssl_port}`).
-    pub(super) ssl_port: Option<u16>,
+    /// A broker's further listeners' ports, by the placeholder its config named
+    /// (`ssl_port`, `sasl_ssl_port`).
+    pub(super) extra_ports: Vec<(&'static str, u16)>,
     pub(super) child: Option<Child>,
 }
 
@@ -59,11 +64,13 @@ impl Cluster {
             .join(",")
     }
 
-    /// The brokers' `{ssl_port}` listeners, comma-separated.
-    pub(super) fn ssl_bootstrap(&self) -> String {
+    /// The brokers' listeners on the port `placeholder` (as `ssl_port`), comma-separated.
+    pub(super) fn bootstrap_of(&self, placeholder: &str) -> String {
         self.nodes
             .iter()
-            .filter_map(|n| Some(format!("127.0.0.1:{}", n.ssl_port?)))
+            .flat_map(|n| &n.extra_ports)
+            .filter(|(name, _)| *name == placeholder)
+            .map(|(_, port)| format!("127.0.0.1:{port}"))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -120,16 +127,21 @@ impl Drop for Cluster {
     }
 }
 
-/// `broker_config` for one broker: `{port}` is its listener's port; `{ssl_port}`, if named,
-/// a fresh free port (returned).
-pub(super) fn broker_lines(broker_config: &str, port: u16) -> Result<(String, Option<u16>)> {
-    let ssl_port = if broker_config.contains("{ssl_port}") {
-        Some(crate::cluster::free_port()?)
-    } else {
-        None
-    };
-    let lines = broker_config
-        .replace("{port}", &port.to_string())
-        .replace("{ssl_port}", &ssl_port.unwrap_or(0).to_string());
-    Ok((lines, ssl_port))
+/// `broker_config` for one broker: `{port}` is its listener's port; each of [`EXTRA_PORTS`]
+/// it names, a fresh free port (returned with its placeholder).
+pub(super) fn broker_lines(
+    broker_config: &str,
+    port: u16,
+) -> Result<(String, Vec<(&'static str, u16)>)> {
+    let mut lines = broker_config.replace("{port}", &port.to_string());
+    let mut ports = Vec::new();
+    for name in EXTRA_PORTS {
+        let placeholder = format!("{{{name}}}");
+        if lines.contains(&placeholder) {
+            let port = crate::cluster::free_port()?;
+            lines = lines.replace(&placeholder, &port.to_string());
+            ports.push((name, port));
+        }
+    }
+    Ok((lines, ports))
 }

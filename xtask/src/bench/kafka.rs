@@ -27,8 +27,19 @@ impl Cluster {
     /// of `kafka-server-start.sh`), `broker_config` (properties lines) added to each broker's
     /// file; returns once every broker is registered and unfenced.
     pub(super) fn start_kafka(classpath: &str, dir: &Path, broker_config: &str) -> Result<Cluster> {
+        Cluster::start_kafka_formatted(classpath, dir, broker_config, &[])
+    }
+
+    /// [`Cluster::start_kafka`] with the controller formatted with `format_args` added to
+    /// StorageTool's `format` (as `--add-scram`).
+    pub(super) fn start_kafka_formatted(
+        classpath: &str,
+        dir: &Path,
+        broker_config: &str,
+        format_args: &[&str],
+    ) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kafka_inner(classpath, dir, broker_config) {
+        match cluster.start_kafka_inner(classpath, dir, broker_config, format_args) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -42,6 +53,7 @@ impl Cluster {
         classpath: &str,
         dir: &Path,
         broker_config: &str,
+        format_args: &[&str],
     ) -> Result<()> {
         let controller_port = free_port()?;
         let mut layout = vec![(100u32, true, controller_port)];
@@ -60,14 +72,15 @@ impl Cluster {
         let common = format!(
             "controller.quorum.voters=100@127.0.0.1:{controller_port}\n\
              controller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT\n"
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,\
+             CONTROLLER:PLAINTEXT\n"
         );
         let mut pending = Vec::new();
         for &(id, controller, port) in &layout {
             let node_dir = dir.join(format!("node-{id}"));
             std::fs::create_dir_all(node_dir.join("logs"))?;
-            let (broker_config, ssl_port) = if controller {
-                (String::new(), None)
+            let (broker_config, extra_ports) = if controller {
+                (String::new(), Vec::new())
             } else {
                 super::cluster::broker_lines(broker_config, port)?
             };
@@ -90,11 +103,12 @@ impl Cluster {
                     node_dir.join("data").display()
                 ),
             )?;
-            format_kafka_node(classpath, &cluster_id, &config)
+            let format_args = if controller { format_args } else { &[] };
+            format_kafka_node(classpath, &cluster_id, &config, format_args)
                 .with_context(|| format!("formatting Kafka node {id}"))?;
-            pending.push((id, controller, port, ssl_port, node_dir, config));
+            pending.push((id, controller, port, extra_ports, node_dir, config));
         }
-        for (id, controller, port, ssl_port, node_dir, config) in pending {
+        for (id, controller, port, extra_ports, node_dir, config) in pending {
             let child = spawn_kafka_node(classpath, &node_dir, &config, "-Xmx512m")
                 .with_context(|| format!("starting Kafka node {id}"))?;
             let role = if controller { "controller" } else { "broker" };
@@ -102,7 +116,7 @@ impl Cluster {
             self.nodes.push(BenchNode {
                 id,
                 broker_port: (!controller).then_some(port),
-                ssl_port,
+                extra_ports,
                 child: Some(child),
             });
         }
@@ -110,21 +124,24 @@ impl Cluster {
     }
 }
 
-/// Formats a Kafka node's log dir for `config` with `kafka.tools.StorageTool`.
-pub(super) fn format_kafka_node(classpath: &str, cluster_id: &str, config: &Path) -> Result<()> {
-    java(
-        classpath,
-        &[
-            "kafka.tools.StorageTool",
-            "format",
-            "-t",
-            cluster_id,
-            "-c",
-            config.to_str().context("non-UTF-8 path")?,
-        ],
-        Duration::from_secs(60),
-        false,
-    )?;
+/// Formats a Kafka node's log dir for `config` with `kafka.tools.StorageTool`, `extra`
+/// added to its arguments (as `--add-scram ...`).
+pub(super) fn format_kafka_node(
+    classpath: &str,
+    cluster_id: &str,
+    config: &Path,
+    extra: &[&str],
+) -> Result<()> {
+    let mut args = vec![
+        "kafka.tools.StorageTool",
+        "format",
+        "-t",
+        cluster_id,
+        "-c",
+        config.to_str().context("non-UTF-8 path")?,
+    ];
+    args.extend(extra);
+    java(classpath, &args, Duration::from_secs(60), false)?;
     Ok(())
 }
 

@@ -17,8 +17,19 @@ impl Cluster {
     /// of this process, `broker_config` (properties lines) added to each broker's file;
     /// returns once every broker is registered and unfenced.
     pub(super) fn start_kraftd(bin: &Path, dir: &Path, broker_config: &str) -> Result<Cluster> {
+        Cluster::start_kraftd_formatted(bin, dir, broker_config, &[])
+    }
+
+    /// [`Cluster::start_kraftd`] with the controllers formatted with `format_args` added to
+    /// `kraftd format` (as `--add-scram`, the same arguments Kafka's StorageTool takes).
+    pub(super) fn start_kraftd_formatted(
+        bin: &Path,
+        dir: &Path,
+        broker_config: &str,
+        format_args: &[&str],
+    ) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kraftd_inner(bin, dir, broker_config) {
+        match cluster.start_kraftd_inner(bin, dir, broker_config, format_args) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -27,7 +38,13 @@ impl Cluster {
         }
     }
 
-    fn start_kraftd_inner(&mut self, bin: &Path, dir: &Path, broker_config: &str) -> Result<()> {
+    fn start_kraftd_inner(
+        &mut self,
+        bin: &Path,
+        dir: &Path,
+        broker_config: &str,
+        format_args: &[&str],
+    ) -> Result<()> {
         let mut layout = Vec::new();
         for id in 1..=6u32 {
             let controller = id <= 3;
@@ -50,8 +67,8 @@ impl Cluster {
                 ("broker", format!("PLAINTEXT://127.0.0.1:{port}"))
             };
             let config = node_dir.join("server.properties");
-            let (extra, ssl_port) = if controller {
-                (String::new(), None)
+            let (extra, extra_ports) = if controller {
+                (String::new(), Vec::new())
             } else {
                 super::cluster::broker_lines(broker_config, port)?
             };
@@ -65,7 +82,8 @@ impl Cluster {
                     node_dir.join("data").display(),
                 ),
             )?;
-            crate::cluster::format_node(bin, &config, &cluster_id, id)?;
+            let format_args = if controller { format_args } else { &[] };
+            crate::cluster::format_node(bin, &config, &cluster_id, id, format_args)?;
             let log = node_dir.join("kraftd.log");
             let child = Command::new(bin)
                 .args([roles, "--config"])
@@ -79,7 +97,7 @@ impl Cluster {
             self.nodes.push(BenchNode {
                 id,
                 broker_port: (!controller).then_some(port),
-                ssl_port,
+                extra_ports,
                 child: Some(child),
             });
         }

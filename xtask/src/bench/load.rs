@@ -138,14 +138,14 @@ fn producer_perf(
     )
 }
 
-/// [`producer_perf`] against `bootstrap` with `client_props` (`key=value`, the TLS settings
-/// of `bench tls`) added to the producer's.
+/// [`producer_perf`] against `bootstrap` with `client_args` added after the producer's
+/// properties (`bench tls`: `--command-config FILE`, the TLS and SASL settings).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn producer_perf_on(
     cluster: &Cluster,
     classpath: &str,
     bootstrap: &str,
-    client_props: &[String],
+    client_args: &[String],
     topic: &str,
     records: u64,
     batch_size: usize,
@@ -181,7 +181,7 @@ pub(super) fn producer_perf_on(
         &max_request,
         "compression.type=none",
     ];
-    command.extend(client_props.iter().map(String::as_str));
+    command.extend(client_args.iter().map(String::as_str));
     let out = java(classpath, &command, Duration::from_secs(600), true)?;
     let wall = t0.elapsed().as_secs_f64();
     let cpu = (cluster.cpu_ticks() - cpu_before) as f64 / clock_ticks() / wall;

@@ -8,8 +8,8 @@
 //! end-to-end latency of a `read_committed` consumer, with a stock client, beside Kafka's
 //! (`txn.rs`, which drives `txn.py`).
 //!
-//! `cargo xtask bench tls`: produce throughput and latency over an SSL listener beside a
-//! PLAINTEXT one, kraftd beside Kafka (`tls.rs`).
+//! `cargo xtask bench tls`: produce throughput and latency over an SSL and a SASL_SSL
+//! (SCRAM-SHA-512) listener beside a PLAINTEXT one, kraftd beside Kafka (`tls.rs`).
 //!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
@@ -81,8 +81,8 @@ enum What {
     /// Transactional produce beside non-transactional (records/s, commit latency,
     /// read_committed end-to-end latency) with a stock client, beside Apache Kafka 4.4.0's.
     Txn(TxnArgs),
-    /// Produce throughput and p50/p99 latency over SSL beside PLAINTEXT, beside Apache
-    /// Kafka 4.4.0's with the same settings.
+    /// Produce throughput and p50/p99 latency over SSL and SASL_SSL (SCRAM-SHA-512) beside
+    /// PLAINTEXT, beside Apache Kafka 4.4.0's with the same settings.
     Tls(TlsArgs),
 }
 

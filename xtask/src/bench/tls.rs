@@ -1,19 +1,23 @@
-//! `cargo xtask bench tls [--quick]`: produce throughput and latency over TLS beside
-//! PLAINTEXT, kraftd beside Apache Kafka 4.4.0 on the same machine, one run, printed as a
-//! table with the ratios SSL/PLAINTEXT per system and kraftd/Kafka per listener. A
-//! benchmark: it prints figures and asserts nothing.
+//! `cargo xtask bench tls [--quick]`: produce throughput and latency over TLS and over
+//! SASL_SSL beside PLAINTEXT, kraftd beside Apache Kafka 4.4.0 on the same machine, one run,
+//! printed as a table with the ratios SSL/PLAINTEXT and SASL_SSL/PLAINTEXT per system and
+//! kraftd/Kafka per listener. A benchmark: it prints figures and asserts nothing.
 //!
-//! What. Each system's brokers get two client listeners on loopback, `PLAINTEXT` and `SSL`
+//! What. Each system's brokers get three client listeners on loopback: `PLAINTEXT`, `SSL`
 //! (server authentication only: a PEM keystore holding an EC P-256 certificate for
 //! 127.0.0.1 signed by a CA the bench makes with the `openssl` command; both systems read
-//! the same files through `ssl.keystore.type=PEM`). Replication and the controllers stay
-//! on PLAINTEXT for both, so the difference is the client's connections. Kafka's own
-//! `ProducerPerformance` (from the jars the tests use) produces `--records` records of 1 KiB
-//! with `acks=all`, `batch.size` `--batch-size` (64 KiB), `linger.ms` 5, to a topic of 3
-//! partitions, RF 3, `min.insync.replicas=2`: first through the PLAINTEXT listener, then
-//! through the SSL one (`security.protocol=SSL`, the CA as a PEM truststore, host name
-//! verification on, TLS 1.3 negotiated by both). It reports records/s, MiB/s and the
-//! producer's p50/p99 latency (send to acknowledgement), and the brokers' CPU over the run.
+//! the same files through `ssl.keystore.type=PEM`) and `SASL_SSL` (the same TLS, then a
+//! SCRAM-SHA-512 login as the user `bench`, which both systems' controllers are formatted
+//! with: `kraftd format --add-scram` and Kafka's `StorageTool format --add-scram`, 4096
+//! iterations). Replication and the controllers stay on PLAINTEXT for both, so the
+//! difference is the client's connections. Kafka's own `ProducerPerformance` (from the jars
+//! the tests use) produces `--records` records of 1 KiB with `acks=all`, `batch.size`
+//! `--batch-size` (64 KiB), `linger.ms` 5, to a topic of 3 partitions, RF 3,
+//! `min.insync.replicas=2`: through the PLAINTEXT listener, then the SSL one
+//! (`security.protocol=SSL`, the CA as a PEM truststore, host name verification on, TLS 1.3
+//! negotiated by both), then the SASL_SSL one (`sasl.mechanism=SCRAM-SHA-512`). It reports
+//! records/s, MiB/s and the producer's p50/p99 latency (send to acknowledgement), and the
+//! brokers' CPU over the run.
 //!
 //! How. The clusters start as `bench produce` starts them (`kraftd.rs`: 3 controllers and 3
 //! brokers, release build; `kafka.rs`: 1 controller and 3 brokers of 512 MiB heap), one
@@ -22,7 +26,9 @@
 //!
 //! Caveats. The load generator is a JVM on the same machine, so its own TLS work (the
 //! JDK's, the same for both systems) takes cores the brokers could use; the brokers' CPU
-//! column shows what TLS cost each server. One run of each, PLAINTEXT always first.
+//! column shows what TLS cost each server. SASL costs a login per connection (a producer
+//! keeps one per broker), so SASL_SSL differs from SSL by little more than noise. One run of
+//! each, always in the order PLAINTEXT, SSL, SASL_SSL.
 
 use std::path::Path;
 use std::process::Command;
@@ -58,12 +64,17 @@ pub(super) struct TlsArgs {
 }
 
 const LINGER_MS: u64 = 5;
+/// The SASL_SSL listener's user, written into both systems' bootstrap metadata.
+const SCRAM_USER: &str = "SCRAM-SHA-512=[name=bench,password=bench-secret]";
+const SCRAM_LOGIN: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required";
 
-/// One system's two runs.
+/// The client listeners, in the order they are measured.
+const LISTENERS: [&str; 3] = ["PLAINTEXT", "SSL", "SASL_SSL"];
+
+/// One system's runs, one per listener of [`LISTENERS`].
 struct Run {
     system: System,
-    plaintext: PerfResult,
-    ssl: PerfResult,
+    results: Vec<PerfResult>,
 }
 
 pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
@@ -89,15 +100,37 @@ pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
     let pki = dir.join("pki");
     make_pki(&pki)?;
     let broker_config = format!(
-        "listeners=PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{{ssl_port}}\n\
-         ssl.keystore.type=PEM\nssl.keystore.location={}\n",
+        "listeners=PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{{ssl_port}},\
+         SASL_SSL://127.0.0.1:{{sasl_ssl_port}}\n\
+         ssl.keystore.type=PEM\nssl.keystore.location={}\n\
+         listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+         listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_LOGIN};\n",
         pki.join("node.pem").display()
     );
-    let client_ssl = vec![
-        "security.protocol=SSL".to_string(),
-        "ssl.truststore.type=PEM".to_string(),
-        format!("ssl.truststore.location={}", pki.join("ca.pem").display()),
-    ];
+    let format_args = ["--add-scram", SCRAM_USER];
+    // The clients' settings per listener, as ProducerPerformance's --command-config files
+    // (a JAAS value holds '=', which --command-property does not take).
+    let truststore = format!(
+        "ssl.truststore.type=PEM\nssl.truststore.location={}\n",
+        pki.join("ca.pem").display()
+    );
+    let ssl_client = pki.join("ssl-client.properties");
+    std::fs::write(&ssl_client, format!("security.protocol=SSL\n{truststore}"))?;
+    let sasl_ssl_client = pki.join("sasl-ssl-client.properties");
+    std::fs::write(
+        &sasl_ssl_client,
+        format!(
+            "security.protocol=SASL_SSL\n{truststore}sasl.mechanism=SCRAM-SHA-512\n\
+             sasl.jaas.config={SCRAM_LOGIN} username=\"bench\" password=\"bench-secret\";\n"
+        ),
+    )?;
+    let client_args: Vec<Vec<String>> = [None, Some(&ssl_client), Some(&sasl_ssl_client)]
+        .iter()
+        .map(|file| match file {
+            None => Vec::new(),
+            Some(f) => vec!["--command-config".to_string(), f.display().to_string()],
+        })
+        .collect();
     let load_start = loadavg();
 
     let mut runs = Vec::new();
@@ -111,8 +144,12 @@ pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
             loadavg()
         );
         let cluster = match system {
-            System::Kraftd => Cluster::start_kraftd(&bin, &sys_dir, &broker_config),
-            System::Kafka => Cluster::start_kafka(&classpath, &sys_dir, &broker_config),
+            System::Kraftd => {
+                Cluster::start_kraftd_formatted(&bin, &sys_dir, &broker_config, &format_args)
+            }
+            System::Kafka => {
+                Cluster::start_kafka_formatted(&classpath, &sys_dir, &broker_config, &format_args)
+            }
         };
         let mut cluster = cluster.inspect_err(|_| {
             eprintln!(
@@ -121,7 +158,7 @@ pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
                 sys_dir.display()
             );
         })?;
-        let outcome = drive(&cluster, &classpath, &args, records, &client_ssl);
+        let outcome = drive(&cluster, &classpath, &args, records, &client_args);
         if outcome.is_err() {
             eprintln!(
                 "bench failed; {}'s node logs are in {} (kept)",
@@ -130,11 +167,9 @@ pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
             );
         }
         cluster.stop();
-        let (plaintext, ssl) = outcome?;
         runs.push(Run {
             system,
-            plaintext,
-            ssl,
+            results: outcome?,
         });
     }
     if !args.keep {
@@ -149,14 +184,15 @@ pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
     Ok(())
 }
 
-/// The topic, the warm-ups, then the PLAINTEXT and the SSL run.
+/// The topic, the warm-ups, then a run per listener of [`LISTENERS`] (`client_args` the
+/// producer's arguments for each).
 fn drive(
     cluster: &Cluster,
     classpath: &str,
     args: &TlsArgs,
     records: u64,
-    client_ssl: &[String],
-) -> Result<(PerfResult, PerfResult)> {
+    client_args: &[Vec<String>],
+) -> Result<Vec<PerfResult>> {
     let topic = "bench-tls";
     let out = java(
         classpath,
@@ -178,8 +214,11 @@ fn drive(
         false,
     )?;
     print!("{out}");
-    let plain = cluster.bootstrap();
-    let ssl = cluster.ssl_bootstrap();
+    let bootstraps = [
+        cluster.bootstrap(),
+        cluster.bootstrap_of("ssl_port"),
+        cluster.bootstrap_of("sasl_ssl_port"),
+    ];
     let run = |bootstrap: &str, props: &[String], n: u64| {
         producer_perf_on(
             cluster,
@@ -193,19 +232,18 @@ fn drive(
         )
     };
     println!("==> warm-up: {} records over each listener", records / 4);
-    run(&plain, &[], records / 4)?;
-    run(&ssl, client_ssl, records / 4)?;
-    println!(
-        "==> PLAINTEXT: {records} x 1 KiB, acks=all, batch.size={}",
-        args.batch_size
-    );
-    let plaintext = run(&plain, &[], records)?;
-    println!(
-        "==> SSL: {records} x 1 KiB, acks=all, batch.size={}",
-        args.batch_size
-    );
-    let tls = run(&ssl, client_ssl, records)?;
-    Ok((plaintext, tls))
+    for (bootstrap, client) in bootstraps.iter().zip(client_args) {
+        run(bootstrap, client, records / 4)?;
+    }
+    let mut results = Vec::new();
+    for ((name, bootstrap), client) in LISTENERS.iter().zip(&bootstraps).zip(client_args) {
+        println!(
+            "==> {name}: {records} x 1 KiB, acks=all, batch.size={}",
+            args.batch_size
+        );
+        results.push(run(bootstrap, client, records)?);
+    }
+    Ok(results)
 }
 
 /// A CA and a node certificate for 127.0.0.1 and localhost (EC P-256), with the
@@ -295,9 +333,9 @@ fn make_pki(dir: &Path) -> Result<()> {
 fn report(args: &TlsArgs, records: u64, runs: &[Run], load_start: &str) {
     println!();
     println!(
-        "Produce over TLS beside PLAINTEXT: {records} x 1 KiB per run, acks=all, RF {COPIES}, \
-         min.insync.replicas=2, {} partitions, batch.size={}, linger.ms={LINGER_MS}, \
-         ProducerPerformance (load average at the start {load_start})",
+        "Produce over TLS and SASL_SSL (SCRAM-SHA-512) beside PLAINTEXT: {records} x 1 KiB per \
+         run, acks=all, RF {COPIES}, min.insync.replicas=2, {} partitions, batch.size={}, \
+         linger.ms={LINGER_MS}, ProducerPerformance (load average at the start {load_start})",
         args.partitions, args.batch_size
     );
     println!(
@@ -305,7 +343,7 @@ fn report(args: &TlsArgs, records: u64, runs: &[Run], load_start: &str) {
         "system", "listener", "records/s", "MiB/s", "p50 ms", "p99 ms", "broker cores"
     );
     for r in runs {
-        for (name, p) in [("PLAINTEXT", &r.plaintext), ("SSL", &r.ssl)] {
+        for (name, p) in LISTENERS.iter().zip(&r.results) {
             println!(
                 "{:<8} {:<10} {:>11.0} {:>8.1} {:>8.0} {:>8.0} {:>13.2}",
                 r.system.name(),
@@ -326,19 +364,23 @@ fn report(args: &TlsArgs, records: u64, runs: &[Run], load_start: &str) {
         }
     };
     println!();
-    println!("SSL / PLAINTEXT (throughput: 1 = TLS costs nothing; latency: 1 = no slower)");
+    println!("/ PLAINTEXT (throughput: 1 = the security costs nothing; latency: 1 = no slower)");
     println!(
-        "{:<8} {:>11} {:>8} {:>8}",
-        "system", "records/s", "p50", "p99"
+        "{:<8} {:<10} {:>11} {:>8} {:>8}",
+        "system", "listener", "records/s", "p50", "p99"
     );
     for r in runs {
-        println!(
-            "{:<8} {:>11} {:>8} {:>8}",
-            r.system.name(),
-            ratio(r.ssl.records_per_sec, r.plaintext.records_per_sec),
-            ratio(r.ssl.p50_ms, r.plaintext.p50_ms),
-            ratio(r.ssl.p99_ms, r.plaintext.p99_ms)
-        );
+        let plain = &r.results[0];
+        for (name, p) in LISTENERS.iter().zip(&r.results).skip(1) {
+            println!(
+                "{:<8} {:<10} {:>11} {:>8} {:>8}",
+                r.system.name(),
+                name,
+                ratio(p.records_per_sec, plain.records_per_sec),
+                ratio(p.p50_ms, plain.p50_ms),
+                ratio(p.p99_ms, plain.p99_ms)
+            );
+        }
     }
     let kraftd = runs.iter().find(|r| r.system == System::Kraftd);
     let kafka = runs.iter().find(|r| r.system == System::Kafka);
@@ -349,10 +391,7 @@ fn report(args: &TlsArgs, records: u64, runs: &[Run], load_start: &str) {
             "{:<10} {:>11} {:>8} {:>8}",
             "listener", "records/s", "p50", "p99"
         );
-        for (name, kp, ap) in [
-            ("PLAINTEXT", &k.plaintext, &a.plaintext),
-            ("SSL", &k.ssl, &a.ssl),
-        ] {
+        for ((name, kp), ap) in LISTENERS.iter().zip(&k.results).zip(&a.results) {
             println!(
                 "{:<10} {:>11} {:>8} {:>8}",
                 name,

@@ -193,18 +193,19 @@ pub fn formatted_cluster(
     controllers: i32,
     brokers: i32,
 ) -> (String, Vec<Node>, Vec<Node>) {
-    formatted_cluster_with(root, controllers, brokers, &[])
+    formatted_cluster_with_scram(root, controllers, brokers, &[])
 }
 
-/// [`formatted_cluster`] with `controller_format_args` (such as `--add-scram ...`) added to
-/// each controller's `kraftd format`.
-pub fn formatted_cluster_with(
+/// [`formatted_cluster`] whose controllers are formatted with `kraftd format --add-scram`
+/// for each of `scram` (`SCRAM-SHA-512=[name=admin,password=...]`): the users exist from
+/// the cluster's first start.
+pub fn formatted_cluster_with_scram(
     root: &Path,
     controllers: i32,
     brokers: i32,
-    controller_format_args: &[&str],
+    scram: &[&str],
 ) -> (String, Vec<Node>, Vec<Node>) {
-    let (cluster_id, quorum) = formatted_quorum_with(root, controllers, controller_format_args);
+    let (cluster_id, quorum) = formatted_quorum_with_scram(root, controllers, scram);
     let voters = voters(&quorum);
     let brokers: Vec<Node> = (controllers + 1..=controllers + brokers)
         .map(|id| Node::broker(root, id))
@@ -219,11 +220,12 @@ pub fn formatted_cluster_with(
 
 /// `kraftd format` of `node` for `cluster_id`.
 pub fn format(node: &Node, cluster_id: &str) {
-    format_with(node, cluster_id, &[]);
+    format_with_scram(node, cluster_id, &[]);
 }
 
-/// `kraftd format` of `node` for `cluster_id` with `extra` arguments.
-pub fn format_with(node: &Node, cluster_id: &str, extra: &[&str]) {
+/// `kraftd format` of `node` for `cluster_id` with an `--add-scram` argument for each of
+/// `scram`.
+pub fn format_with_scram(node: &Node, cluster_id: &str, scram: &[&str]) {
     let config = node.config_path();
     let mut args = vec![
         "format",
@@ -232,25 +234,27 @@ pub fn format_with(node: &Node, cluster_id: &str, extra: &[&str]) {
         "--cluster-id",
         cluster_id,
     ];
-    args.extend(extra);
+    for argument in scram {
+        args.extend(["--add-scram", argument]);
+    }
     run(&args);
 }
 
 /// Nodes 1..=`count` under `root`, configured as one quorum and formatted for a new cluster
 /// id, not started; with that cluster id.
 pub fn formatted_quorum(root: &Path, count: i32) -> (String, Vec<Node>) {
-    formatted_quorum_with(root, count, &[])
+    formatted_quorum_with_scram(root, count, &[])
 }
 
-/// [`formatted_quorum`] with `format_args` added to each node's `kraftd format`.
-pub fn formatted_quorum_with(root: &Path, count: i32, format_args: &[&str]) -> (String, Vec<Node>) {
+/// [`formatted_quorum`], formatted with `--add-scram` for each of `scram`.
+pub fn formatted_quorum_with_scram(root: &Path, count: i32, scram: &[&str]) -> (String, Vec<Node>) {
     let cluster_id = run(&["random-uuid"]).trim().to_string();
     let nodes: Vec<Node> = (1..=count).map(|id| Node::new(root, id)).collect();
     let voters = voters(&nodes);
     for node in &nodes {
         std::fs::create_dir_all(&node.dir).unwrap();
         write_config(node, &voters);
-        format_with(node, &cluster_id, format_args);
+        format_with_scram(node, &cluster_id, scram);
     }
     (cluster_id, nodes)
 }

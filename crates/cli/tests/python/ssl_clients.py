@@ -3,9 +3,11 @@ with confluent-kafka's admin client, keyed records produced with acks=all by the
 client and read back from the beginning by the same client, every one at its acknowledged
 partition and offset. With --replication-factor R > 1, every partition's ISR must reach R
 replicas (the followers fetch over the inter-broker listener). With --expect-refused, the
-client must not get any metadata (a listener requiring a certificate it does not have).
+client must not get any metadata (a listener requiring a certificate it does not have). With --sasl MECHANISM:USER:PASSWORD the listener is
+SASL_SSL: both clients log in with it over the TLS connection.
 
 usage: ssl_clients.py --bootstrap HOST:PORT[,...] --ca CA.pem [--cert C.pem --key K.pem]
+           [--sasl MECHANISM:USER:PASSWORD]
            --topic T --client confluent|kafka-python [--count N] [--partitions P]
            [--replication-factor R] [--expect-refused]
 
@@ -26,6 +28,7 @@ p.add_argument("--bootstrap", required=True)
 p.add_argument("--ca", required=True)
 p.add_argument("--cert")
 p.add_argument("--key")
+p.add_argument("--sasl")
 p.add_argument("--topic", required=True)
 p.add_argument("--client", choices=["confluent", "kafka-python"], required=True)
 p.add_argument("--count", type=int, default=500)
@@ -48,6 +51,10 @@ def confluent_conf(**extra):
     if args.cert:
         conf["ssl.certificate.location"] = args.cert
         conf["ssl.key.location"] = args.key
+    if args.sasl:
+        mechanism, user, password = args.sasl.split(":", 2)
+        conf.update({"security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
+                     "sasl.username": user, "sasl.password": password})
     conf.update(extra)
     return conf
 
@@ -62,6 +69,10 @@ def kafka_python_conf(**extra):
     if args.cert:
         conf["ssl_certfile"] = args.cert
         conf["ssl_keyfile"] = args.key
+    if args.sasl:
+        mechanism, user, password = args.sasl.split(":", 2)
+        conf.update(security_protocol="SASL_SSL", sasl_mechanism=mechanism,
+                    sasl_plain_username=user, sasl_plain_password=password)
     conf.update(extra)
     return conf
 

@@ -404,6 +404,12 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                 ))
             }
             Ok(_) => {}
+            // A TLS peer that closes between frames without close_notify (librdkafka,
+            // kafka-python and Kafka's Java client all do) has closed cleanly: frames carry
+            // their length, so a truncation inside one is still caught above.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && buf.is_empty() => {
+                return Ok(())
+            }
             Err(e) => return Err(format!("read failed: {e}")),
         }
     }

@@ -165,19 +165,3 @@ fn the_nodes_own_logins_come_from_the_listeners_jaas_config() {
     .to_string();
     assert!(e.contains("no password option"), "{e}");
 }
-
-#[test]
-fn a_sasl_ssl_listener_without_a_keystore_is_refused_not_served_in_plain() {
-    let e = load(
-        "listeners=PLAINTEXT://:9091,S://:9092,CONTROLLER://:9093\n\
-         listener.security.protocol.map=PLAINTEXT:PLAINTEXT,S:SASL_SSL,CONTROLLER:PLAINTEXT\n\
-         inter.broker.listener.name=PLAINTEXT\n\
-         sasl.enabled.mechanisms=SCRAM-SHA-512\n",
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("SASL_SSL") && e.contains("has no keystore") && !e.contains('\n'),
-        "{e}"
-    );
-}

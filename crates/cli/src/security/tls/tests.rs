@@ -8,7 +8,6 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
 use crate::config::NodeConfig;
 use crate::properties::Properties;
-use kraftd_raft::transport::SecurityProtocol;
 
 /// A CA, and a server certificate for 127.0.0.1 signed by it, as PEM files in `dir`:
 /// `ca.pem`, `keystore.pem` (key and chain), `key.pem`, `cert.pem`.
@@ -266,22 +265,46 @@ fn an_encrypted_pkcs8_key_loads_with_its_password() {
 }
 
 #[test]
-fn a_sasl_ssl_listener_gets_both_tls_and_sasl() {
+fn sasl_ssl_listeners_get_tls_then_sasl() {
     let dir = tempfile::tempdir().unwrap();
     write_pki(dir.path());
-    let c = config(
-        dir.path(),
-        false,
-        "listener.security.protocol.map=CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT\n\
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                username=\"kraft\" password=\"kraft-secret\";";
+    let sasl = format!(
+        "listener.security.protocol.map=CLIENT:SASL_SSL,CONTROLLER:SASL_SSL\n\
          sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+         sasl.mechanism.controller.protocol=SCRAM-SHA-512\n\
          sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
-         listener.name.client.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\" password=\"b\";\n",
-    )
-    .unwrap();
-    let client = c.listeners.iter().find(|l| l.name == "CLIENT").unwrap();
-    let security = c.listener_security(client);
-    assert_eq!(security.protocol, SecurityProtocol::SaslSsl);
-    assert!(security.tls.is_some() && security.sasl.is_some());
-    let own = c.client_security("CLIENT");
-    assert!(own.tls.is_some() && own.sasl.is_some());
+         listener.name.client.scram-sha-512.sasl.jaas.config={jaas}\n\
+         listener.name.controller.scram-sha-512.sasl.jaas.config={jaas}\n"
+    );
+    let c = config(dir.path(), false, &sasl).unwrap();
+    for listener in [
+        c.listeners.iter().find(|l| l.name == "CLIENT").unwrap(),
+        c.controller_listener().unwrap(),
+    ] {
+        let s = c.listener_security(listener);
+        assert!(s.tls.is_some() && s.sasl.is_some(), "{}", listener.name);
+        let s = c.client_security(&listener.name);
+        assert!(s.tls.is_some() && s.sasl.is_some(), "{}", listener.name);
+    }
+    // SASL_SSL without a keystore: refused, naming what is missing.
+    for protocol in ["SASL_SSL", "SSL"] {
+        let text = format!(
+            "process.roles=broker\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+             listeners=S://127.0.0.1:9092\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=S:{protocol},CONTROLLER:PLAINTEXT\n\
+             sasl.enabled.mechanisms=PLAIN\nsasl.mechanism.inter.broker.protocol=PLAIN\n\
+             sasl.jaas.config={PLAIN}\n",
+            PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                     username=\"a\" password=\"b\" user_a=\"b\";"
+        );
+        let e = NodeConfig::from_properties(Properties::parse(&text))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("listener S ") && e.contains("has no keystore"),
+            "{e}"
+        );
+    }
 }
