@@ -24,7 +24,10 @@ use kraftd_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeQuorumRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig};
+use kraftd_raft::transport::sasl::{SaslClientConfig, SaslMechanism};
+use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity, SecurityProtocol};
+
+use crate::properties::Properties;
 
 /// `--bootstrap-controller HOST:PORT[,HOST:PORT...] describe [--status|--replication]`.
 #[derive(clap::Args, Clone, Debug)]
@@ -32,6 +35,10 @@ pub struct Args {
     /// A comma-separated list of controllers' `host:port`.
     #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]")]
     pub bootstrap_controller: String,
+    /// A client properties file, as Kafka's tool takes it: `security.protocol`,
+    /// `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.*`, `ssl.keystore.*`.
+    #[arg(long, value_name = "FILE")]
+    pub command_config: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -109,11 +116,15 @@ fn describe_command(args: Args) -> Result<()> {
     if addresses.is_empty() {
         bail!("--bootstrap-controller names no address");
     }
+    let security = match &args.command_config {
+        Some(path) => client_security(&Properties::load(path)?)?,
+        None => ClientSecurity::default(),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| anyhow!("starting the tokio runtime: {e}"))?;
-    let quorum = runtime.block_on(describe(&addresses))?;
+    let quorum = runtime.block_on(describe(&addresses, &security))?;
     let text = match mode {
         Mode::Status => render_status(&quorum)?,
         Mode::Replication { human_readable } => {
@@ -147,13 +158,13 @@ enum Answer {
     },
 }
 
-async fn describe(addresses: &[String]) -> Result<Quorum> {
+async fn describe(addresses: &[String], security: &ClientSecurity) -> Result<Quorum> {
     let deadline = tokio::time::Instant::now() + LEADER_WAIT;
     loop {
         let mut errors = Vec::new();
         let mut leaderless = false;
         for address in addresses {
-            match ask(address).await {
+            match ask(address, security).await {
                 Ok(Answer::Leader(q)) => return Ok(q),
                 Ok(Answer::NotLeader { leader_id, epoch }) => {
                     leaderless |= leader_id < 0;
@@ -178,8 +189,8 @@ async fn describe(addresses: &[String]) -> Result<Quorum> {
 
 /// Asks one address: ApiVersions, DescribeCluster when advertised (the cluster id and the
 /// active controller), then DescribeQuorum of the active controller or of the address itself.
-async fn ask(address: &str) -> Result<Answer> {
-    let channel = channel(address);
+async fn ask(address: &str, security: &ClientSecurity) -> Result<Answer> {
+    let channel = channel(address, security);
     let versions = api_versions(&channel).await?;
     let mut cluster_id = None;
     let mut target = channel.clone();
@@ -195,7 +206,7 @@ async fn ask(address: &str) -> Result<Answer> {
                 if let Some(active) = active {
                     let active_address = format!("{}:{}", active.host, active.port);
                     if active_address != address {
-                        target = self::channel(&active_address);
+                        target = self::channel(&active_address, security);
                     }
                 }
             }
@@ -302,9 +313,64 @@ fn message_suffix(message: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
-fn channel(address: &str) -> Channel {
+/// How the tool reaches a controller listener, from a client properties file: Kafka's
+/// client names, so the file given to Kafka's own `kafka-metadata-quorum --command-config`
+/// works here too.
+pub fn client_security(props: &Properties) -> Result<ClientSecurity> {
+    let source = props.source();
+    let protocol = match props.get("security.protocol") {
+        None => SecurityProtocol::Plaintext,
+        Some(v) => SecurityProtocol::from_name(v).ok_or_else(|| {
+            anyhow!(
+                "invalid value {v:?} for security.protocol in {source}: expected PLAINTEXT, \
+                 SSL, SASL_PLAINTEXT or SASL_SSL"
+            )
+        })?,
+    };
+    let tls = if protocol.uses_tls() {
+        Some(crate::security::tls::client(props, "controller", protocol)?)
+    } else {
+        None
+    };
+    let sasl = if protocol.uses_sasl() {
+        // Kafka's client default is GSSAPI, which kraftd does not speak.
+        let name = props.get("sasl.mechanism").unwrap_or("GSSAPI");
+        let mechanism = SaslMechanism::from_name(name.trim()).ok_or_else(|| {
+            anyhow!(
+                "unsupported value {name:?} for sasl.mechanism in {source}: kraftd speaks PLAIN, \
+                 SCRAM-SHA-256 and SCRAM-SHA-512"
+            )
+        })?;
+        let jaas_text = props
+            .get("sasl.jaas.config")
+            .ok_or_else(|| anyhow!("sasl.jaas.config is not set in {source}"))?;
+        let jaas = crate::security::sasl::parse_jaas(jaas_text)
+            .map_err(|e| anyhow!("invalid sasl.jaas.config in {source}: {e}"))?;
+        let option = |key: &str| {
+            jaas.options
+                .get(key)
+                .cloned()
+                .ok_or_else(|| anyhow!("sasl.jaas.config in {source} has no {key} option"))
+        };
+        Some(SaslClientConfig {
+            mechanism,
+            username: option("username")?,
+            password: option("password")?,
+        })
+    } else {
+        None
+    };
+    Ok(ClientSecurity {
+        protocol,
+        tls,
+        sasl,
+    })
+}
+
+fn channel(address: &str, security: &ClientSecurity) -> Channel {
     let config = ClientConfig {
         request_timeout: REQUEST_TIMEOUT,
+        security: security.clone(),
         ..ClientConfig::new(CLIENT_ID)
     };
     Channel::spawn(address, config)
@@ -608,5 +674,29 @@ mod tests {
         q.leader_id = 9;
         assert!(render_status(&q).is_err());
         assert!(render_replication(&q, None).is_err());
+    }
+
+    #[test]
+    fn a_command_config_names_the_controllers_protocol_and_login() {
+        let security = |text: &str| client_security(&Properties::parse(text));
+        let plain = security("").unwrap();
+        assert_eq!(plain.protocol, SecurityProtocol::Plaintext);
+        assert!(plain.tls.is_none() && plain.sasl.is_none());
+        let scram = security(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n\
+             sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule \
+             required username=\"admin\" password=\"admin-secret\";\n",
+        )
+        .unwrap();
+        let login = scram.sasl.expect("a SASL login");
+        assert_eq!(login.mechanism, SaslMechanism::ScramSha512);
+        assert_eq!(login.username, "admin");
+        // Kafka's client default mechanism, GSSAPI, is refused by name; so is a bad protocol.
+        let e = security("security.protocol=SASL_PLAINTEXT\n").unwrap_err();
+        assert!(e.to_string().contains("GSSAPI"), "{e}");
+        let e = security("security.protocol=TLS\n").unwrap_err();
+        assert!(e.to_string().contains("security.protocol"), "{e}");
+        let e = security("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n").unwrap_err();
+        assert!(e.to_string().contains("sasl.jaas.config"), "{e}");
     }
 }

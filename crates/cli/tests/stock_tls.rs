@@ -306,6 +306,48 @@ fn a_cluster_whose_nodes_talk_sasl_ssl_to_each_other() {
         );
     }
     wait_for_one_leader(&metrics_ports, &controllers);
+    // kraftd's own quorum tool over the SASL_SSL controller listener, with a client
+    // properties file as Kafka's `kafka-metadata-quorum --command-config` takes it.
+    let command_config = root.path().join("quorum-client.properties");
+    std::fs::write(
+        &command_config,
+        format!(
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+             sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+             username=\"kraft\" password=\"kraft-secret\";\n\
+             ssl.truststore.type=PEM\nssl.truststore.location={}\n",
+            pki.ca_path().display()
+        ),
+    )
+    .unwrap();
+    let all_controllers = controllers
+        .iter()
+        .map(Node::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    let quorum = |extra: &[&str]| {
+        let mut args = vec![
+            "metadata-quorum",
+            "--bootstrap-controller",
+            &all_controllers,
+        ];
+        args.extend(extra);
+        args.extend(["describe", "--status"]);
+        std::process::Command::new(common::BIN)
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let secured = quorum(&["--command-config", path(&command_config)]);
+    let stdout = String::from_utf8_lossy(&secured.stdout);
+    assert!(
+        secured.status.success() && stdout.contains("LeaderId:"),
+        "kraftd metadata-quorum over SASL_SSL: {stdout}{}",
+        String::from_utf8_lossy(&secured.stderr)
+    );
+    // Without the client settings it cannot talk to a SASL_SSL listener, and says so.
+    let plain = quorum(&[]);
+    assert!(!plain.status.success(), "no quorum answer over plain TCP");
     let all = all_logs(&controllers) + &all_logs(&brokers);
     assert!(
         !all.contains("SASL authentication failed")
