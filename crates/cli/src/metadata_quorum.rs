@@ -24,7 +24,6 @@ use kraftd_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeQuorumRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::sasl::{SaslClientConfig, SaslMechanism};
 use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
@@ -333,30 +332,11 @@ pub fn client_security(props: &Properties) -> Result<ClientSecurity> {
         None
     };
     let sasl = if protocol.uses_sasl() {
-        // Kafka's client default is GSSAPI, which kraftd does not speak.
-        let name = props.get("sasl.mechanism").unwrap_or("GSSAPI");
-        let mechanism = SaslMechanism::from_name(name.trim()).ok_or_else(|| {
-            anyhow!(
-                "unsupported value {name:?} for sasl.mechanism in {source}: kraftd speaks PLAIN, \
-                 SCRAM-SHA-256 and SCRAM-SHA-512"
-            )
-        })?;
-        let jaas_text = props
-            .get("sasl.jaas.config")
-            .ok_or_else(|| anyhow!("sasl.jaas.config is not set in {source}"))?;
-        let jaas = crate::security::sasl::parse_jaas(jaas_text)
-            .map_err(|e| anyhow!("invalid sasl.jaas.config in {source}: {e}"))?;
-        let option = |key: &str| {
-            jaas.options
-                .get(key)
-                .cloned()
-                .ok_or_else(|| anyhow!("sasl.jaas.config in {source} has no {key} option"))
-        };
-        Some(SaslClientConfig {
-            mechanism,
-            username: option("username")?,
-            password: option("password")?,
-        })
+        Some(crate::security::sasl::client_config(
+            props,
+            "controller",
+            "sasl.mechanism",
+        )?)
     } else {
         None
     };
@@ -689,7 +669,7 @@ mod tests {
         )
         .unwrap();
         let login = scram.sasl.expect("a SASL login");
-        assert_eq!(login.mechanism, SaslMechanism::ScramSha512);
+        assert_eq!(login.mechanism.name(), "SCRAM-SHA-512");
         assert_eq!(login.username, "admin");
         // Kafka's client default mechanism, GSSAPI, is refused by name; so is a bad protocol.
         let e = security("security.protocol=SASL_PLAINTEXT\n").unwrap_err();

@@ -173,13 +173,19 @@ impl AuthHelper {
         self.authorizer.is_some()
     }
 
-    /// Checks for one request by `principal` connected from `address`.
+    /// Checks for one request by `principal` connected from `address`. Without an
+    /// authorizer nothing is checked, so the ACL forms of principal and host (only the
+    /// authorizer reads them) are not written: every request pays for them otherwise.
     pub fn request(&self, principal: &KafkaPrincipal, address: IpAddr) -> RequestAuth {
+        let (principal_text, host) = match self.authorizer {
+            Some(_) => (principal.to_string(), host_address(address)),
+            None => (String::new(), String::new()),
+        };
         RequestAuth {
             authorizer: self.authorizer.clone(),
             kafka_principal: principal.clone(),
-            principal: principal.to_string(),
-            host: host_address(address),
+            principal: principal_text,
+            host,
         }
     }
 }
@@ -199,7 +205,7 @@ impl RequestAuth {
         self.authorizer.is_some()
     }
 
-    /// `Type:name`.
+    /// `Type:name` (empty without an authorizer).
     pub fn principal(&self) -> &str {
         &self.principal
     }
@@ -209,7 +215,7 @@ impl RequestAuth {
         &self.kafka_principal
     }
 
-    /// The client's address as ACL hosts name it.
+    /// The client's address as ACL hosts name it (empty without an authorizer).
     pub fn host(&self) -> &str {
         &self.host
     }

@@ -212,7 +212,14 @@ fn jaas_config(
     Ok(Some((key, jaas)))
 }
 
-fn client_config(props: &Properties, listener: &str, key: &str) -> Result<SaslClientConfig> {
+/// A login to the SASL listener `listener` with the mechanism the property `key` names
+/// (Kafka's default GSSAPI, refused, when unset), from that listener's JAAS config or
+/// `sasl.jaas.config`.
+pub(crate) fn client_config(
+    props: &Properties,
+    listener: &str,
+    key: &str,
+) -> Result<SaslClientConfig> {
     let source = props.source();
     let raw = props.get(key).unwrap_or(KAFKA_DEFAULT_MECHANISM);
     let m = mechanism(props, key, raw, listener)?;
