@@ -8,6 +8,7 @@ mod format;
 mod metadata_quorum;
 mod metrics_http;
 mod node;
+mod process_metrics;
 mod properties;
 mod scram_args;
 mod security;

@@ -29,6 +29,7 @@ mod apply_delta;
 mod background;
 mod coordinator;
 mod fetch;
+mod log_metrics;
 mod metrics;
 mod offsets;
 mod produce;
@@ -130,6 +131,7 @@ impl ReplicaManager {
         broker_epoch: Arc<AtomicI64>,
     ) -> Result<Arc<ReplicaManager>, super::log_manager::LogManagerError> {
         let log_manager = LogManager::open(config.log_dirs.clone())?;
+        log_metrics::install_flush_timer();
         let fetchers = ReplicaFetcherManager::new(
             config.fetcher.clone(),
             cache.clone(),
