@@ -84,7 +84,7 @@ bootstrap, solo_broker = sys.argv[1], int(sys.argv[2])
 admin = AdminClient({"bootstrap.servers": bootstrap})
 futures = admin.create_topics([
     NewTopic("spread", num_partitions=3, replication_factor=2),
-    NewTopic("solo", replica_assignment=[[solo_broker]]),
+    NewTopic("solo", num_partitions=1, replica_assignment=[[solo_broker]]),
 ])
 for f in futures.values():
     f.result(30)

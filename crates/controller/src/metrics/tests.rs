@@ -96,9 +96,8 @@ fn incremental_counts_equal_a_recount() {
     let setup: Vec<MetadataRecord> = (0..4)
         .map(|b| register_broker(b, 0, b == 3))
         .chain((1..4u8).flat_map(|t| {
-            std::iter::once(topic(&format!("t{t}"), uuid(t))).chain(
-                (0..3).map(move |p| partition(uuid(t), p, &[p, p + 1], &[p, p + 1], p)),
-            )
+            std::iter::once(topic(&format!("t{t}"), uuid(t)))
+                .chain((0..3).map(move |p| partition(uuid(t), p, &[p, p + 1], &[p, p + 1], p)))
         }))
         .collect();
     let (replayed, refused) = (std::cell::Cell::new(0u64), std::cell::Cell::new(0u64));
