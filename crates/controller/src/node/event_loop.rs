@@ -43,7 +43,7 @@ pub(crate) struct ControllerRequest {
 enum Input {
     Raft(Result<RaftEvent, broadcast::error::RecvError>),
     Refused(AtomicAppendRefused),
-    Request(Option<ControllerRequest>),
+    Request(Option<Box<ControllerRequest>>),
     Tick,
 }
 
@@ -129,7 +129,6 @@ impl EventLoop {
         requests: mpsc::Receiver<ControllerRequest>,
         status: watch::Sender<ControllerStatus>,
         publishers: Vec<Box<dyn MetadataPublisher + Send>>,
-        metrics: ControllerMetrics,
     ) -> Self {
         let (refused_tx, refused_rx) = mpsc::unbounded_channel();
         let base_ms = unix_ms();
@@ -153,8 +152,15 @@ impl EventLoop {
             last_committed_timestamp: 0,
             snapshot_task: None,
             publishers,
-            metrics,
+            metrics: ControllerMetrics::new(),
         }
+    }
+
+    /// Sets the metrics handle the loop updates (the node's, shared with its publisher and
+    /// the `/metrics` endpoint).
+    pub(crate) fn with_metrics(mut self, metrics: ControllerMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     fn now_ms(&self) -> u64 {
@@ -181,7 +187,7 @@ impl EventLoop {
                 biased;
                 event = self.events.recv() => Input::Raft(event),
                 Some(refused) = self.refused_rx.recv() => Input::Refused(refused),
-                request = self.requests.recv() => Input::Request(request),
+                request = self.requests.recv() => Input::Request(request.map(Box::new)),
                 _ = tick.tick() => Input::Tick,
             };
             let began = Instant::now();
@@ -215,7 +221,7 @@ impl EventLoop {
                     let waited = began.saturating_duration_since(request.enqueued);
                     self.metrics
                         .record_event_queue_time(waited.as_secs_f64() * 1000.0, self.now_ms());
-                    self.on_request(request);
+                    self.on_request(*request);
                 }
                 Input::Request(None) => return Ok(()),
                 Input::Tick => {

@@ -199,8 +199,8 @@ impl ControllerNode {
             requests_rx,
             status_tx,
             publishers,
-            metrics.clone(),
-        );
+        )
+        .with_metrics(metrics.clone());
         let event_loop = tokio::spawn(event_loop.run());
         let apis = ControllerApis::new(
             config.cluster_id.clone(),
