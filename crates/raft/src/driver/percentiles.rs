@@ -270,7 +270,10 @@ mod tests {
         p.record(100.0, 0);
         p.record(3.0, 1_500);
         // The first slot is purged 2 windows after its last event, the second later.
-        assert_eq!(p.quantile(0.99, 1_999), 100.0);
+        // Within the bucket's width of the value (the estimate is the bucket's middle).
+        let p99 = p.quantile(0.99, 1_999);
+        assert!((p99 - 100.0).abs() < 100.0 * 0.04, "{p99}");
+        // Alone in the window, 3 is also its minimum: the estimate is clamped to it.
         assert_eq!(p.quantile(0.99, 2_000), 3.0);
         let s = p.snapshot(3_500);
         assert!(s.p99.is_nan());
