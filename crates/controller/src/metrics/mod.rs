@@ -151,9 +151,15 @@ impl MetadataCounts {
 
 /// A shareable handle on the controller's metrics: the event loop and the publisher write,
 /// the `/metrics` endpoint reads. Every clone sees the same values.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ControllerMetrics {
     inner: Arc<Mutex<State>>,
+}
+
+impl Default for ControllerMetrics {
+    fn default() -> Self {
+        ControllerMetrics::new()
+    }
 }
 
 #[derive(Debug, Default)]
