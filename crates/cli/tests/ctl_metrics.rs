@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::python::run_inline;
-use common::{addresses, all_logs, formatted_cluster, free_port, Node};
+use common::{addresses, all_logs, format, formatted_cluster, free_port, run, Node};
 
 /// The `/metrics` text of the node on `port`; empty if it does not answer.
 fn scrape(port: u16) -> String {
@@ -74,6 +74,15 @@ fn wait_for(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Each metric family (its `# TYPE` line) appears once, as Prometheus' parser requires.
+fn assert_families_unique(text: &str) {
+    let mut seen = std::collections::BTreeSet::new();
+    for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+        assert!(seen.insert(line), "{line} twice in\n{text}");
+    }
+    assert!(!seen.is_empty(), "no metrics in {text:?}");
 }
 
 const SETUP: &str = r#"
@@ -231,6 +240,10 @@ fn controller_log_and_process_metrics_on_real_processes() {
         value(&s[0].1, &format!("process_cpu_seconds_total{node}")).is_some_and(|v| v > cpu_before)
     });
 
+    for (_, port) in &ports {
+        assert_families_unique(&scrape(*port));
+    }
+
     // Kill the broker holding `solo`: the controllers fence it and `solo` goes offline.
     brokers[1].kill9();
     let all: Vec<&Node> = controllers.iter().chain(brokers.iter()).collect();
@@ -247,4 +260,46 @@ fn controller_log_and_process_metrics_on_real_processes() {
             })
         },
     );
+}
+
+/// A combined node exports the controller's, the broker's and the process metrics, each
+/// family once.
+#[test]
+fn a_combined_node_exports_controller_broker_and_process_metrics_once() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut node = Node::new(root.path(), 1);
+    node.role = "combined";
+    let (client, metrics) = (free_port(), free_port());
+    std::fs::create_dir_all(&node.dir).unwrap();
+    std::fs::write(
+        node.config_path(),
+        format!(
+            "process.roles=broker,controller\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:{controller}\n\
+             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={data}\nmetrics.port={metrics}\n",
+            controller = node.port,
+            data = node.dir.join("data").display(),
+        ),
+    )
+    .unwrap();
+    format(&node, &cluster_id);
+    node.start();
+    wait_for(
+        "the combined node active, its broker unfenced",
+        &[(1, metrics)],
+        &[&node],
+        |s| {
+            let t = &s[0].1;
+            controller_gauge(t, "ActiveControllerCount", 1) == Some(1.0)
+                && controller_gauge(t, "ActiveBrokerCount", 1) == Some(1.0)
+                && value(
+                    t,
+                    "kafka_log_LogManager_OfflineLogDirectoryCount{node=\"1\"",
+                ) == Some(0.0)
+                && value(t, "process_open_fds{node=\"1\"").is_some_and(|v| v > 0.0)
+        },
+    );
+    assert_families_unique(&scrape(metrics));
 }
