@@ -679,6 +679,9 @@ impl DriverLoop {
             .entry(to)
             .or_default()
             .requests_sent += 1;
+        if kind == ApiKind::Fetch {
+            self.counters.last_fetch_destination = Some(to);
+        }
         let tx = self.results_tx.clone();
         let on_reply = Box::new(move |outcome: Result<ResponseBody, ClientError>| {
             let result = match outcome {
