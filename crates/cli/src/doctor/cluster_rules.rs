@@ -92,7 +92,7 @@ pub(super) fn partition_rules(f: &Facts, out: &mut Vec<Finding>) {
         .partitions
         .iter()
         .filter(|p| p.leader >= 0 && p.isr.len() < p.replicas.len())
-        .filter(|p| !p.min_isr.is_some_and(|m| p.isr.len() < m))
+        .filter(|p| p.min_isr.is_none_or(|m| p.isr.len() >= m))
         .map(|p| format!("{} (ISR {:?} of {:?})", name(p), p.isr, p.replicas))
         .collect();
     if !under_replicated.is_empty() {

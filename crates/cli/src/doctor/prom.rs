@@ -56,10 +56,10 @@ impl Scrape {
         let node = samples
             .iter()
             .find_map(|s| s.label("node"))
-            .ok_or_else(|| format!("{address}: no sample carries a node label"))?;
+            .ok_or_else(|| "no sample carries a node label".to_string())?;
         let node = node
             .parse()
-            .map_err(|_| format!("{address}: node label {node:?} is not a node id"))?;
+            .map_err(|_| format!("node label {node:?} is not a node id"))?;
         Ok(Scrape {
             address: address.to_string(),
             node,
@@ -188,48 +188,43 @@ pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
     Ok(samples)
 }
 
-/// GETs `http://address/metrics` and parses it.
+/// GETs `http://address/metrics` and parses it; an error does not repeat the address.
 pub async fn scrape(address: &str) -> Result<Scrape, String> {
     let work = async {
         let mut stream = TcpStream::connect(address)
             .await
-            .map_err(|e| format!("{address}: {e}"))?;
+            .map_err(|e| e.to_string())?;
         let sent_ms = kraftd_log::clock::unix_ms();
         let request =
             format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
         stream
             .write_all(request.as_bytes())
             .await
-            .map_err(|e| format!("{address}: {e}"))?;
+            .map_err(|e| e.to_string())?;
         let mut body = Vec::new();
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            let n = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|e| format!("{address}: {e}"))?;
+            let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
             if n == 0 {
                 break;
             }
             body.extend_from_slice(&chunk[..n]);
             if body.len() > MAX_RESPONSE_BYTES {
-                return Err(format!(
-                    "{address}: the answer exceeds {MAX_RESPONSE_BYTES} bytes"
-                ));
+                return Err(format!("the answer exceeds {MAX_RESPONSE_BYTES} bytes"));
             }
         }
         let received_ms = kraftd_log::clock::unix_ms();
         let text = String::from_utf8_lossy(&body);
         let (head, body) = text
             .split_once("\r\n\r\n")
-            .ok_or_else(|| format!("{address}: not an HTTP answer"))?;
+            .ok_or_else(|| "not an HTTP answer".to_string())?;
         let status = head.lines().next().unwrap_or_default();
         if !status.contains(" 200") {
-            return Err(format!("{address}: answered {status:?}"));
+            return Err(format!("answered {status:?}"));
         }
         Scrape::from_text(address, body, sent_ms, received_ms)
     };
     tokio::time::timeout(SCRAPE_TIMEOUT, work)
         .await
-        .map_err(|_| format!("{address}: no answer within {SCRAPE_TIMEOUT:?}"))?
+        .map_err(|_| format!("no answer within {SCRAPE_TIMEOUT:?}"))?
 }

@@ -126,6 +126,15 @@ pub(super) fn push(out: &mut Vec<Finding>, severity: Severity, rank: u8, text: S
     });
 }
 
+/// `once`, `3 times`.
+fn times(n: f64) -> String {
+    if n == 1.0 {
+        "once".into()
+    } else {
+        format!("{n} times")
+    }
+}
+
 fn secs(ms: f64) -> String {
     format!("{:.1} s", ms / 1000.0)
 }
@@ -351,12 +360,12 @@ fn fetching_elsewhere(f: &Facts, out: &mut Vec<Finding>) -> BTreeSet<i32> {
             secs(window)
         );
         if failures > 0.0 {
-            text += &format!(" ({failures} requests to it failed or timed out)");
+            text += &format!(" (requests to it failed or timed out {})", times(failures));
         }
         if !elsewhere.is_empty() {
             let asked: Vec<String> = elsewhere
                 .iter()
-                .map(|(d, n)| format!("{} ({n} times)", destination_name(*d)))
+                .map(|(d, n)| format!("{} ({})", destination_name(*d), times(*n)))
                 .collect();
             text += &format!(
                 " and fetched instead from {}, which is not the leader and answered \
@@ -592,7 +601,7 @@ fn clock_skew(f: &Facts, out: &mut Vec<Finding>) {
             }
         }
     }
-    pairs.sort_by(|x, y| y.0.cmp(&x.0));
+    pairs.sort_by_key(|p| std::cmp::Reverse(p.0));
     for (skew, ahead, behind) in pairs.into_iter().take(LIST_LIMIT) {
         push(
             out,
@@ -621,7 +630,7 @@ pub fn healthy_line(f: &Facts) -> String {
     }
     if let Some(c) = cluster(f) {
         parts.push(format!(
-            "{} brokers unfenced, {} partitions led",
+            "{} brokers unfenced, {} partitions",
             c.brokers.iter().filter(|b| !b.fenced).count(),
             c.partitions.len()
         ));

@@ -703,4 +703,26 @@ mod tests {
         assert!(out.contains("kafka_raft_metrics_commit_latency_avg{node=\"1\"} NaN\n"));
         assert!(out.contains("kafka_raft_metrics_fetch_records_total{node=\"1\"} 0\n"));
     }
+
+    #[test]
+    fn prometheus_says_where_fetches_go_and_which_failed() {
+        let mut m = RaftMetrics::default();
+        let mut out = String::new();
+        m.write_prometheus(4, &mut out);
+        assert!(out.contains("kafka_raft_metrics_last_fetch_destination{node=\"4\"} -1\n"));
+        m.last_fetch_destination = Some(-2);
+        m.destinations.insert(
+            1,
+            DestinationMetrics {
+                request_failures: 3,
+                ..DestinationMetrics::default()
+            },
+        );
+        out.clear();
+        m.write_prometheus(4, &mut out);
+        assert!(out.contains("kafka_raft_metrics_last_fetch_destination{node=\"4\"} -2\n"));
+        assert!(out.contains(
+            "kafka_raft_metrics_request_failures_total{node=\"4\",destination=\"1\"} 3\n"
+        ));
+    }
 }

@@ -269,7 +269,7 @@ fn failures_to_the_leader_alone_are_enough_and_any_answer_from_it_clears() {
     assert!(
         found[0]
             .text
-            .contains("(2 requests to it failed or timed out)"),
+            .contains("(requests to it failed or timed out 2 times)"),
         "{found:?}"
     );
     let fine = facts(
