@@ -249,7 +249,7 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
         "healthy with the topic",
         Duration::from_secs(30),
         &logs,
-        |code, out| code == 0 && out.contains("3 partitions led"),
+        |code, out| code == 0 && out.contains("3 partitions,"),
     );
 
     // Seed 003: broker 5's Raft fetches to the leader stall; its heartbeats do not.
@@ -260,11 +260,20 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
         "the cut named",
         Duration::from_secs(45),
         &logs,
-        |code, out| code == 2 && out.contains(&named) && out.contains("broker 5's metadata is"),
+        |code, out| {
+            code == 2
+                && out.contains(&named)
+                && out.contains("which is not the leader and answered NOT_LEADER_OR_FOLLOWER")
+                && out.contains("broker 5's metadata is")
+        },
     );
     eprintln!("named after {took:?} (exit {code}):\n{out}");
     assert!(out.starts_with("CRITICAL: "), "{out}");
     assert!(out.contains("and getting older"), "{out}");
+    assert!(
+        out.contains(&format!("it was told the leader is {leader}")),
+        "{out}"
+    );
     assert!(
         !out.contains("broker 4"),
         "only broker 5 is at fault:\n{out}"
@@ -277,6 +286,27 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
     });
     eprintln!("healthy again after {took:?}: {out}");
     assert_eq!(out.lines().count(), 1, "{out}");
+
+    // --watch: a line per round, each against the one before.
+    let mut watch = Command::new(BIN)
+        .arg("doctor")
+        .args(&doctor.args)
+        .args(["--watch", "1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(watch.stdout.take().unwrap()));
+    let mut healthy_rounds = 0;
+    while healthy_rounds < 2 {
+        let line = lines.next().expect("--watch keeps printing").unwrap();
+        assert!(
+            line.starts_with("--- ") || line.starts_with("healthy: "),
+            "{line}"
+        );
+        healthy_rounds += usize::from(line.starts_with("healthy: "));
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
 
     // Broker 4 killed: fenced, its partitions offline.
     brokers[0].kill9();
@@ -298,4 +328,38 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
         "{out}"
     );
     assert!(out.contains("cannot read /metrics at"), "{out}");
+}
+
+#[test]
+fn doctor_exits_2_when_nothing_answers() {
+    let dead = format!("127.0.0.1:{}", free_port());
+    let doctor = Doctor {
+        args: vec![
+            "--bootstrap-controller".into(),
+            dead.clone(),
+            "--bootstrap-server".into(),
+            dead.clone(),
+            "--metrics".into(),
+            dead.clone(),
+            "--sample-ms".into(),
+            "100".into(),
+        ],
+    };
+    let (code, out) = doctor.run();
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.starts_with("CRITICAL: the metadata quorum has no leader that answers"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("CRITICAL: no broker answers: {dead}")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("WARNING: cannot read /metrics at {dead}")),
+        "{out}"
+    );
+    let (code, out) = Doctor { args: vec![] }.run();
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("give at least one of"), "{out}");
 }
