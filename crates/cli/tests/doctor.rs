@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use common::raw::Raw;
 use common::{formatted_cluster, free_port, joined, write_broker_config, Node, BIN};
 use kraftd_protocol::messages::create_topics_request::{
-    CreatableReplicaAssignment, CreatableTopic,
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
 use kraftd_protocol::messages::CreateTopicsRequest;
 use kraftd_protocol::{RequestBody, ResponseBody};
@@ -216,27 +216,41 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
         .unwrap()
         .parse()
         .unwrap();
-    // Partitions of replication factor 1: two on broker 4, one on broker 5.
+    // Partitions of replication factor 1, two on broker 4 and one on broker 5; and one of
+    // replication factor 2 that needs both in its ISR (min.insync.replicas=2).
     let mut raw = Raw::connect(&brokers[0].address());
-    let assignments = [4, 4, 5]
-        .iter()
-        .enumerate()
-        .map(|(i, b)| CreatableReplicaAssignment {
-            partition_index: i as i32,
-            broker_ids: vec![*b],
+    let topic =
+        |name: &str, replicas: &[&[i32]], configs: Vec<CreatableTopicConfig>| CreatableTopic {
+            name: name.into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: replicas
+                .iter()
+                .enumerate()
+                .map(|(i, r)| CreatableReplicaAssignment {
+                    partition_index: i as i32,
+                    broker_ids: r.to_vec(),
+                    ..Default::default()
+                })
+                .collect(),
+            configs,
             ..Default::default()
-        })
-        .collect();
+        };
     let created = raw.call(
         7,
         RequestBody::CreateTopics(CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: "solo".into(),
-                num_partitions: -1,
-                replication_factor: -1,
-                assignments,
-                ..Default::default()
-            }],
+            topics: vec![
+                topic("solo", &[&[4], &[4], &[5]], vec![]),
+                topic(
+                    "pair",
+                    &[&[5, 4]],
+                    vec![CreatableTopicConfig {
+                        name: "min.insync.replicas".into(),
+                        value: Some("2".into()),
+                        ..Default::default()
+                    }],
+                ),
+            ],
             timeout_ms: 30_000,
             ..Default::default()
         }),
@@ -244,12 +258,15 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
     let ResponseBody::CreateTopics(created) = created else {
         panic!("{created:?}")
     };
-    assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+    assert!(
+        created.topics.iter().all(|t| t.error_code == 0),
+        "{created:?}"
+    );
     doctor.until(
         "healthy with the topic",
         Duration::from_secs(30),
         &logs,
-        |code, out| code == 0 && out.contains("3 partitions,"),
+        |code, out| code == 0 && out.contains("4 partitions,"),
     );
 
     // Seed 003: broker 5's Raft fetches to the leader stall; its heartbeats do not.
@@ -328,6 +345,25 @@ fn doctor_names_a_broker_cut_off_from_the_raft_leader_and_a_killed_one() {
         "{out}"
     );
     assert!(out.contains("cannot read /metrics at"), "{out}");
+    assert!(
+        out.contains(
+            "1 partition is under min ISR (acks=all produce fails): pair-0 (ISR [5], \
+             min.insync.replicas 2)"
+        ),
+        "{out}"
+    );
+
+    // Two controllers of three killed: no quorum.
+    for c in controllers.iter_mut().filter(|c| c.id != leader).take(2) {
+        c.kill9();
+    }
+    let (_, out, took) = doctor.until(
+        "the quorum lost",
+        Duration::from_secs(45),
+        &logs,
+        |code, out| code == 2 && out.starts_with("CRITICAL: the metadata quorum has no leader"),
+    );
+    eprintln!("quorum loss named after {took:?}:\n{out}");
 }
 
 #[test]

@@ -15,6 +15,15 @@ fn list<T: std::fmt::Display>(items: &[T]) -> String {
     names.join(", ")
 }
 
+/// `1 partition is`, `2 partitions are`.
+fn partitions(n: usize) -> String {
+    if n == 1 {
+        "1 partition is".into()
+    } else {
+        format!("{n} partitions are")
+    }
+}
+
 /// Ranks 30 and 50: offline partitions, under min ISR, under-replicated.
 pub(super) fn partition_rules(f: &Facts, out: &mut Vec<Finding>) {
     let Some(c) = cluster(f) else {
@@ -35,7 +44,8 @@ pub(super) fn partition_rules(f: &Facts, out: &mut Vec<Finding>) {
                         Severity::Critical,
                         30,
                         format!(
-                            "{n} partitions are offline (no leader), says the active controller {}",
+                            "{} offline (no leader), says the active controller {}",
+                            partitions(n as usize),
                             s.node
                         ),
                     );
@@ -57,8 +67,8 @@ pub(super) fn partition_rules(f: &Facts, out: &mut Vec<Finding>) {
             Severity::Critical,
             30,
             format!(
-                "{} partitions are offline (no leader): {}",
-                offline.len(),
+                "{} offline (no leader): {}",
+                partitions(offline.len()),
                 list(&offline)
             ),
         );
@@ -82,8 +92,8 @@ pub(super) fn partition_rules(f: &Facts, out: &mut Vec<Finding>) {
             Severity::Critical,
             50,
             format!(
-                "{} partitions are under min ISR (acks=all produce fails): {}",
-                under_min.len(),
+                "{} under min ISR (acks=all produce fails): {}",
+                partitions(under_min.len()),
                 list(&under_min)
             ),
         );
@@ -101,8 +111,8 @@ pub(super) fn partition_rules(f: &Facts, out: &mut Vec<Finding>) {
             Severity::Warning,
             50,
             format!(
-                "{} partitions are under-replicated: {}",
-                under_replicated.len(),
+                "{} under-replicated: {}",
+                partitions(under_replicated.len()),
                 list(&under_replicated)
             ),
         );

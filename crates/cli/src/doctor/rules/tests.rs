@@ -359,14 +359,14 @@ fn fenced_missing_brokers_and_offline_or_under_min_isr_partitions() {
     let found = diagnose(&f);
     let texts: Vec<&str> = found.iter().map(|x| x.text.as_str()).collect();
     assert!(
-        texts[0].starts_with("1 partitions are offline (no leader): a-0 (replicas [5])"),
+        texts[0].starts_with("1 partition is offline (no leader): a-0 (replicas [5])"),
         "{texts:?}"
     );
     assert!(texts[1].starts_with("broker 5 is fenced"), "{texts:?}");
     assert!(texts[2].starts_with("broker 6 is missing"), "{texts:?}");
-    assert!(texts[3].starts_with("1 partitions are under min ISR (acks=all produce fails): b-0 (ISR [4], min.insync.replicas 2)"), "{texts:?}");
+    assert!(texts[3].starts_with("1 partition is under min ISR (acks=all produce fails): b-0 (ISR [4], min.insync.replicas 2)"), "{texts:?}");
     assert!(
-        texts[4].starts_with("1 partitions are under-replicated: c-0"),
+        texts[4].starts_with("1 partition is under-replicated: c-0"),
         "{texts:?}"
     );
     assert_eq!(found[4].severity, Severity::Warning);
