@@ -154,14 +154,24 @@ fn role_name(f: &Facts, id: i32) -> String {
     }
 }
 
-/// How a destination id reads: a negative one is a `controller.quorum.bootstrap.servers`
-/// entry.
-fn destination_name(id: i32) -> String {
-    if id < -1 {
+/// How a destination of `s`'s Raft client reads: a negative id is a
+/// `controller.quorum.bootstrap.servers` entry; the address it was sent to follows when the
+/// node exports it (`kafka_raft_metrics_destination_info`).
+fn destination_name(s: &Scrape, id: i32) -> String {
+    let mut name = if id < -1 {
         format!("bootstrap server {id}")
     } else {
         format!("node {id}")
+    };
+    let address = s
+        .all("kafka_raft_metrics_destination_info")
+        .find(|x| x.label("destination") == Some(id.to_string().as_str()))
+        .and_then(|x| x.label("address"))
+        .filter(|a| !a.is_empty());
+    if let Some(address) = address {
+        name += &format!(" at {address}");
     }
+    name
 }
 
 pub(super) fn quorum(f: &Facts) -> Option<&Quorum> {
@@ -365,7 +375,7 @@ fn fetching_elsewhere(f: &Facts, out: &mut Vec<Finding>) -> BTreeSet<i32> {
         if !elsewhere.is_empty() {
             let asked: Vec<String> = elsewhere
                 .iter()
-                .map(|(d, n)| format!("{} ({})", destination_name(*d), times(*n)))
+                .map(|(d, n)| format!("{} ({})", destination_name(s, *d), times(*n)))
                 .collect();
             text += &format!(
                 " and fetched instead from {}, which is not the leader and answered \
@@ -374,7 +384,7 @@ fn fetching_elsewhere(f: &Facts, out: &mut Vec<Finding>) -> BTreeSet<i32> {
             );
         }
         if let Some(d) = last {
-            text += &format!("; its last Fetch went to {}", destination_name(d));
+            text += &format!("; its last Fetch went to {}", destination_name(s, d));
         }
         match s
             .get("kafka_raft_metrics_current_leader", &[])

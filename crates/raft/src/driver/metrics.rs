@@ -40,6 +40,9 @@ pub struct DestinationMetrics {
     pub request_failures: u64,
     /// Error codes seen in responses from this destination, by code.
     pub errors_by_code: BTreeMap<i16, u64>,
+    /// The `host:port` the last request went to (a voter's, a bootstrap server's or a
+    /// learned endpoint).
+    pub address: String,
 }
 
 /// One snapshot of `raft-metrics`. Equality compares floats bitwise, so a NaN (a window
@@ -286,6 +289,14 @@ impl RaftMetrics {
                 out,
                 "kafka_raft_metrics_responses_received_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
                 d.responses_received
+            );
+        }
+        let _ = writeln!(out, "# TYPE kafka_raft_metrics_destination_info gauge");
+        for (to, d) in &self.destinations {
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_destination_info{{node=\"{node_id}\",destination=\"{to}\",address=\"{}\"}} 1",
+                d.address
             );
         }
         let _ = writeln!(
@@ -715,6 +726,7 @@ mod tests {
             1,
             DestinationMetrics {
                 request_failures: 3,
+                address: "127.0.0.1:9093".into(),
                 ..DestinationMetrics::default()
             },
         );
@@ -723,6 +735,9 @@ mod tests {
         assert!(out.contains("kafka_raft_metrics_last_fetch_destination{node=\"4\"} -2\n"));
         assert!(out.contains(
             "kafka_raft_metrics_request_failures_total{node=\"4\",destination=\"1\"} 3\n"
+        ));
+        assert!(out.contains(
+            "kafka_raft_metrics_destination_info{node=\"4\",destination=\"1\",address=\"127.0.0.1:9093\"} 1\n"
         ));
     }
 }

@@ -44,6 +44,10 @@ fn broker(
     );
     for (d, n) in not_leader {
         s += &format!(
+            "kafka_raft_metrics_destination_info{{node=\"{node}\",destination=\"{d}\",address=\"10.0.0.{}:9093\"}} 1\n",
+            d.abs()
+        );
+        s += &format!(
             "kafka_raft_metrics_responses_received_total{{node=\"{node}\",destination=\"{d}\"}} {n}\n\
              kafka_raft_metrics_response_errors_total{{node=\"{node}\",destination=\"{d}\",error_code=\"6\"}} {n}\n"
         );
@@ -234,13 +238,13 @@ fn seed_003_an_observer_asking_only_non_leaders_is_named_with_both_and_the_leade
         "{text}"
     );
     assert!(
-        text.contains("bootstrap server -3 (3 times), bootstrap server -2 (2 times)"),
+        text.contains("bootstrap server -3 at 10.0.0.3:9093 (3 times), bootstrap server -2 at 10.0.0.2:9093 (2 times)"),
         "{text}"
     );
     assert!(text.contains("NOT_LEADER_OR_FOLLOWER"), "{text}");
     assert!(text.contains("it was told the leader is 1"), "{text}");
     assert!(
-        text.contains("its last Fetch went to bootstrap server -3"),
+        text.contains("its last Fetch went to bootstrap server -3 at 10.0.0.3:9093"),
         "{text}"
     );
     assert!(
