@@ -312,6 +312,15 @@ fn fetching_elsewhere(f: &Facts, out: &mut Vec<Finding>) -> BTreeSet<i32> {
         ) {
             continue;
         }
+        // An election within the window: its counters mix two leaders; the next round
+        // judges.
+        let epoch_of = |r: &Round| {
+            r.node(s.node)
+                .and_then(|x| x.get("kafka_raft_metrics_current_epoch", &[]))
+        };
+        if epoch_of(&f.first) != epoch_of(&f.second) {
+            continue;
+        }
         let l = leader.to_string();
         let answered = delta(
             f,

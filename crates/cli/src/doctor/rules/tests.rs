@@ -276,6 +276,14 @@ fn failures_to_the_leader_alone_are_enough_and_any_answer_from_it_clears() {
             .contains("(requests to it failed or timed out 2 times)"),
         "{found:?}"
     );
+    // An election in the window: not judged until the next round.
+    let mut moved = cut.clone();
+    let epoch8 = broker(5, 1, 1, 40, 5, &[], 0, 450).replace(
+        "kafka_raft_metrics_current_epoch{node=\"5\"} 7",
+        "kafka_raft_metrics_current_epoch{node=\"5\"} 8",
+    );
+    moved.second.scrapes = vec![scrape(5, &epoch8, 0, 0)];
+    assert_eq!(diagnose(&moved), vec![]);
     let fine = facts(
         vec![scrape(5, &broker(5, 1, 1, 40, 3, &[(2, 1)], 0, 450), 0, 0)],
         vec![scrape(5, &broker(5, 1, 1, 41, 5, &[(2, 2)], 0, 460), 0, 0)],
