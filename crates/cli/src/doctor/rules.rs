@@ -445,20 +445,23 @@ fn stale_observers(f: &Facts, reported: &BTreeSet<i32>, out: &mut Vec<Finding>) 
         if age <= STALE_FETCH_MS {
             continue;
         }
+        // Without the brokers' view, fencing is unknown: the finding says less.
         let alive = match cluster(f) {
-            Some(c) => c.brokers.iter().any(|b| b.id == o.replica_id && !b.fenced),
-            None => true,
+            Some(c) => Some(c.brokers.iter().any(|b| b.id == o.replica_id && !b.fenced)),
+            None => None,
         };
-        if !alive {
-            continue;
-        }
+        let state = match alive {
+            Some(false) => continue,
+            Some(true) => "is alive (unfenced) but",
+            None => "may be down or cut off:",
+        };
         push(
             out,
             Severity::Critical,
             10,
             format!(
-                "{} is alive (unfenced) but the leader {} last had a Fetch from it {} ago; it \
-                 is stuck at metadata offset {} of {}",
+                "{} {state} the leader {} last had a Fetch from it {} ago; it is stuck at \
+                 metadata offset {} of {}",
                 role_name(f, o.replica_id),
                 q.leader_id,
                 secs(age as f64),

@@ -399,6 +399,15 @@ fn an_unfenced_observer_the_leader_has_not_heard_from_is_seed_003_without_metric
         "broker 5 is alive (unfenced) but the leader 1 last had a Fetch from it 20.0 s ago; it \
          is stuck at metadata offset 450 of 500"
     );
+    // Without the brokers' view, it may as well be down.
+    f.cluster = None;
+    let found = diagnose(&f);
+    assert!(
+        found[0]
+            .text
+            .starts_with("broker 5 may be down or cut off: the leader 1 last had"),
+        "{found:?}"
+    );
     // Fenced, it is reported as fenced, not as this.
     f.cluster = Some(Ok(cluster(&[(4, false), (5, true)], vec![])));
     let found = diagnose(&f);
