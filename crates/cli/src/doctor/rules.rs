@@ -446,10 +446,7 @@ fn stale_observers(f: &Facts, reported: &BTreeSet<i32>, out: &mut Vec<Finding>) 
             continue;
         }
         // Without the brokers' view, fencing is unknown: the finding says less.
-        let alive = match cluster(f) {
-            Some(c) => Some(c.brokers.iter().any(|b| b.id == o.replica_id && !b.fenced)),
-            None => None,
-        };
+        let alive = cluster(f).map(|c| c.brokers.iter().any(|b| b.id == o.replica_id && !b.fenced));
         let state = match alive {
             Some(false) => continue,
             Some(true) => "is alive (unfenced) but",
