@@ -143,6 +143,16 @@ pub fn run(
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
                     raft.borrow().write_prometheus(node_id, &mut out);
+                    // The node's wall clock, for `kraftd doctor`'s clock-skew rule.
+                    kraftd_raft::driver::metrics::write_prometheus_metric(
+                        &mut out,
+                        "kraftd",
+                        "wall_clock_ms",
+                        "gauge",
+                        "This node's wall clock (Unix ms) when it rendered this page.",
+                        node_id,
+                        kraftd_log::clock::unix_ms(),
+                    );
                     if let Some(metrics) = &broker_metrics {
                         let now = kraftd_log::clock::unix_ms();
                         metrics.values(now).write_prometheus(node_id, &mut out);
