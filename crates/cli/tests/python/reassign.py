@@ -164,7 +164,7 @@ def describe(bootstrap, topic):
 
 def kafka_python(bootstrap, topic):
     from kafka import KafkaAdminClient, TopicPartition
-    from kafka.errors import (InvalidReplicaAssignmentError,
+    from kafka.errors import (InvalidReplicationAssignmentError,
                               NoReassignmentInProgressError)
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
@@ -186,7 +186,7 @@ def kafka_python(bootstrap, topic):
     if result.get(tp) is not NoReassignmentInProgressError:
         fail(f"cancel with none running: {result}")
     result = admin.alter_partition_reassignments({tp: [current[0], 999]})
-    if result.get(tp) is not InvalidReplicaAssignmentError:
+    if result.get(tp) is not InvalidReplicationAssignmentError:
         fail(f"unknown broker 999: {result}")
 
     result = admin.alter_partition_reassignments({tp: target})
