@@ -11,6 +11,9 @@
   reassign.py describe BOOTSTRAP TOPIC
       prints one line per partition: "<id> <replicas> <sorted isr> <leader>" (Metadata),
       lists comma-separated.
+  reassign.py alter BOOTSTRAP TOPIC TARGET_JSON
+      kafka-python's alter_partition_reassignments with {partition: replicas} (Kafka's
+      tool refuses a target broker that is not alive; the API takes any registered one).
   reassign.py kafka-python BOOTSTRAP TOPIC
       kafka-python's KafkaAdminClient: alter_partition_reassignments moves partition 0 onto
       the replicas listed in Metadata's brokers not hosting it, list_partition_reassignments
@@ -210,6 +213,18 @@ def kafka_python(bootstrap, topic):
     fail(f"partition 0 is {p}, wanted replicas {target}")
 
 
+def alter(bootstrap, topic, target):
+    from kafka import KafkaAdminClient, TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
+    wanted = {TopicPartition(topic, int(p)): r for p, r in target.items()}
+    result = admin.alter_partition_reassignments(wanted)
+    failed = {str(tp): str(err) for tp, err in result.items() if err is not None}
+    if failed or set(result) != set(wanted):
+        fail(f"alter_partition_reassignments: {result}")
+    say("all ok")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "create":
@@ -219,6 +234,8 @@ if __name__ == "__main__":
         load(sys.argv[2], sys.argv[3], sys.argv[4])
     elif mode == "describe":
         describe(sys.argv[2], sys.argv[3])
+    elif mode == "alter":
+        alter(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
     elif mode == "kafka-python":
         kafka_python(sys.argv[2], sys.argv[3])
     else:
