@@ -284,6 +284,30 @@ fn kafka_reassign_partitions_moves_a_topic_onto_a_third_broker_under_acks_all_lo
 
     let load = start_load(&bootstrap, topic, root.path());
 
+    // --generate proposes a plan over brokers 2,3,4 (we use our own, deterministic one).
+    let topics_file = root.path().join("topics.json");
+    std::fs::write(
+        &topics_file,
+        format!(r#"{{"topics":[{{"topic":"{topic}"}}],"version":1}}"#),
+    )
+    .unwrap();
+    let generated = reassign_tool(
+        &bootstrap,
+        &[
+            "--generate",
+            "--topics-to-move-json-file",
+            topics_file.to_str().unwrap(),
+            "--broker-list",
+            "2,3,4",
+        ],
+        logs,
+    );
+    assert!(
+        generated.contains("Current partition replica assignment")
+            && generated.contains("Proposed partition reassignment configuration"),
+        "{generated}"
+    );
+
     // Every partition gains broker 4: 0 and 1 lose their leader, 2 keeps it.
     let target: [(i32, &[i32]); 3] = [(0, &[4, 3]), (1, &[2, 4]), (2, &[4, 2])];
     let plan_file = root.path().join("plan.json");
