@@ -85,7 +85,10 @@ fn shape(p: &PartitionRegistration) -> (Vec<i32>, Vec<i32>, Vec<i32>, Vec<i32>, 
     )
 }
 
-fn listed(h: &ControlHarness) -> Vec<(String, i32, Vec<i32>, Vec<i32>, Vec<i32>)> {
+/// (topic, partition, replicas, adding, removing) of one listed reassignment.
+type Listed = (String, i32, Vec<i32>, Vec<i32>, Vec<i32>);
+
+fn listed(h: &ControlHarness) -> Vec<Listed> {
     let response = ReplicationControlManager::list_partition_reassignments(
         &h.image,
         &ListPartitionReassignmentsRequest::default(),
