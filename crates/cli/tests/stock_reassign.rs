@@ -364,6 +364,28 @@ fn kafka_reassign_partitions_moves_a_topic_onto_a_third_broker_under_acks_all_lo
     wait_gone(&node(3).partition_dir(topic, 1), logs);
     wait_gone(&node(3).partition_dir(topic, 2), logs);
     assert!(node(4).partition_dir(topic, 0).exists());
+    // Completion moves leadership only off a removed leader (as Kafka); the preferred
+    // replica takes over on a preferred election (`kafka-leader-election`).
+    let elected = tool(
+        "org.apache.kafka.tools.LeaderElectionCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--election-type",
+            "PREFERRED",
+            "--all-topic-partitions",
+        ],
+    );
+    assert!(elected.status.success(), "{}", text(&elected));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let shape = describe(&bootstrap, topic);
+        if target.iter().all(|(p, r)| shape[p].2 == r[0]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "leaders {shape:?}\n{}", logs());
+        std::thread::sleep(Duration::from_millis(300));
+    }
 
     // kafka-python's admin client: its errors, then a move of its own.
     let created = script(&["create", &bootstrap, "kp", "[[2,3]]"]);
