@@ -6,7 +6,9 @@
 //! all of them in the ISR, and a removed replica's log is deleted. A reassignment waiting
 //! for a stopped target broker survives kill -9 of the active controller and of the
 //! partition's leader, and completes once the target returns; cancellation reverts to the
-//! original replicas. kafka-python's admin client moves a partition too.
+//! original replicas. kafka-python's admin client moves a partition too (and starts the move
+//! onto the stopped broker, which Kafka's tool refuses: it checks brokers are alive).
+//! Kafka's tool reads DescribeLogDirs in `--generate` and `--execute`.
 
 mod common;
 
