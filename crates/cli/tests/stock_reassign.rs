@@ -171,8 +171,16 @@ struct Load {
     /// Lines read before `acked 1000`.
     seen: Vec<String>,
     /// The rest of its stdout, read to the end.
-    rest: std::thread::JoinHandle<Vec<String>>,
+    rest: Option<std::thread::JoinHandle<Vec<String>>>,
     stderr: std::path::PathBuf,
+}
+
+impl Drop for Load {
+    /// A test that fails before `finish_load` leaves no producer running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Starts the load; returns once 1000 records are acknowledged.
@@ -203,7 +211,7 @@ fn start_load(bootstrap: &str, topic: &str, dir: &Path) -> Load {
     Load {
         child,
         seen,
-        rest,
+        rest: Some(rest),
         stderr,
     }
 }
@@ -212,8 +220,10 @@ fn start_load(bootstrap: &str, topic: &str, dir: &Path) -> Load {
 fn finish_load(mut load: Load, dir: &Path, logs: impl Fn() -> String) {
     std::fs::write(dir.join("stop"), b"stop").unwrap();
     let status = load.child.wait().unwrap();
-    let mut all = load.seen;
-    all.extend(load.rest.join().unwrap());
+    let mut all = std::mem::take(&mut load.seen);
+    if let Some(rest) = load.rest.take() {
+        all.extend(rest.join().unwrap());
+    }
     let all = all.join("\n");
     assert!(
         status.success() && all.contains("all ok"),
