@@ -60,7 +60,7 @@ fn next_seed() -> u64 {
 }
 
 /// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
+pub const FORWARDED_API_KEYS: [ApiKey; 13] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -72,6 +72,8 @@ pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
     ApiKey::AlterClientQuotas,
     ApiKey::ElectLeaders,
     ApiKey::UpdateFeatures,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.
@@ -527,6 +529,8 @@ fn forward_timeout(body: &RequestBody) -> Duration {
         RequestBody::CreatePartitions(r) => r.timeout_ms,
         RequestBody::ElectLeaders(r) => r.timeout_ms,
         RequestBody::UpdateFeatures(r) => r.timeout_ms,
+        RequestBody::AlterPartitionReassignments(r) => r.timeout_ms,
+        RequestBody::ListPartitionReassignments(r) => r.timeout_ms,
         _ => 0,
     };
     if ms > 0 {
