@@ -40,6 +40,7 @@ use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
+use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
@@ -143,6 +144,7 @@ impl KafkaApis {
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
+            .chain(LOG_DIR_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -356,6 +358,31 @@ impl KafkaApis {
                     let deadline = Instant::now() + FORWARD_TIMEOUT;
                     ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
                 }
+            }
+            RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(
+                log_dir_apis::describe_log_dirs(&data.replica_manager, &r, auth),
+            ),
+            RequestBody::AlterReplicaLogDirs(r) => {
+                ResponseBody::AlterReplicaLogDirs(log_dir_apis::alter_replica_log_dirs(
+                    &data.replica_manager,
+                    &self.image(),
+                    &r,
+                    auth,
+                ))
+            }
+            RequestBody::DescribeTopicPartitions(r) => {
+                let limit = self
+                    .context
+                    .static_configs
+                    .get("max.request.partition.size.limit")
+                    .and_then(|v| v.trim().parse().ok());
+                ResponseBody::DescribeTopicPartitions(log_dir_apis::describe_topic_partitions(
+                    &self.image(),
+                    &r,
+                    &self.listener,
+                    limit,
+                    auth,
+                ))
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
