@@ -81,12 +81,12 @@ struct Replica {
     future: bool,
 }
 
+/// The dirs (broker, dir, error) and the replicas `kafka-log-dirs` describes.
+type Described = (Vec<(i32, String, String)>, Vec<Replica>);
+
 /// `kafka-log-dirs --describe` for `brokers`: every dir (broker, dir, error) and every
 /// replica, parsed from its JSON line; the tool's output when it fails (a broker down).
-fn try_log_dirs(
-    bootstrap: &str,
-    brokers: &str,
-) -> Result<(Vec<(i32, String, String)>, Vec<Replica>), String> {
+fn try_log_dirs(bootstrap: &str, brokers: &str) -> Result<Described, String> {
     let out = tool(
         "org.apache.kafka.tools.LogDirsCommand",
         &[
@@ -138,7 +138,7 @@ for b in d["brokers"]:
     Ok((dirs, replicas))
 }
 
-fn log_dirs(bootstrap: &str, brokers: &str) -> (Vec<(i32, String, String)>, Vec<Replica>) {
+fn log_dirs(bootstrap: &str, brokers: &str) -> Described {
     try_log_dirs(bootstrap, brokers).unwrap_or_else(|e| panic!("kafka-log-dirs\n{e}"))
 }
 
@@ -386,24 +386,57 @@ admin.close()
     );
 
     // A move accepted, then the broker killed at once: after its restart the replica ends
-    // in the target dir (the future log resumed, or already swapped in before the kill).
+    // in the target dir. The move is in progress at the restart either way: if the kill
+    // came before the swap its future log is on disk; if after, a move back to the other
+    // dir is left on disk the way the broker starts one (an empty future log naming the
+    // topic id), so the restarted broker always resumes a move.
     let victim = 1;
-    let back = abs(&dirs_of(&brokers[victim])[0]);
     let id = brokers[victim].id;
-    let answers = alter(
-        &bootstrap,
-        &[(TOPIC, 0, id, back.clone()), (TOPIC, 1, id, back.clone())],
-    );
+    let [first, second] = dirs_of(&brokers[victim]);
+    let part = format!("{TOPIC}-0");
+    let answers = alter(&bootstrap, &[(TOPIC, 0, id, abs(&first))]);
     assert!(answers.values().all(|e| e == "NoError"), "{answers:?}");
     brokers[victim].kill9();
+    let future_on_disk = |dir: &Path| {
+        std::fs::read_dir(dir).unwrap().flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(&format!("{part}.")) && name.ends_with("-future")
+        })
+    };
+    let target_dir = if future_on_disk(&first) {
+        first.clone()
+    } else {
+        assert!(first.join(&part).is_dir(), "{part} in neither state");
+        let future = second.join(format!("{part}.0123456789abcdef0123456789abcdef-future"));
+        std::fs::create_dir_all(&future).unwrap();
+        std::fs::copy(
+            first.join(&part).join("partition.metadata"),
+            future.join("partition.metadata"),
+        )
+        .unwrap();
+        second.clone()
+    };
     brokers[victim].start();
-    target.insert((id, format!("{TOPIC}-0")), back.clone());
-    target.insert((id, format!("{TOPIC}-1")), back);
+    target.insert((id, part.clone()), abs(&target_dir));
     wait_placed(&bootstrap, &target, || logs(&brokers));
 
     // Every acknowledged record is read back at its offset.
     let summary = producer.finish(300, || logs(&brokers));
     eprintln!("{summary}");
+    // The first four moves were swapped in while the producer ran, the one resumed after
+    // the restart too.
+    let all = logs(&brokers);
+    let swapped = all.matches("replica moved to its new log dir").count();
+    let resumed = all.matches("resuming a move to another log dir").count();
+    // (A kill between the swap's two renames leaves only the complete future log, which
+    // becomes the current one at the start instead.)
+    let promoted = all
+        .matches("a finished future log became the current log")
+        .count();
+    eprintln!(
+        "swaps logged: {swapped}, moves resumed after the restart: {resumed}, promoted: {promoted}"
+    );
+    assert!(swapped >= 4 + resumed && resumed + promoted == 1, "{all}");
 
     // Settled: the reported sizes are the bytes of the segments on disk, and no future or
     // deleted directory is left behind.
@@ -538,7 +571,7 @@ admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=20000
 admin.create_topics([NewTopic("a", 5, 1), NewTopic("b", 3, 1), NewTopic("c", 1, 1)])
 deadline = time.time() + 30
 while time.time() < deadline:
-    names = {t["topic"]: len(t["partitions"]) for t in admin.describe_topics(["a", "b", "c"]) if t["error_code"] == 0}
+    names = {t.get("topic", t.get("name")): len(t["partitions"]) for t in admin.describe_topics(["a", "b", "c"]) if t["error_code"] == 0}
     if names == {"a": 5, "b": 3, "c": 1}:
         break
     time.sleep(0.2)

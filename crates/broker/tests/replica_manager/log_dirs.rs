@@ -133,14 +133,25 @@ async fn a_replica_moves_with_every_record_while_produces_go_on() {
         b.rm.alter_replica_log_dir(&b.image, TOPIC, 0, &abs(to)),
         ErrorCode::None
     );
-    let names: BTreeSet<String> = std::fs::read_dir(to)
-        .unwrap()
-        .chain(std::fs::read_dir(from).unwrap())
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("orders"))
-        .collect();
-    assert_eq!(names, BTreeSet::from(["orders-0".to_string()]));
+    // The old directory, renamed for deletion at the swap, is removed just after it.
+    let deadline = tokio::time::Instant::now() + GUARD;
+    loop {
+        let names: BTreeSet<String> = std::fs::read_dir(to)
+            .unwrap()
+            .chain(std::fs::read_dir(from).unwrap())
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("orders"))
+            .collect();
+        if names == BTreeSet::from(["orders-0".to_string()]) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "left behind: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // The log dir's size is the segments' bytes.
     let size = described(&b, &tp)[0].1;
     let on_disk: u64 = std::fs::read_dir(to.join("orders-0"))

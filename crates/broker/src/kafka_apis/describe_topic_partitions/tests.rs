@@ -84,18 +84,18 @@ fn answer(
         describable,
         &|_| 0b1000,
     );
-    let bytes = response.to_bytes(0).unwrap();
+    let mut bytes = response.to_bytes(0).unwrap();
     assert_eq!(
-        DescribeTopicPartitionsResponse::from_bytes(&bytes, 0).unwrap(),
+        DescribeTopicPartitionsResponse::decode(&mut bytes, 0).unwrap(),
         response
     );
     response
 }
 
-/// (topic, partitions) of an answer, and its next cursor.
-fn shape(
-    r: &DescribeTopicPartitionsResponse,
-) -> (Vec<(String, i16, Vec<i32>)>, Option<(String, i32)>) {
+/// (topic, error, partitions) of each topic of an answer, and its next cursor.
+type Shape = (Vec<(String, i16, Vec<i32>)>, Option<(String, i32)>);
+
+fn shape(r: &DescribeTopicPartitionsResponse) -> Shape {
     (
         r.topics
             .iter()
