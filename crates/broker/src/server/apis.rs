@@ -359,15 +359,20 @@ impl KafkaApis {
                     ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
                 }
             }
-            RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(
-                log_dir_apis::describe_log_dirs(&data.replica_manager, &r, auth),
-            ),
+            RequestBody::DescribeLogDirs(r) => {
+                ResponseBody::DescribeLogDirs(log_dir_apis::describe_log_dirs(&r, auth, |f| {
+                    data.replica_manager.describe_log_dirs(f)
+                }))
+            }
             RequestBody::AlterReplicaLogDirs(r) => {
+                let image = self.image();
                 ResponseBody::AlterReplicaLogDirs(log_dir_apis::alter_replica_log_dirs(
-                    &data.replica_manager,
-                    &self.image(),
                     &r,
                     auth,
+                    |topic, partition, dir| {
+                        data.replica_manager
+                            .alter_replica_log_dir(&image, topic, partition, dir)
+                    },
                 ))
             }
             RequestBody::DescribeTopicPartitions(r) => {

@@ -12,6 +12,7 @@ use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::alter_replica_log_dirs_response::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
 };
+use kraftd_protocol::messages::describe_log_dirs_response::DescribeLogDirsResult;
 use kraftd_protocol::messages::{
     AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, DescribeLogDirsRequest,
     DescribeLogDirsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
@@ -21,7 +22,6 @@ use kraftd_protocol::{ApiKey, ErrorCode};
 use crate::kafka_apis::describe_topic_partitions::{
     describe_topic_partitions_response, MAX_REQUEST_PARTITION_SIZE_LIMIT,
 };
-use crate::replica::replica_manager::ReplicaManager;
 
 /// The APIs this module answers, served on broker listeners.
 pub const LOG_DIR_API_KEYS: [ApiKey; 3] = [
@@ -33,10 +33,11 @@ pub const LOG_DIR_API_KEYS: [ApiKey; 3] = [
 /// DescribeLogDirs: every log dir of this broker (Kafka's `handleDescribeLogDirsRequest`).
 /// A null topic list means every hosted log; a principal without DESCRIBE on the cluster
 /// gets no results and (v3+) CLUSTER_AUTHORIZATION_FAILED.
+/// `describe` is the ReplicaManager's answer for a partition filter.
 pub fn describe_log_dirs(
-    replicas: &ReplicaManager,
     request: &DescribeLogDirsRequest,
     auth: &RequestAuth,
+    describe: impl FnOnce(Option<&BTreeSet<(String, i32)>>) -> Vec<DescribeLogDirsResult>,
 ) -> DescribeLogDirsResponse {
     if !auth.authorize_cluster(OPERATION_DESCRIBE) {
         return DescribeLogDirsResponse {
@@ -51,7 +52,7 @@ pub fn describe_log_dirs(
             .collect()
     });
     DescribeLogDirsResponse {
-        results: replicas.describe_log_dirs(filter.as_ref()),
+        results: describe(filter.as_ref()),
         ..Default::default()
     }
 }
@@ -59,12 +60,11 @@ pub fn describe_log_dirs(
 /// AlterReplicaLogDirs (Kafka's `handleAlterReplicaLogDirsRequest`): each partition moved
 /// to its dir, answered per partition grouped by topic; without ALTER on the cluster every
 /// partition gets CLUSTER_AUTHORIZATION_FAILED. A partition named twice takes its last dir,
-/// as Kafka's request map does.
+/// as Kafka's request map does. `alter` moves one replica (topic, partition, dir).
 pub fn alter_replica_log_dirs(
-    replicas: &ReplicaManager,
-    image: &MetadataImage,
     request: &AlterReplicaLogDirsRequest,
     auth: &RequestAuth,
+    mut alter: impl FnMut(&str, i32, &str) -> ErrorCode,
 ) -> AlterReplicaLogDirsResponse {
     let mut moves: Vec<(String, i32, String)> = Vec::new();
     for dir in &request.dirs {
@@ -79,7 +79,7 @@ pub fn alter_replica_log_dirs(
     let mut results: Vec<AlterReplicaLogDirTopicResult> = Vec::new();
     for (topic, partition, path) in moves {
         let error = if allowed {
-            replicas.alter_replica_log_dir(image, &topic, partition, &path)
+            alter(&topic, partition, &path)
         } else {
             ErrorCode::ClusterAuthorizationFailed
         };
@@ -121,3 +121,6 @@ pub fn describe_topic_partitions(
         &|name| auth.authorized_operations(RESOURCE_TYPE_TOPIC, name),
     )
 }
+
+#[cfg(test)]
+mod tests;
