@@ -652,3 +652,106 @@ admin.close()
         )
     );
 }
+
+/// Kafka 4.4.0's `kafka-reassign-partitions --execute` with a `log_dirs` entry: the
+/// replicas stay as they are (the tool still sends AlterPartitionReassignments, a no-op,
+/// and ListPartitionReassignments first) and the tool moves broker 2's replica with
+/// AlterReplicaLogDirs; `--verify` (DescribeLogDirs) then reports the move complete and
+/// `kafka-log-dirs` shows the replica in its new dir, its size unchanged. Needs the
+/// `reassign` branch (AlterPartitionReassignments / ListPartitionReassignments).
+#[test]
+fn kafka_reassign_partitions_moves_a_replica_between_log_dirs() {
+    python();
+    let root = tempfile::tempdir().unwrap();
+    let (_controllers, brokers) = cluster(root.path());
+    let bootstrap = addresses(&brokers);
+    wait_until_brokers_listed(&bootstrap, 2, || common::all_logs(&brokers));
+    let produced = run_inline(
+        r#"
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from clients_common import create_topic
+from confluent_kafka import Producer
+from confluent_kafka import admin as cadmin
+admin = cadmin.AdminClient({"bootstrap.servers": sys.argv[1]})
+create_topic(admin, "tool", 1, 2, {}, time.time() + 60)
+p = Producer({"bootstrap.servers": sys.argv[1], "acks": "all"})
+for i in range(2000):
+    p.produce("tool", value=b"m%d" % i)
+p.flush(30)
+md = admin.list_topics("tool", timeout=10)
+print(",".join(str(r) for r in md.topics["tool"].partitions[0].replicas))
+"#,
+        &[&bootstrap, script_path("").to_str().unwrap()],
+    );
+    assert!(produced.status.success(), "{}", text(&produced));
+    let replicas = String::from_utf8_lossy(&produced.stdout).trim().to_string();
+    let (_, before) = log_dirs(&bootstrap, "2");
+    let here = before
+        .iter()
+        .find(|r| r.partition == "tool-0")
+        .unwrap()
+        .clone();
+    let abs = |p: &Path| std::path::absolute(p).unwrap().display().to_string();
+    let there = dirs_of(&brokers[0])
+        .into_iter()
+        .map(|d| abs(&d))
+        .find(|d| *d != here.dir)
+        .unwrap();
+    // The log dir for broker 2's replica, "any" for the other one.
+    let dirs: Vec<String> = replicas
+        .split(',')
+        .map(|r| {
+            if r == "2" {
+                format!("\"{there}\"")
+            } else {
+                "\"any\"".to_string()
+            }
+        })
+        .collect();
+    let plan = root.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        format!(
+            "{{\"version\":1,\"partitions\":[{{\"topic\":\"tool\",\"partition\":0,\
+             \"replicas\":[{replicas}],\"log_dirs\":[{}]}}]}}",
+            dirs.join(",")
+        ),
+    )
+    .unwrap();
+    let reassign = |mode: &str| {
+        tool(
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            &[
+                "--bootstrap-server",
+                &bootstrap,
+                "--reassignment-json-file",
+                plan.to_str().unwrap(),
+                mode,
+            ],
+        )
+    };
+    let executed = reassign("--execute");
+    assert!(
+        executed.status.success()
+            && String::from_utf8_lossy(&executed.stdout)
+                .contains("Successfully started moving log directory to"),
+        "{}\n{}",
+        text(&executed),
+        common::all_logs(&brokers)
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let verified = reassign("--verify");
+        let stdout = String::from_utf8_lossy(&verified.stdout).into_owned();
+        if stdout.contains("Reassignment of replica tool-0-2 completed successfully") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", text(&verified));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (_, after) = log_dirs(&bootstrap, "2");
+    let moved = after.iter().find(|r| r.partition == "tool-0").unwrap();
+    assert_eq!((moved.dir.as_str(), moved.future), (there.as_str(), false));
+    assert_eq!(moved.size, here.size);
+}
