@@ -243,3 +243,51 @@ async fn kafkas_errors_and_a_dir_remembered_for_a_replica_not_hosted_yet() {
         "{results:?}"
     );
 }
+
+#[tokio::test]
+async fn describe_shows_the_future_log_and_asking_for_the_current_dir_cancels_the_move() {
+    let (a, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut b = start_two(a.path(), b_dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    for i in 0..20 {
+        b.produce_ok(1, &tp, batch(i, &["x"; 10])).await;
+    }
+    let here = described(&b, &tp);
+    let (from, to) = if here[0].0 == abs(a.path()) {
+        (a.path(), b_dir.path())
+    } else {
+        (b_dir.path(), a.path())
+    };
+    // This test's runtime has one thread: the copier cannot run before the next await.
+    assert_eq!(
+        b.rm.alter_replica_log_dir(&b.image, TOPIC, 0, &abs(to)),
+        ErrorCode::None
+    );
+    let both = described(&b, &tp);
+    assert_eq!(both.len(), 2, "{both:?}");
+    let future = both.iter().find(|l| l.3).unwrap();
+    // The future log's lag is the current log's end minus its own (still empty).
+    assert_eq!(
+        (future.0.as_str(), future.1, future.2),
+        (abs(to).as_str(), 0, 200)
+    );
+    let current = both.iter().find(|l| !l.3).unwrap();
+    assert_eq!((current.0.as_str(), current.2), (abs(from).as_str(), 0));
+    // Asking for the dir the replica is in cancels the move and deletes the future log.
+    assert_eq!(
+        b.rm.alter_replica_log_dir(&b.image, TOPIC, 0, &abs(from)),
+        ErrorCode::None
+    );
+    let futures: Vec<_> = std::fs::read_dir(to)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with("-future"))
+        .collect();
+    assert!(futures.is_empty(), "{futures:?}");
+    let_tasks_park().await;
+    assert_eq!(described(&b, &tp).len(), 1);
+    assert!(from.join("orders-0").is_dir());
+    b.produce_ok(1, &tp, batch(99, &["y"])).await;
+    assert_eq!(b.fetch(&tp, 0, 0, Duration::ZERO).await.high_watermark, 201);
+}
