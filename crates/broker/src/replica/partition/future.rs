@@ -174,3 +174,6 @@ impl Partition {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
