@@ -11,7 +11,8 @@
 //!
 //! DescribeTopicPartitions: Kafka 4.4.0's `kafka-topics --describe` (its admin client pages
 //! with DescribeTopicPartitions, here two partitions per response) lists every partition
-//! with its ELR fields, and raw requests walk the pages cursor by cursor as Kafka's.
+//! with its ELR fields, and raw requests walk the pages cursor by cursor: the same pages as
+//! Apache Kafka 4.4.0 from its jars gives for the same topics.
 
 mod common;
 
@@ -516,7 +517,13 @@ admin.close()
 /// One page of a raw DescribeTopicPartitions: (topic, partitions) and the next cursor.
 type Page = (Vec<(String, Vec<i32>)>, Option<(String, i32)>);
 
-fn page(raw: &mut Raw, topics: &[&str], limit: i32, cursor: Option<&(String, i32)>) -> Page {
+fn page(
+    raw: &mut Raw,
+    broker: i32,
+    topics: &[&str],
+    limit: i32,
+    cursor: Option<&(String, i32)>,
+) -> Page {
     let request = DescribeTopicPartitionsRequest {
         topics: topics
             .iter()
@@ -543,7 +550,7 @@ fn page(raw: &mut Raw, topics: &[&str], limit: i32, cursor: Option<&(String, i32
         for p in &t.partitions {
             assert_eq!(
                 (p.leader_id, &p.replica_nodes, &p.isr_nodes),
-                (2, &vec![2], &vec![2])
+                (broker, &vec![broker], &vec![broker])
             );
             assert_eq!(p.eligible_leader_replicas, Some(vec![]));
             assert_eq!(p.last_known_elr, Some(vec![]));
@@ -576,23 +583,7 @@ fn describe_topic_partitions_pages_as_kafka_for_kafka_topics_and_raw_cursors() {
     }
     let bootstrap = addresses(&brokers);
     wait_until_brokers_listed(&bootstrap, 1, || common::all_logs(&brokers));
-    let created = run_inline(
-        r#"
-import sys, time
-from kafka.admin import KafkaAdminClient, NewTopic
-admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=20000)
-admin.create_topics([NewTopic("a", 5, 1), NewTopic("b", 3, 1), NewTopic("c", 1, 1)])
-deadline = time.time() + 30
-while time.time() < deadline:
-    names = {t.get("topic", t.get("name")): len(t["partitions"]) for t in admin.describe_topics(["a", "b", "c"]) if t["error_code"] == 0}
-    if names == {"a": 5, "b": 3, "c": 1}:
-        break
-    time.sleep(0.2)
-admin.close()
-"#,
-        &[&bootstrap],
-    );
-    assert!(created.status.success(), "{}", text(&created));
+    create_abc(&bootstrap);
 
     // kafka-topics pages two partitions at a time and prints all nine.
     let described = tool(
@@ -629,19 +620,8 @@ admin.close()
 
     // Raw pages of two, cursor by cursor: a cut inside a topic names it and its next
     // partition; a limit used up at b's end names c at partition 0; the last page has none.
-    let mut raw = Raw::connect(&brokers[0].address());
     let s = |v: &str| v.to_string();
-    let mut cursor = None;
-    let mut pages = Vec::new();
-    loop {
-        let (topics, next) = page(&mut raw, &[], 2, cursor.as_ref());
-        pages.push((topics, next.clone()));
-        match next {
-            Some(c) => cursor = Some(c),
-            None => break,
-        }
-        assert!(pages.len() < 10, "{pages:?}");
-    }
+    let pages = walk(&brokers[0].address(), 2);
     assert_eq!(
         pages,
         vec![
@@ -656,7 +636,8 @@ admin.close()
         ]
     );
     // Named topics, in name order whatever the request's order, from the cursor on.
-    let named = page(&mut raw, &["c", "a", "b"], 4, Some(&(s("a"), 3)));
+    let mut raw = Raw::connect(&brokers[0].address());
+    let named = page(&mut raw, 2, &["c", "a", "b"], 4, Some(&(s("a"), 3)));
     assert_eq!(
         named,
         (
@@ -664,6 +645,63 @@ admin.close()
             Some((s("b"), 2))
         )
     );
+
+    // Apache Kafka 4.4.0 pages the same topics the same way.
+    let kafka_root = tempfile::tempdir().unwrap();
+    let (mut kafka_controller, mut kafka_brokers) =
+        common::kafka_jars::kafka_cluster(kafka_root.path(), 1, "");
+    let kafka = kafka_brokers[0].address();
+    create_abc(&kafka);
+    let theirs = walk(&kafka, 1);
+    let mut kafka_raw = Raw::connect(&kafka);
+    let their_named = page(&mut kafka_raw, 1, &["c", "a", "b"], 4, Some(&(s("a"), 3)));
+    for n in kafka_brokers
+        .iter_mut()
+        .chain(std::iter::once(&mut kafka_controller))
+    {
+        n.kill9();
+    }
+    assert_eq!(theirs, pages);
+    assert_eq!(their_named, named);
+}
+
+/// Topics `a` (5 partitions), `b` (3) and `c` (1), one replica each, created through
+/// kafka-python and waited for.
+fn create_abc(bootstrap: &str) {
+    let created = run_inline(
+        r#"
+import sys, time
+from kafka.admin import KafkaAdminClient, NewTopic
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=20000)
+admin.create_topics([NewTopic("a", 5, 1), NewTopic("b", 3, 1), NewTopic("c", 1, 1)])
+deadline = time.time() + 30
+while time.time() < deadline:
+    names = {t.get("topic", t.get("name")): len(t["partitions"]) for t in admin.describe_topics(["a", "b", "c"]) if t["error_code"] == 0}
+    if names == {"a": 5, "b": 3, "c": 1}:
+        break
+    time.sleep(0.2)
+admin.close()
+"#,
+        &[bootstrap],
+    );
+    assert!(created.status.success(), "{}", text(&created));
+}
+
+/// Every page of a raw all-topics DescribeTopicPartitions with a limit of two, following
+/// the cursors.
+fn walk(address: &str, broker: i32) -> Vec<Page> {
+    let mut raw = Raw::connect(address);
+    let mut cursor = None;
+    let mut pages = Vec::new();
+    loop {
+        let (topics, next) = page(&mut raw, broker, &[], 2, cursor.as_ref());
+        pages.push((topics, next.clone()));
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return pages,
+        }
+        assert!(pages.len() < 10, "{pages:?}");
+    }
 }
 
 /// Kafka 4.4.0's `kafka-reassign-partitions --execute` with a `log_dirs` entry: the
