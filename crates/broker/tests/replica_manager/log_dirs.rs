@@ -291,3 +291,31 @@ async fn describe_shows_the_future_log_and_asking_for_the_current_dir_cancels_th
     b.produce_ok(1, &tp, batch(99, &["y"])).await;
     assert_eq!(b.fetch(&tp, 0, 0, Duration::ZERO).await.high_watermark, 201);
 }
+
+#[tokio::test]
+async fn no_move_starts_while_a_log_dir_is_offline() {
+    let (a, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut b = start_two(a.path(), b_dir.path());
+    b.apply(&bootstrap(unused_port()));
+    let tp = orders();
+    b.produce_ok(1, &tp, batch(0, &["x"])).await;
+    let here = described(&b, &tp);
+    let (from, to) = if here[0].0 == abs(a.path()) {
+        (a.path(), b_dir.path())
+    } else {
+        (b_dir.path(), a.path())
+    };
+    // The replica's own dir is lost under the broker.
+    std::fs::remove_dir_all(from).unwrap();
+    assert_eq!(
+        b.rm.alter_replica_log_dir(&b.image, TOPIC, 0, &abs(to)),
+        ErrorCode::KafkaStorageError
+    );
+    assert!(b
+        .rm
+        .describe_log_dirs(None)
+        .iter()
+        .any(|d| d.log_dir == abs(from)
+            && d.error_code == ErrorCode::KafkaStorageError.code()
+            && d.topics.is_empty()));
+}

@@ -206,6 +206,17 @@ impl ReplicaManager {
         if p.log().dir().parent() == Some(dir.as_path()) || p.future_log().is_some() {
             return ErrorCode::None;
         }
+        // Kafka creates no future log while any log dir is offline (it could otherwise end
+        // with the partition's logs in two dirs).
+        if let Some(offline) = self
+            .log_manager
+            .dirs()
+            .iter()
+            .find(|d| !self.log_manager.is_log_dir_online(d))
+        {
+            warn!(topic, partition, dir = %offline.display(), "log dir offline: no future log created");
+            return ErrorCode::KafkaStorageError;
+        }
         let now = unix_ms();
         let config = p.log().config().clone();
         let _ = self.log_manager.take_preferred_dir(topic, partition);
