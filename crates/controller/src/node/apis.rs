@@ -172,6 +172,7 @@ impl ControllerApis {
             body: body.clone(),
             reply,
             quota,
+            enqueued: std::time::Instant::now(),
         };
         let result = match self.inner.requests.send(request).await {
             Ok(()) => rx

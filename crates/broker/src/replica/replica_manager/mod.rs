@@ -31,6 +31,7 @@ mod background;
 mod coordinator;
 mod fetch;
 mod log_dirs;
+mod log_metrics;
 mod metrics;
 mod offsets;
 mod produce;
@@ -136,6 +137,7 @@ impl ReplicaManager {
         broker_epoch: Arc<AtomicI64>,
     ) -> Result<Arc<ReplicaManager>, super::log_manager::LogManagerError> {
         let log_manager = LogManager::open(config.log_dirs.clone())?;
+        log_metrics::install_flush_timer();
         let fetchers = ReplicaFetcherManager::new(
             config.fetcher.clone(),
             cache.clone(),
