@@ -40,6 +40,7 @@ use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
+use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
@@ -145,6 +146,7 @@ impl KafkaApis {
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
+            .chain(LOG_DIR_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -358,6 +360,36 @@ impl KafkaApis {
                     let deadline = Instant::now() + FORWARD_TIMEOUT;
                     ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
                 }
+            }
+            RequestBody::DescribeLogDirs(r) => {
+                ResponseBody::DescribeLogDirs(log_dir_apis::describe_log_dirs(&r, auth, |f| {
+                    data.replica_manager.describe_log_dirs(f)
+                }))
+            }
+            RequestBody::AlterReplicaLogDirs(r) => {
+                let image = self.image();
+                ResponseBody::AlterReplicaLogDirs(log_dir_apis::alter_replica_log_dirs(
+                    &r,
+                    auth,
+                    |topic, partition, dir| {
+                        data.replica_manager
+                            .alter_replica_log_dir(&image, topic, partition, dir)
+                    },
+                ))
+            }
+            RequestBody::DescribeTopicPartitions(r) => {
+                let limit = self
+                    .context
+                    .static_configs
+                    .get("max.request.partition.size.limit")
+                    .and_then(|v| v.trim().parse().ok());
+                ResponseBody::DescribeTopicPartitions(log_dir_apis::describe_topic_partitions(
+                    &self.image(),
+                    &r,
+                    &self.listener,
+                    limit,
+                    auth,
+                ))
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {

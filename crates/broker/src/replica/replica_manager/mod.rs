@@ -23,12 +23,14 @@
 //! - `produce.rs`: appends and the produce purgatory ([`PendingProduce`]);
 //! - `fetch.rs`: reads and the fetch purgatory;
 //! - `offsets.rs`: ListOffsets, OffsetForLeaderEpoch and DeleteRecords;
-//! - `metrics.rs`: the counters and the Prometheus output.
+//! - `metrics.rs`: the counters and the Prometheus output;
+//! - `log_dirs.rs`: DescribeLogDirs, AlterReplicaLogDirs and the copier moving a replica.
 
 mod apply_delta;
 mod background;
 mod coordinator;
 mod fetch;
+mod log_dirs;
 mod log_metrics;
 mod metrics;
 mod offsets;
@@ -38,7 +40,7 @@ mod txn_markers;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicI64;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
 
 use kraftd_controller::MetadataImage;
@@ -119,6 +121,10 @@ pub struct ReplicaManager {
     fetchers: ReplicaFetcherManager,
     broker_epoch: Arc<AtomicI64>,
     metrics: ReplicaMetrics,
+    /// Itself, for the tasks it spawns (the copiers of replicas moving between log dirs).
+    me: Weak<ReplicaManager>,
+    /// Serializes AlterReplicaLogDirs (Kafka's `replicaStateChangeLock`).
+    state_change: Mutex<()>,
 }
 
 impl ReplicaManager {
@@ -137,7 +143,7 @@ impl ReplicaManager {
             cache.clone(),
             Arc::clone(&broker_epoch),
         );
-        Ok(Arc::new(ReplicaManager {
+        Ok(Arc::new_cyclic(|me| ReplicaManager {
             config,
             log_manager,
             partitions: RwLock::new(HashMap::new()),
@@ -146,6 +152,8 @@ impl ReplicaManager {
             fetchers,
             broker_epoch,
             metrics: ReplicaMetrics::default(),
+            me: me.clone(),
+            state_change: Mutex::new(()),
         }))
     }
 
