@@ -77,6 +77,9 @@ pub struct NodeConfig {
     pub sasl: SaslSettings,
 }
 
+/// Kafka's minimum `metadata.log.segment.bytes`: the largest batch Raft writes.
+const METADATA_MIN_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+
 impl NodeConfig {
     /// Reads the file (if any) and applies the overrides on top.
     pub fn load(file: Option<&std::path::Path>, overrides: &[String]) -> Result<NodeConfig> {
@@ -99,6 +102,25 @@ impl NodeConfig {
             anyhow!("invalid value {value:?} for {key} in {source}: {why}")
         };
         check_supported(&props)?;
+        // Kafka 4.4's floor: a metadata segment holds the largest batch Raft writes (8 MiB);
+        // a smaller one makes the log refuse a large proposal and the controller renounce,
+        // again on every new leader. `internal.metadata.log.segment.bytes` (Kafka's
+        // test-only override) bypasses it.
+        if let Some(value) = props.get("metadata.log.segment.bytes") {
+            match value.trim().parse::<u64>() {
+                Ok(n) if n >= METADATA_MIN_SEGMENT_BYTES => {}
+                _ => {
+                    return Err(bad(
+                        "metadata.log.segment.bytes",
+                        value,
+                        &format!(
+                            "must be at least {METADATA_MIN_SEGMENT_BYTES} (a segment must hold \
+                             the largest metadata batch)"
+                        ),
+                    ))
+                }
+            }
+        }
         let roles_raw = props
             .get("process.roles")
             .ok_or_else(|| anyhow!("process.roles is not set in {source}"))?;

@@ -429,6 +429,7 @@ fn controller_config(
     }
     for (kafka_name, store_name) in [
         ("metadata.log.segment.bytes", "segment.bytes"),
+        ("internal.metadata.log.segment.bytes", "segment.bytes"),
         ("metadata.log.segment.ms", "segment.ms"),
     ] {
         if let Some(value) = config.props.get(kafka_name) {

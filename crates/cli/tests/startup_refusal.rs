@@ -55,6 +55,14 @@ fn an_unsupported_config_stops_startup_with_one_line() {
 /// Starts a combined node whose properties file has `line`; asserts it exits with one line
 /// naming `key`, the value as `shown` and the file.
 fn refused(line: &str, key: &str, shown: &str) {
+    let error = refusal(line, key, shown);
+    assert!(error.contains("kraftd does not support"), "{error}");
+}
+
+/// Starts a combined node whose properties file has `line`; asserts it exits, before
+/// creating anything, with one line naming `key`, the value as `shown` and the file, and
+/// returns that line.
+fn refusal(line: &str, key: &str, shown: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.properties");
     let logs = dir.path().join("logs");
@@ -83,12 +91,24 @@ fn refused(line: &str, key: &str, shown: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
-    let error = lines[0];
+    let error = lines[0].to_string();
     assert!(error.contains(&format!("for {key} in")), "{error}");
     assert!(error.contains(shown), "{error}");
     assert!(error.contains(&path.display().to_string()), "{error}");
-    assert!(error.contains("kraftd does not support"), "{error}");
     assert!(!logs.exists(), "nothing was created");
+    error
+}
+
+/// Kafka 4.4's floor for the metadata log's segments (8 MiB, the largest Raft batch): below
+/// it a large metadata batch would not fit a segment and every leader would renounce.
+#[test]
+fn a_metadata_segment_below_kafkas_floor_stops_startup_with_one_line() {
+    let error = refusal(
+        "metadata.log.segment.bytes=4096",
+        "metadata.log.segment.bytes",
+        "\"4096\"",
+    );
+    assert!(error.contains("must be at least 8388608"), "{error}");
 }
 
 /// Kafka 4 removed `kafka.security.authorizer.AclAuthorizer`; kraftd runs only the

@@ -96,7 +96,7 @@ fn nodes_authenticate_to_each_other_over_sasl_controller_and_inter_broker_listen
             "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT",
             // __consumer_offsets' creation is one atomic batch larger than the helper's
             // 4 KiB test segments.
-            "metadata.log.segment.bytes=1048576",
+            "internal.metadata.log.segment.bytes=1048576",
         ]);
     }
     for b in &brokers {

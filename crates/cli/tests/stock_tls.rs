@@ -256,7 +256,7 @@ fn a_cluster_whose_nodes_talk_sasl_ssl_to_each_other() {
             "sasl.enabled.mechanisms=PLAIN".to_string(),
             // __consumer_offsets' creation is one atomic batch larger than the helper's
             // 4 KiB test segments.
-            "metadata.log.segment.bytes=1048576".to_string(),
+            "internal.metadata.log.segment.bytes=1048576".to_string(),
         ];
         lines.extend(controller_sasl.iter().map(|l| l.to_string()));
         lines.extend(ssl.iter().cloned());

@@ -157,7 +157,7 @@ pub fn write_config(node: &Node, voters: &str) {
          listeners=CONTROLLER://127.0.0.1:{port}\n\
          controller.listener.names=CONTROLLER\n\
          log.dirs={data}\n\
-         metadata.log.segment.bytes=4096\n\
+         internal.metadata.log.segment.bytes=4096\n\
          metadata.log.max.record.bytes.between.snapshots=2048\n\
          metadata.max.idle.interval.ms=100\n\
          broker.session.timeout.ms=3000\n",
