@@ -19,6 +19,11 @@ use tracing::info;
 use crate::config::{NodeConfig, ProcessRole};
 use crate::format;
 
+/// kraftd's switch for the request metrics (default true): `false` records no per-request
+/// metrics at all (Kafka has no such switch: `metrics.recording.level` leaves them on), for
+/// measuring their cost (`cargo xtask bench request-metrics`).
+pub const REQUEST_METRICS_ENABLE: &str = "request.metrics.enable";
+
 /// The metadata log's directory name inside `metadata.log.dir`.
 pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
 
@@ -39,6 +44,10 @@ pub fn run(
         .thread_name("kraftd")
         .build()
         .context("starting the tokio runtime")?;
+    // One registry for every listener of the process, both roles'.
+    let request_metrics = std::sync::Arc::new(kraftd_raft::transport::RequestMetrics::new(
+        config.boolean(REQUEST_METRICS_ENABLE, true)?,
+    ));
     runtime.block_on(async move {
         let mut controller = None;
         if config.is_controller() {
@@ -54,6 +63,7 @@ pub fn run(
                 .await
                 .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
             node_config.server.security = config.listener_security(&listener);
+            node_config.server.metrics = std::sync::Arc::clone(&request_metrics);
             let node = ControllerNode::start(node_config, socket)
                 .await
                 .context("starting the controller")?;
@@ -71,7 +81,8 @@ pub fn run(
                 },
                 None => RaftSource::Observer,
             };
-            let broker_config = broker_config(&config, &cluster_id)?;
+            let mut broker_config = broker_config(&config, &cluster_id)?;
+            broker_config.server.metrics = std::sync::Arc::clone(&request_metrics);
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
@@ -140,6 +151,7 @@ pub fn run(
                 let mutation_quotas = controller.as_ref().map(|c| c.mutation_quotas().clone());
                 let controller_metrics = controller.as_ref().map(|c| c.metrics().clone());
                 let node_id = config.node_id;
+                let request_metrics = std::sync::Arc::clone(&request_metrics);
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
                     raft.borrow().write_prometheus(node_id, &mut out);
@@ -153,6 +165,7 @@ pub fn run(
                         node_id,
                         kraftd_log::clock::unix_ms(),
                     );
+                    request_metrics.write_prometheus(node_id, &mut out);
                     if let Some(metrics) = &broker_metrics {
                         let now = kraftd_log::clock::unix_ms();
                         metrics.values(now).write_prometheus(node_id, &mut out);

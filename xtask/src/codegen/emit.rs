@@ -12,6 +12,30 @@ use super::schema::{Field, Schema, Struct, Type, Versions};
 use anyhow::{bail, Result};
 use std::fmt::Write;
 
+/// The response fields counted as errors: Kafka's `errorCounts()` counts each
+/// `ErrorCode` (top level and per item) and AddPartitionsToTxn's `PartitionErrorCode`, not
+/// CreateTopics' `TopicConfigErrorCode` nor ShareFetch's `AcknowledgeErrorCode`.
+const COUNTED_ERROR_FIELDS: &[&str] = &["ErrorCode", "PartitionErrorCode"];
+
+/// Whether a value of type `ty` holds a counted error field, itself or nested (`depth`
+/// stops a self-referencing schema).
+fn carries_errors(schema: &Schema, ty: &Type, depth: usize) -> bool {
+    match ty {
+        Type::Array(inner) => carries_errors(schema, inner, depth),
+        Type::Struct(name) if depth < 16 => schema
+            .structs
+            .iter()
+            .find(|s| &s.name == name)
+            .is_some_and(|s| {
+                s.fields.iter().any(|f| {
+                    (f.ty == Type::Int16 && COUNTED_ERROR_FIELDS.contains(&f.name.as_str()))
+                        || carries_errors(schema, &f.ty, depth + 1)
+                })
+            }),
+        _ => false,
+    }
+}
+
 /// Rust's reserved words that schema field names can collide with.
 const KEYWORDS: &[&str] = &[
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
@@ -604,6 +628,44 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
         &flexible_expr,
         &body,
     ));
+
+    // error_codes: responses only (the request metrics' ErrorsPerSec).
+    if schema.kind == "response" {
+        let mut body = String::new();
+        for f in &s.fields {
+            let id = field_ident(&f.name);
+            let visit = match (&f.ty, is_option(f)) {
+                (Type::Int16, false) if COUNTED_ERROR_FIELDS.contains(&f.name.as_str()) => {
+                    format!("f(self.{id});\n")
+                }
+                (ty, _) if !carries_errors(schema, ty, 0) => continue,
+                (Type::Struct(_), false) => format!("self.{id}.error_codes(version, f);\n"),
+                (Type::Struct(_), true) => {
+                    format!("if let Some(x) = &self.{id} {{\nx.error_codes(version, f);\n}}\n")
+                }
+                (Type::Array(inner), false) if matches!(**inner, Type::Struct(_)) => {
+                    format!("for x in &self.{id} {{\nx.error_codes(version, f);\n}}\n")
+                }
+                (Type::Array(inner), true) if matches!(**inner, Type::Struct(_)) => format!(
+                    "for x in self.{id}.iter().flatten() {{\nx.error_codes(version, f);\n}}\n"
+                ),
+                _ => continue,
+            };
+            body.push_str(&guarded(&ctx.cond(&f.versions), &visit));
+        }
+        if !uses_word(&body, "f") {
+            body.push_str("let _ = f;\n");
+        }
+        out.push_str(
+            "/// Calls `f` with every error code of this struct at `version`, nested ones \
+             included (Kafka's `errorCounts()`).\n",
+        );
+        out.push_str(&finish_fn(
+            "pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16))",
+            &flexible_expr,
+            &body,
+        ));
+    }
 
     // sample
     let mut body = String::from("let mut s = Self::default();\n");

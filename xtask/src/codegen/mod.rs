@@ -294,6 +294,13 @@ fn emit_api_keys(messages: &[Schema]) -> Result<String> {
             })
             .collect::<Result<_>>()?;
         emit_dispatch(&mut o, enum_name, "ApiKey", &names, kind)?;
+        if kind == "response" {
+            o.push_str("impl ResponseBody {\n    /// Calls `f` with every error code of the body at `version`, nested ones included\n    /// (Kafka's `AbstractResponse.errorCounts()`, `NONE` included).\n    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {\n match self {\n");
+            for (v, _) in &names {
+                writeln!(o, "ResponseBody::{v}(m) => m.error_codes(version, f),")?;
+            }
+            o.push_str("}\n}\n}\n\n");
+        }
     }
     o.push_str("/// The request type of each API, and its response type.\npub trait Request: Message {\n    const API_KEY: ApiKey;\n    type Response: Message;\n}\n\n");
     for r in &reqs {

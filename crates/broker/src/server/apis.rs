@@ -27,7 +27,9 @@ use kraftd_protocol::messages::{
     RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::{ApiVersionsFeatures, InboundRequest, RequestHandler};
+use kraftd_raft::transport::{
+    mark_local_complete, ApiVersionsFeatures, InboundRequest, RequestHandler, RequestTimer,
+};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::debug;
@@ -494,6 +496,8 @@ impl KafkaApis {
             }
             RequestBody::DescribeQuorum(r) => {
                 let deadline = Instant::now() + FORWARD_TIMEOUT;
+                // From here the request waits on the controller (Kafka's RemoteTimeMs).
+                mark_local_complete();
                 match self
                     .context
                     .forwarding
@@ -510,6 +514,7 @@ impl KafkaApis {
             }
             body if FORWARDED_API_KEYS.contains(&key) => {
                 let deadline = Instant::now() + forward_timeout(&body);
+                mark_local_complete();
                 let result = self
                     .context
                     .forwarding
@@ -540,16 +545,25 @@ impl KafkaApis {
 }
 
 /// Sends `response` (if the client expects one) once `hold` has passed: a throttled
-/// client whose request version predates KIP-219 gets its response that late.
+/// client whose request version predates KIP-219 gets its response that late (Kafka's
+/// ThrottleTimeMs).
 async fn send_after(
     tx: oneshot::Sender<ResponseBody>,
     response: Option<ResponseBody>,
     hold: Duration,
+    timer: &RequestTimer,
 ) {
     let Some(response) = response else { return };
+    timer.remote_complete();
     if !hold.is_zero() {
         tokio::time::sleep(hold).await;
     }
+    send(tx, response, timer);
+}
+
+/// Hands `response` to the connection, marking the request's response complete.
+fn send(tx: oneshot::Sender<ResponseBody>, response: ResponseBody, timer: &RequestTimer) {
+    timer.response_complete();
     let _ = tx.send(response);
 }
 
@@ -634,10 +648,13 @@ impl RequestHandler for KafkaApis {
                 .context
                 .data
                 .produce_append_verified(image, version, r, &refused);
+            // Appended: what remains is the acks=all wait (Kafka's RemoteTimeMs).
+            let timer = request.timer;
+            timer.local_complete();
             let Some(mut quota) = quota else {
                 tokio::spawn(async move {
                     if let Some(response) = produce.respond().await {
-                        let _ = tx.send(ResponseBody::Produce(response));
+                        send(tx, ResponseBody::Produce(response), &timer);
                     }
                 });
                 return Some(rx);
@@ -650,24 +667,29 @@ impl RequestHandler for KafkaApis {
                 let response = handling.timed(produce.respond()).await;
                 let mut response = response.map(ResponseBody::Produce);
                 let hold = quota.finish(response.as_mut());
-                send_after(tx, response, hold).await;
+                send_after(tx, response, hold, &timer).await;
             });
             return Some(rx);
         }
         let apis = self.clone();
         tokio::spawn(async move {
+            // Kafka's request dequeue: a handler starts on it. The scope lets a fetch about
+            // to park or a forward mark the end of the local work (`mark_local_complete`).
+            let timer = request.timer.clone();
+            timer.dequeued();
             let Some(mut quota) = quota.take() else {
-                if let Some(response) = apis.handle(request, auth, None).await {
-                    let _ = tx.send(response);
+                if let Some(response) = timer.scope(apis.handle(request, auth, None)).await {
+                    timer.remote_complete();
+                    send(tx, response, &timer);
                 }
                 return;
             };
             let handling = quota.handling_time();
             let mut response = handling
-                .timed(apis.handle(request, auth, Some(&mut quota)))
+                .timed(timer.scope(apis.handle(request, auth, Some(&mut quota))))
                 .await;
             let hold = quota.finish(response.as_mut());
-            send_after(tx, response, hold).await;
+            send_after(tx, response, hold, &timer).await;
         });
         Some(rx)
     }

@@ -31,7 +31,7 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
-use kraftd_raft::transport::{InboundRequest, RequestHandler};
+use kraftd_raft::transport::{mark_local_complete, InboundRequest, RequestHandler};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
@@ -176,6 +176,9 @@ impl ControllerApis {
             quota,
             enqueued: std::time::Instant::now(),
         };
+        // Handed to the QuorumController: its queue and the commit are Kafka's RemoteTimeMs
+        // (ControllerApis' local work ends when the operation is enqueued).
+        mark_local_complete();
         let result = match self.inner.requests.send(request).await {
             Ok(()) => rx
                 .await
@@ -415,18 +418,26 @@ impl RequestHandler for ControllerApis {
                 ));
             }
             RequestBody::Envelope(envelope) => {
+                let timer = request.timer;
                 tokio::spawn(async move {
-                    let _ = tx.send(apis.envelope(&auth, envelope).await);
+                    timer.dequeued();
+                    let response = timer.scope(apis.envelope(&auth, envelope)).await;
+                    timer.remote_complete();
+                    timer.response_complete();
+                    let _ = tx.send(response);
                 });
             }
             body if CONTROLLER_API_KEYS.contains(&body.key()) => {
                 let api = body.key();
                 let client_id = request.header.client_id.clone().unwrap_or_default();
                 let mute = request.mute.clone();
+                let timer = request.timer;
                 tokio::spawn(async move {
-                    let (response, throttle_ms) = apis
-                        .execute_authorized(&auth, version, body, &client_id)
+                    timer.dequeued();
+                    let (response, throttle_ms) = timer
+                        .scope(apis.execute_authorized(&auth, version, body, &client_id))
                         .await;
+                    timer.remote_complete();
                     if throttle_ms > 0 {
                         let throttle = std::time::Duration::from_millis(throttle_ms);
                         mute.mute_for(throttle);
@@ -434,6 +445,7 @@ impl RequestHandler for ControllerApis {
                             tokio::time::sleep(throttle).await;
                         }
                     }
+                    timer.response_complete();
                     let _ = tx.send(response);
                 });
             }

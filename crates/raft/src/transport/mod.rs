@@ -7,12 +7,14 @@
 //! nothing here knows Raft.
 
 pub mod client;
+pub mod request_metrics;
 pub mod sasl;
 pub mod security;
 pub mod server;
 pub mod tls;
 
 pub use client::{Channel, ClientConfig, ClientError, ReplyFn};
+pub use request_metrics::{mark_local_complete, RequestMetrics, RequestTimer};
 pub use security::{
     ChannelMute, ClientSecurity, KafkaPrincipal, ListenerSecurity, SecurityProtocol, Session,
 };

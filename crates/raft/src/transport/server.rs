@@ -13,6 +13,11 @@
 //! that connection only, with one log line naming the peer; nothing read from the network
 //! can panic the server.
 //!
+//! Every request is timed and counted in the process's [`RequestMetrics`]
+//! (`ServerConfig::metrics`, see [`super::request_metrics`]): the reader starts its timer
+//! when the frame is read, the writer finishes it once the response is written; every
+//! connection is counted under its listener.
+//!
 //! An SSL listener (`ServerConfig::security.tls`) first runs the TLS handshake
 //! ([`super::tls::TlsServer`]), bounded by `connections.max.idle.ms`, and starts the
 //! connection's session as the principal its certificate maps to.
@@ -38,6 +43,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::request_metrics::{self, InFlight, RequestMetrics, RequestTimer};
 use super::sasl::{self, SaslAuthenticator, SaslReply, SaslStep};
 use super::security::{ChannelMute, KafkaPrincipal, ListenerSecurity, Session};
 use super::write_frame;
@@ -67,6 +73,9 @@ pub struct ServerConfig {
     pub connections_max_idle: Duration,
     /// The listener's name and security protocol.
     pub security: ListenerSecurity,
+    /// Where requests and connections are counted: one per process, shared by its
+    /// listeners (a default config gets a registry of its own).
+    pub metrics: Arc<RequestMetrics>,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +86,7 @@ impl Default for ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
             security: ListenerSecurity::default(),
+            metrics: Arc::new(RequestMetrics::default()),
         }
     }
 }
@@ -95,6 +105,10 @@ pub struct InboundRequest {
     /// The request's size on the wire, header included (Kafka's `sizeInBytes`: what a
     /// produce quota counts).
     pub size: usize,
+    /// The request's phases for the request metrics: a handler marks its dequeue, local
+    /// and remote completion and its response where they happen (see
+    /// [`super::request_metrics`]; unmarked ones get Kafka's defaults).
+    pub timer: RequestTimer,
 }
 
 /// What serves the requests of a listener.
@@ -143,6 +157,7 @@ pub async fn serve<H: RequestHandler>(
 ) {
     let slots = Arc::new(Semaphore::new(config.max_connections));
     let table = sasl::listener_table(table, config.security.sasl.as_ref());
+    let listener_metrics = config.metrics.listener(&config.security.listener_name);
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -164,8 +179,10 @@ pub async fn serve<H: RequestHandler>(
                 let table = Arc::clone(&table);
                 let handler = Arc::clone(&handler);
                 let config = config.clone();
+                let counted = listener_metrics.opened();
                 connections.spawn(async move {
                     let _permit = permit;
+                    let _counted = counted;
                     connection(stream, peer, table, config, handler).await;
                 });
             }
@@ -185,6 +202,9 @@ struct Pending {
     /// A SASL token after a v0 handshake: written as a bare frame, without a header.
     raw_sasl_token: bool,
     response: oneshot::Receiver<ResponseBody>,
+    /// The request's metrics, finished once its response is written (`None`: not
+    /// counted, as SASL steps and everything while request metrics are off).
+    metrics: Option<InFlight>,
 }
 
 /// Whether the client reads a response to `body`: every request but a Produce with
@@ -235,7 +255,13 @@ async fn serve_connection<H, R, W>(
     let (tx, rx) = mpsc::channel(config.max_in_flight_per_connection.max(1));
     // Requests read and not yet answered on the wire: the connection is not idle while any is.
     let unanswered = Arc::new(AtomicUsize::new(0));
-    let mut writer = pin!(write_responses(wr, rx, peer, Arc::clone(&unanswered)));
+    let mut writer = pin!(write_responses(
+        wr,
+        rx,
+        peer,
+        Arc::clone(&unanswered),
+        Arc::clone(&config.metrics),
+    ));
     let reader = read_requests(
         rd,
         principal,
@@ -276,6 +302,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
         protocol: config.security.protocol,
     });
     let mute = ChannelMute::default();
+    let shard = config.metrics.connection_shard();
     // On a SASL listener, every frame passes the connection's authenticator first.
     let mut sasl = config
         .security
@@ -292,6 +319,8 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
             };
             // A throttled client's next request waits out its throttle time.
             mute.wait().await;
+            // Kafka's request start: the whole frame read (and the channel unmuted).
+            let started = std::time::Instant::now();
             let frame = match sasl.as_mut() {
                 None => frame,
                 Some(auth) => match auth.on_frame(Instant::now(), frame) {
@@ -318,13 +347,15 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                 },
             };
             let size = frame.len();
+            let metrics = config.metrics.enabled().then_some(&config.metrics);
             let pending = match decode_request(frame) {
                 Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
                     table,
                     handler,
                     req.header.correlation_id,
                     req.header.request_api_version,
-                ),
+                )
+                .counted(metrics, started, size, shard),
                 Ok(req) => {
                     let version = req.header.request_api_version;
                     if !table.supports(req.api_key, version) {
@@ -337,6 +368,8 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     let correlation_id = req.header.correlation_id;
                     let api_key = req.api_key;
                     let expects_response = expects_response(&req.body);
+                    let fetch_from_follower = request_metrics::fetch_from_follower(&req.body);
+                    let timer = metrics.map_or_else(RequestTimer::disabled, |m| m.start(started));
                     let request = InboundRequest {
                         peer,
                         session: Arc::clone(&session),
@@ -345,8 +378,15 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                         header: req.header,
                         body: req.body,
                         size,
+                        timer: timer.clone(),
                     };
-                    let Some(response) = handler.dispatch(request).await else {
+                    let dispatched = std::time::Instant::now();
+                    let response = match metrics {
+                        // The handler's task-local request, for marks deep inside it.
+                        Some(_) => timer.scope(handler.dispatch(request)).await,
+                        None => handler.dispatch(request).await,
+                    };
+                    let Some(response) = response else {
                         return Err("the handler refused the request".into());
                     };
                     Pending {
@@ -356,6 +396,16 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                         expects_response,
                         raw_sasl_token: false,
                         response,
+                        metrics: metrics.map(|_| InFlight {
+                            timer,
+                            api: api_key,
+                            version,
+                            fetch_from_follower,
+                            request_bytes: size,
+                            dispatched,
+                            returned: std::time::Instant::now(),
+                            shard,
+                        }),
                     }
                 }
                 Err(RequestError::UnsupportedVersion {
@@ -366,7 +416,8 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     handler,
                     header.correlation_id,
                     header.request_api_version,
-                ),
+                )
+                .counted(metrics, started, size, shard),
                 Err(e) => return Err(e.to_string()),
             };
             unanswered.fetch_add(1, Ordering::Relaxed);
@@ -468,6 +519,33 @@ fn api_versions<H: RequestHandler>(
         expects_response: true,
         raw_sasl_token: false,
         response: rx,
+        metrics: None,
+    }
+}
+
+impl Pending {
+    /// Counts a request the server answered itself (ApiVersions): handled as it was read.
+    fn counted(
+        mut self,
+        metrics: Option<&Arc<RequestMetrics>>,
+        started: std::time::Instant,
+        request_bytes: usize,
+        shard: usize,
+    ) -> Self {
+        if let Some(m) = metrics {
+            let now = std::time::Instant::now();
+            self.metrics = Some(InFlight {
+                timer: m.start(started),
+                api: self.api_key,
+                version: self.version,
+                fetch_from_follower: None,
+                request_bytes,
+                dispatched: now,
+                returned: now,
+                shard,
+            });
+        }
+        self
     }
 }
 
@@ -483,6 +561,7 @@ fn sasl_reply(reply: Box<SaslReply>) -> Pending {
         expects_response: true,
         raw_sasl_token: reply.correlation_id.is_none(),
         response: rx,
+        metrics: None,
     }
 }
 
@@ -491,12 +570,19 @@ async fn write_responses<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Pending>,
     peer: SocketAddr,
     unanswered: Arc<AtomicUsize>,
+    metrics: Arc<RequestMetrics>,
 ) {
     while let Some(p) = rx.recv().await {
         // Answered (or given up) once this iteration ends, whichever way it ends.
         let _done = Decrement(&unanswered);
-        let Ok(body) = p.response.await else {
+        let response = p.response.await;
+        let taken = p.metrics.as_ref().map(|_| std::time::Instant::now());
+        let Ok(body) = response else {
             if !p.expects_response {
+                // acks=0: done once handled (Kafka's NoOpResponse), no response bytes.
+                if let (Some(m), Some(taken)) = (&p.metrics, taken) {
+                    metrics.finish(m, taken, taken, None);
+                }
                 continue;
             }
             // A handler lost the response (a bug): closing is the only answer left that
@@ -505,6 +591,9 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                 "closing connection: the request's handler dropped it without a response");
             return;
         };
+        if p.metrics.is_some() {
+            metrics.count_errors(p.api_key, p.version, &body);
+        }
         let encoded = match body {
             ResponseBody::SaslAuthenticate(token) if p.raw_sasl_token => {
                 let mut e = kraftd_protocol::codec::Encoder::new();
@@ -520,6 +609,7 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                 return;
             }
         };
+        let response_bytes = encoded.len();
         // TLS holds what it encrypted until flushed (a no-op on plain TCP).
         let written = match write_frame(&mut wr, frame_chunks(encoded)).await {
             Ok(()) => wr.flush().await,
@@ -528,6 +618,9 @@ async fn write_responses<W: AsyncWrite + Unpin>(
         if let Err(e) = written {
             debug!(%peer, "closing connection: write failed: {e}");
             return;
+        }
+        if let (Some(m), Some(taken)) = (&p.metrics, taken) {
+            metrics.finish(m, taken, std::time::Instant::now(), Some(response_bytes));
         }
     }
     let _ = wr.shutdown().await;

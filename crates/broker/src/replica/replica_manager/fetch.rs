@@ -117,6 +117,8 @@ impl ReplicaManager {
             {
                 return self.count_fetched(results);
             }
+            // Parked until data arrives or max wait passes: Kafka's RemoteTimeMs.
+            kraftd_raft::transport::mark_local_complete();
             let woke = tokio::time::timeout_at(
                 deadline,
                 poll_fn(|cx| {

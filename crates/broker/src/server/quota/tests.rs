@@ -172,6 +172,7 @@ fn inbound(api_key: ApiKey, version: i16, body: RequestBody, size: usize) -> Inb
         },
         body,
         size,
+        timer: kraftd_raft::transport::RequestTimer::disabled(),
     }
 }
 

@@ -125,6 +125,13 @@ impl AlterShareGroupOffsetsResponse {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+        for x in &self.responses {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -240,6 +247,10 @@ impl AlterShareGroupOffsetsResponsePartition {
         n += if flexible { 1 } else { 2 };
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -358,6 +369,12 @@ impl AlterShareGroupOffsetsResponseTopic {
         n += if flexible { 1 } else { 4 };
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.partitions {
+            x.error_codes(version, f);
+        }
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]

@@ -95,6 +95,12 @@ impl DeleteAclsResponse {
         }
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.filter_results {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -263,6 +269,10 @@ impl DeleteAclsMatchingAcl {
         }
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
@@ -389,6 +399,13 @@ impl DeleteAclsFilterResult {
             n += 1;
         }
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+        for x in &self.matching_acls {
+            x.error_codes(version, f);
+        }
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]

@@ -112,6 +112,15 @@ impl DescribeLogDirsResponse {
         }
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        if version >= 3 {
+            f(self.error_code);
+        }
+        for x in &self.results {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -220,6 +229,10 @@ impl DescribeLogDirsPartition {
         }
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
@@ -321,6 +334,10 @@ impl DescribeLogDirsTopic {
             n += 1;
         }
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -483,6 +500,10 @@ impl DescribeLogDirsResult {
             n += 1;
         }
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]

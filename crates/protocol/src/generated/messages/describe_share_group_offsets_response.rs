@@ -93,6 +93,12 @@ impl DescribeShareGroupOffsetsResponse {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.groups {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -248,6 +254,10 @@ impl DescribeShareGroupOffsetsResponsePartition {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -373,6 +383,12 @@ impl DescribeShareGroupOffsetsResponseTopic {
         n += if flexible { 1 } else { 4 };
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.partitions {
+            x.error_codes(version, f);
+        }
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -521,6 +537,13 @@ impl DescribeShareGroupOffsetsResponseGroup {
         n += if flexible { 1 } else { 2 };
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.topics {
+            x.error_codes(version, f);
+        }
+        f(self.error_code);
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]

@@ -165,6 +165,22 @@ impl OffsetFetchResponse {
         }
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        if version <= 7 {
+            for x in &self.topics {
+                x.error_codes(version, f);
+            }
+        }
+        if (2..=7).contains(&version) {
+            f(self.error_code);
+        }
+        if version >= 8 {
+            for x in &self.groups {
+                x.error_codes(version, f);
+            }
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -310,6 +326,10 @@ impl OffsetFetchResponsePartition {
         }
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -418,6 +438,12 @@ impl OffsetFetchResponseTopic {
             n += 1;
         }
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.partitions {
+            x.error_codes(version, f);
+        }
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -543,6 +569,10 @@ impl OffsetFetchResponsePartitions {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
@@ -667,6 +697,12 @@ impl OffsetFetchResponseTopics {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.partitions {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -776,6 +812,13 @@ impl OffsetFetchResponseGroup {
         n += 2;
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.topics {
+            x.error_codes(version, f);
+        }
+        f(self.error_code);
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]

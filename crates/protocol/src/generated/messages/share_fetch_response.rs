@@ -151,6 +151,13 @@ impl ShareFetchResponse {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+        for x in &self.responses {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -234,6 +241,10 @@ impl LeaderIdAndEpoch {
         n += 4;
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -321,6 +332,10 @@ impl AcquiredRecords {
         n += 2;
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -515,6 +530,10 @@ impl PartitionData {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -623,6 +642,12 @@ impl ShareFetchableTopicResponse {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, version: i16, f: &mut dyn FnMut(i16)) {
+        for x in &self.partitions {
+            x.error_codes(version, f);
+        }
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -727,6 +752,10 @@ impl NodeEndpoint {
         n += if flexible { 1 } else { 2 };
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]

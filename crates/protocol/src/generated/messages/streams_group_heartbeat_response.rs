@@ -400,6 +400,10 @@ impl StreamsGroupHeartbeatResponse {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -563,6 +567,10 @@ impl EndpointToPartitions {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, version: i16) -> Self {
@@ -642,6 +650,10 @@ impl Status {
         n += if flexible { 1 } else { 2 };
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
@@ -732,6 +744,10 @@ impl TopicPartition {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
@@ -816,6 +832,10 @@ impl TaskIds {
         n += 1;
         n
     }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
+    }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
     pub fn sample(rng: &mut crate::testing::SampleRng, _version: i16) -> Self {
@@ -894,6 +914,10 @@ impl Endpoint {
         n += 2;
         n += 1;
         n
+    }
+    /// Calls `f` with every error code of this struct at `version`, nested ones included (Kafka's `errorCounts()`).
+    pub fn error_codes(&self, _version: i16, f: &mut dyn FnMut(i16)) {
+        let _ = f;
     }
     /// A random value that every version-`version` encoder accepts.
     #[cfg(feature = "testing")]
