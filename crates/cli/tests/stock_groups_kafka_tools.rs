@@ -7,51 +7,14 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-use common::kafka_jars;
+use common::kafka_jars::{output_text as text, run_tool as tool};
 use common::python::{python, run_inline, wait_until_brokers_listed};
 use common::{addresses, all_logs, formatted_cluster, stop_gracefully};
 
 const TOPIC: &str = "tools-topic";
 const GROUP: &str = "tools-group";
-
-/// A Kafka tool class with `args`, killed after 90 s.
-fn tool(class: &str, args: &[&str]) -> Output {
-    let child = Command::new("java")
-        .arg(kafka_jars::log4j_option())
-        .args(["-cp", &kafka_jars::classpath(), class])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("java starts");
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return;
-            }
-        }
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = watchdog.join();
-    out
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// `kafka-consumer-groups` with `args`.
 fn groups(bootstrap: &str, args: &[&str]) -> Output {

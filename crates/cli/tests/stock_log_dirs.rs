@@ -18,10 +18,9 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::kafka_jars;
+use common::kafka_jars::{output_text as text, run_tool as tool};
 use common::python::{python, run_inline, script_path, wait_until_brokers_listed};
 use common::raw::Raw;
 use common::script::Script;
@@ -33,43 +32,6 @@ use kraftd_protocol::messages::DescribeTopicPartitionsRequest;
 use kraftd_protocol::{RequestBody, ResponseBody};
 
 const TOPIC: &str = "moving";
-
-/// A Kafka tool class with `args`, killed after 90 s.
-fn tool(class: &str, args: &[&str]) -> Output {
-    let child = Command::new("java")
-        .arg(kafka_jars::log4j_option())
-        .args(["-cp", &kafka_jars::classpath(), class])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("java starts");
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                return;
-            }
-        }
-        // Only our own child, by its pid.
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = watchdog.join();
-    out
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// One replica as `kafka-log-dirs --describe` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

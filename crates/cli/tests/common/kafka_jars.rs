@@ -80,6 +80,45 @@ pub fn dump_log_segment(segment: &Path) -> (bool, String, String) {
     )
 }
 
+/// Runs the Kafka tool `class` with `args` (stdin closed, output captured); a tool that has
+/// not exited after 90 s is killed (only our own child, by its pid) so a hung tool fails its
+/// test instead of stalling the suite.
+pub fn run_tool(class: &str, args: &[&str]) -> std::process::Output {
+    let child = Command::new("java")
+        .arg(log4j_option())
+        .args(["-cp", &classpath(), class])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("java starts");
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                return;
+            }
+        }
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = watchdog.join();
+    out
+}
+
+/// A tool's exit status, stdout and stderr, for an assertion's message.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "status {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn log4j_option() -> String {
     format!(
         "-Dlog4j2.configurationFile={}",
