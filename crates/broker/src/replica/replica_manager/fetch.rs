@@ -115,7 +115,7 @@ impl ReplicaManager {
                 || Instant::now() >= deadline
                 || notified.is_empty()
             {
-                return self.count_fetched(results);
+                return self.count_fetched(origin, results);
             }
             let woke = tokio::time::timeout_at(
                 deadline,
@@ -131,18 +131,37 @@ impl ReplicaManager {
             .await;
             if woke.is_err() {
                 let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
-                return self.count_fetched(results);
+                return self.count_fetched(origin, results);
             }
         }
     }
 
+    /// Counts the bytes answered: a consumer's as BytesOut, a follower's as ReplicationBytesOut
+    /// and, for its throttled partitions, against the leader's replication quota (Kafka's
+    /// `sizeOfThrottledPartitions`, in-sync followers' included).
     fn count_fetched(
         &self,
+        origin: FetchOrigin,
         results: Vec<(TopicIdPartition, FetchResult)>,
     ) -> Vec<(TopicIdPartition, FetchResult)> {
         let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
         let m = &self.metrics;
-        m.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        if matches!(origin, FetchOrigin::Follower { .. }) {
+            let quotas = &self.replication_quotas;
+            quotas
+                .replication_bytes_out
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+            if bytes > 0 {
+                quotas.leader.record_throttled(
+                    results
+                        .iter()
+                        .map(|(tp, r)| (tp.topic.as_str(), tp.partition, r.records.len())),
+                    unix_ms().max(0) as u64,
+                );
+            }
+        } else {
+            m.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
         if results.iter().any(|(_, r)| r.error != ErrorCode::None) {
             m.failed_fetch_requests.fetch_add(1, Ordering::Relaxed);
         }
@@ -211,6 +230,10 @@ impl ReplicaManager {
             let planned = {
                 let mut p = hosted.lock();
                 let planned = p.read(&read_params);
+                let in_sync = match origin {
+                    FetchOrigin::Follower { replica_id, .. } => p.isr().contains(&replica_id),
+                    _ => true,
+                };
                 if let (
                     Ok(info),
                     FetchOrigin::Follower {
@@ -245,9 +268,9 @@ impl ReplicaManager {
                         }
                     }
                 }
-                (planned, p.leader_epoch(), p.role())
+                (planned, p.leader_epoch(), p.role(), in_sync)
             };
-            let (planned, leader_epoch, role) = planned;
+            let (planned, leader_epoch, role, in_sync) = planned;
             let info = match planned {
                 Ok(info) => info,
                 Err(e) => {
@@ -280,6 +303,17 @@ impl ReplicaManager {
                 current_leader: None,
                 aborted_transactions: None,
             };
+            // Kafka's shouldLeaderThrottle: a follower out of the ISR gets a throttled
+            // partition's offsets but no records while the leader is over its quota.
+            if !in_sync
+                && self.replication_quotas.leader.should_throttle(
+                    &hosted.tp.topic,
+                    hosted.tp.partition,
+                    now.max(0) as u64,
+                )
+            {
+                return result;
+            }
             let read_committed = origin == FetchOrigin::ConsumerReadCommitted;
             match info.read.map(|r| r.execute()) {
                 None => return result,
