@@ -11,6 +11,9 @@
 //! `cargo xtask bench tls`: produce throughput and latency over an SSL and a SASL_SSL
 //! (SCRAM-SHA-512) listener beside a PLAINTEXT one, kraftd beside Kafka (`tls.rs`).
 //!
+//! `cargo xtask bench reassign`: the time to move partitions onto a new broker with
+//! `kafka-reassign-partitions --execute --throttle`, beside Kafka's (`reassign.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -49,6 +52,7 @@ mod kraftd;
 mod load;
 mod machine;
 mod produce;
+mod reassign;
 mod report;
 mod tls;
 mod txn;
@@ -60,6 +64,7 @@ use anyhow::Result;
 use cleaner::{cleaner, CleanerArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
+use reassign::{reassign, ReassignArgs};
 use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 
@@ -84,6 +89,9 @@ enum What {
     /// Produce throughput and p50/p99 latency over SSL and SASL_SSL (SCRAM-SHA-512) beside
     /// PLAINTEXT, beside Apache Kafka 4.4.0's with the same settings.
     Tls(TlsArgs),
+    /// The time to move partitions onto a new broker with kafka-reassign-partitions
+    /// --execute --throttle, beside Apache Kafka 4.4.0's.
+    Reassign(ReassignArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -93,5 +101,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Groups(args) => groups(root, args),
         What::Txn(args) => txn(root, args),
         What::Tls(args) => tls(root, args),
+        What::Reassign(args) => reassign(root, args),
     }
 }
