@@ -469,6 +469,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("num.replica.fetchers", int(1))
         .default("1")
         .doc("Number of fetcher threads used to replicate records from each source broker."),
+    def("replica.alter.log.dirs.io.max.bytes.per.second", long(0))
+        .default(LONG_MAX)
+        .doc("A long representing the upper bound (bytes/sec) on disk IO used for moving replica between log directories on the same broker. This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
     def("unclean.leader.election.enable", BOOLEAN)
         .default("false")
         .doc("Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss"),

@@ -432,7 +432,7 @@ const QUOTAS: &str = "client quota enforcement, from the properties file";
 const REPLICATION_QUOTA: &str =
     "the replication throttles' windows (replica/replication_quota.rs), from the properties file";
 const ALTER_LOG_DIRS_QUOTA: &str =
-    "no throttle moves a replica between log dirs (replica.alter.log.dirs.io.max.bytes.per.second is not accepted)";
+    "moving a replica between log dirs is not throttled (replica.alter.log.dirs.io.max.bytes.per.second has no effect)";
 const TOKENS: &str = "delegation tokens are not built (delegation.token.secret.key is refused)";
 const TOKENS_NOT_BUILT: &str = "delegation tokens are not built";
 const PROTOCOL_MAP: &str = "each listener's security protocol, from the properties file";
