@@ -57,6 +57,9 @@ pub struct FetchResult {
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// The leader as this broker knows it, for NOT_LEADER_OR_FOLLOWER / FENCED answers.
     pub current_leader: Option<(i32, i32)>,
+    /// Answered without records because the leader's replication quota is exceeded: no
+    /// news for the follower, so it does not end the fetch's wait.
+    pub throttled: bool,
 }
 
 impl FetchResult {
@@ -72,6 +75,7 @@ impl FetchResult {
             records: Bytes::new(),
             aborted_transactions: None,
             current_leader: None,
+            throttled: false,
         }
     }
 }
@@ -103,11 +107,14 @@ impl ReplicaManager {
             let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
             let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
             // Errors and divergence are news at once; so is a HW above the one a follower
-            // says it knows (KIP-1166), or its HW would lag until the next append.
+            // says it knows (KIP-1166), or its HW would lag until the next append; but not
+            // on a partition throttled for it, which would then be asked again at once, and
+            // again, for nothing.
             let urgent = results.iter().zip(partitions).any(|((_, r), (_, params))| {
                 r.error != ErrorCode::None
                     || r.diverging_epoch.is_some()
                     || (matches!(origin, FetchOrigin::Follower { .. })
+                        && !r.throttled
                         && r.high_watermark > params.high_watermark)
             });
             if bytes >= limits.min_bytes
@@ -302,6 +309,7 @@ impl ReplicaManager {
                 records: Bytes::new(),
                 current_leader: None,
                 aborted_transactions: None,
+                throttled: false,
             };
             // Kafka's shouldLeaderThrottle: a follower out of the ISR gets a throttled
             // partition's offsets but no records while the leader is over its quota.
@@ -312,6 +320,7 @@ impl ReplicaManager {
                     now.max(0) as u64,
                 )
             {
+                result.throttled = true;
                 return result;
             }
             let read_committed = origin == FetchOrigin::ConsumerReadCommitted;
