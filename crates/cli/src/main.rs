@@ -3,11 +3,13 @@
 //! Kafka's `kafka-storage` tool does.
 
 mod config;
+mod doctor;
 mod embedded;
 mod format;
 mod metadata_quorum;
 mod metrics_http;
 mod node;
+mod process_metrics;
 mod properties;
 mod scram_args;
 mod security;
@@ -81,6 +83,9 @@ enum Command {
     RandomUuid,
     /// Describe the metadata quorum, as Kafka's kafka-metadata-quorum.sh.
     MetadataQuorum(metadata_quorum::Args),
+    /// Diagnose the cluster: what is wrong, most serious first (exit 0 healthy, 1 warnings,
+    /// 2 critical or unreachable).
+    Doctor(doctor::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -88,6 +93,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         None => embedded::run(&[]),
         Some(Command::MetadataQuorum(args)) => metadata_quorum::run(args),
+        Some(Command::Doctor(args)) => doctor::run(args),
         Some(Command::RandomUuid) => {
             println!("{}", format::random_uuid()?);
             Ok(())

@@ -123,7 +123,7 @@ fn describe_command(args: Args) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| anyhow!("starting the tokio runtime: {e}"))?;
-    let quorum = runtime.block_on(describe(&addresses, &security))?;
+    let quorum = runtime.block_on(describe(&addresses, &security, LEADER_WAIT))?;
     let text = match mode {
         Mode::Status => render_status(&quorum)?,
         Mode::Replication { human_readable } => {
@@ -157,8 +157,14 @@ enum Answer {
     },
 }
 
-async fn describe(addresses: &[String], security: &ClientSecurity) -> Result<Quorum> {
-    let deadline = tokio::time::Instant::now() + LEADER_WAIT;
+/// Asks each address in turn until one answers as leader; while none knows a leader, again
+/// for up to `wait` (`kraftd doctor` waits less than the tool).
+pub(crate) async fn describe(
+    addresses: &[String],
+    security: &ClientSecurity,
+    wait: Duration,
+) -> Result<Quorum> {
+    let deadline = tokio::time::Instant::now() + wait;
     loop {
         let mut errors = Vec::new();
         let mut leaderless = false;
@@ -300,7 +306,7 @@ fn endpoints(nodes: &[describe_quorum_response::Node]) -> BTreeMap<i32, Vec<Stri
         .collect()
 }
 
-fn error_name(code: i16) -> String {
+pub(crate) fn error_name(code: i16) -> String {
     ErrorCode::from_code(code).map_or_else(|| format!("error {code}"), |e| e.to_string())
 }
 
@@ -347,7 +353,7 @@ pub fn client_security(props: &Properties) -> Result<ClientSecurity> {
     })
 }
 
-fn channel(address: &str, security: &ClientSecurity) -> Channel {
+pub(crate) fn channel(address: &str, security: &ClientSecurity) -> Channel {
     let config = ClientConfig {
         request_timeout: REQUEST_TIMEOUT,
         security: security.clone(),
@@ -356,7 +362,11 @@ fn channel(address: &str, security: &ClientSecurity) -> Channel {
     Channel::spawn(address, config)
 }
 
-async fn call(channel: &Channel, version: i16, body: RequestBody) -> Result<ResponseBody> {
+pub(crate) async fn call(
+    channel: &Channel,
+    version: i16,
+    body: RequestBody,
+) -> Result<ResponseBody> {
     channel
         .call(channel.next_correlation_id(), version, body)
         .await
@@ -364,11 +374,11 @@ async fn call(channel: &Channel, version: i16, body: RequestBody) -> Result<Resp
 }
 
 /// The versions a node serves.
-struct Versions(ApiVersionsResponse);
+pub(crate) struct Versions(ApiVersionsResponse);
 
 impl Versions {
     /// The highest version both sides speak.
-    fn pick(&self, key: ApiKey) -> Option<i16> {
+    pub(crate) fn pick(&self, key: ApiKey) -> Option<i16> {
         let ours = supported_range(key);
         let theirs = self.0.api_keys.iter().find(|k| k.api_key == key.code())?;
         let max = ours.max.min(theirs.max_version);
@@ -376,7 +386,7 @@ impl Versions {
     }
 }
 
-async fn api_versions(channel: &Channel) -> Result<Versions> {
+pub(crate) async fn api_versions(channel: &Channel) -> Result<Versions> {
     let request = || {
         RequestBody::ApiVersions(ApiVersionsRequest {
             client_software_name: "kraftd".into(),

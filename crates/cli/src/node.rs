@@ -138,16 +138,28 @@ pub fn run(
                     .map(|b| std::sync::Arc::clone(b.group_coordinator()));
                 let quotas = broker.as_ref().map(|b| std::sync::Arc::clone(b.quotas()));
                 let mutation_quotas = controller.as_ref().map(|c| c.mutation_quotas().clone());
+                let controller_metrics = controller.as_ref().map(|c| c.metrics().clone());
                 let node_id = config.node_id;
                 let render = std::sync::Arc::new(move || {
                     let mut out = String::new();
                     raft.borrow().write_prometheus(node_id, &mut out);
+                    // The node's wall clock, for `kraftd doctor`'s clock-skew rule.
+                    kraftd_raft::driver::metrics::write_prometheus_metric(
+                        &mut out,
+                        "kraftd",
+                        "wall_clock_ms",
+                        "gauge",
+                        "This node's wall clock (Unix ms) when it rendered this page.",
+                        node_id,
+                        kraftd_log::clock::unix_ms(),
+                    );
                     if let Some(metrics) = &broker_metrics {
                         let now = kraftd_log::clock::unix_ms();
                         metrics.values(now).write_prometheus(node_id, &mut out);
                     }
                     if let Some(replicas) = &replica_manager {
                         replicas.write_prometheus(node_id, &mut out);
+                        replicas.write_log_prometheus(node_id, &mut out);
                     }
                     if let Some(cleaner) = &log_cleaner {
                         cleaner.write_prometheus(node_id, &mut out);
@@ -161,6 +173,11 @@ pub fn run(
                     if let Some(quotas) = &mutation_quotas {
                         quotas.write_prometheus(node_id, &mut out);
                     }
+                    if let Some(metrics) = &controller_metrics {
+                        let now = kraftd_log::clock::unix_ms();
+                        metrics.write_prometheus(node_id, now, &mut out);
+                    }
+                    crate::process_metrics::write_prometheus(node_id, &mut out);
                     out
                 });
                 Some(tokio::spawn(crate::metrics_http::serve(socket, render)))

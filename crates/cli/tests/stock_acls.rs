@@ -863,7 +863,89 @@ fn scenario(address: &str) -> Vec<(&'static str, i64)> {
         "alter payments' configs",
         i64::from(ia.responses[0].error_code),
     ));
+    log_dir_steps(&mut raw, &mut steps);
     steps
+}
+
+/// DescribeTopicPartitions (DESCRIBE per topic: `payments` refused, last), DescribeLogDirs
+/// and AlterReplicaLogDirs (open: no ACL names the cluster; a dir not configured).
+fn log_dir_steps(raw: &mut Raw, steps: &mut Vec<(&'static str, i64)>) {
+    use kraftd_protocol::messages::alter_replica_log_dirs_request::{
+        AlterReplicaLogDir, AlterReplicaLogDirTopic,
+    };
+    use kraftd_protocol::messages::describe_topic_partitions_request::TopicRequest;
+    let named = DescribeTopicPartitionsRequest {
+        topics: ["payments", "zz-missing", "orders"]
+            .iter()
+            .map(|n| TopicRequest {
+                name: n.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+        response_partition_limit: 2000,
+        ..Default::default()
+    };
+    let ResponseBody::DescribeTopicPartitions(dtp) =
+        raw.call(0, RequestBody::DescribeTopicPartitions(named))
+    else {
+        panic!("not a DescribeTopicPartitions response")
+    };
+    let labels = [
+        "describe topic partitions: first topic",
+        "describe topic partitions: second topic",
+        "describe topic partitions: third topic",
+    ];
+    for (label, t) in labels.iter().zip(&dtp.topics) {
+        let name = t.name.as_deref().unwrap_or("");
+        let code = i64::from(t.error_code) * 100 + t.partitions.len() as i64;
+        // The name's first letter (o, p, z) then error code and partition count.
+        steps.push((label, i64::from(name.as_bytes()[0]) * 1_000_000 + code));
+    }
+    steps.push(("describe topic partitions: topics", dtp.topics.len() as i64));
+    let orders_ops = dtp
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some("orders"))
+        .map_or(-1, |t| i64::from(t.topic_authorized_operations));
+    steps.push(("describe topic partitions: orders' operations", orders_ops));
+    let describe_dirs = |raw: &mut Raw| {
+        let ResponseBody::DescribeLogDirs(d) = raw.call(
+            4,
+            RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
+                topics: None,
+                ..Default::default()
+            }),
+        ) else {
+            panic!("not a DescribeLogDirs response")
+        };
+        d
+    };
+    let alter_dir = |raw: &mut Raw| {
+        let ResponseBody::AlterReplicaLogDirs(a) = raw.call(
+            2,
+            RequestBody::AlterReplicaLogDirs(AlterReplicaLogDirsRequest {
+                dirs: vec![AlterReplicaLogDir {
+                    path: "/no/such/log/dir".into(),
+                    topics: vec![AlterReplicaLogDirTopic {
+                        name: "orders".into(),
+                        partitions: vec![0],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        ) else {
+            panic!("not an AlterReplicaLogDirs response")
+        };
+        i64::from(a.results[0].partitions[0].error_code)
+    };
+    let dirs = describe_dirs(raw);
+    steps.push(("describe log dirs", i64::from(dirs.error_code)));
+    steps.push(("log dirs described", dirs.results.len() as i64));
+    steps.push(("alter a replica's log dir to no dir", alter_dir(raw)));
+    // (No ACL may name the cluster here: Kafka's own broker, ANONYMOUS too, would lose
+    // CLUSTER_ACTION and stop; the refusals are unit-tested in server/log_dir_apis.)
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! nothing when it fails, returning a typed [`ReplayError`] naming the record and the reason.
 //! The delta also records what changed, for publishers.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kraftd_protocol::metadata::{
@@ -24,9 +24,9 @@ use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};
 
 use crate::image::{
     BrokerRegistration, ClientQuotaEntity, ConfigResource, ConfigResourceType,
-    ControllerRegistration, MetadataImage, PartitionInvariant, PartitionRegistration,
-    ScramCredential, ScramCredentialKey, ScramMechanism, StandardAcl, TopicImage,
-    METADATA_VERSION_FEATURE,
+    ControllerRegistration, LeaderRecoveryState, MetadataImage, PartitionInvariant,
+    PartitionRegistration, ScramCredential, ScramCredentialKey, ScramMechanism, StandardAcl,
+    TopicImage, METADATA_VERSION_FEATURE,
 };
 
 /// Replays records onto a base image; [`apply`](MetadataDelta::apply) gives the result.
@@ -45,6 +45,15 @@ pub struct DeltaChanges {
     /// Topics of the base image that were removed (even if a topic of the same name was
     /// created again afterwards).
     pub deleted_topics: BTreeSet<Uuid>,
+    /// The partitions created or changed, by topic, for topics still present (what Kafka's
+    /// `TopicDelta.partitionChanges` holds): publishers that keep counts look only at these.
+    pub changed_partitions: BTreeMap<Uuid, BTreeSet<i32>>,
+    /// Leaders elected uncleanly (a record setting `LeaderRecoveryState` RECOVERING), as
+    /// Kafka's `TopicDelta.partitionToUncleanLeaderElectionCount` summed.
+    pub unclean_leader_elections: u64,
+    /// Leaders elected from the ELR (a record naming a leader that was in the partition's
+    /// ELR), as Kafka's `TopicDelta.partitionToElrElectionCount` summed.
+    pub elr_leader_elections: u64,
     /// Brokers registered, changed or unregistered.
     pub changed_brokers: BTreeSet<i32>,
     pub changed_controllers: BTreeSet<i32>,
@@ -244,6 +253,14 @@ impl MetadataDelta {
             return Err(ReplayErrorKind::UnknownTopicId(r.topic_id));
         }
         let partition = PartitionRegistration::from_record(r)?;
+        if let Some(previous) = self
+            .next
+            .topics
+            .partition(&r.topic_id, r.partition_id)
+            .cloned()
+        {
+            self.count_election(&previous, r.leader, r.leader_recovery_state);
+        }
         self.put_partition(r.topic_id, r.partition_id, partition);
         Ok(())
     }
@@ -270,8 +287,20 @@ impl MetadataDelta {
             tracing::info!(topic = %topic.name, partition = r.partition_id, leader = next.leader,
                 "UNCLEAN partition change: leader from outside the previous ISR");
         }
+        let current = Arc::clone(current);
+        self.count_election(&current, r.leader, r.leader_recovery_state);
         self.put_partition(r.topic_id, r.partition_id, next);
         Ok(())
+    }
+
+    /// Kafka's `TopicDelta.updateElectionStats`, for a record that replaced `previous`.
+    fn count_election(&mut self, previous: &PartitionRegistration, leader: i32, recovery: i8) {
+        if recovery == LeaderRecoveryState::Recovering.code() {
+            self.changes.unclean_leader_elections += 1;
+        }
+        if previous.elr.contains(&leader) {
+            self.changes.elr_leader_elections += 1;
+        }
     }
 
     fn remove_topic(&mut self, r: &RemoveTopicRecord) -> Result<(), ReplayErrorKind> {
@@ -283,6 +312,7 @@ impl MetadataDelta {
         topics.by_name.remove(&topic.name);
         topics.unindex_name(&topic.name);
         self.changes.changed_topics.remove(&r.topic_id);
+        self.changes.changed_partitions.remove(&r.topic_id);
         if self.base.topics.by_id.contains_key(&r.topic_id) {
             self.changes.deleted_topics.insert(r.topic_id);
         }
@@ -332,6 +362,11 @@ impl MetadataDelta {
                 .partitions
                 .insert(partition_id, Arc::new(p));
             self.changes.changed_topics.insert(topic_id);
+            self.changes
+                .changed_partitions
+                .entry(topic_id)
+                .or_default()
+                .insert(partition_id);
         }
     }
 

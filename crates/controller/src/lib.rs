@@ -15,6 +15,7 @@ pub mod auth;
 pub mod control;
 pub mod delta;
 pub mod image;
+pub mod metrics;
 pub mod node;
 pub mod publisher;
 pub mod quorum_controller;

@@ -51,6 +51,7 @@ pub mod clock;
 pub mod config;
 pub mod epoch;
 pub mod error;
+pub mod flush_timer;
 mod fsutil;
 mod handles;
 mod index;

@@ -6,15 +6,16 @@
 //! NOT_CONTROLLER in a topic result retries against the controller it learns next.
 
 use crate::messages::{
-    alter_client_quotas_response, alter_configs_response, alter_user_scram_credentials_response,
-    create_acls_response, create_partitions_response, create_topics_response, delete_acls_response,
-    delete_topics_response, incremental_alter_configs_response, AllocateProducerIdsResponse,
-    AlterClientQuotasResponse, AlterConfigsResponse, AlterPartitionResponse,
+    alter_client_quotas_response, alter_configs_response, alter_partition_reassignments_response,
+    alter_user_scram_credentials_response, create_acls_response, create_partitions_response,
+    create_topics_response, delete_acls_response, delete_topics_response,
+    incremental_alter_configs_response, AllocateProducerIdsResponse, AlterClientQuotasResponse,
+    AlterConfigsResponse, AlterPartitionReassignmentsResponse, AlterPartitionResponse,
     AlterUserScramCredentialsResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse,
     CreateAclsResponse, CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse,
     DeleteTopicsResponse, DescribeAclsResponse, DescribeClientQuotasResponse,
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, IncrementalAlterConfigsResponse,
-    UnregisterBrokerResponse, UpdateFeaturesResponse,
+    ListPartitionReassignmentsResponse, UnregisterBrokerResponse, UpdateFeaturesResponse,
 };
 use crate::{ErrorCode, RequestBody, ResponseBody};
 
@@ -54,6 +55,43 @@ pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<Response
                 error_code,
                 producer_id_start: -1,
                 producer_id_len: 0,
+                ..Default::default()
+            })
+        }
+        // Kafka's `AlterPartitionReassignmentsRequest.getErrorResponse`: the error on the
+        // whole response and on every partition.
+        RequestBody::AlterPartitionReassignments(r) => {
+            ResponseBody::AlterPartitionReassignments(AlterPartitionReassignmentsResponse {
+                error_code,
+                error_message: message(),
+                allow_replication_factor_change: r.allow_replication_factor_change,
+                responses: r
+                    .topics
+                    .iter()
+                    .map(|t| alter_partition_reassignments_response::ReassignableTopicResponse {
+                        name: t.name.clone(),
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|p| {
+                                alter_partition_reassignments_response::ReassignablePartitionResponse {
+                                    partition_index: p.partition_index,
+                                    error_code,
+                                    error_message: message(),
+                                    ..Default::default()
+                                }
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        RequestBody::ListPartitionReassignments(_) => {
+            ResponseBody::ListPartitionReassignments(ListPartitionReassignmentsResponse {
+                error_code,
+                error_message: message(),
                 ..Default::default()
             })
         }

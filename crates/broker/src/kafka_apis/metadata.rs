@@ -351,7 +351,7 @@ fn partition_metadata(
 
 /// Kafka's `DirectoryId.isOnline`: unassigned and migrating directories count as online, a
 /// lost one does not, and a broker that registered no directories is trusted.
-fn dir_online(broker: &BrokerRegistration, dir: Uuid) -> bool {
+pub(crate) fn dir_online(broker: &BrokerRegistration, dir: Uuid) -> bool {
     if dir == DIRECTORY_UNASSIGNED || dir == DIRECTORY_MIGRATING {
         return true;
     }

@@ -11,6 +11,7 @@
 
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_topic_partitions;
 pub mod metadata;
 
 use kraftd_controller::image::BrokerRegistration;

@@ -266,7 +266,8 @@ impl CleanerThread {
             };
             let mut p = hosted.lock();
             let config = p.log().config();
-            if !config.cleanup_policy.compact {
+            // A replica moving to another log dir is not cleaned (Kafka pauses it).
+            if !config.cleanup_policy.compact || p.future_log().is_some() {
                 continue;
             }
             let min_ratio = config.min_cleanable_dirty_ratio;
@@ -335,16 +336,19 @@ impl CleanerThread {
     ) -> Result<bool, String> {
         let hosted = &candidate.hosted;
         let now = unix_ms();
-        let pending = {
+        let (pending, planned_dir) = {
             let p = hosted.lock();
+            let planned_dir = p.log().dir().to_path_buf();
             let last_batches: HashMap<i64, i64> = p
                 .producers()
                 .active_producers()
                 .filter(|e| e.last_data_offset() >= 0)
                 .map(|e| (e.producer_id, e.last_data_offset()))
                 .collect();
-            p.log()
-                .plan_clean(now, candidate.first_dirty, p.high_watermark(), last_batches)
+            let pending =
+                p.log()
+                    .plan_clean(now, candidate.first_dirty, p.high_watermark(), last_batches);
+            (pending, planned_dir)
         };
         let Some(pending) = pending else {
             return Ok(false);
@@ -367,6 +371,10 @@ impl CleanerThread {
         };
         let (commit, dir) = {
             let mut p = hosted.lock();
+            if p.log().dir() != planned_dir || p.future_log().is_some() {
+                // The replica moved (or started moving) to another log dir meanwhile.
+                return Ok(false);
+            }
             let commit = p.log_mut().commit_clean(cleaned);
             (commit, p.log().dir().to_path_buf())
         };

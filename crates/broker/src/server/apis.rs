@@ -40,6 +40,7 @@ use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
+use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
@@ -60,7 +61,7 @@ fn next_seed() -> u64 {
 }
 
 /// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
+pub const FORWARDED_API_KEYS: [ApiKey; 13] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -72,6 +73,8 @@ pub const FORWARDED_API_KEYS: [ApiKey; 11] = [
     ApiKey::AlterClientQuotas,
     ApiKey::ElectLeaders,
     ApiKey::UpdateFeatures,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.
@@ -143,6 +146,7 @@ impl KafkaApis {
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
+            .chain(LOG_DIR_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -357,6 +361,36 @@ impl KafkaApis {
                     ResponseBody::InitProducerId(data.init_producer_id(r, deadline).await)
                 }
             }
+            RequestBody::DescribeLogDirs(r) => {
+                ResponseBody::DescribeLogDirs(log_dir_apis::describe_log_dirs(&r, auth, |f| {
+                    data.replica_manager.describe_log_dirs(f)
+                }))
+            }
+            RequestBody::AlterReplicaLogDirs(r) => {
+                let image = self.image();
+                ResponseBody::AlterReplicaLogDirs(log_dir_apis::alter_replica_log_dirs(
+                    &r,
+                    auth,
+                    |topic, partition, dir| {
+                        data.replica_manager
+                            .alter_replica_log_dir(&image, topic, partition, dir)
+                    },
+                ))
+            }
+            RequestBody::DescribeTopicPartitions(r) => {
+                let limit = self
+                    .context
+                    .static_configs
+                    .get("max.request.partition.size.limit")
+                    .and_then(|v| v.trim().parse().ok());
+                ResponseBody::DescribeTopicPartitions(log_dir_apis::describe_topic_partitions(
+                    &self.image(),
+                    &r,
+                    &self.listener,
+                    limit,
+                    auth,
+                ))
+            }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
                     context: &self.context,
@@ -527,6 +561,8 @@ fn forward_timeout(body: &RequestBody) -> Duration {
         RequestBody::CreatePartitions(r) => r.timeout_ms,
         RequestBody::ElectLeaders(r) => r.timeout_ms,
         RequestBody::UpdateFeatures(r) => r.timeout_ms,
+        RequestBody::AlterPartitionReassignments(r) => r.timeout_ms,
+        RequestBody::ListPartitionReassignments(r) => r.timeout_ms,
         _ => 0,
     };
     if ms > 0 {

@@ -17,6 +17,7 @@ pub mod group_apis;
 pub mod group_auth;
 pub mod internal_topics;
 pub mod lifecycle;
+pub mod log_dir_apis;
 mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;

@@ -637,6 +637,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.segment.delete.delay.ms", long(0))
         .default("60000")
         .doc("The amount of time to wait before deleting a file from the filesystem."),
+    def("max.request.partition.size.limit", int(1))
+        .default("2000")
+        .doc("The maximum number of partitions can be served in one request."),
     def("metadata.log.dir", STRING)
         .doc("This configuration determines where we put the metadata log. If it is not set, the metadata log is placed in the first log directory from log.dirs."),
     def("node.id", int(i32::MIN))

@@ -281,6 +281,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(S, "log.roll.jitter.hours", "only spreads segment rolls in time"),
     no_effect(S, "log.roll.jitter.ms", "only spreads segment rolls in time"),
     no_effect(S, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
+    honoured(S, "max.request.partition.size.limit", "caps DescribeTopicPartitions' partitions per response"),
     honoured(S, "metadata.log.dir", "the metadata log's directory"),
     honoured(S, "node.id", "the node's id"),
     honoured(S, "offset.metadata.max.bytes", GROUPS),

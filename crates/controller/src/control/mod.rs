@@ -7,6 +7,7 @@
 //! - [`partition_change`]: `PartitionChangeBuilder`, leader election and KIP-966 ELR rules.
 //! - [`replication`]: `ReplicationControlManager`, the partition side: AlterPartition,
 //!   reactions to broker fencing, unfencing and shutdown, ElectLeaders.
+//! - [`reassignment`]: AlterPartitionReassignments, ListPartitionReassignments (KIP-455).
 //! - [`cluster`]: `ClusterControlManager` and `BrokerHeartbeatManager`: registration,
 //!   heartbeats, session expiry.
 //! - [`topics`]: `TopicControlManager`: CreateTopics, DeleteTopics, CreatePartitions.
@@ -31,6 +32,7 @@ pub mod partition_change;
 pub mod placement;
 pub mod producer_ids;
 pub mod quotas;
+pub mod reassignment;
 pub mod replication;
 pub mod result;
 pub mod scram;

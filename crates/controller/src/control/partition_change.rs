@@ -18,9 +18,18 @@
 //! into the ISR alone. `LastKnownElr` holds the last leader once the ISR empties ("balanced
 //! recovery"), cleared when the partition has a leader again.
 //!
-//! Not here yet: replica reassignment (target replicas, adding/removing) and directory
-//! assignment, and the leader epoch bump on ISR shrink that only metadata versions before 3.6
-//! need (KAFKA-15021).
+//! Reassignment (KIP-455): the builder carries target replicas, adding and removing replicas
+//! (the partition's own unless a caller sets them). Every build first checks whether a
+//! running reassignment can complete against the target ISR (Kafka's
+//! `PartitionReassignmentReplicas.maybeCompleteReassignment`: once the ISR less the removing
+//! replicas holds every remaining replica, the replicas become the target and the ISR is
+//! filtered to it), so any ISR change (AlterPartition, fencing, shutdown) completes one.
+//! Elections walk the target replicas; a change that drops a replica bumps the leader epoch
+//! even when the leader stays. Stricter than Kafka: the ELR (and a last known leader) is kept
+//! within the target replicas, as the image's invariants require.
+//!
+//! Not here yet: directory assignment, and the leader epoch bump on ISR shrink that only
+//! metadata versions before 3.6 need (KAFKA-15021).
 
 use std::fmt;
 
@@ -52,6 +61,9 @@ pub struct PartitionChangeBuilder<'a, F: Fn(i32) -> bool> {
     election: Election,
     target_isr: Vec<i32>,
     target_elr: Vec<i32>,
+    target_replicas: Vec<i32>,
+    target_removing: Vec<i32>,
+    target_adding: Vec<i32>,
     unclean_shutdown_replicas: Vec<i32>,
     target_leader_recovery_state: LeaderRecoveryState,
 }
@@ -83,6 +95,9 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             election: Election::Online,
             target_isr: partition.isr.clone(),
             target_elr: partition.elr.clone(),
+            target_replicas: partition.replicas.clone(),
+            target_removing: partition.removing_replicas.clone(),
+            target_adding: partition.adding_replicas.clone(),
             unclean_shutdown_replicas: Vec::new(),
             target_leader_recovery_state: partition.leader_recovery_state,
         }
@@ -90,6 +105,25 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
 
     pub fn set_target_isr(mut self, isr: Vec<i32>) -> Self {
         self.target_isr = isr;
+        self
+    }
+
+    /// The replica list to write (a reassignment's union of target and current replicas,
+    /// or the target itself when it completes or is reverted).
+    pub fn set_target_replicas(mut self, replicas: Vec<i32>) -> Self {
+        self.target_replicas = replicas;
+        self
+    }
+
+    /// The replicas a reassignment is removing.
+    pub fn set_target_removing(mut self, removing: Vec<i32>) -> Self {
+        self.target_removing = removing;
+        self
+    }
+
+    /// The replicas a reassignment is adding.
+    pub fn set_target_adding(mut self, adding: Vec<i32>) -> Self {
+        self.target_adding = adding;
         self
     }
 
@@ -123,8 +157,10 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             partition_id: self.partition_id,
             ..Default::default()
         };
+        self.complete_reassignment_if_needed();
         self.maybe_populate_target_elr();
         self.try_election(&mut record);
+        self.trigger_leader_epoch_bump_for_reassignment(&mut record);
         self.maybe_update_record_elr(&mut record);
         // Without ELR the ISR never empties: the last member stays, as Kafka's old rule.
         if record.isr.is_none()
@@ -134,6 +170,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             record.isr = Some(self.target_isr.clone());
         }
         self.maybe_update_last_known_leader(&mut record);
+        self.set_assignment_changes(&mut record);
         if self.target_leader_recovery_state != self.partition.leader_recovery_state
             && record.leader_recovery_state == -1
         {
@@ -154,7 +191,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             node,
             unclean: false,
         };
-        if let Some(&preferred) = self.partition.replicas.first() {
+        if let Some(&preferred) = self.target_replicas.first() {
             if self.is_valid_new_leader(preferred) {
                 return clean(preferred);
             }
@@ -163,8 +200,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             return clean(self.partition.leader);
         }
         if let Some(&r) = self
-            .partition
-            .replicas
+            .target_replicas
             .iter()
             .skip(1)
             .find(|r| self.is_valid_new_leader(**r))
@@ -184,8 +220,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             return clean(self.partition.leader);
         }
         if let Some(&r) = self
-            .partition
-            .replicas
+            .target_replicas
             .iter()
             .find(|r| self.is_valid_new_leader(**r))
         {
@@ -196,8 +231,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
         }
         if self.election == Election::Unclean {
             if let Some(&r) = self
-                .partition
-                .replicas
+                .target_replicas
                 .iter()
                 .find(|r| (self.is_acceptable_leader)(**r))
             {
@@ -220,6 +254,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
         match self.partition.last_known_elr.as_slice() {
             [leader]
                 if (self.is_acceptable_leader)(*leader)
+                    && self.target_replicas.contains(leader)
                     && !self.unclean_shutdown_replicas.contains(leader) =>
             {
                 Some(ElectionResult {
@@ -279,10 +314,74 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             .copied()
             .filter(|r| !self.target_isr.contains(r))
             .filter(|r| !self.unclean_shutdown_replicas.contains(r))
+            .filter(|r| self.target_replicas.contains(r))
             .collect();
         elr.sort_unstable();
         elr.dedup();
         self.target_elr = elr;
+    }
+
+    /// Kafka's `completeReassignmentIfNeeded`: when the target ISR less the removing replicas
+    /// is non-empty and holds every replica that stays, the reassignment is done: replicas
+    /// and ISR lose the removing replicas and adding/removing empty.
+    fn complete_reassignment_if_needed(&mut self) {
+        if self.target_removing.is_empty() && self.target_adding.is_empty() {
+            return;
+        }
+        let removing = &self.target_removing;
+        let isr: Vec<i32> = self
+            .target_isr
+            .iter()
+            .copied()
+            .filter(|r| !removing.contains(r))
+            .collect();
+        let replicas: Vec<i32> = self
+            .target_replicas
+            .iter()
+            .copied()
+            .filter(|r| !removing.contains(r))
+            .collect();
+        if isr.is_empty() || replicas.is_empty() || !replicas.iter().all(|r| isr.contains(r)) {
+            return;
+        }
+        tracing::info!(topic_id = ?self.topic_id, partition = self.partition_id,
+            replicas = ?replicas, "partition reassignment completes");
+        self.target_isr = isr;
+        // An ELR member being removed leaves with its replica.
+        self.target_elr.retain(|r| replicas.contains(r));
+        self.target_replicas = replicas;
+        self.target_removing.clear();
+        self.target_adding.clear();
+    }
+
+    /// Kafka's `triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`: a replica list that
+    /// drops a broker bumps the leader epoch (the leader field set to the same leader), so
+    /// the removed replica's fetches are fenced.
+    fn trigger_leader_epoch_bump_for_reassignment(&self, record: &mut PartitionChangeRecord) {
+        if record.leader != NO_LEADER_CHANGE {
+            return;
+        }
+        if !self
+            .partition
+            .replicas
+            .iter()
+            .all(|r| self.target_replicas.contains(r))
+        {
+            record.leader = self.partition.leader;
+        }
+    }
+
+    /// Kafka's `setAssignmentChanges`: replicas, removing and adding where they differ.
+    fn set_assignment_changes(&self, record: &mut PartitionChangeRecord) {
+        if !self.target_replicas.is_empty() && self.target_replicas != self.partition.replicas {
+            record.replicas = Some(self.target_replicas.clone());
+        }
+        if self.target_removing != self.partition.removing_replicas {
+            record.removing_replicas = Some(self.target_removing.clone());
+        }
+        if self.target_adding != self.partition.adding_replicas {
+            record.adding_replicas = Some(self.target_adding.clone());
+        }
     }
 
     fn maybe_update_record_elr(&mut self, record: &mut PartitionChangeRecord) {
@@ -327,6 +426,9 @@ impl<F: Fn(i32) -> bool> fmt::Debug for PartitionChangeBuilder<'_, F> {
             .field("election", &self.election)
             .field("target_isr", &self.target_isr)
             .field("target_elr", &self.target_elr)
+            .field("target_replicas", &self.target_replicas)
+            .field("target_removing", &self.target_removing)
+            .field("target_adding", &self.target_adding)
             .field("unclean_shutdown_replicas", &self.unclean_shutdown_replicas)
             .finish_non_exhaustive()
     }

@@ -9,8 +9,8 @@
 //! changes until they are replayed. Each partition's change is decided by
 //! [`PartitionChangeBuilder`], so every path follows the same election and ELR rules.
 //!
-//! Topic creation, deletion and CreatePartitions live in [`super::topics`]. Not here yet:
-//! reassignment, directory assignment, and Kafka's broker → partitions indexes
+//! Topic creation, deletion and CreatePartitions live in [`super::topics`], reassignment in
+//! [`super::reassignment`]. Not here yet: directory assignment, and Kafka's broker → partitions indexes
 //! (`BrokersToIsrs`, `BrokersToElrs`):
 //! the broker reactions scan every partition of the image, linear in the partition count.
 
@@ -671,7 +671,7 @@ pub fn check_broker_epoch(
 }
 
 /// A registered broker that is neither fenced nor shutting down (Kafka's `isActive`).
-fn is_active(image: &MetadataImage, broker_id: i32) -> bool {
+pub(crate) fn is_active(image: &MetadataImage, broker_id: i32) -> bool {
     image
         .cluster
         .broker(broker_id)

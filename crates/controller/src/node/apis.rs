@@ -52,7 +52,7 @@ pub const ENDPOINT_TYPE_BROKER: i8 = 1;
 pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 
 /// The controller APIs served besides Raft's, at every stable version.
-pub const CONTROLLER_API_KEYS: [ApiKey; 18] = [
+pub const CONTROLLER_API_KEYS: [ApiKey; 20] = [
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
@@ -71,6 +71,8 @@ pub const CONTROLLER_API_KEYS: [ApiKey; 18] = [
     ApiKey::AllocateProducerIds,
     ApiKey::UpdateFeatures,
     ApiKey::AlterClientQuotas,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
 ];
 
 /// The controller listener's request handler; cheap to clone.
@@ -172,6 +174,7 @@ impl ControllerApis {
             body: body.clone(),
             reply,
             quota,
+            enqueued: std::time::Instant::now(),
         };
         let result = match self.inner.requests.send(request).await {
             Ok(()) => rx
@@ -515,6 +518,12 @@ pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
         B::UpdateFeatures(r) => Op::Write(ops::update_features(r).map(Rsp::UpdateFeatures)),
         B::AlterClientQuotas(r) => {
             Op::Write(ops::alter_client_quotas(r).map(Rsp::AlterClientQuotas))
+        }
+        B::AlterPartitionReassignments(r) => {
+            Op::Write(ops::alter_partition_reassignments(r).map(Rsp::AlterPartitionReassignments))
+        }
+        B::ListPartitionReassignments(r) => {
+            Op::Read(ops::list_partition_reassignments(r).map(Rsp::ListPartitionReassignments))
         }
         _ => return None,
     })

@@ -80,8 +80,11 @@ pub(crate) fn check(auth: &RequestAuth, image: &MetadataImage, body: RequestBody
         B::UnregisterBroker(_)
         | B::ElectLeaders(_)
         | B::UpdateFeatures(_)
-        | B::AlterUserScramCredentials(_) => cluster(OPERATION_ALTER, body),
-        B::DescribeUserScramCredentials(_) => cluster(OPERATION_DESCRIBE, body),
+        | B::AlterUserScramCredentials(_)
+        | B::AlterPartitionReassignments(_) => cluster(OPERATION_ALTER, body),
+        B::DescribeUserScramCredentials(_) | B::ListPartitionReassignments(_) => {
+            cluster(OPERATION_DESCRIBE, body)
+        }
         B::AlterClientQuotas(_) => cluster(OPERATION_ALTER_CONFIGS, body),
         B::CreateAcls(_) | B::DeleteAcls(_) | B::DescribeAcls(_) => acl_api(auth, body),
         B::CreateTopics(r) => create_topics(auth, r),

@@ -17,6 +17,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
 use super::{ControllerNodeConfig, TICK_INTERVAL};
+use crate::metrics::ControllerMetrics;
 use crate::publisher::MetadataPublisher;
 use crate::quorum_controller::{
     CommittedBatch, ControllerError, OpId, ProposeError, QuorumController, QuorumControllerConfig,
@@ -34,6 +35,16 @@ pub(crate) struct ControllerRequest {
     pub reply: oneshot::Sender<Result<ResponseBody, ControllerError>>,
     /// What CreateTopics, DeleteTopics and CreatePartitions charge (unbounded otherwise).
     pub quota: crate::quota::ControllerMutationQuota,
+    /// When the request was queued (`EventQueueTimeMs` runs from here to its handling).
+    pub enqueued: Instant,
+}
+
+/// One input of the loop, taken before it is handled so that its handling can be timed.
+enum Input {
+    Raft(Result<RaftEvent, broadcast::error::RecvError>),
+    Refused(AtomicAppendRefused),
+    Request(Option<Box<ControllerRequest>>),
+    Tick,
 }
 
 pub(crate) enum Op {
@@ -77,6 +88,8 @@ pub(crate) struct EventLoop {
     snapshot_task: Option<tokio::task::JoinHandle<()>>,
     /// Fed every committed change, in log order (A4).
     publishers: Vec<Box<dyn MetadataPublisher + Send>>,
+    /// Kafka's controller metrics this loop sets (offsets, event timings, errors).
+    metrics: ControllerMetrics,
 }
 
 /// Proposes through the Raft driver from inside the synchronous controller.
@@ -139,7 +152,15 @@ impl EventLoop {
             last_committed_timestamp: 0,
             snapshot_task: None,
             publishers,
+            metrics: ControllerMetrics::new(),
         }
+    }
+
+    /// Sets the metrics handle the loop updates (the node's, shared with its publisher and
+    /// the `/metrics` endpoint).
+    pub(crate) fn with_metrics(mut self, metrics: ControllerMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     fn now_ms(&self) -> u64 {
@@ -162,33 +183,53 @@ impl EventLoop {
         let mut tick = tokio::time::interval(TICK_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
+            let input = tokio::select! {
                 biased;
-                event = self.events.recv() => match event {
-                    Ok(event) => self.on_raft_event(event)?,
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        return Err(format!("fell {n} Raft events behind; restart to reload"));
+                event = self.events.recv() => Input::Raft(event),
+                Some(refused) = self.refused_rx.recv() => Input::Refused(refused),
+                request = self.requests.recv() => Input::Request(request.map(Box::new)),
+                _ = tick.tick() => Input::Tick,
+            };
+            let began = Instant::now();
+            match input {
+                Input::Raft(Ok(event)) => {
+                    if let Err(e) = self.on_raft_event(event) {
+                        self.metrics.record_metadata_error();
+                        return Err(e);
                     }
-                    // The driver stopped under us (a disk error, say): so must the controller.
-                    Err(broadcast::error::RecvError::Closed) => {
-                        return Err(self
-                            .raft
-                            .stop_reason()
-                            .unwrap_or_else(|| "the Raft driver stopped".to_string()));
-                    }
-                },
-                Some(refused) = self.refused_rx.recv() => {
-                    warn!(%refused, "scheduled append refused");
-                    let mut proposer = Proposer { raft: &self.raft, refused: &self.refused_tx };
-                    self.controller.handle_append_refused(refused.epoch, &mut proposer);
                 }
-                request = self.requests.recv() => match request {
-                    Some(request) => self.on_request(request),
-                    None => return Ok(()),
-                },
-                _ = tick.tick() => {
+                Input::Raft(Err(broadcast::error::RecvError::Lagged(n))) => {
+                    return Err(format!("fell {n} Raft events behind; restart to reload"));
+                }
+                // The driver stopped under us (a disk error, say): so must the controller.
+                Input::Raft(Err(broadcast::error::RecvError::Closed)) => {
+                    return Err(self
+                        .raft
+                        .stop_reason()
+                        .unwrap_or_else(|| "the Raft driver stopped".to_string()));
+                }
+                Input::Refused(refused) => {
+                    warn!(%refused, "scheduled append refused");
+                    let mut proposer = Proposer {
+                        raft: &self.raft,
+                        refused: &self.refused_tx,
+                    };
+                    self.controller
+                        .handle_append_refused(refused.epoch, &mut proposer);
+                }
+                Input::Request(Some(request)) => {
+                    let waited = began.saturating_duration_since(request.enqueued);
+                    self.metrics
+                        .record_event_queue_time(waited.as_secs_f64() * 1000.0, self.now_ms());
+                    self.on_request(*request);
+                }
+                Input::Request(None) => return Ok(()),
+                Input::Tick => {
                     let now = self.now_ms();
-                    let mut proposer = Proposer { raft: &self.raft, refused: &self.refused_tx };
+                    let mut proposer = Proposer {
+                        raft: &self.raft,
+                        refused: &self.refused_tx,
+                    };
                     self.controller.tick(now, &mut proposer);
                     self.maybe_snapshot(now);
                 }
@@ -204,6 +245,10 @@ impl EventLoop {
                 }
             }
             self.publish();
+            self.metrics.record_event_processing_time(
+                began.elapsed().as_secs_f64() * 1000.0,
+                self.now_ms(),
+            );
         }
     }
 
@@ -324,6 +369,17 @@ impl EventLoop {
         let leader = self.controller.leader();
         let committed = self.controller.committed_offset();
         let active = self.controller.is_active();
+        // Kafka's OffsetControlManager: the active controller applies a record when it
+        // schedules its append (stamped with the time then), a standby when it is committed
+        // (stamped with the batch's append time).
+        let applied = self.controller.last_written_offset();
+        let applied_ms = if applied > committed {
+            self.now_ms() as i64
+        } else {
+            self.last_committed_timestamp
+        };
+        self.metrics
+            .set_offsets(active, committed, applied, applied_ms);
         self.status.send_if_modified(|s| {
             if s.committed_offset == committed
                 && s.leader_id == leader.leader_id

@@ -31,6 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::metrics::{ControllerMetadataMetricsPublisher, ControllerMetrics};
 use crate::publisher::{AuthorizerConfig, NodePublishers};
 use crate::quorum_controller::{ManagersConfig, QuorumControllerConfig};
 use crate::quota::{ControllerMutationQuotaManager, QuotaWindow};
@@ -142,6 +143,7 @@ pub struct ControllerNode {
     broker_events: Option<broadcast::Receiver<RaftEvent>>,
     /// `controller_mutation_rate` sensors (their metrics).
     mutation_quotas: ControllerMutationQuotaManager,
+    metrics: ControllerMetrics,
 }
 
 impl ControllerNode {
@@ -180,7 +182,11 @@ impl ControllerNode {
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
         let auth = crate::auth::AuthHelper::new(&published.authorizer);
-        let publishers = published.publishers();
+        let metrics = ControllerMetrics::new();
+        let mut publishers = published.publishers();
+        publishers.push(Box::new(ControllerMetadataMetricsPublisher::new(
+            metrics.clone(),
+        )));
         let mutation_quotas = ControllerMutationQuotaManager::new(
             published.client_quotas.clone(),
             QuotaWindow::default(),
@@ -193,7 +199,8 @@ impl ControllerNode {
             requests_rx,
             status_tx,
             publishers,
-        );
+        )
+        .with_metrics(metrics.clone());
         let event_loop = tokio::spawn(event_loop.run());
         let apis = ControllerApis::new(
             config.cluster_id.clone(),
@@ -222,6 +229,7 @@ impl ControllerNode {
             published,
             broker_events,
             mutation_quotas,
+            metrics,
         })
     }
 
@@ -248,6 +256,11 @@ impl ControllerNode {
     /// The controller mutation quotas (KIP-599) and their metrics.
     pub fn mutation_quotas(&self) -> &ControllerMutationQuotaManager {
         &self.mutation_quotas
+    }
+
+    /// Kafka's controller metrics (`kafka.controller:type=KafkaController` and friends).
+    pub fn metrics(&self) -> &ControllerMetrics {
+        &self.metrics
     }
 
     /// The committed image as the event loop last published it.

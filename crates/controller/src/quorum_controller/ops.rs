@@ -6,7 +6,8 @@
 
 use kraftd_protocol::messages::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterClientQuotasRequest,
-    AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse, AlterPartitionRequest,
+    AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterPartitionRequest,
     AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, CreateAclsRequest, CreateAclsResponse, CreatePartitionsRequest,
@@ -15,7 +16,8 @@ use kraftd_protocol::messages::{
     DescribeAclsResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ElectLeadersRequest,
     ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    UpdateFeaturesRequest, UpdateFeaturesResponse,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 };
 use kraftd_protocol::{ErrorCode, Uuid};
 
@@ -284,6 +286,26 @@ pub fn alter_partition(
 /// ElectLeaders (preferred or unclean).
 pub fn elect_leaders(request: ElectLeadersRequest) -> WriteOp<ElectLeadersResponse> {
     WriteOp::new(move |ctx| ctx.managers.replication.elect_leaders(ctx.image, &request))
+}
+
+/// AlterPartitionReassignments (start, replace or cancel reassignments).
+pub fn alter_partition_reassignments(
+    request: AlterPartitionReassignmentsRequest,
+) -> WriteOp<AlterPartitionReassignmentsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .replication
+            .alter_partition_reassignments(ctx.image, &request)
+    })
+}
+
+/// ListPartitionReassignments, from the committed image.
+pub fn list_partition_reassignments(
+    request: ListPartitionReassignmentsRequest,
+) -> ReadOp<ListPartitionReassignmentsResponse> {
+    ReadOp::new(move |image| {
+        ReplicationControlManager::list_partition_reassignments(image, &request)
+    })
 }
 
 /// IncrementalAlterConfigs.

@@ -9,6 +9,7 @@ mod control_kip966;
 mod control_producer_ids;
 mod control_props;
 mod control_quotas;
+mod control_reassignment;
 mod control_replication;
 mod control_scram;
 mod control_topics;

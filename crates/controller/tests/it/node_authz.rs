@@ -411,3 +411,73 @@ async fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
     );
     node.shutdown().await.unwrap();
 }
+
+/// AlterPartitionReassignments needs ALTER and ListPartitionReassignments DESCRIBE on the
+/// cluster (Kafka's `ControllerApis`); a principal with them gets Kafka's per-partition
+/// answers through the controller's event loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reassignment_apis_need_alter_and_describe_on_the_cluster() {
+    use kraftd_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    use kraftd_protocol::messages::{
+        AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = AuthorizerConfig {
+        enabled: true,
+        super_users: AuthorizerConfig::parse_super_users("User:ANONYMOUS"),
+        ..Default::default()
+    };
+    let (node, channel) = start(dir.path(), config).await;
+    let alter = RequestBody::AlterPartitionReassignments(AlterPartitionReassignmentsRequest {
+        topics: vec![ReassignableTopic {
+            name: "absent".into(),
+            partitions: vec![ReassignablePartition {
+                partition_index: 0,
+                replicas: Some(vec![1]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let list =
+        RequestBody::ListPartitionReassignments(ListPartitionReassignmentsRequest::default());
+
+    let refused = ErrorCode::ClusterAuthorizationFailed.code();
+    let response = forwarded(&channel, "alice", alter.clone()).await;
+    assert!(
+        matches!(&response, ResponseBody::AlterPartitionReassignments(r)
+            if r.error_code == refused && r.responses[0].partitions[0].error_code == refused),
+        "{response:?}"
+    );
+    let response = forwarded(&channel, "alice", list.clone()).await;
+    assert!(
+        matches!(&response, ResponseBody::ListPartitionReassignments(r) if r.error_code == refused),
+        "{response:?}"
+    );
+
+    let response = forwarded(&channel, "ANONYMOUS", alter).await;
+    let ResponseBody::AlterPartitionReassignments(r) = response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(r.error_code, 0);
+    assert_eq!(
+        (
+            r.responses[0].partitions[0].error_code,
+            r.responses[0].partitions[0].error_message.as_deref()
+        ),
+        (
+            ErrorCode::UnknownTopicOrPartition.code(),
+            Some("Unable to find a topic named absent.")
+        )
+    );
+    let response = forwarded(&channel, "ANONYMOUS", list).await;
+    assert!(
+        matches!(&response, ResponseBody::ListPartitionReassignments(r)
+            if r.error_code == 0 && r.topics.is_empty()),
+        "{response:?}"
+    );
+    node.shutdown().await.unwrap();
+}

@@ -45,7 +45,7 @@ impl PendingFlush {
     /// Does the fdatasync; blocking, so run it off the async runtime's worker threads.
     pub fn execute(self) -> Result<CompletedFlush> {
         if let Some(file) = &self.file {
-            file.sync_data()
+            crate::flush_timer::timed(|| file.sync_data())
                 .map_err(LogError::io("fsync", &self.path))?;
         }
         Ok(CompletedFlush {

@@ -338,8 +338,7 @@ impl Segment {
     /// since, so there is nothing to do.
     pub fn flush(&self) -> Result<()> {
         match &self.log {
-            Some(file) => file
-                .sync_data()
+            Some(file) => crate::flush_timer::timed(|| file.sync_data())
                 .map_err(LogError::io("fsync", &self.log_path)),
             None => Ok(()),
         }

@@ -670,15 +670,18 @@ impl DriverLoop {
                 // elsewhere): the old channel goes with its address.
                 let c = Channel::spawn(address.clone(), self.client.clone());
                 self.channels.insert(to, c.clone());
-                self.routes.insert(to, address);
+                self.routes.insert(to, address.clone());
                 c
             }
         };
-        self.counters
-            .destinations
-            .entry(to)
-            .or_default()
-            .requests_sent += 1;
+        let stats = self.counters.destinations.entry(to).or_default();
+        stats.requests_sent += 1;
+        if stats.address != address {
+            stats.address.clone_from(&address);
+        }
+        if kind == ApiKind::Fetch {
+            self.counters.last_fetch_destination = Some(to);
+        }
         let tx = self.results_tx.clone();
         let on_reply = Box::new(move |outcome: Result<ResponseBody, ClientError>| {
             let result = match outcome {

@@ -40,6 +40,9 @@ pub struct DestinationMetrics {
     pub request_failures: u64,
     /// Error codes seen in responses from this destination, by code.
     pub errors_by_code: BTreeMap<i16, u64>,
+    /// The `host:port` the last request went to (a voter's, a bootstrap server's or a
+    /// learned endpoint).
+    pub address: String,
 }
 
 /// One snapshot of `raft-metrics`. Equality compares floats bitwise, so a NaN (a window
@@ -103,6 +106,10 @@ pub struct RaftMetrics {
     pub not_leader_or_follower_replies: u64,
     /// Per destination node id.
     pub destinations: BTreeMap<i32, DestinationMetrics>,
+    /// The node this node's last Fetch went to (`None` before any; below -1 a
+    /// `controller.quorum.bootstrap.servers` entry): with `current_leader`, whether it
+    /// fetches from the leader it knows (seed 003, `kraftd doctor`). Exported as -1 for none.
+    pub last_fetch_destination: Option<i32>,
     /// Leader endpoints learned from Raft messages (KIP-853), `host:port` by leader id:
     /// where a request to an id that `controller.quorum.voters` lacks goes.
     pub learned_endpoints: BTreeMap<i32, String>,
@@ -212,6 +219,23 @@ impl RaftMetrics {
             "Records appended per second as the leader.",
             self.append_records_rate,
         );
+        let gauge_i = |out: &mut String, name: &str, help: &str, value: i32| {
+            write_prometheus_metric(
+                out,
+                "kafka_raft_metrics",
+                name,
+                "gauge",
+                help,
+                node_id,
+                value,
+            );
+        };
+        gauge_i(
+            out,
+            "last_fetch_destination",
+            "The node the last Fetch went to (-1 none; below -1 a bootstrap server).",
+            self.last_fetch_destination.unwrap_or(-1),
+        );
         let mut counter = |name: &str, help: &str, value: u64| {
             write_prometheus_metric(
                 out,
@@ -267,6 +291,25 @@ impl RaftMetrics {
                 d.responses_received
             );
         }
+        let _ = writeln!(out, "# TYPE kafka_raft_metrics_destination_info gauge");
+        for (to, d) in &self.destinations {
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_destination_info{{node=\"{node_id}\",destination=\"{to}\",address=\"{}\"}} 1",
+                d.address
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# TYPE kafka_raft_metrics_request_failures_total counter"
+        );
+        for (to, d) in &self.destinations {
+            let _ = writeln!(
+                out,
+                "kafka_raft_metrics_request_failures_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
+                d.request_failures
+            );
+        }
         let _ = writeln!(
             out,
             "# TYPE kafka_raft_metrics_response_errors_total counter"
@@ -310,6 +353,7 @@ impl PartialEq for RaftMetrics {
             append_records_total,
             not_leader_or_follower_replies,
             destinations,
+            last_fetch_destination,
             learned_endpoints,
         } = self;
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
@@ -337,6 +381,7 @@ impl PartialEq for RaftMetrics {
             && *append_records_total == other.append_records_total
             && *not_leader_or_follower_replies == other.not_leader_or_follower_replies
             && *destinations == other.destinations
+            && *last_fetch_destination == other.last_fetch_destination
             && *learned_endpoints == other.learned_endpoints
     }
 }
@@ -503,6 +548,8 @@ pub(super) struct Counters {
     pub(super) fetch_records_total: u64,
     pub(super) append_records_total: u64,
     pub(super) destinations: BTreeMap<i32, DestinationMetrics>,
+    /// Where the last Fetch went; -1 before any.
+    pub(super) last_fetch_destination: Option<i32>,
 }
 
 impl DriverLoop {
@@ -551,6 +598,7 @@ impl DriverLoop {
             append_records_total: c.append_records_total,
             not_leader_or_follower_replies: self.core.stats().not_leader_or_follower_replies,
             destinations: c.destinations.clone(),
+            last_fetch_destination: c.last_fetch_destination,
             learned_endpoints: self
                 .core
                 .learned_endpoints()
@@ -665,5 +713,31 @@ mod tests {
         assert!(out.contains("kafka_raft_metrics_append_records_rate{node=\"1\"} 4\n"));
         assert!(out.contains("kafka_raft_metrics_commit_latency_avg{node=\"1\"} NaN\n"));
         assert!(out.contains("kafka_raft_metrics_fetch_records_total{node=\"1\"} 0\n"));
+    }
+
+    #[test]
+    fn prometheus_says_where_fetches_go_and_which_failed() {
+        let mut m = RaftMetrics::default();
+        let mut out = String::new();
+        m.write_prometheus(4, &mut out);
+        assert!(out.contains("kafka_raft_metrics_last_fetch_destination{node=\"4\"} -1\n"));
+        m.last_fetch_destination = Some(-2);
+        m.destinations.insert(
+            1,
+            DestinationMetrics {
+                request_failures: 3,
+                address: "127.0.0.1:9093".into(),
+                ..DestinationMetrics::default()
+            },
+        );
+        out.clear();
+        m.write_prometheus(4, &mut out);
+        assert!(out.contains("kafka_raft_metrics_last_fetch_destination{node=\"4\"} -2\n"));
+        assert!(out.contains(
+            "kafka_raft_metrics_request_failures_total{node=\"4\",destination=\"1\"} 3\n"
+        ));
+        assert!(out.contains(
+            "kafka_raft_metrics_destination_info{node=\"4\",destination=\"1\",address=\"127.0.0.1:9093\"} 1\n"
+        ));
     }
 }

@@ -68,6 +68,7 @@ mod driver_loop;
 mod handle;
 pub mod log;
 pub mod metrics;
+pub mod percentiles;
 mod raft_driver;
 mod router;
 pub mod stats;

@@ -126,6 +126,7 @@ impl Partition {
         );
         self.log.truncate_to(offset)?;
         self.high_watermark = self.high_watermark.min(self.log.log_end_offset());
+        self.truncate_future_with_current(now_ms);
         self.rebuild_producer_state(now_ms)
     }
 
@@ -137,6 +138,7 @@ impl Partition {
     ) -> Result<(), PartitionError> {
         self.log.truncate_fully_and_start_at(offset)?;
         self.high_watermark = offset;
+        self.truncate_future_with_current(now_ms);
         self.rebuild_producer_state(now_ms)
     }
 }

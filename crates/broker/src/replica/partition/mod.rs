@@ -29,9 +29,11 @@
 //! - `isr.rs`: the leader's view of its followers, the ISR (R2, R7) and the HW (R1, R8);
 //! - `follower.rs`: becoming follower, appending fetched records, truncation (R3/R4);
 //! - `producers.rs`: the idempotent-producer state kept beside the log;
-//! - `log_start.rs`: what moves the log start — retention, DeleteRecords, the leader's.
+//! - `log_start.rs`: what moves the log start — retention, DeleteRecords, the leader's;
+//! - `future.rs`: the future log of a replica moving to another log dir.
 
 mod follower;
+mod future;
 mod isr;
 mod leader;
 mod log_start;
@@ -46,6 +48,7 @@ use kraftd_protocol::ErrorCode;
 use super::producer_state::ProducerStateManager;
 use super::TopicIdPartition;
 
+pub use self::future::FutureStep;
 pub use self::isr::{FollowerState, FollowerUpdate, IsrChange, IsrEligibility};
 pub use self::leader::{FetchIsolation, LeaderAppend, ReadInfo, ReadParams};
 
@@ -204,6 +207,8 @@ pub struct Partition {
     /// This broker's epoch, sent with its own ISR membership.
     local_broker_epoch: i64,
     log: Log,
+    /// The copy of `log` being built in another log dir (AlterReplicaLogDirs).
+    future: Option<Log>,
     config: PartitionConfig,
     role: Role,
     leader_epoch: i32,
@@ -239,6 +244,7 @@ impl Partition {
             local_broker,
             local_broker_epoch: -1,
             log,
+            future: None,
             config,
             role: Role::None,
             leader_epoch: -1,

@@ -108,11 +108,13 @@ impl ReplicaManager {
 
     /// Partition directories on disk that the image does not assign to this broker (a topic
     /// deleted, or a replica moved, while the broker was down) are removed, as Kafka's
-    /// stray-replica cleanup does on the first image. A directory without a readable topic
+    /// stray-replica cleanup does on the first image; future logs (a move under way) of
+    /// partitions not hosted too. A directory without a readable topic
     /// id is left alone: nothing proves it stray.
     fn remove_stray_partitions(&self, image: &MetadataImage) {
         let local = self.config.broker_id;
-        for (path, topic, partition, id) in self.log_manager.partition_dirs() {
+        let on_disk = self.log_manager.partition_dirs().into_iter();
+        for (path, topic, partition, id) in on_disk.chain(self.log_manager.future_dirs()) {
             let Some(id) = id else { continue };
             if self.partition(id, partition).is_some() {
                 continue;
@@ -171,6 +173,7 @@ impl ReplicaManager {
                     .write()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert((tp.topic_id, tp.partition), Arc::clone(&hosted));
+                self.resume_move(&hosted);
                 hosted
             }
         };
@@ -209,6 +212,14 @@ impl ReplicaManager {
         // Requests still holding the partition find it neither leading nor following.
         hosted.lock().stop();
         hosted.changed.notify_waiters();
+        let future = hosted.lock().take_future_log();
+        if let Some(future) = future {
+            let path = future.dir().to_path_buf();
+            drop(future);
+            if let Err(e) = self.log_manager.delete_dir(&path) {
+                warn!(path = %path.display(), error = %e, "deleting a partition's future log failed");
+            }
+        }
         if delete {
             let dir = hosted.lock().log().dir().to_path_buf();
             match self.log_manager.delete_dir(&dir) {

@@ -121,6 +121,7 @@ impl ReplicaManager {
                 warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "flush at shutdown failed");
             }
             p.snapshot_producer_state();
+            p.flush_future_log();
         }
         self.checkpoint_high_watermarks();
     }

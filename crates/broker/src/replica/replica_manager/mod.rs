@@ -24,12 +24,15 @@
 //! - `fetch.rs`: reads and the fetch purgatory (a follower's throttled partitions answered
 //!   empty while over the leader's replication quota, `replication_quota.rs`);
 //! - `offsets.rs`: ListOffsets, OffsetForLeaderEpoch and DeleteRecords;
-//! - `metrics.rs`: the counters and the Prometheus output.
+//! - `metrics.rs`: the counters and the Prometheus output;
+//! - `log_dirs.rs`: DescribeLogDirs, AlterReplicaLogDirs and the copier moving a replica.
 
 mod apply_delta;
 mod background;
 mod coordinator;
 mod fetch;
+mod log_dirs;
+mod log_metrics;
 mod metrics;
 mod offsets;
 mod produce;
@@ -38,7 +41,7 @@ mod txn_markers;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicI64;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
 
 use kraftd_controller::publisher::DynamicConfigs;
@@ -131,6 +134,10 @@ pub struct ReplicaManager {
     metrics: ReplicaMetrics,
     /// The replication throttles, shared with the fetchers.
     replication_quotas: Arc<ReplicationQuotas>,
+    /// Itself, for the tasks it spawns (the copiers of replicas moving between log dirs).
+    me: Weak<ReplicaManager>,
+    /// Serializes AlterReplicaLogDirs (Kafka's `replicaStateChangeLock`).
+    state_change: Mutex<()>,
 }
 
 impl ReplicaManager {
@@ -147,13 +154,14 @@ impl ReplicaManager {
             config.replication_quota_window,
             config.dynamic_configs.clone(),
         ));
+        log_metrics::install_flush_timer();
         let fetchers = ReplicaFetcherManager::new(
             config.fetcher.clone(),
             cache.clone(),
             Arc::clone(&broker_epoch),
             Arc::clone(&replication_quotas),
         );
-        Ok(Arc::new(ReplicaManager {
+        Ok(Arc::new_cyclic(|me| ReplicaManager {
             config,
             log_manager,
             partitions: RwLock::new(HashMap::new()),
@@ -163,6 +171,8 @@ impl ReplicaManager {
             broker_epoch,
             metrics: ReplicaMetrics::default(),
             replication_quotas,
+            me: me.clone(),
+            state_change: Mutex::new(()),
         }))
     }
 

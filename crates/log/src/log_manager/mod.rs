@@ -5,11 +5,20 @@
 //! holding the high watermarks, so a restarted broker serves what was committed at once;
 //! each log dir's `cleaner-offset-checkpoint` holds where each compacted log's dirty section
 //! starts (both in Kafka's offset-checkpoint format, [`crate::checkpoint`]).
+//!
+//! `future.rs`: the future logs of replicas moving between log dirs (AlterReplicaLogDirs,
+//! Kafka's `<topic>-<partition>.<id>-future` directories), the swap that replaces a current
+//! log by its future one, and each log dir's disk space (DescribeLogDirs).
+
+mod future;
+
+pub use self::future::{absolute_path, disk_space, parse_future_dir_name, FUTURE_DIR_SUFFIX};
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::checkpoint::{self, OffsetCheckpoint};
 use crate::{Log, LogConfig};
@@ -49,6 +58,9 @@ pub struct LogManager {
     dirs: Vec<PathBuf>,
     /// High watermarks read from the checkpoints at start, by (topic, partition).
     recovered_hw: BTreeMap<(String, i32), i64>,
+    /// Where a replica not hosted yet is to be created (AlterReplicaLogDirs before the
+    /// replica exists: Kafka's `preferredLogDirs`), by (topic, partition).
+    preferred_dirs: Mutex<BTreeMap<(String, i32), PathBuf>>,
 }
 
 impl LogManager {
@@ -75,7 +87,11 @@ impl LogManager {
                 }
             }
         }
-        Ok(LogManager { dirs, recovered_hw })
+        Ok(LogManager {
+            dirs,
+            recovered_hw,
+            preferred_dirs: Mutex::new(BTreeMap::new()),
+        })
     }
 
     pub fn dirs(&self) -> &[PathBuf] {
@@ -90,8 +106,10 @@ impl LogManager {
             .unwrap_or(0)
     }
 
-    /// Opens the partition's log where it already is, or creates it in the log dir holding
-    /// the fewest partitions. A directory of the same name whose `partition.metadata` names
+    /// Opens the partition's log where it already is, or creates it in the log dir an
+    /// AlterReplicaLogDirs asked for, else in the log dir holding the fewest partitions.
+    /// A future log left complete by a swap a crash interrupted (the current directory was
+    /// already renamed for deletion) becomes the current one. A directory of the same name whose `partition.metadata` names
     /// another topic id belongs to a deleted topic and is removed first.
     pub fn get_or_create(
         &self,
@@ -120,10 +138,16 @@ impl LogManager {
                 }
             }
         }
+        if found.is_none() {
+            found = self.promote_orphan_future(topic, topic_id, partition)?;
+        }
         let path = match found {
             Some(p) => p,
             None => {
-                let dir = self.least_loaded_dir();
+                let preferred = self.take_preferred_dir(topic, partition);
+                let dir = preferred
+                    .as_deref()
+                    .unwrap_or_else(|| self.least_loaded_dir());
                 let path = dir.join(&name);
                 fs::create_dir_all(&path).map_err(|source| LogManagerError::Io {
                     op: "create",
