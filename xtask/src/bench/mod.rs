@@ -14,6 +14,8 @@
 //! `cargo xtask bench request-metrics`: the cost of the request metrics per request, p50
 //! and p99 of acks=all produce with and without them, two clusters interleaved in one run
 //! (`request_metrics.rs`).
+//! `cargo xtask bench reassign`: the time to move partitions onto a new broker with
+//! `kafka-reassign-partitions --execute --throttle`, beside Kafka's (`reassign.rs`).
 //!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
@@ -53,6 +55,7 @@ mod kraftd;
 mod load;
 mod machine;
 mod produce;
+mod reassign;
 mod report;
 mod request_metrics;
 mod tls;
@@ -66,6 +69,7 @@ use cleaner::{cleaner, CleanerArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
 use request_metrics::{request_metrics, RequestMetricsArgs};
+use reassign::{reassign, ReassignArgs};
 use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 
@@ -93,6 +97,9 @@ enum What {
     /// The request metrics' cost: acks=all produce p50/p99 latency with them on and off
     /// (`request.metrics.enable`), two kraftd clusters interleaved in one run.
     RequestMetrics(RequestMetricsArgs),
+    /// The time to move partitions onto a new broker with kafka-reassign-partitions
+    /// --execute --throttle, beside Apache Kafka 4.4.0's.
+    Reassign(ReassignArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -103,5 +110,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Txn(args) => txn(root, args),
         What::Tls(args) => tls(root, args),
         What::RequestMetrics(args) => request_metrics(root, args),
+        What::Reassign(args) => reassign(root, args),
     }
 }

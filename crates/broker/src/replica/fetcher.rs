@@ -9,6 +9,12 @@
 //! (KIP-903). Responses are applied under the partition's lock: truncate on divergence,
 //! else append and take the leader's HW. A partition the leader refuses (not leader, fenced
 //! or unknown epoch) waits `replica.fetch.backoff.ms` and for the metadata to move it.
+//!
+//! Replication throttles (Kafka's `shouldFollowerThrottle`): the bytes fetched for the
+//! partitions `follower.replication.throttled.replicas` names here are recorded against the
+//! follower quota, and while it is exceeded those partitions are left out of the request
+//! unless they had caught up with the leader's HW at their last fetch; a fetcher left with
+//! nothing to ask waits `replica.fetch.backoff.ms`, as Kafka's does.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -29,6 +35,7 @@ use tracing::{debug, info, warn};
 
 use super::partition::Role;
 use super::replica_manager::HostedPartition;
+use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
 use kraftd_log::clock::unix_ms;
@@ -76,6 +83,9 @@ impl FetcherConfig {
 struct Followed {
     hosted: Arc<HostedPartition>,
     delayed_until: Option<Instant>,
+    /// Kafka's `PartitionFetchState.lag`: the leader's HW minus our log end after the last
+    /// fetch answered (`None` before one); 0 is in sync, never throttled.
+    lag: Option<i64>,
 }
 
 type Key = (Uuid, i32);
@@ -104,15 +114,22 @@ pub struct ReplicaFetcherManager {
     config: FetcherConfig,
     cache: MetadataCache,
     broker_epoch: Arc<AtomicI64>,
+    quotas: Arc<ReplicationQuotas>,
     fetchers: Mutex<HashMap<i32, FetcherTask>>,
 }
 
 impl ReplicaFetcherManager {
-    pub fn new(config: FetcherConfig, cache: MetadataCache, broker_epoch: Arc<AtomicI64>) -> Self {
+    pub fn new(
+        config: FetcherConfig,
+        cache: MetadataCache,
+        broker_epoch: Arc<AtomicI64>,
+        quotas: Arc<ReplicationQuotas>,
+    ) -> Self {
         ReplicaFetcherManager {
             config,
             cache,
             broker_epoch,
+            quotas,
             fetchers: Mutex::new(HashMap::new()),
         }
     }
@@ -132,6 +149,7 @@ impl ReplicaFetcherManager {
                 config: self.config.clone(),
                 cache: self.cache.clone(),
                 broker_epoch: Arc::clone(&self.broker_epoch),
+                quotas: Arc::clone(&self.quotas),
                 shared: Arc::clone(&shared),
                 channel: None,
             };
@@ -149,6 +167,7 @@ impl ReplicaFetcherManager {
             Followed {
                 hosted,
                 delayed_until: None,
+                lag: None,
             },
         );
         fetcher.shared.wake.notify_one();
@@ -220,6 +239,7 @@ struct FetcherRun {
     config: FetcherConfig,
     cache: MetadataCache,
     broker_epoch: Arc<AtomicI64>,
+    quotas: Arc<ReplicationQuotas>,
     shared: Arc<FetcherShared>,
     channel: Option<Channel>,
 }
@@ -255,12 +275,14 @@ impl FetcherRun {
         }
     }
 
-    /// The partitions due now (still following this leader), and when the next delayed
-    /// one is due.
+    /// The partitions due now (still following this leader, and not throttled), and when
+    /// the next delayed one is due; with every due partition throttled, the backoff.
     fn ready_partitions(&self) -> (Vec<Asked>, Option<Instant>) {
         let now = Instant::now();
+        let now_ms = unix_ms().max(0) as u64;
         let mut ready = Vec::new();
         let mut next: Option<Instant> = None;
+        let mut throttled = false;
         for f in self.shared.lock().values() {
             match f.delayed_until {
                 Some(at) if at > now => {
@@ -277,11 +299,26 @@ impl FetcherRun {
             {
                 continue;
             }
+            let in_sync = f.lag.is_some_and(|lag| lag <= 0);
+            if !in_sync
+                && self.quotas.follower.should_throttle(
+                    &f.hosted.tp.topic,
+                    f.hosted.tp.partition,
+                    now_ms,
+                )
+            {
+                throttled = true;
+                continue;
+            }
             ready.push(Asked {
                 hosted: Arc::clone(&f.hosted),
                 fetch_offset: p.log_end_offset(),
                 leader_epoch: p.leader_epoch(),
             });
+        }
+        if ready.is_empty() && throttled {
+            let at = now + self.config.backoff;
+            next = Some(next.map_or(at, |n| n.min(at)));
         }
         (ready, next)
     }
@@ -401,13 +438,15 @@ impl FetcherRun {
             .collect();
         let mut backoff = Vec::new();
         let mut out_of_range = Vec::new();
+        let mut fetched = Vec::new();
         for topic in response.responses {
             for data in topic.partitions {
                 let Some(a) = by_key.get(&(topic.topic_id, data.partition_index)) else {
                     continue;
                 };
                 match self.apply(a, data) {
-                    Applied::Done => {}
+                    Applied::Done(None) => {}
+                    Applied::Done(Some((bytes, lag))) => fetched.push((*a, bytes, lag)),
                     Applied::Backoff => backoff.push(a.hosted.tp.clone()),
                     Applied::OutOfRange(leader_start) => {
                         out_of_range.push((Arc::clone(&a.hosted), a.leader_epoch, leader_start))
@@ -415,6 +454,7 @@ impl FetcherRun {
                 }
             }
         }
+        self.account_fetched(&fetched);
         if !backoff.is_empty() {
             self.delay(backoff.iter());
         }
@@ -424,7 +464,31 @@ impl FetcherRun {
         }
     }
 
-    /// Applies one partition's answer under its lock.
+    /// The partitions' new lags, their bytes as ReplicationBytesIn and, for the throttled
+    /// ones, against the follower quota (in-sync ones' included, as Kafka counts them).
+    fn account_fetched(&self, fetched: &[(&Asked, usize, i64)]) {
+        let bytes: usize = fetched.iter().map(|(_, b, _)| b).sum();
+        self.quotas
+            .replication_bytes_in
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        if bytes > 0 {
+            self.quotas.follower.record_throttled(
+                fetched
+                    .iter()
+                    .map(|(a, b, _)| (a.hosted.tp.topic.as_str(), a.hosted.tp.partition, *b)),
+                unix_ms().max(0) as u64,
+            );
+        }
+        let mut parts = self.shared.lock();
+        for (a, _, lag) in fetched {
+            if let Some(f) = parts.get_mut(&(a.hosted.tp.topic_id, a.hosted.tp.partition)) {
+                f.lag = Some(*lag);
+            }
+        }
+    }
+
+    /// Applies one partition's answer under its lock; for records taken (or none left to
+    /// take), their size and the lag behind the leader's HW after them.
     fn apply(&self, asked: &Asked, data: PartitionData) -> Applied {
         let hosted = &asked.hosted;
         let mut p = hosted.lock();
@@ -436,12 +500,13 @@ impl FetcherRun {
             || p.log_end_offset() != asked.fetch_offset
         {
             // Moved on while the request was out: the answer no longer applies.
-            return Applied::Done;
+            return Applied::Done(None);
         }
         let now = unix_ms();
         let code = ErrorCode::from_code(data.error_code);
         match code {
             Some(ErrorCode::None) => {
+                let mut bytes = 0;
                 let diverging = data.diverging_epoch;
                 if diverging.epoch >= 0 || diverging.end_offset >= 0 {
                     match p.truncate_on_divergence(diverging.epoch, diverging.end_offset, now) {
@@ -459,6 +524,7 @@ impl FetcherRun {
                         }
                     }
                 } else if let Some(records) = data.records.filter(|r| !r.is_empty()) {
+                    bytes = records.len();
                     if let Err(e) = p.append_as_follower(records, data.high_watermark, now) {
                         warn!(
                             topic = %hosted.tp.topic, partition = hosted.tp.partition,
@@ -470,9 +536,10 @@ impl FetcherRun {
                     p.update_follower_high_watermark(data.high_watermark);
                 }
                 p.maybe_follow_leader_log_start(data.log_start_offset);
+                let lag = (data.high_watermark - p.log_end_offset()).max(0);
                 drop(p);
                 hosted.changed.notify_waiters();
-                Applied::Done
+                Applied::Done(Some((bytes, lag)))
             }
             Some(ErrorCode::OffsetOutOfRange) => Applied::OutOfRange(data.log_start_offset),
             other => {
@@ -568,7 +635,8 @@ impl FetcherRun {
 }
 
 enum Applied {
-    Done,
+    /// Applied; with the records' size and the lag after them, unless it no longer applied.
+    Done(Option<(usize, i64)>),
     Backoff,
     OutOfRange(i64),
 }

@@ -9,6 +9,7 @@ pub mod fetcher;
 pub mod log_cleaner;
 pub mod partition;
 pub mod replica_manager;
+pub mod replication_quota;
 mod topic_partition;
 
 pub use self::topic_partition::TopicIdPartition;

@@ -416,6 +416,12 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("default.replication.factor", int(1))
         .default("1")
         .doc("The replication factor for automatically created topics, and for topics created with -1 as the replication factor"),
+    def("follower.replication.throttled.rate", long(0))
+        .default(LONG_MAX)
+        .doc("A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated in the property follower.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
+    def("leader.replication.throttled.rate", long(0))
+        .default(LONG_MAX)
+        .doc("A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the property leader.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
     def("log.cleaner.threads", int(0))
         .default("1")
         .doc("The number of background threads to use for log cleaning"),
@@ -463,6 +469,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("num.replica.fetchers", int(1))
         .default("1")
         .doc("Number of fetcher threads used to replicate records from each source broker."),
+    def("replica.alter.log.dirs.io.max.bytes.per.second", long(0))
+        .default(LONG_MAX)
+        .doc("A long representing the upper bound (bytes/sec) on disk IO used for moving replica between log directories on the same broker. This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
     def("unclean.leader.election.enable", BOOLEAN)
         .default("false")
         .doc("Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss"),
@@ -848,7 +857,13 @@ pub fn validate_broker_config(key: &str, value: &str) -> Result<(), ConfigValueE
         .map_err(|e| e.about(key))
 }
 
+mod throttled_replicas;
 mod values;
+
+pub use throttled_replicas::{
+    is_throttled_replicas_config, parse_throttled_replicas, ThrottledReplicas,
+    FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS,
+};
 
 #[cfg(test)]
 mod tests;

@@ -161,6 +161,7 @@ const GROUPS: &str =
     "the broker's group coordinator (group_coordinator/), from the properties file";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
+const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
@@ -178,9 +179,9 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(T, "file.delete.delay.ms", "a segment leaves the log at once and its files are removed then; a read already planned keeps its open file, so clients see what Kafka's delay gives them"),
     honoured(T, "flush.messages", "the log store flushes at the append that reaches it"),
     honoured(T, "flush.ms", "checked at each append; Kafka's periodic flusher is off by default (log.flush.scheduler.interval.ms)"),
-    no_effect(T, "follower.replication.throttled.replicas", "replication throttling only tunes bandwidth; the throttle rates are not accepted, so Kafka would not throttle either"),
+    honoured(T, "follower.replication.throttled.replicas", THROTTLE),
     honoured(T, "index.interval.bytes", "the log store's offset index"),
-    no_effect(T, "leader.replication.throttled.replicas", "replication throttling only tunes bandwidth; the throttle rates are not accepted, so Kafka would not throttle either"),
+    honoured(T, "leader.replication.throttled.replicas", THROTTLE),
     no_effect(T, "local.retention.bytes", LOCAL_RETENTION),
     no_effect(T, "local.retention.ms", LOCAL_RETENTION),
     honoured(T, "max.compaction.lag.ms", CLEANER),
@@ -207,6 +208,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(B, "background.threads", THREADS),
     honoured(B, "compression.type", "as the default of the topic's compression.type"),
     honoured_static(B, "default.replication.factor", "the controller's CreateTopics, from the properties file"),
+    honoured(B, "follower.replication.throttled.rate", THROTTLE),
+    honoured(B, "leader.replication.throttled.rate", THROTTLE),
     honoured_static(B, "log.cleaner.threads", CLEANER),
     honoured(B, "log.cleanup.policy", CLEANER),
     honoured(B, "log.flush.interval.messages", "as the default of flush.messages"),
@@ -222,6 +225,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(B, "num.network.threads", THREADS),
     honoured_static(B, "num.partitions", "the controller's CreateTopics, from the properties file"),
     no_effect(B, "num.replica.fetchers", "one fetcher task per source broker; a thread count only tunes performance"),
+    no_effect(B, "replica.alter.log.dirs.io.max.bytes.per.second", "moving a replica between log dirs is not throttled; accepted so kafka-reassign-partitions can set and clear it"),
     honoured(B, "unclean.leader.election.enable", "as the default of unclean.leader.election.enable"),
     // Static broker configs (the node's properties file only).
     honoured(S, "advertised.listeners", "what Metadata advertises"),

@@ -430,7 +430,9 @@ const AUTH_DELAY: &str =
 const AUTHORIZER: &str = "the authorizer (StandardAuthorizer semantics), from the properties file";
 const QUOTAS: &str = "client quota enforcement, from the properties file";
 const REPLICATION_QUOTA: &str =
-    "replication throttling is not built; the throttle rates are not accepted";
+    "the replication throttles' windows (replica/replication_quota.rs), from the properties file";
+const ALTER_LOG_DIRS_QUOTA: &str =
+    "moving a replica between log dirs is not throttled (replica.alter.log.dirs.io.max.bytes.per.second has no effect)";
 const TOKENS: &str = "delegation tokens are not built (delegation.token.secret.key is refused)";
 const TOKENS_NOT_BUILT: &str = "delegation tokens are not built";
 const PROTOCOL_MAP: &str = "each listener's security protocol, from the properties file";
@@ -447,12 +449,12 @@ pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     no_effect(
         S,
         "alter.log.dirs.replication.quota.window.num",
-        REPLICATION_QUOTA,
+        ALTER_LOG_DIRS_QUOTA,
     ),
     no_effect(
         S,
         "alter.log.dirs.replication.quota.window.size.seconds",
-        REPLICATION_QUOTA,
+        ALTER_LOG_DIRS_QUOTA,
     ),
     honoured(S, "authorizer.class.name", AUTHORIZER),
     refused(S, "client.quota.callback.class", PLUGIN),
@@ -471,8 +473,8 @@ pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     refused(B, "principal.builder.class", PRINCIPAL_BUILDER),
     honoured(S, "quota.window.num", QUOTAS),
     honoured(S, "quota.window.size.seconds", QUOTAS),
-    no_effect(S, "replication.quota.window.num", REPLICATION_QUOTA),
-    no_effect(
+    honoured(S, "replication.quota.window.num", REPLICATION_QUOTA),
+    honoured(
         S,
         "replication.quota.window.size.seconds",
         REPLICATION_QUOTA,

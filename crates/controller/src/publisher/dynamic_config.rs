@@ -224,6 +224,14 @@ impl DynamicConfigSnapshot {
             .map(String::as_str)
     }
 
+    /// Every topic that sets `key`, with its value (the replication throttles read their
+    /// replica lists so).
+    pub fn topics_with<'a>(&'a self, key: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.topics
+            .iter()
+            .filter_map(move |(topic, keys)| keys.get(key).map(|v| (topic.as_str(), v.as_str())))
+    }
+
     /// A topic's overrides; `None` when it has none.
     pub fn topic_configs(&self, topic: &str) -> Option<&OrdMap<String, String>> {
         self.topics.get(topic)

@@ -55,10 +55,14 @@ pub struct SampledStat {
     current: usize,
 }
 
-/// Kafka's `Rate(TimeUnit.SECONDS, new WindowedSum())`: values per second over the window.
+/// Kafka's `Rate(TimeUnit.SECONDS, new WindowedSum())`: values per second over the window;
+/// or, made with [`Rate::simple`], Kafka's `SimpleRate` (the replication quotas' rate).
 #[derive(Debug, Clone)]
 pub struct Rate {
     stat: SampledStat,
+    /// `SimpleRate`: the window is the elapsed time, at least one sample, not padded to
+    /// `samples - 1` windows.
+    simple: bool,
 }
 
 /// Kafka's `TimeRatio`: the share of time taken by recorded durations since the last
@@ -198,6 +202,17 @@ impl Rate {
     pub fn new(config: SampleConfig) -> Self {
         Self {
             stat: SampledStat::new(config),
+            simple: false,
+        }
+    }
+
+    /// Kafka's `SimpleRate`: the sum over the time since the oldest sample started, or over
+    /// one sample's length when less time has passed, so the rate reads true from the first
+    /// window on (Kafka's `ReplicationQuotaManager` measures with it).
+    pub fn simple(config: SampleConfig) -> Self {
+        Self {
+            stat: SampledStat::new(config),
+            simple: true,
         }
     }
 
@@ -223,6 +238,9 @@ impl Rate {
         self.stat.purge_obsolete_samples(now_ms);
         let config = self.stat.config;
         let mut elapsed_ms = now_ms.saturating_sub(self.stat.oldest_start_ms(now_ms));
+        if self.simple {
+            return elapsed_ms.max(config.window_ms);
+        }
         let full_windows = elapsed_ms / config.window_ms;
         let min_full_windows = config.samples as u64 - 1;
         if full_windows < min_full_windows {

@@ -57,6 +57,9 @@ pub struct FetchResult {
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// The leader as this broker knows it, for NOT_LEADER_OR_FOLLOWER / FENCED answers.
     pub current_leader: Option<(i32, i32)>,
+    /// Answered without records because the leader's replication quota is exceeded: no
+    /// news for the follower, so it does not end the fetch's wait.
+    pub throttled: bool,
 }
 
 impl FetchResult {
@@ -72,6 +75,7 @@ impl FetchResult {
             records: Bytes::new(),
             aborted_transactions: None,
             current_leader: None,
+            throttled: false,
         }
     }
 }
@@ -103,11 +107,14 @@ impl ReplicaManager {
             let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
             let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
             // Errors and divergence are news at once; so is a HW above the one a follower
-            // says it knows (KIP-1166), or its HW would lag until the next append.
+            // says it knows (KIP-1166), or its HW would lag until the next append; but not
+            // on a partition throttled for it, which would then be asked again at once, and
+            // again, for nothing.
             let urgent = results.iter().zip(partitions).any(|((_, r), (_, params))| {
                 r.error != ErrorCode::None
                     || r.diverging_epoch.is_some()
                     || (matches!(origin, FetchOrigin::Follower { .. })
+                        && !r.throttled
                         && r.high_watermark > params.high_watermark)
             });
             if bytes >= limits.min_bytes
@@ -115,7 +122,7 @@ impl ReplicaManager {
                 || Instant::now() >= deadline
                 || notified.is_empty()
             {
-                return self.count_fetched(results);
+                return self.count_fetched(origin, results);
             }
             // Parked until data arrives or max wait passes: Kafka's RemoteTimeMs.
             kraftd_raft::transport::mark_local_complete();
@@ -133,18 +140,37 @@ impl ReplicaManager {
             .await;
             if woke.is_err() {
                 let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
-                return self.count_fetched(results);
+                return self.count_fetched(origin, results);
             }
         }
     }
 
+    /// Counts the bytes answered: a consumer's as BytesOut, a follower's as ReplicationBytesOut
+    /// and, for its throttled partitions, against the leader's replication quota (Kafka's
+    /// `sizeOfThrottledPartitions`, in-sync followers' included).
     fn count_fetched(
         &self,
+        origin: FetchOrigin,
         results: Vec<(TopicIdPartition, FetchResult)>,
     ) -> Vec<(TopicIdPartition, FetchResult)> {
         let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
         let m = &self.metrics;
-        m.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        if matches!(origin, FetchOrigin::Follower { .. }) {
+            let quotas = &self.replication_quotas;
+            quotas
+                .replication_bytes_out
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+            if bytes > 0 {
+                quotas.leader.record_throttled(
+                    results
+                        .iter()
+                        .map(|(tp, r)| (tp.topic.as_str(), tp.partition, r.records.len())),
+                    unix_ms().max(0) as u64,
+                );
+            }
+        } else {
+            m.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
         if results.iter().any(|(_, r)| r.error != ErrorCode::None) {
             m.failed_fetch_requests.fetch_add(1, Ordering::Relaxed);
         }
@@ -213,6 +239,10 @@ impl ReplicaManager {
             let planned = {
                 let mut p = hosted.lock();
                 let planned = p.read(&read_params);
+                let in_sync = match origin {
+                    FetchOrigin::Follower { replica_id, .. } => p.isr().contains(&replica_id),
+                    _ => true,
+                };
                 if let (
                     Ok(info),
                     FetchOrigin::Follower {
@@ -247,9 +277,9 @@ impl ReplicaManager {
                         }
                     }
                 }
-                (planned, p.leader_epoch(), p.role())
+                (planned, p.leader_epoch(), p.role(), in_sync)
             };
-            let (planned, leader_epoch, role) = planned;
+            let (planned, leader_epoch, role, in_sync) = planned;
             let info = match planned {
                 Ok(info) => info,
                 Err(e) => {
@@ -281,7 +311,20 @@ impl ReplicaManager {
                 records: Bytes::new(),
                 current_leader: None,
                 aborted_transactions: None,
+                throttled: false,
             };
+            // Kafka's shouldLeaderThrottle: a follower out of the ISR gets a throttled
+            // partition's offsets but no records while the leader is over its quota.
+            if !in_sync
+                && self.replication_quotas.leader.should_throttle(
+                    &hosted.tp.topic,
+                    hosted.tp.partition,
+                    now.max(0) as u64,
+                )
+            {
+                result.throttled = true;
+                return result;
+            }
             let read_committed = origin == FetchOrigin::ConsumerReadCommitted;
             match info.read.map(|r| r.execute()) {
                 None => return result,

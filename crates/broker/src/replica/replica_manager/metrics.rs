@@ -106,7 +106,7 @@ impl ReplicaManager {
             bt,
             "bytesout_total",
             "counter",
-            "Record bytes returned to fetches (consumers and followers).",
+            "Record bytes returned to consumers' fetches (followers' are ReplicationBytesOut).",
             load(&m.bytes_out),
         );
         metric(
@@ -123,5 +123,8 @@ impl ReplicaManager {
             "Fetch requests with a partition error.",
             load(&m.failed_fetch_requests),
         );
+        let now_ms = kraftd_log::clock::unix_ms().max(0) as u64;
+        self.replication_quotas
+            .write_prometheus(node_id, now_ms, out);
     }
 }

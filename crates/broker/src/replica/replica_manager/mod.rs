@@ -21,7 +21,8 @@
 //! - `background.rs`: the periodic ISR shrink, HW checkpoint and retention, the ISR changes
 //!   sent to the controller, and the clean shutdown;
 //! - `produce.rs`: appends and the produce purgatory ([`PendingProduce`]);
-//! - `fetch.rs`: reads and the fetch purgatory;
+//! - `fetch.rs`: reads and the fetch purgatory (a follower's throttled partitions answered
+//!   empty while over the leader's replication quota, `replication_quota.rs`);
 //! - `offsets.rs`: ListOffsets, OffsetForLeaderEpoch and DeleteRecords;
 //! - `metrics.rs`: the counters and the Prometheus output;
 //! - `log_dirs.rs`: DescribeLogDirs, AlterReplicaLogDirs and the copier moving a replica.
@@ -43,6 +44,8 @@ use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
 
+use kraftd_controller::publisher::DynamicConfigs;
+use kraftd_controller::quota::QuotaWindow;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::sync::Notify;
@@ -51,6 +54,7 @@ use tokio::time::Instant;
 use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
 use super::log_manager::LogManager;
 use super::partition::Partition;
+use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
 use crate::server::alter_partition_manager::AlterPartitionManager;
@@ -77,6 +81,11 @@ pub struct ReplicaManagerConfig {
     pub retention_check_interval: Duration,
     /// The follower side.
     pub fetcher: FetcherConfig,
+    /// `replication.quota.window.num` × `replication.quota.window.size.seconds`.
+    pub replication_quota_window: QuotaWindow,
+    /// The dynamic configs the replication throttles read (rates and throttled replicas);
+    /// an unfed handle throttles nothing.
+    pub dynamic_configs: DynamicConfigs,
 }
 
 impl ReplicaManagerConfig {
@@ -89,6 +98,8 @@ impl ReplicaManagerConfig {
             hw_checkpoint_interval: Duration::from_millis(5000),
             retention_check_interval: Duration::from_millis(300_000),
             fetcher: FetcherConfig::new(broker_id),
+            replication_quota_window: QuotaWindow::default(),
+            dynamic_configs: DynamicConfigs::new(broker_id),
         }
     }
 }
@@ -121,6 +132,8 @@ pub struct ReplicaManager {
     fetchers: ReplicaFetcherManager,
     broker_epoch: Arc<AtomicI64>,
     metrics: ReplicaMetrics,
+    /// The replication throttles, shared with the fetchers.
+    replication_quotas: Arc<ReplicationQuotas>,
     /// Itself, for the tasks it spawns (the copiers of replicas moving between log dirs).
     me: Weak<ReplicaManager>,
     /// Serializes AlterReplicaLogDirs (Kafka's `replicaStateChangeLock`).
@@ -137,11 +150,16 @@ impl ReplicaManager {
         broker_epoch: Arc<AtomicI64>,
     ) -> Result<Arc<ReplicaManager>, super::log_manager::LogManagerError> {
         let log_manager = LogManager::open(config.log_dirs.clone())?;
+        let replication_quotas = Arc::new(ReplicationQuotas::new(
+            config.replication_quota_window,
+            config.dynamic_configs.clone(),
+        ));
         log_metrics::install_flush_timer();
         let fetchers = ReplicaFetcherManager::new(
             config.fetcher.clone(),
             cache.clone(),
             Arc::clone(&broker_epoch),
+            Arc::clone(&replication_quotas),
         );
         Ok(Arc::new_cyclic(|me| ReplicaManager {
             config,
@@ -152,6 +170,7 @@ impl ReplicaManager {
             fetchers,
             broker_epoch,
             metrics: ReplicaMetrics::default(),
+            replication_quotas,
             me: me.clone(),
             state_change: Mutex::new(()),
         }))
@@ -163,6 +182,11 @@ impl ReplicaManager {
 
     pub fn fetchers(&self) -> &ReplicaFetcherManager {
         &self.fetchers
+    }
+
+    /// The replication throttles and byte counters.
+    pub fn replication_quotas(&self) -> &Arc<ReplicationQuotas> {
+        &self.replication_quotas
     }
 
     /// The hosted partition, if this broker holds a replica of it.

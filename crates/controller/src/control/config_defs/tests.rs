@@ -207,3 +207,43 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
     assert!(!e.to_string().contains("hunter2"), "{e}");
     assert!(e.to_string().contains("delegation.token.secret.key"), "{e}");
 }
+
+#[test]
+fn throttled_replica_lists_are_checked_as_kafka_does() {
+    let key = "leader.replication.throttled.replicas";
+    for ok in ["", "*", " * ", "0:1", "0:1, 1:2,2:3", "0:1,"] {
+        assert!(validate_topic_config(key, ok).is_ok(), "{ok:?}");
+    }
+    let e = validate_topic_config(key, "0:1,x").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Invalid value [0:1, x] for configuration leader.replication.throttled.replicas: \
+         leader.replication.throttled.replicas must be the literal '*' or a list of replicas \
+         in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    );
+    assert!(validate_topic_config("follower.replication.throttled.replicas", "*,0:1").is_err());
+    assert!(validate_topic_config("follower.replication.throttled.replicas", "1").is_err());
+    let parsed = parse_throttled_replicas(key, "0:1, 1:2, 2:1").unwrap();
+    assert_eq!(parsed.partitions_of(1), Some(vec![0, 2]));
+    assert_eq!(parsed.partitions_of(3), Some(vec![]));
+    assert_eq!(
+        parse_throttled_replicas(key, "*").unwrap().partitions_of(1),
+        None
+    );
+}
+
+#[test]
+fn replication_throttle_rates_are_dynamic_broker_configs() {
+    for key in [
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+    ] {
+        assert!(validate_broker_config(key, "1048576").is_ok());
+        assert!(
+            check_broker_update(key, true).is_ok(),
+            "{key} as the default"
+        );
+        let e = validate_broker_config(key, "-1").unwrap_err();
+        assert!(e.to_string().contains("Value must be at least 0"), "{e}");
+    }
+}

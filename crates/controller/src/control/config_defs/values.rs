@@ -74,6 +74,9 @@ impl ConfigDef {
                 }
             }
             ConfigType::List { valid } => {
+                if super::is_throttled_replicas_config(self.name) {
+                    super::parse_throttled_replicas(self.name, value)?;
+                }
                 if valid.is_empty() {
                     return Ok(());
                 }
