@@ -690,8 +690,9 @@ admin = cadmin.AdminClient({"bootstrap.servers": sys.argv[1]})
 create_topic(admin, "tool", 1, 2, {}, time.time() + 60)
 p = Producer({"bootstrap.servers": sys.argv[1], "acks": "all"})
 for i in range(2000):
-    p.produce("tool", value=b"m%d" % i)
-p.flush(30)
+    p.produce("tool", value=(b"m%d " % i) * 200)
+    p.poll(0)
+p.flush(60)
 md = admin.list_topics("tool", timeout=10)
 print(",".join(str(r) for r in md.topics["tool"].partitions[0].replicas))
 "#,
@@ -732,19 +733,22 @@ print(",".join(str(r) for r in md.topics["tool"].partitions[0].replicas))
         ),
     )
     .unwrap();
-    let reassign = |mode: &str| {
+    let reassign = |mode: &[&str]| {
+        let mut args = vec![
+            "--bootstrap-server",
+            &bootstrap,
+            "--reassignment-json-file",
+            plan.to_str().unwrap(),
+        ];
+        args.extend(mode);
         tool(
             "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-            &[
-                "--bootstrap-server",
-                &bootstrap,
-                "--reassignment-json-file",
-                plan.to_str().unwrap(),
-                mode,
-            ],
+            &args,
         )
     };
-    let executed = reassign("--execute");
+    // ~3 MiB to copy at 64 KiB/s (`replica.alter.log.dirs.io.max.bytes.per.second`): the
+    // copier is held back for many seconds, where unthrottled it takes a fraction of one.
+    let executed = reassign(&["--execute", "--replica-alter-log-dirs-throttle", "65536"]);
     assert!(
         executed.status.success()
             && String::from_utf8_lossy(&executed.stdout)
@@ -753,9 +757,33 @@ print(",".join(str(r) for r in md.topics["tool"].partitions[0].replicas))
         text(&executed),
         common::all_logs(&brokers)
     );
+    // A lower bound, true on any machine: 3 s in, the future log is still behind.
+    let throttled_until = Instant::now() + Duration::from_secs(3);
+    std::thread::sleep(throttled_until - Instant::now());
+    let (_, during) = log_dirs(&bootstrap, "2");
+    let future = during
+        .iter()
+        .find(|r| r.partition == "tool-0" && r.future)
+        .unwrap_or_else(|| panic!("still moving under the throttle: {during:?}"));
+    assert!(future.lag > 0, "{during:?}");
+    let cleared = tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--alter",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "2",
+            "--delete-config",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+        ],
+    );
+    assert!(cleared.status.success(), "{}", text(&cleared));
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let verified = reassign("--verify");
+        let verified = reassign(&["--verify"]);
         let stdout = String::from_utf8_lossy(&verified.stdout).into_owned();
         if stdout.contains("Reassignment of replica tool-0-2 completed successfully") {
             break;

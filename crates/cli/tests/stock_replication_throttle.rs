@@ -11,7 +11,6 @@
 //! catch up.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::python::wait_until_brokers_listed;
@@ -26,20 +25,17 @@ const RECORD_SIZE: u32 = 1024;
 
 /// A Kafka tool's main class with `args`; its output (panics unless it exits 0).
 fn tool(class: &str, args: &[&str]) -> String {
-    let out: Output = Command::new("java")
-        .arg(kafka_jars::log4j_option())
-        .args(["-cp", &kafka_jars::classpath(), class])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("java starts");
-    let text = format!(
+    let out = kafka_jars::run_tool(class, args);
+    assert!(
+        out.status.success(),
+        "{class} {args:?}: {}",
+        kafka_jars::output_text(&out)
+    );
+    format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{class} {args:?}: {text}");
-    text
+    )
 }
 
 /// `kafka-configs --bootstrap-server <b> --alter <entity> <op>`.

@@ -68,8 +68,8 @@ use anyhow::Result;
 use cleaner::{cleaner, CleanerArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
-use request_metrics::{request_metrics, RequestMetricsArgs};
 use reassign::{reassign, ReassignArgs};
+use request_metrics::{request_metrics, RequestMetricsArgs};
 use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 

@@ -34,11 +34,14 @@ use kraftd_controller::quota::QuotaWindow;
 use kraftd_raft::driver::stats::Rate;
 
 /// Which side a quota throttles (Kafka's `QuotaType.LEADER_REPLICATION` /
-/// `FOLLOWER_REPLICATION`).
+/// `FOLLOWER_REPLICATION` / `ALTER_LOG_DIRS_REPLICATION`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplicationSide {
     Leader,
     Follower,
+    /// Copying a replica into its future log in another log dir (AlterReplicaLogDirs):
+    /// every such copy is throttled once a rate is set; there is no replicas list.
+    AlterLogDirs,
 }
 
 impl ReplicationSide {
@@ -47,14 +50,16 @@ impl ReplicationSide {
         match self {
             ReplicationSide::Leader => "leader.replication.throttled.rate",
             ReplicationSide::Follower => "follower.replication.throttled.rate",
+            ReplicationSide::AlterLogDirs => "replica.alter.log.dirs.io.max.bytes.per.second",
         }
     }
 
-    /// The topic config listing the throttled replicas.
-    pub fn replicas_config(self) -> &'static str {
+    /// The topic config listing the throttled replicas (`None`: every replica is).
+    pub fn replicas_config(self) -> Option<&'static str> {
         match self {
-            ReplicationSide::Leader => LEADER_THROTTLED_REPLICAS,
-            ReplicationSide::Follower => FOLLOWER_THROTTLED_REPLICAS,
+            ReplicationSide::Leader => Some(LEADER_THROTTLED_REPLICAS),
+            ReplicationSide::Follower => Some(FOLLOWER_THROTTLED_REPLICAS),
+            ReplicationSide::AlterLogDirs => None,
         }
     }
 
@@ -63,6 +68,7 @@ impl ReplicationSide {
         match self {
             ReplicationSide::Leader => "LeaderReplication",
             ReplicationSide::Follower => "FollowerReplication",
+            ReplicationSide::AlterLogDirs => "AlterLogDirsReplication",
         }
     }
 }
@@ -108,9 +114,12 @@ impl ReplicationQuota {
     /// Kafka's `markThrottled` / `removeThrottle`: the topic's replicas config as set (an
     /// invalid one, which the controller never lets through, throttles nothing).
     pub fn set_topic_replicas(&mut self, topic: &str, value: Option<&str>) {
+        let Some(config) = self.side.replicas_config() else {
+            return;
+        };
         let parsed = value
             .filter(|v| !v.trim().is_empty())
-            .and_then(|v| parse_throttled_replicas(self.side.replicas_config(), v).ok());
+            .and_then(|v| parse_throttled_replicas(config, v).ok());
         match parsed.map(|p| p.partitions_of(self.broker_id)) {
             Some(None) => {
                 self.throttled.insert(topic.to_string(), Throttled::All);
@@ -127,6 +136,9 @@ impl ReplicationQuota {
 
     /// Kafka's `isThrottled`.
     pub fn is_throttled(&self, topic: &str, partition: i32) -> bool {
+        if self.side.replicas_config().is_none() {
+            return true;
+        }
         match self.throttled.get(topic) {
             Some(Throttled::All) => true,
             Some(Throttled::Partitions(p)) => p.contains(&partition),
@@ -245,8 +257,10 @@ fn apply_snapshot(quota: &mut ReplicationQuota, snapshot: &DynamicConfigSnapshot
             .and_then(|v| v.trim().parse::<i64>().ok()),
     );
     quota.throttled.clear();
-    for (topic, value) in snapshot.topics_with(side.replicas_config()) {
-        quota.set_topic_replicas(topic, Some(value));
+    if let Some(config) = side.replicas_config() {
+        for (topic, value) in snapshot.topics_with(config) {
+            quota.set_topic_replicas(topic, Some(value));
+        }
     }
 }
 
@@ -257,6 +271,8 @@ fn apply_snapshot(quota: &mut ReplicationQuota, snapshot: &DynamicConfigSnapshot
 pub struct ReplicationQuotas {
     pub leader: ReplicationQuotaManager,
     pub follower: ReplicationQuotaManager,
+    /// `replica.alter.log.dirs.io.max.bytes.per.second`: the copy into future logs.
+    pub alter_log_dirs: ReplicationQuotaManager,
     /// Record bytes the replica fetchers appended.
     pub replication_bytes_in: AtomicU64,
     /// Record bytes sent to followers.
@@ -264,10 +280,25 @@ pub struct ReplicationQuotas {
 }
 
 impl ReplicationQuotas {
-    pub fn new(window: QuotaWindow, configs: DynamicConfigs) -> Self {
+    /// `window` for both replication sides, `alter_log_dirs_window` for the copy into
+    /// future logs.
+    pub fn new(
+        window: QuotaWindow,
+        alter_log_dirs_window: QuotaWindow,
+        configs: DynamicConfigs,
+    ) -> Self {
         ReplicationQuotas {
             leader: ReplicationQuotaManager::new(ReplicationSide::Leader, window, configs.clone()),
-            follower: ReplicationQuotaManager::new(ReplicationSide::Follower, window, configs),
+            follower: ReplicationQuotaManager::new(
+                ReplicationSide::Follower,
+                window,
+                configs.clone(),
+            ),
+            alter_log_dirs: ReplicationQuotaManager::new(
+                ReplicationSide::AlterLogDirs,
+                alter_log_dirs_window,
+                configs,
+            ),
             replication_bytes_in: AtomicU64::new(0),
             replication_bytes_out: AtomicU64::new(0),
         }
@@ -275,10 +306,14 @@ impl ReplicationQuotas {
 
     /// Unthrottled: no dynamic config ever set (tests, tools).
     pub fn unthrottled(broker_id: i32) -> Self {
-        Self::new(QuotaWindow::default(), DynamicConfigs::new(broker_id))
+        Self::new(
+            QuotaWindow::default(),
+            QuotaWindow::default(),
+            DynamicConfigs::new(broker_id),
+        )
     }
 
-    /// `kafka_server_{Leader,Follower}Replication_byte_rate` (Kafka's `byte-rate` of
+    /// `kafka_server_{Leader,Follower,AlterLogDirs}Replication_byte_rate` (Kafka's `byte-rate` of
     /// `kafka.server:type=LeaderReplication` / `FollowerReplication`) and
     /// `kafka_server_BrokerTopicMetrics_Replication{In,Out}PerSec_total`.
     pub fn write_prometheus(&self, node_id: i32, now_ms: u64, out: &mut String) {
@@ -286,6 +321,7 @@ impl ReplicationQuotas {
         for (side, quota) in [
             (ReplicationSide::Leader, &self.leader),
             (ReplicationSide::Follower, &self.follower),
+            (ReplicationSide::AlterLogDirs, &self.alter_log_dirs),
         ] {
             write_prometheus_metric(
                 out,

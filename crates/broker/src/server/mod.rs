@@ -226,6 +226,9 @@ impl BrokerServer {
         let replication_quota_window =
             QuotaWindow::from_properties(&config.static_configs, "replication.")
                 .map_err(BrokerError::Config)?;
+        let alter_log_dirs_quota_window =
+            QuotaWindow::from_properties(&config.static_configs, "alter.log.dirs.replication.")
+                .map_err(BrokerError::Config)?;
         let previous_broker_epoch = take_clean_shutdown_epoch(&config)?;
         let (own_raft, handle, events) = match raft {
             RaftSource::Shared { handle, events } => (None, handle, events),
@@ -279,6 +282,7 @@ impl BrokerServer {
         replica_config.static_configs = config.static_configs.clone();
         replica_config.replica_lag_time_max_ms = config.replica_lag_time_max_ms;
         replica_config.replication_quota_window = replication_quota_window;
+        replica_config.alter_log_dirs_quota_window = alter_log_dirs_quota_window;
         replica_config.dynamic_configs = published.dynamic_configs.clone();
         replica_config.fetcher.listener_name = config
             .inter_broker_listener_name

@@ -225,7 +225,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(B, "num.network.threads", THREADS),
     honoured_static(B, "num.partitions", "the controller's CreateTopics, from the properties file"),
     no_effect(B, "num.replica.fetchers", "one fetcher task per source broker; a thread count only tunes performance"),
-    no_effect(B, "replica.alter.log.dirs.io.max.bytes.per.second", "moving a replica between log dirs is not throttled; accepted so kafka-reassign-partitions can set and clear it"),
+    honoured(B, "replica.alter.log.dirs.io.max.bytes.per.second", "the copy of a replica into its future log in another log dir (AlterReplicaLogDirs), replica/replication_quota.rs"),
     honoured(B, "unclean.leader.election.enable", "as the default of unclean.leader.election.enable"),
     // Static broker configs (the node's properties file only).
     honoured(S, "advertised.listeners", "what Metadata advertises"),

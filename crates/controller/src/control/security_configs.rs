@@ -432,7 +432,7 @@ const QUOTAS: &str = "client quota enforcement, from the properties file";
 const REPLICATION_QUOTA: &str =
     "the replication throttles' windows (replica/replication_quota.rs), from the properties file";
 const ALTER_LOG_DIRS_QUOTA: &str =
-    "moving a replica between log dirs is not throttled (replica.alter.log.dirs.io.max.bytes.per.second has no effect)";
+    "the window of replica.alter.log.dirs.io.max.bytes.per.second (replica/replication_quota.rs), from the properties file";
 const TOKENS: &str = "delegation tokens are not built (delegation.token.secret.key is refused)";
 const TOKENS_NOT_BUILT: &str = "delegation tokens are not built";
 const PROTOCOL_MAP: &str = "each listener's security protocol, from the properties file";
@@ -446,12 +446,12 @@ use ConfigScope::{Broker as B, StaticBroker as S};
 /// scope, read-only ones in the static scope.
 pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "allow.everyone.if.no.acl.found", AUTHORIZER),
-    no_effect(
+    honoured(
         S,
         "alter.log.dirs.replication.quota.window.num",
         ALTER_LOG_DIRS_QUOTA,
     ),
-    no_effect(
+    honoured(
         S,
         "alter.log.dirs.replication.quota.window.size.seconds",
         ALTER_LOG_DIRS_QUOTA,

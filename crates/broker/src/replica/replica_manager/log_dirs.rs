@@ -38,6 +38,9 @@ use crate::replica::partition::{FutureStep, Partition, PartitionError};
 const COPY_BYTES: usize = 1024 * 1024;
 /// How long the copier waits for new data when it has nothing to copy.
 const IDLE_WAIT: Duration = Duration::from_millis(200);
+/// How long a copier over `replica.alter.log.dirs.io.max.bytes.per.second` waits before it
+/// looks at the quota again.
+const QUOTA_BACKOFF: Duration = Duration::from_millis(100);
 
 /// One log of a log dir as DescribeLogDirs reports it.
 struct DirLog {
@@ -280,6 +283,16 @@ impl ReplicaManager {
     async fn copy_to_future(self: Arc<Self>, hosted: Arc<HostedPartition>) {
         let tp = hosted.tp.clone();
         loop {
+            // Kafka's ReplicaAlterLogDirsThread fetches nothing while over
+            // `replica.alter.log.dirs.io.max.bytes.per.second`.
+            if self
+                .replication_quotas
+                .alter_log_dirs
+                .is_quota_exceeded(unix_ms() as u64)
+            {
+                tokio::time::sleep(QUOTA_BACKOFF).await;
+                continue;
+            }
             let notified = Arc::clone(&hosted.changed).notified_owned();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
@@ -336,7 +349,12 @@ impl ReplicaManager {
                 let _ = tokio::time::timeout(IDLE_WAIT, notified).await;
                 continue;
             }
+            let copied = bytes.len();
             let appended = hosted.lock().append_to_future(at, bytes, unix_ms());
+            self.replication_quotas.alter_log_dirs.record_throttled(
+                [(tp.topic.as_str(), tp.partition, copied)],
+                unix_ms() as u64,
+            );
             if let Err(e) = appended {
                 self.abandon_move(&hosted, &e);
                 return;

@@ -83,6 +83,8 @@ pub struct ReplicaManagerConfig {
     pub fetcher: FetcherConfig,
     /// `replication.quota.window.num` × `replication.quota.window.size.seconds`.
     pub replication_quota_window: QuotaWindow,
+    /// `alter.log.dirs.replication.quota.window.num` × `...window.size.seconds`.
+    pub alter_log_dirs_quota_window: QuotaWindow,
     /// The dynamic configs the replication throttles read (rates and throttled replicas);
     /// an unfed handle throttles nothing.
     pub dynamic_configs: DynamicConfigs,
@@ -99,6 +101,7 @@ impl ReplicaManagerConfig {
             retention_check_interval: Duration::from_millis(300_000),
             fetcher: FetcherConfig::new(broker_id),
             replication_quota_window: QuotaWindow::default(),
+            alter_log_dirs_quota_window: QuotaWindow::default(),
             dynamic_configs: DynamicConfigs::new(broker_id),
         }
     }
@@ -152,6 +155,7 @@ impl ReplicaManager {
         let log_manager = LogManager::open(config.log_dirs.clone())?;
         let replication_quotas = Arc::new(ReplicationQuotas::new(
             config.replication_quota_window,
+            config.alter_log_dirs_quota_window,
             config.dynamic_configs.clone(),
         ));
         log_metrics::install_flush_timer();

@@ -97,3 +97,28 @@ fn samples_older_than_the_window_set_are_forgotten() {
     assert!(!q.is_quota_exceeded(11_000));
     assert_eq!(q.byte_rate(11_000), 0.0);
 }
+
+#[test]
+fn the_alter_log_dirs_quota_throttles_every_copy_once_its_rate_is_set() {
+    let window = QuotaWindow {
+        samples: 10,
+        size_seconds: 1,
+    };
+    let mut q = ReplicationQuota::new(1, ReplicationSide::AlterLogDirs, window);
+    assert_eq!(
+        ReplicationSide::AlterLogDirs.rate_config(),
+        "replica.alter.log.dirs.io.max.bytes.per.second"
+    );
+    // No replicas list: every future log's copy counts, and a topic config changes nothing.
+    q.set_topic_replicas("t", Some("0:1"));
+    assert!(q.is_throttled("t", 0) && q.is_throttled("u", 7));
+    q.record(1_000_000, 1500);
+    assert!(!q.is_quota_exceeded(1500), "unlimited until a rate is set");
+    q.set_rate(Some(100));
+    assert!(q.is_quota_exceeded(1500));
+    q.set_rate(Some(i64::MAX));
+    assert!(
+        !q.is_quota_exceeded(1500),
+        "Long.MAX_VALUE is Kafka's unlimited"
+    );
+}
