@@ -245,8 +245,16 @@ async fn a_failing_partition_is_marked_uncleanable_and_the_others_are_cleaned() 
         assert!(v.starts_with(b"round-9-"), "{v:?}");
     }
     assert_eq!(end(&tp(GOOD)).0, good_end, "cleaning keeps the log end");
-    let checkpoint = std::fs::read_to_string(dir.path().join("cleaner-offset-checkpoint")).unwrap();
-    assert!(checkpoint.contains("good 0 "), "{checkpoint}");
+    // The cleaned log is visible before the cleaner writes its checkpoint file: wait for it.
+    let checkpoint_path = dir.path().join("cleaner-offset-checkpoint");
+    let checkpoint = loop {
+        let text = std::fs::read_to_string(&checkpoint_path).unwrap_or_default();
+        if text.contains("good 0 ") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "checkpoint: {text:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert!(!checkpoint.contains("bad 0 "), "{checkpoint}");
 
     // The bad partition is left as it was, files and all, and is not tried again: new
