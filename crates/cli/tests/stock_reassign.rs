@@ -342,17 +342,27 @@ fn kafka_reassign_partitions_moves_a_topic_onto_a_third_broker_under_acks_all_lo
     assert!(node(4).partition_dir(topic, 0).exists());
     // Completion moves leadership only off a removed leader (as Kafka); the preferred
     // replica takes over on a preferred election (`kafka-leader-election`).
-    let elected = tool(
-        "org.apache.kafka.tools.LeaderElectionCommand",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--election-type",
-            "PREFERRED",
-            "--all-topic-partitions",
-        ],
-    );
-    assert!(elected.status.success(), "{}", text(&elected));
+    // NOT_CONTROLLER is retriable and Kafka's tool leaves the retry to its caller (the test
+    // controller renounces once when a metadata batch outgrows its 4 KiB test segments).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let elected = tool(
+            "org.apache.kafka.tools.LeaderElectionCommand",
+            &[
+                "--bootstrap-server",
+                &bootstrap,
+                "--election-type",
+                "PREFERRED",
+                "--all-topic-partitions",
+            ],
+        );
+        if elected.status.success() {
+            break;
+        }
+        let retriable = String::from_utf8_lossy(&elected.stderr).contains("NotControllerException");
+        assert!(retriable && Instant::now() < deadline, "{}", text(&elected));
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let shape = describe(&bootstrap, topic);

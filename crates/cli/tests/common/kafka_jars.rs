@@ -442,11 +442,7 @@ fn kafka_tool(args: &[&str]) -> String {
 pub fn kafka_cluster(root: &Path, brokers: i32, extra: &str) -> (KafkaNode, Vec<KafkaNode>) {
     let node = |id: i32| KafkaNode {
         id,
-        port: std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port(),
+        port: super::free_port(),
         dir: root.join(format!("kafka-{id}")),
         child: None,
         starts: 0,

@@ -119,12 +119,28 @@ impl Drop for Node {
     }
 }
 
+/// A port no one listens on, for a node started later. Taken below Linux's ephemeral range
+/// (32768–60999), where no outgoing connection of a concurrent test can grab it between this
+/// call and the node's bind (ports from `bind(0)` could be, and were), and never handed out
+/// twice by one test process; test binaries running at once start at different points.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            n < SPAN,
+            "free_port: every port of {FIRST}..{} handed out",
+            FIRST + SPAN
+        );
+        let port = (FIRST + start.wrapping_add(n) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Runs `kraftd args` to completion; panics unless it succeeds; its stdout.
