@@ -240,7 +240,21 @@ fn a_throttled_follower_catches_up_slowly_until_the_throttle_is_removed() {
     // Five seconds more than the unthrottled topic needed (all of its time to start and
     // catch up included), the throttled ones are still behind: 256 KiB/s lets through a
     // fraction of their 8 MiB.
-    while free_done.elapsed() < Duration::from_secs(5) {
+    // Checked at every poll, not once at the end.
+    loop {
+        for i in 0..2 {
+            let have = log_bytes(&brokers[1], topics[i]);
+            assert!(
+                have < full[i],
+                "{}: {:.1} s after the unthrottled topic, the throttled follower has {have} of {} bytes already",
+                topics[i],
+                free_done.elapsed().as_secs_f64(),
+                full[i]
+            );
+        }
+        if free_done.elapsed() >= Duration::from_secs(5) {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     eprintln!(
@@ -248,15 +262,6 @@ fn a_throttled_follower_catches_up_slowly_until_the_throttle_is_removed() {
         free_done.elapsed().as_secs_f64(),
         topics.map(|t| log_bytes(&brokers[1], t))
     );
-    for i in 0..2 {
-        let have = log_bytes(&brokers[1], topics[i]);
-        assert!(
-            have < full[i],
-            "{}: the throttled follower has {have} of {} bytes already",
-            topics[i],
-            full[i]
-        );
-    }
 
     // Throttles off: both catch up.
     configs(
