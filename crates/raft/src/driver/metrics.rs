@@ -272,25 +272,25 @@ impl RaftMetrics {
             "kafka_raft_metrics_current_state{{node=\"{node_id}\",state=\"{}\"}} 1",
             self.current_state
         );
-        let _ = writeln!(out, "# TYPE kafka_raft_metrics_requests_sent_total counter");
-        for (to, d) in &self.destinations {
-            let _ = writeln!(
-                out,
-                "kafka_raft_metrics_requests_sent_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
-                d.requests_sent
-            );
-        }
-        let _ = writeln!(
+        // One counter series per destination.
+        let per_destination = |out: &mut String, name: &str, value: &dyn Fn(&_) -> u64| {
+            let _ = writeln!(out, "# TYPE kafka_raft_metrics_{name} counter");
+            for (to, d) in &self.destinations {
+                let _ = writeln!(
+                    out,
+                    "kafka_raft_metrics_{name}{{node=\"{node_id}\",destination=\"{to}\"}} {}",
+                    value(d)
+                );
+            }
+        };
+        per_destination(out, "requests_sent_total", &|d: &DestinationMetrics| {
+            d.requests_sent
+        });
+        per_destination(
             out,
-            "# TYPE kafka_raft_metrics_responses_received_total counter"
+            "responses_received_total",
+            &|d: &DestinationMetrics| d.responses_received,
         );
-        for (to, d) in &self.destinations {
-            let _ = writeln!(
-                out,
-                "kafka_raft_metrics_responses_received_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
-                d.responses_received
-            );
-        }
         let _ = writeln!(out, "# TYPE kafka_raft_metrics_destination_info gauge");
         for (to, d) in &self.destinations {
             let _ = writeln!(
@@ -299,17 +299,9 @@ impl RaftMetrics {
                 d.address
             );
         }
-        let _ = writeln!(
-            out,
-            "# TYPE kafka_raft_metrics_request_failures_total counter"
-        );
-        for (to, d) in &self.destinations {
-            let _ = writeln!(
-                out,
-                "kafka_raft_metrics_request_failures_total{{node=\"{node_id}\",destination=\"{to}\"}} {}",
-                d.request_failures
-            );
-        }
+        per_destination(out, "request_failures_total", &|d: &DestinationMetrics| {
+            d.request_failures
+        });
         let _ = writeln!(
             out,
             "# TYPE kafka_raft_metrics_response_errors_total counter"
