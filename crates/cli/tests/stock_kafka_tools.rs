@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::{formatted_quorum, kafka_jars, stop_gracefully, Node, BIN};
@@ -29,7 +29,7 @@ fn kraftd_quorum(bootstrap: &str, flags: &[&str]) -> Output {
 }
 
 /// Kafka's `MetadataQuorumCommand` with `args`, killed after `limit`.
-fn kafka_quorum(classpath: &str, dir: &Path, args: &[&str], limit: Duration) -> Output {
+fn kafka_quorum(dir: &Path, args: &[&str], limit: Duration) -> Output {
     // Fail within the test's patience rather than the admin client's 60 s default.
     let config = dir.join("admin.properties");
     std::fs::write(
@@ -39,36 +39,10 @@ fn kafka_quorum(classpath: &str, dir: &Path, args: &[&str], limit: Duration) -> 
          request.timeout.ms=10000\n",
     )
     .unwrap();
-    let child = Command::new("java")
-        .arg(kafka_jars::log4j_option())
-        .args([
-            "-cp",
-            classpath,
-            "org.apache.kafka.tools.MetadataQuorumCommand",
-        ])
-        .arg("--command-config")
-        .arg(&config)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("java starts");
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                return;
-            }
-        }
-        // Only our own child, by its pid.
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = watchdog.join();
-    out
+    let config = config.to_str().expect("a UTF-8 temp path");
+    let mut all = vec!["--command-config", config];
+    all.extend(args);
+    kafka_jars::run_tool_within("org.apache.kafka.tools.MetadataQuorumCommand", &all, limit)
 }
 
 fn text(out: &Output) -> (String, String) {
@@ -258,9 +232,8 @@ fn kraftd_metadata_quorum_describes_three_controllers() {
 /// setup the stock-tool test relies on works on this machine.
 #[test]
 fn kafka_metadata_quorum_tool_runs_from_the_fetched_jars() {
-    let classpath = kafka_jars::classpath();
     let dir = tempfile::tempdir().unwrap();
-    let out = kafka_quorum(&classpath, dir.path(), &["--help"], Duration::from_secs(60));
+    let out = kafka_quorum(dir.path(), &["--help"], Duration::from_secs(60));
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(
@@ -271,7 +244,8 @@ fn kafka_metadata_quorum_tool_runs_from_the_fetched_jars() {
 
 #[test]
 fn kafka_metadata_quorum_describes_kraftd_controllers() {
-    let classpath = kafka_jars::classpath();
+    // The jars first, so their fetch is not counted against the tool's time limit.
+    kafka_jars::classpath();
     let root = tempfile::tempdir().unwrap();
     let (cluster_id, mut nodes, ours) = start_quorum(root.path());
     let ours = status_fields(&ours);
@@ -282,7 +256,6 @@ fn kafka_metadata_quorum_describes_kraftd_controllers() {
         let address = node.address();
         let limit = Duration::from_secs(60);
         let out = kafka_quorum(
-            &classpath,
             root.path(),
             &["--bootstrap-controller", &address, "describe", "--status"],
             limit,
@@ -307,7 +280,6 @@ fn kafka_metadata_quorum_describes_kraftd_controllers() {
         assert!(kafka_hw >= our_hw, "{stdout}");
 
         let out = kafka_quorum(
-            &classpath,
             root.path(),
             &[
                 "--bootstrap-controller",

@@ -84,6 +84,11 @@ pub fn dump_log_segment(segment: &Path) -> (bool, String, String) {
 /// not exited after 90 s is killed (only our own child, by its pid) so a hung tool fails its
 /// test instead of stalling the suite.
 pub fn run_tool(class: &str, args: &[&str]) -> std::process::Output {
+    run_tool_within(class, args, Duration::from_secs(90))
+}
+
+/// [`run_tool`] with its own time limit.
+pub fn run_tool_within(class: &str, args: &[&str], limit: Duration) -> std::process::Output {
     let child = Command::new("java")
         .arg(log4j_option())
         .args(["-cp", &classpath(), class])
@@ -95,7 +100,7 @@ pub fn run_tool(class: &str, args: &[&str]) -> std::process::Output {
         .expect("java starts");
     let pid = child.id();
     let watchdog = std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(90);
+        let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
             if !Path::new(&format!("/proc/{pid}")).exists() {
