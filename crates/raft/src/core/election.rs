@@ -17,6 +17,7 @@ use tracing::{debug, info};
 use super::log::RaftLog;
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
 use super::role::{is_log_up_to_date, Role};
+use super::voter_set::ReplicaKey;
 use super::{single_partition, RaftCore};
 
 impl<L: RaftLog> RaftCore<L> {
@@ -74,7 +75,11 @@ impl<L: RaftLog> RaftCore<L> {
             respond(self, ErrorCode::InvalidRequest, false);
             return;
         }
-        if !self.is_voter() || !self.voters.contains(&candidate) || candidate == self.node_id {
+        let candidate_key = ReplicaKey::new(candidate, p.replica_directory_id);
+        if !self.is_voter()
+            || !self.voter_set().is_voter(candidate_key)
+            || candidate == self.node_id
+        {
             respond(self, ErrorCode::InconsistentVoterSet, false);
             return;
         }
@@ -86,7 +91,7 @@ impl<L: RaftLog> RaftCore<L> {
         if p.replica_epoch > self.epoch() {
             self.become_unattached(now_ms, p.replica_epoch, None);
         }
-        if req.voter_id >= 0 && req.voter_id != self.node_id {
+        if !self.is_valid_voter_key(req.voter_id, p.voter_directory_id) {
             respond(self, ErrorCode::InvalidVoterKey, false);
             return;
         }
@@ -159,7 +164,7 @@ impl<L: RaftLog> RaftCore<L> {
         if self.maybe_follow(now_ms, p.leader_id, p.leader_epoch) {
             return;
         }
-        if p.leader_epoch != self.epoch() || !self.voters.contains(&from) {
+        if p.leader_epoch != self.epoch() || !self.is_voter_id(from) {
             return;
         }
         let granted = p.error_code == ErrorCode::None.code() && p.vote_granted;
@@ -211,11 +216,11 @@ impl<L: RaftLog> RaftCore<L> {
             (None, Some(p)) => {
                 if p.leader_epoch < self.epoch() {
                     ErrorCode::FencedLeaderEpoch
-                } else if p.leader_id == self.node_id || !self.voters.contains(&p.leader_id) {
+                } else if p.leader_id == self.node_id || !self.is_voter_id(p.leader_id) {
                     ErrorCode::InconsistentVoterSet
                 } else {
                     self.maybe_follow(now_ms, p.leader_id, p.leader_epoch);
-                    if req.voter_id >= 0 && req.voter_id != self.node_id {
+                    if !self.is_valid_voter_key(req.voter_id, p.voter_directory_id) {
                         // Meant for another replica (KIP-853's voter key check).
                         ErrorCode::InvalidVoterKey
                     } else {
@@ -274,7 +279,7 @@ impl<L: RaftLog> RaftCore<L> {
             match part {
                 None => ErrorCode::InvalidRequest,
                 Some(p) if p.leader_epoch < self.epoch() => ErrorCode::FencedLeaderEpoch,
-                Some(p) if p.leader_id == self.node_id || !self.voters.contains(&p.leader_id) => {
+                Some(p) if p.leader_id == self.node_id || !self.is_voter_id(p.leader_id) => {
                     ErrorCode::InconsistentVoterSet
                 }
                 Some(p) => {
@@ -350,6 +355,22 @@ impl<L: RaftLog> RaftCore<L> {
         self.maybe_follow(now_ms, p.leader_id, p.leader_epoch);
     }
 
+    /// KIP-853's voter key check of Vote and BeginQuorumEpoch: a request meant for
+    /// replica (`voter_id`, `directory_id`) is for this node when the id is ours (or -1, an
+    /// old peer) and the directory id ours (or zero, none sent).
+    fn is_valid_voter_key(&self, voter_id: i32, directory_id: kraftd_protocol::Uuid) -> bool {
+        (voter_id < 0 || voter_id == self.node_id)
+            && (directory_id == kraftd_protocol::Uuid::ZERO
+                || directory_id == self.config.directory_id)
+    }
+
+    /// The directory id the voter set records for `id` (zero when none).
+    pub(super) fn directory_id_of(&self, id: i32) -> kraftd_protocol::Uuid {
+        self.voter_set()
+            .key(id)
+            .map_or(kraftd_protocol::Uuid::ZERO, |k| k.directory_id)
+    }
+
     // ----- the messages -----
 
     fn vote_request(&self, to: i32, epoch: i32, pre_vote: bool) -> VoteRequest {
@@ -365,6 +386,8 @@ impl<L: RaftLog> RaftCore<L> {
                     last_offset_epoch: self.log.last_epoch(),
                     last_offset: self.log.end_offset(),
                     pre_vote,
+                    replica_directory_id: self.config.directory_id,
+                    voter_directory_id: self.directory_id_of(to),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -440,6 +463,7 @@ impl<L: RaftLog> RaftCore<L> {
                     partition_index: CLUSTER_METADATA_PARTITION,
                     leader_id: self.node_id,
                     leader_epoch: epoch,
+                    voter_directory_id: self.directory_id_of(to),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -465,6 +489,7 @@ impl<L: RaftLog> RaftCore<L> {
                         .iter()
                         .map(|c| end_quorum_epoch_request::ReplicaInfo {
                             candidate_id: *c,
+                            candidate_directory_id: self.directory_id_of(*c),
                             ..Default::default()
                         })
                         .collect(),

@@ -14,6 +14,7 @@ use tracing::error;
 use super::log::{RaftLog, SnapshotId};
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC_ID};
 use super::role::Role;
+use super::voter_set::ReplicaKey;
 use super::{RaftCore, MAX_PARKED_FETCHES};
 
 /// A fetcher's position against the leader's log.
@@ -51,8 +52,18 @@ impl<L: RaftLog> RaftCore<L> {
         if position == FetchPosition::Valid && replica >= 0 && replica != self.node_id {
             let leader_end = self.log.end_offset();
             let timeout = self.config.check_quorum_timeout_ms();
+            let key = ReplicaKey::new(replica, p.replica_directory_id);
+            let is_voter_key = self.voter_set().is_voter(key);
             if let Role::Leader(l) = self.quorum.role_mut() {
-                l.record_fetch(replica, p.fetch_offset, leader_end, now_ms, timeout);
+                l.record_fetch(
+                    replica,
+                    p.replica_directory_id,
+                    is_voter_key,
+                    p.fetch_offset,
+                    leader_end,
+                    now_ms,
+                    timeout,
+                );
             }
             self.maybe_advance_leader_hw(now_ms);
         }
@@ -220,6 +231,7 @@ impl<L: RaftLog> RaftCore<L> {
         if majority > current {
             self.set_high_watermark(majority);
             self.complete_parked(now_ms, false);
+            self.maybe_complete_voter_change(now_ms);
         } else if majority < current {
             error!(
                 node = self.node_id,

@@ -27,7 +27,7 @@ impl<L: RaftLog> RaftCore<L> {
 
     fn bootstrap_servers(&self) -> Vec<i32> {
         let list: Vec<i32> = if self.config.bootstrap_servers.is_empty() {
-            self.voters.iter().copied().collect()
+            self.voter_set().ids().collect()
         } else {
             self.config.bootstrap_servers.clone()
         };
@@ -281,6 +281,7 @@ impl<L: RaftLog> RaftCore<L> {
             );
             self.log.truncate_to(target);
             self.log.flush();
+            self.on_truncated(now_ms, target);
             return;
         }
         if p.snapshot_id.end_offset >= 0 || p.snapshot_id.epoch >= 0 {
@@ -288,7 +289,7 @@ impl<L: RaftLog> RaftCore<L> {
                 end_offset: p.snapshot_id.end_offset,
                 epoch: p.snapshot_id.epoch,
             };
-            self.on_fetch_snapshot_id(from, epoch, id, backoff);
+            self.on_fetch_snapshot_id(now_ms, from, epoch, id, backoff);
             return;
         }
         if let Some(records) = p.records.filter(|r| !r.is_empty()) {
@@ -297,12 +298,13 @@ impl<L: RaftLog> RaftCore<L> {
                 self.fetch_backoff_until_ms = backoff;
                 return;
             }
-            if let Err(e) = self.log.append_as_follower(records, epoch) {
+            if let Err(e) = self.log.append_as_follower(records.clone(), epoch) {
                 warn!(node = self.node_id, from, error = %e, "fetched batches refused");
                 self.fetch_backoff_until_ms = backoff;
                 return;
             }
             self.log.flush();
+            self.on_appended_as_follower(now_ms, &records);
         }
         if p.high_watermark >= 0 {
             self.leader_high_watermark = self.leader_high_watermark.max(p.high_watermark);
@@ -365,6 +367,7 @@ impl<L: RaftLog> RaftCore<L> {
                     log_start_offset: self.log.start_offset(),
                     partition_max_bytes: self.config.fetch_max_bytes.min(i32::MAX as usize) as i32,
                     high_watermark: self.high_watermark,
+                    replica_directory_id: self.config.directory_id,
                     ..Default::default()
                 }],
                 ..Default::default()

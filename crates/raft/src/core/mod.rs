@@ -60,16 +60,19 @@ pub mod message;
 pub mod quorum_state;
 pub mod rng;
 pub mod role;
+pub mod voter_history;
+pub mod voter_set;
 
 mod election;
 mod fetch;
 mod follower;
 mod listener;
+mod membership;
 mod poll;
 mod snapshot;
 mod transition;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use kraftd_protocol::records::RecordBatchBuilder;
@@ -80,12 +83,15 @@ use self::config::RaftConfig;
 use self::endpoints::{Endpoint, LearnedEndpoint};
 use self::fetch::ParkedFetch;
 use self::log::{LogError, RaftLog, SnapshotId};
+pub use self::membership::VoterChangeError;
 use self::message::{ApiKind, RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
 use self::quorum_state::{QuorumState, QuorumStateData};
 use self::rng::Rng;
 pub use self::role::RoleName;
 use self::role::{LeaderState, RequestTracker, Role};
 use self::snapshot::SnapshotDownload;
+use self::voter_history::VoterHistory;
+use self::voter_set::VoterSet;
 
 /// The most Fetch requests one leader parks at once; more are answered at once.
 pub const MAX_PARKED_FETCHES: usize = 1024;
@@ -120,6 +126,15 @@ pub enum Output {
     /// `id.end_offset`) instead of the batches it replaces; `Committed` batches resume from
     /// its end offset. At most once per incarnation and snapshot, before those batches.
     Snapshot { id: SnapshotId, bytes: Bytes },
+    /// The voter change accepted with `token` ([`RaftCore::add_voter`],
+    /// [`RaftCore::remove_voter`], [`RaftCore::update_voter`]) is answered: NONE once its
+    /// VotersRecord committed, REQUEST_TIMED_OUT past its deadline, NOT_LEADER_OR_FOLLOWER
+    /// when this node stopped leading first.
+    VoterChangeDone {
+        token: u64,
+        error: ErrorCode,
+        message: Option<String>,
+    },
 }
 
 /// A committed record batch.
@@ -177,7 +192,8 @@ pub enum RaftError {
 pub struct RaftCore<L: RaftLog> {
     config: RaftConfig,
     node_id: i32,
-    voters: BTreeSet<i32>,
+    /// The voter sets over the log (KIP-853); the latest is in effect.
+    voters: VoterHistory,
     log: L,
     rng: Rng,
     quorum: QuorumState,
@@ -219,8 +235,10 @@ pub struct RaftCore<L: RaftLog> {
 }
 
 impl<L: RaftLog> RaftCore<L> {
-    /// A node `node_id` of a quorum with the static `voters` (it is an observer when not one
-    /// of them), restored from `persisted` and `log`.
+    /// A node `node_id` of a quorum with the static `voters` (`controller.quorum.voters`,
+    /// `kraft.version` 0; empty for a dynamic quorum, whose voter set comes from the latest
+    /// snapshot, the bootstrap checkpoint included, and the log), restored from `persisted`
+    /// and `log`. It is an observer when its key is not a voter's.
     pub fn new(
         config: RaftConfig,
         node_id: i32,
@@ -230,10 +248,14 @@ impl<L: RaftLog> RaftCore<L> {
         seed: u64,
         now_ms: u64,
     ) -> Self {
-        let voters: BTreeSet<i32> = voters.into_iter().collect();
-        assert!(!voters.is_empty(), "a quorum needs at least one voter");
+        let ids: Vec<i32> = voters.into_iter().collect();
+        let static_set = (!ids.is_empty())
+            .then(|| VoterSet::from_static(ids, &config.voter_endpoints, &config.listener_name));
+        let mut voters = VoterHistory::new(static_set);
+        membership::load_history(&log, &mut voters);
         let mut rng = Rng::new(seed ^ (node_id as u64).wrapping_mul(0x1000_0000_01b3));
-        let is_voter = voters.contains(&node_id);
+        let local_key = voter_set::ReplicaKey::new(node_id, config.directory_id);
+        let is_voter = voters.latest().is_voter(local_key);
         let deadline = now_ms + random_election_timeout(&config, &mut rng);
         let quorum =
             QuorumState::initialize(node_id, is_voter, persisted, log.last_epoch(), deadline);
@@ -277,7 +299,7 @@ impl<L: RaftLog> RaftCore<L> {
             r.end_quorum = RequestTracker::new(others.clone(), now_ms);
             r.preferred_successors = others;
         }
-        if core.voters.len() == 1 && is_voter {
+        if core.voter_set().len() == 1 && is_voter {
             // A lone voter need not wait for anyone: it elects itself at once.
             match core.quorum.role_mut() {
                 Role::Unattached(u) => u.election_deadline_ms = Some(now_ms),
@@ -294,6 +316,10 @@ impl<L: RaftLog> RaftCore<L> {
 
     pub fn node_id(&self) -> i32 {
         self.node_id
+    }
+
+    pub fn config(&self) -> &RaftConfig {
+        &self.config
     }
 
     pub fn is_voter(&self) -> bool {
@@ -313,9 +339,14 @@ impl<L: RaftLog> RaftCore<L> {
     /// configuration wins for a static voter: the operator wrote the address this node can
     /// reach, while an advertised one may be unroutable from here (the D2 case) or stale.
     pub fn leader_endpoint(&self, id: i32) -> Option<Endpoint> {
+        let own = (id == self.node_id)
+            .then(|| self.config.local_listeners.get(&self.config.listener_name))
+            .flatten();
         self.config
             .voter_endpoints
             .get(&id)
+            .or(own)
+            .or_else(|| self.voter_set().endpoint(id, &self.config.listener_name))
             .or_else(|| self.learned_endpoints.get(&id).map(|l| &l.endpoint))
             .cloned()
     }
@@ -546,13 +577,26 @@ impl<L: RaftLog> RaftCore<L> {
         if found != id.epoch || end < id.end_offset {
             return Err(refused("the epoch does not hold the end offset"));
         }
+        // KIP-853: a snapshot of a dynamic quorum carries the kraft.version and voter set at
+        // its last contained offset in its header batch, as Kafka's `createSnapshot` writes
+        // them, or the set would be lost with the log before it.
+        let last = id.end_offset - 1;
+        let kraft = self.voters.kraft_version_at(last);
+        if kraft >= 1 {
+            let voters = self.voters.voters_at(last).map(|s| s.to_record());
+            let with = crate::snapshot::with_kraft_control(data, kraft, voters)
+                .map_err(|e| refused(&format!("adding the voter set: {e}")))?;
+            return self.log.store_snapshot(id, &with);
+        }
         self.log.store_snapshot(id, data)
     }
 
     /// Deletes the log below the latest snapshot (whole batches or segments); returns the
     /// new log start offset. A fetcher below it is sent the snapshot.
     pub fn delete_log_before_latest_snapshot(&mut self) -> i64 {
-        self.log.delete_before_latest_snapshot()
+        let start = self.log.delete_before_latest_snapshot();
+        self.voters.truncate_old_entries(start);
+        start
     }
 
     /// Graceful shutdown of a leader: resign and tell the voters (a no-op otherwise).
@@ -586,7 +630,7 @@ impl<L: RaftLog> RaftCore<L> {
         else {
             return;
         };
-        if leader_id == self.node_id || !self.voters.contains(&leader_id) || epoch < self.epoch() {
+        if leader_id == self.node_id || !self.is_voter_id(leader_id) || epoch < self.epoch() {
             return;
         }
         if endpoints::learn(&mut self.learned_endpoints, leader_id, epoch, endpoint) {
@@ -601,9 +645,8 @@ impl<L: RaftLog> RaftCore<L> {
     }
 
     fn other_voters(&self) -> Vec<i32> {
-        self.voters
-            .iter()
-            .copied()
+        self.voter_set()
+            .ids()
             .filter(|v| *v != self.node_id)
             .collect()
     }
