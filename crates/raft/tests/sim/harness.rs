@@ -174,6 +174,8 @@ pub struct Sim {
     /// LeaderChange, Snapshot) is also queued here with its node, for a state machine driven
     /// on top of the simulator (`tests/tests/controller_sim`).
     pub listener_outputs: Option<Vec<(i32, Output)>>,
+    /// Voter changes answered (KIP-853): (leader, token, error).
+    pub voter_changes_done: Vec<(i32, u64, kraftd_protocol::ErrorCode)>,
 }
 
 impl Sim {
@@ -208,6 +210,7 @@ impl Sim {
             capture: false,
             captured: Vec::new(),
             listener_outputs: record_listener_outputs.then(Vec::new),
+            voter_changes_done: Vec::new(),
         };
         let ids: Vec<i32> = sim
             .cfg
@@ -788,6 +791,9 @@ impl Sim {
                 }
                 Output::Committed(b) => self.on_committed(id, b),
                 Output::Snapshot { id: snap, bytes } => self.on_snapshot(id, snap, bytes),
+                Output::VoterChangeDone { token, error, .. } => {
+                    self.voter_changes_done.push((id, token, error));
+                }
                 Output::LeaderChange { epoch, leader_id } => {
                     if self.trace {
                         let c = self.nodes[&id].core.as_ref().expect("up");
