@@ -119,6 +119,12 @@ impl<L: RaftLog> RaftCore<L> {
         self.voter_set().contains_id(id)
     }
 
+    /// A dynamic quorum (KIP-853): no static `controller.quorum.voters`, or `kraft.version`
+    /// ≥ 1 (the set in the log rules).
+    pub(super) fn is_dynamic_quorum(&self) -> bool {
+        !self.voters.has_static_voters() || self.kraft_version() >= 1
+    }
+
     /// Whether a voter change is in flight at this leader.
     pub fn voter_change_pending(&self) -> bool {
         self.leader_state()

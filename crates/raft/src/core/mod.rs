@@ -630,7 +630,8 @@ impl<L: RaftLog> RaftCore<L> {
         else {
             return;
         };
-        if leader_id == self.node_id || !self.is_voter_id(leader_id) || epoch < self.epoch() {
+        let known = self.is_voter_id(leader_id) || self.is_dynamic_quorum();
+        if leader_id == self.node_id || !known || epoch < self.epoch() {
             return;
         }
         if endpoints::learn(&mut self.learned_endpoints, leader_id, epoch, endpoint) {

@@ -143,8 +143,11 @@ impl<L: RaftLog> RaftCore<L> {
             warn!(node = self.node_id, "ignoring a message at epoch i32::MAX");
             return false;
         }
-        // Only a voter can lead; a hint naming anyone else is no hint.
-        let leader_id = if self.is_voter_id(leader_id) {
+        // Only a voter can lead; a hint naming anyone else is no hint. In a dynamic quorum
+        // (KIP-853) this node's voter set may lag the leader's (an observer that has not
+        // read the set yet, a leader added since): any leader named is taken, as Kafka's
+        // `maybeTransition` does.
+        let leader_id = if self.is_voter_id(leader_id) || self.is_dynamic_quorum() {
             leader_id
         } else {
             -1

@@ -75,6 +75,11 @@ impl VoterHistory {
             .map_or(0, |(_, v)| *v)
     }
 
+    /// The offsets of the voter sets read from the log and snapshot, oldest first.
+    pub fn voter_set_offsets(&self) -> impl Iterator<Item = i64> + '_ {
+        self.voters.iter().map(|(o, _)| *o)
+    }
+
     /// Whether the static set is configured.
     pub fn has_static_voters(&self) -> bool {
         self.static_voters.is_some()

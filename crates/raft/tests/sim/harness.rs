@@ -30,6 +30,9 @@ use kraftd_raft::{
     RoleName, SnapshotId,
 };
 
+#[path = "dynamic.rs"]
+mod dynamic;
+
 /// How the network misbehaves; probabilities in per mille.
 #[derive(Debug, Clone)]
 pub struct NetworkFaults {
@@ -66,6 +69,11 @@ pub struct SimConfig {
     pub flush_delay_ms: HashMap<i32, u64>,
     /// Queue listener outputs in [`Sim::listener_outputs`] from the start.
     pub record_listener_outputs: bool,
+    /// KIP-853: a dynamic quorum. Every node has a directory id (a new one after a wipe);
+    /// `voters` are formatted with a bootstrap checkpoint naming them (`kraft.version` 1),
+    /// observers with none; no node has static voters, and the voter set lives in the log.
+    /// Membership changes go through [`Sim::add_voter`] and [`Sim::remove_voter`].
+    pub dynamic: bool,
 }
 
 impl SimConfig {
@@ -80,6 +88,7 @@ impl SimConfig {
             initial_state: None,
             flush_delay_ms: HashMap::new(),
             record_listener_outputs: false,
+            dynamic: false,
         }
     }
 }
@@ -94,6 +103,8 @@ struct Node {
     listener_next: i64,
     last_hw: i64,
     last_epoch: i32,
+    /// KIP-853: the directory id of its disk (zero in a static quorum).
+    directory_id: kraftd_protocol::Uuid,
 }
 
 struct Packet {
@@ -163,7 +174,7 @@ pub struct Sim {
     max_hw: i64,
     /// Every vote ever persisted, by (node, epoch), kept across wipes: a voter that lost its
     /// `quorum-state` must still never vote twice in one epoch.
-    votes_cast: HashMap<(i32, i32), i32>,
+    votes_cast: HashMap<(i32, kraftd_protocol::Uuid, i32), i32>,
     pub trace: bool,
     /// Responses that came after their request was given up (or twice): dropped.
     pub responses_dropped: u64,
@@ -219,9 +230,14 @@ impl Sim {
             .chain(sim.cfg.observers.iter())
             .copied()
             .collect();
-        for id in ids {
+        for id in &ids {
+            let directory_id = if sim.cfg.dynamic {
+                sim.new_directory_id()
+            } else {
+                kraftd_protocol::Uuid::ZERO
+            };
             sim.nodes.insert(
-                id,
+                *id,
                 Node {
                     core: None,
                     disk: Some(MemoryLog::new()),
@@ -230,8 +246,14 @@ impl Sim {
                     listener_next: 0,
                     last_hw: 0,
                     last_epoch: 0,
+                    directory_id,
                 },
             );
+        }
+        if sim.cfg.dynamic {
+            sim.format_initial_voters();
+        }
+        for id in ids {
             sim.start(id);
         }
         sim
@@ -315,10 +337,17 @@ impl Sim {
         }
         self.queue
             .retain(|Reverse((_, seq))| self.packets.contains_key(seq));
+        let directory_id = if self.cfg.dynamic {
+            self.new_directory_id()
+        } else {
+            kraftd_protocol::Uuid::ZERO
+        };
         let node = self.nodes.get_mut(&id).expect("known node");
         node.disk = Some(MemoryLog::new());
         node.durable = None;
         node.last_epoch = 0;
+        // A new disk is a new directory: not the voter the old one was (KIP-853).
+        node.directory_id = directory_id;
     }
 
     /// Whether voter `id` may lose its disk and quorum state now without breaking Raft's
@@ -682,10 +711,25 @@ impl Sim {
             .seed
             .wrapping_mul(31)
             .wrapping_add(node.incarnation);
+        let static_voters: Vec<i32> = if self.cfg.dynamic {
+            raft.directory_id = node.directory_id;
+            // `controller.quorum.bootstrap.servers`: every controller.
+            raft.bootstrap_servers = self
+                .cfg
+                .voters
+                .iter()
+                .chain(self.cfg.observers.iter())
+                .copied()
+                .collect();
+            raft.local_listeners = dynamic::listeners(id);
+            Vec::new()
+        } else {
+            self.cfg.voters.clone()
+        };
         let core = RaftCore::new(
             raft,
             id,
-            self.cfg.voters.iter().copied(),
+            static_voters,
             node.durable,
             log,
             seed,
@@ -917,7 +961,9 @@ impl Sim {
             }
         }
         if d.voted_id >= 0 {
-            match self.votes_cast.get(&(id, d.leader_epoch)) {
+            // One vote per voter key and epoch: a node with a new disk is another key.
+            let key = (id, self.nodes[&id].directory_id, d.leader_epoch);
+            match self.votes_cast.get(&key) {
                 Some(v) if *v != d.voted_id => {
                     let v = *v;
                     self.violation(
@@ -930,7 +976,7 @@ impl Sim {
                 }
                 Some(_) => {}
                 None => {
-                    self.votes_cast.insert((id, d.leader_epoch), d.voted_id);
+                    self.votes_cast.insert(key, d.voted_id);
                 }
             }
         }
@@ -1078,6 +1124,9 @@ impl Sim {
         if hw > 0 {
             self.check_majority_holds(id, hw);
         }
+        if self.cfg.dynamic {
+            self.check_membership(id);
+        }
     }
 
     /// A majority of voters hold, durably, the last batch below `hw` as it was committed.
@@ -1085,6 +1134,11 @@ impl Sim {
         let Some((&base, (_, bytes))) = self.committed.range(..hw).next_back() else {
             return;
         };
+        if self.cfg.dynamic {
+            let bytes = bytes.clone();
+            self.check_no_majority_lacks(id, base, &bytes);
+            return;
+        }
         let bytes = bytes.clone();
         let holders = self
             .cfg
