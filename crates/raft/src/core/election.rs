@@ -76,10 +76,16 @@ impl<L: RaftLog> RaftCore<L> {
             return;
         }
         let candidate_key = ReplicaKey::new(candidate, p.replica_directory_id);
-        if !self.is_voter()
-            || !self.voter_set().is_voter(candidate_key)
-            || candidate == self.node_id
-        {
+        // KIP-853: in a dynamic quorum a replica answers whatever its own view of the voter
+        // set (a voter just added may not have read the VotersRecord that made it one, and
+        // without its vote no leader could be elected to send it); the voter key check
+        // below says whether the request is meant for it. A static quorum checks both.
+        let membership_ok = if self.is_dynamic_quorum() {
+            candidate != self.node_id
+        } else {
+            self.is_voter() && self.voter_set().is_voter(candidate_key) && candidate != self.node_id
+        };
+        if !membership_ok {
             respond(self, ErrorCode::InconsistentVoterSet, false);
             return;
         }
@@ -216,7 +222,9 @@ impl<L: RaftLog> RaftCore<L> {
             (None, Some(p)) => {
                 if p.leader_epoch < self.epoch() {
                     ErrorCode::FencedLeaderEpoch
-                } else if p.leader_id == self.node_id || !self.is_voter_id(p.leader_id) {
+                } else if p.leader_id == self.node_id
+                    || !(self.is_voter_id(p.leader_id) || self.is_dynamic_quorum())
+                {
                     ErrorCode::InconsistentVoterSet
                 } else {
                     self.maybe_follow(now_ms, p.leader_id, p.leader_epoch);
@@ -279,7 +287,10 @@ impl<L: RaftLog> RaftCore<L> {
             match part {
                 None => ErrorCode::InvalidRequest,
                 Some(p) if p.leader_epoch < self.epoch() => ErrorCode::FencedLeaderEpoch,
-                Some(p) if p.leader_id == self.node_id || !self.is_voter_id(p.leader_id) => {
+                Some(p)
+                    if p.leader_id == self.node_id
+                        || !(self.is_voter_id(p.leader_id) || self.is_dynamic_quorum()) =>
+                {
                     ErrorCode::InconsistentVoterSet
                 }
                 Some(p) => {

@@ -181,7 +181,14 @@ impl<L: RaftLog> RaftCore<L> {
             );
         }
         let others: BTreeSet<i32> = set.ids().filter(|id| *id != self.node_id).collect();
+        let check_quorum_ms = self.config.check_quorum_timeout_ms();
         if let Role::Leader(l) = self.quorum.role_mut() {
+            if l.voters.keys().ne(others.iter()) || l.local_is_voter != is_voter {
+                // A new majority to hear from: the check-quorum timer starts again (a lone
+                // voter's had no one to reset it).
+                l.fetched_since_check.clear();
+                l.check_quorum_deadline_ms = now_ms + check_quorum_ms;
+            }
             l.set_voters(&others, is_voter);
             for id in &others {
                 if l.voters[id].last_fetch_ms.is_none() {

@@ -344,6 +344,14 @@ pub fn run_dynamic_seed(seed: u64, rounds: u32) -> Result<DynamicRun, String> {
         } else {
             None
         };
+        if sim.trace {
+            println!(
+                "t={} round {round}: change {choice} of {} -> {result:?}, voters now {:?}",
+                sim.now_ms,
+                set,
+                sim.voter_set().map(|s| s.to_string())
+            );
+        }
         match result {
             Some(ErrorCode::None) => run.changes += 1,
             Some(_) => run.refused += 1,
