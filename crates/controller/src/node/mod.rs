@@ -14,6 +14,7 @@
 pub mod apis;
 mod authz;
 mod event_loop;
+mod kraft_version;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

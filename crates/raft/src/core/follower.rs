@@ -25,12 +25,23 @@ impl<L: RaftLog> RaftCore<L> {
         }
     }
 
+    /// `controller.quorum.bootstrap.servers`, else the voters. In a dynamic quorum the
+    /// voters of the set in effect come after the configured entries (KIP-853: a voter
+    /// removed, or a node whose only bootstrap entry is itself, still finds the leader
+    /// through the set its log holds).
     fn bootstrap_servers(&self) -> Vec<i32> {
-        let list: Vec<i32> = if self.config.bootstrap_servers.is_empty() {
+        let mut list: Vec<i32> = if self.config.bootstrap_servers.is_empty() {
             self.voter_set().ids().collect()
         } else {
             self.config.bootstrap_servers.clone()
         };
+        if !self.config.bootstrap_servers.is_empty() && self.is_dynamic_quorum() {
+            for id in self.voter_set().ids() {
+                if !list.contains(&id) {
+                    list.push(id);
+                }
+            }
+        }
         list.into_iter().filter(|b| *b != self.node_id).collect()
     }
 

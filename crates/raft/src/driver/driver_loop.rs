@@ -456,6 +456,13 @@ impl DriverLoop {
                 version,
                 reply,
             } => self.on_voter_change(now, request, version, reply),
+            NetEvent::UpgradeKRaftVersion {
+                version,
+                validate_only,
+                reply,
+            } => {
+                let _ = reply.send(self.core.upgrade_kraft_version(now, version, validate_only));
+            }
             NetEvent::Request {
                 from,
                 correlation_id,

@@ -183,9 +183,14 @@ impl RaftDriver {
         if !config.bootstrap_servers.is_empty() {
             raft.bootstrap_servers = config.bootstrap_servers.iter().map(|b| b.id).collect();
         }
-        raft.directory_id = config.directory_id;
-        raft.auto_join = config.auto_join;
-        raft.local_listeners = config.local_listeners.clone();
+        // Either place may carry them (a node's `RaftConfig` or the driver's own fields).
+        if config.directory_id != kraftd_protocol::Uuid::ZERO {
+            raft.directory_id = config.directory_id;
+        }
+        raft.auto_join |= config.auto_join;
+        if !config.local_listeners.is_empty() {
+            raft.local_listeners = config.local_listeners.clone();
+        }
         if raft.local_listeners.is_empty() {
             if let Some(own) = config.voters.get(&node_id) {
                 raft.local_listeners

@@ -13,6 +13,7 @@ use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::core::message::{ApiKind, RaftMessage};
+use crate::core::VoterChangeError;
 use crate::transport::{InboundRequest, RequestHandler};
 
 /// Network input for the driver loop.
@@ -43,6 +44,12 @@ pub(super) enum NetEvent {
         request: VoterChangeRequest,
         version: i16,
         reply: oneshot::Sender<ResponseBody>,
+    },
+    /// `kraft.version` through UpdateFeatures (KIP-853's upgrade).
+    UpgradeKRaftVersion {
+        version: i16,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<bool, VoterChangeError>>,
     },
 }
 
@@ -183,6 +190,30 @@ impl RequestHandler for RaftRequestRouter {
 }
 
 impl RaftRequestRouter {
+    /// Upgrades `kraft.version` at this node's Raft leader ([`RaftHandle::upgrade_kraft_version`]
+    /// for a listener that holds the router, not the handle: the controller's
+    /// UpdateFeatures of `kraft.version`).
+    ///
+    /// [`RaftHandle::upgrade_kraft_version`]: super::RaftHandle::upgrade_kraft_version
+    pub async fn upgrade_kraft_version(
+        &self,
+        version: i16,
+        validate_only: bool,
+    ) -> Result<bool, VoterChangeError> {
+        let stopped = || VoterChangeError {
+            code: kraftd_protocol::ErrorCode::NotLeaderOrFollower,
+            message: "the raft driver has stopped".to_string(),
+        };
+        let (reply, rx) = oneshot::channel();
+        let event = NetEvent::UpgradeKRaftVersion {
+            version,
+            validate_only,
+            reply,
+        };
+        self.tx.send(event).await.map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+
     async fn voter_change(
         &self,
         request: VoterChangeRequest,
