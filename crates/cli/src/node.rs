@@ -455,6 +455,11 @@ fn controller_config(
         }
     }
     raft_timeouts(config, &mut c.raft)?;
+    // KIP-853: the metadata log directory's `directory.id` is this controller's voter key.
+    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
+        c.raft.directory_id = format::parse_uuid(&meta.directory_id)?;
+    }
+    c.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
     c.server = server_config(config)?;
     c.client_security = config
         .controller_listener_names

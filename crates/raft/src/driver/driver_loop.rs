@@ -92,6 +92,8 @@ pub(super) struct DriverLoop {
     /// KIP-853 voter changes waiting for the core's answer, by token.
     pub(super) voter_changes: HashMap<u64, super::voter_changes::PendingChange>,
     pub(super) next_voter_token: u64,
+    /// This node's own UpdateRaftVoter / auto-join request to the leader.
+    pub(super) own_voter_change: super::voter_changes::OwnVoterChange,
 }
 
 impl std::fmt::Debug for DriverLoop {
@@ -188,6 +190,7 @@ impl DriverLoop {
                     // Republished by the drain below, decayed to `now`.
                     self.counters.sensors.measure_poll_idle();
                     self.counters.metrics_refresh_ms = now + metrics::METRICS_REFRESH_MS;
+                    self.maybe_request_own_voter_change(now);
                 }
                 Input::Flushed(done) => self.on_flushed(now, done),
             }

@@ -270,6 +270,7 @@ impl RaftDriver {
             stop_reason: Arc::clone(&stop_reason),
             voter_changes: HashMap::new(),
             next_voter_token: 0,
+            own_voter_change: Default::default(),
         };
         let first_events = (0..config.early_subscribers)
             .map(|_| events.subscribe())

@@ -9,17 +9,33 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use kraftd_protocol::messages::{
-    update_raft_voter_response, AddRaftVoterResponse, DescribeQuorumResponse,
-    RemoveRaftVoterResponse, UpdateRaftVoterResponse,
+    add_raft_voter_request, update_raft_voter_request, update_raft_voter_response,
+    AddRaftVoterRequest, AddRaftVoterResponse, DescribeQuorumResponse, RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse,
 };
-use kraftd_protocol::{ErrorCode, ResponseBody};
+use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
 use tokio::sync::oneshot;
+use tracing::{debug, info};
 
 use super::driver_loop::DriverLoop;
 use super::router::VoterChangeRequest;
 use crate::core::endpoints::Endpoint;
 use crate::core::voter_set::{ReplicaKey, VoterNode};
+use crate::transport::Channel;
+
+/// How long a node waits between its own voter-change requests to the leader.
+pub(super) const OWN_VOTER_CHANGE_BACKOFF_MS: u64 = 2_000;
+
+/// This node's own requests to the leader (UpdateRaftVoter, auto-join): one at a time.
+#[derive(Debug, Default)]
+pub(super) struct OwnVoterChange {
+    pub(super) next_ms: u64,
+    pub(super) in_flight: Arc<AtomicBool>,
+}
 
 /// Which response a voter change owes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +199,135 @@ impl DriverLoop {
                 })
             }
         }
+    }
+
+    /// What this node asks of the leader about itself (Kafka's `pollFollowerAsVoter` and
+    /// auto-join, KIP-853 / KIP-1186), at most one request at a time and one per
+    /// [`OWN_VOTER_CHANGE_BACKOFF_MS`], only with `kraft.version` ≥ 1, a directory id and
+    /// listeners of its own, and a leader known:
+    /// - a voter whose entry in the set differs from its listeners or supported versions
+    ///   sends UpdateRaftVoter;
+    /// - with `controller.quorum.auto.join.enable`, an observer that has caught up with the
+    ///   leader's HW sends RemoveRaftVoter of a stale key with its id (another directory id)
+    ///   first, then AddRaftVoter of itself.
+    pub(super) fn maybe_request_own_voter_change(&mut self, now: u64) {
+        if now < self.own_voter_change.next_ms
+            || self.own_voter_change.in_flight.load(Ordering::Acquire)
+        {
+            return;
+        }
+        let core = &self.core;
+        let Some(leader) = core.leader_id() else {
+            return;
+        };
+        let local = core.local_voter_node();
+        if core.kraft_version() < 1
+            || leader == self.node_id
+            || local.listeners.is_empty()
+            || !local.key.has_directory_id()
+        {
+            return;
+        }
+        let cluster_id = Some(core.config().cluster_id.clone());
+        let set = core.voter_set();
+        let (version, body) = if core.is_voter() {
+            let Some(entry) = set.node(self.node_id) else {
+                return;
+            };
+            if entry.listeners == local.listeners
+                && entry.supported_kraft_versions == local.supported_kraft_versions
+            {
+                return;
+            }
+            let request = UpdateRaftVoterRequest {
+                cluster_id,
+                current_leader_epoch: core.epoch(),
+                voter_id: self.node_id,
+                voter_directory_id: local.key.directory_id,
+                listeners: local
+                    .listeners
+                    .iter()
+                    .map(|(name, e)| update_raft_voter_request::Listener {
+                        name: name.clone(),
+                        host: e.host.clone(),
+                        port: e.port,
+                        ..Default::default()
+                    })
+                    .collect(),
+                k_raft_version_feature: update_raft_voter_request::KRaftVersionFeature {
+                    min_supported_version: local.supported_kraft_versions.0,
+                    max_supported_version: local.supported_kraft_versions.1,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            (0, RequestBody::UpdateRaftVoter(request))
+        } else if core.config().auto_join {
+            let leader_hw = core.leader_high_watermark();
+            if leader_hw <= 0 || core.high_watermark() < leader_hw {
+                return;
+            }
+            match set.key(self.node_id) {
+                Some(stale) => (
+                    0,
+                    RequestBody::RemoveRaftVoter(RemoveRaftVoterRequest {
+                        cluster_id,
+                        voter_id: self.node_id,
+                        voter_directory_id: stale.directory_id,
+                        ..Default::default()
+                    }),
+                ),
+                None => (
+                    1,
+                    RequestBody::AddRaftVoter(AddRaftVoterRequest {
+                        cluster_id,
+                        timeout_ms: core.config().request_timeout_ms.min(i32::MAX as u64) as i32,
+                        voter_id: self.node_id,
+                        voter_directory_id: local.key.directory_id,
+                        listeners: local
+                            .listeners
+                            .iter()
+                            .map(|(name, e)| add_raft_voter_request::Listener {
+                                name: name.clone(),
+                                host: e.host.clone(),
+                                port: e.port,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ack_when_committed: true,
+                        ..Default::default()
+                    }),
+                ),
+            }
+        } else {
+            return;
+        };
+        let Some(address) = core.leader_endpoint(leader).map(|e| e.address()) else {
+            return;
+        };
+        self.own_voter_change.next_ms = now + OWN_VOTER_CHANGE_BACKOFF_MS;
+        self.own_voter_change
+            .in_flight
+            .store(true, Ordering::Release);
+        let in_flight = Arc::clone(&self.own_voter_change.in_flight);
+        let channel = Channel::spawn(address, self.client.clone());
+        let node_id = self.node_id;
+        info!(node = node_id, api = ?body.key(), leader, "asking the leader to change this node's voter entry");
+        tokio::spawn(async move {
+            let outcome = channel.call(1, version, body).await;
+            let code = match &outcome {
+                Ok(ResponseBody::AddRaftVoter(r)) => Some(r.error_code),
+                Ok(ResponseBody::RemoveRaftVoter(r)) => Some(r.error_code),
+                Ok(ResponseBody::UpdateRaftVoter(r)) => Some(r.error_code),
+                _ => None,
+            };
+            debug!(
+                node = node_id,
+                ?code,
+                "the leader answered this node's voter change"
+            );
+            in_flight.store(false, Ordering::Release);
+        });
     }
 
     /// DescribeQuorum v2's `Nodes`: each voter of the leader's answer with its listeners from

@@ -253,3 +253,99 @@ async fn a_standalone_quorum_grows_to_three_voters_and_shrinks_back_to_one() {
         n.shutdown().await.ok();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_controllers_with_auto_join_add_themselves_and_a_new_disk_replaces_its_old_key() {
+    let root = tempfile::tempdir().unwrap();
+    let mut ports = BTreeMap::new();
+    let mut listeners_by_id = BTreeMap::new();
+    for id in 1..=3 {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        ports.insert(id, l.local_addr().unwrap().port());
+        listeners_by_id.insert(id, l);
+    }
+    let dir = |id: i32| root.path().join(format!("node-{id}/__cluster_metadata-0"));
+    format_standalone(&dir(1), 1, ports[&1]);
+    let bootstrap =
+        parse_bootstrap_servers(&format!("127.0.0.1:{}", ports[&1]), &BTreeMap::new()).unwrap();
+    let no_voters: BTreeMap<i32, VoterEndpoint> = BTreeMap::new();
+    let node_config = |id: i32, directory: Uuid, incarnation: u64| {
+        let mut c = config(id, &no_voters, &dir(id), incarnation);
+        c.directory_id = directory;
+        c.local_listeners = listeners(ports[&id]);
+        c.bootstrap_servers = bootstrap.clone();
+        c.auto_join = true;
+        c
+    };
+    let mut nodes = BTreeMap::new();
+    for (id, l) in listeners_by_id {
+        let d = RaftDriver::start(node_config(id, directory_id(id), 0), l)
+            .await
+            .unwrap();
+        nodes.insert(id, d);
+        if id == 1 {
+            wait(&nodes[&1], "node 1 to lead", |m| {
+                m.current_state == "leader"
+            })
+            .await;
+        }
+    }
+    let mut corr = 0;
+    // The voters as the current leader reports them.
+    async fn voters_now(ports: &BTreeMap<i32, u16>, corr: &mut i32) -> Vec<(i32, Uuid)> {
+        for port in ports.values() {
+            let admin = Channel::spawn(format!("127.0.0.1:{port}"), ClientConfig::new("admin"));
+            let Ok(ResponseBody::DescribeQuorum(d)) =
+                tokio::time::timeout(Duration::from_secs(2), call(&admin, corr, 2, describe()))
+                    .await
+            else {
+                continue;
+            };
+            let p = &d.topics[0].partitions[0];
+            if p.error_code == 0 {
+                let mut v: Vec<(i32, Uuid)> = p
+                    .current_voters
+                    .iter()
+                    .map(|v| (v.replica_id, v.replica_directory_id))
+                    .collect();
+                v.sort();
+                return v;
+            }
+        }
+        Vec::new()
+    }
+    let all_three: Vec<(i32, Uuid)> = (1..=3).map(|id| (id, directory_id(id))).collect();
+    let by = Instant::now() + Duration::from_secs(30);
+    while voters_now(&ports, &mut corr).await != all_three {
+        assert!(Instant::now() < by, "nodes 2 and 3 never joined");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Node 3's disk is replaced: it comes back with a new directory id, an observer, and
+    // removes its old key then adds its new one by itself.
+    nodes.remove(&3).unwrap().kill().await;
+    std::fs::remove_dir_all(dir(3)).unwrap();
+    let new_id = Uuid([0x77; 16]);
+    let l3 = TcpListener::bind(("127.0.0.1", ports[&3])).await.unwrap();
+    nodes.insert(
+        3,
+        RaftDriver::start(node_config(3, new_id, 1), l3)
+            .await
+            .unwrap(),
+    );
+    let replaced = vec![(1, directory_id(1)), (2, directory_id(2)), (3, new_id)];
+    let by = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = voters_now(&ports, &mut corr).await;
+        if now == replaced {
+            break;
+        }
+        assert!(
+            Instant::now() < by,
+            "node 3's new disk never replaced its key: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (_, n) in nodes {
+        n.shutdown().await.ok();
+    }
+}
