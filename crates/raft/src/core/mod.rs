@@ -49,6 +49,9 @@
 //! - `snapshot.rs` — FetchSnapshot on both sides (KIP-630);
 //! - `endpoints.rs` — KIP-853 leader endpoints: filled into what is sent, learned from
 //!   what is received;
+//! - `membership.rs` — KIP-853: the voter-set history kept in step with the log, this
+//!   node's voter status, the leader's AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter and
+//!   the `kraft.version` upgrade (the data: [`voter_set`], [`voter_history`]);
 //! - `listener.rs` — what listeners are told: committed batches, snapshots, leader changes;
 //! - `describe_quorum.rs` — DescribeQuorum.
 
