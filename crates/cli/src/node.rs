@@ -460,6 +460,24 @@ fn controller_config(
         c.raft.directory_id = format::parse_uuid(&meta.directory_id)?;
     }
     c.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
+    // KIP-853: the controller listener this node names itself by in a voter set (advertised,
+    // else bound with a host).
+    if let Some(name) = config.controller_listener_names.first() {
+        let own = config
+            .advertised_listeners
+            .iter()
+            .chain(config.listeners.iter())
+            .find(|l| &l.name == name && !l.host.is_empty());
+        if let Some(l) = own {
+            c.raft.local_listeners.insert(
+                name.clone(),
+                kraftd_raft::core::endpoints::Endpoint {
+                    host: l.host.clone(),
+                    port: l.port,
+                },
+            );
+        }
+    }
     c.server = server_config(config)?;
     c.client_security = config
         .controller_listener_names

@@ -504,6 +504,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
     def("controller.listener.names", STRING)
         .doc("A comma-separated list of the names of the listeners used by the controller."),
+    def("controller.quorum.auto.join.enable", BOOLEAN)
+        .default("false")
+        .doc("Controls whether a KRaft controller should automatically join the cluster metadata partition for its cluster id."),
     def("controller.quorum.bootstrap.servers", ANY_LIST)
         .default("")
         .doc("List of endpoints to use for bootstrapping the cluster metadata."),
