@@ -17,6 +17,10 @@
 //! `cargo xtask bench reassign`: the time to move partitions onto a new broker with
 //! `kafka-reassign-partitions --execute --throttle`, beside Kafka's (`reassign.rs`).
 //!
+//! `cargo xtask bench failover`: kill -9 of the active controller, then CreateTopics through
+//! a broker until one succeeds, rounds of it, kraftd beside Kafka, with kraftd's time broken
+//! down by step from its logs (`failover.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -49,6 +53,7 @@
 
 mod cleaner;
 mod cluster;
+mod failover;
 mod groups;
 mod kafka;
 mod kraftd;
@@ -66,6 +71,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use cleaner::{cleaner, CleanerArgs};
+use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
 use reassign::{reassign, ReassignArgs};
@@ -100,6 +106,9 @@ enum What {
     /// The time to move partitions onto a new broker with kafka-reassign-partitions
     /// --execute --throttle, beside Apache Kafka 4.4.0's.
     Reassign(ReassignArgs),
+    /// kill -9 of the active controller, then CreateTopics through a broker until one
+    /// succeeds: rounds of it, kraftd beside Apache Kafka 4.4.0, kraftd's time by step.
+    Failover(FailoverArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -111,5 +120,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Tls(args) => tls(root, args),
         What::RequestMetrics(args) => request_metrics(root, args),
         What::Reassign(args) => reassign(root, args),
+        What::Failover(args) => failover(root, args),
     }
 }

@@ -1,5 +1,7 @@
 //! Elections (KIP-595 with KIP-996's pre-vote): sending Vote requests for a prospective or
-//! a candidate, granting or refusing them, counting the answers; and the leader's notices
+//! a candidate, granting or refusing them, counting the answers; a voter that lost its
+//! connection to the leader starting its pre-vote at once (the crash failover rule, below);
+//! and the leader's notices
 //! around its epoch, BeginQuorumEpoch (a new leader announces itself) and EndQuorumEpoch (a
 //! resigning leader names its preferred successors). Kafka's `KafkaRaftClient`
 //! `handleVoteRequest`, `handleVoteResponse`, `handleBeginQuorumEpochRequest`,
@@ -21,6 +23,38 @@ use super::voter_set::ReplicaKey;
 use super::{single_partition, RaftCore};
 
 impl<L: RaftLog> RaftCore<L> {
+    // ----- the crash failover rule -----
+
+    /// The driver's report that the connection to `peer` closed and a reconnect was refused
+    /// (a crashed process: its kernel closes its sockets and refuses new ones). A voter that
+    /// follows `peer` as its leader starts a pre-vote at once instead of waiting out
+    /// `fetch.timeout.ms`. Safe and harmless to a live leader by KIP-996's rule: a voter
+    /// grants a pre-vote only when it too has lost the leader (it is Prospective, Unattached
+    /// or a candidate, or a follower that has not fetched from its leader in this epoch), so
+    /// one whose fetches succeed refuses it and the leader keeps its term; the pre-vote moves
+    /// no epoch, and the real vote keeps Raft's safety. Anyone else (an observer, a node that
+    /// follows another leader or none) ignores it: an observer's failed fetch already moves
+    /// it to a bootstrap server.
+    pub fn handle_leader_connection_lost(&mut self, now_ms: u64, peer: i32) {
+        if self.fatal.is_some() {
+            return;
+        }
+        let is_voter = self.is_voter();
+        if let Role::Follower(f) = self.quorum.role() {
+            if is_voter && f.leader_id == peer {
+                info!(
+                    node = self.node_id,
+                    epoch = f.epoch,
+                    leader = peer,
+                    "connection to the leader lost; starting a pre-vote"
+                );
+                self.stats.connection_loss_pre_votes += 1;
+                self.become_prospective(now_ms);
+            }
+        }
+        self.poll(now_ms);
+    }
+
     // ----- Vote -----
 
     pub(super) fn send_vote_requests(&mut self, now_ms: u64, pre_vote: bool) {
@@ -107,7 +141,22 @@ impl<L: RaftLog> RaftCore<L> {
             self.log.last_epoch(),
             self.log.end_offset(),
         );
+        // Two prospectives with the same log would grant each other's pre-vote and then
+        // split the real vote (both candidates, each voting for itself) and wait out an
+        // election timeout: the tie goes to the lower id. The higher one's pre-vote is
+        // refused here, and it is asked again for ours, which it grants (again even if it
+        // answered already: that answer may be a refusal from before it lost the leader).
+        let same_log =
+            (p.last_offset_epoch, p.last_offset) == (self.log.last_epoch(), self.log.end_offset());
+        let yields_to_us = p.pre_vote
+            && same_log
+            && candidate > self.node_id
+            && matches!(self.quorum.role(), Role::Prospective(_));
+        if yields_to_us {
+            self.vote_requests.ask_again(candidate, now_ms);
+        }
         let granted = match self.quorum.role() {
+            Role::Prospective(_) if yields_to_us => false,
             Role::Unattached(s) => s.can_grant_vote(candidate, up_to_date, p.pre_vote),
             Role::Prospective(s) => s.can_grant_vote(candidate, up_to_date, p.pre_vote),
             Role::Candidate(s) => s.can_grant_vote(up_to_date, p.pre_vote),

@@ -8,7 +8,9 @@
 //! 2. Feed inputs as they happen, each with the current time: [`RaftCore::handle_message`]
 //!    for an inbound request or response, [`RaftCore::handle_request_failed`] when a request
 //!    timed out or its destination is unreachable (the driver owns `request.timeout.ms`, and
-//!    drops a response that comes after it gave up on the request), [`RaftCore::propose`] for
+//!    drops a response that comes after it gave up on the request),
+//!    [`RaftCore::handle_leader_connection_lost`] when a connection closed and a reconnect
+//!    was refused (the peer's process is gone), [`RaftCore::propose`] for
 //!    records to append, and [`RaftCore::handle_timeout`] when the deadline of
 //!    [`RaftCore::poll_timeout`] passes.
 //! 3. After every input, drain [`RaftCore::poll_output`] until `None`, acting on each output
@@ -156,6 +158,9 @@ pub struct RaftStats {
     /// Fetch replies with NOT_LEADER_OR_FOLLOWER: a node keeps asking one that is not the
     /// leader (the signal that found seed 003's stuck observer).
     pub not_leader_or_follower_replies: u64,
+    /// Pre-votes started because the connection to the leader was lost (the crash
+    /// failover rule), not by `fetch.timeout.ms`.
+    pub connection_loss_pre_votes: u64,
 }
 
 /// How often the repeated NOT_LEADER_OR_FOLLOWER warning may be logged.

@@ -486,6 +486,7 @@ impl DriverLoop {
                 correlation_id,
                 kind,
                 result,
+                peer_gone,
             } => match result {
                 Ok(msg) => {
                     if let RaftMessage::FetchResponse(r) = &msg {
@@ -515,6 +516,9 @@ impl DriverLoop {
                         .request_failures += 1;
                     self.core
                         .handle_request_failed(now, from, correlation_id, kind);
+                    if peer_gone {
+                        self.core.handle_leader_connection_lost(now, from);
+                    }
                 }
             },
         }
@@ -681,6 +685,7 @@ impl DriverLoop {
         }
         let tx = self.results_tx.clone();
         let on_reply = Box::new(move |outcome: Result<ResponseBody, ClientError>| {
+            let peer_gone = outcome.as_ref().is_err_and(ClientError::is_peer_gone);
             let result = match outcome {
                 Ok(body) => {
                     raft_response(body).ok_or_else(|| "response of another api".to_string())
@@ -692,6 +697,7 @@ impl DriverLoop {
                 correlation_id,
                 kind,
                 result,
+                peer_gone,
             });
         });
         if let Err(e) = channel.send_with(correlation_id, kind.version(), body, on_reply) {

@@ -30,6 +30,9 @@ pub(super) enum NetEvent {
         correlation_id: i32,
         kind: ApiKind,
         result: Result<RaftMessage, String>,
+        /// The request failed because the destination's process is gone (its connection
+        /// closed and a reconnect was refused): the core hears of it.
+        peer_gone: bool,
     },
     /// Answered by the driver from the core's state (not a core input).
     DescribeQuorum {

@@ -15,6 +15,14 @@
 //! holds, and [`Sim::wipe_unchecked`] exists for the scenario that shows what happens when
 //! it does not.
 //!
+//! A crash ([`Sim::crash`]) is a process's: its kernel closes its connections, so every node
+//! with a request in flight to it learns that the connection closed (after the network's
+//! delay, or never when that notice is lost), and a later request to it is refused at once
+//! while it is down; both reach the core as the driver reports them, the request failed and
+//! [`RaftCore::handle_leader_connection_lost`]. [`Sim::crash_silent`] is a machine's loss:
+//! no notice, requests time out. [`Sim::notify_connection_lost`] delivers a notice that is
+//! false (a live peer), for the rule's safety under spurious signals.
+//!
 //! The driver side of the core's contract lives here too: request timeouts
 //! (`controller.quorum.request.timeout.ms`) are tracked per outstanding request, and a
 //! response that arrives after its request was given up is dropped, as Kafka's
@@ -105,6 +113,9 @@ struct Node {
     last_epoch: i32,
     /// KIP-853: the directory id of its disk (zero in a static quorum).
     directory_id: kraftd_protocol::Uuid,
+    /// While down: its host refuses connections (a crashed process), rather than being
+    /// silent (a lost machine).
+    refuses: bool,
 }
 
 struct Packet {
@@ -153,6 +164,10 @@ pub struct Sim {
     /// crash before one is due loses what it would have made durable.
     flushes: Vec<(u64, i32, u64)>,
     next_seq: u64,
+    /// Connection-loss notices due: (due, node, its incarnation, the peer it lost).
+    conn_lost: Vec<(u64, i32, u64, i32)>,
+    /// Notices delivered to an up node.
+    pub connection_notices: u64,
     outstanding: Vec<Outstanding>,
     /// Links cut: (from, to).
     blocked: HashSet<(i32, i32)>,
@@ -201,6 +216,8 @@ impl Sim {
             packets: HashMap::new(),
             flushes: Vec::new(),
             next_seq: 0,
+            conn_lost: Vec::new(),
+            connection_notices: 0,
             outstanding: Vec::new(),
             blocked: HashSet::new(),
             slow: HashMap::new(),
@@ -247,6 +264,7 @@ impl Sim {
                     last_hw: 0,
                     last_epoch: 0,
                     directory_id,
+                    refuses: false,
                 },
             );
         }
@@ -283,10 +301,39 @@ impl Sim {
             .map(|(id, _)| *id)
     }
 
-    /// Kills a node: its unflushed data is lost, its quorum-state file survives.
+    /// Kills a node's process: its unflushed data is lost, its quorum-state file survives,
+    /// and its peers with a request in flight to it learn that the connection closed (each
+    /// after the network's delay, unless the network loses the notice); while it is down, a
+    /// request to it is refused.
     pub fn crash(&mut self, id: i32) {
+        if !self.is_up(id) {
+            return;
+        }
+        let mut peers: Vec<i32> = self
+            .outstanding
+            .iter()
+            .filter(|o| o.to == id && o.from != id && !self.blocked.contains(&(id, o.from)))
+            .map(|o| o.from)
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        self.crash_silent(id);
+        self.nodes.get_mut(&id).expect("known node").refuses = true;
+        for peer in peers {
+            if self.rng.below(1000) < self.cfg.network.drop_per_mille {
+                continue;
+            }
+            let delay = self.network_delay(id, peer);
+            self.schedule_connection_lost(peer, id, self.now_ms + delay);
+        }
+    }
+
+    /// Kills a node as a lost machine would go: no notice reaches its peers, and requests to
+    /// it time out. Its unflushed data is lost, its quorum-state file survives.
+    pub fn crash_silent(&mut self, id: i32) {
         let node = self.nodes.get_mut(&id).expect("known node");
         let Some(core) = node.core.take() else { return };
+        node.refuses = false;
         if self.trace {
             println!(
                 "t={} node {id}: crash (leo {}, flushed {})",
@@ -299,6 +346,54 @@ impl Sim {
         log.crash();
         node.disk = Some(log);
         self.outstanding.retain(|o| o.from != id);
+    }
+
+    /// `node` is told its connection to `peer` closed and could not be made again, whether
+    /// or not `peer` is down (a false notice when it is up).
+    pub fn notify_connection_lost(&mut self, node: i32, peer: i32) {
+        self.schedule_connection_lost(node, peer, self.now_ms);
+    }
+
+    fn schedule_connection_lost(&mut self, node: i32, peer: i32, due: u64) {
+        let incarnation = self.nodes[&node].incarnation;
+        self.conn_lost.push((due, node, incarnation, peer));
+    }
+
+    /// A message's delay from `from` to `to` under the current network.
+    fn network_delay(&mut self, from: i32, to: i32) -> u64 {
+        let net = &self.cfg.network;
+        let (min, max) = (net.delay_min_ms, net.delay_max_ms);
+        min + self.rng.below(max.saturating_sub(min) + 1)
+            + self.slow.get(&(from, to)).copied().unwrap_or(0)
+    }
+
+    /// A due notice: the driver fails the requests in flight to `peer` and reports the loss.
+    fn deliver_connection_lost(&mut self, node: i32, incarnation: u64, peer: i32) {
+        let now = self.now_ms;
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if n.incarnation != incarnation {
+            return;
+        }
+        let Some(core) = n.core.as_mut() else { return };
+        let failed: Vec<Outstanding> = {
+            let (gone, keep) = std::mem::take(&mut self.outstanding)
+                .into_iter()
+                .partition(|o| o.from == node && o.to == peer);
+            self.outstanding = keep;
+            gone
+        };
+        for o in failed {
+            core.handle_request_failed(now, o.to, o.correlation_id, o.kind);
+        }
+        core.handle_leader_connection_lost(now, peer);
+        self.connection_notices += 1;
+        if self.trace {
+            println!("t={now} node {node}: connection to {peer} lost");
+        }
+        self.drain(node);
+        self.check_node(node);
     }
 
     /// Kills a node and wipes its disk and quorum-state file; it comes back empty on its
@@ -627,11 +722,13 @@ impl Sim {
             .filter_map(|(id, n)| n.core.as_ref().map(|c| (c.poll_timeout(), *id)))
             .min();
         let next_flush = self.flushes.iter().map(|f| f.0).min();
+        let next_conn = self.conn_lost.iter().map(|c| c.0).min();
         let t = [
             next_packet,
             next_timeout,
             next_node.map(|(t, _)| t),
             next_flush,
+            next_conn,
         ]
         .into_iter()
         .flatten()
@@ -647,7 +744,11 @@ impl Sim {
             "seed {}: event budget exhausted (livelock?)",
             self.cfg.seed
         );
-        if next_flush == Some(t) {
+        if next_conn == Some(t) {
+            let i = self.conn_lost.iter().position(|c| c.0 == t).expect("found");
+            let (_, node, incarnation, peer) = self.conn_lost.remove(i);
+            self.deliver_connection_lost(node, incarnation, peer);
+        } else if next_flush == Some(t) {
             let i = self.flushes.iter().position(|f| f.0 == t).expect("found");
             let (_, id, incarnation) = self.flushes.remove(i);
             let now = self.now_ms;
@@ -885,6 +986,17 @@ impl Sim {
             });
         }
         if self.blocked.contains(&(from, to)) {
+            return;
+        }
+        let refused = self
+            .nodes
+            .get(&to)
+            .is_some_and(|n| n.core.is_none() && n.refuses);
+        if is_request && refused && !self.blocked.contains(&(to, from)) {
+            // A crashed process's port refuses the connect: the request fails at once and
+            // the driver reports the peer gone.
+            let due = self.now_ms + self.network_delay(from, to) + self.network_delay(to, from);
+            self.schedule_connection_lost(from, to, due);
             return;
         }
         let net = self.cfg.network.clone();
