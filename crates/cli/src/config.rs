@@ -57,9 +57,11 @@ pub struct NodeConfig {
     pub props: Properties,
     pub roles: Vec<ProcessRole>,
     pub node_id: i32,
+    /// `controller.quorum.voters`; empty for a dynamic quorum (KIP-853), whose voters come
+    /// from the bootstrap snapshot and the log.
     pub voters: BTreeMap<i32, VoterEndpoint>,
-    /// `controller.quorum.bootstrap.servers` (with static voters only): each entry the voter
-    /// whose endpoint it names, or a negative id (-2, -3, ...) with its own endpoint.
+    /// `controller.quorum.bootstrap.servers`: each entry the static voter whose endpoint it
+    /// names, or a negative id (-2, -3, ...) with its own endpoint.
     pub bootstrap_servers: Vec<VoterEndpoint>,
     pub listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
@@ -161,15 +163,18 @@ impl NodeConfig {
             Some(v) if !v.trim().is_empty() => {
                 parse_voters(v).map_err(|e| anyhow!("{e} (in {source})"))?
             }
-            _ => {
-                if props.get("controller.quorum.bootstrap.servers").is_some() {
-                    bail!(
-                        "controller.quorum.bootstrap.servers (a dynamic quorum, KIP-853) is not \
-                         supported yet; set controller.quorum.voters in {source}"
-                    );
-                }
-                bail!("controller.quorum.voters is not set in {source}");
+            // A dynamic quorum (KIP-853): the voters come from the bootstrap snapshot and
+            // the log, the quorum is found through the bootstrap servers.
+            _ if props
+                .get("controller.quorum.bootstrap.servers")
+                .is_some_and(|v| !v.trim().is_empty()) =>
+            {
+                BTreeMap::new()
             }
+            _ => bail!(
+                "neither controller.quorum.voters nor controller.quorum.bootstrap.servers is set \
+                 in {source}"
+            ),
         };
         let bootstrap_servers = match props.get("controller.quorum.bootstrap.servers") {
             Some(v) => parse_bootstrap_servers(v, &voters)
@@ -362,7 +367,7 @@ impl NodeConfig {
                     self.controller_listener_names.join(",")
                 );
             }
-            if !self.voters.contains_key(&self.node_id) {
+            if !self.voters.is_empty() && !self.voters.contains_key(&self.node_id) {
                 bail!(
                     "node.id {} is a controller but not one of controller.quorum.voters in {source}",
                     self.node_id
@@ -639,14 +644,20 @@ mod tests {
     }
 
     #[test]
-    fn bootstrap_servers_without_voters_stay_refused() {
-        let e = NodeConfig::from_properties(props(
-            "process.roles=broker\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n",
+    fn bootstrap_servers_alone_are_a_dynamic_quorum() {
+        let c = NodeConfig::from_properties(props(
+            "process.roles=controller\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n\
+             listeners=CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n",
         ))
-        .unwrap_err()
-        .to_string();
+        .unwrap();
+        assert!(c.voters.is_empty());
+        assert_eq!(c.bootstrap_servers[0].address(), "c1:9093");
+        let e = NodeConfig::from_properties(props("process.roles=broker\nnode.id=4\n"))
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("KIP-853") && e.contains("controller.quorum.voters"),
+            e.contains("controller.quorum.voters")
+                && e.contains("controller.quorum.bootstrap.servers"),
             "{e}"
         );
     }
