@@ -57,6 +57,8 @@ pub struct NodeConfig {
     pub props: Properties,
     pub roles: Vec<ProcessRole>,
     pub node_id: i32,
+    /// `controller.quorum.voters`; empty for a dynamic quorum (KIP-853), whose voters come
+    /// from the bootstrap snapshot and the log.
     pub voters: BTreeMap<i32, VoterEndpoint>,
     /// `controller.quorum.bootstrap.servers` (with static voters, or alone for a dynamic
     /// quorum, KIP-853): each entry the voter

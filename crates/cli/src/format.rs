@@ -4,8 +4,13 @@
 //! `bootstrap.checkpoint`, the records the first active controller writes to an empty
 //! metadata log: the feature levels, then the `--add-scram` credentials
 //! (UserScramCredentialRecords, as Kafka's `Formatter` appends them; the metadata.version
-//! kraftd formats with supports SCRAM, which needs 3.5-IV2). A node refuses to start on a
-//! directory that is not formatted, or formatted for another node or cluster.
+//! kraftd formats with supports SCRAM, which needs 3.5-IV2). A dynamic quorum's controller
+//! (`--standalone`, `--initial-controllers`, `--no-initial-controllers`: [`dynamic`]) also
+//! gets Kafka's bootstrap snapshot with `kraft.version` and the initial voters, and its
+//! metadata directory's `directory.id` is the one its `--initial-controllers` entry names.
+//! `meta.properties` is written last, so a directory whose format failed is not formatted.
+//! A node refuses to start on a directory that is not formatted, or formatted for another
+//! node or cluster.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -21,6 +26,10 @@ use kraftd_raft::snapshot::{read_snapshot, SnapshotWriter};
 
 use crate::config::NodeConfig;
 use crate::properties::Properties;
+
+pub mod dynamic;
+
+pub use dynamic::QuorumFlag;
 
 /// The file Kafka keeps in every log directory.
 pub const META_PROPERTIES: &str = "meta.properties";
@@ -135,15 +144,18 @@ pub fn all_dirs(config: &NodeConfig) -> Vec<PathBuf> {
 }
 
 /// Formats every directory of `config` for `cluster_id`, with `scram` credentials in the
-/// bootstrap metadata. A directory already formatted for the same cluster and node is left
-/// alone when `ignore_formatted`, else refused.
+/// bootstrap metadata and the quorum `flag` (`--standalone`, `--initial-controllers`,
+/// `--no-initial-controllers`; [`dynamic`]). A directory already formatted for the same
+/// cluster and node is left alone when `ignore_formatted`, else refused.
 pub fn format(
     config: &NodeConfig,
     cluster_id: &str,
     ignore_formatted: bool,
     scram: &[UserScramCredentialRecord],
+    flag: &QuorumFlag,
 ) -> Result<()> {
     check_cluster_id(cluster_id)?;
+    let plan = dynamic::plan(config, flag, || parse_uuid(&random_uuid()?))?;
     for dir in all_dirs(config) {
         if let Some(existing) = MetaProperties::read(&dir)? {
             if ignore_formatted
@@ -161,15 +173,21 @@ pub fn format(
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating log directory {}", dir.display()))?;
+        let is_metadata_dir = dir == config.metadata_log_dir;
+        let directory_id = match plan.own_directory_id(config.node_id) {
+            Some(id) if is_metadata_dir => id.to_base64(),
+            _ => random_uuid()?,
+        };
+        if is_metadata_dir {
+            dynamic::write_bootstrap_snapshot(&dir, &plan)?;
+            write_bootstrap(&dir, scram)?;
+        }
         MetaProperties {
             cluster_id: cluster_id.to_string(),
             node_id: config.node_id,
-            directory_id: random_uuid()?,
+            directory_id,
         }
         .write(&dir)?;
-        if dir == config.metadata_log_dir {
-            write_bootstrap(&dir, scram)?;
-        }
     }
     Ok(())
 }
@@ -270,7 +288,7 @@ pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<String>
 
 /// Writes through a temporary file, fsyncs it, renames it over `path` and fsyncs the
 /// directory, so a crash leaves the old file or the new one.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut file =

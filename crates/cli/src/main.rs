@@ -78,6 +78,24 @@ enum Command {
             value_name = "MECHANISM=[name=...,...]"
         )]
         add_scram: Vec<String>,
+        /// Initialize this controller as a single-node dynamic quorum (KIP-853);
+        /// controller.quorum.voters must not be set (controller.quorum.bootstrap.servers is).
+        #[arg(long, short = 's', group = "quorum")]
+        standalone: bool,
+        /// The initial dynamic quorum, the same on every node:
+        /// id@host:port:directoryId,... (this node's metadata directory takes the directory
+        /// id of its own entry).
+        #[arg(
+            long,
+            short = 'I',
+            group = "quorum",
+            value_name = "ID@HOST:PORT:DIRECTORY_ID,..."
+        )]
+        initial_controllers: Option<String>,
+        /// Format a node of a dynamic quorum without initial voters (it joins a quorum
+        /// formatted elsewhere, as an observer until added).
+        #[arg(long, short = 'N', group = "quorum")]
+        no_initial_controllers: bool,
     },
     /// Print a new random cluster or directory id.
     RandomUuid,
@@ -103,10 +121,19 @@ fn main() -> anyhow::Result<()> {
             cluster_id,
             ignore_formatted,
             add_scram,
+            standalone,
+            initial_controllers,
+            no_initial_controllers,
         }) => {
             let node = config::NodeConfig::load(Some(&config.config), &config.overrides)?;
             let scram = scram_args::scram_records(&add_scram, format::random_scram_salt)?;
-            format::format(&node, &cluster_id, ignore_formatted, &scram)?;
+            let flag = match (standalone, initial_controllers, no_initial_controllers) {
+                (true, _, _) => format::QuorumFlag::Standalone,
+                (_, Some(list), _) => format::QuorumFlag::InitialControllers(list),
+                (_, _, true) => format::QuorumFlag::NoInitialControllers,
+                _ => format::QuorumFlag::None,
+            };
+            format::format(&node, &cluster_id, ignore_formatted, &scram, &flag)?;
             println!(
                 "Formatted {} for cluster {cluster_id}, node {}",
                 format::all_dirs(&node)

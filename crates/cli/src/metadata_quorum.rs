@@ -9,6 +9,7 @@
 //! controller) it is used the same way here, and otherwise `ClusterId` reads `unknown`.
 //! While the quorum has no leader (an election), it asks again for up to
 //! [`LEADER_WAIT`]. Errors are one line naming the address, and the exit status is 1.
+//! `add-controller` / `remove-controller` change the voter set (KIP-853): [`voters`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,6 +28,8 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
+
+pub mod voters;
 
 /// `--bootstrap-controller HOST:PORT[,HOST:PORT...] describe [--status|--replication]`.
 #[derive(clap::Args, Clone, Debug)]
@@ -56,6 +59,25 @@ pub enum Command {
         #[arg(long)]
         human_readable: bool,
     },
+    /// Add a controller to the KRaft controller cluster: the one --command-config
+    /// describes (its node.id, metadata directory id and controller listeners).
+    AddController {
+        /// Print what would be done, but do not do it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove a controller from the KRaft controller cluster.
+    RemoveController {
+        /// The id of the controller to remove.
+        #[arg(long, short = 'i', allow_negative_numbers = true)]
+        controller_id: i32,
+        /// The directory id of the controller to remove.
+        #[arg(long, short = 'd')]
+        controller_directory_id: String,
+        /// Print what would be done, but do not do it.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// How long to keep asking while no controller knows a leader.
@@ -78,7 +100,11 @@ enum Mode {
 /// Runs the subcommand. A failure is printed as one line (`Error: ...`, naming the address
 /// when one is involved) and exits with status 1, whatever `RUST_BACKTRACE` says.
 pub fn run(args: Args) -> Result<()> {
-    if let Err(e) = describe_command(args) {
+    let result = match args.command {
+        Command::Describe { .. } => describe_command(args),
+        _ => voters_command(args),
+    };
+    if let Err(e) = result {
         eprintln!("Error: {e}");
         std::process::exit(1);
     }
@@ -90,7 +116,10 @@ fn describe_command(args: Args) -> Result<()> {
         status,
         replication,
         human_readable,
-    } = args.command;
+    } = args.command
+    else {
+        unreachable!("run dispatches describe here")
+    };
     // Kafka's messages, word for word.
     let mode = match (status, replication) {
         (true, true) => bail!(
@@ -105,6 +134,21 @@ fn describe_command(args: Args) -> Result<()> {
         (true, false) => Mode::Status,
         (false, true) => Mode::Replication { human_readable },
     };
+    let (addresses, security, runtime) = connection(&args)?;
+    let quorum = runtime.block_on(describe(&addresses, &security, LEADER_WAIT))?;
+    let text = match mode {
+        Mode::Status => render_status(&quorum)?,
+        Mode::Replication { human_readable } => {
+            render_replication(&quorum, human_readable.then(unix_ms))?
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
+/// The `--bootstrap-controller` addresses, the `--command-config` client security, and a
+/// runtime to talk to them.
+fn connection(args: &Args) -> Result<(Vec<String>, ClientSecurity, tokio::runtime::Runtime)> {
     let addresses: Vec<String> = args
         .bootstrap_controller
         .split(',')
@@ -123,14 +167,54 @@ fn describe_command(args: Args) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| anyhow!("starting the tokio runtime: {e}"))?;
-    let quorum = runtime.block_on(describe(&addresses, &security, LEADER_WAIT))?;
-    let text = match mode {
-        Mode::Status => render_status(&quorum)?,
-        Mode::Replication { human_readable } => {
-            render_replication(&quorum, human_readable.then(unix_ms))?
+    Ok((addresses, security, runtime))
+}
+
+/// add-controller / remove-controller ([`voters`]).
+fn voters_command(args: Args) -> Result<()> {
+    match args.command.clone() {
+        Command::AddController { dry_run } => {
+            let path = args.command_config.as_ref().ok_or_else(|| {
+                anyhow!(
+                    "You must supply the configuration file of the controller you are adding \
+                     when using add-controller."
+                )
+            })?;
+            if !path.exists() {
+                bail!("Properties file {} does not exist.", path.display());
+            }
+            let joining = voters::joining_controller(&Properties::load(path)?)?;
+            if !dry_run {
+                let (addresses, security, runtime) = connection(&args)?;
+                runtime.block_on(voters::change_voters(
+                    &addresses,
+                    &security,
+                    voters::add_request(&joining),
+                ))?;
+            }
+            println!("{}", voters::added_text(&joining, dry_run));
         }
-    };
-    print!("{text}");
+        Command::RemoveController {
+            controller_id,
+            controller_directory_id,
+            dry_run,
+        } => {
+            let directory_id = voters::removal_args(controller_id, &controller_directory_id)?;
+            if !dry_run {
+                let (addresses, security, runtime) = connection(&args)?;
+                runtime.block_on(voters::change_voters(
+                    &addresses,
+                    &security,
+                    voters::remove_request(controller_id, directory_id),
+                ))?;
+            }
+            println!(
+                "{}",
+                voters::removed_text(controller_id, &directory_id, dry_run)
+            );
+        }
+        Command::Describe { .. } => unreachable!("run dispatches describe elsewhere"),
+    }
     Ok(())
 }
 
