@@ -158,7 +158,10 @@ impl Log {
             let seg = Segment::create(dir, 0, config.index_interval_bytes, &files)?;
             segments.insert(0, seg);
             fsutil::sync_dir(dir)?;
-            epoch_cache.clear()?;
+            // A new log has no checkpoint to clear (nothing written, no fsync).
+            if !epoch_cache.entries().is_empty() {
+                epoch_cache.clear()?;
+            }
             return Ok(Log {
                 dir: dir.to_path_buf(),
                 config,

@@ -245,7 +245,7 @@ impl LogManager {
                     .insert(key.clone(), Some(topic_id));
                 // Stale entries of an earlier log of the same name must not be taken for
                 // this one's.
-                self.checkpoints.forget(i, topic, partition, None);
+                self.checkpoints.forget(i, topic, partition);
                 info!(path = %path.display(), %topic_id, "created partition log");
                 let log =
                     Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log {
@@ -354,7 +354,7 @@ impl LogManager {
             }
         } else if let Some(key) = parse_partition_dir_name(&name) {
             self.index()[i].partitions.remove(&key);
-            self.checkpoints.forget(i, &key.0, key.1, None);
+            self.checkpoints.forget(i, &key.0, key.1);
         }
     }
 

@@ -11,7 +11,7 @@
 //! whose copy changed. No pass over all partitions finds out what changed, and a dir none of
 //! whose partitions changed is not written at all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -129,6 +129,9 @@ pub(super) struct Checkpoints {
     files: Mutex<Vec<[FileState; 3]>>,
     /// Files written in all, by kind (for the tests and metrics).
     writes: [AtomicU64; 3],
+    /// The live handle of each tracked partition, by (dir, topic, partition): a partition
+    /// leaving its dir is marked dead through it, so values it queued are dropped.
+    live: Mutex<HashMap<(usize, String, i32), Arc<PartitionOffsets>>>,
 }
 
 impl Checkpoints {
@@ -148,6 +151,7 @@ impl Checkpoints {
             queue: Arc::default(),
             files: Mutex::new(files),
             writes: Default::default(),
+            live: Mutex::default(),
         }
     }
 
@@ -172,7 +176,7 @@ impl Checkpoints {
 
     /// A new tracked partition in `dir`; nothing is queued until a value is stored.
     pub(super) fn track(&self, topic: &str, partition: i32, dir: usize) -> Arc<PartitionOffsets> {
-        Arc::new(PartitionOffsets {
+        let handle = Arc::new(PartitionOffsets {
             topic: topic.to_string(),
             partition,
             dir,
@@ -180,18 +184,26 @@ impl Checkpoints {
             queued: AtomicBool::new(false),
             live: AtomicBool::new(true),
             queue: Arc::clone(&self.queue),
-        })
+        });
+        let previous = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((dir, topic.to_string(), partition), Arc::clone(&handle));
+        if let Some(previous) = previous {
+            previous.live.store(false, Ordering::Release);
+        }
+        handle
     }
 
     /// The partition left `dir`: its entries go from the dir's files (rewritten at their
     /// next interval) and its handle stops counting.
-    pub(super) fn forget(
-        &self,
-        dir: usize,
-        topic: &str,
-        partition: i32,
-        handle: Option<&PartitionOffsets>,
-    ) {
+    pub(super) fn forget(&self, dir: usize, topic: &str, partition: i32) {
+        let handle = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(dir, topic.to_string(), partition));
         if let Some(h) = handle {
             h.live.store(false, Ordering::Release);
         }

@@ -206,6 +206,7 @@ impl ReplicaManager {
             )
             .map_err(|e| e.to_string())
         };
+        let started = std::time::Instant::now();
         let threads = (self.config.recovery_threads_per_data_dir.max(1)
             * self.config.log_dirs.len().max(1))
         .min(new.len());
@@ -233,6 +234,13 @@ impl ReplicaManager {
                 })
                 .collect()
         };
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        if new.len() >= 100 {
+            info!(
+                partitions = new.len(),
+                threads, elapsed_ms, "opened partition logs"
+            );
+        }
         let epoch = self.broker_epoch.load(Ordering::Relaxed);
         for (tp, result) in new.iter().zip(opened) {
             let mut partition = match result {
