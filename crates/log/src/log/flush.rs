@@ -83,6 +83,7 @@ impl Log {
         self.segments.insert(self.log_end_offset, seg);
         fsutil::sync_dir(&self.dir)?;
         self.stats.segments_rolled += 1;
+        self.note_offsets();
         tracing::debug!(dir = %self.dir.display(), base_offset = self.log_end_offset, "rolled segment");
         Ok(())
     }
@@ -116,6 +117,7 @@ impl Log {
         self.flushed_offset = self.log_end_offset;
         self.unflushed_records = 0;
         self.stats.flushes += 1;
+        self.note_offsets();
         Ok(())
     }
 
@@ -153,6 +155,7 @@ impl Log {
                 self.unflushed_records = 0;
             }
             self.stats.flushes += 1;
+            self.note_offsets();
         }
         self.flushed_offset
     }
