@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use kraftd_protocol::api_versions::supported_range;
-use kraftd_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+use kraftd_protocol::messages::fetch_request::{FetchPartition, ReplicaState};
 use kraftd_protocol::messages::fetch_response::PartitionData;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{FetchRequest, ListOffsetsRequest};
@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::fetch_session_handler::{FetchSessionHandler, WantedPartition};
 use super::partition::Role;
 use super::replica_manager::HostedPartition;
 use super::replication_quota::ReplicationQuotas;
@@ -152,6 +153,7 @@ impl ReplicaFetcherManager {
                 quotas: Arc::clone(&self.quotas),
                 shared: Arc::clone(&shared),
                 channel: None,
+                session: FetchSessionHandler::new(),
             };
             info!(
                 broker = self.config.broker_id,
@@ -242,6 +244,9 @@ struct FetcherRun {
     quotas: Arc<ReplicationQuotas>,
     shared: Arc<FetcherShared>,
     channel: Option<Channel>,
+    /// The KIP-227 session with the leader: after a full fetch, each request names only the
+    /// partitions whose position changed, and the leader answers only those with news.
+    session: FetchSessionHandler,
 }
 
 /// What one partition was asked at, to check the answer still applies.
@@ -352,34 +357,42 @@ impl FetcherRun {
                 .saturating_mul(2)
                 .max(client.max_frame_bytes);
             self.channel = Some(Channel::spawn(destination, client));
+            // A new connection (maybe to a restarted leader): start a new session.
+            self.session.restart();
         }
         self.channel.clone()
     }
 
     async fn fetch_once(&mut self, channel: &Channel, asked: Vec<Asked>) {
         let version = supported_range(ApiKey::Fetch).max;
-        let mut topics: BTreeMap<Uuid, FetchTopic> = BTreeMap::new();
-        for a in &asked {
-            let p = a.hosted.lock();
-            let (fetch_offset, last_fetched_epoch) = p.fetch_position();
-            let topic = topics
-                .entry(a.hosted.tp.topic_id)
-                .or_insert_with(|| FetchTopic {
-                    topic: a.hosted.tp.topic.clone(),
+        let wanted: Vec<WantedPartition> = asked
+            .iter()
+            .map(|a| {
+                let p = a.hosted.lock();
+                let (fetch_offset, last_fetched_epoch) = p.fetch_position();
+                WantedPartition {
                     topic_id: a.hosted.tp.topic_id,
-                    ..Default::default()
-                });
-            topic.partitions.push(FetchPartition {
-                partition: a.hosted.tp.partition,
-                current_leader_epoch: p.leader_epoch(),
-                fetch_offset,
-                last_fetched_epoch,
-                log_start_offset: p.log_start_offset(),
-                partition_max_bytes: self.config.partition_max_bytes,
-                high_watermark: p.high_watermark(),
-                ..Default::default()
-            });
-        }
+                    topic: a.hosted.tp.topic.clone(),
+                    data: FetchPartition {
+                        partition: a.hosted.tp.partition,
+                        current_leader_epoch: p.leader_epoch(),
+                        fetch_offset,
+                        last_fetched_epoch,
+                        log_start_offset: p.log_start_offset(),
+                        partition_max_bytes: self.config.partition_max_bytes,
+                        high_watermark: p.high_watermark(),
+                        ..Default::default()
+                    },
+                }
+            })
+            .collect();
+        // Topic ids are what v13+ sessions key by; an older leader gets full fetches.
+        let built = self.session.build(wanted);
+        let (session_id, session_epoch) = if version >= 13 {
+            (built.metadata.session_id, built.metadata.epoch)
+        } else {
+            (0, -1)
+        };
         let broker_epoch = self.broker_epoch.load(Ordering::Relaxed);
         let request = FetchRequest {
             // v15+ carries the replica in ReplicaState; the top-level field is gone.
@@ -397,9 +410,10 @@ impl FetcherRun {
             min_bytes: self.config.min_bytes,
             max_bytes: self.config.max_bytes,
             isolation_level: 0,
-            session_id: 0,
-            session_epoch: -1,
-            topics: topics.into_values().collect(),
+            session_id,
+            session_epoch,
+            topics: built.topics,
+            forgotten_topics_data: built.forgotten,
             ..Default::default()
         };
         let response = channel
@@ -413,20 +427,42 @@ impl FetcherRun {
             Ok(ResponseBody::Fetch(r)) => r,
             Ok(other) => {
                 warn!(leader = self.leader, response = ?other, "unexpected response to Fetch");
+                self.session.handle_error();
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
             Err(e @ (ClientError::Encode(_) | ClientError::Decode(_))) => {
                 warn!(leader = self.leader, error = %e, "fetch failed; backing off");
+                self.session.handle_error();
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
             Err(e) => {
                 debug!(leader = self.leader, error = %e, "fetch failed; backing off");
+                self.session.handle_error();
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
         };
+        let session_applies = self.session.handle_response(&response);
+        let session_error = matches!(
+            ErrorCode::from_code(response.error_code),
+            Some(ErrorCode::FetchSessionIdNotFound | ErrorCode::InvalidFetchSessionEpoch)
+        );
+        if session_error {
+            // The session is gone on the leader's side: ask again, in full, at once.
+            debug!(leader = self.leader, error = ?ErrorCode::from_code(response.error_code), "fetch session reset");
+            return;
+        }
+        if !session_applies && response.error_code == 0 {
+            // A response the session cannot explain: nothing of it is applied, and the
+            // next request is full, so nothing is skipped.
+            warn!(
+                leader = self.leader,
+                "fetch response inconsistent with the session; fetching in full"
+            );
+            return;
+        }
         if response.error_code != 0 {
             warn!(leader = self.leader, error = ?ErrorCode::from_code(response.error_code), "fetch refused");
             self.delay(asked.iter().map(|a| &a.hosted.tp));
