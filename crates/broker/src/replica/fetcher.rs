@@ -17,7 +17,7 @@
 //! nothing to ask waits `replica.fetch.backoff.ms`, as Kafka's does.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -109,9 +109,25 @@ struct FetcherTask {
     task: JoinHandle<()>,
 }
 
+/// The follower's fetch-session counters (all fetchers), exported as
+/// `kraftd_replica_fetcher_*` (Kafka has no metric for its `FetchSessionHandler`).
+#[derive(Debug, Default)]
+pub struct FetcherStats {
+    /// Fetch requests sent in full (no session yet, or after a reset).
+    pub full_requests: AtomicU64,
+    /// Fetch requests sent in a session (only the partitions that changed named).
+    pub incremental_requests: AtomicU64,
+    /// Partitions named in requests, and those left to the leader's session.
+    pub partitions_sent: AtomicU64,
+    pub partitions_omitted: AtomicU64,
+    /// Sessions ended by an error, a failed request or an inconsistent response.
+    pub session_resets: AtomicU64,
+}
+
 /// The fetchers, one per leader broker.
 #[derive(Debug)]
 pub struct ReplicaFetcherManager {
+    stats: Arc<FetcherStats>,
     config: FetcherConfig,
     cache: MetadataCache,
     broker_epoch: Arc<AtomicI64>,
@@ -127,6 +143,7 @@ impl ReplicaFetcherManager {
         quotas: Arc<ReplicationQuotas>,
     ) -> Self {
         ReplicaFetcherManager {
+            stats: Arc::default(),
             config,
             cache,
             broker_epoch,
@@ -137,6 +154,11 @@ impl ReplicaFetcherManager {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<i32, FetcherTask>> {
         self.fetchers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The fetch-session counters of every fetcher.
+    pub fn stats(&self) -> &FetcherStats {
+        &self.stats
     }
 
     /// Starts fetching `hosted` from `leader` (starting that leader's fetcher if needed).
@@ -154,6 +176,7 @@ impl ReplicaFetcherManager {
                 shared: Arc::clone(&shared),
                 channel: None,
                 session: FetchSessionHandler::new(),
+                stats: Arc::clone(&self.stats),
             };
             info!(
                 broker = self.config.broker_id,
@@ -247,6 +270,7 @@ struct FetcherRun {
     /// The KIP-227 session with the leader: after a full fetch, each request names only the
     /// partitions whose position changed, and the leader answers only those with news.
     session: FetchSessionHandler,
+    stats: Arc<FetcherStats>,
 }
 
 /// What one partition was asked at, to check the answer still applies.
@@ -393,6 +417,19 @@ impl FetcherRun {
         } else {
             (0, -1)
         };
+        let stats = &self.stats;
+        if built.metadata.is_full() {
+            stats.full_requests.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.incremental_requests.fetch_add(1, Ordering::Relaxed);
+        }
+        stats
+            .partitions_sent
+            .fetch_add(built.sent as u64, Ordering::Relaxed);
+        stats
+            .partitions_omitted
+            .fetch_add(built.omitted as u64, Ordering::Relaxed);
+        let resets_before = self.session.resets();
         let broker_epoch = self.broker_epoch.load(Ordering::Relaxed);
         let request = FetchRequest {
             // v15+ carries the replica in ReplicaState; the top-level field is gone.
@@ -428,23 +465,29 @@ impl FetcherRun {
             Ok(other) => {
                 warn!(leader = self.leader, response = ?other, "unexpected response to Fetch");
                 self.session.handle_error();
+                self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
             Err(e @ (ClientError::Encode(_) | ClientError::Decode(_))) => {
                 warn!(leader = self.leader, error = %e, "fetch failed; backing off");
                 self.session.handle_error();
+                self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
             Err(e) => {
                 debug!(leader = self.leader, error = %e, "fetch failed; backing off");
                 self.session.handle_error();
+                self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
         };
         let session_applies = self.session.handle_response(&response);
+        self.stats
+            .session_resets
+            .fetch_add(self.session.resets() - resets_before, Ordering::Relaxed);
         let session_error = matches!(
             ErrorCode::from_code(response.error_code),
             Some(ErrorCode::FetchSessionIdNotFound | ErrorCode::InvalidFetchSessionEpoch)
