@@ -231,7 +231,7 @@ impl Log {
         } else {
             None
         };
-        let (active, report) = match clean_active {
+        let (mut active, report) = match clean_active {
             Some(seg) => (seg, None),
             None => {
                 let min_epoch = epoch_cache

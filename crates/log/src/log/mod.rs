@@ -11,12 +11,12 @@
 //! the duration of one append. Timestamp lookups and snapshot reads still run under the
 //! lock.
 //!
-//! File handles: the active segment keeps its `.log`, `.index` and `.timeindex` open; a
-//! sealed segment keeps none of its own, its `.log` is opened for reads through a
-//! least-recently-used cache of at most
-//! [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES) handles per log, and
-//! its indexes live in memory. So a log's descriptors are bounded whatever its segment
-//! count.
+//! File handles: no segment keeps a file of its own open. Every `.log` handle, the active
+//! segment's included, lives in the process's least-recently-used pool (`handles.rs`,
+//! `log.segment.open.files.max` handles, closed after `log.segment.idle.close.ms` unused),
+//! opened on first read or append; indexes live in memory and their files are opened only
+//! to write. So the process's descriptors for logs are bounded whatever the partition and
+//! segment counts.
 //!
 //! Durability: every segment but the active one was fsynced when the log rolled past it,
 //! so on open only the active segment is re-validated batch by batch and cut at the first
@@ -130,11 +130,10 @@ pub struct LogStats {
     pub segments_cleaned: u64,
     /// fdatasyncs of the active segment.
     pub flushes: u64,
-    /// Sealed segments' `.log` handles open right now, in the log's cache (at most
-    /// [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES)); the active
-    /// segment's three files are open besides these.
+    /// This log's segment `.log` handles open right now in the process's pool (all of the
+    /// pool's are at most `log.segment.open.files.max`).
     pub open_segment_files: u64,
-    /// Times a sealed segment's `.log` file was opened because its handle was not cached.
+    /// Times a segment's `.log` file was opened because its handle was not pooled.
     pub segment_file_opens: u64,
 }
 

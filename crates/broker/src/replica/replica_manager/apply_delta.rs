@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::replica::fetch_session::ChangeNotify;
 use kraftd_controller::image::{ConfigResourceType, PartitionRegistration};
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_log::clock::unix_ms;
 use kraftd_log::LogConfig;
 use kraftd_protocol::Uuid;
-use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use super::{HostedPartition, ReplicaManager};
@@ -254,7 +254,7 @@ impl ReplicaManager {
             let hosted = Arc::new(HostedPartition {
                 tp: (*tp).clone(),
                 state: Mutex::new(partition),
-                changed: Arc::new(Notify::new()),
+                changed: Arc::new(ChangeNotify::new((*tp).clone())),
             });
             self.partitions
                 .write()

@@ -9,7 +9,7 @@
 //! [`Partition::append_as_leader`] and, for `acks=all`, waits (the produce purgatory) until
 //! the HW covers the batch or the request's timeout; fetches read outside the partition's
 //! lock and, with too little data, wait (the fetch purgatory) for an append or HW move.
-//! Waiting is on each partition's [`Notify`], pulsed on every append, HW move and role
+//! Waiting is on each partition's [`ChangeNotify`](super::fetch_session::ChangeNotify), pulsed on every append, HW move and role
 //! change. ISR changes the partitions ask for go to the controller through the
 //! [`AlterPartitionManager`]; a periodic task shrinks lagging ISRs, applies retention and
 //! checkpoints HWs.
@@ -48,9 +48,9 @@ use kraftd_controller::publisher::DynamicConfigs;
 use kraftd_controller::quota::QuotaWindow;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::{ErrorCode, Uuid};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::fetch_session::ChangeNotify;
 use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
 use super::log_manager::{LogManager, LogManagerOptions};
 use super::partition::Partition;
@@ -135,8 +135,9 @@ impl ReplicaManagerConfig {
 pub struct HostedPartition {
     pub tp: TopicIdPartition,
     state: Mutex<Partition>,
-    /// Pulsed (`notify_waiters`) on every append, HW move, truncation and role change.
-    pub changed: Arc<Notify>,
+    /// Pulsed (`notify_waiters`) on every append, HW move, truncation and role change;
+    /// marks the partition in the fetch sessions watching it.
+    pub changed: Arc<ChangeNotify>,
 }
 
 impl HostedPartition {
