@@ -17,6 +17,10 @@
 //! `cargo xtask bench reassign`: the time to move partitions onto a new broker with
 //! `kafka-reassign-partitions --execute --throttle`, beside Kafka's (`reassign.rs`).
 //!
+//! `cargo xtask bench scale --partitions N`: what N partitions cost one combined node
+//! (creation, settling, idle CPU, RSS, fds, restarts, a follower's CPU), beside Kafka's
+//! (`scale.rs`, its requests in `scale_client.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -58,6 +62,8 @@ mod produce;
 mod reassign;
 mod report;
 mod request_metrics;
+mod scale;
+mod scale_client;
 mod tls;
 mod txn;
 
@@ -70,6 +76,7 @@ use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
 use reassign::{reassign, ReassignArgs};
 use request_metrics::{request_metrics, RequestMetricsArgs};
+use scale::{scale, ScaleArgs};
 use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 
@@ -100,6 +107,9 @@ enum What {
     /// The time to move partitions onto a new broker with kafka-reassign-partitions
     /// --execute --throttle, beside Apache Kafka 4.4.0's.
     Reassign(ReassignArgs),
+    /// What many partitions cost one combined node (creation, settling, idle CPU, RSS, fds,
+    /// restarts, a follower's CPU per partition), beside Apache Kafka 4.4.0's.
+    Scale(ScaleArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -111,5 +121,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Tls(args) => tls(root, args),
         What::RequestMetrics(args) => request_metrics(root, args),
         What::Reassign(args) => reassign(root, args),
+        What::Scale(args) => scale(root, args),
     }
 }

@@ -11,5 +11,6 @@
 mod core_rules;
 mod harness;
 mod hostile;
+mod observers;
 mod random;
 mod scenarios;
