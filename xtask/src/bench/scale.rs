@@ -179,6 +179,8 @@ struct Figures {
     follower_partitions: u32,
     follower_idle_cores: Option<f64>,
     follower_data_cores: Option<f64>,
+    /// /proc/loadavg when the system's run started (the machine may be shared).
+    load_before: String,
     error: Option<String>,
 }
 
@@ -206,12 +208,15 @@ pub(super) fn scale(root: &Path, args: ScaleArgs) -> Result<()> {
     for system in systems {
         let sys_dir = dir.join(system.name().to_lowercase());
         std::fs::create_dir_all(&sys_dir)?;
+        let mut figures = Figures {
+            load_before: loadavg(),
+            ..Default::default()
+        };
         println!(
             "==> {}: one combined node (load average {})",
             system.name(),
-            loadavg()
+            figures.load_before
         );
-        let mut figures = Figures::default();
         let mut nodes = Nodes(Vec::new());
         if let Err(e) = drive(
             system,
@@ -620,7 +625,7 @@ fn print_report(args: &ScaleArgs, runs: &[(System, Figures)]) {
         args.data_rate,
         args.data_partitions
     );
-    let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} s"));
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} s"));
     let rows: Vec<(&str, Box<dyn Fn(&Figures) -> String>)> = vec![
         (
             "CreateTopics all answered",
@@ -699,6 +704,11 @@ fn print_report(args: &ScaleArgs, runs: &[(System, Figures)]) {
         println!();
     }
     for (system, f) in runs {
+        println!(
+            "{}: load average before its run {}",
+            system.name(),
+            f.load_before
+        );
         if let Some(e) = &f.error {
             println!(
                 "{} stopped early: {}",

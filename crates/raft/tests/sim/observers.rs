@@ -8,12 +8,15 @@
 //!
 //! The leader's CPU per observer is printed, not asserted: the wall time the simulator spent
 //! on the leader's messages and timeouts (its core, encoding its responses, the harness's
-//! checks) over a loaded run, divided by simulated seconds and observers, beside the same
-//! figure with 10 observers. `cargo test -p kraftd-raft --release --test sim
-//! thousand_observers -- --nocapture` prints the figures of an optimized build.
+//! checks) over a second of load (a proposal every 20 ms), divided by simulated seconds and
+//! observers, beside the same figure with 10 observers; it is a figure, so its test is
+//! ignored by default: `cargo test -p kraftd-raft --release --test sim thousand_observers --
+//! --ignored --nocapture` prints it. Wall time: on a loaded machine it overstates.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+use kraftd_raft::RaftLog;
 
 use crate::harness::{Sim, SimConfig};
 
@@ -26,12 +29,17 @@ fn cluster(seed: u64, observers: i32) -> Sim {
         sim.run_until_pred(30_000, |s| s.leader().is_some()),
         "seed {seed}: no leader"
     );
-    assert!(
-        sim.run_until_pred(30_000, |s| s.check_converged().is_ok()),
+    // Checked every 50 ms rather than after every event: a check visits every node.
+    for _ in 0..600 {
+        if sim.check_converged().is_ok() {
+            return sim;
+        }
+        sim.run_for(50);
+    }
+    panic!(
         "seed {seed}: observers never caught up: {:?}",
         sim.check_converged()
     );
-    sim
 }
 
 /// Proposes one record and runs until every observer's HW covers it; per observer, the
@@ -81,7 +89,7 @@ fn rounds_to_learn_one_commit(sim: &mut Sim, observers: &[i32]) -> BTreeMap<i32,
 fn thousand_observers_learn_each_commit_within_two_fetch_rounds() {
     let observers: Vec<i32> = (100..1100).collect();
     let mut sim = cluster(19, observers.len() as i32);
-    for commit in 0..5 {
+    for commit in 0..3 {
         let rounds = rounds_to_learn_one_commit(&mut sim, &observers);
         let worst = rounds.values().copied().max().unwrap_or(0);
         let over: Vec<_> = rounds.iter().filter(|(_, r)| **r > 2).take(10).collect();
@@ -107,9 +115,11 @@ fn leader_cpu(observers: i32, ms: u64) -> (Duration, f64) {
     (busy, per_observer_per_sec)
 }
 
+/// A figure, not a check (ignored by default: run it with `--ignored`).
 #[test]
+#[ignore = "a benchmark figure: cargo test -p kraftd-raft --release --test sim thousand_observers -- --ignored --nocapture"]
 fn thousand_observers_leader_cpu_per_observer_is_printed() {
-    let ms = 5_000;
+    let ms = 1_000;
     for observers in [10, 1000] {
         let (busy, per) = leader_cpu(observers, ms);
         println!(
