@@ -139,6 +139,10 @@ impl<L: RaftLog> RaftCore<L> {
             self.respond(from, corr, RaftMessage::FetchResponse(Box::new(resp)));
         } else {
             let deadline_ms = now_ms + (req.max_wait_ms as u64).min(self.config.fetch_max_wait_ms);
+            self.parked_deadline_ms = Some(
+                self.parked_deadline_ms
+                    .map_or(deadline_ms, |d| d.min(deadline_ms)),
+            );
             self.parked.push(ParkedFetch {
                 from,
                 correlation_id: corr,
@@ -197,18 +201,20 @@ impl<L: RaftLog> RaftCore<L> {
             return;
         }
         let parked = std::mem::take(&mut self.parked);
+        self.parked_deadline_ms = None;
         for p in parked {
             self.answer_or_park(now_ms, p.from, p.correlation_id, p.request, all);
         }
     }
 
     pub(super) fn expire_parked(&mut self, now_ms: u64) {
-        if !self.parked.iter().any(|p| p.deadline_ms <= now_ms) {
+        if self.parked_deadline_ms.is_none_or(|d| d > now_ms) {
             return;
         }
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
             .into_iter()
             .partition(|p| p.deadline_ms <= now_ms);
+        self.parked_deadline_ms = keep.iter().map(|p| p.deadline_ms).min();
         self.parked = keep;
         for p in due {
             self.answer_or_park(now_ms, p.from, p.correlation_id, p.request, true);

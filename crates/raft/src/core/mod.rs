@@ -226,6 +226,9 @@ pub struct RaftCore<L: RaftLog> {
     /// An [`Output::Flush`] was emitted and [`RaftCore::flush`] not yet called.
     flush_requested: bool,
     parked: Vec<ParkedFetch>,
+    /// The earliest deadline in `parked` (None when empty), kept as fetches park and leave,
+    /// so the next-deadline question asked after every event is O(1), not O(observers).
+    parked_deadline_ms: Option<u64>,
     /// The snapshot a follower far behind is downloading instead of fetching.
     snapshot_download: Option<SnapshotDownload>,
     /// Vote or pre-vote requests of the current election.
@@ -288,6 +291,7 @@ impl<L: RaftLog> RaftCore<L> {
             flush_deadline_ms: None,
             flush_requested: false,
             parked: Vec::new(),
+            parked_deadline_ms: None,
             snapshot_download: None,
             vote_requests: RequestTracker::default(),
             last_leader_notice: None,

@@ -61,7 +61,7 @@ impl<L: RaftLog> RaftCore<L> {
         if !self.flush_requested {
             at(self.flush_deadline_ms);
         }
-        at(self.parked.iter().map(|p| p.deadline_ms).min());
+        at(self.parked_deadline_ms);
         t
     }
 

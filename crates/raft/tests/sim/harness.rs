@@ -202,6 +202,9 @@ pub struct Sim {
     pub listener_outputs: Option<Vec<(i32, Output)>>,
     /// Voter changes answered (KIP-853): (leader, token, error).
     pub voter_changes_done: Vec<(i32, u64, kraftd_protocol::ErrorCode)>,
+    /// Wall time spent on each node's messages and timeouts (its core, its outputs' encoding
+    /// and the harness's checks), for the figures of `observers.rs`; never asserted on.
+    pub busy: HashMap<i32, std::time::Duration>,
 }
 
 impl Sim {
@@ -239,6 +242,7 @@ impl Sim {
             captured: Vec::new(),
             listener_outputs: record_listener_outputs.then(Vec::new),
             voter_changes_done: Vec::new(),
+            busy: HashMap::new(),
         };
         let ids: Vec<i32> = sim
             .cfg
@@ -763,7 +767,9 @@ impl Sim {
         } else if next_packet == Some(t) {
             let Reverse((_, seq)) = self.queue.pop().expect("peeked");
             let packet = self.packets.remove(&seq).expect("queued packet");
+            let (to, started) = (packet.to, std::time::Instant::now());
             self.deliver(packet);
+            *self.busy.entry(to).or_default() += started.elapsed();
         } else if next_timeout == Some(t) {
             let i = self
                 .outstanding
@@ -777,7 +783,7 @@ impl Sim {
                 self.check_node(o.from);
             }
         } else if let Some((_, id)) = next_node {
-            let now = self.now_ms;
+            let (now, started) = (self.now_ms, std::time::Instant::now());
             let core = self
                 .nodes
                 .get_mut(&id)
@@ -793,6 +799,7 @@ impl Sim {
             );
             self.drain(id);
             self.check_node(id);
+            *self.busy.entry(id).or_default() += started.elapsed();
         }
         true
     }

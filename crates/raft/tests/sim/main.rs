@@ -14,5 +14,6 @@ mod failover;
 mod harness;
 mod hostile;
 mod membership;
+mod observers;
 mod random;
 mod scenarios;
