@@ -273,6 +273,17 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
     raft_timeouts(config, &mut raft)?;
     let server = server_config(config)?;
+    // The process's pool of open segment files (kraftd's own settings; Kafka has none).
+    kraftd_log::handles::configure(
+        config.number(
+            "log.segment.open.files.max",
+            kraftd_log::config::DEFAULT_SEGMENT_OPEN_FILES_MAX,
+        )?,
+        config.number(
+            "log.segment.idle.close.ms",
+            kraftd_log::config::DEFAULT_SEGMENT_IDLE_CLOSE_MS,
+        )?,
+    );
     Ok(BrokerConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),

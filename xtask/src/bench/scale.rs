@@ -611,6 +611,9 @@ fn drive(
     Ok(())
 }
 
+/// A row of the report: its label and how to print one system's figure.
+type Row<'a> = (&'static str, Box<dyn Fn(&Figures) -> String + 'a>);
+
 fn print_report(args: &ScaleArgs, runs: &[(System, Figures)]) {
     println!();
     println!(
@@ -626,7 +629,7 @@ fn print_report(args: &ScaleArgs, runs: &[(System, Figures)]) {
         args.data_partitions
     );
     let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} s"));
-    let rows: Vec<(&str, Box<dyn Fn(&Figures) -> String>)> = vec![
+    let rows: Vec<Row> = vec![
         (
             "CreateTopics all answered",
             Box::new(move |f| secs(f.create_requests_s)),

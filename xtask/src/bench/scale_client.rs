@@ -33,8 +33,6 @@ pub(super) struct Conn {
 /// What a Metadata response says of the topics whose names start with a prefix.
 #[derive(Debug, Default)]
 pub(super) struct PartitionsSeen {
-    /// Partitions listed.
-    pub(super) listed: usize,
     /// Partitions with a leader (>= 0).
     pub(super) led: usize,
     /// Partitions whose ISR has every replica.
@@ -141,7 +139,6 @@ impl Conn {
             }
             let mut indexes = Vec::with_capacity(topic.partitions.len());
             for p in &topic.partitions {
-                seen.listed += 1;
                 if p.leader_id >= 0 {
                     seen.led += 1;
                 }

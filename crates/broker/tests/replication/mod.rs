@@ -229,7 +229,9 @@ impl Cluster {
         let partition = node.partition.take().expect("broker is up");
         let manager = node.manager.take().expect("broker is up");
         let log_dir = partition.log().dir().to_path_buf();
-        partition.log().note_high_watermark(partition.high_watermark());
+        partition
+            .log()
+            .note_high_watermark(partition.high_watermark());
         manager
             .write_checkpoints(kraftd_log::log_manager::CheckpointKind::HighWatermark)
             .unwrap();

@@ -269,6 +269,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "log.dirs", "the data directories"),
     refused(S, "log.flush.scheduler.interval.ms", "no periodic flusher: flush.ms is checked at each append"),
     honoured(S, "log.index.interval.bytes", "as the default of index.interval.bytes"),
+    honoured(S, "log.segment.idle.close.ms", "kraftd's own: the log store's pool of open segment files (handles.rs)"),
+    honoured(S, "log.segment.open.files.max", "kraftd's own: the log store's pool of open segment files (handles.rs)"),
     honoured(S, "log.index.size.max.bytes", "as the default of segment.index.bytes"),
     no_effect(S, "log.local.retention.bytes", LOCAL_RETENTION),
     no_effect(S, "log.local.retention.ms", LOCAL_RETENTION),
