@@ -133,12 +133,16 @@ impl FilePool {
     /// Closes what is over the cap or idle; the descriptors close after the lock is
     /// released (closing is a system call).
     fn sweep(&self) {
-        let evicted = self.lock().evict(
+        // Closed under the lock: a sweeper thread preempted between eviction and close
+        // would otherwise leave the process above its cap for as long as it sleeps.
+        let mut pool = self.lock();
+        let evicted = pool.evict(
             self.cap.load(Ordering::Relaxed),
             self.idle(),
             Instant::now(),
         );
         drop(evicted);
+        drop(pool);
     }
 
     /// Starts the thread that closes idle handles of logs nobody touches any more (once per
