@@ -451,6 +451,19 @@ impl DriverLoop {
                 let mut response = self.core.describe_quorum(&request, now);
                 if version >= 2 {
                     self.fill_nodes(&mut response);
+                } else {
+                    // Directory ids are v2+ and not ignorable: a v1 answer that carried one
+                    // could not be encoded (the connection would close), as Kafka's
+                    // `RaftUtil` leaves them out below v2.
+                    for p in response
+                        .topics
+                        .iter_mut()
+                        .flat_map(|t| t.partitions.iter_mut())
+                    {
+                        for r in p.current_voters.iter_mut().chain(p.observers.iter_mut()) {
+                            r.replica_directory_id = Default::default();
+                        }
+                    }
                 }
                 let _ = reply.send(ResponseBody::DescribeQuorum(response));
             }
