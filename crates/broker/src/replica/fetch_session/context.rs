@@ -187,22 +187,8 @@ impl FetchContext {
         match &self.kind {
             Kind::Error { .. } => (INVALID_SESSION_ID, Vec::new()),
             Kind::Sessionless { .. } => (INVALID_SESSION_ID, group(results)),
-            Kind::Full {
-                partitions,
-                unresolved,
-                uses_topic_ids,
-                is_follower,
-                watch,
-            } => {
-                let id = self.create_session(
-                    partitions,
-                    unresolved,
-                    *uses_topic_ids,
-                    *is_follower,
-                    watch,
-                    &results,
-                    now_ms,
-                );
+            Kind::Full { .. } => {
+                let id = self.create_session(&results, now_ms);
                 (id, group(results))
             }
             Kind::Incremental {
@@ -322,16 +308,20 @@ impl FetchContext {
         results
     }
 
-    fn create_session(
-        &self,
-        partitions: &[(TopicIdPartition, PartitionFetchParams)],
-        unresolved: &[(TopicIdPartition, PartitionFetchParams, ErrorCode)],
-        uses_topic_ids: bool,
-        privileged: bool,
-        watch: &Arc<SessionWatch>,
-        results: &[(TopicIdPartition, PartitionData)],
-        now_ms: i64,
-    ) -> i32 {
+    /// A full request's new session (its id), or INVALID_SESSION_ID when the cache has no
+    /// slot for it or the request is not a full one.
+    fn create_session(&self, results: &[(TopicIdPartition, PartitionData)], now_ms: i64) -> i32 {
+        let Kind::Full {
+            partitions,
+            unresolved,
+            uses_topic_ids,
+            is_follower: privileged,
+            watch,
+        } = &self.kind
+        else {
+            return INVALID_SESSION_ID;
+        };
+        let (uses_topic_ids, privileged) = (*uses_topic_ids, *privileged);
         let mut cache = lock(&self.cache);
         if cache.sessions.len() >= cache.max_slots
             && !cache.try_evict(privileged, results.len(), now_ms)

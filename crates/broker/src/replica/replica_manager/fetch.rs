@@ -81,6 +81,13 @@ impl FetchResult {
     }
 }
 
+/// A fetch session's watch and how to read the partitions it reports changed (with their
+/// fetch positions), for [`ReplicaManager::fetch_messages_in_session`].
+pub type SessionNews<'a> = (
+    &'a Arc<SessionWatch>,
+    &'a mut (dyn FnMut() -> Vec<(TopicIdPartition, PartitionFetchParams)> + Send),
+);
+
 impl ReplicaManager {
     /// Reads every partition once; if that gives fewer than `min_bytes` and nothing to
     /// report at once (errors, divergence), waits for appends or HW moves on the
@@ -107,10 +114,7 @@ impl ReplicaManager {
         origin: FetchOrigin,
         limits: FetchLimits,
         mut partitions: Vec<(TopicIdPartition, PartitionFetchParams)>,
-        session: Option<(
-            &Arc<SessionWatch>,
-            &mut (dyn FnMut() -> Vec<(TopicIdPartition, PartitionFetchParams)> + Send),
-        )>,
+        session: Option<SessionNews<'_>>,
     ) -> Vec<(TopicIdPartition, FetchResult)> {
         let deadline = Instant::now() + limits.max_wait;
         let (watch, mut news) = match session {
