@@ -153,7 +153,7 @@ mod fetch_session {
 
     #[test]
     fn full_request_creates_session() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let ctx = mgr.new_context(
             13,
             &request(13, 0, 0, &[("foo", 0, 5), ("bar", 0, 3)], &[]),
@@ -182,7 +182,7 @@ mod fetch_session {
 
     #[test]
     fn full_request_with_epoch_zero_replaces_named_session() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let first = open(&mgr, false, 0);
         let ctx = mgr.new_context(
             13,
@@ -202,7 +202,7 @@ mod fetch_session {
 
     #[test]
     fn incremental_request_adds_updates_and_forgets_partitions() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         let ctx = mgr.new_context(
             13,
@@ -229,7 +229,7 @@ mod fetch_session {
 
     #[test]
     fn incremental_response_carries_only_changed_partitions() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
 
         // Nothing changed for foo-0; foo-1's high watermark moved.
@@ -304,7 +304,7 @@ mod fetch_session {
 
     #[test]
     fn full_response_carries_every_partition() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         // A new full request with unchanged data still gets everything back.
         let ctx = mgr.new_context(
@@ -322,7 +322,7 @@ mod fetch_session {
 
     #[test]
     fn wrong_epoch_is_invalid_fetch_session_epoch() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         for epoch in [2, 7, i32::MAX] {
             let ctx = mgr.new_context(13, &request(13, id, epoch, &[], &[]), false, &resolve, 1);
@@ -342,7 +342,7 @@ mod fetch_session {
 
     #[test]
     fn concurrent_request_invalidates_older_context_at_response_time() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         let older = mgr.new_context(13, &request(13, id, 1, &[], &[]), false, &resolve, 1);
         let newer = mgr.new_context(13, &request(13, id, 2, &[], &[]), false, &resolve, 1);
@@ -362,7 +362,7 @@ mod fetch_session {
 
     #[test]
     fn unknown_session_id_is_fetch_session_id_not_found() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         let other = if id == i32::MAX - 1 { 1 } else { id + 1 };
         for sid in [other, INVALID_SESSION_ID] {
@@ -375,7 +375,7 @@ mod fetch_session {
 
     #[test]
     fn final_epoch_closes_session_and_fetches_sessionless() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         let ctx = mgr.new_context(
             13,
@@ -397,7 +397,7 @@ mod fetch_session {
 
     #[test]
     fn sessionless_request_creates_no_session() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let ctx = mgr.new_context(
             12,
             &request(12, 0, -1, &[("foo", 0, 5)], &[]),
@@ -414,7 +414,7 @@ mod fetch_session {
 
     #[test]
     fn forgetting_every_partition_closes_the_session() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let id = open(&mgr, false, 0);
         let ctx = mgr.new_context(
             13,
@@ -433,7 +433,7 @@ mod fetch_session {
 
     #[test]
     fn full_cache_evicts_consumer_for_follower_not_for_young_consumer() {
-        let mgr = FetchManager::new(2);
+        let mgr = FetchManager::new(2).with_full_scan_ms(0);
         let c1 = open(&mgr, false, 0);
         let c2 = open(&mgr, false, 0);
         // A consumer cannot displace sessions younger than the eviction interval.
@@ -458,7 +458,7 @@ mod fetch_session {
 
     #[test]
     fn mature_small_session_yields_to_larger_one() {
-        let mgr = FetchManager::new(1);
+        let mgr = FetchManager::new(1).with_full_scan_ms(0);
         let small = {
             let ctx = mgr.new_context(
                 13,
@@ -502,7 +502,7 @@ mod fetch_session {
 
     #[test]
     fn idle_sessions_expire() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let old = open(&mgr, false, 0);
         let young = open(&mgr, false, 100_000);
         // Any request past the interval reclaims the idle session.
@@ -522,7 +522,7 @@ mod fetch_session {
 
     #[test]
     fn v12_session_uses_names() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let ctx = mgr.new_context(
             12,
             &request(12, 0, 0, &[("foo", 0, 5), ("nope", 0, 1)], &[]),
@@ -586,7 +586,7 @@ mod fetch_session {
 
     #[test]
     fn v13_session_uses_ids_and_answers_unknown_ids() {
-        let mgr = FetchManager::new(10);
+        let mgr = FetchManager::new(10).with_full_scan_ms(0);
         let mut req = request(13, 0, 0, &[("foo", 0, 5)], &[]);
         req.topics.push(FetchTopic {
             topic_id: GONE,
@@ -645,5 +645,88 @@ mod fetch_session {
         assert_eq!(read_names(&ctx), vec![("foo".into(), 0, 5)]);
         let ctx = mgr.new_context(12, &request(12, id, 5, &[], &[]), false, &resolve, 5);
         assert_eq!(ctx.error(), Some(ErrorCode::FetchSessionTopicIdError));
+    }
+
+    /// Unlike Kafka, an incremental request reads only the partitions it names, those
+    /// marked changed in the session's watch (by the partitions' change signals), and all of
+    /// them once per full-scan interval.
+    #[test]
+    fn incremental_request_reads_only_named_and_changed_partitions() {
+        use kraftd_broker::replica::fetch_session::{ChangeNotify, FULL_SCAN_INTERVAL_MS};
+        use std::sync::Arc;
+        let mgr = FetchManager::new(10);
+        let full = mgr.new_context(
+            13,
+            &request(
+                13,
+                0,
+                0,
+                &[("foo", 0, 5), ("foo", 1, 7), ("bar", 0, 1)],
+                &[],
+            ),
+            true,
+            &resolve,
+            0,
+        );
+        let watch = full.watch().expect("a full request's session has a watch");
+        // The partitions register as they are read; one of them changes afterwards.
+        let foo1 = Arc::new(ChangeNotify::new(TopicIdPartition {
+            topic_id: FOO,
+            topic: "foo".into(),
+            partition: 1,
+        }));
+        foo1.watch(&watch);
+        foo1.watch(&watch);
+        assert_eq!(foo1.watchers(), 1, "registering twice is once");
+        let (id, _) =
+            full.update_and_generate_response(13, read_all(&full, |_| data(10, 0, None)), 0);
+
+        // Nothing changed, nothing named: nothing read.
+        let ctx = mgr.new_context(13, &request(13, id, 1, &[], &[]), true, &resolve, 1);
+        assert!(read_names(&ctx).is_empty());
+        ctx.update_and_generate_response(13, Vec::new(), 1);
+
+        // foo-1 changed, bar-0 named with a new offset: those two, in session order.
+        foo1.notify_waiters();
+        let ctx = mgr.new_context(
+            13,
+            &request(13, id, 2, &[("bar", 0, 2)], &[]),
+            true,
+            &resolve,
+            2,
+        );
+        assert_eq!(
+            read_names(&ctx),
+            vec![("foo".into(), 1, 7), ("bar".into(), 0, 2)]
+        );
+        let (_, topics) =
+            ctx.update_and_generate_response(13, read_all(&ctx, |_| data(11, 0, None)), 2);
+        assert_eq!(names(&topics), vec![s("foo", 1), s("bar", 0)]);
+
+        // A change while the request waits joins it.
+        let ctx = mgr.new_context(13, &request(13, id, 3, &[], &[]), true, &resolve, 3);
+        assert!(ctx.take_news(&resolve).is_empty());
+        foo1.notify_waiters();
+        let news = ctx.take_news(&resolve);
+        assert_eq!(news.len(), 1);
+        assert_eq!((news[0].0.partition, news[0].1.fetch_offset), (1, 7));
+        ctx.update_and_generate_response(13, Vec::new(), 3);
+
+        // The safety net: every partition once per interval.
+        let later = FULL_SCAN_INTERVAL_MS + 10;
+        {
+            let ctx = mgr.new_context(13, &request(13, id, 4, &[], &[]), true, &resolve, later);
+            assert_eq!(read_names(&ctx).len(), 3);
+            let ctx = mgr.new_context(13, &request(13, id, 5, &[], &[]), true, &resolve, later + 1);
+            assert!(read_names(&ctx).is_empty());
+        }
+
+        // A dropped session no longer hears its partitions.
+        let gone = kraftd_broker::replica::fetch_session::SessionWatch::new();
+        foo1.watch(&gone);
+        assert_eq!(foo1.watchers(), 2);
+        drop(gone);
+        foo1.notify_waiters();
+        assert_eq!(foo1.watchers(), 1);
     }
 }

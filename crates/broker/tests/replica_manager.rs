@@ -13,6 +13,8 @@
 mod common;
 #[path = "replica_manager/log_dirs.rs"]
 mod log_dirs;
+#[path = "replica_manager/scale.rs"]
+mod scale;
 #[path = "replica_manager/transactions.rs"]
 mod transactions;
 #[path = "replica_manager/validation.rs"]

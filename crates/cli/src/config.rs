@@ -60,8 +60,9 @@ pub struct NodeConfig {
     /// `controller.quorum.voters`; empty for a dynamic quorum (KIP-853), whose voters come
     /// from the bootstrap snapshot and the log.
     pub voters: BTreeMap<i32, VoterEndpoint>,
-    /// `controller.quorum.bootstrap.servers`: each entry the static voter whose endpoint it
-    /// names, or a negative id (-2, -3, ...) with its own endpoint.
+    /// `controller.quorum.bootstrap.servers` (with static voters, or alone for a dynamic
+    /// quorum, KIP-853): each entry the voter
+    /// whose endpoint it names, or a negative id (-2, -3, ...) with its own endpoint.
     pub bootstrap_servers: Vec<VoterEndpoint>,
     pub listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
@@ -163,13 +164,13 @@ impl NodeConfig {
             Some(v) if !v.trim().is_empty() => {
                 parse_voters(v).map_err(|e| anyhow!("{e} (in {source})"))?
             }
-            // A dynamic quorum (KIP-853): the voters come from the bootstrap snapshot and
-            // the log, the quorum is found through the bootstrap servers.
+            // A dynamic quorum (KIP-853): the voter set is in the metadata log, the leader
+            // found through the bootstrap servers.
             _ if props
                 .get("controller.quorum.bootstrap.servers")
                 .is_some_and(|v| !v.trim().is_empty()) =>
             {
-                BTreeMap::new()
+                Default::default()
             }
             _ => bail!(
                 "neither controller.quorum.voters nor controller.quorum.bootstrap.servers is set \
@@ -367,6 +368,7 @@ impl NodeConfig {
                     self.controller_listener_names.join(",")
                 );
             }
+            // A dynamic quorum's controller (no static voters) starts as an observer.
             if !self.voters.is_empty() && !self.voters.contains_key(&self.node_id) {
                 bail!(
                     "node.id {} is a controller but not one of controller.quorum.voters in {source}",
@@ -644,20 +646,18 @@ mod tests {
     }
 
     #[test]
-    fn bootstrap_servers_alone_are_a_dynamic_quorum() {
+    fn bootstrap_servers_alone_make_a_dynamic_quorum() {
         let c = NodeConfig::from_properties(props(
-            "process.roles=controller\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n\
-             listeners=CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n",
+            "process.roles=broker\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n",
         ))
         .unwrap();
         assert!(c.voters.is_empty());
-        assert_eq!(c.bootstrap_servers[0].address(), "c1:9093");
+        assert_eq!(c.bootstrap_servers[0].id, -2);
         let e = NodeConfig::from_properties(props("process.roles=broker\nnode.id=4\n"))
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("controller.quorum.voters")
-                && e.contains("controller.quorum.bootstrap.servers"),
+            e.contains("controller.quorum.voters") && e.contains("bootstrap.servers"),
             "{e}"
         );
     }

@@ -273,6 +273,17 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
     raft_timeouts(config, &mut raft)?;
     let server = server_config(config)?;
+    // The process's pool of open segment files (kraftd's own settings; Kafka has none).
+    kraftd_log::handles::configure(
+        config.number(
+            "log.segment.open.files.max",
+            kraftd_log::config::DEFAULT_SEGMENT_OPEN_FILES_MAX,
+        )?,
+        config.number(
+            "log.segment.idle.close.ms",
+            kraftd_log::config::DEFAULT_SEGMENT_IDLE_CLOSE_MS,
+        )?,
+    );
     Ok(BrokerConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
@@ -494,6 +505,29 @@ fn controller_config(
         }
     }
     raft_timeouts(config, &mut c.raft)?;
+    // KIP-853: the metadata log directory's `directory.id` is this controller's voter key.
+    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
+        c.raft.directory_id = format::parse_uuid(&meta.directory_id)?;
+    }
+    c.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
+    // KIP-853: the controller listener this node names itself by in a voter set (advertised,
+    // else bound with a host).
+    if let Some(name) = config.controller_listener_names.first() {
+        let own = config
+            .advertised_listeners
+            .iter()
+            .chain(config.listeners.iter())
+            .find(|l| &l.name == name && !l.host.is_empty());
+        if let Some(l) = own {
+            c.raft.local_listeners.insert(
+                name.clone(),
+                kraftd_raft::core::endpoints::Endpoint {
+                    host: l.host.clone(),
+                    port: l.port,
+                },
+            );
+        }
+    }
     c.server = server_config(config)?;
     c.client_security = config
         .controller_listener_names

@@ -311,6 +311,9 @@ impl MetadataDelta {
             .ok_or(ReplayErrorKind::UnknownTopicId(r.topic_id))?;
         topics.by_name.remove(&topic.name);
         topics.unindex_name(&topic.name);
+        for (pid, p) in topic.partitions.iter() {
+            topics.index_leader(r.topic_id, *pid, Some(p), None);
+        }
         self.changes.changed_topics.remove(&r.topic_id);
         self.changes.changed_partitions.remove(&r.topic_id);
         if self.base.topics.by_id.contains_key(&r.topic_id) {
@@ -357,10 +360,13 @@ impl MetadataDelta {
 
     /// Stores a partition, copying only the topic's header and one path of its partition map.
     fn put_partition(&mut self, topic_id: Uuid, partition_id: i32, p: PartitionRegistration) {
-        if let Some(topic) = self.next.topics.by_id.get_mut(&topic_id) {
-            Arc::make_mut(topic)
+        let topics = &mut self.next.topics;
+        if let Some(topic) = topics.by_id.get_mut(&topic_id) {
+            let p = Arc::new(p);
+            let previous = Arc::make_mut(topic)
                 .partitions
-                .insert(partition_id, Arc::new(p));
+                .insert(partition_id, Arc::clone(&p));
+            topics.index_leader(topic_id, partition_id, previous.as_deref(), Some(&p));
             self.changes.changed_topics.insert(topic_id);
             self.changes
                 .changed_partitions

@@ -25,13 +25,16 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024 + 12;
 /// `max_bytes` the caller asks for: a read is one allocation, so it is bounded. Kafka's
 /// largest default fetch size (`fetch.max.bytes`) is 50 MiB.
 pub const MAX_READ_BYTES: usize = 64 * 1024 * 1024;
-/// The most sealed-segment `.log` handles one log keeps open (besides its active segment's
-/// `.log`, `.index` and `.timeindex`), least recently used closed first. Reads mostly hit
-/// the active segment (consumers at the tail) or walk forward through a few sealed ones
-/// (lagging consumers, catching-up replicas), so a handful covers them; a broker hosting
-/// thousands of partitions then holds at most `partitions × (3 + this)` descriptors for
-/// its logs, whatever their segment counts.
-pub const MAX_OPEN_SEGMENT_FILES: usize = 8;
+/// kraftd's `log.segment.open.files.max` default: the most segment `.log` handles the
+/// process keeps open (active and sealed segments of every log; index files hold none
+/// between writes), least recently used closed first. Kafka has no such bound (it keeps
+/// every segment's files open: three or four descriptors per segment); with it a broker's
+/// descriptors for its logs are bounded whatever its partition and segment counts.
+pub const DEFAULT_SEGMENT_OPEN_FILES_MAX: usize = 10_000;
+/// kraftd's `log.segment.idle.close.ms` default: a segment handle unused this long is
+/// closed (reopened on the next read or append). Ten minutes: a partition produced to or
+/// fetched from at any steady rate keeps its handle; an idle one gives it back.
+pub const DEFAULT_SEGMENT_IDLE_CLOSE_MS: i64 = 10 * 60 * 1000;
 /// The smallest `segment.bytes` Kafka accepts (14 bytes, so a segment holds at least a
 /// header); tests use tiny segments, so the floor is Kafka's, not something larger.
 pub const MIN_SEGMENT_BYTES: u64 = 14;

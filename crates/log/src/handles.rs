@@ -1,161 +1,278 @@
-//! The open `.log` handles of a log's sealed segments: a small least-recently-used cache
-//! capped at [`MAX_OPEN_SEGMENT_FILES`], so a log of thousands of segments holds a bounded
-//! number of file descriptors (a broker hosts thousands of partitions, and the process's
-//! descriptor limit is shared by all of them and every client connection).
+//! The open `.log` handles of every segment in the process, active or sealed: one bounded
+//! pool, so a broker hosting 100,000 partitions holds at most
+//! `log.segment.open.files.max` segment descriptors however many partitions and segments
+//! it has (each segment used to hold its `.log`, `.index` and `.timeindex` for life: 300,000
+//! descriptors at that scale), and a handle unused for `log.segment.idle.close.ms` is
+//! closed even when the cap is not reached.
 //!
-//! Only sealed segments go through the cache: the active segment keeps its own handles
-//! (it is written on every append), and a sealed segment's indexes need no handle at all
-//! (their content is in memory). Handles are `Arc<File>`: a read planned with a handle
-//! keeps it alive after the cache evicts it, so eviction never breaks a read in flight; the
-//! descriptor closes when the last holder drops it.
+//! - Handles are opened on first use and kept while used: a busy partition's active
+//!   segment stays open, so its appends and reads cost no extra system call (a lookup under
+//!   a short lock); an idle one is closed and reopened (read-write) on its next append.
+//! - The pool is least-recently-used: past the cap, the handle unused longest is closed.
+//! - Handles are `Arc<File>`: a read planned with a handle (or a flush running off the
+//!   log's lock) keeps it alive after eviction, so eviction never breaks an operation in
+//!   flight; the descriptor closes when its last holder drops it. A read that finds its
+//!   handle evicted reopens the file, and a read of a segment deleted meanwhile fails as a
+//!   concurrent truncation (the caller retries), never reads another file.
+//! - Closing a handle loses nothing: data written through it is in the page cache, and an
+//!   fdatasync through a handle opened later flushes the same file.
+//! - Index files need no pooled handle: their entries are in memory and written in bulk
+//!   (`index.rs` opens the file for each write and closes it).
+//!
+//! Entries are keyed by a segment's identity ([`SegmentFiles::new_id`], unique in the
+//! process), not its name: a read that opened a file just before its segment was deleted
+//! may cache that handle after the fact, and a later segment of the same name must never
+//! find it.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-use crate::config::MAX_OPEN_SEGMENT_FILES;
+use crate::config::{DEFAULT_SEGMENT_IDLE_CLOSE_MS, DEFAULT_SEGMENT_OPEN_FILES_MAX};
 use crate::error::{LogError, Result};
 
-/// The cache of one log's sealed-segment handles, shared by the log and its segments.
-///
-/// Entries are keyed by a segment's identity ([`SegmentFiles::new_id`]), not its base
-/// offset: a read that opened a file just before its segment was deleted may cache that
-/// handle after the fact, and a later segment of the same name (the log truncated and
-/// grew again) must never find it.
+/// One pooled handle.
+#[derive(Debug)]
+struct Entry {
+    file: Arc<File>,
+    writable: bool,
+    /// Its key in the pool's recency order.
+    seq: u64,
+    last_used: Instant,
+    /// The owning log's count of pooled handles (for [`crate::LogStats`]).
+    owner: Arc<AtomicUsize>,
+}
+
+#[derive(Debug, Default)]
+struct Pool {
+    entries: HashMap<u64, Entry>,
+    /// seq → segment id, least recently used first.
+    order: BTreeMap<u64, u64>,
+    next_seq: u64,
+}
+
+impl Pool {
+    fn touch(&mut self, id: u64, now: Instant) -> Option<&Entry> {
+        let next_seq = self.next_seq;
+        let e = self.entries.get_mut(&id)?;
+        e.last_used = now;
+        // Already the most recent: a busy partition hit again costs no reordering.
+        if e.seq + 1 != next_seq {
+            self.order.remove(&e.seq);
+            e.seq = next_seq;
+            self.order.insert(next_seq, id);
+            self.next_seq += 1;
+        }
+        self.entries.get(&id)
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Entry> {
+        let e = self.entries.remove(&id)?;
+        self.order.remove(&e.seq);
+        e.owner.fetch_sub(1, Ordering::Relaxed);
+        Some(e)
+    }
+
+    /// Takes out the handles beyond `cap` and those idle longer than `idle` (least
+    /// recently used first), to be closed outside the lock.
+    fn evict(&mut self, cap: usize, idle: Option<Duration>, now: Instant) -> Vec<Entry> {
+        let mut out = Vec::new();
+        while let Some((_, &id)) = self.order.first_key_value() {
+            let over = self.entries.len() > cap;
+            let stale = idle.is_some_and(|idle| {
+                self.entries
+                    .get(&id)
+                    .is_some_and(|e| now.saturating_duration_since(e.last_used) >= idle)
+            });
+            if !over && !stale {
+                break;
+            }
+            out.extend(self.remove(id));
+        }
+        out
+    }
+}
+
+/// The process's pool of segment handles and its limits.
+#[derive(Debug)]
+struct FilePool {
+    pool: Mutex<Pool>,
+    cap: AtomicUsize,
+    /// `log.segment.idle.close.ms`; `i64::MAX` never closes for idleness.
+    idle_ms: AtomicI64,
+    next_id: AtomicU64,
+    sweeper: OnceLock<()>,
+}
+
+fn pool() -> &'static FilePool {
+    static POOL: OnceLock<FilePool> = OnceLock::new();
+    POOL.get_or_init(|| FilePool {
+        pool: Mutex::new(Pool::default()),
+        cap: AtomicUsize::new(DEFAULT_SEGMENT_OPEN_FILES_MAX),
+        idle_ms: AtomicI64::new(DEFAULT_SEGMENT_IDLE_CLOSE_MS),
+        next_id: AtomicU64::new(0),
+        sweeper: OnceLock::new(),
+    })
+}
+
+impl FilePool {
+    /// The lock never guards an invariant a panic could break halfway, so a poisoned lock
+    /// is still usable.
+    fn lock(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn idle(&self) -> Option<Duration> {
+        let ms = self.idle_ms.load(Ordering::Relaxed);
+        (ms < i64::MAX).then(|| Duration::from_millis(ms.max(0) as u64))
+    }
+
+    /// Closes what is over the cap or idle; the descriptors close after the lock is
+    /// released (closing is a system call).
+    fn sweep(&self) {
+        let evicted = self.lock().evict(
+            self.cap.load(Ordering::Relaxed),
+            self.idle(),
+            Instant::now(),
+        );
+        drop(evicted);
+    }
+
+    /// Starts the thread that closes idle handles of logs nobody touches any more (once per
+    /// process, when a handle is first pooled).
+    fn ensure_sweeper(&'static self) {
+        self.sweeper.get_or_init(|| {
+            let spawned = std::thread::Builder::new()
+                .name("segment-files".into())
+                .spawn(move || loop {
+                    let idle_ms = self.idle_ms.load(Ordering::Relaxed);
+                    let period = (idle_ms / 2).clamp(5, 1000) as u64;
+                    std::thread::sleep(Duration::from_millis(period));
+                    if idle_ms < i64::MAX {
+                        self.sweep();
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "no thread to close idle segment files: only the cap applies");
+            }
+        });
+    }
+}
+
+/// Sets the pool's limits (the node's `log.segment.open.files.max` and
+/// `log.segment.idle.close.ms`), applied at once.
+pub fn configure(open_files_max: usize, idle_close_ms: i64) {
+    let p = pool();
+    p.cap.store(open_files_max.max(1), Ordering::Relaxed);
+    p.idle_ms.store(idle_close_ms.max(0), Ordering::Relaxed);
+    p.sweep();
+}
+
+/// Segment handles open in the process (pooled; reads in flight may hold a few more).
+pub fn open_segment_files() -> usize {
+    pool().lock().entries.len()
+}
+
+/// One log's view of the pool: its handles' count and how often it opened one.
 #[derive(Debug)]
 pub(crate) struct SegmentFiles {
-    /// (segment id, handle), least recently used first. A `Vec` because the cap is small:
-    /// a linear scan of a few entries beats any map, and there is nothing to allocate per
-    /// lookup.
-    lru: Mutex<Vec<(u64, Arc<File>)>>,
-    capacity: usize,
-    /// How many times a sealed segment's file was opened (cache misses), for [`crate::LogStats`].
+    /// Handles of this log's segments in the pool.
+    open: Arc<AtomicUsize>,
+    /// How many times this log opened a segment file (pool misses), for [`crate::LogStats`].
     opens: AtomicU64,
-    next_id: AtomicU64,
 }
 
 impl SegmentFiles {
     pub fn new() -> Arc<SegmentFiles> {
-        Self::with_capacity(MAX_OPEN_SEGMENT_FILES)
-    }
-
-    pub fn with_capacity(capacity: usize) -> Arc<SegmentFiles> {
         Arc::new(SegmentFiles {
-            lru: Mutex::new(Vec::with_capacity(capacity + 1)),
-            capacity: capacity.max(1),
+            open: Arc::new(AtomicUsize::new(0)),
             opens: AtomicU64::new(0),
-            next_id: AtomicU64::new(0),
         })
     }
 
-    /// A fresh identity for a segment being created or opened.
+    /// A fresh identity for a segment being created or opened, unique in the process.
     pub fn new_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        pool().next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The lock never guards an invariant a panic could break halfway (each operation is
-    /// one push, remove or rotate), so a poisoned lock is still usable.
-    fn lock(&self) -> MutexGuard<'_, Vec<(u64, Arc<File>)>> {
-        self.lru.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The pooled handle of segment `id` (writable if asked), marked most recently used.
+    pub fn get(&self, id: u64, write: bool) -> Option<Arc<File>> {
+        let mut p = pool().lock();
+        let e = p.touch(id, Instant::now())?;
+        (e.writable || !write).then(|| Arc::clone(&e.file))
     }
 
-    /// The cached handle of segment `id`, marked most recently used.
-    pub fn get(&self, id: u64) -> Option<Arc<File>> {
-        let mut lru = self.lock();
-        let i = lru.iter().position(|(b, _)| *b == id)?;
-        let entry = lru.remove(i);
-        let file = Arc::clone(&entry.1);
-        lru.push(entry);
-        Some(file)
-    }
-
-    /// The handle of segment `id`, opening `path` read-only on a miss. The open happens
-    /// outside the cache's lock, so a slow open never stalls other readers' lookups.
-    pub fn get_or_open(&self, id: u64, path: &Path) -> Result<Arc<File>> {
-        if let Some(file) = self.get(id) {
+    /// The handle of segment `id`, opening `path` on a miss (read-write if `write`, else
+    /// read-only; a read-only handle is replaced when a write needs one). The open happens
+    /// outside the pool's lock, so a slow open never stalls other segments.
+    pub fn get_or_open(&self, id: u64, path: &Path, write: bool) -> Result<Arc<File>> {
+        if let Some(file) = self.get(id, write) {
             return Ok(file);
         }
         let file = OpenOptions::new()
             .read(true)
+            .write(write)
             .open(path)
             .map(Arc::new)
             .map_err(LogError::io("open", path))?;
         self.opens.fetch_add(1, Ordering::Relaxed);
-        Ok(self.insert(id, file))
+        Ok(self.insert(id, file, write))
     }
 
-    /// Caches `file` as segment `id`'s handle (most recently used), closing the least
-    /// recently used handle beyond the cap. If another reader cached one meanwhile, that
-    /// one is kept and returned, so the cache never holds two handles for one segment
-    /// (both are handles of the same file: ids are never reused).
-    pub fn insert(&self, id: u64, file: Arc<File>) -> Arc<File> {
-        let mut lru = self.lock();
-        if let Some(i) = lru.iter().position(|(b, _)| *b == id) {
-            let entry = lru.remove(i);
-            let kept = Arc::clone(&entry.1);
-            lru.push(entry);
-            return kept;
+    /// Pools `file` as segment `id`'s handle (most recently used), closing the least
+    /// recently used handles beyond the cap. If another reader pooled one meanwhile that
+    /// serves (writable, or no write is needed), that one is kept and returned, so the pool
+    /// never holds two handles for one segment.
+    pub fn insert(&self, id: u64, file: Arc<File>, writable: bool) -> Arc<File> {
+        let fp = pool();
+        let now = Instant::now();
+        let mut p = fp.lock();
+        if let Some(e) = p.touch(id, now) {
+            if e.writable || !writable {
+                return Arc::clone(&e.file);
+            }
         }
-        lru.push((id, Arc::clone(&file)));
-        let evicted = (lru.len() > self.capacity).then(|| lru.remove(0));
-        drop(lru);
-        // Closing a descriptor is a system call: done after releasing the lock.
-        drop(evicted);
+        let replaced = p.remove(id);
+        let seq = p.next_seq;
+        p.next_seq += 1;
+        p.order.insert(seq, id);
+        self.open.fetch_add(1, Ordering::Relaxed);
+        p.entries.insert(
+            id,
+            Entry {
+                file: Arc::clone(&file),
+                writable,
+                seq,
+                last_used: now,
+                owner: Arc::clone(&self.open),
+            },
+        );
+        let evicted = p.evict(fp.cap.load(Ordering::Relaxed), fp.idle(), now);
+        drop(p);
+        drop((replaced, evicted));
+        fp.ensure_sweeper();
         file
     }
 
-    /// Removes segment `id`'s handle (the segment is deleted or becomes active again).
+    /// Removes segment `id`'s handle (the segment is deleted, renamed or dropped).
     pub fn remove(&self, id: u64) {
-        let removed = {
-            let mut lru = self.lock();
-            lru.iter()
-                .position(|(b, _)| *b == id)
-                .map(|i| lru.remove(i))
-        };
+        let removed = pool().lock().remove(id);
         drop(removed);
     }
 
-    /// Handles currently cached (at most the cap).
+    /// This log's pooled handles.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.open.load(Ordering::Relaxed)
     }
 
-    /// How many times a sealed segment's file was opened.
+    /// How many times this log opened a segment file.
     pub fn opens(&self) -> u64 {
         self.opens.load(Ordering::Relaxed)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn evicts_the_least_recently_used_and_keeps_handles_in_use_alive() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths: Vec<_> = (0..4)
-            .map(|i| {
-                let p = dir.path().join(format!("{i}.log"));
-                std::fs::write(&p, [i as u8]).unwrap();
-                p
-            })
-            .collect();
-        let cache = SegmentFiles::with_capacity(2);
-        let f0 = cache.get_or_open(0, &paths[0]).unwrap();
-        cache.get_or_open(1, &paths[1]).unwrap();
-        assert!(cache.get(0).is_some(), "0 is now the most recently used");
-        cache.get_or_open(2, &paths[2]).unwrap();
-        assert_eq!(cache.len(), 2);
-        assert!(cache.get(1).is_none(), "1 was the least recently used");
-        cache.get_or_open(3, &paths[3]).unwrap();
-        assert!(cache.get(0).is_none());
-        // The evicted handle still reads.
-        let mut b = [0u8; 1];
-        std::os::unix::fs::FileExt::read_exact_at(&*f0, &mut b, 0).unwrap();
-        assert_eq!(b, [0]);
-        assert_eq!(cache.opens(), 4);
-        cache.remove(3);
-        assert_eq!(cache.len(), 1);
-    }
-}
+mod tests;

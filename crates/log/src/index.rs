@@ -104,14 +104,15 @@ impl Entry for (i64, u32) {
 }
 
 /// The file mechanics both indexes share: entries whole in memory, appended to the file in
-/// bulk, truncated, flushed, and the handle released while the segment is sealed.
+/// bulk, truncated and flushed. No handle is kept: the file is opened for each bulk write,
+/// truncation or sync (once per [`PENDING_ENTRIES_MAX`] entries, a megabyte of batches at
+/// the default `index.interval.bytes`), so an index costs no descriptor between writes and
+/// a broker's descriptors stay bounded however many partitions it hosts.
 #[derive(Debug)]
 struct IndexFile<E> {
     path: PathBuf,
-    /// Open while the index is written (the active segment's); `None` once released (a
-    /// sealed segment's: its entries are in memory and it is not written again unless the
-    /// log is truncated into it, which reopens it).
-    file: Option<File>,
+    /// Written since the last sync.
+    unsynced: bool,
     entries: Vec<E>,
     /// How many of `entries` are in the file; the rest are written in bulk (see
     /// [`PENDING_ENTRIES_MAX`]).
@@ -121,9 +122,10 @@ struct IndexFile<E> {
 impl<E: Entry> IndexFile<E> {
     /// Creates (or empties) the file at `path`.
     fn create(path: &Path) -> Result<Self> {
+        drop(open_rw(path, true)?);
         Ok(IndexFile {
             path: path.to_path_buf(),
-            file: Some(open_rw(path, true)?),
+            unsynced: false,
             entries: Vec::new(),
             persisted: 0,
         })
@@ -148,7 +150,7 @@ impl<E: Entry> IndexFile<E> {
         }
         Ok(Some(IndexFile {
             path: path.to_path_buf(),
-            file: None,
+            unsynced: false,
             persisted: entries.len(),
             entries,
         }))
@@ -178,7 +180,8 @@ impl<E: Entry> IndexFile<E> {
             entry.put(&mut buf);
         }
         let at = self.persisted as u64 * E::BYTES;
-        self.file()?
+        self.unsynced = true;
+        open_rw(&self.path, false)?
             .write_all_at(&buf, at)
             .map_err(LogError::io("write", &self.path))?;
         self.persisted = self.entries.len();
@@ -194,41 +197,34 @@ impl<E: Entry> IndexFile<E> {
         if keep < self.persisted {
             self.persisted = keep;
             let len = self.size_in_bytes();
-            self.file()?
+            self.unsynced = true;
+            open_rw(&self.path, false)?
                 .set_len(len)
                 .map_err(LogError::io("truncate", &self.path))?;
         }
         Ok(())
     }
 
-    /// Writes pending entries and forces the file to disk. A released index has nothing
-    /// unsynced (release flushes), so it is not reopened for this.
+    /// Writes pending entries and forces the file to disk (an index not written since its
+    /// last sync is not opened for this).
     fn flush(&mut self) -> Result<()> {
         self.write_pending()?;
-        match &self.file {
-            Some(file) => file.sync_data().map_err(LogError::io("fsync", &self.path)),
-            None => Ok(()),
+        if self.unsynced {
+            File::open(&self.path)
+                .and_then(|f| f.sync_data())
+                .map_err(LogError::io("fsync", &self.path))?;
+            self.unsynced = false;
         }
-    }
-
-    /// Closes the file (flushing first if entries are pending; a sealed segment's index
-    /// was flushed when sealed, so usually there is nothing to sync again); the next write
-    /// reopens it.
-    fn release(&mut self) -> Result<()> {
-        if self.persisted < self.entries.len() {
-            self.flush()?;
-        }
-        self.file = None;
         Ok(())
     }
 
-    /// The open file, reopened if released.
-    fn file(&mut self) -> Result<&File> {
-        let file = match self.file.take() {
-            Some(file) => file,
-            None => open_rw(&self.path, false)?,
-        };
-        Ok(self.file.insert(file))
+    /// Makes the file whole before the segment is sealed or closed: pending entries are
+    /// written and synced.
+    fn release(&mut self) -> Result<()> {
+        if self.persisted < self.entries.len() || self.unsynced {
+            self.flush()?;
+        }
+        Ok(())
     }
 }
 

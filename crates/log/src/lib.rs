@@ -42,8 +42,9 @@
 //! in the log (epochs increase, each entry starts below the log end offset); nothing read
 //! from disk can make this crate panic: it is cut (the active segment's torn tail) or
 //! reported ([`LogError::Corrupt`] with file and position). Everything is bounded: a batch
-//! by `max.message.bytes`, a read by [`config::MAX_READ_BYTES`], a log's open files by its
-//! active segment's three plus [`config::MAX_OPEN_SEGMENT_FILES`].
+//! by `max.message.bytes`, a read by [`config::MAX_READ_BYTES`], the open segment files of
+//! all logs by `log.segment.open.files.max` ([`handles::configure`],
+//! [`config::DEFAULT_SEGMENT_OPEN_FILES_MAX`]).
 
 pub mod checkpoint;
 pub mod cleaner;
@@ -53,7 +54,7 @@ pub mod epoch;
 pub mod error;
 pub mod flush_timer;
 mod fsutil;
-mod handles;
+pub mod handles;
 mod index;
 mod log;
 pub mod log_manager;

@@ -349,6 +349,26 @@ fn node_error_response(request: &RequestBody, code: ErrorCode) -> Option<Respons
             error_code,
             ..Default::default()
         }),
+        RequestBody::AddRaftVoter(_) => {
+            ResponseBody::AddRaftVoter(crate::messages::AddRaftVoterResponse {
+                error_code,
+                error_message: Some(code.to_string()),
+                ..Default::default()
+            })
+        }
+        RequestBody::RemoveRaftVoter(_) => {
+            ResponseBody::RemoveRaftVoter(crate::messages::RemoveRaftVoterResponse {
+                error_code,
+                error_message: Some(code.to_string()),
+                ..Default::default()
+            })
+        }
+        RequestBody::UpdateRaftVoter(_) => {
+            ResponseBody::UpdateRaftVoter(crate::messages::UpdateRaftVoterResponse {
+                error_code,
+                ..Default::default()
+            })
+        }
         _ => return group_error_response(request, code),
     })
 }

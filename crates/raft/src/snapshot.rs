@@ -569,6 +569,76 @@ pub fn read_snapshot(bytes: Bytes) -> Result<Snapshot, SnapshotError> {
     })
 }
 
+/// A snapshot with `kraft.version` and, when given, the voter set in its header batch
+/// (KIP-853), as Kafka's `RecordsSnapshotWriter` writes them for `kraft.version` ≥ 1: the
+/// header batch is rebuilt with the SnapshotHeaderRecord, a KRaftVersionRecord and the
+/// VotersRecord, and every later batch moves up by the records added (a batch's base offset
+/// is outside its CRC). A snapshot whose header already records a `kraft.version` is
+/// returned as it is.
+pub fn with_kraft_control(
+    bytes: &[u8],
+    kraft_version: i16,
+    voters: Option<VotersRecord>,
+) -> Result<Bytes, SnapshotError> {
+    let all = Bytes::copy_from_slice(bytes);
+    let mut batches = Batches::new(all.clone());
+    let first = next_batch(&mut batches)?.ok_or(SnapshotError::Empty)?;
+    let records = control_records(&first)?;
+    let header = match records.first() {
+        Some(ControlRecord::SnapshotHeader(h)) if first.is_control() => h.clone(),
+        _ => {
+            return Err(SnapshotError::MissingHeader {
+                reason: "the first record is not a SnapshotHeaderRecord",
+            })
+        }
+    };
+    if records.len() > 1 {
+        return Ok(all);
+    }
+    let mut control = vec![
+        ControlRecord::SnapshotHeader(header),
+        ControlRecord::KRaftVersion(KRaftVersionRecord {
+            version: 0,
+            k_raft_version: kraft_version,
+            ..Default::default()
+        }),
+    ];
+    if let Some(v) = voters {
+        control.push(ControlRecord::KRaftVoters(v));
+    }
+    let added = (control.len() - 1) as i64;
+    let position = first.position();
+    let err = |source| SnapshotError::Batch { position, source };
+    let mut b = RecordBatchBuilder::new(0)
+        .partition_leader_epoch(first.partition_leader_epoch())
+        .control(true);
+    for r in &control {
+        let value = r.encode_value().map_err(|_| SnapshotError::MissingHeader {
+            reason: "a control record does not encode",
+        })?;
+        b.append(
+            first.base_timestamp(),
+            Some(r.key()),
+            Some(value),
+            Vec::new(),
+        )
+        .map_err(err)?;
+    }
+    let mut out = BytesMut::with_capacity(bytes.len() + 256);
+    out.extend_from_slice(&b.build().map_err(err)?);
+    let mut at = first.size_in_bytes();
+    while at < bytes.len() {
+        let batch = next_batch(&mut batches)?.ok_or(SnapshotError::Empty)?;
+        let len = batch.size_in_bytes();
+        let mut copy = bytes[at..at + len].to_vec();
+        let base = batch.base_offset() + added;
+        copy[..8].copy_from_slice(&base.to_be_bytes());
+        out.extend_from_slice(&copy);
+        at += len;
+    }
+    Ok(out.freeze())
+}
+
 /// The next batch, CRC checked; `None` at the end of the bytes.
 fn next_batch(batches: &mut Batches) -> Result<Option<RecordBatch>, SnapshotError> {
     let position = Batches::position(batches);

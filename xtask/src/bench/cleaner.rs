@@ -361,6 +361,8 @@ fn start(classpath: &str, node_dir: &Path, config: &Path, port: u16) -> Result<C
             broker_port: Some(port),
             extra_ports: Vec::new(),
             child: Some(child),
+            controller_port: None,
+            respawn: None,
         }],
     };
     cluster.wait_brokers(Duration::from_secs(120))?;

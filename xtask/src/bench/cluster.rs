@@ -23,7 +23,14 @@ pub(super) struct BenchNode {
     /// (`ssl_port`, `sasl_ssl_port`).
     pub(super) extra_ports: Vec<(&'static str, u16)>,
     pub(super) child: Option<Child>,
+    /// A controller's listener port (kraftd's controllers and Kafka's 3-controller quorum).
+    pub(super) controller_port: Option<u16>,
+    /// Starts the node again with its config and data (after a kill: `bench failover`).
+    pub(super) respawn: Option<Respawn>,
 }
+
+/// Starts a stopped node again on its own config, data and log file.
+pub(super) type Respawn = Box<dyn Fn() -> Result<Child>>;
 
 pub(super) struct Cluster {
     pub(super) nodes: Vec<BenchNode>,

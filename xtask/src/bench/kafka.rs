@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::cluster::{BenchNode, Cluster};
+use super::cluster::{BenchNode, Cluster, Respawn};
 use crate::cluster::free_port;
 
 /// Jars whose presence means `target/kafka-jars/` is complete (as the tests check).
@@ -38,8 +38,20 @@ impl Cluster {
         broker_config: &str,
         format_args: &[&str],
     ) -> Result<Cluster> {
+        Cluster::start_kafka_with(classpath, dir, broker_config, format_args, 1)
+    }
+
+    /// [`Cluster::start_kafka_formatted`] with `controllers` controllers (ids 100, 101, ...)
+    /// in a static quorum.
+    pub(super) fn start_kafka_with(
+        classpath: &str,
+        dir: &Path,
+        broker_config: &str,
+        format_args: &[&str],
+        controllers: u32,
+    ) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kafka_inner(classpath, dir, broker_config, format_args) {
+        match cluster.start_kafka_inner(classpath, dir, broker_config, format_args, controllers) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -54,9 +66,17 @@ impl Cluster {
         dir: &Path,
         broker_config: &str,
         format_args: &[&str],
+        controllers: u32,
     ) -> Result<()> {
-        let controller_port = free_port()?;
-        let mut layout = vec![(100u32, true, controller_port)];
+        let mut layout = Vec::new();
+        for id in 100..100 + controllers {
+            layout.push((id, true, free_port()?));
+        }
+        let voters = layout
+            .iter()
+            .map(|(id, _, port)| format!("{id}@127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",");
         for id in 1..=3u32 {
             layout.push((id, false, free_port()?));
         }
@@ -70,7 +90,7 @@ impl Cluster {
         .to_string();
         // Kafka's defaults otherwise (no fsync per write, as kraftd's defaults).
         let common = format!(
-            "controller.quorum.voters=100@127.0.0.1:{controller_port}\n\
+            "controller.quorum.voters={voters}\n\
              controller.listener.names=CONTROLLER\n\
              listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,\
              CONTROLLER:PLAINTEXT\n"
@@ -109,8 +129,12 @@ impl Cluster {
             pending.push((id, controller, port, extra_ports, node_dir, config));
         }
         for (id, controller, port, extra_ports, node_dir, config) in pending {
-            let child = spawn_kafka_node(classpath, &node_dir, &config, "-Xmx512m")
-                .with_context(|| format!("starting Kafka node {id}"))?;
+            let cp = classpath.to_string();
+            let respawn: Respawn = Box::new(move || {
+                spawn_kafka_node(&cp, &node_dir, &config, "-Xmx512m")
+                    .with_context(|| format!("starting Kafka node {id}"))
+            });
+            let child = respawn()?;
             let role = if controller { "controller" } else { "broker" };
             println!("started Kafka node {id} ({role}) pid {}", child.id());
             self.nodes.push(BenchNode {
@@ -118,6 +142,8 @@ impl Cluster {
                 broker_port: (!controller).then_some(port),
                 extra_ports,
                 child: Some(child),
+                controller_port: controller.then_some(port),
+                respawn: Some(respawn),
             });
         }
         self.wait_brokers(Duration::from_secs(120))

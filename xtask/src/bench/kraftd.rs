@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::cluster::{BenchNode, Cluster};
+use super::cluster::{BenchNode, Cluster, Respawn};
 use crate::cluster::free_port;
 
 impl Cluster {
@@ -85,20 +85,27 @@ impl Cluster {
             let format_args = if controller { format_args } else { &[] };
             crate::cluster::format_node(bin, &config, &cluster_id, id, format_args)?;
             let log = node_dir.join("kraftd.log");
-            let child = Command::new(bin)
-                .args([roles, "--config"])
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(File::create(&log)?)
-                .stderr(File::options().append(true).open(&log)?)
-                .spawn()
-                .with_context(|| format!("starting node {id}"))?;
+            File::create(&log)?;
+            let (bin_owned, config_owned) = (bin.to_path_buf(), config.clone());
+            let respawn: Respawn = Box::new(move || {
+                Command::new(&bin_owned)
+                    .args([roles, "--config"])
+                    .arg(&config_owned)
+                    .stdin(Stdio::null())
+                    .stdout(File::options().append(true).open(&log)?)
+                    .stderr(File::options().append(true).open(&log)?)
+                    .spawn()
+                    .with_context(|| format!("starting node {id}"))
+            });
+            let child = respawn()?;
             println!("started node {id} ({roles}) pid {}", child.id());
             self.nodes.push(BenchNode {
                 id,
                 broker_port: (!controller).then_some(port),
                 extra_ports,
                 child: Some(child),
+                controller_port: controller.then_some(port),
+                respawn: Some(respawn),
             });
         }
         self.wait_brokers(Duration::from_secs(60))

@@ -17,6 +17,13 @@
 //! `cargo xtask bench reassign`: the time to move partitions onto a new broker with
 //! `kafka-reassign-partitions --execute --throttle`, beside Kafka's (`reassign.rs`).
 //!
+//! `cargo xtask bench failover`: kill -9 of the active controller, then CreateTopics through
+//! a broker until one succeeds, rounds of it, kraftd beside Kafka, with kraftd's time broken
+//! down by step from its logs (`failover.rs`).
+//! `cargo xtask bench scale --partitions N`: what N partitions cost one combined node
+//! (creation, settling, idle CPU, RSS, fds, restarts, a follower's CPU), beside Kafka's
+//! (`scale.rs`, its requests in `scale_client.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -49,6 +56,7 @@
 
 mod cleaner;
 mod cluster;
+mod failover;
 mod groups;
 mod kafka;
 mod kraftd;
@@ -58,6 +66,8 @@ mod produce;
 mod reassign;
 mod report;
 mod request_metrics;
+mod scale;
+mod scale_client;
 mod tls;
 mod txn;
 
@@ -66,10 +76,12 @@ use std::path::Path;
 use anyhow::Result;
 
 use cleaner::{cleaner, CleanerArgs};
+use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
 use reassign::{reassign, ReassignArgs};
 use request_metrics::{request_metrics, RequestMetricsArgs};
+use scale::{scale, ScaleArgs};
 use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 
@@ -100,6 +112,12 @@ enum What {
     /// The time to move partitions onto a new broker with kafka-reassign-partitions
     /// --execute --throttle, beside Apache Kafka 4.4.0's.
     Reassign(ReassignArgs),
+    /// kill -9 of the active controller, then CreateTopics through a broker until one
+    /// succeeds: rounds of it, kraftd beside Apache Kafka 4.4.0, kraftd's time by step.
+    Failover(FailoverArgs),
+    /// What many partitions cost one combined node (creation, settling, idle CPU, RSS, fds,
+    /// restarts, a follower's CPU per partition), beside Apache Kafka 4.4.0's.
+    Scale(ScaleArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -111,5 +129,7 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Tls(args) => tls(root, args),
         What::RequestMetrics(args) => request_metrics(root, args),
         What::Reassign(args) => reassign(root, args),
+        What::Failover(args) => failover(root, args),
+        What::Scale(args) => scale(root, args),
     }
 }

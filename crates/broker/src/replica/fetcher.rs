@@ -17,12 +17,12 @@
 //! nothing to ask waits `replica.fetch.backoff.ms`, as Kafka's does.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use kraftd_protocol::api_versions::supported_range;
-use kraftd_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+use kraftd_protocol::messages::fetch_request::{FetchPartition, ReplicaState};
 use kraftd_protocol::messages::fetch_response::PartitionData;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{FetchRequest, ListOffsetsRequest};
@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::fetch_session_handler::{FetchSessionHandler, WantedPartition};
 use super::partition::Role;
 use super::replica_manager::HostedPartition;
 use super::replication_quota::ReplicationQuotas;
@@ -108,9 +109,25 @@ struct FetcherTask {
     task: JoinHandle<()>,
 }
 
+/// The follower's fetch-session counters (all fetchers), exported as
+/// `kraftd_replica_fetcher_*` (Kafka has no metric for its `FetchSessionHandler`).
+#[derive(Debug, Default)]
+pub struct FetcherStats {
+    /// Fetch requests sent in full (no session yet, or after a reset).
+    pub full_requests: AtomicU64,
+    /// Fetch requests sent in a session (only the partitions that changed named).
+    pub incremental_requests: AtomicU64,
+    /// Partitions named in requests, and those left to the leader's session.
+    pub partitions_sent: AtomicU64,
+    pub partitions_omitted: AtomicU64,
+    /// Sessions ended by an error, a failed request or an inconsistent response.
+    pub session_resets: AtomicU64,
+}
+
 /// The fetchers, one per leader broker.
 #[derive(Debug)]
 pub struct ReplicaFetcherManager {
+    stats: Arc<FetcherStats>,
     config: FetcherConfig,
     cache: MetadataCache,
     broker_epoch: Arc<AtomicI64>,
@@ -126,6 +143,7 @@ impl ReplicaFetcherManager {
         quotas: Arc<ReplicationQuotas>,
     ) -> Self {
         ReplicaFetcherManager {
+            stats: Arc::default(),
             config,
             cache,
             broker_epoch,
@@ -136,6 +154,11 @@ impl ReplicaFetcherManager {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<i32, FetcherTask>> {
         self.fetchers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The fetch-session counters of every fetcher.
+    pub fn stats(&self) -> &FetcherStats {
+        &self.stats
     }
 
     /// Starts fetching `hosted` from `leader` (starting that leader's fetcher if needed).
@@ -152,6 +175,8 @@ impl ReplicaFetcherManager {
                 quotas: Arc::clone(&self.quotas),
                 shared: Arc::clone(&shared),
                 channel: None,
+                session: FetchSessionHandler::new(),
+                stats: Arc::clone(&self.stats),
             };
             info!(
                 broker = self.config.broker_id,
@@ -242,6 +267,10 @@ struct FetcherRun {
     quotas: Arc<ReplicationQuotas>,
     shared: Arc<FetcherShared>,
     channel: Option<Channel>,
+    /// The KIP-227 session with the leader: after a full fetch, each request names only the
+    /// partitions whose position changed, and the leader answers only those with news.
+    session: FetchSessionHandler,
+    stats: Arc<FetcherStats>,
 }
 
 /// What one partition was asked at, to check the answer still applies.
@@ -352,34 +381,55 @@ impl FetcherRun {
                 .saturating_mul(2)
                 .max(client.max_frame_bytes);
             self.channel = Some(Channel::spawn(destination, client));
+            // A new connection (maybe to a restarted leader): start a new session.
+            self.session.restart();
         }
         self.channel.clone()
     }
 
     async fn fetch_once(&mut self, channel: &Channel, asked: Vec<Asked>) {
         let version = supported_range(ApiKey::Fetch).max;
-        let mut topics: BTreeMap<Uuid, FetchTopic> = BTreeMap::new();
-        for a in &asked {
-            let p = a.hosted.lock();
-            let (fetch_offset, last_fetched_epoch) = p.fetch_position();
-            let topic = topics
-                .entry(a.hosted.tp.topic_id)
-                .or_insert_with(|| FetchTopic {
-                    topic: a.hosted.tp.topic.clone(),
+        let wanted: Vec<WantedPartition> = asked
+            .iter()
+            .map(|a| {
+                let p = a.hosted.lock();
+                let (fetch_offset, last_fetched_epoch) = p.fetch_position();
+                WantedPartition {
                     topic_id: a.hosted.tp.topic_id,
-                    ..Default::default()
-                });
-            topic.partitions.push(FetchPartition {
-                partition: a.hosted.tp.partition,
-                current_leader_epoch: p.leader_epoch(),
-                fetch_offset,
-                last_fetched_epoch,
-                log_start_offset: p.log_start_offset(),
-                partition_max_bytes: self.config.partition_max_bytes,
-                high_watermark: p.high_watermark(),
-                ..Default::default()
-            });
+                    topic: a.hosted.tp.topic.clone(),
+                    data: FetchPartition {
+                        partition: a.hosted.tp.partition,
+                        current_leader_epoch: p.leader_epoch(),
+                        fetch_offset,
+                        last_fetched_epoch,
+                        log_start_offset: p.log_start_offset(),
+                        partition_max_bytes: self.config.partition_max_bytes,
+                        high_watermark: p.high_watermark(),
+                        ..Default::default()
+                    },
+                }
+            })
+            .collect();
+        // Topic ids are what v13+ sessions key by; an older leader gets full fetches.
+        let built = self.session.build(wanted);
+        let (session_id, session_epoch) = if version >= 13 {
+            (built.metadata.session_id, built.metadata.epoch)
+        } else {
+            (0, -1)
+        };
+        let stats = &self.stats;
+        if built.metadata.is_full() {
+            stats.full_requests.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.incremental_requests.fetch_add(1, Ordering::Relaxed);
         }
+        stats
+            .partitions_sent
+            .fetch_add(built.sent as u64, Ordering::Relaxed);
+        stats
+            .partitions_omitted
+            .fetch_add(built.omitted as u64, Ordering::Relaxed);
+        let resets_before = self.session.resets();
         let broker_epoch = self.broker_epoch.load(Ordering::Relaxed);
         let request = FetchRequest {
             // v15+ carries the replica in ReplicaState; the top-level field is gone.
@@ -397,9 +447,10 @@ impl FetcherRun {
             min_bytes: self.config.min_bytes,
             max_bytes: self.config.max_bytes,
             isolation_level: 0,
-            session_id: 0,
-            session_epoch: -1,
-            topics: topics.into_values().collect(),
+            session_id,
+            session_epoch,
+            topics: built.topics,
+            forgotten_topics_data: built.forgotten,
             ..Default::default()
         };
         let response = channel
@@ -413,20 +464,48 @@ impl FetcherRun {
             Ok(ResponseBody::Fetch(r)) => r,
             Ok(other) => {
                 warn!(leader = self.leader, response = ?other, "unexpected response to Fetch");
+                self.session.handle_error();
+                self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
             Err(e @ (ClientError::Encode(_) | ClientError::Decode(_))) => {
                 warn!(leader = self.leader, error = %e, "fetch failed; backing off");
+                self.session.handle_error();
+                self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
             Err(e) => {
                 debug!(leader = self.leader, error = %e, "fetch failed; backing off");
+                self.session.handle_error();
+                self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
                 self.delay(asked.iter().map(|a| &a.hosted.tp));
                 return;
             }
         };
+        let session_applies = self.session.handle_response(&response);
+        self.stats
+            .session_resets
+            .fetch_add(self.session.resets() - resets_before, Ordering::Relaxed);
+        let session_error = matches!(
+            ErrorCode::from_code(response.error_code),
+            Some(ErrorCode::FetchSessionIdNotFound | ErrorCode::InvalidFetchSessionEpoch)
+        );
+        if session_error {
+            // The session is gone on the leader's side: ask again, in full, at once.
+            debug!(leader = self.leader, error = ?ErrorCode::from_code(response.error_code), "fetch session reset");
+            return;
+        }
+        if !session_applies && response.error_code == 0 {
+            // A response the session cannot explain: nothing of it is applied, and the
+            // next request is full, so nothing is skipped.
+            warn!(
+                leader = self.leader,
+                "fetch response inconsistent with the session; fetching in full"
+            );
+            return;
+        }
         if response.error_code != 0 {
             warn!(leader = self.leader, error = ?ErrorCode::from_code(response.error_code), "fetch refused");
             self.delay(asked.iter().map(|a| &a.hosted.tp));

@@ -5,6 +5,7 @@
 //! controller. Every piece names a partition by its [`TopicIdPartition`].
 
 pub mod fetch_session;
+pub mod fetch_session_handler;
 pub mod fetcher;
 pub mod log_cleaner;
 pub mod partition;

@@ -44,7 +44,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
-use crate::replica::fetch_session::{FetchManager, TopicRef};
+use crate::replica::fetch_session::{FetchManager, PartitionFetchParams, TopicRef};
 use crate::replica::replica_manager::{
     FetchLimits, FetchOrigin, FetchResult, PendingProduce, ProduceResult, ReplicaManager,
 };
@@ -275,8 +275,40 @@ impl DataPlane {
         let results = if by_id.is_empty() && !wanted.is_empty() {
             Vec::new()
         } else {
+            // In a session, a wait also wakes for the session's other partitions that get
+            // data (an incremental request reads only those with news); they join this
+            // request, authorized as the others.
+            let watch = context.watch();
+            let follower_allowed = replica_id >= 0 && !refused.first().copied().unwrap_or(false);
+            let mut read = auth.memo(OPERATION_READ, RESOURCE_TYPE_TOPIC);
+            let mut news = || {
+                let mut more = context.take_news(&resolve);
+                more.retain(|(tp, _)| {
+                    if replica_id >= 0 {
+                        follower_allowed
+                    } else {
+                        read.allowed(&tp.topic)
+                    }
+                });
+                for (tp, _) in &mut more {
+                    if tp.topic_id == Uuid::ZERO {
+                        if let Some(t) = image.topics.get_by_name(&tp.topic) {
+                            tp.topic_id = t.id;
+                        }
+                    }
+                }
+                more
+            };
+            let session = watch.as_ref().map(|w| {
+                (
+                    w,
+                    &mut news
+                        as &mut (dyn FnMut() -> Vec<(TopicIdPartition, PartitionFetchParams)>
+                                  + Send),
+                )
+            });
             self.replica_manager
-                .fetch_messages(origin, limits, &by_id)
+                .fetch_messages_in_session(origin, limits, by_id, session)
                 .await
         };
         let mut results = results.into_iter();
@@ -296,6 +328,12 @@ impl DataPlane {
                 (tp, data)
             })
             .collect();
+        // Partitions that joined while the fetch waited.
+        let mut data = data;
+        for (tp, r) in results {
+            let data_of = partition_data(version, tp.partition, r);
+            data.push((tp, data_of));
+        }
         if let Some(quota) = quota {
             let throttle_ms = quota.record(context.response_size(version, &data));
             if throttle_ms > 0 {

@@ -280,6 +280,34 @@ impl BrokerServer {
             config.log_dirs.iter().map(|(d, _)| d.clone()).collect(),
         );
         replica_config.static_configs = config.static_configs.clone();
+        replica_config.clean_shutdown = previous_broker_epoch >= 0;
+        let number = |key: &str, default: u64| -> Result<u64, BrokerError> {
+            match config.static_configs.get(key) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        BrokerError::Config(format!(
+                            "{key}={v} in the properties file: expected a positive integer"
+                        ))
+                    }),
+            }
+        };
+        replica_config.recovery_threads_per_data_dir = number(
+            "num.recovery.threads.per.data.dir",
+            replica_config.recovery_threads_per_data_dir as u64,
+        )? as usize;
+        replica_config.recovery_point_checkpoint_interval = Duration::from_millis(number(
+            "log.flush.offset.checkpoint.interval.ms",
+            kraftd_log::log_manager::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
+        )?);
+        replica_config.log_start_checkpoint_interval = Duration::from_millis(number(
+            "log.flush.start.offset.checkpoint.interval.ms",
+            kraftd_log::log_manager::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
+        )?);
         replica_config.replica_lag_time_max_ms = config.replica_lag_time_max_ms;
         replica_config.replication_quota_window = replication_quota_window;
         replica_config.alter_log_dirs_quota_window = alter_log_dirs_quota_window;

@@ -126,6 +126,8 @@ pub struct Node {
     /// The broker epoch of its current registration (sent in its fetches, KIP-903).
     pub broker_epoch: i64,
     pub partition: Option<Partition>,
+    /// The LogManager that opened `partition` (it holds the log dir's checkpoints).
+    pub manager: Option<LogManager>,
 }
 
 pub struct Cluster {
@@ -170,6 +172,7 @@ impl Cluster {
                     dir,
                     broker_epoch: 100 + *id as i64,
                     partition: None,
+                    manager: None,
                 },
             );
             c.start(*id);
@@ -215,6 +218,7 @@ impl Cluster {
         let mut partition = Partition::new(tp(), id, log, config, hw, now).unwrap();
         partition.set_local_broker_epoch(node.broker_epoch);
         node.partition = Some(partition);
+        node.manager = Some(manager);
     }
 
     /// Checkpoints the broker's HW (as the periodic checkpoint does), then stops it. With
@@ -223,15 +227,13 @@ impl Cluster {
     pub fn crash(&mut self, id: i32, lose_unflushed: bool) {
         let node = self.nodes.get_mut(&id).unwrap();
         let partition = node.partition.take().expect("broker is up");
-        let manager = LogManager::open(vec![node.dir.clone()]).unwrap();
+        let manager = node.manager.take().expect("broker is up");
         let log_dir = partition.log().dir().to_path_buf();
+        partition
+            .log()
+            .note_high_watermark(partition.high_watermark());
         manager
-            .checkpoint_high_watermarks(&[(
-                TOPIC.into(),
-                0,
-                log_dir.clone(),
-                partition.high_watermark(),
-            )])
+            .write_checkpoints(kraftd_log::log_manager::CheckpointKind::HighWatermark)
             .unwrap();
         let cut = lose_unflushed.then(|| {
             let log = partition.log();

@@ -504,6 +504,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
     def("controller.listener.names", STRING)
         .doc("A comma-separated list of the names of the listeners used by the controller."),
+    def("controller.quorum.auto.join.enable", BOOLEAN)
+        .default("false")
+        .doc("Controls whether a KRaft controller should automatically join the cluster metadata partition for its cluster id."),
     def("controller.quorum.bootstrap.servers", ANY_LIST)
         .default("")
         .doc("List of endpoints to use for bootstrapping the cluster metadata."),
@@ -637,6 +640,12 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.segment.delete.delay.ms", long(0))
         .default("60000")
         .doc("The amount of time to wait before deleting a file from the filesystem."),
+    def("log.segment.idle.close.ms", long(0))
+        .default("600000")
+        .doc("kraftd's own (Kafka has none): a segment file handle unused this long is closed, and reopened on the next read or append."),
+    def("log.segment.open.files.max", int(1))
+        .default("10000")
+        .doc("kraftd's own (Kafka has none): the most segment files the process keeps open, all partitions together; the least recently used is closed first."),
     def("max.request.partition.size.limit", int(1))
         .default("2000")
         .doc("The maximum number of partitions can be served in one request."),

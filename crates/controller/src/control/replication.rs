@@ -15,6 +15,7 @@
 //! the broker reactions scan every partition of the image, linear in the partition count.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kraftd_protocol::messages::alter_partition_request::{self, BrokerState};
 use kraftd_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
@@ -359,14 +360,15 @@ impl ReplicationControlManager {
                 ..Default::default()
             },
         ));
-        self.generate_leader_and_isr_updates(
-            image,
-            NO_LEADER,
-            broker_id,
-            NO_LEADER,
-            |p| p.leader == NO_LEADER,
-            records,
-        );
+        // Only the leaderless partitions can change, and the image indexes them.
+        let leaderless = image
+            .topics
+            .leaderless()
+            .filter_map(|(topic_id, partition_id)| {
+                let topic = image.topics.get(topic_id)?;
+                Some((topic, *partition_id, topic.partition(*partition_id)?))
+            });
+        self.update_partitions(image, NO_LEADER, broker_id, NO_LEADER, leaderless, records);
     }
 
     /// A broker entering controlled shutdown: mark it, then move it out of every ISR and
@@ -474,33 +476,55 @@ impl ReplicationControlManager {
         select: impl Fn(&PartitionRegistration) -> bool,
         records: &mut Vec<MetadataRecord>,
     ) {
+        let selected = image.topics.iter().flat_map(|topic| {
+            topic
+                .partitions
+                .iter()
+                .filter(|(_, p)| select(p))
+                .map(move |(id, p)| (topic, *id, p))
+        });
+        self.update_partitions(
+            image,
+            broker_to_remove,
+            broker_to_add,
+            broker_with_unclean_shutdown,
+            selected,
+            records,
+        );
+    }
+
+    /// [`generate_leader_and_isr_updates`](Self::generate_leader_and_isr_updates) over the
+    /// partitions given, (topic, partition id, registration), rather than a scan of all.
+    fn update_partitions<'i>(
+        &self,
+        image: &'i MetadataImage,
+        broker_to_remove: i32,
+        broker_to_add: i32,
+        broker_with_unclean_shutdown: i32,
+        partitions: impl Iterator<Item = (&'i Arc<TopicImage>, i32, &'i Arc<PartitionRegistration>)>,
+        records: &mut Vec<MetadataRecord>,
+    ) {
         let acceptable = |r: i32| {
             r != broker_to_remove
                 && r != broker_with_unclean_shutdown
                 && (r == broker_to_add || is_active(image, r))
         };
         let before = records.len();
-        for topic in image.topics.iter() {
-            for (partition_id, partition) in topic.partitions.iter() {
-                if !select(partition) {
-                    continue;
-                }
-                let target_isr: Vec<i32> = partition
-                    .isr
-                    .iter()
-                    .copied()
-                    .filter(|r| *r != broker_to_remove && *r != broker_with_unclean_shutdown)
-                    .collect();
-                let mut builder = self
-                    .builder(image, topic, *partition_id, partition, acceptable)
-                    .set_target_isr(target_isr);
-                if broker_with_unclean_shutdown != NO_LEADER {
-                    builder =
-                        builder.set_unclean_shutdown_replicas(vec![broker_with_unclean_shutdown]);
-                }
-                if let Some(record) = builder.build() {
-                    records.push(MetadataRecord::PartitionChange(record));
-                }
+        for (topic, partition_id, partition) in partitions {
+            let target_isr: Vec<i32> = partition
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| *r != broker_to_remove && *r != broker_with_unclean_shutdown)
+                .collect();
+            let mut builder = self
+                .builder(image, topic, partition_id, partition, acceptable)
+                .set_target_isr(target_isr);
+            if broker_with_unclean_shutdown != NO_LEADER {
+                builder = builder.set_unclean_shutdown_replicas(vec![broker_with_unclean_shutdown]);
+            }
+            if let Some(record) = builder.build() {
+                records.push(MetadataRecord::PartitionChange(record));
             }
         }
         if records.len() > before {
@@ -516,10 +540,7 @@ impl ReplicationControlManager {
 
     /// Whether the broker leads any partition (a controlled shutdown waits until it leads none).
     pub fn has_leaderships(image: &MetadataImage, broker_id: i32) -> bool {
-        image
-            .topics
-            .iter()
-            .any(|t| t.partitions.values().any(|p| p.leader == broker_id))
+        image.topics.leader_count(broker_id) > 0
     }
 
     // ---- ElectLeaders ----

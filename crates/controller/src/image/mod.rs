@@ -97,6 +97,30 @@ impl MetadataImage {
                     .map_err(|e| format!("partition {}-{partition_id}: {e}", topic.name))?;
             }
         }
+        // The leader indexes, against a scan of every partition.
+        let mut leaderless = imbl::OrdSet::new();
+        let mut leader_counts = imbl::OrdMap::new();
+        for topic in self.topics.by_id.values() {
+            for (partition_id, partition) in topic.partitions.iter() {
+                if partition.has_leader() {
+                    *leader_counts.entry(partition.leader).or_insert(0u32) += 1;
+                } else {
+                    leaderless.insert((topic.id, *partition_id));
+                }
+            }
+        }
+        if leaderless != self.topics.leaderless {
+            return Err(format!(
+                "leaderless index {:?}, a scan finds {leaderless:?}",
+                self.topics.leaderless
+            ));
+        }
+        if leader_counts != self.topics.leader_counts {
+            return Err(format!(
+                "leader counts {:?}, a scan finds {leader_counts:?}",
+                self.topics.leader_counts
+            ));
+        }
         Ok(())
     }
 }

@@ -37,6 +37,13 @@ pub struct TopicsImage {
     /// so CreateTopics finds a colliding name with one lookup instead of a scan of every
     /// topic. A set per form: logs written elsewhere may hold two colliding names.
     pub(crate) by_unified_name: OrdMap<String, OrdSet<String>>,
+    /// The partitions without a leader (Kafka's `BrokersToIsrs` keeps them under
+    /// `NO_LEADER`), so a broker coming back elects leaders for them without a scan of every
+    /// partition. Usually empty.
+    pub(crate) leaderless: OrdSet<(Uuid, i32)>,
+    /// How many partitions each broker leads (brokers leading none are absent), so a broker
+    /// in controlled shutdown learns it leads nothing more without a scan of every partition.
+    pub(crate) leader_counts: OrdMap<i32, u32>,
 }
 
 /// The name with '.' replaced by '_': two topics with the same unified name collide in
@@ -155,6 +162,49 @@ impl TopicsImage {
 
     pub fn len(&self) -> usize {
         self.by_id.len()
+    }
+
+    /// The partitions without a leader, as (topic id, partition id), in order.
+    pub fn leaderless(&self) -> impl Iterator<Item = &(Uuid, i32)> {
+        self.leaderless.iter()
+    }
+
+    /// How many partitions `broker` leads.
+    pub fn leader_count(&self, broker: i32) -> u32 {
+        self.leader_counts.get(&broker).copied().unwrap_or(0)
+    }
+
+    /// Keeps the leader indexes right for one partition replaced (`previous`) by `next`
+    /// (either absent for a partition created or removed).
+    pub(crate) fn index_leader(
+        &mut self,
+        topic_id: Uuid,
+        partition_id: i32,
+        previous: Option<&PartitionRegistration>,
+        next: Option<&PartitionRegistration>,
+    ) {
+        let previous_leader = previous.map(|p| p.leader);
+        let next_leader = next.map(|p| p.leader);
+        if previous_leader == next_leader {
+            return;
+        }
+        if let Some(leader) = previous_leader {
+            if leader == NO_LEADER {
+                self.leaderless.remove(&(topic_id, partition_id));
+            } else if let Some(count) = self.leader_counts.get_mut(&leader) {
+                *count -= 1;
+                if *count == 0 {
+                    self.leader_counts.remove(&leader);
+                }
+            }
+        }
+        if let Some(leader) = next_leader {
+            if leader == NO_LEADER {
+                self.leaderless.insert((topic_id, partition_id));
+            } else {
+                *self.leader_counts.entry(leader).or_insert(0) += 1;
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {

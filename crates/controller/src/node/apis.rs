@@ -181,6 +181,20 @@ impl ControllerApis {
         body: RequestBody,
         quota: ControllerMutationQuota,
     ) -> ResponseBody {
+        if super::kraft_version::names_kraft_version(&body) {
+            // KIP-853: kraft.version is the Raft leader's, the rest the controller's.
+            let RequestBody::UpdateFeatures(r) = body else {
+                unreachable!("names_kraft_version matches UpdateFeatures only")
+            };
+            return match super::kraft_version::upgrade(&self.inner.router, r).await {
+                Err(answer) => answer,
+                Ok((rest, result)) => {
+                    let body = RequestBody::UpdateFeatures(rest);
+                    let response = Box::pin(self.execute(version, body, quota)).await;
+                    super::kraft_version::merge(response, result)
+                }
+            };
+        }
         let (reply, rx) = oneshot::channel();
         let request = ControllerRequest {
             version,

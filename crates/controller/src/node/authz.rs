@@ -50,6 +50,8 @@ pub(crate) enum Checked {
 pub(crate) fn check_raft(auth: &RequestAuth, body: &RequestBody) -> Option<ResponseBody> {
     let operation = match body {
         RequestBody::DescribeQuorum(_) => OPERATION_DESCRIBE,
+        // Kafka: ALTER on the cluster for an operator's voter change.
+        RequestBody::AddRaftVoter(_) | RequestBody::RemoveRaftVoter(_) => OPERATION_ALTER,
         _ => OPERATION_CLUSTER_ACTION,
     };
     (!auth.authorize_cluster(operation)).then(|| cluster_refused(body))

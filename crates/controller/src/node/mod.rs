@@ -14,6 +14,7 @@
 pub mod apis;
 mod authz;
 mod event_loop;
+mod kraft_version;
 pub mod registration;
 
 use std::collections::BTreeMap;

@@ -20,7 +20,9 @@ use crate::segment::Segment;
 /// meanwhile: what they add is simply not covered.
 #[derive(Debug)]
 pub struct PendingFlush {
+    /// The pooled handle when planned; `None` with `needed`: open `path` to sync.
     file: Option<Arc<File>>,
+    needed: bool,
     path: PathBuf,
     offset: i64,
     generation: u64,
@@ -44,7 +46,15 @@ impl PendingFlush {
 
     /// Does the fdatasync; blocking, so run it off the async runtime's worker threads.
     pub fn execute(self) -> Result<CompletedFlush> {
-        if let Some(file) = &self.file {
+        let file = match self.file {
+            Some(file) => Some(file),
+            // Closed while idle since the write: any handle's sync flushes the file.
+            None if self.needed => Some(Arc::new(
+                File::open(&self.path).map_err(LogError::io("open", &self.path))?,
+            )),
+            None => None,
+        };
+        if let Some(file) = &file {
             crate::flush_timer::timed(|| file.sync_data())
                 .map_err(LogError::io("fsync", &self.path))?;
         }
@@ -83,6 +93,7 @@ impl Log {
         self.segments.insert(self.log_end_offset, seg);
         fsutil::sync_dir(&self.dir)?;
         self.stats.segments_rolled += 1;
+        self.note_offsets();
         tracing::debug!(dir = %self.dir.display(), base_offset = self.log_end_offset, "rolled segment");
         Ok(())
     }
@@ -112,10 +123,11 @@ impl Log {
         if self.flushed_offset >= self.log_end_offset {
             return Ok(());
         }
-        self.active().flush()?;
+        self.active_mut().flush()?;
         self.flushed_offset = self.log_end_offset;
         self.unflushed_records = 0;
         self.stats.flushes += 1;
+        self.note_offsets();
         Ok(())
     }
 
@@ -126,10 +138,10 @@ impl Log {
     /// [`Log::flush`] does.
     pub fn plan_flush(&self) -> PendingFlush {
         let active = self.active();
+        let needed = self.flushed_offset < self.log_end_offset;
         PendingFlush {
-            file: (self.flushed_offset < self.log_end_offset)
-                .then(|| active.sync_handle())
-                .flatten(),
+            file: needed.then(|| active.sync_handle()).flatten(),
+            needed,
             path: active.log_path().to_path_buf(),
             offset: self.log_end_offset,
             generation: self.truncations.load(Ordering::SeqCst),
@@ -153,6 +165,7 @@ impl Log {
                 self.unflushed_records = 0;
             }
             self.stats.flushes += 1;
+            self.note_offsets();
         }
         self.flushed_offset
     }

@@ -34,7 +34,7 @@ impl Log {
     /// which reads up to `segment.bytes`; after a clean shutdown
     /// [`Log::open_after_clean_shutdown`] skips that.
     pub fn open(dir: &Path, config: LogConfig, now_ms: i64) -> Result<Log> {
-        Self::open_inner(dir, config, now_ms, false)
+        Self::open_inner(dir, config, now_ms, Recovery::Full)
     }
 
     /// [`Log::open`] for a log known to have been closed cleanly: the owner found the log
@@ -51,35 +51,68 @@ impl Log {
     /// anyway, this falls back to the full recovery [`Log::open`] does (cutting the torn
     /// tail) rather than failing.
     pub fn open_after_clean_shutdown(dir: &Path, config: LogConfig, now_ms: i64) -> Result<Log> {
-        Self::open_inner(dir, config, now_ms, true)
+        Self::open_inner(dir, config, now_ms, Recovery::Clean)
     }
 
-    fn open_inner(dir: &Path, config: LogConfig, now_ms: i64, clean: bool) -> Result<Log> {
-        let mut log = Self::open_segments(dir, config, now_ms, clean)?;
+    /// [`Log::open`] after an unclean shutdown for a log whose owner checkpointed
+    /// `recovery_point` (Kafka's `recovery-point-offset-checkpoint`: every offset below it
+    /// was flushed). Sealed segments were flushed when rolled; the active one is loaded as
+    /// after a clean shutdown when it ends exactly at the recovery point (nothing was
+    /// appended since it was last flushed: there is nothing to recover), and re-validated
+    /// whole otherwise. So an unclean restart reads the segments of the partitions that
+    /// took writes since their last flush, not of every partition.
+    pub fn open_from_recovery_point(
+        dir: &Path,
+        config: LogConfig,
+        now_ms: i64,
+        recovery_point: i64,
+    ) -> Result<Log> {
+        Self::open_inner(dir, config, now_ms, Recovery::From(recovery_point))
+    }
+
+    fn open_inner(dir: &Path, config: LogConfig, now_ms: i64, recovery: Recovery) -> Result<Log> {
+        let mut log = Self::open_segments(dir, config, now_ms, recovery)?;
         let Some(stored) = read_log_start_offset(dir)? else {
             return Ok(log);
         };
-        if stored > log.log_end_offset {
-            // Recovery cut the log below a start offset already acknowledged (or segment
-            // files were lost): start empty there, as Kafka's LogLoader does.
-            tracing::warn!(
-                dir = %dir.display(),
-                log_start_offset = stored,
-                log_end_offset = log.log_end_offset,
-                "log end offset below the stored log start offset; emptying the log"
-            );
-            log.truncate_fully_and_start_at(stored)?;
-        } else if stored > log.log_start_offset {
-            log.log_start_offset = stored;
-            log.epoch_cache.truncate_from_start(stored)?;
-            log.epoch_cache.truncate_from_end(log.log_end_offset)?;
-            // A crash may have come between persisting the start and deleting below it.
-            log.delete_segments_below_log_start()?;
-        }
+        log.legacy_start_file = true;
+        log.restore_log_start_offset(stored)?;
         Ok(log)
     }
 
-    fn open_segments(dir: &Path, config: LogConfig, now_ms: i64, clean: bool) -> Result<Log> {
+    /// Takes a log start offset kept outside the log (the log dir's
+    /// `log-start-offset-checkpoint`, or the `log-start-offset` file older kraftd wrote):
+    /// one not above the first segment's base offset changes nothing; one above the log end
+    /// offset (recovery cut past it) empties the log to start there, as Kafka's `LogLoader`
+    /// does.
+    pub fn restore_log_start_offset(&mut self, stored: i64) -> Result<()> {
+        if stored > self.log_end_offset {
+            // Recovery cut the log below a start offset already acknowledged (or segment
+            // files were lost): start empty there, as Kafka's LogLoader does.
+            tracing::warn!(
+                dir = %self.dir.display(),
+                log_start_offset = stored,
+                log_end_offset = self.log_end_offset,
+                "log end offset below the stored log start offset; emptying the log"
+            );
+            self.truncate_fully_and_start_at(stored)?;
+        } else if stored > self.log_start_offset {
+            self.log_start_offset = stored;
+            self.epoch_cache.truncate_from_start(stored)?;
+            self.epoch_cache.truncate_from_end(self.log_end_offset)?;
+            // A crash may have come between persisting the start and deleting below it.
+            self.delete_segments_below_log_start()?;
+            self.note_offsets();
+        }
+        Ok(())
+    }
+
+    fn open_segments(
+        dir: &Path,
+        config: LogConfig,
+        now_ms: i64,
+        recovery: Recovery,
+    ) -> Result<Log> {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(LogError::io("create directory", dir))?;
         // A clean's swap interrupted by a crash is finished or undone first.
@@ -125,7 +158,10 @@ impl Log {
             let seg = Segment::create(dir, 0, config.index_interval_bytes, &files)?;
             segments.insert(0, seg);
             fsutil::sync_dir(dir)?;
-            epoch_cache.clear()?;
+            // A new log has no checkpoint to clear (nothing written, no fsync).
+            if !epoch_cache.entries().is_empty() {
+                epoch_cache.clear()?;
+            }
             return Ok(Log {
                 dir: dir.to_path_buf(),
                 config,
@@ -143,6 +179,8 @@ impl Log {
                 files,
                 producers: Log::new_producer_state(dir),
                 producers_loaded: false,
+                offsets: None,
+                legacy_start_file: false,
             });
         };
         for &base in bases.range(..active_base) {
@@ -157,7 +195,12 @@ impl Log {
             stats.index_rebuilds += u64::from(rebuilt);
             segments.insert(base, seg);
         }
-        let clean_active = if clean {
+        let trust_active = match recovery {
+            Recovery::Full => false,
+            Recovery::Clean => true,
+            Recovery::From(point) => point >= active_base,
+        };
+        let clean_active = if trust_active {
             match Segment::open_existing(
                 dir,
                 active_base,
@@ -165,6 +208,12 @@ impl Log {
                 max_batch_bytes,
                 &files,
             ) {
+                Ok((seg, _)) if matches!(recovery, Recovery::From(p) if p != seg.next_offset()) => {
+                    // Written past (or truncated below) the recovery point since the last
+                    // flush: recover it whole.
+                    drop(seg);
+                    None
+                }
                 Ok((mut seg, rebuilt)) => {
                     stats.index_rebuilds += u64::from(rebuilt);
                     seg.start_rolling_clock()?;
@@ -182,7 +231,7 @@ impl Log {
         } else {
             None
         };
-        let (active, report) = match clean_active {
+        let (mut active, report) = match clean_active {
             Some(seg) => (seg, None),
             None => {
                 let min_epoch = epoch_cache
@@ -270,6 +319,8 @@ impl Log {
             files,
             producers: Log::new_producer_state(dir),
             producers_loaded: false,
+            offsets: None,
+            legacy_start_file: false,
         })
     }
 
@@ -292,6 +343,17 @@ impl Log {
         self.flush()?;
         self.active_mut().flush_all()
     }
+}
+
+/// How much of a log [`Log::open_inner`] re-validates.
+#[derive(Debug, Clone, Copy)]
+enum Recovery {
+    /// The active segment, whole (an unclean shutdown, nothing known).
+    Full,
+    /// Nothing but the tails past the last index entries (a clean shutdown).
+    Clean,
+    /// The active segment unless it ends at this recovery point.
+    From(i64),
 }
 
 /// `<20 digits>.<suffix>` for the three segment file kinds.

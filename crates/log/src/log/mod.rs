@@ -11,12 +11,12 @@
 //! the duration of one append. Timestamp lookups and snapshot reads still run under the
 //! lock.
 //!
-//! File handles: the active segment keeps its `.log`, `.index` and `.timeindex` open; a
-//! sealed segment keeps none of its own, its `.log` is opened for reads through a
-//! least-recently-used cache of at most
-//! [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES) handles per log, and
-//! its indexes live in memory. So a log's descriptors are bounded whatever its segment
-//! count.
+//! File handles: no segment keeps a file of its own open. Every `.log` handle, the active
+//! segment's included, lives in the process's least-recently-used pool (`handles.rs`,
+//! `log.segment.open.files.max` handles, closed after `log.segment.idle.close.ms` unused),
+//! opened on first read or append; indexes live in memory and their files are opened only
+//! to write. So the process's descriptors for logs are bounded whatever the partition and
+//! segment counts.
 //!
 //! Durability: every segment but the active one was fsynced when the log rolled past it,
 //! so on open only the active segment is re-validated batch by batch and cut at the first
@@ -29,14 +29,18 @@
 //!
 //! Log start offset: Kafka's, which may sit inside the first segment (DeleteRecords moves
 //! it forward with [`Log::maybe_increment_log_start_offset`]; reads below it are out of
-//! range and whole segments below it are deleted). Kafka keeps it for all of a log
-//! directory's partitions in `log-start-offset-checkpoint`, written periodically; a [`Log`]
-//! owns one directory, so it keeps its own in `log-start-offset` inside the partition
-//! directory (the same text format, one entry of just the offset, since the directory
-//! names the partition), rewritten atomically and fsynced on every increment, so a
-//! DeleteRecords answered is never undone by a crash. The file is read at open and ignored
-//! when it is not above the first segment's base offset; one above the log end offset
-//! (recovery cut past it) empties the log to start there, as Kafka's `LogLoader` does.
+//! range and whole segments below it are deleted). A log a
+//! [`LogManager`](crate::log_manager::LogManager) opened keeps it, as Kafka does, in its
+//! log directory's `log-start-offset-checkpoint` (with its recovery point in
+//! `recovery-point-offset-checkpoint`), written at intervals from what the log stores in
+//! its [`PartitionOffsets`] ([`Log::track_offsets`]); the manager hands it back at open
+//! ([`Log::restore_log_start_offset`]). A log opened on its own (the tests, tools) keeps it
+//! in a `log-start-offset` file inside the partition directory (one entry of just the
+//! offset), rewritten atomically and fsynced on every increment; older kraftd did so for
+//! every partition, and such a file is still read at open and removed once the log dir's
+//! checkpoint holds its value. A stored start not above the first segment's base offset is
+//! ignored; one above the log end offset (recovery cut past it) empties the log to start
+//! there, as Kafka's `LogLoader` does.
 //!
 //! Where things are, one room (an `impl Log` block) per Kafka concept, where Kafka keeps
 //! them all in `UnifiedLog` and `LocalLog`:
@@ -72,6 +76,7 @@ use crate::config::LogConfig;
 use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::Result;
 use crate::handles::SegmentFiles;
+use crate::log_manager::{CheckpointKind, PartitionOffsets};
 use crate::producer_state::{ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
 use crate::segment::Segment;
 use crate::snapshot::SnapshotId;
@@ -92,6 +97,15 @@ pub use clean::CleanCommit;
 pub use flush::{CompletedFlush, PendingFlush};
 pub use read::{PendingRead, ReadResult};
 pub use transactions::{txn_marker_of, TxnMarker};
+
+/// Removes the `log-start-offset` file older kraftd kept in a partition directory (its
+/// value is in the log dir's checkpoint now); a failure only leaves it to be read again.
+pub(crate) fn remove_legacy_start_file(dir: &Path) {
+    let path = dir.join(start_offset::LOG_START_OFFSET_FILE);
+    if let Err(e) = crate::fsutil::remove_if_exists(&path) {
+        tracing::warn!(path = %path.display(), error = %e, "removing a legacy log-start-offset file failed");
+    }
+}
 
 /// Suffix of files being deleted (renamed first so a crash never leaves a gap).
 const DELETED_SUFFIX: &str = ".deleted";
@@ -116,11 +130,10 @@ pub struct LogStats {
     pub segments_cleaned: u64,
     /// fdatasyncs of the active segment.
     pub flushes: u64,
-    /// Sealed segments' `.log` handles open right now, in the log's cache (at most
-    /// [`MAX_OPEN_SEGMENT_FILES`](crate::config::MAX_OPEN_SEGMENT_FILES)); the active
-    /// segment's three files are open besides these.
+    /// This log's segment `.log` handles open right now in the process's pool (all of the
+    /// pool's are at most `log.segment.open.files.max`).
     pub open_segment_files: u64,
-    /// Times a sealed segment's `.log` file was opened because its handle was not cached.
+    /// Times a segment's `.log` file was opened because its handle was not pooled.
     pub segment_file_opens: u64,
 }
 
@@ -154,6 +167,11 @@ pub struct Log {
     /// Whether `producers` was loaded ([`Log::load_producer_state`]); appends update it only
     /// then.
     producers_loaded: bool,
+    /// Where the log stores its recovery point and log start for its log dir's checkpoint
+    /// files, when a [`LogManager`](crate::log_manager::LogManager) opened it.
+    offsets: Option<Arc<PartitionOffsets>>,
+    /// The `log-start-offset` file older kraftd kept in the directory was read at open.
+    legacy_start_file: bool,
 }
 
 impl Log {
@@ -238,6 +256,35 @@ impl Log {
     pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
         self.epoch_cache
             .end_offset_for_epoch(epoch, self.log_end_offset)
+    }
+
+    /// From now on the log stores its recovery point ([`Log::flushed_offset`]) and log start
+    /// offset in `offsets` whenever they change (its log dir's checkpoint files, written at
+    /// intervals), instead of keeping the log start in a file of its own.
+    pub fn track_offsets(&mut self, offsets: Arc<PartitionOffsets>) {
+        self.offsets = Some(offsets);
+        self.note_offsets();
+    }
+
+    /// Stores the partition's high watermark for its log dir's `replication-offset-checkpoint`
+    /// (when tracked, [`Log::track_offsets`]).
+    pub fn note_high_watermark(&self, high_watermark: i64) {
+        if let Some(o) = &self.offsets {
+            o.set(CheckpointKind::HighWatermark, high_watermark);
+        }
+    }
+
+    /// Whether the `log-start-offset` file older kraftd kept in the directory was read at
+    /// open (it goes once the log dir's checkpoint holds the value).
+    pub fn had_legacy_start_file(&self) -> bool {
+        self.legacy_start_file
+    }
+
+    fn note_offsets(&self) {
+        if let Some(o) = &self.offsets {
+            o.set(CheckpointKind::RecoveryPoint, self.flushed_offset);
+            o.set(CheckpointKind::LogStart, self.log_start_offset);
+        }
     }
 
     fn new_producer_state(dir: &Path) -> ProducerStateManager {

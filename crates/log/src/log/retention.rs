@@ -97,6 +97,7 @@ impl Log {
             .next()
             .expect("the active segment is never deleted");
         self.log_start_offset = self.log_start_offset.max(first_base);
+        self.note_offsets();
         let start = self.log_start_offset;
         // Entries always describe batches in the log: the epoch in force at the new start
         // now starts there, and an emptied log keeps none (a partition leader assigns its

@@ -37,8 +37,11 @@ impl Log {
         if new_start <= self.log_start_offset {
             return Ok(false);
         }
-        write_log_start_offset(&self.dir, new_start)?;
+        if self.offsets.is_none() {
+            write_log_start_offset(&self.dir, new_start)?;
+        }
         self.log_start_offset = new_start;
+        self.note_offsets();
         // Kafka keeps the epoch in force at the start, starting there; entries starting at
         // the log end go too, as after retention (a leader assigns its epoch again).
         self.epoch_cache.truncate_from_start(new_start)?;

@@ -54,8 +54,11 @@ impl Log {
         // end down (Kafka's `min(targetOffset, logStartOffset)`).
         if self.log_start_offset > self.log_end_offset {
             self.log_start_offset = self.log_end_offset;
-            write_log_start_offset(&self.dir, self.log_start_offset)?;
+            if self.offsets.is_none() {
+                write_log_start_offset(&self.dir, self.log_start_offset)?;
+            }
         }
+        self.note_offsets();
         self.reload_producer_state_after_truncation()
     }
 
@@ -126,6 +129,7 @@ impl Log {
         self.log_start_offset = offset;
         self.flushed_offset = offset;
         self.unflushed_records = 0;
+        self.note_offsets();
         self.epoch_cache.clear()?;
         self.reload_producer_state_after_truncation()
     }

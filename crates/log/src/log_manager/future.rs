@@ -100,20 +100,14 @@ impl LogManager {
             .remove(&(topic.to_string(), partition))
     }
 
-    /// Every future log directory on disk: (path, topic, partition, topic id if readable).
+    /// Every future log directory on disk: (path, topic, partition, topic id if readable),
+    /// as the manager knows them (listed at open, kept since).
     pub fn future_dirs(&self) -> Vec<(PathBuf, String, i32, Option<Uuid>)> {
+        let index = self.index();
         let mut out = Vec::new();
-        for dir in &self.dirs {
-            let Ok(entries) = fs::read_dir(dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if let Some((topic, partition)) = parse_future_dir_name(&name) {
-                    let path = entry.path();
-                    let id = read_partition_metadata(&path);
-                    out.push((path, topic, partition, id));
-                }
+        for d in index.iter() {
+            for ((topic, partition), (path, id)) in &d.futures {
+                out.push((path.clone(), topic.clone(), *partition, *id));
             }
         }
         out
@@ -121,10 +115,14 @@ impl LogManager {
 
     /// The future log directory of a partition, if one of this topic id is on disk.
     pub fn find_future(&self, topic: &str, topic_id: Uuid, partition: i32) -> Option<PathBuf> {
-        self.future_dirs()
-            .into_iter()
-            .find(|(_, t, p, id)| t == topic && *p == partition && *id == Some(topic_id))
-            .map(|(path, ..)| path)
+        let key = (topic.to_string(), partition);
+        let index = self.index();
+        index.iter().find_map(|d| {
+            d.futures
+                .get(&key)
+                .filter(|(_, id)| *id == Some(topic_id))
+                .map(|(path, _)| path.clone())
+        })
     }
 
     /// Creates an empty future log for a partition in `target` (a configured log dir).
@@ -149,6 +147,12 @@ impl LogManager {
             source,
         })?;
         write_partition_metadata(&path, topic_id)?;
+        if let Some(i) = self.dir_index_of(target) {
+            self.index()[i].futures.insert(
+                (topic.to_string(), partition),
+                (path.clone(), Some(topic_id)),
+            );
+        }
         info!(path = %path.display(), %topic_id, "created future log");
         Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log { path, source })
     }
@@ -193,6 +197,15 @@ impl LogManager {
             }
             return Err(e);
         }
+        self.unindex(current);
+        self.unindex(future);
+        if let (Some(i), Some(key)) = (
+            target.parent().and_then(|p| self.dir_index_of(p)),
+            super::parse_partition_dir_name(&name),
+        ) {
+            let id = read_partition_metadata(&target);
+            self.index()[i].partitions.insert(key, id);
+        }
         for dir in [current.parent(), target.parent()].into_iter().flatten() {
             if let Err(e) = crate::fsutil::sync_dir(dir) {
                 warn!(dir = %dir.display(), error = %e, "fsync of a log dir after a swap failed");
@@ -231,6 +244,7 @@ impl LogManager {
             .map_or_else(PathBuf::new, Path::to_path_buf)
             .join(partition_dir_name(topic, partition));
         rename(&future, &target)?;
+        self.unindex(&future);
         info!(path = %target.display(), "a finished future log became the current log");
         Ok(Some(target))
     }

@@ -1,25 +1,41 @@
 //! Where partition logs live on disk (Kafka's `LogManager`): one directory per partition,
 //! `<topic>-<partition>/`, in one of `log.dirs`, with Kafka's `partition.metadata` file
 //! naming the topic id (so a topic deleted and created again under the same name is told
-//! apart from the old one's leftovers), and each log dir's `replication-offset-checkpoint`
-//! holding the high watermarks, so a restarted broker serves what was committed at once;
-//! each log dir's `cleaner-offset-checkpoint` holds where each compacted log's dirty section
-//! starts (both in Kafka's offset-checkpoint format, [`crate::checkpoint`]).
+//! apart from the old one's leftovers); each log dir's `replication-offset-checkpoint`,
+//! `log-start-offset-checkpoint` and `recovery-point-offset-checkpoint` (`offsets.rs`,
+//! written at O(changed) per interval) hold the high watermarks, log start offsets and
+//! recovery points, so a restarted broker serves what was committed at once and recovers
+//! only what was not flushed; each log dir's `cleaner-offset-checkpoint` holds where each
+//! compacted log's dirty section starts (all in Kafka's offset-checkpoint format,
+//! [`crate::checkpoint`]).
+//!
+//! Cost per partition is constant: the log dirs are listed once, at [`LogManager::open`],
+//! and from then on the manager knows in memory which partition (and future) directory is
+//! in which dir with which topic id, so creating a log probes nothing and lists nothing,
+//! and the dir for a new one (the one holding the fewest partitions, as Kafka picks) is
+//! chosen from counts.
 //!
 //! `future.rs`: the future logs of replicas moving between log dirs (AlterReplicaLogDirs,
 //! Kafka's `<topic>-<partition>.<id>-future` directories), the swap that replaces a current
 //! log by its future one, and each log dir's disk space (DescribeLogDirs).
 
 mod future;
+mod offsets;
 
 pub use self::future::{absolute_path, disk_space, parse_future_dir_name, FUTURE_DIR_SUFFIX};
+pub use self::offsets::{
+    CheckpointKind, PartitionOffsets, DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
+    DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS, LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_OFFSET_CHECKPOINT,
+};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use self::offsets::Checkpoints;
 use crate::checkpoint::{self, OffsetCheckpoint};
 use crate::{Log, LogConfig};
 use kraftd_protocol::Uuid;
@@ -52,44 +68,75 @@ pub enum LogManagerError {
     NoLogDirs,
 }
 
+/// `(topic, partition)`.
+type Key = (String, i32);
+
+/// What the manager knows of one log dir's contents.
+#[derive(Debug, Default)]
+struct DirIndex {
+    /// Partition directories (those holding a `partition.metadata`, or created here), with
+    /// the topic id it names (None when unreadable).
+    partitions: HashMap<Key, Option<Uuid>>,
+    /// Future log directories: their path and topic id.
+    futures: HashMap<Key, (PathBuf, Option<Uuid>)>,
+}
+
+/// How [`LogManager::open_with`] opens the logs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogManagerOptions {
+    /// Every log dir held the clean-shutdown marker (KIP-966) at start: logs are opened
+    /// trusting their segments ([`Log::open_after_clean_shutdown`]).
+    pub clean_shutdown: bool,
+}
+
 /// The partition directories of one broker.
 #[derive(Debug)]
 pub struct LogManager {
     dirs: Vec<PathBuf>,
-    /// High watermarks read from the checkpoints at start, by (topic, partition).
-    recovered_hw: BTreeMap<(String, i32), i64>,
+    options: LogManagerOptions,
+    /// By position in `dirs`.
+    index: Mutex<Vec<DirIndex>>,
+    checkpoints: Checkpoints,
+    /// Partition directories still holding the `log-start-offset` file older kraftd wrote
+    /// in each: removed once the dir's `log-start-offset-checkpoint` holds their value.
+    legacy_start_files: Mutex<Vec<PathBuf>>,
     /// Where a replica not hosted yet is to be created (AlterReplicaLogDirs before the
     /// replica exists: Kafka's `preferredLogDirs`), by (topic, partition).
     preferred_dirs: Mutex<BTreeMap<(String, i32), PathBuf>>,
 }
 
 impl LogManager {
-    /// Takes `log.dirs` (created if missing) and reads their HW checkpoints; leftovers of
-    /// interrupted deletions are removed.
+    /// [`LogManager::open_with`] after an unclean shutdown (or the first start).
     pub fn open(dirs: Vec<PathBuf>) -> Result<LogManager, LogManagerError> {
+        Self::open_with(dirs, LogManagerOptions::default())
+    }
+
+    /// Takes `log.dirs` (created if missing), lists each once (partition and future
+    /// directories with their topic ids) and reads their offset checkpoints; leftovers of
+    /// interrupted deletions are removed.
+    pub fn open_with(
+        dirs: Vec<PathBuf>,
+        options: LogManagerOptions,
+    ) -> Result<LogManager, LogManagerError> {
         if dirs.is_empty() {
             return Err(LogManagerError::NoLogDirs);
         }
-        let mut recovered_hw = BTreeMap::new();
+        let mut index = Vec::with_capacity(dirs.len());
         for dir in &dirs {
             fs::create_dir_all(dir).map_err(|source| LogManagerError::Io {
                 op: "create",
                 path: dir.clone(),
                 source,
             })?;
-            recovered_hw.extend(checkpoint::read(&dir.join(REPLICATION_OFFSET_CHECKPOINT)));
-            if let Ok(entries) = fs::read_dir(dir) {
-                for entry in entries.flatten() {
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    if name.ends_with(DELETE_SUFFIX) {
-                        let _ = fs::remove_dir_all(entry.path());
-                    }
-                }
-            }
+            index.push(scan_dir(dir));
         }
+        let checkpoints = Checkpoints::load(&dirs);
         Ok(LogManager {
             dirs,
-            recovered_hw,
+            options,
+            index: Mutex::new(index),
+            checkpoints,
+            legacy_start_files: Mutex::new(Vec::new()),
             preferred_dirs: Mutex::new(BTreeMap::new()),
         })
     }
@@ -98,19 +145,33 @@ impl LogManager {
         &self.dirs
     }
 
+    fn index(&self) -> MutexGuard<'_, Vec<DirIndex>> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn dir_index_of(&self, dir: &Path) -> Option<usize> {
+        self.dirs.iter().position(|d| d == dir)
+    }
+
     /// The HW the checkpoint held for a partition at start (0 when none).
     pub fn recovered_high_watermark(&self, topic: &str, partition: i32) -> i64 {
-        self.recovered_hw
-            .get(&(topic.to_string(), partition))
-            .copied()
+        self.checkpoints
+            .stored_anywhere(
+                CheckpointKind::HighWatermark,
+                &(topic.to_string(), partition),
+            )
             .unwrap_or(0)
     }
 
     /// Opens the partition's log where it already is, or creates it in the log dir an
     /// AlterReplicaLogDirs asked for, else in the log dir holding the fewest partitions.
     /// A future log left complete by a swap a crash interrupted (the current directory was
-    /// already renamed for deletion) becomes the current one. A directory of the same name whose `partition.metadata` names
-    /// another topic id belongs to a deleted topic and is removed first.
+    /// already renamed for deletion) becomes the current one. A directory of the same name
+    /// whose `partition.metadata` names another topic id belongs to a deleted topic and is
+    /// removed first. An existing log is opened trusting its segments after a clean
+    /// shutdown, else recovering only what lies past its checkpointed recovery point. The
+    /// log stores its recovery point and log start in the dir's checkpoints from then on.
+    /// Safe to call from several threads at once for different partitions.
     pub fn get_or_create(
         &self,
         topic: &str,
@@ -119,72 +180,151 @@ impl LogManager {
         config: LogConfig,
         now_ms: i64,
     ) -> Result<Log, LogManagerError> {
+        let key = (topic.to_string(), partition);
         let name = partition_dir_name(topic, partition);
-        let mut found = None;
-        for dir in &self.dirs {
-            let path = dir.join(&name);
-            if !path.is_dir() {
-                continue;
+        let found = {
+            let index = self.index();
+            index
+                .iter()
+                .position(|d| d.partitions.contains_key(&key))
+                .map(|i| (i, index[i].partitions[&key]))
+        };
+        let mut existing = match found {
+            Some((i, Some(id))) if id != topic_id => {
+                let path = self.dirs[i].join(&name);
+                warn!(path = %path.display(), found = %id, expected = %topic_id,
+                    "partition directory belongs to another incarnation of the topic; removing it");
+                self.delete_dir(&path)?;
+                None
             }
-            match read_partition_metadata(&path) {
-                Some(id) if id != topic_id => {
-                    warn!(path = %path.display(), found = %id, expected = %topic_id,
-                        "partition directory belongs to another incarnation of the topic; removing it");
-                    remove_partition_dir(&path)?;
-                }
-                _ => {
-                    found = Some(path);
-                    break;
-                }
+            Some((i, id)) => Some((i, id.is_some())),
+            None => None,
+        };
+        if existing.is_none() {
+            if let Some(path) = self.promote_orphan_future(topic, topic_id, partition)? {
+                let i = path
+                    .parent()
+                    .and_then(|p| self.dir_index_of(p))
+                    .unwrap_or(0);
+                self.index()[i]
+                    .partitions
+                    .insert(key.clone(), Some(topic_id));
+                existing = Some((i, true));
             }
         }
-        if found.is_none() {
-            found = self.promote_orphan_future(topic, topic_id, partition)?;
-        }
-        let path = match found {
-            Some(p) => p,
+        let (dir, path, log) = match existing {
+            Some((i, has_id)) => {
+                let path = self.dirs[i].join(&name);
+                if !has_id {
+                    write_partition_metadata(&path, topic_id)?;
+                    self.index()[i]
+                        .partitions
+                        .insert(key.clone(), Some(topic_id));
+                }
+                let log = self.open_existing(i, &key, &path, config, now_ms)?;
+                (i, path, log)
+            }
             None => {
-                let preferred = self.take_preferred_dir(topic, partition);
-                let dir = preferred
-                    .as_deref()
-                    .unwrap_or_else(|| self.least_loaded_dir());
-                let path = dir.join(&name);
-                fs::create_dir_all(&path).map_err(|source| LogManagerError::Io {
-                    op: "create",
-                    path: path.clone(),
-                    source,
-                })?;
+                let i = self.dir_for_new(topic, partition);
+                let path = self.dirs[i].join(&name);
+                match fs::create_dir(&path) {
+                    Ok(()) => {}
+                    // A directory without a `partition.metadata` (not indexed): take it.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(source) => {
+                        return Err(LogManagerError::Io {
+                            op: "create",
+                            path,
+                            source,
+                        })
+                    }
+                }
+                write_partition_metadata(&path, topic_id)?;
+                self.index()[i]
+                    .partitions
+                    .insert(key.clone(), Some(topic_id));
+                // Stale entries of an earlier log of the same name must not be taken for
+                // this one's.
+                self.checkpoints.forget(i, topic, partition);
                 info!(path = %path.display(), %topic_id, "created partition log");
-                path
+                let log =
+                    Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log {
+                        path: path.clone(),
+                        source,
+                    })?;
+                (i, path, log)
             }
         };
-        write_partition_metadata(&path, topic_id)?;
-        Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log { path, source })
+        let mut log = log;
+        let tracker = self.checkpoints.track(topic, partition, dir);
+        log.track_offsets(Arc::clone(&tracker));
+        if log.had_legacy_start_file() {
+            self.legacy_start_files
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(path);
+        }
+        Ok(log)
+    }
+
+    /// Has a log opened outside [`LogManager::get_or_create`] (a future log just swapped
+    /// in) store its offsets in its log dir's checkpoints.
+    pub fn track(&self, log: &mut Log, topic: &str, partition: i32) {
+        let Some(dir) = log.dir().parent().and_then(|p| self.dir_index_of(p)) else {
+            return;
+        };
+        log.track_offsets(self.checkpoints.track(topic, partition, dir));
+    }
+
+    /// Opens a log found on disk: see [`LogManager::get_or_create`].
+    fn open_existing(
+        &self,
+        dir: usize,
+        key: &Key,
+        path: &Path,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<Log, LogManagerError> {
+        let stored_start = self.checkpoints.stored(dir, CheckpointKind::LogStart, key);
+        let opened = if self.options.clean_shutdown {
+            Log::open_after_clean_shutdown(path, config, now_ms)
+        } else {
+            match self
+                .checkpoints
+                .stored(dir, CheckpointKind::RecoveryPoint, key)
+            {
+                Some(rp) => Log::open_from_recovery_point(path, config, now_ms, rp),
+                None => Log::open(path, config, now_ms),
+            }
+        };
+        let mut log = opened.map_err(|source| LogManagerError::Log {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some(start) = stored_start {
+            log.restore_log_start_offset(start)
+                .map_err(|source| LogManagerError::Log {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        }
+        Ok(log)
     }
 
     /// Every partition directory on disk: (path, topic, partition, topic id from
     /// `partition.metadata` if readable). The ReplicaManager compares them with the first
     /// metadata image to find stray replicas (a topic deleted while the broker was down).
     pub fn partition_dirs(&self) -> Vec<(PathBuf, String, i32, Option<Uuid>)> {
+        let index = self.index();
         let mut out = Vec::new();
-        for dir in &self.dirs {
-            let Ok(entries) = fs::read_dir(dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if !path.join(PARTITION_METADATA_FILE).exists() {
-                    continue;
-                }
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let Some((topic, partition)) = name.rsplit_once('-') else {
-                    continue;
-                };
-                let Ok(partition) = partition.parse::<i32>() else {
-                    continue;
-                };
-                let id = read_partition_metadata(&path);
-                out.push((path, topic.to_string(), partition, id));
+        for (dir, d) in self.dirs.iter().zip(index.iter()) {
+            for ((topic, partition), id) in &d.partitions {
+                out.push((
+                    dir.join(partition_dir_name(topic, *partition)),
+                    topic.clone(),
+                    *partition,
+                    *id,
+                ));
             }
         }
         out
@@ -193,17 +333,74 @@ impl LogManager {
     /// Removes a partition's directory (topic deleted, replica moved away, stray): renamed
     /// to `...-delete` first, so a crash midway leaves nothing that looks like live data.
     /// Its `Log` may still be held elsewhere a moment longer; open files stay readable
-    /// until closed.
+    /// until closed. Its checkpoint entries go too.
     pub fn delete_dir(&self, path: &Path) -> Result<(), LogManagerError> {
+        self.unindex(path);
         remove_partition_dir(path)
     }
 
-    /// Writes every log dir's HW checkpoint from `hws` ((topic, partition) → (dir, HW)).
-    pub fn checkpoint_high_watermarks(
-        &self,
-        hws: &[(String, i32, PathBuf, i64)],
-    ) -> Result<(), LogManagerError> {
-        self.write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, hws)
+    /// Forgets a partition or future directory at `path` (deleted or renamed).
+    fn unindex(&self, path: &Path) {
+        let Some(i) = path.parent().and_then(|p| self.dir_index_of(p)) else {
+            return;
+        };
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            return;
+        };
+        if let Some(key) = parse_future_dir_name(&name) {
+            let mut index = self.index();
+            if index[i].futures.get(&key).is_some_and(|(p, _)| p == path) {
+                index[i].futures.remove(&key);
+            }
+        } else if let Some(key) = parse_partition_dir_name(&name) {
+            self.index()[i].partitions.remove(&key);
+            self.checkpoints.forget(i, &key.0, key.1);
+        }
+    }
+
+    /// Writes the `kind` checkpoint file of every log dir one of whose partitions changed it
+    /// since it was last written (and of no other); returns how many files were written.
+    /// After the log start offsets are written, the `log-start-offset` files older kraftd
+    /// kept in partition directories are removed.
+    pub fn write_checkpoints(&self, kind: CheckpointKind) -> Result<usize, LogManagerError> {
+        let written =
+            self.checkpoints
+                .write(&self.dirs, kind)
+                .map_err(|source| LogManagerError::Log {
+                    path: PathBuf::from(kind.file_name()),
+                    source,
+                })?;
+        if kind == CheckpointKind::LogStart {
+            let legacy = std::mem::take(
+                &mut *self
+                    .legacy_start_files
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
+            for dir in legacy {
+                crate::log::remove_legacy_start_file(&dir);
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes all three offset checkpoints where anything changed (clean shutdown).
+    pub fn write_all_checkpoints(&self) -> Result<(), LogManagerError> {
+        for kind in CheckpointKind::ALL {
+            self.write_checkpoints(kind)?;
+        }
+        Ok(())
+    }
+
+    /// How many times this process wrote `kind`'s file in the log dir `dir`.
+    pub fn checkpoint_writes(&self, dir: &Path, kind: CheckpointKind) -> u64 {
+        self.dir_index_of(dir)
+            .map_or(0, |i| self.checkpoints.writes_of(i, kind))
+    }
+
+    /// How many `kind` checkpoint files this process wrote in all.
+    pub fn total_checkpoint_writes(&self, kind: CheckpointKind) -> u64 {
+        self.checkpoints.total_writes(kind)
     }
 
     /// Every log dir's `cleaner-offset-checkpoint` as read now: (topic, partition) → first
@@ -224,17 +421,9 @@ impl LogManager {
         &self,
         offsets: &[(String, i32, PathBuf, i64)],
     ) -> Result<(), LogManagerError> {
-        self.write_checkpoints(CLEANER_OFFSET_CHECKPOINT, offsets)
-    }
-
-    fn write_checkpoints(
-        &self,
-        file: &str,
-        entries: &[(String, i32, PathBuf, i64)],
-    ) -> Result<(), LogManagerError> {
         for dir in &self.dirs {
-            let path = dir.join(file);
-            let mine = entries
+            let path = dir.join(CLEANER_OFFSET_CHECKPOINT);
+            let mine = offsets
                 .iter()
                 .filter(|(_, _, p, _)| p.parent() == Some(dir.as_path()))
                 .map(|(t, p, _, o)| (t.as_str(), *p, *o));
@@ -244,19 +433,59 @@ impl LogManager {
         Ok(())
     }
 
-    fn least_loaded_dir(&self) -> &Path {
-        self.dirs
-            .iter()
-            .min_by_key(|d| {
-                fs::read_dir(d).map_or(0, |entries| {
-                    entries
-                        .flatten()
-                        .filter(|e| e.path().join(PARTITION_METADATA_FILE).exists())
-                        .count()
-                })
-            })
-            .expect("at least one log dir")
+    /// The dir a new partition goes to: the one an AlterReplicaLogDirs named, else the one
+    /// holding the fewest partitions (from the counts in memory).
+    fn dir_for_new(&self, topic: &str, partition: i32) -> usize {
+        if let Some(preferred) = self.take_preferred_dir(topic, partition) {
+            if let Some(i) = self.dir_index_of(&preferred) {
+                return i;
+            }
+        }
+        let index = self.index();
+        (0..self.dirs.len())
+            .min_by_key(|&i| index[i].partitions.len())
+            .unwrap_or(0)
     }
+}
+
+/// Lists one log dir: partition directories (with their topic ids) and future ones;
+/// `-delete` leftovers are removed.
+fn scan_dir(dir: &Path) -> DirIndex {
+    let mut out = DirIndex::default();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if name.ends_with(DELETE_SUFFIX) {
+            let _ = fs::remove_dir_all(&path);
+        } else if let Some(key) = parse_future_dir_name(&name) {
+            let id = read_partition_metadata(&path);
+            out.futures.insert(key, (path, id));
+        } else if let Some(key) = parse_partition_dir_name(&name) {
+            match fs::read_to_string(path.join(PARTITION_METADATA_FILE)) {
+                Ok(text) => {
+                    out.partitions.insert(key, parse_partition_metadata(&text));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(_) => {
+                    out.partitions.insert(key, None);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `(topic, partition)` of a `<topic>-<partition>` directory name.
+fn parse_partition_dir_name(name: &str) -> Option<Key> {
+    let (topic, partition) = name.rsplit_once('-')?;
+    let partition = partition.parse::<i32>().ok()?;
+    (!topic.is_empty() && partition >= 0).then(|| (topic.to_string(), partition))
 }
 
 /// Kafka's directory name for a partition.
@@ -265,16 +494,17 @@ pub fn partition_dir_name(topic: &str, partition: i32) -> String {
 }
 
 fn read_partition_metadata(dir: &Path) -> Option<Uuid> {
-    let text = fs::read_to_string(dir.join(PARTITION_METADATA_FILE)).ok()?;
+    parse_partition_metadata(&fs::read_to_string(dir.join(PARTITION_METADATA_FILE)).ok()?)
+}
+
+fn parse_partition_metadata(text: &str) -> Option<Uuid> {
     text.lines()
         .find_map(|l| l.strip_prefix("topic_id:"))
         .and_then(|v| Uuid::from_base64(v.trim()))
 }
 
+/// Writes `partition.metadata` (the callers know it is missing or names another id).
 fn write_partition_metadata(dir: &Path, topic_id: Uuid) -> Result<(), LogManagerError> {
-    if read_partition_metadata(dir) == Some(topic_id) {
-        return Ok(());
-    }
     let path = dir.join(PARTITION_METADATA_FILE);
     let text = format!("version: 0\ntopic_id: {}\n", topic_id.to_base64());
     crate::fsutil::atomic_write(&path, text.as_bytes())
@@ -298,56 +528,4 @@ fn remove_partition_dir(path: &Path) -> Result<(), LogManagerError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn checkpoint_round_trips_topics_with_dashes_and_spaces_in_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let lm = LogManager::open(vec![dir.path().to_path_buf()]).unwrap();
-        let p = dir.path().join("a-b-0");
-        lm.checkpoint_high_watermarks(&[("a-b".into(), 0, p, 42)])
-            .unwrap();
-        let lm = LogManager::open(vec![dir.path().to_path_buf()]).unwrap();
-        assert_eq!(lm.recovered_high_watermark("a-b", 0), 42);
-        assert_eq!(lm.recovered_high_watermark("a-b", 1), 0);
-    }
-
-    #[test]
-    fn cleaner_checkpoints_go_to_the_partitions_log_dir() {
-        let d1 = tempfile::tempdir().unwrap();
-        let d2 = tempfile::tempdir().unwrap();
-        let lm = LogManager::open(vec![d1.path().to_path_buf(), d2.path().to_path_buf()]).unwrap();
-        lm.checkpoint_cleaner_offsets(&[
-            ("t".into(), 0, d1.path().join("t-0"), 10),
-            ("t".into(), 1, d2.path().join("t-1"), 20),
-        ])
-        .unwrap();
-        let one = std::fs::read_to_string(d1.path().join(CLEANER_OFFSET_CHECKPOINT)).unwrap();
-        assert_eq!(one, "0\n1\nt 0 10\n");
-        let all = lm.read_cleaner_checkpoints();
-        assert_eq!(all.get(&("t".to_string(), 0)), Some(&10));
-        assert_eq!(all.get(&("t".to_string(), 1)), Some(&20));
-    }
-
-    #[test]
-    fn a_directory_of_another_topic_incarnation_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let lm = LogManager::open(vec![dir.path().to_path_buf()]).unwrap();
-        let old = Uuid([1; 16]);
-        let new = Uuid([2; 16]);
-        let log = lm
-            .get_or_create("t", old, 0, LogConfig::default(), 0)
-            .unwrap();
-        std::fs::write(log.dir().join("marker"), b"x").unwrap();
-        drop(log);
-        let log = lm
-            .get_or_create("t", new, 0, LogConfig::default(), 0)
-            .unwrap();
-        assert!(!log.dir().join("marker").exists());
-        assert_eq!(read_partition_metadata(log.dir()), Some(new));
-        let again = lm.get_or_create("t", new, 0, LogConfig::default(), 0);
-        drop(log);
-        assert!(again.is_ok());
-    }
-}
+mod tests;

@@ -229,14 +229,16 @@ impl SegmentRegion {
         match &self.file {
             RegionFile::Open(file) => Ok(Arc::clone(file)),
             RegionFile::Cached { files, id } => {
-                files.get_or_open(*id, &self.path).map_err(|e| match e {
-                    LogError::Io { ref source, .. }
-                        if source.kind() == std::io::ErrorKind::NotFound =>
-                    {
-                        LogError::ConcurrentTruncation { offset }
-                    }
-                    e => e,
-                })
+                files
+                    .get_or_open(*id, &self.path, false)
+                    .map_err(|e| match e {
+                        LogError::Io { ref source, .. }
+                            if source.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            LogError::ConcurrentTruncation { offset }
+                        }
+                        e => e,
+                    })
             }
         }
     }
@@ -433,14 +435,11 @@ impl Segment {
     /// Plans a read of `offset`: an index lookup, nothing more, so it is all a reader does
     /// under the log's lock. The region covers the segment as it is now.
     pub fn region(&self, offset: i64) -> SegmentRegion {
-        let file = match &self.log {
-            Some(file) => RegionFile::Open(Arc::clone(file)),
-            None => match self.files.get(self.id) {
-                Some(file) => RegionFile::Open(file),
-                None => RegionFile::Cached {
-                    files: Arc::clone(&self.files),
-                    id: self.id,
-                },
+        let file = match self.files.get(self.id, false) {
+            Some(file) => RegionFile::Open(file),
+            None => RegionFile::Cached {
+                files: Arc::clone(&self.files),
+                id: self.id,
             },
         };
         let entry = self.offset_index.lookup(offset);

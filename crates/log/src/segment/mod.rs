@@ -3,9 +3,11 @@
 //! find the batch holding an offset, read whole batches, truncate, recover its tail after a
 //! crash, and rebuild its indexes; the [`crate::Log`] decides which segment does what.
 //!
-//! Only the active segment owns open files; a sealed one reads its `.log` through the
-//! log's bounded handle cache ([`SegmentFiles`]) and keeps its indexes in memory, so a log
-//! of many segments holds few descriptors.
+//! No segment owns an open file: every `.log` handle, the active segment's included, lives
+//! in the process's bounded pool ([`SegmentFiles`], `handles.rs`), opened on first use and
+//! closed when idle or least recently used past the cap; the indexes are in memory and
+//! their files opened only to write. A busy partition's handle stays pooled, so its hot
+//! path costs no extra system call; a broker of many partitions holds few descriptors.
 //!
 //! Where things are:
 //!
@@ -58,14 +60,12 @@ fn txn_index_path(log_path: &Path) -> PathBuf {
 pub(crate) struct Segment {
     base_offset: i64,
     log_path: PathBuf,
-    /// The active segment's own `.log` handle, shared with planned reads
-    /// ([`SegmentRegion`]), which outlive the log's lock. `None` for a sealed segment,
-    /// which is read through `files` so the log's open handles stay bounded.
-    log: Option<Arc<File>>,
-    /// The log's cache of sealed-segment handles.
+    /// The log's view of the handle pool, where this segment's `.log` handle lives.
     files: Arc<SegmentFiles>,
-    /// This segment's key in `files`, unique for the log's lifetime.
+    /// This segment's key in the pool, unique in the process.
     id: u64,
+    /// Written since the last fdatasync (appends, truncation).
+    unsynced: bool,
     /// Bytes of valid batches; the file is never longer once the segment is open.
     size: u64,
     offset_index: OffsetIndex,
@@ -140,11 +140,13 @@ impl Segment {
         time_index: TimeIndex,
         index_interval_bytes: u64,
     ) -> Segment {
+        let id = files.new_id();
+        files.insert(id, log, true);
         Segment {
             base_offset,
-            log: Some(log),
             files: Arc::clone(files),
-            id: files.new_id(),
+            id,
+            unsynced: false,
             size: 0,
             offset_index,
             time_index,
@@ -188,6 +190,7 @@ impl Segment {
     pub fn append(&mut self, data: &[u8], batches: &[BatchInfo], now_ms: i64) -> Result<()> {
         let start = self.size;
         let file = self.writable()?;
+        self.unsynced = true;
         if let Err(e) = file.write_all_at(data, start) {
             // Best effort: a partial write past `size` is invisible anyway and recovery
             // would cut it.
@@ -278,6 +281,7 @@ impl Segment {
             return Ok(0);
         };
         let removed = self.size - cut.position;
+        self.unsynced = true;
         self.writable()?
             .set_len(cut.position)
             .map_err(LogError::io("truncate", &self.log_path))?;
@@ -334,20 +338,24 @@ impl Segment {
     /// synced: the active segment's are rebuilt by recovery, so syncing them on every
     /// flush (the metadata log flushes every append) would triple the cost for nothing.
     ///
-    /// A sealed segment without a handle of its own was synced when sealed and not written
-    /// since, so there is nothing to do.
-    pub fn flush(&self) -> Result<()> {
-        match &self.log {
-            Some(file) => crate::flush_timer::timed(|| file.sync_data())
-                .map_err(LogError::io("fsync", &self.log_path)),
-            None => Ok(()),
+    /// A segment not written since its last sync (a sealed one, or the active one synced
+    /// already) has nothing to do. A handle closed since the write is reopened: the sync of
+    /// any handle flushes the file.
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.unsynced {
+            return Ok(());
         }
+        let file = self.file()?;
+        crate::flush_timer::timed(|| file.sync_data())
+            .map_err(LogError::io("fsync", &self.log_path))?;
+        self.unsynced = false;
+        Ok(())
     }
 
-    /// The active segment's own `.log` handle, to fdatasync from another thread
-    /// ([`crate::PendingFlush`]); `None` for a sealed segment (synced when sealed).
+    /// The `.log` handle to fdatasync from another thread ([`crate::PendingFlush`]), if it
+    /// is pooled; `None` means the flush opens the file by its path when it runs.
     pub fn sync_handle(&self) -> Option<Arc<File>> {
-        self.log.clone()
+        self.files.get(self.id, false)
     }
 
     /// Writes and syncs the indexes as well as the batches (on seal and close).
@@ -387,44 +395,29 @@ impl Segment {
         Ok(())
     }
 
-    /// The `.log` handle to read with: the segment's own while active, else the cached
-    /// one (opened on a miss). Only for calls made under the owner's lock that read anyway
-    /// (open, verify, timestamp lookup, truncation); planned reads open lazily instead.
+    /// The pooled `.log` handle to read with (opened on a miss). Only for calls made under
+    /// the owner's lock that read anyway (open, verify, timestamp lookup, truncation,
+    /// flush); planned reads open lazily instead.
     fn file(&self) -> Result<Arc<File>> {
-        match &self.log {
-            Some(file) => Ok(Arc::clone(file)),
-            None => self.files.get_or_open(self.id, &self.log_path),
-        }
+        self.files.get_or_open(self.id, &self.log_path, false)
     }
 
-    /// The `.log` handle to write with, making it the segment's own again (read-write) if
-    /// the segment was sealed: a truncation into a sealed segment makes it the active one.
+    /// The pooled `.log` handle to write with (read-write; a read-only one is replaced).
     fn writable(&mut self) -> Result<Arc<File>> {
-        if let Some(file) = &self.log {
-            return Ok(Arc::clone(file));
-        }
-        self.files.remove(self.id);
-        let file = open_log_file(&self.log_path, false)?;
-        self.log = Some(Arc::clone(&file));
-        Ok(file)
+        self.files.get_or_open(self.id, &self.log_path, true)
     }
 
-    /// Gives up what a sealed segment does not need open: its index files (their entries
-    /// are in memory) are flushed and closed, and its `.log` handle moves into the log's
-    /// bounded cache, where it stays while it is among the most recently read.
+    /// Flushes and closes what a sealed segment does not need: its index files (their
+    /// entries are in memory). Its `.log` handle stays pooled while it is used.
     pub fn release(&mut self) -> Result<()> {
         self.offset_index.release()?;
         self.time_index.release()?;
-        if let Some(file) = self.log.take() {
-            self.files.insert(self.id, file);
-        }
         Ok(())
     }
 
-    /// Drops the segment's handles, cached or own (before its files are deleted or
-    /// renamed away, so no later read reaches them through a stale handle).
+    /// Drops the segment's pooled handle (before its files are deleted or renamed away, so
+    /// no later read reaches them through a stale handle).
     pub fn close_files(&mut self) {
-        self.log = None;
         self.files.remove(self.id);
     }
 
@@ -512,5 +505,12 @@ impl Segment {
 
     pub fn log_path(&self) -> &Path {
         &self.log_path
+    }
+}
+
+impl Drop for Segment {
+    /// A segment dropped (replaced, deleted, the log closed) gives its pooled handle back.
+    fn drop(&mut self) {
+        self.close_files();
     }
 }

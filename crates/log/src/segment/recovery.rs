@@ -91,6 +91,8 @@ impl Segment {
             time_index,
             index_interval_bytes,
         );
+        // What recovery keeps may never have been synced before the crash.
+        seg.unsynced = true;
         let ScanOutcome { epochs, first, bad } =
             seg.scan_and_index(file_len, max_batch_bytes, min_epoch, allow_gaps)?;
         let mut report = RecoveryReport {

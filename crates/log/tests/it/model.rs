@@ -196,6 +196,7 @@ struct Setup {
 }
 
 fn run(ops: Vec<Op>, setup: Setup) {
+    crate::handles::tiny_pool();
     let dir = tempdir();
     let segment_bytes = setup.segment_bytes;
     let config = LogConfig {

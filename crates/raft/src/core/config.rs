@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use kraftd_protocol::Uuid;
+
 use super::endpoints::Endpoint;
 
 /// `controller.quorum.*` settings the core uses (Kafka's `QuorumConfig`).
@@ -43,6 +45,17 @@ pub struct RaftConfig {
     /// sends as leader, another voter's what it sends when naming that voter leader. Empty
     /// (the simulator): no endpoints are sent.
     pub voter_endpoints: BTreeMap<i32, Endpoint>,
+    /// The `directory.id` of this node's metadata log directory (KIP-853; `meta.properties`),
+    /// zero when it has none: with its node id, the key that tells it from a replica that
+    /// had the same id on another disk.
+    pub directory_id: Uuid,
+    /// This node's own controller listeners (name → endpoint): what it names itself by in a
+    /// voter set (its start-of-epoch VotersRecord, UpdateRaftVoter, auto-join). Empty for
+    /// a node that serves no controller listener (a broker, the simulator's observers).
+    pub local_listeners: BTreeMap<String, Endpoint>,
+    /// `controller.quorum.auto.join.enable`: an observer controller whose key is not a voter
+    /// adds itself (removing a stale key with its id first) once caught up.
+    pub auto_join: bool,
 }
 
 impl RaftConfig {
@@ -61,6 +74,9 @@ impl RaftConfig {
             bootstrap_servers: Vec::new(),
             listener_name: "CONTROLLER".to_string(),
             voter_endpoints: BTreeMap::new(),
+            directory_id: Uuid::ZERO,
+            local_listeners: BTreeMap::new(),
+            auto_join: false,
         }
     }
 

@@ -54,20 +54,32 @@ impl<L: RaftLog> RaftCore<L> {
             }
             Some(leader) => {
                 let now = now_ms as i64;
-                let mut voters = vec![ReplicaState {
+                // KIP-853: the voters of the set in effect with their directory ids (a
+                // leader that removed itself is listed among the observers until it
+                // resigns).
+                let local = ReplicaState {
                     replica_id: self.node_id(),
+                    replica_directory_id: self.config().directory_id,
                     log_end_offset: self.log().end_offset(),
                     last_fetch_timestamp: now,
                     last_caught_up_timestamp: now,
                     ..Default::default()
-                }];
-                voters.extend(leader.voters.iter().map(|(id, p)| replica_state(*id, p)));
+                };
+                let mut voters = Vec::new();
+                let mut observers = Vec::new();
+                if leader.local_is_voter {
+                    voters.push(local);
+                } else {
+                    observers.push(local);
+                }
+                voters.extend(leader.voters.iter().map(|(id, p)| {
+                    let mut r = replica_state(*id, p);
+                    r.replica_directory_id = self.directory_id_of(*id);
+                    r
+                }));
                 partition.current_voters = voters;
-                partition.observers = leader
-                    .observers
-                    .iter()
-                    .map(|(id, p)| replica_state(*id, p))
-                    .collect();
+                observers.extend(leader.observers.iter().map(|(id, p)| replica_state(*id, p)));
+                partition.observers = observers;
             }
         }
         DescribeQuorumResponse {
@@ -85,6 +97,7 @@ fn replica_state(replica_id: i32, p: &ReplicaProgress) -> ReplicaState {
     let millis = |t: Option<u64>| t.map_or(-1, |t| t as i64);
     ReplicaState {
         replica_id,
+        replica_directory_id: p.directory_id,
         log_end_offset: p.end_offset.unwrap_or(-1),
         last_fetch_timestamp: millis(p.last_fetch_ms),
         last_caught_up_timestamp: millis(p.last_caught_up_ms),

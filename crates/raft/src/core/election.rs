@@ -1,5 +1,7 @@
 //! Elections (KIP-595 with KIP-996's pre-vote): sending Vote requests for a prospective or
-//! a candidate, granting or refusing them, counting the answers; and the leader's notices
+//! a candidate, granting or refusing them, counting the answers; a voter that lost its
+//! connection to the leader starting its pre-vote at once (the crash failover rule, below);
+//! and the leader's notices
 //! around its epoch, BeginQuorumEpoch (a new leader announces itself) and EndQuorumEpoch (a
 //! resigning leader names its preferred successors). Kafka's `KafkaRaftClient`
 //! `handleVoteRequest`, `handleVoteResponse`, `handleBeginQuorumEpochRequest`,
@@ -17,9 +19,42 @@ use tracing::{debug, info};
 use super::log::RaftLog;
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
 use super::role::{is_log_up_to_date, Role};
+use super::voter_set::ReplicaKey;
 use super::{single_partition, RaftCore};
 
 impl<L: RaftLog> RaftCore<L> {
+    // ----- the crash failover rule -----
+
+    /// The driver's report that the connection to `peer` closed and a reconnect was refused
+    /// (a crashed process: its kernel closes its sockets and refuses new ones). A voter that
+    /// follows `peer` as its leader starts a pre-vote at once instead of waiting out
+    /// `fetch.timeout.ms`. Safe and harmless to a live leader by KIP-996's rule: a voter
+    /// grants a pre-vote only when it too has lost the leader (it is Prospective, Unattached
+    /// or a candidate, or a follower that has not fetched from its leader in this epoch), so
+    /// one whose fetches succeed refuses it and the leader keeps its term; the pre-vote moves
+    /// no epoch, and the real vote keeps Raft's safety. Anyone else (an observer, a node that
+    /// follows another leader or none) ignores it: an observer's failed fetch already moves
+    /// it to a bootstrap server.
+    pub fn handle_leader_connection_lost(&mut self, now_ms: u64, peer: i32) {
+        if self.fatal.is_some() {
+            return;
+        }
+        let is_voter = self.is_voter();
+        if let Role::Follower(f) = self.quorum.role() {
+            if is_voter && f.leader_id == peer {
+                info!(
+                    node = self.node_id,
+                    epoch = f.epoch,
+                    leader = peer,
+                    "connection to the leader lost; starting a pre-vote"
+                );
+                self.stats.connection_loss_pre_votes += 1;
+                self.become_prospective(now_ms);
+            }
+        }
+        self.poll(now_ms);
+    }
+
     // ----- Vote -----
 
     pub(super) fn send_vote_requests(&mut self, now_ms: u64, pre_vote: bool) {
@@ -74,7 +109,17 @@ impl<L: RaftLog> RaftCore<L> {
             respond(self, ErrorCode::InvalidRequest, false);
             return;
         }
-        if !self.is_voter() || !self.voters.contains(&candidate) || candidate == self.node_id {
+        let candidate_key = ReplicaKey::new(candidate, p.replica_directory_id);
+        // KIP-853: in a dynamic quorum a replica answers whatever its own view of the voter
+        // set (a voter just added may not have read the VotersRecord that made it one, and
+        // without its vote no leader could be elected to send it); the voter key check
+        // below says whether the request is meant for it. A static quorum checks both.
+        let membership_ok = if self.is_dynamic_quorum() {
+            candidate != self.node_id
+        } else {
+            self.is_voter() && self.voter_set().is_voter(candidate_key) && candidate != self.node_id
+        };
+        if !membership_ok {
             respond(self, ErrorCode::InconsistentVoterSet, false);
             return;
         }
@@ -86,7 +131,7 @@ impl<L: RaftLog> RaftCore<L> {
         if p.replica_epoch > self.epoch() {
             self.become_unattached(now_ms, p.replica_epoch, None);
         }
-        if req.voter_id >= 0 && req.voter_id != self.node_id {
+        if !self.is_valid_voter_key(req.voter_id, p.voter_directory_id) {
             respond(self, ErrorCode::InvalidVoterKey, false);
             return;
         }
@@ -96,7 +141,22 @@ impl<L: RaftLog> RaftCore<L> {
             self.log.last_epoch(),
             self.log.end_offset(),
         );
+        // Two prospectives with the same log would grant each other's pre-vote and then
+        // split the real vote (both candidates, each voting for itself) and wait out an
+        // election timeout: the tie goes to the lower id. The higher one's pre-vote is
+        // refused here, and it is asked again for ours, which it grants (again even if it
+        // answered already: that answer may be a refusal from before it lost the leader).
+        let same_log =
+            (p.last_offset_epoch, p.last_offset) == (self.log.last_epoch(), self.log.end_offset());
+        let yields_to_us = p.pre_vote
+            && same_log
+            && candidate > self.node_id
+            && matches!(self.quorum.role(), Role::Prospective(_));
+        if yields_to_us {
+            self.vote_requests.ask_again(candidate, now_ms);
+        }
         let granted = match self.quorum.role() {
+            Role::Prospective(_) if yields_to_us => false,
             Role::Unattached(s) => s.can_grant_vote(candidate, up_to_date, p.pre_vote),
             Role::Prospective(s) => s.can_grant_vote(candidate, up_to_date, p.pre_vote),
             Role::Candidate(s) => s.can_grant_vote(up_to_date, p.pre_vote),
@@ -159,7 +219,7 @@ impl<L: RaftLog> RaftCore<L> {
         if self.maybe_follow(now_ms, p.leader_id, p.leader_epoch) {
             return;
         }
-        if p.leader_epoch != self.epoch() || !self.voters.contains(&from) {
+        if p.leader_epoch != self.epoch() || !self.is_voter_id(from) {
             return;
         }
         let granted = p.error_code == ErrorCode::None.code() && p.vote_granted;
@@ -211,11 +271,13 @@ impl<L: RaftLog> RaftCore<L> {
             (None, Some(p)) => {
                 if p.leader_epoch < self.epoch() {
                     ErrorCode::FencedLeaderEpoch
-                } else if p.leader_id == self.node_id || !self.voters.contains(&p.leader_id) {
+                } else if p.leader_id == self.node_id
+                    || !(self.is_voter_id(p.leader_id) || self.is_dynamic_quorum())
+                {
                     ErrorCode::InconsistentVoterSet
                 } else {
                     self.maybe_follow(now_ms, p.leader_id, p.leader_epoch);
-                    if req.voter_id >= 0 && req.voter_id != self.node_id {
+                    if !self.is_valid_voter_key(req.voter_id, p.voter_directory_id) {
                         // Meant for another replica (KIP-853's voter key check).
                         ErrorCode::InvalidVoterKey
                     } else {
@@ -274,7 +336,10 @@ impl<L: RaftLog> RaftCore<L> {
             match part {
                 None => ErrorCode::InvalidRequest,
                 Some(p) if p.leader_epoch < self.epoch() => ErrorCode::FencedLeaderEpoch,
-                Some(p) if p.leader_id == self.node_id || !self.voters.contains(&p.leader_id) => {
+                Some(p)
+                    if p.leader_id == self.node_id
+                        || !(self.is_voter_id(p.leader_id) || self.is_dynamic_quorum()) =>
+                {
                     ErrorCode::InconsistentVoterSet
                 }
                 Some(p) => {
@@ -350,6 +415,22 @@ impl<L: RaftLog> RaftCore<L> {
         self.maybe_follow(now_ms, p.leader_id, p.leader_epoch);
     }
 
+    /// KIP-853's voter key check of Vote and BeginQuorumEpoch: a request meant for
+    /// replica (`voter_id`, `directory_id`) is for this node when the id is ours (or -1, an
+    /// old peer) and the directory id ours (or zero, none sent).
+    fn is_valid_voter_key(&self, voter_id: i32, directory_id: kraftd_protocol::Uuid) -> bool {
+        (voter_id < 0 || voter_id == self.node_id)
+            && (directory_id == kraftd_protocol::Uuid::ZERO
+                || directory_id == self.config.directory_id)
+    }
+
+    /// The directory id the voter set records for `id` (zero when none).
+    pub(super) fn directory_id_of(&self, id: i32) -> kraftd_protocol::Uuid {
+        self.voter_set()
+            .key(id)
+            .map_or(kraftd_protocol::Uuid::ZERO, |k| k.directory_id)
+    }
+
     // ----- the messages -----
 
     fn vote_request(&self, to: i32, epoch: i32, pre_vote: bool) -> VoteRequest {
@@ -365,6 +446,8 @@ impl<L: RaftLog> RaftCore<L> {
                     last_offset_epoch: self.log.last_epoch(),
                     last_offset: self.log.end_offset(),
                     pre_vote,
+                    replica_directory_id: self.config.directory_id,
+                    voter_directory_id: self.directory_id_of(to),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -440,6 +523,7 @@ impl<L: RaftLog> RaftCore<L> {
                     partition_index: CLUSTER_METADATA_PARTITION,
                     leader_id: self.node_id,
                     leader_epoch: epoch,
+                    voter_directory_id: self.directory_id_of(to),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -465,6 +549,7 @@ impl<L: RaftLog> RaftCore<L> {
                         .iter()
                         .map(|c| end_quorum_epoch_request::ReplicaInfo {
                             candidate_id: *c,
+                            candidate_directory_id: self.directory_id_of(*c),
                             ..Default::default()
                         })
                         .collect(),

@@ -14,6 +14,7 @@ use tracing::error;
 use super::log::{RaftLog, SnapshotId};
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC_ID};
 use super::role::Role;
+use super::voter_set::ReplicaKey;
 use super::{RaftCore, MAX_PARKED_FETCHES};
 
 /// A fetcher's position against the leader's log.
@@ -51,8 +52,18 @@ impl<L: RaftLog> RaftCore<L> {
         if position == FetchPosition::Valid && replica >= 0 && replica != self.node_id {
             let leader_end = self.log.end_offset();
             let timeout = self.config.check_quorum_timeout_ms();
+            let key = ReplicaKey::new(replica, p.replica_directory_id);
+            let is_voter_key = self.voter_set().is_voter(key);
             if let Role::Leader(l) = self.quorum.role_mut() {
-                l.record_fetch(replica, p.fetch_offset, leader_end, now_ms, timeout);
+                l.record_fetch(
+                    replica,
+                    p.replica_directory_id,
+                    is_voter_key,
+                    p.fetch_offset,
+                    leader_end,
+                    now_ms,
+                    timeout,
+                );
             }
             self.maybe_advance_leader_hw(now_ms);
         }
@@ -128,6 +139,10 @@ impl<L: RaftLog> RaftCore<L> {
             self.respond(from, corr, RaftMessage::FetchResponse(Box::new(resp)));
         } else {
             let deadline_ms = now_ms + (req.max_wait_ms as u64).min(self.config.fetch_max_wait_ms);
+            self.parked_deadline_ms = Some(
+                self.parked_deadline_ms
+                    .map_or(deadline_ms, |d| d.min(deadline_ms)),
+            );
             self.parked.push(ParkedFetch {
                 from,
                 correlation_id: corr,
@@ -186,18 +201,20 @@ impl<L: RaftLog> RaftCore<L> {
             return;
         }
         let parked = std::mem::take(&mut self.parked);
+        self.parked_deadline_ms = None;
         for p in parked {
             self.answer_or_park(now_ms, p.from, p.correlation_id, p.request, all);
         }
     }
 
     pub(super) fn expire_parked(&mut self, now_ms: u64) {
-        if !self.parked.iter().any(|p| p.deadline_ms <= now_ms) {
+        if self.parked_deadline_ms.is_none_or(|d| d > now_ms) {
             return;
         }
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
             .into_iter()
             .partition(|p| p.deadline_ms <= now_ms);
+        self.parked_deadline_ms = keep.iter().map(|p| p.deadline_ms).min();
         self.parked = keep;
         for p in due {
             self.answer_or_park(now_ms, p.from, p.correlation_id, p.request, true);
@@ -220,6 +237,7 @@ impl<L: RaftLog> RaftCore<L> {
         if majority > current {
             self.set_high_watermark(majority);
             self.complete_parked(now_ms, false);
+            self.maybe_complete_voter_change(now_ms);
         } else if majority < current {
             error!(
                 node = self.node_id,

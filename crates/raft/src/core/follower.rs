@@ -25,12 +25,23 @@ impl<L: RaftLog> RaftCore<L> {
         }
     }
 
+    /// `controller.quorum.bootstrap.servers`, else the voters. In a dynamic quorum the
+    /// voters of the set in effect come after the configured entries (KIP-853: a voter
+    /// removed, or a node whose only bootstrap entry is itself, still finds the leader
+    /// through the set its log holds).
     fn bootstrap_servers(&self) -> Vec<i32> {
-        let list: Vec<i32> = if self.config.bootstrap_servers.is_empty() {
-            self.voters.iter().copied().collect()
+        let mut list: Vec<i32> = if self.config.bootstrap_servers.is_empty() {
+            self.voter_set().ids().collect()
         } else {
             self.config.bootstrap_servers.clone()
         };
+        if !self.config.bootstrap_servers.is_empty() && self.is_dynamic_quorum() {
+            for id in self.voter_set().ids() {
+                if !list.contains(&id) {
+                    list.push(id);
+                }
+            }
+        }
         list.into_iter().filter(|b| *b != self.node_id).collect()
     }
 
@@ -281,6 +292,7 @@ impl<L: RaftLog> RaftCore<L> {
             );
             self.log.truncate_to(target);
             self.log.flush();
+            self.on_truncated(now_ms, target);
             return;
         }
         if p.snapshot_id.end_offset >= 0 || p.snapshot_id.epoch >= 0 {
@@ -288,7 +300,7 @@ impl<L: RaftLog> RaftCore<L> {
                 end_offset: p.snapshot_id.end_offset,
                 epoch: p.snapshot_id.epoch,
             };
-            self.on_fetch_snapshot_id(from, epoch, id, backoff);
+            self.on_fetch_snapshot_id(now_ms, from, epoch, id, backoff);
             return;
         }
         if let Some(records) = p.records.filter(|r| !r.is_empty()) {
@@ -297,12 +309,13 @@ impl<L: RaftLog> RaftCore<L> {
                 self.fetch_backoff_until_ms = backoff;
                 return;
             }
-            if let Err(e) = self.log.append_as_follower(records, epoch) {
+            if let Err(e) = self.log.append_as_follower(records.clone(), epoch) {
                 warn!(node = self.node_id, from, error = %e, "fetched batches refused");
                 self.fetch_backoff_until_ms = backoff;
                 return;
             }
             self.log.flush();
+            self.on_appended_as_follower(now_ms, &records);
         }
         if p.high_watermark >= 0 {
             self.leader_high_watermark = self.leader_high_watermark.max(p.high_watermark);
@@ -365,6 +378,7 @@ impl<L: RaftLog> RaftCore<L> {
                     log_start_offset: self.log.start_offset(),
                     partition_max_bytes: self.config.fetch_max_bytes.min(i32::MAX as usize) as i32,
                     high_watermark: self.high_watermark,
+                    replica_directory_id: self.config.directory_id,
                     ..Default::default()
                 }],
                 ..Default::default()

@@ -8,7 +8,9 @@
 //! 2. Feed inputs as they happen, each with the current time: [`RaftCore::handle_message`]
 //!    for an inbound request or response, [`RaftCore::handle_request_failed`] when a request
 //!    timed out or its destination is unreachable (the driver owns `request.timeout.ms`, and
-//!    drops a response that comes after it gave up on the request), [`RaftCore::propose`] for
+//!    drops a response that comes after it gave up on the request),
+//!    [`RaftCore::handle_leader_connection_lost`] when a connection closed and a reconnect
+//!    was refused (the peer's process is gone), [`RaftCore::propose`] for
 //!    records to append, and [`RaftCore::handle_timeout`] when the deadline of
 //!    [`RaftCore::poll_timeout`] passes.
 //! 3. After every input, drain [`RaftCore::poll_output`] until `None`, acting on each output
@@ -49,6 +51,9 @@
 //! - `snapshot.rs` — FetchSnapshot on both sides (KIP-630);
 //! - `endpoints.rs` — KIP-853 leader endpoints: filled into what is sent, learned from
 //!   what is received;
+//! - `membership.rs` — KIP-853: the voter-set history kept in step with the log, this
+//!   node's voter status, the leader's AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter and
+//!   the `kraft.version` upgrade (the data: [`voter_set`], [`voter_history`]);
 //! - `listener.rs` — what listeners are told: committed batches, snapshots, leader changes;
 //! - `describe_quorum.rs` — DescribeQuorum.
 
@@ -60,16 +65,19 @@ pub mod message;
 pub mod quorum_state;
 pub mod rng;
 pub mod role;
+pub mod voter_history;
+pub mod voter_set;
 
 mod election;
 mod fetch;
 mod follower;
 mod listener;
+mod membership;
 mod poll;
 mod snapshot;
 mod transition;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use kraftd_protocol::records::RecordBatchBuilder;
@@ -80,12 +88,15 @@ use self::config::RaftConfig;
 use self::endpoints::{Endpoint, LearnedEndpoint};
 use self::fetch::ParkedFetch;
 use self::log::{LogError, RaftLog, SnapshotId};
+pub use self::membership::VoterChangeError;
 use self::message::{ApiKind, RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
 use self::quorum_state::{QuorumState, QuorumStateData};
 use self::rng::Rng;
 pub use self::role::RoleName;
 use self::role::{LeaderState, RequestTracker, Role};
 use self::snapshot::SnapshotDownload;
+use self::voter_history::VoterHistory;
+use self::voter_set::VoterSet;
 
 /// The most Fetch requests one leader parks at once; more are answered at once.
 pub const MAX_PARKED_FETCHES: usize = 1024;
@@ -120,6 +131,15 @@ pub enum Output {
     /// `id.end_offset`) instead of the batches it replaces; `Committed` batches resume from
     /// its end offset. At most once per incarnation and snapshot, before those batches.
     Snapshot { id: SnapshotId, bytes: Bytes },
+    /// The voter change accepted with `token` ([`RaftCore::add_voter`],
+    /// [`RaftCore::remove_voter`], [`RaftCore::update_voter`]) is answered: NONE once its
+    /// VotersRecord committed, REQUEST_TIMED_OUT past its deadline, NOT_LEADER_OR_FOLLOWER
+    /// when this node stopped leading first.
+    VoterChangeDone {
+        token: u64,
+        error: ErrorCode,
+        message: Option<String>,
+    },
 }
 
 /// A committed record batch.
@@ -138,6 +158,9 @@ pub struct RaftStats {
     /// Fetch replies with NOT_LEADER_OR_FOLLOWER: a node keeps asking one that is not the
     /// leader (the signal that found seed 003's stuck observer).
     pub not_leader_or_follower_replies: u64,
+    /// Pre-votes started because the connection to the leader was lost (the crash
+    /// failover rule), not by `fetch.timeout.ms`.
+    pub connection_loss_pre_votes: u64,
 }
 
 /// How often the repeated NOT_LEADER_OR_FOLLOWER warning may be logged.
@@ -177,7 +200,8 @@ pub enum RaftError {
 pub struct RaftCore<L: RaftLog> {
     config: RaftConfig,
     node_id: i32,
-    voters: BTreeSet<i32>,
+    /// The voter sets over the log (KIP-853); the latest is in effect.
+    voters: VoterHistory,
     log: L,
     rng: Rng,
     quorum: QuorumState,
@@ -202,6 +226,9 @@ pub struct RaftCore<L: RaftLog> {
     /// An [`Output::Flush`] was emitted and [`RaftCore::flush`] not yet called.
     flush_requested: bool,
     parked: Vec<ParkedFetch>,
+    /// The earliest deadline in `parked` (None when empty), kept as fetches park and leave,
+    /// so the next-deadline question asked after every event is O(1), not O(observers).
+    parked_deadline_ms: Option<u64>,
     /// The snapshot a follower far behind is downloading instead of fetching.
     snapshot_download: Option<SnapshotDownload>,
     /// Vote or pre-vote requests of the current election.
@@ -219,8 +246,10 @@ pub struct RaftCore<L: RaftLog> {
 }
 
 impl<L: RaftLog> RaftCore<L> {
-    /// A node `node_id` of a quorum with the static `voters` (it is an observer when not one
-    /// of them), restored from `persisted` and `log`.
+    /// A node `node_id` of a quorum with the static `voters` (`controller.quorum.voters`,
+    /// `kraft.version` 0; empty for a dynamic quorum, whose voter set comes from the latest
+    /// snapshot, the bootstrap checkpoint included, and the log), restored from `persisted`
+    /// and `log`. It is an observer when its key is not a voter's.
     pub fn new(
         config: RaftConfig,
         node_id: i32,
@@ -230,10 +259,14 @@ impl<L: RaftLog> RaftCore<L> {
         seed: u64,
         now_ms: u64,
     ) -> Self {
-        let voters: BTreeSet<i32> = voters.into_iter().collect();
-        assert!(!voters.is_empty(), "a quorum needs at least one voter");
+        let ids: Vec<i32> = voters.into_iter().collect();
+        let static_set = (!ids.is_empty())
+            .then(|| VoterSet::from_static(ids, &config.voter_endpoints, &config.listener_name));
+        let mut voters = VoterHistory::new(static_set);
+        membership::load_history(&log, &mut voters);
         let mut rng = Rng::new(seed ^ (node_id as u64).wrapping_mul(0x1000_0000_01b3));
-        let is_voter = voters.contains(&node_id);
+        let local_key = voter_set::ReplicaKey::new(node_id, config.directory_id);
+        let is_voter = voters.latest().is_voter(local_key);
         let deadline = now_ms + random_election_timeout(&config, &mut rng);
         let quorum =
             QuorumState::initialize(node_id, is_voter, persisted, log.last_epoch(), deadline);
@@ -258,6 +291,7 @@ impl<L: RaftLog> RaftCore<L> {
             flush_deadline_ms: None,
             flush_requested: false,
             parked: Vec::new(),
+            parked_deadline_ms: None,
             snapshot_download: None,
             vote_requests: RequestTracker::default(),
             last_leader_notice: None,
@@ -277,7 +311,7 @@ impl<L: RaftLog> RaftCore<L> {
             r.end_quorum = RequestTracker::new(others.clone(), now_ms);
             r.preferred_successors = others;
         }
-        if core.voters.len() == 1 && is_voter {
+        if core.voter_set().len() == 1 && is_voter {
             // A lone voter need not wait for anyone: it elects itself at once.
             match core.quorum.role_mut() {
                 Role::Unattached(u) => u.election_deadline_ms = Some(now_ms),
@@ -294,6 +328,10 @@ impl<L: RaftLog> RaftCore<L> {
 
     pub fn node_id(&self) -> i32 {
         self.node_id
+    }
+
+    pub fn config(&self) -> &RaftConfig {
+        &self.config
     }
 
     pub fn is_voter(&self) -> bool {
@@ -313,9 +351,14 @@ impl<L: RaftLog> RaftCore<L> {
     /// configuration wins for a static voter: the operator wrote the address this node can
     /// reach, while an advertised one may be unroutable from here (the D2 case) or stale.
     pub fn leader_endpoint(&self, id: i32) -> Option<Endpoint> {
+        let own = (id == self.node_id)
+            .then(|| self.config.local_listeners.get(&self.config.listener_name))
+            .flatten();
         self.config
             .voter_endpoints
             .get(&id)
+            .or(own)
+            .or_else(|| self.voter_set().endpoint(id, &self.config.listener_name))
             .or_else(|| self.learned_endpoints.get(&id).map(|l| &l.endpoint))
             .cloned()
     }
@@ -546,13 +589,26 @@ impl<L: RaftLog> RaftCore<L> {
         if found != id.epoch || end < id.end_offset {
             return Err(refused("the epoch does not hold the end offset"));
         }
+        // KIP-853: a snapshot of a dynamic quorum carries the kraft.version and voter set at
+        // its last contained offset in its header batch, as Kafka's `createSnapshot` writes
+        // them, or the set would be lost with the log before it.
+        let last = id.end_offset - 1;
+        let kraft = self.voters.kraft_version_at(last);
+        if kraft >= 1 {
+            let voters = self.voters.voters_at(last).map(|s| s.to_record());
+            let with = crate::snapshot::with_kraft_control(data, kraft, voters)
+                .map_err(|e| refused(&format!("adding the voter set: {e}")))?;
+            return self.log.store_snapshot(id, &with);
+        }
         self.log.store_snapshot(id, data)
     }
 
     /// Deletes the log below the latest snapshot (whole batches or segments); returns the
     /// new log start offset. A fetcher below it is sent the snapshot.
     pub fn delete_log_before_latest_snapshot(&mut self) -> i64 {
-        self.log.delete_before_latest_snapshot()
+        let start = self.log.delete_before_latest_snapshot();
+        self.voters.truncate_old_entries(start);
+        start
     }
 
     /// Graceful shutdown of a leader: resign and tell the voters (a no-op otherwise).
@@ -586,7 +642,8 @@ impl<L: RaftLog> RaftCore<L> {
         else {
             return;
         };
-        if leader_id == self.node_id || !self.voters.contains(&leader_id) || epoch < self.epoch() {
+        let known = self.is_voter_id(leader_id) || self.is_dynamic_quorum();
+        if leader_id == self.node_id || !known || epoch < self.epoch() {
             return;
         }
         if endpoints::learn(&mut self.learned_endpoints, leader_id, epoch, endpoint) {
@@ -601,9 +658,8 @@ impl<L: RaftLog> RaftCore<L> {
     }
 
     fn other_voters(&self) -> Vec<i32> {
-        self.voters
-            .iter()
-            .copied()
+        self.voter_set()
+            .ids()
             .filter(|v| *v != self.node_id)
             .collect()
     }

@@ -42,11 +42,12 @@ impl<L: RaftLog> RaftCore<L> {
                 }
             }
             Role::Leader(s) => {
-                if self.voters.len() > 1 {
+                if self.voter_set().len() > 1 {
                     at(Some(s.check_quorum_deadline_ms));
                 }
                 at(s.begin_quorum.next_due_ms());
                 at(Some(s.begin_quorum_heartbeat_ms));
+                at(s.pending_voter_change.as_ref().map(|p| p.deadline_ms));
             }
             Role::Follower(s) => at(s.fetch_deadline_ms),
             Role::Resigned(s) => {
@@ -60,7 +61,7 @@ impl<L: RaftLog> RaftCore<L> {
         if !self.flush_requested {
             at(self.flush_deadline_ms);
         }
-        at(self.parked.iter().map(|p| p.deadline_ms).min());
+        at(self.parked_deadline_ms);
         t
     }
 
@@ -107,6 +108,11 @@ impl<L: RaftLog> RaftCore<L> {
         let Role::Prospective(s) = self.quorum.role() else {
             unreachable!()
         };
+        if !self.is_voter() {
+            // Removed from the voter set mid-election: it cannot win one.
+            self.prospective_lost(now_ms);
+            return;
+        }
         if s.election.is_won() {
             self.become_candidate(now_ms);
             return;
@@ -122,6 +128,12 @@ impl<L: RaftLog> RaftCore<L> {
         let Role::Candidate(s) = self.quorum.role() else {
             unreachable!()
         };
+        if !self.is_voter() {
+            // Removed from the voter set mid-election: back to Unattached, keeping its vote.
+            let epoch = s.epoch;
+            self.become_unattached(now_ms, epoch, None);
+            return;
+        }
         if s.election.is_won() {
             self.become_leader(now_ms);
             return;
@@ -138,10 +150,13 @@ impl<L: RaftLog> RaftCore<L> {
 
     fn poll_leader(&mut self, now_ms: u64) {
         self.maybe_flush(now_ms);
+        self.expire_voter_change(now_ms);
+        self.maybe_complete_voter_change(now_ms);
+        let multi_voter = self.voter_set().len() > 1 || !self.is_voter();
         let Role::Leader(l) = self.quorum.role_mut() else {
-            unreachable!()
+            return;
         };
-        if self.voters.len() > 1 && l.check_quorum_deadline_ms <= now_ms {
+        if multi_voter && l.check_quorum_deadline_ms <= now_ms {
             warn!(
                 node = self.node_id,
                 epoch = l.epoch,
@@ -202,11 +217,18 @@ impl<L: RaftLog> RaftCore<L> {
     }
 
     fn poll_resigned(&mut self, now_ms: u64) {
+        let is_voter = self.is_voter();
         let Role::Resigned(r) = self.quorum.role_mut() else {
             unreachable!()
         };
         if r.election_deadline_ms <= now_ms {
-            self.become_candidate(now_ms);
+            if is_voter {
+                self.become_candidate(now_ms);
+            } else {
+                // A leader that removed itself: an observer from now on.
+                let epoch = r.epoch;
+                self.become_unattached(now_ms, epoch, None);
+            }
             return;
         }
         let due = r.end_quorum.take_due(now_ms);

@@ -171,6 +171,23 @@ impl QuorumState {
         self.is_voter
     }
 
+    /// The voter set changed and this node became a voter (or stopped being one, KIP-853):
+    /// the timers of the current role follow (a voter's election or fetch deadline at
+    /// `deadline_ms`, none for an observer). Prospective and Candidate keep theirs: an
+    /// election under way runs out, and a non-voter cannot win one (nobody grants it).
+    pub fn set_is_voter(&mut self, is_voter: bool, deadline_ms: u64) {
+        if self.is_voter == is_voter {
+            return;
+        }
+        self.is_voter = is_voter;
+        let deadline = is_voter.then_some(deadline_ms);
+        match &mut self.role {
+            Role::Unattached(u) => u.election_deadline_ms = deadline,
+            Role::Follower(f) => f.fetch_deadline_ms = deadline,
+            _ => {}
+        }
+    }
+
     /// The leader of the current epoch, if known.
     pub fn leader_id(&self) -> Option<i32> {
         match &self.role {
@@ -195,8 +212,12 @@ impl QuorumState {
     ) -> Option<QuorumStateData> {
         let current = self.epoch();
         let from = self.name();
+        // A candidate or resigned leader removed from the voter set (KIP-853) leaves its
+        // election in the same epoch, keeping its vote for itself.
+        let removed = !self.is_voter && matches!(from, RoleName::Candidate | RoleName::Resigned);
         let legal = epoch > current
-            || (epoch == current && matches!(from, RoleName::Unattached | RoleName::Prospective));
+            || (epoch == current
+                && (removed || matches!(from, RoleName::Unattached | RoleName::Prospective)));
         assert!(
             legal,
             "{self}: illegal transition to unattached in epoch {epoch}"

@@ -124,6 +124,7 @@ impl<L: RaftLog> RaftCore<L> {
     /// start): install it when held already, or start downloading it with FetchSnapshot.
     pub(super) fn on_fetch_snapshot_id(
         &mut self,
+        now_ms: u64,
         from: i32,
         epoch: i32,
         id: SnapshotId,
@@ -157,7 +158,7 @@ impl<L: RaftLog> RaftCore<L> {
                 self.fetch_backoff_until_ms = backoff;
                 return;
             }
-            self.on_snapshot_installed(id);
+            self.on_snapshot_installed(now_ms, id);
             return;
         }
         if let Err(e) = self.log.begin_snapshot_download(id) {
@@ -272,12 +273,13 @@ impl<L: RaftLog> RaftCore<L> {
             self.fetch_backoff_until_ms = backoff;
             return;
         }
-        self.on_snapshot_installed(d.id);
+        self.on_snapshot_installed(now_ms, d.id);
     }
 
     /// The log now starts at snapshot `id`, which the leader holds committed.
-    fn on_snapshot_installed(&mut self, id: SnapshotId) {
+    fn on_snapshot_installed(&mut self, now_ms: u64, id: SnapshotId) {
         info!(node = self.node_id, ?id, "installed snapshot");
+        self.reload_history(now_ms);
         if id.end_offset > self.high_watermark {
             self.set_high_watermark(id.end_offset);
         }
@@ -299,6 +301,7 @@ impl<L: RaftLog> RaftCore<L> {
                         ..Default::default()
                     },
                     position: i64::try_from(d.position).unwrap_or(i64::MAX),
+                    replica_directory_id: self.config.directory_id,
                     ..Default::default()
                 }],
                 ..Default::default()

@@ -19,6 +19,7 @@ use super::{Output, RaftCore};
 
 impl<L: RaftLog> RaftCore<L> {
     pub(super) fn become_unattached(&mut self, now_ms: u64, epoch: i32, voted_id: Option<i32>) {
+        self.abort_voter_change();
         let deadline = now_ms + self.random_election_timeout();
         let persist = self
             .quorum
@@ -30,7 +31,7 @@ impl<L: RaftLog> RaftCore<L> {
         let deadline = now_ms + self.random_election_timeout();
         let persist = self
             .quorum
-            .transition_to_prospective(self.voters.len(), deadline);
+            .transition_to_prospective(self.voter_set().len(), deadline);
         self.vote_requests = RequestTracker::new(self.other_voters(), now_ms);
         self.after_transition(now_ms, persist);
     }
@@ -46,13 +47,14 @@ impl<L: RaftLog> RaftCore<L> {
         let deadline = now_ms + self.random_election_timeout();
         let persist = self
             .quorum
-            .transition_to_candidate(self.voters.len(), deadline);
+            .transition_to_candidate(self.voter_set().len(), deadline);
         self.vote_requests = RequestTracker::new(self.other_voters(), now_ms);
         info!(node = self.node_id, epoch = self.epoch(), "candidate");
         self.after_transition(now_ms, persist);
     }
 
     fn become_follower(&mut self, now_ms: u64, epoch: i32, leader_id: i32) {
+        self.abort_voter_change();
         let deadline = now_ms + self.config.fetch_timeout_ms;
         let persist = self
             .quorum
@@ -74,6 +76,7 @@ impl<L: RaftLog> RaftCore<L> {
                 .iter()
                 .map(|v| (*v, ReplicaProgress::default()))
                 .collect(),
+            local_is_voter: true,
             observers: Default::default(),
             granting_voters: granting,
             high_watermark_known: false,
@@ -81,6 +84,8 @@ impl<L: RaftLog> RaftCore<L> {
             check_quorum_deadline_ms: now_ms + self.config.check_quorum_timeout_ms(),
             begin_quorum: RequestTracker::new(others, now_ms),
             begin_quorum_heartbeat_ms: now_ms + self.config.fetch_timeout_ms / 2,
+            pending_voter_change: None,
+            resign_requested: false,
         };
         let persist = self.quorum.transition_to_leader(state);
         info!(node = self.node_id, epoch, "elected leader");
@@ -89,6 +94,7 @@ impl<L: RaftLog> RaftCore<L> {
     }
 
     pub(super) fn become_resigned(&mut self, now_ms: u64) {
+        self.abort_voter_change();
         let Role::Leader(l) = self.quorum.role() else {
             unreachable!()
         };
@@ -137,8 +143,11 @@ impl<L: RaftLog> RaftCore<L> {
             warn!(node = self.node_id, "ignoring a message at epoch i32::MAX");
             return false;
         }
-        // Only a voter can lead; a hint naming anyone else is no hint.
-        let leader_id = if self.voters.contains(&leader_id) {
+        // Only a voter can lead; a hint naming anyone else is no hint. In a dynamic quorum
+        // (KIP-853) this node's voter set may lag the leader's (an observer that has not
+        // read the set yet, a leader added since): any leader named is taken, as Kafka's
+        // `maybeTransition` does.
+        let leader_id = if self.is_voter_id(leader_id) || self.is_dynamic_quorum() {
             leader_id
         } else {
             -1
@@ -179,25 +188,32 @@ impl<L: RaftLog> RaftCore<L> {
         let msg = LeaderChangeMessage {
             version: 0,
             leader_id: self.node_id,
-            voters: self.voters.iter().map(|v| voter(*v)).collect(),
+            voters: self.voter_set().ids().map(voter).collect(),
             granting_voters: l.granting_voters.iter().map(|v| voter(*v)).collect(),
             ..Default::default()
         };
         let epoch = l.epoch;
-        let record = ControlRecord::LeaderChange(msg);
+        let mut records = vec![ControlRecord::LeaderChange(msg)];
+        // KIP-853: the voter set again when it is not in the log yet (bootstrap checkpoint)
+        // or this leader's listeners changed.
+        records.extend(self.start_of_epoch_voter_records());
         let mut builder = RecordBatchBuilder::new(0).control(true);
-        builder
-            .append(
-                now_ms as i64,
-                Some(record.key()),
-                Some(record.encode_value().expect("LeaderChangeMessage encodes")),
-                Vec::new(),
-            )
-            .expect("first record of a batch");
+        for record in &records {
+            builder
+                .append(
+                    now_ms as i64,
+                    Some(record.key()),
+                    Some(record.encode_value().expect("control records encode")),
+                    Vec::new(),
+                )
+                .expect("offsets of a fresh batch increase");
+        }
         let batch = builder.build().expect("control batch builds");
-        self.log
+        let (first, _) = self
+            .log
             .append_as_leader(batch, epoch)
             .expect("the leader's own batch appends");
+        self.apply_leader_batch(now_ms, first, &records);
         // The epoch's first record is flushed at once: no HW is known until it commits.
         self.flush_deadline_ms = Some(now_ms);
         self.complete_parked(now_ms, false);

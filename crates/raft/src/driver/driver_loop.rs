@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_log::CompletedFlush;
-use kraftd_protocol::messages::DescribeQuorumResponse;
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::ResponseBody;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -90,6 +89,11 @@ pub(super) struct DriverLoop {
     pub(super) flushed_rx: mpsc::UnboundedReceiver<Result<CompletedFlush, kraftd_log::LogError>>,
     /// Shared with the handles: why the loop stopped.
     pub(super) stop_reason: Arc<OnceLock<String>>,
+    /// KIP-853 voter changes waiting for the core's answer, by token.
+    pub(super) voter_changes: HashMap<u64, super::voter_changes::PendingChange>,
+    pub(super) next_voter_token: u64,
+    /// This node's own UpdateRaftVoter / auto-join request to the leader.
+    pub(super) own_voter_change: super::voter_changes::OwnVoterChange,
 }
 
 impl std::fmt::Debug for DriverLoop {
@@ -186,6 +190,7 @@ impl DriverLoop {
                     // Republished by the drain below, decayed to `now`.
                     self.counters.sensors.measure_poll_idle();
                     self.counters.metrics_refresh_ms = now + metrics::METRICS_REFRESH_MS;
+                    self.maybe_request_own_voter_change(now);
                 }
                 Input::Flushed(done) => self.on_flushed(now, done),
             }
@@ -260,7 +265,12 @@ impl DriverLoop {
         let Some(until) = self.shutdown_until else {
             return false;
         };
-        let others = self.voters.keys().filter(|v| **v != self.node_id).count();
+        let others = self
+            .core
+            .voter_set()
+            .ids()
+            .filter(|v| *v != self.node_id)
+            .count();
         Instant::now() >= until
             || self.core.role() != RoleName::Resigned
             || self.end_quorum_answered.len() >= others
@@ -338,6 +348,13 @@ impl DriverLoop {
                 if self.core.log().failure().is_none() {
                     let _ = reply.send(result);
                 }
+            }
+            Command::UpgradeKRaftVersion {
+                version,
+                validate_only,
+                reply,
+            } => {
+                let _ = reply.send(self.core.upgrade_kraft_version(now, version, validate_only));
             }
             Command::Shutdown => self.begin_shutdown(now),
         }
@@ -437,6 +454,18 @@ impl DriverLoop {
                 }
                 let _ = reply.send(ResponseBody::DescribeQuorum(response));
             }
+            NetEvent::VoterChange {
+                request,
+                version,
+                reply,
+            } => self.on_voter_change(now, request, version, reply),
+            NetEvent::UpgradeKRaftVersion {
+                version,
+                validate_only,
+                reply,
+            } => {
+                let _ = reply.send(self.core.upgrade_kraft_version(now, version, validate_only));
+            }
             NetEvent::Request {
                 from,
                 correlation_id,
@@ -457,6 +486,7 @@ impl DriverLoop {
                 correlation_id,
                 kind,
                 result,
+                peer_gone,
             } => match result {
                 Ok(msg) => {
                     if let RaftMessage::FetchResponse(r) = &msg {
@@ -486,48 +516,13 @@ impl DriverLoop {
                         .request_failures += 1;
                     self.core
                         .handle_request_failed(now, from, correlation_id, kind);
+                    if peer_gone {
+                        self.core.handle_leader_connection_lost(now, from);
+                    }
                 }
             },
         }
         Ok(())
-    }
-
-    /// DescribeQuorum v2's `Nodes`: each voter of the leader's answer with its endpoint
-    /// under the controller listener's name (Kafka's `RaftUtil.singletonDescribeQuorumResponse`
-    /// lists the voters only, and only in a leader's answer).
-    fn fill_nodes(&self, response: &mut DescribeQuorumResponse) {
-        use kraftd_protocol::messages::describe_quorum_response::{Listener, Node};
-        let voters = response
-            .topics
-            .iter()
-            .flat_map(|t| t.partitions.iter())
-            .filter(|p| p.error_code == 0)
-            .flat_map(|p| p.current_voters.iter().map(|v| v.replica_id));
-        let mut nodes: Vec<Node> = Vec::new();
-        for id in voters {
-            let Some(endpoint) = self.voters.get(&id) else {
-                continue;
-            };
-            if nodes.iter().any(|n| n.node_id == id) {
-                continue;
-            }
-            nodes.push(Node {
-                node_id: id,
-                listeners: vec![Listener {
-                    name: self.controller_listener_name.clone(),
-                    // A bracketed IPv6 literal is reported bare, as Java's getHostString.
-                    host: endpoint
-                        .host
-                        .trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_string(),
-                    port: endpoint.port,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            });
-        }
-        response.nodes = nodes;
     }
 
     fn feed(
@@ -572,6 +567,11 @@ impl DriverLoop {
                     Output::Committed(batch) => {
                         let _ = self.events.send(RaftEvent::Committed(batch));
                     }
+                    Output::VoterChangeDone {
+                        token,
+                        error,
+                        message,
+                    } => self.on_voter_change_done(token, error, message),
                     Output::Snapshot { id, bytes } => {
                         info!(node = self.node_id, ?id, "snapshot for listeners");
                         let _ = self.events.send(RaftEvent::Snapshot { id, bytes });
@@ -657,7 +657,8 @@ impl DriverLoop {
         let Some(body) = request_body(msg) else {
             return;
         };
-        let learned = self.core.learned_endpoint(to).map(|l| l.endpoint.address());
+        // KIP-853: a voter of the set in effect, or a leader named on the wire.
+        let learned = self.core.leader_endpoint(to).map(|e| e.address());
         let Some(address) = route(to, &self.voters, &self.bootstrap_endpoints, learned) else {
             warn!(node = self.node_id, to, "no endpoint known for node");
             self.failures.push_back((to, correlation_id, kind));
@@ -684,6 +685,7 @@ impl DriverLoop {
         }
         let tx = self.results_tx.clone();
         let on_reply = Box::new(move |outcome: Result<ResponseBody, ClientError>| {
+            let peer_gone = outcome.as_ref().is_err_and(ClientError::is_peer_gone);
             let result = match outcome {
                 Ok(body) => {
                     raft_response(body).ok_or_else(|| "response of another api".to_string())
@@ -695,6 +697,7 @@ impl DriverLoop {
                 correlation_id,
                 kind,
                 result,
+                peer_gone,
             });
         });
         if let Err(e) = channel.send_with(correlation_id, kind.version(), body, on_reply) {

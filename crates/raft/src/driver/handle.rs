@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::metrics::RaftMetrics;
 use super::raft_driver::DriverError;
 use crate::core::log::{LogError, SnapshotId};
-use crate::core::{CommittedBatch, ProposeError};
+use crate::core::{CommittedBatch, ProposeError, VoterChangeError};
 
 /// What subscribers see, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +66,11 @@ pub(super) enum Command {
         id: SnapshotId,
         bytes: Bytes,
         reply: oneshot::Sender<Result<i64, LogError>>,
+    },
+    UpgradeKRaftVersion {
+        version: i16,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<bool, VoterChangeError>>,
     },
     Shutdown,
 }
@@ -197,6 +202,32 @@ impl RaftHandle {
         rx.await
             .map_err(|_| DriverError::Stopped)?
             .map_err(DriverError::Snapshot)
+    }
+
+    /// Upgrades `kraft.version` (KIP-853, Kafka 4.1+'s `RaftClient.upgradeKRaftVersion`):
+    /// as the leader, appends KRaftVersionRecord `version` and a VotersRecord of the static
+    /// voters with the directory ids their fetches carried. `Ok(false)`: nothing appended
+    /// (already at `version`, or `validate_only`); refused with Kafka's error while a voter's
+    /// directory id is unknown, on a downgrade, or when this node does not lead.
+    pub async fn upgrade_kraft_version(
+        &self,
+        version: i16,
+        validate_only: bool,
+    ) -> Result<bool, VoterChangeError> {
+        let stopped = || VoterChangeError {
+            code: kraftd_protocol::ErrorCode::NotLeaderOrFollower,
+            message: "the raft driver has stopped".to_string(),
+        };
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::UpgradeKRaftVersion {
+                version,
+                validate_only,
+                reply,
+            })
+            .await
+            .map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
     }
 
     /// Committed batches and leader changes from now on; once the driver stopped, a

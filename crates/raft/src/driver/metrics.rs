@@ -104,6 +104,9 @@ pub struct RaftMetrics {
     pub append_records_total: u64,
     /// NOT_LEADER_OR_FOLLOWER fetch replies (D3).
     pub not_leader_or_follower_replies: u64,
+    /// Pre-votes this voter started because its connection to the leader closed and the
+    /// reconnect was refused (the crash failover rule), not by `fetch.timeout.ms`.
+    pub connection_loss_pre_votes: u64,
     /// Per destination node id.
     pub destinations: BTreeMap<i32, DestinationMetrics>,
     /// The node this node's last Fetch went to (`None` before any; below -1 a
@@ -262,6 +265,11 @@ impl RaftMetrics {
             "Fetch replies NOT_LEADER_OR_FOLLOWER (a node asking one that does not lead).",
             self.not_leader_or_follower_replies,
         );
+        counter(
+            "connection_loss_pre_votes_total",
+            "Pre-votes started because the connection to the leader closed and the reconnect was refused.",
+            self.connection_loss_pre_votes,
+        );
         let _ = writeln!(
             out,
             "# HELP kafka_raft_metrics_current_state The Raft role of this node (1 for the current one)."
@@ -344,6 +352,7 @@ impl PartialEq for RaftMetrics {
             append_records_rate,
             append_records_total,
             not_leader_or_follower_replies,
+            connection_loss_pre_votes,
             destinations,
             last_fetch_destination,
             learned_endpoints,
@@ -372,6 +381,7 @@ impl PartialEq for RaftMetrics {
             && same(*append_records_rate, other.append_records_rate)
             && *append_records_total == other.append_records_total
             && *not_leader_or_follower_replies == other.not_leader_or_follower_replies
+            && *connection_loss_pre_votes == other.connection_loss_pre_votes
             && *destinations == other.destinations
             && *last_fetch_destination == other.last_fetch_destination
             && *learned_endpoints == other.learned_endpoints
@@ -589,6 +599,7 @@ impl DriverLoop {
             fetch_records_total: c.fetch_records_total,
             append_records_total: c.append_records_total,
             not_leader_or_follower_replies: self.core.stats().not_leader_or_follower_replies,
+            connection_loss_pre_votes: self.core.stats().connection_loss_pre_votes,
             destinations: c.destinations.clone(),
             last_fetch_destination: c.last_fetch_destination,
             learned_endpoints: self

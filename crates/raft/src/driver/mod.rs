@@ -53,7 +53,9 @@
 //! - [`log`] — [`log::MetadataLog`], the core's `RaftLog` on `crates/log`, and the
 //!   `quorum-state` file;
 //! - [`voters`] and [`bootstrap`] — `controller.quorum.voters` and
-//!   `controller.quorum.bootstrap.servers`.
+//!   `controller.quorum.bootstrap.servers`;
+//! - `voter_changes.rs` — KIP-853's AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter into
+//!   the core and their answers, DescribeQuorum v2's `Nodes` from the voter set.
 //!
 //! [`RaftCore`]: crate::core::RaftCore
 //! [`RaftCore::handle_request_failed`]: crate::core::RaftCore::handle_request_failed
@@ -72,6 +74,7 @@ pub mod percentiles;
 mod raft_driver;
 mod router;
 pub mod stats;
+mod voter_changes;
 pub mod voters;
 
 pub use self::bootstrap::{parse_bootstrap_servers, BootstrapServersParseError};

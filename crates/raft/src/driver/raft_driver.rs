@@ -73,6 +73,14 @@ pub struct DriverConfig {
     pub controller_listener_name: String,
     /// How this node's Raft client reaches the controller listener of others.
     pub client_security: crate::transport::ClientSecurity,
+    /// KIP-853: the `directory.id` of the metadata log directory (`meta.properties`; zero
+    /// when it has none).
+    pub directory_id: kraftd_protocol::Uuid,
+    /// KIP-853: this node's own controller listeners (name → advertised endpoint), what it
+    /// names itself by in a voter set. Empty: its `controller.quorum.voters` entry, if any.
+    pub local_listeners: BTreeMap<String, crate::core::endpoints::Endpoint>,
+    /// `controller.quorum.auto.join.enable`.
+    pub auto_join: bool,
 }
 
 impl DriverConfig {
@@ -95,6 +103,9 @@ impl DriverConfig {
             early_subscribers: 1,
             controller_listener_name: DEFAULT_CONTROLLER_LISTENER_NAME.to_string(),
             client_security: Default::default(),
+            directory_id: kraftd_protocol::Uuid::ZERO,
+            local_listeners: BTreeMap::new(),
+            auto_join: false,
         }
     }
 }
@@ -104,7 +115,7 @@ impl DriverConfig {
 pub enum DriverError {
     #[error(transparent)]
     Log(#[from] MetadataLogError),
-    #[error("node {0} is neither a voter nor an observer with bootstrap servers")]
+    #[error("node {0} has no controller.quorum.voters, no voter set in its metadata log and no controller.quorum.bootstrap.servers")]
     NoQuorum(i32),
     #[error("the driver has stopped")]
     Stopped,
@@ -158,9 +169,6 @@ impl RaftDriver {
         config: DriverConfig,
     ) -> Result<(RaftDriver, RaftRequestRouter), DriverError> {
         let node_id = config.node_id;
-        if config.voters.is_empty() {
-            return Err(DriverError::NoQuorum(node_id));
-        }
         let log = MetadataLog::open(&config.log_dir, config.log_config.clone())?;
         let persisted = log.read_quorum_state()?;
         let started = Instant::now();
@@ -174,6 +182,20 @@ impl RaftDriver {
             .collect();
         if !config.bootstrap_servers.is_empty() {
             raft.bootstrap_servers = config.bootstrap_servers.iter().map(|b| b.id).collect();
+        }
+        // Either place may carry them (a node's `RaftConfig` or the driver's own fields).
+        if config.directory_id != kraftd_protocol::Uuid::ZERO {
+            raft.directory_id = config.directory_id;
+        }
+        raft.auto_join |= config.auto_join;
+        if !config.local_listeners.is_empty() {
+            raft.local_listeners = config.local_listeners.clone();
+        }
+        if raft.local_listeners.is_empty() {
+            if let Some(own) = config.voters.get(&node_id) {
+                raft.local_listeners
+                    .insert(config.controller_listener_name.clone(), own.wire_endpoint());
+            }
         }
         // The entries that name no voter: reached by their own endpoint.
         let bootstrap_endpoints: BTreeMap<i32, VoterEndpoint> = config
@@ -191,7 +213,16 @@ impl RaftDriver {
             config.seed,
             base_ms,
         );
-        info!(node = node_id, ?persisted, "raft driver starting");
+        if core.voter_set().is_empty() && config.bootstrap_servers.is_empty() {
+            return Err(DriverError::NoQuorum(node_id));
+        }
+        info!(
+            node = node_id,
+            ?persisted,
+            voters = %core.voter_set(),
+            kraft_version = core.kraft_version(),
+            "raft driver starting"
+        );
         let (commands_tx, commands) = mpsc::channel(COMMAND_CHANNEL_CAPACITY);
         let (net_tx, net_rx) = mpsc::channel(NETWORK_CHANNEL_CAPACITY);
         let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -237,6 +268,9 @@ impl RaftDriver {
             flushed_tx,
             flushed_rx,
             stop_reason: Arc::clone(&stop_reason),
+            voter_changes: HashMap::new(),
+            next_voter_token: 0,
+            own_voter_change: Default::default(),
         };
         let first_events = (0..config.early_subscribers)
             .map(|_| events.subscribe())

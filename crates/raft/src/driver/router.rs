@@ -6,11 +6,14 @@
 //! sit here too.
 
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable};
-use kraftd_protocol::messages::DescribeQuorumRequest;
+use kraftd_protocol::messages::{
+    AddRaftVoterRequest, DescribeQuorumRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest,
+};
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::core::message::{ApiKind, RaftMessage};
+use crate::core::VoterChangeError;
 use crate::transport::{InboundRequest, RequestHandler};
 
 /// Network input for the driver loop.
@@ -27,6 +30,9 @@ pub(super) enum NetEvent {
         correlation_id: i32,
         kind: ApiKind,
         result: Result<RaftMessage, String>,
+        /// The request failed because the destination's process is gone (its connection
+        /// closed and a reconnect was refused): the core hears of it.
+        peer_gone: bool,
     },
     /// Answered by the driver from the core's state (not a core input).
     DescribeQuorum {
@@ -35,6 +41,27 @@ pub(super) enum NetEvent {
         version: i16,
         reply: oneshot::Sender<ResponseBody>,
     },
+    /// AddRaftVoter, RemoveRaftVoter or UpdateRaftVoter (KIP-853): the leader's voter
+    /// changes, answered by the driver when the core reports the change done.
+    VoterChange {
+        request: VoterChangeRequest,
+        version: i16,
+        reply: oneshot::Sender<ResponseBody>,
+    },
+    /// `kraft.version` through UpdateFeatures (KIP-853's upgrade).
+    UpgradeKRaftVersion {
+        version: i16,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<bool, VoterChangeError>>,
+    },
+}
+
+/// A KIP-853 voter-change request as it came in.
+#[derive(Debug)]
+pub(super) enum VoterChangeRequest {
+    Add(AddRaftVoterRequest),
+    Remove(RemoveRaftVoterRequest),
+    Update(UpdateRaftVoterRequest),
 }
 
 /// Routes a listener's Raft requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
@@ -47,13 +74,16 @@ pub struct RaftRequestRouter {
 
 impl RaftRequestRouter {
     /// The api keys this router answers.
-    pub const API_KEYS: [ApiKey; 6] = [
+    pub const API_KEYS: [ApiKey; 9] = [
         ApiKey::Vote,
         ApiKey::BeginQuorumEpoch,
         ApiKey::EndQuorumEpoch,
         ApiKey::Fetch,
         ApiKey::FetchSnapshot,
         ApiKey::DescribeQuorum,
+        ApiKey::AddRaftVoter,
+        ApiKey::RemoveRaftVoter,
+        ApiKey::UpdateRaftVoter,
     ];
 
     pub fn handles(api_key: ApiKey) -> bool {
@@ -74,12 +104,16 @@ impl RaftRequestRouter {
                 .add(kind.api_key(), VersionRange { min: v, max: v })
                 .expect("the pinned Raft versions are stable controller APIs");
         }
-        table
-            .add(
-                ApiKey::DescribeQuorum,
-                supported_range(ApiKey::DescribeQuorum),
-            )
-            .expect("DescribeQuorum is a controller API");
+        for key in [
+            ApiKey::DescribeQuorum,
+            ApiKey::AddRaftVoter,
+            ApiKey::RemoveRaftVoter,
+            ApiKey::UpdateRaftVoter,
+        ] {
+            table
+                .add(key, supported_range(key))
+                .expect("DescribeQuorum and the voter changes are controller APIs");
+        }
     }
 }
 
@@ -130,6 +164,19 @@ impl RequestHandler for RaftRequestRouter {
                 self.tx.send(event).await.ok()?;
                 return Some(rx);
             }
+            RequestBody::AddRaftVoter(r) => {
+                return self.voter_change(VoterChangeRequest::Add(r), version).await
+            }
+            RequestBody::RemoveRaftVoter(r) => {
+                return self
+                    .voter_change(VoterChangeRequest::Remove(r), version)
+                    .await
+            }
+            RequestBody::UpdateRaftVoter(r) => {
+                return self
+                    .voter_change(VoterChangeRequest::Update(r), version)
+                    .await
+            }
             // The listener advertises nothing else; refusing closes the connection.
             _ => return None,
         };
@@ -138,6 +185,47 @@ impl RequestHandler for RaftRequestRouter {
             from,
             correlation_id: request.header.correlation_id,
             msg,
+            reply,
+        };
+        self.tx.send(event).await.ok()?;
+        Some(rx)
+    }
+}
+
+impl RaftRequestRouter {
+    /// Upgrades `kraft.version` at this node's Raft leader ([`RaftHandle::upgrade_kraft_version`]
+    /// for a listener that holds the router, not the handle: the controller's
+    /// UpdateFeatures of `kraft.version`).
+    ///
+    /// [`RaftHandle::upgrade_kraft_version`]: super::RaftHandle::upgrade_kraft_version
+    pub async fn upgrade_kraft_version(
+        &self,
+        version: i16,
+        validate_only: bool,
+    ) -> Result<bool, VoterChangeError> {
+        let stopped = || VoterChangeError {
+            code: kraftd_protocol::ErrorCode::NotLeaderOrFollower,
+            message: "the raft driver has stopped".to_string(),
+        };
+        let (reply, rx) = oneshot::channel();
+        let event = NetEvent::UpgradeKRaftVersion {
+            version,
+            validate_only,
+            reply,
+        };
+        self.tx.send(event).await.map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+
+    async fn voter_change(
+        &self,
+        request: VoterChangeRequest,
+        version: i16,
+    ) -> Option<oneshot::Receiver<ResponseBody>> {
+        let (reply, rx) = oneshot::channel();
+        let event = NetEvent::VoterChange {
+            request,
+            version,
             reply,
         };
         self.tx.send(event).await.ok()?;

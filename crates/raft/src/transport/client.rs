@@ -13,6 +13,13 @@
 //! other request outstanding on it; the next request reconnects. While backing off after a
 //! failed connect, requests fail at once, so the caller's own retry logic decides.
 //!
+//! A connection the peer closes (or resets) while requests are in flight is made again at
+//! once: if the reconnect is refused, the peer's process is gone (its kernel closed the
+//! socket and nothing listens on the port) and those requests fail with
+//! [`ClientError::PeerGone`], which Raft's driver reports to the core to start its pre-vote
+//! without waiting out a timeout; if it succeeds (a transient close, the peer alive), they
+//! fail as [`ClientError::Disconnected`] and the caller retries on the new connection.
+//!
 //! With `ClientConfig::security.tls` set, the connect includes the TLS handshake
 //! ([`super::tls::TlsClient`]), all within the request timeout.
 
@@ -77,11 +84,18 @@ impl ClientConfig {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
     #[error("connect to {destination} failed: {reason}")]
-    ConnectFailed { destination: String, reason: String },
+    ConnectFailed {
+        destination: String,
+        reason: String,
+        /// Refused: nothing listens on the port (a crashed process's host answers so).
+        refused: bool,
+    },
     #[error("backing off after a failed connect to {destination}")]
     BackingOff { destination: String },
     #[error("connection to {destination} lost: {reason}")]
     Disconnected { destination: String, reason: String },
+    #[error("connection to {destination} closed ({reason}) and the reconnect was refused")]
+    PeerGone { destination: String, reason: String },
     #[error("request to {destination} timed out")]
     Timeout { destination: String },
     #[error("SASL authentication with {destination} failed: {reason}")]
@@ -96,6 +110,17 @@ pub enum ClientError {
     Decode(String),
     #[error("the channel is closed")]
     Closed,
+}
+
+impl ClientError {
+    /// Whether the destination's process is known to be gone: its connection closed and a
+    /// reconnect was refused, or a connect was refused outright.
+    pub fn is_peer_gone(&self) -> bool {
+        matches!(
+            self,
+            ClientError::PeerGone { .. } | ClientError::ConnectFailed { refused: true, .. }
+        )
+    }
 }
 
 /// One destination's connection; cheap to clone (all clones share the task).
@@ -266,9 +291,9 @@ impl ChannelTask {
             match event {
                 Event::Request(None) => return,
                 Event::Request(Some(out)) => self.send(*out).await,
-                Event::Read(Ok(0)) => self.disconnect("closed by peer"),
+                Event::Read(Ok(0)) => self.closed_by_peer("closed by peer").await,
                 Event::Read(Ok(_)) => self.read_responses(),
-                Event::Read(Err(e)) => self.disconnect(&format!("read failed: {e}")),
+                Event::Read(Err(e)) => self.closed_by_peer(&format!("read failed: {e}")).await,
                 Event::Deadline => self.expire(),
             }
         }
@@ -382,10 +407,12 @@ impl ChannelTask {
             Ok(Err(e)) => ClientError::ConnectFailed {
                 destination: self.destination.clone(),
                 reason: e.to_string(),
+                refused: e.kind() == std::io::ErrorKind::ConnectionRefused,
             },
             Err(_) => ClientError::ConnectFailed {
                 destination: self.destination.clone(),
                 reason: "connect timed out".to_string(),
+                refused: false,
             },
         };
         let shift = self.connect_failures.min(16);
@@ -510,6 +537,37 @@ impl ChannelTask {
             }
         }
         self.disconnect("request timed out");
+    }
+
+    /// The peer closed the connection (or reset it). With requests in flight, reconnect at
+    /// once: refused means the peer's process is gone, and the requests fail with
+    /// [`ClientError::PeerGone`]; otherwise (reconnected, or the connect failed some other
+    /// way) they fail as disconnected and the caller retries as usual.
+    async fn closed_by_peer(&mut self, reason: &str) {
+        if self.in_flight.is_empty() {
+            return self.disconnect(reason);
+        }
+        self.conn = None;
+        debug!(destination = %self.destination, %reason, "closed by peer; reconnecting");
+        let gone = match self.connect().await {
+            Ok(()) => false,
+            Err(e) => e.is_peer_gone(),
+        };
+        let destination = self.destination.clone();
+        for (_, f) in self.in_flight.drain() {
+            let (destination, reason) = (destination.clone(), reason.to_string());
+            f.reply.complete(Err(if gone {
+                ClientError::PeerGone {
+                    destination,
+                    reason,
+                }
+            } else {
+                ClientError::Disconnected {
+                    destination,
+                    reason,
+                }
+            }));
+        }
     }
 
     fn disconnect(&mut self, reason: &str) {

@@ -7,6 +7,7 @@
 mod cluster;
 mod disk;
 mod endpoints;
+mod membership;
 mod sasl;
 mod tls;
 mod transport;

@@ -1,7 +1,9 @@
 //! The transport against real sockets: ApiVersions answered from the listener's table
 //! (KIP-511's v0 fallback included), responses in request order, a malformed frame, an
 //! unknown api key, an unadvertised api or an oversized size prefix closing only that
-//! connection, a dropped response closing it (but not after acks=0), the connection cap, and the client channel's timeouts and connect failures.
+//! connection, a dropped response closing it (but not after acks=0), the connection cap, the
+//! client channel's timeouts and connect failures, and how it tells a peer that is gone
+//! (closed, reconnect refused) from a transient close.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -390,4 +392,65 @@ async fn channel_calls_time_out_and_report_unreachable_destinations() {
         ),
         "{second:?}"
     );
+}
+
+/// Accepts one connection on `listener`, reads one request frame from it and closes it;
+/// `keep_listening` false drops the listener first (a crashed process: nothing listens).
+async fn close_after_one_request(listener: TcpListener, keep_listening: bool) -> TcpListener {
+    let (mut socket, _) = listener.accept().await.unwrap();
+    let mut buf = BytesMut::new();
+    while split_frame(&mut buf, 1 << 20).unwrap().is_none() {
+        assert!(socket.read_buf(&mut buf).await.unwrap() > 0);
+    }
+    if !keep_listening {
+        drop(listener);
+        drop(socket);
+        return TcpListener::bind("127.0.0.1:0").await.unwrap();
+    }
+    drop(socket);
+    listener
+}
+
+#[tokio::test]
+async fn a_closed_connection_is_peer_gone_only_when_the_reconnect_is_refused() {
+    let config = ClientConfig::new("peer-gone-test");
+    // The peer's process dies with the request in flight: its port refuses the reconnect.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = tokio::spawn(close_after_one_request(listener, false));
+    let channel = Channel::spawn(address, config.clone());
+    let outcome = tokio::time::timeout(
+        WAIT,
+        channel.call(1, 2, RequestBody::Vote(VoteRequest::default())),
+    )
+    .await
+    .unwrap();
+    server.await.unwrap();
+    assert!(
+        matches!(&outcome, Err(e @ ClientError::PeerGone { .. }) if e.is_peer_gone()),
+        "{outcome:?}"
+    );
+
+    // A transient close, the peer alive: the reconnect succeeds, the request fails as
+    // disconnected (not gone) and the next one goes over the new connection.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = tokio::spawn(close_after_one_request(listener, true));
+    let channel = Channel::spawn(address, config);
+    let outcome = tokio::time::timeout(
+        WAIT,
+        channel.call(1, 2, RequestBody::Vote(VoteRequest::default())),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(&outcome, Err(e @ ClientError::Disconnected { .. }) if !e.is_peer_gone()),
+        "{outcome:?}"
+    );
+    let listener = server.await.unwrap();
+    // The channel made the new connection itself, before any further request.
+    tokio::time::timeout(WAIT, listener.accept())
+        .await
+        .expect("the channel reconnected at once")
+        .unwrap();
 }

@@ -15,6 +15,14 @@
 //! holds, and [`Sim::wipe_unchecked`] exists for the scenario that shows what happens when
 //! it does not.
 //!
+//! A crash ([`Sim::crash`]) is a process's: its kernel closes its connections, so every node
+//! with a request in flight to it learns that the connection closed (after the network's
+//! delay, or never when that notice is lost), and a later request to it is refused at once
+//! while it is down; both reach the core as the driver reports them, the request failed and
+//! [`RaftCore::handle_leader_connection_lost`]. [`Sim::crash_silent`] is a machine's loss:
+//! no notice, requests time out. [`Sim::notify_connection_lost`] delivers a notice that is
+//! false (a live peer), for the rule's safety under spurious signals.
+//!
 //! The driver side of the core's contract lives here too: request timeouts
 //! (`controller.quorum.request.timeout.ms`) are tracked per outstanding request, and a
 //! response that arrives after its request was given up is dropped, as Kafka's
@@ -29,6 +37,9 @@ use kraftd_raft::{
     ApiKind, MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage,
     RoleName, SnapshotId,
 };
+
+#[path = "dynamic.rs"]
+mod dynamic;
 
 /// How the network misbehaves; probabilities in per mille.
 #[derive(Debug, Clone)]
@@ -66,6 +77,11 @@ pub struct SimConfig {
     pub flush_delay_ms: HashMap<i32, u64>,
     /// Queue listener outputs in [`Sim::listener_outputs`] from the start.
     pub record_listener_outputs: bool,
+    /// KIP-853: a dynamic quorum. Every node has a directory id (a new one after a wipe);
+    /// `voters` are formatted with a bootstrap checkpoint naming them (`kraft.version` 1),
+    /// observers with none; no node has static voters, and the voter set lives in the log.
+    /// Membership changes go through [`Sim::add_voter`] and [`Sim::remove_voter`].
+    pub dynamic: bool,
 }
 
 impl SimConfig {
@@ -80,6 +96,7 @@ impl SimConfig {
             initial_state: None,
             flush_delay_ms: HashMap::new(),
             record_listener_outputs: false,
+            dynamic: false,
         }
     }
 }
@@ -94,6 +111,11 @@ struct Node {
     listener_next: i64,
     last_hw: i64,
     last_epoch: i32,
+    /// KIP-853: the directory id of its disk (zero in a static quorum).
+    directory_id: kraftd_protocol::Uuid,
+    /// While down: its host refuses connections (a crashed process), rather than being
+    /// silent (a lost machine).
+    refuses: bool,
 }
 
 struct Packet {
@@ -142,6 +164,10 @@ pub struct Sim {
     /// crash before one is due loses what it would have made durable.
     flushes: Vec<(u64, i32, u64)>,
     next_seq: u64,
+    /// Connection-loss notices due: (due, node, its incarnation, the peer it lost).
+    conn_lost: Vec<(u64, i32, u64, i32)>,
+    /// Notices delivered to an up node.
+    pub connection_notices: u64,
     outstanding: Vec<Outstanding>,
     /// Links cut: (from, to).
     blocked: HashSet<(i32, i32)>,
@@ -163,7 +189,7 @@ pub struct Sim {
     max_hw: i64,
     /// Every vote ever persisted, by (node, epoch), kept across wipes: a voter that lost its
     /// `quorum-state` must still never vote twice in one epoch.
-    votes_cast: HashMap<(i32, i32), i32>,
+    votes_cast: HashMap<(i32, kraftd_protocol::Uuid, i32), i32>,
     pub trace: bool,
     /// Responses that came after their request was given up (or twice): dropped.
     pub responses_dropped: u64,
@@ -174,6 +200,11 @@ pub struct Sim {
     /// LeaderChange, Snapshot) is also queued here with its node, for a state machine driven
     /// on top of the simulator (`tests/tests/controller_sim`).
     pub listener_outputs: Option<Vec<(i32, Output)>>,
+    /// Voter changes answered (KIP-853): (leader, token, error).
+    pub voter_changes_done: Vec<(i32, u64, kraftd_protocol::ErrorCode)>,
+    /// Wall time spent on each node's messages and timeouts (its core, its outputs' encoding
+    /// and the harness's checks), for the figures of `observers.rs`; never asserted on.
+    pub busy: HashMap<i32, std::time::Duration>,
 }
 
 impl Sim {
@@ -188,6 +219,8 @@ impl Sim {
             packets: HashMap::new(),
             flushes: Vec::new(),
             next_seq: 0,
+            conn_lost: Vec::new(),
+            connection_notices: 0,
             outstanding: Vec::new(),
             blocked: HashSet::new(),
             slow: HashMap::new(),
@@ -208,6 +241,8 @@ impl Sim {
             capture: false,
             captured: Vec::new(),
             listener_outputs: record_listener_outputs.then(Vec::new),
+            voter_changes_done: Vec::new(),
+            busy: HashMap::new(),
         };
         let ids: Vec<i32> = sim
             .cfg
@@ -216,9 +251,14 @@ impl Sim {
             .chain(sim.cfg.observers.iter())
             .copied()
             .collect();
-        for id in ids {
+        for id in &ids {
+            let directory_id = if sim.cfg.dynamic {
+                sim.new_directory_id()
+            } else {
+                kraftd_protocol::Uuid::ZERO
+            };
             sim.nodes.insert(
-                id,
+                *id,
                 Node {
                     core: None,
                     disk: Some(MemoryLog::new()),
@@ -227,8 +267,15 @@ impl Sim {
                     listener_next: 0,
                     last_hw: 0,
                     last_epoch: 0,
+                    directory_id,
+                    refuses: false,
                 },
             );
+        }
+        if sim.cfg.dynamic {
+            sim.format_initial_voters();
+        }
+        for id in ids {
             sim.start(id);
         }
         sim
@@ -258,10 +305,39 @@ impl Sim {
             .map(|(id, _)| *id)
     }
 
-    /// Kills a node: its unflushed data is lost, its quorum-state file survives.
+    /// Kills a node's process: its unflushed data is lost, its quorum-state file survives,
+    /// and its peers with a request in flight to it learn that the connection closed (each
+    /// after the network's delay, unless the network loses the notice); while it is down, a
+    /// request to it is refused.
     pub fn crash(&mut self, id: i32) {
+        if !self.is_up(id) {
+            return;
+        }
+        let mut peers: Vec<i32> = self
+            .outstanding
+            .iter()
+            .filter(|o| o.to == id && o.from != id && !self.blocked.contains(&(id, o.from)))
+            .map(|o| o.from)
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        self.crash_silent(id);
+        self.nodes.get_mut(&id).expect("known node").refuses = true;
+        for peer in peers {
+            if self.rng.below(1000) < self.cfg.network.drop_per_mille {
+                continue;
+            }
+            let delay = self.network_delay(id, peer);
+            self.schedule_connection_lost(peer, id, self.now_ms + delay);
+        }
+    }
+
+    /// Kills a node as a lost machine would go: no notice reaches its peers, and requests to
+    /// it time out. Its unflushed data is lost, its quorum-state file survives.
+    pub fn crash_silent(&mut self, id: i32) {
         let node = self.nodes.get_mut(&id).expect("known node");
         let Some(core) = node.core.take() else { return };
+        node.refuses = false;
         if self.trace {
             println!(
                 "t={} node {id}: crash (leo {}, flushed {})",
@@ -274,6 +350,54 @@ impl Sim {
         log.crash();
         node.disk = Some(log);
         self.outstanding.retain(|o| o.from != id);
+    }
+
+    /// `node` is told its connection to `peer` closed and could not be made again, whether
+    /// or not `peer` is down (a false notice when it is up).
+    pub fn notify_connection_lost(&mut self, node: i32, peer: i32) {
+        self.schedule_connection_lost(node, peer, self.now_ms);
+    }
+
+    fn schedule_connection_lost(&mut self, node: i32, peer: i32, due: u64) {
+        let incarnation = self.nodes[&node].incarnation;
+        self.conn_lost.push((due, node, incarnation, peer));
+    }
+
+    /// A message's delay from `from` to `to` under the current network.
+    fn network_delay(&mut self, from: i32, to: i32) -> u64 {
+        let net = &self.cfg.network;
+        let (min, max) = (net.delay_min_ms, net.delay_max_ms);
+        min + self.rng.below(max.saturating_sub(min) + 1)
+            + self.slow.get(&(from, to)).copied().unwrap_or(0)
+    }
+
+    /// A due notice: the driver fails the requests in flight to `peer` and reports the loss.
+    fn deliver_connection_lost(&mut self, node: i32, incarnation: u64, peer: i32) {
+        let now = self.now_ms;
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if n.incarnation != incarnation {
+            return;
+        }
+        let Some(core) = n.core.as_mut() else { return };
+        let failed: Vec<Outstanding> = {
+            let (gone, keep) = std::mem::take(&mut self.outstanding)
+                .into_iter()
+                .partition(|o| o.from == node && o.to == peer);
+            self.outstanding = keep;
+            gone
+        };
+        for o in failed {
+            core.handle_request_failed(now, o.to, o.correlation_id, o.kind);
+        }
+        core.handle_leader_connection_lost(now, peer);
+        self.connection_notices += 1;
+        if self.trace {
+            println!("t={now} node {node}: connection to {peer} lost");
+        }
+        self.drain(node);
+        self.check_node(node);
     }
 
     /// Kills a node and wipes its disk and quorum-state file; it comes back empty on its
@@ -312,10 +436,17 @@ impl Sim {
         }
         self.queue
             .retain(|Reverse((_, seq))| self.packets.contains_key(seq));
+        let directory_id = if self.cfg.dynamic {
+            self.new_directory_id()
+        } else {
+            kraftd_protocol::Uuid::ZERO
+        };
         let node = self.nodes.get_mut(&id).expect("known node");
         node.disk = Some(MemoryLog::new());
         node.durable = None;
         node.last_epoch = 0;
+        // A new disk is a new directory: not the voter the old one was (KIP-853).
+        node.directory_id = directory_id;
     }
 
     /// Whether voter `id` may lose its disk and quorum state now without breaking Raft's
@@ -595,11 +726,13 @@ impl Sim {
             .filter_map(|(id, n)| n.core.as_ref().map(|c| (c.poll_timeout(), *id)))
             .min();
         let next_flush = self.flushes.iter().map(|f| f.0).min();
+        let next_conn = self.conn_lost.iter().map(|c| c.0).min();
         let t = [
             next_packet,
             next_timeout,
             next_node.map(|(t, _)| t),
             next_flush,
+            next_conn,
         ]
         .into_iter()
         .flatten()
@@ -615,7 +748,11 @@ impl Sim {
             "seed {}: event budget exhausted (livelock?)",
             self.cfg.seed
         );
-        if next_flush == Some(t) {
+        if next_conn == Some(t) {
+            let i = self.conn_lost.iter().position(|c| c.0 == t).expect("found");
+            let (_, node, incarnation, peer) = self.conn_lost.remove(i);
+            self.deliver_connection_lost(node, incarnation, peer);
+        } else if next_flush == Some(t) {
             let i = self.flushes.iter().position(|f| f.0 == t).expect("found");
             let (_, id, incarnation) = self.flushes.remove(i);
             let now = self.now_ms;
@@ -630,7 +767,9 @@ impl Sim {
         } else if next_packet == Some(t) {
             let Reverse((_, seq)) = self.queue.pop().expect("peeked");
             let packet = self.packets.remove(&seq).expect("queued packet");
+            let (to, started) = (packet.to, std::time::Instant::now());
             self.deliver(packet);
+            *self.busy.entry(to).or_default() += started.elapsed();
         } else if next_timeout == Some(t) {
             let i = self
                 .outstanding
@@ -644,7 +783,7 @@ impl Sim {
                 self.check_node(o.from);
             }
         } else if let Some((_, id)) = next_node {
-            let now = self.now_ms;
+            let (now, started) = (self.now_ms, std::time::Instant::now());
             let core = self
                 .nodes
                 .get_mut(&id)
@@ -660,6 +799,7 @@ impl Sim {
             );
             self.drain(id);
             self.check_node(id);
+            *self.busy.entry(id).or_default() += started.elapsed();
         }
         true
     }
@@ -679,10 +819,25 @@ impl Sim {
             .seed
             .wrapping_mul(31)
             .wrapping_add(node.incarnation);
+        let static_voters: Vec<i32> = if self.cfg.dynamic {
+            raft.directory_id = node.directory_id;
+            // `controller.quorum.bootstrap.servers`: every controller.
+            raft.bootstrap_servers = self
+                .cfg
+                .voters
+                .iter()
+                .chain(self.cfg.observers.iter())
+                .copied()
+                .collect();
+            raft.local_listeners = dynamic::listeners(id);
+            Vec::new()
+        } else {
+            self.cfg.voters.clone()
+        };
         let core = RaftCore::new(
             raft,
             id,
-            self.cfg.voters.iter().copied(),
+            static_voters,
             node.durable,
             log,
             seed,
@@ -788,6 +943,9 @@ impl Sim {
                 }
                 Output::Committed(b) => self.on_committed(id, b),
                 Output::Snapshot { id: snap, bytes } => self.on_snapshot(id, snap, bytes),
+                Output::VoterChangeDone { token, error, .. } => {
+                    self.voter_changes_done.push((id, token, error));
+                }
                 Output::LeaderChange { epoch, leader_id } => {
                     if self.trace {
                         let c = self.nodes[&id].core.as_ref().expect("up");
@@ -835,6 +993,17 @@ impl Sim {
             });
         }
         if self.blocked.contains(&(from, to)) {
+            return;
+        }
+        let refused = self
+            .nodes
+            .get(&to)
+            .is_some_and(|n| n.core.is_none() && n.refuses);
+        if is_request && refused && !self.blocked.contains(&(to, from)) {
+            // A crashed process's port refuses the connect: the request fails at once and
+            // the driver reports the peer gone.
+            let due = self.now_ms + self.network_delay(from, to) + self.network_delay(to, from);
+            self.schedule_connection_lost(from, to, due);
             return;
         }
         let net = self.cfg.network.clone();
@@ -911,7 +1080,9 @@ impl Sim {
             }
         }
         if d.voted_id >= 0 {
-            match self.votes_cast.get(&(id, d.leader_epoch)) {
+            // One vote per voter key and epoch: a node with a new disk is another key.
+            let key = (id, self.nodes[&id].directory_id, d.leader_epoch);
+            match self.votes_cast.get(&key) {
                 Some(v) if *v != d.voted_id => {
                     let v = *v;
                     self.violation(
@@ -924,7 +1095,7 @@ impl Sim {
                 }
                 Some(_) => {}
                 None => {
-                    self.votes_cast.insert((id, d.leader_epoch), d.voted_id);
+                    self.votes_cast.insert(key, d.voted_id);
                 }
             }
         }
@@ -1072,6 +1243,9 @@ impl Sim {
         if hw > 0 {
             self.check_majority_holds(id, hw);
         }
+        if self.cfg.dynamic {
+            self.check_membership(id);
+        }
     }
 
     /// A majority of voters hold, durably, the last batch below `hw` as it was committed.
@@ -1079,6 +1253,11 @@ impl Sim {
         let Some((&base, (_, bytes))) = self.committed.range(..hw).next_back() else {
             return;
         };
+        if self.cfg.dynamic {
+            let bytes = bytes.clone();
+            self.check_no_majority_lacks(id, base, &bytes);
+            return;
+        }
         let bytes = bytes.clone();
         let holders = self
             .cfg

@@ -1,5 +1,6 @@
 //! The Raft simulator test binary: the harness, scenario tests named after what they prove,
-//! single-core rules, hostile input, and a bounded run of random seeds.
+//! single-core rules, hostile input, the crash failover rule over many seeds, and a bounded
+//! run of random seeds.
 //!
 //! A failure prints its seed. Replay one with `SIM_SEED=N cargo test -p kraftd-raft --test
 //! sim random_seeds`, run many with `SIM_SEEDS=N` (add `--release` for thousands), lengthen
@@ -9,7 +10,10 @@
 //! and the worst time to a leader and to convergence after healing.
 
 mod core_rules;
+mod failover;
 mod harness;
 mod hostile;
+mod membership;
+mod observers;
 mod random;
 mod scenarios;

@@ -1,5 +1,6 @@
 //! Random fault schedules over many seeds: 1–5 voters and 0–5 observers; crashes, restarts,
-//! restarts with a wiped disk and quorum state (observers any time, a voter only when
+//! crashes of a process (its peers see the connection close) or of a machine (silence),
+//! false connection-loss notices about a live leader, restarts with a wiped disk and quorum state (observers any time, a voter only when
 //! [`Sim::voter_wipe_is_safe`] allows it, otherwise it is just killed), partitions (symmetric
 //! and one-way), message loss, duplication and delay, then healing; invariants hold
 //! throughout. Liveness after healing has two bounds: a leader, at the highest epoch any node
@@ -83,13 +84,16 @@ pub fn run_seed(seed: u64, fault_ms: u64) -> Result<SeedRun, String> {
             }
         }
         let id = ids[rng.below(ids.len() as u64) as usize];
-        match rng.below(10) {
+        match rng.below(11) {
             // Restart with wiped state: an observer any time, a voter when the rule allows.
             0 if observers.contains(&id) => {
                 sim.wipe(id);
                 observer_wipes += 1;
             }
             0 if sim.voter_wipe_is_safe(id).is_ok() => sim.wipe(id),
+            // A crashed process (its peers see the connection close) or, one time in
+            // three, a lost machine (silence).
+            0 | 1 if rng.below(3) == 0 => sim.crash_silent(id),
             0 | 1 => sim.crash(id),
             2 | 3 => sim.restart(id),
             4 => {
@@ -116,6 +120,14 @@ pub fn run_seed(seed: u64, fault_ms: u64) -> Result<SeedRun, String> {
                 }
             }
             7 | 8 => sim.heal(),
+            // A false notice: `id` is told its connection to the leader is gone.
+            10 => {
+                if let Some(l) = sim.leader() {
+                    if l != id && sim.is_up(id) {
+                        sim.notify_connection_lost(id, l);
+                    }
+                }
+            }
             _ => {
                 if let Some(l) = sim.leader() {
                     sim.crash(l);

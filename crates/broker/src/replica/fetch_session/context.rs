@@ -11,8 +11,8 @@ use kraftd_protocol::messages::FetchResponse;
 use kraftd_protocol::{ErrorCode, Message};
 
 use super::{
-    has_records, lock, next_epoch, Cache, CachedPartition, PartKey, PartitionFetchParams, Session,
-    INITIAL_EPOCH, INVALID_SESSION_ID,
+    has_records, lock, next_epoch, refresh_name, session_key, Cache, CachedPartition, PartKey,
+    PartitionFetchParams, Session, SessionWatch, TopicRef, INITIAL_EPOCH, INVALID_SESSION_ID,
 };
 use crate::replica::TopicIdPartition;
 
@@ -30,12 +30,16 @@ pub(super) enum Kind {
         unresolved: Vec<(TopicIdPartition, PartitionFetchParams, ErrorCode)>,
         uses_topic_ids: bool,
         is_follower: bool,
+        /// The watch of the session this request creates: the partitions register with it
+        /// as they are read, so no change after the read is missed.
+        watch: Arc<SessionWatch>,
     },
     Incremental {
         session_id: i32,
         request_epoch: i32,
         partitions: Vec<(TopicIdPartition, PartitionFetchParams)>,
         unresolved: Vec<(TopicIdPartition, PartitionFetchParams, ErrorCode)>,
+        watch: Arc<SessionWatch>,
     },
 }
 
@@ -72,8 +76,53 @@ impl FetchContext {
         matches!(self.kind, Kind::Incremental { .. })
     }
 
+    /// The session's change watch: the partitions read register with it, and a waiting
+    /// fetch wakes on it. `None` without a session.
+    #[must_use]
+    pub fn watch(&self) -> Option<Arc<SessionWatch>> {
+        match &self.kind {
+            Kind::Full { watch, .. } | Kind::Incremental { watch, .. } => Some(Arc::clone(watch)),
+            _ => None,
+        }
+    }
+
+    /// For an incremental request waiting for data: the session's partitions that changed
+    /// since it was planned (or since the last call), resolvable ones only, to read as well.
+    #[must_use]
+    pub fn take_news(
+        &self,
+        resolve: &dyn Fn(TopicRef) -> Option<(kraftd_protocol::Uuid, String)>,
+    ) -> Vec<(TopicIdPartition, PartitionFetchParams)> {
+        let Kind::Incremental {
+            session_id, watch, ..
+        } = &self.kind
+        else {
+            return Vec::new();
+        };
+        let changed = watch.take();
+        if changed.is_empty() {
+            return Vec::new();
+        }
+        let cache = lock(&self.cache);
+        let Some(session) = cache.sessions.get(session_id) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for tp in changed {
+            let Some(key) = session_key(session, &tp) else {
+                continue;
+            };
+            let p = &session.partitions[&key];
+            let (tip, known) = refresh_name(p, session.uses_topic_ids, resolve);
+            if known {
+                out.push((tip, p.params.clone()));
+            }
+        }
+        out
+    }
+
     /// Every resolvable partition to read, in the session's order (for an incremental request:
-    /// the session's whole set after applying the request's changes and forgotten topics).
+    /// those named, changed, unresolved, or all of them when a full scan is due).
     #[must_use]
     pub fn partitions(&self) -> Vec<(TopicIdPartition, PartitionFetchParams)> {
         match &self.kind {
@@ -143,12 +192,14 @@ impl FetchContext {
                 unresolved,
                 uses_topic_ids,
                 is_follower,
+                watch,
             } => {
                 let id = self.create_session(
                     partitions,
                     unresolved,
                     *uses_topic_ids,
                     *is_follower,
+                    watch,
                     &results,
                     now_ms,
                 );
@@ -277,6 +328,7 @@ impl FetchContext {
         unresolved: &[(TopicIdPartition, PartitionFetchParams, ErrorCode)],
         uses_topic_ids: bool,
         privileged: bool,
+        watch: &Arc<SessionWatch>,
         results: &[(TopicIdPartition, PartitionData)],
         now_ms: i64,
     ) -> i32 {
@@ -307,6 +359,12 @@ impl FetchContext {
             next_seq: 0,
             partitions: HashMap::new(),
             order: BTreeMap::new(),
+            watch: Arc::clone(watch),
+            unresolved: unresolved
+                .iter()
+                .map(|(t, _, _)| PartKey::of(t, uses_topic_ids))
+                .collect(),
+            last_full_scan_ms: now_ms,
         };
         for (tip, data) in results {
             let key = PartKey::of(tip, uses_topic_ids);

@@ -28,14 +28,24 @@
 //! a lock per session as well; the work done under ours is a few map operations per
 //! partition, so a second level of locks would buy nothing but deadlock rules.
 //!
-//! Two rooms: this file holds the sessions and their cache (Kafka's `FetchSession`,
+//! Unlike Kafka, an incremental request does not read every partition of its session: only
+//! the partitions it names, those that changed since the session was last answered (each
+//! session's [`SessionWatch`], marked by the partitions' change signals), those whose last
+//! answer was an error or left data unread, and — every [`FULL_SCAN_INTERVAL_MS`], as a
+//! safety net — all of them. A waiting fetch is woken by its session's partitions that got
+//! data. So a follower of 10,000 partitions costs the leader, per request, in proportion to
+//! the partitions with news.
+//!
+//! Three rooms: this file holds the sessions and their cache (Kafka's `FetchSession`,
 //! `CachedPartition`, `FetchSessionCache` and `FetchManager.newContext`); `context.rs` holds
-//! the [`FetchContext`] a request keeps from `new_context` to its response.
+//! the [`FetchContext`] a request keeps from `new_context` to its response; `watch.rs` the
+//! change tracking.
 
 mod context;
+mod watch;
 
 use std::collections::hash_map::RandomState;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -45,6 +55,7 @@ use kraftd_protocol::{ErrorCode, Uuid};
 
 pub use self::context::FetchContext;
 use self::context::Kind;
+pub use self::watch::{ChangeNotify, SessionWatch};
 use super::TopicIdPartition;
 
 /// Kafka's `max.incremental.fetch.session.cache.slots` default.
@@ -57,6 +68,9 @@ pub const INVALID_SESSION_ID: i32 = 0;
 pub const INITIAL_EPOCH: i32 = 0;
 /// The epoch that closes a session and fetches without one (`FetchMetadata.FINAL_EPOCH`).
 pub const FINAL_EPOCH: i32 = -1;
+/// How often an incremental request reads every partition of its session anyway (a
+/// safety net: changes are tracked, this bounds the damage of one not signalled).
+pub const FULL_SCAN_INTERVAL_MS: i64 = 10_000;
 /// The first request version that names topics by id (KIP-516).
 pub const TOPIC_ID_VERSION: i16 = 13;
 
@@ -178,6 +192,12 @@ struct Session {
     next_seq: u64,
     partitions: HashMap<PartKey, CachedPartition>,
     order: BTreeMap<u64, PartKey>,
+    /// The partitions that changed since they were last read.
+    watch: Arc<SessionWatch>,
+    /// Partitions whose topic did not resolve when last read: read on every request.
+    unresolved: HashSet<PartKey>,
+    /// When the session last read all its partitions.
+    last_full_scan_ms: i64,
 }
 
 impl Session {
@@ -207,10 +227,6 @@ impl Session {
         }
     }
 
-    fn ordered(&self) -> impl Iterator<Item = (&PartKey, &CachedPartition)> {
-        self.order.values().map(|k| (k, &self.partitions[k]))
-    }
-
     fn evictable_key(&self) -> (bool, usize, i32) {
         (self.privileged, self.cached_size.unwrap_or(0), self.id)
     }
@@ -231,6 +247,8 @@ struct Cache {
     total_partitions: usize,
     evictions: u64,
     rng: u64,
+    /// See [`FetchManager::with_full_scan_ms`].
+    full_scan_ms: i64,
 }
 
 impl Cache {
@@ -373,8 +391,18 @@ impl FetchManager {
                 total_partitions: 0,
                 evictions: 0,
                 rng: seed,
+                full_scan_ms: FULL_SCAN_INTERVAL_MS,
             })),
         }
+    }
+
+    /// Sets how often an incremental request reads every partition of its session
+    /// ([`FULL_SCAN_INTERVAL_MS`] by default); 0 reads them all on every request, as
+    /// Kafka does.
+    #[must_use]
+    pub fn with_full_scan_ms(self, full_scan_ms: i64) -> Self {
+        lock(&self.cache).full_scan_ms = full_scan_ms;
+        self
     }
 
     #[must_use]
@@ -409,6 +437,7 @@ impl FetchManager {
         let requested = requested_partitions(request, uses_topic_ids, resolve);
         let mut cache = lock(&self.cache);
         cache.expire(now_ms);
+        let full_scan_ms = cache.full_scan_ms;
         let session_id = request.session_id;
         let epoch = request.session_epoch;
         let kind = if epoch == INITIAL_EPOCH || epoch == FINAL_EPOCH {
@@ -428,6 +457,7 @@ impl FetchManager {
                     unresolved,
                     uses_topic_ids,
                     is_follower,
+                    watch: SessionWatch::new(),
                 }
             }
         } else {
@@ -442,6 +472,10 @@ impl FetchManager {
                     error: ErrorCode::FetchSessionTopicIdError,
                 },
                 Some(session) => {
+                    let named: Vec<PartKey> = requested
+                        .iter()
+                        .map(|(tip, _, _)| PartKey::of(tip, uses_topic_ids))
+                        .collect();
                     update_session(session, requested, &request.forgotten_topics_data);
                     if session.partitions.is_empty() {
                         // Kafka answers the request sessionless and drops the empty session.
@@ -452,20 +486,27 @@ impl FetchManager {
                         }
                     } else {
                         session.epoch = next_epoch(session.epoch);
-                        let all: Requested = session
-                            .ordered()
-                            .map(|(_, p)| {
-                                let (tip, known) = refresh_name(p, uses_topic_ids, resolve);
-                                (tip, p.params.clone(), known)
-                            })
-                            .collect();
-                        let (partitions, unresolved) = split(all, uses_topic_ids);
+                        let keys = candidates(session, named, now_ms, full_scan_ms);
+                        let mut read: Requested = Vec::with_capacity(keys.len());
+                        for (_, key) in keys {
+                            let p = &session.partitions[&key];
+                            let (tip, known) = refresh_name(p, uses_topic_ids, resolve);
+                            if known {
+                                session.unresolved.remove(&key);
+                            } else {
+                                session.unresolved.insert(key);
+                            }
+                            read.push((tip, p.params.clone(), known));
+                        }
+                        let (partitions, unresolved) = split(read, uses_topic_ids);
+                        let watch = Arc::clone(&session.watch);
                         cache.touch(session_id, now_ms);
                         Kind::Incremental {
                             session_id,
                             request_epoch: epoch,
                             partitions,
                             unresolved,
+                            watch,
                         }
                     }
                 }
@@ -477,6 +518,48 @@ impl FetchManager {
             late_error: Mutex::new(None),
         }
     }
+}
+
+/// The partitions an incremental request reads, in the session's order (by `seq`): the
+/// ones it names, the changed ones, the unresolved ones, or all of them when a full scan is
+/// due.
+fn candidates(
+    session: &mut Session,
+    named: Vec<PartKey>,
+    now_ms: i64,
+    full_scan_ms: i64,
+) -> BTreeMap<u64, PartKey> {
+    let mut out = BTreeMap::new();
+    if now_ms - session.last_full_scan_ms >= full_scan_ms {
+        session.last_full_scan_ms = now_ms;
+        session.watch.take();
+        for (seq, key) in &session.order {
+            out.insert(*seq, key.clone());
+        }
+        return out;
+    }
+    let uses_topic_ids = session.uses_topic_ids;
+    let changed = session
+        .watch
+        .take()
+        .into_iter()
+        .map(|tp| PartKey::of(&tp, uses_topic_ids));
+    for key in named
+        .into_iter()
+        .chain(changed)
+        .chain(session.unresolved.iter().cloned())
+    {
+        if let Some(p) = session.partitions.get(&key) {
+            out.insert(p.seq, key);
+        }
+    }
+    out
+}
+
+/// The session partitions a changed partition stands for (one: its key in the session).
+fn session_key(session: &Session, tp: &TopicIdPartition) -> Option<PartKey> {
+    let key = PartKey::of(tp, session.uses_topic_ids);
+    session.partitions.contains_key(&key).then_some(key)
 }
 
 /// A request's partitions with their resolution: `resolved` is false when the topic is

@@ -84,6 +84,7 @@ impl Partition {
         let hw = leader_high_watermark.min(self.log.log_end_offset());
         if hw > self.high_watermark {
             self.high_watermark = hw;
+            self.log.note_high_watermark(hw);
             self.producers_follow_high_watermark();
             true
         } else {
@@ -126,6 +127,7 @@ impl Partition {
         );
         self.log.truncate_to(offset)?;
         self.high_watermark = self.high_watermark.min(self.log.log_end_offset());
+        self.log.note_high_watermark(self.high_watermark);
         self.truncate_future_with_current(now_ms);
         self.rebuild_producer_state(now_ms)
     }
@@ -138,6 +140,7 @@ impl Partition {
     ) -> Result<(), PartitionError> {
         self.log.truncate_fully_and_start_at(offset)?;
         self.high_watermark = offset;
+        self.log.note_high_watermark(offset);
         self.truncate_future_with_current(now_ms);
         self.rebuild_producer_state(now_ms)
     }

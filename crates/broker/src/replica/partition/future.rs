@@ -101,6 +101,7 @@ impl Partition {
     /// took at its end; the HW and the replication state are the partition's and stay.
     pub fn replace_log(&mut self, log: Log, now_ms: i64) -> Result<Log, PartitionError> {
         let old = std::mem::replace(&mut self.log, log);
+        self.log.note_high_watermark(self.high_watermark);
         if let Err(e) = self.rebuild_producer_state(now_ms) {
             // Keep serving from the old log rather than from one without producer state.
             let new = std::mem::replace(&mut self.log, old);

@@ -309,6 +309,7 @@ impl Partition {
         if new_hw > self.high_watermark {
             debug!(topic = %self.tp.topic, partition = self.tp.partition, from = self.high_watermark, to = new_hw, "high watermark advanced");
             self.high_watermark = new_hw;
+            self.log.note_high_watermark(new_hw);
             self.producers_follow_high_watermark();
             true
         } else {

@@ -239,6 +239,7 @@ impl Partition {
         now_ms: i64,
     ) -> Result<Partition, PartitionError> {
         let high_watermark = high_watermark.clamp(log.log_start_offset(), log.log_end_offset());
+        log.note_high_watermark(high_watermark);
         let mut partition = Partition {
             tp,
             local_broker,

@@ -2,16 +2,17 @@
 //! opened and made leader or follower, moved away or deleted, stray logs removed, topic
 //! configs applied; the [`ReplicaManagerPublisher`] that feeds it.
 
-use std::sync::atomic::Ordering;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::replica::fetch_session::ChangeNotify;
 use kraftd_controller::image::{ConfigResourceType, PartitionRegistration};
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_log::clock::unix_ms;
 use kraftd_log::LogConfig;
 use kraftd_protocol::Uuid;
-use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use super::{HostedPartition, ReplicaManager};
@@ -20,53 +21,90 @@ use crate::replica::partition::{Partition, PartitionConfig, PartitionState};
 use crate::replica::TopicIdPartition;
 
 impl ReplicaManager {
-    /// Applies what a committed metadata delta changed (Kafka's `applyDelta`).
+    /// Applies what a committed metadata delta changed (Kafka's `applyDelta`), in time
+    /// proportional to what it changed, not to the partitions hosted: deleted topics are
+    /// looked up by the partitions the previous image gave them, changed ones by the
+    /// partitions the delta changed. Partitions new to this broker (a creation, or every
+    /// partition at the first image after a restart) are opened in parallel,
+    /// `num.recovery.threads.per.data.dir` threads per log dir (Kafka's log loading).
     pub fn apply_delta(&self, delta: &MetadataDelta, image: &MetadataImage) {
         let full = delta.image().is_empty();
         let changes = delta.changes();
         let local = self.config.broker_id;
         let now = unix_ms();
         // Deleted topics (or, on a snapshot load, anything the image no longer has).
-        let doomed: Vec<Arc<HostedPartition>> = self
-            .all_partitions()
-            .into_iter()
-            .filter(|h| {
-                changes.deleted_topics.contains(&h.tp.topic_id)
-                    || (full && image.topics.get(&h.tp.topic_id).is_none())
-            })
-            .collect();
+        let doomed: Vec<Arc<HostedPartition>> = if full {
+            self.all_partitions()
+                .into_iter()
+                .filter(|h| image.topics.get(&h.tp.topic_id).is_none())
+                .collect()
+        } else {
+            changes
+                .deleted_topics
+                .iter()
+                .filter_map(|id| delta.image().topics.get(id).map(|t| (id, t)))
+                .flat_map(|(id, t)| t.partitions.keys().map(move |&p| (*id, p)))
+                .filter_map(|(id, p)| self.partition(id, p))
+                .collect()
+        };
         for hosted in doomed {
             self.remove_partition(&hosted, true);
         }
-        let topics: Vec<Uuid> = if full {
-            image.topics.iter().map(|t| t.id).collect()
-        } else {
-            changes.changed_topics.iter().copied().collect()
-        };
         let config_changed = full
             || changes.features_changed
             || changes
                 .changed_configs
                 .iter()
                 .any(|r| r.resource_type == ConfigResourceType::Broker);
-        for topic_id in topics {
+        // The partitions to act on: (partition, registration).
+        let mut assigned: Vec<(TopicIdPartition, &PartitionRegistration)> = Vec::new();
+        let mut visit = |topic_id: Uuid, indexes: &mut dyn Iterator<Item = i32>| {
             let Some(topic) = image.topics.get(&topic_id) else {
-                continue;
+                return;
             };
-            for (&index, registration) in topic.partitions.iter() {
+            for index in indexes {
+                let Some(registration) = topic.partitions.get(&index) else {
+                    continue;
+                };
                 let tp = TopicIdPartition {
                     topic_id,
                     topic: topic.name.clone(),
                     partition: index,
                 };
                 if registration.replicas.contains(&local) {
-                    if let Err(e) = self.apply_partition(&tp, registration, image, now) {
-                        warn!(topic = %tp.topic, partition = index, error = %e, "cannot host partition");
-                    }
+                    assigned.push((tp, registration));
                 } else if let Some(hosted) = self.partition(topic_id, index) {
                     info!(topic = %tp.topic, partition = index, "replica moved away; removing");
                     self.remove_partition(&hosted, true);
                 }
+            }
+        };
+        if full {
+            for topic in image.topics.iter() {
+                visit(topic.id, &mut topic.partitions.keys().copied());
+            }
+        } else {
+            for &topic_id in &changes.changed_topics {
+                match changes.changed_partitions.get(&topic_id) {
+                    Some(indexes) => visit(topic_id, &mut indexes.iter().copied()),
+                    None => {
+                        let Some(topic) = image.topics.get(&topic_id) else {
+                            continue;
+                        };
+                        visit(topic_id, &mut topic.partitions.keys().copied());
+                    }
+                }
+            }
+        }
+        let new: Vec<&TopicIdPartition> = assigned
+            .iter()
+            .map(|(tp, _)| tp)
+            .filter(|tp| self.partition(tp.topic_id, tp.partition).is_none())
+            .collect();
+        self.open_partitions(&new, image, now);
+        for (tp, registration) in &assigned {
+            if let Err(e) = self.apply_partition(tp, registration, image, now) {
+                warn!(topic = %tp.topic, partition = tp.partition, error = %e, "cannot host partition");
             }
         }
         // Topic config changes apply to hosted partitions at once.
@@ -135,7 +173,99 @@ impl ReplicaManager {
         }
     }
 
-    /// Opens a partition if needed and applies its registration as leader or follower.
+    /// Opens the logs of partitions new to this broker and hosts them, in parallel:
+    /// `num.recovery.threads.per.data.dir` threads per log dir (Kafka's log loading at
+    /// start; here also for a delta creating many partitions). A partition that cannot be
+    /// opened is left out (its registration is then reported by [`Self::apply_partition`]).
+    fn open_partitions(&self, new: &[&TopicIdPartition], image: &MetadataImage, now: i64) {
+        if new.is_empty() {
+            return;
+        }
+        let mut configs: HashMap<&str, (LogConfig, PartitionConfig)> = HashMap::new();
+        for tp in new {
+            if !configs.contains_key(tp.topic.as_str()) {
+                configs.insert(tp.topic.as_str(), self.configs_for(image, &tp.topic));
+            }
+        }
+        let open = |tp: &TopicIdPartition| -> Result<Partition, String> {
+            let (log_config, partition_config) = configs[tp.topic.as_str()].clone();
+            let log = self
+                .log_manager
+                .get_or_create(&tp.topic, tp.topic_id, tp.partition, log_config, now)
+                .map_err(|e| e.to_string())?;
+            let hw = self
+                .log_manager
+                .recovered_high_watermark(&tp.topic, tp.partition);
+            Partition::new(
+                tp.clone(),
+                self.config.broker_id,
+                log,
+                partition_config,
+                hw,
+                now,
+            )
+            .map_err(|e| e.to_string())
+        };
+        let started = std::time::Instant::now();
+        let threads = (self.config.recovery_threads_per_data_dir.max(1)
+            * self.config.log_dirs.len().max(1))
+        .min(new.len());
+        let opened: Vec<Result<Partition, String>> = if threads <= 1 {
+            new.iter().map(|tp| open(tp)).collect()
+        } else {
+            let next = AtomicUsize::new(0);
+            let slots: Vec<Mutex<Option<Result<Partition, String>>>> =
+                new.iter().map(|_| Mutex::new(None)).collect();
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(|| loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(tp) = new.get(i) else { break };
+                        *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(open(tp));
+                    });
+                }
+            });
+            slots
+                .into_iter()
+                .map(|m| {
+                    m.into_inner()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .unwrap_or_else(|| Err("not opened".into()))
+                })
+                .collect()
+        };
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        if new.len() >= 100 {
+            info!(
+                partitions = new.len(),
+                threads, elapsed_ms, "opened partition logs"
+            );
+        }
+        let epoch = self.broker_epoch.load(Ordering::Relaxed);
+        for (tp, result) in new.iter().zip(opened) {
+            let mut partition = match result {
+                Ok(p) => p,
+                Err(e) => {
+                    warn!(topic = %tp.topic, partition = tp.partition, error = %e, "cannot open partition log");
+                    continue;
+                }
+            };
+            partition.set_local_broker_epoch(epoch);
+            let hosted = Arc::new(HostedPartition {
+                tp: (*tp).clone(),
+                state: Mutex::new(partition),
+                changed: Arc::new(ChangeNotify::new((*tp).clone())),
+            });
+            self.partitions
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert((tp.topic_id, tp.partition), Arc::clone(&hosted));
+            self.resume_move(&hosted);
+        }
+    }
+
+    /// Applies a partition's registration as leader or follower; one not hosted yet is
+    /// opened first.
     fn apply_partition(
         &self,
         tp: &TopicIdPartition,
@@ -146,35 +276,9 @@ impl ReplicaManager {
         let hosted = match self.partition(tp.topic_id, tp.partition) {
             Some(h) => h,
             None => {
-                let (log_config, partition_config) = self.configs_for(image, &tp.topic);
-                let log = self
-                    .log_manager
-                    .get_or_create(&tp.topic, tp.topic_id, tp.partition, log_config, now)
-                    .map_err(|e| e.to_string())?;
-                let hw = self
-                    .log_manager
-                    .recovered_high_watermark(&tp.topic, tp.partition);
-                let mut partition = Partition::new(
-                    tp.clone(),
-                    self.config.broker_id,
-                    log,
-                    partition_config,
-                    hw,
-                    now,
-                )
-                .map_err(|e| e.to_string())?;
-                partition.set_local_broker_epoch(self.broker_epoch.load(Ordering::Relaxed));
-                let hosted = Arc::new(HostedPartition {
-                    tp: tp.clone(),
-                    state: Mutex::new(partition),
-                    changed: Arc::new(Notify::new()),
-                });
-                self.partitions
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert((tp.topic_id, tp.partition), Arc::clone(&hosted));
-                self.resume_move(&hosted);
-                hosted
+                self.open_partitions(&[tp], image, now);
+                self.partition(tp.topic_id, tp.partition)
+                    .ok_or_else(|| "the partition's log cannot be opened".to_string())?
             }
         };
         let state = partition_state(registration);

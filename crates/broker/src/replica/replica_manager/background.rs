@@ -1,11 +1,12 @@
-//! The ReplicaManager's periodic work (ISR shrink checks, HW checkpoints, retention), the
-//! ISR changes it sends to the controller, and the clean shutdown.
+//! The ReplicaManager's periodic work (ISR shrink checks, the offset checkpoints, retention),
+//! the ISR changes it sends to the controller, and the clean shutdown.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_log::clock::unix_ms;
+use kraftd_log::log_manager::CheckpointKind;
 use kraftd_protocol::ErrorCode;
 use tracing::warn;
 
@@ -15,18 +16,23 @@ use crate::server::alter_partition_manager::AlterPartitionItem;
 
 impl ReplicaManager {
     /// Starts the periodic work: ISR shrink checks (every half `replica.lag.time.max.ms`,
-    /// as Kafka), HW checkpoints and retention. Ends when the manager is dropped.
+    /// as Kafka), the three offset checkpoints (each at its own interval, writing only the
+    /// log dirs where something changed) and retention. Ends when the manager is dropped.
     pub fn start_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let weak = Arc::downgrade(self);
         let isr_every =
             Duration::from_millis((self.config.replica_lag_time_max_ms / 2).max(10) as u64);
         let hw_every = self.config.hw_checkpoint_interval;
         let retention_every = self.config.retention_check_interval;
+        let recovery_every = self.config.recovery_point_checkpoint_interval;
+        let start_every = self.config.log_start_checkpoint_interval;
         tokio::spawn(async move {
             let mut isr = tokio::time::interval(isr_every);
             let mut hw = tokio::time::interval(hw_every);
             let mut retention = tokio::time::interval(retention_every);
-            for t in [&mut isr, &mut hw, &mut retention] {
+            let mut recovery = tokio::time::interval(recovery_every);
+            let mut start = tokio::time::interval(start_every);
+            for t in [&mut isr, &mut hw, &mut retention, &mut recovery, &mut start] {
                 t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             }
             loop {
@@ -37,7 +43,15 @@ impl ReplicaManager {
                     }
                     _ = hw.tick() => {
                         let Some(rm) = weak.upgrade() else { return };
-                        let _ = tokio::task::spawn_blocking(move || rm.checkpoint_high_watermarks()).await;
+                        let _ = tokio::task::spawn_blocking(move || rm.checkpoint(CheckpointKind::HighWatermark)).await;
+                    }
+                    _ = recovery.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        let _ = tokio::task::spawn_blocking(move || rm.checkpoint(CheckpointKind::RecoveryPoint)).await;
+                    }
+                    _ = start.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        let _ = tokio::task::spawn_blocking(move || rm.checkpoint(CheckpointKind::LogStart)).await;
                     }
                     _ = retention.tick() => {
                         let Some(rm) = weak.upgrade() else { return };
@@ -83,22 +97,11 @@ impl ReplicaManager {
         }
     }
 
-    fn checkpoint_high_watermarks(&self) {
-        let hws: Vec<_> = self
-            .all_partitions()
-            .into_iter()
-            .map(|h| {
-                let p = h.lock();
-                (
-                    h.tp.topic.clone(),
-                    h.tp.partition,
-                    p.log().dir().to_path_buf(),
-                    p.high_watermark(),
-                )
-            })
-            .collect();
-        if let Err(e) = self.log_manager.checkpoint_high_watermarks(&hws) {
-            warn!(error = %e, "high watermark checkpoint failed");
+    /// Rewrites the `kind` checkpoint of the log dirs where one of its partitions changed
+    /// it (each partition queued itself when it did: no pass over all partitions).
+    fn checkpoint(&self, kind: CheckpointKind) {
+        if let Err(e) = self.log_manager.write_checkpoints(kind) {
+            warn!(error = %e, file = kind.file_name(), "offset checkpoint failed");
         }
     }
 
@@ -112,7 +115,8 @@ impl ReplicaManager {
         }
     }
 
-    /// Clean shutdown: flush every log, snapshot producer state, checkpoint HWs.
+    /// Clean shutdown: flush every log, snapshot producer state, write the three offset
+    /// checkpoints (the owner writes the clean-shutdown markers after this).
     pub fn shutdown(&self) {
         self.fetchers.shutdown();
         for hosted in self.all_partitions() {
@@ -123,6 +127,8 @@ impl ReplicaManager {
             p.snapshot_producer_state();
             p.flush_future_log();
         }
-        self.checkpoint_high_watermarks();
+        if let Err(e) = self.log_manager.write_all_checkpoints() {
+            warn!(error = %e, "offset checkpoints at shutdown failed");
+        }
     }
 }

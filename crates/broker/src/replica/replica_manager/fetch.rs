@@ -2,6 +2,7 @@
 //! partition's lock and executed outside it; with too little data, a wait for an append or
 //! HW move.
 
+use std::collections::HashSet;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -12,12 +13,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use kraftd_log::clock::unix_ms;
 use kraftd_log::LogError;
-use kraftd_protocol::ErrorCode;
+use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 use tracing::warn;
 
 use super::{HostedPartition, ReplicaManager};
-use crate::replica::fetch_session::PartitionFetchParams;
+use crate::replica::fetch_session::{PartitionFetchParams, SessionWatch};
 use crate::replica::partition::{FetchIsolation, PartitionError, ReadParams, Role};
 use crate::replica::TopicIdPartition;
 
@@ -90,59 +91,135 @@ impl ReplicaManager {
         limits: FetchLimits,
         partitions: &[(TopicIdPartition, PartitionFetchParams)],
     ) -> Vec<(TopicIdPartition, FetchResult)> {
+        self.fetch_messages_in_session(origin, limits, partitions.to_vec(), None)
+            .await
+    }
+
+    /// [`ReplicaManager::fetch_messages`] for a fetch session: every partition read
+    /// registers with the session's watch; a wait also wakes on the watch, and then reads
+    /// the partitions `news` reports changed as well (an incremental request reads only the
+    /// partitions with news, so one that gets data while it waits joins it). Partitions
+    /// whose answer is an error or left data unread (replication throttle, the response's
+    /// byte budget) are marked in the watch without waking it, so the session's next
+    /// request reads them again.
+    pub async fn fetch_messages_in_session(
+        &self,
+        origin: FetchOrigin,
+        limits: FetchLimits,
+        mut partitions: Vec<(TopicIdPartition, PartitionFetchParams)>,
+        session: Option<(
+            &Arc<SessionWatch>,
+            &mut (dyn FnMut() -> Vec<(TopicIdPartition, PartitionFetchParams)> + Send),
+        )>,
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
         let deadline = Instant::now() + limits.max_wait;
-        let hosted: Vec<Option<Arc<HostedPartition>>> = partitions
+        let (watch, mut news) = match session {
+            Some((w, n)) => (Some(w), Some(n)),
+            None => (None, None),
+        };
+        let mut hosted: Vec<Option<Arc<HostedPartition>>> = partitions
             .iter()
             .map(|(tp, _)| self.partition(tp.topic_id, tp.partition))
             .collect();
+        let mut seen: HashSet<(Uuid, i32)> = partitions
+            .iter()
+            .map(|(tp, _)| (tp.topic_id, tp.partition))
+            .collect();
         loop {
-            let mut notified: Vec<Pin<Box<tokio::sync::futures::OwnedNotified>>> = hosted
-                .iter()
-                .flatten()
-                .map(|h| Box::pin(Arc::clone(&h.changed).notified_owned()))
-                .collect();
+            // With a session, its watch wakes the wait (every partition read registers
+            // with it); without, each partition's own signal does.
+            let mut notified: Vec<Pin<Box<tokio::sync::futures::OwnedNotified>>> = match watch {
+                Some(_) => Vec::new(),
+                None => hosted
+                    .iter()
+                    .flatten()
+                    .map(|h| Box::pin(Arc::clone(&h.changed).notified_owned()))
+                    .collect(),
+            };
             for n in &mut notified {
                 n.as_mut().enable();
             }
-            let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
+            if let Some(w) = watch {
+                for h in hosted.iter().flatten() {
+                    h.changed.watch(w);
+                }
+            }
+            let results = self.read_all(origin, limits.max_bytes, &partitions, &hosted);
             let bytes: usize = results.iter().map(|(_, r)| r.records.len()).sum();
             // Errors and divergence are news at once; so is a HW above the one a follower
             // says it knows (KIP-1166), or its HW would lag until the next append; but not
             // on a partition throttled for it, which would then be asked again at once, and
             // again, for nothing.
-            let urgent = results.iter().zip(partitions).any(|((_, r), (_, params))| {
-                r.error != ErrorCode::None
-                    || r.diverging_epoch.is_some()
-                    || (matches!(origin, FetchOrigin::Follower { .. })
-                        && !r.throttled
-                        && r.high_watermark > params.high_watermark)
-            });
-            if bytes >= limits.min_bytes
-                || urgent
-                || Instant::now() >= deadline
-                || notified.is_empty()
-            {
-                return self.count_fetched(origin, results);
+            let urgent = results
+                .iter()
+                .zip(&partitions)
+                .any(|((_, r), (_, params))| {
+                    r.error != ErrorCode::None
+                        || r.diverging_epoch.is_some()
+                        || (matches!(origin, FetchOrigin::Follower { .. })
+                            && !r.throttled
+                            && r.high_watermark > params.high_watermark)
+                });
+            let waitable = watch.is_some() || !notified.is_empty();
+            if bytes >= limits.min_bytes || urgent || Instant::now() >= deadline || !waitable {
+                return self.finish(origin, results, &partitions, watch);
             }
             // Parked until data arrives or max wait passes: Kafka's RemoteTimeMs.
             kraftd_raft::transport::mark_local_complete();
-            let woke = tokio::time::timeout_at(
-                deadline,
-                poll_fn(|cx| {
-                    for n in notified.iter_mut() {
-                        if std::future::Future::poll(n.as_mut(), cx).is_ready() {
-                            return Poll::Ready(());
-                        }
+            let woke = match watch {
+                Some(w) => tokio::time::timeout_at(deadline, w.notified()).await,
+                None => {
+                    tokio::time::timeout_at(
+                        deadline,
+                        poll_fn(|cx| {
+                            for n in notified.iter_mut() {
+                                if std::future::Future::poll(n.as_mut(), cx).is_ready() {
+                                    return Poll::Ready(());
+                                }
+                            }
+                            Poll::Pending
+                        }),
+                    )
+                    .await
+                }
+            };
+            if let Some(news) = news.as_mut() {
+                for (tp, params) in news() {
+                    if seen.insert((tp.topic_id, tp.partition)) {
+                        hosted.push(self.partition(tp.topic_id, tp.partition));
+                        partitions.push((tp, params));
                     }
-                    Poll::Pending
-                }),
-            )
-            .await;
+                }
+            }
             if woke.is_err() {
-                let results = self.read_all(origin, limits.max_bytes, partitions, &hosted);
-                return self.count_fetched(origin, results);
+                let results = self.read_all(origin, limits.max_bytes, &partitions, &hosted);
+                return self.finish(origin, results, &partitions, watch);
             }
         }
+    }
+
+    /// Counts what is answered and, in a session, marks the partitions to read again.
+    fn finish(
+        &self,
+        origin: FetchOrigin,
+        results: Vec<(TopicIdPartition, FetchResult)>,
+        partitions: &[(TopicIdPartition, PartitionFetchParams)],
+        watch: Option<&Arc<SessionWatch>>,
+    ) -> Vec<(TopicIdPartition, FetchResult)> {
+        if let Some(w) = watch {
+            for ((tp, r), (_, params)) in results.iter().zip(partitions) {
+                let available = match origin {
+                    FetchOrigin::Follower { .. } => r.log_end_offset,
+                    FetchOrigin::Consumer => r.high_watermark,
+                    FetchOrigin::ConsumerReadCommitted => r.last_stable_offset,
+                };
+                let unread = r.records.is_empty() && available > params.fetch_offset;
+                if r.error != ErrorCode::None || unread {
+                    w.mark_quiet(tp);
+                }
+            }
+        }
+        self.count_fetched(origin, results)
     }
 
     /// Counts the bytes answered: a consumer's as BytesOut, a follower's as ReplicationBytesOut

@@ -376,8 +376,10 @@ impl ReplicaManager {
                 return Err(e.to_string());
             }
         };
-        let log = kraftd_log::Log::open_after_clean_shutdown(&target, config, unix_ms())
+        let mut log = kraftd_log::Log::open_after_clean_shutdown(&target, config, unix_ms())
             .map_err(|e| format!("reopening {}: {e}", target.display()))?;
+        let tp = p.tp().clone();
+        self.log_manager.track(&mut log, &tp.topic, tp.partition);
         let old = p.replace_log(log, unix_ms()).map_err(|e| e.to_string())?;
         if let Err(e) = old.close() {
             warn!(error = %e, "closing the moved replica's old log failed");

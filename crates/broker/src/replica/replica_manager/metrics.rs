@@ -123,6 +123,17 @@ impl ReplicaManager {
             "Fetch requests with a partition error.",
             load(&m.failed_fetch_requests),
         );
+        let f = self.fetchers.stats();
+        let rf = "kraftd_replica_fetcher";
+        for (name, help, value) in [
+            ("full_requests_total", "Follower fetch requests sent in full (no session, or after a reset).", &f.full_requests),
+            ("incremental_requests_total", "Follower fetch requests sent in an incremental fetch session.", &f.incremental_requests),
+            ("partitions_sent_total", "Partitions named in follower fetch requests.", &f.partitions_sent),
+            ("partitions_omitted_total", "Partitions left to the leader's fetch session (unchanged).", &f.partitions_omitted),
+            ("session_resets_total", "Follower fetch sessions ended by an error, a failed request or an inconsistent response.", &f.session_resets),
+        ] {
+            metric(rf, name, "counter", help, load(value));
+        }
         let now_ms = kraftd_log::clock::unix_ms().max(0) as u64;
         self.replication_quotas
             .write_prometheus(node_id, now_ms, out);

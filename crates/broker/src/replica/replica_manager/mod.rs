@@ -9,7 +9,7 @@
 //! [`Partition::append_as_leader`] and, for `acks=all`, waits (the produce purgatory) until
 //! the HW covers the batch or the request's timeout; fetches read outside the partition's
 //! lock and, with too little data, wait (the fetch purgatory) for an append or HW move.
-//! Waiting is on each partition's [`Notify`], pulsed on every append, HW move and role
+//! Waiting is on each partition's [`ChangeNotify`](super::fetch_session::ChangeNotify), pulsed on every append, HW move and role
 //! change. ISR changes the partitions ask for go to the controller through the
 //! [`AlterPartitionManager`]; a periodic task shrinks lagging ISRs, applies retention and
 //! checkpoints HWs.
@@ -48,11 +48,11 @@ use kraftd_controller::publisher::DynamicConfigs;
 use kraftd_controller::quota::QuotaWindow;
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::{ErrorCode, Uuid};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::fetch_session::ChangeNotify;
 use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
-use super::log_manager::LogManager;
+use super::log_manager::{LogManager, LogManagerOptions};
 use super::partition::Partition;
 use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
@@ -64,6 +64,9 @@ pub use self::fetch::{FetchLimits, FetchOrigin, FetchResult};
 pub use self::metrics::ReplicaMetrics;
 pub use self::produce::{PendingProduce, ProduceResult};
 pub use self::txn_markers::TxnMarkerWrite;
+
+/// Kafka's default `num.recovery.threads.per.data.dir`.
+pub const DEFAULT_RECOVERY_THREADS_PER_DATA_DIR: usize = 2;
 
 /// How the ReplicaManager runs; Kafka's names in the field docs.
 #[derive(Debug, Clone)]
@@ -79,6 +82,18 @@ pub struct ReplicaManagerConfig {
     pub hw_checkpoint_interval: Duration,
     /// `log.retention.check.interval.ms`.
     pub retention_check_interval: Duration,
+    /// `log.flush.offset.checkpoint.interval.ms`: how often each log dir's
+    /// `recovery-point-offset-checkpoint` is rewritten (when one of its partitions changed).
+    pub recovery_point_checkpoint_interval: Duration,
+    /// `log.flush.start.offset.checkpoint.interval.ms`: the same for
+    /// `log-start-offset-checkpoint`.
+    pub log_start_checkpoint_interval: Duration,
+    /// `num.recovery.threads.per.data.dir`: threads per log dir opening (and, at a restart,
+    /// recovering) the logs of a metadata delta that brings many partitions at once.
+    pub recovery_threads_per_data_dir: usize,
+    /// Every log dir held the clean-shutdown marker at start: logs are opened trusting
+    /// their segments.
+    pub clean_shutdown: bool,
     /// The follower side.
     pub fetcher: FetcherConfig,
     /// `replication.quota.window.num` × `replication.quota.window.size.seconds`.
@@ -99,6 +114,14 @@ impl ReplicaManagerConfig {
             replica_lag_time_max_ms: super::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
             hw_checkpoint_interval: Duration::from_millis(5000),
             retention_check_interval: Duration::from_millis(300_000),
+            recovery_point_checkpoint_interval: Duration::from_millis(
+                kraftd_log::log_manager::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
+            ),
+            log_start_checkpoint_interval: Duration::from_millis(
+                kraftd_log::log_manager::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
+            ),
+            recovery_threads_per_data_dir: DEFAULT_RECOVERY_THREADS_PER_DATA_DIR,
+            clean_shutdown: false,
             fetcher: FetcherConfig::new(broker_id),
             replication_quota_window: QuotaWindow::default(),
             alter_log_dirs_quota_window: QuotaWindow::default(),
@@ -112,8 +135,9 @@ impl ReplicaManagerConfig {
 pub struct HostedPartition {
     pub tp: TopicIdPartition,
     state: Mutex<Partition>,
-    /// Pulsed (`notify_waiters`) on every append, HW move, truncation and role change.
-    pub changed: Arc<Notify>,
+    /// Pulsed (`notify_waiters`) on every append, HW move, truncation and role change;
+    /// marks the partition in the fetch sessions watching it.
+    pub changed: Arc<ChangeNotify>,
 }
 
 impl HostedPartition {
@@ -152,7 +176,12 @@ impl ReplicaManager {
         alter_partition: AlterPartitionManager,
         broker_epoch: Arc<AtomicI64>,
     ) -> Result<Arc<ReplicaManager>, super::log_manager::LogManagerError> {
-        let log_manager = LogManager::open(config.log_dirs.clone())?;
+        let log_manager = LogManager::open_with(
+            config.log_dirs.clone(),
+            LogManagerOptions {
+                clean_shutdown: config.clean_shutdown,
+            },
+        )?;
         let replication_quotas = Arc::new(ReplicationQuotas::new(
             config.replication_quota_window,
             config.alter_log_dirs_quota_window,

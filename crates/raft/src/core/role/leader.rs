@@ -5,6 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kraftd_protocol::Uuid;
+
 use super::RequestTracker;
 
 /// The most observers a leader tracks; fetches from more are served but not recorded.
@@ -18,6 +20,20 @@ pub struct ReplicaProgress {
     pub last_fetch_ms: Option<u64>,
     /// The last time the replica had fetched up to the leader's end offset.
     pub last_caught_up_ms: Option<u64>,
+    /// The directory id its last Fetch carried (KIP-853; zero when none).
+    pub directory_id: Uuid,
+}
+
+/// A voter change the leader appended and has not answered yet (Kafka's
+/// `AddVoterHandlerState`, `RemoveVoterHandlerState`, `UpdateVoterHandlerState`): answered
+/// when the VotersRecord at `offset` commits, or REQUEST_TIMED_OUT at `deadline_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingVoterChange {
+    /// The caller's token, handed back in `Output::VoterChangeDone`.
+    pub token: u64,
+    /// The offset of the VotersRecord.
+    pub offset: i64,
+    pub deadline_ms: u64,
 }
 
 /// Kafka's `LeaderState`.
@@ -26,8 +42,11 @@ pub struct LeaderState {
     pub epoch: i32,
     /// The log end offset when this node was elected: where the LeaderChange record went.
     pub epoch_start_offset: i64,
-    /// Every voter but this node.
+    /// Every voter but this node, in the latest voter set.
     pub voters: BTreeMap<i32, ReplicaProgress>,
+    /// Whether this node is a voter of the latest voter set (a leader that removed itself
+    /// leads on, uncounted, until the change commits, then resigns).
+    pub local_is_voter: bool,
     /// Observers seen fetching.
     pub observers: BTreeMap<i32, ReplicaProgress>,
     /// The voters that granted the vote (for the LeaderChange record).
@@ -40,6 +59,10 @@ pub struct LeaderState {
     /// BeginQuorumEpoch as election notice and heartbeat.
     pub begin_quorum: RequestTracker,
     pub begin_quorum_heartbeat_ms: u64,
+    /// The one voter change in flight.
+    pub pending_voter_change: Option<PendingVoterChange>,
+    /// The leader was removed from the voter set and the change committed: it resigns.
+    pub resign_requested: bool,
 }
 
 impl LeaderState {
@@ -51,21 +74,30 @@ impl LeaderState {
             .values()
             .map(|p| p.end_offset.unwrap_or(-1))
             .collect();
-        offsets.push(local_flushed_offset);
+        if self.local_is_voter {
+            offsets.push(local_flushed_offset);
+        }
+        if offsets.is_empty() {
+            return -1;
+        }
         offsets.sort_unstable_by(|a, b| b.cmp(a));
         offsets[offsets.len() / 2]
     }
 
-    /// Records a valid Fetch; returns whether the check-quorum timer was reset.
+    /// Records a valid Fetch; returns whether the check-quorum timer was reset. A fetcher
+    /// counts as a voter only when `is_voter_key` (its id and directory id are a voter's).
+    #[allow(clippy::too_many_arguments)]
     pub fn record_fetch(
         &mut self,
         replica: i32,
+        directory_id: Uuid,
+        is_voter_key: bool,
         fetch_offset: i64,
         leader_end_offset: i64,
         now_ms: u64,
         check_quorum_timeout_ms: u64,
     ) -> bool {
-        let is_voter = self.voters.contains_key(&replica);
+        let is_voter = is_voter_key && self.voters.contains_key(&replica);
         if !is_voter
             && self.observers.len() >= MAX_TRACKED_OBSERVERS
             && !self.observers.contains_key(&replica)
@@ -77,6 +109,13 @@ impl LeaderState {
         } else {
             self.observers.entry(replica).or_default()
         };
+        if progress.directory_id != directory_id {
+            // Another disk behind the same id: what was known of the old one is void.
+            *progress = ReplicaProgress {
+                directory_id,
+                ..Default::default()
+            };
+        }
         progress.end_offset = Some(fetch_offset);
         progress.last_fetch_ms = Some(now_ms);
         if fetch_offset >= leader_end_offset {
@@ -101,14 +140,51 @@ impl LeaderState {
             return false;
         }
         self.fetched_since_check.insert(replica);
-        // This node counts as one voter of the majority.
-        let total = self.voters.len() + 1;
-        if self.fetched_since_check.len() + 1 > total / 2 {
+        // This node counts as one voter of the majority when it is one.
+        let local = usize::from(self.local_is_voter);
+        let total = self.voters.len() + local;
+        if self.fetched_since_check.len() + local > total / 2 {
             self.fetched_since_check.clear();
             self.check_quorum_deadline_ms = now_ms + check_quorum_timeout_ms;
             return true;
         }
         false
+    }
+
+    /// The voter set changed (a VotersRecord appended, or truncated away): `others` are the
+    /// voters but this node. A voter that left keeps its progress as an observer, an
+    /// observer that joined brings its own.
+    pub fn set_voters(&mut self, others: &BTreeSet<i32>, local_is_voter: bool) {
+        self.local_is_voter = local_is_voter;
+        let leaving: Vec<i32> = self
+            .voters
+            .keys()
+            .filter(|id| !others.contains(id))
+            .copied()
+            .collect();
+        for id in leaving {
+            if let Some(p) = self.voters.remove(&id) {
+                self.observers.insert(id, p);
+            }
+            self.fetched_since_check.remove(&id);
+        }
+        for id in others {
+            if !self.voters.contains_key(id) {
+                let p = self.observers.remove(id).unwrap_or_default();
+                self.voters.insert(*id, p);
+            }
+        }
+    }
+
+    /// Whether `id` (with `directory_id`) fetched up to the leader's end within the last
+    /// hour, as an observer: Kafka's `isReplicaCaughtUp`, AddRaftVoter's check.
+    pub fn is_observer_caught_up(&self, id: i32, directory_id: Uuid, now_ms: u64) -> bool {
+        const AN_HOUR_MS: u64 = 3_600_000;
+        self.observers.get(&id).is_some_and(|p| {
+            p.directory_id == directory_id
+                && p.last_caught_up_ms.is_some()
+                && p.last_fetch_ms.is_some_and(|t| t + AN_HOUR_MS > now_ms)
+        })
     }
 
     /// Voters other than this node, most caught up first (ties by id): the preferred
@@ -136,6 +212,7 @@ mod tests {
                 .iter()
                 .map(|v| (*v, ReplicaProgress::default()))
                 .collect(),
+            local_is_voter: true,
             observers: BTreeMap::new(),
             granting_voters: BTreeSet::new(),
             high_watermark_known: false,
@@ -143,6 +220,8 @@ mod tests {
             check_quorum_deadline_ms: 3000,
             begin_quorum: RequestTracker::default(),
             begin_quorum_heartbeat_ms: 0,
+            pending_voter_change: None,
+            resign_requested: false,
         }
     }
 
@@ -150,12 +229,12 @@ mod tests {
     fn hw_is_the_majority_position_and_ignores_observers() {
         // S1.1-like: leader at 4, followers at 4 and 3 → HW 4 with 3 voters is majority pos.
         let mut l = leader(&[2, 3]);
-        l.record_fetch(2, 4, 4, 0, 3000);
-        l.record_fetch(3, 3, 4, 0, 3000);
+        l.record_fetch(2, Uuid::ZERO, true, 4, 4, 0, 3000);
+        l.record_fetch(3, Uuid::ZERO, true, 3, 4, 0, 3000);
         assert_eq!(l.majority_end_offset(4), 4);
-        l.record_fetch(2, 1, 4, 0, 3000);
+        l.record_fetch(2, Uuid::ZERO, true, 1, 4, 0, 3000);
         assert_eq!(l.majority_end_offset(4), 3);
-        l.record_fetch(99, 100, 4, 0, 3000);
+        l.record_fetch(99, Uuid::ZERO, true, 100, 4, 0, 3000);
         assert_eq!(l.majority_end_offset(4), 3, "observers never count");
         assert!(l.observers.contains_key(&99));
     }
@@ -163,8 +242,8 @@ mod tests {
     #[test]
     fn check_quorum_resets_on_majority_of_fetches() {
         let mut l = leader(&[2, 3, 4, 5]);
-        assert!(!l.record_fetch(2, 0, 0, 10, 3000));
-        assert!(l.record_fetch(3, 0, 0, 20, 3000));
+        assert!(!l.record_fetch(2, Uuid::ZERO, true, 0, 0, 10, 3000));
+        assert!(l.record_fetch(3, Uuid::ZERO, true, 0, 0, 20, 3000));
         assert_eq!(l.check_quorum_deadline_ms, 3020);
         assert_eq!(l.voters_by_descending_end_offset()[..2], [2, 3]);
     }

@@ -89,6 +89,9 @@ pub struct RequestTracker {
     in_flight: BTreeMap<i32, i32>,
     /// Destinations still to ask, with the earliest time to send.
     pending: BTreeMap<i32, u64>,
+    /// Destinations to ask again once the request in flight to them is answered, with the
+    /// earliest time to send ([`RequestTracker::ask_again`]).
+    again: BTreeMap<i32, u64>,
 }
 
 impl RequestTracker {
@@ -97,6 +100,7 @@ impl RequestTracker {
         RequestTracker {
             in_flight: BTreeMap::new(),
             pending: destinations.into_iter().map(|d| (d, now_ms)).collect(),
+            again: BTreeMap::new(),
         }
     }
 
@@ -121,14 +125,35 @@ impl RequestTracker {
             return false;
         }
         self.in_flight.remove(&from);
-        self.pending.remove(&from);
+        match self.again.remove(&from) {
+            Some(at) => {
+                self.pending.insert(from, at);
+            }
+            None => {
+                self.pending.remove(&from);
+            }
+        }
         true
+    }
+
+    /// Asks `to` again at `at_ms` even if it already answered: at once when nothing is in
+    /// flight to it, else once the request in flight is answered (its answer may predate
+    /// what made us ask again).
+    pub fn ask_again(&mut self, to: i32, at_ms: u64) {
+        if self.in_flight.contains_key(&to) {
+            self.again.insert(to, at_ms);
+        } else {
+            let at = self.pending.entry(to).or_insert(at_ms);
+            *at = (*at).min(at_ms);
+        }
     }
 
     /// The request failed: retry at `retry_at_ms`.
     pub fn failed(&mut self, to: i32, correlation_id: i32, retry_at_ms: u64) {
         if self.in_flight.get(&to) == Some(&correlation_id) {
             self.in_flight.remove(&to);
+            // The retry asks again anyway.
+            self.again.remove(&to);
             if let Some(at) = self.pending.get_mut(&to) {
                 *at = retry_at_ms;
             }
@@ -235,6 +260,27 @@ mod tests {
         assert!(t.answered(3, 11));
         assert_eq!(t.next_due_ms(), Some(20));
         assert_eq!(t.take_due(20), vec![2]);
+    }
+
+    #[test]
+    fn tracker_asks_again_after_the_answer_in_flight() {
+        let mut t = RequestTracker::new([2, 3], 0);
+        t.sent(2, 10);
+        t.ask_again(2, 5);
+        assert!(
+            t.take_due(5).iter().all(|d| *d != 2),
+            "one request in flight at a time"
+        );
+        assert!(t.answered(2, 10));
+        assert_eq!(t.take_due(5), vec![2, 3], "asked again after the answer");
+        t.sent(3, 11);
+        assert!(t.answered(3, 11));
+        assert!(
+            !t.take_due(100).contains(&3),
+            "answered and not asked again: done"
+        );
+        t.ask_again(3, 7);
+        assert!(t.take_due(7).contains(&3));
     }
 
     #[test]
