@@ -272,6 +272,9 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     }
     let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
     raft_timeouts(config, &mut raft)?;
+    // An observer fetches with its directory id too, as Kafka's brokers do: `describe
+    // --status` lists it with one (KIP-853).
+    metadata_directory_id(config, &mut raft)?;
     let server = server_config(config)?;
     // The process's pool of open segment files (kraftd's own settings; Kafka has none).
     kraftd_log::handles::configure(
@@ -434,6 +437,15 @@ fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result
     Ok(())
 }
 
+/// The metadata log directory's `directory.id` (KIP-853): the node's replica directory id
+/// in the quorum, a voter's key.
+fn metadata_directory_id(config: &NodeConfig, raft: &mut kraftd_raft::RaftConfig) -> Result<()> {
+    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
+        raft.directory_id = format::parse_uuid(&meta.directory_id)?;
+    }
+    Ok(())
+}
+
 /// The controller listeners as advertised (`advertised.listeners` by name, else
 /// `listeners`; an empty host is `localhost`), with their security protocol ids: what the
 /// controller registers (KIP-919).
@@ -506,9 +518,7 @@ fn controller_config(
     }
     raft_timeouts(config, &mut c.raft)?;
     // KIP-853: the metadata log directory's `directory.id` is this controller's voter key.
-    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
-        c.raft.directory_id = format::parse_uuid(&meta.directory_id)?;
-    }
+    metadata_directory_id(config, &mut c.raft)?;
     c.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
     // KIP-853: the controller listener this node names itself by in a voter set (advertised,
     // else bound with a host).

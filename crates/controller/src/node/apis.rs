@@ -31,13 +31,17 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
-use kraftd_raft::transport::{mark_local_complete, InboundRequest, RequestHandler};
+use kraftd_raft::transport::{
+    mark_local_complete, ApiVersionsFeatures, InboundRequest, RequestHandler,
+};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
 use super::authz::{self, Checked};
 use super::event_loop::{ControllerRequest, ControllerStatus, Op};
 use crate::auth::{self as auth_helper, AuthHelper, RequestAuth};
+use crate::control::features::KRAFT_VERSION_FEATURE;
+use crate::image::METADATA_VERSION_FEATURE;
 use crate::publisher::{OPERATION_ALTER, OPERATION_CLUSTER_ACTION, OPERATION_DESCRIBE};
 use crate::quorum_controller::{ops, ControllerError};
 use crate::quota::{
@@ -94,6 +98,8 @@ struct Inner {
     voters: BTreeMap<i32, VoterEndpoint>,
     /// The controller listener's name: which registered endpoint DescribeCluster lists.
     listener_name: String,
+    /// What ApiVersions says this controller supports.
+    supported_features: Vec<(String, i16, i16)>,
     /// Who leads, for DescribeCluster's controller id.
     raft: watch::Receiver<RaftMetrics>,
     /// The node's authorizer (none without `authorizer.class.name`).
@@ -115,6 +121,9 @@ impl std::fmt::Debug for ControllerRequest {
 pub(crate) struct ControllerListing {
     pub voters: BTreeMap<i32, VoterEndpoint>,
     pub listener_name: String,
+    /// The feature ranges this controller supports (name, min, max): its ApiVersions
+    /// answer's, as the ones it registers.
+    pub supported_features: Vec<(String, i16, i16)>,
 }
 
 /// What decides whether a request runs and at what pace: the node's authorizer and the
@@ -156,6 +165,7 @@ impl ControllerApis {
                 table,
                 voters: listing.voters,
                 listener_name: listing.listener_name,
+                supported_features: listing.supported_features,
                 raft,
                 auth,
                 status,
@@ -441,6 +451,35 @@ impl ControllerApis {
 }
 
 impl RequestHandler for ControllerApis {
+    /// As Kafka's `ControllerApis`: the features this controller supports and the committed
+    /// finalized levels (what `kafka-features describe --bootstrap-controller` prints).
+    fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
+        let status = self.inner.status.borrow();
+        let features = &status.image.features;
+        let finalized = features
+            .metadata_version
+            .map(|level| (METADATA_VERSION_FEATURE.to_string(), level))
+            .into_iter()
+            .chain(
+                features
+                    .finalized
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != KRAFT_VERSION_FEATURE)
+                    .map(|(k, v)| (k.clone(), *v)),
+            )
+            // kraft.version is the Raft layer's, not a metadata record's.
+            .chain(std::iter::once((
+                KRAFT_VERSION_FEATURE.to_string(),
+                self.inner.raft.borrow().kraft_version,
+            )))
+            .collect();
+        Some(ApiVersionsFeatures {
+            supported: self.inner.supported_features.clone(),
+            finalized,
+            epoch: status.committed_offset,
+        })
+    }
+
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let auth = self
             .inner

@@ -237,6 +237,7 @@ impl ControllerNode {
             apis::ControllerListing {
                 voters: config.voters.clone(),
                 listener_name: config.controller_listener_name.clone(),
+                supported_features: config.supported_features.clone(),
             },
             handle.metrics(),
             status.clone(),
