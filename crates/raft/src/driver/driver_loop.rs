@@ -451,6 +451,18 @@ impl DriverLoop {
                 let mut response = self.core.describe_quorum(&request, now);
                 if version >= 2 {
                     self.fill_nodes(&mut response);
+                } else {
+                    // v0-1 have no directory ids (observers, brokers included, fetch with
+                    // theirs): left out rather than failing the encoding.
+                    for p in response
+                        .topics
+                        .iter_mut()
+                        .flat_map(|t| t.partitions.iter_mut())
+                    {
+                        for r in p.current_voters.iter_mut().chain(p.observers.iter_mut()) {
+                            r.replica_directory_id = Default::default();
+                        }
+                    }
                 }
                 let _ = reply.send(ResponseBody::DescribeQuorum(response));
             }
