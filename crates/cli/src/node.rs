@@ -272,6 +272,9 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     }
     let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
     raft_timeouts(config, &mut raft)?;
+    // An observer fetches with its directory id too, as Kafka's brokers do: `describe
+    // --status` lists it with one (KIP-853).
+    metadata_directory_id(config, &mut raft)?;
     let server = server_config(config)?;
     // The process's pool of open segment files (kraftd's own settings; Kafka has none).
     kraftd_log::handles::configure(
@@ -434,6 +437,54 @@ fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result
     Ok(())
 }
 
+/// The metadata log directory's `directory.id` (KIP-853): the node's replica directory id
+/// in the quorum, a voter's key.
+fn metadata_directory_id(config: &NodeConfig, raft: &mut kraftd_raft::RaftConfig) -> Result<()> {
+    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
+        raft.directory_id = format::parse_uuid(&meta.directory_id)?;
+    }
+    Ok(())
+}
+
+/// The controller listeners as advertised (`advertised.listeners` by name, else
+/// `listeners`; an empty host is `localhost`), with their security protocol ids: what the
+/// controller registers (KIP-919).
+fn controller_registration_listeners(config: &NodeConfig) -> Vec<(String, String, u16, i16)> {
+    config
+        .listeners
+        .iter()
+        .filter(|l| config.controller_listener_names.contains(&l.name))
+        .map(|l| {
+            let advertised = config
+                .advertised_listeners
+                .iter()
+                .find(|a| a.name == l.name)
+                .unwrap_or(l);
+            let host = if advertised.host.is_empty() {
+                "localhost".to_string()
+            } else {
+                advertised.host.clone()
+            };
+            let protocol = config.client_security(&l.name).protocol.id();
+            (l.name.clone(), host, advertised.port, protocol)
+        })
+        .collect()
+}
+
+/// The feature ranges a kraftd controller supports: the broker's, and `kraft.version` 0-1
+/// (KIP-853).
+fn controller_supported_features() -> Vec<(String, i16, i16)> {
+    kraftd_broker::server::supported_features()
+        .into_iter()
+        .map(|f| (f.name, f.min_supported_version, f.max_supported_version))
+        .chain(std::iter::once((
+            "kraft.version".to_string(),
+            0,
+            crate::format::dynamic::KRAFT_VERSION_SUPPORTED.1,
+        )))
+        .collect()
+}
+
 /// Kafka's property names → the controller node's settings.
 fn controller_config(
     config: &NodeConfig,
@@ -467,9 +518,7 @@ fn controller_config(
     }
     raft_timeouts(config, &mut c.raft)?;
     // KIP-853: the metadata log directory's `directory.id` is this controller's voter key.
-    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
-        c.raft.directory_id = format::parse_uuid(&meta.directory_id)?;
-    }
+    metadata_directory_id(config, &mut c.raft)?;
     c.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
     // KIP-853: the controller listener this node names itself by in a voter set (advertised,
     // else bound with a host).
@@ -512,6 +561,8 @@ fn controller_config(
         m.replication.unclean_leader_election_enable,
     )?;
     c.authorizer = authorizer_config(config)?;
+    c.registration_listeners = controller_registration_listeners(config);
+    c.supported_features = controller_supported_features();
     c.metadata_max_idle_interval_ms = config.number(
         "metadata.max.idle.interval.ms",
         c.metadata_max_idle_interval_ms,

@@ -4,12 +4,11 @@
 //! says what `kraftd metadata-quorum` says: the same leader, epoch and voters. Also checks
 //! `kraftd metadata-quorum` itself against the same kind of quorum, with no Java involved.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{formatted_quorum, kafka_jars, stop_gracefully, Node, BIN};
+use common::{formatted_quorum, kafka_jars, status_fields, stop_gracefully, voter_ids, Node, BIN};
 
 mod common;
 
@@ -50,32 +49,6 @@ fn text(out: &Output) -> (String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// `Name:   value` lines of `describe --status`.
-fn status_fields(stdout: &str) -> BTreeMap<String, String> {
-    stdout
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect()
-}
-
-/// The `"id": N` of a `CurrentVoters` / `CurrentObservers` list, sorted.
-fn ids(list: &str) -> Vec<i32> {
-    let mut ids: Vec<i32> = list
-        .split("\"id\": ")
-        .skip(1)
-        .map(|s| {
-            s.split(|c: char| !c.is_ascii_digit() && c != '-')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .collect();
-    ids.sort();
-    ids
 }
 
 /// `(NodeId, Status)` of every row of `describe --replication`, header checked.
@@ -156,7 +129,7 @@ fn kraftd_metadata_quorum_describes_three_controllers() {
         fields["HighWatermark"].parse::<i64>().unwrap() > 0,
         "{status}"
     );
-    assert_eq!(ids(&fields["CurrentVoters"]), [1, 2, 3], "{status}");
+    assert_eq!(voter_ids(&fields["CurrentVoters"]), [1, 2, 3], "{status}");
     assert_eq!(fields["CurrentObservers"], "[]", "{status}");
     let cluster = &fields["ClusterId"];
     assert!(
@@ -272,7 +245,7 @@ fn kafka_metadata_quorum_describes_kraftd_controllers() {
         assert_eq!(kafka["ClusterId"], cluster_id, "{stdout}");
         assert_eq!(kafka["LeaderId"], ours["LeaderId"], "{stdout}");
         assert_eq!(kafka["LeaderEpoch"], ours["LeaderEpoch"], "{stdout}");
-        assert_eq!(ids(&kafka["CurrentVoters"]), [1, 2, 3], "{stdout}");
+        assert_eq!(voter_ids(&kafka["CurrentVoters"]), [1, 2, 3], "{stdout}");
         assert_eq!(kafka["CurrentObservers"], "[]", "{stdout}");
         // The HW only grows (a no-op record every 100 ms): Kafka's answer came later.
         let kafka_hw: i64 = kafka["HighWatermark"].parse().unwrap();

@@ -17,6 +17,7 @@ use crate::messages::{
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse, UnregisterBrokerResponse, UpdateFeaturesResponse,
 };
+use crate::messages::{ControllerRegistrationResponse, UnregisterControllerResponse};
 use crate::{ErrorCode, RequestBody, ResponseBody};
 
 /// The response to `request` failing as a whole with `code`; `None` for APIs that have no
@@ -41,6 +42,20 @@ pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<Response
         }),
         RequestBody::UnregisterBroker(_) => {
             ResponseBody::UnregisterBroker(UnregisterBrokerResponse {
+                error_code,
+                error_message: message(),
+                ..Default::default()
+            })
+        }
+        RequestBody::ControllerRegistration(_) => {
+            ResponseBody::ControllerRegistration(ControllerRegistrationResponse {
+                error_code,
+                error_message: message(),
+                ..Default::default()
+            })
+        }
+        RequestBody::UnregisterController(_) => {
+            ResponseBody::UnregisterController(UnregisterControllerResponse {
                 error_code,
                 error_message: message(),
                 ..Default::default()

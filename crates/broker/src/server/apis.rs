@@ -63,7 +63,7 @@ fn next_seed() -> u64 {
 }
 
 /// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 13] = [
+pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -77,6 +77,7 @@ pub const FORWARDED_API_KEYS: [ApiKey; 13] = [
     ApiKey::UpdateFeatures,
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
+    ApiKey::UnregisterController,
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.

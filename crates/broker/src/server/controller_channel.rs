@@ -1,6 +1,8 @@
 //! A broker's way to the active controller (Kafka's `NodeToControllerChannelManager`): the
 //! Raft layer says who leads the metadata quorum (`current-leader`), the static voter list
-//! (`controller.quorum.voters`) says where it listens, and a request that meets a standby
+//! (`controller.quorum.voters`) says where it listens, or for a dynamic quorum (KIP-853)
+//! the leader's endpoint the Raft layer knows (the voter set's, as Kafka's
+//! `RaftControllerNodeProvider`), and a request that meets a standby
 //! (NOT_CONTROLLER), a dead connection or a timeout is retried against whoever leads next,
 //! until the caller's deadline. The lifecycle manager and the forwarding manager each own one,
 //! so heartbeats never queue behind forwarded admin requests.
@@ -33,7 +35,8 @@ pub struct ControllerChannel {
     voters: BTreeMap<i32, VoterEndpoint>,
     raft: watch::Receiver<RaftMetrics>,
     client: ClientConfig,
-    channels: Mutex<HashMap<i32, Channel>>,
+    /// By address: a dynamic quorum's controller may come back elsewhere.
+    channels: Mutex<HashMap<String, Channel>>,
 }
 
 impl ControllerChannel {
@@ -62,13 +65,24 @@ impl ControllerChannel {
         (leader >= 0).then_some(leader)
     }
 
+    /// The channel to controller `id`: its static voter address, else the leader endpoint
+    /// Raft knows for it.
     fn channel(&self, id: i32) -> Option<Channel> {
-        let endpoint = self.voters.get(&id)?;
+        let address = match self.voters.get(&id) {
+            Some(endpoint) => endpoint.address(),
+            None => {
+                let raft = self.raft.borrow();
+                if raft.current_leader != id {
+                    return None;
+                }
+                raft.leader_endpoint.clone()?
+            }
+        };
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         Some(
             channels
-                .entry(id)
-                .or_insert_with(|| Channel::spawn(endpoint.address(), self.client.clone()))
+                .entry(address.clone())
+                .or_insert_with(|| Channel::spawn(address, self.client.clone()))
                 .clone(),
         )
     }
@@ -100,7 +114,7 @@ impl ControllerChannel {
                 continue;
             };
             let Some(channel) = self.channel(id) else {
-                last = format!("controller {id} is not in controller.quorum.voters");
+                last = format!("no endpoint known for controller {id}");
                 tokio::time::sleep(CONTROLLER_RETRY_BACKOFF).await;
                 continue;
             };

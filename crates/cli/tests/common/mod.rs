@@ -11,6 +11,7 @@ pub mod python;
 pub mod raw;
 pub mod script;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -242,6 +243,12 @@ pub fn format(node: &Node, cluster_id: &str) {
 /// `kraftd format` of `node` for `cluster_id` with an `--add-scram` argument for each of
 /// `scram`.
 pub fn format_with_scram(node: &Node, cluster_id: &str, scram: &[&str]) {
+    let extra: Vec<&str> = scram.iter().flat_map(|a| ["--add-scram", a]).collect();
+    format_with_args(node, cluster_id, &extra);
+}
+
+/// `kraftd format` of `node` for `cluster_id` with `extra` arguments (`--standalone`, ...).
+pub fn format_with_args(node: &Node, cluster_id: &str, extra: &[&str]) {
     let config = node.config_path();
     let mut args = vec![
         "format",
@@ -250,9 +257,7 @@ pub fn format_with_scram(node: &Node, cluster_id: &str, scram: &[&str]) {
         "--cluster-id",
         cluster_id,
     ];
-    for argument in scram {
-        args.extend(["--add-scram", argument]);
-    }
+    args.extend(extra);
     run(&args);
 }
 
@@ -324,4 +329,29 @@ pub fn all_logs(nodes: &[Node]) -> String {
 /// `items` joined with `separator`.
 pub fn joined(items: impl Iterator<Item = String>, separator: &str) -> String {
     items.collect::<Vec<_>>().join(separator)
+}
+
+/// The `Name: value` lines of `metadata-quorum describe --status` (Kafka's tool or kraftd's).
+pub fn status_fields(stdout: &str) -> BTreeMap<String, String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The `"id": N` of a `CurrentVoters` / `CurrentObservers` list, sorted.
+pub fn voter_ids(list: &str) -> Vec<i32> {
+    let mut ids: Vec<i32> = list
+        .split("\"id\": ")
+        .skip(1)
+        .filter_map(|s| {
+            s.split(|c: char| !c.is_ascii_digit() && c != '-')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    ids.sort();
+    ids
 }

@@ -43,6 +43,9 @@ pub struct ClusterControlConfig {
     pub cluster_id: String,
     /// `broker.session.timeout.ms`: a broker silent this long is fenced.
     pub broker_session_timeout_ms: u64,
+    /// This controller's `node.id` (-1 unset): UnregisterController refuses to remove the
+    /// active controller itself.
+    pub node_id: i32,
 }
 
 /// Where a broker is in its lifecycle, as Kafka's `BrokerControlState`.
@@ -84,6 +87,7 @@ impl Default for ClusterControlConfig {
         ClusterControlConfig {
             cluster_id: String::new(),
             broker_session_timeout_ms: BROKER_SESSION_TIMEOUT_MS_DEFAULT,
+            node_id: -1,
         }
     }
 }

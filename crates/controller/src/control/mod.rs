@@ -27,6 +27,7 @@ pub mod cluster;
 pub mod config_defs;
 pub mod config_support;
 pub mod configuration;
+pub mod controller_registration;
 pub mod features;
 pub mod partition_change;
 pub mod placement;

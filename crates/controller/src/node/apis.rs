@@ -26,18 +26,22 @@ use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerT
 use kraftd_protocol::header::{decode_request, encode_response};
 use kraftd_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kraftd_protocol::messages::{
-    DescribeClusterRequest, DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse,
-    UnregisterBrokerResponse,
+    ControllerRegistrationResponse, DescribeClusterRequest, DescribeClusterResponse,
+    EnvelopeRequest, EnvelopeResponse, UnregisterBrokerResponse, UnregisterControllerResponse,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
-use kraftd_raft::transport::{mark_local_complete, InboundRequest, RequestHandler};
+use kraftd_raft::transport::{
+    mark_local_complete, ApiVersionsFeatures, InboundRequest, RequestHandler,
+};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
 use super::authz::{self, Checked};
 use super::event_loop::{ControllerRequest, ControllerStatus, Op};
 use crate::auth::{self as auth_helper, AuthHelper, RequestAuth};
+use crate::control::features::KRAFT_VERSION_FEATURE;
+use crate::image::METADATA_VERSION_FEATURE;
 use crate::publisher::{OPERATION_ALTER, OPERATION_CLUSTER_ACTION, OPERATION_DESCRIBE};
 use crate::quorum_controller::{ops, ControllerError};
 use crate::quota::{
@@ -52,10 +56,12 @@ pub const ENDPOINT_TYPE_BROKER: i8 = 1;
 pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 
 /// The controller APIs served besides Raft's, at every stable version.
-pub const CONTROLLER_API_KEYS: [ApiKey; 20] = [
+pub const CONTROLLER_API_KEYS: [ApiKey; 22] = [
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::ControllerRegistration,
+    ApiKey::UnregisterController,
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -87,8 +93,13 @@ struct Inner {
     router: RaftRequestRouter,
     requests: mpsc::Sender<ControllerRequest>,
     table: ApiVersionsTable,
-    /// `controller.quorum.voters`: the controllers DescribeCluster lists.
+    /// `controller.quorum.voters`: the controllers DescribeCluster lists before any has
+    /// registered (KIP-919).
     voters: BTreeMap<i32, VoterEndpoint>,
+    /// The controller listener's name: which registered endpoint DescribeCluster lists.
+    listener_name: String,
+    /// What ApiVersions says this controller supports.
+    supported_features: Vec<(String, i16, i16)>,
     /// Who leads, for DescribeCluster's controller id.
     raft: watch::Receiver<RaftMetrics>,
     /// The node's authorizer (none without `authorizer.class.name`).
@@ -105,6 +116,16 @@ impl std::fmt::Debug for ControllerRequest {
     }
 }
 
+/// Where DescribeCluster's controllers come from: the registrations' endpoints on
+/// `listener_name`, else the static `voters`.
+pub(crate) struct ControllerListing {
+    pub voters: BTreeMap<i32, VoterEndpoint>,
+    pub listener_name: String,
+    /// The feature ranges this controller supports (name, min, max): its ApiVersions
+    /// answer's, as the ones it registers.
+    pub supported_features: Vec<(String, i16, i16)>,
+}
+
 /// What decides whether a request runs and at what pace: the node's authorizer and the
 /// controller mutation quotas.
 pub(crate) struct Admission {
@@ -117,7 +138,7 @@ impl ControllerApis {
         cluster_id: String,
         router: RaftRequestRouter,
         requests: mpsc::Sender<ControllerRequest>,
-        voters: BTreeMap<i32, VoterEndpoint>,
+        listing: ControllerListing,
         raft: watch::Receiver<RaftMetrics>,
         status: watch::Receiver<ControllerStatus>,
         admission: Admission,
@@ -142,7 +163,9 @@ impl ControllerApis {
                 router,
                 requests,
                 table,
-                voters,
+                voters: listing.voters,
+                listener_name: listing.listener_name,
+                supported_features: listing.supported_features,
                 raft,
                 auth,
                 status,
@@ -264,8 +287,10 @@ impl ControllerApis {
 
     /// DescribeCluster on the controller listener (KIP-919, what `--bootstrap-controller`
     /// admin clients and kafka-metadata-quorum ask): the controllers, with the active one as
-    /// controller id. kraftd's voters are static, so they come from
-    /// `controller.quorum.voters` rather than ControllerRegistration records.
+    /// controller id. The controllers are the registered ones (ControllerRegistration,
+    /// KIP-919) with an endpoint on the controller listener, as Kafka's
+    /// `describeClusterControllers`; before any has registered (a new cluster's first
+    /// moments), `controller.quorum.voters`.
     /// Needs ALTER on the cluster there, as Kafka's `ControllerApis` asks (unlike a broker).
     fn describe_cluster(
         &self,
@@ -308,23 +333,7 @@ impl ControllerApis {
             endpoint_type: ENDPOINT_TYPE_CONTROLLER,
             cluster_id: self.inner.cluster_id.clone(),
             controller_id: leader,
-            brokers: self
-                .inner
-                .voters
-                .values()
-                .map(|v| DescribeClusterBroker {
-                    broker_id: v.id,
-                    host: v
-                        .host
-                        .trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_string(),
-                    port: i32::from(v.port),
-                    rack: None,
-                    is_fenced: false,
-                    ..Default::default()
-                })
-                .collect(),
+            brokers: self.controller_endpoints(),
             cluster_authorized_operations: if !request.include_cluster_authorized_operations {
                 i32::MIN
             } else if auth.authorize_cluster(OPERATION_DESCRIBE) {
@@ -337,6 +346,38 @@ impl ControllerApis {
             },
             ..Default::default()
         }
+    }
+
+    /// DescribeCluster's controllers: the registered ones, else the static voters.
+    fn controller_endpoints(&self) -> Vec<DescribeClusterBroker> {
+        let node = |id: i32, host: &str, port: u16| DescribeClusterBroker {
+            broker_id: id,
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port: i32::from(port),
+            rack: None,
+            is_fenced: false,
+            ..Default::default()
+        };
+        let image = self.inner.status.borrow().image.clone();
+        let registered: Vec<DescribeClusterBroker> = image
+            .cluster
+            .controllers()
+            .filter_map(|c| {
+                let e = c.listeners.get(&self.inner.listener_name)?;
+                Some(node(c.id, &e.host, e.port))
+            })
+            .collect();
+        if !registered.is_empty() {
+            return registered;
+        }
+        self.inner
+            .voters
+            .values()
+            .map(|v| node(v.id, &v.host, v.port))
+            .collect()
     }
 
     /// Runs the request an Envelope carries and wraps its response (KIP-590): the sender
@@ -410,6 +451,35 @@ impl ControllerApis {
 }
 
 impl RequestHandler for ControllerApis {
+    /// As Kafka's `ControllerApis`: the features this controller supports and the committed
+    /// finalized levels (what `kafka-features describe --bootstrap-controller` prints).
+    fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
+        let status = self.inner.status.borrow();
+        let features = &status.image.features;
+        let finalized = features
+            .metadata_version
+            .map(|level| (METADATA_VERSION_FEATURE.to_string(), level))
+            .into_iter()
+            .chain(
+                features
+                    .finalized
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != KRAFT_VERSION_FEATURE)
+                    .map(|(k, v)| (k.clone(), *v)),
+            )
+            // kraft.version is the Raft layer's, not a metadata record's.
+            .chain(std::iter::once((
+                KRAFT_VERSION_FEATURE.to_string(),
+                self.inner.raft.borrow().kraft_version,
+            )))
+            .collect();
+        Some(ApiVersionsFeatures {
+            supported: self.inner.supported_features.clone(),
+            finalized,
+            epoch: status.committed_offset,
+        })
+    }
+
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let auth = self
             .inner
@@ -518,6 +588,24 @@ pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
                 ..Default::default()
             })
         })),
+        B::ControllerRegistration(r) => {
+            Op::Write(ops::register_controller(r).map(|(code, message)| {
+                Rsp::ControllerRegistration(ControllerRegistrationResponse {
+                    error_code: code.code(),
+                    error_message: message,
+                    ..Default::default()
+                })
+            }))
+        }
+        B::UnregisterController(r) => Op::Write(ops::unregister_controller(r.controller_id).map(
+            |(code, message)| {
+                Rsp::UnregisterController(UnregisterControllerResponse {
+                    error_code: code.code(),
+                    error_message: message,
+                    ..Default::default()
+                })
+            },
+        )),
         B::CreateTopics(r) => Op::Write(ops::create_topics(r).map(Rsp::CreateTopics)),
         B::DeleteTopics(r) => Op::Write(ops::delete_topics(r).map(Rsp::DeleteTopics)),
         B::CreatePartitions(r) => Op::Write(ops::create_partitions(r).map(Rsp::CreatePartitions)),

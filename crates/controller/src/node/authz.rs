@@ -76,10 +76,12 @@ pub(crate) fn check(auth: &RequestAuth, image: &MetadataImage, body: RequestBody
     };
     match body {
         B::BrokerRegistration(_)
+        | B::ControllerRegistration(_)
         | B::BrokerHeartbeat(_)
         | B::AlterPartition(_)
         | B::AllocateProducerIds(_) => cluster(OPERATION_CLUSTER_ACTION, body),
         B::UnregisterBroker(_)
+        | B::UnregisterController(_)
         | B::ElectLeaders(_)
         | B::UpdateFeatures(_)
         | B::AlterUserScramCredentials(_)

@@ -15,6 +15,7 @@ pub mod apis;
 mod authz;
 mod event_loop;
 mod kraft_version;
+pub mod registration;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -88,6 +89,11 @@ pub struct ControllerNodeConfig {
     pub snapshot_max_bytes: u64,
     /// `metadata.log.max.snapshot.interval.ms`.
     pub snapshot_max_interval_ms: i64,
+    /// The advertised controller listeners (name, host, port, security protocol id) this
+    /// controller registers (KIP-919); none, and it does not register.
+    pub registration_listeners: Vec<(String, String, u16, i16)>,
+    /// The feature ranges this controller supports (name, min, max), registered with them.
+    pub supported_features: Vec<(String, i16, i16)>,
 }
 
 impl ControllerNodeConfig {
@@ -100,6 +106,7 @@ impl ControllerNodeConfig {
     ) -> Self {
         let mut managers = ManagersConfig::default();
         managers.cluster.cluster_id = cluster_id.to_string();
+        managers.cluster.node_id = node_id;
         managers.seed = u64::from(node_id.unsigned_abs()) ^ 0x6b72_6166_7464;
         ControllerNodeConfig {
             node_id,
@@ -121,6 +128,8 @@ impl ControllerNodeConfig {
             colocated_broker: false,
             snapshot_max_bytes: crate::snapshot::DEFAULT_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS,
             snapshot_max_interval_ms: crate::snapshot::DEFAULT_MAX_SNAPSHOT_INTERVAL_MS,
+            registration_listeners: Vec::new(),
+            supported_features: Vec::new(),
         }
     }
 }
@@ -139,6 +148,8 @@ pub struct ControllerNode {
     handle: RaftHandle,
     server: Option<JoinHandle<()>>,
     event_loop: Option<JoinHandle<()>>,
+    /// The registration manager ([`registration`]), when the node registers.
+    registration: Option<JoinHandle<()>>,
     status: watch::Receiver<ControllerStatus>,
     published: NodePublishers,
     broker_events: Option<broadcast::Receiver<RaftEvent>>,
@@ -203,11 +214,31 @@ impl ControllerNode {
         )
         .with_metrics(metrics.clone());
         let event_loop = tokio::spawn(event_loop.run());
+        let registration = (!config.registration_listeners.is_empty()).then(|| {
+            let registration = registration::RegistrationConfig {
+                node_id: config.node_id,
+                incarnation_id: incarnation_id(config.node_id),
+                listeners: config.registration_listeners.clone(),
+                features: config.supported_features.clone(),
+                controller_listener_name: config.controller_listener_name.clone(),
+                voters: config.voters.clone(),
+                client_security: config.client_security.clone(),
+            };
+            tokio::spawn(registration::run(
+                registration,
+                status.clone(),
+                requests_tx.clone(),
+            ))
+        });
         let apis = ControllerApis::new(
             config.cluster_id.clone(),
             router,
             requests_tx,
-            config.voters.clone(),
+            apis::ControllerListing {
+                voters: config.voters.clone(),
+                listener_name: config.controller_listener_name.clone(),
+                supported_features: config.supported_features.clone(),
+            },
             handle.metrics(),
             status.clone(),
             apis::Admission {
@@ -226,6 +257,7 @@ impl ControllerNode {
             handle,
             server: Some(server),
             event_loop: Some(event_loop),
+            registration,
             status,
             published,
             broker_events,
@@ -288,9 +320,13 @@ impl ControllerNode {
     }
 
     async fn stop_tasks(&mut self) {
-        for task in [self.server.take(), self.event_loop.take()]
-            .into_iter()
-            .flatten()
+        for task in [
+            self.registration.take(),
+            self.server.take(),
+            self.event_loop.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             task.abort();
             let _ = task.await;
@@ -300,13 +336,27 @@ impl ControllerNode {
 
 impl Drop for ControllerNode {
     fn drop(&mut self) {
-        for task in [self.server.take(), self.event_loop.take()]
-            .into_iter()
-            .flatten()
+        for task in [
+            self.registration.take(),
+            self.server.take(),
+            self.event_loop.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             task.abort();
         }
     }
+}
+
+/// A fresh incarnation id for the controller registration: unique per start.
+fn incarnation_id(node_id: i32) -> kraftd_protocol::Uuid {
+    let nanos = kraftd_log::clock::unix_nanos();
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&nanos.to_be_bytes());
+    bytes[8..12].copy_from_slice(&node_id.to_be_bytes());
+    bytes[12..].copy_from_slice(&std::process::id().to_be_bytes());
+    kraftd_protocol::Uuid(bytes)
 }
 
 /// A per-incarnation seed for the election timer, so two restarts do not draw the same

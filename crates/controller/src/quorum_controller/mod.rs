@@ -293,6 +293,19 @@ impl<R: 'static> QuorumController<R> {
         self.committed_offset = batch.last_offset;
         self.commit_delta = Some(delta);
         let ours = self.active_epoch == Some(batch.epoch);
+        if ours
+            && self.committed_offset > self.last_written_offset
+            && batch
+                .records
+                .iter()
+                .all(|(o, _)| *o <= self.last_written_offset)
+        {
+            // The Raft layer's own control records in this epoch (the VotersRecord of an
+            // AddRaftVoter / RemoveRaftVoter, the KRaftVersionRecord of an upgrade,
+            // KIP-853): the log moved past what this controller wrote without superseding
+            // it, and its next write goes after them. Everything it wrote is committed.
+            self.last_written_offset = self.committed_offset;
+        }
         if ours && self.committed_offset <= self.last_written_offset {
             while let Some(first) = self.pending.front() {
                 if first.last_offset > self.committed_offset {

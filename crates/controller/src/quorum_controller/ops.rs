@@ -10,12 +10,13 @@ use kraftd_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterPartitionRequest,
     AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, CreateAclsRequest, CreateAclsResponse, CreatePartitionsRequest,
-    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest,
-    DeleteAclsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeAclsRequest,
-    DescribeAclsResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ElectLeadersRequest,
-    ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    BrokerRegistrationResponse, ControllerRegistrationRequest, CreateAclsRequest,
+    CreateAclsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, DescribeAclsRequest, DescribeAclsResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse, ElectLeadersRequest, ElectLeadersResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, UpdateFeaturesRequest,
     UpdateFeaturesResponse,
 };
@@ -232,6 +233,29 @@ pub fn unregister_broker(broker_id: i32) -> WriteOp<ErrorCode> {
             ctx.managers.heartbeats.remove(broker_id);
         }
         result
+    })
+}
+
+/// ControllerRegistration (KIP-919): the RegisterControllerRecord.
+pub fn register_controller(
+    request: ControllerRegistrationRequest,
+) -> WriteOp<crate::control::controller_registration::Outcome> {
+    WriteOp::new(move |ctx| {
+        crate::control::controller_registration::register_controller(ctx.image, &request)
+    })
+}
+
+/// UnregisterController (KIP-1312): the UnregisterControllerRecord; never this controller.
+pub fn unregister_controller(
+    controller_id: i32,
+) -> WriteOp<crate::control::controller_registration::Outcome> {
+    WriteOp::new(move |ctx| {
+        let active = ctx.managers.cluster.config().node_id;
+        crate::control::controller_registration::unregister_controller(
+            ctx.image,
+            controller_id,
+            active,
+        )
     })
 }
 

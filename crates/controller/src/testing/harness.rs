@@ -80,6 +80,7 @@ impl ControlHarness {
             ClusterControlConfig {
                 cluster_id: CLUSTER_ID.into(),
                 broker_session_timeout_ms: BROKER_SESSION_TIMEOUT_MS_DEFAULT,
+                ..Default::default()
             },
             replication.clone(),
         );

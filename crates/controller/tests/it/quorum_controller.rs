@@ -296,6 +296,40 @@ fn replies_only_after_commit() {
     assert_eq!(node.committed_image(), node.latest_image());
 }
 
+/// A control batch the Raft layer writes in the leader's own epoch (the VotersRecord of an
+/// AddRaftVoter, KIP-853) moves the log past what the controller wrote: it stays active and
+/// writes after it, instead of renouncing while Raft still names it leader.
+#[test]
+fn raft_control_batch_in_own_epoch_keeps_the_controller_active() {
+    let (mut raft, mut node) = bootstrapped();
+    let voters = CommittedBatch {
+        epoch: raft.epoch,
+        last_offset: raft.end_offset,
+        records: Vec::new(),
+    };
+    raft.end_offset += 1;
+    raft.committed.push(voters.clone());
+    node.handle_commit(&voters).unwrap();
+    assert!(node.is_active());
+    assert_eq!(node.last_written_offset(), voters.last_offset);
+
+    node.submit_write(register_op(1)).unwrap();
+    node.process(&mut raft.node(0));
+    assert!(
+        raft.resigned.is_empty(),
+        "the write lands after the control batch"
+    );
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 1);
+    assert!(
+        matches!(done[0].result, Ok(Resp::Registration(_))),
+        "{done:?}"
+    );
+}
+
 #[test]
 fn leader_change_fails_pending_with_not_controller_and_reverts() {
     let (mut raft, mut node) = bootstrapped();

@@ -116,6 +116,13 @@ pub struct RaftMetrics {
     /// Leader endpoints learned from Raft messages (KIP-853), `host:port` by leader id:
     /// where a request to an id that `controller.quorum.voters` lacks goes.
     pub learned_endpoints: BTreeMap<i32, String>,
+    /// The current leader's `host:port` on the controller listener as this node knows it
+    /// (`controller.quorum.voters`, the voter set's endpoints, or learned): where a broker
+    /// of a dynamic quorum, which has no static voters, sends its controller requests.
+    pub leader_endpoint: Option<String>,
+    /// The committed `kraft.version` (0 static voters, 1 a voter set in the log, KIP-853):
+    /// the level a controller's ApiVersions reports, as Kafka's from its Raft client.
+    pub kraft_version: i16,
 }
 
 /// Kafka's raft-metrics sensors: the windowed stats behind [`RaftMetrics`]'s latencies,
@@ -356,6 +363,8 @@ impl PartialEq for RaftMetrics {
             destinations,
             last_fetch_destination,
             learned_endpoints,
+            leader_endpoint,
+            kraft_version,
         } = self;
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
         *current_state == other.current_state
@@ -385,6 +394,8 @@ impl PartialEq for RaftMetrics {
             && *destinations == other.destinations
             && *last_fetch_destination == other.last_fetch_destination
             && *learned_endpoints == other.learned_endpoints
+            && *leader_endpoint == other.leader_endpoint
+            && *kraft_version == other.kraft_version
     }
 }
 
@@ -608,6 +619,12 @@ impl DriverLoop {
                 .iter()
                 .map(|(id, l)| (*id, l.endpoint.address()))
                 .collect(),
+            leader_endpoint: self
+                .core
+                .leader_id()
+                .and_then(|id| self.core.leader_endpoint(id))
+                .map(|e| e.address()),
+            kraft_version: self.core.kraft_version(),
             // Windowed: set by the sensors below.
             ..RaftMetrics::default()
         };
