@@ -1,6 +1,8 @@
 //! A broker's way to the active controller (Kafka's `NodeToControllerChannelManager`): the
 //! Raft layer says who leads the metadata quorum (`current-leader`), the static voter list
-//! (`controller.quorum.voters`) says where it listens, and a request that meets a standby
+//! (`controller.quorum.voters`) says where it listens, or, in a dynamic quorum (KIP-853),
+//! the Raft layer does (the voter set in the log, the leader endpoint its fetches carry),
+//! as Kafka's `RaftControllerNodeProvider` asks its Raft manager; and a request that meets a standby
 //! (NOT_CONTROLLER), a dead connection or a timeout is retried against whoever leads next,
 //! until the caller's deadline. The lifecycle manager and the forwarding manager each own one,
 //! so heartbeats never queue behind forwarded admin requests.
@@ -33,7 +35,8 @@ pub struct ControllerChannel {
     voters: BTreeMap<i32, VoterEndpoint>,
     raft: watch::Receiver<RaftMetrics>,
     client: ClientConfig,
-    channels: Mutex<HashMap<i32, Channel>>,
+    /// By controller id, with the address each connects to (a learned one can change).
+    channels: Mutex<HashMap<i32, (String, Channel)>>,
 }
 
 impl ControllerChannel {
@@ -62,15 +65,28 @@ impl ControllerChannel {
         (leader >= 0).then_some(leader)
     }
 
+    /// A channel to controller `id`: its `controller.quorum.voters` endpoint, else, when it
+    /// leads, the endpoint the Raft layer knows for it.
     fn channel(&self, id: i32) -> Option<Channel> {
-        let endpoint = self.voters.get(&id)?;
+        let address = match self.voters.get(&id) {
+            Some(endpoint) => endpoint.address(),
+            None => {
+                let raft = self.raft.borrow();
+                if raft.current_leader != id {
+                    return None;
+                }
+                raft.leader_endpoint.clone()?
+            }
+        };
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        Some(
-            channels
-                .entry(id)
-                .or_insert_with(|| Channel::spawn(endpoint.address(), self.client.clone()))
-                .clone(),
-        )
+        match channels.get(&id) {
+            Some((known, channel)) if *known == address => Some(channel.clone()),
+            _ => {
+                let channel = Channel::spawn(address.clone(), self.client.clone());
+                channels.insert(id, (address, channel.clone()));
+                Some(channel)
+            }
+        }
     }
 
     /// Sends `body` at `version` (or the highest stable version when `None`) to the active
@@ -100,7 +116,7 @@ impl ControllerChannel {
                 continue;
             };
             let Some(channel) = self.channel(id) else {
-                last = format!("controller {id} is not in controller.quorum.voters");
+                last = format!("no endpoint known for controller {id}");
                 tokio::time::sleep(CONTROLLER_RETRY_BACKOFF).await;
                 continue;
             };

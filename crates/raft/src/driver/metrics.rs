@@ -116,6 +116,10 @@ pub struct RaftMetrics {
     /// Leader endpoints learned from Raft messages (KIP-853), `host:port` by leader id:
     /// where a request to an id that `controller.quorum.voters` lacks goes.
     pub learned_endpoints: BTreeMap<i32, String>,
+    /// `host:port` of `current_leader` on the controller listener, wherever this node knows
+    /// it from (`controller.quorum.voters`, the voter set in effect, a Raft message): where a
+    /// broker of a dynamic quorum sends its controller requests.
+    pub leader_endpoint: Option<String>,
 }
 
 /// Kafka's raft-metrics sensors: the windowed stats behind [`RaftMetrics`]'s latencies,
@@ -356,6 +360,7 @@ impl PartialEq for RaftMetrics {
             destinations,
             last_fetch_destination,
             learned_endpoints,
+            leader_endpoint,
         } = self;
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
         *current_state == other.current_state
@@ -385,6 +390,7 @@ impl PartialEq for RaftMetrics {
             && *destinations == other.destinations
             && *last_fetch_destination == other.last_fetch_destination
             && *learned_endpoints == other.learned_endpoints
+            && *leader_endpoint == other.leader_endpoint
     }
 }
 
@@ -608,6 +614,11 @@ impl DriverLoop {
                 .iter()
                 .map(|(id, l)| (*id, l.endpoint.address()))
                 .collect(),
+            leader_endpoint: self
+                .core
+                .leader_id()
+                .and_then(|id| self.core.leader_endpoint(id))
+                .map(|e| e.address()),
             // Windowed: set by the sensors below.
             ..RaftMetrics::default()
         };
