@@ -7,13 +7,13 @@
 //! set and the producer must get more records acknowledged; at the end it reads the topic
 //! back and checks that every acknowledged record is there, none lost or duplicated.
 //!
-//! - [`grow_one_controller_to_three_and_shrink_back_while_producing`]: `format --standalone`,
+//! - `grow_one_controller_to_three_and_shrink_back_while_producing`: `format --standalone`,
 //!   two controllers formatted `--no-initial-controllers` added and then removed.
-//! - [`a_wiped_controller_rejoins_with_a_new_directory_id`]: a voter's metadata directory is
+//! - `a_wiped_controller_rejoins_with_a_new_directory_id`: a voter's metadata directory is
 //!   wiped and reformatted; auto-join replaces its old voter key with the new one.
-//! - [`removing_the_leader_elects_another_and_clients_are_served`]: RemoveRaftVoter of the
+//! - `removing_the_leader_elects_another_and_clients_are_served`: RemoveRaftVoter of the
 //!   active controller; it resigns once the change commits and another voter leads.
-//! - [`a_static_quorum_upgraded_to_dynamic_changes_voters`]: `controller.quorum.voters`,
+//! - `a_static_quorum_upgraded_to_dynamic_changes_voters`: `controller.quorum.voters`,
 //!   `kraft.version` 0 → 1, then a voter removed and added back.
 //!
 //! Every wait polls a condition with a deadline.
