@@ -472,6 +472,8 @@ impl DriverLoop {
                 let mut response = self.core.describe_quorum(&request, now);
                 if version >= 2 {
                     self.fill_nodes(&mut response);
+                } else {
+                    super::voter_changes::strip_directory_ids(&mut response);
                 }
                 let _ = reply.send(ResponseBody::DescribeQuorum(response));
             }

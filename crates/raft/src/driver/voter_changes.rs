@@ -428,3 +428,17 @@ fn endpoint(host: &str, port: u16) -> Endpoint {
         port,
     }
 }
+
+/// DescribeQuorum v0–1 cannot carry the directory ids that fetches report (KIP-853), even
+/// in a static quorum, where they are known too: Kafka leaves them out below v2, and an
+/// encoder refusing them closed the connection instead of answering.
+pub(super) fn strip_directory_ids(response: &mut DescribeQuorumResponse) {
+    let replicas = response.topics.iter_mut().flat_map(|t| {
+        t.partitions
+            .iter_mut()
+            .flat_map(|p| p.current_voters.iter_mut().chain(&mut p.observers))
+    });
+    for replica in replicas {
+        replica.replica_directory_id = Default::default();
+    }
+}
