@@ -231,6 +231,8 @@ impl MetadataLoader {
             RaftEvent::LeaderChange {
                 epoch, leader_id, ..
             } => self.handle_leader_change(epoch, leader_id),
+            // Only a writer predicting offsets cares; the records arrive committed.
+            RaftEvent::LeaderAppended { .. } => {}
         }
     }
 

@@ -167,10 +167,24 @@ pub fn voters(nodes: &[Node]) -> String {
 /// A controller's properties: small segments and snapshot thresholds, a no-op record every
 /// 100 ms, so logs roll and snapshots happen within a test.
 pub fn write_config(node: &Node, voters: &str) {
+    write_controller_config(node, &format!("controller.quorum.voters={voters}"));
+}
+
+/// [`write_config`] for a dynamic quorum (KIP-853): the voters found through
+/// `controller.quorum.bootstrap.servers` (`host:port,...`), none configured.
+pub fn write_dynamic_config(node: &Node, bootstrap: &str) {
+    write_controller_config(
+        node,
+        &format!("controller.quorum.bootstrap.servers={bootstrap}"),
+    );
+}
+
+/// A controller's properties with `quorum` (the line saying how to find the voters).
+fn write_controller_config(node: &Node, quorum: &str) {
     let text = format!(
         "process.roles=controller\n\
          node.id={id}\n\
-         controller.quorum.voters={voters}\n\
+         {quorum}\n\
          listeners=CONTROLLER://127.0.0.1:{port}\n\
          controller.listener.names=CONTROLLER\n\
          log.dirs={data}\n\
@@ -188,10 +202,24 @@ pub fn write_config(node: &Node, voters: &str) {
 /// A broker's properties: a PLAINTEXT listener on its port, the quorum's voters, a quick
 /// heartbeat so tests see fencing change fast.
 pub fn write_broker_config(node: &Node, voters: &str) {
+    write_broker_config_with(node, &format!("controller.quorum.voters={voters}"));
+}
+
+/// [`write_broker_config`] for a dynamic quorum: the controllers found through
+/// `controller.quorum.bootstrap.servers` (`host:port,...`).
+pub fn write_dynamic_broker_config(node: &Node, bootstrap: &str) {
+    write_broker_config_with(
+        node,
+        &format!("controller.quorum.bootstrap.servers={bootstrap}"),
+    );
+}
+
+/// A broker's properties with `quorum` (the line saying how to find the controllers).
+fn write_broker_config_with(node: &Node, quorum: &str) {
     let text = format!(
         "process.roles=broker\n\
          node.id={id}\n\
-         controller.quorum.voters={voters}\n\
+         {quorum}\n\
          listeners=PLAINTEXT://127.0.0.1:{port}\n\
          controller.listener.names=CONTROLLER\n\
          log.dirs={data}\n\

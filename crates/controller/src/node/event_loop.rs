@@ -316,6 +316,13 @@ impl EventLoop {
                 self.controller
                     .handle_leader_change_at(leader_id, epoch, Some(log_end_offset));
             }
+            RaftEvent::LeaderAppended {
+                epoch,
+                base_offset,
+                end_offset,
+            } => self
+                .controller
+                .handle_leader_append(epoch, base_offset, end_offset),
         }
         Ok(())
     }

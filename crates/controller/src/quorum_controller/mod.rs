@@ -379,6 +379,18 @@ impl<R: 'static> QuorumController<R> {
         }
     }
 
+    /// The Raft leader appended control records of its own (a voter change's VotersRecord,
+    /// the `kraft.version` upgrade) at `base_offset..end_offset` in `epoch`. Right after what
+    /// this active controller wrote, they only move its next write past them (Kafka's
+    /// controller asks its Raft client for the offset, so never predicts into them);
+    /// anywhere else, a write of its own is in flight at those offsets and is refused, and
+    /// the refusal renounces as before.
+    pub fn handle_leader_append(&mut self, epoch: i32, base_offset: i64, end_offset: i64) {
+        if self.active_epoch == Some(epoch) && base_offset == self.last_written_offset + 1 {
+            self.last_written_offset = end_offset - 1;
+        }
+    }
+
     /// The clock (Kafka's periodic tasks): on the active controller, fences brokers whose
     /// session expired and appends a no-op record after `metadata.max.idle.interval.ms`
     /// without writes.

@@ -383,6 +383,46 @@ fn refused_proposal_renounces_and_resigns() {
     assert_eq!(node.latest_image(), node.committed_image());
 }
 
+/// The Raft leader's own control batch (a voter change's VotersRecord) right after the
+/// controller's writes: announced, the controller writes after it and stays active when it
+/// commits; nothing is refused, no one resigns.
+#[test]
+fn a_leader_control_batch_moves_the_next_write_past_it() {
+    let (mut raft, mut node) = bootstrapped();
+    node.submit_write(register_op(1)).unwrap();
+    node.process(&mut raft.node(0));
+    let base = raft.end_offset;
+    let control = CommittedBatch {
+        epoch: raft.epoch,
+        last_offset: base,
+        records: Vec::new(),
+    };
+    raft.uncommitted.push(control);
+    raft.end_offset += 1;
+    node.handle_leader_append(raft.epoch, base, base + 1);
+    assert_eq!(node.last_written_offset(), base);
+    node.submit_write(register_op(2)).unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 2);
+    assert!(done
+        .iter()
+        .all(|c| matches!(c.result, Ok(Resp::Registration(_)))));
+    assert!(node.is_active());
+    assert!(raft.resigned.is_empty());
+
+    // Announced where a write of the controller's own is in flight: ignored (the refusal of
+    // that write renounces).
+    node.submit_write(register_op(3)).unwrap();
+    node.process(&mut raft.node(0));
+    let written = node.last_written_offset();
+    node.handle_leader_append(raft.epoch, written, written + 1);
+    assert_eq!(node.last_written_offset(), written);
+}
+
 #[test]
 fn standby_replaying_committed_records_has_identical_image() {
     let mut raft = FakeRaft::default();

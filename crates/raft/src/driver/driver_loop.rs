@@ -94,6 +94,14 @@ pub(super) struct DriverLoop {
     pub(super) next_voter_token: u64,
     /// This node's own UpdateRaftVoter / auto-join request to the leader.
     pub(super) own_voter_change: super::voter_changes::OwnVoterChange,
+    /// The latest epoch in which an atomic append was refused: every later one of that
+    /// epoch is refused too, even at the log end. The controller computed it on top of the
+    /// refused one, and a control batch of the leader's own (a VotersRecord) of the same
+    /// length can put the log end exactly where it expected.
+    pub(super) refused_epoch: Option<i32>,
+    /// `(epoch, log end)` as the state machine knows it: after its own appends, or as
+    /// announced by [`RaftEvent::LeaderAppended`] (`voter_changes.rs`).
+    pub(super) known_end: Option<(i32, i64)>,
 }
 
 impl std::fmt::Debug for DriverLoop {
@@ -312,6 +320,7 @@ impl DriverLoop {
                     let _ = reply.send(result);
                     return;
                 };
+                self.note_own_append();
                 self.counters.append_records_total += records.len() as u64;
                 self.counters
                     .sensors
@@ -383,6 +392,14 @@ impl DriverLoop {
             records,
             on_refused,
         } = append;
+        if self.refused_epoch == Some(epoch) {
+            let _ = on_refused.send(AtomicAppendRefused {
+                epoch,
+                base_offset,
+                reason: "an earlier append of this epoch was refused".into(),
+            });
+            return;
+        }
         let refuse = |reason: String| {
             warn!(node = self.node_id, epoch, base_offset, %reason, "atomic append refused");
             let _ = on_refused.send(AtomicAppendRefused {
@@ -390,17 +407,20 @@ impl DriverLoop {
                 base_offset,
                 reason,
             });
+            Some(epoch)
         };
         if self.core.role() != RoleName::Leader || self.core.epoch() != epoch {
-            return refuse(format!(
+            self.refused_epoch = refuse(format!(
                 "this node is {} in epoch {}",
                 self.core.role().as_str(),
                 self.core.epoch()
             ));
+            return;
         }
         let end = self.core.log().end_offset();
         if end != base_offset {
-            return refuse(format!("the log ends at {end}"));
+            self.refused_epoch = refuse(format!("the log ends at {end}"));
+            return;
         }
         let at = Instant::now();
         let result = self.core.propose(now, &records);
@@ -410,6 +430,7 @@ impl DriverLoop {
         }
         match result {
             Ok(range) => {
+                self.note_own_append();
                 self.counters.append_records_total += records.len() as u64;
                 self.counters
                     .sensors
@@ -420,7 +441,7 @@ impl DriverLoop {
                     waiter: None,
                 });
             }
-            Err(e) => refuse(e.to_string()),
+            Err(e) => self.refused_epoch = refuse(e.to_string()),
         }
     }
 
@@ -455,15 +476,7 @@ impl DriverLoop {
                     // Directory ids are v2+ and not ignorable: a v1 answer that carried one
                     // could not be encoded (the connection would close), as Kafka's
                     // `RaftUtil` leaves them out below v2.
-                    for p in response
-                        .topics
-                        .iter_mut()
-                        .flat_map(|t| t.partitions.iter_mut())
-                    {
-                        for r in p.current_voters.iter_mut().chain(p.observers.iter_mut()) {
-                            r.replica_directory_id = Default::default();
-                        }
-                    }
+                    super::voter_changes::strip_directory_ids(&mut response);
                 }
                 let _ = reply.send(ResponseBody::DescribeQuorum(response));
             }
@@ -611,6 +624,7 @@ impl DriverLoop {
                 .handle_request_failed(now, to, correlation_id, kind);
         }
         self.expire_inbound();
+        self.announce_leader_appends();
         let now = self.now_ms();
         self.settle_proposals(now);
         self.publish_metrics(now);

@@ -28,6 +28,16 @@ pub enum RaftEvent {
         leader_id: Option<i32>,
         log_end_offset: i64,
     },
+    /// This node, leader in `epoch`, appended control records of its own (a voter change's
+    /// VotersRecord, the `kraft.version` upgrade) at `base_offset..end_offset`, right after
+    /// the state machine's last append. A state machine that predicts its offsets
+    /// (`schedule_atomic_append`) writes after them; Kafka's asks the Raft client for the
+    /// offset instead, which amounts to the same.
+    LeaderAppended {
+        epoch: i32,
+        base_offset: i64,
+        end_offset: i64,
+    },
     /// Load this committed snapshot first: the batches below its end offset are gone
     /// (KIP-630); `Committed` batches continue from its end offset.
     Snapshot { id: SnapshotId, bytes: Bytes },

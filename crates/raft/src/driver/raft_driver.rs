@@ -271,6 +271,8 @@ impl RaftDriver {
             voter_changes: HashMap::new(),
             next_voter_token: 0,
             own_voter_change: Default::default(),
+            refused_epoch: None,
+            known_end: None,
         };
         let first_events = (0..config.early_subscribers)
             .map(|_| events.subscribe())

@@ -5,7 +5,9 @@
 //! once when it refuses; the `kraft.version` upgrade a [`RaftHandle`](super::RaftHandle)
 //! asks for; and DescribeQuorum v2's `Nodes` from the voter set in effect. Kafka's
 //! `KafkaRaftClient.handleAddVoterRequest`, `handleRemoveVoterRequest`,
-//! `handleUpdateVoterRequest` (the checks before the handlers').
+//! `handleUpdateVoterRequest` (the checks before the handlers'). Also how the state
+//! machine learns of the control records the leader appends by itself
+//! ([`RaftEvent::LeaderAppended`]).
 
 use std::collections::BTreeMap;
 
@@ -22,9 +24,11 @@ use tokio::sync::oneshot;
 use tracing::{debug, info};
 
 use super::driver_loop::DriverLoop;
+use super::handle::RaftEvent;
 use super::router::VoterChangeRequest;
 use crate::core::endpoints::Endpoint;
 use crate::core::voter_set::{ReplicaKey, VoterNode};
+use crate::core::RoleName;
 use crate::transport::Channel;
 
 /// How long a node waits between its own voter-change requests to the leader.
@@ -334,6 +338,41 @@ impl DriverLoop {
     /// the voter set in effect (a static voter's controller listener from
     /// `controller.quorum.voters`), as Kafka's `RaftUtil.singletonDescribeQuorumResponse`
     /// lists them (voters only, and only in a leader's answer).
+    /// After an append of the state machine's own (an atomic append, a proposal): the log
+    /// end it knows.
+    pub(super) fn note_own_append(&mut self) {
+        use crate::core::log::RaftLog;
+        self.known_end = Some((self.core.epoch(), self.core.log().end_offset()));
+    }
+
+    /// When this leader appended records of its own (a VotersRecord, the KRaftVersionRecord)
+    /// past the log end the state machine knows, tells it with
+    /// [`RaftEvent::LeaderAppended`], so its next predicted offset is past them instead of
+    /// being refused (which made the controller resign after every voter change). The
+    /// epoch-start records need no event: the leader change carries the log end.
+    pub(super) fn announce_leader_appends(&mut self) {
+        use crate::core::log::RaftLog;
+        if self.core.role() != RoleName::Leader {
+            self.known_end = None;
+            return;
+        }
+        let (epoch, end) = (self.core.epoch(), self.core.log().end_offset());
+        if let Some((known_epoch, base_offset)) = self.known_end {
+            if known_epoch == epoch && base_offset < end {
+                debug!(
+                    node = self.node_id,
+                    epoch, base_offset, end, "the leader appended records of its own"
+                );
+                let _ = self.events.send(RaftEvent::LeaderAppended {
+                    epoch,
+                    base_offset,
+                    end_offset: end,
+                });
+            }
+        }
+        self.known_end = Some((epoch, end));
+    }
+
     pub(super) fn fill_nodes(&self, response: &mut DescribeQuorumResponse) {
         use kraftd_protocol::messages::describe_quorum_response::{Listener, Node};
         let voters: Vec<i32> = response
@@ -387,5 +426,19 @@ fn endpoint(host: &str, port: u16) -> Endpoint {
             .trim_end_matches(']')
             .to_string(),
         port,
+    }
+}
+
+/// DescribeQuorum v0–1 cannot carry the directory ids that fetches report (KIP-853), even
+/// in a static quorum, where they are known too: Kafka leaves them out below v2, and an
+/// encoder refusing them closed the connection instead of answering.
+pub(super) fn strip_directory_ids(response: &mut DescribeQuorumResponse) {
+    let replicas = response.topics.iter_mut().flat_map(|t| {
+        t.partitions
+            .iter_mut()
+            .flat_map(|p| p.current_voters.iter_mut().chain(&mut p.observers))
+    });
+    for replica in replicas {
+        replica.replica_directory_id = Default::default();
     }
 }
