@@ -15,7 +15,10 @@
 //! once something commits; NoOp records are off (`metadata.max.idle.interval.ms=0`), so the
 //! bench commits a one-partition marker topic every 2 s until that snapshot is on disk,
 //! and nothing else is written afterwards that could start another snapshot mid-measure.
-//! The brokers' session timeout is 10 minutes, so a heartbeat delayed by a busy machine
+//! Both write 8 MiB metadata log segments (`metadata.log.segment.bytes`), so the leader
+//! deletes its log below the snapshot and the joiner must fetch the snapshot (kraftd deletes
+//! whole segments below its latest snapshot; Kafka only beyond `metadata.max.retention.bytes`,
+//! set to 8 MiB too). The brokers' session timeout is 10 minutes, so a heartbeat delayed by a busy machine
 //! fences nothing.
 //!
 //! Then controller 2 starts as an observer, and from its start the bench measures: its
@@ -222,7 +225,7 @@ fn layout(
              listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
              controller.quorum.auto.join.enable=false\nlog.dirs={}\n\
              broker.session.timeout.ms=600000\nmetadata.max.idle.interval.ms=0\n\
-             metadata.log.max.snapshot.interval.ms={}\n",
+             metadata.log.max.snapshot.interval.ms={}\nmetadata.log.segment.bytes=8388608\n",
             ports[0],
             data.display(),
             args.snapshot_interval_ms
@@ -245,7 +248,10 @@ fn layout(
                 }
             }
             System::Kafka => {
-                text.push_str("listener.security.protocol.map=CONTROLLER:PLAINTEXT\n");
+                text.push_str(
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT\n\
+                     metadata.max.retention.bytes=8388608\n",
+                );
                 std::fs::write(&config, text)?;
                 format_kafka_node(classpath, &cluster_id, &config, &[flag])
                     .with_context(|| format!("formatting Kafka controller {id}"))?;
@@ -523,16 +529,17 @@ fn measure(
         {
             f.listening_s = Some(elapsed);
         }
+        // The leader's snapshot, not one the joiner took itself while replaying the log.
+        let leaders = latest_snapshot(&metadata_dirs[0]).map(|(end, _)| end);
         if f.snapshot_fetched_s.is_none()
-            && latest_snapshot(&metadata_dirs[1]).is_some_and(|(end, _)| end >= snapshot_end)
+            && latest_snapshot(&metadata_dirs[1]).map(|(end, _)| end) == leaders
         {
             f.snapshot_fetched_s = Some(elapsed);
         }
         let p = conn.describe_quorum()?;
-        if f.snapshot_fetched_s.is_some()
-            && p.observers
-                .iter()
-                .any(|o| o.replica_id == JOINER && o.log_end_offset >= p.high_watermark)
+        if p.observers
+            .iter()
+            .any(|o| o.replica_id == JOINER && o.log_end_offset >= p.high_watermark)
         {
             f.caught_up_s = Some(elapsed);
             break;
