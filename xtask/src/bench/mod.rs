@@ -24,6 +24,11 @@
 //! (creation, settling, idle CPU, RSS, fds, restarts, a follower's CPU), beside Kafka's
 //! (`scale.rs`, its requests in `scale_client.rs`).
 //!
+//! `cargo xtask bench add-voter --partitions N`: AddRaftVoter of a second controller to a
+//! standalone one holding N partitions of metadata: the joiner's snapshot fetch and catch-up,
+//! then the time to the response and to its counting toward the HW, beside Kafka's
+//! (`add_voter.rs`, its requests in `add_voter_client.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -54,6 +59,8 @@
 //! starting its nodes, running its tools); `machine.rs` the machine's limit and CPU accounting
 //! from /proc; `report.rs` the printed table.
 
+mod add_voter;
+mod add_voter_client;
 mod cleaner;
 mod cluster;
 mod failover;
@@ -75,6 +82,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use add_voter::{add_voter, AddVoterArgs};
 use cleaner::{cleaner, CleanerArgs};
 use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
@@ -118,6 +126,10 @@ enum What {
     /// What many partitions cost one combined node (creation, settling, idle CPU, RSS, fds,
     /// restarts, a follower's CPU per partition), beside Apache Kafka 4.4.0's.
     Scale(ScaleArgs),
+    /// AddRaftVoter of a second controller to a standalone one holding many partitions of
+    /// metadata: snapshot fetch, catch-up, the time to the response and to the new voter
+    /// counting toward the HW, beside Apache Kafka 4.4.0's.
+    AddVoter(AddVoterArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -131,5 +143,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Reassign(args) => reassign(root, args),
         What::Failover(args) => failover(root, args),
         What::Scale(args) => scale(root, args),
+        What::AddVoter(args) => add_voter(root, args),
     }
 }

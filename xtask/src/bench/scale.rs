@@ -77,7 +77,7 @@ pub(super) struct ScaleArgs {
 }
 
 /// How to (re)start one node.
-enum Launch {
+pub(super) enum Launch {
     Kraftd {
         bin: PathBuf,
         command: &'static str,
@@ -92,14 +92,14 @@ enum Launch {
     },
 }
 
-struct Node {
-    port: u16,
-    launch: Launch,
-    child: Option<Child>,
+pub(super) struct Node {
+    pub(super) port: u16,
+    pub(super) launch: Launch,
+    pub(super) child: Option<Child>,
 }
 
 impl Node {
-    fn start(&mut self) -> Result<()> {
+    pub(super) fn start(&mut self) -> Result<()> {
         let child = match &self.launch {
             Launch::Kraftd {
                 bin,
@@ -129,13 +129,13 @@ impl Node {
         Ok(())
     }
 
-    fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
 
     /// Sends `signal` (as "-TERM") and waits up to `limit` for the exit (SIGKILL after it);
     /// the time until it exited.
-    fn stop(&mut self, signal: &str, limit: Duration) -> f64 {
+    pub(super) fn stop(&mut self, signal: &str, limit: Duration) -> f64 {
         let Some(mut child) = self.child.take() else {
             return 0.0;
         };
@@ -153,7 +153,7 @@ impl Node {
 }
 
 /// The run's nodes, killed on the way out (a panic or an error included).
-struct Nodes(Vec<Node>);
+pub(super) struct Nodes(pub(super) Vec<Node>);
 
 impl Drop for Nodes {
     fn drop(&mut self) {
@@ -332,7 +332,11 @@ fn layout(system: System, bin: &Path, classpath: &str, dir: &Path, heap: &str) -
 }
 
 /// Polls until `check` holds (a failed poll counts as not yet), or bails after `limit`.
-fn poll_until(what: &str, limit: Duration, mut check: impl FnMut() -> Result<bool>) -> Result<()> {
+pub(super) fn poll_until(
+    what: &str,
+    limit: Duration,
+    mut check: impl FnMut() -> Result<bool>,
+) -> Result<()> {
     let t0 = Instant::now();
     let mut last_error = String::new();
     loop {
@@ -413,10 +417,15 @@ fn cpu_over(pid: u32, secs: u64) -> f64 {
 }
 
 fn rss_bytes(pid: u32) -> u64 {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// A size field of `/proc/<pid>/status` (as `VmRSS:`, `VmHWM:`), in bytes; 0 if unreadable.
+pub(super) fn status_bytes(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .unwrap_or(0)
         * 1024

@@ -52,7 +52,7 @@ impl Conn {
         })
     }
 
-    fn call(&mut self, version: i16, body: RequestBody) -> Result<ResponseBody> {
+    pub(super) fn call(&mut self, version: i16, body: RequestBody) -> Result<ResponseBody> {
         let key = body.key();
         self.correlation += 1;
         let header = RequestHeader {
@@ -97,6 +97,30 @@ impl Conn {
                 ..Default::default()
             })
             .collect();
+        self.create(topics)
+    }
+
+    /// CreateTopics of `names`, `partitions` each with `replication_factor` replicas placed
+    /// by the controller; fails on any topic's error.
+    pub(super) fn create_topics_placed(
+        &mut self,
+        names: &[String],
+        partitions: i32,
+        replication_factor: i16,
+    ) -> Result<()> {
+        let topics = names
+            .iter()
+            .map(|name| CreatableTopic {
+                name: name.clone(),
+                num_partitions: partitions,
+                replication_factor,
+                ..Default::default()
+            })
+            .collect();
+        self.create(topics)
+    }
+
+    fn create(&mut self, topics: Vec<CreatableTopic>) -> Result<()> {
         let body = RequestBody::CreateTopics(CreateTopicsRequest {
             topics,
             timeout_ms: 120_000,

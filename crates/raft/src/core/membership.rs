@@ -22,7 +22,7 @@ use kraftd_protocol::records::{ControlRecord, RecordBatchBuilder};
 use kraftd_protocol::{ErrorCode, Uuid};
 use tracing::{info, warn};
 
-use super::log::RaftLog;
+use super::log::{RaftLog, SnapshotId};
 use super::role::leader::PendingVoterChange;
 use super::role::Role;
 use super::voter_history::VoterHistory;
@@ -56,7 +56,7 @@ impl VoterChangeError {
 pub(super) fn load_history<L: RaftLog>(log: &L, history: &mut VoterHistory) {
     let mut from = log.start_offset();
     if let Some(id) = log.latest_snapshot() {
-        if let Some((bytes, _)) = log.read_snapshot(id, 0, usize::MAX) {
+        if let Some(bytes) = read_header_batch(log, id) {
             match crate::snapshot::SnapshotReader::new(bytes) {
                 Ok(r) => {
                     let voters = r.voters().and_then(VoterSet::from_record);
@@ -83,6 +83,21 @@ pub(super) fn load_history<L: RaftLog>(log: &L, history: &mut VoterHistory) {
         }
         from = next;
     }
+}
+
+/// The first batch of snapshot `id` (its header batch, which holds the KRaftVersionRecord
+/// and VotersRecord), read alone: a metadata snapshot of a million partitions is hundreds of
+/// MiB, and the voter set is all the history needs of it. The batch's length is in its first
+/// 12 bytes (base offset, batch length).
+fn read_header_batch<L: RaftLog>(log: &L, id: SnapshotId) -> Option<Bytes> {
+    const LENGTH_END: usize = 12;
+    let (prefix, _) = log.read_snapshot(id, 0, LENGTH_END)?;
+    if prefix.len() < LENGTH_END {
+        return Some(prefix);
+    }
+    let length = i32::from_be_bytes(prefix[8..LENGTH_END].try_into().ok()?);
+    let total = LENGTH_END.saturating_add(usize::try_from(length).unwrap_or(0));
+    log.read_snapshot(id, 0, total).map(|(bytes, _)| bytes)
 }
 
 impl<L: RaftLog> RaftCore<L> {
