@@ -40,6 +40,10 @@ pub use raft::{CommittedBatch, ProposeError, RaftClient};
 pub const METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT: u64 = 500;
 /// The most operations that may wait in the queue; more are refused.
 pub const MAX_QUEUED_EVENTS_DEFAULT: usize = 10_000;
+
+/// The most records a non-atomic write puts in one Raft proposal (Kafka's
+/// `QuorumController.maxRecordsPerBatch`, 10,000): the Raft layer's own limit.
+pub const MAX_RECORDS_PER_BATCH: usize = kraftd_raft::core::MAX_RECORDS_PER_PROPOSAL;
 /// The most stale brokers fenced in one tick; the rest wait for the next tick.
 pub const MAX_FENCED_BROKERS_PER_TICK: usize = 16;
 
@@ -541,30 +545,44 @@ impl<R: 'static> QuorumController<R> {
                 return Err(ControllerError::InvalidRecords(error.to_string()));
             }
         }
-        match raft.propose(epoch, next_offset, &result.records) {
-            Ok((base_offset, last_offset)) => {
-                assert_eq!(
-                    base_offset, next_offset,
-                    "Raft placed the batch at {base_offset}, not the required {next_offset}"
-                );
-                let expected_last = next_offset + result.records.len() as i64 - 1;
-                assert_eq!(
-                    last_offset, expected_last,
-                    "Raft reported last offset {last_offset} for a batch of {} records at {next_offset}",
-                    result.records.len()
-                );
-                self.latest = delta.apply();
-                self.last_written_offset = last_offset;
-                self.last_write_ms = self.now_ms;
-                Ok((last_offset, result.response))
-            }
-            Err(error) => {
-                tracing::warn!(%error, epoch, "proposal refused; renouncing leadership");
-                raft.resign(epoch);
-                self.renounce();
-                Err(self.not_controller())
+        // A result that need not commit as one (Kafka's `ControllerResult.of`: fencing a
+        // broker that leads 20,000 partitions) goes in batches of at most what Raft takes
+        // in one proposal, as Kafka's `appendRecords` splits by `maxRecordsPerBatch`; an
+        // atomic one goes whole (Raft refuses it if too large).
+        let batch = if result.is_atomic {
+            result.records.len()
+        } else {
+            MAX_RECORDS_PER_BATCH
+        };
+        let mut base = next_offset;
+        for chunk in result.records.chunks(batch.max(1)) {
+            match raft.propose(epoch, base, chunk) {
+                Ok((base_offset, last_offset)) => {
+                    assert_eq!(
+                        base_offset, base,
+                        "Raft placed the batch at {base_offset}, not the required {base}"
+                    );
+                    let expected_last = base + chunk.len() as i64 - 1;
+                    assert_eq!(
+                        last_offset, expected_last,
+                        "Raft reported last offset {last_offset} for a batch of {} records at {base}",
+                        chunk.len()
+                    );
+                    base = last_offset + 1;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, epoch, "proposal refused; renouncing leadership");
+                    raft.resign(epoch);
+                    self.renounce();
+                    return Err(self.not_controller());
+                }
             }
         }
+        let last_offset = base - 1;
+        self.latest = delta.apply();
+        self.last_written_offset = last_offset;
+        self.last_write_ms = self.now_ms;
+        Ok((last_offset, result.response))
     }
 
     /// Becomes the active controller for `epoch` (Kafka's `claim`).

@@ -532,8 +532,8 @@ fn idle_leader_writes_no_op_records() {
     assert_eq!(raft.end_offset, end);
 }
 
-#[test]
-fn expired_session_fences_the_broker_on_tick() {
+/// [`bootstrapped`] with broker 1 registered and unfenced at 1,000 ms.
+fn broker_one_unfenced() -> (FakeRaft, QuorumController<Resp>) {
     let (mut raft, mut node) = bootstrapped();
     node.tick(1_000, &mut raft.node(0));
     node.submit_write(register_op(1)).unwrap();
@@ -548,6 +548,12 @@ fn expired_session_fences_the_broker_on_tick() {
     for batch in raft.commit(usize::MAX) {
         node.handle_commit(&batch).unwrap();
     }
+    (raft, node)
+}
+
+#[test]
+fn expired_session_fences_the_broker_on_tick() {
+    let (mut raft, mut node) = broker_one_unfenced();
     node.drain_completions();
     assert!(!node.committed_image().cluster.broker(1).unwrap().fenced);
     node.tick(1_000 + 9_001, &mut raft.node(0));
@@ -555,6 +561,51 @@ fn expired_session_fences_the_broker_on_tick() {
         node.handle_commit(&batch).unwrap();
     }
     assert!(node.committed_image().cluster.broker(1).unwrap().fenced);
+}
+
+/// Fencing a broker that leads more partitions than one Raft proposal holds (issue 19: a
+/// broker of 20,000 partitions killed) is written in several batches of at most
+/// `MAX_RECORDS_PER_BATCH` records, as Kafka splits a non-atomic result; the controller
+/// stays active and every partition loses its leader.
+#[test]
+fn fencing_a_broker_of_many_partitions_splits_the_write() {
+    use kraftd_controller::quorum_controller::MAX_RECORDS_PER_BATCH;
+    let (mut raft, mut node) = broker_one_unfenced();
+    let per_topic = (MAX_RECORDS_PER_BATCH / 2 + 100) as i32;
+    for name in ["a", "b"] {
+        node.submit_write(create_topic_op(name, per_topic, 1))
+            .unwrap();
+        node.process(&mut raft.node(0));
+        for batch in raft.commit(usize::MAX) {
+            node.handle_commit(&batch).unwrap();
+        }
+    }
+    node.drain_completions();
+    let before = raft.committed.len();
+    node.tick(1_000 + 9_001, &mut raft.node(0));
+    assert!(node.is_active(), "the controller renounced");
+    assert!(raft.resigned.is_empty());
+    let batches = raft.commit(usize::MAX);
+    let sizes: Vec<usize> = batches.iter().map(|b| b.records.len()).collect();
+    assert!(sizes.len() >= 2, "one batch of {sizes:?}");
+    assert!(
+        sizes.iter().all(|&n| n <= MAX_RECORDS_PER_BATCH),
+        "{sizes:?}"
+    );
+    for batch in &batches {
+        node.handle_commit(batch).unwrap();
+    }
+    assert_eq!(raft.committed.len(), before + sizes.len());
+    let image = node.committed_image();
+    assert!(image.cluster.broker(1).unwrap().fenced);
+    let led = image
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.values())
+        .filter(|p| p.leader >= 0)
+        .count();
+    assert_eq!(led, 0);
+    assert_eq!(*image, raft.committed_image());
 }
 
 pub fn allocate_producer_ids_op(id: i32, epoch: i64) -> WriteOp<Resp> {
