@@ -648,11 +648,13 @@ mod tests {
     #[test]
     fn bootstrap_servers_alone_make_a_dynamic_quorum() {
         let c = NodeConfig::from_properties(props(
-            "process.roles=broker\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n",
+            "process.roles=broker\nnode.id=4\ncontroller.quorum.bootstrap.servers=c1:9093\n\
+             controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://:9092\n",
         ))
         .unwrap();
         assert!(c.voters.is_empty());
         assert_eq!(c.bootstrap_servers[0].id, -2);
+        assert_eq!(c.bootstrap_servers[0].address(), "c1:9093");
         let e = NodeConfig::from_properties(props("process.roles=broker\nnode.id=4\n"))
             .unwrap_err()
             .to_string();

@@ -337,6 +337,21 @@ impl DataPlane {
         if let Some(quota) = quota {
             let throttle_ms = quota.record(context.response_size(version, &data));
             if throttle_ms > 0 {
+                // What was read is dropped (a throttled fetch answers empty, as Kafka's);
+                // an incremental request reads only partitions with news, so the dropped
+                // ones are marked to be read again, or the session would starve them.
+                if let Some(watch) = context.watch() {
+                    for (tp, _) in &data {
+                        let mut tp = tp.clone();
+                        if tp.topic_id == Uuid::ZERO {
+                            match image.topics.get_by_name(&tp.topic) {
+                                Some(t) => tp.topic_id = t.id,
+                                None => continue,
+                            }
+                        }
+                        watch.mark_quiet(&tp);
+                    }
+                }
                 let (session_id, error) = context.throttled_response();
                 return FetchResponse {
                     error_code: error.map_or(0, |e| e.code()),
