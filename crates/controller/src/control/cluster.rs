@@ -272,6 +272,7 @@ impl ClusterControlManager {
             }
         }
         let mut records = Vec::new();
+        let mut broker_epoch = next_offset;
         let new_incarnation = existing.map(|e| e.incarnation_id) != Some(request.incarnation_id);
         if new_incarnation {
             // A restart: the old incarnation is gone. Its clean-shutdown marker named the
@@ -294,11 +295,20 @@ impl ClusterControlManager {
                 &mut records,
             );
         }
+        // A restart of a broker in more ISRs than one Raft batch holds cannot go as one
+        // batch (Kafka's atomic write would be refused for good, and the broker could never
+        // come back): the ISR changes go first, in batches, and the registration last, its
+        // epoch its own offset. A failover midway leaves some ISRs shrunk and no
+        // registration; the broker's retry shrinks the rest.
+        let atomic = records.len() < crate::quorum_controller::MAX_RECORDS_PER_BATCH;
+        if !atomic {
+            broker_epoch = next_offset + records.len() as i64;
+        }
         records.push(MetadataRecord::RegisterBroker(RegisterBrokerRecord {
             broker_id: request.broker_id,
             is_migrating_zk_broker: request.is_migrating_zk_broker,
             incarnation_id: request.incarnation_id,
-            broker_epoch: next_offset,
+            broker_epoch,
             end_points: request
                 .listeners
                 .iter()
@@ -326,14 +336,16 @@ impl ClusterControlManager {
             log_dirs: request.log_dirs.clone(),
             ..Default::default()
         }));
-        ControllerResult::atomic_of(
-            records,
-            BrokerRegistrationResponse {
-                error_code: ErrorCode::None.code(),
-                broker_epoch: next_offset,
-                ..Default::default()
-            },
-        )
+        let response = BrokerRegistrationResponse {
+            error_code: ErrorCode::None.code(),
+            broker_epoch,
+            ..Default::default()
+        };
+        if atomic {
+            ControllerResult::atomic_of(records, response)
+        } else {
+            ControllerResult::of(records, response)
+        }
     }
 
     /// BrokerHeartbeat (Kafka's `processBrokerHeartbeat` with `calculateNextBrokerState`).

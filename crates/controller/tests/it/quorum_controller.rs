@@ -608,6 +608,74 @@ fn fencing_a_broker_of_many_partitions_splits_the_write() {
     assert_eq!(*image, raft.committed_image());
 }
 
+/// A broker that comes back without a clean shutdown while in more ISRs than one Raft batch
+/// holds (issue 19: a 10,000-partition node killed with -9 never came back, its registration
+/// refused by Raft and the controller renouncing at every retry): the ISR changes go in
+/// batches, the registration last with its own offset as the broker epoch.
+#[test]
+fn an_unclean_restart_of_a_broker_in_many_isrs_registers_in_batches() {
+    use kraftd_controller::quorum_controller::MAX_RECORDS_PER_BATCH;
+    let (mut raft, mut node) = broker_one_unfenced();
+    // ELR on (kraftd's default for a new cluster): an unclean restart leaves the ISRs.
+    node.submit_write(WriteOp::new(|_ctx| {
+        ControllerResult::atomic_of(
+            vec![feature("eligible.leader.replicas.version", 1)],
+            Resp::Done,
+        )
+    }))
+    .unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    let per_topic = (MAX_RECORDS_PER_BATCH / 2 + 100) as i32;
+    for name in ["a", "b"] {
+        node.submit_write(create_topic_op(name, per_topic, 1))
+            .unwrap();
+        node.process(&mut raft.node(0));
+        for batch in raft.commit(usize::MAX) {
+            node.handle_commit(&batch).unwrap();
+        }
+    }
+    // Its session expires (a kill -9): fenced, still the last member of every ISR.
+    node.tick(1_000 + 9_001, &mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    assert!(node.committed_image().cluster.broker(1).unwrap().fenced);
+    node.drain_completions();
+    let mut again = registration(1);
+    again.incarnation_id = uuid(0xfe);
+    again.previous_broker_epoch = -1;
+    again.features.push(Feature {
+        name: "eligible.leader.replicas.version".into(),
+        min_supported_version: 0,
+        max_supported_version: 1,
+        ..Default::default()
+    });
+    node.submit_write(ops::register_broker(3, again).map(Resp::Registration))
+        .unwrap();
+    node.process(&mut raft.node(0));
+    assert!(node.is_active(), "the controller renounced");
+    assert!(raft.resigned.is_empty());
+    let batches = raft.commit(usize::MAX);
+    let sizes: Vec<usize> = batches.iter().map(|b| b.records.len()).collect();
+    assert!(sizes.len() >= 2, "one batch of {sizes:?}");
+    assert!(
+        sizes.iter().all(|&n| n <= MAX_RECORDS_PER_BATCH),
+        "{sizes:?}"
+    );
+    for batch in &batches {
+        node.handle_commit(batch).unwrap();
+    }
+    let image = node.committed_image();
+    let broker = image.cluster.broker(1).unwrap();
+    assert_eq!(broker.incarnation_id, uuid(0xfe));
+    // The epoch is the registration record's own offset: the last record written.
+    assert_eq!(broker.epoch, batches.last().unwrap().last_offset);
+    assert_eq!(*image, raft.committed_image());
+}
+
 pub fn allocate_producer_ids_op(id: i32, epoch: i64) -> WriteOp<Resp> {
     ops::allocate_producer_ids(AllocateProducerIdsRequest {
         broker_id: id,
