@@ -655,7 +655,16 @@ fn scenario(address: &str) -> Vec<(&'static str, i64)> {
             other => panic!("{other:?}"),
         }
     };
-    let (group, partition) = fetch_offsets(&mut raw, "g1");
+    // COORDINATOR_LOAD_IN_PROGRESS (14) is retriable: a loaded machine can catch Kafka's
+    // coordinator still loading its partition of __consumer_offsets; a client retries.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (group, partition) = loop {
+        let answer = fetch_offsets(&mut raw, "g1");
+        if answer.0 != 14 || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     steps.push(("fetch g1's offsets: the group", group));
     steps.push(("fetch g1's offsets: payments", partition));
     steps.push(("fetch g2's offsets", fetch_offsets(&mut raw, "g2").0));
