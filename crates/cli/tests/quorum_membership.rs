@@ -195,20 +195,36 @@ fn directory_id(node: &Node) -> String {
         .to_string()
 }
 
-/// `kraftd metadata-quorum --bootstrap-controller bootstrap args...`; panics with the
-/// output and `logs()` unless it succeeds.
+/// `kraftd metadata-quorum --bootstrap-controller bootstrap args...`, retried for up to
+/// 30 s while it fails; panics with the output and `logs()` then. A voter change can fail
+/// retriably when the active controller resigns around the Raft leader's own VotersRecord
+/// (a write of its own in flight at those offsets; kraftd's known race, in the note), as
+/// Kafka's admin client would retry. A retry that finds the change already made
+/// (DUPLICATE_VOTER / VOTER_NOT_FOUND) is done: the caller checks the voter set after.
 fn quorum_tool(bootstrap: &str, args: &[&str], logs: impl Fn() -> String) {
-    let out = Command::new(BIN)
-        .args(["metadata-quorum", "--bootstrap-controller", bootstrap])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "metadata-quorum {args:?}: {}\n{}",
-        output_text(&out),
-        logs()
-    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let out = Command::new(BIN)
+            .args(["metadata-quorum", "--bootstrap-controller", bootstrap])
+            .args(args)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return;
+        }
+        let text = output_text(&out);
+        if attempt > 1 && (text.contains("DUPLICATE_VOTER") || text.contains("VOTER_NOT_FOUND")) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "metadata-quorum {args:?}: {text}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// `add-controller` of `node` (its own properties say who it is).
