@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use kraftd_controller::control::ControllerResult;
+use kraftd_controller::quorum_controller::MAX_RECORDS_PER_BATCH;
 use kraftd_controller::quorum_controller::{
     ops, CommittedBatch, ControllerError, ManagersConfig, ProposeError, QuorumController,
     QuorumControllerConfig, RaftClient, WriteOp,
@@ -563,14 +564,11 @@ fn expired_session_fences_the_broker_on_tick() {
     assert!(node.committed_image().cluster.broker(1).unwrap().fenced);
 }
 
-/// Fencing a broker that leads more partitions than one Raft proposal holds (issue 19: a
-/// broker of 20,000 partitions killed) is written in several batches of at most
-/// `MAX_RECORDS_PER_BATCH` records, as Kafka splits a non-atomic result; the controller
-/// stays active and every partition loses its leader.
-#[test]
-fn fencing_a_broker_of_many_partitions_splits_the_write() {
-    use kraftd_controller::quorum_controller::MAX_RECORDS_PER_BATCH;
-    let (mut raft, mut node) = broker_one_unfenced();
+/// Two topics of RF 1 on broker 1 that together hold more partitions than one Raft batch.
+fn create_more_partitions_than_one_batch_holds(
+    raft: &mut FakeRaft,
+    node: &mut QuorumController<Resp>,
+) {
     let per_topic = (MAX_RECORDS_PER_BATCH / 2 + 100) as i32;
     for name in ["a", "b"] {
         node.submit_write(create_topic_op(name, per_topic, 1))
@@ -580,9 +578,14 @@ fn fencing_a_broker_of_many_partitions_splits_the_write() {
             node.handle_commit(&batch).unwrap();
         }
     }
-    node.drain_completions();
-    let before = raft.committed.len();
-    node.tick(1_000 + 9_001, &mut raft.node(0));
+}
+
+/// Commits a write that was too large for one batch: the controller stayed active, the
+/// write went in two or more batches of at most `MAX_RECORDS_PER_BATCH`; returns them.
+fn commit_split_write(
+    raft: &mut FakeRaft,
+    node: &mut QuorumController<Resp>,
+) -> Vec<CommittedBatch> {
     assert!(node.is_active(), "the controller renounced");
     assert!(raft.resigned.is_empty());
     let batches = raft.commit(usize::MAX);
@@ -595,7 +598,22 @@ fn fencing_a_broker_of_many_partitions_splits_the_write() {
     for batch in &batches {
         node.handle_commit(batch).unwrap();
     }
-    assert_eq!(raft.committed.len(), before + sizes.len());
+    batches
+}
+
+/// Fencing a broker that leads more partitions than one Raft proposal holds (issue 19: a
+/// broker of 20,000 partitions killed) is written in several batches of at most
+/// `MAX_RECORDS_PER_BATCH` records, as Kafka splits a non-atomic result; the controller
+/// stays active and every partition loses its leader.
+#[test]
+fn fencing_a_broker_of_many_partitions_splits_the_write() {
+    let (mut raft, mut node) = broker_one_unfenced();
+    create_more_partitions_than_one_batch_holds(&mut raft, &mut node);
+    node.drain_completions();
+    let before = raft.committed.len();
+    node.tick(1_000 + 9_001, &mut raft.node(0));
+    let batches = commit_split_write(&mut raft, &mut node);
+    assert_eq!(raft.committed.len(), before + batches.len());
     let image = node.committed_image();
     assert!(image.cluster.broker(1).unwrap().fenced);
     let led = image
@@ -614,7 +632,6 @@ fn fencing_a_broker_of_many_partitions_splits_the_write() {
 /// batches, the registration last with its own offset as the broker epoch.
 #[test]
 fn an_unclean_restart_of_a_broker_in_many_isrs_registers_in_batches() {
-    use kraftd_controller::quorum_controller::MAX_RECORDS_PER_BATCH;
     let (mut raft, mut node) = broker_one_unfenced();
     // ELR on (kraftd's default for a new cluster): an unclean restart leaves the ISRs.
     node.submit_write(WriteOp::new(|_ctx| {
@@ -628,15 +645,7 @@ fn an_unclean_restart_of_a_broker_in_many_isrs_registers_in_batches() {
     for batch in raft.commit(usize::MAX) {
         node.handle_commit(&batch).unwrap();
     }
-    let per_topic = (MAX_RECORDS_PER_BATCH / 2 + 100) as i32;
-    for name in ["a", "b"] {
-        node.submit_write(create_topic_op(name, per_topic, 1))
-            .unwrap();
-        node.process(&mut raft.node(0));
-        for batch in raft.commit(usize::MAX) {
-            node.handle_commit(&batch).unwrap();
-        }
-    }
+    create_more_partitions_than_one_batch_holds(&mut raft, &mut node);
     // Its session expires (a kill -9): fenced, still the last member of every ISR.
     node.tick(1_000 + 9_001, &mut raft.node(0));
     for batch in raft.commit(usize::MAX) {
@@ -656,18 +665,7 @@ fn an_unclean_restart_of_a_broker_in_many_isrs_registers_in_batches() {
     node.submit_write(ops::register_broker(3, again).map(Resp::Registration))
         .unwrap();
     node.process(&mut raft.node(0));
-    assert!(node.is_active(), "the controller renounced");
-    assert!(raft.resigned.is_empty());
-    let batches = raft.commit(usize::MAX);
-    let sizes: Vec<usize> = batches.iter().map(|b| b.records.len()).collect();
-    assert!(sizes.len() >= 2, "one batch of {sizes:?}");
-    assert!(
-        sizes.iter().all(|&n| n <= MAX_RECORDS_PER_BATCH),
-        "{sizes:?}"
-    );
-    for batch in &batches {
-        node.handle_commit(batch).unwrap();
-    }
+    let batches = commit_split_write(&mut raft, &mut node);
     let image = node.committed_image();
     let broker = image.cluster.broker(1).unwrap();
     assert_eq!(broker.incarnation_id, uuid(0xfe));
