@@ -39,6 +39,9 @@ pub struct LeaderEpochCache {
     path: PathBuf,
     /// Epochs strictly increasing, start offsets non-decreasing.
     entries: Vec<EpochEntry>,
+    /// The file still holds entries [`LeaderEpochCache::drop_from_log_end`] removed from
+    /// memory only; rewritten before the log holds data past them.
+    stale_file: bool,
 }
 
 impl LeaderEpochCache {
@@ -52,6 +55,7 @@ impl LeaderEpochCache {
                 return Ok(LeaderEpochCache {
                     path,
                     entries: Vec::new(),
+                    stale_file: false,
                 })
             }
             Err(e) => return Err(LogError::io("read", &path)(e)),
@@ -59,7 +63,11 @@ impl LeaderEpochCache {
         let entries = parse_checkpoint(&text).map_err(|(line, reason)| {
             LogError::corrupt(&path, line as u64, format!("line {line}: {reason}"))
         })?;
-        Ok(LeaderEpochCache { path, entries })
+        Ok(LeaderEpochCache {
+            path,
+            entries,
+            stale_file: false,
+        })
     }
 
     /// All entries, oldest first.
@@ -141,6 +149,33 @@ impl LeaderEpochCache {
         Ok(())
     }
 
+    /// Drops the entries starting at or after `log_end_offset`, in memory only: they
+    /// describe no data (an epoch a leader began without writing anything in it), and every
+    /// open of the log drops them from what it reads (`Log::open` reconciles the cache with
+    /// the log end), so the file may keep them until the next write. A leader stepping down
+    /// from 10,000 idle partitions, or reopening them, paid a rewrite and two fsyncs per
+    /// partition for it. [`LeaderEpochCache::sync_before_append`] rewrites the file before
+    /// the log holds data past such an entry (where a load would no longer drop it).
+    pub(crate) fn drop_from_log_end(&mut self, log_end_offset: i64) {
+        let keep = self
+            .entries
+            .partition_point(|e| e.start_offset < log_end_offset);
+        if keep < self.entries.len() {
+            self.entries.truncate(keep);
+            self.stale_file = true;
+        }
+    }
+
+    /// Called before data is appended: rewrites the file if it still holds entries
+    /// [`LeaderEpochCache::drop_from_log_end`] dropped, which the data would otherwise
+    /// make look current to the next load.
+    pub(crate) fn sync_before_append(&mut self) -> Result<()> {
+        if self.stale_file {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
     /// The log now starts at `start_offset`: entries that started at or before it collapse
     /// into one for the epoch in force at `start_offset`, starting there (Kafka's
     /// `truncateFromStart`).
@@ -171,12 +206,14 @@ impl LeaderEpochCache {
         self.persist()
     }
 
-    fn persist(&self) -> Result<()> {
+    fn persist(&mut self) -> Result<()> {
         let mut text = format!("{CHECKPOINT_VERSION}\n{}\n", self.entries.len());
         for e in &self.entries {
             text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
         }
-        fsutil::atomic_write(&self.path, text.as_bytes())
+        fsutil::atomic_write(&self.path, text.as_bytes())?;
+        self.stale_file = false;
+        Ok(())
     }
 }
 
