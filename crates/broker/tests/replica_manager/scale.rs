@@ -133,3 +133,19 @@ async fn a_delta_of_a_thousand_creations_and_deletions_is_applied_exactly() {
         "values read back equal to the files' are no change"
     );
 }
+
+/// A stopping broker applies no more metadata (its clean shutdown flushes and checkpoints
+/// next, and nothing may change a log after that): a delta arriving after
+/// `stop_applying_metadata` creates no log and leaves the hosted partitions as they were.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stopping_broker_applies_no_more_metadata() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    b.apply(&create(0..2));
+    assert_eq!(hosted(&b), expected(0..2));
+    b.rm.stop_applying_metadata();
+    b.apply(&create(2..4));
+    assert_eq!(hosted(&b), expected(0..2));
+    assert_eq!(on_disk(&b), expected(0..2));
+    let h = b.rm.partition(topic_id(0), 7).expect("still hosted");
+    assert_eq!(h.lock().role(), Role::Leader);
+}
