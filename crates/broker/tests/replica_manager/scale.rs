@@ -149,3 +149,29 @@ async fn a_stopping_broker_applies_no_more_metadata() {
     let h = b.rm.partition(topic_id(0), 7).expect("still hosted");
     assert_eq!(h.lock().role(), Role::Leader);
 }
+
+/// A delta following many partitions at once applies their role changes on threads; each
+/// follower's fetcher is a task started from them (the threads enter the runtime: without
+/// it every fetcher start panicked and the broker's metadata stopped, found by
+/// `cargo xtask bench scale` at 10,000 followed partitions).
+#[tokio::test(flavor = "current_thread")]
+async fn a_delta_following_many_partitions_starts_their_fetchers() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let mut records = Vec::new();
+    for n in 0..2 {
+        records.push(topic(&name(n), topic_id(n)));
+        for p in 0..PARTITIONS {
+            records.push(partition(topic_id(n), p, &[REMOTE, LOCAL], REMOTE));
+        }
+    }
+    b.apply(&records);
+    for n in 0..2 {
+        for p in 0..PARTITIONS {
+            let h = b.rm.partition(topic_id(n), p).expect("hosted");
+            assert_eq!(h.lock().role(), Role::Follower { leader: REMOTE });
+        }
+    }
+    let assigned = b.rm.fetchers().assignments();
+    assert_eq!(assigned.keys().copied().collect::<Vec<_>>(), vec![REMOTE]);
+    assert_eq!(assigned[&REMOTE].len(), 2 * PARTITIONS as usize);
+}

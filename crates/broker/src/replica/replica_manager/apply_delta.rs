@@ -40,7 +40,9 @@ enum Applied {
     Skipped,
 }
 
-/// `f` over `items` on up to `threads` scoped threads, results in the items' order.
+/// `f` over `items` on up to `threads` scoped threads, results in the items' order. The
+/// threads enter the caller's Tokio runtime, if any: a role change starts replica fetchers,
+/// which are tasks.
 fn run_parallel<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
@@ -52,12 +54,16 @@ fn run_parallel<T: Sync, R: Send>(
     }
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let runtime = tokio::runtime::Handle::try_current().ok();
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(f(item));
+            scope.spawn(|| {
+                let _entered = runtime.as_ref().map(|r| r.enter());
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(f(item));
+                }
             });
         }
     });
