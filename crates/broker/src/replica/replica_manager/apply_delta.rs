@@ -23,12 +23,10 @@ use crate::replica::TopicIdPartition;
 /// A delta changing at most this many partitions logs a line for each; more, a summary.
 const LOG_EACH_UP_TO: usize = 20;
 
-/// Creations and role changes of a delta touching at least this many partitions run in
-/// parallel.
+/// Role changes of a delta touching at least this many partitions run in parallel.
 const PARALLEL_FROM: usize = 64;
 
-/// Threads creating the logs and applying the role changes of a large delta (fsync-bound,
-/// not CPU-bound).
+/// Threads applying a large delta's role changes (fsync-bound, not CPU-bound).
 const ROLE_CHANGE_THREADS: usize = 8;
 
 /// What applying a registration did to a hosted partition.
@@ -82,8 +80,8 @@ impl ReplicaManager {
     /// proportional to what it changed, not to the partitions hosted: deleted topics are
     /// looked up by the partitions the previous image gave them, changed ones by the
     /// partitions the delta changed. Partitions new to this broker (a creation, or every
-    /// partition at the first image after a restart) are opened in parallel
-    /// ([`Self::open_partitions`]), and a large delta's role changes too.
+    /// partition at the first image after a restart) are opened in parallel,
+    /// `num.recovery.threads.per.data.dir` threads per log dir (Kafka's log loading).
     pub fn apply_delta(&self, delta: &MetadataDelta, image: &MetadataImage) {
         if self.stopping() {
             return;
@@ -161,7 +159,7 @@ impl ReplicaManager {
             .map(|(tp, _)| tp)
             .filter(|tp| self.partition(tp.topic_id, tp.partition).is_none())
             .collect();
-        self.open_partitions(&new, image, now, full);
+        self.open_partitions(&new, image, now);
         self.apply_partitions(&assigned, image, now);
         // Topic config changes apply to hosted partitions at once.
         let changed_topic_configs: Vec<&str> = changes
@@ -229,20 +227,11 @@ impl ReplicaManager {
         }
     }
 
-    /// Opens the logs of partitions new to this broker and hosts them, in parallel: at the
-    /// first image after a start (`loading`) `num.recovery.threads.per.data.dir` threads per
-    /// log dir, as Kafka loads logs; for a later delta creating many partitions
-    /// [`ROLE_CHANGE_THREADS`] (creating a log is a handful of fsyncs — the directory, its
-    /// `partition.metadata` — and concurrent fsyncs share the device's flushes; Kafka
-    /// creates them one by one). A partition that cannot be opened is left out (its
-    /// registration is then reported by [`Self::apply_partition`]).
-    fn open_partitions(
-        &self,
-        new: &[&TopicIdPartition],
-        image: &MetadataImage,
-        now: i64,
-        loading: bool,
-    ) {
+    /// Opens the logs of partitions new to this broker and hosts them, in parallel:
+    /// `num.recovery.threads.per.data.dir` threads per log dir (Kafka's log loading at
+    /// start; here also for a delta creating many partitions). A partition that cannot be
+    /// opened is left out (its registration is then reported by [`Self::apply_partition`]).
+    fn open_partitions(&self, new: &[&TopicIdPartition], image: &MetadataImage, now: i64) {
         if new.is_empty() {
             return;
         }
@@ -272,13 +261,8 @@ impl ReplicaManager {
             .map_err(|e| e.to_string())
         };
         let started = std::time::Instant::now();
-        let threads = if loading {
-            self.config.recovery_threads_per_data_dir.max(1) * self.config.log_dirs.len().max(1)
-        } else if new.len() >= PARALLEL_FROM {
-            ROLE_CHANGE_THREADS
-        } else {
-            1
-        };
+        let threads =
+            self.config.recovery_threads_per_data_dir.max(1) * self.config.log_dirs.len().max(1);
         let opened = run_parallel(new, threads, |tp| {
             if self.stopping() {
                 return Err("the broker is stopping".to_string());
@@ -388,7 +372,7 @@ impl ReplicaManager {
         let hosted = match self.partition(tp.topic_id, tp.partition) {
             Some(h) => h,
             None => {
-                self.open_partitions(&[tp], image, now, false);
+                self.open_partitions(&[tp], image, now);
                 self.partition(tp.topic_id, tp.partition)
                     .ok_or_else(|| "the partition's log cannot be opened".to_string())?
             }
