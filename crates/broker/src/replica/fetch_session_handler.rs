@@ -161,6 +161,63 @@ impl FetchSessionHandler {
             }
             self.session = next;
         }
+        self.request(send, forgotten, total)
+    }
+
+    /// An incremental request from what changed: `changed` holds the partitions whose
+    /// position may have moved or that are new (sent when they differ from what the
+    /// session holds), `gone` those no longer fetched (forgotten if the session holds
+    /// them); every other partition stays in the session as last sent. The fetcher's work
+    /// per request is then the partitions with news, not all it follows. Only for a
+    /// session already established (a full request must name every partition:
+    /// [`Self::build`]).
+    pub fn build_changed(
+        &mut self,
+        changed: Vec<WantedPartition>,
+        gone: &[SessionKey],
+    ) -> SessionRequest {
+        debug_assert!(
+            !self.next.is_full(),
+            "a full request is built from every partition"
+        );
+        self.asked = Some(AskedSet { full: false });
+        let mut send: Vec<WantedPartition> = Vec::new();
+        let mut forgotten: BTreeMap<Uuid, ForgottenTopic> = BTreeMap::new();
+        for k in gone {
+            if let Some(prev) = self.session.remove(k) {
+                let t = forgotten.entry(k.0).or_insert_with(|| ForgottenTopic {
+                    topic: prev.topic.clone(),
+                    topic_id: k.0,
+                    ..Default::default()
+                });
+                t.partitions.push(k.1);
+            }
+        }
+        for w in changed {
+            match self.session.get(&key(&w)) {
+                Some(prev) if prev.data == w.data => {}
+                _ => {
+                    self.session.insert(key(&w), w.clone());
+                    send.push(w);
+                }
+            }
+        }
+        let total = self.session.len();
+        self.request(send, forgotten, total)
+    }
+
+    /// What the session last sent for a partition (the position the leader fetches it at
+    /// while the request leaves it out).
+    pub fn last_sent(&self, key: &SessionKey) -> Option<&FetchPartition> {
+        self.session.get(key).map(|w| &w.data)
+    }
+
+    fn request(
+        &self,
+        send: Vec<WantedPartition>,
+        forgotten: BTreeMap<Uuid, ForgottenTopic>,
+        total: usize,
+    ) -> SessionRequest {
         let sent = send.len();
         let mut topics: Vec<FetchTopic> = Vec::new();
         let mut index: HashMap<Uuid, usize> = HashMap::new();

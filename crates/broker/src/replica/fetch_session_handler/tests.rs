@@ -248,3 +248,43 @@ fn epochs_wrap_to_one() {
     assert!(h.handle_response(&response(123, &[])));
     assert_eq!(h.next_metadata().epoch, 1);
 }
+
+/// Built from what changed only: a changed partition is sent, an unchanged one named as
+/// changed is not, a gone one is forgotten (one the session never held is ignored), a new
+/// one is added; the others stay in the session as last sent, and what was last sent for
+/// each is what `last_sent` says.
+#[test]
+fn built_from_changes_sends_and_forgets_only_those() {
+    let mut h = in_session();
+    let req = h.build_changed(
+        vec![want(1, 0, 11), want(2, 0, 30), want(3, 5, 0)],
+        &[(topic(1), 1), (topic(9), 9)],
+    );
+    assert_eq!(sent(&req), vec![(topic(1), 0, 11), (topic(3), 5, 0)]);
+    assert_eq!((req.sent, req.omitted), (2, 1));
+    assert_eq!(req.forgotten.len(), 1);
+    assert_eq!(
+        (
+            req.forgotten[0].topic_id,
+            req.forgotten[0].partitions.clone()
+        ),
+        (topic(1), vec![1])
+    );
+    assert_eq!(req.metadata.epoch, 1);
+    assert!(h.handle_response(&response(123, &[(3, 5)])));
+    assert_eq!(h.session_partitions(), 3);
+    assert_eq!(
+        h.last_sent(&(topic(1), 0)).map(|p| p.fetch_offset),
+        Some(11)
+    );
+    assert_eq!(
+        h.last_sent(&(topic(2), 0)).map(|p| p.fetch_offset),
+        Some(30)
+    );
+    assert!(h.last_sent(&(topic(1), 1)).is_none());
+    // Nothing changed: an empty incremental request, everything left to the session.
+    let req = h.build_changed(Vec::new(), &[]);
+    assert_eq!((req.sent, req.omitted), (0, 3));
+    assert!(h.handle_response(&response(123, &[(2, 0)])));
+    assert_eq!(h.resets(), 0);
+}

@@ -16,8 +16,8 @@
 //! unless they had caught up with the leader's HW at their last fetch; a fetcher left with
 //! nothing to ask waits `replica.fetch.backoff.ms`, as Kafka's does.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -39,6 +39,8 @@ use super::replica_manager::HostedPartition;
 use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
+
+mod round;
 use kraftd_log::clock::unix_ms;
 
 /// The follower side's settings, with Kafka's names.
@@ -94,12 +96,28 @@ type Key = (Uuid, i32);
 #[derive(Debug, Default)]
 struct FetcherShared {
     partitions: Mutex<BTreeMap<Key, Followed>>,
+    /// Partitions added, removed or delayed from outside the fetcher's task since its last
+    /// round (`round.rs` looks at those, not at every partition).
+    touched: Mutex<BTreeSet<Key>>,
+    /// Set when every partition must be looked at again (endpoints changed: delays cleared).
+    look_at_all: AtomicBool,
     wake: Notify,
 }
 
 impl FetcherShared {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<Key, Followed>> {
         self.partitions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self, keys: impl IntoIterator<Item = Key>) {
+        self.touched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(keys);
+    }
+
+    fn take_touched(&self) -> BTreeSet<Key> {
+        std::mem::take(&mut *self.touched.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -177,6 +195,7 @@ impl ReplicaFetcherManager {
                 channel: None,
                 session: FetchSessionHandler::new(),
                 stats: Arc::clone(&self.stats),
+                rounds: round::RoundState::new(),
             };
             info!(
                 broker = self.config.broker_id,
@@ -195,6 +214,7 @@ impl ReplicaFetcherManager {
                 lag: None,
             },
         );
+        fetcher.shared.touch([key]);
         fetcher.shared.wake.notify_one();
     }
 
@@ -206,8 +226,11 @@ impl ReplicaFetcherManager {
         let mut idle = Vec::new();
         for (leader, fetcher) in fetchers.iter() {
             let mut parts = fetcher.shared.lock();
-            if parts.remove(&key).is_some() && parts.is_empty() {
-                idle.push(*leader);
+            if parts.remove(&key).is_some() {
+                fetcher.shared.touch([key]);
+                if parts.is_empty() {
+                    idle.push(*leader);
+                }
             }
         }
         for leader in idle {
@@ -224,6 +247,7 @@ impl ReplicaFetcherManager {
             for f in fetcher.shared.lock().values_mut() {
                 f.delayed_until = None;
             }
+            fetcher.shared.look_at_all.store(true, Ordering::SeqCst);
             fetcher.shared.wake.notify_one();
         }
     }
@@ -271,9 +295,12 @@ struct FetcherRun {
     /// partitions whose position changed, and the leader answers only those with news.
     session: FetchSessionHandler,
     stats: Arc<FetcherStats>,
+    /// Which partitions the next round looks at (`round.rs`).
+    rounds: round::RoundState,
 }
 
 /// What one partition was asked at, to check the answer still applies.
+#[derive(Debug)]
 struct Asked {
     hosted: Arc<HostedPartition>,
     fetch_offset: i64,
@@ -285,9 +312,9 @@ impl FetcherRun {
         loop {
             let shared = Arc::clone(&self.shared);
             let wake = shared.wake.notified();
-            let (ready, next_delay) = self.ready_partitions();
-            if ready.is_empty() {
-                match next_delay {
+            let round = self.next_round();
+            if round.is_idle(&self.session) {
+                match round.next_delay {
                     Some(at) => {
                         let _ = tokio::time::timeout_at(at, wake).await;
                     }
@@ -297,69 +324,43 @@ impl FetcherRun {
             }
             let Some(channel) = self.channel() else {
                 debug!(leader = self.leader, "no endpoint for the leader yet");
-                self.delay(ready.iter().map(|a| &a.hosted.tp));
+                self.delay_all();
                 continue;
             };
-            self.fetch_once(&channel, ready).await;
-        }
-    }
-
-    /// The partitions due now (still following this leader, and not throttled), and when
-    /// the next delayed one is due; with every due partition throttled, the backoff.
-    fn ready_partitions(&self) -> (Vec<Asked>, Option<Instant>) {
-        let now = Instant::now();
-        let now_ms = unix_ms().max(0) as u64;
-        let mut ready = Vec::new();
-        let mut next: Option<Instant> = None;
-        let mut throttled = false;
-        for f in self.shared.lock().values() {
-            match f.delayed_until {
-                Some(at) if at > now => {
-                    next = Some(next.map_or(at, |n| n.min(at)));
-                    continue;
-                }
-                _ => {}
-            }
-            let p = f.hosted.lock();
-            if p.role()
-                != (Role::Follower {
-                    leader: self.leader,
-                })
-            {
+            if !round.all && self.session.next_metadata().is_full() {
+                // A new connection started the session over: the request must name every
+                // partition, so the next round looks at all of them.
                 continue;
             }
-            let in_sync = f.lag.is_some_and(|lag| lag <= 0);
-            if !in_sync
-                && self.quotas.follower.should_throttle(
-                    &f.hosted.tp.topic,
-                    f.hosted.tp.partition,
-                    now_ms,
-                )
-            {
-                throttled = true;
-                continue;
-            }
-            ready.push(Asked {
-                hosted: Arc::clone(&f.hosted),
-                fetch_offset: p.log_end_offset(),
-                leader_epoch: p.leader_epoch(),
-            });
+            self.fetch_once(&channel, round).await;
         }
-        if ready.is_empty() && throttled {
-            let at = now + self.config.backoff;
-            next = Some(next.map_or(at, |n| n.min(at)));
-        }
-        (ready, next)
     }
 
     fn delay<'a>(&self, tps: impl Iterator<Item = &'a TopicIdPartition>) {
         let until = Instant::now() + self.config.backoff;
         let mut parts = self.shared.lock();
+        let mut keys = Vec::new();
         for tp in tps {
-            if let Some(f) = parts.get_mut(&(tp.topic_id, tp.partition)) {
+            let key = (tp.topic_id, tp.partition);
+            if let Some(f) = parts.get_mut(&key) {
                 f.delayed_until = Some(until);
+                keys.push(key);
             }
         }
+        drop(parts);
+        self.shared.touch(keys);
+    }
+
+    /// Every partition waits `replica.fetch.backoff.ms` (the request failed, or the leader
+    /// cannot be reached).
+    fn delay_all(&self) {
+        let until = Instant::now() + self.config.backoff;
+        let mut parts = self.shared.lock();
+        for f in parts.values_mut() {
+            f.delayed_until = Some(until);
+        }
+        drop(parts);
+        self.shared.look_at_all.store(true, Ordering::SeqCst);
     }
 
     /// The channel to the leader's listener, re-created when its endpoint changes.
@@ -387,8 +388,14 @@ impl FetcherRun {
         self.channel.clone()
     }
 
-    async fn fetch_once(&mut self, channel: &Channel, asked: Vec<Asked>) {
+    async fn fetch_once(&mut self, channel: &Channel, round: round::Round) {
         let version = supported_range(ApiKey::Fetch).max;
+        let round::Round {
+            asked,
+            gone,
+            all: looked_at_all,
+            ..
+        } = round;
         let wanted: Vec<WantedPartition> = asked
             .iter()
             .map(|a| {
@@ -411,7 +418,11 @@ impl FetcherRun {
             })
             .collect();
         // Topic ids are what v13+ sessions key by; an older leader gets full fetches.
-        let built = self.session.build(wanted);
+        let built = if looked_at_all {
+            self.session.build(wanted)
+        } else {
+            self.session.build_changed(wanted, &gone)
+        };
         let (session_id, session_epoch) = if version >= 13 {
             (built.metadata.session_id, built.metadata.epoch)
         } else {
@@ -466,21 +477,21 @@ impl FetcherRun {
                 warn!(leader = self.leader, response = ?other, "unexpected response to Fetch");
                 self.session.handle_error();
                 self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
-                self.delay(asked.iter().map(|a| &a.hosted.tp));
+                self.delay_all();
                 return;
             }
             Err(e @ (ClientError::Encode(_) | ClientError::Decode(_))) => {
                 warn!(leader = self.leader, error = %e, "fetch failed; backing off");
                 self.session.handle_error();
                 self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
-                self.delay(asked.iter().map(|a| &a.hosted.tp));
+                self.delay_all();
                 return;
             }
             Err(e) => {
                 debug!(leader = self.leader, error = %e, "fetch failed; backing off");
                 self.session.handle_error();
                 self.stats.session_resets.fetch_add(1, Ordering::Relaxed);
-                self.delay(asked.iter().map(|a| &a.hosted.tp));
+                self.delay_all();
                 return;
             }
         };
@@ -508,21 +519,45 @@ impl FetcherRun {
         }
         if response.error_code != 0 {
             warn!(leader = self.leader, error = ?ErrorCode::from_code(response.error_code), "fetch refused");
-            self.delay(asked.iter().map(|a| &a.hosted.tp));
+            self.delay_all();
             return;
         }
         let by_key: HashMap<Key, &Asked> = asked
             .iter()
             .map(|a| ((a.hosted.tp.topic_id, a.hosted.tp.partition), a))
             .collect();
+        // Partitions the request left to the session were asked at what it last sent.
+        let left_to_session: Vec<Asked> = response
+            .responses
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(move |p| (t.topic_id, p.partition_index))
+            })
+            .filter(|key| !by_key.contains_key(key))
+            .filter_map(|key| self.asked_as_last_sent(key))
+            .collect();
+        let by_key: HashMap<Key, &Asked> = by_key
+            .into_iter()
+            .chain(
+                left_to_session
+                    .iter()
+                    .map(|a| ((a.hosted.tp.topic_id, a.hosted.tp.partition), a)),
+            )
+            .collect();
         let mut backoff = Vec::new();
         let mut out_of_range = Vec::new();
         let mut fetched = Vec::new();
         for topic in response.responses {
             for data in topic.partitions {
-                let Some(a) = by_key.get(&(topic.topic_id, data.partition_index)) else {
+                let key = (topic.topic_id, data.partition_index);
+                let Some(a) = by_key.get(&key) else {
                     continue;
                 };
+                // Whatever came back moved (or may have moved) the partition's position:
+                // the next round looks at it.
+                self.rounds.mark(key);
                 match self.apply(a, data) {
                     Applied::Done(None) => {}
                     Applied::Done(Some((bytes, lag))) => fetched.push((*a, bytes, lag)),
