@@ -312,7 +312,7 @@ impl MetadataDelta {
         topics.by_name.remove(&topic.name);
         topics.unindex_name(&topic.name);
         for (pid, p) in topic.partitions.iter() {
-            topics.index_leader(r.topic_id, *pid, Some(p), None);
+            topics.index_partition(r.topic_id, *pid, Some(p), None);
         }
         self.changes.changed_topics.remove(&r.topic_id);
         self.changes.changed_partitions.remove(&r.topic_id);
@@ -366,7 +366,7 @@ impl MetadataDelta {
             let previous = Arc::make_mut(topic)
                 .partitions
                 .insert(partition_id, Arc::clone(&p));
-            topics.index_leader(topic_id, partition_id, previous.as_deref(), Some(&p));
+            topics.index_partition(topic_id, partition_id, previous.as_deref(), Some(&p));
             self.changes.changed_topics.insert(topic_id);
             self.changes
                 .changed_partitions
