@@ -317,7 +317,8 @@ fn unregister_removes_the_broker_from_isr_and_elr() {
     h.go_offline(&[3]);
     assert_eq!(h.state(), (vec![1, 2], vec![3], 1));
     let result = h.cluster.unregister_broker(&h.image, 3);
-    assert!(result.is_atomic);
+    // Not atomic: the partition changes may go in several batches, the unregistration last.
+    assert!(!result.is_atomic);
     assert!(matches!(
         result.records.last(),
         Some(MetadataRecord::UnregisterBroker(r)) if r.broker_id == 3
