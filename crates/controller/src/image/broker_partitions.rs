@@ -12,6 +12,8 @@
 //! entries of 32 bytes per broker (a set of (broker, topic, partition) tuples would cost
 //! ~36 bytes per membership, a hundred MB at a million partitions).
 
+use std::collections::BTreeMap;
+
 use imbl::OrdMap;
 use kraftd_protocol::Uuid;
 
@@ -23,13 +25,18 @@ const CHUNK_BITS: i32 = 64;
 pub struct BrokerPartitions {
     /// (broker, topic id, partition id / 64) → bit (partition id mod 64) set for each
     /// partition the broker is a member of. Entries are never zero.
-    chunks: OrdMap<(i32, Uuid, i32), u64>,
+    chunks: OrdMap<Key, u64>,
 }
+
+/// (broker, topic id, partition id / 64). The topic id is held as a big-endian `u128`: the
+/// same order as its bytes, compared as two words rather than through a `memcmp` call
+/// (`memcmp` was 8% of the scale bench's samples with byte-array keys).
+type Key = (i32, u128, i32);
 
 /// The entry key and bit of one membership. `>>` and `&` floor, so a negative partition id
 /// (refused nowhere in the image) still maps to one key and bit and back.
-fn locate(broker: i32, topic_id: Uuid, partition_id: i32) -> ((i32, Uuid, i32), u64) {
-    let key = (broker, topic_id, partition_id >> 6);
+fn locate(broker: i32, topic_id: Uuid, partition_id: i32) -> (Key, u64) {
+    let key = (broker, u128::from_be_bytes(topic_id.0), partition_id >> 6);
     (key, 1u64 << (partition_id & (CHUNK_BITS - 1)))
 }
 
@@ -37,24 +44,29 @@ impl BrokerPartitions {
     /// Records that `broker` is a member of the partition.
     pub fn insert(&mut self, broker: i32, topic_id: Uuid, partition_id: i32) {
         let (key, bit) = locate(broker, topic_id, partition_id);
-        // One walk down the tree when the entry exists (the usual case: a topic's partitions
-        // share entries); `entry` walks it twice, three times for a new one.
-        match self.chunks.get_mut(&key) {
-            Some(bits) => *bits |= bit,
-            None => {
-                self.chunks.insert(key, bit);
-            }
-        }
+        self.change(key, bit, 0);
     }
 
     /// Records that `broker` is no longer a member of the partition.
     pub fn remove(&mut self, broker: i32, topic_id: Uuid, partition_id: i32) {
         let (key, bit) = locate(broker, topic_id, partition_id);
-        if let Some(bits) = self.chunks.get_mut(&key) {
-            *bits &= !bit;
-            if *bits == 0 {
-                self.chunks.remove(&key);
+        self.change(key, 0, bit);
+    }
+
+    /// Sets then clears bits of one entry, dropping it once empty. One walk down the tree
+    /// when the entry exists (`entry` would walk it twice, three times for a new one).
+    fn change(&mut self, key: Key, set: u64, clear: u64) {
+        match self.chunks.get_mut(&key) {
+            Some(bits) => {
+                *bits = (*bits | set) & !clear;
+                if *bits == 0 {
+                    self.chunks.remove(&key);
+                }
             }
+            None if set & !clear != 0 => {
+                self.chunks.insert(key, set & !clear);
+            }
+            None => {}
         }
     }
 
@@ -72,12 +84,12 @@ impl BrokerPartitions {
     /// The partitions `broker` is a member of, as (topic id, partition id) in topic id then
     /// partition id order (the order of a scan of the image).
     pub fn partitions(&self, broker: i32) -> impl Iterator<Item = (Uuid, i32)> + '_ {
-        let first = (broker, Uuid([0; 16]), i32::MIN);
-        let last = (broker, Uuid([0xff; 16]), i32::MAX);
+        let first = (broker, u128::MIN, i32::MIN);
+        let last = (broker, u128::MAX, i32::MAX);
         self.chunks
             .range(first..=last)
             .flat_map(|((_, topic_id, chunk), bits)| {
-                let (topic_id, chunk, mut bits) = (*topic_id, *chunk, *bits);
+                let (topic_id, chunk, mut bits) = (Uuid(topic_id.to_be_bytes()), *chunk, *bits);
                 std::iter::from_fn(move || {
                     if bits == 0 {
                         return None;
@@ -87,6 +99,43 @@ impl BrokerPartitions {
                     Some((topic_id, chunk * CHUNK_BITS + bit))
                 })
             })
+    }
+}
+
+/// Membership changes a delta gathers while it replays and makes once per entry when it
+/// applies. A topic of 100 partitions at RF 3 is 300 memberships in about 20 entries, and
+/// each change to the persistent map walks the tree (copying, the first time after the
+/// image was shared, the nodes on the way): with one change per membership a DeleteTopics
+/// of 1,000 partitions took ~2 ms instead of ~0.4 ms without the index (bench scale),
+/// gathered ~1 ms.
+#[derive(Debug, Clone, Default)]
+pub struct PendingMembers {
+    /// Entry key → (bits set, bits cleared) since the delta began; a bit is in at most one.
+    entries: BTreeMap<Key, (u64, u64)>,
+}
+
+impl PendingMembers {
+    /// [`BrokerPartitions::update`], to be made by [`apply_to`](Self::apply_to).
+    pub fn update(&mut self, topic_id: Uuid, partition_id: i32, previous: &[i32], next: &[i32]) {
+        for broker in previous.iter().filter(|b| !next.contains(b)) {
+            let (key, bit) = locate(*broker, topic_id, partition_id);
+            let (set, clear) = self.entries.entry(key).or_default();
+            *set &= !bit;
+            *clear |= bit;
+        }
+        for broker in next.iter().filter(|b| !previous.contains(b)) {
+            let (key, bit) = locate(*broker, topic_id, partition_id);
+            let (set, clear) = self.entries.entry(key).or_default();
+            *set |= bit;
+            *clear &= !bit;
+        }
+    }
+
+    /// Makes every gathered change in `index`.
+    pub fn apply_to(&self, index: &mut BrokerPartitions) {
+        for (key, (set, clear)) in &self.entries {
+            index.change(*key, *set, *clear);
+        }
     }
 }
 
@@ -142,5 +191,28 @@ mod tests {
         index.update(topic(1), 3, &[3, 4], &[]);
         index.update(topic(1), 4, &[2], &[]);
         assert_eq!(index, BrokerPartitions::default());
+    }
+
+    #[test]
+    fn pending_changes_end_where_the_same_changes_made_one_by_one_end() {
+        let steps: [(u8, i32, &[i32], &[i32]); 6] = [
+            (1, 3, &[], &[1, 2, 3]),
+            (1, 70, &[], &[2]),
+            (1, 3, &[1, 2, 3], &[3, 4]),
+            (2, 0, &[], &[1]),
+            (2, 0, &[1], &[]),
+            (1, 70, &[2], &[1, 2]),
+        ];
+        let mut base = BrokerPartitions::default();
+        base.update(topic(1), 5, &[], &[1, 2]);
+        let mut direct = base.clone();
+        let mut pending = PendingMembers::default();
+        for (t, p, previous, next) in steps {
+            direct.update(topic(t), p, previous, next);
+            pending.update(topic(t), p, previous, next);
+        }
+        let mut applied = base;
+        pending.apply_to(&mut applied);
+        assert_eq!(applied, direct);
     }
 }

@@ -26,6 +26,7 @@ pub use configs::{ConfigResource, ConfigResourceType, ConfigsImage};
 pub use features::{FeaturesImage, METADATA_VERSION_FEATURE};
 pub use producer_ids::ProducerIdsImage;
 pub use scram::{ScramCredential, ScramCredentialKey, ScramImage, ScramMechanism};
+pub(crate) use topics::PendingIndexes;
 pub use topics::{
     unify_collision_chars, LeaderRecoveryState, PartitionInvariant, PartitionRegistration,
     TopicImage, TopicsImage, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER,

@@ -12,7 +12,7 @@ use imbl::{OrdMap, OrdSet};
 use kraftd_protocol::metadata::{PartitionChangeRecord, PartitionRecord};
 use kraftd_protocol::Uuid;
 
-use super::broker_partitions::BrokerPartitions;
+use super::broker_partitions::{BrokerPartitions, PendingMembers};
 use crate::delta::ReplayErrorKind;
 
 /// `Leader` of a `PartitionChangeRecord` meaning "the leader did not change" (Kafka's
@@ -52,6 +52,21 @@ pub struct TopicsImage {
     /// The partitions each broker is in the ELR of (Kafka's `BrokersToElrs`), for an unclean
     /// restart and an unregistration, which take the broker out of ELRs too. Usually empty.
     pub(crate) elr_members: BrokerPartitions,
+}
+
+/// The ISR and ELR index changes of a delta not made yet (see [`PendingMembers`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PendingIndexes {
+    isr: PendingMembers,
+    elr: PendingMembers,
+}
+
+impl PendingIndexes {
+    /// Makes the gathered changes in `topics`' indexes.
+    pub(crate) fn apply_to(&self, topics: &mut TopicsImage) {
+        self.isr.apply_to(&mut topics.isr_members);
+        self.elr.apply_to(&mut topics.elr_members);
+    }
 }
 
 /// The name with '.' replaced by '_': two topics with the same unified name collide in
@@ -199,9 +214,11 @@ impl TopicsImage {
     }
 
     /// Keeps the leader, ISR and ELR indexes right for one partition replaced (`previous`)
-    /// by `next` (either absent for a partition created or removed).
+    /// by `next` (either absent for a partition created or removed). The ISR and ELR changes
+    /// gather in `pending`, which the delta makes when it applies.
     pub(crate) fn index_partition(
         &mut self,
+        pending: &mut PendingIndexes,
         topic_id: Uuid,
         partition_id: i32,
         previous: Option<&PartitionRegistration>,
@@ -213,11 +230,13 @@ impl TopicsImage {
         let ((previous_isr, previous_elr), (next_isr, next_elr)) =
             (members(previous), members(next));
         if previous_isr != next_isr {
-            self.isr_members
+            pending
+                .isr
                 .update(topic_id, partition_id, previous_isr, next_isr);
         }
         if previous_elr != next_elr {
-            self.elr_members
+            pending
+                .elr
                 .update(topic_id, partition_id, previous_elr, next_elr);
         }
         self.index_leader(topic_id, partition_id, previous, next);
