@@ -51,7 +51,7 @@ async fn follow(
     loop {
         tokio::select! {
             event = events.recv() => match event {
-                Ok(event) => loader.handle_event(event, unix_ms()),
+                Ok(event) => off_the_runtime(|| loader.handle_event(event, unix_ms())),
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     return format!("the metadata loader fell {n} Raft events behind; restart the broker");
                 }
@@ -66,7 +66,7 @@ async fn follow(
                 // The leader's HW, not ours: ours is capped at our log end, so a broker far
                 // behind would call itself caught up after its first fetch.
                 let hw = metrics.borrow_and_update().leader_high_watermark;
-                loader.handle_high_watermark(hw, unix_ms());
+                off_the_runtime(|| loader.handle_high_watermark(hw, unix_ms()));
             }
         }
         let current = MetadataStatus {
@@ -78,5 +78,17 @@ async fn follow(
             *s = current;
             changed
         });
+    }
+}
+
+/// Runs `f` (publishing metadata: a delta creating or moving 100,000 partitions takes
+/// minutes of disk work) without holding one of the runtime's worker threads: on a
+/// multi-threaded runtime the worker's other tasks move to another thread meanwhile, so
+/// heartbeats, Raft and requests keep running. A current-thread runtime (tests) runs it
+/// in place.
+fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }

@@ -559,7 +559,11 @@ impl BrokerServer {
             server.abort();
             let _ = server.await;
         }
+        // No log may change after the flush and checkpoints below: the metadata task is
+        // stopped, and awaited, first (a delta being applied stops at its next partition).
+        self.replica_manager.stop_applying_metadata();
         self.metadata.abort();
+        let _ = (&mut self.metadata).await;
         for task in self.background.drain(..) {
             task.abort();
         }

@@ -133,3 +133,45 @@ async fn a_delta_of_a_thousand_creations_and_deletions_is_applied_exactly() {
         "values read back equal to the files' are no change"
     );
 }
+
+/// A stopping broker applies no more metadata (its clean shutdown flushes and checkpoints
+/// next, and nothing may change a log after that): a delta arriving after
+/// `stop_applying_metadata` creates no log and leaves the hosted partitions as they were.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stopping_broker_applies_no_more_metadata() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    b.apply(&create(0..2));
+    assert_eq!(hosted(&b), expected(0..2));
+    b.rm.stop_applying_metadata();
+    b.apply(&create(2..4));
+    assert_eq!(hosted(&b), expected(0..2));
+    assert_eq!(on_disk(&b), expected(0..2));
+    let h = b.rm.partition(topic_id(0), 7).expect("still hosted");
+    assert_eq!(h.lock().role(), Role::Leader);
+}
+
+/// A delta following many partitions at once applies their role changes on threads; each
+/// follower's fetcher is a task started from them (the threads enter the runtime: without
+/// it every fetcher start panicked and the broker's metadata stopped, found by
+/// `cargo xtask bench scale` at 10,000 followed partitions).
+#[tokio::test(flavor = "current_thread")]
+async fn a_delta_following_many_partitions_starts_their_fetchers() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let mut records = Vec::new();
+    for n in 0..2 {
+        records.push(topic(&name(n), topic_id(n)));
+        for p in 0..PARTITIONS {
+            records.push(partition(topic_id(n), p, &[REMOTE, LOCAL], REMOTE));
+        }
+    }
+    b.apply(&records);
+    for n in 0..2 {
+        for p in 0..PARTITIONS {
+            let h = b.rm.partition(topic_id(n), p).expect("hosted");
+            assert_eq!(h.lock().role(), Role::Follower { leader: REMOTE });
+        }
+    }
+    let assigned = b.rm.fetchers().assignments();
+    assert_eq!(assigned.keys().copied().collect::<Vec<_>>(), vec![REMOTE]);
+    assert_eq!(assigned[&REMOTE].len(), 2 * PARTITIONS as usize);
+}

@@ -244,6 +244,7 @@ impl Log {
         debug_assert!(first_offset >= self.log_end_offset);
         let runs = self.plan_runs(&checked, one_segment, now_ms)?;
         // Epochs first.
+        self.epoch_cache.sync_before_append()?;
         for b in &checked.batches {
             if self.epoch_cache.latest_epoch().is_none_or(|l| b.epoch > l) && b.epoch >= 0 {
                 self.epoch_cache.assign(b.epoch, b.base_offset)?;

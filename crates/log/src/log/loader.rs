@@ -299,7 +299,7 @@ impl Log {
                 epoch_cache.assign(e.epoch, e.start_offset)?;
             }
         }
-        epoch_cache.truncate_from_end(log_end_offset)?;
+        epoch_cache.drop_from_log_end(log_end_offset);
         epoch_cache.truncate_from_start(log_start_offset)?;
 
         Ok(Log {

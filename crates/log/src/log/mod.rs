@@ -248,7 +248,9 @@ impl Log {
     /// fetch's diverging-epoch check must know where the epoch starts even while the leader
     /// has written nothing in it. An epoch not newer than the latest adds nothing.
     pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool> {
-        self.epoch_cache.assign(epoch, self.log_end_offset)
+        Ok(self
+            .epoch_cache
+            .assign_at_log_end(epoch, self.log_end_offset))
     }
 
     /// KIP-279's OffsetForLeaderEpoch answer (see

@@ -25,7 +25,8 @@ impl Log {
             // anything (`assign_epoch_start_offset`) does when `offset` is the log end: it
             // describes no data, and a follower must not keep it (its next fetch would name
             // an epoch it holds nothing of, and the leader's older batches could not follow).
-            return self.epoch_cache.truncate_from_end(offset);
+            self.epoch_cache.drop_from_log_end(offset);
+            return Ok(());
         }
         if offset < self.log_start_offset() {
             return self.truncate_fully_and_start_at(offset);

@@ -39,7 +39,7 @@ use self::offsets::Checkpoints;
 use crate::checkpoint::{self, OffsetCheckpoint};
 use crate::{Log, LogConfig};
 use kraftd_protocol::Uuid;
-use tracing::{info, warn};
+use tracing::{debug, warn};
 
 /// Kafka's file naming the topic id inside a partition directory.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
@@ -246,7 +246,7 @@ impl LogManager {
                 // Stale entries of an earlier log of the same name must not be taken for
                 // this one's.
                 self.checkpoints.forget(i, topic, partition);
-                info!(path = %path.display(), %topic_id, "created partition log");
+                debug!(path = %path.display(), %topic_id, "created partition log");
                 let log =
                     Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log {
                         path: path.clone(),

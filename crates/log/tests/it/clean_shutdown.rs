@@ -148,3 +148,64 @@ fn a_lying_marker_falls_back_to_recovery() {
         expected[expected.len() - 2].next_offset()
     );
 }
+
+/// An epoch a leader begins is kept in memory until data follows it, and one dropped at
+/// the log end is dropped in memory only (every open drops such entries from what it
+/// reads): stepping up or down on an idle partition writes nothing. Data appended after
+/// either — even of an older epoch, which assigns nothing new — rewrites the file first,
+/// so no reopen takes a dropped epoch for one describing that data, and every epoch with
+/// data is in the file before its data.
+#[test]
+fn epochs_at_the_log_end_reach_the_file_before_data_follows_them() {
+    let dir = tempdir();
+    let path = dir
+        .path()
+        .join(kraftd_log::epoch::LEADER_EPOCH_CHECKPOINT_FILE);
+    let entries = |log: &Log| -> Vec<(i32, i64)> {
+        log.epoch_entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect()
+    };
+    let mut log = Log::open(dir.path(), config(), 0).unwrap();
+    log.append_as_follower(leader_batch(0, 5, 10, 1000), 0)
+        .unwrap();
+    let five = "0\n1\n5 0\n";
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), five);
+
+    // Leader at epoch 7 with nothing written, then follower again: no write at all.
+    log.assign_epoch_start_offset(7).unwrap();
+    assert_eq!(entries(&log), vec![(5, 0), (7, 10)]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), five);
+    log.truncate_to(10).unwrap();
+    assert_eq!(entries(&log), vec![(5, 0)]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), five);
+    log.close().unwrap();
+
+    // A file holding an empty epoch at the log end (as an older kraftd, or a crash between
+    // an epoch's write and its data, leaves it): dropped on open, the file untouched.
+    let stale = "0\n2\n5 0\n7 10\n";
+    std::fs::write(&path, stale).unwrap();
+    let mut log = Log::open_after_clean_shutdown(dir.path(), config(), 0).unwrap();
+    assert_eq!(entries(&log), vec![(5, 0)]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), stale);
+
+    // More data of epoch 5 (a new leader replicating older batches): the file is
+    // rewritten before it, so neither a clean nor an unclean reopen sees epoch 7 at 10.
+    log.append_as_follower(leader_batch(10, 5, 10, 2000), 0)
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), five);
+
+    // Leading epoch 8, then writing in it: the entry is in the file with the data.
+    log.assign_epoch_start_offset(8).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), five);
+    log.append_as_leader(producer_batch(3, 30, 3000), 8, 0)
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "0\n2\n5 0\n8 20\n");
+    log.close().unwrap();
+    let log = Log::open_after_clean_shutdown(dir.path(), config(), 0).unwrap();
+    assert_eq!(entries(&log), vec![(5, 0), (8, 20)]);
+    drop(log);
+    let log = Log::open(dir.path(), config(), 0).unwrap();
+    assert_eq!(entries(&log), vec![(5, 0), (8, 20)]);
+}

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use kraftd_log::AppendInfo;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::{Partition, PartitionError, PartitionState, Role};
 
@@ -44,7 +44,7 @@ impl Partition {
         self.pending_isr = None;
         self.followers.clear();
         if changed {
-            info!(
+            debug!(
                 topic = %self.tp.topic, partition = self.tp.partition, epoch = self.leader_epoch,
                 leader = state.leader, log_end_offset = self.log.log_end_offset(),
                 "became follower"

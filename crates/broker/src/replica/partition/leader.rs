@@ -7,7 +7,7 @@ use kraftd_log::PendingRead;
 use kraftd_protocol::messages::EndTxnMarker;
 use kraftd_protocol::records::{Batches, ControlRecord, RecordBatch, RecordBatchBuilder};
 use kraftd_protocol::ErrorCode;
-use tracing::{debug, info};
+use tracing::debug;
 
 use super::isr::FollowerState;
 use super::validator::{validate, Validated};
@@ -98,7 +98,7 @@ impl Partition {
                 .map(|r| (*r, FollowerState::reset(self.isr.contains(r), now_ms)))
                 .collect();
             self.ineligible.clear();
-            info!(
+            debug!(
                 topic = %self.tp.topic, partition = self.tp.partition, epoch = self.leader_epoch,
                 start_offset = self.leader_epoch_start_offset, hw = self.high_watermark,
                 isr = ?self.isr, "became leader"
