@@ -25,8 +25,8 @@ use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};
 use crate::image::{
     BrokerRegistration, ClientQuotaEntity, ConfigResource, ConfigResourceType,
     ControllerRegistration, LeaderRecoveryState, MetadataImage, PartitionInvariant,
-    PartitionRegistration, ScramCredential, ScramCredentialKey, ScramMechanism, StandardAcl,
-    TopicImage, METADATA_VERSION_FEATURE,
+    PartitionRegistration, PendingIndexes, ScramCredential, ScramCredentialKey, ScramMechanism,
+    StandardAcl, TopicImage, METADATA_VERSION_FEATURE,
 };
 
 /// Replays records onto a base image; [`apply`](MetadataDelta::apply) gives the result.
@@ -35,6 +35,9 @@ pub struct MetadataDelta {
     base: MetadataImage,
     next: MetadataImage,
     changes: DeltaChanges,
+    /// The ISR and ELR index changes `next` still lacks, made by `apply` once per index
+    /// entry rather than once per membership.
+    pending_indexes: PendingIndexes,
 }
 
 /// What a delta changed, so publishers look only at that. Sets are ordered for determinism.
@@ -142,6 +145,7 @@ impl MetadataDelta {
             base: image.clone(),
             next: image.clone(),
             changes: DeltaChanges::default(),
+            pending_indexes: PendingIndexes::default(),
         }
     }
 
@@ -178,7 +182,9 @@ impl MetadataDelta {
             }
             debug_assert_eq!(self.next.topics.by_id.len(), self.next.topics.by_name.len());
         }
-        self.next.clone()
+        let mut next = self.next.clone();
+        self.pending_indexes.apply_to(&mut next.topics);
+        next
     }
 
     fn replay_inner(&mut self, record: &MetadataRecord) -> Result<(), ReplayErrorKind> {
@@ -314,7 +320,7 @@ impl MetadataDelta {
         topics.by_name.remove(&topic.name);
         topics.unindex_name(&topic.name);
         for (pid, p) in topic.partitions.iter() {
-            topics.index_leader(r.topic_id, *pid, Some(p), None);
+            topics.index_partition(&mut self.pending_indexes, r.topic_id, *pid, Some(p), None);
         }
         self.changes.changed_topics.remove(&r.topic_id);
         self.changes.changed_partitions.remove(&r.topic_id);
@@ -368,7 +374,13 @@ impl MetadataDelta {
             let previous = Arc::make_mut(topic)
                 .partitions
                 .insert(partition_id, Arc::clone(&p));
-            topics.index_leader(topic_id, partition_id, previous.as_deref(), Some(&p));
+            topics.index_partition(
+                &mut self.pending_indexes,
+                topic_id,
+                partition_id,
+                previous.as_deref(),
+                Some(&p),
+            );
             self.changes.changed_topics.insert(topic_id);
             self.changes
                 .changed_partitions

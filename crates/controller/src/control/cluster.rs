@@ -505,6 +505,13 @@ impl ClusterControlManager {
 
     /// UnregisterBroker: the broker leaves every ISR and ELR, then its registration goes.
     /// BROKER_ID_NOT_REGISTERED if there is none. The caller forgets its heartbeat session.
+    ///
+    /// Not atomic: a broker in more ISRs than one Raft batch holds would make an atomic write
+    /// that Raft refuses for good (the controller renounced at every try). The partition
+    /// changes go first, in batches, and the `UnregisterBrokerRecord` last, so a write
+    /// stopped midway (a failover) leaves some ISRs shrunk and the broker still registered;
+    /// the retry of the request shrinks the rest and unregisters it. A shrunk ISR on its
+    /// own is a state the broker's fencing makes anyway.
     pub fn unregister_broker(
         &self,
         image: &MetadataImage,
@@ -516,7 +523,7 @@ impl ClusterControlManager {
         let mut records = Vec::new();
         self.replication
             .handle_broker_unregistered(image, broker_id, broker.epoch, &mut records);
-        ControllerResult::atomic_of(records, ErrorCode::None)
+        ControllerResult::of(records, ErrorCode::None)
     }
 
     /// Session expiry: fence the one unfenced broker whose session expired longest ago

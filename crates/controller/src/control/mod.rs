@@ -52,7 +52,7 @@ pub use partition_change::{change_record_is_no_op, Election, PartitionChangeBuil
 pub use placement::{PlacementError, PlacementSeed, UsableBroker};
 pub use producer_ids::{ProducerIdControlManager, PRODUCER_ID_BLOCK_SIZE};
 pub use quotas::ClientQuotaControlManager;
-pub use replication::{ReplicationConfig, ReplicationControlManager};
+pub use replication::{Members, ReplicationConfig, ReplicationControlManager};
 pub use result::ControllerResult;
 pub use scram::ScramControlManager;
 pub use topics::{TopicConfig, TopicControlManager};

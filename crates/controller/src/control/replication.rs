@@ -10,9 +10,10 @@
 //! [`PartitionChangeBuilder`], so every path follows the same election and ELR rules.
 //!
 //! Topic creation, deletion and CreatePartitions live in [`super::topics`], reassignment in
-//! [`super::reassignment`]. Not here yet: directory assignment, and Kafka's broker → partitions indexes
-//! (`BrokersToIsrs`, `BrokersToElrs`):
-//! the broker reactions scan every partition of the image, linear in the partition count.
+//! [`super::reassignment`]. Not here yet: directory assignment. The broker reactions find
+//! the partitions to change through the image's ISR, ELR and leaderless indexes (Kafka's
+//! `BrokersToIsrs`, `BrokersToElrs`), so their cost follows the partitions they change, not
+//! the partitions of the cluster.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -65,6 +66,14 @@ pub struct ReplicationConfig {
 #[derive(Debug, Clone, Default)]
 pub struct ReplicationControlManager {
     config: ReplicationConfig,
+}
+
+/// Which partitions a broker reaction changes: those whose ISR holds the broker, or whose
+/// ISR or ELR does (both found through the image's indexes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Members {
+    Isr(i32),
+    IsrOrElr(i32),
 }
 
 /// The change an AlterPartition makes to one partition (none if it changes nothing) and the
@@ -330,7 +339,7 @@ impl ReplicationControlManager {
             broker_id,
             NO_LEADER,
             NO_LEADER,
-            |p| p.isr.contains(&broker_id),
+            Members::Isr(broker_id),
             records,
         );
         records.push(MetadataRecord::BrokerRegistrationChange(
@@ -399,7 +408,7 @@ impl ReplicationControlManager {
             broker_id,
             NO_LEADER,
             NO_LEADER,
-            |p| p.isr.contains(&broker_id),
+            Members::Isr(broker_id),
             records,
         );
     }
@@ -421,7 +430,7 @@ impl ReplicationControlManager {
                 NO_LEADER,
                 NO_LEADER,
                 broker_id,
-                |p| p.isr.contains(&broker_id) || p.elr.contains(&broker_id),
+                Members::IsrOrElr(broker_id),
                 records,
             );
         } else {
@@ -430,7 +439,7 @@ impl ReplicationControlManager {
                 broker_id,
                 NO_LEADER,
                 NO_LEADER,
-                |p| p.isr.contains(&broker_id),
+                Members::Isr(broker_id),
                 records,
             );
         }
@@ -452,7 +461,7 @@ impl ReplicationControlManager {
             broker_id,
             NO_LEADER,
             broker_id,
-            |p| p.isr.contains(&broker_id) || p.elr.contains(&broker_id),
+            Members::IsrOrElr(broker_id),
             records,
         );
         records.push(MetadataRecord::UnregisterBroker(UnregisterBrokerRecord {
@@ -462,26 +471,37 @@ impl ReplicationControlManager {
         }));
     }
 
-    /// For every partition `select` picks, the change that removes `broker_to_remove` (and
+    /// For every partition `members` names, the change that removes `broker_to_remove` (and
     /// `broker_with_unclean_shutdown`) from the ISR and re-elects as needed. Kafka's
     /// `generateLeaderAndIsrUpdates`: `broker_to_add` counts as an acceptable leader even
     /// though the image still shows it fenced; the removed brokers never do. Pass
-    /// [`NO_LEADER`] for "none".
+    /// [`NO_LEADER`] for "none". The partitions come from the image's indexes, in topic id
+    /// then partition id order (as a scan would find them).
     pub fn generate_leader_and_isr_updates(
         &self,
         image: &MetadataImage,
         broker_to_remove: i32,
         broker_to_add: i32,
         broker_with_unclean_shutdown: i32,
-        select: impl Fn(&PartitionRegistration) -> bool,
+        members: Members,
         records: &mut Vec<MetadataRecord>,
     ) {
-        let selected = image.topics.iter().flat_map(|topic| {
-            topic
-                .partitions
-                .iter()
-                .filter(|(_, p)| select(p))
-                .map(move |(id, p)| (topic, *id, p))
+        let keys: Vec<(Uuid, i32)> = match members {
+            Members::Isr(broker) => image.topics.partitions_with_isr_member(broker).collect(),
+            Members::IsrOrElr(broker) => {
+                // ISR and ELR are disjoint: the union is the two lists merged.
+                let mut keys: Vec<(Uuid, i32)> = image
+                    .topics
+                    .partitions_with_isr_member(broker)
+                    .chain(image.topics.partitions_with_elr_member(broker))
+                    .collect();
+                keys.sort_unstable();
+                keys
+            }
+        };
+        let selected = keys.into_iter().filter_map(|(topic_id, partition_id)| {
+            let topic = image.topics.get(&topic_id)?;
+            Some((topic, partition_id, topic.partition(partition_id)?))
         });
         self.update_partitions(
             image,

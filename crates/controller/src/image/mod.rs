@@ -7,6 +7,7 @@
 //! whose untouched entries are shared between consecutive images.
 
 mod acls;
+mod broker_partitions;
 mod client_quotas;
 mod cluster;
 mod configs;
@@ -25,6 +26,7 @@ pub use configs::{ConfigResource, ConfigResourceType, ConfigsImage};
 pub use features::{FeaturesImage, METADATA_VERSION_FEATURE};
 pub use producer_ids::ProducerIdsImage;
 pub use scram::{ScramCredential, ScramCredentialKey, ScramImage, ScramMechanism};
+pub(crate) use topics::PendingIndexes;
 pub use topics::{
     unify_collision_chars, LeaderRecoveryState, PartitionInvariant, PartitionRegistration,
     TopicImage, TopicsImage, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER,
@@ -34,6 +36,7 @@ pub use topics::{
 use kraftd_protocol::MetadataRecord;
 
 use crate::delta::{MetadataDelta, ReplayError};
+use broker_partitions::BrokerPartitions;
 
 /// The whole metadata state at one point of the log. Immutable; cheap to clone.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -97,11 +100,15 @@ impl MetadataImage {
                     .map_err(|e| format!("partition {}-{partition_id}: {e}", topic.name))?;
             }
         }
-        // The leader indexes, against a scan of every partition.
+        // The leader, ISR and ELR indexes, against a scan of every partition.
         let mut leaderless = imbl::OrdSet::new();
         let mut leader_counts = imbl::OrdMap::new();
+        let mut isr_members = BrokerPartitions::default();
+        let mut elr_members = BrokerPartitions::default();
         for topic in self.topics.by_id.values() {
             for (partition_id, partition) in topic.partitions.iter() {
+                isr_members.update(topic.id, *partition_id, &[], &partition.isr);
+                elr_members.update(topic.id, *partition_id, &[], &partition.elr);
                 if partition.has_leader() {
                     *leader_counts.entry(partition.leader).or_insert(0u32) += 1;
                 } else {
@@ -109,18 +116,19 @@ impl MetadataImage {
                 }
             }
         }
-        if leaderless != self.topics.leaderless {
-            return Err(format!(
-                "leaderless index {:?}, a scan finds {leaderless:?}",
-                self.topics.leaderless
-            ));
-        }
-        if leader_counts != self.topics.leader_counts {
-            return Err(format!(
-                "leader counts {:?}, a scan finds {leader_counts:?}",
-                self.topics.leader_counts
-            ));
-        }
+        agree("leaderless index", &self.topics.leaderless, &leaderless)?;
+        agree("leader counts", &self.topics.leader_counts, &leader_counts)?;
+        agree("ISR index", &self.topics.isr_members, &isr_members)?;
+        agree("ELR index", &self.topics.elr_members, &elr_members)?;
         Ok(())
+    }
+}
+
+/// An index against what a scan finds: equal, or an error naming both.
+fn agree<T: PartialEq + std::fmt::Debug>(what: &str, index: &T, scan: &T) -> Result<(), String> {
+    if index == scan {
+        Ok(())
+    } else {
+        Err(format!("{what} {index:?}, a scan finds {scan:?}"))
     }
 }

@@ -12,6 +12,7 @@ use imbl::{OrdMap, OrdSet};
 use kraftd_protocol::metadata::{PartitionChangeRecord, PartitionRecord};
 use kraftd_protocol::Uuid;
 
+use super::broker_partitions::{BrokerPartitions, PendingMembers};
 use crate::delta::ReplayErrorKind;
 
 /// `Leader` of a `PartitionChangeRecord` meaning "the leader did not change" (Kafka's
@@ -44,6 +45,28 @@ pub struct TopicsImage {
     /// How many partitions each broker leads (brokers leading none are absent), so a broker
     /// in controlled shutdown learns it leads nothing more without a scan of every partition.
     pub(crate) leader_counts: OrdMap<i32, u32>,
+    /// The partitions each broker is in the ISR of (Kafka's `BrokersToIsrs`), so fencing,
+    /// controlled shutdown, restart and unregistration of a broker visit the partitions
+    /// they change rather than every partition.
+    pub(crate) isr_members: BrokerPartitions,
+    /// The partitions each broker is in the ELR of (Kafka's `BrokersToElrs`), for an unclean
+    /// restart and an unregistration, which take the broker out of ELRs too. Usually empty.
+    pub(crate) elr_members: BrokerPartitions,
+}
+
+/// The ISR and ELR index changes of a delta not made yet (see [`PendingMembers`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PendingIndexes {
+    isr: PendingMembers,
+    elr: PendingMembers,
+}
+
+impl PendingIndexes {
+    /// Makes the gathered changes in `topics`' indexes.
+    pub(crate) fn apply_to(&self, topics: &mut TopicsImage) {
+        self.isr.apply_to(&mut topics.isr_members);
+        self.elr.apply_to(&mut topics.elr_members);
+    }
 }
 
 /// The name with '.' replaced by '_': two topics with the same unified name collide in
@@ -174,9 +197,53 @@ impl TopicsImage {
         self.leader_counts.get(&broker).copied().unwrap_or(0)
     }
 
-    /// Keeps the leader indexes right for one partition replaced (`previous`) by `next`
-    /// (either absent for a partition created or removed).
-    pub(crate) fn index_leader(
+    /// The partitions whose ISR holds `broker`, as (topic id, partition id) in order.
+    pub fn partitions_with_isr_member(
+        &self,
+        broker: i32,
+    ) -> impl Iterator<Item = (Uuid, i32)> + '_ {
+        self.isr_members.partitions(broker)
+    }
+
+    /// The partitions whose ELR holds `broker`, as (topic id, partition id) in order.
+    pub fn partitions_with_elr_member(
+        &self,
+        broker: i32,
+    ) -> impl Iterator<Item = (Uuid, i32)> + '_ {
+        self.elr_members.partitions(broker)
+    }
+
+    /// Keeps the leader, ISR and ELR indexes right for one partition replaced (`previous`)
+    /// by `next` (either absent for a partition created or removed). The ISR and ELR changes
+    /// gather in `pending`, which the delta makes when it applies.
+    pub(crate) fn index_partition(
+        &mut self,
+        pending: &mut PendingIndexes,
+        topic_id: Uuid,
+        partition_id: i32,
+        previous: Option<&PartitionRegistration>,
+        next: Option<&PartitionRegistration>,
+    ) {
+        fn members(p: Option<&PartitionRegistration>) -> (&[i32], &[i32]) {
+            p.map_or((&[], &[]), |p| (&p.isr, &p.elr))
+        }
+        let ((previous_isr, previous_elr), (next_isr, next_elr)) =
+            (members(previous), members(next));
+        if previous_isr != next_isr {
+            pending
+                .isr
+                .update(topic_id, partition_id, previous_isr, next_isr);
+        }
+        if previous_elr != next_elr {
+            pending
+                .elr
+                .update(topic_id, partition_id, previous_elr, next_elr);
+        }
+        self.index_leader(topic_id, partition_id, previous, next);
+    }
+
+    /// The leader part of [`index_partition`](Self::index_partition).
+    fn index_leader(
         &mut self,
         topic_id: Uuid,
         partition_id: i32,

@@ -5,7 +5,8 @@
 use kraftd_controller::control::BROKER_SESSION_TIMEOUT_MS_DEFAULT;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use kraftd_controller::testing::ControlHarness;
+use kraftd_controller::testing::records::partition;
+use kraftd_controller::testing::{ControlHarness, TOPIC_ID};
 
 #[test]
 fn registration_epoch_is_the_record_offset_and_starts_fenced() {
@@ -316,7 +317,8 @@ fn unregister_removes_the_broker_from_isr_and_elr() {
     h.go_offline(&[3]);
     assert_eq!(h.state(), (vec![1, 2], vec![3], 1));
     let result = h.cluster.unregister_broker(&h.image, 3);
-    assert!(result.is_atomic);
+    // Not atomic: the partition changes may go in several batches, the unregistration last.
+    assert!(!result.is_atomic);
     assert!(matches!(
         result.records.last(),
         Some(MetadataRecord::UnregisterBroker(r)) if r.broker_id == 3
@@ -348,4 +350,59 @@ fn broker_fenced_during_controlled_shutdown_stays_fenced() {
     assert_eq!(h.restart_clean(1).error_code, 0);
     assert!(!h.heartbeat(1).is_fenced);
     assert!(!h.image.cluster.broker(1).unwrap().in_controlled_shutdown);
+}
+
+/// A broker that replicates every partition of a large cluster but is in no ISR or ELR
+/// (issue 19: the figure of the `scale` bench's second fencing) is fenced, restarted
+/// uncleanly, unfenced, shut down and unregistered with its own records only: the image's
+/// ISR and ELR indexes say no partition changes, where a scan of every partition used to.
+/// A broker in every ISR still changes every partition.
+#[test]
+fn a_broker_in_no_isr_of_a_large_cluster_changes_no_partition() {
+    let partitions = 20_000;
+    let mut h = ControlHarness::new(true, 1);
+    h.start_brokers(&[1, 2, 3]);
+    let records: Vec<MetadataRecord> = (0..partitions)
+        .map(|p| partition(TOPIC_ID, p, &[1, 2, 3], &[1, 2], 1))
+        .collect();
+    h.replay(&records);
+    let written = |h: &ControlHarness, from: i64| h.next_offset - from;
+
+    let from = h.next_offset;
+    let mut fence = h.heartbeat_request(3, h.epoch(3));
+    fence.want_fence = true;
+    assert!(h.send_heartbeat(&fence).is_fenced);
+    assert_eq!(written(&h, from), 1, "the fencing record only");
+
+    let from = h.next_offset;
+    assert_eq!(h.restart_unclean(3).error_code, 0);
+    assert_eq!(written(&h, from), 1, "the registration only");
+    let from = h.next_offset;
+    assert!(!h.heartbeat(3).is_fenced);
+    assert_eq!(written(&h, from), 1, "the unfencing record only");
+
+    // It leads nothing, so a controlled shutdown fences it at once.
+    let from = h.next_offset;
+    let mut shutdown = h.heartbeat_request(3, h.epoch(3));
+    shutdown.want_shut_down = true;
+    assert!(h.send_heartbeat(&shutdown).should_shut_down);
+    assert_eq!(written(&h, from), 1, "the fencing record only");
+
+    let from = h.next_offset;
+    let result = h.cluster.unregister_broker(&h.image, 3);
+    assert_eq!(h.apply(result), ErrorCode::None);
+    assert_eq!(written(&h, from), 1, "the unregistration only");
+
+    let from = h.next_offset;
+    let mut fence = h.heartbeat_request(2, h.epoch(2));
+    fence.want_fence = true;
+    assert!(h.send_heartbeat(&fence).is_fenced);
+    assert_eq!(written(&h, from), i64::from(partitions) + 1);
+    assert!(h
+        .image
+        .topics
+        .partitions_with_isr_member(2)
+        .next()
+        .is_none());
+    assert_eq!(h.image.topics.partitions_with_isr_member(1).count(), 20_000);
 }

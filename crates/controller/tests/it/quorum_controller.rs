@@ -33,6 +33,7 @@ pub enum Resp {
     TopicCount(usize),
     ProducerIds(AllocateProducerIdsResponse),
     DeleteTopics(DeleteTopicsResponse),
+    Unregistered(ErrorCode),
 }
 
 /// One shared metadata log: batches are appended by the leader and committed on request.
@@ -671,6 +672,64 @@ fn an_unclean_restart_of_a_broker_in_many_isrs_registers_in_batches() {
     assert_eq!(broker.incarnation_id, uuid(0xfe));
     // The epoch is the registration record's own offset: the last record written.
     assert_eq!(broker.epoch, batches.last().unwrap().last_offset);
+    assert_eq!(*image, raft.committed_image());
+}
+
+/// Unregistering a broker that is in more ISRs than one Raft batch holds (issue 19): the
+/// partition changes go in batches and the UnregisterBrokerRecord last, where an atomic write
+/// was refused by Raft and the controller renounced. A write stopped midway (a failover after
+/// the first batch) leaves the broker registered and the image consistent; the retry changes
+/// only the partitions left and unregisters it.
+#[test]
+fn unregistering_a_broker_in_many_isrs_writes_in_batches_and_survives_a_stop_midway() {
+    let (mut raft, mut node) = broker_one_unfenced();
+    create_more_partitions_than_one_batch_holds(&mut raft, &mut node);
+    let partitions = 2 * (MAX_RECORDS_PER_BATCH / 2 + 100);
+    node.drain_completions();
+    let unregister = || ops::unregister_broker(1).map(Resp::Unregistered);
+
+    // First try: only the first batch commits, then a new epoch drops the rest.
+    node.submit_write(unregister()).unwrap();
+    node.process(&mut raft.node(0));
+    assert!(node.is_active(), "the controller renounced");
+    assert!(raft.resigned.is_empty());
+    assert!(raft.uncommitted.len() >= 2, "one batch");
+    assert!(raft
+        .uncommitted
+        .iter()
+        .all(|b| b.records.len() <= MAX_RECORDS_PER_BATCH));
+    let last = raft.uncommitted.last().unwrap().records.last().unwrap();
+    assert!(matches!(last.1, MetadataRecord::UnregisterBroker(_)));
+    for batch in raft.commit(1) {
+        node.handle_commit(&batch).unwrap();
+    }
+    elect(&mut raft, std::slice::from_mut(&mut node), 0);
+    let failed = node.drain_completions();
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].result.is_err(), "{failed:?}");
+    let image = raft.committed_image();
+    image.check_invariants().unwrap();
+    assert!(image.cluster.broker(1).is_some(), "still registered");
+    let leaderless = image.topics.leaderless().count();
+    assert_eq!(leaderless, MAX_RECORDS_PER_BATCH);
+
+    // The retry changes the partitions left, then unregisters.
+    let before = raft.end_offset;
+    node.submit_write(unregister()).unwrap();
+    node.process(&mut raft.node(0));
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+    assert_eq!(
+        raft.end_offset - before,
+        (partitions - MAX_RECORDS_PER_BATCH + 1) as i64
+    );
+    let done = node.drain_completions();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].result, Ok(Resp::Unregistered(ErrorCode::None)));
+    let image = node.committed_image();
+    assert!(image.cluster.broker(1).is_none());
+    assert_eq!(image.topics.leaderless().count(), partitions);
     assert_eq!(*image, raft.committed_image());
 }
 

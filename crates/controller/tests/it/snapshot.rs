@@ -12,7 +12,7 @@ use kraftd_controller::MetadataImage;
 use kraftd_protocol::metadata::*;
 use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};
 use kraftd_protocol::records::Batches;
-use kraftd_protocol::MetadataRecord;
+use kraftd_protocol::{MetadataRecord, Uuid};
 use kraftd_raft::snapshot::{read_snapshot, SnapshotError, SnapshotWriter};
 
 use kraftd_controller::testing::records::*;
@@ -287,4 +287,161 @@ fn policy_fires_on_time_once_something_was_committed() {
     let mut policy = SnapshotPolicy::with_kafka_defaults(0);
     assert!(!policy.record_committed(DEFAULT_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS - 1, 1));
     assert!(policy.record_committed(1, 2));
+}
+
+/// The partitions whose ISR (`elr` false) or ELR holds `broker`, by a scan of every partition.
+fn members_by_scan(image: &MetadataImage, broker: i32, elr: bool) -> Vec<(Uuid, i32)> {
+    let mut found = Vec::new();
+    for topic in image.topics.iter() {
+        for (id, p) in topic.partitions.iter() {
+            let members = if elr { &p.elr } else { &p.isr };
+            if members.contains(&broker) {
+                found.push((topic.id, *id));
+            }
+        }
+    }
+    found
+}
+
+/// The ISR and ELR indexes (Kafka's `BrokersToIsrs`, `BrokersToElrs`) name, for every broker,
+/// exactly the partitions a scan finds, after creations, ISR and ELR changes, a reassignment's
+/// start and completion, a ClearElr, a topic deletion and a snapshot load.
+#[test]
+fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
+    let check = |image: &MetadataImage, step: &str| {
+        image
+            .check_invariants()
+            .unwrap_or_else(|e| panic!("{step}: {e}"));
+        for broker in 0..=6 {
+            for elr in [false, true] {
+                let indexed: Vec<(Uuid, i32)> = if elr {
+                    image.topics.partitions_with_elr_member(broker).collect()
+                } else {
+                    image.topics.partitions_with_isr_member(broker).collect()
+                };
+                assert_eq!(
+                    indexed,
+                    members_by_scan(image, broker, elr),
+                    "{step}: broker {broker}, elr {elr}"
+                );
+            }
+        }
+    };
+    // Two topics of 150 partitions (three index entries per broker each), replicas rotating
+    // over brokers 1 to 5.
+    let mut records = vec![
+        feature("metadata.version", 27),
+        feature("eligible.leader.replicas.version", 1),
+        topic("a", uuid(1)),
+        topic("b", uuid(2)),
+    ];
+    for id in [uuid(1), uuid(2)] {
+        for p in 0..150 {
+            let replicas: Vec<i32> = (0..3).map(|i| (p + i) % 5 + 1).collect();
+            records.push(partition(id, p, &replicas, &replicas, replicas[0]));
+        }
+    }
+    let image = MetadataImage::empty().replay_all(&records).unwrap();
+    check(&image, "created");
+    assert_eq!(image.topics.partitions_with_isr_member(1).count(), 2 * 90);
+
+    // a-0 (replicas 1, 2, 3): the ISR shrinks to 1, 2 and 3 moves to the ELR; a-64 loses
+    // broker 5 from its ISR and its leader.
+    let shrink = PartitionChangeRecord {
+        isr: Some(vec![1, 2]),
+        eligible_leader_replicas: Some(vec![3]),
+        ..change(uuid(1), 0)
+    };
+    let a64 = image.topics.partition(&uuid(1), 64).unwrap().clone();
+    let leaderless = PartitionChangeRecord {
+        isr: Some(
+            a64.isr
+                .iter()
+                .copied()
+                .filter(|r| *r != a64.leader)
+                .collect(),
+        ),
+        leader: -1,
+        ..change(uuid(1), 64)
+    };
+    let image = image
+        .replay_all(&[
+            MetadataRecord::PartitionChange(shrink),
+            MetadataRecord::PartitionChange(leaderless),
+        ])
+        .unwrap();
+    check(&image, "ISR and ELR changes");
+    assert!(image
+        .topics
+        .partitions_with_elr_member(3)
+        .eq([(uuid(1), 0)]));
+
+    // A reassignment of b-149 (replicas 5, 1, 2) to 6, 1, 2: 6 joins, then the reassignment
+    // completes with 6 in the ISR and 5 gone.
+    let start = PartitionChangeRecord {
+        replicas: Some(vec![5, 1, 2, 6]),
+        adding_replicas: Some(vec![6]),
+        removing_replicas: Some(vec![5]),
+        ..change(uuid(2), 149)
+    };
+    let join = PartitionChangeRecord {
+        isr: Some(vec![5, 1, 2, 6]),
+        ..change(uuid(2), 149)
+    };
+    let complete = PartitionChangeRecord {
+        replicas: Some(vec![6, 1, 2]),
+        isr: Some(vec![6, 1, 2]),
+        adding_replicas: Some(vec![]),
+        removing_replicas: Some(vec![]),
+        leader: 6,
+        ..change(uuid(2), 149)
+    };
+    let image = image
+        .replay_all(&[MetadataRecord::PartitionChange(start)])
+        .unwrap();
+    check(&image, "reassignment started");
+    let image = image
+        .replay_all(&[MetadataRecord::PartitionChange(join)])
+        .unwrap();
+    check(&image, "target replica in the ISR");
+    let image = image
+        .replay_all(&[MetadataRecord::PartitionChange(complete)])
+        .unwrap();
+    check(&image, "reassignment completed");
+    assert!(image
+        .topics
+        .partitions_with_isr_member(6)
+        .eq([(uuid(2), 149)]));
+
+    let clear = MetadataRecord::ClearElr(ClearElrRecord::default());
+    let image = image.replay_all(&[clear]).unwrap();
+    check(&image, "ELR cleared");
+    assert_eq!(image.topics.partitions_with_elr_member(3).count(), 0);
+
+    let remove = MetadataRecord::RemoveTopic(RemoveTopicRecord {
+        topic_id: uuid(1),
+        ..Default::default()
+    });
+    let image = image.replay_all(&[remove]).unwrap();
+    check(&image, "topic a deleted");
+    assert!(image
+        .topics
+        .partitions_with_isr_member(1)
+        .all(|(topic, _)| topic == uuid(2)));
+
+    // An ELR again, so the snapshot carries one; then write and load it.
+    let shrink = PartitionChangeRecord {
+        isr: Some(vec![2, 3]),
+        eligible_leader_replicas: Some(vec![4]),
+        leader: 2,
+        ..change(uuid(2), 1)
+    };
+    let image = image
+        .replay_all(&[MetadataRecord::PartitionChange(shrink)])
+        .unwrap();
+    check(&image, "ELR set again");
+    let bytes = write_image_snapshot(&image, 9, 1_700_000_000_000).unwrap();
+    let loaded = load_image_snapshot(bytes).unwrap();
+    check(&loaded, "snapshot loaded");
+    assert_eq!(loaded, image);
 }
