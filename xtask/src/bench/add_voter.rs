@@ -42,9 +42,10 @@ use anyhow::{bail, Context, Result};
 use kraftd_protocol::Uuid;
 
 use super::add_voter_client::QuorumConn;
-use super::kafka::{format_kafka_node, java, kafka_classpath};
+use super::kafka::{format_kafka_node, java};
 use super::produce::{loadavg, Against, System};
 use super::scale::{poll_until, status_bytes, Launch, Node, Nodes};
+use super::systems::{run_systems, Frame, RunFigures, RunStatus, SystemRun};
 use crate::cluster::free_port;
 
 const TOPIC_PREFIX: &str = "av-";
@@ -100,9 +101,8 @@ struct Figures {
     /// (RSS, peak RSS) of the leader and of the new voter at the end.
     leader_rss: Option<(u64, u64)>,
     voter_rss: Option<(u64, u64)>,
-    load_before: String,
     load_measured: String,
-    error: Option<String>,
+    run: RunStatus,
 }
 
 /// A system's two controllers, unstarted, and what the bench needs to know of them.
@@ -121,69 +121,25 @@ pub(super) fn add_voter(root: &Path, args: AddVoterArgs) -> Result<()> {
     if args.brokers < 3 {
         bail!("--brokers must be at least 3 (RF 3)");
     }
-    let started = Instant::now();
-    let systems = match args.against {
-        Against::Kraftd => vec![System::Kraftd],
-        Against::Kafka => vec![System::Kafka],
-        Against::Both => vec![System::Kraftd, System::Kafka],
+    let frame = Frame {
+        root,
+        name: "add-voter",
+        against: args.against,
+        keep: args.keep,
+        kafka_tools: false,
+        what: "controller 1 standalone, controller 2 joining",
     };
-    let bin = root.join("target").join("release").join("kraftd");
-    if systems.contains(&System::Kraftd) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        crate::run(root, &cargo, &["build", "--release", "--bin", "kraftd"])?;
+    run_systems(
+        frame,
+        |run, nodes, figures| drive(run, &args, nodes, figures),
+        |runs| print_report(&args, runs),
+    )
+}
+
+impl RunFigures for Figures {
+    fn status(&mut self) -> &mut RunStatus {
+        &mut self.run
     }
-    let classpath = if systems.contains(&System::Kafka) {
-        kafka_classpath(root)?
-    } else {
-        String::new()
-    };
-    let dir = std::env::temp_dir().join(format!("kraftd-bench-add-voter-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    println!("bench directory: {}", dir.display());
-    let mut runs = Vec::new();
-    for system in systems {
-        let sys_dir = dir.join(system.name().to_lowercase());
-        std::fs::create_dir_all(&sys_dir)?;
-        let mut figures = Figures {
-            load_before: loadavg(),
-            ..Default::default()
-        };
-        println!(
-            "==> {}: controller 1 standalone, controller 2 joining (load average {})",
-            system.name(),
-            figures.load_before
-        );
-        let mut nodes = Nodes(Vec::new());
-        if let Err(e) = drive(
-            system,
-            &bin,
-            &classpath,
-            &sys_dir,
-            &args,
-            &mut nodes,
-            &mut figures,
-        ) {
-            eprintln!(
-                "{}: {e:#}; its logs are in {} (kept)",
-                system.name(),
-                sys_dir.display()
-            );
-            figures.error = Some(format!("{e:#}"));
-        }
-        drop(nodes);
-        runs.push((system, figures));
-    }
-    if !args.keep && runs.iter().all(|(_, f)| f.error.is_none()) {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    print_report(&args, &runs);
-    println!(
-        "(bench took {:.0} s; load average at the end {})",
-        started.elapsed().as_secs_f64(),
-        loadavg()
-    );
-    Ok(())
 }
 
 /// Writes both controllers' configs and formats them: 1 `--standalone`, 2
@@ -401,14 +357,17 @@ fn counts_toward_hw(
 }
 
 fn drive(
-    system: System,
-    bin: &Path,
-    classpath: &str,
-    dir: &Path,
+    run: &SystemRun<'_>,
     args: &AddVoterArgs,
     nodes_out: &mut Nodes,
     f: &mut Figures,
 ) -> Result<()> {
+    let SystemRun {
+        system,
+        bin,
+        classpath,
+        dir,
+    } = *run;
     let limit = Duration::from_secs(
         args.timeout_secs
             .unwrap_or(120 + u64::from(args.partitions) / 1000),
@@ -686,10 +645,10 @@ fn print_report(args: &AddVoterArgs, runs: &[(System, Figures)]) {
         println!(
             "{}: load average before its run {}, when the joiner started {}",
             system.name(),
-            f.load_before,
+            f.run.load_before,
             f.load_measured
         );
-        if let Some(e) = &f.error {
+        if let Some(e) = &f.run.error {
             println!(
                 "{} stopped early: {}",
                 system.name(),

@@ -75,6 +75,7 @@ mod report;
 mod request_metrics;
 mod scale;
 mod scale_client;
+mod systems;
 mod tls;
 mod txn;
 

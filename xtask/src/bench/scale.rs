@@ -28,10 +28,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::kafka::{format_kafka_node, java, kafka_classpath, spawn_kafka_node};
+use super::kafka::{format_kafka_node, java, spawn_kafka_node};
 use super::machine::{clock_ticks, process_ticks};
-use super::produce::{loadavg, Against, System};
+use super::produce::{Against, System};
 use super::scale_client::Conn;
+use super::systems::{run_systems, Frame, RunFigures, RunStatus, SystemRun};
 use crate::cluster::free_port;
 
 const PREFIX: &str = "scale-";
@@ -179,74 +180,34 @@ struct Figures {
     follower_partitions: u32,
     follower_idle_cores: Option<f64>,
     follower_data_cores: Option<f64>,
-    /// /proc/loadavg when the system's run started (the machine may be shared).
-    load_before: String,
-    error: Option<String>,
+    /// The load average when the system's run started (the machine may be shared), and
+    /// the error that ended it early.
+    run: RunStatus,
 }
 
 pub(super) fn scale(root: &Path, args: ScaleArgs) -> Result<()> {
     if args.partitions == 0 || args.topic_partitions == 0 || args.batch_topics == 0 {
         bail!("--partitions, --topic-partitions and --batch-topics must be positive");
     }
-    let started = Instant::now();
-    let systems = match args.against {
-        Against::Kraftd => vec![System::Kraftd],
-        Against::Kafka => vec![System::Kafka],
-        Against::Both => vec![System::Kraftd, System::Kafka],
+    let frame = Frame {
+        root,
+        name: "scale",
+        against: args.against,
+        keep: args.keep,
+        kafka_tools: true,
+        what: "one combined node",
     };
-    let classpath = kafka_classpath(root)?;
-    let bin = root.join("target").join("release").join("kraftd");
-    if systems.contains(&System::Kraftd) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        crate::run(root, &cargo, &["build", "--release", "--bin", "kraftd"])?;
+    run_systems(
+        frame,
+        |run, nodes, figures| drive(run, &args, nodes, figures),
+        |runs| print_report(&args, runs),
+    )
+}
+
+impl RunFigures for Figures {
+    fn status(&mut self) -> &mut RunStatus {
+        &mut self.run
     }
-    let dir = std::env::temp_dir().join(format!("kraftd-bench-scale-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    println!("bench directory: {}", dir.display());
-    let mut runs = Vec::new();
-    for system in systems {
-        let sys_dir = dir.join(system.name().to_lowercase());
-        std::fs::create_dir_all(&sys_dir)?;
-        let mut figures = Figures {
-            load_before: loadavg(),
-            ..Default::default()
-        };
-        println!(
-            "==> {}: one combined node (load average {})",
-            system.name(),
-            figures.load_before
-        );
-        let mut nodes = Nodes(Vec::new());
-        if let Err(e) = drive(
-            system,
-            &bin,
-            &classpath,
-            &sys_dir,
-            &args,
-            &mut nodes,
-            &mut figures,
-        ) {
-            eprintln!(
-                "{}: {e:#}; its logs are in {} (kept)",
-                system.name(),
-                sys_dir.display()
-            );
-            figures.error = Some(format!("{e:#}"));
-        }
-        drop(nodes);
-        runs.push((system, figures));
-    }
-    if !args.keep && runs.iter().all(|(_, f)| f.error.is_none()) {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    print_report(&args, &runs);
-    println!(
-        "(bench took {:.0} s; load average at the end {})",
-        started.elapsed().as_secs_f64(),
-        loadavg()
-    );
-    Ok(())
 }
 
 /// Writes the configs of the combined node (1) and the follower broker (2), formats both,
@@ -469,15 +430,13 @@ fn create(
     Ok(())
 }
 
-fn drive(
-    system: System,
-    bin: &Path,
-    classpath: &str,
-    dir: &Path,
-    args: &ScaleArgs,
-    nodes: &mut Nodes,
-    f: &mut Figures,
-) -> Result<()> {
+fn drive(run: &SystemRun<'_>, args: &ScaleArgs, nodes: &mut Nodes, f: &mut Figures) -> Result<()> {
+    let SystemRun {
+        system,
+        bin,
+        classpath,
+        dir,
+    } = *run;
     let n = args.partitions as usize;
     let limit = Duration::from_secs(
         args.timeout_secs
@@ -719,9 +678,9 @@ fn print_report(args: &ScaleArgs, runs: &[(System, Figures)]) {
         println!(
             "{}: load average before its run {}",
             system.name(),
-            f.load_before
+            f.run.load_before
         );
-        if let Some(e) = &f.error {
+        if let Some(e) = &f.run.error {
             println!(
                 "{} stopped early: {}",
                 system.name(),
