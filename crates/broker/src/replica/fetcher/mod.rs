@@ -39,9 +39,9 @@ use super::replica_manager::HostedPartition;
 use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
+use kraftd_log::clock::unix_ms;
 
 mod round;
-use kraftd_log::clock::unix_ms;
 
 /// The follower side's settings, with Kafka's names.
 #[derive(Debug, Clone)]
@@ -96,8 +96,9 @@ type Key = (Uuid, i32);
 #[derive(Debug, Default)]
 struct FetcherShared {
     partitions: Mutex<BTreeMap<Key, Followed>>,
-    /// Partitions added, removed or delayed from outside the fetcher's task since its last
-    /// round (`round.rs` looks at those, not at every partition).
+    /// Partitions whose position may have moved since the fetcher's last round — added,
+    /// removed, delayed, or named by the last response (`round.rs` looks at those, not at
+    /// every partition).
     touched: Mutex<BTreeSet<Key>>,
     /// Set when every partition must be looked at again (endpoints changed: delays cleared).
     look_at_all: AtomicBool,
@@ -522,12 +523,13 @@ impl FetcherRun {
             self.delay_all();
             return;
         }
-        let by_key: HashMap<Key, &Asked> = asked
-            .iter()
+        let mut by_key: HashMap<Key, Asked> = asked
+            .into_iter()
             .map(|a| ((a.hosted.tp.topic_id, a.hosted.tp.partition), a))
             .collect();
-        // Partitions the request left to the session were asked at what it last sent.
-        let left_to_session: Vec<Asked> = response
+        // Whatever came back moved (or may have moved) a partition's position: the next round
+        // looks at it. One the request left to the session was asked at what it last sent.
+        let named: Vec<Key> = response
             .responses
             .iter()
             .flat_map(|t| {
@@ -535,32 +537,26 @@ impl FetcherRun {
                     .iter()
                     .map(move |p| (t.topic_id, p.partition_index))
             })
-            .filter(|key| !by_key.contains_key(key))
-            .filter_map(|key| self.asked_as_last_sent(key))
             .collect();
-        let by_key: HashMap<Key, &Asked> = by_key
-            .into_iter()
-            .chain(
-                left_to_session
-                    .iter()
-                    .map(|a| ((a.hosted.tp.topic_id, a.hosted.tp.partition), a)),
-            )
-            .collect();
+        for key in &named {
+            if !by_key.contains_key(key) {
+                if let Some(a) = self.asked_as_last_sent(*key) {
+                    by_key.insert(*key, a);
+                }
+            }
+        }
+        self.shared.touch(named);
         let mut backoff = Vec::new();
         let mut out_of_range = Vec::new();
         let mut fetched = Vec::new();
         for topic in response.responses {
             for data in topic.partitions {
-                let key = (topic.topic_id, data.partition_index);
-                let Some(a) = by_key.get(&key) else {
+                let Some(a) = by_key.get(&(topic.topic_id, data.partition_index)) else {
                     continue;
                 };
-                // Whatever came back moved (or may have moved) the partition's position:
-                // the next round looks at it.
-                self.rounds.mark(key);
                 match self.apply(a, data) {
                     Applied::Done(None) => {}
-                    Applied::Done(Some((bytes, lag))) => fetched.push((*a, bytes, lag)),
+                    Applied::Done(Some((bytes, lag))) => fetched.push((a, bytes, lag)),
                     Applied::Backoff => backoff.push(a.hosted.tp.clone()),
                     Applied::OutOfRange(leader_start) => {
                         out_of_range.push((Arc::clone(&a.hosted), a.leader_epoch, leader_start))

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Asked, FetcherRun, Key};
+use super::{Asked, FetcherRun, Followed, Key};
 use crate::replica::fetch_session_handler::FetchSessionHandler;
 use crate::replica::partition::Role;
 use kraftd_log::clock::unix_ms;
@@ -24,11 +24,10 @@ use kraftd_log::clock::unix_ms;
 /// How often a round looks at every partition even in an established session.
 pub(super) const LOOK_AT_ALL_EVERY: Duration = Duration::from_secs(10);
 
-/// What the fetcher remembers between rounds.
+/// What the fetcher remembers between rounds (the partitions to look at next are the
+/// shared `touched` set).
 #[derive(Debug)]
 pub(super) struct RoundState {
-    /// Partitions the last response named.
-    dirty: BTreeSet<Key>,
     /// Partitions backing off, looked at again once their backoff ends.
     delayed: BTreeSet<Key>,
     /// When every partition was last looked at.
@@ -40,16 +39,10 @@ pub(super) struct RoundState {
 impl RoundState {
     pub(super) fn new() -> Self {
         RoundState {
-            dirty: BTreeSet::new(),
             delayed: BTreeSet::new(),
             last_all: None,
             throttled: false,
         }
-    }
-
-    /// The next round looks at `key` (the response named it).
-    pub(super) fn mark(&mut self, key: Key) {
-        self.dirty.insert(key);
     }
 }
 
@@ -106,7 +99,6 @@ impl FetcherRun {
     fn round_over_all(&mut self, now: Instant) -> Round {
         let now_ms = unix_ms().max(0) as u64;
         self.shared.take_touched();
-        self.rounds.dirty.clear();
         self.rounds.delayed.clear();
         self.rounds.last_all = Some(now);
         let mut round = Round {
@@ -117,8 +109,8 @@ impl FetcherRun {
         };
         let mut throttled = false;
         let parts = self.shared.lock();
-        for (key, _) in parts.iter() {
-            match self.due(&parts, key, now, now_ms) {
+        for (key, f) in parts.iter() {
+            match self.due(Some(f), now, now_ms) {
                 Due::Ask(a) => round.asked.push(a),
                 Due::Delayed(at) => {
                     self.rounds.delayed.insert(*key);
@@ -139,8 +131,7 @@ impl FetcherRun {
 
     fn round_over_changed(&mut self, now: Instant) -> Round {
         let now_ms = unix_ms().max(0) as u64;
-        let mut keys = std::mem::take(&mut self.rounds.dirty);
-        keys.extend(self.shared.take_touched());
+        let mut keys = self.shared.take_touched();
         let mut round = Round {
             asked: Vec::new(),
             gone: Vec::new(),
@@ -162,7 +153,7 @@ impl FetcherRun {
             }
         }
         for key in keys {
-            match self.due(&parts, &key, now, now_ms) {
+            match self.due(parts.get(&key), now, now_ms) {
                 Due::Ask(a) => round.asked.push(a),
                 Due::Delayed(at) => {
                     self.rounds.delayed.insert(key);
@@ -180,15 +171,10 @@ impl FetcherRun {
         round
     }
 
-    /// Whether `key` is asked now, and at what position.
-    fn due(
-        &self,
-        parts: &std::collections::BTreeMap<Key, super::Followed>,
-        key: &Key,
-        now: Instant,
-        now_ms: u64,
-    ) -> Due {
-        let Some(f) = parts.get(key) else {
+    /// Whether a followed partition (`None`: no longer followed) is asked now, and at what
+    /// position.
+    fn due(&self, f: Option<&Followed>, now: Instant, now_ms: u64) -> Due {
+        let Some(f) = f else {
             return Due::NotFollowed;
         };
         if let Some(at) = f.delayed_until.filter(|at| *at > now) {
