@@ -130,8 +130,7 @@ impl FilePool {
         (ms < i64::MAX).then(|| Duration::from_millis(ms.max(0) as u64))
     }
 
-    /// Closes what is over the cap or idle; the descriptors close after the lock is
-    /// released (closing is a system call).
+    /// Closes what is over the cap or idle.
     fn sweep(&self) {
         // Closed under the lock: a sweeper thread preempted between eviction and close
         // would otherwise leave the process above its cap for as long as it sleeps.
@@ -254,17 +253,19 @@ impl SegmentFiles {
                 owner: Arc::clone(&self.open),
             },
         );
+        // Closed under the lock, as in `sweep`: closing after it, a thread preempted in
+        // between would leave the process above its cap while another pools a new handle.
         let evicted = p.evict(fp.cap.load(Ordering::Relaxed), fp.idle(), now);
-        drop(p);
         drop((replaced, evicted));
+        drop(p);
         fp.ensure_sweeper();
         file
     }
 
     /// Removes segment `id`'s handle (the segment is deleted, renamed or dropped).
     pub fn remove(&self, id: u64) {
-        let removed = pool().lock().remove(id);
-        drop(removed);
+        let mut p = pool().lock();
+        drop(p.remove(id));
     }
 
     /// This log's pooled handles.
