@@ -335,11 +335,17 @@ fn three_controllers_survive_kill_9_of_the_leader_and_the_restarted_one_catches_
             })
             .await;
 
-        // Wait until the leader's log starts past everything the killed node had, so it
-        // can only catch up from a snapshot.
+        // Write "filler" (at least once: the leader's log may already start past the killed
+        // node's end) until the leader's log starts past everything the killed node had, so
+        // it can only catch up from a snapshot.
         let leader_dir = nodes.iter().find(|n| n.id == second_leader).unwrap().metadata_dir();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
+            client
+                .to_controller(&live, upsert_user("filler"), |r| {
+                    matches!(r, ResponseBody::AlterUserScramCredentials(a) if a.results.iter().all(|x| x.error_code == 0))
+                })
+                .await;
             let bases = segment_base_offsets(&leader_dir);
             if bases.first().is_some_and(|b| *b > hw_at_kill + 1) {
                 break;
@@ -348,9 +354,6 @@ fn three_controllers_survive_kill_9_of_the_leader_and_the_restarted_one_catches_
                 Instant::now() < deadline,
                 "the leader's log never started past {hw_at_kill}: segments {bases:?}"
             );
-            client
-                .to_controller(&live, upsert_user("filler"), |r| matches!(r, ResponseBody::AlterUserScramCredentials(_)))
-                .await;
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
 
@@ -363,7 +366,18 @@ fn three_controllers_survive_kill_9_of_the_leader_and_the_restarted_one_catches_
             if seen.as_ref() == Some(&expected) {
                 break;
             }
-            assert!(Instant::now() < deadline, "the restarted node sees {seen:?}");
+            if Instant::now() >= deadline {
+                let tail = |id: i32| {
+                    let logs = nodes.iter().find(|n| n.id == id).unwrap().logs();
+                    let lines: Vec<&str> = logs.lines().collect();
+                    lines[lines.len().saturating_sub(60)..].join("\n")
+                };
+                panic!(
+                    "the restarted node sees {seen:?}\n--- node {killed} (restarted):\n{}\n--- node {second_leader} (leader):\n{}",
+                    tail(killed),
+                    tail(second_leader)
+                );
+            }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         for id in all {
