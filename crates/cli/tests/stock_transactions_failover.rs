@@ -4,15 +4,20 @@
 //! input topic to an output topic in transactions that carry the consumed offsets, while
 //! this test kills with SIGKILL, one after the other, the leader of input partition 0, the
 //! leader of output partition 0 and the broker coordinating the transaction, restarting
-//! each before the next. The script checks the output holds every input record exactly
-//! once, in order per partition, and the group's offsets end at the input's end.
+//! each once records move again without it. The script checks the output holds every
+//! input record exactly once, in order per partition, and the group's offsets end at the
+//! input's end.
+//!
+//! To see a failing run: `KRAFTD_TEST_LOG=info,kraftd::request=debug` (every request in
+//! and out of each node), `RDKAFKA_DEBUG=eos,cgrp,protocol` with `KRAFTD_TEST_STDERR_DIR`
+//! (the clients' side, kept).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::python::{python, wait_until_brokers_listed};
-use common::script::{partition_state, Script};
+use common::script::{cluster_state, partition_state, Script};
 use common::{addresses, all_logs, formatted_cluster, stop_gracefully, Node};
 
 /// The leader of `topic`'s `partition` once it is a live broker with all three in sync.
@@ -70,15 +75,32 @@ fn transactions_move_each_record_exactly_once_while_leaders_and_the_coordinator_
         .unwrap();
     script.wait_line(120, "the loop starting", |l| l == "started");
     let first = brokers[0].id;
+    let topics = ["chaos-in", "chaos-out", "__transaction_state"];
+    let live = |brokers: &[Node]| -> String {
+        let live: Vec<String> = brokers
+            .iter()
+            .filter(|n| n.child.is_some())
+            .map(Node::address)
+            .collect();
+        live.join(",")
+    };
+    let state = |brokers: &[Node]| {
+        format!(
+            "{}\n{}",
+            cluster_state(&live(brokers), &topics, "chaos-group"),
+            all_logs(brokers)
+        )
+    };
+    let moved = |l: &str| l.starts_with("moved ");
     for (topic, partition) in [
         ("chaos-in", 0),
         ("chaos-out", 0),
         ("__transaction_state", coordinator_partition),
     ] {
-        script.wait_line(120, "progress before a kill", |l| l.starts_with("moved "));
+        script.wait_line_or(120, "progress before a kill", moved, || state(&brokers));
         let victim = (settled_leader(&brokers, topic, partition) - first) as usize;
         brokers[victim].kill9();
-        script.wait_line(120, "progress after the kill", |l| l.starts_with("moved "));
+        script.wait_line_or(120, "progress after the kill", moved, || state(&brokers));
         brokers[victim].start();
     }
     std::fs::write(&stop_file, b"").unwrap();

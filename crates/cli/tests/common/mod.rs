@@ -87,7 +87,11 @@ impl Node {
         let child = Command::new(BIN)
             .args([self.role, "--config"])
             .arg(self.config_path())
-            .env("RUST_LOG", "info")
+            // `KRAFTD_TEST_LOG` (a `RUST_LOG` filter) to see more of a failing run.
+            .env(
+                "RUST_LOG",
+                std::env::var("KRAFTD_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

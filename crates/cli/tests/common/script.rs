@@ -26,7 +26,12 @@ impl Script {
     pub fn spawn(dir: &Path, name: &str, args: &[&str]) -> Script {
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let stderr = dir.join(format!("{name}-{run}.stderr"));
+        // `KRAFTD_TEST_STDERR_DIR` keeps the script's stderr (librdkafka's debug output with
+        // `RDKAFKA_DEBUG`, for the scripts that pass it on) past the test's temporary dir.
+        let stderr = match std::env::var("KRAFTD_TEST_STDERR_DIR") {
+            Ok(d) => PathBuf::from(d).join(format!("{name}-{}-{run}.stderr", std::process::id())),
+            Err(_) => dir.join(format!("{name}-{run}.stderr")),
+        };
         let mut child = Command::new(python())
             .arg("-u")
             .arg(script_path(name))
@@ -66,6 +71,36 @@ impl Script {
     /// Waits up to `secs` for a line satisfying `pred`; that line. Panics (with `context`)
     /// if the script ends or the deadline passes first.
     pub fn wait_line(&mut self, secs: u64, context: &str, pred: impl Fn(&str) -> bool) -> String {
+        self.wait_line_or(secs, context, pred, String::new)
+    }
+
+    /// [`wait_line`](Self::wait_line), with `logs()` (the nodes' logs, say) in the panic.
+    pub fn wait_line_or(
+        &mut self,
+        secs: u64,
+        context: &str,
+        pred: impl Fn(&str) -> bool,
+        logs: impl Fn() -> String,
+    ) -> String {
+        match self.try_wait_line(secs, context, pred, &logs) {
+            Some(line) => line,
+            None => panic!(
+                "waited {secs} s: {context}\n{}\n{}",
+                self.transcript(),
+                logs()
+            ),
+        }
+    }
+
+    /// Waits up to `secs` for a line satisfying `pred`: that line, or `None` once the
+    /// deadline passes. Panics (with `context` and `logs()`) if the script ends first.
+    pub fn try_wait_line(
+        &mut self,
+        secs: u64,
+        context: &str,
+        pred: impl Fn(&str) -> bool,
+        logs: impl Fn() -> String,
+    ) -> Option<String> {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -73,17 +108,16 @@ impl Script {
                 Ok(line) => {
                     self.seen.push(line.clone());
                     if pred(&line) {
-                        return line;
+                        return Some(line);
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    panic!("waited {secs} s: {context}\n{}", self.transcript())
-                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return None,
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = self.child.wait().unwrap();
                     panic!(
-                        "script ended ({status}) while {context}\n{}",
-                        self.transcript()
+                        "script ended ({status}) while {context}\n{}\n{}",
+                        self.transcript(),
+                        logs()
                     )
                 }
             }
@@ -175,4 +209,36 @@ except Exception:
         Some((leader, isr)) => (*leader, isr.to_vec()),
         None => (-1, vec![]),
     }
+}
+
+/// What the cluster at `bootstrap` says of `topics` (each partition's leader, ISR, log start
+/// and high watermark, and `group`'s committed offsets), for a failure message: when a
+/// client stalls, this says where.
+pub fn cluster_state(bootstrap: &str, topics: &[&str], group: &str) -> String {
+    let script = r#"
+import sys
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+bootstrap, group, topics = sys.argv[1], sys.argv[2], sys.argv[3:]
+try:
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    for t in topics:
+        for p, pm in sorted(md.topics[t].partitions.items()):
+            low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=5)
+            print(f"{t}-{p}: leader {pm.leader} isr {pm.isrs} replicas {pm.replicas} start {low} hw {high}")
+    for tp in c.committed([TopicPartition(t, p) for t in topics
+                           for p in md.topics[t].partitions], timeout=5):
+        print(f"group {group} committed {tp.topic}-{tp.partition}: {tp.offset}")
+except Exception as e:
+    print(f"cluster state unavailable: {e}")
+"#;
+    let mut args = vec![bootstrap, group];
+    args.extend_from_slice(topics);
+    let out = run_inline(script, &args);
+    format!(
+        "cluster state:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }

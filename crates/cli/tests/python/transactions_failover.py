@@ -10,6 +10,8 @@ At the end the output, read with read_committed, must hold every input record ex
 in order per partition, and the group's committed offsets must be the input's end.
 
 usage: transactions_failover.py <bootstrap> <stop-file>
+(RDKAFKA_DEBUG in the environment: librdkafka's debug contexts for the consumer and the
+transactional producer, on stderr)
 prints "coordinator partition <p>" (of __transaction_state), "started", "moved <n>" now and
 then, then the JSON summary and "all ok".
 """
@@ -64,15 +66,23 @@ def feed():
 feeder = threading.Thread(target=feed, daemon=True)
 feeder.start()
 
-consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+DBG = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
+consumer = Consumer({**DBG, "bootstrap.servers": bootstrap, "group.id": GROUP,
                      "isolation.level": "read_committed", "enable.auto.commit": False,
                      "auto.offset.reset": "earliest", "session.timeout.ms": 30000})
 consumer.subscribe([SRC])
 
 
 def new_producer():
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": TXN_ID,
-                  "transaction.timeout.ms": 60000, "message.timeout.ms": 60000})
+    # connections.max.idle.ms: librdkafka can stall send_offsets_to_transaction when the
+    # group coordinator's broker died: its TxnOffsetCommit waits on the coordinator it
+    # cached, which never comes back up (the broker left the metadata), and looks for a new
+    # one only when some connection of the producer changes state (rd_kafka_coord_req_fsm
+    # has no timer) -- never, while the blocked producer sends nothing. Closing idle
+    # connections is that state change.
+    p = Producer({**DBG, "bootstrap.servers": bootstrap, "transactional.id": TXN_ID,
+                  "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
+                  "connections.max.idle.ms": 10000})
     while True:
         try:
             p.init_transactions(60)

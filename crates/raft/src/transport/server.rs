@@ -367,6 +367,9 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     }
                     let correlation_id = req.header.correlation_id;
                     let api_key = req.api_key;
+                    // Kafka's `kafka.request.logger` at DEBUG: every request in and out.
+                    debug!(target: "kraftd::request", %peer, api = api_key.name(), version, correlation_id,
+                        client_id = req.header.client_id.as_deref().unwrap_or(""), "request received");
                     let expects_response = expects_response(&req.body);
                     let fetch_from_follower = request_metrics::fetch_from_follower(&req.body);
                     let timer = metrics.map_or_else(RequestTimer::disabled, |m| m.start(started));
@@ -619,6 +622,8 @@ async fn write_responses<W: AsyncWrite + Unpin>(
             debug!(%peer, "closing connection: write failed: {e}");
             return;
         }
+        debug!(target: "kraftd::request", %peer, api = p.api_key.name(), correlation_id = p.correlation_id,
+            response_bytes, "response sent");
         if let (Some(m), Some(taken)) = (&p.metrics, taken) {
             metrics.finish(m, taken, std::time::Instant::now(), Some(response_bytes));
         }
