@@ -183,7 +183,9 @@ impl MetadataDelta {
             debug_assert_eq!(self.next.topics.by_id.len(), self.next.topics.by_name.len());
         }
         let mut next = self.next.clone();
-        self.pending_indexes.apply_to(&mut next.topics);
+        if let Some(indexes) = next.topics.indexes.as_mut() {
+            self.pending_indexes.apply_to(indexes);
+        }
         next
     }
 

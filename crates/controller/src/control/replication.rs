@@ -370,13 +370,15 @@ impl ReplicationControlManager {
             },
         ));
         // Only the leaderless partitions can change, and the image indexes them.
-        let leaderless = image
-            .topics
-            .leaderless()
-            .filter_map(|(topic_id, partition_id)| {
-                let topic = image.topics.get(topic_id)?;
-                Some((topic, *partition_id, topic.partition(*partition_id)?))
-            });
+        let leaderless =
+            image
+                .topics
+                .leaderless()
+                .into_iter()
+                .filter_map(|(topic_id, partition_id)| {
+                    let topic = image.topics.get(&topic_id)?;
+                    Some((topic, partition_id, topic.partition(partition_id)?))
+                });
         self.update_partitions(image, NO_LEADER, broker_id, NO_LEADER, leaderless, records);
     }
 
@@ -487,14 +489,11 @@ impl ReplicationControlManager {
         records: &mut Vec<MetadataRecord>,
     ) {
         let keys: Vec<(Uuid, i32)> = match members {
-            Members::Isr(broker) => image.topics.partitions_with_isr_member(broker).collect(),
+            Members::Isr(broker) => image.topics.partitions_with_isr_member(broker),
             Members::IsrOrElr(broker) => {
                 // ISR and ELR are disjoint: the union is the two lists merged.
-                let mut keys: Vec<(Uuid, i32)> = image
-                    .topics
-                    .partitions_with_isr_member(broker)
-                    .chain(image.topics.partitions_with_elr_member(broker))
-                    .collect();
+                let mut keys = image.topics.partitions_with_isr_member(broker);
+                keys.extend(image.topics.partitions_with_elr_member(broker));
                 keys.sort_unstable();
                 keys
             }

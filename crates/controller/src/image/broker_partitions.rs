@@ -42,18 +42,6 @@ fn locate(broker: i32, topic_id: Uuid, partition_id: i32) -> (Key, u64) {
 }
 
 impl BrokerPartitions {
-    /// Records that `broker` is a member of the partition.
-    pub fn insert(&mut self, broker: i32, topic_id: Uuid, partition_id: i32) {
-        let (key, bit) = locate(broker, topic_id, partition_id);
-        self.change(key, bit, 0);
-    }
-
-    /// Records that `broker` is no longer a member of the partition.
-    pub fn remove(&mut self, broker: i32, topic_id: Uuid, partition_id: i32) {
-        let (key, bit) = locate(broker, topic_id, partition_id);
-        self.change(key, 0, bit);
-    }
-
     /// Sets then clears bits of one entry, dropping it once empty. One walk down the tree
     /// when the entry exists (`entry` would walk it twice, three times for a new one).
     fn change(&mut self, key: Key, set: u64, clear: u64) {
@@ -68,17 +56,6 @@ impl BrokerPartitions {
                 self.chunks.insert(key, set & !clear);
             }
             None => {}
-        }
-    }
-
-    /// Moves the partition's members from `previous` to `next` (either empty for a partition
-    /// created or removed). Member lists are replica-sized, so the quadratic diff is cheap.
-    pub fn update(&mut self, topic_id: Uuid, partition_id: i32, previous: &[i32], next: &[i32]) {
-        for broker in previous.iter().filter(|b| !next.contains(b)) {
-            self.remove(*broker, topic_id, partition_id);
-        }
-        for broker in next.iter().filter(|b| !previous.contains(b)) {
-            self.insert(*broker, topic_id, partition_id);
         }
     }
 
@@ -116,7 +93,9 @@ pub struct PendingMembers {
 }
 
 impl PendingMembers {
-    /// [`BrokerPartitions::update`], to be made by [`apply_to`](Self::apply_to).
+    /// Moves the partition's members from `previous` to `next` (either empty for a partition
+    /// created or removed), to be made by [`apply_to`](Self::apply_to). Member lists are
+    /// replica-sized, so the quadratic diff is cheap.
     pub fn update(&mut self, topic_id: Uuid, partition_id: i32, previous: &[i32], next: &[i32]) {
         for broker in previous.iter().filter(|b| !next.contains(b)) {
             let (key, bit) = locate(*broker, topic_id, partition_id);
@@ -148,6 +127,28 @@ mod tests {
         let mut id = [0; 16];
         id[15] = n;
         Uuid(id)
+    }
+
+    /// Changes made one membership at a time: the model [`PendingMembers`] must end at.
+    impl BrokerPartitions {
+        fn insert(&mut self, broker: i32, topic_id: Uuid, partition_id: i32) {
+            let (key, bit) = locate(broker, topic_id, partition_id);
+            self.change(key, bit, 0);
+        }
+
+        fn remove(&mut self, broker: i32, topic_id: Uuid, partition_id: i32) {
+            let (key, bit) = locate(broker, topic_id, partition_id);
+            self.change(key, 0, bit);
+        }
+
+        fn update(&mut self, topic_id: Uuid, partition_id: i32, previous: &[i32], next: &[i32]) {
+            for broker in previous.iter().filter(|b| !next.contains(b)) {
+                self.remove(*broker, topic_id, partition_id);
+            }
+            for broker in next.iter().filter(|b| !previous.contains(b)) {
+                self.insert(*broker, topic_id, partition_id);
+            }
+        }
     }
 
     #[test]

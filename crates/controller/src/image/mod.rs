@@ -11,6 +11,7 @@ mod broker_partitions;
 mod client_quotas;
 mod cluster;
 mod configs;
+mod controller_indexes;
 mod features;
 mod producer_ids;
 mod scram;
@@ -23,10 +24,10 @@ pub use cluster::{
     BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, SupportedRange,
 };
 pub use configs::{ConfigResource, ConfigResourceType, ConfigsImage};
+pub(crate) use controller_indexes::PendingIndexes;
 pub use features::{FeaturesImage, METADATA_VERSION_FEATURE};
 pub use producer_ids::ProducerIdsImage;
 pub use scram::{ScramCredential, ScramCredentialKey, ScramImage, ScramMechanism};
-pub(crate) use topics::PendingIndexes;
 pub use topics::{
     unify_collision_chars, LeaderRecoveryState, PartitionInvariant, PartitionRegistration,
     TopicImage, TopicsImage, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER,
@@ -36,7 +37,7 @@ pub use topics::{
 use kraftd_protocol::MetadataRecord;
 
 use crate::delta::{MetadataDelta, ReplayError};
-use broker_partitions::BrokerPartitions;
+use controller_indexes::ControllerIndexes;
 
 /// The whole metadata state at one point of the log. Immutable; cheap to clone.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -55,6 +56,21 @@ impl MetadataImage {
     /// The image before any record: what a new node starts from and snapshots load onto.
     pub fn empty() -> Self {
         MetadataImage::default()
+    }
+
+    /// This image with the partition indexes only the controller reads (see
+    /// `controller_indexes`), built by one scan if it lacks them; every image replayed
+    /// from it keeps them. The controller takes every image it holds through this.
+    pub fn with_controller_indexes(mut self) -> Self {
+        if self.topics.indexes.is_none() {
+            self.topics.indexes = Some(ControllerIndexes::scan(&self.topics));
+        }
+        self
+    }
+
+    /// Whether this image carries the controller's partition indexes.
+    pub fn has_controller_indexes(&self) -> bool {
+        self.topics.indexes.is_some()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -100,26 +116,14 @@ impl MetadataImage {
                     .map_err(|e| format!("partition {}-{partition_id}: {e}", topic.name))?;
             }
         }
-        // The leader, ISR and ELR indexes, against a scan of every partition.
-        let mut leaderless = imbl::OrdSet::new();
-        let mut leader_counts = imbl::OrdMap::new();
-        let mut isr_members = BrokerPartitions::default();
-        let mut elr_members = BrokerPartitions::default();
-        for topic in self.topics.by_id.values() {
-            for (partition_id, partition) in topic.partitions.iter() {
-                isr_members.update(topic.id, *partition_id, &[], &partition.isr);
-                elr_members.update(topic.id, *partition_id, &[], &partition.elr);
-                if partition.has_leader() {
-                    *leader_counts.entry(partition.leader).or_insert(0u32) += 1;
-                } else {
-                    leaderless.insert((topic.id, *partition_id));
-                }
-            }
+        // The controller's indexes, against a scan of every partition.
+        if let Some(indexes) = &self.topics.indexes {
+            let scan = ControllerIndexes::scan(&self.topics);
+            agree("leaderless index", &indexes.leaderless, &scan.leaderless)?;
+            agree("leader counts", &indexes.leader_counts, &scan.leader_counts)?;
+            agree("ISR index", &indexes.isr, &scan.isr)?;
+            agree("ELR index", &indexes.elr, &scan.elr)?;
         }
-        agree("leaderless index", &self.topics.leaderless, &leaderless)?;
-        agree("leader counts", &self.topics.leader_counts, &leader_counts)?;
-        agree("ISR index", &self.topics.isr_members, &isr_members)?;
-        agree("ELR index", &self.topics.elr_members, &elr_members)?;
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use imbl::{OrdMap, OrdSet};
 use kraftd_protocol::metadata::{PartitionChangeRecord, PartitionRecord};
 use kraftd_protocol::Uuid;
 
-use super::broker_partitions::{BrokerPartitions, PendingMembers};
+use super::controller_indexes::{ControllerIndexes, PendingIndexes};
 use crate::delta::ReplayErrorKind;
 
 /// `Leader` of a `PartitionChangeRecord` meaning "the leader did not change" (Kafka's
@@ -27,8 +27,8 @@ pub const DIRECTORY_UNASSIGNED: Uuid = Uuid([0; 16]);
 /// (older record versions), so every partition has one directory per replica.
 pub const DIRECTORY_MIGRATING: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
 
-/// All topics. Cheap to clone: both maps are persistent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// All topics. Cheap to clone: every map is persistent.
+#[derive(Debug, Clone, Default)]
 pub struct TopicsImage {
     /// Each topic, shared between images until it changes.
     pub(crate) by_id: OrdMap<Uuid, Arc<TopicImage>>,
@@ -38,36 +38,22 @@ pub struct TopicsImage {
     /// so CreateTopics finds a colliding name with one lookup instead of a scan of every
     /// topic. A set per form: logs written elsewhere may hold two colliding names.
     pub(crate) by_unified_name: OrdMap<String, OrdSet<String>>,
-    /// The partitions without a leader (Kafka's `BrokersToIsrs` keeps them under
-    /// `NO_LEADER`), so a broker coming back elects leaders for them without a scan of every
-    /// partition. Usually empty.
-    pub(crate) leaderless: OrdSet<(Uuid, i32)>,
-    /// How many partitions each broker leads (brokers leading none are absent), so a broker
-    /// in controlled shutdown learns it leads nothing more without a scan of every partition.
-    pub(crate) leader_counts: OrdMap<i32, u32>,
-    /// The partitions each broker is in the ISR of (Kafka's `BrokersToIsrs`), so fencing,
-    /// controlled shutdown, restart and unregistration of a broker visit the partitions
-    /// they change rather than every partition.
-    pub(crate) isr_members: BrokerPartitions,
-    /// The partitions each broker is in the ELR of (Kafka's `BrokersToElrs`), for an unclean
-    /// restart and an unregistration, which take the broker out of ELRs too. Usually empty.
-    pub(crate) elr_members: BrokerPartitions,
+    /// The leader, ISR and ELR indexes, in the controller's images only.
+    pub(crate) indexes: Option<ControllerIndexes>,
 }
 
-/// The ISR and ELR index changes of a delta not made yet (see [`PendingMembers`]).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PendingIndexes {
-    isr: PendingMembers,
-    elr: PendingMembers,
-}
-
-impl PendingIndexes {
-    /// Makes the gathered changes in `topics`' indexes.
-    pub(crate) fn apply_to(&self, topics: &mut TopicsImage) {
-        self.isr.apply_to(&mut topics.isr_members);
-        self.elr.apply_to(&mut topics.elr_members);
+/// Images are equal when their topics are: the controller's indexes are derived from the
+/// partitions (and checked against them by `check_invariants`), so a controller's image
+/// equals a broker's image of the same records.
+impl PartialEq for TopicsImage {
+    fn eq(&self, other: &Self) -> bool {
+        self.by_id == other.by_id
+            && self.by_name == other.by_name
+            && self.by_unified_name == other.by_unified_name
     }
 }
+
+impl Eq for TopicsImage {}
 
 /// The name with '.' replaced by '_': two topics with the same unified name collide in
 /// metric names (Kafka's `Topic.unifyCollisionChars`).
@@ -187,35 +173,54 @@ impl TopicsImage {
         self.by_id.len()
     }
 
-    /// The partitions without a leader, as (topic id, partition id), in order.
-    pub fn leaderless(&self) -> impl Iterator<Item = &(Uuid, i32)> {
-        self.leaderless.iter()
+    /// The partitions without a leader, as (topic id, partition id), in order. From the
+    /// index in a controller's image, by a scan in another.
+    pub fn leaderless(&self) -> Vec<(Uuid, i32)> {
+        match &self.indexes {
+            Some(indexes) => indexes.leaderless.iter().copied().collect(),
+            None => self.scan(|p| !p.has_leader()),
+        }
     }
 
-    /// How many partitions `broker` leads.
+    /// How many partitions `broker` leads (from the index in a controller's image, by a
+    /// scan in another).
     pub fn leader_count(&self, broker: i32) -> u32 {
-        self.leader_counts.get(&broker).copied().unwrap_or(0)
+        match &self.indexes {
+            Some(indexes) => indexes.leader_counts.get(&broker).copied().unwrap_or(0),
+            None => self.scan(|p| p.leader == broker).len() as u32,
+        }
     }
 
-    /// The partitions whose ISR holds `broker`, as (topic id, partition id) in order.
-    pub fn partitions_with_isr_member(
-        &self,
-        broker: i32,
-    ) -> impl Iterator<Item = (Uuid, i32)> + '_ {
-        self.isr_members.partitions(broker)
+    /// The partitions whose ISR holds `broker`, as (topic id, partition id) in order (from
+    /// the index in a controller's image, by a scan in another).
+    pub fn partitions_with_isr_member(&self, broker: i32) -> Vec<(Uuid, i32)> {
+        match &self.indexes {
+            Some(indexes) => indexes.isr.partitions(broker).collect(),
+            None => self.scan(|p| p.isr.contains(&broker)),
+        }
     }
 
-    /// The partitions whose ELR holds `broker`, as (topic id, partition id) in order.
-    pub fn partitions_with_elr_member(
-        &self,
-        broker: i32,
-    ) -> impl Iterator<Item = (Uuid, i32)> + '_ {
-        self.elr_members.partitions(broker)
+    /// The partitions whose ELR holds `broker`, as (topic id, partition id) in order (from
+    /// the index in a controller's image, by a scan in another).
+    pub fn partitions_with_elr_member(&self, broker: i32) -> Vec<(Uuid, i32)> {
+        match &self.indexes {
+            Some(indexes) => indexes.elr.partitions(broker).collect(),
+            None => self.scan(|p| p.elr.contains(&broker)),
+        }
     }
 
-    /// Keeps the leader, ISR and ELR indexes right for one partition replaced (`previous`)
-    /// by `next` (either absent for a partition created or removed). The ISR and ELR changes
-    /// gather in `pending`, which the delta makes when it applies.
+    /// Every partition `select` picks, in (topic id, partition id) order.
+    fn scan(&self, select: impl Fn(&PartitionRegistration) -> bool) -> Vec<(Uuid, i32)> {
+        self.by_id
+            .values()
+            .flat_map(|t| t.partitions.iter().map(move |(pid, p)| (t.id, *pid, p)))
+            .filter(|(_, _, p)| select(p))
+            .map(|(id, pid, _)| (id, pid))
+            .collect()
+    }
+
+    /// Keeps the controller's indexes (if this image has them) right for one partition
+    /// replaced (`previous`) by `next`; see [`ControllerIndexes::index`].
     pub(crate) fn index_partition(
         &mut self,
         pending: &mut PendingIndexes,
@@ -224,53 +229,8 @@ impl TopicsImage {
         previous: Option<&PartitionRegistration>,
         next: Option<&PartitionRegistration>,
     ) {
-        fn members(p: Option<&PartitionRegistration>) -> (&[i32], &[i32]) {
-            p.map_or((&[], &[]), |p| (&p.isr, &p.elr))
-        }
-        let ((previous_isr, previous_elr), (next_isr, next_elr)) =
-            (members(previous), members(next));
-        if previous_isr != next_isr {
-            pending
-                .isr
-                .update(topic_id, partition_id, previous_isr, next_isr);
-        }
-        if previous_elr != next_elr {
-            pending
-                .elr
-                .update(topic_id, partition_id, previous_elr, next_elr);
-        }
-        self.index_leader(topic_id, partition_id, previous, next);
-    }
-
-    /// The leader part of [`index_partition`](Self::index_partition).
-    fn index_leader(
-        &mut self,
-        topic_id: Uuid,
-        partition_id: i32,
-        previous: Option<&PartitionRegistration>,
-        next: Option<&PartitionRegistration>,
-    ) {
-        let previous_leader = previous.map(|p| p.leader);
-        let next_leader = next.map(|p| p.leader);
-        if previous_leader == next_leader {
-            return;
-        }
-        if let Some(leader) = previous_leader {
-            if leader == NO_LEADER {
-                self.leaderless.remove(&(topic_id, partition_id));
-            } else if let Some(count) = self.leader_counts.get_mut(&leader) {
-                *count -= 1;
-                if *count == 0 {
-                    self.leader_counts.remove(&leader);
-                }
-            }
-        }
-        if let Some(leader) = next_leader {
-            if leader == NO_LEADER {
-                self.leaderless.insert((topic_id, partition_id));
-            } else {
-                *self.leader_counts.entry(leader).or_insert(0) += 1;
-            }
+        if let Some(indexes) = self.indexes.as_mut() {
+            indexes.index(pending, topic_id, partition_id, previous, next);
         }
     }
 

@@ -172,9 +172,9 @@ impl<R: 'static> QuorumController<R> {
         QuorumController {
             config,
             managers,
-            committed: MetadataImage::empty(),
+            committed: MetadataImage::empty().with_controller_indexes(),
             committed_offset: -1,
-            latest: MetadataImage::empty(),
+            latest: MetadataImage::empty().with_controller_indexes(),
             last_written_offset: -1,
             leader: LeaderAndEpoch {
                 leader_id: None,
@@ -463,7 +463,8 @@ impl<R: 'static> QuorumController<R> {
             );
             self.renounce();
         }
-        self.committed = image;
+        // A snapshot loads as any image does; the controller indexes it once here.
+        self.committed = image.with_controller_indexes();
         self.committed_offset = end_offset - 1;
         self.latest = self.committed.clone();
         self.last_written_offset = self.committed_offset;

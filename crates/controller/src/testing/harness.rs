@@ -85,7 +85,8 @@ impl ControlHarness {
             replication.clone(),
         );
         let mut h = ControlHarness {
-            image: MetadataImage::empty(),
+            // Managers run against the controller's images, as in the QuorumController.
+            image: MetadataImage::empty().with_controller_indexes(),
             next_offset: 0,
             now_ms: 1_000_000,
             heartbeats: BrokerHeartbeatManager::new(BROKER_SESSION_TIMEOUT_MS_DEFAULT),

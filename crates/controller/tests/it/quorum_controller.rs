@@ -710,7 +710,7 @@ fn unregistering_a_broker_in_many_isrs_writes_in_batches_and_survives_a_stop_mid
     let image = raft.committed_image();
     image.check_invariants().unwrap();
     assert!(image.cluster.broker(1).is_some(), "still registered");
-    let leaderless = image.topics.leaderless().count();
+    let leaderless = image.topics.leaderless().len();
     assert_eq!(leaderless, MAX_RECORDS_PER_BATCH);
 
     // The retry changes the partitions left, then unregisters.
@@ -729,7 +729,7 @@ fn unregistering_a_broker_in_many_isrs_writes_in_batches_and_survives_a_stop_mid
     assert_eq!(done[0].result, Ok(Resp::Unregistered(ErrorCode::None)));
     let image = node.committed_image();
     assert!(image.cluster.broker(1).is_none());
-    assert_eq!(image.topics.leaderless().count(), partitions);
+    assert_eq!(image.topics.leaderless().len(), partitions);
     assert_eq!(*image, raft.committed_image());
 }
 

@@ -315,9 +315,9 @@ fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
         for broker in 0..=6 {
             for elr in [false, true] {
                 let indexed: Vec<(Uuid, i32)> = if elr {
-                    image.topics.partitions_with_elr_member(broker).collect()
+                    image.topics.partitions_with_elr_member(broker)
                 } else {
-                    image.topics.partitions_with_isr_member(broker).collect()
+                    image.topics.partitions_with_isr_member(broker)
                 };
                 assert_eq!(
                     indexed,
@@ -341,9 +341,13 @@ fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
             records.push(partition(id, p, &replicas, &replicas, replicas[0]));
         }
     }
-    let image = MetadataImage::empty().replay_all(&records).unwrap();
+    let image = MetadataImage::empty()
+        .with_controller_indexes()
+        .replay_all(&records)
+        .unwrap();
+    assert!(image.has_controller_indexes());
     check(&image, "created");
-    assert_eq!(image.topics.partitions_with_isr_member(1).count(), 2 * 90);
+    assert_eq!(image.topics.partitions_with_isr_member(1).len(), 2 * 90);
 
     // a-0 (replicas 1, 2, 3): the ISR shrinks to 1, 2 and 3 moves to the ELR; a-64 loses
     // broker 5 from its ISR and its leader.
@@ -371,10 +375,7 @@ fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
         ])
         .unwrap();
     check(&image, "ISR and ELR changes");
-    assert!(image
-        .topics
-        .partitions_with_elr_member(3)
-        .eq([(uuid(1), 0)]));
+    assert_eq!(image.topics.partitions_with_elr_member(3), [(uuid(1), 0)]);
 
     // A reassignment of b-149 (replicas 5, 1, 2) to 6, 1, 2: 6 joins, then the reassignment
     // completes with 6 in the ISR and 5 gone.
@@ -408,15 +409,12 @@ fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
         .replay_all(&[MetadataRecord::PartitionChange(complete)])
         .unwrap();
     check(&image, "reassignment completed");
-    assert!(image
-        .topics
-        .partitions_with_isr_member(6)
-        .eq([(uuid(2), 149)]));
+    assert_eq!(image.topics.partitions_with_isr_member(6), [(uuid(2), 149)]);
 
     let clear = MetadataRecord::ClearElr(ClearElrRecord::default());
     let image = image.replay_all(&[clear]).unwrap();
     check(&image, "ELR cleared");
-    assert_eq!(image.topics.partitions_with_elr_member(3).count(), 0);
+    assert_eq!(image.topics.partitions_with_elr_member(3).len(), 0);
 
     let remove = MetadataRecord::RemoveTopic(RemoveTopicRecord {
         topic_id: uuid(1),
@@ -427,7 +425,8 @@ fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
     assert!(image
         .topics
         .partitions_with_isr_member(1)
-        .all(|(topic, _)| topic == uuid(2)));
+        .iter()
+        .all(|(topic, _)| *topic == uuid(2)));
 
     // An ELR again, so the snapshot carries one; then write and load it.
     let shrink = PartitionChangeRecord {
@@ -441,7 +440,25 @@ fn the_isr_and_elr_indexes_agree_with_a_scan_through_every_change() {
         .unwrap();
     check(&image, "ELR set again");
     let bytes = write_image_snapshot(&image, 9, 1_700_000_000_000).unwrap();
+    // A broker's image (as loaded, without the controller's indexes) answers by a scan,
+    // the same.
     let loaded = load_image_snapshot(bytes).unwrap();
+    assert!(!loaded.has_controller_indexes());
+    for broker in 0..=6 {
+        let topics = (&loaded.topics, &image.topics);
+        assert_eq!(
+            topics.0.partitions_with_isr_member(broker),
+            topics.1.partitions_with_isr_member(broker)
+        );
+        assert_eq!(
+            topics.0.partitions_with_elr_member(broker),
+            topics.1.partitions_with_elr_member(broker)
+        );
+        assert_eq!(topics.0.leader_count(broker), topics.1.leader_count(broker));
+    }
+    assert_eq!(loaded.topics.leaderless(), image.topics.leaderless());
+    let loaded = loaded.with_controller_indexes();
     check(&loaded, "snapshot loaded");
     assert_eq!(loaded, image);
+    assert_eq!(loaded.topics.partitions_with_elr_member(4), [(uuid(2), 1)]);
 }
