@@ -111,6 +111,19 @@ impl PendingMembers {
         }
     }
 
+    /// The index holding exactly the memberships set here (a build from nothing: one
+    /// in-order pass instead of a walk down the tree per entry).
+    pub fn into_index(self) -> BrokerPartitions {
+        BrokerPartitions {
+            chunks: self
+                .entries
+                .into_iter()
+                .filter(|(_, (set, _))| *set != 0)
+                .map(|(key, (set, _))| (key, set))
+                .collect(),
+        }
+    }
+
     /// Makes every gathered change in `index`.
     pub fn apply_to(&self, index: &mut BrokerPartitions) {
         for (key, (set, clear)) in &self.entries {

@@ -13,6 +13,8 @@
 //!
 //! [`MetadataImage::with_controller_indexes`]: super::MetadataImage::with_controller_indexes
 
+use std::collections::BTreeMap;
+
 use imbl::{OrdMap, OrdSet};
 use kraftd_protocol::Uuid;
 
@@ -39,15 +41,30 @@ impl ControllerIndexes {
     /// The indexes of `topics`, by a scan of every partition: once when the controller
     /// takes an image built without them (a snapshot it loads), and to check them.
     pub fn scan(topics: &TopicsImage) -> Self {
-        let mut indexes = ControllerIndexes::default();
-        let mut pending = PendingIndexes::default();
+        // Gathered in plain collections, the persistent maps built once at the end: a
+        // persistent-map update per partition took ~1.2 s at a million partitions.
+        let mut leaderless = Vec::new();
+        let mut leader_counts: BTreeMap<i32, u32> = BTreeMap::new();
+        let (mut isr, mut elr) = (PendingMembers::default(), PendingMembers::default());
         for topic in topics.by_id.values() {
-            for (partition_id, partition) in topic.partitions.iter() {
-                indexes.index(&mut pending, topic.id, *partition_id, None, Some(partition));
+            for (partition_id, p) in topic.partitions.iter() {
+                isr.update(topic.id, *partition_id, &[], &p.isr);
+                if !p.elr.is_empty() {
+                    elr.update(topic.id, *partition_id, &[], &p.elr);
+                }
+                if p.leader == NO_LEADER {
+                    leaderless.push((topic.id, *partition_id));
+                } else {
+                    *leader_counts.entry(p.leader).or_insert(0) += 1;
+                }
             }
         }
-        pending.apply_to(&mut indexes);
-        indexes
+        ControllerIndexes {
+            leaderless: leaderless.into_iter().collect(),
+            leader_counts: leader_counts.into_iter().collect(),
+            isr: isr.into_index(),
+            elr: elr.into_index(),
+        }
     }
 
     /// Keeps the indexes right for one partition replaced (`previous`) by `next` (either
