@@ -9,6 +9,7 @@ usage: group_member.py <bootstrap> <topic> <group> <name> <client> <strategy> <e
   env SESSION_TIMEOUT_MS: session.timeout.ms of a classic member (default 6000)
 
 Each line of the events file is JSON, flushed at once:
+  {"e": "started", "t": <time>}  (SIGTERM is handled from then on)
   {"e": "assigned", "t": <time>, "p": {partition: committed offset or -1}}
   {"e": "revoked", "t": <time>, "p": [partitions]}
   {"e": "consumed", "t": <time>, "p": partition, "o": offset, "v": value}
@@ -41,6 +42,9 @@ def on_term(*_):
 
 
 signal.signal(signal.SIGTERM, on_term)
+# From here a SIGTERM is a graceful leave: groups.py waits for this before going on (sent
+# earlier, under load, while the interpreter still started, it killed the process).
+emit("started")
 
 
 def run_confluent():
