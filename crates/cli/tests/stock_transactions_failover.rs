@@ -18,18 +18,13 @@ use std::time::{Duration, Instant};
 
 use common::python::{python, wait_until_brokers_listed};
 use common::script::{cluster_state, partition_state, Script};
-use common::{addresses, all_logs, formatted_cluster, stop_gracefully, Node};
+use common::{addresses, all_logs, formatted_cluster, live_addresses, stop_gracefully, Node};
 
 /// The leader of `topic`'s `partition` once it is a live broker with all three in sync.
 fn settled_leader(brokers: &[Node], topic: &str, partition: i32) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let live: Vec<String> = brokers
-            .iter()
-            .filter(|n| n.child.is_some())
-            .map(Node::address)
-            .collect();
-        let (leader, isr) = partition_state(&live.join(","), topic, partition);
+        let (leader, isr) = partition_state(&live_addresses(brokers), topic, partition);
         if leader >= 0 && isr.len() == 3 {
             return leader;
         }
@@ -76,18 +71,10 @@ fn transactions_move_each_record_exactly_once_while_leaders_and_the_coordinator_
     script.wait_line(120, "the loop starting", |l| l == "started");
     let first = brokers[0].id;
     let topics = ["chaos-in", "chaos-out", "__transaction_state"];
-    let live = |brokers: &[Node]| -> String {
-        let live: Vec<String> = brokers
-            .iter()
-            .filter(|n| n.child.is_some())
-            .map(Node::address)
-            .collect();
-        live.join(",")
-    };
     let state = |brokers: &[Node]| {
         format!(
             "{}\n{}",
-            cluster_state(&live(brokers), &topics, "chaos-group"),
+            cluster_state(&live_addresses(brokers), &topics, "chaos-group"),
             all_logs(brokers)
         )
     };

@@ -353,6 +353,17 @@ pub fn addresses(nodes: &[Node]) -> String {
     joined(nodes.iter().map(Node::address), ",")
 }
 
+/// The addresses of the nodes running now (not killed), comma-separated.
+pub fn live_addresses(nodes: &[Node]) -> String {
+    joined(
+        nodes
+            .iter()
+            .filter(|n| n.child.is_some())
+            .map(Node::address),
+        ",",
+    )
+}
+
 /// Every node's log, one after the other.
 pub fn all_logs(nodes: &[Node]) -> String {
     joined(nodes.iter().map(Node::logs), "\n")
