@@ -225,6 +225,17 @@ impl GroupCoordinatorService {
         self.runtime.call_partition(partition, ctx, request).await
     }
 
+    /// Queues `request` for one partition's shard now (sequenced: see
+    /// [`RuntimeHandle::submit`](super::runtime::RuntimeHandle::submit)); its answer to come.
+    pub fn submit_partition(
+        &self,
+        partition: i32,
+        ctx: RequestContext,
+        request: ShardRequest,
+    ) -> impl std::future::Future<Output = Result<ShardResponse, ErrorCode>> + Send + 'static {
+        self.runtime.submit(partition, ctx, request)
+    }
+
     /// A transaction marker landed on `__consumer_offsets-<partition>` here: the
     /// producer's pending offsets there become committed or are dropped (Kafka's
     /// `onTransactionCompleted`). Loading replays the marker too, so a shard that is not

@@ -23,6 +23,7 @@ use bytes::Bytes;
 use kraftd_log::clock::unix_ms;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, Uuid};
+use kraftd_raft::transport::mark_sequenced;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -144,16 +145,35 @@ impl<S: CoordinatorShard> RuntimeHandle<S> {
         ctx: RequestContext,
         request: S::Request,
     ) -> Result<S::Response, ErrorCode> {
+        self.submit(partition, ctx, request).await
+    }
+
+    /// Queues `request` for one partition's shard now and returns its answer to come. The
+    /// loop runs requests in the order they are queued, so the request's effect is
+    /// sequenced once this returns: it marks the connection's request so
+    /// ([`mark_sequenced`]), and a request queued later by the same client runs after it
+    /// whatever this one still waits for (its commit). A caller with several shards to call
+    /// submits to all before awaiting any.
+    pub fn submit(
+        &self,
+        partition: i32,
+        ctx: RequestContext,
+        request: S::Request,
+    ) -> impl std::future::Future<Output = Result<S::Response, ErrorCode>> + Send + 'static {
         let (respond, rx) = oneshot::channel();
-        if !self.send(Event::Request {
+        let sent = self.send(Event::Request {
             partition,
             ctx,
             request,
             respond,
-        }) {
-            return Err(ErrorCode::CoordinatorNotAvailable);
+        });
+        mark_sequenced();
+        async move {
+            if !sent {
+                return Err(ErrorCode::CoordinatorNotAvailable);
+            }
+            rx.await.unwrap_or(Err(ErrorCode::CoordinatorNotAvailable))
         }
-        rx.await.unwrap_or(Err(ErrorCode::CoordinatorNotAvailable))
     }
 
     /// Runs `request` on every shard this broker serves; the answers, and whether some
@@ -163,7 +183,9 @@ impl<S: CoordinatorShard> RuntimeHandle<S> {
         request: S::Request,
     ) -> (Vec<Result<S::Response, ErrorCode>>, bool) {
         let (respond, rx) = oneshot::channel();
-        if !self.send(Event::Broadcast { request, respond }) {
+        let sent = self.send(Event::Broadcast { request, respond });
+        mark_sequenced();
+        if !sent {
             return (vec![Err(ErrorCode::CoordinatorNotAvailable)], false);
         }
         let Ok((receivers, loading)) = rx.await else {

@@ -247,6 +247,18 @@ impl TransactionCoordinatorService {
         self.runtime.call_partition(partition, ctx, request).await
     }
 
+    /// Queues `request` for one partition's shard now (sequenced: see
+    /// [`RuntimeHandle::submit`](super::runtime::RuntimeHandle::submit)); its answer to come.
+    pub fn submit_partition(
+        &self,
+        partition: i32,
+        ctx: RequestContext,
+        request: TxnShardRequest,
+    ) -> impl std::future::Future<Output = Result<TxnShardResponse, ErrorCode>> + Send + 'static
+    {
+        self.runtime.submit(partition, ctx, request)
+    }
+
     /// Runs `request` on every shard this broker serves (ListTransactions).
     pub async fn broadcast(
         &self,

@@ -28,7 +28,8 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::transport::{
-    mark_local_complete, ApiVersionsFeatures, InboundRequest, RequestHandler, RequestTimer,
+    mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
+    RequestHandler, RequestTimer,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -528,7 +529,15 @@ impl KafkaApis {
                     )
                     .await;
                 match result {
-                    Ok(response) => response,
+                    Ok(response) => {
+                        // Read-your-writes: the client's next request here sees the change.
+                        if key != ApiKey::ListPartitionReassignments {
+                            if let Err(e) = self.context.forwarding.await_applied(deadline).await {
+                                debug!(api = ?key, error = %e, "answering a forwarded mutation before this broker applied it");
+                            }
+                        }
+                        response
+                    }
                     Err(e) => {
                         debug!(api = ?key, listener = %self.listener, error = %e, "forwarding failed");
                         error_response(&body, e.error_code())
@@ -673,7 +682,11 @@ impl RequestHandler for KafkaApis {
             return Some(rx);
         }
         let apis = self.clone();
-        tokio::spawn(async move {
+        // The connection's next request is read once this one's effect is sequenced (a
+        // coordinator shard or the controller queued it, a fetch parked) or, for every API
+        // that does not say so, once it is answered: a client's requests take effect in the
+        // order it sent them, as on Kafka (`ordering`).
+        run_until_sequenced(async move {
             // Kafka's request dequeue: a handler starts on it. The scope lets a fetch about
             // to park or a forward mark the end of the local work (`mark_local_complete`).
             let timer = request.timer.clone();
@@ -690,8 +703,11 @@ impl RequestHandler for KafkaApis {
                 .timed(timer.scope(apis.handle(request, auth, Some(&mut quota))))
                 .await;
             let hold = quota.finish(response.as_mut());
+            // Answered: only a throttled old client's hold remains.
+            mark_sequenced();
             send_after(tx, response, hold, &timer).await;
-        });
+        })
+        .await;
         Some(rx)
     }
 }

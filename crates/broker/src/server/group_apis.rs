@@ -332,13 +332,20 @@ impl GroupApis<'_> {
                 .or_default()
                 .push(id);
         }
-        let mut out = Vec::new();
-        for (p, ids) in by_partition {
-            let answer = self
-                .coordinator()
-                .call_partition(p, ctx.clone(), make(ids.clone()))
-                .await;
-            out.push((ids, answer));
+        // Every shard's request queued before any is awaited: all of them are sequenced
+        // before the connection's next request is read.
+        let calls: Vec<_> = by_partition
+            .into_iter()
+            .map(|(p, ids)| {
+                let call = self
+                    .coordinator()
+                    .submit_partition(p, ctx.clone(), make(ids.clone()));
+                (ids, call)
+            })
+            .collect();
+        let mut out = Vec::with_capacity(calls.len());
+        for (ids, call) in calls {
+            out.push((ids, call.await));
         }
         out
     }

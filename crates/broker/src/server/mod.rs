@@ -421,7 +421,7 @@ impl BrokerServer {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
             cache: cache.clone(),
-            forwarding: ForwardingManager::new(forwarding_channel),
+            forwarding: ForwardingManager::new(forwarding_channel, metadata_status.clone()),
             static_configs: config.static_configs.clone(),
             auto_create_topics_enable: config.auto_create_topics_enable,
             data: DataPlane {

@@ -278,17 +278,17 @@ impl TxnApis<'_> {
                         .or_default()
                         .push(id.clone());
                 }
+                // Every shard's request queued before any is awaited (sequenced together).
+                let calls: Vec<_> = by_partition
+                    .into_iter()
+                    .map(|(p, ids)| {
+                        let request = TxnShardRequest::DescribeTransactions(ids.clone());
+                        (ids, self.txn().submit_partition(p, ctx.clone(), request))
+                    })
+                    .collect();
                 let mut states = Vec::new();
-                for (p, ids) in by_partition {
-                    match self
-                        .txn()
-                        .call_partition(
-                            p,
-                            ctx.clone(),
-                            TxnShardRequest::DescribeTransactions(ids.clone()),
-                        )
-                        .await
-                    {
+                for (ids, call) in calls {
+                    match call.await {
                         Ok(TxnShardResponse::DescribeTransactions(s)) => states.extend(s),
                         other => {
                             let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
@@ -410,17 +410,24 @@ impl TxnApis<'_> {
                 .or_default()
                 .push(t);
         }
+        // Every shard's request queued before any is awaited (sequenced together).
+        let calls: Vec<_> = by_partition
+            .into_iter()
+            .map(|(p, transactions)| {
+                let request = AddPartitionsToTxnRequest {
+                    transactions: transactions.clone(),
+                    ..Default::default()
+                };
+                let request = TxnShardRequest::AddPartitionsToTxn(request);
+                (
+                    transactions,
+                    self.txn().submit_partition(p, ctx.clone(), request),
+                )
+            })
+            .collect();
         let mut response = AddPartitionsToTxnResponse::default();
-        for (p, transactions) in by_partition {
-            let request = AddPartitionsToTxnRequest {
-                transactions: transactions.clone(),
-                ..Default::default()
-            };
-            match self
-                .txn()
-                .call_partition(p, ctx.clone(), TxnShardRequest::AddPartitionsToTxn(request))
-                .await
-            {
+        for (transactions, call) in calls {
+            match call.await {
                 Ok(TxnShardResponse::AddPartitionsToTxn(resp)) => response
                     .results_by_transaction
                     .extend(resp.results_by_transaction),

@@ -32,7 +32,8 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
 use kraftd_raft::transport::{
-    mark_local_complete, ApiVersionsFeatures, InboundRequest, RequestHandler,
+    mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
+    RequestHandler,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
@@ -217,9 +218,13 @@ impl ControllerApis {
         // (ControllerApis' local work ends when the operation is enqueued).
         mark_local_complete();
         let result = match self.inner.requests.send(request).await {
-            Ok(()) => rx
-                .await
-                .unwrap_or(Err(ControllerError::NotController { leader_id: None })),
+            // Queued: the QuorumController runs its queue in order, so a forwarding broker's
+            // next Envelope may be read (`ordering`; a no-op for a direct client).
+            Ok(()) => {
+                mark_sequenced();
+                rx.await
+                    .unwrap_or(Err(ControllerError::NotController { leader_id: None }))
+            }
             Err(_) => Err(ControllerError::NotController { leader_id: None }),
         };
         match result {
@@ -501,22 +506,30 @@ impl RequestHandler for ControllerApis {
                     apis.describe_cluster(&auth, &r),
                 ));
             }
+            // A broker's forwards, of many clients: the next is read once this one is in
+            // the controller's queue (which applies them in order), as the broker answers
+            // each client's forward before reading that client's next request.
             RequestBody::Envelope(envelope) => {
                 let timer = request.timer;
-                tokio::spawn(async move {
+                run_until_sequenced(async move {
                     timer.dequeued();
                     let response = timer.scope(apis.envelope(&auth, envelope)).await;
                     timer.remote_complete();
                     timer.response_complete();
                     let _ = tx.send(response);
-                });
+                })
+                .await;
             }
+            // A client of its own (a broker's heartbeats and AlterPartition, an admin client
+            // with --bootstrap-controller): its next request is read once this one is
+            // answered, as Kafka's muted channel does. A read runs on the committed image,
+            // so it must not overtake a write of the same client still waiting for commit.
             body if CONTROLLER_API_KEYS.contains(&body.key()) => {
                 let api = body.key();
                 let client_id = request.header.client_id.clone().unwrap_or_default();
                 let mute = request.mute.clone();
                 let timer = request.timer;
-                tokio::spawn(async move {
+                async move {
                     timer.dequeued();
                     let (response, throttle_ms) = timer
                         .scope(apis.execute_authorized(&auth, version, body, &client_id))
@@ -531,7 +544,8 @@ impl RequestHandler for ControllerApis {
                     }
                     timer.response_complete();
                     let _ = tx.send(response);
-                });
+                }
+                .await;
             }
             // Not advertised, so the transport never hands it over; closing is the answer.
             _ => return None,

@@ -7,6 +7,7 @@
 //! nothing here knows Raft.
 
 pub mod client;
+pub mod ordering;
 pub mod request_metrics;
 pub mod sasl;
 pub mod security;
@@ -14,6 +15,7 @@ pub mod server;
 pub mod tls;
 
 pub use client::{Channel, ClientConfig, ClientError, ReplyFn};
+pub use ordering::{mark_sequenced, run_until_sequenced};
 pub use request_metrics::{mark_local_complete, RequestMetrics, RequestTimer};
 pub use security::{
     ChannelMute, ClientSecurity, KafkaPrincipal, ListenerSecurity, SecurityProtocol, Session,

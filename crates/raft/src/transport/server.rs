@@ -2,9 +2,11 @@
 //! frames (the size checked against `socket.request.max.bytes` from the prefix, before the
 //! body is buffered), decodes each request, answers ApiVersions from the listener's
 //! [`ApiVersionsTable`] itself and hands every other advertised request to a
-//! [`RequestHandler`]; responses go back in request order, as Kafka clients require. On a
-//! SASL listener every frame passes the connection's [`SaslAuthenticator`] first (login,
-//! the principal of the connection's [`Session`], re-authentication: `sasl/`).
+//! [`RequestHandler`]; requests take effect in the order they were sent (the next is read
+//! once the handler sequenced the previous one: [`super::ordering`]) and responses go back
+//! in request order, as Kafka clients require. On a SASL listener every frame passes the
+//! connection's [`SaslAuthenticator`] first (login, the principal of the connection's
+//! [`Session`], re-authentication: `sasl/`).
 //!
 //! Limits: at most [`ServerConfig::max_connections`] connections (more are closed on
 //! accept), at most [`ServerConfig::max_in_flight_per_connection`] requests awaiting their
@@ -114,7 +116,11 @@ pub struct InboundRequest {
 /// What serves the requests of a listener.
 pub trait RequestHandler: Send + Sync + 'static {
     /// Takes one request. Resolves (applying backpressure while the handler is busy) to the
-    /// receiver of its response, or `None` to close the connection. A receiver whose sender
+    /// receiver of its response, or `None` to close the connection. The connection's next
+    /// request is read only once this resolves, so a handler resolves only once the
+    /// request's effect is sequenced — done, or queued where effects apply in arrival order
+    /// — and leaves only waiting to the receiver ([`super::ordering`]): a client's requests
+    /// then take effect in the order it sent them, as on Kafka. A receiver whose sender
     /// is dropped means "no response": right only for a Produce with `acks=0`, whose client
     /// expects none; for any other request it closes the connection, so a client never waits
     /// out its timeout for an answer that will not come (and retries on a new connection).

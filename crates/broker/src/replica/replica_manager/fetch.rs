@@ -168,8 +168,11 @@ impl ReplicaManager {
             if bytes >= limits.min_bytes || urgent || Instant::now() >= deadline || !waitable {
                 return self.finish(origin, results, &partitions, watch);
             }
-            // Parked until data arrives or max wait passes: Kafka's RemoteTimeMs.
+            // Parked until data arrives or max wait passes: Kafka's RemoteTimeMs. What it
+            // read took effect (a follower's fetch position, the session): the connection's
+            // next request may be read meanwhile.
             kraftd_raft::transport::mark_local_complete();
+            kraftd_raft::transport::mark_sequenced();
             let woke = match watch {
                 Some(w) => tokio::time::timeout_at(deadline, w.notified()).await,
                 None => {
