@@ -27,7 +27,7 @@ use kraftd_protocol::{ErrorCode, GroupCoordinatorRecordKey, GroupCoordinatorReco
 
 use crate::group_coordinator::classic::ClassicGroup;
 use crate::group_coordinator::record::CoordinatorRecord;
-use crate::group_coordinator::shard::{Group, GroupCoordinatorShard, RequestContext};
+use crate::group_coordinator::shard::{CommitApi, Group, GroupCoordinatorShard, RequestContext};
 
 /// OffsetCommit v9+ names KIP-848 member epochs and answers GROUP_ID_NOT_FOUND for an
 /// unknown group; earlier versions ILLEGAL_GENERATION.
@@ -321,7 +321,7 @@ impl GroupCoordinatorShard {
                 &r.member_id,
                 r.group_instance_id.as_deref(),
                 r.generation_id_or_member_epoch,
-                ctx.api_version,
+                CommitApi::OffsetCommit(ctx.api_version),
             ),
             // A commit outside any generation (an admin's, or a consumer that assigns
             // itself partitions) creates the group when its records replay.

@@ -86,6 +86,17 @@ pub struct RequestContext {
     pub client_host: String,
 }
 
+/// The API committing offsets: OffsetCommit and TxnOffsetCommit are validated apart
+/// (Kafka's `isTransactional`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitApi {
+    /// OffsetCommit at this version.
+    OffsetCommit(i16),
+    /// TxnOffsetCommit: may name no member at all, is exempt from OffsetCommit's v9 rule
+    /// for consumer-protocol members and is not held back by a classic rebalance.
+    Transactional,
+}
+
 /// One request, or the part of a request that concerns this shard's groups.
 #[derive(Debug, Clone)]
 pub enum ShardRequest {
@@ -210,21 +221,15 @@ impl Group {
         member_id: &str,
         group_instance_id: Option<&str>,
         generation_or_epoch: i32,
-        api_version: i16,
+        api: CommitApi,
     ) -> Result<(), ErrorCode> {
         match self {
-            Group::Classic(g) => g.validate_offset_commit(
-                member_id,
-                group_instance_id,
-                generation_or_epoch,
-                api_version,
-            ),
-            Group::Consumer(g) => g.validate_offset_commit(
-                member_id,
-                group_instance_id,
-                generation_or_epoch,
-                api_version,
-            ),
+            Group::Classic(g) => {
+                g.validate_offset_commit(member_id, group_instance_id, generation_or_epoch, api)
+            }
+            Group::Consumer(g) => {
+                g.validate_offset_commit(member_id, group_instance_id, generation_or_epoch, api)
+            }
         }
     }
 

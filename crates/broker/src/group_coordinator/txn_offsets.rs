@@ -13,24 +13,31 @@ use kraftd_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse}
 use kraftd_protocol::ErrorCode;
 
 use crate::group_coordinator::offsets::{commit_record, OffsetAndMetadata};
-use crate::group_coordinator::shard::{GroupCoordinatorShard, RequestContext};
+use crate::group_coordinator::shard::{CommitApi, GroupCoordinatorShard, RequestContext};
 
 impl GroupCoordinatorShard {
-    /// TxnOffsetCommit: the group and member checked as for OffsetCommit (a group unknown
-    /// here is accepted outside any generation, as a simple group), then one transactional
-    /// batch of OffsetCommit records for the producer.
+    /// TxnOffsetCommit: the group and member checked as a transactional commit (Kafka's
+    /// `validateTransactionalOffsetCommit`: a group unknown here is accepted outside any
+    /// generation, as a simple group; a request naming no member is accepted; a stale
+    /// member epoch is ILLEGAL_GENERATION, the error transactional producers know), then
+    /// one transactional batch of OffsetCommit records for the producer.
     pub(crate) fn txn_offset_commit(
         &mut self,
-        ctx: &RequestContext,
+        _ctx: &RequestContext,
         r: TxnOffsetCommitRequest,
     ) -> TxnOffsetCommitResponse {
         let whole = match self.groups.get(&r.group_id) {
-            Some(group) => group.validate_offset_commit(
-                &r.member_id,
-                r.group_instance_id.as_deref(),
-                r.generation_id_or_member_epoch,
-                ctx.api_version,
-            ),
+            Some(group) => group
+                .validate_offset_commit(
+                    &r.member_id,
+                    r.group_instance_id.as_deref(),
+                    r.generation_id_or_member_epoch,
+                    CommitApi::Transactional,
+                )
+                .map_err(|code| match code {
+                    ErrorCode::StaleMemberEpoch => ErrorCode::IllegalGeneration,
+                    code => code,
+                }),
             None if r.generation_id_or_member_epoch < 0 => Ok(()),
             None => Err(ErrorCode::IllegalGeneration),
         };

@@ -9,6 +9,8 @@ use kraftd_protocol::messages::describe_groups_response::DescribedGroup;
 use kraftd_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kraftd_protocol::ErrorCode;
 
+use crate::group_coordinator::shard::CommitApi;
+
 pub use super::member::ClassicGroupMember;
 pub(crate) use super::member::{plain_protocols, PendingReply};
 
@@ -452,15 +454,18 @@ impl ClassicGroup {
     }
 
     /// Whether a commit by this member may be stored (Kafka's
-    /// `ClassicGroup.validateOffsetCommit`, not transactional).
+    /// `ClassicGroup.validateOffsetCommit`). A transactional commit (TxnOffsetCommit) may
+    /// name no member and no generation (versions before 3 carry neither) and is not held
+    /// back while the group completes a rebalance.
     pub fn validate_offset_commit(
         &self,
         member_id: &str,
         group_instance_id: Option<&str>,
         generation: i32,
-        _api_version: i16,
+        api: CommitApi,
     ) -> Result<(), ErrorCode> {
         use ClassicGroupState::*;
+        let transactional = api == CommitApi::Transactional;
         if self.state == Dead {
             return Err(ErrorCode::CoordinatorNotAvailable);
         }
@@ -473,11 +478,11 @@ impl ClassicGroup {
             if generation != self.generation_id {
                 return Err(ErrorCode::IllegalGeneration);
             }
-        } else if self.state != Empty {
+        } else if !transactional && self.state != Empty {
             // No member id and no generation: only while nobody consumes.
             return Err(ErrorCode::UnknownMemberId);
         }
-        if self.state == CompletingRebalance {
+        if !transactional && self.state == CompletingRebalance {
             // A member of this generation committing before its assignment arrived.
             return Err(ErrorCode::RebalanceInProgress);
         }

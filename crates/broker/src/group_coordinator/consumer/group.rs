@@ -15,10 +15,12 @@ use super::member::{ConsumerGroupMember, Partitions, LEAVE_GROUP_STATIC_MEMBER_E
 use super::records;
 use crate::group_coordinator::config::AssignorName;
 use crate::group_coordinator::record::CoordinatorRecord;
-use crate::group_coordinator::shard::{RequestContext, TopicMetadata};
+use crate::group_coordinator::shard::{CommitApi, RequestContext, TopicMetadata};
 
 /// OffsetCommit v9 is the first a member of the consumer protocol may use.
 const CONSUMER_PROTOCOL_COMMIT_VERSION: i16 = 9;
+/// The generation / member epoch a request outside any generation names.
+const UNKNOWN_GENERATION_ID: i32 = -1;
 /// DescribeGroups v6 is the first that carries an error for a group of another type.
 const DESCRIBE_GROUPS_ERROR_VERSION: i16 = 6;
 
@@ -294,22 +296,31 @@ impl ConsumerGroup {
 
     /// Kafka's `ConsumerGroup.validateOffsetCommit`. A commit with a negative epoch (an
     /// admin's, or a consumer assigning itself partitions) is accepted only while the group
-    /// is empty; a member must commit with OffsetCommit v9+ and with its current epoch.
+    /// is empty; a TxnOffsetCommit naming no member, no epoch and no instance is accepted
+    /// (the API does not require them); otherwise the member must exist, commit with its
+    /// current epoch and, unless the commit is transactional, with OffsetCommit v9+.
     pub fn validate_offset_commit(
         &self,
         member_id: &str,
-        _group_instance_id: Option<&str>,
+        group_instance_id: Option<&str>,
         member_epoch: i32,
-        api_version: i16,
+        api: CommitApi,
     ) -> Result<(), ErrorCode> {
         if member_epoch < 0 && self.members.is_empty() {
+            return Ok(());
+        }
+        if api == CommitApi::Transactional
+            && member_epoch == UNKNOWN_GENERATION_ID
+            && member_id.is_empty()
+            && group_instance_id.is_none()
+        {
             return Ok(());
         }
         let member = self
             .members
             .get(member_id)
             .ok_or(ErrorCode::UnknownMemberId)?;
-        if api_version < CONSUMER_PROTOCOL_COMMIT_VERSION {
+        if matches!(api, CommitApi::OffsetCommit(v) if v < CONSUMER_PROTOCOL_COMMIT_VERSION) {
             return Err(ErrorCode::UnsupportedVersion);
         }
         if member_epoch != member.member_epoch {

@@ -283,6 +283,22 @@ fn heartbeats_and_commits_are_fenced_by_generation() {
     );
     assert_eq!(h.heartbeat(&a, ra.generation_id), 0);
 
+    // A transactional commit is not held back by the rebalance (Kafka's
+    // `validateOffsetCommit` with `isTransactional`): Streams commits its transaction with
+    // the group metadata it has, and a refusal would abort it.
+    assert_eq!(h.txn_commit(&a, None, ra.generation_id), 0);
+    assert_eq!(
+        h.txn_commit(&a, None, s.generation),
+        code(ErrorCode::IllegalGeneration)
+    );
+    assert_eq!(
+        h.txn_commit("nobody", None, ra.generation_id),
+        code(ErrorCode::UnknownMemberId)
+    );
+    // Naming no member (TxnOffsetCommit before v3, or a producer given no group
+    // metadata) is accepted while the group has members.
+    assert_eq!(h.txn_commit("", None, -1), 0);
+
     // Once the group is empty, a commit outside any generation is taken.
     let r = h.leave(&[(&a, None)]);
     assert_eq!(r.members[0].error_code, 0);

@@ -13,10 +13,13 @@ use kraftd_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kraftd_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kraftd_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kraftd_protocol::messages::{
     ConsumerProtocolSubscription, DescribeGroupsResponse, HeartbeatRequest, JoinGroupRequest,
     JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest,
-    SyncGroupRequest, SyncGroupResponse,
+    SyncGroupRequest, SyncGroupResponse, TxnOffsetCommitRequest,
 };
 use kraftd_protocol::{ErrorCode, GroupCoordinatorRecordKey, GroupCoordinatorRecordValue, Message};
 
@@ -363,6 +366,34 @@ impl H {
         match &self.replies[&id] {
             ShardResponse::OffsetCommit(r) => r.topics[0].partitions[0].error_code,
             other => panic!("not an OffsetCommit answer: {other:?}"),
+        }
+    }
+
+    /// TxnOffsetCommit v3 of partition t-0 by producer 1000; the partition's error.
+    pub fn txn_commit(&mut self, member: &str, instance: Option<&str>, generation: i32) -> i16 {
+        let request = TxnOffsetCommitRequest {
+            transactional_id: "tx".into(),
+            group_id: GROUP.into(),
+            producer_id: 1000,
+            producer_epoch: 0,
+            generation_id_or_member_epoch: generation,
+            member_id: member.into(),
+            group_instance_id: instance.map(str::to_string),
+            topics: vec![TxnOffsetCommitRequestTopic {
+                name: "t".into(),
+                partitions: vec![TxnOffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 43,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let id = self.send(3, "c", ShardRequest::TxnOffsetCommit(request));
+        match &self.replies[&id] {
+            ShardResponse::TxnOffsetCommit(r) => r.topics[0].partitions[0].error_code,
+            other => panic!("not a TxnOffsetCommit answer: {other:?}"),
         }
     }
 
