@@ -33,7 +33,7 @@ use kraftd_raft::transport::{
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::auth_helper::{
     cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
@@ -533,7 +533,7 @@ impl KafkaApis {
                         // Read-your-writes: the client's next request here sees the change.
                         if key != ApiKey::ListPartitionReassignments {
                             if let Err(e) = self.context.forwarding.await_applied(deadline).await {
-                                debug!(api = ?key, error = %e, "answering a forwarded mutation before this broker applied it");
+                                warn!(api = ?key, error = %e, "answering a forwarded mutation before this broker applied it");
                             }
                         }
                         response

@@ -50,3 +50,39 @@ impl Raw {
         decode_response(key, version, Bytes::from(buf)).unwrap().1
     }
 }
+
+impl Raw {
+    /// Sends every request before reading any answer (as a pipelining client does: the
+    /// broker has them all on one connection at once) and returns the answers in order.
+    pub fn pipeline(&mut self, requests: Vec<(i16, RequestBody)>) -> Vec<ResponseBody> {
+        let mut sent = Vec::with_capacity(requests.len());
+        let mut bytes = Vec::new();
+        for (version, body) in requests {
+            self.correlation += 1;
+            let key = body.key();
+            let header = RequestHeader {
+                request_api_key: key.code(),
+                request_api_version: version,
+                correlation_id: self.correlation,
+                client_id: Some("pipelined".into()),
+                ..Default::default()
+            };
+            let frame = encode_request(&header, &body).unwrap().into_bytes();
+            bytes.extend_from_slice(&(frame.len() as i32).to_be_bytes());
+            bytes.extend_from_slice(&frame);
+            sent.push((key, version, self.correlation));
+        }
+        self.stream.write_all(&bytes).unwrap();
+        sent.into_iter()
+            .map(|(key, version, correlation)| {
+                let mut size = [0u8; 4];
+                self.stream.read_exact(&mut size).unwrap();
+                let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+                self.stream.read_exact(&mut buf).unwrap();
+                let (header, body) = decode_response(key, version, Bytes::from(buf)).unwrap();
+                assert_eq!(header.correlation_id, correlation, "answers come in order");
+                body
+            })
+            .collect()
+    }
+}
