@@ -5,10 +5,11 @@
 //! - `pipelined_conflicting_requests_end_in_the_last_state_sent`: one raw connection sends
 //!   a batch of conflicting requests before reading any answer — forty OffsetCommits of
 //!   rising offsets then an OffsetFetch; CreateTopics, DeleteTopics, Metadata;
-//!   alternating IncrementalAlterConfigs then DescribeConfigs; CreateAcls, DescribeAcls,
-//!   DeleteAcls, DescribeAcls; SCRAM upsert, describe, delete, describe; two
-//!   AlterClientQuotas then DescribeClientQuotas — and checks every read in the batch and
-//!   the final state are those of the last write sent before it.
+//!   CreatePartitions then Metadata; a reassignment then Metadata; UpdateFeatures down, then
+//!   up, each followed by ApiVersions; ten IncrementalAlterConfigs then DescribeConfigs;
+//!   CreateAcls, DescribeAcls, DeleteAcls, DescribeAcls; SCRAM upsert, describe, delete,
+//!   describe; five AlterClientQuotas then DescribeClientQuotas — and checks every read in
+//!   the batch and the final state are those of the last write sent before it.
 //! - `async_commits_of_stock_consumers_end_at_the_last_offset`:
 //!   `tests/python/commit_order.py` runs groups of three confluent-kafka members (classic
 //!   and `group.protocol=consumer`) that commit every record asynchronously, then
@@ -21,14 +22,16 @@ use common::python::{python, run_until_all_ok, wait_until_brokers_listed};
 use common::raw::Raw;
 use common::{addresses, all_logs, formatted_cluster, stop_gracefully, Node};
 use kraftd_protocol::messages::{
-    alter_client_quotas_request, create_acls_request, create_topics_request, delete_acls_request,
-    delete_topics_request, describe_client_quotas_request, describe_configs_request,
+    alter_client_quotas_request, alter_partition_reassignments_request, create_acls_request,
+    create_partitions_request, create_topics_request, delete_acls_request, delete_topics_request,
+    describe_client_quotas_request, describe_configs_request,
     describe_user_scram_credentials_request, incremental_alter_configs_request, metadata_request,
-    offset_commit_request, offset_fetch_request, AlterClientQuotasRequest,
-    AlterUserScramCredentialsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest,
+    offset_commit_request, offset_fetch_request, update_features_request, AlterClientQuotasRequest,
+    AlterPartitionReassignmentsRequest, AlterUserScramCredentialsRequest, ApiVersionsRequest,
+    CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
     DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeConfigsRequest,
     DescribeUserScramCredentialsRequest, FindCoordinatorRequest, IncrementalAlterConfigsRequest,
-    MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, UpdateFeaturesRequest,
 };
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
 
@@ -68,7 +71,7 @@ fn request_order_on_a_three_by_three_cluster() {
     std::thread::scope(|s| {
         let (bootstrap, brokers) = (&bootstrap, &brokers);
         s.spawn(move || {
-            run_until_all_ok("commit_order.py", &[bootstrap, "3", "3"], || {
+            run_until_all_ok("commit_order.py", &[bootstrap, "5", "3"], || {
                 all_logs(brokers)
             });
         });
@@ -168,6 +171,85 @@ fn pipelined_conflicting_requests_end_in_the_last_state_sent(brokers: &[Node]) {
         no_errors("CreateTopics", &answers[0]);
         assert_eq!(topic_state(&answers[1]), (0, 4), "{:?}", answers[1]);
     }
+
+    // Partitions: 4 then 6 then read; the replicas reordered then read.
+    let grow = RequestBody::CreatePartitions(CreatePartitionsRequest {
+        topics: vec![create_partitions_request::CreatePartitionsTopic {
+            name: "order-kept-1".into(),
+            count: 6,
+            assignments: None,
+            ..Default::default()
+        }],
+        timeout_ms: 30_000,
+        ..Default::default()
+    });
+    let answers = raw.pipeline(vec![(3, grow), (12, metadata("order-kept-1"))]);
+    no_errors("CreatePartitions", &answers[0]);
+    assert_eq!(topic_state(&answers[1]), (0, 6), "{:?}", answers[1]);
+    let ResponseBody::Metadata(m) = raw.call(12, metadata("order-kept-2")) else {
+        panic!("not a Metadata answer")
+    };
+    let mut reversed = m.topics[0].partitions[0].replica_nodes.clone();
+    reversed.reverse();
+    let reassign = RequestBody::AlterPartitionReassignments(AlterPartitionReassignmentsRequest {
+        timeout_ms: 30_000,
+        topics: vec![alter_partition_reassignments_request::ReassignableTopic {
+            name: "order-kept-2".into(),
+            partitions: vec![
+                alter_partition_reassignments_request::ReassignablePartition {
+                    partition_index: 0,
+                    replicas: Some(reversed.clone()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let answers = raw.pipeline(vec![(0, reassign), (12, metadata("order-kept-2"))]);
+    no_errors("AlterPartitionReassignments", &answers[0]);
+    let ResponseBody::Metadata(m) = &answers[1] else {
+        panic!("{:?}", answers[1])
+    };
+    assert_eq!(m.topics[0].partitions[0].replica_nodes, reversed, "{m:?}");
+
+    // Features: eligible leader replicas off, read, on, read (ApiVersions' finalized levels).
+    let elr = |level: i16, upgrade_type: i8| {
+        RequestBody::UpdateFeatures(UpdateFeaturesRequest {
+            timeout_ms: 30_000,
+            feature_updates: vec![update_features_request::FeatureUpdateKey {
+                feature: "eligible.leader.replicas.version".into(),
+                max_version_level: level,
+                upgrade_type,
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    };
+    let versions = RequestBody::ApiVersions(ApiVersionsRequest {
+        client_software_name: "order".into(),
+        client_software_version: "1".into(),
+        ..Default::default()
+    });
+    let elr_level = |r: &ResponseBody| {
+        let ResponseBody::ApiVersions(v) = r else {
+            panic!("{r:?}")
+        };
+        v.finalized_features
+            .iter()
+            .find(|f| f.name == "eligible.leader.replicas.version")
+            .map_or(0, |f| f.max_version_level)
+    };
+    let answers = raw.pipeline(vec![
+        (1, elr(0, 2)),
+        (3, versions.clone()),
+        (1, elr(1, 1)),
+        (3, versions),
+    ]);
+    no_errors("UpdateFeatures", &answers[0]);
+    no_errors("UpdateFeatures", &answers[2]);
+    assert_eq!(elr_level(&answers[1]), 0, "{:?}", answers[1]);
+    assert_eq!(elr_level(&answers[3]), 1, "{:?}", answers[3]);
 
     // Configs: retention.ms set ten times, then read, in one batch.
     let topic = "order-kept-0";
