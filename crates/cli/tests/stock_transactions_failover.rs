@@ -1,12 +1,13 @@
 //! Exactly-once consume-transform-produce while brokers die, with stock clients against
 //! real processes (one controller, three brokers, everything with three replicas and
 //! `min.insync.replicas=2`): `tests/python/transactions_failover.py` moves records from an
-//! input topic to an output topic in transactions that carry the consumed offsets, while
-//! this test kills with SIGKILL, one after the other, the leader of input partition 0, the
-//! leader of output partition 0 and the broker coordinating the transaction, restarting
-//! each once records move again without it. The script checks the output holds every
-//! input record exactly once, in order per partition, and the group's offsets end at the
-//! input's end.
+//! input topic to an output topic in transactions that carry the consumed offsets, in two
+//! loops at once, one whose consumer uses `group.protocol=classic` and one
+//! `group.protocol=consumer`, while this test kills with SIGKILL, one after the other, the
+//! leader of input partition 0, the leader of output partition 0 and the broker
+//! coordinating both loops' transactions, restarting each once records move again without
+//! it. The script checks the output holds every input record exactly once per loop, in
+//! order per partition, and each group's offsets end at the input's end.
 //!
 //! To see a failing run: `KRAFTD_TEST_LOG=info,kraftd::request=debug` (every request in
 //! and out of each node), `RDKAFKA_DEBUG=eos,cgrp,protocol` with `KRAFTD_TEST_STDERR_DIR`
@@ -72,9 +73,11 @@ fn transactions_move_each_record_exactly_once_while_leaders_and_the_coordinator_
     let first = brokers[0].id;
     let topics = ["chaos-in", "chaos-out", "__transaction_state"];
     let state = |brokers: &[Node]| {
+        let live = live_addresses(brokers);
         format!(
-            "{}\n{}",
-            cluster_state(&live_addresses(brokers), &topics, "chaos-group"),
+            "{}\n{}\n{}",
+            cluster_state(&live, &topics, "chaos-group-classic"),
+            cluster_state(&live, &topics[..2], "chaos-group-consumer"),
             all_logs(brokers)
         )
     };

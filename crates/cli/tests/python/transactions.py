@@ -8,10 +8,14 @@ real kraftd brokers):
 2. kafka-python's transactional producer commits and aborts the same way.
 3. Zombie fencing: a second producer with the same transactional id fences the first; the
    first's late writes fail with a fencing error and never become visible.
-4. Consume-transform-produce: a read_committed consumer in a group and a transactional
-   producer that sends the consumed offsets in each transaction
-   (send_offsets_to_transaction); the output holds every input record exactly once, in
-   order per partition, and the group's committed offsets end at the input's end.
+4. Consume-transform-produce, once per group protocol (`classic` and `consumer`): a
+   read_committed consumer in a group and a transactional producer that sends the consumed
+   offsets in each transaction (send_offsets_to_transaction, TxnOffsetCommit naming the
+   member and its generation or member epoch); the output holds every input record exactly
+   once, in order per partition, and the group's committed offsets end at the input's end.
+   While the consumer is still in the group, kafka-python's transactional producer commits
+   offsets naming no member (send_offsets_to_transaction with the group id only), which a
+   group with members accepts too (Kafka's validateOffsetCommit for transactional commits).
 
 usage: transactions.py <bootstrap> <replication-factor>
 """
@@ -146,8 +150,8 @@ def zombie_fencing():
     say("zombie fencing: ok")
 
 
-def consume_transform_produce():
-    src, dst, group = "ctp-in", "ctp-out", "ctp-group"
+def consume_transform_produce(protocol):
+    src, dst, group = f"ctp-in-{protocol}", f"ctp-out-{protocol}", f"ctp-group-{protocol}"
     create_topic(admin, src, 3, rf, {}, time.time() + 60)
     create_topic(admin, dst, 3, rf, {}, time.time() + 60)
     prod = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
@@ -156,16 +160,17 @@ def consume_transform_produce():
         prod.produce(src, value=f"{i}".encode(), partition=i % 3)
     prod.flush(60)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.protocol": protocol,
                          "isolation.level": "read_committed", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([src])
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ctp"})
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"ctp-{protocol}"})
     p.init_transactions(60)
     done = 0
     deadline = time.time() + 90
     while done < n:
         if time.time() > deadline:
-            fail(f"consume-transform-produce moved {done} of {n}")
+            fail(f"consume-transform-produce ({protocol}) moved {done} of {n}")
         msgs = consumer.consume(50, 1.0)
         msgs = [m for m in msgs if not m.error()]
         if not msgs:
@@ -173,30 +178,55 @@ def consume_transform_produce():
         p.begin_transaction()
         for m in msgs:
             p.produce(dst, value=b"t-" + m.value(), partition=m.partition())
-        p.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                      consumer.consumer_group_metadata(), 60)
+        try:
+            p.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                          consumer.consumer_group_metadata(), 60)
+        except KafkaException as e:
+            fail(f"send_offsets_to_transaction ({protocol}): {e.args[0]}")
         p.commit_transaction(60)
         done += len(msgs)
+    ends = {q: len(range(q, n, 3)) for q in range(3)}
+    member_less_commit(group, src, ends, protocol)
     consumer.close()
     out = read_all(dst, 3, "read_committed")
     for part in range(3):
         want = [f"t-{i}" for i in range(part, n, 3)]
         if out[part] != want:
-            fail(f"output partition {part}: {out[part][:10]}... expected {want[:10]}...")
+            fail(f"output partition {part} ({protocol}): {out[part][:10]}... expected {want[:10]}...")
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     committed = c.committed([TopicPartition(src, q) for q in range(3)], timeout=30)
     c.close()
-    ends = {q: len(range(q, n, 3)) for q in range(3)}
     got = {tp.partition: tp.offset for tp in committed}
     if got != ends:
-        fail(f"the group's committed offsets {got}, expected {ends}")
-    say("consume-transform-produce: ok")
+        fail(f"the group's committed offsets ({protocol}) {got}, expected {ends}")
+    say(f"consume-transform-produce with group.protocol={protocol}: ok")
+
+
+def member_less_commit(group, topic, offsets, protocol):
+    """kafka-python's transactional producer commits `offsets` for `group`, which has a
+    member, naming no member and no generation (TxnOffsetCommit without group metadata)."""
+    from kafka import KafkaProducer
+    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import TopicPartition as KTopicPartition
+    p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"ctp-kp-{protocol}")
+    p.init_transactions()
+    p.begin_transaction()
+    try:
+        p.send_offsets_to_transaction(
+            {KTopicPartition(topic, q): OffsetAndMetadata(o, "", -1) for q, o in offsets.items()},
+            group)
+        p.commit_transaction()
+    except Exception as e:  # kafka-python raises its own error types
+        fail(f"a TxnOffsetCommit naming no member ({protocol}): {e!r}")
+    finally:
+        p.close()
 
 
 confluent_commits_and_aborts()
 kafka_python_commits_and_aborts()
 zombie_fencing()
-consume_transform_produce()
+for group_protocol in ("classic", "consumer"):
+    consume_transform_produce(group_protocol)
 SUMMARY.update(ok=True)
 print(json.dumps(SUMMARY))
 print("all ok")

@@ -1,19 +1,24 @@
 """Consume-transform-produce while brokers die (crates/cli/tests/stock_transactions_failover.rs
 kills, with SIGKILL, the leader of the input partition, then of the output partition, then
-the transaction coordinator's broker, and restarts each): a read_committed consumer in a
-group and a transactional producer move every record of a 3-partition input topic to a
-3-partition output topic, sending the consumed offsets in each transaction. A transaction
-that fails is aborted and the consumer rewinds to the group's committed offsets (the usual
-exactly-once loop); a fenced or fatally failed producer is replaced.
+the transaction coordinator's broker, and restarts each): two loops run at once, one whose
+consumer uses `group.protocol=classic` and one `group.protocol=consumer` (their
+transactional ids share a coordinator, so the coordinator's death hits both). Each is a
+read_committed consumer in its own group and a transactional producer moving every record
+of a 3-partition input topic to a 3-partition output topic (values prefixed with the
+protocol), sending the consumed offsets in each transaction (TxnOffsetCommit with the
+member's group metadata). A transaction that fails is aborted and the consumer rewinds to
+the group's committed offsets (the usual exactly-once loop); a fenced or fatally failed
+producer is replaced.
 
-At the end the output, read with read_committed, must hold every input record exactly once,
-in order per partition, and the group's committed offsets must be the input's end.
+At the end the output, read with read_committed, must hold every input record exactly once
+per loop, in order per partition, and each group's committed offsets must be the input's
+end.
 
 usage: transactions_failover.py <bootstrap> <stop-file>
-(RDKAFKA_DEBUG in the environment: librdkafka's debug contexts for the consumer and the
-transactional producer, on stderr)
-prints "coordinator partition <p>" (of __transaction_state), "started", "moved <n>" now and
-then, then the JSON summary and "all ok".
+(RDKAFKA_DEBUG in the environment: librdkafka's debug contexts for the consumers and the
+transactional producers, on stderr)
+prints "coordinator partition <p>" (of __transaction_state), "started", "moved <n>" (the
+fewest either loop moved) now and then, then the JSON summary and "all ok".
 """
 
 import json
@@ -29,7 +34,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  
 from confluent_kafka import admin as cadmin  # noqa: E402
 
 bootstrap, stop_file = sys.argv[1], sys.argv[2]
-SRC, DST, GROUP, TXN_ID = "chaos-in", "chaos-out", "chaos-group", "chaos-txn"
+SRC, DST = "chaos-in", "chaos-out"
+PROTOCOLS = ("classic", "consumer")
 admin = cadmin.AdminClient({"bootstrap.servers": bootstrap})
 for t in (SRC, DST):
     create_topic(admin, t, 3, 3, {"min.insync.replicas": "2"}, time.time() + 60)
@@ -44,7 +50,16 @@ def java_hash(s):
     return h
 
 
-say(f"coordinator partition {(java_hash(TXN_ID) & 0x7FFFFFFF) % 10}")
+def txn_partition(txn_id):
+    return (java_hash(txn_id) & 0x7FFFFFFF) % 10
+
+
+# One transactional id per loop, both on the same __transaction_state partition.
+TXN_IDS = {"classic": "chaos-txn"}
+TXN_IDS["consumer"] = next(
+    t for t in (f"chaos-txn-{k}" for k in range(1000))
+    if txn_partition(t) == txn_partition(TXN_IDS["classic"]))
+say(f"coordinator partition {txn_partition(TXN_IDS['classic'])}")
 # The input grows until the stop file exists (so the loop is busy through every kill).
 produced = {"n": 0, "errors": []}
 
@@ -67,102 +82,132 @@ feeder = threading.Thread(target=feed, daemon=True)
 feeder.start()
 
 DBG = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
-consumer = Consumer({**DBG, "bootstrap.servers": bootstrap, "group.id": GROUP,
-                     "isolation.level": "read_committed", "enable.auto.commit": False,
-                     "auto.offset.reset": "earliest", "session.timeout.ms": 30000})
-consumer.subscribe([SRC])
 
 
-def new_producer():
-    # connections.max.idle.ms: librdkafka can stall send_offsets_to_transaction when the
-    # group coordinator's broker died: its TxnOffsetCommit waits on the coordinator it
-    # cached, which never comes back up (the broker left the metadata), and looks for a new
-    # one only when some connection of the producer changes state (rd_kafka_coord_req_fsm
-    # has no timer) -- never, while the blocked producer sends nothing. Closing idle
-    # connections is that state change.
-    p = Producer({**DBG, "bootstrap.servers": bootstrap, "transactional.id": TXN_ID,
-                  "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
-                  "connections.max.idle.ms": 10000})
-    while True:
+class Loop:
+    """One consume-transform-produce loop whose consumer uses `protocol`."""
+
+    def __init__(self, protocol):
+        self.protocol = protocol
+        self.group = f"chaos-group-{protocol}"
+        self.txn_id = TXN_IDS[protocol]
+        # session.timeout.ms is the classic protocol's; the consumer protocol's is the
+        # broker's group.consumer.session.timeout.ms.
+        timeout = {"session.timeout.ms": 30000} if protocol == "classic" else {}
+        self.consumer = Consumer({**DBG, **timeout, "bootstrap.servers": bootstrap,
+                                  "group.id": self.group, "group.protocol": protocol,
+                                  "isolation.level": "read_committed",
+                                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        self.consumer.subscribe([SRC])
+        self.moved, self.aborted, self.replaced = 0, 0, 0
+        self.error = None
+        self.p = self.new_producer()
+
+    def say(self, msg):
+        say(f"[{self.protocol}] {msg}")
+
+    def new_producer(self):
+        # connections.max.idle.ms: librdkafka can stall send_offsets_to_transaction when the
+        # group coordinator's broker died: its TxnOffsetCommit waits on the coordinator it
+        # cached, which never comes back up (the broker left the metadata), and looks for a
+        # new one only when some connection of the producer changes state
+        # (rd_kafka_coord_req_fsm has no timer) -- never, while the blocked producer sends
+        # nothing. Closing idle connections is that state change.
+        p = Producer({**DBG, "bootstrap.servers": bootstrap, "transactional.id": self.txn_id,
+                      "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
+                      "connections.max.idle.ms": 10000})
+        while True:
+            try:
+                p.init_transactions(60)
+                return p
+            except KafkaException as e:
+                self.say(f"init_transactions: {e.args[0]}")
+                time.sleep(0.5)
+
+    def rewind(self):
+        """Back to the group's committed offsets (what the aborted transaction consumed is
+        consumed again)."""
+        while True:
+            try:
+                assignment = self.consumer.assignment()
+                for tp in self.consumer.committed(assignment, timeout=30):
+                    self.consumer.seek(TopicPartition(SRC, tp.partition,
+                                                      tp.offset if tp.offset >= 0 else 0))
+                return
+            except KafkaException as e:
+                self.say(f"rewind: {e.args[0]}")
+                time.sleep(0.5)
+
+    def committed_total(self):
+        c = self.consumer.committed([TopicPartition(SRC, q) for q in range(3)], timeout=30)
+        return sum(max(tp.offset, 0) for tp in c)
+
+    def run(self):
         try:
-            p.init_transactions(60)
-            return p
-        except KafkaException as e:
-            say(f"init_transactions: {e.args[0]}")
-            time.sleep(0.5)
+            self.loop()
+        except BaseException as e:  # reported by the main thread
+            self.error = repr(e)
+
+    def loop(self):
+        p = self.p
+        deadline = time.time() + 400
+        prefix = f"{self.protocol}-t-".encode()
+        while True:
+            if time.time() > deadline:
+                self.error = f"moved {self.moved} records in time (aborted {self.aborted})"
+                return
+            msgs = [m for m in self.consumer.consume(100, 0.5) if not m.error()]
+            if not msgs:
+                try:
+                    if not feeder.is_alive() and self.committed_total() == produced["n"]:
+                        break
+                except KafkaException:
+                    pass
+                continue
+            try:
+                p.begin_transaction()
+                for m in msgs:
+                    p.produce(DST, value=prefix + m.value(), partition=m.partition())
+                p.send_offsets_to_transaction(self.consumer.position(self.consumer.assignment()),
+                                              self.consumer.consumer_group_metadata(), 60)
+                p.commit_transaction(60)
+                self.moved += len(msgs)
+            except KafkaException as e:
+                err = e.args[0]
+                self.say(f"transaction failed: {err}")
+                if err.txn_requires_abort() or err.retriable():
+                    try:
+                        p.abort_transaction(60)
+                        self.aborted += 1
+                    except KafkaException as e2:
+                        self.say(f"abort failed: {e2.args[0]}; replacing the producer")
+                        p = self.new_producer()
+                        self.replaced += 1
+                else:
+                    p = self.new_producer()
+                    self.replaced += 1
+                self.rewind()
+        self.consumer.close()
 
 
-def rewind():
-    """Back to the group's committed offsets (what the aborted transaction consumed is
-    consumed again)."""
-    while True:
-        try:
-            assignment = consumer.assignment()
-            for tp in consumer.committed(assignment, timeout=30):
-                consumer.seek(TopicPartition(SRC, tp.partition, tp.offset if tp.offset >= 0 else 0))
-            return
-        except KafkaException as e:
-            say(f"rewind: {e.args[0]}")
-            time.sleep(0.5)
-
-
-p = new_producer()
+loops = [Loop(protocol) for protocol in PROTOCOLS]
+threads = [threading.Thread(target=loop.run, daemon=True) for loop in loops]
+for t in threads:
+    t.start()
 say("started")
-moved, aborted, replaced = 0, 0, 0
-deadline = time.time() + 400
 last_report = 0
-
-
-def committed_total():
-    c = consumer.committed([TopicPartition(SRC, q) for q in range(3)], timeout=30)
-    return sum(max(tp.offset, 0) for tp in c)
-
-
-while True:
-    if time.time() > deadline:
-        fail(f"the loop moved {moved} records in time (aborted {aborted})")
-    msgs = [m for m in consumer.consume(100, 0.5) if not m.error()]
-    if not msgs:
-        try:
-            if not feeder.is_alive() and committed_total() == produced["n"]:
-                break
-        except KafkaException:
-            pass
-        continue
-    try:
-        p.begin_transaction()
-        for m in msgs:
-            p.produce(DST, value=b"t-" + m.value(), partition=m.partition())
-        p.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                      consumer.consumer_group_metadata(), 60)
-        p.commit_transaction(60)
-        moved += len(msgs)
-    except KafkaException as e:
-        err = e.args[0]
-        say(f"transaction failed: {err}")
-        if err.txn_requires_abort():
-            try:
-                p.abort_transaction(60)
-                aborted += 1
-            except KafkaException as e2:
-                say(f"abort failed: {e2.args[0]}; replacing the producer")
-                p = new_producer()
-                replaced += 1
-        elif err.retriable():
-            try:
-                p.abort_transaction(60)
-                aborted += 1
-            except KafkaException:
-                p = new_producer()
-                replaced += 1
-        else:
-            p = new_producer()
-            replaced += 1
-        rewind()
-    if moved - last_report >= 500:
-        last_report = moved
-        say(f"moved {moved}")
-consumer.close()
+while any(t.is_alive() for t in threads):
+    time.sleep(0.2)
+    for loop in loops:
+        if loop.error:
+            fail(f"the {loop.protocol} loop: {loop.error}")
+    least = min(loop.moved for loop in loops)
+    if least - last_report >= 500:
+        last_report = least
+        say(f"moved {least}")
+for loop in loops:
+    if loop.error:
+        fail(f"the {loop.protocol} loop: {loop.error}")
 if produced["errors"]:
     fail(f"input not delivered: {produced['errors'][:3]}")
 N = produced["n"]
@@ -185,11 +230,17 @@ while len(eof) < 3 and time.time() < end:
     eof.discard(m.partition())
     out[m.partition()].append(m.value().decode())
 c.close()
-for q in range(3):
-    want = [f"t-{i}" for i in range(q, N, 3)]
-    if out[q] != want:
-        dup = len(out[q]) - len(set(out[q]))
-        fail(f"output partition {q}: {len(out[q])} records ({dup} duplicates), expected {len(want)} in order")
-SUMMARY.update(ok=True, moved=N, aborted=aborted, producers_replaced=replaced)
+for protocol in PROTOCOLS:
+    prefix = f"{protocol}-t-"
+    for q in range(3):
+        got = [v for v in out[q] if v.startswith(prefix)]
+        want = [f"{prefix}{i}" for i in range(q, N, 3)]
+        if got != want:
+            dup = len(got) - len(set(got))
+            fail(f"output partition {q} of the {protocol} loop: {len(got)} records ({dup} duplicates), "
+                 f"expected {len(want)} in order")
+SUMMARY.update(ok=True, moved=N, **{
+    f"{loop.protocol}_{k}": v for loop in loops
+    for k, v in (("aborted", loop.aborted), ("producers_replaced", loop.replaced))})
 print(json.dumps(SUMMARY))
 print("all ok")
