@@ -75,7 +75,7 @@ fn metadata() -> Vec<MetadataRecord> {
         }));
         for (key, value) in [
             ("cleanup.policy", "compact"),
-            ("segment.bytes", "2048"),
+            ("internal.segment.bytes", "2048"),
             ("min.cleanable.dirty.ratio", "0.01"),
         ] {
             records.push(MetadataRecord::Config(ConfigRecord {

@@ -603,7 +603,7 @@ async fn min_insync_replicas_above_the_isr_refuses_acks_all_only() {
 async fn a_batch_larger_than_a_segment_is_record_list_too_large() {
     let (_dir, mut b) = Broker::bootstrapped();
     let tp = orders();
-    b.apply(&[topic_config(TOPIC, "segment.bytes", Some("200"))]);
+    b.apply(&[topic_config(TOPIC, "internal.segment.bytes", Some("200"))]);
     let big = "x".repeat(300);
     let r = b.produce(1, &tp, batch(unix_ms(), &[big.as_str()])).await;
     assert_eq!(r.error, ErrorCode::RecordListTooLarge, "{r:?}");

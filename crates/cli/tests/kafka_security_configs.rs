@@ -84,7 +84,7 @@ fn as_kafka(def: &ConfigDef) -> (String, String, String, String, String) {
         _ if def.sensitive => "PASSWORD",
         ConfigType::Boolean => "BOOLEAN",
         ConfigType::Int { .. } => "INT",
-        ConfigType::Short => "SHORT",
+        ConfigType::Short { .. } => "SHORT",
         ConfigType::Long { .. } => "LONG",
         ConfigType::Double { .. } => "DOUBLE",
         ConfigType::String { .. } | ConfigType::CaseInsensitiveString { .. } => "STRING",

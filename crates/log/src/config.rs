@@ -35,8 +35,9 @@ pub const DEFAULT_SEGMENT_OPEN_FILES_MAX: usize = 10_000;
 /// closed (reopened on the next read or append). Ten minutes: a partition produced to or
 /// fetched from at any steady rate keeps its handle; an idle one gives it back.
 pub const DEFAULT_SEGMENT_IDLE_CLOSE_MS: i64 = 10 * 60 * 1000;
-/// The smallest `segment.bytes` Kafka accepts (14 bytes, so a segment holds at least a
-/// header); tests use tiny segments, so the floor is Kafka's, not something larger.
+/// The smallest segment the log store rolls at (14 bytes, so a segment holds at least a
+/// header). A topic's `segment.bytes` is at least 1 MiB (Kafka's `LogConfig` floor, checked
+/// by the controller); tests roll tiny segments with `internal.segment.bytes`, as Kafka's do.
 pub const MIN_SEGMENT_BYTES: u64 = 14;
 /// Kafka's `min.cleanable.dirty.ratio` default.
 pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
@@ -259,10 +260,12 @@ impl LogConfig {
 
     /// Every Kafka property name [`LogConfig::set`] takes, in an order that applies each
     /// after what it is checked against (`min.compaction.lag.ms` before
-    /// `max.compaction.lag.ms`): the owner applies a topic's effective configs from this
+    /// `max.compaction.lag.ms`) or overrides (`internal.segment.bytes`, Kafka's testing-only
+    /// segment size without `segment.bytes`' 1 MiB floor, after `segment.bytes`): the owner applies a topic's effective configs from this
     /// list, so a setting the store honours cannot be left out of the one that feeds it.
     pub const KEYS: &'static [&'static str] = &[
         "segment.bytes",
+        "internal.segment.bytes",
         "segment.ms",
         "segment.index.bytes",
         "retention.ms",
@@ -304,6 +307,9 @@ impl LogConfig {
         }
         match name {
             "segment.bytes" => self.segment_bytes = parse("segment.bytes", value)?,
+            "internal.segment.bytes" => {
+                self.segment_bytes = parse("internal.segment.bytes", value)?
+            }
             "segment.ms" => self.segment_ms = parse("segment.ms", value)?,
             "segment.index.bytes" => {
                 self.segment_index_bytes = parse("segment.index.bytes", value)?

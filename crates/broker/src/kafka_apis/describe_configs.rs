@@ -168,8 +168,11 @@ fn describe_resource(
                 return Err((ErrorCode::UnknownTopicOrPartition, None));
             }
             let overrides = image.configs.get(&ConfigResource::topic(name));
+            // An internal config (internal.segment.bytes) is described only where it is
+            // set, as Kafka's ConfigHelper lists a topic's originals and non-internal values.
             Ok(TOPIC_CONFIGS
                 .iter()
+                .filter(|def| !def.internal || overrides.is_some_and(|m| m.contains_key(def.name)))
                 .map(|def| topic_entry(def, overrides, layers, options))
                 .collect())
         }
@@ -410,9 +413,13 @@ pub fn effective_topic_configs(
     let overrides = image.configs.get(&ConfigResource::topic(topic));
     TOPIC_CONFIGS
         .iter()
-        .map(|def| {
+        .filter_map(|def| {
             let own = overrides.and_then(|m| m.get(def.name));
-            (def.name, topic_value(def, own, &layers))
+            // An internal config without a value of its own is not set at all.
+            if def.internal && own.is_none() {
+                return None;
+            }
+            Some((def.name, topic_value(def, own, &layers)))
         })
         .collect()
 }

@@ -143,7 +143,7 @@ def main():
     unsupported_config_is_refused(admin, topic)
     create_topic(admin, topic, 1, 1, {
         "cleanup.policy": "compact",
-        "segment.bytes": "16384",
+        "internal.segment.bytes": "16384",
         "min.cleanable.dirty.ratio": "0.01",
         "delete.retention.ms": "1000",
     }, time.time() + 30)

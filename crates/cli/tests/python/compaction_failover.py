@@ -125,7 +125,7 @@ def main():
     admin = cadmin.AdminClient({"bootstrap.servers": bootstrap})
     create_topic(admin, topic, 1, 3, {
         "cleanup.policy": "compact",
-        "segment.bytes": "16384",
+        "internal.segment.bytes": "16384",
         "min.cleanable.dirty.ratio": "0.01",
         "min.insync.replicas": "2",
     }, time.time() + 30)

@@ -22,13 +22,15 @@ pub enum ConfigType {
         min: i32,
         max: i32,
     },
-    /// A 16-bit integer (Kafka's `SHORT`), any value.
-    Short,
+    /// A 16-bit integer (Kafka's `SHORT`) at least `min`.
+    Short {
+        min: i16,
+    },
     /// A 64-bit integer at least `min`.
     Long {
         min: i64,
     },
-    /// A double in `[min, max]`.
+    /// A double in `[min, max]` (NaN passes, as Kafka's `Range` compares it).
     Double {
         min: f64,
         max: f64,
@@ -44,9 +46,12 @@ pub enum ConfigType {
     /// A Java class name (Kafka's `CLASS`): kraftd loads no classes, so only Kafka's default
     /// (or no value) is ever accepted where one matters ([`Support`]).
     Class,
-    /// A comma-separated list; when `valid` is not empty, each item one of those values.
+    /// A comma-separated list; when `valid` is not empty, each item one of those values,
+    /// none empty or repeated, and the list itself empty only when `empty` (Kafka's
+    /// `ValidList.in(isEmptyAllowed, ...)`).
     List {
         valid: &'static [&'static str],
+        empty: bool,
     },
 }
 
@@ -68,6 +73,9 @@ pub struct ConfigDef {
     /// table records it (the security configs); elsewhere the table says it:
     /// [`BROKER_CONFIGS`] are cluster-wide, [`STATIC_BROKER_CONFIGS`] read-only.
     pub update: Option<UpdateMode>,
+    /// An internal config (Kafka's `ConfigDef.defineInternal`): accepted and honoured, but
+    /// described only where it is set, never listed with its default.
+    pub internal: bool,
 }
 
 /// Kafka's `ConfigDef.Importance`.
@@ -139,6 +147,10 @@ pub enum ConfigValueError {
         value: String,
         reason: String,
     },
+    /// A value Kafka refuses with a message of its own, not about one value (a list with an
+    /// empty or repeated item).
+    #[error("{message}")]
+    ConfigError { key: String, message: String },
     /// A value kraftd would not act on (see [`Support`]); the value of a secret is hidden.
     #[error("{}", unsupported_message(.key, .value, *.default, *.dynamic))]
     Unsupported {
@@ -192,7 +204,7 @@ fn unsupported_message(key: &str, value: &str, default: Option<&str>, dynamic: b
 }
 
 const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
-const CLEANUP_POLICIES: &[&str] = &["delete", "compact"];
+const CLEANUP_POLICIES: &[&str] = &["compact", "delete"];
 const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 
 pub(crate) const fn def(name: &'static str, config_type: ConfigType) -> ConfigDef {
@@ -204,6 +216,7 @@ pub(crate) const fn def(name: &'static str, config_type: ConfigType) -> ConfigDe
         sensitive: false,
         importance: None,
         update: None,
+        internal: false,
     }
 }
 
@@ -212,6 +225,14 @@ impl ConfigDef {
     pub(crate) const fn default(self, value: &'static str) -> ConfigDef {
         ConfigDef {
             default: Some(value),
+            ..self
+        }
+    }
+
+    /// An internal config (Kafka's `defineInternal`).
+    pub(crate) const fn internal(self) -> ConfigDef {
+        ConfigDef {
+            internal: true,
             ..self
         }
     }
@@ -266,13 +287,41 @@ const fn syn_hours(name: &'static str) -> BrokerSynonym {
 pub(crate) const STRING: ConfigType = ConfigType::String { valid: &[] };
 const LONG_MAX: &str = "9223372036854775807";
 pub(crate) const BOOLEAN: ConfigType = ConfigType::Boolean;
+/// A double without a validator.
+pub(crate) const ANY_DOUBLE: ConfigType = ConfigType::Double {
+    min: f64::MIN,
+    max: f64::MAX,
+};
 pub(crate) const fn int(min: i32) -> ConfigType {
     ConfigType::Int { min, max: i32::MAX }
 }
 pub(crate) const fn long(min: i64) -> ConfigType {
     ConfigType::Long { min }
 }
-pub(crate) const ANY_LIST: ConfigType = ConfigType::List { valid: &[] };
+pub(crate) const ANY_LIST: ConfigType = ConfigType::List {
+    valid: &[],
+    empty: true,
+};
+/// A list of any values, not empty (Kafka's `ValidList.anyNonDuplicateValues(false, ...)`).
+pub(crate) const NON_EMPTY_LIST: ConfigType = ConfigType::List {
+    valid: &[],
+    empty: false,
+};
+const fn int_range(min: i32, max: i32) -> ConfigType {
+    ConfigType::Int { min, max }
+}
+/// Kafka's `compression.gzip.level` validator: 1 to 9, or -1 (zlib's default), checked by
+/// name in [`ConfigDef::validate`].
+pub const COMPRESSION_GZIP_LEVEL: &str = "compression.gzip.level";
+/// Kafka's `segment.bytes` floor (`LogConfig`: `atLeast(1024 * 1024)`): a segment must hold
+/// a producer's default 1 MiB batch.
+pub const MIN_SEGMENT_BYTES: i32 = 1024 * 1024;
+/// Kafka's testing-only topic config that overrides `segment.bytes` without its floor
+/// (`LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG`), so tests can roll small segments.
+pub const INTERNAL_SEGMENT_BYTES: &str = "internal.segment.bytes";
+/// The smallest `internal.segment.bytes` the log store can roll at (a segment holds at least
+/// a batch header): Kafka's ConfigDef takes any int, kraftd refuses what it cannot honour.
+pub const MIN_INTERNAL_SEGMENT_BYTES: i32 = 14;
 
 /// Kafka's topic configs (`TopicConfig`, validated as in `LogConfig`), in name order, with
 /// `LogConfig`'s defaults (each equal to the default of its broker synonym chain).
@@ -281,14 +330,15 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         "cleanup.policy",
         ConfigType::List {
             valid: CLEANUP_POLICIES,
+            empty: true,
         },
     )
     .default("delete")
     .doc("This config designates the retention policy to use on log segments. The \"delete\" policy (which is the default) will discard old segments when their retention time or size limit has been reached. The \"compact\" policy will enable log compaction, which retains the latest value for each key."),
-    def("compression.gzip.level", int(-1))
+    def(COMPRESSION_GZIP_LEVEL, int_range(-1, 9))
         .default("-1")
         .doc("The compression level to use if compression.type is set to gzip."),
-    def("compression.lz4.level", int(1))
+    def("compression.lz4.level", int_range(1, 17))
         .default("9")
         .doc("The compression level to use if compression.type is set to lz4."),
     def(
@@ -299,12 +349,15 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     )
     .default("producer")
     .doc("Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."),
-    def("compression.zstd.level", int(-131072))
+    def("compression.zstd.level", int_range(-131072, 22))
         .default("3")
         .doc("The compression level to use if compression.type is set to zstd."),
     def("delete.retention.ms", long(0))
         .default("86400000")
         .doc("The amount of time to retain delete tombstone markers for log compacted topics."),
+    def("errors.deadletterqueue.group.enable", BOOLEAN)
+        .default("false")
+        .doc("Enable this topic to be used as a dead-letter queue for share groups."),
     def("file.delete.delay.ms", long(0))
         .default("60000")
         .doc("The time to wait before deleting a file from the filesystem."),
@@ -320,6 +373,9 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     def("index.interval.bytes", int(0))
         .default("4096")
         .doc("This setting controls how frequently Kafka adds an index entry to its offset index."),
+    def(INTERNAL_SEGMENT_BYTES, int(i32::MIN))
+        .internal()
+        .doc("The maximum size of a single log file. This should be used for testing only."),
     def("leader.replication.throttled.replicas", ANY_LIST)
         .default("")
         .doc("A list of replicas for which log replication should be throttled on the leader side. The list should describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the wildcard '*' can be used to throttle all replicas for this topic."),
@@ -332,6 +388,9 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     def("max.compaction.lag.ms", long(1))
         .default(LONG_MAX)
         .doc("The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."),
+    def("max.decompressed.message.bytes", int_range(1, 2147483639))
+        .default("2147483639")
+        .doc("The maximum decompressed size, in bytes, of a single record the broker will accept; larger records are rejected with an InvalidRecordException."),
     def("max.message.bytes", int(0))
         .default("1048588")
         .doc("The largest record batch size allowed by Kafka (after compression if compression is enabled)."),
@@ -364,6 +423,12 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     def("preallocate", BOOLEAN)
         .default("false")
         .doc("True if we should preallocate the file on disk when creating a new log segment."),
+    def("remote.copy.lag.bytes", long(-1))
+        .default("-1")
+        .doc("Controls one of the two upload eligibility checks (time and size) for copying segments to remote storage."),
+    def("remote.copy.lag.ms", long(-1))
+        .default("0")
+        .doc("Controls one of the two upload eligibility checks (time and size) for copying segments to remote storage."),
     def("remote.log.copy.disable", BOOLEAN)
         .default("false")
         .doc("Determines whether tiered data for a topic should become read only, and no more data uploading on a topic."),
@@ -379,7 +444,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     def("retention.ms", long(-1))
         .default("604800000")
         .doc("This configuration controls the maximum time we will retain a log before we will discard old log segments to free up space if we are using the \"delete\" retention policy. If set to -1, no time limit is applied."),
-    def("segment.bytes", int(14))
+    def("segment.bytes", int(MIN_SEGMENT_BYTES))
         .default("1073741824")
         .doc("This configuration controls the segment file size for the log."),
     def("segment.index.bytes", int(4))
@@ -399,9 +464,6 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
 /// The broker configs kraftd accepts dynamically (per broker or as the cluster default),
 /// with `KafkaConfig`'s defaults.
 pub const BROKER_CONFIGS: &[ConfigDef] = &[
-    def("auto.create.topics.enable", BOOLEAN)
-        .default("true")
-        .doc("Enable auto creation of topic on the server."),
     def("background.threads", int(1))
         .default("10")
         .doc("The number of threads to use for various background processing tasks"),
@@ -413,9 +475,6 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     )
     .default("producer")
     .doc("Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."),
-    def("default.replication.factor", int(1))
-        .default("1")
-        .doc("The replication factor for automatically created topics, and for topics created with -1 as the replication factor"),
     def("follower.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated in the property follower.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
@@ -429,6 +488,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "log.cleanup.policy",
         ConfigType::List {
             valid: CLEANUP_POLICIES,
+            empty: true,
         },
     )
     .default("delete")
@@ -445,7 +505,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The number of milliseconds to keep a log file before deleting it (in milliseconds), If not set, the value in log.retention.minutes is used. If set to -1, no time limit is applied."),
     def("log.roll.ms", long(1))
         .doc("The maximum time before a new log segment is rolled out (in milliseconds). If not set, the value in log.roll.hours is used"),
-    def("log.segment.bytes", int(14))
+    def("log.segment.bytes", int(MIN_SEGMENT_BYTES))
         .default("1073741824")
         .doc("The maximum size of a single log file"),
     def("max.connections", int(0))
@@ -463,9 +523,6 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("num.network.threads", int(1))
         .default("3")
         .doc("The number of threads that the server uses for receiving requests from the network and sending responses to the network."),
-    def("num.partitions", int(1))
-        .default("1")
-        .doc("The default number of log partitions per topic"),
     def("num.replica.fetchers", int(1))
         .default("1")
         .doc("Number of fetcher threads used to replicate records from each source broker."),
@@ -481,28 +538,34 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
 /// DescribeConfigs, refused by AlterConfigs): the broker synonyms of topic configs that are
 /// not in [`BROKER_CONFIGS`], the node's own settings, and the secrets it may be given.
 pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
-    def("advertised.listeners", STRING)
+    def("auto.create.topics.enable", BOOLEAN)
+        .default("true")
+        .doc("Enable auto creation of topic on the server."),
+    def("advertised.listeners", NON_EMPTY_LIST)
         .doc("Specifies the listener addresses that the Kafka brokers will advertise to clients and other brokers."),
-    def("broker.heartbeat.interval.ms", int(0))
+    def("broker.heartbeat.interval.ms", int(i32::MIN))
         .default("2000")
         .doc("The length of time in milliseconds between broker heartbeats."),
+    def("default.replication.factor", int(i32::MIN))
+        .default("1")
+        .doc("The replication factor for automatically created topics, and for topics created with -1 as the replication factor"),
     def("broker.rack", STRING).doc("Rack of the broker. This will be used in rack aware replication assignment for fault tolerance."),
-    def("broker.session.timeout.ms", int(0))
+    def("broker.session.timeout.ms", int(i32::MIN))
         .default("9000")
         .doc("The length of time in milliseconds that a broker lease lasts if no heartbeats are made."),
-    def("compression.gzip.level", int(-1))
+    def(COMPRESSION_GZIP_LEVEL, int_range(-1, 9))
         .default("-1")
         .doc("The compression level to use if compression.type is set to gzip."),
-    def("compression.lz4.level", int(1))
+    def("compression.lz4.level", int_range(1, 17))
         .default("9")
         .doc("The compression level to use if compression.type is set to lz4."),
-    def("compression.zstd.level", int(-131072))
+    def("compression.zstd.level", int_range(-131072, 22))
         .default("3")
         .doc("The compression level to use if compression.type is set to zstd."),
-    def("connections.max.idle.ms", long(0))
+    def("connections.max.idle.ms", long(i64::MIN))
         .default("600000")
         .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
-    def("controller.listener.names", STRING)
+    def("controller.listener.names", NON_EMPTY_LIST)
         .doc("A comma-separated list of the names of the listeners used by the controller."),
     def("controller.quorum.auto.join.enable", BOOLEAN)
         .default("false")
@@ -513,8 +576,8 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("controller.quorum.voters", ANY_LIST)
         .default("")
         .doc("Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} entries."),
-    def("group.consumer.assignors", ANY_LIST)
-        .default("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor")
+    def("group.consumer.assignors", NON_EMPTY_LIST)
+        .default("uniform,range")
         .doc("The server-side assignors as a list of either names for builtin assignors or full class names for customer assignors. The first one in the list is considered as the default assignor to be used in the case where the consumer does not specify an assignor."),
     def("group.consumer.heartbeat.interval.ms", int(1))
         .default("5000")
@@ -528,7 +591,7 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.consumer.max.size", int(1))
         .default("2147483647")
         .doc("The maximum number of consumers that a single consumer group can accommodate."),
-    def("group.consumer.migration.policy", ConfigType::String { valid: &["disabled", "downgrade", "upgrade", "bidirectional"] })
+    def("group.consumer.migration.policy", ConfigType::CaseInsensitiveString { valid: &["DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL"] })
         .default("bidirectional")
         .doc("The config that enables converting the non-empty classic group using the consumer embedded protocol to the non-empty consumer group using the consumer group protocol and vice versa."),
     def("group.consumer.min.heartbeat.interval.ms", int(1))
@@ -540,27 +603,27 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.consumer.session.timeout.ms", int(1))
         .default("45000")
         .doc("The timeout to detect client failures when using the consumer group protocol."),
-    def("group.initial.rebalance.delay.ms", int(0))
+    def("group.initial.rebalance.delay.ms", int(i32::MIN))
         .default("3000")
         .doc("The amount of time the group coordinator will wait for more consumers to join a new group before performing the first rebalance."),
-    def("group.max.session.timeout.ms", int(0))
+    def("group.max.session.timeout.ms", int(i32::MIN))
         .default("1800000")
         .doc("The maximum allowed session timeout for registered consumers."),
     def("group.max.size", int(1))
         .default("2147483647")
         .doc("The maximum number of consumers that a single consumer group can accommodate."),
-    def("group.min.session.timeout.ms", int(0))
+    def("group.min.session.timeout.ms", int(i32::MIN))
         .default("6000")
         .doc("The minimum allowed session timeout for registered consumers."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
-    def("listeners", ANY_LIST)
+    def("listeners", NON_EMPTY_LIST)
         .default("PLAINTEXT://:9092")
         .doc("Listener List - Comma-separated list of URIs we will listen on and the listener names."),
     def("log.cleaner.backoff.ms", long(0))
         .default("15000")
         .doc("The amount of time to sleep when there are no logs to clean"),
-    def("log.cleaner.dedupe.buffer.size", long(0))
+    def("log.cleaner.dedupe.buffer.size", long(i64::MIN))
         .default("134217728")
         .doc("The total memory used for log deduplication across all cleaner threads"),
     def("log.cleaner.delete.retention.ms", long(0))
@@ -569,13 +632,13 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.cleaner.enable", BOOLEAN)
         .default("true")
         .doc("Enable the log cleaner process to run on the server. Should be enabled if using any topics with a cleanup.policy=compact including the internal offsets topic."),
-    def("log.cleaner.io.buffer.load.factor", ConfigType::Double { min: 0.0, max: 1.0 })
+    def("log.cleaner.io.buffer.load.factor", ANY_DOUBLE)
         .default("0.9")
         .doc("Log cleaner dedupe buffer load factor. The percentage full the dedupe buffer can become."),
     def("log.cleaner.io.buffer.size", int(0))
         .default("524288")
         .doc("The total memory used for log cleaner I/O buffers across all cleaner threads"),
-    def("log.cleaner.io.max.bytes.per.second", ConfigType::Double { min: 0.0, max: f64::MAX })
+    def("log.cleaner.io.max.bytes.per.second", ANY_DOUBLE)
         .default("1.7976931348623157E308")
         .doc("The log cleaner will be throttled so that the sum of its read and write i/o will be less than this value on average"),
     def("log.cleaner.max.compaction.lag.ms", long(1))
@@ -587,12 +650,12 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.cleaner.min.compaction.lag.ms", long(0))
         .default("0")
         .doc("The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted."),
-    def("log.dir", STRING)
+    def("log.dir", NON_EMPTY_LIST)
         .default("/tmp/kafka-logs")
         .doc("The directory in which the log data is kept (supplemental for log.dirs property)"),
-    def("log.dirs", STRING)
+    def("log.dirs", NON_EMPTY_LIST)
         .doc("A comma-separated list of the directories where the log data is stored. If not set, the value in log.dir is used."),
-    def("log.flush.scheduler.interval.ms", long(0))
+    def("log.flush.scheduler.interval.ms", long(i64::MIN))
         .default(LONG_MAX)
         .doc("The frequency in ms that the log flusher checks whether any log needs to be flushed to disk"),
     def("log.index.interval.bytes", int(0))
@@ -635,7 +698,7 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.roll.jitter.hours", int(0))
         .default("0")
         .doc("The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to log.roll.jitter.ms property"),
-    def("log.roll.jitter.ms", long(0))
+    def("log.roll.jitter.ms", long(i64::MIN))
         .doc("The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used"),
     def("log.segment.delete.delay.ms", long(0))
         .default("60000")
@@ -651,9 +714,11 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The maximum number of partitions can be served in one request."),
     def("metadata.log.dir", STRING)
         .doc("This configuration determines where we put the metadata log. If it is not set, the metadata log is placed in the first log directory from log.dirs."),
-    def("node.id", int(i32::MIN))
-        .default("-1")
+    def("node.id", int(0))
         .doc("The node ID associated with the roles this process is playing when process.roles is non-empty."),
+    def("num.partitions", int(1))
+        .default("1")
+        .doc("The default number of log partitions per topic"),
     def("offset.metadata.max.bytes", int(i32::MIN))
         .default("4096")
         .doc("The maximum size for a metadata entry associated with an offset commit."),
@@ -669,14 +734,13 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("offsets.topic.num.partitions", int(1))
         .default("50")
         .doc("The number of partitions for the offset commit topic (should not change after deployment)."),
-    def("offsets.topic.replication.factor", int(1))
+    def("offsets.topic.replication.factor", ConfigType::Short { min: 1 })
         .default("3")
         .doc("The replication factor for the offsets topic (set higher to ensure availability)."),
     def("offsets.topic.segment.bytes", int(1))
         .default("104857600")
         .doc("The offsets topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads."),
-    def("process.roles", ConfigType::List { valid: &["broker", "controller"] })
-        .default("")
+    def("process.roles", ConfigType::List { valid: &["broker", "controller"], empty: false })
         .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),
     def("socket.request.max.bytes", int(1))
         .default("104857600")

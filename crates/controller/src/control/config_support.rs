@@ -5,7 +5,8 @@
 //! definitions (types, defaults, synonyms) are in [`super::config_defs`].
 
 use super::config_defs::{
-    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, INTERNAL_SEGMENT_BYTES,
+    MIN_INTERNAL_SEGMENT_BYTES, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
 use super::security_checks::{broker_update_mode, check_sasl_mechanism_value, listener_key};
 use super::security_configs::{SECURITY_CONFIGS, SECURITY_SUPPORT};
@@ -176,15 +177,18 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(T, "compression.type", COMPRESSION),
     no_effect(T, "compression.zstd.level", LEVEL),
     honoured(T, "delete.retention.ms", CLEANER),
+    no_effect(T, "errors.deadletterqueue.group.enable", "only share groups write to a dead-letter queue, and kraftd has none"),
     no_effect(T, "file.delete.delay.ms", "a segment leaves the log at once and its files are removed then; a read already planned keeps its open file, so clients see what Kafka's delay gives them"),
     honoured(T, "flush.messages", "the log store flushes at the append that reaches it"),
     honoured(T, "flush.ms", "checked at each append; Kafka's periodic flusher is off by default (log.flush.scheduler.interval.ms)"),
     honoured(T, "follower.replication.throttled.replicas", THROTTLE),
     honoured(T, "index.interval.bytes", "the log store's offset index"),
+    honoured(T, "internal.segment.bytes", "the log store's roll, in place of segment.bytes and without its 1 MiB floor (Kafka's testing-only override)"),
     honoured(T, "leader.replication.throttled.replicas", THROTTLE),
     no_effect(T, "local.retention.bytes", LOCAL_RETENTION),
     no_effect(T, "local.retention.ms", LOCAL_RETENTION),
     honoured(T, "max.compaction.lag.ms", CLEANER),
+    refused(T, "max.decompressed.message.bytes", "produce, compaction and timestamp lookups do not bound a record's decompressed size"),
     honoured(T, "max.message.bytes", "produce refuses a larger batch with MESSAGE_TOO_LARGE"),
     honoured(T, "message.timestamp.after.max.ms", TIMESTAMPS),
     honoured(T, "message.timestamp.before.max.ms", TIMESTAMPS),
@@ -193,6 +197,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(T, "min.compaction.lag.ms", CLEANER),
     honoured(T, "min.insync.replicas", "acks=all produce, the HW and KIP-966 ELRs"),
     no_effect(T, "preallocate", "only how segment files grow on disk"),
+    no_effect(T, "remote.copy.lag.bytes", "tiered storage only; remote.storage.enable is refused"),
+    no_effect(T, "remote.copy.lag.ms", "tiered storage only; remote.storage.enable is refused"),
     no_effect(T, "remote.log.copy.disable", "tiered storage only; remote.storage.enable is refused"),
     no_effect(T, "remote.log.delete.on.disable", "tiered storage only; remote.storage.enable is refused"),
     refused(T, "remote.storage.enable", "tiered storage is not built"),
@@ -204,10 +210,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(T, "segment.ms", SEGMENT),
     honoured(T, "unclean.leader.election.enable", "the controller's leader election"),
     // Dynamic broker configs (also read from the properties file).
-    honoured_static(B, "auto.create.topics.enable", "the broker's Metadata handling, from the properties file"),
     no_effect(B, "background.threads", THREADS),
     honoured(B, "compression.type", "as the default of the topic's compression.type"),
-    honoured_static(B, "default.replication.factor", "the controller's CreateTopics, from the properties file"),
     honoured(B, "follower.replication.throttled.rate", THROTTLE),
     honoured(B, "leader.replication.throttled.rate", THROTTLE),
     honoured_static(B, "log.cleaner.threads", CLEANER),
@@ -223,12 +227,12 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(B, "min.insync.replicas", "as the default of min.insync.replicas"),
     no_effect(B, "num.io.threads", THREADS),
     no_effect(B, "num.network.threads", THREADS),
-    honoured_static(B, "num.partitions", "the controller's CreateTopics, from the properties file"),
     no_effect(B, "num.replica.fetchers", "one fetcher task per source broker; a thread count only tunes performance"),
     honoured(B, "replica.alter.log.dirs.io.max.bytes.per.second", "the copy of a replica into its future log in another log dir (AlterReplicaLogDirs), replica/replication_quota.rs"),
     honoured(B, "unclean.leader.election.enable", "as the default of unclean.leader.election.enable"),
     // Static broker configs (the node's properties file only).
     honoured(S, "advertised.listeners", "what Metadata advertises"),
+    honoured(S, "auto.create.topics.enable", "the broker's Metadata handling"),
     honoured(S, "broker.heartbeat.interval.ms", "the broker's lifecycle manager"),
     honoured(S, "broker.rack", "rack-aware replica placement"),
     honoured(S, "broker.session.timeout.ms", "the controller fences a broker whose session expired"),
@@ -240,6 +244,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "controller.quorum.auto.join.enable", "an observer controller adds itself as a voter (KIP-853)"),
     honoured(S, "controller.quorum.bootstrap.servers", "with controller.quorum.voters, or alone for a dynamic quorum (KIP-853)"),
     honoured(S, "controller.quorum.voters", "the Raft quorum"),
+    honoured(S, "default.replication.factor", "the controller's CreateTopics"),
     honoured(S, "group.consumer.assignors", GROUPS),
     honoured(S, "group.consumer.heartbeat.interval.ms", GROUPS),
     honoured(S, "group.consumer.max.heartbeat.interval.ms", GROUPS),
@@ -287,6 +292,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "max.request.partition.size.limit", "caps DescribeTopicPartitions' partitions per response"),
     honoured(S, "metadata.log.dir", "the metadata log's directory"),
     honoured(S, "node.id", "the node's id"),
+    honoured(S, "num.partitions", "the controller's CreateTopics"),
     honoured(S, "offset.metadata.max.bytes", GROUPS),
     no_effect(S, "offsets.commit.timeout.ms", "a commit is answered once the offsets partition's ISR holds it; the client's own request timeout bounds its wait"),
     honoured(S, "offsets.retention.check.interval.ms", GROUPS),
@@ -331,7 +337,8 @@ fn unsupported(def: &ConfigDef, value: &str, dynamic: bool) -> ConfigValueError 
 /// Refuses a value set by CreateTopics or (Incremental)AlterConfigs that kraftd would not
 /// act on (its [`Support`] is [`Support::RefusedUnlessDefault`], or
 /// [`Support::HonouredStatic`] for a dynamic broker config) unless it is Kafka's default,
-/// and a SASL mechanism kraftd does not serve even then (GSSAPI is Kafka's default).
+/// and a SASL mechanism kraftd does not serve even then (GSSAPI is Kafka's default), and an
+/// `internal.segment.bytes` smaller than the log store can roll at.
 /// `value` has passed [`ConfigDef::validate`].
 pub fn check_dynamic_support(
     scope: ConfigScope,
@@ -339,6 +346,23 @@ pub fn check_dynamic_support(
     value: &str,
 ) -> Result<(), ConfigValueError> {
     check_sasl_mechanism_value(def.name, value, false)?;
+    if def.name == INTERNAL_SEGMENT_BYTES {
+        if let Some(n) = value
+            .trim()
+            .parse::<i32>()
+            .ok()
+            .filter(|n| *n < MIN_INTERNAL_SEGMENT_BYTES)
+        {
+            return Err(ConfigValueError::InvalidValue {
+                key: def.name.to_string(),
+                value: n.to_string(),
+                reason: format!(
+                    "Value must be at least {MIN_INTERNAL_SEGMENT_BYTES} (the smallest segment \
+                     kraftd's log store rolls at)"
+                ),
+            });
+        }
+    }
     let support =
         config_support(scope, def.name).map_or(Support::RefusedUnlessDefault, |s| s.support);
     match support {

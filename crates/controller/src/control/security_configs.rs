@@ -17,7 +17,8 @@
 //! [`CONFIG_SUPPORT`]: super::config_support::CONFIG_SUPPORT
 
 use super::config_defs::{
-    def, int, long, ConfigDef, ConfigType, Importance, UpdateMode, ANY_LIST, BOOLEAN, STRING,
+    def, int, long, ConfigDef, ConfigType, Importance, UpdateMode, ANY_DOUBLE, ANY_LIST, BOOLEAN,
+    STRING,
 };
 use super::config_support::{
     honoured, honoured_static, no_effect, refused, ConfigScope, ConfigSupport,
@@ -31,11 +32,7 @@ const CLUSTER_WIDE: UpdateMode = UpdateMode::ClusterWide;
 const PER_BROKER: UpdateMode = UpdateMode::PerBroker;
 const PER_LISTENER: UpdateMode = UpdateMode::PerListener;
 const CLASS: ConfigType = ConfigType::Class;
-const SHORT: ConfigType = ConfigType::Short;
-const ANY_DOUBLE: ConfigType = ConfigType::Double {
-    min: f64::MIN,
-    max: f64::MAX,
-};
+const SHORT: ConfigType = ConfigType::Short { min: i16::MIN };
 const fn int_range(min: i32, max: i32) -> ConfigType {
     ConfigType::Int { min, max }
 }

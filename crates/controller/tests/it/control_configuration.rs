@@ -373,7 +373,11 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
                 vec![op("max.connections.per.ip", OP_SET, Some("10"))],
             ),
             // Read from the properties file only: refused dynamically.
-            resource(BROKER, "2", vec![op("num.partitions", OP_SET, Some("3"))]),
+            resource(
+                BROKER,
+                "2",
+                vec![op("log.cleaner.threads", OP_SET, Some("3"))],
+            ),
         ],
         ..Default::default()
     };
@@ -390,7 +394,7 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
         "remote.storage.enable",
         "max.connections.per.ip",
         "max.connections.per.ip",
-        "num.partitions",
+        "log.cleaner.threads",
     ]) {
         assert_eq!(*code, ErrorCode::InvalidConfig.code(), "{message}");
         assert!(
@@ -420,7 +424,7 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
                 BROKER,
                 "",
                 vec![
-                    op("num.partitions", OP_SET, Some("1")),
+                    op("log.cleaner.threads", OP_SET, Some("1")),
                     op("num.io.threads", OP_SET, Some("4")),
                     op("compression.type", OP_SET, Some("lz4")),
                 ],

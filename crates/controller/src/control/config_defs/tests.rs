@@ -17,7 +17,9 @@ fn every_default_is_a_valid_value_of_its_config() {
                 .unwrap_or_else(|e| panic!("default of {}: {e}", def.name));
         }
     }
-    assert!(TOPIC_CONFIGS.iter().all(|d| d.default.is_some()));
+    assert!(TOPIC_CONFIGS
+        .iter()
+        .all(|d| d.default.is_some() != d.internal));
     assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
     assert!(SECURITY_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
     // Every security config says how Kafka lets it change, and is in one table only.
@@ -184,16 +186,23 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
     assert!(validate_topic_config("retention.ms", "1000").is_ok());
     assert!(validate_topic_config("preallocate", "true").is_ok());
     assert!(validate_broker_config("num.io.threads", "16").is_ok());
-    // Read from the properties file only: dynamically, only the default.
-    assert!(validate_broker_config("num.partitions", "1").is_ok());
-    let e = validate_broker_config("num.partitions", "3").unwrap_err();
+    // Dynamic in Kafka, read from the properties file only: dynamically, only the default.
+    assert!(validate_broker_config("log.cleaner.threads", "1").is_ok());
+    let e = validate_broker_config("log.cleaner.threads", "3").unwrap_err();
     assert!(matches!(
         e,
         ConfigValueError::Unsupported { dynamic: true, .. }
     ));
     assert!(e.to_string().contains("dynamically"), "{e}");
+    // Read-only in Kafka: never dynamically, with Kafka's message.
+    let e = validate_broker_config("num.partitions", "1").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Cannot update these configs dynamically: [num.partitions]"
+    );
     // In the properties file.
     assert!(check_static_support("num.partitions", "3").is_ok());
+    assert!(check_static_support("log.cleaner.threads", "3").is_ok());
     assert!(check_static_support("max.connections.per.ip", "2147483647").is_ok());
     assert!(check_static_support("max.connections.per.ip", "10").is_err());
     assert!(check_static_support("log.flush.scheduler.interval.ms", "1000").is_err());
