@@ -5,6 +5,12 @@
 //! refused; once the partition is added the batch goes in; after the transaction commits
 //! (DescribeTransactions says CompleteCommit: its markers are written), a late batch of it
 //! is refused again.
+//!
+//! Then transactions V2's offsets: a TxnOffsetCommit v5 (no AddOffsetsToTxn before it, as a
+//! V2 Java producer, Kafka Streams' exactly_once_v2, sends it) adds the group's
+//! `__consumer_offsets` partition to the transaction, so the EndTxn v5 that commits this
+//! offsets-only transaction succeeds and the offsets are committed (an OffsetFetch with
+//! `require_stable` reads them) once its markers are written.
 
 mod common;
 
@@ -13,10 +19,17 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kraftd_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
+use kraftd_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+};
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kraftd_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kraftd_protocol::messages::{
     AddPartitionsToTxnRequest, CreateTopicsRequest, DescribeTransactionsRequest, EndTxnRequest,
-    FindCoordinatorRequest, InitProducerIdRequest, ProduceRequest,
+    FindCoordinatorRequest, InitProducerIdRequest, OffsetFetchRequest, ProduceRequest,
+    TxnOffsetCommitRequest,
 };
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
@@ -185,6 +198,119 @@ fn scenario(address: &str) -> Vec<(&'static str, i16)> {
         "a late batch after the transaction committed",
         produce(&mut raw, pid, epoch, 1),
     ));
+    steps.extend(offsets_v2(&mut raw));
+    steps
+}
+
+/// A transactions V2 producer commits an offsets-only transaction: TxnOffsetCommit v5 with
+/// no AddOffsetsToTxn, EndTxn v5; then the offsets as a `require_stable` OffsetFetch sees
+/// them.
+fn offsets_v2(raw: &mut Raw) -> Vec<(&'static str, i16)> {
+    const TXN_V2: &str = "offsets-v2";
+    const GROUP: &str = "offsets-v2-group";
+    for (key_type, key) in [(1, TXN_V2), (0, GROUP)] {
+        until_ready(|| {
+            let find = FindCoordinatorRequest {
+                key_type,
+                coordinator_keys: vec![key.into()],
+                ..Default::default()
+            };
+            match raw.call(4, RequestBody::FindCoordinator(find)) {
+                ResponseBody::FindCoordinator(r) => r.coordinators[0].error_code,
+                other => panic!("FindCoordinator answered with {other:?}"),
+            }
+        });
+    }
+    let (mut pid, mut epoch) = (-1, -1);
+    let code = until_ready(|| {
+        let init = InitProducerIdRequest {
+            transactional_id: Some(TXN_V2.into()),
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        };
+        match raw.call(5, RequestBody::InitProducerId(init)) {
+            ResponseBody::InitProducerId(r) => {
+                pid = r.producer_id;
+                epoch = r.producer_epoch;
+                r.error_code
+            }
+            other => panic!("InitProducerId answered with {other:?}"),
+        }
+    });
+    assert_eq!(code, 0, "InitProducerId");
+    let mut steps = Vec::new();
+    let commit = TxnOffsetCommitRequest {
+        transactional_id: TXN_V2.into(),
+        group_id: GROUP.into(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        generation_id_or_member_epoch: -1,
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "vt".into(),
+            partitions: vec![TxnOffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 42,
+                committed_leader_epoch: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let code = until_ready(
+        || match raw.call(5, RequestBody::TxnOffsetCommit(commit.clone())) {
+            ResponseBody::TxnOffsetCommit(r) => r.topics[0].partitions[0].error_code,
+            other => panic!("TxnOffsetCommit answered with {other:?}"),
+        },
+    );
+    steps.push(("TxnOffsetCommit v5 without AddOffsetsToTxn", code));
+    let end = EndTxnRequest {
+        transactional_id: TXN_V2.into(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        committed: true,
+        ..Default::default()
+    };
+    let code = until_ready(|| match raw.call(5, RequestBody::EndTxn(end.clone())) {
+        ResponseBody::EndTxn(r) => r.error_code,
+        other => panic!("EndTxn answered with {other:?}"),
+    });
+    steps.push(("EndTxn v5 commit of the offsets-only transaction", code));
+    // Once the markers are written the offsets are stable.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (code, offset) = loop {
+        let fetch = OffsetFetchRequest {
+            groups: vec![OffsetFetchRequestGroup {
+                group_id: GROUP.into(),
+                topics: Some(vec![OffsetFetchRequestTopics {
+                    name: "vt".into(),
+                    partition_indexes: vec![0],
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }],
+            require_stable: true,
+            ..Default::default()
+        };
+        let (code, offset) = match raw.call(8, RequestBody::OffsetFetch(fetch)) {
+            ResponseBody::OffsetFetch(r) => {
+                let p = &r.groups[0].topics[0].partitions[0];
+                (p.error_code, p.committed_offset)
+            }
+            other => panic!("OffsetFetch answered with {other:?}"),
+        };
+        if (code == 0 && offset == 42) || Instant::now() > deadline {
+            break (code, offset);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    steps.push(("OffsetFetch require_stable after the commit", code));
+    steps.push((
+        "the committed offset is the transaction's (1: yes)",
+        i16::from(offset == 42),
+    ));
     steps
 }
 
@@ -233,4 +359,6 @@ fn transactional_writes_outside_their_transaction_are_refused_as_kafka_refuses_t
     );
     assert_ne!(ours[0].1, 0, "a hanging write was accepted");
     assert_eq!(ours[2].1, 0, "the verified write was refused");
+    let v2: Vec<i16> = ours[ours.len() - 4..].iter().map(|s| s.1).collect();
+    assert_eq!(v2, [0, 0, 0, 1], "transactions V2 offsets");
 }

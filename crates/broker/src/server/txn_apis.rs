@@ -31,6 +31,7 @@ use tracing::warn;
 use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
 use super::group_apis::request_context;
 use super::txn_auth;
+use super::txn_verification::Transaction;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::group_coordinator::shard::RequestContext;
 use crate::group_coordinator::{ShardRequest, ShardResponse};
@@ -235,6 +236,22 @@ impl TxnApis<'_> {
                 let unreadable = txn_auth::take_unreadable_topics(auth, &mut r);
                 let body = RequestBody::TxnOffsetCommit(r.clone());
                 let group = r.group_id.clone();
+                // The group's partition joins the transaction (V2) or is checked to be in
+                // it before the offsets are written (KIP-890).
+                let transaction = Transaction {
+                    transactional_id: r.transactional_id.clone(),
+                    producer_id: r.producer_id,
+                    producer_epoch: r.producer_epoch,
+                };
+                let offsets_partition = self.context.group_coordinator.partition_for(&group);
+                if let Err(code) = self
+                    .context
+                    .txn_verifier
+                    .verify_offsets(&image, transaction, offsets_partition, version)
+                    .await
+                {
+                    return whole(&body, code);
+                }
                 match self
                     .context
                     .group_coordinator

@@ -8,6 +8,9 @@
 //!
 //! Under transactions V2 (`transaction.version` 2, KIP-890 part 2) a Produce v12+ client
 //! sends no AddPartitionsToTxn: the same request, without `verify_only`, adds the partition.
+//! TxnOffsetCommit is verified the same way for the group's `__consumer_offsets` partition
+//! before the group coordinator writes the offsets; from v5 (a V2 client, which sends no
+//! AddOffsetsToTxn) the request adds that partition to the transaction.
 //!
 //! The verification is awaited in the request's dispatch, before the connection's next
 //! request is read, so a client's batches still land in the order it sent them.
@@ -30,6 +33,7 @@ use crate::coordinator::transaction::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_
 use crate::replica::replica_manager::ReplicaManager;
 use crate::server::broker_channels::BrokerChannels;
 use crate::transaction_coordinator::partition_for;
+use crate::transaction_coordinator::shard::CONSUMER_OFFSETS_TOPIC;
 
 /// The batched AddPartitionsToTxn versions brokers send: v4 to verify (TV1 clients), v5
 /// to add on a TV2 client's behalf.
@@ -39,6 +43,8 @@ const ADD_VERSION: i16 = 5;
 const PRODUCE_TOPIC_ID_VERSION: i16 = 13;
 /// Produce v12+ comes from clients that run transactions V2 when the cluster does.
 const PRODUCE_IMPLICIT_ADD_VERSION: i16 = 12;
+/// TxnOffsetCommit v5+ likewise (such a client sends no AddOffsetsToTxn).
+const TXN_OFFSET_COMMIT_IMPLICIT_ADD_VERSION: i16 = 5;
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Asks transaction coordinators about transactional produce requests.
@@ -124,26 +130,6 @@ impl TxnVerifier {
         if ask.is_empty() {
             return HashMap::new();
         }
-        let all = |code: ErrorCode| ask.iter().map(|k| (k.clone(), code)).collect();
-        // Coordinator errors are retriable for the producer (Kafka answers
-        // NOT_ENOUGH_REPLICAS so the client retries the produce).
-        let unavailable = ErrorCode::NotEnoughReplicas;
-        let partitions = image
-            .topics
-            .get_by_name(TRANSACTION_STATE_TOPIC_NAME)
-            .map(|t| t.partitions.len() as i32)
-            .unwrap_or(0);
-        if partitions == 0 {
-            return all(unavailable);
-        }
-        let state_topic = image.topics.get_by_name(TRANSACTION_STATE_TOPIC_NAME);
-        let leader = state_topic
-            .and_then(|t| t.partitions.get(&partition_for(&txn_id, partitions)))
-            .map(|p| p.leader)
-            .unwrap_or(-1);
-        let Some(address) = self.brokers.address(image, leader) else {
-            return all(unavailable);
-        };
         let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for (name, id, index) in &ask {
             let name = if by_id {
@@ -157,11 +143,116 @@ impl TxnVerifier {
             };
             topics.entry(name).or_default().push(*index);
         }
+        let transaction = Transaction {
+            transactional_id: txn_id,
+            producer_id,
+            producer_epoch,
+        };
+        let answer = match self.ask(image, transaction, topics, implicit_add).await {
+            Ok(answer) => answer,
+            Err(code) => return ask.iter().map(|k| (k.clone(), code)).collect(),
+        };
+        let mut refused = HashMap::new();
+        for (topic, index, code) in answer {
+            for key in ask.iter().filter(|(name, id, i)| {
+                *i == index
+                    && (if by_id {
+                        image.topics.get(id).is_some_and(|x| x.name == topic)
+                    } else {
+                        *name == topic
+                    })
+            }) {
+                refused.insert(key.clone(), code);
+            }
+        }
+        refused
+    }
+
+    /// KIP-890 for TxnOffsetCommit (Kafka's `CoordinatorPartitionWriter
+    /// .maybeStartTransactionVerification`): before the group coordinator writes a
+    /// producer's first offsets of a transaction to `__consumer_offsets-<offsets_partition>`,
+    /// the transaction coordinator adds that partition to the transaction for v5+ (Kafka's
+    /// `txnOffsetCommitRequestVersionToTransactionSupportedOperation`: ADD_PARTITION; a
+    /// transactions V2 client sends no AddOffsetsToTxn, and without the partition in the
+    /// transaction no marker ever completes the offsets) and verifies it is in it for
+    /// earlier versions. `Err`: the error to answer for every partition of the commit
+    /// (Kafka's `handleOperationException`: an unreachable coordinator is
+    /// COORDINATOR_NOT_AVAILABLE, which the producer retries).
+    pub async fn verify_offsets(
+        &self,
+        image: &MetadataImage,
+        transaction: Transaction,
+        offsets_partition: i32,
+        version: i16,
+    ) -> Result<(), ErrorCode> {
+        let implicit_add = version >= TXN_OFFSET_COMMIT_IMPLICIT_ADD_VERSION
+            && image.features.level(TRANSACTION_VERSION_FEATURE) >= 2;
+        let open = image
+            .topics
+            .get_by_name(CONSUMER_OFFSETS_TOPIC)
+            .and_then(|t| self.replica_manager.partition(t.id, offsets_partition))
+            .is_some_and(|h| {
+                let part = h.lock();
+                part.log()
+                    .producer_state()
+                    .last_entry(transaction.producer_id)
+                    .is_some_and(|e| {
+                        e.producer_epoch == transaction.producer_epoch
+                            && e.current_txn_first_offset.is_some()
+                    })
+            });
+        if open {
+            return Ok(());
+        }
+        let topics =
+            BTreeMap::from([(CONSUMER_OFFSETS_TOPIC.to_string(), vec![offsets_partition])]);
+        let coordinator_error = |code: ErrorCode| match code {
+            ErrorCode::NotEnoughReplicas => ErrorCode::CoordinatorNotAvailable,
+            code => code,
+        };
+        let answer = self
+            .ask(image, transaction, topics, implicit_add)
+            .await
+            .map_err(coordinator_error)?;
+        match answer.first() {
+            Some((_, _, code)) => Err(coordinator_error(*code)),
+            None => Ok(()),
+        }
+    }
+
+    /// One AddPartitionsToTxn to the transaction's coordinator for `topics` (by name):
+    /// verifying (v4, `verify_only`) or adding (v5, `implicit_add`). The partitions it
+    /// refused, with the error to answer, or `Err` for all of them.
+    async fn ask(
+        &self,
+        image: &MetadataImage,
+        transaction: Transaction,
+        topics: BTreeMap<String, Vec<i32>>,
+        implicit_add: bool,
+    ) -> Result<Vec<(String, i32, ErrorCode)>, ErrorCode> {
+        // Coordinator errors are retriable for the producer (Kafka answers
+        // NOT_ENOUGH_REPLICAS so the client retries the produce).
+        let unavailable = ErrorCode::NotEnoughReplicas;
+        let state_topic = image.topics.get_by_name(TRANSACTION_STATE_TOPIC_NAME);
+        let partitions = state_topic.map(|t| t.partitions.len() as i32).unwrap_or(0);
+        if partitions == 0 {
+            return Err(unavailable);
+        }
+        let leader = state_topic
+            .and_then(|t| {
+                t.partitions
+                    .get(&partition_for(&transaction.transactional_id, partitions))
+            })
+            .map(|p| p.leader)
+            .unwrap_or(-1);
+        let Some(address) = self.brokers.address(image, leader) else {
+            return Err(unavailable);
+        };
         let verify = AddPartitionsToTxnRequest {
             transactions: vec![AddPartitionsToTxnTransaction {
-                transactional_id: txn_id,
-                producer_id,
-                producer_epoch,
+                transactional_id: transaction.transactional_id,
+                producer_id: transaction.producer_id,
+                producer_epoch: transaction.producer_epoch,
                 verify_only: !implicit_add,
                 topics: topics
                     .into_iter()
@@ -191,33 +282,35 @@ impl TxnVerifier {
             .await;
         let Ok(ResponseBody::AddPartitionsToTxn(r)) = answer else {
             debug!(?answer, "transaction verification failed");
-            return all(unavailable);
+            return Err(unavailable);
         };
         if r.error_code != 0 {
-            return all(map_error(r.error_code));
+            return Err(map_error(r.error_code));
         }
-        let mut refused = HashMap::new();
+        let mut refused = Vec::new();
         for result in &r.results_by_transaction {
             for t in &result.topic_results {
                 for p in &t.results_by_partition {
-                    if p.partition_error_code == 0 {
-                        continue;
-                    }
-                    for key in ask.iter().filter(|(name, id, index)| {
-                        *index == p.partition_index
-                            && (if by_id {
-                                image.topics.get(id).is_some_and(|x| x.name == t.name)
-                            } else {
-                                *name == t.name
-                            })
-                    }) {
-                        refused.insert(key.clone(), map_error(p.partition_error_code));
+                    if p.partition_error_code != 0 {
+                        refused.push((
+                            t.name.clone(),
+                            p.partition_index,
+                            map_error(p.partition_error_code),
+                        ));
                     }
                 }
             }
         }
-        refused
+        Ok(refused)
     }
+}
+
+/// The transaction a write belongs to.
+#[derive(Debug, Clone)]
+pub struct Transaction {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
 }
 
 /// A coordinator's answer as the produce answers it (Kafka's `AddPartitionsToTxnManager`):
