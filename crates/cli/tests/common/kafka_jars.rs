@@ -17,13 +17,15 @@ use std::time::{Duration, Instant, SystemTime};
 /// The Kafka release whose jars are fetched (the pom's `kafka.version`).
 pub const KAFKA_VERSION: &str = "4.4.0";
 
-/// Jars whose presence means a complete fetch: the tools, the client they drive, and the
-/// tools' argument parser.
-const REQUIRED_JARS: [&str; 4] = [
+/// Jars whose presence means a complete fetch: the tools, the client they drive, the
+/// tools' argument parser, and Kafka Streams (a directory fetched before the pom named it
+/// lacks it and is fetched again).
+const REQUIRED_JARS: [&str; 5] = [
     "kafka-tools-4.4.0.jar",
     "kafka-clients-4.4.0.jar",
     "kafka-server-common-4.4.0.jar",
     "argparse4j-0.7.0.jar",
+    "kafka-streams-4.4.0.jar",
 ];
 
 /// How long a Maven fetch may take before it is killed (a cold fetch takes seconds).

@@ -1,0 +1,298 @@
+//! A Kafka Streams 4.4.0 application with `processing.guarantee=exactly_once_v2` against
+//! one kraftd combined node (transaction and offsets logs at RF 1):
+//! `tests/java/StreamsWordCount.java` (a word count; compiled here with `javac` against
+//! Kafka's jars, which include kafka-streams) runs as separate JVMs while
+//! `tests/python/streams_words.py` writes lines to its input. Instances A and B start; B
+//! is closed cleanly halfway (its tasks move to A); C joins; A is killed with SIGKILL (its
+//! tasks move to C, its open transactions abort). Then every word's latest count in the
+//! output, read `read_committed`, must be its count in the input (exactly once: an update
+//! applied twice or lost shows), no stream thread may have died (each instance's
+//! uncaught-exception handler prints `THREAD-DIED`), and no instance may have logged
+//! INVALID_TXN_STATE.
+//!
+//! Streams runs transactions V2 (`transaction.version` 2 is finalized at format): the epoch
+//! bumped at every commit, partitions added through Produce v12+, the consumed offsets
+//! through TxnOffsetCommit v5+ with no AddOffsetsToTxn — before kraftd added the group's
+//! `__consumer_offsets` partition for it, no offset was ever committed (a rebalance then
+//! waited for good on UNSTABLE_OFFSET_COMMIT) and an offsets-only commit was refused
+//! INVALID_TXN_STATE.
+//!
+//! To see a failing run: `KRAFTD_TEST_LOG=info,kraftd::request=debug` (every request in
+//! and out of the node); each instance's stdout and stderr are printed on failure.
+
+mod common;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::kafka_jars::{classpath, log4j_option};
+use common::python::{python, wait_until_brokers_listed};
+use common::script::Script;
+use common::{format, free_port, run, Node};
+
+/// One Streams instance (a JVM running `StreamsWordCount`).
+struct Instance {
+    name: &'static str,
+    child: Option<Child>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Instance {
+    fn start(root: &Path, classes: &Path, bootstrap: &str, name: &'static str) -> Instance {
+        let out = root.join(format!("streams-{name}.out"));
+        let err = root.join(format!("streams-{name}.err"));
+        let child = Command::new("java")
+            .args(["-Xmx256m", "-XX:TieredStopAtLevel=1", &log4j_option()])
+            .arg("-cp")
+            .arg(format!("{}:{}", classes.display(), classpath()))
+            .arg("StreamsWordCount")
+            .arg(bootstrap)
+            .arg("wc")
+            .arg(root.join(format!("state-{name}")))
+            .stdin(Stdio::null())
+            .stdout(File::create(&out).unwrap())
+            .stderr(File::create(&err).unwrap())
+            .spawn()
+            .expect("java starts");
+        Instance {
+            name,
+            child: Some(child),
+            out,
+            err,
+        }
+    }
+
+    /// How many stdout lines equal `line`.
+    fn count(&self, line: &str) -> usize {
+        self.stdout().lines().filter(|l| *l == line).count()
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    fn report(&self) -> String {
+        format!(
+            "--- instance {} stdout ---\n{}\n--- instance {} stderr ---\n{}",
+            self.name,
+            self.stdout(),
+            self.name,
+            self.stderr()
+        )
+    }
+
+    /// Waits up to `secs` for a stdout line equal to `line`, seen `times` times.
+    fn wait_line(&self, line: &str, times: usize, secs: u64, others: &[&Instance]) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.count(line) < times {
+            assert!(
+                Instant::now() < deadline,
+                "instance {}: no '{line}' (x{times}) after {secs} s\n{}",
+                self.name,
+                reports(others)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM: the shutdown hook closes Streams cleanly.
+    fn terminate(&self) {
+        let pid = self.child.as_ref().unwrap().id();
+        let status = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn wait_exit(&mut self, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let child = self.child.as_mut().unwrap();
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "instance {} still running {secs} s after SIGTERM\n{}",
+                self.name,
+                self.report()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.child = None;
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn reports(instances: &[&Instance]) -> String {
+    instances
+        .iter()
+        .map(|i| i.report())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A kraftd combined node (broker and controller in one process) under `root`, started.
+fn combined_node(root: &Path) -> (Node, u16) {
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut node = Node::new(root, 1);
+    node.role = "combined";
+    let client = free_port();
+    std::fs::create_dir_all(&node.dir).unwrap();
+    std::fs::write(
+        node.config_path(),
+        format!(
+            "process.roles=broker,controller\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:{controller}\n\
+             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={data}\n\
+             offsets.topic.replication.factor=1\noffsets.topic.num.partitions=10\n\
+             transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
+             transaction.state.log.num.partitions=10\n\
+             group.initial.rebalance.delay.ms=0\n",
+            controller = node.port,
+            data = node.dir.join("data").display(),
+        ),
+    )
+    .unwrap();
+    format(&node, &cluster_id);
+    node.start();
+    (node, client)
+}
+
+/// `javac` of the application into `root/classes`.
+fn compile(root: &Path) -> PathBuf {
+    let classes = root.join("classes");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/StreamsWordCount.java");
+    let out = Command::new("javac")
+        .arg("-d")
+        .arg(&classes)
+        .args(["-cp", &classpath()])
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|e| panic!("the Streams test needs a JDK 17+ (javac): {e}"));
+    assert!(
+        out.status.success(),
+        "javac {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    classes
+}
+
+/// Waits until the feeder has `n` more lines acknowledged than now.
+fn wait_fed(feed: &mut Script, more: u64, logs: impl Fn() -> String) {
+    let n = feed.acked_so_far() + more;
+    feed.wait_line_or(
+        120,
+        &format!("{n} lines acknowledged"),
+        |l| {
+            l.strip_prefix("acked ")
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|v| v >= n)
+        },
+        logs,
+    );
+}
+
+#[test]
+fn streams_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_a_kill() {
+    python();
+    let started = Instant::now();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let (mut node, client) = combined_node(root.path());
+    let bootstrap = format!("127.0.0.1:{client}");
+    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
+    let stop = root.path().join("stop");
+    let mut feed = Script::spawn(
+        root.path(),
+        "streams_words.py",
+        &["feed", &bootstrap, stop.to_str().unwrap()],
+    );
+    feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
+
+    let running = "STATE REBALANCING -> RUNNING";
+    let mut a = Instance::start(root.path(), &classes, &bootstrap, "A");
+    let mut b = Instance::start(root.path(), &classes, &bootstrap, "B");
+    a.wait_line(running, 1, 120, &[&a, &b]);
+    b.wait_line(running, 1, 120, &[&a, &b]);
+    wait_fed(&mut feed, 1000, || reports(&[&a, &b]));
+
+    // B closes cleanly: its tasks move to A (after B's session: Streams does not leave the
+    // group on close), whose transactions go on.
+    let at = Instant::now();
+    let runs = a.count(running);
+    b.terminate();
+    b.wait_exit(60);
+    b.wait_line("CLOSED", 1, 5, &[&a, &b]);
+    a.wait_line(running, runs + 1, 90, &[&a, &b]);
+    eprintln!("A running alone {:?} after B's close", at.elapsed());
+    wait_fed(&mut feed, 1000, || reports(&[&a, &b]));
+
+    // C joins, then A is killed: C takes every task over.
+    let mut c = Instance::start(root.path(), &classes, &bootstrap, "C");
+    c.wait_line(running, 1, 120, &[&a, &b, &c]);
+    wait_fed(&mut feed, 1000, || reports(&[&a, &b, &c]));
+    let at = Instant::now();
+    let runs = c.count(running);
+    a.kill9();
+    c.wait_line(running, runs + 1, 120, &[&a, &b, &c]);
+    eprintln!("C running alone {:?} after A's SIGKILL", at.elapsed());
+    wait_fed(&mut feed, 1000, || reports(&[&a, &b, &c]));
+
+    std::fs::write(&stop, b"").unwrap();
+    let summary = feed.finish(120, || reports(&[&a, &b, &c]));
+    let lines = summary
+        .split("\"lines\": ")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no line count in {summary}"));
+    let verify = Script::spawn(
+        root.path(),
+        "streams_words.py",
+        &["verify", &bootstrap, &lines.to_string()],
+    );
+    let counted = verify.finish(150, || {
+        format!("{}\n{}", reports(&[&a, &b, &c]), node.logs())
+    });
+    eprintln!("{lines} lines, {counted}");
+
+    c.terminate();
+    c.wait_exit(60);
+    for i in [&a, &b, &c] {
+        let (out, err) = (i.stdout(), i.stderr());
+        assert!(
+            !out.contains("THREAD-DIED"),
+            "a stream thread of {} died\n{}",
+            i.name,
+            reports(&[&a, &b, &c])
+        );
+        assert!(
+            !err.contains("INVALID_TXN_STATE") && !err.contains("InvalidTxnStateException"),
+            "{} logged INVALID_TXN_STATE\n{}",
+            i.name,
+            reports(&[&a, &b, &c])
+        );
+    }
+    eprintln!("done in {:?}", started.elapsed());
+    node.kill9();
+}
