@@ -2,7 +2,8 @@
 java/StreamsWordCount.java).
 
 feed <bootstrap> <stop-file>: creates `wc-in` and `wc-out` (4 partitions each) and writes
-  lines to `wc-in` with an idempotent producer, ~200 a second, until the stop file exists;
+  lines to `wc-in` with an idempotent producer, ~200 a second, until the stop file exists
+  (or its directory is gone, or 10 minutes passed);
   prints "created", then "acked <n>" (lines acknowledged) every 100, then the JSON summary
   (with "lines") and "all ok".
 verify <bootstrap> <lines>: reads `wc-out` with read_committed until every word's latest
@@ -48,7 +49,10 @@ def feed(bootstrap, stop_file):
 
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     i = 0
-    while not os.path.exists(stop_file):
+    # The test's directory gone (a failed test removed it) or 10 minutes: stop too.
+    until = time.time() + 600
+    while (not os.path.exists(stop_file) and os.path.isdir(os.path.dirname(stop_file))
+           and time.time() < until):
         p.produce("wc-in", key=str(i).encode(), value=line(i).encode(), on_delivery=delivered)
         p.poll(0)
         i += 1
