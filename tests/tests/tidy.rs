@@ -4,15 +4,45 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The layers, lowest first: a crate may depend only on crates before it.
-const LAYERS: &[&str] = &[
+/// The layers, lowest first: a crate may depend only on crates of lower layers. Crates of
+/// one layer (`log` and `net`: the data files and the network, side by side over
+/// `protocol`) know nothing of each other.
+const LAYERS: &[&[&str]] = &[
+    &["kraftd-protocol"],
+    &["kraftd-log", "kraftd-net"],
+    &["kraftd-raft"],
+    &["kraftd-controller"],
+    &["kraftd-broker"],
+    &["kraftd-cli"],
+];
+
+/// The crates the user's design card names, each with its role; a finer split may add
+/// crates (every one on a layer), never remove these.
+const CARD_CRATES: &[&str] = &[
     "kraftd-protocol",
     "kraftd-log",
     "kraftd-raft",
     "kraftd-controller",
     "kraftd-broker",
     "kraftd-cli",
+    "kraftd-tests",
+    "xtask",
 ];
+
+/// The layer of a workspace crate, `None` for one outside the layers (xtask, tests).
+fn layer(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&name))
+}
+
+/// The kraftd crates `name` depends on (normal dependencies).
+fn kraftd_deps(meta: &Value, name: &str) -> Vec<String> {
+    let mut deps: Vec<String> = normal_deps(meta, name)
+        .into_iter()
+        .filter(|d| d.starts_with("kraftd-"))
+        .collect();
+    deps.sort();
+    deps
+}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -73,10 +103,18 @@ fn workspace_has_the_shape_the_user_gave() {
         })
         .collect();
     members.sort();
-    let mut want: Vec<String> = LAYERS.iter().map(|s| s.to_string()).collect();
-    want.extend(["kraftd-tests".to_string(), "xtask".to_string()]);
-    want.sort();
-    assert_eq!(members, want);
+    for card in CARD_CRATES {
+        assert!(
+            members.iter().any(|m| m == card),
+            "the card's crate {card} is missing"
+        );
+    }
+    for member in &members {
+        assert!(
+            layer(member).is_some() || ["kraftd-tests", "xtask"].contains(&member.as_str()),
+            "workspace member {member} sits on no layer (tests/tidy.rs LAYERS)"
+        );
+    }
     let cli = package(&meta, "kraftd-cli");
     let bins: Vec<&str> = cli["targets"]
         .as_array()
@@ -95,10 +133,40 @@ fn workspace_has_the_shape_the_user_gave() {
 #[test]
 fn dependencies_run_one_way() {
     let meta = metadata();
-    for (i, name) in LAYERS.iter().enumerate() {
-        for dep in normal_deps(&meta, name) {
-            if let Some(j) = LAYERS.iter().position(|l| *l == dep) {
-                assert!(j < i, "{name} depends on {dep}, which sits above it");
+    for (i, crates) in LAYERS.iter().enumerate() {
+        for name in *crates {
+            for dep in normal_deps(&meta, name) {
+                if let Some(j) = layer(&dep) {
+                    assert!(j < i, "{name} depends on {dep}, which is not below it");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn net_knows_only_the_protocol() {
+    let meta = metadata();
+    assert_eq!(
+        kraftd_deps(&meta, "kraftd-net"),
+        ["kraftd-protocol"],
+        "the transport speaks Kafka's protocol and knows no role"
+    );
+}
+
+#[test]
+fn only_net_speaks_tls() {
+    let meta = metadata();
+    for crates in LAYERS {
+        for name in *crates {
+            if *name == "kraftd-net" {
+                continue;
+            }
+            for banned in ["rustls", "tokio-rustls"] {
+                assert!(
+                    !normal_deps(&meta, name).iter().any(|d| d == banned),
+                    "{name} depends on {banned}: TLS lives in kraftd-net"
+                );
             }
         }
     }
@@ -179,7 +247,7 @@ fn non_test_source(path: &Path) -> String {
 #[test]
 fn only_log_opens_data_files_and_protocol_has_no_io() {
     let crates = root().join("crates");
-    for krate in ["protocol", "raft", "controller", "broker"] {
+    for krate in ["protocol", "net", "raft", "controller", "broker"] {
         let mut files = Vec::new();
         rust_files(&crates.join(krate).join("src"), &mut files);
         for f in files {
@@ -268,6 +336,7 @@ fn architecture_md_maps_every_crate() {
     for dir in [
         "crates/protocol",
         "crates/log",
+        "crates/net",
         "crates/raft",
         "crates/controller",
         "crates/broker",

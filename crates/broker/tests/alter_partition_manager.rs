@@ -12,11 +12,11 @@ use kraftd_broker::server::alter_partition_manager::{
     AlterPartitionItem, AlterPartitionManager, CommittedPartitionState,
 };
 use kraftd_broker::server::controller_channel::ControllerChannel;
+use kraftd_net::{InboundRequest, RequestHandler};
 use kraftd_protocol::messages::alter_partition_response::{PartitionData, TopicData};
 use kraftd_protocol::messages::{AlterPartitionRequest, AlterPartitionResponse};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::driver::RaftMetrics;
-use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch, Semaphore};
 
 use common::{

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_broker::server::producer_id_manager::ProducerIdManager;
+use kraftd_net::{InboundRequest, RequestHandler};
 use kraftd_protocol::messages::{AllocateProducerIdsRequest, AllocateProducerIdsResponse};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::RaftMetrics;
-use kraftd_raft::transport::{InboundRequest, RequestHandler};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 

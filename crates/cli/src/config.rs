@@ -11,8 +11,8 @@ use anyhow::{anyhow, bail, Result};
 use kraftd_controller::control::config_defs::{
     check_static_sasl_mechanisms, check_static_support, ConfigValueError, SaslListeners,
 };
+use kraftd_net::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
-use kraftd_raft::transport::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
 use crate::security::sasl::SaslSettings;

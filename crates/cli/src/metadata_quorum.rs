@@ -18,6 +18,7 @@ use std::time::Duration;
 use kraftd_log::clock::unix_ms;
 
 use anyhow::{anyhow, bail, Result};
+use kraftd_net::{Channel, ClientConfig, ClientSecurity, SecurityProtocol};
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kraftd_protocol::messages::describe_quorum_response::{self, ReplicaState};
@@ -25,7 +26,6 @@ use kraftd_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeQuorumRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity, SecurityProtocol};
 
 use crate::properties::Properties;
 

@@ -45,7 +45,7 @@ pub fn run(
         .build()
         .context("starting the tokio runtime")?;
     // One registry for every listener of the process, both roles'.
-    let request_metrics = std::sync::Arc::new(kraftd_raft::transport::RequestMetrics::new(
+    let request_metrics = std::sync::Arc::new(kraftd_net::RequestMetrics::new(
         config.boolean(REQUEST_METRICS_ENABLE, true)?,
     ));
     runtime.block_on(async move {
@@ -408,8 +408,8 @@ fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
 
 /// A listener's limits: `socket.request.max.bytes`, `connections.max.idle.ms`,
 /// `max.connections`.
-fn server_config(config: &NodeConfig) -> Result<kraftd_raft::transport::ServerConfig> {
-    let mut server = kraftd_raft::transport::ServerConfig::default();
+fn server_config(config: &NodeConfig) -> Result<kraftd_net::ServerConfig> {
+    let mut server = kraftd_net::ServerConfig::default();
     server.max_frame_bytes = config.number("socket.request.max.bytes", server.max_frame_bytes)?;
     server.connections_max_idle = Duration::from_millis(config.number(
         "connections.max.idle.ms",

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kraftd_net::{Channel, ClientConfig};
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kraftd_protocol::messages::broker_registration_request::Listener;
@@ -19,7 +20,6 @@ use kraftd_protocol::messages::{
     CreateTopicsRequest, DescribeQuorumRequest, DescribeUserScramCredentialsRequest,
 };
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig};
 
 use common::{run, stop_gracefully, voters, write_config, Node, BIN};
 

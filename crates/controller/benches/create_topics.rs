@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use kraftd_controller::control::{PlacementSeed, TopicConfig, TopicControlManager};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::MetadataImage;
+use kraftd_net::{Channel, ClientConfig};
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
@@ -39,7 +40,6 @@ use kraftd_protocol::metadata::{
 };
 use kraftd_protocol::{MetadataRecord, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::driver::VoterEndpoint;
-use kraftd_raft::transport::{Channel, ClientConfig};
 
 const CLUSTER_ID: &str = "bench-create-topics-id";
 const BROKERS: [i32; 3] = [0, 1, 2];

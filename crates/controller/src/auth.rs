@@ -15,13 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::create_acls_response::AclCreationResult;
 use kraftd_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
 use kraftd_protocol::messages::{
     CreateAclsResponse, DefaultPrincipalData, DeleteAclsResponse, DescribeAclsResponse,
 };
 use kraftd_protocol::{ErrorCode, Message, RequestBody, ResponseBody};
-use kraftd_raft::transport::KafkaPrincipal;
 
 use crate::control::acl::{
     CLUSTER_RESOURCE_NAME, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_TYPE_LITERAL,

@@ -28,11 +28,8 @@
 //! `SIM_SEEDS=N` runs N seeds, `SIM_TRACE=1` prints role changes and crashes; or
 //! `cargo xtask sim --seeds N`).
 //!
-//! At the edge, with tokio:
-//! - [`transport`] — the Kafka-protocol TCP server (framing, size limit from the prefix,
-//!   bounded in-flight requests, responses in order, connection cap, ApiVersions from a
-//!   per-listener table) and client channel (one connection per destination, correlation ids,
-//!   request timeouts, reconnect backoff), shared with the controller and broker;
+//! At the edge, with tokio (over `kraftd-net`, the Kafka-protocol transport every role
+//! shares):
 //! - [`driver`] — `RaftDriver`: feeds a `RaftCore` over `MetadataLog` (the `RaftLog` on
 //!   `crates/log`) with time and messages, persists the quorum state before acting on it,
 //!   runs the leader's fsync off its loop, routes the controller listener's Raft requests
@@ -43,7 +40,6 @@
 pub mod core;
 pub mod driver;
 pub mod snapshot;
-pub mod transport;
 
 pub use crate::core::config::RaftConfig;
 pub use crate::core::log::{LogError, MemoryLog, RaftLog, SnapshotId};

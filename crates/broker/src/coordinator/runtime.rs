@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_log::clock::unix_ms;
+use kraftd_net::mark_sequenced;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, Uuid};
-use kraftd_raft::transport::mark_sequenced;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};

@@ -156,7 +156,7 @@ impl TransactionCoordinatorService {
         replica_manager: Arc<ReplicaManager>,
         cache: MetadataCache,
         listener: Option<String>,
-        security: kraftd_raft::transport::ClientSecurity,
+        security: kraftd_net::ClientSecurity,
     ) -> (
         Arc<TransactionCoordinatorService>,
         super::publisher::CoordinatorPublisher<TransactionCoordinatorShard>,

@@ -19,6 +19,10 @@ use kraftd_controller::control::scram::ScramControlManager;
 use kraftd_controller::control::{AclControlManager, ClientQuotaControlManager};
 use kraftd_controller::publisher::{OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS};
 use kraftd_controller::MetadataImage;
+use kraftd_net::{
+    mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
+    RequestHandler, RequestTimer,
+};
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::error_response::error_response;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
@@ -27,10 +31,6 @@ use kraftd_protocol::messages::{
     RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::{
-    mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
-    RequestHandler, RequestTimer,
-};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, warn};

@@ -17,12 +17,12 @@ use kraftd_controller::publisher::{
     OPERATION_TWO_PHASE_COMMIT, RESOURCE_TYPE_TRANSACTIONAL_ID,
 };
 use kraftd_controller::MetadataImage;
+use kraftd_net::InboundRequest;
 use kraftd_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kraftd_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kraftd_protocol::messages::{InitProducerIdRequest, ProduceRequest};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{ErrorCode, Uuid};
-use kraftd_raft::transport::InboundRequest;
 
 /// Produce v13+ names topics by id.
 const PRODUCE_TOPIC_ID_VERSION: i16 = 13;

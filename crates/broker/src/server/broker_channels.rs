@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kraftd_controller::MetadataImage;
-use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity};
+use kraftd_net::{Channel, ClientConfig, ClientSecurity};
 
 use crate::kafka_apis::broker_address;
 

@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use kraftd_net::{Channel, ClientConfig};
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::{RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, VoterEndpoint};
-use kraftd_raft::transport::{Channel, ClientConfig};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::debug;
@@ -45,7 +45,7 @@ impl ControllerChannel {
         voters: BTreeMap<i32, VoterEndpoint>,
         raft: watch::Receiver<RaftMetrics>,
         request_timeout: Duration,
-        security: kraftd_raft::transport::ClientSecurity,
+        security: kraftd_net::ClientSecurity,
     ) -> Self {
         ControllerChannel {
             voters,

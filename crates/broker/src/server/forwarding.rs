@@ -15,11 +15,11 @@ use std::net::IpAddr;
 
 use bytes::Bytes;
 use kraftd_controller::auth::serialize_principal;
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kraftd_protocol::messages::{DescribeQuorumRequest, EnvelopeRequest, RequestHeader};
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::KafkaPrincipal;
 use kraftd_raft::CLUSTER_METADATA_TOPIC;
 use tokio::sync::watch;
 use tokio::time::Instant;

@@ -33,12 +33,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
+use kraftd_net::{serve, ServerConfig};
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
     DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, RaftMetrics, VoterEndpoint,
 };
-use kraftd_raft::transport::{serve, ServerConfig};
 use kraftd_raft::RaftConfig;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
@@ -74,7 +74,7 @@ pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct BrokerListener {
     pub name: String,
     /// Its name and security protocol.
-    pub security: kraftd_raft::transport::ListenerSecurity,
+    pub security: kraftd_net::ListenerSecurity,
     pub socket: TcpListener,
     pub advertised_host: String,
     pub advertised_port: u16,
@@ -117,9 +117,9 @@ pub struct BrokerConfig {
     /// broker's first listener).
     pub inter_broker_listener_name: Option<String>,
     /// How this broker's clients reach other brokers' inter-broker listener.
-    pub inter_broker_security: kraftd_raft::transport::ClientSecurity,
+    pub inter_broker_security: kraftd_net::ClientSecurity,
     /// How this broker's clients (Raft observer, controller channels) reach the controllers.
-    pub controller_security: kraftd_raft::transport::ClientSecurity,
+    pub controller_security: kraftd_net::ClientSecurity,
     /// `log.cleaner.enable` and `log.cleaner.*`.
     pub log_cleaner: LogCleanerConfig,
     /// `group.*` and `offsets.*`.

@@ -60,7 +60,7 @@ impl TxnVerifier {
         node_id: i32,
         replica_manager: Arc<ReplicaManager>,
         listener: Option<String>,
-        security: kraftd_raft::transport::ClientSecurity,
+        security: kraftd_net::ClientSecurity,
     ) -> Self {
         TxnVerifier {
             replica_manager,

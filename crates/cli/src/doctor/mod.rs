@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use kraftd_log::clock::unix_ms;
+use kraftd_net::ClientSecurity;
 use kraftd_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kraftd_protocol::messages::{DescribeClusterRequest, DescribeConfigsRequest, MetadataRequest};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::ClientSecurity;
 
 use crate::metadata_quorum::{self, api_versions, call, channel, error_name};
 use crate::properties::Properties;
@@ -310,7 +310,7 @@ async fn ask_broker(address: &str, security: &ClientSecurity) -> Result<ClusterS
 
 /// Each topic's `min.insync.replicas`, in one DescribeConfigs.
 async fn min_insync_replicas(
-    channel: &kraftd_raft::transport::Channel,
+    channel: &kraftd_net::Channel,
     versions: &metadata_quorum::Versions,
     topics: &[String],
 ) -> Result<std::collections::BTreeMap<String, usize>> {

@@ -11,12 +11,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use kraftd_net::{Channel, ClientConfig, ClientSecurity};
 use kraftd_protocol::messages::add_raft_voter_request::Listener as VoterListener;
 use kraftd_protocol::messages::{
     AddRaftVoterRequest, DescribeClusterRequest, RemoveRaftVoterRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity};
 
 use super::{api_versions, call, error_name, ENDPOINT_TYPE_CONTROLLER};
 use crate::config::parse_listeners;

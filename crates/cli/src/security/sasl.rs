@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use kraftd_raft::transport::sasl::{PlainUsers, SaslClientConfig, SaslMechanism, SaslServerConfig};
-use kraftd_raft::transport::SecurityProtocol;
+use kraftd_net::sasl::{PlainUsers, SaslClientConfig, SaslMechanism, SaslServerConfig};
+use kraftd_net::SecurityProtocol;
 
 use crate::properties::Properties;
 

@@ -19,12 +19,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
-use kraftd_raft::transport::tls::{
+use kraftd_net::tls::{
     cipher_suite_names, parse_certificates, parse_private_key, CertificateDer, ClientAuth,
     SslPrincipalMapper, TlsClient, TlsClientSettings, TlsIdentity, TlsOptions, TlsServer,
     TlsServerSettings, TlsVersion,
 };
-use kraftd_raft::transport::SecurityProtocol;
+use kraftd_net::SecurityProtocol;
 
 use crate::config::NodeConfig;
 use crate::properties::Properties;

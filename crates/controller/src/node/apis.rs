@@ -22,6 +22,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kraftd_net::{
+    mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
+    RequestHandler,
+};
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_request, encode_response};
 use kraftd_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -31,10 +35,6 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::{RaftMetrics, RaftRequestRouter, VoterEndpoint};
-use kraftd_raft::transport::{
-    mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
-    RequestHandler,
-};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 

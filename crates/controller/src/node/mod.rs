@@ -23,11 +23,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_log::LogConfig;
+use kraftd_net::{serve, ServerConfig};
 use kraftd_protocol::MetadataRecord;
 use kraftd_raft::driver::{
     DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, VoterEndpoint,
 };
-use kraftd_raft::transport::{serve, ServerConfig};
 use kraftd_raft::RaftConfig;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -71,7 +71,7 @@ pub struct ControllerNodeConfig {
     /// The controller listener's limits (`socket.request.max.bytes`, ...).
     pub server: ServerConfig,
     /// How this node's Raft client reaches the other controllers' listener.
-    pub client_security: kraftd_raft::transport::ClientSecurity,
+    pub client_security: kraftd_net::ClientSecurity,
     /// The control managers' settings (`broker.session.timeout.ms`, `num.partitions`,
     /// `default.replication.factor`, ...).
     pub managers: ManagersConfig,

@@ -12,11 +12,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use kraftd_net::{Channel, ClientConfig, ClientSecurity};
 use kraftd_protocol::messages::controller_registration_request::{Feature, Listener};
 use kraftd_protocol::messages::ControllerRegistrationRequest;
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
 use kraftd_raft::driver::VoterEndpoint;
-use kraftd_raft::transport::{Channel, ClientConfig, ClientSecurity};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info};
 

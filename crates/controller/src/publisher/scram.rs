@@ -132,24 +132,23 @@ impl CredentialProvider {
 
 /// The SASL/SCRAM server's lookup (kraftd-raft's transport) reads the provider live: a
 /// credential altered through AlterUserScramCredentials counts from the next login.
-impl kraftd_raft::transport::sasl::ScramCredentialLookup for CredentialProvider {
+impl kraftd_net::sasl::ScramCredentialLookup for CredentialProvider {
     fn scram_credential(
         &self,
         user: &str,
-        hash: kraftd_raft::transport::sasl::ScramHash,
-    ) -> Option<kraftd_raft::transport::sasl::ScramCredentialData> {
-        use kraftd_raft::transport::sasl::ScramHash;
+        hash: kraftd_net::sasl::ScramHash,
+    ) -> Option<kraftd_net::sasl::ScramCredentialData> {
+        use kraftd_net::sasl::ScramHash;
         let mechanism = match hash {
             ScramHash::Sha256 => ScramMechanism::ScramSha256,
             ScramHash::Sha512 => ScramMechanism::ScramSha512,
         };
-        self.credential(user, mechanism).map(|c| {
-            kraftd_raft::transport::sasl::ScramCredentialData {
+        self.credential(user, mechanism)
+            .map(|c| kraftd_net::sasl::ScramCredentialData {
                 salt: c.salt.to_vec(),
                 stored_key: c.stored_key.to_vec(),
                 server_key: c.server_key.to_vec(),
                 iterations: c.iterations,
-            }
-        })
+            })
     }
 }

@@ -11,8 +11,8 @@ use kraftd_controller::auth::*;
 use kraftd_controller::control::acl::*;
 use kraftd_controller::publisher::*;
 use kraftd_controller::testing::acls::{authorizer_with, TestAcl};
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::ErrorCode;
-use kraftd_raft::transport::KafkaPrincipal;
 
 const ALICE: &str = "User:alice";
 

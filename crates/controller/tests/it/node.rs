@@ -12,6 +12,8 @@ use kraftd_controller::image::ScramMechanism;
 use kraftd_controller::node::ControllerNode;
 use kraftd_controller::publisher::AuthorizerConfig;
 use kraftd_controller::testing::start_controller_node_with;
+use kraftd_net::KafkaPrincipal;
+use kraftd_net::{Channel, ClientConfig};
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
@@ -24,8 +26,6 @@ use kraftd_protocol::messages::{
     EnvelopeRequest, IncrementalAlterConfigsRequest, RequestHeader,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::KafkaPrincipal;
-use kraftd_raft::transport::{Channel, ClientConfig};
 
 const CLUSTER_ID: &str = "node-test-cluster-id1";
 

@@ -12,6 +12,7 @@ use kraftd_controller::control::acl::*;
 use kraftd_controller::node::ControllerNode;
 use kraftd_controller::publisher::*;
 use kraftd_controller::testing::{start_controller_node_with, ControlHarness, CLUSTER_ID};
+use kraftd_net::{Channel, ClientConfig, KafkaPrincipal};
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::create_acls_request::AclCreation;
@@ -28,7 +29,6 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::RaftRequestRouter;
-use kraftd_raft::transport::{Channel, ClientConfig, KafkaPrincipal};
 
 async fn start(dir: &std::path::Path, authorizer: AuthorizerConfig) -> (ControllerNode, Channel) {
     let (node, port) = start_controller_node_with(dir, CLUSTER_ID, authorizer).await;

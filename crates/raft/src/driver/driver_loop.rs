@@ -25,7 +25,7 @@ use super::router::{raft_response, request_body, response_body, NetEvent};
 use super::voters::VoterEndpoint;
 use crate::core::message::{ApiKind, RaftMessage};
 use crate::core::{NotLeader, Output, ProposeError, RaftCore, RoleName};
-use crate::transport::{Channel, ClientConfig, ClientError};
+use kraftd_net::{Channel, ClientConfig, ClientError};
 
 /// A batch this leader appended and has not yet seen commit.
 #[derive(Debug)]

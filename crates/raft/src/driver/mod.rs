@@ -1,5 +1,5 @@
 //! The tokio edge of the Raft crate: [`RaftDriver`] runs one [`RaftCore`] over the metadata
-//! log in `crates/log` ([`log::MetadataLog`]), the Kafka-protocol [`crate::transport`] and
+//! log in `crates/log` ([`log::MetadataLog`]), the Kafka-protocol [`kraftd_net`] and
 //! tokio timers, following the core's call order (see [`crate::core`]): feed an input, drain
 //! every output in order, sleep until the next deadline or input.
 //!
@@ -61,8 +61,8 @@
 //! [`RaftCore::handle_request_failed`]: crate::core::RaftCore::handle_request_failed
 //! [`Output::PersistQuorumState`]: crate::core::Output::PersistQuorumState
 //! [`Output::Flush`]: crate::core::Output::Flush
-//! [`Channel`]: crate::transport::Channel
-//! [`serve`]: crate::transport::serve
+//! [`Channel`]: kraftd_net::Channel
+//! [`serve`]: kraftd_net::serve
 //! [`MetadataLog::plan_flush`]: log::MetadataLog::plan_flush
 
 pub mod bootstrap;

@@ -24,8 +24,8 @@ use super::router::RaftRequestRouter;
 use super::voters::VoterEndpoint;
 use crate::core::log::LogError;
 use crate::core::{ProposeError, RaftCore};
-use crate::transport::{serve, ClientConfig, ServerConfig};
 use crate::RaftConfig;
+use kraftd_net::{serve, ClientConfig, ServerConfig};
 
 /// Committed batches and leader changes buffered for a slow subscriber before it lags.
 pub const EVENT_CHANNEL_CAPACITY: usize = 16 * 1024;
@@ -72,7 +72,7 @@ pub struct DriverConfig {
     /// `Nodes` (Kafka: the first of `controller.listener.names`).
     pub controller_listener_name: String,
     /// How this node's Raft client reaches the controller listener of others.
-    pub client_security: crate::transport::ClientSecurity,
+    pub client_security: kraftd_net::ClientSecurity,
     /// KIP-853: the `directory.id` of the metadata log directory (`meta.properties`; zero
     /// when it has none).
     pub directory_id: kraftd_protocol::Uuid,

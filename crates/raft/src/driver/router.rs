@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::core::message::{ApiKind, RaftMessage};
 use crate::core::VoterChangeError;
-use crate::transport::{InboundRequest, RequestHandler};
+use kraftd_net::{InboundRequest, RequestHandler};
 
 /// Network input for the driver loop.
 #[derive(Debug)]

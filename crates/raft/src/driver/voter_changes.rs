@@ -29,7 +29,7 @@ use super::router::VoterChangeRequest;
 use crate::core::endpoints::Endpoint;
 use crate::core::voter_set::{ReplicaKey, VoterNode};
 use crate::core::RoleName;
-use crate::transport::Channel;
+use kraftd_net::Channel;
 
 /// How long a node waits between its own voter-change requests to the leader.
 pub(super) const OWN_VOTER_CHANGE_BACKOFF_MS: u64 = 2_000;

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
+use kraftd_net::{Channel, ClientConfig};
 use kraftd_protocol::messages::{describe_quorum_request, DescribeQuorumRequest};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{RequestBody, ResponseBody};
 use kraftd_raft::driver::{
     parse_bootstrap_servers, DriverConfig, RaftDriver, RaftHandle, VoterEndpoint,
 };
-use kraftd_raft::transport::{Channel, ClientConfig};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 

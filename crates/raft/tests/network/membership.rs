@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kraftd_net::{Channel, ClientConfig};
 use kraftd_protocol::messages::{
     add_raft_voter_request, describe_quorum_request, AddRaftVoterRequest, DescribeQuorumRequest,
     RemoveRaftVoterRequest,
@@ -19,7 +20,6 @@ use kraftd_raft::core::endpoints::Endpoint;
 use kraftd_raft::core::voter_set::{ReplicaKey, VoterNode, VoterSet};
 use kraftd_raft::driver::{parse_bootstrap_servers, RaftDriver, VoterEndpoint};
 use kraftd_raft::snapshot::{with_kraft_control, SnapshotWriter};
-use kraftd_raft::transport::{Channel, ClientConfig};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 

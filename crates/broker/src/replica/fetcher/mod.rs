@@ -21,13 +21,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use kraftd_net::{Channel, ClientConfig, ClientError};
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::fetch_request::{FetchPartition, ReplicaState};
 use kraftd_protocol::messages::fetch_response::PartitionData;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{FetchRequest, ListOffsetsRequest};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::transport::{Channel, ClientConfig, ClientError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -50,7 +50,7 @@ pub struct FetcherConfig {
     /// `inter.broker.listener.name`: the leader's listener to fetch from (`None`: its first).
     pub listener_name: Option<String>,
     /// How to reach that listener (TLS, SASL).
-    pub security: kraftd_raft::transport::ClientSecurity,
+    pub security: kraftd_net::ClientSecurity,
     /// `replica.fetch.wait.max.ms`.
     pub max_wait_ms: i32,
     /// `replica.fetch.min.bytes`.

@@ -171,8 +171,8 @@ impl ReplicaManager {
             // Parked until data arrives or max wait passes: Kafka's RemoteTimeMs. What it
             // read took effect (a follower's fetch position, the session): the connection's
             // next request may be read meanwhile.
-            kraftd_raft::transport::mark_local_complete();
-            kraftd_raft::transport::mark_sequenced();
+            kraftd_net::mark_local_complete();
+            kraftd_net::mark_sequenced();
             let woke = match watch {
                 Some(w) => tokio::time::timeout_at(deadline, w.notified()).await,
                 None => {

@@ -9,12 +9,12 @@ use kraftd_controller::publisher::*;
 use kraftd_controller::testing::acls::{authorizer_with, TestAcl};
 use kraftd_controller::testing::records::{partition, topic, uuid};
 use kraftd_controller::{MetadataDelta, MetadataImage};
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kraftd_protocol::messages::{InitProducerIdRequest, ProduceRequest};
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, Uuid};
-use kraftd_raft::transport::KafkaPrincipal;
 
 use super::*;
 

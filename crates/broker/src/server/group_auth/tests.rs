@@ -5,6 +5,7 @@ use kraftd_controller::auth::{AuthHelper, RequestAuth};
 use kraftd_controller::control::acl::*;
 use kraftd_controller::publisher::*;
 use kraftd_controller::testing::acls::{authorizer_with, TestAcl};
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::consumer_group_describe_response::{
     Assignment, DescribedGroup, Member, TopicPartitions,
 };
@@ -20,7 +21,6 @@ use kraftd_protocol::messages::{
     ConsumerGroupHeartbeatRequest, JoinGroupRequest, ListGroupsResponse, OffsetDeleteRequest,
 };
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
-use kraftd_raft::transport::KafkaPrincipal;
 
 use super::*;
 

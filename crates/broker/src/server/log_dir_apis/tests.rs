@@ -9,11 +9,11 @@ use kraftd_controller::publisher::*;
 use kraftd_controller::testing::acls::{authorizer_with, TestAcl};
 use kraftd_controller::testing::records::{partition, topic, uuid};
 use kraftd_controller::MetadataDelta;
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::alter_replica_log_dirs_request::{
     AlterReplicaLogDir, AlterReplicaLogDirTopic,
 };
 use kraftd_protocol::messages::describe_topic_partitions_request::TopicRequest;
-use kraftd_raft::transport::KafkaPrincipal;
 
 use super::*;
 

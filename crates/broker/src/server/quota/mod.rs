@@ -36,8 +36,8 @@ use kraftd_controller::quota::{
     client_throttles, set_throttle_time_ms, throttle_ms_i32, throttle_time_ms, QuotaKind,
     QuotaWindow,
 };
+use kraftd_net::{ChannelMute, InboundRequest};
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
-use kraftd_raft::transport::{ChannelMute, InboundRequest};
 
 /// Kafka's `NANOS_TO_PERCENTAGE_PER_SECOND`: a request's handling nanoseconds as the
 /// percentage of one thread it took over one second.

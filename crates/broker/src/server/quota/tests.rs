@@ -7,10 +7,10 @@ use std::sync::Arc;
 use kraftd_controller::publisher::ClientQuotas;
 use kraftd_controller::quota::{QuotaIndex, QuotaKind, QuotaTags, QuotaWindow};
 use kraftd_controller::MetadataImage;
+use kraftd_net::{ChannelMute, InboundRequest, Session};
 use kraftd_protocol::messages::{FetchRequest, ProduceRequest, ProduceResponse, RequestHeader};
 use kraftd_protocol::metadata::{client_quota_record, ClientQuotaRecord};
 use kraftd_protocol::{ApiKey, MetadataRecord, RequestBody, ResponseBody};
-use kraftd_raft::transport::{ChannelMute, InboundRequest, Session};
 
 use super::*;
 
@@ -172,7 +172,7 @@ fn inbound(api_key: ApiKey, version: i16, body: RequestBody, size: usize) -> Inb
         },
         body,
         size,
-        timer: kraftd_raft::transport::RequestTimer::disabled(),
+        timer: kraftd_net::RequestTimer::disabled(),
     }
 }
 

@@ -6,6 +6,7 @@ use kraftd_controller::publisher::*;
 use kraftd_controller::testing::acls::{authorizer_with, TestAcl};
 use kraftd_controller::testing::records::{partition, topic, uuid};
 use kraftd_controller::{MetadataDelta, MetadataImage};
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kraftd_protocol::messages::describe_producers_response::{PartitionResponse, TopicResponse};
 use kraftd_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
@@ -17,7 +18,6 @@ use kraftd_protocol::messages::{
     DescribeProducersResponse, ListTransactionsResponse, WriteTxnMarkersRequest,
 };
 use kraftd_protocol::ErrorCode;
-use kraftd_raft::transport::KafkaPrincipal;
 
 use super::*;
 

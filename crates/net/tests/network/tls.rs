@@ -10,19 +10,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use kraftd_net::tls::{
+    ClientAuth, SslPrincipalMapper, TlsClient, TlsClientSettings, TlsIdentity, TlsOptions,
+    TlsServer, TlsServerSettings, TlsVersion,
+};
+use kraftd_net::{
+    Channel, ClientConfig, ClientError, ClientSecurity, KafkaPrincipal, ListenerSecurity,
+    SecurityProtocol, ServerConfig,
+};
 use kraftd_protocol::api_versions::{ApiVersionsTable, ListenerType};
 use kraftd_protocol::frame::split_frame;
 use kraftd_protocol::header::decode_response;
 use kraftd_protocol::messages::{ApiVersionsRequest, VoteRequest, VoteResponse};
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
-use kraftd_raft::transport::tls::{
-    ClientAuth, SslPrincipalMapper, TlsClient, TlsClientSettings, TlsIdentity, TlsOptions,
-    TlsServer, TlsServerSettings, TlsVersion,
-};
-use kraftd_raft::transport::{
-    Channel, ClientConfig, ClientError, ClientSecurity, KafkaPrincipal, ListenerSecurity,
-    SecurityProtocol, ServerConfig,
-};
 use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

@@ -3,8 +3,12 @@
 //! channel) and the CLI's `metadata-quorum` tool: a TCP [`server`] that frames, decodes and
 //! answers requests in order with bounded in-flight work and a connection cap, and a
 //! [`client`] channel, one connection per destination, with correlation ids, request
-//! timeouts and reconnect backoff. Both speak only through `kraftd-protocol`'s codecs;
-//! nothing here knows Raft.
+//! timeouts and reconnect backoff; [`tls`], [`sasl`] and the [`security`] of a listener and
+//! its sessions; the [`request_metrics`] every listener records; and the [`ordering`] of a
+//! connection's requests. Both speak only through `kraftd-protocol`'s codecs (its only
+//! kraftd dependency); nothing here knows Raft, the controller or the broker: a SASL/SCRAM
+//! listener reads credentials through [`sasl::ScramCredentialLookup`], which the controller's
+//! SCRAM store implements.
 
 pub mod client;
 pub mod ordering;

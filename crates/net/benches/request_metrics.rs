@@ -6,20 +6,20 @@
 //! request costs on the request path without the rest of a broker around it (the
 //! cluster-level figure is `cargo xtask bench request-metrics`).
 //!
-//! `cargo bench -p kraftd-raft --bench request_metrics`; `KRAFTD_BENCH_REQUESTS` (per
+//! `cargo bench -p kraftd-net --bench request_metrics`; `KRAFTD_BENCH_REQUESTS` (per
 //! listener, default 50,000) scales it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kraftd_net::{serve, InboundRequest, RequestHandler, RequestMetrics, ServerConfig};
 use kraftd_protocol::api_versions::{ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kraftd_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kraftd_protocol::messages::{ProduceRequest, ProduceResponse, RequestHeader};
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
-use kraftd_raft::transport::{serve, InboundRequest, RequestHandler, RequestMetrics, ServerConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;

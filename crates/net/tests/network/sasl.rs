@@ -9,6 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use kraftd_net::sasl::{
+    PlainUsers, SaslClientConfig, SaslMechanism, SaslServerConfig, ScramCredentialData,
+    ScramCredentialLookup, ScramHash,
+};
+use kraftd_net::{
+    serve, Channel, ClientConfig, ClientError, ClientSecurity, InboundRequest, ListenerSecurity,
+    RequestHandler, SecurityProtocol, ServerConfig,
+};
 use kraftd_protocol::api_versions::{ApiVersionsTable, ListenerType};
 use kraftd_protocol::frame::{frame_chunks, split_frame};
 use kraftd_protocol::header::{decode_response, encode_request};
@@ -17,14 +25,6 @@ use kraftd_protocol::messages::{
     SaslHandshakeRequest, VoteRequest, VoteResponse,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, VersionRange};
-use kraftd_raft::transport::sasl::{
-    PlainUsers, SaslClientConfig, SaslMechanism, SaslServerConfig, ScramCredentialData,
-    ScramCredentialLookup, ScramHash,
-};
-use kraftd_raft::transport::{
-    serve, Channel, ClientConfig, ClientError, ClientSecurity, InboundRequest, ListenerSecurity,
-    RequestHandler, SecurityProtocol, ServerConfig,
-};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use super::scram::{parse_client_first, ScramClient, ScramServer, ServerStep};
 use super::*;
-use crate::transport::KafkaPrincipal;
+use crate::KafkaPrincipal;
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())

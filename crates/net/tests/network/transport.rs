@@ -9,6 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use kraftd_net::{
+    serve, Channel, ClientConfig, ClientError, InboundRequest, RequestHandler, ServerConfig,
+};
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::frame::{frame_chunks, split_frame};
 use kraftd_protocol::header::{decode_response, encode_request};
@@ -17,9 +20,6 @@ use kraftd_protocol::messages::{
     VoteRequest, VoteResponse,
 };
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody, VersionRange};
-use kraftd_raft::transport::{
-    serve, Channel, ClientConfig, ClientError, InboundRequest, RequestHandler, ServerConfig,
-};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Mutex};
