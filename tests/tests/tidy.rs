@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The layers, lowest first: a crate may depend only on crates of lower layers. Crates of
-/// one layer (`log` and `net`: the data files and the network, side by side over
-/// `protocol`) know nothing of each other.
+/// one layer (`log`, `net` and `coordinator`: the data files, the network and the
+/// coordinators' state machines, side by side over `protocol`) know nothing of each other.
 const LAYERS: &[&[&str]] = &[
     &["kraftd-protocol"],
-    &["kraftd-log", "kraftd-net"],
+    &["kraftd-log", "kraftd-net", "kraftd-coordinator"],
     &["kraftd-raft"],
     &["kraftd-controller"],
     &["kraftd-broker"],
@@ -155,6 +155,70 @@ fn net_knows_only_the_protocol() {
 }
 
 #[test]
+fn coordinator_knows_only_the_protocol() {
+    let meta = metadata();
+    assert_eq!(
+        kraftd_deps(&meta, "kraftd-coordinator"),
+        ["kraftd-protocol"],
+        "the coordinators' state machines know the records and requests, not the engine"
+    );
+    let external: Vec<String> = normal_deps(&meta, "kraftd-coordinator")
+        .into_iter()
+        .filter(|d| !d.starts_with("kraftd-"))
+        .collect();
+    for banned in ["tokio", "kraftd-net", "rustls"] {
+        assert!(
+            !external.iter().any(|d| d == banned),
+            "kraftd-coordinator depends on {banned}"
+        );
+    }
+}
+
+#[test]
+fn coordinators_are_sans_io() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates/coordinator/src"), &mut files);
+    assert!(
+        !files.is_empty(),
+        "crates/coordinator/src holds the coordinators"
+    );
+    for f in files {
+        let src = non_test_source(&f);
+        for banned in [
+            "tokio::",
+            "std::net::",
+            "std::fs::",
+            "std::thread::",
+            "std::time::",
+            "Instant::now",
+            "SystemTime",
+            "thread_rng",
+        ] {
+            assert!(
+                !src.contains(banned),
+                "{} uses {banned}: a coordinator takes time, requests and records as inputs",
+                f.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_shard_contract_knows_no_coordinator() {
+    let dir = root().join("crates/coordinator/src");
+    for file in ["shard.rs", "context.rs", "timer.rs", "partitioner.rs"] {
+        let src = std::fs::read_to_string(dir.join(file)).unwrap();
+        for banned in ["crate::group", "crate::transaction"] {
+            assert!(
+                !src.contains(banned),
+                "crates/coordinator/src/{file} imports {banned}: the contract and its vocabulary \
+                 are every coordinator's, not one's"
+            );
+        }
+    }
+}
+
+#[test]
 fn only_net_speaks_tls() {
     let meta = metadata();
     for crates in LAYERS {
@@ -247,7 +311,14 @@ fn non_test_source(path: &Path) -> String {
 #[test]
 fn only_log_opens_data_files_and_protocol_has_no_io() {
     let crates = root().join("crates");
-    for krate in ["protocol", "net", "raft", "controller", "broker"] {
+    for krate in [
+        "protocol",
+        "net",
+        "coordinator",
+        "raft",
+        "controller",
+        "broker",
+    ] {
         let mut files = Vec::new();
         rust_files(&crates.join(krate).join("src"), &mut files);
         for f in files {
@@ -337,6 +408,7 @@ fn architecture_md_maps_every_crate() {
         "crates/protocol",
         "crates/log",
         "crates/net",
+        "crates/coordinator",
         "crates/raft",
         "crates/controller",
         "crates/broker",

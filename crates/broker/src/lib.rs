@@ -8,15 +8,13 @@
 //! - [`server`]: the tokio edge — KafkaApis per listener (with the data-plane, group and
 //!   transaction requests), the BrokerLifecycleManager, the ForwardingManager, the
 //!   AlterPartition and producer-id managers;
-//! - [`group_coordinator`] and [`transaction_coordinator`]: the coordinators' sans-IO state
-//!   machines, one per partition of `__consumer_offsets` / `__transaction_state`;
-//! - [`coordinator`]: the runtime that owns those state machines on the partitions this
-//!   broker leads, and the services the request handlers call.
+//! - [`coordinator`]: the runtime that owns the coordinators' sans-IO state machines
+//!   (`kraftd-coordinator`: one per partition of `__consumer_offsets` /
+//!   `__transaction_state`) on the partitions this broker leads, and the services the
+//!   request handlers call.
 
 pub mod coordinator;
-pub mod group_coordinator;
 pub mod kafka_apis;
 pub mod metadata;
 pub mod replica;
 pub mod server;
-pub mod transaction_coordinator;

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use kraftd_broker::group_coordinator::shard::{NoTopics, RequestContext};
-use kraftd_broker::group_coordinator::{
+use kraftd_coordinator::context::{NoTopics, RequestContext};
+use kraftd_coordinator::group::{
     CoordinatorRecord, GroupCoordinatorConfig, GroupCoordinatorShard, ShardOutput, ShardRequest,
     ShardResponse,
 };

@@ -7,13 +7,13 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use kraftd_broker::group_coordinator::GroupCoordinatorConfig;
 use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
-use kraftd_broker::transaction_coordinator::TransactionCoordinatorConfig;
 use kraftd_controller::auth::{AUTHORIZER_CLASS_NAME_CONFIG, STANDARD_AUTHORIZER_CLASS};
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
+use kraftd_coordinator::group::GroupCoordinatorConfig;
+use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
 use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};

@@ -9,9 +9,9 @@ use kraftd_protocol::records::{Batches, ControlRecordType};
 use kraftd_protocol::{ErrorCode, Uuid};
 use tracing::warn;
 
-use super::shard::{CoordinatorShard, ReplayFailure};
-use crate::group_coordinator::TopicMetadata;
 use crate::replica::replica_manager::ReplicaManager;
+use kraftd_coordinator::context::TopicMetadata;
+use kraftd_coordinator::shard::{CoordinatorShard, ReplayFailure};
 
 /// How much one read of the log brings in while loading.
 const LOAD_READ_BYTES: usize = 8 * 1024 * 1024;

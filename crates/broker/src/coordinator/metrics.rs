@@ -2,7 +2,7 @@
 //! `transaction-coordinator-metrics`; JMX `kafka.server:type=<group>,name=<name>`, exported
 //! as `kafka_server_<group>_<name>` with `-` as `_` and the JMX tags as labels): the
 //! runtime's own (partition loads, records written, shards loaded and loading) and the
-//! gauges and counters its shards report ([`super::shard::CoordinatorShard::gauges`],
+//! gauges and counters its shards report ([`kraftd_coordinator::shard::CoordinatorShard::gauges`],
 //! `take_counters`).
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::shard::Labels;
+use kraftd_coordinator::shard::Labels;
 
 /// Counters and the last published gauges of one coordinator.
 #[derive(Debug)]

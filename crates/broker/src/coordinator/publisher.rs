@@ -6,16 +6,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::group_coordinator::TopicMetadata;
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
+use kraftd_coordinator::context::TopicMetadata;
 use kraftd_protocol::Uuid;
 
 use super::runtime::{Event, RuntimeHandle};
-use super::shard::CoordinatorShard;
-
-/// The offsets topic's name.
-pub const GROUP_METADATA_TOPIC_NAME: &str = "__consumer_offsets";
+use kraftd_coordinator::shard::CoordinatorShard;
 
 /// The cluster's topics as a shard sees them, over one metadata image.
 #[derive(Debug, Clone)]

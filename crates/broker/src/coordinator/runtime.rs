@@ -30,10 +30,10 @@ use tracing::{debug, info, warn};
 
 use super::loader::{load_shard, LoadError, Loaded};
 use super::metrics::RuntimeMetrics;
-use super::shard::{CoordinatorOutput, CoordinatorShard, Labels, OutputBatch, WorkHandler};
-use crate::group_coordinator::shard::RequestContext;
-use crate::group_coordinator::{ReplyId, TopicMetadata};
 use crate::replica::replica_manager::ReplicaManager;
+use kraftd_coordinator::context::RequestContext;
+use kraftd_coordinator::context::{ReplyId, TopicMetadata};
+use kraftd_coordinator::shard::{CoordinatorOutput, CoordinatorShard, Labels, OutputBatch};
 
 /// Where a shard's answer goes.
 pub type Responder<S> = oneshot::Sender<Result<<S as CoordinatorShard>::Response, ErrorCode>>;
@@ -52,6 +52,11 @@ pub type ShardCall<S> = Box<dyn FnOnce(&mut S, i64) + Send>;
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Before a failed load (other than leadership moving) is tried again.
 const LOAD_RETRY: Duration = Duration::from_secs(1);
+
+/// Carries out a shard's work once it is committed (the transaction coordinator sends
+/// WriteTxnMarkers); it may call back into the shard through the runtime's handle.
+pub type WorkHandler<S> =
+    Arc<dyn Fn(i32, i32, <S as CoordinatorShard>::Work, RuntimeHandle<S>) + Send + Sync>;
 
 /// What the loop reacts to.
 pub enum Event<S: CoordinatorShard> {
@@ -284,7 +289,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
     ) -> RuntimeHandle<S> {
         let (tx, rx) = mpsc::unbounded_channel();
         let handle = RuntimeHandle { events: tx };
-        let no_topics: Arc<dyn TopicMetadata> = Arc::new(crate::group_coordinator::shard::NoTopics);
+        let no_topics: Arc<dyn TopicMetadata> = Arc::new(kraftd_coordinator::context::NoTopics);
         let runtime = CoordinatorRuntime {
             config,
             replica_manager,

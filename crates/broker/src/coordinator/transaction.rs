@@ -1,6 +1,6 @@
 //! The transaction coordinator on the runtime (Kafka's `TransactionCoordinator` with its
-//! `TransactionMarkerChannelManager`): the transaction shard as a [`CoordinatorShard`],
-//! the service the request handlers call, and the marker sender — a transaction's
+//! `TransactionMarkerChannelManager`): the service the request handlers call over the
+//! transaction shard (`kraftd_coordinator::transaction`), and the marker sender — a transaction's
 //! WriteTxnMarkers go to each partition's leader (this broker included, through its own
 //! listener, so one path writes every marker and completes `__consumer_offsets`' pending
 //! offsets), partitions that fail are retried against the leader the metadata names then,
@@ -11,9 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kraftd_protocol::api_versions::supported_range;
-use kraftd_protocol::codec::DecodeErrorKind;
 use kraftd_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
@@ -22,122 +20,21 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tracing::{debug, warn};
 
 use super::metrics::RuntimeMetrics;
-use super::runtime::{CoordinatorRuntime, RuntimeHandle};
-use super::shard::{
-    CoordinatorOutput, CoordinatorShard, Gauge, OutputBatch, ReplayFailure, WorkHandler,
-};
-use crate::group_coordinator::shard::RequestContext;
-use crate::group_coordinator::{ReplyId, TopicMetadata};
+use super::runtime::{CoordinatorRuntime, RuntimeHandle, WorkHandler};
 use crate::metadata::MetadataCache;
 use crate::replica::replica_manager::ReplicaManager;
 use crate::server::broker_channels::BrokerChannels;
-use crate::transaction_coordinator::{
+use kraftd_coordinator::context::RequestContext;
+use kraftd_coordinator::shard::CoordinatorShard;
+use kraftd_coordinator::transaction::{
     partition_for, MarkerRequest, TransactionCoordinatorConfig, TransactionCoordinatorShard,
-    TransactionRecord, TxnShardRequest, TxnShardResponse,
+    TxnShardRequest, TxnShardResponse, TRANSACTION_STATE_TOPIC_NAME,
 };
-
-/// The transaction log's topic.
-pub const TRANSACTION_STATE_TOPIC_NAME: &str = "__transaction_state";
-/// The feature whose level 2 turns on transactions V2 (KIP-890 part 2).
-pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 
 /// Between two rounds of markers that did not all land.
 const MARKER_RETRY: Duration = Duration::from_millis(200);
 /// How long one WriteTxnMarkers may take.
 const MARKER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-impl CoordinatorShard for TransactionCoordinatorShard {
-    type Config = TransactionCoordinatorConfig;
-    type Request = TxnShardRequest;
-    type Response = TxnShardResponse;
-    type Work = MarkerRequest;
-
-    const TOPIC: &'static str = TRANSACTION_STATE_TOPIC_NAME;
-    const METRICS_GROUP: &'static str = "transaction-coordinator-metrics";
-
-    fn new(
-        partition: i32,
-        leader_epoch: i32,
-        config: Arc<TransactionCoordinatorConfig>,
-        topics: Arc<dyn TopicMetadata>,
-    ) -> Self {
-        let mut shard = TransactionCoordinatorShard::new(partition, config, leader_epoch);
-        // The cluster's finalized transaction.version decides the record format and
-        // whether a fenced producer's epoch is bumped twice (TV2).
-        shard.set_transaction_version_level(topics.feature_level(TRANSACTION_VERSION_FEATURE));
-        shard
-    }
-
-    fn replay(
-        &mut self,
-        offset: i64,
-        producer: Option<(i64, i16)>,
-        key: Bytes,
-        value: Option<Bytes>,
-    ) -> Result<(), ReplayFailure> {
-        let record = TransactionRecord::decode(key, value).map_err(|e| {
-            if matches!(e.kind, DecodeErrorKind::UnknownApiKey(_)) {
-                ReplayFailure::UnknownType(e.to_string())
-            } else {
-                ReplayFailure::Corrupt(e.to_string())
-            }
-        })?;
-        TransactionCoordinatorShard::replay(self, offset, producer.map_or(-1, |p| p.0), record)
-            .map_err(|e| ReplayFailure::Corrupt(e.to_string()))
-    }
-
-    fn replay_end_txn(&mut self, _offset: i64, _producer_id: i64, _commit: bool) {}
-
-    fn on_loaded(&mut self, now_ms: i64) {
-        TransactionCoordinatorShard::on_loaded(self, now_ms)
-    }
-
-    fn on_metadata_update(&mut self, topics: Arc<dyn TopicMetadata>) {
-        self.set_transaction_version_level(topics.feature_level(TRANSACTION_VERSION_FEATURE));
-    }
-
-    fn handle(
-        &mut self,
-        now_ms: i64,
-        ctx: &RequestContext,
-        reply: ReplyId,
-        request: TxnShardRequest,
-    ) {
-        TransactionCoordinatorShard::handle(self, now_ms, ctx, reply, request)
-    }
-
-    fn on_timeout(&mut self, now_ms: i64) {
-        TransactionCoordinatorShard::on_timeout(self, now_ms)
-    }
-
-    fn next_deadline(&self) -> Option<i64> {
-        TransactionCoordinatorShard::next_deadline(self)
-    }
-
-    fn take_output(&mut self) -> CoordinatorOutput<TxnShardResponse, MarkerRequest> {
-        let out = TransactionCoordinatorShard::take_output(self);
-        let mut batch = OutputBatch::default();
-        for r in &out.records {
-            match r.encode() {
-                Ok(kv) => batch.records.push(kv),
-                Err(e) => debug_assert!(false, "a written record does not encode: {e}"),
-            }
-        }
-        CoordinatorOutput {
-            batches: vec![batch],
-            replies: out.replies,
-            work: out.markers,
-        }
-    }
-
-    fn gauges(&self) -> Vec<Gauge> {
-        vec![(
-            "transaction_count",
-            Vec::new(),
-            self.transaction_count() as u64,
-        )]
-    }
-}
 
 /// The broker's transaction coordinator (see the module docs).
 #[derive(Debug)]

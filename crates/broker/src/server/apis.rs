@@ -46,7 +46,6 @@ use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
-use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
@@ -54,6 +53,7 @@ use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigConte
 use crate::kafka_apis::metadata::{is_internal_topic, metadata_response, unknown_topic};
 use crate::kafka_apis::BrokerContext;
 use crate::metadata::MetadataCache;
+use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
 
 /// Picks the "random alive broker" Kafka names as controller to clients: a counter mixed
 /// per request, so answers spread over brokers as Kafka's random pick does.

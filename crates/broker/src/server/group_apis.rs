@@ -13,14 +13,14 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::group_coordinator::shard::RequestContext;
-use crate::group_coordinator::{ShardRequest, ShardResponse};
 use kraftd_controller::auth::{default_message, RequestAuth};
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC};
 use kraftd_controller::publisher::{
     OPERATION_DELETE, OPERATION_DESCRIBE, RESOURCE_TYPE_TRANSACTIONAL_ID,
 };
 use kraftd_controller::MetadataImage;
+use kraftd_coordinator::context::RequestContext;
+use kraftd_coordinator::group::{ShardRequest, ShardResponse};
 use kraftd_protocol::error_response::error_response;
 use kraftd_protocol::messages::find_coordinator_response::Coordinator;
 use kraftd_protocol::messages::offset_commit_response::{
@@ -43,10 +43,10 @@ use tracing::warn;
 use super::apis::BrokerApisContext;
 use super::group_auth;
 use super::internal_topics::InternalTopics;
-use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
-use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::endpoint;
+use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
+use kraftd_coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 
 /// FindCoordinator v4+ batches keys.
 const FIND_COORDINATOR_BATCH_VERSION: i16 = 4;

@@ -19,8 +19,8 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
-use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
-use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
+use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
+use kraftd_coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 
 /// How often an absent internal topic is asked for again.
 const CREATE_RETRY_MS: i64 = 5_000;

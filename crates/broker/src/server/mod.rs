@@ -56,15 +56,15 @@ use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
 use crate::coordinator::transaction::TransactionCoordinatorService;
 use crate::coordinator::GroupCoordinatorService;
-use crate::group_coordinator::GroupCoordinatorConfig;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
-use crate::transaction_coordinator::TransactionCoordinatorConfig;
 use kraftd_controller::quota::QuotaWindow;
+use kraftd_coordinator::group::GroupCoordinatorConfig;
+use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);

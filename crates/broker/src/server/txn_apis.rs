@@ -33,12 +33,12 @@ use super::group_apis::request_context;
 use super::txn_auth;
 use super::txn_verification::Transaction;
 use crate::coordinator::transaction::TransactionCoordinatorService;
-use crate::group_coordinator::shard::RequestContext;
-use crate::group_coordinator::{ShardRequest, ShardResponse};
-use crate::transaction_coordinator::{EndTxnNeeds, TxnShardRequest, TxnShardResponse};
 use kraftd_controller::auth::RequestAuth;
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP};
 use kraftd_controller::publisher::OPERATION_CLUSTER_ACTION;
+use kraftd_coordinator::context::RequestContext;
+use kraftd_coordinator::group::{ShardRequest, ShardResponse};
+use kraftd_coordinator::transaction::{EndTxnNeeds, TxnShardRequest, TxnShardResponse};
 
 /// AddPartitionsToTxn v4+ batches transactions (brokers' verification).
 const ADD_PARTITIONS_BATCH_VERSION: i16 = 4;

@@ -18,9 +18,9 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::ErrorCode;
 
 use super::data_plane::DataPlane;
-use crate::coordinator::publisher::GROUP_METADATA_TOPIC_NAME;
 use crate::replica::replica_manager::TxnMarkerWrite;
 use crate::replica::TopicIdPartition;
+use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
 
 /// A marker written on a `__consumer_offsets` partition: the group coordinator must
 /// complete (commit) or drop (abort) the producer's pending transactional offset commits

@@ -29,11 +29,11 @@ use kraftd_protocol::records::RecordBatch;
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 use tracing::debug;
 
-use crate::coordinator::transaction::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_VERSION_FEATURE};
 use crate::replica::replica_manager::ReplicaManager;
 use crate::server::broker_channels::BrokerChannels;
-use crate::transaction_coordinator::partition_for;
-use crate::transaction_coordinator::shard::CONSUMER_OFFSETS_TOPIC;
+use kraftd_coordinator::transaction::partition_for;
+use kraftd_coordinator::transaction::shard::CONSUMER_OFFSETS_TOPIC;
+use kraftd_coordinator::transaction::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_VERSION_FEATURE};
 
 /// The batched AddPartitionsToTxn versions brokers send: v4 to verify (TV1 clients), v5
 /// to add on a TV2 client's behalf.

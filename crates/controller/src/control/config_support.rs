@@ -159,7 +159,7 @@ const TIMESTAMPS: &str = "produce refuses a CreateTime record outside the window
 const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is refused, and Kafka ignores it too without tiered storage";
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
 const GROUPS: &str =
-    "the broker's group coordinator (group_coordinator/), from the properties file";
+    "the broker's group coordinator (kraftd-coordinator's group/), from the properties file";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";

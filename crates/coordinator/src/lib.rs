@@ -1,0 +1,23 @@
+//! kraftd's coordinators, sans IO (Kafka's `coordinator-common`, `group-coordinator` and
+//! `transaction-coordinator` modules): deterministic state machines over one partition of
+//! their topic each, driven by a runtime that owns the IO (the broker's
+//! `kraftd_broker::coordinator`: loading, appending, the commit wait, timers' clock).
+//!
+//! - [`shard`] — the contract a coordinator's state machine meets ([`shard::CoordinatorShard`]:
+//!   handle a request, replay a record, fire timers, hand back batches, replies and work);
+//! - [`context`], [`timer`], [`partitioner`] — the vocabulary every coordinator shares: who
+//!   sent a request, reply handles, the cluster's topics as a shard sees them, deadlines by
+//!   key, and Kafka's key → partition mapping;
+//! - [`group`] — the group coordinator (classic and KIP-848 consumer groups, offsets);
+//! - [`transaction`] — the transaction coordinator (KIP-98, KIP-890 transactions V2).
+//!
+//! The contract and the shared vocabulary know no coordinator; every coordinator knows the
+//! contract, none knows the runtime. Nothing here reads a clock, spawns a task or touches a
+//! file or socket: time, requests and records come in as arguments.
+
+pub mod context;
+pub mod group;
+pub mod partitioner;
+pub mod shard;
+pub mod timer;
+pub mod transaction;

@@ -1,0 +1,111 @@
+//! What the runtime asks of a coordinator's sans-IO state machine (Kafka's
+//! `CoordinatorShard`): the group coordinator's shard and the transaction coordinator's
+//! both implement [`CoordinatorShard`], and one runtime per coordinator (the broker's
+//! `CoordinatorRuntime`) drives them through the same load, write, commit and timer rules.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::context::{ReplyId, RequestContext, TopicMetadata};
+
+/// One batch to append: coordinator records as key and value bytes (no value: a
+/// tombstone), written transactionally for `producer` (id, epoch) when it is set (a
+/// transactional offset commit), else as a plain batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputBatch {
+    pub producer: Option<(i64, i16)>,
+    pub records: Vec<(Bytes, Option<Bytes>)>,
+}
+
+/// What one call of a shard produced, in order: batches to append (already applied to the
+/// shard's state), replies, and side work the runtime carries out once everything written
+/// so far is committed (the transaction coordinator's markers).
+#[derive(Debug)]
+pub struct CoordinatorOutput<R, W> {
+    pub batches: Vec<OutputBatch>,
+    pub replies: Vec<(ReplyId, R)>,
+    pub work: Vec<W>,
+}
+
+impl<R, W> Default for CoordinatorOutput<R, W> {
+    fn default() -> Self {
+        CoordinatorOutput {
+            batches: Vec::new(),
+            replies: Vec::new(),
+            work: Vec::new(),
+        }
+    }
+}
+
+/// Metric labels: (name, value) pairs.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// One gauge a shard reports: (name, labels, value).
+pub type Gauge = (&'static str, Labels, u64);
+
+/// Why a record of the log could not be replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayFailure {
+    /// A record type this coordinator does not know (a newer Kafka's): skipped, as Kafka's
+    /// loader skips unknown record types.
+    UnknownType(String),
+    /// The log holds something malformed: the load fails.
+    Corrupt(String),
+}
+
+/// A coordinator's state machine over one partition of its topic (see the module docs).
+pub trait CoordinatorShard: Sized + Send + 'static {
+    type Config: Send + Sync + Debug + 'static;
+    type Request: Send + Clone + Debug + 'static;
+    type Response: Send + Debug + 'static;
+    /// Work the runtime carries out once it is committed (the broker's `WorkHandler`); `()`
+    /// when none.
+    type Work: Send + Debug + 'static;
+
+    /// The coordinator's topic (`__consumer_offsets`, `__transaction_state`).
+    const TOPIC: &'static str;
+    /// The metrics group its gauges go under (`group-coordinator-metrics`).
+    const METRICS_GROUP: &'static str;
+
+    /// An empty shard for `partition`, led here at `leader_epoch` (the transaction
+    /// coordinator's coordinator epoch).
+    fn new(
+        partition: i32,
+        leader_epoch: i32,
+        config: Arc<Self::Config>,
+        topics: Arc<dyn TopicMetadata>,
+    ) -> Self;
+
+    /// Applies one record of the log (loading): `producer` is its batch's (id, epoch) when
+    /// the batch is transactional.
+    fn replay(
+        &mut self,
+        offset: i64,
+        producer: Option<(i64, i16)>,
+        key: Bytes,
+        value: Option<Bytes>,
+    ) -> Result<(), ReplayFailure>;
+
+    /// A transaction marker of the log (loading): the transactional records of
+    /// `producer_id` before it are committed or aborted.
+    fn replay_end_txn(&mut self, offset: i64, producer_id: i64, commit: bool);
+
+    fn on_loaded(&mut self, now_ms: i64);
+    fn on_metadata_update(&mut self, topics: Arc<dyn TopicMetadata>);
+    fn handle(&mut self, now_ms: i64, ctx: &RequestContext, reply: ReplyId, request: Self::Request);
+    fn on_timeout(&mut self, now_ms: i64);
+    fn next_deadline(&self) -> Option<i64>;
+    fn take_output(&mut self) -> CoordinatorOutput<Self::Response, Self::Work>;
+
+    /// Numbers for the metrics, collected at most once a second: (name, labels, value).
+    fn gauges(&self) -> Vec<Gauge> {
+        Vec::new()
+    }
+
+    /// Counters of what the shard wrote since the last call: (name, increment).
+    fn take_counters(&mut self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
