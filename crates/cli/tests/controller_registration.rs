@@ -116,6 +116,11 @@ fn controllers_register_and_kafkas_cluster_tool_unregisters_one() {
         !ok && text.contains("Controller ID 99 is not currently registered"),
         "{text}"
     );
+    // The active controller as of now: on a loaded machine leadership may have moved since
+    // the registrations were read (a CI run once unregistered the old leader here).
+    let (active, _) = wait_for(&address, "an active controller", &nodes, |active, _| {
+        active > 0
+    });
     let (ok, text) = kafka_cluster_tool(&[
         "unregister-controller",
         "--bootstrap-controller",
