@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::kafka_jars::{output_text, run_tool};
 use common::raw::Raw;
@@ -45,22 +45,23 @@ fn wait_for(
     nodes: &[Node],
     want: impl Fn(i32, &[(i32, String, i32)]) -> bool,
 ) -> (i32, Vec<(i32, String, i32)>) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // Not listening yet while the node starts.
-        if std::net::TcpStream::connect(address).is_ok() {
+    common::eventually(
+        what,
+        Duration::from_secs(60),
+        || all_logs(nodes),
+        || {
+            // Not listening yet while the node starts.
+            if std::net::TcpStream::connect(address).is_err() {
+                return Err(format!("{address} is not listening"));
+            }
             let (active, listed) = controllers(address);
             if want(active, &listed) {
-                return (active, listed);
+                Ok((active, listed))
+            } else {
+                Err(format!("active {active}, registered {listed:?}"))
             }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not reached\n{}",
-            all_logs(nodes)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        },
+    )
 }
 
 fn kafka_cluster_tool(args: &[&str]) -> (bool, String) {
@@ -83,7 +84,7 @@ fn controllers_register_and_kafkas_cluster_tool_unregisters_one() {
         node.start();
     }
     let address = nodes[0].address();
-    let (active, listed) = wait_for(&address, "three registrations", &nodes, |active, l| {
+    let (_, listed) = wait_for(&address, "three registrations", &nodes, |active, l| {
         active > 0 && l.len() == 3 && l.iter().all(|(_, host, _)| host == "localhost")
     });
     let ports: Vec<i32> = nodes.iter().map(|n| i32::from(n.port)).collect();

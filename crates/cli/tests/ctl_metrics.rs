@@ -8,7 +8,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::python::run_inline;
 use common::{addresses, all_logs, format, formatted_cluster, free_port, run, Node};
@@ -58,22 +58,21 @@ fn wait_for(
     nodes: &[&Node],
     check: impl Fn(&[(i32, String)]) -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let logs = || {
+        nodes
+            .iter()
+            .map(|n| n.logs())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    common::eventually(what, Duration::from_secs(30), logs, || {
         let scrapes: Vec<(i32, String)> = ports.iter().map(|(id, p)| (*id, scrape(*p))).collect();
         if check(&scrapes) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("scrapes:\n{scrapes:#?}"))
         }
-        if Instant::now() > deadline {
-            let logs = nodes
-                .iter()
-                .map(|n| n.logs())
-                .collect::<Vec<_>>()
-                .join("\n");
-            panic!("timed out waiting for {what}; scrapes:\n{scrapes:#?}\nlogs:\n{logs}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    })
 }
 
 /// Each metric family (its `# TYPE` line) appears once, as Prometheus' parser requires.

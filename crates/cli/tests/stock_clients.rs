@@ -11,20 +11,13 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::python::{python, run_until_all_ok};
+use common::python::{python, run_until_all_ok, wait_until_brokers_listed};
 use common::{addresses, all_logs, formatted_cluster, started_cluster, stop_gracefully, Node};
-
-/// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
-fn wait_until_unfenced(brokers: &[Node]) {
-    common::python::wait_until_brokers_listed(&addresses(brokers), brokers.len(), || {
-        all_logs(brokers)
-    });
-}
 
 /// A cluster of `controllers` and `brokers` processes under `root`, every broker unfenced.
 fn start_cluster(root: &std::path::Path, controllers: i32, brokers: i32) -> (Vec<Node>, Vec<Node>) {
     let (controllers, brokers) = started_cluster(root, controllers, brokers);
-    wait_until_unfenced(&brokers);
+    wait_until_brokers_listed(&addresses(&brokers), brokers.len(), || all_logs(&brokers));
     (controllers, brokers)
 }
 
@@ -40,7 +33,7 @@ fn stock_admin_clients_manage_topics_configs_acls_and_scram_on_every_broker() {
         ]);
         node.start();
     }
-    wait_until_unfenced(&brokers);
+    wait_until_brokers_listed(&addresses(&brokers), brokers.len(), || all_logs(&brokers));
     run_until_all_ok("admin.py", &[&addresses(&brokers)], || {
         format!(
             "--- broker logs ---\n{}\n--- controller logs ---\n{}",
@@ -369,7 +362,7 @@ fn idle_connections_close_and_metadata_creates_missing_topics() {
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }
-    wait_until_unfenced(&brokers);
+    wait_until_brokers_listed(&addresses(&brokers), brokers.len(), || all_logs(&brokers));
 
     // A connection that sends nothing is closed after connections.max.idle.ms.
     let started = Instant::now();

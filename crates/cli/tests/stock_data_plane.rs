@@ -115,13 +115,6 @@ fn all_logs(nodes: &[Proc]) -> String {
     )
 }
 
-/// Waits until every broker lists all brokers in its Metadata (registered and unfenced).
-fn wait_until_unfenced(brokers: &[Proc]) {
-    common::python::wait_until_brokers_listed(&bootstrap(brokers), brokers.len(), || {
-        all_logs(brokers)
-    });
-}
-
 struct Cluster {
     _root: tempfile::TempDir,
     controllers: Vec<Proc>,
@@ -151,7 +144,9 @@ impl Cluster {
                     brokers.into_iter().map(Proc::Kraftd).collect(),
                 )
             };
-        wait_until_unfenced(&brokers);
+        common::python::wait_until_brokers_listed(&bootstrap(&brokers), brokers.len(), || {
+            all_logs(&brokers)
+        });
         Cluster {
             _root: root,
             controllers,

@@ -96,15 +96,13 @@ fn wait_for(
     logs: impl Fn() -> String,
     mut done: impl FnMut() -> bool,
 ) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} within {timeout:?}\n{}",
-            logs()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    common::eventually(what, timeout, logs, || {
+        if done() {
+            Ok(())
+        } else {
+            Err("not yet".into())
+        }
+    })
 }
 
 #[test]

@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::python::{python, run_inline, wait_until_brokers_listed};
 use common::{all_logs, formatted_cluster, free_port, stop_gracefully};
@@ -51,19 +51,14 @@ fn wait_for(
     ok: impl Fn(&BTreeMap<String, f64>) -> bool,
     logs: impl Fn() -> String,
 ) -> BTreeMap<String, f64> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    common::eventually(what, Duration::from_secs(20), logs, || {
         let m = scrape(port);
         if ok(&m) {
-            return m;
+            Ok(m)
+        } else {
+            Err(format!("the last scrape:\n{m:#?}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not seen in 20 s; last scrape:\n{m:#?}\n{}",
-            logs()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    })
 }
 
 const TRAFFIC: &str = r#"

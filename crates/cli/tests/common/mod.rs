@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
 
@@ -397,4 +398,28 @@ pub fn voter_ids(list: &str) -> Vec<i32> {
         .collect();
     ids.sort();
     ids
+}
+
+/// The cluster tests' one wait: polls `probe` every 200 ms until it yields a value, for at most
+/// `timeout`; on timeout panics with `what`, the last thing the probe saw (its `Err`) and
+/// `logs()`. Nothing sleeps then asserts.
+pub fn eventually<T>(
+    what: &str,
+    timeout: Duration,
+    logs: impl Fn() -> String,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match probe() {
+            Ok(value) => return value,
+            Err(last) => last,
+        };
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not reached in {timeout:?}; last seen: {last}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

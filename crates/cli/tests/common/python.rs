@@ -86,21 +86,23 @@ for s in sys.argv[1].split(","):
         counts.append(0)
 print(min(counts))
 "#;
-    let deadline = Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let out = run_inline(script, &[bootstrap, config]);
-        let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if seen == expected.to_string() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "brokers not all unfenced after 60 s (saw {seen}): {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            logs()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    super::eventually(
+        "every broker lists every broker (all unfenced)",
+        std::time::Duration::from_secs(60),
+        logs,
+        || {
+            let out = run_inline(script, &[bootstrap, config]);
+            let seen = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if seen == expected.to_string() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the fewest listed {seen}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ))
+            }
+        },
+    )
 }
 
 /// The path of the script `name` under `tests/python/`.

@@ -92,7 +92,8 @@ def committed():
     return out
 
 
-threading.Thread(target=produce, daemon=True).start()
+producer = threading.Thread(target=produce, daemon=True)
+producer.start()
 for name in ("A", "B", "C"):
     start(name)
 
@@ -131,7 +132,10 @@ while not os.path.exists(stop_file):
         say(f"committed {total}")
     time.sleep(0.2)
 producing.clear()
-time.sleep(3)
+# Every record sent is acknowledged or failed before the check (flush waits up to 120 s).
+producer.join(150)
+if producer.is_alive():
+    fail("the producer did not finish flushing in 150 s")
 if errors:
     fail(f"delivery errors: {errors[:3]}")
 ends = {}
