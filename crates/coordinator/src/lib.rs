@@ -9,7 +9,11 @@
 //!   sent a request, reply handles, the cluster's topics as a shard sees them, deadlines by
 //!   key, and Kafka's key → partition mapping;
 //! - [`group`] — the group coordinator (classic and KIP-848 consumer groups, offsets);
-//! - [`transaction`] — the transaction coordinator (KIP-98, KIP-890 transactions V2).
+//! - [`transaction`] — the transaction coordinator (KIP-98, KIP-890 transactions V2);
+//! - [`writer`] — the log as a coordinator's runtime sees it (Kafka's `PartitionWriter`),
+//!   [`writer::MemoryWriter`] and [`writer::load`], the loader over any writer; the cargo
+//!   feature `testing` adds `testing`: the writer's conformance check and the replay check
+//!   (a shard loaded from the log it wrote answers every read as the live shard does).
 //!
 //! The contract and the shared vocabulary know no coordinator; every coordinator knows the
 //! contract, none knows the runtime. Nothing here reads a clock, spawns a task or touches a
@@ -21,3 +25,7 @@ pub mod partitioner;
 pub mod shard;
 pub mod timer;
 pub mod transaction;
+pub mod writer;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
