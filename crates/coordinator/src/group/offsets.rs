@@ -34,13 +34,16 @@ use crate::group::shard::{CommitApi, Group, GroupCoordinatorShard};
 /// unknown group; earlier versions ILLEGAL_GENERATION.
 const COMMIT_GROUP_NOT_FOUND_VERSION: i16 = 9;
 
-/// The value version Kafka 4.4 writes: v1 when the commit carries its own expiry (OffsetCommit
-/// v2–4 `retention_time_ms`), else v3.
+/// The value version Kafka 4.4 writes (`GroupCoordinatorRecordHelpers.offsetCommitValueVersion`
+/// in the 4.4.0 jar): v1 when the commit carries its own expiry (OffsetCommit v2–4
+/// `retention_time_ms`), else v4, the flexible version whose tagged `topicId` keeps the
+/// committed topic's id (v3 had none: a shard loaded from the log lost the ids a live one
+/// answered OffsetFetch with, found by the replay check in `testing`).
 fn offset_commit_value_version(expire_timestamp: i64) -> i16 {
     if expire_timestamp >= 0 {
         1
     } else {
-        3
+        4
     }
 }
 

@@ -478,10 +478,12 @@ impl Clients {
             member_id: member,
             topics: topics
                 .into_iter()
-                // v8/v9 carry no topic id (see the crate's report on v10's, which the
-                // record written, OffsetCommitValue v3, does not keep).
+                // With its topic id, as the broker hands every commit to the shard (v10
+                // names it; earlier versions get it from the metadata): the record keeps it
+                // (OffsetCommitValue v4's tagged topicId), so a replay must too.
                 .map(|(name, partitions)| OffsetCommitRequestTopic {
                     name: name.into(),
+                    topic_id: topic_id(name),
                     partitions,
                     ..Default::default()
                 })
