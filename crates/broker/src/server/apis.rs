@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kraftd_controller::auth::{security_disabled, AuthHelper, RequestAuth};
+use kraftd_controller::auth::{security_disabled, RequestAuth};
 use kraftd_controller::control::acl::RESOURCE_TYPE_TOPIC;
 use kraftd_controller::control::scram::ScramControlManager;
 use kraftd_controller::control::{AclControlManager, ClientQuotaControlManager};
@@ -35,24 +35,20 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use super::apis_context::{BrokerApisContext, FORWARDED_API_KEYS, FORWARD_TIMEOUT, LOCAL_API_KEYS};
 use super::auth_helper::{
     cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
     init_producer_id_refusal, produce_refusals, request_auth, uncreatable,
 };
-use super::data_plane::DataPlane;
-use super::forwarding::ForwardingManager;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
-use super::quota::{ConsumerFetchQuota, QuotaManagers, RequestQuota};
+use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
-use crate::coordinator::transaction::TransactionCoordinatorService;
-use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
 use crate::kafka_apis::metadata::{is_internal_topic, metadata_response, unknown_topic};
 use crate::kafka_apis::BrokerContext;
-use crate::metadata::MetadataCache;
 use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
 
 /// Picks the "random alive broker" Kafka names as controller to clients: a counter mixed
@@ -61,73 +57,6 @@ fn next_seed() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7
-}
-
-/// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::CreatePartitions,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-    ApiKey::AlterUserScramCredentials,
-    ApiKey::AlterClientQuotas,
-    ApiKey::ElectLeaders,
-    ApiKey::UpdateFeatures,
-    ApiKey::AlterPartitionReassignments,
-    ApiKey::ListPartitionReassignments,
-    ApiKey::UnregisterController,
-];
-
-/// Requests a broker answers itself: reads of its metadata and the data plane.
-pub const LOCAL_API_KEYS: [ApiKey; 12] = [
-    ApiKey::Produce,
-    ApiKey::Fetch,
-    ApiKey::ListOffsets,
-    ApiKey::DeleteRecords,
-    ApiKey::OffsetForLeaderEpoch,
-    ApiKey::InitProducerId,
-    ApiKey::Metadata,
-    ApiKey::DescribeCluster,
-    ApiKey::DescribeConfigs,
-    ApiKey::DescribeAcls,
-    ApiKey::DescribeUserScramCredentials,
-    ApiKey::DescribeClientQuotas,
-];
-
-/// How long a forwarded request may take when the client gives no timeout of its own
-/// (Kafka's `request.timeout.ms` default on the forwarding path).
-pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The shared parts of every listener's handler.
-#[derive(Debug)]
-pub struct BrokerApisContext {
-    pub node_id: i32,
-    pub cluster_id: String,
-    pub cache: MetadataCache,
-    pub forwarding: ForwardingManager,
-    /// The properties file as written (DescribeConfigs' static values).
-    pub static_configs: BTreeMap<String, String>,
-    /// `auto.create.topics.enable`.
-    pub auto_create_topics_enable: bool,
-    /// Produce, Fetch and the offset requests.
-    pub data: DataPlane,
-    /// Groups and their committed offsets.
-    pub group_coordinator: Arc<GroupCoordinatorService>,
-    /// Transactions.
-    pub txn_coordinator: Arc<TransactionCoordinatorService>,
-    /// KIP-890 verification of transactional produce.
-    pub txn_verifier: super::txn_verification::TxnVerifier,
-    /// The internal topics this broker asks the controller for.
-    pub internal_topics: InternalTopics,
-    /// The metadata offset applied (ApiVersions' finalized features epoch).
-    pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
-    /// The node's authorizer (none without `authorizer.class.name`).
-    pub auth: AuthHelper,
-    /// Client quotas: produce and fetch bandwidth, request time.
-    pub quotas: Arc<QuotaManagers>,
 }
 
 /// One listener's request handler.

@@ -40,7 +40,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 use tracing::warn;
 
-use super::apis::BrokerApisContext;
+use super::apis_context::{request_context, BrokerApisContext};
 use super::group_auth;
 use super::internal_topics::InternalTopics;
 use crate::coordinator::GroupCoordinatorService;
@@ -80,15 +80,6 @@ pub const GROUP_API_KEYS: [ApiKey; 13] = [
 pub struct GroupApis<'a> {
     pub context: &'a Arc<BrokerApisContext>,
     pub listener: &'a str,
-}
-
-/// Who sent a request, as the coordinators' shards record it.
-pub(super) fn request_context(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
-    RequestContext {
-        api_version: header.request_api_version,
-        client_id: header.client_id.clone().unwrap_or_default(),
-        client_host: format!("/{}", peer.ip()),
-    }
 }
 
 impl GroupApis<'_> {

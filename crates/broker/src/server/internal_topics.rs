@@ -18,7 +18,7 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
+use super::apis_context::{BrokerApisContext, FORWARD_TIMEOUT};
 use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
 use kraftd_coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 

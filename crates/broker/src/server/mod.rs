@@ -8,6 +8,7 @@
 
 pub mod alter_partition_manager;
 pub mod apis;
+pub mod apis_context;
 pub mod auth_helper;
 pub mod broker_channels;
 pub mod controller_channel;
@@ -46,7 +47,8 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use self::alter_partition_manager::AlterPartitionManager;
-use self::apis::{BrokerApisContext, KafkaApis};
+use self::apis::KafkaApis;
+use self::apis_context::BrokerApisContext;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
 use self::forwarding::ForwardingManager;

@@ -28,8 +28,7 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::time::Instant;
 use tracing::warn;
 
-use super::apis::{BrokerApisContext, FORWARD_TIMEOUT};
-use super::group_apis::request_context;
+use super::apis_context::{request_context, BrokerApisContext, FORWARD_TIMEOUT};
 use super::txn_auth;
 use super::txn_verification::Transaction;
 use crate::coordinator::transaction::TransactionCoordinatorService;

@@ -1,0 +1,99 @@
+//! What every request handler of a broker listener shares, in a leaf module the dispatcher
+//! (`apis.rs`) and the handlers (`group_apis.rs`, `txn_apis.rs`, `internal_topics.rs`,
+//! quotas) all import, so no handler borrows from another: the context
+//! ([`BrokerApisContext`]), which APIs are forwarded and which answered here, the forwarding
+//! timeout, and the [`RequestContext`] a coordinator shard records of a request.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kraftd_controller::auth::AuthHelper;
+use kraftd_coordinator::context::RequestContext;
+use kraftd_protocol::messages::RequestHeader;
+use kraftd_protocol::ApiKey;
+
+use super::data_plane::DataPlane;
+use super::forwarding::ForwardingManager;
+use super::internal_topics::InternalTopics;
+use super::quota::QuotaManagers;
+use crate::coordinator::transaction::TransactionCoordinatorService;
+use crate::coordinator::GroupCoordinatorService;
+use crate::metadata::MetadataCache;
+
+/// Mutations a broker forwards to the controller in an Envelope.
+pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
+    ApiKey::AlterUserScramCredentials,
+    ApiKey::AlterClientQuotas,
+    ApiKey::ElectLeaders,
+    ApiKey::UpdateFeatures,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::UnregisterController,
+];
+
+/// Requests a broker answers itself: reads of its metadata and the data plane.
+pub const LOCAL_API_KEYS: [ApiKey; 12] = [
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::DeleteRecords,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::InitProducerId,
+    ApiKey::Metadata,
+    ApiKey::DescribeCluster,
+    ApiKey::DescribeConfigs,
+    ApiKey::DescribeAcls,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::DescribeClientQuotas,
+];
+
+/// How long a forwarded request may take when the client gives no timeout of its own
+/// (Kafka's `request.timeout.ms` default on the forwarding path).
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The shared parts of every listener's handler.
+#[derive(Debug)]
+pub struct BrokerApisContext {
+    pub node_id: i32,
+    pub cluster_id: String,
+    pub cache: MetadataCache,
+    pub forwarding: ForwardingManager,
+    /// The properties file as written (DescribeConfigs' static values).
+    pub static_configs: BTreeMap<String, String>,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// Produce, Fetch and the offset requests.
+    pub data: DataPlane,
+    /// Groups and their committed offsets.
+    pub group_coordinator: Arc<GroupCoordinatorService>,
+    /// Transactions.
+    pub txn_coordinator: Arc<TransactionCoordinatorService>,
+    /// KIP-890 verification of transactional produce.
+    pub txn_verifier: super::txn_verification::TxnVerifier,
+    /// The internal topics this broker asks the controller for.
+    pub internal_topics: InternalTopics,
+    /// The metadata offset applied (ApiVersions' finalized features epoch).
+    pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
+    /// The node's authorizer (none without `authorizer.class.name`).
+    pub auth: AuthHelper,
+    /// Client quotas: produce and fetch bandwidth, request time.
+    pub quotas: Arc<QuotaManagers>,
+}
+
+/// Who sent a request, as the coordinators' shards record it.
+pub fn request_context(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
+    RequestContext {
+        api_version: header.request_api_version,
+        client_id: header.client_id.clone().unwrap_or_default(),
+        client_host: format!("/{}", peer.ip()),
+    }
+}
