@@ -6,6 +6,10 @@ use std::fmt::Debug;
 
 use kraftd_protocol::Uuid;
 
+/// The group coordinator's topic, where committed offsets live: every coordinator names
+/// it (a transaction adds its partitions for TxnOffsetCommit).
+pub const GROUP_METADATA_TOPIC_NAME: &str = "__consumer_offsets";
+
 /// The runtime's handle on a reply the shard owes.
 pub type ReplyId = u64;
 

@@ -55,6 +55,21 @@ pub enum ReplayFailure {
     Corrupt(String),
 }
 
+impl ReplayFailure {
+    /// A record that does not decode: an unknown record type (skipped on load, as Kafka
+    /// does), or corrupt bytes.
+    pub fn from_decode(e: kraftd_protocol::codec::DecodeError) -> Self {
+        if matches!(
+            e.kind,
+            kraftd_protocol::codec::DecodeErrorKind::UnknownApiKey(_)
+        ) {
+            ReplayFailure::UnknownType(e.to_string())
+        } else {
+            ReplayFailure::Corrupt(e.to_string())
+        }
+    }
+}
+
 /// A coordinator's state machine over one partition of its topic (see the module docs).
 pub trait CoordinatorShard: Sized + Send + 'static {
     type Config: Send + Sync + Debug + 'static;

@@ -31,8 +31,8 @@ use tracing::debug;
 
 use crate::replica::replica_manager::ReplicaManager;
 use crate::server::broker_channels::BrokerChannels;
+use kraftd_coordinator::context::GROUP_METADATA_TOPIC_NAME;
 use kraftd_coordinator::transaction::partition_for;
-use kraftd_coordinator::transaction::shard::CONSUMER_OFFSETS_TOPIC;
 use kraftd_coordinator::transaction::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_VERSION_FEATURE};
 
 /// The batched AddPartitionsToTxn versions brokers send: v4 to verify (TV1 clients), v5
@@ -189,7 +189,7 @@ impl TxnVerifier {
             && image.features.level(TRANSACTION_VERSION_FEATURE) >= 2;
         let open = image
             .topics
-            .get_by_name(CONSUMER_OFFSETS_TOPIC)
+            .get_by_name(GROUP_METADATA_TOPIC_NAME)
             .and_then(|t| self.replica_manager.partition(t.id, offsets_partition))
             .is_some_and(|h| {
                 let part = h.lock();
@@ -204,8 +204,10 @@ impl TxnVerifier {
         if open {
             return Ok(());
         }
-        let topics =
-            BTreeMap::from([(CONSUMER_OFFSETS_TOPIC.to_string(), vec![offsets_partition])]);
+        let topics = BTreeMap::from([(
+            GROUP_METADATA_TOPIC_NAME.to_string(),
+            vec![offsets_partition],
+        )]);
         let coordinator_error = |code: ErrorCode| match code {
             ErrorCode::NotEnoughReplicas => ErrorCode::CoordinatorNotAvailable,
             code => code,

@@ -4,16 +4,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kraftd_protocol::codec::DecodeErrorKind;
 
-use crate::context::{ReplyId, RequestContext, TopicMetadata};
+use crate::context::{ReplyId, RequestContext, TopicMetadata, GROUP_METADATA_TOPIC_NAME};
 use crate::group::{
     CoordinatorRecord, GroupCoordinatorConfig, GroupCoordinatorShard, ShardRequest, ShardResponse,
 };
 use crate::shard::{CoordinatorOutput, CoordinatorShard, Gauge, OutputBatch, ReplayFailure};
-
-/// The group coordinator's topic.
-pub const GROUP_METADATA_TOPIC_NAME: &str = "__consumer_offsets";
 
 impl CoordinatorShard for GroupCoordinatorShard {
     type Config = GroupCoordinatorConfig;
@@ -40,13 +36,7 @@ impl CoordinatorShard for GroupCoordinatorShard {
         key: Bytes,
         value: Option<Bytes>,
     ) -> Result<(), ReplayFailure> {
-        let record = CoordinatorRecord::decode(key, value).map_err(|e| {
-            if matches!(e.kind, DecodeErrorKind::UnknownApiKey(_)) {
-                ReplayFailure::UnknownType(e.to_string())
-            } else {
-                ReplayFailure::Corrupt(e.to_string())
-            }
-        })?;
+        let record = CoordinatorRecord::decode(key, value).map_err(ReplayFailure::from_decode)?;
         let producer_id = producer.map_or(-1, |(id, _)| id);
         GroupCoordinatorShard::replay(self, offset, producer_id, record)
             .map_err(|e| ReplayFailure::Corrupt(e.to_string()))

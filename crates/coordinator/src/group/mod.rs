@@ -28,8 +28,8 @@ pub mod shard;
 pub mod timer;
 mod txn_offsets;
 
+pub use crate::context::GROUP_METADATA_TOPIC_NAME;
 pub use crate::partitioner::partition_for;
 pub use config::GroupCoordinatorConfig;
-pub use coordinator_shard::GROUP_METADATA_TOPIC_NAME;
 pub use record::CoordinatorRecord;
 pub use shard::{GroupCoordinatorShard, ShardOutput, ShardRequest, ShardResponse};

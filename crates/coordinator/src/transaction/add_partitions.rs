@@ -15,8 +15,9 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::ErrorCode;
 
 use super::metadata::{TopicPartition, TransactionMetadata, TxnState, TV_2};
-use super::shard::{TransactionCoordinatorShard, CONSUMER_OFFSETS_TOPIC};
+use super::shard::TransactionCoordinatorShard;
 use crate::context::RequestContext;
+use crate::context::GROUP_METADATA_TOPIC_NAME;
 
 /// The transaction version an AddPartitionsToTxn implies: v4+ adds come from a broker on
 /// behalf of a TV2 producer (KIP-890 part 2); v0–3 from a TV1 client.
@@ -136,7 +137,8 @@ impl TransactionCoordinatorShard {
         r: &AddOffsetsToTxnRequest,
         offsets_partition: i32,
     ) -> AddOffsetsToTxnResponse {
-        let partitions = BTreeSet::from([(CONSUMER_OFFSETS_TOPIC.to_string(), offsets_partition)]);
+        let partitions =
+            BTreeSet::from([(GROUP_METADATA_TOPIC_NAME.to_string(), offsets_partition)]);
         let code = self.add_partitions(
             &r.transactional_id,
             r.producer_id,

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kraftd_protocol::codec::DecodeErrorKind;
 
 use crate::context::{ReplyId, RequestContext, TopicMetadata};
 use crate::shard::{CoordinatorOutput, CoordinatorShard, Gauge, OutputBatch, ReplayFailure};
@@ -47,13 +46,7 @@ impl CoordinatorShard for TransactionCoordinatorShard {
         key: Bytes,
         value: Option<Bytes>,
     ) -> Result<(), ReplayFailure> {
-        let record = TransactionRecord::decode(key, value).map_err(|e| {
-            if matches!(e.kind, DecodeErrorKind::UnknownApiKey(_)) {
-                ReplayFailure::UnknownType(e.to_string())
-            } else {
-                ReplayFailure::Corrupt(e.to_string())
-            }
-        })?;
+        let record = TransactionRecord::decode(key, value).map_err(ReplayFailure::from_decode)?;
         TransactionCoordinatorShard::replay(self, offset, producer.map_or(-1, |p| p.0), record)
             .map_err(|e| ReplayFailure::Corrupt(e.to_string()))
     }

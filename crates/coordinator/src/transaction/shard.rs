@@ -44,9 +44,6 @@ use super::config::TransactionCoordinatorConfig;
 use super::metadata::{TopicPartition, TransactionMetadata, TxnState, NO_PRODUCER_ID, TV_2};
 use super::records::TransactionRecord;
 
-/// The topic of the group coordinator, whose partition AddOffsetsToTxn adds.
-pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
-
 /// One request, or the part of a request that concerns this shard's transactional ids.
 /// The request's version is `RequestContext::api_version`.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ use kraftd_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHear
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use super::group::ConsumerGroup;
-use crate::context::{RequestContext, TopicMetadata};
+use crate::context::RequestContext;
 use crate::group::config::GroupCoordinatorConfig;
 use crate::group::record::CoordinatorRecord;
 use crate::group::shard::{Group, GroupCoordinatorShard, ShardRequest, ShardResponse};
@@ -26,42 +26,7 @@ use crate::group::shard::{Group, GroupCoordinatorShard, ShardRequest, ShardRespo
 pub(super) const GROUP: &str = "g";
 pub(super) const SESSION_MS: i64 = 45_000;
 
-/// A topic's id in tests: its name's bytes.
-pub(super) fn tid(name: &str) -> Uuid {
-    let mut b = [0u8; 16];
-    for (i, c) in name.bytes().take(15).enumerate() {
-        b[i + 1] = c;
-    }
-    b[0] = 1;
-    Uuid(b)
-}
-
-/// A cluster's topics, by name.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Topics(pub BTreeMap<String, i32>);
-
-impl Topics {
-    pub fn of(topics: &[(&str, i32)]) -> Arc<Self> {
-        Arc::new(Topics(
-            topics.iter().map(|(n, p)| (n.to_string(), *p)).collect(),
-        ))
-    }
-}
-
-impl TopicMetadata for Topics {
-    fn topic_by_name(&self, name: &str) -> Option<(Uuid, i32)> {
-        self.0.get(name).map(|p| (tid(name), *p))
-    }
-    fn topic_by_id(&self, id: Uuid) -> Option<(String, i32)> {
-        self.0
-            .iter()
-            .find(|(n, _)| tid(n) == id)
-            .map(|(n, p)| (n.clone(), *p))
-    }
-    fn topic_names(&self) -> Vec<String> {
-        self.0.keys().cloned().collect()
-    }
-}
+pub(super) use crate::testing::group::{topic_id as tid, Topics};
 
 /// A shard, its log, and what each member was last told it owns.
 pub(super) struct Harness {
