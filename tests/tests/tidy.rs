@@ -176,31 +176,10 @@ fn coordinator_knows_only_the_protocol() {
 
 #[test]
 fn coordinators_are_sans_io() {
-    let mut files = Vec::new();
-    rust_files(&root().join("crates/coordinator/src"), &mut files);
-    assert!(
-        !files.is_empty(),
-        "crates/coordinator/src holds the coordinators"
+    assert_sans_io(
+        "crates/coordinator/src",
+        "a coordinator takes time, requests and records as inputs",
     );
-    for f in files {
-        let src = non_test_source(&f);
-        for banned in [
-            "tokio::",
-            "std::net::",
-            "std::fs::",
-            "std::thread::",
-            "std::time::",
-            "Instant::now",
-            "SystemTime",
-            "thread_rng",
-        ] {
-            assert!(
-                !src.contains(banned),
-                "{} uses {banned}: a coordinator takes time, requests and records as inputs",
-                f.display()
-            );
-        }
-    }
 }
 
 #[test]
@@ -355,33 +334,42 @@ fn only_log_opens_data_files_and_protocol_has_no_io() {
     }
 }
 
-#[test]
-fn raft_core_is_sans_io() {
+/// The tokens a sans-IO state machine's non-test sources never contain: time, randomness and
+/// I/O come in as arguments.
+const SANS_IO_BANNED: [&str; 8] = [
+    "tokio::",
+    "std::net::",
+    "std::fs::",
+    "std::thread::",
+    "std::time::",
+    "Instant::now",
+    "SystemTime",
+    "thread_rng",
+];
+
+/// Asserts every source file under `dir` (relative to the workspace root) is sans IO.
+fn assert_sans_io(dir: &str, why: &str) {
     let mut files = Vec::new();
-    rust_files(&root().join("crates/raft/src/core"), &mut files);
-    assert!(
-        !files.is_empty(),
-        "crates/raft/src/core holds the Raft core"
-    );
+    rust_files(&root().join(dir), &mut files);
+    assert!(!files.is_empty(), "{dir} holds no sources");
     for f in files {
         let src = non_test_source(&f);
-        for banned in [
-            "tokio::",
-            "std::net::",
-            "std::fs::",
-            "std::thread::",
-            "std::time::",
-            "Instant::now",
-            "SystemTime",
-            "thread_rng",
-        ] {
+        for banned in SANS_IO_BANNED {
             assert!(
                 !src.contains(banned),
-                "{} uses {banned}: the Raft core takes time, randomness and I/O as inputs",
+                "{} uses {banned}: {why}",
                 f.display()
             );
         }
     }
+}
+
+#[test]
+fn raft_core_is_sans_io() {
+    assert_sans_io(
+        "crates/raft/src/core",
+        "the Raft core takes time, randomness and I/O as inputs",
+    );
 }
 
 #[test]

@@ -19,8 +19,8 @@ use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kraftd_protocol::messages::{
-    CreateTopicsRequest, DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest,
-    InitProducerIdRequest, ListOffsetsRequest, ProduceRequest,
+    CreateTopicsRequest, DescribeTransactionsRequest, EndTxnRequest, ListOffsetsRequest,
+    ProduceRequest,
 };
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
@@ -158,33 +158,12 @@ fn scenario(address: &str) -> Vec<(&'static str, String)> {
             ..Default::default()
         }),
     );
-    retrying(|| {
-        let find = FindCoordinatorRequest {
-            key_type: 1,
-            coordinator_keys: vec![TXN.into()],
-            ..Default::default()
-        };
-        match raw.call(4, RequestBody::FindCoordinator(find)) {
-            ResponseBody::FindCoordinator(r) => r.coordinators[0].error_code,
-            other => panic!("{other:?}"),
-        }
-    });
+    retrying(|| raw.find_coordinator(1, TXN));
     let (mut pid, mut e0) = (-1, -1);
     let code = retrying(|| {
-        let init = InitProducerIdRequest {
-            transactional_id: Some(TXN.into()),
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        };
-        match raw.call(5, RequestBody::InitProducerId(init)) {
-            ResponseBody::InitProducerId(r) => {
-                (pid, e0) = (r.producer_id, r.producer_epoch);
-                r.error_code
-            }
-            other => panic!("{other:?}"),
-        }
+        let (code, new_id, new_epoch) = raw.init_producer_id(5, TXN);
+        (pid, e0) = (new_id, new_epoch);
+        code
     });
     assert_eq!(code, 0, "InitProducerId");
     let code = |c: i16| format!("{:?}", ErrorCode::from_code(c));

@@ -28,8 +28,7 @@ use kraftd_protocol::messages::txn_offset_commit_request::{
 };
 use kraftd_protocol::messages::{
     AddPartitionsToTxnRequest, CreateTopicsRequest, DescribeTransactionsRequest, EndTxnRequest,
-    FindCoordinatorRequest, InitProducerIdRequest, OffsetFetchRequest, ProduceRequest,
-    TxnOffsetCommitRequest,
+    OffsetFetchRequest, ProduceRequest, TxnOffsetCommitRequest,
 };
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
@@ -103,34 +102,12 @@ fn scenario(address: &str) -> Vec<(&'static str, i16)> {
             ..Default::default()
         }),
     );
-    until_ready(|| {
-        let find = FindCoordinatorRequest {
-            key_type: 1,
-            coordinator_keys: vec![TXN.into()],
-            ..Default::default()
-        };
-        match raw.call(4, RequestBody::FindCoordinator(find)) {
-            ResponseBody::FindCoordinator(r) => r.coordinators[0].error_code,
-            other => panic!("FindCoordinator answered with {other:?}"),
-        }
-    });
+    until_ready(|| raw.find_coordinator(1, TXN));
     let (mut pid, mut epoch) = (-1, -1);
     let code = until_ready(|| {
-        let init = InitProducerIdRequest {
-            transactional_id: Some(TXN.into()),
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        };
-        match raw.call(4, RequestBody::InitProducerId(init)) {
-            ResponseBody::InitProducerId(r) => {
-                pid = r.producer_id;
-                epoch = r.producer_epoch;
-                r.error_code
-            }
-            other => panic!("InitProducerId answered with {other:?}"),
-        }
+        let (code, new_id, new_epoch) = raw.init_producer_id(4, TXN);
+        (pid, epoch) = (new_id, new_epoch);
+        code
     });
     assert_eq!(code, 0, "InitProducerId");
     let mut steps = Vec::new();
@@ -209,35 +186,13 @@ fn offsets_v2(raw: &mut Raw) -> Vec<(&'static str, i16)> {
     const TXN_V2: &str = "offsets-v2";
     const GROUP: &str = "offsets-v2-group";
     for (key_type, key) in [(1, TXN_V2), (0, GROUP)] {
-        until_ready(|| {
-            let find = FindCoordinatorRequest {
-                key_type,
-                coordinator_keys: vec![key.into()],
-                ..Default::default()
-            };
-            match raw.call(4, RequestBody::FindCoordinator(find)) {
-                ResponseBody::FindCoordinator(r) => r.coordinators[0].error_code,
-                other => panic!("FindCoordinator answered with {other:?}"),
-            }
-        });
+        until_ready(|| raw.find_coordinator(key_type, key));
     }
     let (mut pid, mut epoch) = (-1, -1);
     let code = until_ready(|| {
-        let init = InitProducerIdRequest {
-            transactional_id: Some(TXN_V2.into()),
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        };
-        match raw.call(5, RequestBody::InitProducerId(init)) {
-            ResponseBody::InitProducerId(r) => {
-                pid = r.producer_id;
-                epoch = r.producer_epoch;
-                r.error_code
-            }
-            other => panic!("InitProducerId answered with {other:?}"),
-        }
+        let (code, new_id, new_epoch) = raw.init_producer_id(5, TXN_V2);
+        (pid, epoch) = (new_id, new_epoch);
+        code
     });
     assert_eq!(code, 0, "InitProducerId");
     let mut steps = Vec::new();

@@ -41,7 +41,8 @@ pub fn mark_sequenced() {
 
 /// Whether the current request has called [`mark_sequenced`] (false outside
 /// [`run_until_sequenced`]).
-pub fn is_sequenced() -> bool {
+#[cfg(test)]
+fn is_sequenced() -> bool {
     SEQUENCED
         .try_with(|flag| flag.load(Ordering::Relaxed))
         .unwrap_or(false)

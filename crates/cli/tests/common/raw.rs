@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_protocol::header::{decode_response, encode_request};
-use kraftd_protocol::messages::RequestHeader;
+use kraftd_protocol::messages::{FindCoordinatorRequest, InitProducerIdRequest, RequestHeader};
 use kraftd_protocol::{RequestBody, ResponseBody};
 
 /// One blocking connection speaking raw requests.
@@ -28,30 +28,12 @@ impl Raw {
         }
     }
 
+    /// One request, and its answer.
     pub fn call(&mut self, version: i16, body: RequestBody) -> ResponseBody {
-        self.correlation += 1;
-        let key = body.key();
-        let header = RequestHeader {
-            request_api_key: key.code(),
-            request_api_version: version,
-            correlation_id: self.correlation,
-            client_id: Some("hostile".into()),
-            ..Default::default()
-        };
-        let frame = encode_request(&header, &body).unwrap().into_bytes();
-        self.stream
-            .write_all(&(frame.len() as i32).to_be_bytes())
-            .unwrap();
-        self.stream.write_all(&frame).unwrap();
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).unwrap();
-        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut buf).unwrap();
-        decode_response(key, version, Bytes::from(buf)).unwrap().1
+        let mut answers = self.pipeline(vec![(version, body)]);
+        answers.pop().expect("one answer per request")
     }
-}
 
-impl Raw {
     /// Sends every request before reading any answer (as a pipelining client does: the
     /// broker has them all on one connection at once) and returns the answers in order.
     pub fn pipeline(&mut self, requests: Vec<(i16, RequestBody)>) -> Vec<ResponseBody> {
@@ -64,7 +46,7 @@ impl Raw {
                 request_api_key: key.code(),
                 request_api_version: version,
                 correlation_id: self.correlation,
-                client_id: Some("pipelined".into()),
+                client_id: Some("raw".into()),
                 ..Default::default()
             };
             let frame = encode_request(&header, &body).unwrap().into_bytes();
@@ -84,5 +66,35 @@ impl Raw {
                 body
             })
             .collect()
+    }
+
+    /// FindCoordinator v4 for one key (`key_type` 0: a group, 1: a transactional id): the
+    /// key's error code.
+    pub fn find_coordinator(&mut self, key_type: i8, key: &str) -> i16 {
+        let find = FindCoordinatorRequest {
+            key_type,
+            coordinator_keys: vec![key.into()],
+            ..Default::default()
+        };
+        match self.call(4, RequestBody::FindCoordinator(find)) {
+            ResponseBody::FindCoordinator(r) => r.coordinators[0].error_code,
+            other => panic!("FindCoordinator answered with {other:?}"),
+        }
+    }
+
+    /// InitProducerId at `version` for a new producer of `transactional_id` (60 s
+    /// transactions): (error code, producer id, epoch).
+    pub fn init_producer_id(&mut self, version: i16, transactional_id: &str) -> (i16, i64, i16) {
+        let init = InitProducerIdRequest {
+            transactional_id: Some(transactional_id.into()),
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        };
+        match self.call(version, RequestBody::InitProducerId(init)) {
+            ResponseBody::InitProducerId(r) => (r.error_code, r.producer_id, r.producer_epoch),
+            other => panic!("InitProducerId answered with {other:?}"),
+        }
     }
 }
