@@ -90,16 +90,15 @@ impl Instance {
 
     /// Waits up to `secs` for a stdout line equal to `line`, seen `times` times.
     fn wait_line(&self, line: &str, times: usize, secs: u64, others: &[&Instance]) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while self.count(line) < times {
-            assert!(
-                Instant::now() < deadline,
-                "instance {}: no '{line}' (x{times}) after {secs} s\n{}",
-                self.name,
-                reports(others)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        common::eventually(
+            &format!("instance {}: '{line}' (x{times})", self.name),
+            Duration::from_secs(secs),
+            || reports(others),
+            || match self.count(line) {
+                n if n >= times => Ok(()),
+                n => Err(format!("seen {n} times")),
+            },
+        )
     }
 
     /// SIGTERM: the shutdown hook closes Streams cleanly.
@@ -119,10 +118,12 @@ impl Instance {
         }
     }
 
+    /// (Its own loop, not `common::eventually`: the probe needs the child mutably while the
+    /// failure report reads the instance, and a timed-out instance must stay owned here so
+    /// that dropping it kills the process.)
     fn wait_exit(&mut self, secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(secs);
-        let child = self.child.as_mut().unwrap();
-        while child.try_wait().unwrap().is_none() {
+        while self.child.as_mut().unwrap().try_wait().unwrap().is_none() {
             assert!(
                 Instant::now() < deadline,
                 "instance {} still running {secs} s after SIGTERM\n{}",

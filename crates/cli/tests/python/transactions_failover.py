@@ -116,17 +116,21 @@ class Loop:
         p = Producer({**DBG, "bootstrap.servers": bootstrap, "transactional.id": self.txn_id,
                       "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
                       "connections.max.idle.ms": 10000})
+        deadline = time.time() + 180
         while True:
             try:
                 p.init_transactions(60)
                 return p
             except KafkaException as e:
                 self.say(f"init_transactions: {e.args[0]}")
+                if time.time() > deadline:
+                    fail(f"init_transactions kept failing for 180 s: {e.args[0]}")
                 time.sleep(0.5)
 
     def rewind(self):
         """Back to the group's committed offsets (what the aborted transaction consumed is
         consumed again)."""
+        deadline = time.time() + 180
         while True:
             try:
                 assignment = self.consumer.assignment()
@@ -136,6 +140,8 @@ class Loop:
                 return
             except KafkaException as e:
                 self.say(f"rewind: {e.args[0]}")
+                if time.time() > deadline:
+                    fail(f"reading the group's committed offsets kept failing for 180 s: {e.args[0]}")
                 time.sleep(0.5)
 
     def committed_total(self):
