@@ -24,7 +24,8 @@ use kraftd_log::CleanCommit;
 use kraftd_protocol::Uuid;
 use tracing::{debug, info, warn};
 
-use super::replica_manager::{HostedPartition, ReplicaManager};
+use super::partition::HostedPartition;
+use super::replica_manager::ReplicaManager;
 
 /// `log.cleaner.enable` and the `log.cleaner.*` sizes, as the broker runs them.
 #[derive(Debug, Clone, PartialEq)]

@@ -34,8 +34,8 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::fetch_session_handler::{FetchSessionHandler, WantedPartition};
+use super::partition::HostedPartition;
 use super::partition::Role;
-use super::replica_manager::HostedPartition;
 use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;

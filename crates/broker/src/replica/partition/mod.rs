@@ -3,7 +3,7 @@
 //!
 //! Synchronous and clock-free: every call takes `now_ms`, nothing here waits, spawns or
 //! talks to the network. The [`ReplicaManager`](super::replica_manager) holds each
-//! partition under a mutex, does the waiting (produce and fetch purgatories), sends the
+//! partition under a mutex (a [`HostedPartition`]), does the waiting (produce and fetch purgatories), sends the
 //! AlterPartition requests this module asks for, and runs reads
 //! ([`PendingRead`](kraftd_log::PendingRead)) outside the lock. That keeps the replication
 //! rules of seed 001 in one place a test can drive step by step.
@@ -31,9 +31,13 @@
 //! - `producers.rs`: the idempotent-producer state kept beside the log;
 //! - `log_start.rs`: what moves the log start — retention, DeleteRecords, the leader's;
 //! - `future.rs`: the future log of a replica moving to another log dir.
+//!
+//! Beside them, `hosted.rs` holds [`HostedPartition`]: the partition under its mutex with its
+//! change pulse, as the ReplicaManager, the fetchers and the log cleaner share it.
 
 mod follower;
 mod future;
+mod hosted;
 mod isr;
 mod leader;
 mod log_start;
@@ -49,6 +53,7 @@ use super::producer_state::ProducerStateManager;
 use super::TopicIdPartition;
 
 pub use self::future::FutureStep;
+pub use self::hosted::HostedPartition;
 pub use self::isr::{FollowerState, FollowerUpdate, IsrChange, IsrEligibility};
 pub use self::leader::{FetchIsolation, LeaderAppend, ReadInfo, ReadParams};
 

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::replica::fetch_session::ChangeNotify;
 use kraftd_controller::image::{ConfigResourceType, PartitionRegistration};
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
@@ -15,9 +14,9 @@ use kraftd_log::LogConfig;
 use kraftd_protocol::Uuid;
 use tracing::{info, warn};
 
-use super::{HostedPartition, ReplicaManager};
+use super::ReplicaManager;
 use crate::kafka_apis::describe_configs::effective_topic_configs;
-use crate::replica::partition::{Partition, PartitionConfig, PartitionState};
+use crate::replica::partition::{HostedPartition, Partition, PartitionConfig, PartitionState};
 use crate::replica::TopicIdPartition;
 
 /// A delta changing at most this many partitions logs a line for each; more, a summary.
@@ -290,11 +289,7 @@ impl ReplicaManager {
                 }
             };
             partition.set_local_broker_epoch(epoch);
-            let hosted = Arc::new(HostedPartition {
-                tp: (*tp).clone(),
-                state: Mutex::new(partition),
-                changed: Arc::new(ChangeNotify::new((*tp).clone())),
-            });
+            let hosted = Arc::new(HostedPartition::new((*tp).clone(), partition));
             self.partitions
                 .write()
                 .unwrap_or_else(|p| p.into_inner())

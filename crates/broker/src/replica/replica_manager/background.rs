@@ -10,8 +10,8 @@ use kraftd_log::log_manager::CheckpointKind;
 use kraftd_protocol::ErrorCode;
 use tracing::warn;
 
-use super::{HostedPartition, ReplicaManager};
-use crate::replica::partition::IsrChange;
+use super::ReplicaManager;
+use crate::replica::partition::{HostedPartition, IsrChange};
 use crate::server::alter_partition_manager::AlterPartitionItem;
 
 impl ReplicaManager {

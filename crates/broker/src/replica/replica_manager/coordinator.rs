@@ -11,8 +11,8 @@ use kraftd_log::ReadResult;
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
-use super::{wait_for, HostedPartition, ReplicaManager};
-use crate::replica::partition::{FetchIsolation, ReadParams, Role};
+use super::{wait_for, ReplicaManager};
+use crate::replica::partition::{FetchIsolation, HostedPartition, ReadParams, Role};
 
 impl ReplicaManager {
     /// Appends `batch` to a partition this broker leads at exactly `leader_epoch` (a

@@ -17,9 +17,11 @@ use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 use tracing::warn;
 
-use super::{HostedPartition, ReplicaManager};
+use super::ReplicaManager;
 use crate::replica::fetch_session::{PartitionFetchParams, SessionWatch};
-use crate::replica::partition::{FetchIsolation, PartitionError, ReadParams, Role};
+use crate::replica::partition::{
+    FetchIsolation, HostedPartition, PartitionError, ReadParams, Role,
+};
 use crate::replica::TopicIdPartition;
 
 /// Who is fetching.

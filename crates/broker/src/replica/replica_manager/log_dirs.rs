@@ -31,8 +31,8 @@ use kraftd_protocol::messages::describe_log_dirs_response::{
 use kraftd_protocol::ErrorCode;
 use tracing::{info, warn};
 
-use super::{HostedPartition, ReplicaManager};
-use crate::replica::partition::{FutureStep, Partition, PartitionError};
+use super::ReplicaManager;
+use crate::replica::partition::{FutureStep, HostedPartition, Partition, PartitionError};
 
 /// Bytes the copier moves per step (the lock is held only to plan and to append).
 const COPY_BYTES: usize = 1024 * 1024;

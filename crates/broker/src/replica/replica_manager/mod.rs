@@ -41,7 +41,7 @@ mod txn_markers;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use kraftd_controller::publisher::DynamicConfigs;
@@ -50,10 +50,9 @@ use kraftd_controller::MetadataImage;
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
-use super::fetch_session::ChangeNotify;
 use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
 use super::log_manager::{LogManager, LogManagerOptions};
-use super::partition::Partition;
+use super::partition::{HostedPartition, Partition};
 use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
@@ -127,24 +126,6 @@ impl ReplicaManagerConfig {
             alter_log_dirs_quota_window: QuotaWindow::default(),
             dynamic_configs: DynamicConfigs::new(broker_id),
         }
-    }
-}
-
-/// One hosted partition: its state machine under a mutex, and the pulse waiters watch.
-#[derive(Debug)]
-pub struct HostedPartition {
-    pub tp: TopicIdPartition,
-    state: Mutex<Partition>,
-    /// Pulsed (`notify_waiters`) on every append, HW move, truncation and role change;
-    /// marks the partition in the fetch sessions watching it.
-    pub changed: Arc<ChangeNotify>,
-}
-
-impl HostedPartition {
-    /// The partition's state; a panic while it was held does not make it unusable (every
-    /// mutation leaves the partition consistent before it can panic).
-    pub fn lock(&self) -> MutexGuard<'_, Partition> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

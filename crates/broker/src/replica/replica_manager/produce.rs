@@ -11,8 +11,8 @@ use kraftd_protocol::ErrorCode;
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::{wait_for, HostedPartition, ReplicaManager};
-use crate::replica::partition::{LeaderAppend, PartitionError, RecordError};
+use super::{wait_for, ReplicaManager};
+use crate::replica::partition::{HostedPartition, LeaderAppend, PartitionError, RecordError};
 use crate::replica::TopicIdPartition;
 
 /// One partition's produce outcome, as the response reports it.

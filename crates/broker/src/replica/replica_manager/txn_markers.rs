@@ -12,7 +12,8 @@ use kraftd_protocol::ErrorCode;
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::{wait_for, HostedPartition, ReplicaManager};
+use super::{wait_for, ReplicaManager};
+use crate::replica::partition::HostedPartition;
 use crate::replica::TopicIdPartition;
 
 /// One marker of a WriteTxnMarkers request: end the transaction of a producer on these
