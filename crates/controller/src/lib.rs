@@ -13,7 +13,6 @@
 
 pub mod auth;
 pub mod control;
-pub mod delta;
 pub mod image;
 pub mod metrics;
 pub mod node;
@@ -25,6 +24,6 @@ pub mod snapshot;
 pub mod testing;
 
 pub use control::ControllerResult;
-pub use delta::{DeltaChanges, MetadataDelta, ReplayError, ReplayErrorKind};
+pub use image::delta::{DeltaChanges, MetadataDelta, ReplayError, ReplayErrorKind};
 pub use image::MetadataImage;
 pub use publisher::MetadataPublisher;

@@ -19,7 +19,7 @@ use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_r
 use kraftd_protocol::DecodeError;
 use kraftd_raft::snapshot::{SnapshotError, SnapshotReader, SnapshotWriteError, SnapshotWriter};
 
-use crate::delta::{MetadataDelta, ReplayError};
+use crate::image::delta::{MetadataDelta, ReplayError};
 use crate::image::MetadataImage;
 
 /// How many records Kafka's `SnapshotEmitter` hands the snapshot writer at once

@@ -12,6 +12,7 @@ mod client_quotas;
 mod cluster;
 mod configs;
 mod controller_indexes;
+pub mod delta;
 mod features;
 mod producer_ids;
 mod scram;
@@ -36,8 +37,8 @@ pub use topics::{
 
 use kraftd_protocol::MetadataRecord;
 
-use crate::delta::{MetadataDelta, ReplayError};
 use controller_indexes::ControllerIndexes;
+use delta::{MetadataDelta, ReplayError};
 
 /// The whole metadata state at one point of the log. Immutable; cheap to clone.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -13,7 +13,7 @@ use kraftd_protocol::metadata::{PartitionChangeRecord, PartitionRecord};
 use kraftd_protocol::Uuid;
 
 use super::controller_indexes::{ControllerIndexes, PendingIndexes};
-use crate::delta::ReplayErrorKind;
+use super::delta::ReplayErrorKind;
 
 /// `Leader` of a `PartitionChangeRecord` meaning "the leader did not change" (Kafka's
 /// `LeaderConstants.NO_LEADER_CHANGE`).

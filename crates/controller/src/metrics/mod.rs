@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use kraftd_raft::driver::metrics::write_prometheus_metric;
 use kraftd_raft::driver::percentiles::{Percentiles, SummarySnapshot};
 
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::image::{BrokerRegistration, MetadataImage, PartitionRegistration};
 use crate::publisher::{is_full_reload, MetadataPublisher};
 

@@ -30,7 +30,7 @@ use crate::control::acl::{
     OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_TYPE_LITERAL, PERMISSION_ALLOW,
     WILDCARD_RESOURCE,
 };
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::image::{MetadataImage, StandardAcl};
 
 /// Kafka's property naming the principals allowed everything, separated by `;`.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::{is_full_reload, MetadataPublisher, Published};
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::image::MetadataImage;
 use crate::quota::{QuotaIndex, QuotaKind};
 

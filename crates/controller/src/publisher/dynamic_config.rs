@@ -14,7 +14,7 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 use super::{is_full_reload, MetadataPublisher, Published};
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::image::{ConfigResource, ConfigResourceType, MetadataImage};
 
 /// Feeds a [`DynamicConfigs`] handle from the metadata log.

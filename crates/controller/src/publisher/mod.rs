@@ -33,7 +33,7 @@ pub use scram::{CredentialProvider, ScramPublisher};
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::image::MetadataImage;
 
 /// Receives every committed change of the metadata, in log order, once the loader has caught

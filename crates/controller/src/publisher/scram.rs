@@ -11,7 +11,7 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 use super::{is_full_reload, MetadataPublisher, Published};
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::image::{MetadataImage, ScramCredential, ScramMechanism};
 
 /// Feeds a [`CredentialProvider`] from the metadata log.

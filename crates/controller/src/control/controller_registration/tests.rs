@@ -2,7 +2,7 @@
 //! the older one in the image, Kafka's errors for UnregisterController.
 
 use super::*;
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use kraftd_protocol::messages::controller_registration_request::{Feature, Listener};
 use kraftd_protocol::metadata::FeatureLevelRecord;
 use kraftd_protocol::Uuid;

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::control::controller_registration::register_controller;
-use crate::delta::MetadataDelta;
+use crate::image::delta::MetadataDelta;
 use crate::MetadataImage;
 use kraftd_protocol::metadata::FeatureLevelRecord;
 use kraftd_protocol::MetadataRecord;

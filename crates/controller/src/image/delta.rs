@@ -22,7 +22,7 @@ use kraftd_protocol::metadata::{
 };
 use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};
 
-use crate::image::{
+use super::{
     BrokerRegistration, ClientQuotaEntity, ConfigResource, ConfigResourceType,
     ControllerRegistration, LeaderRecoveryState, MetadataImage, PartitionInvariant,
     PartitionRegistration, PendingIndexes, ScramCredential, ScramCredentialKey, ScramMechanism,
