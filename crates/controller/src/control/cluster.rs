@@ -30,7 +30,7 @@ use kraftd_protocol::metadata::RegisterBrokerRecord;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::replication::{check_broker_epoch, ReplicationControlManager};
-use crate::control::result::ControllerResult;
+use crate::control::result::{ControllerResult, MAX_RECORDS_PER_BATCH};
 use crate::image::{MetadataImage, METADATA_VERSION_FEATURE};
 
 /// Kafka's default `broker.session.timeout.ms`.
@@ -300,7 +300,7 @@ impl ClusterControlManager {
         // come back): the ISR changes go first, in batches, and the registration last, its
         // epoch its own offset. A failover midway leaves some ISRs shrunk and no
         // registration; the broker's retry shrinks the rest.
-        let atomic = records.len() < crate::quorum_controller::MAX_RECORDS_PER_BATCH;
+        let atomic = records.len() < MAX_RECORDS_PER_BATCH;
         if !atomic {
             broker_epoch = next_offset + records.len() as i64;
         }

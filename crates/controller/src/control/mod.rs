@@ -3,7 +3,8 @@
 //! and returns a [`ControllerResult`] (records plus the response) and changes nothing; state
 //! changes only when the records are replayed through a [`MetadataDelta`](crate::MetadataDelta).
 //!
-//! - [`result`]: the `ControllerResult` type.
+//! - [`result`]: the `ControllerResult` type and `MAX_RECORDS_PER_BATCH`, the most records a
+//!   non-atomic result puts in one batch.
 //! - [`partition_change`]: `PartitionChangeBuilder`, leader election and KIP-966 ELR rules.
 //! - [`replication`]: `ReplicationControlManager`, the partition side: AlterPartition,
 //!   reactions to broker fencing, unfencing and shutdown, ElectLeaders.
@@ -53,6 +54,6 @@ pub use placement::{PlacementError, PlacementSeed, UsableBroker};
 pub use producer_ids::{ProducerIdControlManager, PRODUCER_ID_BLOCK_SIZE};
 pub use quotas::ClientQuotaControlManager;
 pub use replication::{Members, ReplicationConfig, ReplicationControlManager};
-pub use result::ControllerResult;
+pub use result::{ControllerResult, MAX_RECORDS_PER_BATCH};
 pub use scram::ScramControlManager;
 pub use topics::{TopicConfig, TopicControlManager};

@@ -8,6 +8,11 @@
 
 use kraftd_protocol::MetadataRecord;
 
+/// The most records a non-atomic result puts in one Raft proposal (Kafka's
+/// `QuorumController.maxRecordsPerBatch`, 10,000): the Raft layer's own limit. A manager
+/// whose records may exceed it writes them non-atomically.
+pub const MAX_RECORDS_PER_BATCH: usize = kraftd_raft::core::MAX_RECORDS_PER_PROPOSAL;
+
 /// The records an operation wants written and the response to send once they commit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ControllerResult<T> {

@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use kraftd_protocol::metadata::NoOpRecord;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
-use crate::control::ControllerResult;
+use crate::control::{ControllerResult, MAX_RECORDS_PER_BATCH};
 use crate::{MetadataDelta, MetadataImage, ReplayError};
 
 pub use ops::{Managers, ManagersConfig, ReadOp, WriteContext, WriteOp};
@@ -41,9 +41,6 @@ pub const METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT: u64 = 500;
 /// The most operations that may wait in the queue; more are refused.
 pub const MAX_QUEUED_EVENTS_DEFAULT: usize = 10_000;
 
-/// The most records a non-atomic write puts in one Raft proposal (Kafka's
-/// `QuorumController.maxRecordsPerBatch`, 10,000): the Raft layer's own limit.
-pub const MAX_RECORDS_PER_BATCH: usize = kraftd_raft::core::MAX_RECORDS_PER_PROPOSAL;
 /// The most stale brokers fenced in one tick; the rest wait for the next tick.
 pub const MAX_FENCED_BROKERS_PER_TICK: usize = 16;
 

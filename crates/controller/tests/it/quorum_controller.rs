@@ -4,8 +4,7 @@
 //! an idle leader writes no-op records.
 #![allow(dead_code)]
 
-use kraftd_controller::control::ControllerResult;
-use kraftd_controller::quorum_controller::MAX_RECORDS_PER_BATCH;
+use kraftd_controller::control::{ControllerResult, MAX_RECORDS_PER_BATCH};
 use kraftd_controller::quorum_controller::{
     ops, CommittedBatch, ControllerError, ManagersConfig, ProposeError, QuorumController,
     QuorumControllerConfig, RaftClient, WriteOp,
