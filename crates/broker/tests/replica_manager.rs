@@ -11,6 +11,8 @@
 //! (whose fetches the tests make by hand), and the periodic ISR shrink is not started.
 
 mod common;
+#[path = "replica_manager/coordinator_writer.rs"]
+mod coordinator_writer;
 #[path = "replica_manager/log_dirs.rs"]
 mod log_dirs;
 #[path = "replica_manager/scale.rs"]

@@ -84,6 +84,11 @@ pub trait CoordinatorShard: Sized + Send + 'static {
     /// The metrics group its gauges go under (`group-coordinator-metrics`).
     const METRICS_GROUP: &'static str;
 
+    /// How many partitions the coordinator's topic is created with
+    /// (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`): which
+    /// partition owns a key until the topic exists; then the topic's own count rules.
+    fn topic_partitions(config: &Self::Config) -> i32;
+
     /// An empty shard for `partition`, led here at `leader_epoch` (the transaction
     /// coordinator's coordinator epoch).
     fn new(

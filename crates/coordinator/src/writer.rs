@@ -10,10 +10,10 @@
 //! appended — can be stated once and checked without a broker. [`MemoryWriter`] is the
 //! implementation the tests use (the `testing` feature's replay check appends every batch a
 //! shard hands back and loads a second shard from it); the broker's
-//! `replica/replica_manager/coordinator.rs` (appends at the leader epoch the shard was loaded
-//! in, its reads, its HW) and `server/broker_channels.rs` (the markers) are the seam that will
-//! implement it over the real partition, as `kraftd-raft`'s `RaftLog` is implemented over
-//! `crates/log` beside its `MemoryLog`. The broker does not use it yet.
+//! `coordinator/partition_writer.rs` implements it over the real partition (appends at the
+//! leader epoch the shard was loaded in, its reads, its HW) and its runtime loads every shard
+//! through [`load`], as `kraftd-raft`'s `RaftLog` is implemented over `crates/log` beside its
+//! `MemoryLog`; both writers pass the same conformance check (`testing::writer::check`).
 //!
 //! An implementation is one partition of the coordinator's topic as its leader sees it: every
 //! call may fail with the error the broker answers (NOT_LEADER_OR_FOLLOWER once leadership
@@ -21,6 +21,7 @@
 
 use bytes::Bytes;
 use kraftd_protocol::ErrorCode;
+use tracing::warn;
 
 use crate::shard::{CoordinatorShard, OutputBatch, ReplayFailure};
 
@@ -43,11 +44,13 @@ pub enum LogEntry {
         producer: Option<(i64, i16)>,
         records: Vec<(Bytes, Option<Bytes>)>,
     },
-    /// A control batch holding one COMMIT or ABORT marker of `producer_id`'s transaction.
+    /// A control batch holding one COMMIT or ABORT marker of `producer_id`'s transaction,
+    /// written by the transaction coordinator at `coordinator_epoch`.
     Marker {
         offset: i64,
         producer_id: i64,
         producer_epoch: i16,
+        coordinator_epoch: i32,
         commit: bool,
     },
 }
@@ -89,27 +92,31 @@ pub trait PartitionWriter {
     fn append(&mut self, batch: &OutputBatch) -> Result<Appended, ErrorCode>;
 
     /// Appends a COMMIT (`commit`) or ABORT marker ending the transaction of
-    /// `producer_id` at `producer_epoch` (WriteTxnMarkers on this partition); its offset.
+    /// `producer_id` at `producer_epoch`, from the transaction coordinator at
+    /// `coordinator_epoch` (WriteTxnMarkers on this partition); its offset.
     fn append_end_txn(
         &mut self,
         producer_id: i64,
         producer_epoch: i16,
+        coordinator_epoch: i32,
         commit: bool,
     ) -> Result<i64, ErrorCode>;
 
-    /// The entries from the one holding `offset` on, at most `max_entries` of them (at least
-    /// one when there is any), up to the log end: the loader replays everything written,
-    /// committed or not, as the runtime's loader does.
+    /// The entries that end after `offset` (the first of them may hold it), at most
+    /// `max_entries` of them (at least one when there is any), up to the log end: the
+    /// loader replays everything written, committed or not, as Kafka's loader does. A log
+    /// that was compacted may have gaps: an entry's records are consecutive, entries need
+    /// not be.
     fn read(&self, offset: i64, max_entries: usize) -> Result<LogRead, ErrorCode>;
 
     /// The first offset of the log.
-    fn log_start_offset(&self) -> i64;
+    fn log_start_offset(&self) -> Result<i64, ErrorCode>;
 
     /// The offset after the last entry.
-    fn log_end_offset(&self) -> i64;
+    fn log_end_offset(&self) -> Result<i64, ErrorCode>;
 
     /// The offset up to which the log is committed (replies and work wait for it).
-    fn high_watermark(&self) -> i64;
+    fn high_watermark(&self) -> Result<i64, ErrorCode>;
 }
 
 /// Why [`load`] failed.
@@ -133,8 +140,8 @@ pub struct LoadSummary {
 /// How many entries one read brings in while loading.
 const LOAD_READ_ENTRIES: usize = 1024;
 
-/// Replays `log` from its start to its end into `shard` (a fresh one) exactly as the
-/// broker's loader (`crates/broker/src/coordinator/loader.rs`) does: records through
+/// Replays `log` from its start to its end into `shard` (a fresh one), as the broker's
+/// runtime loads a shard (Kafka's `CoordinatorLoaderImpl`): records through
 /// [`CoordinatorShard::replay`] in offset order (an unknown record type skipped, a corrupt
 /// record failing the load), markers through [`CoordinatorShard::replay_end_txn`]. The caller
 /// calls [`CoordinatorShard::on_loaded`] afterwards, as the runtime does.
@@ -142,8 +149,8 @@ pub fn load<S: CoordinatorShard>(
     log: &impl PartitionWriter,
     shard: &mut S,
 ) -> Result<LoadSummary, LoadError> {
-    let end = log.log_end_offset();
-    let mut offset = log.log_start_offset();
+    let end = log.log_end_offset().map_err(LoadError::Read)?;
+    let mut offset = log.log_start_offset().map_err(LoadError::Read)?;
     let mut summary = LoadSummary {
         log_end_offset: end,
         high_watermark: 0,
@@ -157,6 +164,7 @@ pub fn load<S: CoordinatorShard>(
         if read.entries.is_empty() {
             break;
         }
+        let before = offset;
         for entry in read.entries {
             let next = entry.next_offset();
             if next <= offset {
@@ -180,7 +188,10 @@ pub fn load<S: CoordinatorShard>(
                             continue;
                         }
                         match shard.replay(at, producer, key, value) {
-                            Ok(()) | Err(ReplayFailure::UnknownType(_)) => {}
+                            Ok(()) => {}
+                            Err(ReplayFailure::UnknownType(e)) => {
+                                warn!(topic = S::TOPIC, offset = at, error = %e, "skipping a record of an unknown type");
+                            }
                             Err(ReplayFailure::Corrupt(reason)) => {
                                 return Err(LoadError::Corrupt { offset: at, reason })
                             }
@@ -190,6 +201,11 @@ pub fn load<S: CoordinatorShard>(
                 }
             }
             offset = offset.max(next);
+        }
+        if offset == before {
+            // Nothing past `offset` came back: a writer that breaks its contract ends the
+            // load here rather than looping.
+            break;
         }
     }
     summary.log_end_offset = end.max(offset);
@@ -263,6 +279,7 @@ impl PartitionWriter for MemoryWriter {
         &mut self,
         producer_id: i64,
         producer_epoch: i16,
+        coordinator_epoch: i32,
         commit: bool,
     ) -> Result<i64, ErrorCode> {
         let offset = self.end_offset;
@@ -270,6 +287,7 @@ impl PartitionWriter for MemoryWriter {
             offset,
             producer_id,
             producer_epoch,
+            coordinator_epoch,
             commit,
         });
         self.end_offset += 1;
@@ -292,15 +310,15 @@ impl PartitionWriter for MemoryWriter {
         })
     }
 
-    fn log_start_offset(&self) -> i64 {
-        0
+    fn log_start_offset(&self) -> Result<i64, ErrorCode> {
+        Ok(0)
     }
 
-    fn log_end_offset(&self) -> i64 {
-        self.end_offset
+    fn log_end_offset(&self) -> Result<i64, ErrorCode> {
+        Ok(self.end_offset)
     }
 
-    fn high_watermark(&self) -> i64 {
-        self.high_watermark
+    fn high_watermark(&self) -> Result<i64, ErrorCode> {
+        Ok(self.high_watermark)
     }
 }

@@ -5,21 +5,29 @@
 //! on the partitions this broker leads.
 //!
 //! - [`runtime`]: the event loop (load, write, commit, timers, work);
-//! - [`loader`]: replaying a partition's log into a shard;
+//! - [`partition_writer`]: the shard's partition as `kraftd_coordinator`'s
+//!   `PartitionWriter`, which the runtime appends through and loads shards over;
 //! - [`publisher`]: leadership of the topic's partitions, from committed metadata;
 //! - [`metrics`]: the coordinator's metrics group;
-//! - [`group`]: the group coordinator on it (`GroupCoordinatorService`);
-//! - [`transaction`]: the transaction coordinator on it (`TransactionCoordinatorService`).
+//! - [`service`]: a coordinator as the handlers call it (`CoordinatorService<S>`: which
+//!   partition owns a key, calls into its shard), one generic service;
+//! - [`group`]: what only the group coordinator adds (`GroupCoordinatorService`);
+//! - [`transaction`]: what only the transaction coordinator adds
+//!   (`TransactionCoordinatorService`: its markers go to a `TransactionMarkerChannel`, the
+//!   broker's being `server/txn_marker_channel.rs`).
 //!
 //! The protocol state machines are the sans-IO [`kraftd_coordinator::group`] and
-//! [`kraftd_coordinator::transaction`]; the request
-//! handlers that shape each API's versions are `server/group_apis.rs`.
+//! [`kraftd_coordinator::transaction`]; the request handlers that shape each API's
+//! versions are `server/group_apis.rs` and `server/txn_apis.rs`.
 
 pub mod group;
-pub mod loader;
 pub mod metrics;
+pub mod partition_writer;
 pub mod publisher;
 pub mod runtime;
+pub mod service;
 pub mod transaction;
 
 pub use group::GroupCoordinatorService;
+pub use service::CoordinatorService;
+pub use transaction::TransactionCoordinatorService;

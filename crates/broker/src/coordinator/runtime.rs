@@ -19,21 +19,20 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kraftd_log::clock::unix_ms;
 use kraftd_net::mark_sequenced;
-use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::loader::{load_shard, LoadError, Loaded};
 use super::metrics::RuntimeMetrics;
+use super::partition_writer::CoordinatorPartitionWriter;
 use crate::replica::replica_manager::ReplicaManager;
 use kraftd_coordinator::context::RequestContext;
 use kraftd_coordinator::context::{ReplyId, TopicMetadata};
 use kraftd_coordinator::shard::{CoordinatorOutput, CoordinatorShard, Labels, OutputBatch};
+use kraftd_coordinator::writer::{load, LoadError, LoadSummary, PartitionWriter};
 
 /// Where a shard's answer goes.
 pub type Responder<S> = oneshot::Sender<Result<<S as CoordinatorShard>::Response, ErrorCode>>;
@@ -57,6 +56,14 @@ const LOAD_RETRY: Duration = Duration::from_secs(1);
 /// WriteTxnMarkers); it may call back into the shard through the runtime's handle.
 pub type WorkHandler<S> =
     Arc<dyn Fn(i32, i32, <S as CoordinatorShard>::Work, RuntimeHandle<S>) + Send + Sync>;
+
+/// A shard loaded from its partition, with the writer it was loaded through.
+#[derive(Debug)]
+pub struct Loaded<S> {
+    shard: S,
+    writer: CoordinatorPartitionWriter,
+    summary: LoadSummary,
+}
 
 /// What the loop reacts to.
 pub enum Event<S: CoordinatorShard> {
@@ -226,6 +233,8 @@ struct Active<S: CoordinatorShard> {
     partition: i32,
     topic_id: Uuid,
     leader_epoch: i32,
+    /// Its partition's log, at `leader_epoch`.
+    writer: CoordinatorPartitionWriter,
     next_reply: ReplyId,
     /// Replies the shard owes (a classic JoinGroup waits for its rebalance).
     owed: HashMap<ReplyId, Responder<S>>,
@@ -571,46 +580,27 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
         if batch.records.is_empty() {
             return Ok(());
         }
-        let now = unix_ms();
-        let mut builder = RecordBatchBuilder::new(0);
-        if let Some((producer_id, producer_epoch)) = batch.producer {
-            builder = builder
-                .producer(producer_id, producer_epoch, -1)
-                .transactional(true);
-        }
-        for (key, value) in &batch.records {
-            builder
-                .append(now, Some(key.clone()), value.clone(), Vec::new())
-                .map_err(|_| ErrorCode::UnknownServerError)?;
-        }
-        let bytes: Bytes = builder.build().map_err(|_| ErrorCode::UnknownServerError)?;
-        let partition = active.shard_partition();
-        let (hosted, end) = self.replica_manager.append_coordinator_batch(
-            active.topic_id,
-            partition,
-            active.leader_epoch,
-            bytes,
-        )?;
-        active.written_end = end;
+        let appended = active.writer.append(batch)?;
+        active.written_end = appended.end_offset;
         self.metrics.record_write(batch.records.len());
+        self.await_commit(active.partition, &active.writer, appended.end_offset);
+        Ok(())
+    }
+
+    /// Tells the loop once the HW passes `end_offset` (or why it will not).
+    fn await_commit(&self, partition: i32, writer: &CoordinatorPartitionWriter, end_offset: i64) {
+        let committed = writer.wait_for_commit(end_offset, Instant::now() + COMMIT_TIMEOUT);
         let handle = self.handle.clone();
-        let epoch = active.leader_epoch;
+        let leader_epoch = writer.leader_epoch();
         tokio::spawn(async move {
-            let error = ReplicaManager::wait_for_coordinator_commit(
-                &hosted,
-                epoch,
-                end,
-                Instant::now() + COMMIT_TIMEOUT,
-            )
-            .await;
+            let error = committed.await;
             handle.send(Event::Committed {
                 partition,
-                leader_epoch: epoch,
-                end_offset: end,
+                leader_epoch,
+                end_offset,
                 error,
             });
         });
-        Ok(())
     }
 
     fn committed(&mut self, partition: i32, leader_epoch: i32, end_offset: i64, error: ErrorCode) {
@@ -688,7 +678,13 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
         let handle = self.handle.clone();
         let started = Instant::now();
         tokio::task::spawn_blocking(move || {
-            let result = load_shard::<S>(&rm, topic_id, partition, leader_epoch, config, metadata);
+            let writer = CoordinatorPartitionWriter::new(rm, topic_id, partition, leader_epoch);
+            let mut shard = S::new(partition, leader_epoch, config, metadata);
+            let result = load(&writer, &mut shard).map(|summary| Loaded {
+                shard,
+                writer,
+                summary,
+            });
             handle.send(Event::Loaded {
                 partition,
                 leader_epoch,
@@ -714,7 +710,9 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
         };
         let loaded = match result {
             Ok(l) => l,
-            Err(LoadError::NotLeader(code)) => {
+            Err(LoadError::Read(
+                code @ (ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch),
+            )) => {
                 debug!(topic = S::TOPIC, partition, error = ?code, "coordinator load abandoned: not leader");
                 self.partitions.remove(&partition);
                 self.metrics.set_shards(&self.partitions_summary());
@@ -740,12 +738,16 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
             topic = S::TOPIC,
             partition,
             leader_epoch,
-            records = loaded.records,
+            records = loaded.summary.records,
             ms = elapsed.as_millis() as u64,
             "coordinator shard loaded"
         );
         self.metrics.record_load(elapsed);
-        let mut shard = loaded.shard;
+        let Loaded {
+            mut shard,
+            writer,
+            summary,
+        } = loaded;
         shard.on_metadata_update(Arc::clone(&self.metadata));
         shard.on_loaded(unix_ms());
         let active = Active {
@@ -753,33 +755,16 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
             partition,
             topic_id,
             leader_epoch,
+            writer,
             next_reply: 0,
             owed: HashMap::new(),
             held: VecDeque::new(),
-            written_end: loaded.log_end_offset,
-            committed_end: loaded.high_watermark,
+            written_end: summary.log_end_offset,
+            committed_end: summary.high_watermark,
         };
         if active.committed_end < active.written_end {
             // A new leader's uncommitted tail: replies wait until the HW passes it.
-            if let Some(hosted) = self.replica_manager.partition(topic_id, partition) {
-                let handle = self.handle.clone();
-                let end = active.written_end;
-                tokio::spawn(async move {
-                    let error = ReplicaManager::wait_for_coordinator_commit(
-                        &hosted,
-                        leader_epoch,
-                        end,
-                        Instant::now() + COMMIT_TIMEOUT,
-                    )
-                    .await;
-                    handle.send(Event::Committed {
-                        partition,
-                        leader_epoch,
-                        end_offset: end,
-                        error,
-                    });
-                });
-            }
+            self.await_commit(partition, &active.writer, active.written_end);
         }
         self.partitions
             .insert(partition, PartitionState::Active(Box::new(active)));

@@ -18,8 +18,7 @@ use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::internal_topics::InternalTopics;
 use super::quota::QuotaManagers;
-use crate::coordinator::transaction::TransactionCoordinatorService;
-use crate::coordinator::GroupCoordinatorService;
+use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
 use crate::metadata::MetadataCache;
 
 /// Mutations a broker forwards to the controller in an Envelope.

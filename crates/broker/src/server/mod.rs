@@ -24,6 +24,7 @@ pub mod producer_id_manager;
 pub mod quota;
 pub mod txn_apis;
 pub mod txn_auth;
+pub mod txn_marker_channel;
 pub mod txn_markers;
 pub mod txn_verification;
 
@@ -56,8 +57,8 @@ use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
-use crate::coordinator::transaction::TransactionCoordinatorService;
-use crate::coordinator::GroupCoordinatorService;
+use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
+use txn_marker_channel::TransactionMarkerChannelManager;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
@@ -344,14 +345,20 @@ impl BrokerServer {
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
+            None,
         );
-        let (txn_coordinator, txn_publisher) = TransactionCoordinatorService::start(
+        let markers = TransactionMarkerChannelManager::new(
+            config.node_id,
+            cache.clone(),
+            replica_config_listener.clone(),
+            config.inter_broker_security.clone(),
+        );
+        let (txn_coordinator, txn_publisher) = TransactionCoordinatorService::start_with_markers(
             config.transaction_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
-            replica_config_listener.clone(),
-            config.inter_broker_security.clone(),
+            Arc::new(markers),
         );
         // The coordinators learn of their partitions after the replica layer made them
         // leaders, so a shard loads from a log that is ready to append to.

@@ -31,7 +31,7 @@ use tracing::warn;
 use super::apis_context::{request_context, BrokerApisContext, FORWARD_TIMEOUT};
 use super::txn_auth;
 use super::txn_verification::Transaction;
-use crate::coordinator::transaction::TransactionCoordinatorService;
+use crate::coordinator::TransactionCoordinatorService;
 use kraftd_controller::auth::RequestAuth;
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP};
 use kraftd_controller::publisher::OPERATION_CLUSTER_ACTION;

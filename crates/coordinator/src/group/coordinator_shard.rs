@@ -20,6 +20,10 @@ impl CoordinatorShard for GroupCoordinatorShard {
     const TOPIC: &'static str = GROUP_METADATA_TOPIC_NAME;
     const METRICS_GROUP: &'static str = "group-coordinator-metrics";
 
+    fn topic_partitions(config: &Self::Config) -> i32 {
+        config.offsets_topic_partitions
+    }
+
     fn new(
         partition: i32,
         _leader_epoch: i32,

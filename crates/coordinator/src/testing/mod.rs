@@ -156,7 +156,7 @@ impl<S: CoordinatorShard> Replica<S> {
     /// partition); the caller then tells the shard, as the broker does.
     pub fn append_marker(&mut self, producer_id: i64, producer_epoch: i16, commit: bool) {
         self.log
-            .append_end_txn(producer_id, producer_epoch, commit)
+            .append_end_txn(producer_id, producer_epoch, 0, commit)
             .expect("a marker appends");
         self.log.commit_all();
     }

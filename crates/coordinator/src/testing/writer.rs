@@ -26,12 +26,12 @@ fn batch(producer: Option<(i64, i16)>, n: usize, tag: u8) -> OutputBatch {
 pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
     let mut w = make();
     assert_eq!(
-        w.log_end_offset(),
-        w.log_start_offset(),
+        w.log_end_offset().unwrap(),
+        w.log_start_offset().unwrap(),
         "a new log is empty"
     );
-    assert_eq!(w.high_watermark(), w.log_start_offset());
-    let start = w.log_start_offset();
+    assert_eq!(w.high_watermark().unwrap(), w.log_start_offset().unwrap());
+    let start = w.log_start_offset().unwrap();
     assert!(w
         .read(start, 10)
         .expect("reading an empty log")
@@ -42,7 +42,7 @@ pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
         "an empty batch is refused"
     );
     assert_eq!(
-        w.log_end_offset(),
+        w.log_end_offset().unwrap(),
         start,
         "a refused append changes nothing"
     );
@@ -54,12 +54,12 @@ pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
     );
     let t = w.append(&batch(Some((7, 2)), 2, 2)).expect("append");
     assert_eq!(t.base_offset, a.end_offset, "offsets follow on");
-    let m = w.append_end_txn(7, 2, true).expect("marker");
+    let m = w.append_end_txn(7, 2, 4, true).expect("marker");
     assert_eq!(m, t.end_offset, "a marker takes the next offset");
     let b = w.append(&batch(None, 1, 3)).expect("append");
     assert_eq!(b.base_offset, m + 1, "a marker takes one offset");
-    let n = w.append_end_txn(8, 0, false).expect("marker");
-    assert_eq!(w.log_end_offset(), n + 1);
+    let n = w.append_end_txn(8, 0, 4, false).expect("marker");
+    assert_eq!(w.log_end_offset().unwrap(), n + 1);
 
     // Reads: whole entries from the one holding the offset, at least one, at most as asked.
     let all = w.read(start, 100).expect("read").entries;
@@ -79,6 +79,7 @@ pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
             offset: m,
             producer_id: 7,
             producer_epoch: 2,
+            coordinator_epoch: 4,
             commit: true,
         }
     );
@@ -92,7 +93,7 @@ pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
     let from_marker = w.read(m, 100).expect("read").entries;
     assert_eq!(from_marker.len(), 3);
     assert!(w
-        .read(w.log_end_offset(), 10)
+        .read(w.log_end_offset().unwrap(), 10)
         .expect("read")
         .entries
         .is_empty());
@@ -106,6 +107,9 @@ pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
         type Work = ();
         const TOPIC: &'static str = "t";
         const METRICS_GROUP: &'static str = "m";
+        fn topic_partitions(_: &()) -> i32 {
+            1
+        }
         fn new(
             _: i32,
             _: i32,
@@ -141,7 +145,7 @@ pub fn check<W: PartitionWriter>(make: impl Fn() -> W) {
     let mut c = Count(Vec::new(), Vec::new());
     let summary = load(&w, &mut c).expect("the log loads");
     assert_eq!(summary.records, 6);
-    assert_eq!(summary.log_end_offset, w.log_end_offset());
+    assert_eq!(summary.log_end_offset, w.log_end_offset().unwrap());
     let offsets: Vec<i64> = c.0.iter().map(|(o, _)| *o).collect();
     assert_eq!(
         offsets,

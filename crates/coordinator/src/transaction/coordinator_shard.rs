@@ -26,6 +26,10 @@ impl CoordinatorShard for TransactionCoordinatorShard {
     const TOPIC: &'static str = TRANSACTION_STATE_TOPIC_NAME;
     const METRICS_GROUP: &'static str = "transaction-coordinator-metrics";
 
+    fn topic_partitions(config: &Self::Config) -> i32 {
+        config.state_log_partitions
+    }
+
     fn new(
         partition: i32,
         leader_epoch: i32,

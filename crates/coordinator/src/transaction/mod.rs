@@ -12,6 +12,7 @@
 //!
 //! The rooms:
 //! - [`config`]: `TransactionCoordinatorConfig`, Kafka's `transaction.*` settings;
+//! - [`marker_channel`]: what the coordinator needs of whoever sends its markers;
 //! - [`metadata`]: `TransactionMetadata` and the transaction states with Kafka's rules;
 //! - [`records`]: a `__transaction_state` record as the shard writes and replays it;
 //! - [`shard`]: the shard, its request, reply and marker types, loading, timers, Describe
@@ -23,6 +24,7 @@ pub mod config;
 mod coordinator_shard;
 mod end_txn;
 mod init_producer_id;
+pub mod marker_channel;
 pub mod metadata;
 pub mod records;
 pub mod shard;
@@ -32,6 +34,7 @@ mod tests;
 
 pub use config::TransactionCoordinatorConfig;
 pub use coordinator_shard::{TRANSACTION_STATE_TOPIC_NAME, TRANSACTION_VERSION_FEATURE};
+pub use marker_channel::{MarkersWritten, TransactionMarkerChannel};
 pub use metadata::{TransactionMetadata, TxnState};
 pub use records::TransactionRecord;
 pub use shard::{

@@ -1,7 +1,7 @@
-//! What the coordinators (the group coordinator now, the transaction coordinator later) need
-//! of their partitions (Kafka's `CoordinatorPartitionWriter` and `CoordinatorLoaderImpl`
-//! over the `ReplicaManager`): append a batch as leader at a known leader epoch, wait until
-//! the ISR holds it, and read the log back when loading.
+//! What the coordinators need of their partitions, as the `ReplicaManager`'s primitives:
+//! append a batch or a marker as leader at a known leader epoch, wait until the ISR holds
+//! it, and read the log back when loading. `coordinator/partition_writer.rs` shapes them
+//! into `kraftd_coordinator`'s `PartitionWriter` (Kafka's `CoordinatorPartitionWriter`).
 
 use std::sync::Arc;
 
@@ -38,6 +38,38 @@ impl ReplicaManager {
         };
         hosted.changed.notify_waiters();
         Ok((hosted, append.last_offset + 1))
+    }
+
+    /// Appends a COMMIT (`commit`) or ABORT marker of `producer` (id, epoch, coordinator
+    /// epoch) to a partition this broker leads at exactly `leader_epoch`, as
+    /// WriteTxnMarkers writes one; its offset.
+    pub fn append_coordinator_marker(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+        leader_epoch: i32,
+        (producer_id, producer_epoch, coordinator_epoch): (i64, i16, i32),
+        commit: bool,
+    ) -> Result<i64, ErrorCode> {
+        let hosted = self
+            .partition(topic_id, partition)
+            .ok_or(ErrorCode::NotLeaderOrFollower)?;
+        let append = {
+            let mut p = hosted.lock();
+            if p.role() != Role::Leader || p.leader_epoch() != leader_epoch {
+                return Err(ErrorCode::NotLeaderOrFollower);
+            }
+            p.append_markers_as_leader(
+                producer_id,
+                producer_epoch,
+                coordinator_epoch,
+                commit,
+                unix_ms(),
+            )
+            .map_err(|e| e.error_code())?
+        };
+        hosted.changed.notify_waiters();
+        Ok(append.first_offset)
     }
 
     /// Waits until the partition's HW reaches `required_offset` while this broker still
