@@ -137,8 +137,10 @@ pub struct LoadSummary {
     pub records: u64,
 }
 
-/// How many entries one read brings in while loading.
-const LOAD_READ_ENTRIES: usize = 1024;
+/// How many entries one read may bring in while loading: enough that the writer's own read
+/// size bounds it (the broker's reads 8 MiB of the log at a time; a cap of a thousand
+/// entries would re-read those 8 MiB for every thousand small commits).
+const LOAD_READ_ENTRIES: usize = 1 << 20;
 
 /// Replays `log` from its start to its end into `shard` (a fresh one), as the broker's
 /// runtime loads a shard (Kafka's `CoordinatorLoaderImpl`): records through
