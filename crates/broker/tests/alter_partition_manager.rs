@@ -8,9 +8,10 @@ mod common;
 
 use std::sync::Arc;
 
-use kraftd_broker::server::alter_partition_manager::{
+use kraftd_broker::replica::alter_partition::{
     AlterPartitionItem, AlterPartitionManager, CommittedPartitionState,
 };
+use kraftd_broker::server::alter_partition_manager::DefaultAlterPartitionManager;
 use kraftd_broker::server::controller_channel::ControllerChannel;
 use kraftd_net::{InboundRequest, RequestHandler};
 use kraftd_protocol::messages::alter_partition_response::{PartitionData, TopicData};
@@ -100,7 +101,7 @@ fn accept_all(request: &AlterPartitionRequest) -> AlterPartitionResponse {
 
 struct Setup {
     fake: Arc<FakeController>,
-    manager: AlterPartitionManager,
+    manager: DefaultAlterPartitionManager,
     epoch: watch::Sender<i64>,
     _raft: watch::Sender<RaftMetrics>,
     _server: AbortOnDrop,
@@ -121,7 +122,7 @@ async fn setup(initial_permits: usize, broker_epoch: i64, respond: Box<Respond>)
     let (epoch, epoch_rx) = watch::channel(broker_epoch);
     Setup {
         fake,
-        manager: AlterPartitionManager::start(BROKER, epoch_rx, channel),
+        manager: DefaultAlterPartitionManager::start(BROKER, epoch_rx, channel),
         epoch,
         _raft: raft,
         _server: server,
@@ -337,7 +338,7 @@ async fn a_real_controller_answers_each_partition_of_one_batch() {
     // Unregistered as far as the manager knows: everything below is queued, then goes in one
     // request once the epoch is published.
     let (epoch_tx, epoch_rx) = watch::channel(-1);
-    let manager = AlterPartitionManager::start(BROKER, epoch_rx, channel);
+    let manager = DefaultAlterPartitionManager::start(BROKER, epoch_rx, channel);
     let change = |partition, leader_epoch, partition_epoch| AlterPartitionItem {
         topic_id,
         partition,

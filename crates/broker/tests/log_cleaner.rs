@@ -16,7 +16,7 @@ use kraftd_broker::metadata::MetadataCache;
 use kraftd_broker::replica::log_cleaner::{LogCleaner, LogCleanerConfig};
 use kraftd_broker::replica::replica_manager::{ReplicaManager, ReplicaManagerConfig};
 use kraftd_broker::replica::TopicIdPartition;
-use kraftd_broker::server::alter_partition_manager::AlterPartitionManager;
+use kraftd_broker::server::alter_partition_manager::DefaultAlterPartitionManager;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_log::cleaner::CleanerConfig;
 use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;
@@ -144,7 +144,7 @@ async fn a_failing_partition_is_marked_uncleanable_and_the_others_are_cleaned() 
         Duration::from_secs(1),
     );
     let (_epoch, epoch_rx) = watch::channel(10);
-    let alter = AlterPartitionManager::start(LOCAL, epoch_rx, channel);
+    let alter = DefaultAlterPartitionManager::start(LOCAL, epoch_rx, channel);
     let cache = MetadataCache::new(LOCAL, "log-cleaner-test");
     let config = ReplicaManagerConfig::new(LOCAL, vec![dir.path().to_path_buf()]);
     let rm =

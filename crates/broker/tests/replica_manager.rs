@@ -6,9 +6,9 @@
 //! answers, the exact bytes fetched, the fetch purgatory's wake-ups, ListOffsets, min ISR,
 //! topic deletion, follower hosting and what survives a restart.
 //!
-//! The `AlterPartitionManager` gets a controller channel to an unused port: no ISR change is
-//! ever sent, since the partitions this broker leads have one replica or an in-sync follower
-//! (whose fetches the tests make by hand), and the periodic ISR shrink is not started.
+//! The `DefaultAlterPartitionManager` gets a controller channel to an unused port: no ISR
+//! change is ever sent, since the partitions this broker leads have one replica or an in-sync
+//! follower (whose fetches the tests make by hand), and the periodic ISR shrink is not started.
 
 mod common;
 #[path = "replica_manager/coordinator_writer.rs"]
@@ -37,7 +37,7 @@ use kraftd_broker::replica::replica_manager::{
     FetchLimits, FetchOrigin, FetchResult, ProduceResult, ReplicaManager, ReplicaManagerConfig,
 };
 use kraftd_broker::replica::TopicIdPartition;
-use kraftd_broker::server::alter_partition_manager::AlterPartitionManager;
+use kraftd_broker::server::alter_partition_manager::DefaultAlterPartitionManager;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;
 use kraftd_protocol::metadata::*;
@@ -225,7 +225,7 @@ impl Broker {
             Duration::from_secs(1),
         );
         let (epoch, epoch_rx) = watch::channel(10);
-        let alter = AlterPartitionManager::start(LOCAL, epoch_rx, channel);
+        let alter = DefaultAlterPartitionManager::start(LOCAL, epoch_rx, channel);
         let cache = MetadataCache::new(LOCAL, "replica-manager-test");
         let config = ReplicaManagerConfig::new(LOCAL, vec![log_dir.to_path_buf()]);
         let rm = ReplicaManager::new(config, cache.clone(), alter, Arc::new(AtomicI64::new(10)))

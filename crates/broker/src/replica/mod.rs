@@ -4,6 +4,7 @@
 //! from their leader through the [`fetcher`]; the ISR moves through AlterPartition to the
 //! controller. Every piece names a partition by its [`TopicIdPartition`].
 
+pub mod alter_partition;
 pub mod fetch_session;
 pub mod fetch_session_handler;
 pub mod fetcher;

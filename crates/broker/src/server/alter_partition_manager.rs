@@ -1,4 +1,7 @@
-//! AlterPartition to the active controller (Kafka's `AlterPartitionManager`).
+//! AlterPartition to the active controller (Kafka's `DefaultAlterPartitionManager`): the
+//! server's implementation of the replica layer's
+//! [`AlterPartitionManager`](crate::replica::alter_partition::AlterPartitionManager), over the
+//! [`ControllerChannel`].
 //!
 //! A partition leader that shrinks or expands its ISR cannot write the change itself: it asks
 //! the active controller, which commits a `PartitionChangeRecord` and answers with the state
@@ -41,6 +44,9 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::controller_channel::ControllerChannel;
+use crate::replica::alter_partition::{
+    AlterPartitionItem, AlterPartitionManager, AlterPartitionResult, CommittedPartitionState,
+};
 
 /// The first pause before sending again after a request got no usable answer (Kafka's
 /// fixed 50 ms); it doubles up to [`ALTER_PARTITION_MAX_BACKOFF`] while failures last.
@@ -57,35 +63,6 @@ pub const ALTER_PARTITION_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 fn alter_partition_version() -> i16 {
     supported_range(ApiKey::AlterPartition).max
 }
-
-/// One partition's proposed change, as its leader sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlterPartitionItem {
-    pub topic_id: Uuid,
-    pub partition: i32,
-    /// The leader epoch the change was made in.
-    pub leader_epoch: i32,
-    /// The proposed ISR: (broker id, broker epoch, -1 when unknown).
-    pub new_isr: Vec<(i32, i64)>,
-    pub leader_recovery_state: i8,
-    /// The partition epoch the change is based on (the controller refuses a stale one with
-    /// INVALID_UPDATE_VERSION).
-    pub partition_epoch: i32,
-}
-
-/// The state the controller committed for a partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommittedPartitionState {
-    pub leader_id: i32,
-    pub leader_epoch: i32,
-    pub isr: Vec<i32>,
-    pub leader_recovery_state: i8,
-    pub partition_epoch: i32,
-}
-
-/// The controller's answer for one partition: the committed state (leader, leader_epoch,
-/// isr, partition_epoch, leader_recovery_state), or an error code.
-pub type AlterPartitionResult = Result<CommittedPartitionState, ErrorCode>;
 
 type PartitionKey = (Uuid, i32);
 
@@ -111,7 +88,7 @@ impl Shared {
 /// A running AlterPartition manager; dropping it stops the sender, and every pending
 /// receiver sees its sender dropped.
 #[derive(Debug)]
-pub struct AlterPartitionManager {
+pub struct DefaultAlterPartitionManager {
     shared: Arc<Shared>,
     task: JoinHandle<()>,
 }
@@ -124,7 +101,7 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-impl AlterPartitionManager {
+impl DefaultAlterPartitionManager {
     /// Starts the sender. `broker_epoch` is the epoch of the broker's current registration
     /// (-1 until registered), read afresh for every request.
     pub fn start(
@@ -142,18 +119,25 @@ impl AlterPartitionManager {
             channel,
             shared: Arc::clone(&shared),
         };
-        AlterPartitionManager {
+        DefaultAlterPartitionManager {
             shared,
             task: tokio::spawn(sender.run()),
         }
     }
 
+    /// How many changes wait for an answer (queued or in flight).
+    pub fn pending(&self) -> usize {
+        self.shared.lock().len()
+    }
+}
+
+impl AlterPartitionManager for DefaultAlterPartitionManager {
     /// Queues one partition's ISR change; at most one in flight per partition (a second
     /// submit for a partition with one pending returns Err(OPERATION_NOT_ATTEMPTED)
     /// immediately, as Kafka). Changes submitted close together go in one AlterPartition
     /// request (Kafka batches everything queued while one request is in flight). The
     /// returned receiver gets that partition's result.
-    pub fn submit(&self, item: AlterPartitionItem) -> oneshot::Receiver<AlterPartitionResult> {
+    fn submit(&self, item: AlterPartitionItem) -> oneshot::Receiver<AlterPartitionResult> {
         let (reply, rx) = oneshot::channel();
         let key = (item.topic_id, item.partition);
         {
@@ -167,14 +151,9 @@ impl AlterPartitionManager {
         self.shared.queued.notify_one();
         rx
     }
-
-    /// How many changes wait for an answer (queued or in flight).
-    pub fn pending(&self) -> usize {
-        self.shared.lock().len()
-    }
 }
 
-impl Drop for AlterPartitionManager {
+impl Drop for DefaultAlterPartitionManager {
     fn drop(&mut self) {
         self.task.abort();
     }

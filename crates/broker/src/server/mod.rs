@@ -47,7 +47,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use self::alter_partition_manager::AlterPartitionManager;
+use self::alter_partition_manager::DefaultAlterPartitionManager;
 use self::apis::KafkaApis;
 use self::apis_context::BrokerApisContext;
 use self::controller_channel::ControllerChannel;
@@ -58,7 +58,6 @@ pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
 use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
-use txn_marker_channel::TransactionMarkerChannelManager;
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
@@ -68,6 +67,7 @@ use crate::replica::replica_manager::{
 use kraftd_controller::quota::QuotaWindow;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
 use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
+use txn_marker_channel::TransactionMarkerChannelManager;
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -272,7 +272,7 @@ impl BrokerServer {
         // The broker epoch, as registration sets it, for the data plane's requests.
         let (epoch_tx, epoch_rx) = watch::channel(-1i64);
         let broker_epoch = Arc::new(AtomicI64::new(-1));
-        let alter_partition = AlterPartitionManager::start(
+        let alter_partition = DefaultAlterPartitionManager::start(
             config.node_id,
             epoch_rx.clone(),
             channel("alter-partition"),

@@ -17,7 +17,7 @@ fn start_two(a: &Path, b: &Path) -> Broker {
         Duration::from_secs(1),
     );
     let (epoch, epoch_rx) = watch::channel(10);
-    let alter = AlterPartitionManager::start(LOCAL, epoch_rx, channel);
+    let alter = DefaultAlterPartitionManager::start(LOCAL, epoch_rx, channel);
     let cache = MetadataCache::new(LOCAL, "log-dirs-test");
     let config = ReplicaManagerConfig::new(LOCAL, vec![a.to_path_buf(), b.to_path_buf()]);
     let rm =

@@ -11,8 +11,8 @@ use kraftd_protocol::ErrorCode;
 use tracing::warn;
 
 use super::ReplicaManager;
+use crate::replica::alter_partition::AlterPartitionItem;
 use crate::replica::partition::{HostedPartition, IsrChange};
-use crate::server::alter_partition_manager::AlterPartitionItem;
 
 impl ReplicaManager {
     /// Starts the periodic work: ISR shrink checks (every half `replica.lag.time.max.ms`,

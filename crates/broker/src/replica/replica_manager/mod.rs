@@ -10,8 +10,9 @@
 //! the HW covers the batch or the request's timeout; fetches read outside the partition's
 //! lock and, with too little data, wait (the fetch purgatory) for an append or HW move.
 //! Waiting is on each partition's [`ChangeNotify`](super::fetch_session::ChangeNotify), pulsed on every append, HW move and role
-//! change. ISR changes the partitions ask for go to the controller through the
-//! [`AlterPartitionManager`]; a periodic task shrinks lagging ISRs, applies retention and
+//! change. ISR changes the partitions ask for go to the controller through an
+//! [`AlterPartitionManager`] (the replica layer's contract, which the server implements);
+//! a periodic task shrinks lagging ISRs, applies retention and
 //! checkpoints HWs.
 //!
 //! The rooms, one `impl ReplicaManager` each:
@@ -50,13 +51,13 @@ use kraftd_controller::MetadataImage;
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
+use super::alter_partition::AlterPartitionManager;
 use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
 use super::log_manager::{LogManager, LogManagerOptions};
 use super::partition::{HostedPartition, Partition};
 use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
-use crate::server::alter_partition_manager::AlterPartitionManager;
 
 pub use self::apply_delta::{partition_state, ReplicaManagerPublisher};
 pub use self::fetch::{FetchLimits, FetchOrigin, FetchResult};
@@ -136,7 +137,7 @@ pub struct ReplicaManager {
     log_manager: LogManager,
     partitions: RwLock<HashMap<(Uuid, i32), Arc<HostedPartition>>>,
     cache: MetadataCache,
-    alter_partition: AlterPartitionManager,
+    alter_partition: Box<dyn AlterPartitionManager>,
     fetchers: ReplicaFetcherManager,
     broker_epoch: Arc<AtomicI64>,
     metrics: ReplicaMetrics,
@@ -157,7 +158,7 @@ impl ReplicaManager {
     pub fn new(
         config: ReplicaManagerConfig,
         cache: MetadataCache,
-        alter_partition: AlterPartitionManager,
+        alter_partition: impl AlterPartitionManager + 'static,
         broker_epoch: Arc<AtomicI64>,
     ) -> Result<Arc<ReplicaManager>, super::log_manager::LogManagerError> {
         let log_manager = LogManager::open_with(
@@ -183,7 +184,7 @@ impl ReplicaManager {
             log_manager,
             partitions: RwLock::new(HashMap::new()),
             cache,
-            alter_partition,
+            alter_partition: Box::new(alter_partition),
             fetchers,
             broker_epoch,
             metrics: ReplicaMetrics::default(),
