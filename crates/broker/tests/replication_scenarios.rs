@@ -44,7 +44,7 @@ fn s1_1_high_watermark_is_min_isr_log_end_and_bounds_consumers() {
     // Follower 3 fetches only m2 (one batch per fetch).
     assert_eq!(c.fetch_with(3, 1), Fetched::Appended { first: 2, last: 2 });
     c.fetch(2);
-    assert_eq!(c.p(1).follower_state(2).unwrap().log_end_offset, 4);
+    assert_eq!(c.p(1).replica_state(2).unwrap().log_end_offset, 4);
     assert_eq!(
         c.p(1).high_watermark(),
         2,

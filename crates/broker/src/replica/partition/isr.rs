@@ -7,9 +7,9 @@ use tracing::{debug, info, warn};
 
 use super::{Partition, PartitionError, Role};
 
-/// What the leader knows of one follower (Kafka's `ReplicaState`).
+/// What the leader knows of one follower replica (Kafka's `ReplicaState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FollowerState {
+pub struct ReplicaState {
     /// The broker epoch the follower's fetches carried (KIP-903), -1 when none did.
     pub broker_epoch: i64,
     /// The follower's log end offset as its last fetch said; -1 until it fetches in this
@@ -23,9 +23,9 @@ pub struct FollowerState {
     pub last_fetch_ms: i64,
 }
 
-impl FollowerState {
+impl ReplicaState {
     pub(super) fn reset(in_isr: bool, now_ms: i64) -> Self {
-        FollowerState {
+        ReplicaState {
             broker_epoch: -1,
             log_end_offset: -1,
             log_start_offset: -1,

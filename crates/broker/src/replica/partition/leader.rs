@@ -9,7 +9,7 @@ use kraftd_protocol::records::{Batches, ControlRecord, RecordBatch, RecordBatchB
 use kraftd_protocol::ErrorCode;
 use tracing::debug;
 
-use super::isr::FollowerState;
+use super::isr::ReplicaState;
 use super::validator::{validate, Validated};
 use super::{Partition, PartitionError, PartitionState, Role};
 use crate::replica::producer_state::ProducerCheck;
@@ -95,7 +95,7 @@ impl Partition {
                 .replicas
                 .iter()
                 .filter(|r| **r != self.local_broker)
-                .map(|r| (*r, FollowerState::reset(self.isr.contains(r), now_ms)))
+                .map(|r| (*r, ReplicaState::reset(self.isr.contains(r), now_ms)))
                 .collect();
             self.ineligible.clear();
             debug!(
@@ -111,7 +111,7 @@ impl Partition {
             for r in &state.replicas {
                 if *r != local && !self.followers.contains_key(r) {
                     self.followers
-                        .insert(*r, FollowerState::reset(false, now_ms));
+                        .insert(*r, ReplicaState::reset(false, now_ms));
                 }
             }
         }

@@ -54,7 +54,7 @@ use super::TopicIdPartition;
 
 pub use self::future::FutureStep;
 pub use self::hosted::HostedPartition;
-pub use self::isr::{FollowerState, FollowerUpdate, IsrChange, IsrEligibility};
+pub use self::isr::{FollowerUpdate, IsrChange, IsrEligibility, ReplicaState};
 pub use self::leader::{FetchIsolation, LeaderAppend, ReadInfo, ReadParams};
 
 /// Kafka's `replica.lag.time.max.ms` default.
@@ -225,7 +225,7 @@ pub struct Partition {
     pending_isr: Option<Vec<i32>>,
     /// Where this leader epoch started in the log (a follower joins the ISR only past it).
     leader_epoch_start_offset: i64,
-    followers: BTreeMap<i32, FollowerState>,
+    followers: BTreeMap<i32, ReplicaState>,
     /// Followers the metadata says may not join the ISR now (fenced, shutting down, or at
     /// another broker epoch than their fetches carried): outside the ISR, the HW does not
     /// wait for them even when caught up (Kafka's `isReplicaIsrEligible`, KIP-841).
@@ -307,7 +307,7 @@ impl Partition {
     pub fn config(&self) -> &PartitionConfig {
         &self.config
     }
-    pub fn follower_state(&self, broker: i32) -> Option<&FollowerState> {
+    pub fn replica_state(&self, broker: i32) -> Option<&ReplicaState> {
         self.followers.get(&broker)
     }
     pub fn producers(&self) -> &ProducerStateManager {
