@@ -16,6 +16,7 @@ use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
 
 use crate::properties::Properties;
 use crate::security::sasl::SaslSettings;
+use crate::security::tls::NodeTls;
 
 /// Kafka's `log.dir` default, used when neither `log.dirs` nor `log.dir` is set.
 pub const LOG_DIR_DEFAULT: &str = "/tmp/kraft-combined-logs";
@@ -75,7 +76,7 @@ pub struct NodeConfig {
     /// (Kafka's `effectiveListenerSecurityProtocolMap` in KRaft mode).
     pub security_protocols: BTreeMap<String, SecurityProtocol>,
     /// The TLS of the SSL listeners served and of the node's own TLS connections.
-    pub tls: crate::security::tls::NodeTls,
+    pub tls: NodeTls,
     /// The SASL listeners' settings and the node's own SASL logins.
     pub sasl: SaslSettings,
 }
@@ -221,9 +222,23 @@ impl NodeConfig {
             &listeners,
             &controller_listener_names,
         )?;
-        let mut config = NodeConfig {
-            sasl: SaslSettings::default(),
-            security_protocols,
+        check_controller_listener(
+            &props,
+            &roles,
+            node_id,
+            &voters,
+            &listeners,
+            &controller_listener_names,
+        )?;
+        let (sasl, tls) = security_settings(
+            &props,
+            &roles,
+            &listeners,
+            &controller_listener_names,
+            &security_protocols,
+        )?;
+        Ok(NodeConfig {
+            props,
             roles,
             node_id,
             voters,
@@ -233,13 +248,10 @@ impl NodeConfig {
             advertised_listeners,
             log_dirs,
             metadata_log_dir,
-            props,
-            tls: Default::default(),
-        };
-        config.check_controller_listener()?;
-        config.sasl = config.load_sasl()?;
-        let tls = crate::security::tls::NodeTls::load(&config)?;
-        Ok(NodeConfig { tls, ..config })
+            security_protocols,
+            tls,
+            sasl,
+        })
     }
 
     pub fn is_controller(&self) -> bool {
@@ -249,9 +261,7 @@ impl NodeConfig {
     /// The listener a controller serves on: the first of `listeners` named in
     /// `controller.listener.names`.
     pub fn controller_listener(&self) -> Option<&Listener> {
-        self.listeners
-            .iter()
-            .find(|l| self.controller_listener_names.contains(&l.name))
+        controller_listener(&self.listeners, &self.controller_listener_names)
     }
 
     /// How `listener` is protected: its name, protocol and SASL settings (every listener
@@ -267,37 +277,6 @@ impl NodeConfig {
             tls: self.tls.servers.get(&listener.name).cloned(),
             sasl: self.sasl.servers.get(&listener.name).cloned(),
         }
-    }
-
-    /// The SASL settings of the listeners served here and of the node's own logins (the
-    /// controller listener, and on a broker the inter-broker listener).
-    fn load_sasl(&self) -> Result<SaslSettings> {
-        let protocol = |name: &str| {
-            self.security_protocols
-                .get(name)
-                .copied()
-                .unwrap_or_default()
-        };
-        let served: Vec<_> = self
-            .listeners
-            .iter()
-            .map(|l| (l.name.clone(), protocol(&l.name)))
-            .collect();
-        let mut logins = Vec::new();
-        if let Some(name) = self.controller_listener_names.first() {
-            logins.push((
-                name.clone(),
-                protocol(name),
-                "sasl.mechanism.controller.protocol",
-            ));
-        }
-        if self.roles.contains(&ProcessRole::Broker) {
-            if let Some(name) = self.inter_broker_listener_name() {
-                let p = protocol(&name);
-                logins.push((name, p, "sasl.mechanism.inter.broker.protocol"));
-            }
-        }
-        SaslSettings::load(&self.props, &served, &logins)
     }
 
     /// How this node's clients reach the listener named `listener_name` on other nodes
@@ -317,10 +296,12 @@ impl NodeConfig {
     /// The listener brokers replicate and send markers over: `inter.broker.listener.name`,
     /// else the first client listener.
     pub fn inter_broker_listener_name(&self) -> Option<String> {
-        self.props
-            .get("inter.broker.listener.name")
-            .map(str::to_string)
-            .or_else(|| self.broker_listeners().first().map(|(l, _)| l.name.clone()))
+        inter_broker_listener_name(
+            &self.props,
+            &self.listeners,
+            &self.controller_listener_names,
+        )
+        .map(str::to_string)
     }
 
     /// The client listeners (every listener not named in `controller.listener.names`) with
@@ -350,35 +331,6 @@ impl NodeConfig {
             .collect()
     }
 
-    fn check_controller_listener(&self) -> Result<()> {
-        let source = self.props.source();
-        if self.controller_listener_names.is_empty() {
-            bail!("controller.listener.names is not set in {source}");
-        }
-        if self.roles.contains(&ProcessRole::Broker) && self.broker_listeners().is_empty() {
-            bail!(
-                "listeners in {source} has no client listener (every one is named in \
-                 controller.listener.names)"
-            );
-        }
-        if self.is_controller() {
-            if self.controller_listener().is_none() {
-                bail!(
-                    "listeners in {source} has no listener named in controller.listener.names ({})",
-                    self.controller_listener_names.join(",")
-                );
-            }
-            // A dynamic quorum's controller (no static voters) starts as an observer.
-            if !self.voters.is_empty() && !self.voters.contains_key(&self.node_id) {
-                bail!(
-                    "node.id {} is a controller but not one of controller.quorum.voters in {source}",
-                    self.node_id
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// A numeric property, or its default; a value that does not parse is an error naming it.
     pub fn number<T: FromStr>(&self, key: &str, default: T) -> Result<T> {
         match self.props.get(key) {
@@ -404,6 +356,134 @@ impl NodeConfig {
             ),
         }
     }
+}
+
+/// The listener a controller serves on: the first of `listeners` named in
+/// `controller_listener_names`.
+fn controller_listener<'a>(
+    listeners: &'a [Listener],
+    controller_listener_names: &[String],
+) -> Option<&'a Listener> {
+    listeners
+        .iter()
+        .find(|l| controller_listener_names.contains(&l.name))
+}
+
+/// `inter.broker.listener.name`, else the first client listener (one not named in
+/// `controller.listener.names`).
+fn inter_broker_listener_name<'a>(
+    props: &'a Properties,
+    listeners: &'a [Listener],
+    controller_listener_names: &[String],
+) -> Option<&'a str> {
+    props.get("inter.broker.listener.name").or_else(|| {
+        listeners
+            .iter()
+            .find(|l| !controller_listener_names.contains(&l.name))
+            .map(|l| l.name.as_str())
+    })
+}
+
+/// The listeners fit the roles: `controller.listener.names` is set, a broker has a client
+/// listener, a controller a controller listener and (with static voters) a place among
+/// `controller.quorum.voters`.
+fn check_controller_listener(
+    props: &Properties,
+    roles: &[ProcessRole],
+    node_id: i32,
+    voters: &BTreeMap<i32, VoterEndpoint>,
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+) -> Result<()> {
+    let source = props.source();
+    if controller_listener_names.is_empty() {
+        bail!("controller.listener.names is not set in {source}");
+    }
+    let has_client_listener = listeners
+        .iter()
+        .any(|l| !controller_listener_names.contains(&l.name));
+    if roles.contains(&ProcessRole::Broker) && !has_client_listener {
+        bail!(
+            "listeners in {source} has no client listener (every one is named in \
+             controller.listener.names)"
+        );
+    }
+    if roles.contains(&ProcessRole::Controller) {
+        if controller_listener(listeners, controller_listener_names).is_none() {
+            bail!(
+                "listeners in {source} has no listener named in controller.listener.names ({})",
+                controller_listener_names.join(",")
+            );
+        }
+        // A dynamic quorum's controller (no static voters) starts as an observer.
+        if !voters.is_empty() && !voters.contains_key(&node_id) {
+            bail!(
+                "node.id {node_id} is a controller but not one of controller.quorum.voters in {source}"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The SASL and TLS settings, read from the properties before the [`NodeConfig`] is built:
+/// those of the listeners this node serves and of its own connections — the controller
+/// listener, and on a broker the inter-broker listener.
+fn security_settings(
+    props: &Properties,
+    roles: &[ProcessRole],
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+    protocols: &BTreeMap<String, SecurityProtocol>,
+) -> Result<(SaslSettings, NodeTls)> {
+    let protocol = |name: &str| protocols.get(name).copied().unwrap_or_default();
+    let is_broker = roles.contains(&ProcessRole::Broker);
+    let is_controller = roles.contains(&ProcessRole::Controller);
+    let controller_login = controller_listener_names.first();
+    let inter_broker_login = is_broker
+        .then(|| inter_broker_listener_name(props, listeners, controller_listener_names))
+        .flatten();
+
+    let sasl_served: Vec<_> = listeners
+        .iter()
+        .map(|l| (l.name.clone(), protocol(&l.name)))
+        .collect();
+    let mut logins = Vec::new();
+    if let Some(name) = controller_login {
+        logins.push((
+            name.clone(),
+            protocol(name),
+            "sasl.mechanism.controller.protocol",
+        ));
+    }
+    if let Some(name) = inter_broker_login {
+        logins.push((
+            name.to_string(),
+            protocol(name),
+            "sasl.mechanism.inter.broker.protocol",
+        ));
+    }
+    let sasl = SaslSettings::load(props, &sasl_served, &logins)?;
+
+    // TLS is read only for the listeners this node's roles serve.
+    let tls_served: Vec<_> = listeners
+        .iter()
+        .filter(|l| {
+            if controller_listener_names.contains(&l.name) {
+                is_controller
+            } else {
+                is_broker
+            }
+        })
+        .map(|l| (l.name.clone(), protocol(&l.name)))
+        .collect();
+    let clients: Vec<_> = controller_login
+        .map(String::as_str)
+        .into_iter()
+        .chain(inter_broker_login)
+        .map(|name| (name.to_string(), protocol(name)))
+        .collect();
+    let tls = NodeTls::load(props, &tls_served, &clients)?;
+    Ok((sasl, tls))
 }
 
 /// Refuses a broker config kraftd does not support (`config_defs::CONFIG_SUPPORT`) set to
@@ -443,12 +523,7 @@ fn check_sasl_mechanisms(
         .map(|l| l.name.as_str())
         .filter(|name| is_sasl(name))
         .collect();
-    let inter_broker = props.get("inter.broker.listener.name").or_else(|| {
-        listeners
-            .iter()
-            .find(|l| !controller_listener_names.contains(&l.name))
-            .map(|l| l.name.as_str())
-    });
+    let inter_broker = inter_broker_listener_name(props, listeners, controller_listener_names);
     let sasl = SaslListeners {
         sasl_listeners: &sasl_listeners,
         inter_broker_sasl: inter_broker.is_some_and(is_sasl),

@@ -26,7 +26,6 @@ use kraftd_net::tls::{
 };
 use kraftd_net::SecurityProtocol;
 
-use crate::config::NodeConfig;
 use crate::properties::Properties;
 
 /// The TLS of the node's listeners and of its own connections, by listener name.
@@ -39,44 +38,26 @@ pub struct NodeTls {
 }
 
 impl NodeTls {
-    /// Builds what `config`'s roles serve and connect to over TLS.
-    pub fn load(config: &NodeConfig) -> Result<NodeTls> {
+    /// Reads and checks the TLS of the listeners this node serves (`(listener name,
+    /// protocol)`, for the listeners its roles serve) and of the listeners its own clients
+    /// connect to (the controller listener, on a broker the inter-broker listener); only
+    /// those whose protocol speaks TLS get settings.
+    pub fn load(
+        props: &Properties,
+        served: &[(String, SecurityProtocol)],
+        clients: &[(String, SecurityProtocol)],
+    ) -> Result<NodeTls> {
         let mut tls = NodeTls::default();
-        let protocol = |name: &str| {
-            config
-                .security_protocols
-                .get(name)
-                .copied()
-                .unwrap_or_default()
-        };
-        let is_broker = config.roles.contains(&crate::config::ProcessRole::Broker);
-        for l in &config.listeners {
-            let controller = config.controller_listener_names.contains(&l.name);
-            let served = if controller {
-                config.is_controller()
-            } else {
-                is_broker
-            };
-            let p = protocol(&l.name);
-            if served && p.uses_tls() {
+        for (listener, protocol) in served {
+            if protocol.uses_tls() {
                 tls.servers
-                    .insert(l.name.clone(), server(&config.props, &l.name, p)?);
+                    .insert(listener.clone(), server(props, listener, *protocol)?);
             }
         }
-        let mut client_listeners: Vec<String> = config
-            .controller_listener_names
-            .first()
-            .cloned()
-            .into_iter()
-            .collect();
-        if is_broker {
-            client_listeners.extend(config.inter_broker_listener_name());
-        }
-        for name in client_listeners {
-            let p = protocol(&name);
-            if p.uses_tls() && !tls.clients.contains_key(&name) {
-                let c = client(&config.props, &name, p)?;
-                tls.clients.insert(name, c);
+        for (listener, protocol) in clients {
+            if protocol.uses_tls() && !tls.clients.contains_key(listener) {
+                let c = client(props, listener, *protocol)?;
+                tls.clients.insert(listener.clone(), c);
             }
         }
         Ok(tls)
