@@ -9,7 +9,7 @@
 //! Kafka's meaning, accepts it with no effect (performance tuning only), or refuses any value
 //! but Kafka's default ([`Support`]): CreateTopics and (Incremental)AlterConfigs check it
 //! through [`validate_topic_config`] / [`check_dynamic_support`], the node's startup through
-//! [`check_static_support`], and ARCHITECTURE.md's table is rendered from it
+//! [`check_static_support`], and `docs/configs.md`'s table is rendered from it
 //! ([`render_support_table`]), so no setting is silently ignored.
 
 /// The type of a config value and the range or set of values it accepts, as Kafka's

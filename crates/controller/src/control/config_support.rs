@@ -1,7 +1,7 @@
 //! Whether kraftd acts on each config key it accepts ([`CONFIG_SUPPORT`]), so no setting is
 //! silently ignored: honoured with Kafka's meaning, harmlessly without effect, or refused
 //! unless it asks for Kafka's default; the checks CreateTopics, (Incremental)AlterConfigs
-//! and start-up run against it; and the Markdown table ARCHITECTURE.md holds. The keys'
+//! and start-up run against it; and the Markdown table `docs/configs.md` holds. The keys'
 //! definitions (types, defaults, synonyms) are in [`super::config_defs`].
 
 use super::config_defs::{
@@ -167,8 +167,8 @@ const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
 /// [`STATIC_BROKER_CONFIGS`] (one row each, checked by a test), as the table in
-/// ARCHITECTURE.md ("Configs") renders it; the security configs' rows are
-/// [`SECURITY_SUPPORT`] ([`support_rows`] has both).
+/// `docs/configs.md` renders it; the security configs' rows are [`SECURITY_SUPPORT`]
+/// ([`support_rows`] has both).
 pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     // Topic configs.
     honoured(T, "cleanup.policy", CLEANER),
@@ -397,7 +397,7 @@ pub fn check_static_support(key: &str, value: &str) -> Result<(), ConfigValueErr
     }
 }
 
-/// The table of [`CONFIG_SUPPORT`] as Markdown, as ARCHITECTURE.md holds it.
+/// The table of [`CONFIG_SUPPORT`] as Markdown, as `docs/configs.md` holds it.
 pub fn render_support_table() -> String {
     let mut out =
         String::from("| key | set on | status | default | where / why |\n|---|---|---|---|---|\n");

@@ -4,8 +4,8 @@
 //! error code as the response's `errorCounts()` counts them, and the phase histograms),
 //! `socket-server-metrics` (connections per listener), `NetworkProcessorAvgIdlePercent` and
 //! `RequestHandlerAvgIdlePercent`. One [`RequestMetrics`] per process, shared through
-//! [`super::ServerConfig::metrics`]; the mapping to Prometheus names is in ARCHITECTURE.md
-//! and [`RequestMetrics::write_prometheus`].
+//! [`super::ServerConfig::metrics`]; the mapping to Prometheus names is in
+//! `docs/metrics.md` and [`RequestMetrics::write_prometheus`].
 //!
 //! Cost on the request path: recording is relaxed atomic adds into per-API counters and
 //! fixed-bucket histograms ([`histogram`]), no lock and no task hand-off; the only

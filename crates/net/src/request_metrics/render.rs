@@ -1,5 +1,5 @@
 //! The scrape: [`RequestMetrics`] as Prometheus text, Kafka's JMX names mapped as
-//! ARCHITECTURE.md's table says (`kafka.network:type=RequestMetrics,name=TotalTimeMs,
+//! `docs/metrics.md`'s table says (`kafka.network:type=RequestMetrics,name=TotalTimeMs,
 //! request=Produce` → `kafka_network_RequestMetrics_TotalTimeMs{request="Produce"}`), and
 //! the windows the quantiles and idle ratios are computed over.
 //!

@@ -127,23 +127,23 @@ fn every_config_has_one_support_row_and_every_row_a_config() {
         .all(|r| r.scope == ConfigScope::Broker));
 }
 
-/// ARCHITECTURE.md's table is this one rendered; `UPDATE_CONFIG_TABLE=1` rewrites it.
+/// `docs/configs.md`'s table is this one rendered; `UPDATE_CONFIG_TABLE=1` rewrites it.
 #[test]
-fn the_architecture_table_is_config_support() {
+fn the_configs_doc_is_config_support() {
     const BEGIN: &str = "<!-- config-support:begin (generated from config_defs.rs) -->\n";
     const END: &str = "<!-- config-support:end -->";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
-    let doc = std::fs::read_to_string(&path).expect("ARCHITECTURE.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configs.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/configs.md");
     let start = doc.find(BEGIN).expect("the begin marker") + BEGIN.len();
     let end = doc[start..].find(END).expect("the end marker") + start;
     let table = render_support_table();
     if doc[start..end] != table {
         if std::env::var_os("UPDATE_CONFIG_TABLE").is_some() {
             let updated = format!("{}{table}{}", &doc[..start], &doc[end..]);
-            std::fs::write(&path, updated).expect("writing ARCHITECTURE.md");
+            std::fs::write(&path, updated).expect("writing docs/configs.md");
         } else {
             panic!(
-                "ARCHITECTURE.md's config table differs from CONFIG_SUPPORT; rerun with \
+                "docs/configs.md's config table differs from CONFIG_SUPPORT; rerun with \
                  UPDATE_CONFIG_TABLE=1 to rewrite it"
             );
         }
