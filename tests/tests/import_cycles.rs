@@ -48,17 +48,6 @@ struct Known {
 const KNOWN: &[Known] = &[
     Known {
         files: &[
-            "broker/src/server/apis_context.rs",
-            "broker/src/server/data_plane.rs",
-            "broker/src/server/internal_topics.rs",
-            "broker/src/server/quota/mod.rs",
-        ],
-        why: "quota/ reads apis_context::FORWARDED_API_KEYS to mark a request forwarded, while \
-              the context holds the QuotaManagers: the API-key tables belong in a leaf of \
-              their own (or the dispatcher tells the quota)",
-    },
-    Known {
-        files: &[
             "coordinator/src/group/classic/group.rs",
             "coordinator/src/group/consumer/group.rs",
             "coordinator/src/group/consumer/records.rs",
@@ -85,27 +74,6 @@ const KNOWN: &[Known] = &[
         ],
         why: "log/ imports CheckpointKind and PartitionOffsets from log_manager/offsets.rs while \
               log_manager opens the Log: they belong with the checkpoint code (issue 27)",
-    },
-    Known {
-        files: &[
-            "net/src/client.rs",
-            "net/src/lib.rs",
-            "net/src/sasl/client.rs",
-            "net/src/server.rs",
-        ],
-        why: "sasl/client.rs writes frames with write_frame from lib.rs, whose re-exports reach \
-              client.rs, which calls sasl::client: write_frame wants a leaf module (frame.rs)",
-    },
-    Known {
-        files: &[
-            "net/src/sasl/authenticator.rs",
-            "net/src/sasl/mod.rs",
-            "net/src/sasl/scram.rs",
-            "net/src/security.rs",
-            "net/src/tls/mod.rs",
-        ],
-        why: "tls/ and sasl/ take KafkaPrincipal from security.rs, which bundles the TLS and \
-              SASL settings of a listener: KafkaPrincipal wants a leaf (principal.rs)",
     },
 ];
 

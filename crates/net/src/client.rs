@@ -39,8 +39,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, timeout, Instant};
 use tracing::{debug, warn};
 
+use super::frame::write_frame;
 use super::sasl::client::SaslLogin;
-use super::{tls, write_frame};
+use super::tls;
 
 /// Requests queued for a channel's task before callers are refused.
 pub const CHANNEL_QUEUE_CAPACITY: usize = 256;

@@ -45,10 +45,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::frame::write_frame;
 use super::request_metrics::{self, InFlight, RequestMetrics, RequestTimer};
 use super::sasl::{self, SaslAuthenticator, SaslReply, SaslStep};
 use super::security::{ChannelMute, KafkaPrincipal, ListenerSecurity, Session};
-use super::write_frame;
 
 /// The default cap on requests awaiting a response on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;

@@ -35,7 +35,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::apis_context::{BrokerApisContext, FORWARDED_API_KEYS, FORWARD_TIMEOUT, LOCAL_API_KEYS};
+use super::api_keys::{FORWARDED_API_KEYS, LOCAL_API_KEYS};
+use super::apis_context::{BrokerApisContext, FORWARD_TIMEOUT};
 use super::auth_helper::{
     cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
     init_producer_id_refusal, produce_refusals, request_auth, uncreatable,

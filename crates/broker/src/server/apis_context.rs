@@ -1,8 +1,9 @@
 //! What every request handler of a broker listener shares, in a leaf module the dispatcher
 //! (`apis.rs`) and the handlers (`group_apis.rs`, `txn_apis.rs`, `internal_topics.rs`,
 //! quotas) all import, so no handler borrows from another: the context
-//! ([`BrokerApisContext`]), which APIs are forwarded and which answered here, the forwarding
-//! timeout, and the [`RequestContext`] a coordinator shard records of a request.
+//! ([`BrokerApisContext`]), the forwarding timeout, and the [`RequestContext`] a coordinator
+//! shard records of a request. Which APIs are forwarded and which answered here is
+//! `api_keys.rs`, a leaf the quotas read too.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -12,7 +13,6 @@ use std::time::Duration;
 use kraftd_controller::auth::AuthHelper;
 use kraftd_coordinator::context::RequestContext;
 use kraftd_protocol::messages::RequestHeader;
-use kraftd_protocol::ApiKey;
 
 use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
@@ -20,40 +20,6 @@ use super::internal_topics::InternalTopics;
 use super::quota::QuotaManagers;
 use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
 use crate::metadata::MetadataCache;
-
-/// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::CreatePartitions,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-    ApiKey::AlterUserScramCredentials,
-    ApiKey::AlterClientQuotas,
-    ApiKey::ElectLeaders,
-    ApiKey::UpdateFeatures,
-    ApiKey::AlterPartitionReassignments,
-    ApiKey::ListPartitionReassignments,
-    ApiKey::UnregisterController,
-];
-
-/// Requests a broker answers itself: reads of its metadata and the data plane.
-pub const LOCAL_API_KEYS: [ApiKey; 12] = [
-    ApiKey::Produce,
-    ApiKey::Fetch,
-    ApiKey::ListOffsets,
-    ApiKey::DeleteRecords,
-    ApiKey::OffsetForLeaderEpoch,
-    ApiKey::InitProducerId,
-    ApiKey::Metadata,
-    ApiKey::DescribeCluster,
-    ApiKey::DescribeConfigs,
-    ApiKey::DescribeAcls,
-    ApiKey::DescribeUserScramCredentials,
-    ApiKey::DescribeClientQuotas,
-];
 
 /// How long a forwarded request may take when the client gives no timeout of its own
 /// (Kafka's `request.timeout.ms` default on the forwarding path).

@@ -24,7 +24,7 @@ use tracing::debug;
 
 use super::scram::{random_nonce, ScramServer, ServerStep};
 use super::{plain, SaslMechanism, SaslServerConfig};
-use crate::KafkaPrincipal;
+use crate::principal::KafkaPrincipal;
 
 /// What to do with a frame.
 #[derive(Debug)]

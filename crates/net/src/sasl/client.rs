@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::scram::{random_nonce, ScramClient};
 use super::{plain, SaslClientConfig};
-use crate::write_frame;
+use crate::frame::write_frame;
 
 /// The ApiVersions version the exchange opens with (every kraftd listener speaks it).
 const API_VERSIONS_VERSION: i16 = 3;

@@ -31,7 +31,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use super::security::KafkaPrincipal;
+use crate::principal::KafkaPrincipal;
 
 pub use pem::{parse_certificates, parse_private_key};
 pub use principal::{subject_dn, SslPrincipalMapper};

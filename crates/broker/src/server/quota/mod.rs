@@ -85,7 +85,7 @@ impl QuotaManagers {
             bandwidth_kind: QuotaKind::Produce,
             // Kafka's `sendResponseExemptThrottle`: replication and inter-broker work.
             exempt: follower_fetch || request.api_key == ApiKey::WriteTxnMarkers,
-            forwarded: super::apis_context::FORWARDED_API_KEYS.contains(&request.api_key)
+            forwarded: super::api_keys::FORWARDED_API_KEYS.contains(&request.api_key)
                 || request.api_key == ApiKey::DescribeQuorum,
             busy_nanos: Arc::new(AtomicU64::new(0)),
         })
