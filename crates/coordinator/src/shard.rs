@@ -45,17 +45,29 @@ pub type Labels = Vec<(&'static str, String)>;
 /// One gauge a shard reports: (name, labels, value).
 pub type Gauge = (&'static str, Labels, u64);
 
-/// Why a record of the log could not be replayed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a record of the log could not be replayed, the one error of every shard's replay:
+/// bytes that do not decode ([`ReplayFailure::from_decode`]), or a decoded record the
+/// shard cannot apply ([`ReplayFailure::corrupt_record`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReplayFailure {
     /// A record type this coordinator does not know (a newer Kafka's): skipped, as Kafka's
     /// loader skips unknown record types.
+    #[error("a record of an unknown type: {0}")]
     UnknownType(String),
     /// The log holds something malformed: the load fails.
+    #[error("{0}")]
     Corrupt(String),
 }
 
 impl ReplayFailure {
+    /// A decoded record the shard of `topic`-`partition` cannot apply at `offset`: the
+    /// partition's log holds something this coordinator does not understand.
+    pub fn corrupt_record(topic: &str, partition: i32, offset: i64, reason: &str) -> Self {
+        ReplayFailure::Corrupt(format!(
+            "record at offset {offset} of {topic}-{partition}: {reason}"
+        ))
+    }
+
     /// A record that does not decode: an unknown record type (skipped on load, as Kafka
     /// does), or corrupt bytes.
     pub fn from_decode(e: kraftd_protocol::codec::DecodeError) -> Self {

@@ -43,7 +43,6 @@ impl CoordinatorShard for GroupCoordinatorShard {
         let record = CoordinatorRecord::decode(key, value).map_err(ReplayFailure::from_decode)?;
         let producer_id = producer.map_or(-1, |(id, _)| id);
         GroupCoordinatorShard::replay(self, offset, producer_id, record)
-            .map_err(|e| ReplayFailure::Corrupt(e.to_string()))
     }
 
     fn replay_end_txn(&mut self, _offset: i64, producer_id: i64, commit: bool) {

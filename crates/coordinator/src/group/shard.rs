@@ -42,6 +42,7 @@ use crate::group::consumer::ConsumerGroup;
 use crate::group::offsets::OffsetMetadataManager;
 use crate::group::record::CoordinatorRecord;
 use crate::group::timer::{Timer, TimerKey};
+use crate::shard::{CoordinatorShard, ReplayFailure};
 
 /// The API committing offsets: OffsetCommit and TxnOffsetCommit are validated apart
 /// (Kafka's `isTransactional`).
@@ -262,16 +263,6 @@ pub struct GroupCoordinatorShard {
     pub(crate) classic_member_seq: u64,
 }
 
-/// A record the shard could not apply while loading: the partition's log holds something
-/// this coordinator does not understand.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("record at offset {offset} of __consumer_offsets-{partition}: {reason}")]
-pub struct ReplayError {
-    pub partition: i32,
-    pub offset: i64,
-    pub reason: String,
-}
-
 impl GroupCoordinatorShard {
     pub fn new(
         partition: i32,
@@ -316,15 +307,18 @@ impl GroupCoordinatorShard {
         offset: i64,
         producer_id: i64,
         record: CoordinatorRecord,
-    ) -> Result<(), ReplayError> {
+    ) -> Result<(), ReplayFailure> {
         if offset >= 0 {
             self.last_record_offset = self.last_record_offset.max(offset);
         }
         let partition = self.partition;
-        let fail = |reason: String| ReplayError {
-            partition,
-            offset,
-            reason,
+        let fail = |reason: String| {
+            ReplayFailure::corrupt_record(
+                <Self as CoordinatorShard>::TOPIC,
+                partition,
+                offset,
+                &reason,
+            )
         };
         let value = record.value.map(|(v, _)| v);
         match (record.key, value) {

@@ -52,7 +52,6 @@ impl CoordinatorShard for TransactionCoordinatorShard {
     ) -> Result<(), ReplayFailure> {
         let record = TransactionRecord::decode(key, value).map_err(ReplayFailure::from_decode)?;
         TransactionCoordinatorShard::replay(self, offset, producer.map_or(-1, |p| p.0), record)
-            .map_err(|e| ReplayFailure::Corrupt(e.to_string()))
     }
 
     fn replay_end_txn(&mut self, _offset: i64, _producer_id: i64, _commit: bool) {}

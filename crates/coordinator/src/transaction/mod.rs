@@ -38,8 +38,8 @@ pub use marker_channel::{MarkersWritten, TransactionMarkerChannel};
 pub use metadata::{TransactionMetadata, TxnState};
 pub use records::TransactionRecord;
 pub use shard::{
-    EndTxnNeeds, MarkerRequest, ReplayError, TransactionCoordinatorShard, TxnShardOutput,
-    TxnShardRequest, TxnShardResponse,
+    EndTxnNeeds, MarkerRequest, TransactionCoordinatorShard, TxnShardOutput, TxnShardRequest,
+    TxnShardResponse,
 };
 
 /// The `__transaction_state` partition coordinating `transactional_id` among `partitions`

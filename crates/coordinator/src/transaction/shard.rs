@@ -38,6 +38,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::ErrorCode;
 
 use crate::context::{ReplyId, RequestContext};
+use crate::shard::{CoordinatorShard, ReplayFailure};
 use crate::timer::Timer;
 
 use super::config::TransactionCoordinatorConfig;
@@ -132,15 +133,6 @@ pub enum TxnTimerKey {
     RemoveExpired,
 }
 
-/// A record the shard could not apply while loading.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("record at offset {offset} of __transaction_state-{partition}: {reason}")]
-pub struct ReplayError {
-    pub partition: i32,
-    pub offset: i64,
-    pub reason: String,
-}
-
 /// The state of one `__transaction_state` partition (see the module docs).
 #[derive(Debug)]
 pub struct TransactionCoordinatorShard {
@@ -208,7 +200,7 @@ impl TransactionCoordinatorShard {
         offset: i64,
         _producer_id: i64,
         record: TransactionRecord,
-    ) -> Result<(), ReplayError> {
+    ) -> Result<(), ReplayFailure> {
         let id = record.transactional_id().to_string();
         match record.to_metadata() {
             Ok(Some(m)) if m.state != TxnState::Dead => {
@@ -218,11 +210,12 @@ impl TransactionCoordinatorShard {
                 self.txns.remove(&id);
             }
             Err(reason) => {
-                return Err(ReplayError {
-                    partition: self.partition,
+                return Err(ReplayFailure::corrupt_record(
+                    <Self as CoordinatorShard>::TOPIC,
+                    self.partition,
                     offset,
-                    reason,
-                })
+                    &reason,
+                ))
             }
         }
         Ok(())
