@@ -14,6 +14,7 @@ use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
 use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
+use kraftd_raft::driver::QuorumConfig;
 use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};
@@ -270,11 +271,9 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .ok_or_else(|| anyhow!("log directory {} is not formatted", dir.display()))?;
         log_dirs.push((dir.clone(), format::parse_uuid(&meta.directory_id)?));
     }
-    let mut raft = kraftd_raft::RaftConfig::new(cluster_id);
-    raft_timeouts(config, &mut raft)?;
     // An observer fetches with its directory id too, as Kafka's brokers do: `describe
     // --status` lists it with one (KIP-853).
-    metadata_directory_id(config, &mut raft)?;
+    let quorum = quorum_config(config, cluster_id)?;
     let server = server_config(config)?;
     // The process's pool of open segment files (kraftd's own settings; Kafka has none).
     kraftd_log::handles::configure(
@@ -290,10 +289,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     Ok(BrokerConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
-        voters: config.voters.clone(),
-        bootstrap_servers: config.bootstrap_servers.clone(),
-        raft,
-        metadata_log_dir: config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
+        quorum,
         log_dirs,
         rack: config.props.get("broker.rack").map(str::to_string),
         heartbeat_interval: Duration::from_millis(config.number(
@@ -419,6 +415,21 @@ fn server_config(config: &NodeConfig) -> Result<kraftd_net::ServerConfig> {
     Ok(server)
 }
 
+/// The quorum as both roles take part in it: `controller.quorum.voters` and
+/// `controller.quorum.bootstrap.servers`, the `controller.quorum.*` timeouts, and the
+/// metadata log's directory with its `directory.id` (KIP-853).
+fn quorum_config(config: &NodeConfig, cluster_id: &str) -> Result<QuorumConfig> {
+    let mut quorum = QuorumConfig::new(
+        cluster_id,
+        config.voters.clone(),
+        config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
+    );
+    quorum.bootstrap_servers = config.bootstrap_servers.clone();
+    raft_timeouts(config, &mut quorum.raft)?;
+    metadata_directory_id(config, &mut quorum.raft)?;
+    Ok(quorum)
+}
+
 /// `controller.quorum.*` timeouts.
 fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result<()> {
     r.election_timeout_ms = config.number(
@@ -491,24 +502,14 @@ fn controller_config(
     cluster_id: &str,
     bootstrap: Vec<kraftd_protocol::MetadataRecord>,
 ) -> Result<ControllerNodeConfig> {
-    let mut c = ControllerNodeConfig::new(
-        config.node_id,
-        cluster_id,
-        config.voters.clone(),
-        config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
-    );
-    c.bootstrap_records = bootstrap;
-    c.bootstrap_servers = config.bootstrap_servers.clone();
-    if let Some(name) = config.controller_listener_names.first() {
-        c.controller_listener_name = name.clone();
-    }
+    let mut log_config = kraftd_log::LogConfig::metadata_log();
     for (kafka_name, store_name) in [
         ("metadata.log.segment.bytes", "segment.bytes"),
         ("internal.metadata.log.segment.bytes", "segment.bytes"),
         ("metadata.log.segment.ms", "segment.ms"),
     ] {
         if let Some(value) = config.props.get(kafka_name) {
-            c.log_config.set(store_name, value).map_err(|e| {
+            log_config.set(store_name, value).map_err(|e| {
                 anyhow!(
                     "invalid value {value:?} for {kafka_name} in {}: {e}",
                     config.props.source()
@@ -516,10 +517,14 @@ fn controller_config(
             })?;
         }
     }
-    raft_timeouts(config, &mut c.raft)?;
     // KIP-853: the metadata log directory's `directory.id` is this controller's voter key.
-    metadata_directory_id(config, &mut c.raft)?;
-    c.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
+    let mut c = ControllerNodeConfig::new(config.node_id, quorum_config(config, cluster_id)?);
+    c.log_config = log_config;
+    c.bootstrap_records = bootstrap;
+    if let Some(name) = config.controller_listener_names.first() {
+        c.controller_listener_name = name.clone();
+    }
+    c.quorum.raft.auto_join = config.boolean("controller.quorum.auto.join.enable", false)?;
     // KIP-853: the controller listener this node names itself by in a voter set (advertised,
     // else bound with a host).
     if let Some(name) = config.controller_listener_names.first() {
@@ -529,7 +534,7 @@ fn controller_config(
             .chain(config.listeners.iter())
             .find(|l| &l.name == name && !l.host.is_empty());
         if let Some(l) = own {
-            c.raft.local_listeners.insert(
+            c.quorum.raft.local_listeners.insert(
                 name.clone(),
                 kraftd_raft::core::endpoints::Endpoint {
                     host: l.host.clone(),

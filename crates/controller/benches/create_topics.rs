@@ -39,7 +39,7 @@ use kraftd_protocol::metadata::{
     FeatureLevelRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord, UnfenceBrokerRecord,
 };
 use kraftd_protocol::{MetadataRecord, RequestBody, ResponseBody, Uuid};
-use kraftd_raft::driver::VoterEndpoint;
+use kraftd_raft::driver::{QuorumConfig, VoterEndpoint};
 
 const CLUSTER_ID: &str = "bench-create-topics-id";
 const BROKERS: [i32; 3] = [0, 1, 2];
@@ -382,16 +382,17 @@ async fn start_quorum(dir: &Path, linger_ms: Option<u64>) -> Quorum {
     let mut linger_used = 0;
     for (id, port, listener) in listeners {
         let log_dir = dir.join(format!("node-{id}")).join("__cluster_metadata-0");
-        let mut config = ControllerNodeConfig::new(id, CLUSTER_ID, voters.clone(), log_dir);
+        let quorum = QuorumConfig::new(CLUSTER_ID, voters.clone(), log_dir);
+        let mut config = ControllerNodeConfig::new(id, quorum);
         config.bootstrap_records = vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
             name: "metadata.version".into(),
             feature_level: 25,
             ..Default::default()
         })];
         if let Some(linger) = linger_ms {
-            config.raft.append_linger_ms = linger;
+            config.quorum.raft.append_linger_ms = linger;
         }
-        linger_used = config.raft.append_linger_ms;
+        linger_used = config.quorum.raft.append_linger_ms;
         let node = ControllerNode::start(config, listener)
             .await
             .expect("node starts");

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kraftd_raft::driver::{DriverConfig, RaftDriver, RaftHandle, VoterEndpoint};
+use kraftd_raft::driver::{DriverConfig, QuorumConfig, RaftDriver, RaftHandle, VoterEndpoint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -135,12 +135,14 @@ async fn quorum(root: &std::path::Path) -> Vec<RaftDriver> {
     for (id, l) in listeners {
         let mut c = DriverConfig::new(
             id,
-            "kraftd-bench-AAAAAAAAAAAA",
-            voters.clone(),
-            root.join(format!("node-{id}")),
+            QuorumConfig::new(
+                "kraftd-bench-AAAAAAAAAAAA",
+                voters.clone(),
+                root.join(format!("node-{id}")),
+            ),
         );
         // No linger: each proposal is flushed at once, so latency is the protocol's own.
-        c.raft.append_linger_ms = 0;
+        c.quorum.raft.append_linger_ms = 0;
         drivers.push(RaftDriver::start(c, l).await.expect("start"));
     }
     drivers

@@ -40,9 +40,8 @@ use kraftd_net::{serve, ServerConfig};
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
-    DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, RaftMetrics, VoterEndpoint,
+    DriverConfig, DriverError, QuorumConfig, RaftDriver, RaftEvent, RaftHandle, RaftMetrics,
 };
-use kraftd_raft::RaftConfig;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
@@ -90,15 +89,11 @@ pub struct BrokerConfig {
     /// `node.id`.
     pub node_id: i32,
     pub cluster_id: String,
-    /// `controller.quorum.voters`: where the controllers listen.
-    pub voters: BTreeMap<i32, VoterEndpoint>,
-    /// `controller.quorum.bootstrap.servers` ([`DriverConfig::bootstrap_servers`]): where
-    /// this observer asks who leads when it knows no leader or cannot reach it.
-    pub bootstrap_servers: Vec<VoterEndpoint>,
-    /// `controller.quorum.*`.
-    pub raft: RaftConfig,
-    /// This broker's copy of `__cluster_metadata` (observer mode only).
-    pub metadata_log_dir: PathBuf,
+    /// Where the controllers listen (`controller.quorum.voters`), whom this observer asks
+    /// who leads when it knows no leader or cannot reach it
+    /// (`controller.quorum.bootstrap.servers`), `controller.quorum.*`, and this broker's
+    /// copy of `__cluster_metadata` (used in observer mode only).
+    pub quorum: QuorumConfig,
     /// `log.dirs` with their `directory.id`s (clean-shutdown markers live there).
     pub log_dirs: Vec<(PathBuf, Uuid)>,
     /// `broker.rack`.
@@ -237,14 +232,7 @@ impl BrokerServer {
         let (own_raft, handle, events) = match raft {
             RaftSource::Shared { handle, events } => (None, handle, events),
             RaftSource::Observer => {
-                let mut driver_config = DriverConfig::new(
-                    config.node_id,
-                    &config.cluster_id,
-                    config.voters.clone(),
-                    config.metadata_log_dir.clone(),
-                );
-                driver_config.raft = config.raft.clone();
-                driver_config.bootstrap_servers = config.bootstrap_servers.clone();
+                let mut driver_config = DriverConfig::new(config.node_id, config.quorum.clone());
                 driver_config.client_security = config.controller_security.clone();
                 let (mut driver, _router) = RaftDriver::start_detached(driver_config)?;
                 let handle = driver.handle();
@@ -260,11 +248,11 @@ impl BrokerServer {
             l.security
                 .set_scram_credentials(Arc::new(published.credentials.clone()));
         }
-        let request_timeout = Duration::from_millis(config.raft.request_timeout_ms);
+        let request_timeout = Duration::from_millis(config.quorum.raft.request_timeout_ms);
         let channel = |name: &str| {
             ControllerChannel::new(
                 format!("broker-{}-{name}-channel", config.node_id),
-                config.voters.clone(),
+                config.quorum.voters.clone(),
                 handle.metrics(),
                 request_timeout,
                 config.controller_security.clone(),

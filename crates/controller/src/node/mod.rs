@@ -17,8 +17,6 @@ mod event_loop;
 mod kraft_version;
 pub mod registration;
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,9 +24,8 @@ use kraftd_log::LogConfig;
 use kraftd_net::{serve, ServerConfig};
 use kraftd_protocol::MetadataRecord;
 use kraftd_raft::driver::{
-    DriverConfig, DriverError, RaftDriver, RaftEvent, RaftHandle, VoterEndpoint,
+    DriverConfig, DriverError, QuorumConfig, RaftDriver, RaftEvent, RaftHandle,
 };
-use kraftd_raft::RaftConfig;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
@@ -54,14 +51,9 @@ pub struct ControllerNodeConfig {
     pub node_id: i32,
     /// The cluster id from `meta.properties`.
     pub cluster_id: String,
-    /// `controller.quorum.voters`.
-    pub voters: BTreeMap<i32, VoterEndpoint>,
-    /// `controller.quorum.bootstrap.servers` ([`DriverConfig::bootstrap_servers`]).
-    pub bootstrap_servers: Vec<VoterEndpoint>,
-    /// `controller.quorum.*` timeouts.
-    pub raft: RaftConfig,
-    /// `<metadata.log.dir>/__cluster_metadata-0`.
-    pub metadata_log_dir: PathBuf,
+    /// `controller.quorum.voters`, `controller.quorum.bootstrap.servers`,
+    /// `controller.quorum.*` and `<metadata.log.dir>/__cluster_metadata-0`.
+    pub quorum: QuorumConfig,
     /// The first of `controller.listener.names`: how DescribeQuorum names the voters'
     /// endpoints.
     pub controller_listener_name: String,
@@ -97,24 +89,17 @@ pub struct ControllerNodeConfig {
 }
 
 impl ControllerNodeConfig {
-    /// Kafka's defaults for node `node_id` of `voters`, keeping its log in `metadata_log_dir`.
-    pub fn new(
-        node_id: i32,
-        cluster_id: &str,
-        voters: BTreeMap<i32, VoterEndpoint>,
-        metadata_log_dir: PathBuf,
-    ) -> Self {
+    /// Kafka's defaults for node `node_id` of `quorum` (whose cluster id is the node's).
+    pub fn new(node_id: i32, quorum: QuorumConfig) -> Self {
+        let cluster_id = quorum.raft.cluster_id.clone();
         let mut managers = ManagersConfig::default();
-        managers.cluster.cluster_id = cluster_id.to_string();
+        managers.cluster.cluster_id = cluster_id.clone();
         managers.cluster.node_id = node_id;
         managers.seed = u64::from(node_id.unsigned_abs()) ^ 0x6b72_6166_7464;
         ControllerNodeConfig {
             node_id,
-            cluster_id: cluster_id.to_string(),
-            voters,
-            bootstrap_servers: Vec::new(),
-            raft: RaftConfig::new(cluster_id),
-            metadata_log_dir,
+            cluster_id,
+            quorum,
             controller_listener_name: kraftd_raft::driver::DEFAULT_CONTROLLER_LISTENER_NAME
                 .to_string(),
             log_config: LogConfig::metadata_log(),
@@ -165,14 +150,7 @@ impl ControllerNode {
         config: ControllerNodeConfig,
         listener: TcpListener,
     ) -> Result<ControllerNode, ControllerNodeError> {
-        let mut driver_config = DriverConfig::new(
-            config.node_id,
-            &config.cluster_id,
-            config.voters.clone(),
-            config.metadata_log_dir.clone(),
-        );
-        driver_config.raft = config.raft.clone();
-        driver_config.bootstrap_servers = config.bootstrap_servers.clone();
+        let mut driver_config = DriverConfig::new(config.node_id, config.quorum.clone());
         driver_config.server = config.server.clone();
         driver_config.client_security = config.client_security.clone();
         driver_config.log_config = config.log_config.clone();
@@ -221,7 +199,7 @@ impl ControllerNode {
                 listeners: config.registration_listeners.clone(),
                 features: config.supported_features.clone(),
                 controller_listener_name: config.controller_listener_name.clone(),
-                voters: config.voters.clone(),
+                voters: config.quorum.voters.clone(),
                 client_security: config.client_security.clone(),
             };
             tokio::spawn(registration::run(
@@ -235,7 +213,7 @@ impl ControllerNode {
             router,
             requests_tx,
             apis::ControllerListing {
-                voters: config.voters.clone(),
+                voters: config.quorum.voters.clone(),
                 listener_name: config.controller_listener_name.clone(),
                 supported_features: config.supported_features.clone(),
             },

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kraftd_raft::driver::VoterEndpoint;
+use kraftd_raft::driver::{QuorumConfig, VoterEndpoint};
 
 use super::records::feature;
 use super::METADATA_VERSION;
@@ -34,8 +34,8 @@ pub async fn start_controller_node_with(
             port,
         },
     )]);
-    let mut config =
-        ControllerNodeConfig::new(1, cluster_id, voters, dir.join("__cluster_metadata-0"));
+    let quorum = QuorumConfig::new(cluster_id, voters, dir.join("__cluster_metadata-0"));
+    let mut config = ControllerNodeConfig::new(1, quorum);
     config.bootstrap_records = vec![feature("metadata.version", METADATA_VERSION)];
     config.authorizer = authorizer;
     let node = ControllerNode::start(config, listener).await.unwrap();

@@ -7,7 +7,9 @@ use kraftd_protocol::Uuid;
 
 use super::endpoints::Endpoint;
 
-/// `controller.quorum.*` settings the core uses (Kafka's `QuorumConfig`).
+/// `controller.quorum.*` settings the core uses (Kafka's `QuorumConfig`, less the voters'
+/// and bootstrap servers' endpoints: those, with this and the metadata log directory, make
+/// the driver's [`QuorumConfig`](crate::driver::QuorumConfig)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaftConfig {
     /// The cluster id every request carries and every receiver checks.

@@ -41,6 +41,9 @@
 //!
 //! - `raft_driver.rs` — [`RaftDriver`] (Kafka's `KafkaRaftManager`): start, with its
 //!   [`DriverConfig`] and [`DriverError`], graceful shutdown and kill;
+//! - `quorum_config.rs` — [`QuorumConfig`], the voters, bootstrap servers,
+//!   `controller.quorum.*` and metadata log directory that the broker's and the controller's
+//!   configs hold and the driver starts from;
 //! - `driver_loop.rs` — the event loop (Kafka's `KafkaRaftClientDriver`): feeds the core,
 //!   drains its outputs, sends requests over one [`Channel`] per destination, flushes,
 //!   settles the proposals the high watermark passed;
@@ -71,6 +74,7 @@ mod handle;
 pub mod log;
 pub mod metrics;
 pub mod percentiles;
+mod quorum_config;
 mod raft_driver;
 mod router;
 pub mod stats;
@@ -80,6 +84,7 @@ pub mod voters;
 pub use self::bootstrap::{parse_bootstrap_servers, BootstrapServersParseError};
 pub use self::handle::{AtomicAppendRefused, RaftEvent, RaftHandle};
 pub use self::metrics::{DestinationMetrics, RaftMetrics};
+pub use self::quorum_config::QuorumConfig;
 pub use self::raft_driver::{
     DriverConfig, DriverError, RaftDriver, COMMAND_CHANNEL_CAPACITY,
     DEFAULT_CONTROLLER_LISTENER_NAME, EVENT_CHANNEL_CAPACITY, NETWORK_CHANNEL_CAPACITY,

@@ -4,7 +4,6 @@
 //! errors ([`DriverError`]). Kafka's `KafkaRaftManager`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -20,11 +19,11 @@ use super::driver_loop::DriverLoop;
 use super::handle::{Command, RaftEvent, RaftHandle};
 use super::log::{MetadataLog, MetadataLogError};
 use super::metrics::{Counters, RaftMetrics};
+use super::quorum_config::QuorumConfig;
 use super::router::RaftRequestRouter;
 use super::voters::VoterEndpoint;
 use crate::core::log::LogError;
 use crate::core::{ProposeError, RaftCore};
-use crate::RaftConfig;
 use kraftd_net::{serve, ClientConfig, ServerConfig};
 
 /// Committed batches and leader changes buffered for a slow subscriber before it lags.
@@ -46,17 +45,9 @@ pub const DEFAULT_CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
 pub struct DriverConfig {
     /// `node.id`.
     pub node_id: i32,
-    /// `controller.quorum.*`.
-    pub raft: RaftConfig,
-    /// `controller.quorum.voters`, parsed by [`parse_voters`](super::parse_voters).
-    pub voters: BTreeMap<i32, VoterEndpoint>,
-    /// `controller.quorum.bootstrap.servers`, parsed by
-    /// [`parse_bootstrap_servers`](super::parse_bootstrap_servers): each entry the voter it
-    /// names or a negative id with its own endpoint. When not empty, its ids replace
-    /// `raft.bootstrap_servers` (empty: the core asks the voters).
-    pub bootstrap_servers: Vec<VoterEndpoint>,
-    /// The metadata log's directory (`<metadata.log.dir>/__cluster_metadata-0`).
-    pub log_dir: PathBuf,
+    /// The voters, the bootstrap servers, `controller.quorum.*` and the metadata log's
+    /// directory.
+    pub quorum: QuorumConfig,
     /// The log store's policy, normally [`LogConfig::metadata_log`]; its `flush.messages`
     /// and `flush.ms` are overridden, since the core says when to flush (see
     /// [`MetadataLog::open`]).
@@ -84,19 +75,11 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
-    /// Kafka's defaults for a node of `voters` keeping its log in `log_dir`.
-    pub fn new(
-        node_id: i32,
-        cluster_id: &str,
-        voters: BTreeMap<i32, VoterEndpoint>,
-        log_dir: PathBuf,
-    ) -> Self {
+    /// Kafka's defaults for node `node_id` of `quorum`.
+    pub fn new(node_id: i32, quorum: QuorumConfig) -> Self {
         DriverConfig {
             node_id,
-            raft: RaftConfig::new(cluster_id),
-            voters,
-            bootstrap_servers: Vec::new(),
-            log_dir,
+            quorum,
             log_config: LogConfig::metadata_log(),
             server: ServerConfig::default(),
             seed: node_id as u64,
@@ -142,7 +125,7 @@ pub struct RaftDriver {
 }
 
 impl RaftDriver {
-    /// Opens the log in `config.log_dir`, restores the quorum state, and starts serving on
+    /// Opens the log in `config.quorum.metadata_log_dir`, restores the quorum state, and starts serving on
     /// `listener` (already bound, so tests and callers choose the port) and driving the
     /// core. Must run inside a multi-thread tokio runtime.
     pub async fn start(
@@ -169,19 +152,25 @@ impl RaftDriver {
         config: DriverConfig,
     ) -> Result<(RaftDriver, RaftRequestRouter), DriverError> {
         let node_id = config.node_id;
-        let log = MetadataLog::open(&config.log_dir, config.log_config.clone())?;
+        let log = MetadataLog::open(&config.quorum.metadata_log_dir, config.log_config.clone())?;
         let persisted = log.read_quorum_state()?;
         let started = Instant::now();
         let base_ms = unix_ms();
-        let mut raft = config.raft.clone();
+        let mut raft = config.quorum.raft.clone();
         raft.listener_name = config.controller_listener_name.clone();
         raft.voter_endpoints = config
+            .quorum
             .voters
             .iter()
             .map(|(id, v)| (*id, v.wire_endpoint()))
             .collect();
-        if !config.bootstrap_servers.is_empty() {
-            raft.bootstrap_servers = config.bootstrap_servers.iter().map(|b| b.id).collect();
+        if !config.quorum.bootstrap_servers.is_empty() {
+            raft.bootstrap_servers = config
+                .quorum
+                .bootstrap_servers
+                .iter()
+                .map(|b| b.id)
+                .collect();
         }
         // Either place may carry them (a node's `RaftConfig` or the driver's own fields).
         if config.directory_id != kraftd_protocol::Uuid::ZERO {
@@ -192,28 +181,29 @@ impl RaftDriver {
             raft.local_listeners = config.local_listeners.clone();
         }
         if raft.local_listeners.is_empty() {
-            if let Some(own) = config.voters.get(&node_id) {
+            if let Some(own) = config.quorum.voters.get(&node_id) {
                 raft.local_listeners
                     .insert(config.controller_listener_name.clone(), own.wire_endpoint());
             }
         }
         // The entries that name no voter: reached by their own endpoint.
         let bootstrap_endpoints: BTreeMap<i32, VoterEndpoint> = config
+            .quorum
             .bootstrap_servers
             .iter()
-            .filter(|b| !config.voters.contains_key(&b.id))
+            .filter(|b| !config.quorum.voters.contains_key(&b.id))
             .map(|b| (b.id, b.clone()))
             .collect();
         let core = RaftCore::new(
             raft,
             node_id,
-            config.voters.keys().copied(),
+            config.quorum.voters.keys().copied(),
             persisted,
             log,
             config.seed,
             base_ms,
         );
-        if core.voter_set().is_empty() && config.bootstrap_servers.is_empty() {
+        if core.voter_set().is_empty() && config.quorum.bootstrap_servers.is_empty() {
             return Err(DriverError::NoQuorum(node_id));
         }
         info!(
@@ -233,7 +223,7 @@ impl RaftDriver {
         let router = RaftRequestRouter { tx: net_tx };
         let (atomic_tx, atomic_rx) = mpsc::unbounded_channel();
         let client = ClientConfig {
-            request_timeout: Duration::from_millis(config.raft.request_timeout_ms),
+            request_timeout: Duration::from_millis(config.quorum.raft.request_timeout_ms),
             reconnect_backoff: Duration::from_millis(RECONNECT_BACKOFF_MS),
             reconnect_backoff_max: Duration::from_millis(RECONNECT_BACKOFF_MAX_MS),
             security: config.client_security.clone(),
@@ -244,7 +234,7 @@ impl RaftDriver {
             core,
             started,
             base_ms,
-            voters: config.voters.clone(),
+            voters: config.quorum.voters.clone(),
             bootstrap_endpoints,
             controller_listener_name: config.controller_listener_name.clone(),
             client,

@@ -13,7 +13,7 @@ use kraftd_protocol::messages::{describe_quorum_request, DescribeQuorumRequest};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{RequestBody, ResponseBody};
 use kraftd_raft::driver::{
-    parse_bootstrap_servers, DriverConfig, RaftDriver, RaftHandle, VoterEndpoint,
+    parse_bootstrap_servers, DriverConfig, QuorumConfig, RaftDriver, RaftHandle, VoterEndpoint,
 };
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -31,14 +31,17 @@ pub(crate) fn config(
     dir: &Path,
     incarnation: u64,
 ) -> DriverConfig {
-    let mut c = DriverConfig::new(id, CLUSTER_ID, voters.clone(), dir.to_path_buf());
+    let mut c = DriverConfig::new(
+        id,
+        QuorumConfig::new(CLUSTER_ID, voters.clone(), dir.to_path_buf()),
+    );
     // Loopback is fast: shorter timeouts keep the test quick without changing behaviour.
-    c.raft.election_timeout_ms = 300;
-    c.raft.fetch_timeout_ms = 600;
-    c.raft.election_backoff_max_ms = 300;
-    c.raft.request_timeout_ms = 500;
-    c.raft.fetch_max_wait_ms = 100;
-    c.raft.append_linger_ms = 2;
+    c.quorum.raft.election_timeout_ms = 300;
+    c.quorum.raft.fetch_timeout_ms = 600;
+    c.quorum.raft.election_backoff_max_ms = 300;
+    c.quorum.raft.request_timeout_ms = 500;
+    c.quorum.raft.fetch_max_wait_ms = 100;
+    c.quorum.raft.append_linger_ms = 2;
     c.seed = (id as u64) << 32 | incarnation;
     c
 }
@@ -395,7 +398,7 @@ async fn an_observer_follows_the_leader_over_the_network() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let dir = cluster.root.path().join("node-4/__cluster_metadata-0");
     let mut c = config(4, &cluster.voters, &dir, 0);
-    c.raft.bootstrap_servers = cluster.voters.keys().copied().collect();
+    c.quorum.raft.bootstrap_servers = cluster.voters.keys().copied().collect();
     let observer = RaftDriver::start(c, listener)
         .await
         .expect("start observer");
@@ -429,7 +432,7 @@ async fn an_observer_follows_the_quorum_from_host_port_bootstrap_servers() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let dir = cluster.root.path().join("node-4/__cluster_metadata-0");
     let mut c = config(4, &cluster.voters, &dir, 0);
-    c.bootstrap_servers = bootstrap;
+    c.quorum.bootstrap_servers = bootstrap;
     let observer = RaftDriver::start(c, listener)
         .await
         .expect("start observer");
@@ -479,7 +482,7 @@ async fn an_observer_reaches_the_leader_through_bootstrap_servers_that_name_no_v
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let dir = cluster.root.path().join("node-4/__cluster_metadata-0");
     let mut c = config(4, &cluster.voters, &dir, 0);
-    c.bootstrap_servers = bootstrap;
+    c.quorum.bootstrap_servers = bootstrap;
     let observer = RaftDriver::start(c, listener)
         .await
         .expect("start observer");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kraftd_raft::driver::{DriverConfig, DriverError, RaftDriver, VoterEndpoint};
+use kraftd_raft::driver::{DriverConfig, DriverError, QuorumConfig, RaftDriver, VoterEndpoint};
 use tokio::net::TcpListener;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::{timeout, Instant};
@@ -26,10 +26,13 @@ async fn a_disk_failure_stops_the_driver_with_an_error_naming_the_directory() {
             port,
         },
     )]);
-    let mut c = DriverConfig::new(1, "kraftd-network-test-AAAAAA", voters, dir.clone());
+    let mut c = DriverConfig::new(
+        1,
+        QuorumConfig::new("kraftd-network-test-AAAAAA", voters, dir.clone()),
+    );
     // Small segments: a few appends roll, and a roll creates a file in the directory.
     c.log_config.segment_bytes = 1024;
-    c.raft.append_linger_ms = 0;
+    c.quorum.raft.append_linger_ms = 0;
     let mut driver = RaftDriver::start(c, listener).await.expect("start");
     let h = driver.handle();
     let mut events = driver.take_events();

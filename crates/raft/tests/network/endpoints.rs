@@ -92,7 +92,7 @@ async fn an_observer_behind_a_bootstrap_alias_learns_the_leaders_endpoint_from_r
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let dir = root.path().join("node-4/__cluster_metadata-0");
     let mut c = config(4, &voters, &dir);
-    c.bootstrap_servers = bootstrap;
+    c.quorum.bootstrap_servers = bootstrap;
     let observer = RaftDriver::start(c, listener)
         .await
         .expect("start observer");

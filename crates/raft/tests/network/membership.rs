@@ -160,7 +160,7 @@ async fn a_standalone_quorum_grows_to_three_voters_and_shrinks_back_to_one() {
         let mut c = config(id, &no_voters, &dir(id), 0);
         c.directory_id = directory_id(id);
         c.local_listeners = listeners(ports[&id]);
-        c.bootstrap_servers = bootstrap.clone();
+        c.quorum.bootstrap_servers = bootstrap.clone();
         nodes.insert(id, RaftDriver::start(c, l).await.expect("starts"));
     }
     wait(&nodes[&1], "node 1 to lead", |m| {
@@ -273,7 +273,7 @@ async fn observer_controllers_with_auto_join_add_themselves_and_a_new_disk_repla
         let mut c = config(id, &no_voters, &dir(id), incarnation);
         c.directory_id = directory;
         c.local_listeners = listeners(ports[&id]);
-        c.bootstrap_servers = bootstrap.clone();
+        c.quorum.bootstrap_servers = bootstrap.clone();
         c.auto_join = true;
         c
     };
