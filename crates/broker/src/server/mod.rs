@@ -294,11 +294,11 @@ impl BrokerServer {
         )? as usize;
         replica_config.recovery_point_checkpoint_interval = Duration::from_millis(number(
             "log.flush.offset.checkpoint.interval.ms",
-            kraftd_log::log_manager::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
+            kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
         )?);
         replica_config.log_start_checkpoint_interval = Duration::from_millis(number(
             "log.flush.start.offset.checkpoint.interval.ms",
-            kraftd_log::log_manager::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
+            kraftd_log::checkpoint::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
         )?);
         replica_config.replica_lag_time_max_ms = config.replica_lag_time_max_ms;
         replica_config.replication_quota_window = replication_quota_window;

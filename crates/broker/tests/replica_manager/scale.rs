@@ -6,7 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use kraftd_log::log_manager::{CheckpointKind, PARTITION_METADATA_FILE};
+use kraftd_log::checkpoint::CheckpointKind;
+use kraftd_log::log_manager::PARTITION_METADATA_FILE;
 
 use super::*;
 

@@ -233,7 +233,7 @@ impl Cluster {
             .log()
             .note_high_watermark(partition.high_watermark());
         manager
-            .write_checkpoints(kraftd_log::log_manager::CheckpointKind::HighWatermark)
+            .write_checkpoints(kraftd_log::checkpoint::CheckpointKind::HighWatermark)
             .unwrap();
         let cut = lose_unflushed.then(|| {
             let log = partition.log();

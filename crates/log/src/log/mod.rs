@@ -72,11 +72,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use crate::checkpoint::{CheckpointKind, PartitionOffsets};
 use crate::config::LogConfig;
 use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::Result;
 use crate::handles::SegmentFiles;
-use crate::log_manager::{CheckpointKind, PartitionOffsets};
 use crate::producer_state::{ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
 use crate::segment::Segment;
 use crate::snapshot::SnapshotId;

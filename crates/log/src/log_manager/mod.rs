@@ -2,12 +2,12 @@
 //! `<topic>-<partition>/`, in one of `log.dirs`, with Kafka's `partition.metadata` file
 //! naming the topic id (so a topic deleted and created again under the same name is told
 //! apart from the old one's leftovers); each log dir's `replication-offset-checkpoint`,
-//! `log-start-offset-checkpoint` and `recovery-point-offset-checkpoint` (`offsets.rs`,
-//! written at O(changed) per interval) hold the high watermarks, log start offsets and
-//! recovery points, so a restarted broker serves what was committed at once and recovers
-//! only what was not flushed; each log dir's `cleaner-offset-checkpoint` holds where each
-//! compacted log's dirty section starts (all in Kafka's offset-checkpoint format,
-//! [`crate::checkpoint`]).
+//! `log-start-offset-checkpoint` and `recovery-point-offset-checkpoint` (written at
+//! O(changed) per interval through each log's [`crate::checkpoint::PartitionOffsets`]) hold
+//! the high watermarks, log start offsets and recovery points, so a restarted broker serves
+//! what was committed at once and recovers only what was not flushed; each log dir's
+//! `cleaner-offset-checkpoint` holds where each compacted log's dirty section starts (all in
+//! Kafka's offset-checkpoint format, [`crate::checkpoint`]).
 //!
 //! Cost per partition is constant: the log dirs are listed once, at [`LogManager::open`],
 //! and from then on the manager knows in memory which partition (and future) directory is
@@ -20,14 +20,8 @@
 //! log by its future one, and each log dir's disk space (DescribeLogDirs).
 
 mod future;
-mod offsets;
 
 pub use self::future::{absolute_path, disk_space, parse_future_dir_name, FUTURE_DIR_SUFFIX};
-pub use self::offsets::{
-    CheckpointKind, PartitionOffsets, DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
-    DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS, LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_OFFSET_CHECKPOINT,
-};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -35,16 +29,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use self::offsets::Checkpoints;
-use crate::checkpoint::{self, OffsetCheckpoint};
+use crate::checkpoint::{self, CheckpointKind, Checkpoints, OffsetCheckpoint};
 use crate::{Log, LogConfig};
 use kraftd_protocol::Uuid;
 use tracing::{debug, warn};
 
 /// Kafka's file naming the topic id inside a partition directory.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
-/// Kafka's per-log-dir high-watermark checkpoint.
-pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// Kafka's per-log-dir log-cleaner checkpoint: the first dirty offset of each compacted log.
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Suffix of a partition directory scheduled for deletion (Kafka's `-delete`).

@@ -3,6 +3,9 @@
 //! per-partition `log-start-offset` file taken over, and what a restart recovers.
 
 use super::*;
+use crate::checkpoint::{
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+};
 use crate::LogConfig;
 use bytes::Bytes;
 use kraftd_protocol::records::RecordBatchBuilder;

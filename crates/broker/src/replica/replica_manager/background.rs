@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kraftd_log::checkpoint::CheckpointKind;
 use kraftd_log::clock::unix_ms;
-use kraftd_log::log_manager::CheckpointKind;
 use kraftd_protocol::ErrorCode;
 use tracing::warn;
 

@@ -115,10 +115,10 @@ impl ReplicaManagerConfig {
             hw_checkpoint_interval: Duration::from_millis(5000),
             retention_check_interval: Duration::from_millis(300_000),
             recovery_point_checkpoint_interval: Duration::from_millis(
-                kraftd_log::log_manager::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
+                kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
             ),
             log_start_checkpoint_interval: Duration::from_millis(
-                kraftd_log::log_manager::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
+                kraftd_log::checkpoint::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
             ),
             recovery_threads_per_data_dir: DEFAULT_RECOVERY_THREADS_PER_DATA_DIR,
             clean_shutdown: false,

@@ -13,6 +13,19 @@
 //! cannot be parsed is ignored with a warning rather than failing the broker: both
 //! checkpoints are hints that are relearned (HWs from the leaders, cleaning from the log
 //! start) when lost.
+//!
+//! `offsets.rs`: the high-watermark, log-start and recovery-point checkpoints of each log
+//! dir, kept at O(changed) per interval: the [`PartitionOffsets`] each log shares with the
+//! [`LogManager`](crate::log_manager::LogManager), and the checkpointer that drains them.
+
+mod offsets;
+
+pub(crate) use self::offsets::Checkpoints;
+pub use self::offsets::{
+    CheckpointKind, PartitionOffsets, DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
+    DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS, LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+};
 
 use std::collections::BTreeMap;
 use std::path::Path;

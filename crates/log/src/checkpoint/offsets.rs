@@ -1,9 +1,10 @@
 //! The per-log-directory offset checkpoints at a cost of O(changed) per interval (Kafka's
 //! `replication-offset-checkpoint`, `log-start-offset-checkpoint` and
 //! `recovery-point-offset-checkpoint`, one file of each per log dir, in Kafka's text format,
-//! [`crate::checkpoint`]).
+//! [`super`]).
 //!
-//! Each hosted partition shares a [`PartitionOffsets`] with the [`LogManager`](super::LogManager):
+//! Each hosted partition shares a [`PartitionOffsets`] with the
+//! [`LogManager`](crate::log_manager::LogManager):
 //! its [`Log`](crate::Log) stores its recovery point (flushed offset) and log start offset
 //! there, its owner its high watermark. A store that changes a value queues the partition
 //! once (a flag says it is queued) on its log dir's dirty queue; the checkpointer drains
@@ -18,6 +19,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::checkpoint;
 
+/// Kafka's per-log-dir high-watermark checkpoint.
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// Kafka's per-log-dir log start offsets (written every
 /// `log.flush.start.offset.checkpoint.interval.ms`).
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
@@ -50,7 +53,7 @@ impl CheckpointKind {
     /// The file's name in a log dir.
     pub fn file_name(self) -> &'static str {
         match self {
-            CheckpointKind::HighWatermark => super::REPLICATION_OFFSET_CHECKPOINT,
+            CheckpointKind::HighWatermark => REPLICATION_OFFSET_CHECKPOINT,
             CheckpointKind::LogStart => LOG_START_OFFSET_CHECKPOINT,
             CheckpointKind::RecoveryPoint => RECOVERY_POINT_OFFSET_CHECKPOINT,
         }
@@ -65,7 +68,7 @@ impl CheckpointKind {
 const UNSET: i64 = -1;
 
 /// One partition's checkpointed offsets, shared between its log, its owner and the
-/// [`LogManager`](super::LogManager) (see the module docs).
+/// [`LogManager`](crate::log_manager::LogManager) (see the module docs).
 #[derive(Debug)]
 pub struct PartitionOffsets {
     topic: String,
@@ -123,7 +126,7 @@ struct FileState {
 
 /// Every dir's three files (see the module docs).
 #[derive(Debug)]
-pub(super) struct Checkpoints {
+pub(crate) struct Checkpoints {
     queue: Arc<DirtyQueue>,
     /// By dir, then by [`CheckpointKind`].
     files: Mutex<Vec<[FileState; 3]>>,
@@ -136,7 +139,7 @@ pub(super) struct Checkpoints {
 
 impl Checkpoints {
     /// Reads the three files of each of `dirs` (missing files read as empty).
-    pub(super) fn load(dirs: &[std::path::PathBuf]) -> Checkpoints {
+    pub(crate) fn load(dirs: &[std::path::PathBuf]) -> Checkpoints {
         let files = dirs
             .iter()
             .map(|dir| {
@@ -156,7 +159,7 @@ impl Checkpoints {
     }
 
     /// The value a dir's file held at start, or the latest drained into it.
-    pub(super) fn stored(
+    pub(crate) fn stored(
         &self,
         dir: usize,
         kind: CheckpointKind,
@@ -167,7 +170,7 @@ impl Checkpoints {
     }
 
     /// The value any dir's file holds for `key`.
-    pub(super) fn stored_anywhere(&self, kind: CheckpointKind, key: &(String, i32)) -> Option<i64> {
+    pub(crate) fn stored_anywhere(&self, kind: CheckpointKind, key: &(String, i32)) -> Option<i64> {
         let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files
             .iter()
@@ -175,7 +178,7 @@ impl Checkpoints {
     }
 
     /// A new tracked partition in `dir`; nothing is queued until a value is stored.
-    pub(super) fn track(&self, topic: &str, partition: i32, dir: usize) -> Arc<PartitionOffsets> {
+    pub(crate) fn track(&self, topic: &str, partition: i32, dir: usize) -> Arc<PartitionOffsets> {
         let handle = Arc::new(PartitionOffsets {
             topic: topic.to_string(),
             partition,
@@ -198,7 +201,7 @@ impl Checkpoints {
 
     /// The partition left `dir`: its entries go from the dir's files (rewritten at their
     /// next interval) and its handle stops counting.
-    pub(super) fn forget(&self, dir: usize, topic: &str, partition: i32) {
+    pub(crate) fn forget(&self, dir: usize, topic: &str, partition: i32) {
         let handle = self
             .live
             .lock()
@@ -245,7 +248,7 @@ impl Checkpoints {
 
     /// Rewrites the `kind` file of every dir one of whose partitions changed it since the
     /// last write; returns how many files were written.
-    pub(super) fn write(
+    pub(crate) fn write(
         &self,
         dirs: &[std::path::PathBuf],
         kind: CheckpointKind,
@@ -268,13 +271,13 @@ impl Checkpoints {
     }
 
     /// How many times `kind`'s file of dir `dir` was written by this process.
-    pub(super) fn writes_of(&self, dir: usize, kind: CheckpointKind) -> u64 {
+    pub(crate) fn writes_of(&self, dir: usize, kind: CheckpointKind) -> u64 {
         let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files.get(dir).map_or(0, |f| f[kind.index()].writes)
     }
 
     /// How many `kind` files were written in all.
-    pub(super) fn total_writes(&self, kind: CheckpointKind) -> u64 {
+    pub(crate) fn total_writes(&self, kind: CheckpointKind) -> u64 {
         self.writes[kind.index()].load(Ordering::Relaxed)
     }
 }
