@@ -19,6 +19,7 @@
 //! - [`offsets`]: committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, expiry).
 
 pub mod classic;
+pub mod commit_api;
 pub mod config;
 pub mod consumer;
 mod coordinator_shard;

@@ -27,8 +27,9 @@ use kraftd_protocol::{ErrorCode, GroupCoordinatorRecordKey, GroupCoordinatorReco
 
 use crate::context::RequestContext;
 use crate::group::classic::ClassicGroup;
+use crate::group::commit_api::CommitApi;
 use crate::group::record::CoordinatorRecord;
-use crate::group::shard::{CommitApi, Group, GroupCoordinatorShard};
+use crate::group::shard::{Group, GroupCoordinatorShard};
 
 /// OffsetCommit v9+ names KIP-848 member epochs and answers GROUP_ID_NOT_FOUND for an
 /// unknown group; earlier versions ILLEGAL_GENERATION.

@@ -37,23 +37,13 @@ use kraftd_protocol::{ErrorCode, GroupCoordinatorRecordKey, GroupCoordinatorReco
 
 use crate::context::{ReplyId, RequestContext, TopicMetadata};
 use crate::group::classic::ClassicGroup;
+use crate::group::commit_api::CommitApi;
 use crate::group::config::GroupCoordinatorConfig;
 use crate::group::consumer::ConsumerGroup;
 use crate::group::offsets::OffsetMetadataManager;
 use crate::group::record::CoordinatorRecord;
 use crate::group::timer::{Timer, TimerKey};
 use crate::shard::{CoordinatorShard, ReplayFailure};
-
-/// The API committing offsets: OffsetCommit and TxnOffsetCommit are validated apart
-/// (Kafka's `isTransactional`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitApi {
-    /// OffsetCommit at this version.
-    OffsetCommit(i16),
-    /// TxnOffsetCommit: may name no member at all, is exempt from OffsetCommit's v9 rule
-    /// for consumer-protocol members and is not held back by a classic rebalance.
-    Transactional,
-}
 
 /// One request, or the part of a request that concerns this shard's groups.
 #[derive(Debug, Clone)]

@@ -13,8 +13,9 @@ use kraftd_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse}
 use kraftd_protocol::ErrorCode;
 
 use crate::context::RequestContext;
+use crate::group::commit_api::CommitApi;
 use crate::group::offsets::{commit_record, OffsetAndMetadata};
-use crate::group::shard::{CommitApi, GroupCoordinatorShard};
+use crate::group::shard::GroupCoordinatorShard;
 
 impl GroupCoordinatorShard {
     /// TxnOffsetCommit: the group and member checked as a transactional commit (Kafka's

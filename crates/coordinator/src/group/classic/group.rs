@@ -9,7 +9,7 @@ use kraftd_protocol::messages::describe_groups_response::DescribedGroup;
 use kraftd_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kraftd_protocol::ErrorCode;
 
-use crate::group::shard::CommitApi;
+use crate::group::commit_api::CommitApi;
 
 pub use super::member::ClassicGroupMember;
 pub(crate) use super::member::{plain_protocols, PendingReply};

@@ -14,9 +14,9 @@ use kraftd_protocol::{ErrorCode, Uuid};
 use super::member::{ConsumerGroupMember, Partitions, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
 use super::records;
 use crate::context::{RequestContext, TopicMetadata};
+use crate::group::commit_api::CommitApi;
 use crate::group::config::AssignorName;
 use crate::group::record::CoordinatorRecord;
-use crate::group::shard::CommitApi;
 
 /// OffsetCommit v9 is the first a member of the consumer protocol may use.
 const CONSUMER_PROTOCOL_COMMIT_VERSION: i16 = 9;

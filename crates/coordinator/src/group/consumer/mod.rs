@@ -24,6 +24,7 @@ pub mod lifecycle;
 pub mod member;
 pub mod reconciliation;
 pub mod records;
+mod replay;
 pub mod subscription;
 pub mod target;
 
