@@ -4,7 +4,10 @@
 //! `authorizer.class.name` is empty, Kafka's default: every request is allowed);
 //! [`RequestAuth`] binds it to one request's principal and client address and answers
 //! single checks, filters of many names, `authorized_operations` bit fields and Kafka's
-//! `authorizeByResourceType` (idempotent producers may write when they may write any topic).
+//! `authorizeByResourceType` (idempotent producers may write when they may write any topic),
+//! and which ACL resource guards each kind of config resource
+//! ([`RequestAuth::config_resource_refusal`], for the broker's DescribeConfigs and the
+//! controller's alters alike).
 //!
 //! The principal and address a check uses are the connection's, or for a request a broker
 //! forwarded in an Envelope the client's, read back with [`deserialize_principal`] and
@@ -28,6 +31,7 @@ use crate::control::acl::{
     PATTERN_TYPE_PREFIXED, PERMISSION_ALLOW, PERMISSION_DENY, RESOURCE_TYPE_CLUSTER,
     RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_USER, WILDCARD_RESOURCE,
 };
+use crate::image::ConfigResourceType;
 use crate::publisher::{
     StandardAuthorizer, OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_CLUSTER_ACTION,
     OPERATION_CREATE, OPERATION_CREATE_TOKENS, OPERATION_DELETE, OPERATION_DESCRIBE,
@@ -232,6 +236,39 @@ impl RequestAuth {
     /// `operation` on the cluster resource (`kafka-cluster`).
     pub fn authorize_cluster(&self, operation: i8) -> bool {
         self.authorize(operation, RESOURCE_TYPE_CLUSTER, CLUSTER_RESOURCE_NAME)
+    }
+
+    /// `operation` on the config resource `resource_type`/`name` (Kafka's
+    /// `ConfigResource.Type` ids), the one mapping DescribeConfigs on a broker and the
+    /// alters on a controller both use, as Kafka 4.4's `ConfigHelper` and
+    /// `ControllerApis.authorizeAlterResource` map it: a broker, a broker logger or client
+    /// metrics is the cluster's (CLUSTER_AUTHORIZATION_FAILED), a topic its own
+    /// (TOPIC_AUTHORIZATION_FAILED), a group its own (GROUP_AUTHORIZATION_FAILED). The
+    /// refusal's error, or `None` when allowed — or when the type names no resource, which
+    /// the request's own validation answers.
+    pub fn config_resource_refusal(
+        &self,
+        operation: i8,
+        resource_type: i8,
+        name: &str,
+    ) -> Option<ErrorCode> {
+        let (allowed, code) = match ConfigResourceType::from_i8(resource_type)? {
+            ConfigResourceType::Broker
+            | ConfigResourceType::BrokerLogger
+            | ConfigResourceType::ClientMetrics => (
+                self.authorize_cluster(operation),
+                ErrorCode::ClusterAuthorizationFailed,
+            ),
+            ConfigResourceType::Topic => (
+                self.authorize(operation, RESOURCE_TYPE_TOPIC, name),
+                ErrorCode::TopicAuthorizationFailed,
+            ),
+            ConfigResourceType::Group => (
+                self.authorize(operation, RESOURCE_TYPE_GROUP, name),
+                ErrorCode::GroupAuthorizationFailed,
+            ),
+        };
+        (!allowed).then_some(code)
     }
 
     /// Kafka's `filterByAuthorized`: the names (each checked once) that may have

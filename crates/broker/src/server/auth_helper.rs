@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use kraftd_controller::auth::{default_message, AuthHelper, RequestAuth};
 use kraftd_controller::control::acl::{
-    OPERATION_WRITE, RESOURCE_TYPE_CLUSTER, RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC,
+    OPERATION_WRITE, RESOURCE_TYPE_CLUSTER, RESOURCE_TYPE_TOPIC,
 };
 use kraftd_controller::publisher::{
     OPERATION_CREATE, OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS, OPERATION_IDEMPOTENT_WRITE,
@@ -26,12 +26,6 @@ use kraftd_protocol::{ErrorCode, Uuid};
 
 /// Produce v13+ names topics by id.
 const PRODUCE_TOPIC_ID_VERSION: i16 = 13;
-/// Kafka's `ConfigResource.Type` ids DescribeConfigs names.
-const CONFIG_TOPIC: i8 = 2;
-const CONFIG_BROKER: i8 = 4;
-const CONFIG_BROKER_LOGGER: i8 = 8;
-const CONFIG_CLIENT_METRICS: i8 = 16;
-const CONFIG_GROUP: i8 = 32;
 
 /// A partition as a Produce request names it: topic name, topic id, index.
 pub type ProducePartition = (String, Uuid, i32);
@@ -146,30 +140,19 @@ pub fn uncreatable(auth: &RequestAuth, missing: &[String]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Kafka's `ConfigHelper` check of one DescribeConfigs resource: DESCRIBE_CONFIGS on the
-/// cluster (brokers, loggers, client metrics), the topic or the group; the refusal's error,
-/// if any. Types Kafka does not know are left to the answer's own validation.
+/// Kafka's `ConfigHelper` check of one DescribeConfigs resource: DESCRIBE_CONFIGS on it, by
+/// the mapping every config request uses
+/// ([`RequestAuth::config_resource_refusal`]: the cluster for brokers, loggers and client
+/// metrics, else the topic or the group); the refusal's error, if any.
 pub fn describe_configs_refusal(
     auth: &RequestAuth,
     resource: &DescribeConfigsResource,
 ) -> Option<ErrorCode> {
-    let name = resource.resource_name.as_str();
-    let (allowed, code) = match resource.resource_type {
-        CONFIG_BROKER | CONFIG_BROKER_LOGGER | CONFIG_CLIENT_METRICS => (
-            auth.authorize_cluster(OPERATION_DESCRIBE_CONFIGS),
-            ErrorCode::ClusterAuthorizationFailed,
-        ),
-        CONFIG_TOPIC => (
-            auth.authorize(OPERATION_DESCRIBE_CONFIGS, RESOURCE_TYPE_TOPIC, name),
-            ErrorCode::TopicAuthorizationFailed,
-        ),
-        CONFIG_GROUP => (
-            auth.authorize(OPERATION_DESCRIBE_CONFIGS, RESOURCE_TYPE_GROUP, name),
-            ErrorCode::GroupAuthorizationFailed,
-        ),
-        _ => return None,
-    };
-    (!allowed).then_some(code)
+    auth.config_resource_refusal(
+        OPERATION_DESCRIBE_CONFIGS,
+        resource.resource_type,
+        &resource.resource_name,
+    )
 }
 
 /// The result Kafka gives a resource DescribeConfigs may not describe: the error with its

@@ -17,18 +17,14 @@ use kraftd_protocol::messages::{alter_configs_response, incremental_alter_config
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use crate::auth::{default_message, security_disabled, RequestAuth};
-use crate::control::acl::{RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC};
+use crate::control::acl::RESOURCE_TYPE_TOPIC;
+use crate::image::ConfigResourceType;
 use crate::publisher::{
     OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_CLUSTER_ACTION, OPERATION_CREATE,
     OPERATION_DELETE, OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS,
 };
 use crate::MetadataImage;
 
-/// Kafka's `ConfigResource.Type` ids a config request names.
-const CONFIG_TOPIC: i8 = 2;
-const CONFIG_BROKER: i8 = 4;
-const CONFIG_CLIENT_METRICS: i8 = 16;
-const CONFIG_GROUP: i8 = 32;
 /// The metadata log, which CreateTopics refuses by itself whoever asks.
 const CLUSTER_METADATA_TOPIC: &str = "__cluster_metadata";
 /// Kafka's message for CreateTopics' refused names.
@@ -295,25 +291,31 @@ fn create_partitions(
     Checked::Run(RequestBody::CreatePartitions(r), Some(merge))
 }
 
-/// Kafka's `ControllerApis.authorizeAlterResource`: the error altering one config resource
-/// gets, if any. Types it does not know are left to the request's own validation.
+/// Kafka 4.4's `ControllerApis` check of one resource an AlterConfigs names
+/// (`authorizeAlterResource`): ALTER_CONFIGS on it, by the mapping every config request uses
+/// ([`RequestAuth::config_resource_refusal`]). A broker logger is not checked: AlterConfigs
+/// never alters loggers, so whoever asks gets the request's own INVALID_REQUEST, as in Kafka.
 fn alter_refusal(auth: &RequestAuth, resource_type: i8, name: &str) -> Option<ErrorCode> {
-    let (allowed, code) = match resource_type {
-        CONFIG_BROKER | CONFIG_CLIENT_METRICS => (
-            auth.authorize_cluster(OPERATION_ALTER_CONFIGS),
-            ErrorCode::ClusterAuthorizationFailed,
-        ),
-        CONFIG_TOPIC => (
-            auth.authorize(OPERATION_ALTER_CONFIGS, RESOURCE_TYPE_TOPIC, name),
-            ErrorCode::TopicAuthorizationFailed,
-        ),
-        CONFIG_GROUP => (
-            auth.authorize(OPERATION_ALTER_CONFIGS, RESOURCE_TYPE_GROUP, name),
-            ErrorCode::GroupAuthorizationFailed,
-        ),
-        _ => return None,
+    if resource_type == ConfigResourceType::BrokerLogger.code() {
+        return None;
+    }
+    auth.config_resource_refusal(OPERATION_ALTER_CONFIGS, resource_type, name)
+}
+
+/// The same check for IncrementalAlterConfigs, except that a broker logger needs
+/// CLUSTER_ACTION on the cluster: Kafka 4.4's `ControllerApis` hands loggers to its
+/// `RuntimeLoggerManager`, which refuses CLUSTER_AUTHORIZATION_FAILED without it.
+fn incremental_alter_refusal(
+    auth: &RequestAuth,
+    resource_type: i8,
+    name: &str,
+) -> Option<ErrorCode> {
+    let operation = if resource_type == ConfigResourceType::BrokerLogger.code() {
+        OPERATION_CLUSTER_ACTION
+    } else {
+        OPERATION_ALTER_CONFIGS
     };
-    (!allowed).then_some(code)
+    auth.config_resource_refusal(operation, resource_type, name)
 }
 
 /// The resources (type, name) named once in a config request.
@@ -329,7 +331,7 @@ fn unique_resources<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> BTree
         .collect()
 }
 
-/// AlterConfigs: ALTER_CONFIGS on each resource (the cluster for brokers).
+/// AlterConfigs: ALTER_CONFIGS on each resource ([`alter_refusal`]).
 fn alter_configs(
     auth: &RequestAuth,
     mut r: kraftd_protocol::messages::AlterConfigsRequest,
@@ -368,7 +370,7 @@ fn alter_configs(
     Checked::Run(RequestBody::AlterConfigs(r), Some(merge))
 }
 
-/// IncrementalAlterConfigs: as AlterConfigs.
+/// IncrementalAlterConfigs: as AlterConfigs, loggers apart ([`incremental_alter_refusal`]).
 fn incremental_alter_configs(
     auth: &RequestAuth,
     mut r: kraftd_protocol::messages::IncrementalAlterConfigsRequest,
@@ -383,7 +385,7 @@ fn incremental_alter_configs(
         if !once.contains(&(res.resource_type, res.resource_name.clone())) {
             return true;
         }
-        match alter_refusal(auth, res.resource_type, &res.resource_name) {
+        match incremental_alter_refusal(auth, res.resource_type, &res.resource_name) {
             None => true,
             Some(code) => {
                 refused.push(

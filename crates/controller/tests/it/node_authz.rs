@@ -15,6 +15,7 @@ use kraftd_controller::testing::{start_controller_node_with, ControlHarness, CLU
 use kraftd_net::{Channel, ClientConfig, KafkaPrincipal};
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_response, encode_request};
+use kraftd_protocol::messages::alter_configs_request;
 use kraftd_protocol::messages::create_acls_request::AclCreation;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::delete_acls_request::DeleteAclsFilter;
@@ -23,9 +24,10 @@ use kraftd_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kraftd_protocol::messages::{
-    BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateAclsRequest, CreateTopicsRequest,
-    DeleteAclsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest,
-    EnvelopeRequest, IncrementalAlterConfigsRequest, RequestHeader, VoteRequest,
+    AlterConfigsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateAclsRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClusterRequest, EnvelopeRequest, IncrementalAlterConfigsRequest, RequestHeader,
+    VoteRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use kraftd_raft::driver::RaftRequestRouter;
@@ -294,7 +296,8 @@ async fn a_forwarded_request_is_authorized_again_as_its_client() {
     let codes: Vec<_> = r.responses.iter().map(|t| t.error_code).collect();
     assert_eq!(codes, [ErrorCode::TopicAuthorizationFailed.code()]);
 
-    // IncrementalAlterConfigs: ALTER_CONFIGS per resource, the cluster's for brokers.
+    // IncrementalAlterConfigs: ALTER_CONFIGS per resource, the cluster's for brokers; a
+    // broker logger needs CLUSTER_ACTION on the cluster (Kafka 4.4's RuntimeLoggerManager).
     let alter = |resource_type: i8, name: &str| AlterConfigsResource {
         resource_type,
         resource_name: name.into(),
@@ -310,7 +313,7 @@ async fn a_forwarded_request_is_authorized_again_as_its_client() {
         &channel,
         "alice",
         RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest {
-            resources: vec![alter(2, "payments"), alter(4, "")],
+            resources: vec![alter(2, "payments"), alter(4, ""), alter(8, "1")],
             ..Default::default()
         }),
     )
@@ -328,11 +331,32 @@ async fn a_forwarded_request_is_authorized_again_as_its_client() {
         ErrorCode::TopicAuthorizationFailed.code(),
         Some("Topic authorization failed.".into())
     )));
-    assert!(codes.contains(&(
-        4,
-        ErrorCode::ClusterAuthorizationFailed.code(),
-        Some("Cluster authorization failed.".into())
-    )));
+    for cluster_resource in [4, 8] {
+        assert!(codes.contains(&(
+            cluster_resource,
+            ErrorCode::ClusterAuthorizationFailed.code(),
+            Some("Cluster authorization failed.".into())
+        )));
+    }
+    // AlterConfigs never alters a broker logger: INVALID_REQUEST whoever asks, as in Kafka.
+    let response = forwarded(
+        &channel,
+        "alice",
+        RequestBody::AlterConfigs(AlterConfigsRequest {
+            resources: vec![alter_configs_request::AlterConfigsResource {
+                resource_type: 8,
+                resource_name: "1".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    )
+    .await;
+    let ResponseBody::AlterConfigs(r) = response else {
+        panic!("{response:?}")
+    };
+    let codes: Vec<_> = r.responses.iter().map(|x| x.error_code).collect();
+    assert_eq!(codes, [ErrorCode::InvalidRequest.code()]);
 
     // CreateAcls needs ALTER on the cluster: refused for alice, as a whole.
     let response = forwarded(
