@@ -24,11 +24,12 @@ use kraftd_controller::publisher::{AuthorizerConfig, NodePublishers};
 use kraftd_controller::snapshot::write_image_snapshot;
 use kraftd_controller::testing::records::{feature, partition, topic};
 use kraftd_controller::{MetadataImage, MetadataPublisher};
+use kraftd_log::SnapshotId;
 use kraftd_protocol::metadata::{PartitionChangeRecord, RegisterBrokerRecord, RemoveTopicRecord};
 use kraftd_protocol::metadata_record::encode_metadata_record;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::{MetadataRecord, Uuid};
-use kraftd_raft::{CommittedBatch, SnapshotId};
+use kraftd_raft::CommittedBatch;
 
 const BROKERS: i32 = 10;
 const TOPIC_PARTITIONS: i32 = 100;

@@ -17,13 +17,14 @@ use kraftd_controller::image::{DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED};
 use kraftd_controller::snapshot::write_image_snapshot;
 use kraftd_controller::testing::records::{feature, fence, partition, topic, unfence, uuid};
 use kraftd_controller::{MetadataDelta, MetadataImage, MetadataPublisher};
+use kraftd_log::SnapshotId;
 use kraftd_protocol::metadata::register_broker_record::BrokerEndpoint;
 use kraftd_protocol::metadata::*;
 use kraftd_protocol::metadata_record::encode_metadata_record;
 use kraftd_protocol::records::{ControlRecord, RecordBatchBuilder};
 use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
 use kraftd_raft::driver::RaftEvent;
-use kraftd_raft::{CommittedBatch, SnapshotId};
+use kraftd_raft::CommittedBatch;
 
 // ---- records and batches ----
 

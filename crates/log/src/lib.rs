@@ -73,4 +73,4 @@ pub use log::{
 };
 pub use segment::{encode_aborted_txn, ABORTED_TXN_ENTRY_BYTES, TXN_INDEX_FILE_SUFFIX};
 pub use shutdown::{take_clean_shutdown_marker, write_clean_shutdown_marker, CLEAN_SHUTDOWN_FILE};
-pub use snapshot::{SnapshotId, SnapshotReader, SnapshotWriter};
+pub use snapshot::{RawSnapshotReader, RawSnapshotWriter, SnapshotId};

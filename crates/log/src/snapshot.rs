@@ -6,7 +6,8 @@
 //!
 //! The bytes are opaque here (the Raft layer writes record batches into them); this module
 //! only owns naming, atomicity and reading by byte position, which is what FetchSnapshot
-//! serves.
+//! serves: the raw writer and reader, as Kafka's `RawSnapshotWriter`/`RawSnapshotReader`.
+//! [`SnapshotId`] is the one snapshot id of the workspace; the Raft core uses it too.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -71,10 +72,12 @@ impl SnapshotId {
     }
 }
 
-/// A snapshot being written (to its `.part` file). Commit it with
-/// [`crate::Log::commit_snapshot`]; dropping it uncommitted deletes the `.part` file.
+/// A snapshot file being written, as opaque bytes, to its `.part` file (Kafka's
+/// `FileRawSnapshotWriter`; the records inside are the Raft crate's `SnapshotWriter`'s).
+/// Commit it with [`crate::Log::commit_snapshot`]; dropping it uncommitted deletes the
+/// `.part` file.
 #[derive(Debug)]
-pub struct SnapshotWriter {
+pub struct RawSnapshotWriter {
     id: SnapshotId,
     part_path: PathBuf,
     file: File,
@@ -82,8 +85,8 @@ pub struct SnapshotWriter {
     finished: bool,
 }
 
-impl SnapshotWriter {
-    pub(crate) fn create(dir: &Path, id: SnapshotId) -> Result<SnapshotWriter> {
+impl RawSnapshotWriter {
+    pub(crate) fn create(dir: &Path, id: SnapshotId) -> Result<RawSnapshotWriter> {
         let part_path = dir.join(format!("{}.part", id.file_name()));
         let file = OpenOptions::new()
             .write(true)
@@ -91,7 +94,7 @@ impl SnapshotWriter {
             .truncate(true)
             .open(&part_path)
             .map_err(LogError::io("create", &part_path))?;
-        Ok(SnapshotWriter {
+        Ok(RawSnapshotWriter {
             id,
             part_path,
             file,
@@ -133,7 +136,7 @@ impl SnapshotWriter {
     }
 }
 
-impl Drop for SnapshotWriter {
+impl Drop for RawSnapshotWriter {
     fn drop(&mut self) {
         if !self.finished {
             // An abandoned snapshot: its bytes are worthless, and open would remove them
@@ -143,18 +146,19 @@ impl Drop for SnapshotWriter {
     }
 }
 
-/// A complete snapshot opened for reading. The open file stays readable even if the
-/// snapshot is deleted meanwhile (a FetchSnapshot in progress finishes its download).
+/// A complete snapshot file opened for reading by byte position (Kafka's
+/// `FileRawSnapshotReader`). The open file stays readable even if the snapshot is deleted
+/// meanwhile (a FetchSnapshot in progress finishes its download).
 #[derive(Debug)]
-pub struct SnapshotReader {
+pub struct RawSnapshotReader {
     id: SnapshotId,
     path: PathBuf,
     file: File,
     size: u64,
 }
 
-impl SnapshotReader {
-    pub(crate) fn open(dir: &Path, id: SnapshotId) -> Result<SnapshotReader> {
+impl RawSnapshotReader {
+    pub(crate) fn open(dir: &Path, id: SnapshotId) -> Result<RawSnapshotReader> {
         let path = dir.join(id.file_name());
         let file = match File::open(&path) {
             Ok(f) => f,
@@ -167,7 +171,7 @@ impl SnapshotReader {
             Err(e) => return Err(LogError::io("open", &path)(e)),
         };
         let size = file.metadata().map_err(LogError::io("stat", &path))?.len();
-        Ok(SnapshotReader {
+        Ok(RawSnapshotReader {
             id,
             path,
             file,

@@ -42,7 +42,7 @@ pub mod driver;
 pub mod snapshot;
 
 pub use crate::core::config::RaftConfig;
-pub use crate::core::log::{LogError, MemoryLog, RaftLog, SnapshotId};
+pub use crate::core::log::{LogError, MemoryLog, RaftLog};
 pub use crate::core::message::{
     ApiKind, MessageDecodeError, RaftMessage, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
 };

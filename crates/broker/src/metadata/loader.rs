@@ -47,12 +47,13 @@ use std::panic::{self, AssertUnwindSafe};
 
 use kraftd_controller::snapshot::{load_image_snapshot, SnapshotLoadError};
 use kraftd_controller::{MetadataDelta, MetadataImage, MetadataPublisher, ReplayError};
+use kraftd_log::SnapshotId;
 use kraftd_protocol::metadata_record::decode_metadata_record;
 use kraftd_protocol::records::{Batches, RecordBatchError};
 use kraftd_protocol::{DecodeError, MetadataRecord};
 use kraftd_raft::driver::RaftEvent;
 use kraftd_raft::snapshot::SnapshotReader;
-use kraftd_raft::{CommittedBatch, SnapshotId};
+use kraftd_raft::CommittedBatch;
 use tracing::{debug, error, info, warn};
 
 use super::metrics::{AppliedProvenance, BrokerMetadataMetrics};

@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{MetadataRecord, RequestBody, ResponseBody};
 use kraftd_raft::driver::{AtomicAppendRefused, RaftEvent, RaftHandle};
-use kraftd_raft::SnapshotId;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 

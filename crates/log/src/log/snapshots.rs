@@ -4,7 +4,7 @@
 use super::Log;
 use crate::error::{LogError, Result};
 use crate::fsutil;
-use crate::snapshot::{SnapshotId, SnapshotReader, SnapshotWriter};
+use crate::snapshot::{RawSnapshotReader, RawSnapshotWriter, SnapshotId};
 
 impl Log {
     /// Snapshot ids, oldest first.
@@ -24,7 +24,7 @@ impl Log {
 
     /// Starts writing snapshot `id` (to its `.part` file); commit it with
     /// [`Log::commit_snapshot`].
-    pub fn create_snapshot(&self, id: SnapshotId) -> Result<SnapshotWriter> {
+    pub fn create_snapshot(&self, id: SnapshotId) -> Result<RawSnapshotWriter> {
         id.check()?;
         if self.snapshots.contains(&id) {
             return Err(LogError::SnapshotExists {
@@ -32,25 +32,25 @@ impl Log {
                 epoch: id.epoch,
             });
         }
-        SnapshotWriter::create(&self.dir, id)
+        RawSnapshotWriter::create(&self.dir, id)
     }
 
     /// Makes a written snapshot durable and visible: fsync, atomic rename, directory fsync.
-    pub fn commit_snapshot(&mut self, writer: SnapshotWriter) -> Result<SnapshotId> {
+    pub fn commit_snapshot(&mut self, writer: RawSnapshotWriter) -> Result<SnapshotId> {
         let id = writer.finish(&self.dir)?;
         self.snapshots.insert(id);
         Ok(id)
     }
 
     /// Opens snapshot `id` for reading by byte position (FetchSnapshot).
-    pub fn open_snapshot(&self, id: SnapshotId) -> Result<SnapshotReader> {
+    pub fn open_snapshot(&self, id: SnapshotId) -> Result<RawSnapshotReader> {
         if !self.snapshots.contains(&id) {
             return Err(LogError::SnapshotNotFound {
                 end_offset: id.end_offset,
                 epoch: id.epoch,
             });
         }
-        SnapshotReader::open(&self.dir, id)
+        RawSnapshotReader::open(&self.dir, id)
     }
 
     /// Deletes snapshots whose end offset is below the log start offset, except the newest

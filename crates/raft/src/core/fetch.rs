@@ -7,11 +7,12 @@
 //! with `fetchPurgatory`.
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::messages::{fetch_request, fetch_response, FetchRequest, FetchResponse};
 use kraftd_protocol::ErrorCode;
 use tracing::error;
 
-use super::log::{RaftLog, SnapshotId};
+use super::log::RaftLog;
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC_ID};
 use super::role::Role;
 use super::voter_set::ReplicaKey;

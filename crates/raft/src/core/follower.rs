@@ -7,11 +7,12 @@
 //! `handleFetchResponse`; `RequestManager` for the bootstrap servers.
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::messages::{fetch_request, FetchRequest, FetchResponse};
 use kraftd_protocol::ErrorCode;
 use tracing::{debug, error, info, warn};
 
-use super::log::{RaftLog, SnapshotId};
+use super::log::RaftLog;
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC_ID};
 use super::role::Role;
 use super::{RaftCore, NOT_LEADER_WARNING_INTERVAL_MS};

@@ -9,13 +9,15 @@
 //! the core relies on.
 //!
 //! Snapshots (KIP-630): a log holds complete snapshots identified by [`SnapshotId`] (the
-//! end offset and the epoch of the last record they include). After a snapshot, the log
+//! end offset and the epoch of the last record they include; the log store's id, as the
+//! driver keeps them there). After a snapshot, the log
 //! before it may be deleted ([`RaftLog::delete_before_latest_snapshot`]), so the start
 //! offset moves up; a follower too far behind replaces its whole log by a downloaded
 //! snapshot ([`RaftLog::install_snapshot`]). An empty log that starts at a snapshot reports
 //! the snapshot's epoch as its last epoch (Kafka's `lastFetchedEpoch`).
 
 use bytes::{Bytes, BytesMut};
+use kraftd_log::SnapshotId;
 use kraftd_protocol::records::{Batches, RecordBatch, RecordBatchMut};
 
 /// Why the log refused an append. The core treats these as a bad input (ignored with a
@@ -41,21 +43,12 @@ pub enum LogError {
     },
 }
 
-/// A snapshot's identity (Kafka's `OffsetAndEpoch` of a snapshot): it holds the state after
-/// every record below `end_offset`, the last of which was written in `epoch`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SnapshotId {
-    pub end_offset: i64,
-    pub epoch: i32,
-}
-
-impl SnapshotId {
-    fn refused(self, reason: impl Into<String>) -> LogError {
-        LogError::Snapshot {
-            end_offset: self.end_offset,
-            epoch: self.epoch,
-            reason: reason.into(),
-        }
+/// Snapshot `id` refused for `reason`.
+fn refused(id: SnapshotId, reason: impl Into<String>) -> LogError {
+    LogError::Snapshot {
+        end_offset: id.end_offset,
+        epoch: id.epoch,
+        reason: reason.into(),
     }
 }
 
@@ -340,10 +333,10 @@ impl RaftLog for MemoryLog {
 
     fn store_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
         if id.end_offset < 0 || id.end_offset > self.end_offset() {
-            return Err(id.refused("end offset outside the log"));
+            return Err(refused(id, "end offset outside the log"));
         }
         if self.snapshot(id).is_some() {
-            return Err(id.refused("already exists"));
+            return Err(refused(id, "already exists"));
         }
         self.snapshots.push((id, Bytes::copy_from_slice(data)));
         self.snapshots.sort_by_key(|(id, _)| *id);
@@ -385,7 +378,7 @@ impl RaftLog for MemoryLog {
 
     fn install_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
         if id.end_offset < 0 || id.epoch < 0 {
-            return Err(id.refused("negative end offset or epoch"));
+            return Err(refused(id, "negative end offset or epoch"));
         }
         if self.snapshot(id).is_none() {
             self.snapshots.push((id, Bytes::copy_from_slice(data)));
@@ -400,7 +393,7 @@ impl RaftLog for MemoryLog {
 
     fn begin_snapshot_download(&mut self, id: SnapshotId) -> Result<(), LogError> {
         if id.end_offset < 0 || id.epoch < 0 {
-            return Err(id.refused("negative end offset or epoch"));
+            return Err(refused(id, "negative end offset or epoch"));
         }
         self.download = Some((id, Vec::new()));
         Ok(())
@@ -412,7 +405,7 @@ impl RaftLog for MemoryLog {
                 data.extend_from_slice(chunk);
                 Ok(data.len() as u64)
             }
-            _ => Err(id.refused("not being downloaded")),
+            _ => Err(refused(id, "not being downloaded")),
         }
     }
 
@@ -421,7 +414,7 @@ impl RaftLog for MemoryLog {
             Some((d, data)) if d == id => self.install_snapshot(id, &data),
             other => {
                 self.download = other;
-                Err(id.refused("not being downloaded"))
+                Err(refused(id, "not being downloaded"))
             }
         }
     }

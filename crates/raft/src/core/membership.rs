@@ -17,12 +17,13 @@
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::messages::KRaftVersionRecord;
 use kraftd_protocol::records::{ControlRecord, RecordBatchBuilder};
 use kraftd_protocol::{ErrorCode, Uuid};
 use tracing::{info, warn};
 
-use super::log::{RaftLog, SnapshotId};
+use super::log::RaftLog;
 use super::role::leader::PendingVoterChange;
 use super::role::Role;
 use super::voter_history::VoterHistory;

@@ -80,6 +80,7 @@ mod transition;
 use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_protocol::ErrorCode;
 use tracing::{debug, warn};
@@ -87,7 +88,7 @@ use tracing::{debug, warn};
 use self::config::RaftConfig;
 use self::endpoints::{Endpoint, LearnedEndpoint};
 use self::fetch::ParkedFetch;
-use self::log::{LogError, RaftLog, SnapshotId};
+use self::log::{LogError, RaftLog};
 pub use self::membership::VoterChangeError;
 use self::message::{ApiKind, RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
 use self::quorum_state::{QuorumState, QuorumStateData};

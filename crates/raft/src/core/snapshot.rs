@@ -5,13 +5,14 @@
 //! `KafkaRaftClient.handleFetchSnapshotRequest`, `handleFetchSnapshotResponse` and
 //! `buildFetchSnapshotRequest`.
 
+use kraftd_log::SnapshotId;
 use kraftd_protocol::messages::{
     fetch_snapshot_request, fetch_snapshot_response, FetchSnapshotRequest, FetchSnapshotResponse,
 };
 use kraftd_protocol::ErrorCode;
 use tracing::{info, warn};
 
-use super::log::{RaftLog, SnapshotId};
+use super::log::RaftLog;
 use super::message::{RaftMessage, CLUSTER_METADATA_PARTITION, CLUSTER_METADATA_TOPIC};
 use super::role::Role;
 use super::{single_partition, RaftCore};

@@ -7,12 +7,13 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::metrics::RaftMetrics;
 use super::raft_driver::DriverError;
-use crate::core::log::{LogError, SnapshotId};
+use crate::core::log::LogError;
 use crate::core::{CommittedBatch, ProposeError, VoterChangeError};
 
 /// What subscribers see, in order.

@@ -35,10 +35,10 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use bytes::{Bytes, BytesMut};
 use kraftd_log::quorum_state::QuorumStateStore;
-use kraftd_log::{CompletedFlush, Log, LogConfig, PendingFlush};
+use kraftd_log::{CompletedFlush, Log, LogConfig, PendingFlush, SnapshotId};
 use kraftd_protocol::records::Batches;
 
-use crate::core::log::{LogError, RaftLog, SnapshotId};
+use crate::core::log::{LogError, RaftLog};
 use crate::core::quorum_state::QuorumStateData;
 
 pub mod quorum_state_file;
@@ -54,7 +54,7 @@ pub struct MetadataLog {
     log: Log,
     quorum_state: QuorumStateStore,
     /// A FetchSnapshot download in progress (its `.part` file; dropped, it is deleted).
-    download: Option<kraftd_log::SnapshotWriter>,
+    download: Option<kraftd_log::RawSnapshotWriter>,
     /// The first disk failure; set, the log is failed (see the module doc). Set from `&self`
     /// calls too (reads), hence a `OnceLock`: the first failure wins.
     failure: OnceLock<LogFailure>,
@@ -207,20 +207,6 @@ impl MetadataLog {
     }
 }
 
-fn to_store(id: SnapshotId) -> kraftd_log::SnapshotId {
-    kraftd_log::SnapshotId {
-        end_offset: id.end_offset,
-        epoch: id.epoch,
-    }
-}
-
-fn from_store(id: kraftd_log::SnapshotId) -> SnapshotId {
-    SnapshotId {
-        end_offset: id.end_offset,
-        epoch: id.epoch,
-    }
-}
-
 impl MetadataLog {
     /// Writes snapshot `id` unless it exists; I/O errors fail the log.
     fn write_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
@@ -232,7 +218,7 @@ impl MetadataLog {
             epoch: id.epoch,
             reason,
         };
-        let mut writer = match self.log.create_snapshot(to_store(id)) {
+        let mut writer = match self.log.create_snapshot(id) {
             Ok(w) => w,
             Err(e @ kraftd_log::LogError::Io { .. }) => {
                 self.fail("create snapshot", e);
@@ -449,7 +435,7 @@ impl RaftLog for MetadataLog {
     }
 
     fn latest_snapshot(&self) -> Option<SnapshotId> {
-        self.log.latest_snapshot().map(from_store)
+        self.log.latest_snapshot()
     }
 
     fn store_snapshot(&mut self, id: SnapshotId, data: &[u8]) -> Result<(), LogError> {
@@ -482,7 +468,7 @@ impl RaftLog for MetadataLog {
         if self.failed() {
             return None;
         }
-        let reader = self.log.open_snapshot(to_store(id)).ok()?;
+        let reader = self.log.open_snapshot(id).ok()?;
         match reader.read(position, max_bytes) {
             Ok(bytes) => Some((bytes, reader.size_in_bytes())),
             Err(e) => {
@@ -519,7 +505,7 @@ impl RaftLog for MetadataLog {
         if self.failed() {
             return Err(self.refused_failed());
         }
-        if !self.log.snapshots().contains(&to_store(id)) {
+        if !self.log.snapshots().contains(&id) {
             self.write_snapshot(id, data)?;
         }
         if let Err(e) = self.log.truncate_fully_and_start_at(id.end_offset) {
@@ -538,7 +524,7 @@ impl RaftLog for MetadataLog {
         if self.failed() {
             return Err(self.refused_failed());
         }
-        match self.log.create_snapshot(to_store(id)) {
+        match self.log.create_snapshot(id) {
             Ok(w) => {
                 self.download = Some(w);
                 Ok(())
@@ -560,7 +546,7 @@ impl RaftLog for MetadataLog {
             return Err(self.refused_failed());
         }
         let result = match self.download.as_mut() {
-            Some(w) if w.id() == to_store(id) => w.append(chunk).map(|()| w.size_in_bytes()),
+            Some(w) if w.id() == id => w.append(chunk).map(|()| w.size_in_bytes()),
             _ => {
                 return Err(LogError::Snapshot {
                     end_offset: id.end_offset,
@@ -584,7 +570,7 @@ impl RaftLog for MetadataLog {
             return Err(self.refused_failed());
         }
         let writer = match self.download.take() {
-            Some(w) if w.id() == to_store(id) => w,
+            Some(w) if w.id() == id => w,
             other => {
                 self.download = other;
                 return Err(LogError::Snapshot {

@@ -4,6 +4,7 @@
 //! leader's side of KIP-630 (a Fetch below the log start, FetchSnapshot chunks).
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::messages::{
     end_quorum_epoch_request, fetch_request, fetch_response, fetch_snapshot_request, vote_request,
     vote_response, EndQuorumEpochRequest, FetchRequest, FetchResponse, FetchSnapshotRequest,
@@ -12,7 +13,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::records::RecordBatchBuilder;
 use kraftd_raft::{
     ApiKind, MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage,
-    RoleName, SnapshotId, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
+    RoleName, CLUSTER_METADATA_TOPIC, CLUSTER_METADATA_TOPIC_ID,
 };
 
 const CLUSTER: &str = "rules-cluster";

@@ -9,12 +9,13 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::Uuid;
 use kraftd_raft::core::endpoints::Endpoint;
 use kraftd_raft::core::voter_set::{ReplicaKey, VoterNode, VoterSet};
 use kraftd_raft::core::VoterChangeError;
 use kraftd_raft::snapshot::{with_kraft_control, SnapshotWriter};
-use kraftd_raft::{RaftLog, RoleName, SnapshotId};
+use kraftd_raft::{RaftLog, RoleName};
 
 use super::Sim;
 

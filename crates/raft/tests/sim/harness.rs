@@ -32,10 +32,11 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_raft::core::rng::Rng;
 use kraftd_raft::{
     ApiKind, MemoryLog, Output, QuorumStateData, RaftConfig, RaftCore, RaftLog, RaftMessage,
-    RoleName, SnapshotId,
+    RoleName,
 };
 
 #[path = "dynamic.rs"]

@@ -9,11 +9,12 @@
 //! majority of the voter set in effect) and liveness after every change.
 
 use bytes::Bytes;
+use kraftd_log::SnapshotId;
 use kraftd_protocol::{ErrorCode, Uuid};
 use kraftd_raft::core::rng::Rng;
 use kraftd_raft::core::voter_set::ReplicaKey;
 use kraftd_raft::snapshot::SnapshotReader;
-use kraftd_raft::{MemoryLog, RaftConfig, RaftCore, RaftLog, RoleName, SnapshotId};
+use kraftd_raft::{MemoryLog, RaftConfig, RaftCore, RaftLog, RoleName};
 
 use crate::harness::{NetworkFaults, Sim, SimConfig};
 

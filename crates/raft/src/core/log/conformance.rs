@@ -5,7 +5,9 @@
 use bytes::Bytes;
 use kraftd_protocol::records::{Batches, RecordBatchBuilder};
 
-use super::{RaftLog, SnapshotId};
+use kraftd_log::SnapshotId;
+
+use super::RaftLog;
 
 fn batch(records: usize) -> Bytes {
     let mut b = RecordBatchBuilder::new(0);
