@@ -286,6 +286,13 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             kraftd_log::config::DEFAULT_SEGMENT_IDLE_CLOSE_MS,
         )?,
     );
+    // The properties file as written: DescribeConfigs' static values and the coordinators'
+    // settings.
+    let properties: std::collections::BTreeMap<String, String> = config
+        .props
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Ok(BrokerConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
@@ -297,11 +304,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             kraftd_broker::server::lifecycle::BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
         )?),
         server,
-        static_configs: config
-            .props
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        static_configs: properties.clone(),
         auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,
         authorizer: authorizer_config(config)?,
         replica_lag_time_max_ms: config.number(
@@ -326,8 +329,12 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .map(|name| config.client_security(name))
             .unwrap_or_default(),
         log_cleaner: log_cleaner_config(config)?,
-        group_coordinator: group_coordinator_config(config)?,
-        transaction_coordinator: transaction_coordinator_config(config)?,
+        // `group.*` and `offsets.*`, `transaction.*` and `transactional.id.*`: Kafka's
+        // defaults where unset.
+        group_coordinator: GroupCoordinatorConfig::from_properties(&properties)
+            .map_err(|e| anyhow!("{e}"))?,
+        transaction_coordinator: TransactionCoordinatorConfig::from_properties(&properties)
+            .map_err(|e| anyhow!("{e}"))?,
     })
 }
 
@@ -351,26 +358,6 @@ fn log_cleaner_config(config: &NodeConfig) -> Result<LogCleanerConfig> {
             backoff_ms: config.number("log.cleaner.backoff.ms", c.backoff_ms)?,
         },
     })
-}
-
-/// `group.*` and `offsets.*`, Kafka's defaults where unset.
-fn group_coordinator_config(config: &NodeConfig) -> Result<GroupCoordinatorConfig> {
-    let props = config
-        .props
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    GroupCoordinatorConfig::from_properties(&props).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-/// `transaction.*` and `transactional.id.*`, Kafka's defaults where unset.
-fn transaction_coordinator_config(config: &NodeConfig) -> Result<TransactionCoordinatorConfig> {
-    let props = config
-        .props
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    TransactionCoordinatorConfig::from_properties(&props).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`. The class is

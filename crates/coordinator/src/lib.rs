@@ -8,6 +8,9 @@
 //! - [`context`], [`timer`], [`partitioner`] — the vocabulary every coordinator shares: who
 //!   sent a request, reply handles, the cluster's topics as a shard sees them, deadlines by
 //!   key, and Kafka's key → partition mapping;
+//! - [`config`] — reading a coordinator's settings from the broker's properties (the readers
+//!   of Kafka's INT, LONG and SHORT keys with their validators, the error naming key and
+//!   value), shared by the group and the transaction coordinator's configs;
 //! - [`group`] — the group coordinator (classic and KIP-848 consumer groups, offsets);
 //! - [`transaction`] — the transaction coordinator (KIP-98, KIP-890 transactions V2);
 //! - [`writer`] — the log as a coordinator's runtime sees it (Kafka's `PartitionWriter`),
@@ -19,6 +22,7 @@
 //! contract, none knows the runtime. Nothing here reads a clock, spawns a task or touches a
 //! file or socket: time, requests and records come in as arguments.
 
+pub mod config;
 pub mod context;
 pub mod group;
 pub mod partitioner;

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::{ConfigError, Property};
+
 /// What `group.consumer.migration.policy` allows between the classic and consumer protocols.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MigrationPolicy {
@@ -122,15 +124,6 @@ impl Default for GroupCoordinatorConfig {
     }
 }
 
-/// A setting that did not parse: the key, the value and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value {value:?} for {key}: {reason}")]
-pub struct ConfigError {
-    pub key: String,
-    pub value: String,
-    pub reason: String,
-}
-
 impl GroupCoordinatorConfig {
     /// Every key [`GroupCoordinatorConfig::from_properties`] reads.
     pub const KEYS: &'static [&'static str] = &[
@@ -160,63 +153,48 @@ impl GroupCoordinatorConfig {
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut c = GroupCoordinatorConfig::default();
         for (key, value) in props {
-            let bad = |reason: &str| ConfigError {
-                key: key.clone(),
-                value: value.clone(),
-                reason: reason.to_string(),
-            };
-            let int = |min: i64| -> Result<i64, ConfigError> {
-                let v: i64 = value.trim().parse().map_err(|_| bad("not an integer"))?;
-                if v < min {
-                    return Err(bad(&format!("must be at least {min}")));
-                }
-                Ok(v)
-            };
-            let i32v = |min: i64| -> Result<i32, ConfigError> {
-                i32::try_from(int(min)?).map_err(|_| bad("out of range for an int"))
-            };
+            let p = Property::new(key, value);
             match key.as_str() {
-                "offsets.topic.num.partitions" => c.offsets_topic_partitions = i32v(1)?,
+                "offsets.topic.num.partitions" => c.offsets_topic_partitions = p.int(1)?,
                 "offsets.topic.replication.factor" => {
-                    c.offsets_topic_replication_factor =
-                        i16::try_from(int(1)?).map_err(|_| bad("out of range for a short"))?
+                    c.offsets_topic_replication_factor = p.short(1)?
                 }
-                "offsets.topic.segment.bytes" => c.offsets_topic_segment_bytes = i32v(1)?,
-                "group.min.session.timeout.ms" => c.classic_min_session_timeout_ms = i32v(0)?,
-                "group.max.session.timeout.ms" => c.classic_max_session_timeout_ms = i32v(0)?,
+                "offsets.topic.segment.bytes" => c.offsets_topic_segment_bytes = p.int(1)?,
+                "group.min.session.timeout.ms" => c.classic_min_session_timeout_ms = p.int(0)?,
+                "group.max.session.timeout.ms" => c.classic_max_session_timeout_ms = p.int(0)?,
                 "group.initial.rebalance.delay.ms" => {
-                    c.classic_initial_rebalance_delay_ms = i32v(0)?
+                    c.classic_initial_rebalance_delay_ms = p.int(0)?
                 }
-                "group.max.size" => c.classic_group_max_size = i32v(1)?,
-                "group.consumer.session.timeout.ms" => c.consumer_session_timeout_ms = i32v(1)?,
+                "group.max.size" => c.classic_group_max_size = p.int(1)?,
+                "group.consumer.session.timeout.ms" => c.consumer_session_timeout_ms = p.int(1)?,
                 "group.consumer.min.session.timeout.ms" => {
-                    c.consumer_min_session_timeout_ms = i32v(1)?
+                    c.consumer_min_session_timeout_ms = p.int(1)?
                 }
                 "group.consumer.max.session.timeout.ms" => {
-                    c.consumer_max_session_timeout_ms = i32v(1)?
+                    c.consumer_max_session_timeout_ms = p.int(1)?
                 }
                 "group.consumer.heartbeat.interval.ms" => {
-                    c.consumer_heartbeat_interval_ms = i32v(1)?
+                    c.consumer_heartbeat_interval_ms = p.int(1)?
                 }
                 "group.consumer.min.heartbeat.interval.ms" => {
-                    c.consumer_min_heartbeat_interval_ms = i32v(1)?
+                    c.consumer_min_heartbeat_interval_ms = p.int(1)?
                 }
                 "group.consumer.max.heartbeat.interval.ms" => {
-                    c.consumer_max_heartbeat_interval_ms = i32v(1)?
+                    c.consumer_max_heartbeat_interval_ms = p.int(1)?
                 }
-                "group.consumer.max.size" => c.consumer_group_max_size = i32v(1)?,
+                "group.consumer.max.size" => c.consumer_group_max_size = p.int(1)?,
                 "group.consumer.assignors" => {
                     let mut names = Vec::new();
-                    for part in value.split(',').filter(|p| !p.trim().is_empty()) {
+                    for part in value.split(',').filter(|s| !s.trim().is_empty()) {
                         names.push(AssignorName::parse(part).ok_or_else(|| {
-                            bad(&format!(
+                            p.invalid(&format!(
                                 "unknown assignor {:?} (kraftd has uniform and range)",
                                 part.trim()
                             ))
                         })?);
                     }
                     if names.is_empty() {
-                        return Err(bad("at least one assignor is required"));
+                        return Err(p.invalid("at least one assignor is required"));
                     }
                     c.consumer_assignors = names;
                 }
@@ -226,15 +204,19 @@ impl GroupCoordinatorConfig {
                         "bidirectional" => MigrationPolicy::Bidirectional,
                         "upgrade" => MigrationPolicy::Upgrade,
                         "downgrade" => MigrationPolicy::Downgrade,
-                        _ => return Err(bad("one of disabled, bidirectional, upgrade, downgrade")),
+                        _ => {
+                            return Err(
+                                p.invalid("one of disabled, bidirectional, upgrade, downgrade")
+                            )
+                        }
                     }
                 }
-                "offsets.retention.minutes" => c.offsets_retention_ms = int(1)? * 60_000,
+                "offsets.retention.minutes" => c.offsets_retention_ms = p.long(1)? * 60_000,
                 "offsets.retention.check.interval.ms" => {
-                    c.offsets_retention_check_interval_ms = int(1)?
+                    c.offsets_retention_check_interval_ms = p.long(1)?
                 }
-                "offset.metadata.max.bytes" => c.offset_metadata_max_bytes = i32v(0)?,
-                "offsets.commit.timeout.ms" => c.offset_commit_timeout_ms = i32v(1)?,
+                "offset.metadata.max.bytes" => c.offset_metadata_max_bytes = p.int(0)?,
+                "offsets.commit.timeout.ms" => c.offset_commit_timeout_ms = p.int(1)?,
                 _ => {}
             }
         }

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::{ConfigError, Property};
+
 /// The settings one shard runs by; Kafka's names in the field docs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransactionCoordinatorConfig {
@@ -46,15 +48,6 @@ impl Default for TransactionCoordinatorConfig {
     }
 }
 
-/// A setting that did not parse: the key, the value and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value {value:?} for {key}: {reason}")]
-pub struct ConfigError {
-    pub key: String,
-    pub value: String,
-    pub reason: String,
-}
-
 impl TransactionCoordinatorConfig {
     /// Every key [`TransactionCoordinatorConfig::from_properties`] reads.
     pub const KEYS: &'static [&'static str] = &[
@@ -72,38 +65,23 @@ impl TransactionCoordinatorConfig {
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut c = TransactionCoordinatorConfig::default();
         for (key, value) in props {
-            let bad = |reason: &str| ConfigError {
-                key: key.clone(),
-                value: value.clone(),
-                reason: reason.to_string(),
-            };
-            let int = |min: i64| -> Result<i64, ConfigError> {
-                let v: i64 = value.trim().parse().map_err(|_| bad("not an integer"))?;
-                if v < min {
-                    return Err(bad(&format!("must be at least {min}")));
-                }
-                Ok(v)
-            };
-            let i32v = |min: i64| -> Result<i32, ConfigError> {
-                i32::try_from(int(min)?).map_err(|_| bad("out of range for an int"))
-            };
+            let p = Property::new(key, value);
             match key.as_str() {
-                "transaction.state.log.num.partitions" => c.state_log_partitions = i32v(1)?,
+                "transaction.state.log.num.partitions" => c.state_log_partitions = p.int(1)?,
                 "transaction.state.log.replication.factor" => {
-                    c.state_log_replication_factor =
-                        i16::try_from(int(1)?).map_err(|_| bad("out of range for a short"))?
+                    c.state_log_replication_factor = p.short(1)?
                 }
-                "transaction.state.log.min.isr" => c.state_log_min_isr = i32v(1)?,
-                "transaction.state.log.segment.bytes" => c.state_log_segment_bytes = i32v(1)?,
-                "transaction.max.timeout.ms" => c.max_timeout_ms = i32v(1)?,
+                "transaction.state.log.min.isr" => c.state_log_min_isr = p.int(1)?,
+                "transaction.state.log.segment.bytes" => c.state_log_segment_bytes = p.int(1)?,
+                "transaction.max.timeout.ms" => c.max_timeout_ms = p.int(1)?,
                 "transactional.id.expiration.ms" => {
-                    c.transactional_id_expiration_ms = i64::from(i32v(1)?)
+                    c.transactional_id_expiration_ms = i64::from(p.int(1)?)
                 }
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
-                    c.abort_timed_out_interval_ms = i64::from(i32v(1)?)
+                    c.abort_timed_out_interval_ms = i64::from(p.int(1)?)
                 }
                 "transaction.remove.expired.transaction.cleanup.interval.ms" => {
-                    c.remove_expired_interval_ms = i64::from(i32v(1)?)
+                    c.remove_expired_interval_ms = i64::from(p.int(1)?)
                 }
                 _ => {}
             }
