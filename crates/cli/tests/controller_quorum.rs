@@ -339,7 +339,7 @@ fn three_controllers_survive_kill_9_of_the_leader_and_the_restarted_one_catches_
         // node's end) until the leader's log starts past everything the killed node had, so
         // it can only catch up from a snapshot.
         let leader_dir = nodes.iter().find(|n| n.id == second_leader).unwrap().metadata_dir();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             client
                 .to_controller(&live, upsert_user("filler"), |r| {

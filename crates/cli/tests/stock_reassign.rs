@@ -342,8 +342,8 @@ fn kafka_reassign_partitions_moves_a_topic_onto_a_third_broker_under_acks_all_lo
     assert!(node(4).partition_dir(topic, 0).exists());
     // Completion moves leadership only off a removed leader (as Kafka); the preferred
     // replica takes over on a preferred election (`kafka-leader-election`).
-    // NOT_CONTROLLER is retriable and Kafka's tool leaves the retry to its caller (the test
-    // controller renounces once when a metadata batch outgrows its 4 KiB test segments).
+    // NOT_CONTROLLER is retriable and Kafka's tool leaves the retry to its caller (an
+    // election may be under way after the controller failover above).
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let elected = tool(

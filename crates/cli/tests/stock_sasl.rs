@@ -92,12 +92,7 @@ fn nodes_authenticate_to_each_other_over_sasl_controller_and_inter_broker_listen
     ];
     for c in &controllers {
         c.add_config(&common_lines);
-        c.add_config(&[
-            "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT",
-            // __consumer_offsets' creation is one atomic batch larger than the helper's
-            // 4 KiB test segments.
-            "internal.metadata.log.segment.bytes=1048576",
-        ]);
+        c.add_config(&["listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT"]);
     }
     for b in &brokers {
         b.add_config(&common_lines);

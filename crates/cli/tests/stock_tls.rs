@@ -254,9 +254,6 @@ fn a_cluster_whose_nodes_talk_sasl_ssl_to_each_other() {
             format!("metrics.port={metrics_port}"),
             "listener.security.protocol.map=CONTROLLER:SASL_SSL".to_string(),
             "sasl.enabled.mechanisms=PLAIN".to_string(),
-            // __consumer_offsets' creation is one atomic batch larger than the helper's
-            // 4 KiB test segments.
-            "internal.metadata.log.segment.bytes=1048576".to_string(),
         ];
         lines.extend(controller_sasl.iter().map(|l| l.to_string()));
         lines.extend(ssl.iter().cloned());

@@ -170,7 +170,11 @@ pub fn voters(nodes: &[Node]) -> String {
 }
 
 /// A controller's properties: small segments and snapshot thresholds, a no-op record every
-/// 100 ms, so logs roll and snapshots happen within a test.
+/// 100 ms, so logs roll and snapshots happen within a test. The segments (16 KiB, through
+/// Kafka's test-only `internal.metadata.log.segment.bytes`) still hold the largest atomic
+/// batch a test makes, the creation of `__consumer_offsets` or `__transaction_state` (50
+/// partitions, ~6.4 KiB at RF 3): the log refuses a batch larger than a segment, and the
+/// controller that proposed it renounces, as does every next one the client's retry reaches.
 pub fn write_config(node: &Node, voters: &str) {
     write_controller_config(node, &format!("controller.quorum.voters={voters}"));
 }
@@ -193,7 +197,7 @@ fn write_controller_config(node: &Node, quorum: &str) {
          listeners=CONTROLLER://127.0.0.1:{port}\n\
          controller.listener.names=CONTROLLER\n\
          log.dirs={data}\n\
-         internal.metadata.log.segment.bytes=4096\n\
+         internal.metadata.log.segment.bytes=16384\n\
          metadata.log.max.record.bytes.between.snapshots=2048\n\
          metadata.max.idle.interval.ms=100\n\
          broker.session.timeout.ms=3000\n",
