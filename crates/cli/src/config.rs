@@ -9,7 +9,8 @@ use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Result};
 use kraftd_controller::control::config_defs::{
-    check_static_sasl_mechanisms, check_static_support, ConfigValueError, SaslListeners,
+    any_broker_config_def, check_static_sasl_mechanisms, check_static_support, ConfigType,
+    ConfigValueError, SaslListeners,
 };
 use kraftd_net::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
@@ -329,6 +330,32 @@ impl NodeConfig {
                 (l.clone(), advertised)
             })
             .collect()
+    }
+
+    /// A property Kafka defines, parsed as `T`, or `default`: the value is first checked by
+    /// Kafka's definition ([`ConfigDef::validate`](kraftd_controller::control::config_defs::ConfigDef::validate):
+    /// its type and validator, with Kafka's message), so a value Kafka would refuse at start
+    /// is refused here too, naming the file.
+    pub fn defined<T: FromStr>(&self, key: &str, default: T) -> Result<T> {
+        let Some(value) = self.props.get(key) else {
+            return Ok(default);
+        };
+        let def = any_broker_config_def(key)
+            .ok_or_else(|| anyhow!("{key} has no definition among Kafka's broker configs"))?;
+        def.validate(value)
+            .map_err(|e| anyhow!("{e} (in {})", self.props.source()))?;
+        let trimmed = value.trim();
+        let parsed = if matches!(def.config_type, ConfigType::Boolean) {
+            trimmed.to_ascii_lowercase().parse()
+        } else {
+            trimmed.parse()
+        };
+        parsed.map_err(|_| {
+            anyhow!(
+                "invalid value {value:?} for {key} in {}",
+                self.props.source()
+            )
+        })
     }
 
     /// A numeric property, or its default; a value that does not parse is an error naming it.

@@ -559,6 +559,18 @@ fn controller_config(
         "metadata.max.idle.interval.ms",
         c.metadata_max_idle_interval_ms,
     )?;
+    // Kafka's ControllerServer: the balancing task runs only while auto.leader.rebalance.enable.
+    let check_interval_s: u64 = config.defined(
+        "leader.imbalance.check.interval.seconds",
+        kraftd_controller::quorum_controller::LEADER_IMBALANCE_CHECK_INTERVAL_MS_DEFAULT / 1000,
+    )?;
+    c.leader_imbalance_check_interval_ms = config
+        .defined("auto.leader.rebalance.enable", true)?
+        .then(|| check_interval_s.saturating_mul(1000));
+    c.unclean_leader_election_interval_ms = config.defined(
+        "unclean.leader.election.interval.ms",
+        c.unclean_leader_election_interval_ms,
+    )?;
     c.snapshot_max_bytes = config.number(
         "metadata.log.max.record.bytes.between.snapshots",
         c.snapshot_max_bytes,

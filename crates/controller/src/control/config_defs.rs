@@ -543,6 +543,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("Enable auto creation of topic on the server."),
     def("advertised.listeners", NON_EMPTY_LIST)
         .doc("Specifies the listener addresses that the Kafka brokers will advertise to clients and other brokers."),
+    def("auto.leader.rebalance.enable", BOOLEAN)
+        .default("true")
+        .doc("Enables auto leader balancing. A background thread checks the distribution of partition leaders at regular intervals, configurable by leader.imbalance.check.interval.seconds. If the leader is imbalanced, leader rebalance to the preferred leader for partitions is triggered."),
     def("broker.heartbeat.interval.ms", int(i32::MIN))
         .default("2000")
         .doc("The length of time in milliseconds between broker heartbeats."),
@@ -617,6 +620,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The minimum allowed session timeout for registered consumers."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
+    def("leader.imbalance.check.interval.seconds", long(1))
+        .default("300")
+        .doc("The frequency with which the partition rebalance check is triggered by the controller"),
     def("listeners", NON_EMPTY_LIST)
         .default("PLAINTEXT://:9092")
         .doc("Listener List - Comma-separated list of URIs we will listen on and the listener names."),
@@ -744,7 +750,10 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),
     def("socket.request.max.bytes", int(1))
         .default("104857600")
-        .doc("The maximum number of bytes in a socket request"),
+        .doc("The maximum number of bytes in a socket request"),    def("unclean.leader.election.interval.ms", long(1))
+        .default("300000")
+        .internal()
+        .doc("The frequency with which the controller checks if it should perform an unclean leader election for leaderless partitions."),
 ];
 
 /// Kafka's `ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS`: for each topic config with a

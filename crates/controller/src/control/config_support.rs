@@ -152,6 +152,8 @@ pub(crate) const fn refused(
 
 use ConfigScope::{Broker as B, StaticBroker as S, Topic as T};
 
+const REBALANCE: &str =
+    "the active controller's periodic preferred-leader elections (QuorumController::tick)";
 const CLEANER: &str = "the broker's log cleaner (replica/log_cleaner.rs)";
 const LEVEL: &str = "re-compression (compression.type) uses fixed levels (gzip 6 and zstd 3 as Kafka's defaults; lz4 has one fast mode); a level only tunes size and speed";
 const COMPRESSION: &str = "the leader re-compresses a batch in another codec into this one (partition/validator.rs); producer keeps it as sent";
@@ -233,6 +235,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     // Static broker configs (the node's properties file only).
     honoured(S, "advertised.listeners", "what Metadata advertises"),
     honoured(S, "auto.create.topics.enable", "the broker's Metadata handling"),
+    honoured(S, "auto.leader.rebalance.enable", REBALANCE),
     honoured(S, "broker.heartbeat.interval.ms", "the broker's lifecycle manager"),
     honoured(S, "broker.rack", "rack-aware replica placement"),
     honoured(S, "broker.session.timeout.ms", "the controller fences a broker whose session expired"),
@@ -259,6 +262,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.max.size", GROUPS),
     honoured(S, "group.min.session.timeout.ms", GROUPS),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
+    honoured(S, "leader.imbalance.check.interval.seconds", REBALANCE),
     honoured(S, "listeners", "the sockets bound"),
     honoured(S, "log.cleaner.backoff.ms", CLEANER),
     honoured(S, "log.cleaner.dedupe.buffer.size", CLEANER),
@@ -302,6 +306,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
+    honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
 ];
 
 /// Every support row: [`CONFIG_SUPPORT`] then [`SECURITY_SUPPORT`].

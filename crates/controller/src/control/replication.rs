@@ -49,6 +49,10 @@ const FENCING_CHANGE_UNFENCE: i8 = -1;
 const IN_CONTROLLED_SHUTDOWN_CHANGE: i8 = 1;
 
 /// ElectLeaders `ElectionType` values (Kafka's `ElectionType`).
+/// The most leader changes one periodic election round writes (Kafka's
+/// `ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE`).
+pub const MAX_ELECTIONS_PER_IMBALANCE: usize = 1_000;
+
 const ELECTION_TYPE_PREFERRED: i8 = 0;
 const ELECTION_TYPE_UNCLEAN: i8 = 1;
 
@@ -637,6 +641,85 @@ impl ReplicationControlManager {
             }
         }
         ControllerResult::of(records, response)
+    }
+
+    // ---- The periodic elections ----
+
+    /// One round of preferred-leader balancing (Kafka's `maybeBalancePartitionLeaders`, run
+    /// every `leader.imbalance.check.interval.seconds` while `auto.leader.rebalance.enable`):
+    /// a preferred election for each partition not led by its preferred replica, which
+    /// happens only where that replica is in the ISR and active. At most
+    /// [`MAX_ELECTIONS_PER_IMBALANCE`] changes, so a broker that returns to lead a hundred
+    /// thousand partitions does not fill one batch; the answer says whether the round stopped
+    /// at the cap (the caller runs the next one at once rather than after the interval).
+    /// There is no imbalance ratio to cross first: that gate
+    /// (`leader.imbalance.per.broker.percentage`) was ZooKeeper's controller's, and Kafka 4
+    /// no longer defines it.
+    pub fn maybe_balance_partition_leaders(&self, image: &MetadataImage) -> ControllerResult<bool> {
+        self.periodic_elections(
+            image,
+            image.topics.imbalanced(),
+            Election::Preferred,
+            |_| true,
+        )
+    }
+
+    /// One round of unclean elections (Kafka's `maybeElectUncleanLeaders`, run every
+    /// `unclean.leader.election.interval.ms` while partitions are leaderless): a leader for
+    /// each leaderless partition whose topic allows unclean elections, at most
+    /// [`MAX_ELECTIONS_PER_IMBALANCE`]; the answer says whether the round stopped at the cap.
+    pub fn maybe_elect_unclean_leaders(&self, image: &MetadataImage) -> ControllerResult<bool> {
+        self.periodic_elections(
+            image,
+            image.topics.leaderless(),
+            Election::Unclean,
+            |topic| self.unclean_leader_election_enabled(image, topic),
+        )
+    }
+
+    fn periodic_elections(
+        &self,
+        image: &MetadataImage,
+        partitions: Vec<(Uuid, i32)>,
+        election: Election,
+        topic_allows: impl Fn(&str) -> bool,
+    ) -> ControllerResult<bool> {
+        let mut records = Vec::new();
+        let mut overlay = Overlay::default();
+        for (topic_id, partition_id) in partitions {
+            if records.len() >= MAX_ELECTIONS_PER_IMBALANCE {
+                return ControllerResult::of(records, true);
+            }
+            let Some(topic) = image.topics.get(&topic_id) else {
+                continue;
+            };
+            if !topic_allows(&topic.name) {
+                continue;
+            }
+            let error = self.elect_leader(
+                image,
+                &topic.name,
+                partition_id,
+                election,
+                &mut overlay,
+                &mut records,
+            );
+            if election == Election::Unclean {
+                match error {
+                    ErrorCode::None => tracing::error!(
+                        topic = %topic.name, partition_id,
+                        "unclean leader election for an offline partition"
+                    ),
+                    ErrorCode::ElectionNotNeeded => {}
+                    error => tracing::warn!(
+                        topic = %topic.name, partition_id, ?error,
+                        "no unclean leader election for an offline partition"
+                    ),
+                }
+            }
+        }
+        let more = records.len() >= MAX_ELECTIONS_PER_IMBALANCE;
+        ControllerResult::of(records, more)
     }
 
     fn elect_leader(

@@ -1,7 +1,8 @@
 //! Indexes of the partitions that only the controller reads: which partitions have no
-//! leader, how many each broker leads, and which partitions' ISR and ELR hold each broker
-//! (Kafka keeps these in `ReplicationControlManager`: `BrokersToIsrs`, whose `NO_LEADER`
-//! entry is the leaderless set, and `BrokersToElrs`). Fencing, unfencing, controlled
+//! leader, which are led by another than their preferred replica, how many each broker
+//! leads, and which partitions' ISR and ELR hold each broker (Kafka keeps these in
+//! `ReplicationControlManager`: `BrokersToIsrs`, whose `NO_LEADER` entry is the leaderless
+//! set, `imbalancedPartitions` and `BrokersToElrs`). Fencing, unfencing, controlled
 //! shutdown, restart and unregistration of a broker visit only the partitions they change
 //! through them, instead of every partition of the cluster.
 //!
@@ -27,6 +28,10 @@ pub(crate) struct ControllerIndexes {
     /// The partitions without a leader, so a broker coming back elects leaders for them
     /// without a scan of every partition. Usually empty.
     pub leaderless: OrdSet<(Uuid, i32)>,
+    /// The partitions whose leader is not their preferred replica (the first of their
+    /// replicas; leaderless ones too), which the periodic preferred-leader balancing visits
+    /// (Kafka's `imbalancedPartitions`). Usually empty.
+    pub imbalanced: OrdSet<(Uuid, i32)>,
     /// How many partitions each broker leads (brokers leading none are absent), so a broker
     /// in controlled shutdown learns it leads nothing more without a scan.
     pub leader_counts: OrdMap<i32, u32>,
@@ -44,11 +49,15 @@ impl ControllerIndexes {
         // Gathered in plain collections, the persistent maps built once at the end: a
         // persistent-map update per partition took ~1.2 s at a million partitions.
         let mut leaderless = Vec::new();
+        let mut imbalanced = Vec::new();
         let mut leader_counts: BTreeMap<i32, u32> = BTreeMap::new();
         let (mut isr, mut elr) = (PendingMembers::default(), PendingMembers::default());
         for topic in topics.by_id.values() {
             for (partition_id, p) in topic.partitions.iter() {
                 isr.update(topic.id, *partition_id, &[], &p.isr);
+                if !p.has_preferred_leader() {
+                    imbalanced.push((topic.id, *partition_id));
+                }
                 if !p.elr.is_empty() {
                     elr.update(topic.id, *partition_id, &[], &p.elr);
                 }
@@ -61,6 +70,7 @@ impl ControllerIndexes {
         }
         ControllerIndexes {
             leaderless: leaderless.into_iter().collect(),
+            imbalanced: imbalanced.into_iter().collect(),
             leader_counts: leader_counts.into_iter().collect(),
             isr: isr.into_index(),
             elr: elr.into_index(),
@@ -92,6 +102,17 @@ impl ControllerIndexes {
             pending
                 .elr
                 .update(topic_id, partition_id, previous_elr, next_elr);
+        }
+        let balanced =
+            |p: Option<&PartitionRegistration>| p.map(PartitionRegistration::has_preferred_leader);
+        match (balanced(previous), balanced(next)) {
+            (Some(false), Some(true) | None) => {
+                self.imbalanced.remove(&(topic_id, partition_id));
+            }
+            (Some(true) | None, Some(false)) => {
+                self.imbalanced.insert((topic_id, partition_id));
+            }
+            _ => {}
         }
         let (previous_leader, next_leader) = (previous.map(|p| p.leader), next.map(|p| p.leader));
         if previous_leader == next_leader {

@@ -182,6 +182,25 @@ impl TopicsImage {
         }
     }
 
+    /// The partitions not led by their preferred replica (the first of their replicas),
+    /// leaderless ones included, as (topic id, partition id), in order. From the index in a
+    /// controller's image, by a scan in another.
+    pub fn imbalanced(&self) -> Vec<(Uuid, i32)> {
+        match &self.indexes {
+            Some(indexes) => indexes.imbalanced.iter().copied().collect(),
+            None => self.scan(|p| !p.has_preferred_leader()),
+        }
+    }
+
+    /// Whether any partition is not led by its preferred replica ([`Self::imbalanced`]
+    /// without collecting them).
+    pub fn any_imbalanced(&self) -> bool {
+        match &self.indexes {
+            Some(indexes) => !indexes.imbalanced.is_empty(),
+            None => !self.imbalanced().is_empty(),
+        }
+    }
+
     /// How many partitions `broker` leads (from the index in a controller's image, by a
     /// scan in another).
     pub fn leader_count(&self, broker: i32) -> u32 {
@@ -374,6 +393,12 @@ impl PartitionRegistration {
             .iter()
             .position(|r| *r == replica)
             .and_then(|i| self.directories.get(i).copied())
+    }
+
+    /// Whether the partition is led by its preferred replica, the first of its replicas
+    /// (Kafka's `PartitionRegistration.hasPreferredLeader`: a leaderless partition is not).
+    pub fn has_preferred_leader(&self) -> bool {
+        self.replicas.first().map_or(NO_LEADER, |r| *r) == self.leader
     }
 
     pub fn has_leader(&self) -> bool {

@@ -69,6 +69,10 @@ pub struct ControllerNodeConfig {
     pub managers: ManagersConfig,
     /// `metadata.max.idle.interval.ms`.
     pub metadata_max_idle_interval_ms: u64,
+    /// `leader.imbalance.check.interval.seconds` (in ms) when `auto.leader.rebalance.enable`.
+    pub leader_imbalance_check_interval_ms: Option<u64>,
+    /// `unclean.leader.election.interval.ms` (Kafka's internal config).
+    pub unclean_leader_election_interval_ms: u64,
     /// The bootstrap metadata (`bootstrap.checkpoint`): written by the first active
     /// controller of an empty log.
     pub bootstrap_records: Vec<MetadataRecord>,
@@ -108,6 +112,11 @@ impl ControllerNodeConfig {
             managers,
             metadata_max_idle_interval_ms:
                 crate::quorum_controller::METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
+            leader_imbalance_check_interval_ms: Some(
+                crate::quorum_controller::LEADER_IMBALANCE_CHECK_INTERVAL_MS_DEFAULT,
+            ),
+            unclean_leader_election_interval_ms:
+                crate::quorum_controller::UNCLEAN_LEADER_ELECTION_INTERVAL_MS_DEFAULT,
             bootstrap_records: Vec::new(),
             authorizer: AuthorizerConfig::default(),
             colocated_broker: false,
@@ -165,6 +174,8 @@ impl ControllerNode {
         let controller_config = QuorumControllerConfig {
             node_id: config.node_id,
             metadata_max_idle_interval_ms: config.metadata_max_idle_interval_ms,
+            leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
+            unclean_leader_election_interval_ms: config.unclean_leader_election_interval_ms,
             managers: config.managers.clone(),
             bootstrap_records: config.bootstrap_records.clone(),
             ..Default::default()

@@ -44,6 +44,14 @@ pub const MAX_QUEUED_EVENTS_DEFAULT: usize = 10_000;
 /// The most stale brokers fenced in one tick; the rest wait for the next tick.
 pub const MAX_FENCED_BROKERS_PER_TICK: usize = 16;
 
+/// Kafka's `leader.imbalance.check.interval.seconds` default (300), in milliseconds.
+pub const LEADER_IMBALANCE_CHECK_INTERVAL_MS_DEFAULT: u64 = 300_000;
+/// Kafka's internal `unclean.leader.election.interval.ms` default (5 minutes).
+pub const UNCLEAN_LEADER_ELECTION_INTERVAL_MS_DEFAULT: u64 = 300_000;
+/// How soon a periodic election round that stopped at its cap runs again (Kafka delays an
+/// immediate reschedule by 10 ms so queued requests go first).
+const PERIODIC_RERUN_DELAY_MS: u64 = 10;
+
 /// The QuorumController's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuorumControllerConfig {
@@ -51,12 +59,57 @@ pub struct QuorumControllerConfig {
     pub node_id: i32,
     /// Kafka's `metadata.max.idle.interval.ms`; 0 disables no-op records.
     pub metadata_max_idle_interval_ms: u64,
+    /// How often the active controller moves leadership back to preferred replicas:
+    /// `leader.imbalance.check.interval.seconds` when `auto.leader.rebalance.enable`, `None`
+    /// when it is off (Kafka's `leaderImbalanceCheckIntervalNs`).
+    pub leader_imbalance_check_interval_ms: Option<u64>,
+    /// How often the active controller tries unclean elections for leaderless partitions
+    /// of topics that allow them (Kafka's internal `unclean.leader.election.interval.ms`).
+    pub unclean_leader_election_interval_ms: u64,
     pub max_queued_events: usize,
     pub managers: ManagersConfig,
     /// The records an active controller writes first when the log holds no
     /// `metadata.version` yet (Kafka's bootstrap metadata from `bootstrap.checkpoint`): the
     /// feature levels the cluster starts at.
     pub bootstrap_records: Vec<MetadataRecord>,
+}
+
+/// When a periodic election round runs next (Kafka's `ImbalanceSchedule`): after the
+/// interval, at once (the last round stopped at its cap), or at a time already chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PeriodicSchedule {
+    Deferred,
+    Immediately,
+    At(u64),
+}
+
+impl PeriodicSchedule {
+    /// Whether the round is due at `now_ms`, scheduling it first if it is `needed` and not
+    /// scheduled yet (Kafka schedules after every write; a tick sees the same state).
+    fn due(&mut self, needed: bool, interval_ms: u64, now_ms: u64) -> bool {
+        match *self {
+            PeriodicSchedule::Deferred if needed => {
+                *self = PeriodicSchedule::At(now_ms.saturating_add(interval_ms));
+            }
+            PeriodicSchedule::Immediately if needed => {
+                *self = PeriodicSchedule::At(now_ms + PERIODIC_RERUN_DELAY_MS);
+            }
+            _ => {}
+        }
+        matches!(*self, PeriodicSchedule::At(at) if now_ms >= at)
+    }
+
+    /// The round ran at `now_ms` and stopped at its cap (`more`) or not; rescheduled as
+    /// Kafka does right after the write: at once if it stopped at the cap, else after the
+    /// interval if a round is still `needed`.
+    fn ran(&mut self, more: bool, needed: bool, interval_ms: u64, now_ms: u64) {
+        *self = if more {
+            PeriodicSchedule::Immediately
+        } else {
+            PeriodicSchedule::Deferred
+        };
+        self.due(needed, interval_ms, now_ms);
+    }
 }
 
 /// Identifies a submitted operation; its [`Completion`] carries the same id.
@@ -112,6 +165,10 @@ pub struct QuorumController<R> {
     next_op_id: u64,
     /// What the last committed batch replayed, for the node's publishers.
     commit_delta: Option<MetadataDelta>,
+    /// The next preferred-leader balancing round.
+    balance_schedule: PeriodicSchedule,
+    /// The next round of unclean elections.
+    unclean_schedule: PeriodicSchedule,
 }
 
 enum Event<R> {
@@ -130,6 +187,8 @@ impl Default for QuorumControllerConfig {
         QuorumControllerConfig {
             node_id: 0,
             metadata_max_idle_interval_ms: METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
+            leader_imbalance_check_interval_ms: Some(LEADER_IMBALANCE_CHECK_INTERVAL_MS_DEFAULT),
+            unclean_leader_election_interval_ms: UNCLEAN_LEADER_ELECTION_INTERVAL_MS_DEFAULT,
             max_queued_events: MAX_QUEUED_EVENTS_DEFAULT,
             managers: ManagersConfig::default(),
             bootstrap_records: Vec::new(),
@@ -185,6 +244,8 @@ impl<R: 'static> QuorumController<R> {
             last_write_ms: 0,
             next_op_id: 0,
             commit_delta: None,
+            balance_schedule: PeriodicSchedule::Deferred,
+            unclean_schedule: PeriodicSchedule::Deferred,
         }
     }
 
@@ -393,8 +454,8 @@ impl<R: 'static> QuorumController<R> {
     }
 
     /// The clock (Kafka's periodic tasks): on the active controller, fences brokers whose
-    /// session expired and appends a no-op record after `metadata.max.idle.interval.ms`
-    /// without writes.
+    /// session expired, runs the periodic preferred and unclean elections when due, and
+    /// appends a no-op record after `metadata.max.idle.interval.ms` without writes.
     pub fn tick(&mut self, now_ms: u64, raft: &mut impl RaftClient) {
         self.now_ms = self.now_ms.max(now_ms);
         if !self.is_active() {
@@ -420,6 +481,8 @@ impl<R: 'static> QuorumController<R> {
                 Ok((_, None)) | Err(_) => break,
             }
         }
+        self.maybe_balance_partition_leaders(raft);
+        self.maybe_elect_unclean_leaders(raft);
         let idle = self.config.metadata_max_idle_interval_ms;
         if self.is_active() && idle > 0 && self.now_ms.saturating_sub(self.last_write_ms) >= idle {
             let write = self.write(raft, |_ctx: &mut WriteContext<'_>| {
@@ -430,6 +493,87 @@ impl<R: 'static> QuorumController<R> {
                     reply: None,
                     last_offset,
                 });
+            }
+        }
+    }
+
+    /// Preferred-leader balancing (Kafka's `maybeBalancePartitionLeaders` task), when
+    /// `auto.leader.rebalance.enable` and a partition is not led by its preferred replica:
+    /// the first round `leader.imbalance.check.interval.seconds` after that was seen, the
+    /// next at once if one stopped at its cap.
+    fn maybe_balance_partition_leaders(&mut self, raft: &mut impl RaftClient) {
+        let Some(interval) = self.config.leader_imbalance_check_interval_ms else {
+            return;
+        };
+        let needed = self.latest.topics.any_imbalanced();
+        if !self.is_active() || !self.balance_schedule.due(needed, interval, self.now_ms) {
+            return;
+        }
+        let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
+            let result = ctx
+                .managers
+                .replication
+                .maybe_balance_partition_leaders(ctx.image);
+            let records = result.records.len();
+            result.map(|more| (records, more))
+        });
+        let more = self.periodic_written("maybeBalancePartitionLeaders", write);
+        let needed = self.latest.topics.any_imbalanced();
+        self.balance_schedule
+            .ran(more, needed, interval, self.now_ms);
+    }
+
+    /// Unclean elections for leaderless partitions whose topic allows them (Kafka's
+    /// `maybeElectUncleanLeaders` task), every `unclean.leader.election.interval.ms` while
+    /// some partition is leaderless, so an election enabled after a partition went offline
+    /// happens without waiting for a broker or ISR change.
+    fn maybe_elect_unclean_leaders(&mut self, raft: &mut impl RaftClient) {
+        let interval = self.config.unclean_leader_election_interval_ms;
+        let needed = !self.latest.topics.leaderless().is_empty();
+        if !self.is_active() || !self.unclean_schedule.due(needed, interval, self.now_ms) {
+            return;
+        }
+        let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
+            let result = ctx
+                .managers
+                .replication
+                .maybe_elect_unclean_leaders(ctx.image);
+            let records = result.records.len();
+            result.map(|more| (records, more))
+        });
+        let more = self.periodic_written("maybeElectUncleanLeaders", write);
+        let needed = !self.latest.topics.leaderless().is_empty();
+        self.unclean_schedule
+            .ran(more, needed, interval, self.now_ms);
+    }
+
+    /// Queues a periodic round's write for its commit and logs it as Kafka does; whether
+    /// the round stopped at its cap.
+    fn periodic_written(
+        &mut self,
+        task: &str,
+        write: Result<(i64, (usize, bool)), ControllerError>,
+    ) -> bool {
+        match write {
+            Ok((last_offset, (records, more))) => {
+                if records > 0 {
+                    tracing::info!(
+                        task,
+                        records,
+                        last_offset,
+                        rescheduling_immediately = more,
+                        "periodic elections written"
+                    );
+                    self.pending.push_back(Pending {
+                        reply: None,
+                        last_offset,
+                    });
+                }
+                more
+            }
+            Err(error) => {
+                tracing::warn!(task, %error, "periodic elections not written");
+                false
             }
         }
     }
@@ -610,6 +754,8 @@ impl<R: 'static> QuorumController<R> {
     fn renounce(&mut self) {
         tracing::info!(epoch = ?self.active_epoch, "renouncing leadership");
         self.active_epoch = None;
+        self.balance_schedule = PeriodicSchedule::Deferred;
+        self.unclean_schedule = PeriodicSchedule::Deferred;
         self.latest = self.committed.clone();
         self.last_written_offset = self.committed_offset;
         let error = self.not_controller();

@@ -4,6 +4,7 @@
 //! an idle leader writes no-op records.
 #![allow(dead_code)]
 
+use kraftd_controller::control::replication::MAX_ELECTIONS_PER_IMBALANCE;
 use kraftd_controller::control::{ControllerResult, MAX_RECORDS_PER_BATCH};
 use kraftd_controller::quorum_controller::{
     ops, CommittedBatch, ControllerError, ManagersConfig, ProposeError, QuorumController,
@@ -17,9 +18,9 @@ use kraftd_protocol::messages::{
     BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
 };
-use kraftd_protocol::{ErrorCode, MetadataRecord};
+use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
 
-use kraftd_controller::testing::records::{feature, uuid};
+use kraftd_controller::testing::records::{feature, partition, register_broker, topic, uuid};
 use kraftd_controller::testing::{broker_registration, CLUSTER_ID, METADATA_VERSION};
 
 /// The test's response type: one variant per operation used.
@@ -747,4 +748,181 @@ pub fn delete_topic_op(name: &str) -> WriteOp<Resp> {
         ..Default::default()
     })
     .map(Resp::DeleteTopics)
+}
+
+/// A leader (node 0) whose periodic elections run at the given intervals, with the
+/// bootstrap record committed, brokers 1 and 2 registered and unfenced, and `records`
+/// written and committed after them.
+fn periodic_cluster(
+    balance_interval_ms: Option<u64>,
+    unclean_interval_ms: u64,
+    records: Vec<MetadataRecord>,
+) -> (FakeRaft, QuorumController<Resp>) {
+    let mut raft = FakeRaft::default();
+    let mut config = QuorumControllerConfig {
+        leader_imbalance_check_interval_ms: balance_interval_ms,
+        unclean_leader_election_interval_ms: unclean_interval_ms,
+        ..QuorumControllerConfig::default()
+    };
+    config.managers.cluster.cluster_id = CLUSTER_ID.into();
+    let mut nodes = vec![QuorumController::new(config)];
+    elect(&mut raft, &mut nodes, 0);
+    let mut node = nodes.pop().unwrap();
+    let mut all = vec![
+        feature("metadata.version", METADATA_VERSION),
+        register_broker(1, 10, false),
+        register_broker(2, 11, false),
+    ];
+    all.extend(records);
+    node.submit_write(WriteOp::new(move |_ctx| {
+        ControllerResult::atomic_of(all, Resp::Done)
+    }))
+    .unwrap();
+    node.process(&mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    node.drain_completions();
+    (raft, node)
+}
+
+fn commit_all(raft: &mut FakeRaft, node: &mut QuorumController<Resp>) {
+    for batch in raft.commit(usize::MAX) {
+        node.handle_commit(&batch).unwrap();
+    }
+}
+
+/// The leader of each partition of topic `id`, by partition id.
+fn leaders(node: &QuorumController<Resp>, id: Uuid) -> Vec<i32> {
+    let topic = node.committed_image().topics.get(&id).unwrap().clone();
+    topic.partitions.values().map(|p| p.leader).collect()
+}
+
+fn partition_changes(raft: &FakeRaft) -> usize {
+    raft.offsets_of(|r| matches!(r, MetadataRecord::PartitionChange(_)))
+        .len()
+}
+
+/// `auto.leader.rebalance.enable` (Kafka's QuorumController `maybeBalancePartitionLeaders`):
+/// a partition led by another than its preferred replica is given back to it one check
+/// interval after the imbalance was seen, where that replica is in the ISR and active; one
+/// whose preferred replica is out of the ISR stays, and moves at a later round once the
+/// replica is back in it.
+#[test]
+fn leadership_returns_to_the_preferred_replica_after_the_check_interval() {
+    let t = uuid(9);
+    let (mut raft, mut node) = periodic_cluster(
+        Some(1_000),
+        300_000,
+        vec![
+            topic("t", t),
+            partition(t, 0, &[1, 2], &[1, 2], 2),
+            partition(t, 1, &[2, 1], &[2, 1], 2),
+            partition(t, 2, &[1, 2], &[2], 2),
+        ],
+    );
+    node.tick(1_000, &mut raft.node(0));
+    node.tick(1_999, &mut raft.node(0));
+    assert_eq!(partition_changes(&raft), 0, "before the interval");
+    node.tick(2_000, &mut raft.node(0));
+    assert_eq!(partition_changes(&raft), 1);
+    commit_all(&mut raft, &mut node);
+    assert_eq!(leaders(&node, t), vec![1, 2, 2]);
+    // Partition 2's preferred replica is not in its ISR: the next round elects nothing.
+    node.tick(3_000, &mut raft.node(0));
+    assert_eq!(partition_changes(&raft), 1);
+    // Back in the ISR, it leads after the next interval.
+    node.submit_write(WriteOp::new(move |_ctx| {
+        let mut c = kraftd_controller::testing::records::change(t, 2);
+        c.isr = Some(vec![2, 1]);
+        ControllerResult::atomic_of(vec![MetadataRecord::PartitionChange(c)], Resp::Done)
+    }))
+    .unwrap();
+    node.process(&mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    node.tick(3_500, &mut raft.node(0));
+    assert_eq!(leaders(&node, t), vec![1, 2, 2]);
+    node.tick(4_000, &mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    assert_eq!(leaders(&node, t), vec![1, 2, 1]);
+    assert!(!node.committed_image().topics.any_imbalanced());
+}
+
+/// `auto.leader.rebalance.enable=false`: leadership stays where it is.
+#[test]
+fn no_preferred_elections_when_auto_leader_rebalance_is_off() {
+    let t = uuid(9);
+    let (mut raft, mut node) = periodic_cluster(
+        None,
+        300_000,
+        vec![topic("t", t), partition(t, 0, &[1, 2], &[1, 2], 2)],
+    );
+    for now in (1_000..8_000).step_by(500) {
+        node.tick(now, &mut raft.node(0));
+    }
+    commit_all(&mut raft, &mut node);
+    assert_eq!(partition_changes(&raft), 0);
+    assert_eq!(leaders(&node, t), vec![2]);
+}
+
+/// More imbalanced partitions than one round may move
+/// ([`MAX_ELECTIONS_PER_IMBALANCE`]): the round stops at the cap and the next runs at
+/// once (10 ms later), not after another interval.
+#[test]
+fn a_balancing_round_at_its_cap_runs_again_at_once() {
+    let t = uuid(9);
+    let count = MAX_ELECTIONS_PER_IMBALANCE as i32 + 5;
+    let mut records = vec![topic("t", t)];
+    records.extend((0..count).map(|p| partition(t, p, &[1, 2], &[1, 2], 2)));
+    let (mut raft, mut node) = periodic_cluster(Some(60_000), 300_000, records);
+    node.tick(1_000, &mut raft.node(0));
+    node.tick(61_000, &mut raft.node(0));
+    assert_eq!(partition_changes(&raft), MAX_ELECTIONS_PER_IMBALANCE);
+    commit_all(&mut raft, &mut node);
+    node.tick(61_009, &mut raft.node(0));
+    assert_eq!(partition_changes(&raft), MAX_ELECTIONS_PER_IMBALANCE);
+    node.tick(61_010, &mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    assert_eq!(partition_changes(&raft), count as usize);
+    assert!(leaders(&node, t).iter().all(|l| *l == 1));
+}
+
+/// `unclean.leader.election.enable` turned on for a topic whose partition is already
+/// offline (its only ISR member fenced): the periodic unclean election
+/// (`unclean.leader.election.interval.ms`) gives it a live replica without waiting for a
+/// broker or ISR change. A topic that does not allow it stays offline.
+#[test]
+fn an_offline_partition_gets_an_unclean_leader_at_the_next_periodic_check() {
+    let (t, u) = (uuid(9), uuid(10));
+    let (mut raft, mut node) = periodic_cluster(
+        None,
+        1_000,
+        vec![
+            register_broker(3, 12, true),
+            topic("t", t),
+            partition(t, 0, &[3, 2], &[3], -1),
+            topic("u", u),
+            partition(u, 0, &[3, 2], &[3], -1),
+        ],
+    );
+    node.submit_write(WriteOp::new(|_ctx| {
+        ControllerResult::atomic_of(
+            vec![kraftd_controller::testing::records::config(
+                2,
+                "t",
+                "unclean.leader.election.enable",
+                Some("true"),
+            )],
+            Resp::Done,
+        )
+    }))
+    .unwrap();
+    node.process(&mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    node.tick(1_000, &mut raft.node(0));
+    node.tick(1_999, &mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    assert_eq!(leaders(&node, t), vec![-1]);
+    node.tick(2_000, &mut raft.node(0));
+    commit_all(&mut raft, &mut node);
+    assert_eq!(leaders(&node, t), vec![2]);
+    assert_eq!(leaders(&node, u), vec![-1]);
 }
