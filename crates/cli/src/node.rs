@@ -559,6 +559,16 @@ fn controller_config(
         "metadata.max.idle.interval.ms",
         c.metadata_max_idle_interval_ms,
     )?;
+    c.mutation_quota_window = kraftd_controller::quota::QuotaWindow {
+        samples: config.defined(
+            "controller.quota.window.num",
+            c.mutation_quota_window.samples,
+        )?,
+        size_seconds: config.defined(
+            "controller.quota.window.size.seconds",
+            c.mutation_quota_window.size_seconds,
+        )?,
+    };
     // Kafka's ControllerServer: the balancing task runs only while auto.leader.rebalance.enable.
     let check_interval_s: u64 = config.defined(
         "leader.imbalance.check.interval.seconds",
@@ -580,4 +590,63 @@ fn controller_config(
         c.snapshot_max_interval_ms,
     )?;
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::properties::Properties;
+
+    const CONTROLLER: &str = "process.roles=controller\nnode.id=1\n\
+                              controller.quorum.voters=1@127.0.0.1:9093\n\
+                              listeners=CONTROLLER://127.0.0.1:9093\n\
+                              controller.listener.names=CONTROLLER\n\
+                              log.dirs=/nonexistent/kraftd-test\n";
+
+    fn controller(extra: &str) -> Result<ControllerNodeConfig> {
+        let config =
+            NodeConfig::from_properties(Properties::parse(&format!("{CONTROLLER}{extra}")))?;
+        controller_config(&config, "cluster", Vec::new())
+    }
+
+    /// The controller's own periodic tasks and quota sampling take Kafka's settings, with
+    /// Kafka's defaults and validators.
+    #[test]
+    fn controller_settings_of_the_periodic_tasks_and_the_mutation_quota() {
+        let c = controller("").unwrap();
+        assert_eq!(c.leader_imbalance_check_interval_ms, Some(300_000));
+        assert_eq!(c.unclean_leader_election_interval_ms, 300_000);
+        assert_eq!(
+            c.mutation_quota_window,
+            kraftd_controller::quota::QuotaWindow::default()
+        );
+        let c = controller(
+            "leader.imbalance.check.interval.seconds=2\nunclean.leader.election.interval.ms=500\n\
+             controller.quota.window.num=3\ncontroller.quota.window.size.seconds=5\n",
+        )
+        .unwrap();
+        assert_eq!(c.leader_imbalance_check_interval_ms, Some(2_000));
+        assert_eq!(c.unclean_leader_election_interval_ms, 500);
+        assert_eq!(c.mutation_quota_window.samples, 3);
+        assert_eq!(c.mutation_quota_window.size_seconds, 5);
+        let c = controller("auto.leader.rebalance.enable=FALSE\n").unwrap();
+        assert_eq!(c.leader_imbalance_check_interval_ms, None);
+        for (bad, key) in [
+            (
+                "leader.imbalance.check.interval.seconds=0\n",
+                "leader.imbalance.check.interval.seconds",
+            ),
+            (
+                "auto.leader.rebalance.enable=yes\n",
+                "auto.leader.rebalance.enable",
+            ),
+            (
+                "controller.quota.window.num=0\n",
+                "controller.quota.window.num",
+            ),
+        ] {
+            let e = controller(bad).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("Invalid value"), "{bad}: {e}");
+        }
+    }
 }

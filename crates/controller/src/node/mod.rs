@@ -69,6 +69,9 @@ pub struct ControllerNodeConfig {
     pub managers: ManagersConfig,
     /// `metadata.max.idle.interval.ms`.
     pub metadata_max_idle_interval_ms: u64,
+    /// The sampling of `controller_mutation_rate` (`controller.quota.window.num`,
+    /// `controller.quota.window.size.seconds`).
+    pub mutation_quota_window: QuotaWindow,
     /// `leader.imbalance.check.interval.seconds` (in ms) when `auto.leader.rebalance.enable`.
     pub leader_imbalance_check_interval_ms: Option<u64>,
     /// `unclean.leader.election.interval.ms` (Kafka's internal config).
@@ -112,6 +115,7 @@ impl ControllerNodeConfig {
             managers,
             metadata_max_idle_interval_ms:
                 crate::quorum_controller::METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
+            mutation_quota_window: QuotaWindow::default(),
             leader_imbalance_check_interval_ms: Some(
                 crate::quorum_controller::LEADER_IMBALANCE_CHECK_INTERVAL_MS_DEFAULT,
             ),
@@ -190,7 +194,7 @@ impl ControllerNode {
         )));
         let mutation_quotas = ControllerMutationQuotaManager::new(
             published.client_quotas.clone(),
-            QuotaWindow::default(),
+            config.mutation_quota_window,
         );
         let event_loop = event_loop::EventLoop::new(
             controller_config,
