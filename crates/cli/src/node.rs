@@ -559,6 +559,7 @@ fn controller_config(
         "metadata.max.idle.interval.ms",
         c.metadata_max_idle_interval_ms,
     )?;
+    c.delete_topic_enable = config.defined("delete.topic.enable", true)?;
     c.mutation_quota_window = kraftd_controller::quota::QuotaWindow {
         samples: config.defined(
             "controller.quota.window.num",

@@ -549,6 +549,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("broker.heartbeat.interval.ms", int(i32::MIN))
         .default("2000")
         .doc("The length of time in milliseconds between broker heartbeats."),
+    def("delete.topic.enable", BOOLEAN)
+        .default("true")
+        .doc("When set to true, topics can be deleted by the admin client. When set to false, deletion requests will be explicitly rejected by the broker."),
     def("default.replication.factor", int(i32::MIN))
         .default("1")
         .doc("The replication factor for automatically created topics, and for topics created with -1 as the replication factor"),

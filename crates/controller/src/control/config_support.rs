@@ -248,6 +248,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "controller.quorum.bootstrap.servers", "with controller.quorum.voters, or alone for a dynamic quorum (KIP-853)"),
     honoured(S, "controller.quorum.voters", "the Raft quorum"),
     honoured(S, "default.replication.factor", "the controller's CreateTopics"),
+    honoured(S, "delete.topic.enable", "false: the controller refuses DeleteTopics with TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3)"),
     honoured(S, "group.consumer.assignors", GROUPS),
     honoured(S, "group.consumer.heartbeat.interval.ms", GROUPS),
     honoured(S, "group.consumer.max.heartbeat.interval.ms", GROUPS),

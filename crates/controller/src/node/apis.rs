@@ -109,6 +109,8 @@ struct Inner {
     status: watch::Receiver<ControllerStatus>,
     /// `controller_mutation_rate`.
     mutation_quotas: ControllerMutationQuotaManager,
+    /// `delete.topic.enable`.
+    delete_topic_enable: bool,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -132,6 +134,8 @@ pub(crate) struct ControllerListing {
 pub(crate) struct Admission {
     pub auth: AuthHelper,
     pub mutation_quotas: ControllerMutationQuotaManager,
+    /// `delete.topic.enable`: false refuses every DeleteTopics.
+    pub delete_topic_enable: bool,
 }
 
 impl ControllerApis {
@@ -147,6 +151,7 @@ impl ControllerApis {
         let Admission {
             auth,
             mutation_quotas,
+            delete_topic_enable,
         } = admission;
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
@@ -171,6 +176,7 @@ impl ControllerApis {
                 auth,
                 status,
                 mutation_quotas,
+                delete_topic_enable,
             }),
         }
     }
@@ -246,6 +252,17 @@ impl ControllerApis {
         body: RequestBody,
         client_id: &str,
     ) -> (ResponseBody, u64) {
+        if matches!(body, RequestBody::DeleteTopics(_)) && !self.inner.delete_topic_enable {
+            // Kafka's ControllerApis.deleteTopics, before any authorization: every topic
+            // refused, INVALID_REQUEST ("Topic deletion is disabled.") before v3.
+            let code = if version < 3 {
+                ErrorCode::InvalidRequest
+            } else {
+                ErrorCode::TopicDeletionDisabled
+            };
+            let response = error_response(&body, code).expect("DeleteTopics has one");
+            return (response, 0);
+        }
         let image = self.inner.status.borrow().image.clone();
         match authz::check(auth, &image, body) {
             Checked::Answer(response) => (response, 0),

@@ -69,6 +69,8 @@ pub struct ControllerNodeConfig {
     pub managers: ManagersConfig,
     /// `metadata.max.idle.interval.ms`.
     pub metadata_max_idle_interval_ms: u64,
+    /// `delete.topic.enable`: false refuses DeleteTopics.
+    pub delete_topic_enable: bool,
     /// The sampling of `controller_mutation_rate` (`controller.quota.window.num`,
     /// `controller.quota.window.size.seconds`).
     pub mutation_quota_window: QuotaWindow,
@@ -116,6 +118,7 @@ impl ControllerNodeConfig {
             metadata_max_idle_interval_ms:
                 crate::quorum_controller::METADATA_MAX_IDLE_INTERVAL_MS_DEFAULT,
             mutation_quota_window: QuotaWindow::default(),
+            delete_topic_enable: true,
             leader_imbalance_check_interval_ms: Some(
                 crate::quorum_controller::LEADER_IMBALANCE_CHECK_INTERVAL_MS_DEFAULT,
             ),
@@ -237,6 +240,7 @@ impl ControllerNode {
             apis::Admission {
                 auth,
                 mutation_quotas: mutation_quotas.clone(),
+                delete_topic_enable: config.delete_topic_enable,
             },
         );
         let table = Arc::new(apis.api_versions());
