@@ -139,7 +139,9 @@ impl Cluster {
     /// in every ISR.
     fn restart(&mut self, id: i32) {
         let broker = self.brokers.iter_mut().find(|b| b.id == id).unwrap();
+        let stopping = Instant::now();
         stop_gracefully(std::slice::from_mut(broker));
+        eprintln!("broker {id} stopped in {:?}", stopping.elapsed());
         broker.start();
         self.wait_fully_replicated(&format!("broker {id} back in every ISR"));
     }

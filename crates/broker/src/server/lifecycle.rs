@@ -3,8 +3,10 @@
 //! then heartbeats every `broker.heartbeat.interval.ms` on a channel of its own. It asks to
 //! stay fenced until its metadata has caught up (so clients never see a broker serving stale
 //! metadata as live), and reports the offset it has applied so the controller can unfence it.
+//! Until the controller says the broker has applied its own registration, it heartbeats
+//! every 10 ms (Kafka's STARTING state), so it is unfenced without waiting an interval.
 //! Controlled shutdown asks the controller to move leadership away and waits for its
-//! permission. A heartbeat answered STALE_BROKER_EPOCH (the controller fenced and forgot this
+//! permission, asking again 50 ms after the first "not yet" (as Kafka does). A heartbeat answered STALE_BROKER_EPOCH (the controller fenced and forgot this
 //! incarnation) registers again.
 
 use std::time::Duration;
@@ -22,6 +24,16 @@ use super::MetadataStatus;
 
 /// Kafka's `broker.heartbeat.interval.ms` default.
 pub const BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT: u64 = 2000;
+
+/// How soon the heartbeat after the first "not yet" to a controlled shutdown goes (Kafka's
+/// `BrokerLifecycleManager`: 50 ms, since the controller has moved the leaderships by then
+/// and a shutdown need not wait a whole heartbeat interval).
+const CONTROLLED_SHUTDOWN_RECHECK: Duration = Duration::from_millis(50);
+
+/// How soon the next heartbeat goes while the controller says this broker has not caught up
+/// with its own registration (Kafka's `BrokerLifecycleManager` in STARTING: 10 ms), so it is
+/// unfenced as soon as it may be rather than a heartbeat interval later.
+const STARTING_RECHECK: Duration = Duration::from_millis(10);
 
 /// What the broker tells the controller about itself.
 #[derive(Debug, Clone)]
@@ -119,6 +131,15 @@ impl BrokerLifecycleManager {
         }
         self.task.abort();
         let state = *self.state.borrow();
+        if state.shutdown_granted {
+            info!(epoch = state.broker_epoch, "controlled shutdown granted");
+        } else {
+            warn!(
+                epoch = state.broker_epoch,
+                ?timeout,
+                "controlled shutdown not granted by the controller; stopping anyway"
+            );
+        }
         state
     }
 }
@@ -203,6 +224,8 @@ impl Lifecycle {
         let mut interval = tokio::time::interval(self.config.heartbeat_interval);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut caught_up = self.metadata.borrow().caught_up;
+        // Whether the controller has answered a heartbeat asking to shut down.
+        let mut shutdown_answered = false;
         loop {
             tokio::select! {
                 _ = interval.tick() => {}
@@ -249,6 +272,19 @@ impl Lifecycle {
                             let _ = done.send(());
                         }
                         return false;
+                    }
+                    if !r.is_caught_up {
+                        interval.reset_after(STARTING_RECHECK);
+                    }
+                    if self.shutting_down.is_some() && !shutdown_answered {
+                        // The controller moved (or is moving) this broker's leaderships in
+                        // answer to this heartbeat: ask again soon, not an interval later.
+                        shutdown_answered = true;
+                        info!(
+                            broker = self.config.broker_id,
+                            "controlled shutdown pending; asking the controller again shortly"
+                        );
+                        interval.reset_after(CONTROLLED_SHUTDOWN_RECHECK);
                     }
                 }
                 Ok(ResponseBody::BrokerHeartbeat(r))

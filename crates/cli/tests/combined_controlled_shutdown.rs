@@ -1,0 +1,73 @@
+//! A combined node's controlled shutdown is granted without waiting a heartbeat interval
+//! (issue 30): the first heartbeat asking to shut down moves the node's leaderships away and
+//! is answered "not yet"; like Kafka's `BrokerLifecycleManager`, the broker asks again 50 ms
+//! later rather than a `broker.heartbeat.interval.ms` later, and by then the controller
+//! grants it. With an interval of a minute (a session timeout longer still), a SIGTERM of a
+//! node leading partitions ends with the controller's grant, not with the broker giving up
+//! after its 30 s wait; the next start finds the clean-shutdown marker.
+
+mod common;
+
+use common::python::{run_inline, wait_until_brokers_listed};
+use common::{format, free_port, run, Node};
+
+#[test]
+fn a_combined_node_leading_partitions_is_granted_its_controlled_shutdown_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut node = Node::new(root.path(), 1);
+    node.role = "combined";
+    let client = free_port();
+    std::fs::create_dir_all(&node.dir).unwrap();
+    std::fs::write(
+        node.config_path(),
+        format!(
+            "process.roles=broker,controller\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:{controller}\n\
+             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={data}\n\
+             broker.heartbeat.interval.ms=60000\nbroker.session.timeout.ms=120000\n",
+            controller = node.port,
+            data = node.dir.join("data").display(),
+        ),
+    )
+    .unwrap();
+    format(&node, &cluster_id);
+    node.start();
+    let bootstrap = format!("127.0.0.1:{client}");
+    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+admin.create_topics([NewTopic("led", 6, 1)])["led"].result(30)
+md = admin.list_topics("led", timeout=10)
+leaders = [p.leader for p in md.topics["led"].partitions.values()]
+print("leaders", leaders)
+print("all ok" if leaders == [1] * 6 else "FAILED: not led by node 1")
+"#;
+    let out = run_inline(script, &[&bootstrap]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("all ok"),
+        "{stdout}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        node.logs()
+    );
+
+    let pid = node.child.as_ref().expect("started").id();
+    assert!(std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success());
+    let exit = node.child.take().unwrap().wait().unwrap();
+    let logs = node.logs();
+    assert!(exit.success(), "node exited with {exit}\n{logs}");
+    assert!(
+        logs.contains("controlled shutdown pending; asking the controller again shortly")
+            && logs.contains("controlled shutdown granted")
+            && !logs.contains("controlled shutdown not granted"),
+        "the controlled shutdown was not granted on the prompt second heartbeat:\n{logs}"
+    );
+}
