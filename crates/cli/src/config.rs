@@ -9,8 +9,8 @@ use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Result};
 use kraftd_controller::control::config_defs::{
-    any_broker_config_def, check_static_sasl_mechanisms, check_static_support, ConfigType,
-    ConfigValueError, SaslListeners,
+    any_broker_config_def, check_static_sasl_mechanisms, check_static_support,
+    is_known_node_property, ConfigType, ConfigValueError, SaslListeners,
 };
 use kraftd_net::{ClientSecurity, ListenerSecurity, SecurityProtocol};
 use kraftd_raft::driver::{parse_bootstrap_servers, parse_voters, VoterEndpoint};
@@ -329,6 +329,17 @@ impl NodeConfig {
                     });
                 (l.clone(), advertised)
             })
+            .collect()
+    }
+
+    /// The keys of the properties that neither Kafka 4.4 nor kraftd defines (a typo, a
+    /// setting of another product): start-up names each in a warning, as Kafka logs the
+    /// configurations "supplied but not used"; nothing else happens to them.
+    pub fn unknown_keys(&self) -> Vec<&str> {
+        self.props
+            .iter()
+            .map(|(key, _)| key)
+            .filter(|key| !is_known_node_property(key))
             .collect()
     }
 
@@ -669,6 +680,24 @@ mod tests {
         assert_eq!(c.controller_listener().unwrap().port, 9093);
         assert_eq!(c.metadata_log_dir, PathBuf::from("/a"));
         assert_eq!(c.log_dirs.len(), 2);
+    }
+
+    /// A key neither Kafka 4.4 nor kraftd defines is reported (start-up warns about it);
+    /// Kafka's own keys, kraftd's, listener-prefixed ones and `metrics.port` are not.
+    #[test]
+    fn unknown_keys_are_the_ones_neither_kafka_nor_kraftd_defines() {
+        let c = NodeConfig::from_properties(props(
+            "process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+             listeners=CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n\
+             log.dirs=/a\nnum.io.threads=8\nmetrics.port=9100\nsuper.users=User:admin\n\
+             listener.name.controller.ssl.keystore.type=PKCS12\n\
+             auto.leader.rebalance.enabled=true\nconfluent.license=x\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            c.unknown_keys(),
+            vec!["auto.leader.rebalance.enabled", "confluent.license"]
+        );
     }
 
     #[test]

@@ -37,6 +37,11 @@ pub fn run(
     config_file: &str,
     on_ready: impl FnOnce(&NodeConfig),
 ) -> Result<()> {
+    for key in config.unknown_keys() {
+        tracing::warn!(
+            "{key} in {config_file} is not a Kafka 4.4 setting nor one of kraftd's: ignored"
+        );
+    }
     // A bad authorizer refuses startup before anything is touched.
     authorizer_config(&config)?;
     let cluster_id = format::check_formatted(&config, config_file)?;

@@ -26,7 +26,8 @@ use std::process::{Command, Stdio};
 use common::kafka_jars;
 use kraftd_controller::control::config_defs::{
     all_broker_config_defs, broker_update_mode, is_throttled_replicas_config, ConfigDef,
-    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT, TOPIC_CONFIGS,
+    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT,
+    KAFKA_BROKER_CONFIG_NAMES, TOPIC_CONFIGS,
 };
 
 /// One config as Kafka defines it.
@@ -323,6 +324,30 @@ const PARSED_AT_STARTUP: &[&str] = &[
     "controller.quorum.voters",
 ];
 
+/// kraftd's list of Kafka's broker config names (what start-up tells unknown keys by) is the
+/// jars' list; `UPDATE_KAFKA_CONFIG_NAMES=1` writes it.
+fn check_kafka_broker_config_names(kafka: &BTreeMap<(String, String), KafkaConfig>) {
+    let names: Vec<&str> = kafka
+        .keys()
+        .filter(|(scope, _)| scope == "BROKER")
+        .map(|(_, name)| name.as_str())
+        .collect();
+    if std::env::var_os("UPDATE_KAFKA_CONFIG_NAMES").is_some() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../controller/src/control/config_defs/kafka_names.rs");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let start = text.find("= &[\n").expect("the list's start") + "= &[\n".len();
+        let end = text[start..].find("];").expect("the list's end") + start;
+        let list: String = names.iter().map(|n| format!("    {n:?},\n")).collect();
+        std::fs::write(&path, format!("{}{list}{}", &text[..start], &text[end..])).unwrap();
+    }
+    assert_eq!(
+        KAFKA_BROKER_CONFIG_NAMES,
+        names.as_slice(),
+        "kafka_names.rs is not Kafka 4.4.0's list: UPDATE_KAFKA_CONFIG_NAMES=1 cargo test -p kraftd-cli --test kafka_configs"
+    );
+}
+
 #[test]
 fn kraftd_validates_every_topic_broker_and_group_config_as_kafka_does() {
     let kafka = kafka_configs(&run_configs_jsh(None));
@@ -332,6 +357,7 @@ fn kraftd_validates_every_topic_broker_and_group_config_as_kafka_does() {
             "Configs.jsh listed few {scope} configs"
         );
     }
+    check_kafka_broker_config_names(&kafka);
     let mut differences = Vec::new();
     let mut probes = String::new();
     for (scope, def) in kraftd_defs() {

@@ -942,8 +942,28 @@ pub fn validate_broker_config(key: &str, value: &str) -> Result<(), ConfigValueE
         .map_err(|e| e.about(key))
 }
 
+mod kafka_names;
 mod throttled_replicas;
 mod values;
+
+pub use kafka_names::{is_kafka_broker_config, KAFKA_BROKER_CONFIG_NAMES};
+
+/// kraftd's own properties that are not config definitions, read once at start by the
+/// binary: `metrics.port` (the HTTP listener of `/metrics`) and `request.metrics.enable`
+/// (the per-request latency histograms).
+pub const KRAFTD_OWN_PROPERTIES: &[&str] = &["metrics.port", "request.metrics.enable"];
+
+/// Whether a key of a node's properties file means something to Kafka or to kraftd: one of
+/// Kafka 4.4's broker configs ([`KAFKA_BROKER_CONFIG_NAMES`]), one kraftd defines (its own
+/// among them), or a listener-prefixed one (`listener.name.<l>.…`, which Kafka reads for the
+/// listener's own settings). Start-up warns about any other key, as Kafka logs the
+/// configurations "supplied but not used".
+pub fn is_known_node_property(key: &str) -> bool {
+    key.starts_with("listener.name.")
+        || is_kafka_broker_config(key)
+        || any_broker_config_def(key).is_some()
+        || KRAFTD_OWN_PROPERTIES.contains(&key)
+}
 
 pub use throttled_replicas::{
     is_throttled_replicas_config, parse_throttled_replicas, ThrottledReplicas,
