@@ -217,7 +217,12 @@ fn unix_ms() -> f64 {
 }
 
 /// One request over a fresh connection with `timeout` for connecting, writing and reading.
-fn call(port: u16, version: i16, body: RequestBody, timeout: Duration) -> Result<ResponseBody> {
+pub(super) fn call(
+    port: u16,
+    version: i16,
+    body: RequestBody,
+    timeout: Duration,
+) -> Result<ResponseBody> {
     let api = body.key();
     let header = RequestHeader {
         request_api_key: api.code(),

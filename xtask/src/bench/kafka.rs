@@ -50,8 +50,35 @@ impl Cluster {
         format_args: &[&str],
         controllers: u32,
     ) -> Result<Cluster> {
+        Cluster::start_kafka_with_controllers(
+            classpath,
+            dir,
+            broker_config,
+            "",
+            format_args,
+            controllers,
+        )
+    }
+
+    /// [`Cluster::start_kafka_with`] with `controller_config` lines added to each
+    /// controller's properties (as `leader.imbalance.check.interval.seconds=5`).
+    pub(super) fn start_kafka_with_controllers(
+        classpath: &str,
+        dir: &Path,
+        broker_config: &str,
+        controller_config: &str,
+        format_args: &[&str],
+        controllers: u32,
+    ) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kafka_inner(classpath, dir, broker_config, format_args, controllers) {
+        match cluster.start_kafka_inner(
+            classpath,
+            dir,
+            broker_config,
+            controller_config,
+            format_args,
+            controllers,
+        ) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -65,6 +92,7 @@ impl Cluster {
         classpath: &str,
         dir: &Path,
         broker_config: &str,
+        controller_config: &str,
         format_args: &[&str],
         controllers: u32,
     ) -> Result<()> {
@@ -107,7 +135,7 @@ impl Cluster {
             let own = if controller {
                 format!(
                     "process.roles=controller\nnode.id={id}\n\
-                     listeners=CONTROLLER://127.0.0.1:{port}\n"
+                     listeners=CONTROLLER://127.0.0.1:{port}\n{controller_config}"
                 )
             } else {
                 format!(

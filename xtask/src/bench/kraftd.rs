@@ -28,8 +28,20 @@ impl Cluster {
         broker_config: &str,
         format_args: &[&str],
     ) -> Result<Cluster> {
+        Cluster::start_kraftd_with_controllers(bin, dir, broker_config, "", format_args)
+    }
+
+    /// [`Cluster::start_kraftd_formatted`] with `controller_config` lines added to each
+    /// controller's properties (as `leader.imbalance.check.interval.seconds=5`).
+    pub(super) fn start_kraftd_with_controllers(
+        bin: &Path,
+        dir: &Path,
+        broker_config: &str,
+        controller_config: &str,
+        format_args: &[&str],
+    ) -> Result<Cluster> {
         let mut cluster = Cluster { nodes: Vec::new() };
-        match cluster.start_kraftd_inner(bin, dir, broker_config, format_args) {
+        match cluster.start_kraftd_inner(bin, dir, broker_config, controller_config, format_args) {
             Ok(()) => Ok(cluster),
             Err(e) => {
                 cluster.stop();
@@ -43,6 +55,7 @@ impl Cluster {
         bin: &Path,
         dir: &Path,
         broker_config: &str,
+        controller_config: &str,
         format_args: &[&str],
     ) -> Result<()> {
         let mut layout = Vec::new();
@@ -68,7 +81,7 @@ impl Cluster {
             };
             let config = node_dir.join("server.properties");
             let (extra, extra_ports) = if controller {
-                (String::new(), Vec::new())
+                (controller_config.to_string(), Vec::new())
             } else {
                 super::cluster::broker_lines(broker_config, port)?
             };

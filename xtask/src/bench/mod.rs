@@ -20,6 +20,9 @@
 //! `cargo xtask bench failover`: kill -9 of the active controller, then CreateTopics through
 //! a broker until one succeeds, rounds of it, kraftd beside Kafka, with kraftd's time broken
 //! down by step from its logs (`failover.rs`).
+//! `cargo xtask bench rebalance`: a broker stopped and started again, then the time until
+//! every partition is on its preferred replica (`auto.leader.rebalance.enable`), kraftd
+//! beside Kafka with the same check interval (`rebalance.rs`).
 //! `cargo xtask bench scale --partitions N`: what N partitions cost one combined node
 //! (creation, settling, idle CPU, RSS, fds, restarts, a follower's CPU), beside Kafka's
 //! (`scale.rs`, its requests in `scale_client.rs`).
@@ -71,6 +74,7 @@ mod load;
 mod machine;
 mod produce;
 mod reassign;
+mod rebalance;
 mod report;
 mod request_metrics;
 mod scale;
@@ -89,6 +93,7 @@ use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
 use reassign::{reassign, ReassignArgs};
+use rebalance::{rebalance, RebalanceArgs};
 use request_metrics::{request_metrics, RequestMetricsArgs};
 use scale::{scale, ScaleArgs};
 use tls::{tls, TlsArgs};
@@ -124,6 +129,9 @@ enum What {
     /// kill -9 of the active controller, then CreateTopics through a broker until one
     /// succeeds: rounds of it, kraftd beside Apache Kafka 4.4.0, kraftd's time by step.
     Failover(FailoverArgs),
+    /// A broker stopped and started again: the time until every partition is led by its
+    /// preferred replica again, beside Apache Kafka 4.4.0 with the same check interval.
+    Rebalance(RebalanceArgs),
     /// What many partitions cost one combined node (creation, settling, idle CPU, RSS, fds,
     /// restarts, a follower's CPU per partition), beside Apache Kafka 4.4.0's.
     Scale(ScaleArgs),
@@ -143,6 +151,7 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::RequestMetrics(args) => request_metrics(root, args),
         What::Reassign(args) => reassign(root, args),
         What::Failover(args) => failover(root, args),
+        What::Rebalance(args) => rebalance(root, args),
         What::Scale(args) => scale(root, args),
         What::AddVoter(args) => add_voter(root, args),
     }

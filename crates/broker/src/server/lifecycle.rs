@@ -6,8 +6,9 @@
 //! Until the controller says the broker has applied its own registration, it heartbeats
 //! every 10 ms (Kafka's STARTING state), so it is unfenced without waiting an interval.
 //! Controlled shutdown asks the controller to move leadership away and waits for its
-//! permission, asking again 50 ms after the first "not yet" (as Kafka does). A heartbeat answered STALE_BROKER_EPOCH (the controller fenced and forgot this
-//! incarnation) registers again.
+//! permission, asking again 50 ms after the first "not yet" (as Kafka does). A heartbeat
+//! answered STALE_BROKER_EPOCH (the controller fenced and forgot this incarnation) registers
+//! again.
 
 use std::time::Duration;
 

@@ -192,6 +192,14 @@ impl TopicsImage {
         }
     }
 
+    /// Whether any partition has no leader ([`Self::leaderless`] without collecting them).
+    pub fn any_leaderless(&self) -> bool {
+        match &self.indexes {
+            Some(indexes) => !indexes.leaderless.is_empty(),
+            None => !self.leaderless().is_empty(),
+        }
+    }
+
     /// Whether any partition is not led by its preferred replica ([`Self::imbalanced`]
     /// without collecting them).
     pub fn any_imbalanced(&self) -> bool {

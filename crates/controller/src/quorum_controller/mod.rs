@@ -529,7 +529,7 @@ impl<R: 'static> QuorumController<R> {
     /// happens without waiting for a broker or ISR change.
     fn maybe_elect_unclean_leaders(&mut self, raft: &mut impl RaftClient) {
         let interval = self.config.unclean_leader_election_interval_ms;
-        let needed = !self.latest.topics.leaderless().is_empty();
+        let needed = self.latest.topics.any_leaderless();
         if !self.is_active() || !self.unclean_schedule.due(needed, interval, self.now_ms) {
             return;
         }
@@ -542,7 +542,7 @@ impl<R: 'static> QuorumController<R> {
             result.map(|more| (records, more))
         });
         let more = self.periodic_written("maybeElectUncleanLeaders", write);
-        let needed = !self.latest.topics.leaderless().is_empty();
+        let needed = self.latest.topics.any_leaderless();
         self.unclean_schedule
             .ran(more, needed, interval, self.now_ms);
     }
