@@ -753,7 +753,8 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),
     def("socket.request.max.bytes", int(1))
         .default("104857600")
-        .doc("The maximum number of bytes in a socket request"),    def("unclean.leader.election.interval.ms", long(1))
+        .doc("The maximum number of bytes in a socket request"),
+    def("unclean.leader.election.interval.ms", long(1))
         .default("300000")
         .internal()
         .doc("The frequency with which the controller checks if it should perform an unclean leader election for leaderless partitions."),

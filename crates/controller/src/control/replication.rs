@@ -48,11 +48,11 @@ const FENCING_CHANGE_FENCE: i8 = 1;
 const FENCING_CHANGE_UNFENCE: i8 = -1;
 const IN_CONTROLLED_SHUTDOWN_CHANGE: i8 = 1;
 
-/// ElectLeaders `ElectionType` values (Kafka's `ElectionType`).
 /// The most leader changes one periodic election round writes (Kafka's
 /// `ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE`).
 pub const MAX_ELECTIONS_PER_IMBALANCE: usize = 1_000;
 
+/// ElectLeaders `ElectionType` values (Kafka's `ElectionType`).
 const ELECTION_TYPE_PREFERRED: i8 = 0;
 const ELECTION_TYPE_UNCLEAN: i8 = 1;
 

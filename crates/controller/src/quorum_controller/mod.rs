@@ -74,6 +74,14 @@ pub struct QuorumControllerConfig {
     pub bootstrap_records: Vec<MetadataRecord>,
 }
 
+/// The controller's periodic election tasks (Kafka's `maybeBalancePartitionLeaders` and
+/// `maybeElectUncleanLeaders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PeriodicTask {
+    BalanceLeaders,
+    ElectUncleanLeaders,
+}
+
 /// When a periodic election round runs next (Kafka's `ImbalanceSchedule`): after the
 /// interval, at once (the last round stopped at its cap), or at a time already chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -481,8 +489,8 @@ impl<R: 'static> QuorumController<R> {
                 Ok((_, None)) | Err(_) => break,
             }
         }
-        self.maybe_balance_partition_leaders(raft);
-        self.maybe_elect_unclean_leaders(raft);
+        self.maybe_run_periodic(PeriodicTask::BalanceLeaders, raft);
+        self.maybe_run_periodic(PeriodicTask::ElectUncleanLeaders, raft);
         let idle = self.config.metadata_max_idle_interval_ms;
         if self.is_active() && idle > 0 && self.now_ms.saturating_sub(self.last_write_ms) >= idle {
             let write = self.write(raft, |_ctx: &mut WriteContext<'_>| {
@@ -497,68 +505,68 @@ impl<R: 'static> QuorumController<R> {
         }
     }
 
-    /// Preferred-leader balancing (Kafka's `maybeBalancePartitionLeaders` task), when
-    /// `auto.leader.rebalance.enable` and a partition is not led by its preferred replica:
-    /// the first round `leader.imbalance.check.interval.seconds` after that was seen, the
-    /// next at once if one stopped at its cap.
-    fn maybe_balance_partition_leaders(&mut self, raft: &mut impl RaftClient) {
-        let Some(interval) = self.config.leader_imbalance_check_interval_ms else {
+    /// Runs `task` if it is due (Kafka's `maybeBalancePartitionLeaders` and
+    /// `maybeElectUncleanLeaders` tasks): the first round one interval after the need was
+    /// seen, the next at once if one stopped at its cap. Preferred-leader balancing needs
+    /// `auto.leader.rebalance.enable` and a partition not led by its preferred replica; unclean
+    /// elections, a leaderless partition (so one enabled after a partition went offline
+    /// happens without waiting for a broker or ISR change).
+    fn maybe_run_periodic(&mut self, task: PeriodicTask, raft: &mut impl RaftClient) {
+        let interval = match task {
+            PeriodicTask::BalanceLeaders => self.config.leader_imbalance_check_interval_ms,
+            PeriodicTask::ElectUncleanLeaders => {
+                Some(self.config.unclean_leader_election_interval_ms)
+            }
+        };
+        let Some(interval) = interval else {
             return;
         };
-        let needed = self.latest.topics.any_imbalanced();
-        if !self.is_active() || !self.balance_schedule.due(needed, interval, self.now_ms) {
+        let needed = |image: &MetadataImage| match task {
+            PeriodicTask::BalanceLeaders => image.topics.any_imbalanced(),
+            PeriodicTask::ElectUncleanLeaders => image.topics.any_leaderless(),
+        };
+        let now = self.now_ms;
+        let due = needed(&self.latest);
+        if !self.is_active() || !self.schedule(task).due(due, interval, now) {
             return;
         }
         let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
-            let result = ctx
-                .managers
-                .replication
-                .maybe_balance_partition_leaders(ctx.image);
+            let replication = &ctx.managers.replication;
+            let result = match task {
+                PeriodicTask::BalanceLeaders => {
+                    replication.maybe_balance_partition_leaders(ctx.image)
+                }
+                PeriodicTask::ElectUncleanLeaders => {
+                    replication.maybe_elect_unclean_leaders(ctx.image)
+                }
+            };
             let records = result.records.len();
             result.map(|more| (records, more))
         });
-        let more = self.periodic_written("maybeBalancePartitionLeaders", write);
-        let needed = self.latest.topics.any_imbalanced();
-        self.balance_schedule
-            .ran(more, needed, interval, self.now_ms);
+        let more = self.periodic_written(task, write);
+        let still = needed(&self.latest);
+        self.schedule(task).ran(more, still, interval, now);
     }
 
-    /// Unclean elections for leaderless partitions whose topic allows them (Kafka's
-    /// `maybeElectUncleanLeaders` task), every `unclean.leader.election.interval.ms` while
-    /// some partition is leaderless, so an election enabled after a partition went offline
-    /// happens without waiting for a broker or ISR change.
-    fn maybe_elect_unclean_leaders(&mut self, raft: &mut impl RaftClient) {
-        let interval = self.config.unclean_leader_election_interval_ms;
-        let needed = self.latest.topics.any_leaderless();
-        if !self.is_active() || !self.unclean_schedule.due(needed, interval, self.now_ms) {
-            return;
+    fn schedule(&mut self, task: PeriodicTask) -> &mut PeriodicSchedule {
+        match task {
+            PeriodicTask::BalanceLeaders => &mut self.balance_schedule,
+            PeriodicTask::ElectUncleanLeaders => &mut self.unclean_schedule,
         }
-        let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
-            let result = ctx
-                .managers
-                .replication
-                .maybe_elect_unclean_leaders(ctx.image);
-            let records = result.records.len();
-            result.map(|more| (records, more))
-        });
-        let more = self.periodic_written("maybeElectUncleanLeaders", write);
-        let needed = self.latest.topics.any_leaderless();
-        self.unclean_schedule
-            .ran(more, needed, interval, self.now_ms);
     }
 
     /// Queues a periodic round's write for its commit and logs it as Kafka does; whether
     /// the round stopped at its cap.
     fn periodic_written(
         &mut self,
-        task: &str,
+        task: PeriodicTask,
         write: Result<(i64, (usize, bool)), ControllerError>,
     ) -> bool {
         match write {
             Ok((last_offset, (records, more))) => {
                 if records > 0 {
                     tracing::info!(
-                        task,
+                        ?task,
                         records,
                         last_offset,
                         rescheduling_immediately = more,
@@ -572,7 +580,7 @@ impl<R: 'static> QuorumController<R> {
                 more
             }
             Err(error) => {
-                tracing::warn!(task, %error, "periodic elections not written");
+                tracing::warn!(?task, %error, "periodic elections not written");
                 false
             }
         }
