@@ -9,32 +9,17 @@
 
 mod common;
 
+use common::formatted_combined_node;
 use common::python::{run_inline, wait_until_brokers_listed};
-use common::{format, free_port, run, Node};
 
 #[test]
 fn a_combined_node_leading_partitions_is_granted_its_controlled_shutdown_at_once() {
     let root = tempfile::tempdir().unwrap();
-    let cluster_id = run(&["random-uuid"]).trim().to_string();
-    let mut node = Node::new(root.path(), 1);
-    node.role = "combined";
-    let client = free_port();
-    std::fs::create_dir_all(&node.dir).unwrap();
-    std::fs::write(
-        node.config_path(),
-        format!(
-            "process.roles=broker,controller\nnode.id=1\n\
-             controller.quorum.voters=1@127.0.0.1:{controller}\n\
-             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
-             controller.listener.names=CONTROLLER\nlog.dirs={data}\n\
-             broker.heartbeat.interval.ms=60000\nbroker.session.timeout.ms=120000\n\
-             confluent.support.metrics.enable=false\n",
-            controller = node.port,
-            data = node.dir.join("data").display(),
-        ),
-    )
-    .unwrap();
-    format(&node, &cluster_id);
+    let (mut node, client) = formatted_combined_node(
+        root.path(),
+        "broker.heartbeat.interval.ms=60000\nbroker.session.timeout.ms=120000\n\
+         confluent.support.metrics.enable=false\n",
+    );
     node.start();
     let bootstrap = format!("127.0.0.1:{client}");
     wait_until_brokers_listed(&bootstrap, 1, || node.logs());

@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::python::run_inline;
-use common::{addresses, all_logs, format, formatted_cluster, free_port, run, Node};
+use common::{addresses, all_logs, formatted_cluster, formatted_combined_node, free_port, Node};
 
 /// The `/metrics` text of the node on `port`; empty if it does not answer.
 fn scrape(port: u16) -> String {
@@ -266,24 +266,9 @@ fn controller_log_and_process_metrics_on_real_processes() {
 #[test]
 fn a_combined_node_exports_controller_broker_and_process_metrics_once() {
     let root = tempfile::tempdir().unwrap();
-    let cluster_id = run(&["random-uuid"]).trim().to_string();
-    let mut node = Node::new(root.path(), 1);
-    node.role = "combined";
-    let (client, metrics) = (free_port(), free_port());
-    std::fs::create_dir_all(&node.dir).unwrap();
-    std::fs::write(
-        node.config_path(),
-        format!(
-            "process.roles=broker,controller\nnode.id=1\n\
-             controller.quorum.voters=1@127.0.0.1:{controller}\n\
-             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
-             controller.listener.names=CONTROLLER\nlog.dirs={data}\nmetrics.port={metrics}\n",
-            controller = node.port,
-            data = node.dir.join("data").display(),
-        ),
-    )
-    .unwrap();
-    format(&node, &cluster_id);
+    let metrics = free_port();
+    let (mut node, _client) =
+        formatted_combined_node(root.path(), &format!("metrics.port={metrics}\n"));
     node.start();
     wait_for(
         "the combined node active, its broker unfenced",

@@ -7,7 +7,7 @@
 mod common;
 
 use common::python::run_until_all_ok;
-use common::{format, free_port, run, Node};
+use common::{formatted_combined_node, Node};
 
 const TOPICS: usize = 20;
 const PARTITIONS: usize = 100;
@@ -26,25 +26,8 @@ fn stop(node: &mut Node) {
 #[test]
 fn every_partition_log_is_back_with_its_data_after_a_clean_and_an_unclean_restart() {
     let root = tempfile::tempdir().unwrap();
-    let cluster_id = run(&["random-uuid"]).trim().to_string();
-    let mut node = Node::new(root.path(), 1);
-    node.role = "combined";
-    let client = free_port();
-    std::fs::create_dir_all(&node.dir).unwrap();
-    std::fs::write(
-        node.config_path(),
-        format!(
-            "process.roles=broker,controller\nnode.id=1\n\
-             controller.quorum.voters=1@127.0.0.1:{controller}\n\
-             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
-             controller.listener.names=CONTROLLER\nlog.dirs={data}\n\
-             num.recovery.threads.per.data.dir=4\n",
-            controller = node.port,
-            data = node.dir.join("data").display(),
-        ),
-    )
-    .unwrap();
-    format(&node, &cluster_id);
+    let (mut node, client) =
+        formatted_combined_node(root.path(), "num.recovery.threads.per.data.dir=4\n");
     node.start();
     let bootstrap = format!("127.0.0.1:{client}");
     let (topics, partitions) = (TOPICS.to_string(), PARTITIONS.to_string());

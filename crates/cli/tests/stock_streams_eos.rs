@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use common::kafka_jars::{classpath, log4j_option};
 use common::python::{python, wait_until_brokers_listed};
 use common::script::Script;
-use common::{format, free_port, run, Node};
+use common::{formatted_combined_node, Node};
 
 /// One Streams instance (a JVM running `StreamsWordCount`).
 struct Instance {
@@ -152,28 +152,13 @@ fn reports(instances: &[&Instance]) -> String {
 
 /// A kraftd combined node (broker and controller in one process) under `root`, started.
 fn combined_node(root: &Path) -> (Node, u16) {
-    let cluster_id = run(&["random-uuid"]).trim().to_string();
-    let mut node = Node::new(root, 1);
-    node.role = "combined";
-    let client = free_port();
-    std::fs::create_dir_all(&node.dir).unwrap();
-    std::fs::write(
-        node.config_path(),
-        format!(
-            "process.roles=broker,controller\nnode.id=1\n\
-             controller.quorum.voters=1@127.0.0.1:{controller}\n\
-             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
-             controller.listener.names=CONTROLLER\nlog.dirs={data}\n\
-             offsets.topic.replication.factor=1\noffsets.topic.num.partitions=10\n\
-             transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
-             transaction.state.log.num.partitions=10\n\
-             group.initial.rebalance.delay.ms=0\n",
-            controller = node.port,
-            data = node.dir.join("data").display(),
-        ),
-    )
-    .unwrap();
-    format(&node, &cluster_id);
+    let (mut node, client) = formatted_combined_node(
+        root,
+        "offsets.topic.replication.factor=1\noffsets.topic.num.partitions=10\n\
+         transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
+         transaction.state.log.num.partitions=10\n\
+         group.initial.rebalance.delay.ms=0\n",
+    );
     node.start();
     (node, client)
 }

@@ -272,6 +272,31 @@ pub fn formatted_cluster_with_scram(
     (cluster_id, quorum, brokers)
 }
 
+/// A combined node (`process.roles=broker,controller`, node 1, its own one-voter quorum)
+/// under `root`, its properties written with `extra` lines (each ending in a newline) and
+/// formatted for a new cluster, not started; with its client listener's port.
+pub fn formatted_combined_node(root: &Path, extra: &str) -> (Node, u16) {
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut node = Node::new(root, 1);
+    node.role = "combined";
+    let client = free_port();
+    std::fs::create_dir_all(&node.dir).unwrap();
+    std::fs::write(
+        node.config_path(),
+        format!(
+            "process.roles=broker,controller\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:{controller}\n\
+             listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={data}\n{extra}",
+            controller = node.port,
+            data = node.dir.join("data").display(),
+        ),
+    )
+    .unwrap();
+    format(&node, &cluster_id);
+    (node, client)
+}
+
 /// `kraftd format` of `node` for `cluster_id`.
 pub fn format(node: &Node, cluster_id: &str) {
     format_with_scram(node, cluster_id, &[]);
