@@ -11,10 +11,13 @@
 //! - [`coordinator`]: the runtime that owns the coordinators' sans-IO state machines
 //!   (`kraftd-coordinator`: one per partition of `__consumer_offsets` /
 //!   `__transaction_state`) on the partitions this broker leads, and the services the
-//!   request handlers call.
+//!   request handlers call;
+//! - [`share`]: share groups (KIP-932) on the partition leaders and the persister through
+//!   which they reach the share coordinator.
 
 pub mod coordinator;
 pub mod kafka_apis;
 pub mod metadata;
 pub mod replica;
 pub mod server;
+pub mod share;

@@ -1,0 +1,7 @@
+//! Share groups (KIP-932) on the broker: the partition side (Kafka's `SharePartitionManager`,
+//! `SharePartition`, `ShareSessionCache`) and the [`persister`] through which a share
+//! partition's state reaches the share coordinator (`__share_group_state`).
+
+pub mod persister;
+
+pub use persister::Persister;
