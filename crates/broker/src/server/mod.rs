@@ -23,6 +23,7 @@ pub mod log_dir_apis;
 mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;
+pub mod share_group_apis;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_marker_channel;
@@ -210,6 +211,14 @@ pub fn supported_features() -> Vec<Feature> {
             max_supported_version: 1,
             ..Default::default()
         },
+        // 1: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch). Kafka 4.4 supports 2
+        // (KIP-1191's dead-letter queues), which kraftd does not implement.
+        Feature {
+            name: "share.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+            ..Default::default()
+        },
     ]
 }
 
@@ -329,12 +338,16 @@ impl BrokerServer {
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
         // NOT_LEADER_OR_FOLLOWER.
-        let (group_coordinator, group_publisher) = GroupCoordinatorService::start(
+        // The share coordinator's persister: none until the share coordinator runs on
+        // brokers (issue 28's share-coordinator part); share groups' partitions then stay
+        // uninitialized, so unassigned.
+        let share_persister: Option<Arc<dyn crate::share::Persister>> = None;
+        let (group_coordinator, group_publisher) = GroupCoordinatorService::start_with_persister(
             config.group_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
-            None,
+            share_persister.clone(),
         );
         let markers = TransactionMarkerChannelManager::new(
             config.node_id,
@@ -428,6 +441,7 @@ impl BrokerServer {
                 producer_ids,
             },
             group_coordinator: Arc::clone(&group_coordinator),
+            share_persister,
             txn_coordinator: Arc::clone(&txn_coordinator),
             txn_verifier: txn_verification::TxnVerifier::new(
                 config.node_id,

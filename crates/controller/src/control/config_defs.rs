@@ -621,6 +621,42 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.min.session.timeout.ms", int(i32::MIN))
         .default("6000")
         .doc("The minimum allowed session timeout for registered consumers."),
+    def("group.share.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a share group."),
+    def("group.share.assignors", NON_EMPTY_LIST)
+        .default("simple")
+        .doc("The server-side assignors as a list of either names for built-in assignors or full class names for custom assignors. The list must contain only a single entry which is used by all groups. The supported built-in assignors are: simple."),
+    def("group.share.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members of a share group."),
+    def("group.share.initialize.retry.interval.ms", int(1))
+        .default("30000")
+        .doc("Time elapsed before retrying initialize share group state request. If below offsets.commit.timeout.ms, then value of offsets.commit.timeout.ms is used."),
+    def("group.share.max.assignment.interval.ms", int(0))
+        .default("15000")
+        .doc("The maximum interval between assignment updates for a share group."),
+    def("group.share.max.heartbeat.interval.ms", int(1))
+        .default("15000")
+        .doc("The maximum heartbeat interval for share group members."),
+    def("group.share.max.session.timeout.ms", int(1))
+        .default("60000")
+        .doc("The maximum allowed session timeout for share group members."),
+    def("group.share.max.size", int_range(1, 1000))
+        .default("200")
+        .doc("The maximum number of members that a single share group can accommodate."),
+    def("group.share.min.assignment.interval.ms", int(0))
+        .default("0")
+        .doc("The minimum interval between assignment updates for a share group."),
+    def("group.share.min.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The minimum heartbeat interval for share group members."),
+    def("group.share.min.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The minimum allowed session timeout for share group members."),
+    def("group.share.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the share group protocol."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
     def("leader.imbalance.check.interval.seconds", long(1))

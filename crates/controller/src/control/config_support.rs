@@ -162,6 +162,7 @@ const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is ref
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
 const GROUPS: &str =
     "the broker's group coordinator (kraftd-coordinator's group/), from the properties file";
+const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraftd-coordinator's group/share/), from the properties file";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
@@ -262,6 +263,18 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.max.session.timeout.ms", GROUPS),
     honoured(S, "group.max.size", GROUPS),
     honoured(S, "group.min.session.timeout.ms", GROUPS),
+    honoured(S, "group.share.assignment.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.assignors", SHARE_GROUPS),
+    honoured(S, "group.share.heartbeat.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.initialize.retry.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.assignment.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.heartbeat.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.session.timeout.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.size", SHARE_GROUPS),
+    honoured(S, "group.share.min.assignment.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.min.heartbeat.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.min.session.timeout.ms", SHARE_GROUPS),
+    honoured(S, "group.share.session.timeout.ms", SHARE_GROUPS),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
     honoured(S, "leader.imbalance.check.interval.seconds", REBALANCE),
     honoured(S, "listeners", "the sockets bound"),

@@ -324,6 +324,10 @@ impl GroupCoordinatorConfig {
                 reason: "must not exceed group.max.session.timeout.ms".into(),
             });
         }
+        // Kafka never retries sooner than a commit may take.
+        c.share_initialize_retry_interval_ms = c
+            .share_initialize_retry_interval_ms
+            .max(c.offset_commit_timeout_ms);
         c.check_share_bounds()?;
         Ok(c)
     }
