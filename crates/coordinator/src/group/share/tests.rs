@@ -409,3 +409,80 @@ fn random_members_replay_and_cover_initialized_partitions() {
         replay_check(&mut r, &format!("seed {seed} settled"));
     }
 }
+
+/// Share groups share the group-id namespace: a classic JoinGroup or a KIP-848 heartbeat on
+/// a share group is GROUP_ID_NOT_FOUND (never a conversion), a share heartbeat on a consumer
+/// group too; and an empty share group outlives the offsets retention check, as Kafka's
+/// `ShareGroup.shouldExpire` is false.
+#[test]
+fn other_group_types_are_refused_and_share_groups_do_not_expire() {
+    use kraftd_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kraftd_protocol::messages::{ConsumerGroupHeartbeatRequest, JoinGroupRequest};
+
+    let mut r = replica(&[("t", 1)]);
+    beat(&mut r, "a", 0, Some(&["t"]));
+    let join = JoinGroupRequest {
+        group_id: GROUP.into(),
+        session_timeout_ms: 30_000,
+        rebalance_timeout_ms: 30_000,
+        member_id: String::new(),
+        protocol_type: "consumer".into(),
+        protocols: vec![JoinGroupRequestProtocol {
+            name: "range".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ShardResponse::JoinGroup(j) = r.ask(&ctx(9), ShardRequest::JoinGroup(join)) else {
+        panic!("not a JoinGroup answer");
+    };
+    assert_eq!(j.error_code, ErrorCode::GroupIdNotFound.code());
+    let hb = ConsumerGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: "c".into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["t".into()]),
+        topic_partitions: Some(Vec::new()),
+        ..Default::default()
+    };
+    let ShardResponse::ConsumerGroupHeartbeat(c) =
+        r.ask(&ctx(1), ShardRequest::ConsumerGroupHeartbeat(hb.clone()))
+    else {
+        panic!("not a heartbeat answer");
+    };
+    assert_eq!(c.error_code, ErrorCode::GroupIdNotFound.code());
+    assert!(matches!(r.shard.group(GROUP), Some(Group::Share(_))));
+
+    // The other way round.
+    let ShardResponse::ConsumerGroupHeartbeat(c) = r.ask(
+        &ctx(1),
+        ShardRequest::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest {
+            group_id: "cg".into(),
+            ..hb
+        }),
+    ) else {
+        panic!("not a heartbeat answer");
+    };
+    assert_eq!(c.error_code, 0);
+    let request = ShareGroupHeartbeatRequest {
+        group_id: "cg".into(),
+        member_id: "s".into(),
+        member_epoch: 0,
+        subscribed_topic_names: Some(vec!["t".into()]),
+        ..Default::default()
+    };
+    let ShardResponse::ShareGroupHeartbeat(s) =
+        r.ask(&ctx(1), ShardRequest::ShareGroupHeartbeat(request))
+    else {
+        panic!("not a heartbeat answer");
+    };
+    assert_eq!(s.error_code, ErrorCode::GroupIdNotFound.code());
+
+    // Emptied, the share group stays through many retention checks.
+    beat(&mut r, "a", -1, None);
+    let retention = GroupCoordinatorConfig::default().offsets_retention_ms;
+    r.advance(retention * 2);
+    assert!(matches!(r.shard.group(GROUP), Some(Group::Share(g)) if g.is_empty()));
+    replay_check(&mut r, "after retention");
+}
