@@ -303,7 +303,7 @@ impl GroupCoordinatorShard {
         let subscription_changed = bump;
         let mut group_epoch = group.group_epoch;
         if group.assignment_epoch >= group_epoch {
-            bump |= initialized_assignment_pending(group, Some(&updated));
+            bump |= initialized_assignment_pending(group, Some(&updated), metadata);
         }
         let subscribed = group.subscribed_topic_names_with(Some(&member), Some(&updated));
         let hash = metadata_hash(&subscribed, metadata);
@@ -564,7 +564,15 @@ impl GroupCoordinatorShard {
 /// Whether the group has members subscribed to initialized partitions that its target
 /// assignment does not hold yet (Kafka's `initializedAssignmentPending`): a partition whose
 /// state was initialized after the last assignment gets assigned.
-fn initialized_assignment_pending(group: &ShareGroup, updated: Option<&ShareGroupMember>) -> bool {
+///
+/// Only topics that still exist under the recorded id count: Kafka drops a deleted topic from
+/// the metadata when it is deleted; kraftd skips it here, so that a topic deleted and created
+/// again under its name does not bump the epoch on every heartbeat.
+fn initialized_assignment_pending(
+    group: &ShareGroup,
+    updated: Option<&ShareGroupMember>,
+    metadata: &dyn TopicMetadata,
+) -> bool {
     if group.members.is_empty() && updated.is_none() {
         return false;
     }
@@ -578,8 +586,9 @@ fn initialized_assignment_pending(group: &ShareGroup, updated: Option<&ShareGrou
             assigned.entry(*t).or_default().extend(ps.iter().copied());
         }
     }
-    state
-        .initialized
-        .iter()
-        .any(|(id, v)| subscribed.contains(&v.name) && assigned.get(id) != Some(&v.partitions))
+    state.initialized.iter().any(|(id, v)| {
+        subscribed.contains(&v.name)
+            && metadata.topic_by_id(*id).is_some()
+            && assigned.get(id) != Some(&v.partitions)
+    })
 }

@@ -486,3 +486,49 @@ fn other_group_types_are_refused_and_share_groups_do_not_expire() {
     assert!(matches!(r.shard.group(GROUP), Some(Group::Share(g)) if g.is_empty()));
     replay_check(&mut r, "after retention");
 }
+
+/// "t" deleted and created again: the same name under a new id.
+#[derive(Debug)]
+struct Recreated;
+
+impl crate::context::TopicMetadata for Recreated {
+    fn topic_by_name(&self, name: &str) -> Option<(kraftd_protocol::Uuid, i32)> {
+        (name == "t").then_some((kraftd_protocol::Uuid([9; 16]), 1))
+    }
+    fn topic_by_id(&self, id: kraftd_protocol::Uuid) -> Option<(String, i32)> {
+        (id == kraftd_protocol::Uuid([9; 16])).then(|| ("t".to_string(), 1))
+    }
+    fn topic_names(&self) -> Vec<String> {
+        vec!["t".into()]
+    }
+}
+
+/// A subscribed topic deleted and created again under its name: the old topic's state
+/// entry does not make every heartbeat bump the epoch, and the new topic is initialized
+/// (a new topic id, so its start offset is -1 again).
+#[test]
+fn a_recreated_topic_does_not_bump_every_heartbeat() {
+    let mut r = replica(&[("t", 1)]);
+    beat(&mut r, "a", 0, Some(&["t"]));
+    initialize_all(&mut r);
+    let a = beat(&mut r, "a", 1, None);
+    assert_eq!(a.member_epoch, 2);
+    let topics: std::sync::Arc<dyn crate::context::TopicMetadata> = std::sync::Arc::new(Recreated);
+    r.topics = topics.clone();
+    r.call(move |s, _| s.on_metadata_update(topics));
+    let a = beat(&mut r, "a", 2, None);
+    let GroupWork::InitializeShareGroupState(init) = &r.work[0];
+    assert_eq!(init.topics[0].topic_id, kraftd_protocol::Uuid([9; 16]));
+    assert_eq!(init.topics[0].partitions[0].start_offset, -1);
+    let epoch = a.member_epoch;
+    let again = beat(&mut r, "a", epoch, None);
+    assert_eq!(again.member_epoch, epoch, "no bump for the vanished topic");
+    initialize_all(&mut r);
+    let assigned_new = beat(&mut r, "a", epoch, None);
+    assert_eq!(
+        assigned(&assigned_new),
+        BTreeSet::from([(kraftd_protocol::Uuid([9; 16]), 0)]),
+        "the new topic's partition assigned once initialized"
+    );
+    replay_check(&mut r, "recreated");
+}
