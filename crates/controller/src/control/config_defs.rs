@@ -478,6 +478,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("follower.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated in the property follower.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
+    def("group.share.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a share group."),
     def("leader.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the property leader.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
@@ -621,9 +624,6 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.min.session.timeout.ms", int(i32::MIN))
         .default("6000")
         .doc("The minimum allowed session timeout for registered consumers."),
-    def("group.share.assignment.interval.ms", int(0))
-        .default("1000")
-        .doc("The interval between assignment updates for a share group."),
     def("group.share.assignors", NON_EMPTY_LIST)
         .default("simple")
         .doc("The server-side assignors as a list of either names for built-in assignors or full class names for custom assignors. The list must contain only a single entry which is used by all groups. The supported built-in assignors are: simple."),
@@ -632,7 +632,8 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The heartbeat interval given to the members of a share group."),
     def("group.share.initialize.retry.interval.ms", int(1))
         .default("30000")
-        .doc("Time elapsed before retrying initialize share group state request. If below offsets.commit.timeout.ms, then value of offsets.commit.timeout.ms is used."),
+        .doc("Time elapsed before retrying initialize share group state request. If below offsets.commit.timeout.ms, then value of offsets.commit.timeout.ms is used.")
+        .internal(),
     def("group.share.max.assignment.interval.ms", int(0))
         .default("15000")
         .doc("The maximum interval between assignment updates for a share group."),
