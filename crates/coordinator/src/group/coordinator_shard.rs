@@ -124,6 +124,7 @@ impl CoordinatorShard for GroupCoordinatorShard {
             ("offset_deletion_count", s.offset_deletions),
             ("group_completed_rebalance_count", s.classic_rebalances),
             ("consumer_group_rebalance_count", s.consumer_rebalances),
+            ("share_group_rebalance_count", s.share_rebalances),
         ]
     }
 }

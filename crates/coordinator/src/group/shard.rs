@@ -141,6 +141,8 @@ pub struct ShardStats {
     pub classic_rebalances: u64,
     /// KIP-848 group epochs bumped (a ConsumerGroupMetadata record).
     pub consumer_rebalances: u64,
+    /// Share group epochs bumped (a ShareGroupMetadata record).
+    pub share_rebalances: u64,
     /// Offsets committed.
     pub offset_commits: u64,
     /// Offsets deleted (OffsetDelete, DeleteGroups, expiry).
@@ -609,6 +611,9 @@ impl GroupCoordinatorShard {
                 }
                 Some((GroupCoordinatorRecordValue::ConsumerGroupMetadata(_), _)) => {
                     self.stats.consumer_rebalances += 1
+                }
+                Some((GroupCoordinatorRecordValue::ShareGroupMetadata(_), _)) => {
+                    self.stats.share_rebalances += 1
                 }
                 Some((GroupCoordinatorRecordValue::OffsetCommit(_), _)) => {
                     self.stats.offset_commits += 1

@@ -158,6 +158,13 @@ fn two_members_share_one_partition_after_initialization() {
     assert!(b.assignment.is_none(), "b keeps the partition");
     assert_eq!(group(&r).members.len(), 1);
     replay_check(&mut r, "left");
+    // Every group epoch written counts as a share rebalance (joins, the assignment of the
+    // initialized partition, the leave).
+    let counters = crate::shard::CoordinatorShard::take_counters(&mut r.shard);
+    assert!(
+        counters.contains(&("share_group_rebalance_count", 4)),
+        "{counters:?}"
+    );
 }
 
 #[test]
