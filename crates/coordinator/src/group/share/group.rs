@@ -8,13 +8,19 @@ use kraftd_protocol::messages::share_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member as DescribedMember,
     TopicPartitions as DescribedTopicPartitions,
 };
-use kraftd_protocol::Uuid;
+use kraftd_protocol::messages::DeleteShareGroupStateRequest;
+use kraftd_protocol::{ErrorCode, Uuid};
 
 use crate::context::TopicMetadata;
 use crate::group::consumer::{MemberState, Partitions};
 use crate::group::record::CoordinatorRecord;
 
 use super::records;
+
+/// What DeleteGroups must delete in the share coordinator before a share group goes
+/// (Kafka's `shareGroupBuildPartitionDeleteRequest`), per group id: the request, `None`
+/// when the group holds no share state, or the error that refuses the deletion.
+pub type ShareGroupDeletion = Result<Option<DeleteShareGroupStateRequest>, ErrorCode>;
 
 /// The one server-side assignor of share groups (Kafka's `SimpleAssignor`), as
 /// ShareGroupDescribe names it.

@@ -22,8 +22,8 @@ mod replay;
 mod tests;
 
 pub use group::{
-    InitMapValue, ShareGroup, ShareGroupMember, ShareGroupState, StatePartitionMetadata,
-    SHARE_ASSIGNOR_NAME,
+    InitMapValue, ShareGroup, ShareGroupDeletion, ShareGroupMember, ShareGroupState,
+    StatePartitionMetadata, SHARE_ASSIGNOR_NAME,
 };
 
 use kraftd_protocol::messages::share_group_describe_response::DescribedGroup as ShareDescribedGroup;
@@ -31,11 +31,6 @@ use kraftd_protocol::messages::{delete_share_group_state_request, DeleteShareGro
 use kraftd_protocol::ErrorCode;
 
 use crate::group::shard::{Group, GroupCoordinatorShard};
-
-/// What DeleteGroups must delete in the share coordinator before a share group goes
-/// (Kafka's `shareGroupBuildPartitionDeleteRequest`), per group id: the request, `None`
-/// when the group holds no share state, or the error that refuses the deletion.
-pub type ShareGroupDeletion = Result<Option<DeleteShareGroupStateRequest>, ErrorCode>;
 
 impl GroupCoordinatorShard {
     /// ShareGroupDescribe for one group: GROUP_ID_NOT_FOUND unless it is a share group.
