@@ -553,3 +553,165 @@ fn share_consumers_lose_nothing_and_get_nothing_confirmed_again_across_broker_ki
         }
     }
 }
+
+/// `kafka-share-groups` (Kafka's `ShareGroupCommand`) with `args`; its stdout, or a panic
+/// with its output.
+fn share_groups_tool(cluster: &Cluster, args: &[&str]) -> String {
+    let bootstrap = cluster.bootstrap();
+    let mut all = vec!["--bootstrap-server", bootstrap.as_str()];
+    all.extend(args);
+    let out = run_tool(
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+        &all,
+    );
+    assert!(
+        out.status.success(),
+        "kafka-share-groups {args:?}: {}\n{}",
+        output_text(&out),
+        cluster.logs()
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The rows of a tool's table whose first column is `group` (each split on whitespace).
+fn rows(table: &str, group: &str) -> Vec<Vec<String>> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.first().is_some_and(|g| g == group))
+        .collect()
+}
+
+#[test]
+fn kafka_share_groups_and_the_console_share_consumer_work_on_a_share_group() {
+    let _serial = serial();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let cluster = Cluster::start(root.path());
+    cluster.create_topic("tools", 2);
+
+    // Two members consume 20 records and stay in the group a while: --members and --state
+    // see them.
+    let driver = Driver::start(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "tools",
+            "g-tools",
+            "20",
+            "2",
+            "--linger-s",
+            "20",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&driver.out_path)
+        .unwrap_or_default()
+        .contains("LINGER")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the members did not consume the records\n{}\n{}",
+            std::fs::read_to_string(&driver.out_path).unwrap_or_default(),
+            cluster.logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let members = share_groups_tool(&cluster, &["--describe", "--group", "g-tools", "--members"]);
+    let member_rows = rows(&members, "g-tools");
+    assert_eq!(member_rows.len(), 2, "{members}");
+    let clients: BTreeSet<&str> = member_rows.iter().map(|r| r[3].as_str()).collect();
+    assert_eq!(clients, BTreeSet::from(["share-0", "share-1"]), "{members}");
+    let assigned: BTreeSet<String> = member_rows.iter().map(|r| r[5].clone()).collect();
+    assert_eq!(
+        assigned,
+        BTreeSet::from(["tools:0".to_string(), "tools:1".to_string()]),
+        "{members}"
+    );
+    let state = share_groups_tool(&cluster, &["--describe", "--group", "g-tools", "--state"]);
+    let state_row = &rows(&state, "g-tools")[0];
+    assert_eq!(
+        &state_row[state_row.len() - 2..],
+        ["Stable".to_string(), "2".to_string()],
+        "{state}"
+    );
+    let run = driver.finish();
+    assert_each_settled_once(&run, &cluster, 20);
+
+    // The group is listed, and it has nothing left to consume.
+    let list = share_groups_tool(&cluster, &["--list"]);
+    assert!(list.lines().any(|l| l.trim() == "g-tools"), "{list}");
+    let offsets = share_groups_tool(&cluster, &["--describe", "--group", "g-tools"]);
+    let offset_rows = rows(&offsets, "g-tools");
+    assert_eq!(offset_rows.len(), 2, "{offsets}");
+    assert!(
+        offset_rows.iter().all(|r| r[4] == "0"),
+        "lag left: {offsets}"
+    );
+
+    // Reset to the earliest offsets (the group is empty now): every record is there to
+    // consume again, and Kafka's console share consumer reads five of them.
+    let reset = share_groups_tool(
+        &cluster,
+        &[
+            "--reset-offsets",
+            "--group",
+            "g-tools",
+            "--topic",
+            "tools",
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    let reset_rows = rows(&reset, "g-tools");
+    assert_eq!(reset_rows.len(), 2, "{reset}");
+    assert!(reset_rows.iter().all(|r| r[3] == "0"), "{reset}");
+    let offsets = share_groups_tool(&cluster, &["--describe", "--group", "g-tools"]);
+    let lag: u64 = rows(&offsets, "g-tools")
+        .iter()
+        .map(|r| r[4].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(lag, 20, "{offsets}");
+    let bootstrap = cluster.bootstrap();
+    let console = run_tool(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--topic",
+            "tools",
+            "--group",
+            "g-tools",
+            "--max-messages",
+            "5",
+        ],
+    );
+    assert!(console.status.success(), "{}", output_text(&console));
+    let read: Vec<u32> = String::from_utf8_lossy(&console.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(read.len(), 5, "{}", output_text(&console));
+    assert!(read.iter().all(|v| *v < 20), "{read:?}");
+
+    // Delete the topic's offsets, then the group.
+    let deleted = share_groups_tool(
+        &cluster,
+        &["--delete-offsets", "--group", "g-tools", "--topic", "tools"],
+    );
+    assert!(
+        deleted
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["tools", "Successful"]),
+        "{deleted}"
+    );
+    let offsets = share_groups_tool(&cluster, &["--describe", "--group", "g-tools"]);
+    assert!(offsets.contains("has no offset information"), "{offsets}");
+    let deleted = share_groups_tool(&cluster, &["--delete", "--group", "g-tools"]);
+    assert!(deleted.contains("was successful"), "{deleted}");
+    let list = share_groups_tool(&cluster, &["--list"]);
+    assert!(!list.lines().any(|l| l.trim() == "g-tools"), "{list}");
+}
