@@ -11,7 +11,9 @@
 //! - records a member takes and never acknowledges come back to another member once their
 //!   acquisition lock (`share.record.lock.duration.ms`) expires;
 //! - a record released on every delivery is archived at `share.delivery.count.limit`: it is
-//!   never delivered past the limit.
+//!   never delivered past the limit;
+//! - Kafka's own serde (`kafka-dump-log --share-group-state-decoder` / `--offsets-decoder`)
+//!   reads the `__share_group_state` and `__consumer_offsets` records kraftd wrote.
 //!
 //! Three controllers and three brokers; `KRAFTD_SHARE_AGAINST=kafka` runs the same tests
 //! against Apache Kafka 4.4.0 (one controller, three brokers) to check the tests themselves.
@@ -25,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
 use common::kafka_jars::{
-    classpath, kafka_cluster, log4j_option, output_text, run_tool, KafkaNode,
+    classpath, dump_log_segment_with, kafka_cluster, log4j_option, output_text, run_tool, KafkaNode,
 };
 use common::{all_logs, formatted_cluster, joined, Node};
 
@@ -110,6 +112,41 @@ impl Cluster {
             }
         }
         common::python::wait_until_brokers_listed(&self.bootstrap(), 3, || self.logs());
+    }
+
+    /// Every non-empty segment of the internal topic `topic` on kraftd's brokers decoded by
+    /// Kafka 4.4.0's `kafka-dump-log` with `decoder`: the decoded text. Panics where Kafka's
+    /// serde cannot read kraftd's bytes. Nothing against Kafka (its bytes are its own).
+    fn decoded_segments(&self, topic: &str, decoder: &str) -> String {
+        let Cluster::Kraftd { brokers, .. } = self else {
+            return String::new();
+        };
+        let mut all = String::new();
+        for broker in brokers {
+            for partition in 0..50 {
+                let dir = broker.partition_dir(topic, partition);
+                if !dir.exists() {
+                    continue;
+                }
+                for segment in common::segment_files(&dir) {
+                    if std::fs::metadata(&segment).map_or(0, |m| m.len()) == 0 {
+                        continue;
+                    }
+                    let (ok, stdout, stderr) = dump_log_segment_with(&segment, &[decoder]);
+                    let bad = !ok
+                        || stdout.contains("Exception")
+                        || stdout.contains("Could not")
+                        || stderr.contains("Exception");
+                    assert!(
+                        !bad,
+                        "kafka-dump-log {decoder} {}:\n{stdout}\n{stderr}",
+                        segment.display()
+                    );
+                    all.push_str(&stdout);
+                }
+            }
+        }
+        all
     }
 
     fn create_topic(&self, topic: &str, partitions: i32) {
@@ -476,6 +513,26 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
             "{}",
             run.context(&cluster)
         );
+    }
+
+    // Kafka's own serde reads what kraftd wrote: the share coordinator's ShareSnapshot and
+    // ShareUpdate records, and the group coordinator's ShareGroup* records.
+    if matches!(cluster, Cluster::Kraftd { .. }) {
+        let state = cluster.decoded_segments("__share_group_state", "--share-group-state-decoder");
+        for group in ["g-one", "g-many", "g-stall", "g-limit"] {
+            assert!(
+                state.contains(&format!("\"groupId\":\"{group}\"")),
+                "no share state of {group} decoded:\n{state}"
+            );
+        }
+        assert!(state.contains("\"stateBatches\""), "{state}");
+        let offsets = cluster.decoded_segments("__consumer_offsets", "--offsets-decoder");
+        for group in ["g-one", "g-many", "g-stall", "g-limit"] {
+            assert!(
+                offsets.contains(&format!("\"groupId\":\"{group}\"")),
+                "no records of share group {group} decoded:\n{offsets}"
+            );
+        }
     }
 }
 
