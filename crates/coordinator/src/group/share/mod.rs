@@ -82,6 +82,10 @@ impl GroupCoordinatorShard {
                     topics = group::combine_init_maps(&topics, &[(*topic, v)].into());
                 }
             }
+            // A deleted topic's share state went with it (the share coordinator tombstones
+            // it): only topics that still exist under their id are asked for, as Kafka
+            // leaves vanished topics out of a deletion.
+            topics.retain(|t, _| self.metadata.topic_by_id(*t).is_some());
             if topics.is_empty() {
                 out.push((id.clone(), Ok(None)));
                 continue;

@@ -538,4 +538,15 @@ fn a_recreated_topic_does_not_bump_every_heartbeat() {
         "the new topic's partition assigned once initialized"
     );
     replay_check(&mut r, "recreated");
+    // Deleting the group asks the share coordinator for the new topic's state only.
+    beat(&mut r, "a", -1, None);
+    let ShardResponse::ShareGroupsToDelete(d) = r.ask(
+        &ctx(2),
+        ShardRequest::ShareGroupsToDelete(vec![GROUP.into()]),
+    ) else {
+        panic!("not the deletion answer");
+    };
+    let request = d[0].1.clone().unwrap().unwrap();
+    let ids: Vec<_> = request.topics.iter().map(|t| t.topic_id).collect();
+    assert_eq!(ids, vec![kraftd_protocol::Uuid([9; 16])]);
 }
