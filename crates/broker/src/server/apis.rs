@@ -45,6 +45,7 @@ use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, RequestQuota};
+use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -81,6 +82,7 @@ impl KafkaApis {
             .chain(GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
             .chain(LOG_DIR_API_KEYS)
+            .chain(SHARE_STATE_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -327,6 +329,13 @@ impl KafkaApis {
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
+                    context: &self.context,
+                }
+                .handle(&request.header, request.peer, body, auth)
+                .await
+            }
+            body if SHARE_STATE_API_KEYS.contains(&request.api_key) => {
+                ShareStateApis {
                     context: &self.context,
                 }
                 .handle(&request.header, request.peer, body, auth)

@@ -23,6 +23,7 @@ pub mod log_dir_apis;
 mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;
+pub mod share_state_apis;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_marker_channel;
@@ -50,24 +51,34 @@ use tracing::{info, warn};
 use self::alter_partition_manager::DefaultAlterPartitionManager;
 use self::apis::KafkaApis;
 use self::apis_context::BrokerApisContext;
+use self::broker_channels::BrokerChannels;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
 use self::forwarding::ForwardingManager;
+use self::internal_topics::InternalTopics;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
-use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
+use crate::coordinator::{
+    GroupCoordinatorService, ShareCoordinatorService, TransactionCoordinatorService,
+};
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
+use crate::share::{DefaultStatePersister, Persister};
 use kraftd_controller::quota::QuotaWindow;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
+use kraftd_coordinator::share::ShareCoordinatorConfig;
 use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
 use txn_marker_channel::TransactionMarkerChannelManager;
+
+/// How long the share persister waits for another broker's share coordinator (Kafka's
+/// `request.timeout.ms` default, which its persister's network client uses).
+const SHARE_PERSISTER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -125,6 +136,8 @@ pub struct BrokerConfig {
     pub group_coordinator: GroupCoordinatorConfig,
     /// `transaction.*` and `transactional.id.*`.
     pub transaction_coordinator: TransactionCoordinatorConfig,
+    /// `share.coordinator.*`.
+    pub share_coordinator: ShareCoordinatorConfig,
 }
 
 /// Where the broker's metadata comes from.
@@ -161,6 +174,8 @@ pub struct BrokerServer {
     log_cleaner: Option<LogCleaner>,
     group_coordinator: Arc<GroupCoordinatorService>,
     txn_coordinator: Arc<TransactionCoordinatorService>,
+    share_coordinator: Arc<ShareCoordinatorService>,
+    share_persister: DefaultStatePersister,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     /// The client listeners: one task that accepts on them once the broker is ready.
@@ -349,12 +364,31 @@ impl BrokerServer {
             cache.clone(),
             Arc::new(markers),
         );
+        let (share_coordinator, share_publisher) = ShareCoordinatorService::start(
+            config.share_coordinator.clone(),
+            config.node_id,
+            Arc::clone(&replica_manager),
+            cache.clone(),
+            None,
+        );
+        let share_persister = DefaultStatePersister::new(
+            config.node_id,
+            cache.clone(),
+            Arc::clone(&share_coordinator),
+            BrokerChannels::new(
+                format!("broker-{}-share-persister", config.node_id),
+                replica_config_listener.clone(),
+                config.inter_broker_security.clone(),
+                SHARE_PERSISTER_REQUEST_TIMEOUT,
+            ),
+        );
         // The coordinators learn of their partitions after the replica layer made them
         // leaders, so a shard loads from a log that is ready to append to.
         let mut publishers: Vec<Box<dyn MetadataPublisher + Send>> = vec![
             Box::new(ReplicaManagerPublisher(Arc::clone(&replica_manager))),
             Box::new(group_publisher),
             Box::new(txn_publisher),
+            Box::new(share_publisher),
             Box::new(cache.clone()),
         ];
         publishers.extend(published.publishers());
@@ -429,6 +463,8 @@ impl BrokerServer {
             },
             group_coordinator: Arc::clone(&group_coordinator),
             txn_coordinator: Arc::clone(&txn_coordinator),
+            share_coordinator: Arc::clone(&share_coordinator),
+            share_persister: Arc::new(share_persister.clone()) as Arc<dyn Persister>,
             txn_verifier: txn_verification::TxnVerifier::new(
                 config.node_id,
                 Arc::clone(&replica_manager),
@@ -440,6 +476,14 @@ impl BrokerServer {
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
         });
+        // The persister creates a missing __share_group_state as FindCoordinator does; a
+        // weak handle, since the context holds the persister.
+        let weak_context = Arc::downgrade(&context);
+        share_persister.set_create_state_topic(Box::new(move |image| {
+            if let Some(context) = weak_context.upgrade() {
+                InternalTopics::create_share_state_topic(&context, image);
+            }
+        }));
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(
             ReadyGate {
@@ -459,6 +503,8 @@ impl BrokerServer {
             log_cleaner: Some(log_cleaner),
             group_coordinator,
             txn_coordinator,
+            share_coordinator,
+            share_persister,
             stopped,
             raft_metrics: handle.metrics(),
             config,
@@ -488,6 +534,16 @@ impl BrokerServer {
     /// Transactions.
     pub fn txn_coordinator(&self) -> &Arc<TransactionCoordinatorService> {
         &self.txn_coordinator
+    }
+
+    /// Share partitions' state led here.
+    pub fn share_coordinator(&self) -> &Arc<ShareCoordinatorService> {
+        &self.share_coordinator
+    }
+
+    /// How this broker reaches the share coordinator of any share partition.
+    pub fn share_persister(&self) -> &DefaultStatePersister {
+        &self.share_persister
     }
 
     /// The hosted partitions.

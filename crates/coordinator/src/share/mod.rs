@@ -49,6 +49,32 @@ impl SharePartitionKey {
         }
     }
 
+    /// Reads a coordinator key (`"<group>:<topic id>:<partition>"`, the group id may hold
+    /// colons) as Kafka's `SharePartitionKey.getInstance(String)` does; `None` where Kafka
+    /// throws (FindCoordinator then answers INVALID_REQUEST).
+    pub fn parse(key: &str) -> Option<Self> {
+        let mut tokens: Vec<&str> = key.split(':').collect();
+        // Java's String.split drops trailing empty strings.
+        while tokens.last().is_some_and(|t| t.is_empty()) {
+            tokens.pop();
+        }
+        if tokens.len() < 3 {
+            return None;
+        }
+        let last = tokens.len() - 1;
+        let partition: i32 = tokens[last].parse().ok()?;
+        let topic_id = Uuid::from_base64(tokens[last - 1])?;
+        let group_id = tokens[..last - 1].join(":");
+        if group_id.trim().is_empty() {
+            return None;
+        }
+        Some(SharePartitionKey {
+            group_id,
+            topic_id,
+            partition,
+        })
+    }
+
     /// The key FindCoordinator (key type SHARE) and the coordinator's partitioner use:
     /// `"<group>:<topic id>:<partition>"` (Kafka's `asCoordinatorKey`, the topic id in
     /// Kafka's base64 form).

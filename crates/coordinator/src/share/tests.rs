@@ -478,6 +478,21 @@ fn partition_for_is_kafkas_mapping_of_the_coordinator_key() {
     );
     assert_eq!(key.coordinator_key(), "group:AAAAAAAAAAAAAAAAAAAAAQ:0");
     assert_eq!(
+        SharePartitionKey::parse(&key.coordinator_key()),
+        Some(key.clone())
+    );
+    let colons = SharePartitionKey::parse("a:b:AAAAAAAAAAAAAAAAAAAAAQ:7").unwrap();
+    assert_eq!((colons.group_id.as_str(), colons.partition), ("a:b", 7));
+    for bad in [
+        "",
+        "g:AAAAAAAAAAAAAAAAAAAAAQ",
+        " :AAAAAAAAAAAAAAAAAAAAAQ:0",
+        "g:x:0",
+        "g:AAAAAAAAAAAAAAAAAAAAAQ:p",
+    ] {
+        assert_eq!(SharePartitionKey::parse(bad), None, "{bad}");
+    }
+    assert_eq!(
         partition_for(&key, 50),
         crate::partitioner::partition_for("group:AAAAAAAAAAAAAAAAAAAAAQ:0", 50)
     );
