@@ -24,7 +24,8 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use common::raw::try_call;
-use common::{eventually, formatted_cluster, stop_gracefully, Node};
+use common::{eventually, formatted_cluster, kafka_jars, segment_files, stop_gracefully, Node};
+use kraftd_coordinator::share::SHARE_GROUP_STATE_TOPIC_NAME;
 
 const GROUP: &str = "share-group";
 const WAIT: Duration = Duration::from_secs(60);
@@ -288,7 +289,12 @@ fn share_state_lives_on_its_coordinator_and_survives_a_kill_9_of_it() {
             assert_eq!(code, ErrorCode::NotCoordinator, "broker {}", brokers[o].id);
         }
     }
-    ask_settled(&brokers[c], write_state(topic, 1, 10), ErrorCode::None, &logs);
+    ask_settled(
+        &brokers[c],
+        write_state(topic, 1, 10),
+        ErrorCode::None,
+        &logs,
+    );
     let written = (10, 1, vec![(10, 14, 2, 1), (15, 19, 0, 2)]);
     let answer = ask_settled(&brokers[c], read_state(topic, 2), ErrorCode::None, &logs);
     assert_eq!(state_of(&answer), written);
@@ -302,17 +308,25 @@ fn share_state_lives_on_its_coordinator_and_survives_a_kill_9_of_it() {
     };
     let p = &s.results[0].partitions[0];
     assert_eq!(
-        (p.start_offset, p.state_epoch, p.leader_epoch, p.delivery_complete_count),
+        (
+            p.start_offset,
+            p.state_epoch,
+            p.leader_epoch,
+            p.delivery_complete_count
+        ),
         (10, 1, 2, 3)
     );
 
     brokers[c].kill9();
-    let next = eventually("a new share coordinator", WAIT, &logs, || {
-        match share_coordinator(&brokers[others[0]], &key)? {
+    let next = eventually(
+        "a new share coordinator",
+        WAIT,
+        &logs,
+        || match share_coordinator(&brokers[others[0]], &key)? {
             id if id == coordinator => Err(format!("still {id}")),
             id => Ok(id),
-        }
-    });
+        },
+    );
     let n = index(next);
     let answer = ask_settled(&brokers[n], read_state(topic, 2), ErrorCode::None, &logs);
     assert_eq!(state_of(&answer), written, "the state after failover");
@@ -326,9 +340,55 @@ fn share_state_lives_on_its_coordinator_and_survives_a_kill_9_of_it() {
     };
     assert_eq!(s.results[0].partitions[0].start_offset, -1, "deleted");
     let (code, _) = ask(&brokers[n], read_state(topic, 2)).unwrap();
-    assert_eq!(code, ErrorCode::InvalidRequest, "a deleted share partition reads as uninitialized");
+    assert_eq!(
+        code,
+        ErrorCode::InvalidRequest,
+        "a deleted share partition reads as uninitialized"
+    );
 
+    let share_dirs: Vec<std::path::PathBuf> = (0..3)
+        .map(|p| brokers[n].partition_dir(SHARE_GROUP_STATE_TOPIC_NAME, p))
+        .collect();
     brokers.remove(c);
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
+
+    // Kafka's own tool reads kraftd's __share_group_state with Kafka's
+    // ShareCoordinatorRecordSerde: the snapshot, the updates (their batches and the tagged
+    // delivery complete count) and the tombstone.
+    let key_dir = share_dirs
+        .iter()
+        .find(|d| !segment_files(d).is_empty() && dump(d).contains(GROUP))
+        .expect("the key's __share_group_state partition has records");
+    let text = dump(key_dir);
+    let snapshot = format!(
+        r#"key: {{"type":"0","data":{{"groupId":"{GROUP}","topicId":"{topic}","partition":0}}}}"#
+    );
+    assert!(text.contains(&snapshot), "a ShareSnapshot record:\n{text}");
+    assert!(
+        text.contains(r#"key: {"type":"1""#),
+        "a ShareUpdate record:\n{text}"
+    );
+    assert!(
+        text.contains(
+            r#""deliveryCompleteCount":3,"stateBatches":[{"firstOffset":10,"lastOffset":14,"deliveryState":2,"deliveryCount":1},{"firstOffset":15,"lastOffset":19,"deliveryState":0,"deliveryCount":2}]"#
+        ),
+        "the written batches:\n{text}"
+    );
+    assert!(text.contains("payload: <DELETE>"), "the tombstone:\n{text}");
+    assert!(
+        !text.contains("Error at offset") && !text.contains("Unknown record type"),
+        "every record decodes:\n{text}"
+    );
+}
+
+/// Kafka's DumpLogSegments with `--share-group-state-decoder` over a partition's segments.
+fn dump(partition_dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for segment in segment_files(partition_dir) {
+        let (ok, stdout, stderr) = kafka_jars::dump_share_state_segment(&segment);
+        assert!(ok, "DumpLogSegments failed on {segment:?}: {stderr}");
+        out.push_str(&stdout);
+    }
+    out
 }
