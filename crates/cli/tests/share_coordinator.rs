@@ -228,8 +228,11 @@ fn node_logs(dirs: &[std::path::PathBuf]) -> String {
     out
 }
 
+/// A state batch as (first, last, state, count).
+type Batch = (i64, i64, i8, i16);
+
 /// (start offset, state epoch, batches as (first, last, state, count)) of a read.
-fn state_of(answer: &ResponseBody) -> (i64, i32, Vec<(i64, i64, i8, i16)>) {
+fn state_of(answer: &ResponseBody) -> (i64, i32, Vec<Batch>) {
     let ResponseBody::ReadShareGroupState(r) = answer else {
         panic!("not a read: {answer:?}")
     };
