@@ -97,8 +97,10 @@ pub struct ShareCoordinatorShard {
     state_epochs: HashMap<SharePartitionKey, i32>,
     /// Updates since the last snapshot that reset the count.
     snapshot_update_count: HashMap<SharePartitionKey, i32>,
-    /// The topic ids the last metadata named, to notice deleted topics.
-    known_topics: BTreeSet<Uuid>,
+    /// The topics of this shard's share partitions that the last metadata had: one gone
+    /// from the next metadata was deleted (a topic never seen is not taken for deleted, so
+    /// a shard loaded before its first metadata deletes nothing).
+    present_topics: BTreeSet<Uuid>,
     timer: Timer<ShareTimerKey>,
     out: ShareShardOutput,
 }
@@ -113,7 +115,7 @@ impl ShareCoordinatorShard {
             leader_epochs: HashMap::new(),
             state_epochs: HashMap::new(),
             snapshot_update_count: HashMap::new(),
-            known_topics: BTreeSet::new(),
+            present_topics: BTreeSet::new(),
             timer: Timer::default(),
             out: ShareShardOutput::default(),
         }
@@ -219,15 +221,15 @@ impl ShareCoordinatorShard {
     }
 
     /// New metadata: the share partitions of topics that are gone are deleted (Kafka's
-    /// `maybeCleanupShareState` on a topics delta).
+    /// `maybeCleanupShareState` on a topics delta). Only this shard's topics are looked up,
+    /// so the cost follows the shard's state, not the cluster's topic count.
     pub fn on_metadata_update(&mut self, topics: Arc<dyn TopicMetadata>) {
-        let now: BTreeSet<Uuid> = topics
-            .topic_names()
-            .iter()
-            .filter_map(|n| topics.topic_by_name(n).map(|(id, _)| id))
-            .collect();
-        let deleted: BTreeSet<Uuid> = self.known_topics.difference(&now).copied().collect();
-        self.known_topics = now;
+        let ours: BTreeSet<Uuid> = self.share_state.keys().map(|k| k.topic_id).collect();
+        let (present, absent): (BTreeSet<Uuid>, BTreeSet<Uuid>) = ours
+            .into_iter()
+            .partition(|id| topics.topic_by_id(*id).is_some());
+        let deleted: BTreeSet<Uuid> = absent.intersection(&self.present_topics).copied().collect();
+        self.present_topics = present;
         self.topics = topics;
         if deleted.is_empty() {
             return;
@@ -346,6 +348,8 @@ impl ShareCoordinatorShard {
             write_timestamp: now_ms,
         };
         self.write(ShareCoordinatorRecord::snapshot(&key, &offset));
+        // The metadata has the topic (checked above): its deletion must be noticed.
+        self.present_topics.insert(topic_id);
         init_response(topic_id, p.partition, ErrorCode::None, None)
     }
 

@@ -593,3 +593,25 @@ fn the_runtime_contract_encodes_what_the_shard_wrote() {
     assert_eq!(fresh.state(&key).unwrap().start_offset, 3);
     assert_eq!(fresh.state(&key).unwrap().delivery_complete_count, 0);
 }
+
+#[test]
+fn a_shard_loaded_before_its_first_metadata_deletes_nothing() {
+    let mut r = replica(ShareCoordinatorConfig::default());
+    assert_eq!(
+        code(&ask(&mut r, initialize(tid(1), 0, 0, 0))),
+        ErrorCode::None
+    );
+    // Loaded as the runtime loads a shard before any metadata reached it.
+    r.topics = Arc::new(crate::context::NoTopics);
+    let mut shard = r.reload();
+    let key = SharePartitionKey::new(GROUP, tid(1), 0);
+    assert!(shard.take_output().records.is_empty());
+    shard.on_metadata_update(Cluster::new(2, 1));
+    assert!(shard.take_output().records.is_empty());
+    assert!(shard.state(&key).is_some());
+    // Once seen, a topic that goes is deleted.
+    shard.on_metadata_update(Cluster::new(0, 1));
+    let out = shard.take_output();
+    assert_eq!(out.records, vec![ShareCoordinatorRecord::tombstone(&key)]);
+    assert!(shard.state(&key).is_none());
+}
