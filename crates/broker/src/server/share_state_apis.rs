@@ -69,21 +69,85 @@ impl ShareStateApis<'_> {
         }
     }
 
-    /// Kafka's `toGlobalErrorResponse` when the sender may not CLUSTER_ACTION: every
-    /// partition CLUSTER_AUTHORIZATION_FAILED.
+    /// The share coordinator's answer, unless the sender may not CLUSTER_ACTION.
     async fn run<R: ShareStateRequest>(
         &self,
         ctx: kraftd_coordinator::context::RequestContext,
         request: R,
         allowed: bool,
     ) -> R::Response {
-        if !allowed {
-            let code = ErrorCode::ClusterAuthorizationFailed;
-            return request.fail_all(code, code.name());
+        if let Some(refused) = refusal(&request, allowed) {
+            return refused;
         }
         self.context
             .share_coordinator
             .state_call(ctx, request)
             .await
+    }
+}
+
+/// The answer to a sender that may not CLUSTER_ACTION (Kafka's `toGlobalErrorResponse`:
+/// every partition CLUSTER_AUTHORIZATION_FAILED); `None` when it may.
+pub fn refusal<R: ShareStateRequest>(request: &R, allowed: bool) -> Option<R::Response> {
+    let code = ErrorCode::ClusterAuthorizationFailed;
+    (!allowed).then(|| request.fail_all(code, code.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kraftd_controller::auth::AuthHelper;
+    use kraftd_controller::control::acl::RESOURCE_TYPE_CLUSTER;
+    use kraftd_controller::publisher::AuthorizerConfig;
+    use kraftd_controller::testing::acls::{authorizer_with, TestAcl};
+    use kraftd_net::KafkaPrincipal;
+    use kraftd_protocol::messages::delete_share_group_state_request::{
+        DeleteStateData, PartitionData,
+    };
+    use kraftd_protocol::messages::DeleteShareGroupStateRequest;
+    use kraftd_protocol::Uuid;
+
+    fn broker(acls: &[TestAcl]) -> RequestAuth {
+        let authorizer = authorizer_with(AuthorizerConfig::default(), acls);
+        AuthHelper::new(&authorizer)
+            .request(&KafkaPrincipal::user("broker"), "10.0.0.1".parse().unwrap())
+    }
+
+    #[test]
+    fn only_cluster_action_reaches_the_share_coordinator() {
+        let request = DeleteShareGroupStateRequest {
+            group_id: "g".into(),
+            topics: vec![DeleteStateData {
+                topic_id: Uuid([1; 16]),
+                partitions: (0..2)
+                    .map(|partition| PartitionData {
+                        partition,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let nobody = broker(&[]);
+        let refused = refusal(&request, nobody.authorize_cluster(OPERATION_CLUSTER_ACTION))
+            .expect("refused without CLUSTER_ACTION");
+        let codes: Vec<i16> = refused.results[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        assert_eq!(codes, vec![ErrorCode::ClusterAuthorizationFailed.code(); 2]);
+        let allowed = broker(&[TestAcl::allow(
+            RESOURCE_TYPE_CLUSTER,
+            "kafka-cluster",
+            "User:broker",
+            OPERATION_CLUSTER_ACTION,
+        )]);
+        assert!(refusal(
+            &request,
+            allowed.authorize_cluster(OPERATION_CLUSTER_ACTION)
+        )
+        .is_none());
     }
 }
