@@ -389,7 +389,10 @@ fn share_state_lives_on_its_coordinator_and_survives_a_kill_9_of_it() {
 fn dump(partition_dir: &std::path::Path) -> String {
     let mut out = String::new();
     for segment in segment_files(partition_dir) {
-        let (ok, stdout, stderr) = kafka_jars::dump_share_state_segment(&segment);
+        let (ok, stdout, stderr) = kafka_jars::dump_log_segment_with(
+            &segment,
+            &["--print-data-log", "--share-group-state-decoder"],
+        );
         assert!(ok, "DumpLogSegments failed on {segment:?}: {stderr}");
         out.push_str(&stdout);
     }

@@ -88,33 +88,6 @@ pub fn dump_log_segment_with(segment: &Path, extra: &[&str]) -> (bool, String, S
     )
 }
 
-/// [`dump_log_segment`] with `--share-group-state-decoder`: the records of a
-/// `__share_group_state` segment as Kafka's `ShareCoordinatorRecordSerde` reads them.
-pub fn dump_share_state_segment(segment: &Path) -> (bool, String, String) {
-    let out = Command::new("java")
-        .arg(log4j_option())
-        .args([
-            "-cp",
-            &classpath(),
-            "org.apache.kafka.tools.DumpLogSegments",
-        ])
-        .arg("--files")
-        .arg(segment)
-        .args([
-            "--deep-iteration",
-            "--print-data-log",
-            "--share-group-state-decoder",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("java starts");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// Runs the Kafka tool `class` with `args` (stdin closed, output captured); a tool that has
 /// not exited after 90 s is killed (only our own child, by its pid) so a hung tool fails its
 /// test instead of stalling the suite.
