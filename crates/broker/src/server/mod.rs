@@ -364,12 +364,11 @@ impl BrokerServer {
             cache.clone(),
             Arc::new(markers),
         );
-        let (share_coordinator, share_publisher) = ShareCoordinatorService::start(
+        let (share_coordinator, share_publisher) = ShareCoordinatorService::start_with_pruning(
             config.share_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
-            None,
         );
         let share_persister = DefaultStatePersister::new(
             config.node_id,
