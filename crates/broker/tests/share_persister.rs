@@ -4,7 +4,9 @@
 //! time it is asked about a share partition): one request naming share partitions of both
 //! coordinators is split, each part goes to its coordinator (the local shard directly, the
 //! other over the network), NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retried as
-//! Kafka's PersisterStateManager retries them, and every share partition is answered.
+//! Kafka's PersisterStateManager retries them, and every share partition is answered. With
+//! no `__share_group_state` yet, the persister asks for it and, once Kafka's retries are
+//! spent, answers COORDINATOR_NOT_AVAILABLE.
 
 mod common;
 
