@@ -4,7 +4,9 @@
 //! time it is asked about a share partition): one request naming share partitions of both
 //! coordinators is split, each part goes to its coordinator (the local shard directly, the
 //! other over the network), NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retried as
-//! Kafka's PersisterStateManager retries them, and every share partition is answered.
+//! Kafka's PersisterStateManager retries them, and every share partition is answered. With
+//! no `__share_group_state` yet, the persister asks for it and, once Kafka's retries are
+//! spent, answers COORDINATOR_NOT_AVAILABLE.
 
 mod common;
 
@@ -164,6 +166,106 @@ fn mixed_group() -> (String, Vec<i32>, Vec<i32>) {
     unreachable!()
 }
 
+/// This broker: a ReplicaManager, its share coordinator and its persister, given `records`.
+struct Local {
+    persister: DefaultStatePersister,
+    _raft: tokio::sync::watch::Sender<kraftd_raft::driver::RaftMetrics>,
+    _epoch: tokio::sync::watch::Sender<i64>,
+}
+
+impl Local {
+    fn start(log_dir: &std::path::Path, records: Vec<MetadataRecord>) -> Local {
+        let (channel, raft) = common::channel_to(
+            format!("broker-{LOCAL}-alter-partition-channel"),
+            common::voters_on(1000, unused_port()),
+            1000,
+            Duration::from_secs(1),
+        );
+        let (epoch, epoch_rx) = tokio::sync::watch::channel(10);
+        let alter = DefaultAlterPartitionManager::start(LOCAL, epoch_rx, channel);
+        let cache = MetadataCache::new(LOCAL, "share-persister-test");
+        let rm = ReplicaManager::new(
+            ReplicaManagerConfig::new(LOCAL, vec![log_dir.to_path_buf()]),
+            cache.clone(),
+            alter,
+            Arc::new(AtomicI64::new(10)),
+        )
+        .unwrap();
+        let config = ShareCoordinatorConfig {
+            state_topic_partitions: 2,
+            ..Default::default()
+        };
+        let (coordinator, mut publisher) =
+            ShareCoordinatorService::start(config, LOCAL, Arc::clone(&rm), cache.clone(), None);
+        let empty = MetadataImage::empty();
+        let mut delta = MetadataDelta::new(&empty);
+        for r in records {
+            delta.replay(&r).unwrap();
+        }
+        let image = delta.apply();
+        cache.set_image(image.clone());
+        rm.apply_delta(&delta, &image);
+        publisher.on_metadata_update(&delta, &image);
+        let persister = DefaultStatePersister::new(
+            LOCAL,
+            cache.clone(),
+            coordinator,
+            BrokerChannels::new(
+                "share-persister-test".into(),
+                None,
+                Default::default(),
+                Duration::from_secs(5),
+            ),
+        );
+        Local {
+            persister,
+            _raft: raft,
+            _epoch: epoch,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_state_topic_is_asked_for_and_answered_coordinator_not_available() {
+    // No __share_group_state yet.
+    let mut records = cluster(unused_port());
+    records.retain(|r| match r {
+        MetadataRecord::Topic(t) => t.topic_id != STATE_ID,
+        MetadataRecord::Partition(p) => p.topic_id != STATE_ID,
+        _ => true,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let local = Local::start(dir.path(), records);
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    local
+        .persister
+        .set_create_state_topic(Box::new(move |_image: &MetadataImage| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }));
+    let request = InitializeShareGroupStateRequest {
+        group_id: "g".into(),
+        topics: vec![init::InitializeStateData {
+            topic_id: TOPIC_ID,
+            partitions: vec![init::PartitionData {
+                partition: 0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    // Kafka's retries (1 + 2 + 4 + 8 s of backoff), then the last error is the answer.
+    let answer = local.persister.initialize_state(request).await;
+    let p = &answer.results[0].partitions[0];
+    assert_eq!(p.error_code, ErrorCode::CoordinatorNotAvailable.code());
+    assert_eq!(
+        asked.load(std::sync::atomic::Ordering::Relaxed),
+        kraftd_broker::share::default_persister::MAX_ATTEMPTS as usize,
+        "the topic is asked for on every attempt"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_is_split_by_coordinator_and_retried_until_each_part_is_answered() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -184,49 +286,7 @@ async fn a_request_is_split_by_coordinator_and_retried_until_each_part_is_answer
     ));
 
     let dir = tempfile::tempdir().unwrap();
-    let (channel, _raft) = common::channel_to(
-        format!("broker-{LOCAL}-alter-partition-channel"),
-        common::voters_on(1000, unused_port()),
-        1000,
-        Duration::from_secs(1),
-    );
-    let (_epoch, epoch_rx) = tokio::sync::watch::channel(10);
-    let alter = DefaultAlterPartitionManager::start(LOCAL, epoch_rx, channel);
-    let cache = MetadataCache::new(LOCAL, "share-persister-test");
-    let rm = ReplicaManager::new(
-        ReplicaManagerConfig::new(LOCAL, vec![dir.path().to_path_buf()]),
-        cache.clone(),
-        alter,
-        Arc::new(AtomicI64::new(10)),
-    )
-    .unwrap();
-    let config = ShareCoordinatorConfig {
-        state_topic_partitions: 2,
-        ..Default::default()
-    };
-    let (coordinator, mut publisher) =
-        ShareCoordinatorService::start(config, LOCAL, Arc::clone(&rm), cache.clone(), None);
-    let empty = MetadataImage::empty();
-    let mut delta = MetadataDelta::new(&empty);
-    for r in cluster(remote_port) {
-        delta.replay(&r).unwrap();
-    }
-    let image = delta.apply();
-    cache.set_image(image.clone());
-    rm.apply_delta(&delta, &image);
-    publisher.on_metadata_update(&delta, &image);
-
-    let persister = DefaultStatePersister::new(
-        LOCAL,
-        cache.clone(),
-        coordinator,
-        BrokerChannels::new(
-            "share-persister-test".into(),
-            None,
-            Default::default(),
-            Duration::from_secs(5),
-        ),
-    );
+    let persister = Local::start(dir.path(), cluster(remote_port)).persister;
     let (group, local, remote) = mixed_group();
     let request = InitializeShareGroupStateRequest {
         group_id: group.clone(),

@@ -6,18 +6,82 @@
 //! partition moves, COORDINATOR_LOAD_IN_PROGRESS while it loads) failing only its own share
 //! partition.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use kraftd_coordinator::context::RequestContext;
 use kraftd_coordinator::share::shard::kafka_message;
-use kraftd_coordinator::share::{partition_for, ShareCoordinatorShard, SharePartitionKey};
+use kraftd_coordinator::share::{
+    partition_for, ShareCoordinatorConfig, ShareCoordinatorShard, SharePartitionKey, ShareWork,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+};
 use kraftd_protocol::ErrorCode;
+use tracing::{debug, warn};
 
+use super::publisher::CoordinatorPublisher;
+use super::runtime::WorkHandler;
 use super::service::CoordinatorService;
+use crate::metadata::MetadataCache;
+use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::TopicIdPartition;
 use crate::share::state_api::ShareStateRequest;
 
-/// The broker's share coordinator (started with [`CoordinatorService::start`], no work).
+/// How long a prune waits for the followers' log start (Kafka's DeleteRecords default).
+const PRUNE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The broker's share coordinator.
 pub type ShareCoordinatorService = CoordinatorService<ShareCoordinatorShard>;
 
 impl CoordinatorService<ShareCoordinatorShard> {
+    /// Starts the share coordinator, its shards' prune work (Kafka's
+    /// `setupRecordPruning`: records every share partition has moved past are deleted)
+    /// carried out through `replica_manager`; the returned publisher must run after the
+    /// ReplicaManager's.
+    pub fn start_with_pruning(
+        config: ShareCoordinatorConfig,
+        node_id: i32,
+        replica_manager: Arc<ReplicaManager>,
+        cache: MetadataCache,
+    ) -> (
+        Arc<ShareCoordinatorService>,
+        CoordinatorPublisher<ShareCoordinatorShard>,
+    ) {
+        let rm = Arc::clone(&replica_manager);
+        let image_cache = cache.clone();
+        let work: WorkHandler<ShareCoordinatorShard> = Arc::new(
+            move |partition, _leader_epoch, work, _handle| {
+                let ShareWork::DeleteRecordsBefore { offset } = work;
+                let Some(topic_id) = image_cache
+                    .image()
+                    .topics
+                    .get_by_name(SHARE_GROUP_STATE_TOPIC_NAME)
+                    .map(|t| t.id)
+                else {
+                    return;
+                };
+                let tp = TopicIdPartition {
+                    topic_id,
+                    topic: SHARE_GROUP_STATE_TOPIC_NAME.to_string(),
+                    partition,
+                };
+                let rm = Arc::clone(&rm);
+                tokio::spawn(async move {
+                    for (_, result) in rm.delete_records(PRUNE_TIMEOUT, vec![(tp, offset)]).await {
+                        match result {
+                            Ok(low_watermark) => {
+                                debug!(partition, offset, low_watermark, "share state pruned")
+                            }
+                            Err(code) => {
+                                warn!(partition, offset, error = ?code, "pruning share state failed")
+                            }
+                        }
+                    }
+                });
+            },
+        );
+        Self::start(config, node_id, replica_manager, cache, Some(work))
+    }
+
     /// The `__share_group_state` partition of a share partition.
     pub fn partition_for_share(&self, key: &SharePartitionKey) -> i32 {
         partition_for(key, self.topic_partitions())

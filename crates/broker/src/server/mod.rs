@@ -353,12 +353,11 @@ impl BrokerServer {
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
         // NOT_LEADER_OR_FOLLOWER.
-        let (share_coordinator, share_publisher) = ShareCoordinatorService::start(
+        let (share_coordinator, share_publisher) = ShareCoordinatorService::start_with_pruning(
             config.share_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
-            None,
         );
         let share_persister = DefaultStatePersister::new(
             config.node_id,

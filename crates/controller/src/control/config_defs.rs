@@ -801,6 +801,10 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("share.coordinator.state.topic.num.partitions", int(1))
         .default("50")
         .doc("The number of partitions for the share-group state topic (should not change after deployment)."),
+    def("share.coordinator.state.topic.prune.interval.ms", int(1))
+        .default("300000")
+        .internal()
+        .doc("The duration in milliseconds that the share coordinator will wait between pruning eligible records in share-group state topic."),
     def("share.coordinator.state.topic.replication.factor", ConfigType::Short { min: 1 })
         .default("3")
         .doc("Replication factor for the share-group state topic. Topic creation will fail until the cluster size meets this replication factor requirement."),

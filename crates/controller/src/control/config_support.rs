@@ -327,6 +327,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "share.coordinator.snapshot.update.records.per.snapshot", SHARE_COORDINATOR),
     honoured(S, "share.coordinator.state.topic.min.isr", SHARE_STATE_TOPIC),
     honoured(S, "share.coordinator.state.topic.num.partitions", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.prune.interval.ms", "the share coordinator's shards delete the records every share partition has moved past (DeleteRecords on __share_group_state)"),
     honoured(S, "share.coordinator.state.topic.replication.factor", SHARE_STATE_TOPIC),
     honoured(S, "share.coordinator.state.topic.segment.bytes", SHARE_STATE_TOPIC),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),

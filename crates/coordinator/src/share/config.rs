@@ -27,6 +27,9 @@ pub struct ShareCoordinatorConfig {
     /// partitions not written for this long get a fresh snapshot, so the records before it
     /// become redundant.
     pub cold_partition_snapshot_interval_ms: i64,
+    /// `share.coordinator.state.topic.prune.interval.ms` (internal): how often each shard
+    /// deletes the records of its partition that no share partition's state needs.
+    pub state_topic_prune_interval_ms: i64,
 }
 
 impl Default for ShareCoordinatorConfig {
@@ -38,6 +41,7 @@ impl Default for ShareCoordinatorConfig {
             state_topic_segment_bytes: 104_857_600,
             snapshot_update_records_per_snapshot: 500,
             cold_partition_snapshot_interval_ms: 300_000,
+            state_topic_prune_interval_ms: 300_000,
         }
     }
 }
@@ -51,6 +55,7 @@ impl ShareCoordinatorConfig {
         "share.coordinator.state.topic.segment.bytes",
         "share.coordinator.snapshot.update.records.per.snapshot",
         "share.coordinator.cold.partition.snapshot.interval.ms",
+        "share.coordinator.state.topic.prune.interval.ms",
     ];
 
     /// The settings from a properties map (Kafka's defaults for what it lacks), each with
@@ -75,6 +80,9 @@ impl ShareCoordinatorConfig {
                 }
                 "share.coordinator.cold.partition.snapshot.interval.ms" => {
                     c.cold_partition_snapshot_interval_ms = i64::from(p.int(1)?)
+                }
+                "share.coordinator.state.topic.prune.interval.ms" => {
+                    c.state_topic_prune_interval_ms = i64::from(p.int(1)?)
                 }
                 _ => {}
             }
@@ -104,6 +112,7 @@ mod tests {
         assert_eq!(c.state_topic_segment_bytes, 104_857_600);
         assert_eq!(c.snapshot_update_records_per_snapshot, 500);
         assert_eq!(c.cold_partition_snapshot_interval_ms, 300_000);
+        assert_eq!(c.state_topic_prune_interval_ms, 300_000);
 
         let c = ShareCoordinatorConfig::from_properties(&props(&[
             ("share.coordinator.state.topic.num.partitions", "3"),

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use crate::context::{ReplyId, RequestContext, TopicMetadata};
 use crate::shard::{CoordinatorOutput, CoordinatorShard, Gauge, OutputBatch, ReplayFailure};
 
+use super::shard::ShareWork;
 use super::{
     ShareCoordinatorConfig, ShareCoordinatorRecord, ShareCoordinatorShard, ShareShardRequest,
     ShareShardResponse,
@@ -22,7 +23,7 @@ impl CoordinatorShard for ShareCoordinatorShard {
     type Config = ShareCoordinatorConfig;
     type Request = ShareShardRequest;
     type Response = ShareShardResponse;
-    type Work = ();
+    type Work = ShareWork;
 
     const TOPIC: &'static str = SHARE_GROUP_STATE_TOPIC_NAME;
     const METRICS_GROUP: &'static str = "share-coordinator-metrics";
@@ -44,17 +45,21 @@ impl CoordinatorShard for ShareCoordinatorShard {
 
     fn replay(
         &mut self,
-        _offset: i64,
+        offset: i64,
         _producer: Option<(i64, i16)>,
         key: Bytes,
         value: Option<Bytes>,
     ) -> Result<(), ReplayFailure> {
         let record =
             ShareCoordinatorRecord::decode(key, value).map_err(ReplayFailure::from_decode)?;
-        ShareCoordinatorShard::replay(self, &record)
+        ShareCoordinatorShard::replay(self, Some(offset), &record)
     }
 
     fn replay_end_txn(&mut self, _offset: i64, _producer_id: i64, _commit: bool) {}
+
+    fn on_appended(&mut self, base_offset: i64) {
+        ShareCoordinatorShard::on_appended(self, base_offset)
+    }
 
     fn on_loaded(&mut self, now_ms: i64) {
         ShareCoordinatorShard::on_loaded(self, now_ms)
@@ -82,7 +87,7 @@ impl CoordinatorShard for ShareCoordinatorShard {
         ShareCoordinatorShard::next_deadline(self)
     }
 
-    fn take_output(&mut self) -> CoordinatorOutput<ShareShardResponse, ()> {
+    fn take_output(&mut self) -> CoordinatorOutput<ShareShardResponse, ShareWork> {
         let out = ShareCoordinatorShard::take_output(self);
         let mut batch = OutputBatch::default();
         for r in &out.records {
@@ -94,7 +99,7 @@ impl CoordinatorShard for ShareCoordinatorShard {
         CoordinatorOutput {
             batches: vec![batch],
             replies: out.replies,
-            work: Vec::new(),
+            work: out.work,
         }
     }
 

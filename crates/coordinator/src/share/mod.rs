@@ -29,7 +29,7 @@ pub use config::ShareCoordinatorConfig;
 pub use coordinator_shard::{SHARE_GROUP_STATE_TOPIC_NAME, SHARE_VERSION_FEATURE};
 pub use offset::{PersisterStateBatch, ShareGroupOffset};
 pub use records::ShareCoordinatorRecord;
-pub use shard::{ShareCoordinatorShard, ShareShardRequest, ShareShardResponse};
+pub use shard::{ShareCoordinatorShard, ShareShardRequest, ShareShardResponse, ShareWork};
 
 /// A share partition: a share group's view of one topic partition (Kafka's
 /// `SharePartitionKey`).

@@ -20,7 +20,7 @@
 //! State changes only in [`ShareCoordinatorShard::replay`]: a request's records are applied
 //! by replaying them at once, the path a load takes too.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use kraftd_protocol::messages::{
@@ -69,12 +69,21 @@ pub enum ShareShardResponse {
     ReadSummary(ReadShareGroupStateSummaryResponse),
 }
 
-/// What a call produced: records to append (already replayed), and replies to release once
-/// they, and everything written before them, are committed.
+/// Work the runtime carries out once everything written before it is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareWork {
+    /// Delete the partition's records below `offset` (Kafka's prune job: every share
+    /// partition's state is in records at or after it).
+    DeleteRecordsBefore { offset: i64 },
+}
+
+/// What a call produced: records to append (already replayed), replies and work to release
+/// once they, and everything written before them, are committed.
 #[derive(Debug, Default)]
 pub struct ShareShardOutput {
     pub records: Vec<ShareCoordinatorRecord>,
     pub replies: Vec<(ReplyId, ShareShardResponse)>,
+    pub work: Vec<ShareWork>,
 }
 
 /// The shard's periodic work (Kafka's service timer tasks).
@@ -82,6 +91,8 @@ pub struct ShareShardOutput {
 pub enum ShareTimerKey {
     /// `share.coordinator.cold.partition.snapshot.interval.ms`.
     SnapshotColdPartitions,
+    /// `share.coordinator.state.topic.prune.interval.ms`.
+    PruneRecords,
 }
 
 /// The state of one `__share_group_state` partition (see the module docs).
@@ -101,6 +112,13 @@ pub struct ShareCoordinatorShard {
     /// from the next metadata was deleted (a topic never seen is not taken for deleted, so
     /// a shard loaded before its first metadata deletes nothing).
     present_topics: BTreeSet<Uuid>,
+    /// Where the records that matter are (Kafka's `ShareCoordinatorOffsetsManager`).
+    offsets: OffsetsManager,
+    /// What this shard wrote whose offsets the runtime has not reported yet, in order:
+    /// (share partition, whether it is a snapshot, whether it is a tombstone).
+    unplaced: VecDeque<(SharePartitionKey, bool, bool)>,
+    /// The offset the last prune asked for (Kafka's `lastPrunedOffsets`): not asked twice.
+    last_pruned: Option<i64>,
     timer: Timer<ShareTimerKey>,
     out: ShareShardOutput,
 }
@@ -116,6 +134,9 @@ impl ShareCoordinatorShard {
             state_epochs: HashMap::new(),
             snapshot_update_count: HashMap::new(),
             present_topics: BTreeSet::new(),
+            offsets: OffsetsManager::default(),
+            unplaced: VecDeque::new(),
+            last_pruned: None,
             timer: Timer::default(),
             out: ShareShardOutput::default(),
         }
@@ -149,9 +170,27 @@ impl ShareCoordinatorShard {
         self.share_state.len()
     }
 
-    /// Applies one record of the partition's log (Kafka's `ShareCoordinatorShard.replay`).
-    pub fn replay(&mut self, record: &ShareCoordinatorRecord) -> Result<(), ReplayFailure> {
+    /// Applies one record of the partition's log (Kafka's `ShareCoordinatorShard.replay`),
+    /// at `offset` when known (loading; a record written live learns its offset from
+    /// [`ShareCoordinatorShard::on_appended`]).
+    pub fn replay(
+        &mut self,
+        offset: Option<i64>,
+        record: &ShareCoordinatorRecord,
+    ) -> Result<(), ReplayFailure> {
         let key = record.share_partition_key();
+        let is_snapshot = matches!(record.key, ShareCoordinatorRecordKey::ShareSnapshot(_));
+        match offset {
+            Some(offset) => {
+                if is_snapshot {
+                    self.offsets
+                        .update(key.clone(), offset, record.value.is_none());
+                }
+            }
+            None => self
+                .unplaced
+                .push_back((key.clone(), is_snapshot, record.value.is_none())),
+        }
         match (&record.key, &record.value) {
             (ShareCoordinatorRecordKey::ShareSnapshot(_), None) => {
                 self.share_state.remove(&key);
@@ -218,6 +257,27 @@ impl ShareCoordinatorShard {
             ShareTimerKey::SnapshotColdPartitions,
             now_ms + self.config.cold_partition_snapshot_interval_ms,
         );
+        self.timer.schedule(
+            ShareTimerKey::PruneRecords,
+            now_ms + self.config.state_topic_prune_interval_ms,
+        );
+    }
+
+    /// The records this shard wrote last were appended from `base_offset` on: they count
+    /// for pruning from now on.
+    pub fn on_appended(&mut self, base_offset: i64) {
+        let unplaced = std::mem::take(&mut self.unplaced);
+        for (offset, (key, is_snapshot, is_delete)) in (base_offset..).zip(unplaced) {
+            if is_snapshot {
+                self.offsets.update(key, offset, is_delete);
+            }
+        }
+    }
+
+    /// The offset below which every record of this partition is redundant (each share
+    /// partition's state is in its last snapshot and the updates after it), if any.
+    pub fn last_redundant_offset(&self) -> Option<i64> {
+        self.offsets.last_redundant_offset()
     }
 
     /// New metadata: the share partitions of topics that are gone are deleted (Kafka's
@@ -259,6 +319,21 @@ impl ShareCoordinatorShard {
                         now_ms + self.config.cold_partition_snapshot_interval_ms,
                     );
                 }
+                ShareTimerKey::PruneRecords => {
+                    let enabled = self.topics.feature_level(SHARE_VERSION_FEATURE) >= 1;
+                    if let Some(offset) = self.last_redundant_offset() {
+                        if enabled && self.last_pruned != Some(offset) {
+                            self.out
+                                .work
+                                .push(ShareWork::DeleteRecordsBefore { offset });
+                            self.last_pruned = Some(offset);
+                        }
+                    }
+                    self.timer.schedule(
+                        ShareTimerKey::PruneRecords,
+                        now_ms + self.config.state_topic_prune_interval_ms,
+                    );
+                }
             }
         }
     }
@@ -285,7 +360,7 @@ impl ShareCoordinatorShard {
 
     /// A record written: replayed now, appended by the runtime.
     fn write(&mut self, record: ShareCoordinatorRecord) {
-        if let Err(e) = self.replay(&record) {
+        if let Err(e) = self.replay(None, &record) {
             panic!("a record the shard wrote does not replay: {e}");
         }
         self.out.records.push(record);
@@ -784,5 +859,42 @@ pub fn kafka_message(code: ErrorCode) -> &'static str {
             "The coordinator rejected the request because the state epoch did not match."
         }
         other => other.name(),
+    }
+}
+
+/// Kafka's `ShareCoordinatorOffsetsManager`: the offset of each share partition's last
+/// snapshot, and the smallest offset still needed (everything below is redundant).
+#[derive(Debug)]
+struct OffsetsManager {
+    snapshots: HashMap<SharePartitionKey, i64>,
+    last_redundant: i64,
+}
+
+impl Default for OffsetsManager {
+    fn default() -> Self {
+        OffsetsManager {
+            snapshots: HashMap::new(),
+            last_redundant: i64::MAX,
+        }
+    }
+}
+
+impl OffsetsManager {
+    /// A snapshot (or tombstone, `is_delete`) of `key` at `offset`.
+    fn update(&mut self, key: SharePartitionKey, offset: i64, is_delete: bool) {
+        self.last_redundant = self.last_redundant.min(offset);
+        self.snapshots.insert(key.clone(), offset);
+        if let Some(min) = self.snapshots.values().copied().min() {
+            self.last_redundant = min;
+        }
+        // Nothing after a deletion changes that share partition: its offset holds nothing
+        // back.
+        if is_delete {
+            self.snapshots.remove(&key);
+        }
+    }
+
+    fn last_redundant_offset(&self) -> Option<i64> {
+        (self.last_redundant > 0 && self.last_redundant != i64::MAX).then_some(self.last_redundant)
     }
 }

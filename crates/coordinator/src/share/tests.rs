@@ -615,3 +615,51 @@ fn a_shard_loaded_before_its_first_metadata_deletes_nothing() {
     assert_eq!(out.records, vec![ShareCoordinatorRecord::tombstone(&key)]);
     assert!(shard.state(&key).is_none());
 }
+
+#[test]
+fn records_before_every_share_partitions_last_snapshot_are_pruned() {
+    let mut r = replica(ShareCoordinatorConfig {
+        snapshot_update_records_per_snapshot: 1,
+        state_topic_prune_interval_ms: 1_000,
+        ..Default::default()
+    });
+    let k0 = initialize(tid(1), 0, 0, 0);
+    let k1 = initialize(tid(1), 1, 0, 0);
+    assert_eq!(code(&ask(&mut r, k0)), ErrorCode::None);
+    assert_eq!(code(&ask(&mut r, k1)), ErrorCode::None);
+    // Share partition 0: an update, then a snapshot (offsets 2 and 3).
+    for _ in 0..2 {
+        let w = write_req(tid(1), 0, 0, 0, 0, vec![batch(0, 1, 2, 1)]);
+        assert_eq!(code(&ask(&mut r, w)), ErrorCode::None);
+    }
+    assert_eq!(log_kinds(&r), "SSUS");
+    // Share partition 1's snapshot at 1 is the oldest still needed.
+    assert_eq!(r.shard.last_redundant_offset(), Some(1));
+    r.advance(1_000);
+    assert_eq!(r.work, vec![ShareWork::DeleteRecordsBefore { offset: 1 }]);
+    for _ in 0..2 {
+        let w = write_req(tid(1), 1, 0, 0, 0, vec![batch(0, 1, 2, 1)]);
+        assert_eq!(code(&ask(&mut r, w)), ErrorCode::None);
+    }
+    assert_eq!(r.shard.last_redundant_offset(), Some(3));
+    check_replay(&mut r, "prune", observe);
+    r.advance(1_000);
+    r.advance(1_000);
+    // The same offset is not asked twice.
+    assert_eq!(
+        r.work,
+        vec![
+            ShareWork::DeleteRecordsBefore { offset: 1 },
+            ShareWork::DeleteRecordsBefore { offset: 3 }
+        ]
+    );
+    // A deleted share partition holds nothing back.
+    assert_eq!(code(&ask(&mut r, delete_req(tid(1), 1))), ErrorCode::None);
+    let w = write_req(tid(1), 0, 0, 0, 0, vec![]);
+    assert_eq!(code(&ask(&mut r, w)), ErrorCode::None);
+    let w = write_req(tid(1), 0, 0, 0, 0, vec![]);
+    assert_eq!(code(&ask(&mut r, w)), ErrorCode::None);
+    assert_eq!(log_kinds(&r), "SSUSUSTUS");
+    assert_eq!(r.shard.last_redundant_offset(), Some(8));
+    check_replay(&mut r, "prune after delete", observe);
+}
