@@ -3,5 +3,7 @@
 //! partition's state reaches the share coordinator (`__share_group_state`).
 
 pub mod persister;
+pub mod share_partition;
 
 pub use persister::Persister;
+pub use share_partition::SharePartition;
