@@ -4,6 +4,7 @@
 
 pub mod persister;
 pub mod share_partition;
+pub mod share_session_cache;
 
 pub use persister::Persister;
 pub use share_partition::SharePartition;
