@@ -4,7 +4,9 @@
 
 pub mod persister;
 pub mod share_partition;
+pub mod share_partition_manager;
 pub mod share_session_cache;
 
 pub use persister::Persister;
 pub use share_partition::SharePartition;
+pub use share_partition_manager::SharePartitionManager;

@@ -1,0 +1,444 @@
+//! Share groups on a real ReplicaManager partition: the `SharePartitionManager` reading the
+//! local log, several members acquiring from one partition, acknowledgements persisted
+//! through a `Persister` (an in-memory share coordinator written for these tests), lock
+//! expiry redelivering to another member, the delivery count limit archiving, and
+//! read_committed skipping an aborted transaction.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use kraftd_broker::replica::replica_manager::TxnMarkerWrite;
+use kraftd_broker::share::persister::{Persister, PersisterFuture};
+use kraftd_broker::share::share_partition::{AcknowledgementBatch, ShareAcquireMode};
+use kraftd_broker::share::share_partition_manager::{
+    ShareFetchParams, ShareFetchPartition, ShareGroupConfig, SharePartitionManager,
+};
+use kraftd_protocol::messages::*;
+
+use super::*;
+
+const GROUP: &str = "workers";
+
+/// The share coordinator's state of one partition as it would persist it: the start
+/// offset and each offset's (state, delivery count) from it, merged write by write.
+#[derive(Debug, Default)]
+struct StoredState {
+    start_offset: i64,
+    state_epoch: i32,
+    offsets: BTreeMap<i64, (i8, i16)>,
+}
+
+/// An in-memory share coordinator for one group: ReadShareGroupState answers what
+/// WriteShareGroupState merged; a partition never written is uninitialized (start -1).
+#[derive(Debug, Default)]
+struct MemoryPersister {
+    state: Mutex<BTreeMap<(Uuid, i32), StoredState>>,
+    writes: Mutex<usize>,
+}
+
+impl MemoryPersister {
+    fn stored(&self, tp: &TopicIdPartition) -> (i64, Vec<(i64, i8, i16)>) {
+        let state = self.state.lock().unwrap();
+        let s = state
+            .get(&(tp.topic_id, tp.partition))
+            .expect("state written");
+        let offsets = s.offsets.iter().map(|(o, (st, c))| (*o, *st, *c)).collect();
+        (s.start_offset, offsets)
+    }
+}
+
+impl Persister for MemoryPersister {
+    fn initialize_state(
+        &self,
+        _request: InitializeShareGroupStateRequest,
+    ) -> PersisterFuture<InitializeShareGroupStateResponse> {
+        unreachable!("the partition side never initializes state")
+    }
+
+    fn read_state(
+        &self,
+        request: ReadShareGroupStateRequest,
+    ) -> PersisterFuture<ReadShareGroupStateResponse> {
+        use kraftd_protocol::messages::read_share_group_state_response::{
+            PartitionResult, ReadStateResult, StateBatch,
+        };
+        let state = self.state.lock().unwrap();
+        let results = request
+            .topics
+            .iter()
+            .map(|t| ReadStateResult {
+                topic_id: t.topic_id,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| match state.get(&(t.topic_id, p.partition)) {
+                        None => PartitionResult {
+                            partition: p.partition,
+                            start_offset: -1,
+                            ..Default::default()
+                        },
+                        Some(s) => PartitionResult {
+                            partition: p.partition,
+                            start_offset: s.start_offset,
+                            state_epoch: s.state_epoch,
+                            state_batches: s
+                                .offsets
+                                .iter()
+                                .map(|(o, (st, c))| StateBatch {
+                                    first_offset: *o,
+                                    last_offset: *o,
+                                    delivery_state: *st,
+                                    delivery_count: *c,
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ..Default::default()
+                        },
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        Box::pin(std::future::ready(ReadShareGroupStateResponse {
+            results,
+            ..Default::default()
+        }))
+    }
+
+    fn write_state(
+        &self,
+        request: WriteShareGroupStateRequest,
+    ) -> PersisterFuture<WriteShareGroupStateResponse> {
+        use kraftd_protocol::messages::write_share_group_state_response::{
+            PartitionResult, WriteStateResult,
+        };
+        *self.writes.lock().unwrap() += 1;
+        let mut state = self.state.lock().unwrap();
+        let mut results = Vec::new();
+        for t in &request.topics {
+            let mut partitions = Vec::new();
+            for p in &t.partitions {
+                let s = state.entry((t.topic_id, p.partition)).or_default();
+                s.start_offset = p.start_offset;
+                s.state_epoch = p.state_epoch;
+                for b in &p.state_batches {
+                    for o in b.first_offset..=b.last_offset {
+                        s.offsets.insert(o, (b.delivery_state, b.delivery_count));
+                    }
+                }
+                let start = s.start_offset;
+                s.offsets.retain(|o, _| *o >= start);
+                partitions.push(PartitionResult {
+                    partition: p.partition,
+                    ..Default::default()
+                });
+            }
+            results.push(WriteStateResult {
+                topic_id: t.topic_id,
+                partitions,
+                ..Default::default()
+            });
+        }
+        Box::pin(std::future::ready(WriteShareGroupStateResponse {
+            results,
+            ..Default::default()
+        }))
+    }
+
+    fn delete_state(
+        &self,
+        _request: DeleteShareGroupStateRequest,
+    ) -> PersisterFuture<DeleteShareGroupStateResponse> {
+        unreachable!("the partition side never deletes state")
+    }
+
+    fn read_summary(
+        &self,
+        _request: ReadShareGroupStateSummaryRequest,
+    ) -> PersisterFuture<ReadShareGroupStateSummaryResponse> {
+        unreachable!("the partition side never reads summaries")
+    }
+}
+
+fn group_config(key: &str, value: &str) -> MetadataRecord {
+    MetadataRecord::Config(ConfigRecord {
+        resource_type: 32,
+        resource_name: GROUP.into(),
+        name: key.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    })
+}
+
+/// A manager over `b`'s ReplicaManager with the group reading from the earliest offset
+/// and a short lock duration (a struct value below the config's minimum, for the test's
+/// speed only).
+fn manager(
+    b: &mut Broker,
+    persister: Arc<MemoryPersister>,
+    lock_ms: i32,
+) -> Arc<SharePartitionManager> {
+    b.apply(&[group_config("share.auto.offset.reset", "earliest")]);
+    let config = ShareGroupConfig {
+        record_lock_duration_ms: lock_ms,
+        delivery_count_limit: 2,
+        ..ShareGroupConfig::default()
+    };
+    SharePartitionManager::new(Arc::clone(&b.rm), persister, Some(b.cache.clone()), config)
+}
+
+fn params(member: &str, max_records: i32, max_wait: Duration) -> ShareFetchParams {
+    ShareFetchParams {
+        group_id: GROUP.into(),
+        member_id: member.into(),
+        max_wait,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        max_records,
+        acquire_mode: ShareAcquireMode::RecordLimit,
+    }
+}
+
+/// What `member` acquires: (first, last, delivery count) ranges.
+async fn share_fetch(
+    m: &SharePartitionManager,
+    tp: &TopicIdPartition,
+    member: &str,
+    max_records: i32,
+    max_wait: Duration,
+) -> Vec<(i64, i64, i16)> {
+    let partitions = [ShareFetchPartition {
+        tp: tp.clone(),
+        partition_max_bytes: 1 << 20,
+    }];
+    let mut answers = m
+        .fetch_messages(&params(member, max_records, max_wait), &partitions)
+        .await;
+    assert_eq!(answers.len(), 1);
+    let (_, data) = answers.pop().unwrap();
+    assert_eq!(data.error, ErrorCode::None);
+    if data.acquired_records.is_empty() {
+        assert!(data.records.is_empty(), "records only with acquisitions");
+    } else {
+        assert!(!data.records.is_empty(), "the acquired records' batches");
+    }
+    data.acquired_records
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect()
+}
+
+async fn ack(
+    m: &SharePartitionManager,
+    tp: &TopicIdPartition,
+    member: &str,
+    first: i64,
+    last: i64,
+    ack_type: i8,
+) -> ErrorCode {
+    let batches = vec![AcknowledgementBatch {
+        first_offset: first,
+        last_offset: last,
+        acknowledge_types: vec![ack_type],
+    }];
+    let mut answers = m
+        .acknowledge(GROUP, member, vec![(tp.clone(), batches)])
+        .await;
+    answers.pop().unwrap().1
+}
+
+async fn produce_values(b: &Broker, tp: &TopicIdPartition, n: usize) {
+    let t = unix_ms();
+    for i in 0..n {
+        b.produce_ok(-1, tp, batch(t, &[&format!("v{i}")])).await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn share_members_split_a_partition_and_acknowledgements_persist() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    produce_values(&b, &tp, 6).await;
+    let persister = Arc::new(MemoryPersister::default());
+    let m = manager(&mut b, Arc::clone(&persister), 30_000);
+
+    // Two members take disjoint records from the one partition.
+    assert_eq!(
+        share_fetch(&m, &tp, "a", 3, Duration::ZERO).await,
+        vec![(0, 2, 1)]
+    );
+    assert_eq!(
+        share_fetch(&m, &tp, "b", 3, Duration::ZERO).await,
+        vec![(3, 5, 1)]
+    );
+    assert!(share_fetch(&m, &tp, "c", 3, Duration::ZERO)
+        .await
+        .is_empty());
+
+    // Acknowledging another member's records is INVALID_RECORD_STATE.
+    assert_eq!(
+        ack(&m, &tp, "b", 0, 0, 1).await,
+        ErrorCode::InvalidRecordState
+    );
+    // a accepts 0-2; b accepts 3 and releases 4-5.
+    assert_eq!(ack(&m, &tp, "a", 0, 2, 1).await, ErrorCode::None);
+    assert_eq!(ack(&m, &tp, "b", 3, 3, 1).await, ErrorCode::None);
+    assert_eq!(ack(&m, &tp, "b", 4, 5, 2).await, ErrorCode::None);
+    assert_eq!(m.share_partition_offsets(GROUP, &tp), Some((4, 6)));
+    let (start, offsets) = persister.stored(&tp);
+    assert_eq!(start, 4);
+    assert_eq!(offsets, vec![(4, 0, 1), (5, 0, 1)]);
+
+    // The released records go to c, delivered a second time.
+    assert_eq!(
+        share_fetch(&m, &tp, "c", 10, Duration::ZERO).await,
+        vec![(4, 5, 2)]
+    );
+
+    // A new manager (a new leader) loads the persisted state: nothing accepted comes back.
+    let m2 = manager(&mut b, Arc::clone(&persister), 30_000);
+    assert_eq!(
+        share_fetch(&m2, &tp, "d", 10, Duration::ZERO).await,
+        vec![(4, 5, 2)]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_share_fetch_waits_for_a_produce() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    let persister = Arc::new(MemoryPersister::default());
+    let m = manager(&mut b, persister, 30_000);
+    assert!(share_fetch(&m, &tp, "a", 10, Duration::ZERO)
+        .await
+        .is_empty());
+    let waiting = {
+        let m = Arc::clone(&m);
+        let tp = tp.clone();
+        tokio::spawn(async move { share_fetch(&m, &tp, "a", 10, LONG_WAIT).await })
+    };
+    let_tasks_park().await;
+    produce_values(&b, &tp, 1).await;
+    assert_eq!(
+        answered(waiting, "the waiting share fetch").await,
+        vec![(0, 0, 1)]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn expired_locks_redeliver_and_the_delivery_limit_archives() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    produce_values(&b, &tp, 2).await;
+    let persister = Arc::new(MemoryPersister::default());
+    let m = manager(&mut b, Arc::clone(&persister), 50);
+    let _timer = m.start_lock_timer();
+
+    assert_eq!(
+        share_fetch(&m, &tp, "a", 10, Duration::ZERO).await,
+        vec![(0, 1, 1)]
+    );
+    // a never acknowledges: once its locks expire, b gets the records (second delivery).
+    assert_eq!(share_fetch(&m, &tp, "b", 10, GUARD).await, vec![(0, 1, 2)]);
+    assert_eq!(
+        ack(&m, &tp, "a", 0, 1, 1).await,
+        ErrorCode::InvalidRecordState
+    );
+    // b does not acknowledge either: at the limit (2) the expiry archives them.
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while m.share_partition_offsets(GROUP, &tp) != Some((2, 2)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "records never archived"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(persister.stored(&tp).0, 2);
+    assert!(share_fetch(&m, &tp, "c", 10, Duration::ZERO)
+        .await
+        .is_empty());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn read_committed_share_fetch_skips_an_aborted_transaction() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    let t = unix_ms();
+    let txn = |sequence, value: &str| {
+        let builder = RecordBatchBuilder::new(0)
+            .producer(10, 0, sequence)
+            .transactional(true);
+        built(builder, t, &[value])
+    };
+    // 0 plain, 1-2 a transaction of producer 10 that aborts (marker at 3), 4 plain.
+    b.produce_ok(-1, &tp, batch(t, &["p0"])).await;
+    b.produce_ok(-1, &tp, txn(0, "t1")).await;
+    b.produce_ok(-1, &tp, txn(1, "t2")).await;
+    let written =
+        b.rm.write_txn_markers(
+            Duration::from_secs(5),
+            &[TxnMarkerWrite {
+                producer_id: 10,
+                producer_epoch: 0,
+                coordinator_epoch: 1,
+                commit: false,
+                partitions: vec![tp.clone()],
+            }],
+        )
+        .await;
+    assert_eq!(written[0], vec![(tp.clone(), ErrorCode::None)]);
+    b.produce_ok(-1, &tp, batch(t, &["p4"])).await;
+
+    let persister = Arc::new(MemoryPersister::default());
+    let m = manager(&mut b, persister, 30_000);
+    b.apply(&[group_config("share.isolation.level", "read_committed")]);
+    // The aborted records are archived, never delivered; the marker (3) is delivered for
+    // the client to acknowledge as a gap.
+    assert_eq!(
+        share_fetch(&m, &tp, "a", 10, Duration::ZERO).await,
+        vec![(0, 0, 1), (3, 4, 1)]
+    );
+    assert_eq!(ack(&m, &tp, "a", 0, 0, 1).await, ErrorCode::None);
+    let batches = vec![AcknowledgementBatch {
+        first_offset: 3,
+        last_offset: 4,
+        acknowledge_types: vec![0, 1],
+    }];
+    let answers = m.acknowledge(GROUP, "a", vec![(tp.clone(), batches)]).await;
+    assert_eq!(answers, vec![(tp.clone(), ErrorCode::None)]);
+    assert_eq!(m.share_partition_offsets(GROUP, &tp), Some((5, 5)));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_closed_session_releases_the_members_records() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    produce_values(&b, &tp, 3).await;
+    let persister = Arc::new(MemoryPersister::default());
+    let m = manager(&mut b, persister, 30_000);
+    m.sessions()
+        .new_context(
+            GROUP,
+            "a",
+            &[(tp.topic_id, tp.partition)],
+            &[],
+            0,
+            false,
+            "conn-a",
+        )
+        .expect("a session");
+    assert_eq!(
+        share_fetch(&m, &tp, "a", 10, Duration::ZERO).await,
+        vec![(0, 2, 1)]
+    );
+    // a's connection drops: its records go back at once, not after the lock duration.
+    m.on_disconnect("conn-a").await;
+    assert_eq!(
+        share_fetch(&m, &tp, "b", 10, Duration::ZERO).await,
+        vec![(0, 2, 2)]
+    );
+    assert_eq!(
+        m.release_session(GROUP, "a").await,
+        Err(ErrorCode::ShareSessionNotFound)
+    );
+}
