@@ -28,7 +28,7 @@ use kraftd_protocol::error_response::error_response;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
     CreateTopicsRequest, DescribeQuorumResponse, InitProducerIdResponse, MetadataRequest,
-    RequestHeader,
+    RequestHeader, ShareAcknowledgeResponse, ShareFetchResponse,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::sync::oneshot;
@@ -45,6 +45,7 @@ use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, RequestQuota};
+use super::share_fetch_apis::ShareApis;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -324,6 +325,36 @@ impl KafkaApis {
                     limit,
                     auth,
                 ))
+            }
+            RequestBody::ShareFetch(r) => {
+                let Some(manager) = self.context.share_partition_manager.as_deref() else {
+                    return Some(ResponseBody::ShareFetch(ShareFetchResponse {
+                        error_code: ErrorCode::UnsupportedVersion.code(),
+                        ..Default::default()
+                    }));
+                };
+                // Kafka's connection id is the two ends of the socket: the peer is unique
+                // among the listener's live connections.
+                let connection_id = format!("{}-{}", self.listener, request.peer);
+                let quota = quota.map(|q| q as &mut (dyn ConsumerFetchQuota + Send));
+                ResponseBody::ShareFetch(
+                    ShareApis { manager }
+                        .share_fetch(&self.image(), version, r, &connection_id, auth, quota)
+                        .await,
+                )
+            }
+            RequestBody::ShareAcknowledge(r) => {
+                let Some(manager) = self.context.share_partition_manager.as_deref() else {
+                    return Some(ResponseBody::ShareAcknowledge(ShareAcknowledgeResponse {
+                        error_code: ErrorCode::UnsupportedVersion.code(),
+                        ..Default::default()
+                    }));
+                };
+                ResponseBody::ShareAcknowledge(
+                    ShareApis { manager }
+                        .share_acknowledge(&self.image(), version, r, auth)
+                        .await,
+                )
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {

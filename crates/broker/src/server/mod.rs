@@ -23,6 +23,7 @@ pub mod log_dir_apis;
 mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;
+pub mod share_fetch_apis;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_marker_channel;
@@ -123,6 +124,8 @@ pub struct BrokerConfig {
     pub log_cleaner: LogCleanerConfig,
     /// `group.*` and `offsets.*`.
     pub group_coordinator: GroupCoordinatorConfig,
+    /// `group.share.*`: the share-partition leaders' settings.
+    pub share_group: crate::share::share_group_config::ShareGroupConfig,
     /// `transaction.*` and `transactional.id.*`.
     pub transaction_coordinator: TransactionCoordinatorConfig,
 }
@@ -439,6 +442,10 @@ impl BrokerServer {
             metadata_metrics: metadata_metrics.clone(),
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
+            // Share groups need the share coordinator's persister (issue 28's share-coord
+            // part): until it is wired here ShareFetch / ShareAcknowledge answer
+            // UNSUPPORTED_VERSION and are not advertised.
+            share_partition_manager: None,
         });
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(

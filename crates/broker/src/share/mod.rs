@@ -3,6 +3,7 @@
 //! partition's state reaches the share coordinator (`__share_group_state`).
 
 pub mod persister;
+pub mod share_group_config;
 pub mod share_partition;
 pub mod share_partition_manager;
 pub mod share_session_cache;

@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::persister::Persister;
+pub use super::share_group_config::ShareGroupConfig;
 use super::share_partition::{
     AcknowledgementBatch, FetchedBatch, ShareAcquireMode, SharePartition, SharePartitionConfig,
     SharePartitionState, StateWrite,
@@ -37,32 +38,6 @@ use crate::metadata::MetadataCache;
 use crate::replica::fetch_session::PartitionFetchParams;
 use crate::replica::replica_manager::{FetchLimits, FetchOrigin, ReplicaManager};
 use crate::replica::TopicIdPartition;
-
-/// The broker's `group.share.*` settings the partition side reads (Kafka's
-/// `ShareGroupConfig`); the group's dynamic `share.*` configs override the first three.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShareGroupConfig {
-    /// `group.share.partition.max.record.locks`.
-    pub partition_max_record_locks: i32,
-    /// `group.share.delivery.count.limit`.
-    pub delivery_count_limit: i32,
-    /// `group.share.record.lock.duration.ms`.
-    pub record_lock_duration_ms: i32,
-    /// `group.share.max.share.sessions`.
-    pub max_share_sessions: i32,
-}
-
-impl Default for ShareGroupConfig {
-    /// Kafka 4.4's defaults.
-    fn default() -> Self {
-        ShareGroupConfig {
-            partition_max_record_locks: 2000,
-            delivery_count_limit: 5,
-            record_lock_duration_ms: 30_000,
-            max_share_sessions: 2000,
-        }
-    }
-}
 
 /// `share.auto.offset.reset` (Kafka's `ShareGroupAutoOffsetResetStrategy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

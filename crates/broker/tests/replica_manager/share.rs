@@ -442,3 +442,223 @@ async fn a_closed_session_releases_the_members_records() {
         Err(ErrorCode::ShareSessionNotFound)
     );
 }
+
+// ---- ShareFetch / ShareAcknowledge handlers ----
+
+fn share_version(level: i16) -> MetadataRecord {
+    MetadataRecord::FeatureLevel(FeatureLevelRecord {
+        name: "share.version".into(),
+        feature_level: level,
+        ..Default::default()
+    })
+}
+
+fn no_authorizer() -> kraftd_controller::auth::RequestAuth {
+    kraftd_controller::auth::AuthHelper::disabled().request(
+        &kraftd_net::KafkaPrincipal::anonymous(),
+        std::net::IpAddr::from([127, 0, 0, 1]),
+    )
+}
+
+fn share_fetch_request(
+    member: &str,
+    epoch: i32,
+    tp: Option<&TopicIdPartition>,
+    acks: Vec<(i64, i64, i8)>,
+) -> ShareFetchRequest {
+    use kraftd_protocol::messages::share_fetch_request::{
+        AcknowledgementBatch as Batch, FetchPartition, FetchTopic,
+    };
+    ShareFetchRequest {
+        group_id: Some(GROUP.into()),
+        member_id: Some(member.into()),
+        share_session_epoch: epoch,
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        max_records: 500,
+        batch_size: 500,
+        topics: tp
+            .map(|tp| {
+                vec![FetchTopic {
+                    topic_id: tp.topic_id,
+                    partitions: vec![FetchPartition {
+                        partition_index: tp.partition,
+                        acknowledgement_batches: acks
+                            .iter()
+                            .map(|(f, l, t)| Batch {
+                                first_offset: *f,
+                                last_offset: *l,
+                                acknowledge_types: vec![*t],
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }]
+            })
+            .unwrap_or_default(),
+        ..Default::default()
+    }
+}
+
+fn acquired(r: &ShareFetchResponse) -> Vec<(i64, i64, i16)> {
+    r.responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.acquired_records)
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn share_fetch_answers_unsupported_version_without_share_version() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let m = manager(&mut b, Arc::new(MemoryPersister::default()), 30_000);
+    let apis = kraftd_broker::server::share_fetch_apis::ShareApis { manager: &m };
+    let r = apis
+        .share_fetch(
+            &b.image,
+            1,
+            share_fetch_request("a", 0, Some(&orders()), vec![]),
+            "c",
+            &no_authorizer(),
+            None,
+        )
+        .await;
+    assert_eq!(r.error_code, ErrorCode::UnsupportedVersion.code());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn share_fetch_sessions_acquire_and_piggyback_acknowledgements() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    produce_values(&b, &tp, 3).await;
+    b.apply(&[share_version(1)]);
+    let m = manager(&mut b, Arc::new(MemoryPersister::default()), 30_000);
+    let apis = kraftd_broker::server::share_fetch_apis::ShareApis { manager: &m };
+    let auth = no_authorizer();
+
+    // Acknowledgements may not open a session.
+    let r = apis
+        .share_fetch(
+            &b.image,
+            1,
+            share_fetch_request("a", 0, Some(&tp), vec![(0, 0, 1)]),
+            "c",
+            &auth,
+            None,
+        )
+        .await;
+    assert_eq!(r.error_code, ErrorCode::InvalidRequest.code());
+    // Epoch 0 opens the session and acquires.
+    let r = apis
+        .share_fetch(
+            &b.image,
+            1,
+            share_fetch_request("a", 0, Some(&tp), vec![]),
+            "c",
+            &auth,
+            None,
+        )
+        .await;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.acquisition_lock_timeout_ms, 30_000);
+    assert_eq!(acquired(&r), vec![(0, 2, 1)]);
+    // A wrong epoch is refused; an unknown member has no session.
+    let r = apis
+        .share_fetch(
+            &b.image,
+            1,
+            share_fetch_request("a", 5, None, vec![]),
+            "c",
+            &auth,
+            None,
+        )
+        .await;
+    assert_eq!(r.error_code, ErrorCode::InvalidShareSessionEpoch.code());
+    let r = apis
+        .share_fetch(
+            &b.image,
+            1,
+            share_fetch_request("x", 1, None, vec![]),
+            "c",
+            &auth,
+            None,
+        )
+        .await;
+    assert_eq!(r.error_code, ErrorCode::ShareSessionNotFound.code());
+    // Epoch 1 acknowledges 0-1 (accept) piggybacked and 2 is released; the fetch of the
+    // same request then gets 2 again.
+    let mut req = share_fetch_request("a", 1, Some(&tp), vec![(0, 1, 1)]);
+    req.topics[0].partitions[0].acknowledgement_batches.push(
+        kraftd_protocol::messages::share_fetch_request::AcknowledgementBatch {
+            first_offset: 2,
+            last_offset: 2,
+            acknowledge_types: vec![2],
+            ..Default::default()
+        },
+    );
+    let r = apis.share_fetch(&b.image, 1, req, "c", &auth, None).await;
+    assert_eq!(r.error_code, 0);
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.acknowledge_error_code, 0);
+    assert_eq!(acquired(&r), vec![(2, 2, 2)]);
+    // ShareAcknowledge at the next epochs: offsets already accepted are ignored, offsets
+    // past the in-flight records are INVALID_REQUEST for the partition.
+    use kraftd_protocol::messages::share_acknowledge_request::{
+        AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as Batch,
+    };
+    let ack = |epoch, first, last| ShareAcknowledgeRequest {
+        group_id: Some(GROUP.into()),
+        member_id: Some("a".into()),
+        share_session_epoch: epoch,
+        topics: vec![AcknowledgeTopic {
+            topic_id: tp.topic_id,
+            partitions: vec![AcknowledgePartition {
+                partition_index: tp.partition,
+                acknowledgement_batches: vec![Batch {
+                    first_offset: first,
+                    last_offset: last,
+                    acknowledge_types: vec![1],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = apis
+        .share_acknowledge(&b.image, 1, ack(2, 0, 0), &auth)
+        .await;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(
+        r.responses[0].partitions[0].error_code, 0,
+        "below the SPSO: ignored"
+    );
+    let r = apis
+        .share_acknowledge(&b.image, 1, ack(3, 7, 7), &auth)
+        .await;
+    assert_eq!(
+        r.responses[0].partitions[0].error_code,
+        ErrorCode::InvalidRequest.code()
+    );
+    let r = apis
+        .share_acknowledge(&b.image, 1, ack(0, 2, 2), &auth)
+        .await;
+    assert_eq!(r.error_code, ErrorCode::InvalidShareSessionEpoch.code());
+    // The final epoch accepts 2 and closes the session.
+    let r = apis
+        .share_acknowledge(&b.image, 1, ack(FINAL, 2, 2), &auth)
+        .await;
+    assert_eq!(r.responses[0].partitions[0].error_code, 0);
+    assert_eq!(m.share_partition_offsets(GROUP, &tp), Some((3, 3)));
+    let r = apis
+        .share_acknowledge(&b.image, 1, ack(FINAL, 2, 2), &auth)
+        .await;
+    assert_eq!(r.error_code, ErrorCode::ShareSessionNotFound.code());
+}
+
+const FINAL: i32 = -1;

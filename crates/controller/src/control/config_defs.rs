@@ -621,6 +621,36 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.min.session.timeout.ms", int(i32::MIN))
         .default("6000")
         .doc("The minimum allowed session timeout for registered consumers."),
+    def("group.share.delivery.count.limit", int_range(2, 10))
+        .default("5")
+        .doc("The maximum number of delivery attempts for a record delivered to a share group."),
+    def("group.share.max.delivery.count.limit", int_range(5, 25))
+        .default("10")
+        .doc("The maximum value of a group configuration for the maximum number of delivery attempts for a record delivered to a share group."),
+    def("group.share.max.partition.max.record.locks", int_range(2000, 10000))
+        .default("4000")
+        .doc("The maximum value of a group configuration for the record lock limit per share-partition."),
+    def("group.share.max.record.lock.duration.ms", int_range(30000, 3600000))
+        .default("60000")
+        .doc("The maximum value of a group configuration for record acquisition lock duration in milliseconds."),
+    def("group.share.max.share.sessions", int(1))
+        .default("2000")
+        .doc("The maximum number of share sessions per broker."),
+    def("group.share.min.delivery.count.limit", int_range(2, 5))
+        .default("2")
+        .doc("The minimum value of a group configuration for the maximum number of delivery attempts for a record delivered to a share group."),
+    def("group.share.min.partition.max.record.locks", int_range(100, 2000))
+        .default("100")
+        .doc("The minimum value of a group configuration for the record lock limit per share-partition."),
+    def("group.share.min.record.lock.duration.ms", int_range(1000, 30000))
+        .default("15000")
+        .doc("The minimum value of a group configuration for record acquisition lock duration in milliseconds."),
+    def("group.share.partition.max.record.locks", int_range(100, 10000))
+        .default("2000")
+        .doc("Share-group record lock limit per share-partition."),
+    def("group.share.record.lock.duration.ms", int_range(1000, 3600000))
+        .default("30000")
+        .doc("The record acquisition lock duration in milliseconds for share groups."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
     def("leader.imbalance.check.interval.seconds", long(1))
