@@ -34,8 +34,9 @@
 //!   it.
 //! - `each_api_refuses_as_kafka_does`: the same raw requests to kraftd and to Apache Kafka
 //!   4.4.0 run from its jars with the same settings, every error code and authorized
-//!   operations field compared — data plane, groups, transactions, configs, and the
-//!   requests a broker forwards to the controller (checked again there as the client).
+//!   operations field compared — data plane, groups, share groups, transactions, configs,
+//!   and the requests a broker forwards to the controller (checked again there as the
+//!   client). `KRAFTD_ACLS_AGAINST=kafka` prints Kafka's answers alone (to check a new step).
 //! - `without_an_authorizer_the_acl_apis_answer_security_disabled`: Kafka's own
 //!   `kafka-acls` tool and kafka-python's admin client.
 //!
@@ -388,6 +389,16 @@ fn scenario(address: &str) -> Vec<(&'static str, i64)> {
             .find(|c| *c != 0)
             .unwrap_or(0)
     });
+    // payments' id, while ANONYMOUS may still see it (the share fetch below names it).
+    let payments_id = metadata(
+        &mut raw,
+        MetadataRequest {
+            topics: topics_named(&["payments"]),
+            ..Default::default()
+        },
+    )
+    .topics[0]
+        .topic_id;
     let acls = raw.call(
         3,
         RequestBody::CreateAcls(CreateAclsRequest {
@@ -873,7 +884,191 @@ fn scenario(address: &str) -> Vec<(&'static str, i64)> {
         i64::from(ia.responses[0].error_code),
     ));
     log_dir_steps(&mut raw, &mut steps);
+    share_group_steps(&mut raw, &mut steps, payments_id);
     steps
+}
+
+/// Share groups (KIP-932): READ on the group (`g2` refused), READ on the topic (`payments`
+/// refused, by name or by id), DESCRIBE and DELETE on the group for the admin APIs.
+fn share_group_steps(
+    raw: &mut Raw,
+    steps: &mut Vec<(&'static str, i64)>,
+    payments_id: kraftd_protocol::Uuid,
+) {
+    use kraftd_protocol::messages::alter_share_group_offsets_request::{
+        AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+    };
+    use kraftd_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
+    use kraftd_protocol::messages::describe_share_group_offsets_request::{
+        DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+    };
+    use kraftd_protocol::messages::share_acknowledge_request::{
+        AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch,
+    };
+    use kraftd_protocol::messages::share_fetch_request::{
+        FetchPartition as ShareFetchPartition, FetchTopic as ShareFetchTopic,
+    };
+    let orders_id = metadata(
+        raw,
+        MetadataRequest {
+            topics: topics_named(&["orders"]),
+            ..Default::default()
+        },
+    )
+    .topics[0]
+        .topic_id;
+    let member = "AAAAAAAAAAAAAAAAAAAAAQ";
+    let heartbeat = |raw: &mut Raw, group: &str, topic: &str| {
+        let request = ShareGroupHeartbeatRequest {
+            group_id: group.into(),
+            member_id: member.into(),
+            member_epoch: 0,
+            subscribed_topic_names: Some(vec![topic.into()]),
+            ..Default::default()
+        };
+        let retriable = [14, 15, 16];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ResponseBody::ShareGroupHeartbeat(r) =
+                raw.call(1, RequestBody::ShareGroupHeartbeat(request.clone()))
+            else {
+                panic!("not a ShareGroupHeartbeat response")
+            };
+            if !retriable.contains(&r.error_code) || Instant::now() > deadline {
+                return i64::from(r.error_code);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    steps.push(("share heartbeat g2", heartbeat(raw, "g2", "orders")));
+    steps.push((
+        "share heartbeat subscribing to payments",
+        heartbeat(raw, "gs", "payments"),
+    ));
+    let ResponseBody::ShareGroupDescribe(d) = raw.call(
+        1,
+        RequestBody::ShareGroupDescribe(ShareGroupDescribeRequest {
+            group_ids: vec!["g2".into()],
+            ..Default::default()
+        }),
+    ) else {
+        panic!("not a ShareGroupDescribe response")
+    };
+    steps.push(("share describe g2", i64::from(d.groups[0].error_code)));
+    let fetch = |raw: &mut Raw, group: &str, topic_id| {
+        let request = ShareFetchRequest {
+            group_id: Some(group.into()),
+            member_id: Some(member.into()),
+            share_session_epoch: 0,
+            max_wait_ms: 0,
+            max_bytes: 1 << 20,
+            max_records: 10,
+            batch_size: 10,
+            topics: vec![ShareFetchTopic {
+                topic_id,
+                partitions: vec![ShareFetchPartition {
+                    partition_index: 0,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let ResponseBody::ShareFetch(r) = raw.call(1, RequestBody::ShareFetch(request)) else {
+            panic!("not a ShareFetch response")
+        };
+        let partition = r
+            .responses
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .next()
+            .map_or(-1, |p| i64::from(p.error_code));
+        (i64::from(r.error_code), partition)
+    };
+    let (top, partition) = fetch(raw, "g2", orders_id);
+    steps.push(("share fetch g2", top));
+    steps.push(("share fetch g2: orders", partition));
+    let (top, partition) = fetch(raw, "gs", payments_id);
+    steps.push(("share fetch payments", top));
+    steps.push(("share fetch payments: the partition", partition));
+    let ack = ShareAcknowledgeRequest {
+        group_id: Some("g2".into()),
+        member_id: Some(member.into()),
+        share_session_epoch: 1,
+        topics: vec![AcknowledgeTopic {
+            topic_id: orders_id,
+            partitions: vec![AcknowledgePartition {
+                partition_index: 0,
+                acknowledgement_batches: vec![AcknowledgementBatch {
+                    first_offset: 0,
+                    last_offset: 0,
+                    acknowledge_types: vec![1],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::ShareAcknowledge(a) = raw.call(1, RequestBody::ShareAcknowledge(ack)) else {
+        panic!("not a ShareAcknowledge response")
+    };
+    steps.push(("share acknowledge g2", i64::from(a.error_code)));
+    let describe = DescribeShareGroupOffsetsRequest {
+        groups: vec![DescribeShareGroupOffsetsRequestGroup {
+            group_id: "g2".into(),
+            topics: Some(vec![DescribeShareGroupOffsetsRequestTopic {
+                topic_name: "orders".into(),
+                partitions: vec![0],
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::DescribeShareGroupOffsets(d) =
+        raw.call(1, RequestBody::DescribeShareGroupOffsets(describe))
+    else {
+        panic!("not a DescribeShareGroupOffsets response")
+    };
+    steps.push((
+        "describe share offsets g2",
+        i64::from(d.groups[0].error_code),
+    ));
+    let alter = AlterShareGroupOffsetsRequest {
+        group_id: "g2".into(),
+        topics: vec![AlterShareGroupOffsetsRequestTopic {
+            topic_name: "orders".into(),
+            partitions: vec![AlterShareGroupOffsetsRequestPartition {
+                partition_index: 0,
+                start_offset: 0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::AlterShareGroupOffsets(a) =
+        raw.call(0, RequestBody::AlterShareGroupOffsets(alter))
+    else {
+        panic!("not an AlterShareGroupOffsets response")
+    };
+    steps.push(("alter share offsets g2", i64::from(a.error_code)));
+    let delete = DeleteShareGroupOffsetsRequest {
+        group_id: "g2".into(),
+        topics: vec![DeleteShareGroupOffsetsRequestTopic {
+            topic_name: "orders".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::DeleteShareGroupOffsets(d) =
+        raw.call(0, RequestBody::DeleteShareGroupOffsets(delete))
+    else {
+        panic!("not a DeleteShareGroupOffsets response")
+    };
+    steps.push(("delete share offsets g2", i64::from(d.error_code)));
 }
 
 /// DescribeTopicPartitions (DESCRIBE per topic: `payments` refused, last), DescribeLogDirs
@@ -962,6 +1157,15 @@ fn each_api_refuses_as_kafka_does() {
     let _serial = serial();
     python();
     let settings = format!("{AUTHORIZER}\n{OPEN_UNLESS_NAMED}\n{FEW_OFFSETS_PARTITIONS}");
+    if std::env::var("KRAFTD_ACLS_AGAINST").is_ok_and(|v| v == "kafka") {
+        // Checks the scenario itself: Kafka's answers only.
+        let kafka_root = tempfile::tempdir().unwrap();
+        let (_controller, brokers) = kafka_cluster(kafka_root.path(), 1, &settings);
+        for (label, code) in scenario(&brokers[0].address()) {
+            eprintln!("{label}: {code}");
+        }
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     let (mut controllers, mut brokers) = cluster(root.path(), 1, &[AUTHORIZER, OPEN_UNLESS_NAMED]);
     let ours = scenario(&brokers[0].address());

@@ -23,6 +23,9 @@
 //! `cargo xtask bench rebalance`: a broker stopped and started again, then the time until
 //! every partition is on its preferred replica (`auto.leader.rebalance.enable`), kraftd
 //! beside Kafka with the same check interval (`rebalance.rs`).
+//! `cargo xtask bench share`: share groups with KafkaShareConsumer — records/s as consumers
+//! share one partition, end-to-end latency, redelivery after a consumer's SIGKILL, beside
+//! Kafka's (`share.rs`, its load in `ShareBench.java`).
 //! `cargo xtask bench scale --partitions N`: what N partitions cost one combined node
 //! (creation, settling, idle CPU, RSS, fds, restarts, a follower's CPU), beside Kafka's
 //! (`scale.rs`, its requests in `scale_client.rs`).
@@ -79,6 +82,7 @@ mod report;
 mod request_metrics;
 mod scale;
 mod scale_client;
+mod share;
 mod systems;
 mod tls;
 mod txn;
@@ -96,6 +100,7 @@ use reassign::{reassign, ReassignArgs};
 use rebalance::{rebalance, RebalanceArgs};
 use request_metrics::{request_metrics, RequestMetricsArgs};
 use scale::{scale, ScaleArgs};
+use share::{share, ShareArgs};
 use tls::{tls, TlsArgs};
 use txn::{txn, TxnArgs};
 
@@ -132,6 +137,10 @@ enum What {
     /// A broker stopped and started again: the time until every partition is led by its
     /// preferred replica again, beside Apache Kafka 4.4.0 with the same check interval.
     Rebalance(RebalanceArgs),
+    /// Share groups (KIP-932) with KafkaShareConsumer: records/s with 1, 4 and 16 consumers
+    /// on one partition and 16 on 16, end-to-end latency, redelivery after a consumer's
+    /// SIGKILL, beside Apache Kafka 4.4.0's.
+    Share(ShareArgs),
     /// What many partitions cost one combined node (creation, settling, idle CPU, RSS, fds,
     /// restarts, a follower's CPU per partition), beside Apache Kafka 4.4.0's.
     Scale(ScaleArgs),
@@ -152,6 +161,7 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Reassign(args) => reassign(root, args),
         What::Failover(args) => failover(root, args),
         What::Rebalance(args) => rebalance(root, args),
+        What::Share(args) => share(root, args),
         What::Scale(args) => scale(root, args),
         What::AddVoter(args) => add_voter(root, args),
     }

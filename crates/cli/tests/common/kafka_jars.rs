@@ -58,10 +58,15 @@ pub fn classpath() -> String {
     }
 }
 
-/// `-Dlog4j2.configurationFile=...`: Kafka's tools log warnings and errors to stderr only.
 /// Apache Kafka's `kafka-dump-log` (DumpLogSegments) with `--deep-iteration` over one
 /// segment file: stdout and stderr, and whether it exited 0.
 pub fn dump_log_segment(segment: &Path) -> (bool, String, String) {
+    dump_log_segment_with(segment, &[])
+}
+
+/// [`dump_log_segment`] with more arguments (a decoder: `--offsets-decoder`,
+/// `--share-group-state-decoder`, `--transaction-log-decoder`).
+pub fn dump_log_segment_with(segment: &Path, extra: &[&str]) -> (bool, String, String) {
     let out = Command::new("java")
         .arg(log4j_option())
         .args([
@@ -72,6 +77,7 @@ pub fn dump_log_segment(segment: &Path) -> (bool, String, String) {
         .arg("--files")
         .arg(segment)
         .arg("--deep-iteration")
+        .args(extra)
         .stdin(Stdio::null())
         .output()
         .expect("java starts");
@@ -126,6 +132,7 @@ pub fn output_text(out: &std::process::Output) -> String {
     )
 }
 
+/// `-Dlog4j2.configurationFile=...`: Kafka's tools log warnings and errors to stderr only.
 pub fn log4j_option() -> String {
     format!(
         "-Dlog4j2.configurationFile={}",

@@ -1,0 +1,774 @@
+//! Share groups (KIP-932) with Kafka 4.4.0's own `KafkaShareConsumer`:
+//! `tests/java/ShareConsumers.java` (compiled here with `javac` against Kafka's jars) sets the
+//! group's dynamic configs through the Admin client, produces numbered records and runs
+//! several share consumers in one group with explicit acknowledgement, printing every
+//! decision (accept, release, reject) with the record's partition, offset, value and delivery
+//! count. The tests read those lines back and check what share groups promise:
+//!
+//! - every record settles once: accepted exactly once across the group, or rejected once and
+//!   never delivered again;
+//! - a released record comes back, with a higher delivery count;
+//! - records a member takes and never acknowledges come back to another member once their
+//!   acquisition lock (`share.record.lock.duration.ms`) expires;
+//! - a record released on every delivery is archived at `share.delivery.count.limit`: it is
+//!   never delivered past the limit;
+//! - Kafka's own serde (`kafka-dump-log --share-group-state-decoder` / `--offsets-decoder`)
+//!   reads the `__share_group_state` and `__consumer_offsets` records kraftd wrote.
+//!
+//! Three controllers and three brokers; `KRAFTD_SHARE_AGAINST=kafka` runs the same tests
+//! against Apache Kafka 4.4.0 (one controller, three brokers) to check the tests themselves.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+use common::kafka_jars::{
+    classpath, dump_log_segment_with, kafka_cluster, log4j_option, output_text, run_tool, KafkaNode,
+};
+use common::{all_logs, formatted_cluster, joined, Node};
+
+/// Broker settings both systems run with: acquisition locks short enough for a test.
+const BROKER_SETTINGS: &str = "group.share.min.record.lock.duration.ms=1000\n\
+                               group.share.record.lock.duration.ms=3000\n";
+
+/// One cluster at a time: each runs six processes on two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+enum Cluster {
+    Kraftd {
+        controllers: Vec<Node>,
+        brokers: Vec<Node>,
+    },
+    Kafka {
+        _controller: KafkaNode,
+        brokers: Vec<KafkaNode>,
+    },
+}
+
+impl Cluster {
+    fn start(root: &Path) -> Cluster {
+        if std::env::var("KRAFTD_SHARE_AGAINST").is_ok_and(|v| v == "kafka") {
+            let (controller, brokers) = kafka_cluster(root, 3, BROKER_SETTINGS);
+            return Cluster::Kafka {
+                _controller: controller,
+                brokers,
+            };
+        }
+        let (_id, mut controllers, mut brokers) = formatted_cluster(root, 3, 3);
+        for node in &brokers {
+            node.add_config(&BROKER_SETTINGS.lines().collect::<Vec<_>>());
+        }
+        for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+            node.start();
+        }
+        let cluster = Cluster::Kraftd {
+            controllers,
+            brokers,
+        };
+        common::python::wait_until_brokers_listed(&cluster.bootstrap(), 3, || cluster.logs());
+        cluster
+    }
+
+    fn bootstrap(&self) -> String {
+        match self {
+            Cluster::Kraftd { brokers, .. } => joined(brokers.iter().map(Node::address), ","),
+            Cluster::Kafka { brokers, .. } => joined(brokers.iter().map(KafkaNode::address), ","),
+        }
+    }
+
+    fn logs(&self) -> String {
+        match self {
+            Cluster::Kraftd {
+                controllers,
+                brokers,
+            } => format!(
+                "--- broker logs ---\n{}\n--- controller logs ---\n{}",
+                all_logs(brokers),
+                all_logs(controllers)
+            ),
+            Cluster::Kafka { brokers, .. } => joined(brokers.iter().map(KafkaNode::logs), "\n"),
+        }
+    }
+
+    /// SIGKILL of the `index`th broker.
+    fn kill9_broker(&mut self, index: usize) {
+        match self {
+            Cluster::Kraftd { brokers, .. } => brokers[index].kill9(),
+            Cluster::Kafka { brokers, .. } => brokers[index].kill9(),
+        }
+    }
+
+    /// Starts the `index`th broker again and waits until it serves.
+    fn restart_broker(&mut self, index: usize) {
+        match self {
+            Cluster::Kraftd { brokers, .. } => brokers[index].start(),
+            Cluster::Kafka { brokers, .. } => {
+                brokers[index].start();
+                brokers[index].wait_started(std::time::Duration::from_secs(120));
+            }
+        }
+        common::python::wait_until_brokers_listed(&self.bootstrap(), 3, || self.logs());
+    }
+
+    /// Every non-empty segment of the internal topic `topic` on kraftd's brokers decoded by
+    /// Kafka 4.4.0's `kafka-dump-log` with `decoder`: the decoded text. Panics where Kafka's
+    /// serde cannot read kraftd's bytes. Nothing against Kafka (its bytes are its own).
+    fn decoded_segments(&self, topic: &str, decoder: &str) -> String {
+        let Cluster::Kraftd { brokers, .. } = self else {
+            return String::new();
+        };
+        let mut all = String::new();
+        for broker in brokers {
+            for partition in 0..50 {
+                let dir = broker.partition_dir(topic, partition);
+                if !dir.exists() {
+                    continue;
+                }
+                for segment in common::segment_files(&dir) {
+                    if std::fs::metadata(&segment).map_or(0, |m| m.len()) == 0 {
+                        continue;
+                    }
+                    let (ok, stdout, stderr) = dump_log_segment_with(&segment, &[decoder]);
+                    let bad = !ok
+                        || stdout.contains("Exception")
+                        || stdout.contains("Could not")
+                        || stderr.contains("Exception");
+                    assert!(
+                        !bad,
+                        "kafka-dump-log {decoder} {}:\n{stdout}\n{stderr}",
+                        segment.display()
+                    );
+                    all.push_str(&stdout);
+                }
+            }
+        }
+        all
+    }
+
+    fn create_topic(&self, topic: &str, partitions: i32) {
+        let out = run_tool(
+            "org.apache.kafka.tools.TopicCommand",
+            &[
+                "--bootstrap-server",
+                &self.bootstrap(),
+                "--create",
+                "--topic",
+                topic,
+                "--partitions",
+                &partitions.to_string(),
+                "--replication-factor",
+                "3",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "create {topic}: {}",
+            output_text(&out)
+        );
+    }
+}
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `javac` of the driver into `root/classes`.
+fn compile(root: &Path) -> PathBuf {
+    let classes = root.join("classes");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ShareConsumers.java");
+    let out = Command::new("javac")
+        .arg("-d")
+        .arg(&classes)
+        .args(["-cp", &classpath()])
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|e| panic!("the share-group tests need a JDK 17+ (javac): {e}"));
+    assert!(
+        out.status.success(),
+        "javac {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    classes
+}
+
+/// One decision a share consumer printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Decision {
+    kind: String,
+    member: u32,
+    partition: i32,
+    offset: i64,
+    value: u32,
+    delivery_count: i16,
+}
+
+/// A finished run of the driver: its decisions, in the order printed, and its raw output.
+struct Run {
+    decisions: Vec<Decision>,
+    stdout: String,
+    stderr: String,
+    done: bool,
+}
+
+impl Run {
+    fn of(&self, kind: &str) -> impl Iterator<Item = &Decision> + '_ {
+        let kind = kind.to_string();
+        self.decisions.iter().filter(move |d| d.kind == kind)
+    }
+
+    fn values(&self, kind: &str) -> BTreeMap<u32, usize> {
+        let mut counts = BTreeMap::new();
+        for d in self.of(kind) {
+            *counts.entry(d.value).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    fn context(&self, cluster: &Cluster) -> String {
+        format!(
+            "--- driver stdout ---\n{}\n--- driver stderr (tail) ---\n{}\n{}",
+            self.stdout,
+            tail(&self.stderr, 80),
+            cluster.logs()
+        )
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// A running `ShareConsumers <bootstrap> <args...>` (args: topic, group, records, members,
+/// options); its stdout and stderr go to `<topic>.out` / `<topic>.err` under the root.
+struct Driver {
+    child: Child,
+    out_path: PathBuf,
+    err_path: PathBuf,
+}
+
+impl Driver {
+    fn start(root: &Path, classes: &Path, cluster: &Cluster, args: &[&str]) -> Driver {
+        let name = args.first().copied().unwrap_or("run");
+        let out_path = root.join(format!("{name}.out"));
+        let err_path = root.join(format!("{name}.err"));
+        let child = Command::new("java")
+            .args(["-Xmx384m", "-XX:TieredStopAtLevel=1", &log4j_option()])
+            .arg("-cp")
+            .arg(format!("{}:{}", classes.display(), classpath()))
+            .arg("ShareConsumers")
+            .arg(cluster.bootstrap())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(File::create(&out_path).unwrap())
+            .stderr(File::create(&err_path).unwrap())
+            .spawn()
+            .expect("java starts");
+        Driver {
+            child,
+            out_path,
+            err_path,
+        }
+    }
+
+    /// How many decisions of `kind` it printed so far.
+    fn count(&self, kind: &str) -> usize {
+        let prefix = format!("{kind} ");
+        std::fs::read_to_string(&self.out_path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with(&prefix))
+            .count()
+    }
+
+    /// Waits for it to exit (it gives up by itself at its `--timeout-s`).
+    fn finish(mut self) -> Run {
+        let status = self.child.wait().expect("the driver runs");
+        let stdout = std::fs::read_to_string(&self.out_path).unwrap_or_default();
+        let stderr = std::fs::read_to_string(&self.err_path).unwrap_or_default();
+        Run::parse(stdout, stderr, status.success())
+    }
+}
+
+/// Runs `ShareConsumers <bootstrap> <args...>` to its end.
+fn share_consumers(root: &Path, classes: &Path, cluster: &Cluster, args: &[&str]) -> Run {
+    Driver::start(root, classes, cluster, args).finish()
+}
+
+impl Run {
+    fn parse(stdout: String, stderr: String, success: bool) -> Run {
+        let decisions = stdout
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                if f.len() != 6 {
+                    return None;
+                }
+                Some(Decision {
+                    kind: f[0].to_ascii_lowercase(),
+                    member: f[1].parse().ok()?,
+                    partition: f[2].parse().ok()?,
+                    offset: f[3].parse().ok()?,
+                    value: f[4].parse().ok()?,
+                    delivery_count: f[5].parse().ok()?,
+                })
+            })
+            .collect();
+        Run {
+            decisions,
+            done: success && stdout.lines().any(|l| l.starts_with("DONE ")),
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// Every value in `0..records` is accepted exactly once or rejected exactly once (and then
+/// never accepted), and no consumer reported an error.
+fn assert_each_settled_once(run: &Run, cluster: &Cluster, records: u32) {
+    assert!(
+        run.done,
+        "the share consumers did not settle every record\n{}",
+        run.context(cluster)
+    );
+    assert!(
+        !run.stdout.contains("ERROR") && !run.stdout.contains("-failed"),
+        "a share consumer failed\n{}",
+        run.context(cluster)
+    );
+    let accepted = run.values("accept");
+    let rejected = run.values("reject");
+    for value in 0..records {
+        let a = accepted.get(&value).copied().unwrap_or(0);
+        let r = rejected.get(&value).copied().unwrap_or(0);
+        assert!(
+            (a, r) == (1, 0) || (a, r) == (0, 1),
+            "value {value} accepted {a} and rejected {r} times\n{}",
+            run.context(cluster)
+        );
+    }
+}
+
+#[test]
+fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_left_unacknowledged()
+{
+    let _serial = serial();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let cluster = Cluster::start(root.path());
+
+    // Four members on one partition: released records come back with a higher delivery
+    // count, rejected ones never do, and the members share the partition.
+    cluster.create_topic("one", 1);
+    let run = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "one",
+            "g-one",
+            "300",
+            "4",
+            "--release-mod",
+            "7",
+            "--reject-mod",
+            "11",
+            "--max-poll-records",
+            "10",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    assert_each_settled_once(&run, &cluster, 300);
+    for released in run.of("release") {
+        assert_eq!(
+            released.value % 7,
+            0,
+            "{released:?}\n{}",
+            run.context(&cluster)
+        );
+        let again = run
+            .of("accept")
+            .find(|d| d.value == released.value)
+            .unwrap_or_else(|| panic!("{released:?} never redelivered\n{}", run.context(&cluster)));
+        assert!(
+            again.delivery_count > released.delivery_count && again.offset == released.offset,
+            "released {released:?}, then {again:?}\n{}",
+            run.context(&cluster)
+        );
+    }
+    let rejected: BTreeSet<u32> = run.values("reject").into_keys().collect();
+    let expected_rejected: BTreeSet<u32> = (0..300).filter(|v| v % 11 == 0 && v % 7 != 0).collect();
+    assert_eq!(rejected, expected_rejected, "{}", run.context(&cluster));
+    assert_eq!(
+        run.values("release").len(),
+        (0..300).filter(|v| v % 7 == 0).count()
+    );
+
+    // Four members on six partitions: every record settles once.
+    cluster.create_topic("many", 6);
+    let run = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "many",
+            "g-many",
+            "600",
+            "4",
+            "--max-poll-records",
+            "50",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    assert_each_settled_once(&run, &cluster, 600);
+    let partitions: BTreeSet<i32> = run.of("accept").map(|d| d.partition).collect();
+    assert_eq!(partitions.len(), 6, "{}", run.context(&cluster));
+
+    // Member 0 takes records and never acknowledges them: once their lock expires they go to
+    // member 1 with delivery count 2.
+    cluster.create_topic("stall", 1);
+    let run = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "stall",
+            "g-stall",
+            "100",
+            "2",
+            "--stall",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+            "--group-config",
+            "share.record.lock.duration.ms=2000",
+        ],
+    );
+    assert_each_settled_once(&run, &cluster, 100);
+    let stalled: Vec<&Decision> = run.of("stall").collect();
+    assert!(
+        !stalled.is_empty(),
+        "member 0 took nothing\n{}",
+        run.context(&cluster)
+    );
+    for held in stalled {
+        let again = run.of("accept").find(|d| d.value == held.value).unwrap();
+        assert!(
+            again.member == 1 && again.delivery_count >= 2,
+            "held by member 0 {held:?}, then {again:?}\n{}",
+            run.context(&cluster)
+        );
+    }
+
+    // share.delivery.count.limit=2: a record released on every delivery is delivered
+    // twice, then archived; nothing arrives while the members linger.
+    cluster.create_topic("limit", 2);
+    let run = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "limit",
+            "g-limit",
+            "50",
+            "2",
+            "--always-release",
+            "5",
+            "--settle-after",
+            "2",
+            "--linger-s",
+            "4",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+            "--group-config",
+            "share.delivery.count.limit=2",
+        ],
+    );
+    assert!(run.done, "{}", run.context(&cluster));
+    let released = run.values("release");
+    for value in (0..50).filter(|v| v % 5 == 0) {
+        assert_eq!(
+            released.get(&value),
+            Some(&2),
+            "value {value} released {:?} times (limit 2)\n{}",
+            released.get(&value),
+            run.context(&cluster)
+        );
+    }
+    assert!(
+        run.of("release").all(|d| d.delivery_count <= 2),
+        "delivered past the limit\n{}",
+        run.context(&cluster)
+    );
+    for value in (0..50).filter(|v| v % 5 != 0) {
+        assert_eq!(
+            run.values("accept").get(&value),
+            Some(&1),
+            "{}",
+            run.context(&cluster)
+        );
+    }
+
+    // Kafka's own serde reads what kraftd wrote: the share coordinator's ShareSnapshot and
+    // ShareUpdate records, and the group coordinator's ShareGroup* records.
+    if matches!(cluster, Cluster::Kraftd { .. }) {
+        let state = cluster.decoded_segments("__share_group_state", "--share-group-state-decoder");
+        for group in ["g-one", "g-many", "g-stall", "g-limit"] {
+            assert!(
+                state.contains(&format!("\"groupId\":\"{group}\"")),
+                "no share state of {group} decoded:\n{state}"
+            );
+        }
+        assert!(state.contains("\"stateBatches\""), "{state}");
+        let offsets = cluster.decoded_segments("__consumer_offsets", "--offsets-decoder");
+        for group in ["g-one", "g-many", "g-stall", "g-limit"] {
+            assert!(
+                offsets.contains(&format!("\"groupId\":\"{group}\"")),
+                "no records of share group {group} decoded:\n{offsets}"
+            );
+        }
+    }
+}
+
+/// Waits until the driver printed `n` confirmed accepts (or fails with its output).
+fn wait_accepted(driver: &Driver, n: usize, cluster: &Cluster) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while driver.count("accept") < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than {n} records accepted after 120 s\n{}\n{}",
+            std::fs::read_to_string(&driver.out_path).unwrap_or_default(),
+            cluster.logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn share_consumers_lose_nothing_and_get_nothing_confirmed_again_across_broker_kills() {
+    let _serial = serial();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let mut cluster = Cluster::start(root.path());
+
+    // Three slow members on three partitions; two brokers (each leading topic partitions,
+    // share-state partitions and group-coordinator partitions) killed with SIGKILL and
+    // restarted, one after the other, while they consume.
+    cluster.create_topic("failover", 3);
+    let driver = Driver::start(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "failover",
+            "g-failover",
+            "900",
+            "3",
+            "--max-poll-records",
+            "5",
+            "--pace-ms",
+            "200",
+            "--timeout-s",
+            "300",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    for (index, before, after) in [(0, 150, 350), (1, 550, 700)] {
+        wait_accepted(&driver, before, &cluster);
+        cluster.kill9_broker(index);
+        wait_accepted(&driver, after, &cluster);
+        cluster.restart_broker(index);
+    }
+    let run = driver.finish();
+    assert!(
+        run.done,
+        "not every record was accepted\n{}",
+        run.context(&cluster)
+    );
+
+    // Nothing lost: every value has a confirmed accept. Nothing confirmed comes back: once a
+    // value's accept is confirmed, no member is handed that value again.
+    for value in 0..900 {
+        let first = run
+            .decisions
+            .iter()
+            .position(|d| d.value == value && d.kind == "accept")
+            .unwrap_or_else(|| panic!("value {value} never accepted\n{}", run.context(&cluster)));
+        if let Some(again) = run.decisions[first + 1..].iter().find(|d| d.value == value) {
+            panic!(
+                "value {value} accepted ({:?}), then delivered again ({again:?})\n{}",
+                run.decisions[first],
+                run.context(&cluster)
+            );
+        }
+    }
+}
+
+/// `kafka-share-groups` (Kafka's `ShareGroupCommand`) with `args`; its stdout, or a panic
+/// with its output.
+fn share_groups_tool(cluster: &Cluster, args: &[&str]) -> String {
+    let bootstrap = cluster.bootstrap();
+    let mut all = vec!["--bootstrap-server", bootstrap.as_str()];
+    all.extend(args);
+    let out = run_tool(
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+        &all,
+    );
+    assert!(
+        out.status.success(),
+        "kafka-share-groups {args:?}: {}\n{}",
+        output_text(&out),
+        cluster.logs()
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The rows of a tool's table whose first column is `group` (each split on whitespace).
+fn rows(table: &str, group: &str) -> Vec<Vec<String>> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.first().is_some_and(|g| g == group))
+        .collect()
+}
+
+#[test]
+fn kafka_share_groups_and_the_console_share_consumer_work_on_a_share_group() {
+    let _serial = serial();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let cluster = Cluster::start(root.path());
+    cluster.create_topic("tools", 2);
+
+    // Two members consume 20 records and stay in the group a while: --members and --state
+    // see them.
+    let driver = Driver::start(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "tools",
+            "g-tools",
+            "20",
+            "2",
+            "--linger-s",
+            "20",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&driver.out_path)
+        .unwrap_or_default()
+        .contains("LINGER")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the members did not consume the records\n{}\n{}",
+            std::fs::read_to_string(&driver.out_path).unwrap_or_default(),
+            cluster.logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let members = share_groups_tool(&cluster, &["--describe", "--group", "g-tools", "--members"]);
+    let member_rows = rows(&members, "g-tools");
+    assert_eq!(member_rows.len(), 2, "{members}");
+    let clients: BTreeSet<&str> = member_rows.iter().map(|r| r[3].as_str()).collect();
+    assert_eq!(clients, BTreeSet::from(["share-0", "share-1"]), "{members}");
+    let assigned: BTreeSet<String> = member_rows.iter().map(|r| r[5].clone()).collect();
+    assert_eq!(
+        assigned,
+        BTreeSet::from(["tools:0".to_string(), "tools:1".to_string()]),
+        "{members}"
+    );
+    let state = share_groups_tool(&cluster, &["--describe", "--group", "g-tools", "--state"]);
+    let state_row = &rows(&state, "g-tools")[0];
+    assert_eq!(
+        &state_row[state_row.len() - 2..],
+        ["Stable".to_string(), "2".to_string()],
+        "{state}"
+    );
+    let run = driver.finish();
+    assert_each_settled_once(&run, &cluster, 20);
+
+    // The group is listed, and it has nothing left to consume.
+    let list = share_groups_tool(&cluster, &["--list"]);
+    assert!(list.lines().any(|l| l.trim() == "g-tools"), "{list}");
+    let offsets = share_groups_tool(&cluster, &["--describe", "--group", "g-tools"]);
+    let offset_rows = rows(&offsets, "g-tools");
+    assert_eq!(offset_rows.len(), 2, "{offsets}");
+    assert!(
+        offset_rows.iter().all(|r| r[4] == "0"),
+        "lag left: {offsets}"
+    );
+
+    // Reset to the earliest offsets (the group is empty now): every record is there to
+    // consume again, and Kafka's console share consumer reads five of them.
+    let reset = share_groups_tool(
+        &cluster,
+        &[
+            "--reset-offsets",
+            "--group",
+            "g-tools",
+            "--topic",
+            "tools",
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    let reset_rows = rows(&reset, "g-tools");
+    assert_eq!(reset_rows.len(), 2, "{reset}");
+    assert!(reset_rows.iter().all(|r| r[3] == "0"), "{reset}");
+    let offsets = share_groups_tool(&cluster, &["--describe", "--group", "g-tools"]);
+    let lag: u64 = rows(&offsets, "g-tools")
+        .iter()
+        .map(|r| r[4].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(lag, 20, "{offsets}");
+    let bootstrap = cluster.bootstrap();
+    let console = run_tool(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--topic",
+            "tools",
+            "--group",
+            "g-tools",
+            "--max-messages",
+            "5",
+        ],
+    );
+    assert!(console.status.success(), "{}", output_text(&console));
+    let read: Vec<u32> = String::from_utf8_lossy(&console.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(read.len(), 5, "{}", output_text(&console));
+    assert!(read.iter().all(|v| *v < 20), "{read:?}");
+
+    // Delete the topic's offsets, then the group.
+    let deleted = share_groups_tool(
+        &cluster,
+        &["--delete-offsets", "--group", "g-tools", "--topic", "tools"],
+    );
+    assert!(
+        deleted
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["tools", "Successful"]),
+        "{deleted}"
+    );
+    let offsets = share_groups_tool(&cluster, &["--describe", "--group", "g-tools"]);
+    assert!(offsets.contains("has no offset information"), "{offsets}");
+    let deleted = share_groups_tool(&cluster, &["--delete", "--group", "g-tools"]);
+    assert!(deleted.contains("was successful"), "{deleted}");
+    let list = share_groups_tool(&cluster, &["--list"]);
+    assert!(!list.lines().any(|l| l.trim() == "g-tools"), "{list}");
+}
