@@ -436,6 +436,11 @@ impl SharePartitionManager {
         let mut writes = Vec::new();
         let mut answers = Vec::new();
         for (tp, batches) in acknowledgements {
+            // Only the leader at the share partition's epoch may change it.
+            if let Err(e) = self.check_leader(group_id, &tp) {
+                answers.push((tp, e));
+                continue;
+            }
             let Some(entry) = self.existing(group_id, &tp) else {
                 answers.push((tp, ErrorCode::UnknownTopicOrPartition));
                 continue;
@@ -601,6 +606,28 @@ impl SharePartitionManager {
         ) {
             self.drop_partition(group_id, tp);
         }
+    }
+
+    /// NOT_LEADER_OR_FOLLOWER (and the share partition dropped) unless this broker leads
+    /// `tp` at the share partition's leader epoch; UNKNOWN_TOPIC_OR_PARTITION if it does not
+    /// host it.
+    fn check_leader(&self, group_id: &str, tp: &TopicIdPartition) -> Result<(), ErrorCode> {
+        let Some(hosted) = self.replica_manager.partition(tp.topic_id, tp.partition) else {
+            self.drop_partition(group_id, tp);
+            return Err(ErrorCode::UnknownTopicOrPartition);
+        };
+        let (is_leader, leader_epoch) = {
+            let p = hosted.lock();
+            (p.is_leader(), p.leader_epoch())
+        };
+        let stale = self
+            .existing(group_id, tp)
+            .is_some_and(|e| e.lock().leader_epoch() != leader_epoch);
+        if !is_leader || stale {
+            self.drop_partition(group_id, tp);
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        Ok(())
     }
 
     fn existing(&self, group_id: &str, tp: &TopicIdPartition) -> Option<Arc<SharePartitionEntry>> {

@@ -662,3 +662,37 @@ async fn share_fetch_sessions_acquire_and_piggyback_acknowledgements() {
 }
 
 const FINAL: i32 = -1;
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_change_fences_the_share_partition() {
+    let (_dir, mut b) = Broker::started_with(&bootstrap_with_follower());
+    let tp = orders();
+    b.produce_ok(1, &tp, batch(unix_ms(), &["a"])).await;
+    // The follower catches up, so the HW covers the record.
+    b.follower_fetch(&tp, 1).await;
+    let m = manager(&mut b, Arc::new(MemoryPersister::default()), 30_000);
+    assert_eq!(
+        share_fetch(&m, &tp, "a", 10, Duration::ZERO).await,
+        vec![(0, 0, 1)]
+    );
+    b.apply(&[MetadataRecord::PartitionChange(PartitionChangeRecord {
+        partition_id: 0,
+        topic_id: TOPIC_ID,
+        leader: REMOTE,
+        ..Default::default()
+    })]);
+    assert_eq!(
+        ack(&m, &tp, "a", 0, 0, 1).await,
+        ErrorCode::NotLeaderOrFollower
+    );
+    assert_eq!(m.share_partition_offsets(GROUP, &tp), None, "dropped");
+    let partitions = [ShareFetchPartition {
+        tp: tp.clone(),
+        partition_max_bytes: 1 << 20,
+    }];
+    let answers = m
+        .fetch_messages(&params("a", 10, Duration::ZERO), &partitions)
+        .await;
+    assert_eq!(answers[0].1.error, ErrorCode::NotLeaderOrFollower);
+    assert_eq!(answers[0].1.current_leader.map(|(id, _)| id), Some(REMOTE));
+}
