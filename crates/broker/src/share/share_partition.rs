@@ -472,6 +472,8 @@ impl SharePartition {
         let aborted = aborted_batches(batches, aborted_transactions.unwrap_or(&[]));
         let member: Arc<str> = Arc::from(member_id);
         let lock_expiry_ms = now_ms.saturating_add(config.record_lock_duration_ms);
+        let max_delivery_count = config.max_delivery_count;
+        let throttle_limit = throttle_records_delivery_limit(max_delivery_count);
         let mut acquired: Vec<(i64, i16)> = Vec::new();
         'batches: for (i, batch) in batches.iter().enumerate() {
             if mode == ShareAcquireMode::BatchOptimized && acquired.len() as i64 >= max_records {
@@ -479,9 +481,35 @@ impl SharePartition {
             }
             let lo = batch.base_offset.max(self.start_offset);
             let hi = batch.last_offset.min(last_to_acquire);
+            // Records delivered often already go in smaller and smaller groups, the last
+            // delivery alone, so that one bad record does not take a whole batch with it
+            // to the delivery limit (Kafka's throttled delivery, KIP-1191's companion).
+            let throttled = (lo..=hi).any(|o| {
+                self.record(o)
+                    .is_some_and(|r| r.acquirable() && r.delivery_count >= throttle_limit)
+            });
+            if throttled && !acquired.is_empty() {
+                break;
+            }
+            let batch_len = batch.last_offset - batch.base_offset + 1;
+            let mut throttle_cap: Option<i64> = None;
+            let mut batch_acquired = 0;
             for offset in lo..=hi {
                 if mode == ShareAcquireMode::RecordLimit && acquired.len() as i64 >= max_records {
                     break 'batches;
+                }
+                if let Some(r) = self.record(offset).filter(|r| r.acquirable()) {
+                    let count = r.delivery_count;
+                    if max_delivery_count > 2
+                        && count == max_delivery_count - 1
+                        && !acquired.is_empty()
+                    {
+                        break 'batches;
+                    }
+                    if count >= throttle_limit && throttle_cap.is_none() {
+                        let shift = (count - throttle_limit + 1).min(62) as u32;
+                        throttle_cap = Some((batch_len >> shift).max(1));
+                    }
                 }
                 let end = self.end_offset();
                 if offset >= end {
@@ -505,7 +533,18 @@ impl SharePartition {
                 r.state = RecordState::Acquired;
                 r.member_id = Some(member.clone());
                 r.lock_expiry_ms = lock_expiry_ms;
-                acquired.push((offset, r.delivery_count));
+                let count = r.delivery_count;
+                acquired.push((offset, count));
+                batch_acquired += 1;
+                if max_delivery_count > 2 && count == max_delivery_count {
+                    break 'batches;
+                }
+                if throttle_cap == Some(batch_acquired) {
+                    break 'batches;
+                }
+            }
+            if throttle_cap.is_some() && batch_acquired > 0 {
+                break;
             }
         }
         out.count = acquired.len();
@@ -899,6 +938,13 @@ pub fn validate_acknowledgement_batches(
         previous_end_offset = b.last_offset;
     }
     Ok(())
+}
+
+/// The delivery count from which records are delivered in throttled groups (Kafka's
+/// `throttleRecordsDeliveryLimit`: half the limit, at least 2).
+fn throttle_records_delivery_limit(max_delivery_count: i16) -> i16 {
+    let half = (max_delivery_count as i32 + 1) / 2;
+    half.max(2) as i16
 }
 
 /// Which batches belong to aborted transactions (Kafka's

@@ -678,3 +678,51 @@ fn kafka_apis_acknowledgement_batch_checks() {
         Ok(())
     );
 }
+
+#[test]
+fn records_delivered_often_are_delivered_in_smaller_groups() {
+    let cfg = SharePartitionConfig {
+        max_delivery_count: 5,
+        ..config()
+    };
+    let mut sp = fresh();
+    let whole = [batch(0, 7)];
+    let take = |sp: &mut SharePartition, member: &str| -> Vec<(i64, i64, i16)> {
+        let from = sp.next_fetch_offset();
+        sp.acquire(
+            member,
+            &cfg,
+            ShareAcquireMode::BatchOptimized,
+            100,
+            from,
+            &whole,
+            None,
+            0,
+        )
+        .acquired_records
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect()
+    };
+    let release_all = |sp: &mut SharePartition, member: &str, first: i64, last: i64| {
+        let w = sp
+            .acknowledge(member, &cfg, &[ack(first, last, &[2])], 0)
+            .expect("release");
+        commit(sp, w);
+    };
+    for round in 1..=3 {
+        assert_eq!(take(&mut sp, "a"), vec![(0, 7, round)]);
+        release_all(&mut sp, "a", 0, 7);
+    }
+    // At the throttle limit (3 of 5): half the batch at a time.
+    assert_eq!(take(&mut sp, "a"), vec![(0, 3, 4)]);
+    assert_eq!(take(&mut sp, "b"), vec![(4, 7, 4)]);
+    release_all(&mut sp, "a", 0, 3);
+    release_all(&mut sp, "b", 4, 7);
+    // The last delivery goes alone.
+    assert_eq!(take(&mut sp, "a"), vec![(0, 0, 5)]);
+    assert_eq!(take(&mut sp, "b"), vec![(1, 1, 5)]);
+    assert_eq!(throttle_records_delivery_limit(5), 3);
+    assert_eq!(throttle_records_delivery_limit(2), 2);
+    assert_eq!(throttle_records_delivery_limit(10), 5);
+}
