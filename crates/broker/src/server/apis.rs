@@ -558,6 +558,15 @@ fn forward_timeout(body: &RequestBody) -> Duration {
 }
 
 impl RequestHandler for KafkaApis {
+    /// A closed connection ends the share session it opened and releases its member's
+    /// records at once (Kafka's share-session disconnect listener).
+    fn connection_closed(&self, peer: std::net::SocketAddr) {
+        if let Some(manager) = self.context.share_partition_manager.clone() {
+            let connection_id = format!("{}-{}", self.listener, peer);
+            tokio::spawn(async move { manager.on_disconnect(&connection_id).await });
+        }
+    }
+
     /// This broker's supported features and the cluster's finalized levels, as a Kafka
     /// broker answers ApiVersions v3+ (clients and `kafka-features describe` read them).
     fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
