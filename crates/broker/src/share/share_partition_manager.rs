@@ -30,8 +30,8 @@ use tokio::time::Instant;
 use super::persister::Persister;
 pub use super::share_group_config::ShareGroupConfig;
 use super::share_partition::{
-    AcknowledgementBatch, FetchedBatch, ShareAcquireMode, SharePartition, SharePartitionConfig,
-    SharePartitionState, StateWrite,
+    AcknowledgementBatch, FetchedBatch, ShareAcquireMode, ShareAcquiredRecords, SharePartition,
+    SharePartitionConfig, SharePartitionState, StateWrite,
 };
 use super::share_session_cache::ShareSessionCache;
 use crate::metadata::MetadataCache;
@@ -260,17 +260,17 @@ impl SharePartitionManager {
             tokio::pin!(changed);
             changed.as_mut().enable();
             let mut pulses = Vec::new();
+            let last = Instant::now() >= deadline;
             let answers = self
-                .fetch_once(params, &settings, partitions, &mut pulses)
+                .fetch_once(params, &settings, partitions, &mut pulses, last)
                 .await;
-            let done = answers
-                .iter()
-                .any(|(_, d)| d.error != ErrorCode::None || !d.acquired_records.is_empty());
-            if done || Instant::now() >= deadline {
-                return answers;
-            }
-            for p in &mut pulses {
-                p.as_mut().enable();
+            if let Some(answers) = answers {
+                let done = answers
+                    .iter()
+                    .any(|(_, d)| d.error != ErrorCode::None || !d.acquired_records.is_empty());
+                if done || last {
+                    return answers;
+                }
             }
             let pulse = std::future::poll_fn(|cx| {
                 for p in pulses.iter_mut() {
@@ -283,23 +283,31 @@ impl SharePartitionManager {
             tokio::select! {
                 _ = changed => {}
                 _ = pulse => {}
-                _ = tokio::time::sleep_until(deadline) => {
-                    return self.fetch_once(params, &settings, partitions, &mut Vec::new()).await;
-                }
+                _ = tokio::time::sleep_until(deadline) => {}
             }
         }
     }
 
+    /// One pass over the partitions: each read from its next fetch offset, then — when the
+    /// reads hold at least `min_bytes`, something failed, or `last` (the max wait passed) —
+    /// acquired. None when the pass should wait for more data (nothing was acquired).
     async fn fetch_once(
         &self,
         params: &ShareFetchParams,
         settings: &GroupShareSettings,
         partitions: &[ShareFetchPartition],
         pulses: &mut Vec<Pin<Box<tokio::sync::futures::OwnedNotified>>>,
-    ) -> Vec<(TopicIdPartition, ShareFetchPartitionData)> {
-        let mut answers = Vec::with_capacity(partitions.len());
-        let mut remaining_records = params.max_records;
+        last: bool,
+    ) -> Option<Vec<(TopicIdPartition, ShareFetchPartitionData)>> {
+        let mut answers: Vec<(TopicIdPartition, ShareFetchPartitionData)> =
+            Vec::with_capacity(partitions.len());
+        let mut reads = Vec::new();
         let mut remaining_bytes = params.max_bytes.max(0) as usize;
+        let origin = if settings.read_committed {
+            FetchOrigin::ConsumerReadCommitted
+        } else {
+            FetchOrigin::Consumer
+        };
         for p in partitions {
             let entry = match self
                 .share_partition(&params.group_id, &p.tp, settings)
@@ -321,12 +329,15 @@ impl SharePartitionManager {
                 ));
                 continue;
             };
-            pulses.push(Box::pin(Arc::clone(&hosted.changed).notified_owned()));
+            // Enabled before the read, so an append right after it still wakes the wait.
+            let mut pulse = Box::pin(Arc::clone(&hosted.changed).notified_owned());
+            pulse.as_mut().enable();
+            pulses.push(pulse);
             let (fetch_offset, leader_epoch) = {
                 let mut sp = entry.lock();
                 let log_start = hosted.lock().log_start_offset();
                 sp.update_log_start_offset(log_start);
-                if remaining_records <= 0 || !sp.can_acquire_records(&settings.partition) {
+                if !sp.can_acquire_records(&settings.partition) {
                     answers.push((
                         p.tp.clone(),
                         ShareFetchPartitionData::error(ErrorCode::None, None),
@@ -334,11 +345,6 @@ impl SharePartitionManager {
                     continue;
                 }
                 (sp.next_fetch_offset(), sp.leader_epoch())
-            };
-            let origin = if settings.read_committed {
-                FetchOrigin::ConsumerReadCommitted
-            } else {
-                FetchOrigin::Consumer
             };
             let read = PartitionFetchParams {
                 fetch_offset,
@@ -388,30 +394,42 @@ impl SharePartitionManager {
                 ));
                 continue;
             }
-            let batches = fetched_batches(&result.records);
-            let acquired = entry.lock().acquire(
-                &params.member_id,
-                &settings.partition,
-                params.acquire_mode,
-                remaining_records,
-                fetch_offset,
-                &batches,
-                result.aborted_transactions.as_deref(),
-                unix_ms(),
-            );
+            remaining_bytes = remaining_bytes.saturating_sub(result.records.len());
+            reads.push((p.tp.clone(), entry, fetch_offset, result));
+        }
+        // Kafka's DelayedShareFetch completes once the data read reaches min bytes; an
+        // error is news at once.
+        let read_bytes: usize = reads.iter().map(|(_, _, _, r)| r.records.len()).sum();
+        let errors = answers.iter().any(|(_, d)| d.error != ErrorCode::None);
+        if !last && !errors && read_bytes < params.min_bytes.max(1) as usize {
+            return None;
+        }
+        let mut remaining_records = params.max_records;
+        for (tp, entry, fetch_offset, result) in reads {
+            let acquired = if remaining_records > 0 {
+                entry.lock().acquire(
+                    &params.member_id,
+                    &settings.partition,
+                    params.acquire_mode,
+                    remaining_records,
+                    fetch_offset,
+                    &fetched_batches(&result.records),
+                    result.aborted_transactions.as_deref(),
+                    unix_ms(),
+                )
+            } else {
+                ShareAcquiredRecords::default()
+            };
             if acquired.acquired_records.is_empty() {
-                answers.push((
-                    p.tp.clone(),
-                    ShareFetchPartitionData::error(ErrorCode::None, None),
-                ));
+                answers.push((tp, ShareFetchPartitionData::error(ErrorCode::None, None)));
                 continue;
             }
             remaining_records -= acquired.count as i32;
             let records = slice_records(&result.records, &acquired.acquired_records);
-            remaining_bytes = remaining_bytes.saturating_sub(records.len());
+            // The expiry timer re-plans for the new locks.
             self.changed.notify_waiters();
             answers.push((
-                p.tp.clone(),
+                tp,
                 ShareFetchPartitionData {
                     error: ErrorCode::None,
                     records,
@@ -420,7 +438,14 @@ impl SharePartitionManager {
                 },
             ));
         }
-        answers
+        // In the request's order.
+        answers.sort_by_key(|(tp, _)| {
+            partitions
+                .iter()
+                .position(|p| p.tp == *tp)
+                .unwrap_or(usize::MAX)
+        });
+        Some(answers)
     }
 
     /// Applies a member's acknowledgements (Kafka's `acknowledge`): each partition's are

@@ -696,3 +696,25 @@ async fn a_leader_change_fences_the_share_partition() {
     assert_eq!(answers[0].1.error, ErrorCode::NotLeaderOrFollower);
     assert_eq!(answers[0].1.current_leader.map(|(id, _)| id), Some(REMOTE));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn below_min_bytes_a_share_fetch_acquires_at_its_max_wait() {
+    let (_dir, mut b) = Broker::bootstrapped();
+    let tp = orders();
+    produce_values(&b, &tp, 2).await;
+    let m = manager(&mut b, Arc::new(MemoryPersister::default()), 30_000);
+    let partitions = [ShareFetchPartition {
+        tp: tp.clone(),
+        partition_max_bytes: 1 << 20,
+    }];
+    let mut p = params("a", 10, Duration::from_millis(50));
+    p.min_bytes = 1 << 20;
+    let answers = m.fetch_messages(&p, &partitions).await;
+    let got: Vec<_> = answers[0]
+        .1
+        .acquired_records
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset))
+        .collect();
+    assert_eq!(got, vec![(0, 1)]);
+}
