@@ -633,9 +633,10 @@ impl SharePartitionManager {
         }
     }
 
-    /// NOT_LEADER_OR_FOLLOWER (and the share partition dropped) unless this broker leads
-    /// `tp` at the share partition's leader epoch; UNKNOWN_TOPIC_OR_PARTITION if it does not
-    /// host it.
+    /// Drops the share partition unless this broker leads `tp` at its leader epoch (what
+    /// Kafka's listeners on the ReplicaManager do on a leadership change); an
+    /// acknowledgement then finds no share partition: UNKNOWN_TOPIC_OR_PARTITION, Kafka's
+    /// answer.
     fn check_leader(&self, group_id: &str, tp: &TopicIdPartition) -> Result<(), ErrorCode> {
         let Some(hosted) = self.replica_manager.partition(tp.topic_id, tp.partition) else {
             self.drop_partition(group_id, tp);
@@ -650,7 +651,7 @@ impl SharePartitionManager {
             .is_some_and(|e| e.lock().leader_epoch() != leader_epoch);
         if !is_leader || stale {
             self.drop_partition(group_id, tp);
-            return Err(ErrorCode::NotLeaderOrFollower);
+            return Err(ErrorCode::UnknownTopicOrPartition);
         }
         Ok(())
     }

@@ -681,9 +681,10 @@ async fn a_leader_change_fences_the_share_partition() {
         leader: REMOTE,
         ..Default::default()
     })]);
+    // As on Kafka, whose listener drops the share partition on the leader change.
     assert_eq!(
         ack(&m, &tp, "a", 0, 0, 1).await,
-        ErrorCode::NotLeaderOrFollower
+        ErrorCode::UnknownTopicOrPartition
     );
     assert_eq!(m.share_partition_offsets(GROUP, &tp), None, "dropped");
     let partitions = [ShareFetchPartition {
