@@ -520,8 +520,21 @@ impl SharePartitionManager {
             return;
         };
         let partitions: Vec<_> = session.partitions().collect();
-        self.release_acquired_records(&session.key.group_id, &session.key.member_id, &partitions)
+        let group_id = &session.key.group_id;
+        self.release_acquired_records(group_id, &session.key.member_id, &partitions)
             .await;
+        // The group's last session on this broker: its share partitions go (Kafka's
+        // onGroupEmpty), to be loaded afresh when a member comes back.
+        if !self.sessions().has_group(group_id) {
+            let mut map = self.partitions.lock().unwrap_or_else(|p| p.into_inner());
+            map.retain(|(g, _), entry| {
+                let keep = g != group_id;
+                if !keep {
+                    entry.lock().mark_fenced();
+                }
+                keep
+            });
+        }
     }
 
     async fn release_acquired_records(
@@ -537,10 +550,10 @@ impl SharePartitionManager {
                 .filter(|((g, tp), _)| {
                     g == group_id && partitions.contains(&(tp.topic_id, tp.partition))
                 })
-                .map(|(_, e)| Arc::clone(e))
+                .map(|((_, tp), e)| (tp.clone(), Arc::clone(e)))
                 .collect()
         };
-        for entry in entries {
+        for (tp, entry) in entries {
             let write = entry
                 .lock()
                 .release_acquired_records(member_id, &settings.partition);
@@ -548,6 +561,9 @@ impl SharePartitionManager {
                 let (write_id, handle) = self.spawn_write(w);
                 let result = handle.await.unwrap_or(Err(ErrorCode::UnknownServerError));
                 entry.lock().complete_write(write_id, result);
+                if let Err(e) = result {
+                    self.on_persister_error(group_id, &tp, e);
+                }
             }
         }
         self.changed.notify_waiters();
@@ -559,13 +575,17 @@ impl SharePartitionManager {
         let entries: Vec<_> = {
             let map = self.partitions.lock().unwrap_or_else(|p| p.into_inner());
             map.iter()
-                .map(|((g, _), e)| (g.clone(), Arc::clone(e)))
+                .map(|((g, tp), e)| (g.clone(), tp.clone(), Arc::clone(e)))
                 .collect()
         };
         let now = unix_ms();
         let mut next: Option<i64> = None;
         let mut expired = false;
-        for (group_id, entry) in entries {
+        for (group_id, tp, entry) in entries {
+            // A partition led elsewhere now is dropped, not written for.
+            if self.check_leader(&group_id, &tp).is_err() {
+                continue;
+            }
             let settings = self.group_settings(&group_id);
             let write = entry
                 .lock()
@@ -576,6 +596,9 @@ impl SharePartitionManager {
                 // Kafka does not roll an expiry back: the records are available already.
                 let result = handle.await.unwrap_or(Err(ErrorCode::UnknownServerError));
                 entry.lock().complete_write(write_id, result);
+                if let Err(e) = result {
+                    self.on_persister_error(&group_id, &tp, e);
+                }
             }
             if let Some(at) = entry.lock().next_lock_expiry_ms() {
                 next = Some(next.map_or(at, |n| n.min(at)));

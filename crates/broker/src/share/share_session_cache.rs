@@ -277,6 +277,11 @@ impl ShareSessionCache {
         Some(session)
     }
 
+    /// Whether any session of `group_id` remains.
+    pub fn has_group(&self, group_id: &str) -> bool {
+        self.sessions.keys().any(|k| k.group_id == group_id)
+    }
+
     /// Every session ends (share groups switched off, Kafka's `onShareVersionToggle`).
     pub fn remove_all_sessions(&mut self) -> Vec<ShareSession> {
         self.connections.clear();
@@ -380,7 +385,9 @@ mod tests {
         cache
             .new_context("g", "m", &[(T, 0)], &[], 0, false, "c1")
             .expect("opens");
+        assert!(cache.has_group("g"));
         let ended = cache.on_disconnect("c1").expect("the session ends");
+        assert!(!cache.has_group("g"));
         assert_eq!(ended.partitions().collect::<Vec<_>>(), vec![(T, 0)]);
         assert!(cache.is_empty());
         // A session reopened on a new connection survives the old connection's close.

@@ -433,6 +433,9 @@ async fn a_closed_session_releases_the_members_records() {
     );
     // a's connection drops: its records go back at once, not after the lock duration.
     m.on_disconnect("conn-a").await;
+    // It was the group's last session here: the share partition is dropped, and loaded
+    // again (with the release persisted) by the next fetch.
+    assert_eq!(m.share_partition_offsets(GROUP, &tp), None);
     assert_eq!(
         share_fetch(&m, &tp, "b", 10, Duration::ZERO).await,
         vec![(0, 2, 2)]
