@@ -172,6 +172,20 @@ impl SharePartitionManager {
         })
     }
 
+    /// A manager with its acquisition lock timer running: what `BrokerServer` builds once it
+    /// has the share coordinator's persister.
+    pub fn start(
+        replica_manager: Arc<ReplicaManager>,
+        persister: Arc<dyn Persister>,
+        metadata: Option<MetadataCache>,
+        config: ShareGroupConfig,
+    ) -> Arc<SharePartitionManager> {
+        let manager = SharePartitionManager::new(replica_manager, persister, metadata, config);
+        // The task holds the manager weakly between rounds and ends with it.
+        drop(manager.start_lock_timer());
+        manager
+    }
+
     /// Starts the acquisition lock timer: it sleeps until the earliest lock expiry (or a new
     /// acquisition), then expires what is due and persists it. It holds the manager only
     /// while it works or sleeps (at most a second), so it ends soon after the manager.

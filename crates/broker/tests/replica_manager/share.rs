@@ -331,8 +331,19 @@ async fn expired_locks_redeliver_and_the_delivery_limit_archives() {
     let tp = orders();
     produce_values(&b, &tp, 2).await;
     let persister = Arc::new(MemoryPersister::default());
-    let m = manager(&mut b, Arc::clone(&persister), 50);
-    let _timer = m.start_lock_timer();
+    b.apply(&[group_config("share.auto.offset.reset", "earliest")]);
+    let config = ShareGroupConfig {
+        record_lock_duration_ms: 50,
+        delivery_count_limit: 2,
+        ..ShareGroupConfig::default()
+    };
+    // With its lock timer, as the broker starts it.
+    let m = SharePartitionManager::start(
+        Arc::clone(&b.rm),
+        Arc::clone(&persister) as Arc<dyn Persister>,
+        Some(b.cache.clone()),
+        config,
+    );
 
     assert_eq!(
         share_fetch(&m, &tp, "a", 10, Duration::ZERO).await,
