@@ -711,7 +711,7 @@ impl SharePartition {
         }
         let write_id = self.take_write_id();
         let batches = self.state_batches(changed.iter().copied());
-        let request = self.write_request(batches);
+        let request = self.write_request(write_id, batches);
         self.pending_writes.insert(write_id, Vec::new());
         self.move_start_offset();
         Some(StateWrite { write_id, request })
@@ -808,7 +808,7 @@ impl SharePartition {
             return None;
         }
         let batches = self.state_batches(previous.iter().map(|(o, _)| *o));
-        let request = self.write_request(batches);
+        let request = self.write_request(write_id, batches);
         self.pending_writes.insert(write_id, previous);
         Some(StateWrite { write_id, request })
     }
@@ -843,7 +843,11 @@ impl SharePartition {
         out
     }
 
-    fn write_request(&self, state_batches: Vec<StateBatch>) -> WriteShareGroupStateRequest {
+    fn write_request(
+        &self,
+        write_id: u64,
+        state_batches: Vec<StateBatch>,
+    ) -> WriteShareGroupStateRequest {
         let delivery_complete_count = self
             .records
             .iter()
@@ -857,7 +861,7 @@ impl SharePartition {
                     partition: self.partition,
                     state_epoch: self.state_epoch,
                     leader_epoch: self.leader_epoch,
-                    start_offset: self.prospective_start_offset(),
+                    start_offset: self.prospective_start_offset(write_id),
                     delivery_complete_count,
                     state_batches,
                     ..Default::default()
@@ -868,13 +872,17 @@ impl SharePartition {
         }
     }
 
-    /// The SPSO once every pending change commits: the write carries it so the share
-    /// coordinator need not keep the terminal records below it.
-    fn prospective_start_offset(&self) -> i64 {
+    /// The SPSO once this write commits: past the terminal records at the front that are
+    /// settled or settled by this write. A change of another unanswered write does not
+    /// count, since that write may fail and roll back; the write carries the result so the
+    /// share coordinator need not keep the terminal records below it.
+    fn prospective_start_offset(&self, write_id: u64) -> i64 {
         let done = self
             .records
             .iter()
-            .take_while(|r| r.state.is_terminal())
+            .take_while(|r| {
+                r.state.is_terminal() && r.in_transition.is_none_or(|pending| pending == write_id)
+            })
             .count();
         self.start_offset + done as i64
     }

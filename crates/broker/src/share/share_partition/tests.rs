@@ -726,3 +726,25 @@ fn records_delivered_often_are_delivered_in_smaller_groups() {
     assert_eq!(throttle_records_delivery_limit(2), 2);
     assert_eq!(throttle_records_delivery_limit(10), 5);
 }
+
+#[test]
+fn a_write_never_moves_the_start_offset_over_another_unanswered_write() {
+    let mut sp = fresh();
+    acquire(&mut sp, "a", 100, &[batch(0, 1)], 0);
+    let first = sp
+        .acknowledge("a", &config(), &[ack(0, 0, &[1])], 0)
+        .expect("ack")
+        .expect("a write");
+    let second = sp
+        .acknowledge("a", &config(), &[ack(1, 1, &[1])], 0)
+        .expect("ack")
+        .expect("a write");
+    assert_eq!(first.request.topics[0].partitions[0].start_offset, 1);
+    // The second must not claim offset 0 settled: the first may still fail.
+    assert_eq!(second.request.topics[0].partitions[0].start_offset, 0);
+    sp.complete_write(first.write_id, Err(ErrorCode::CoordinatorNotAvailable));
+    sp.complete_write(second.write_id, Ok(()));
+    assert_eq!(sp.start_offset(), 0);
+    assert_eq!(sp.record_state(0), Some((RecordState::Acquired, 1)));
+    assert_eq!(sp.record_state(1), Some((RecordState::Acknowledged, 1)));
+}
