@@ -559,8 +559,10 @@ enum Op {
     Expire {
         advance: i64,
     },
+    /// Answers one of the unanswered writes, in any order.
     Complete {
         ok: bool,
+        pick: usize,
     },
     Release {
         member: u8,
@@ -576,10 +578,13 @@ fn op() -> impl Strategy<Value = Op> {
             ack_type
         }),
         (0i64..1_500).prop_map(|advance| Op::Expire { advance }),
-        any::<bool>().prop_map(|ok| Op::Complete { ok }),
+        (any::<bool>(), 0usize..8).prop_map(|(ok, pick)| Op::Complete { ok, pick }),
         (0u8..3).prop_map(|member| Op::Release { member }),
     ]
 }
+
+/// An unanswered write of the property test: its id, start offset and acknowledgements.
+type PendingWrite = (u64, i64, Vec<(i64, i8)>);
 
 proptest! {
     /// Against a log of 40 single-record batches: no record is ever held by two members,
@@ -591,7 +596,10 @@ proptest! {
         let mut sp = fresh();
         let mut now = 0;
         let mut accepted = std::collections::BTreeSet::new();
-        let mut pending: Vec<(u64, Vec<(i64, i8)>)> = Vec::new();
+        // Each unanswered write: its id, the start offset it carries, its acknowledgements.
+        let mut pending: Vec<PendingWrite> = Vec::new();
+        // The share coordinator's start offset: the last answered write's.
+        let mut persisted_start = 0;
         for op in ops {
             match op {
                 Op::Acquire { member, max, len } => {
@@ -612,27 +620,32 @@ proptest! {
                         prop_assert!(result.is_err());
                     }
                     if let Ok(Some(w)) = result {
-                        pending.push((w.write_id, vec![(offset, ack_type)]));
+                        let start = w.request.topics[0].partitions[0].start_offset;
+                        pending.push((w.write_id, start, vec![(offset, ack_type)]));
                     }
                 }
                 Op::Expire { advance } => {
                     now += advance;
                     if let Some(w) = sp.expire_acquisition_locks(&cfg, now) {
+                        persisted_start = w.request.topics[0].partitions[0].start_offset;
                         sp.complete_write(w.write_id, Ok(()));
                     }
                 }
-                Op::Complete { ok } => {
-                    if let Some((id, acks)) = pending.pop() {
+                Op::Complete { ok, pick } => {
+                    if !pending.is_empty() {
+                        let (id, start, acks) = pending.remove(pick % pending.len());
                         let result = if ok { Ok(()) } else { Err(ErrorCode::CoordinatorNotAvailable) };
                         sp.complete_write(id, result);
                         if ok {
+                            persisted_start = start;
                             accepted.extend(acks.iter().filter(|(_, t)| *t == 1).map(|(o, _)| *o));
                         }
                     }
                 }
                 Op::Release { member } => {
                     if let Some(w) = sp.release_acquired_records(&member.to_string(), &cfg) {
-                        pending.push((w.write_id, Vec::new()));
+                        let start = w.request.topics[0].partitions[0].start_offset;
+                        pending.push((w.write_id, start, Vec::new()));
                     }
                 }
             }
@@ -644,6 +657,12 @@ proptest! {
                 if accepted.contains(&o) {
                     prop_assert_eq!(state, RecordState::Acknowledged);
                 }
+            }
+            // What the share coordinator holds never passes a record still in play: after a
+            // failover nothing unsettled would be lost.
+            for o in sp.start_offset()..persisted_start {
+                let (state, _) = sp.record_state(o).expect("in flight");
+                prop_assert!(state.is_terminal(), "persisted start {} passes live offset {}", persisted_start, o);
             }
             // The SPSO stops only at a live record or one whose change is not yet persisted.
             if let Some((state, _)) = sp.record_state(sp.start_offset()) {
