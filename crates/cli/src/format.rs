@@ -193,8 +193,9 @@ pub fn format(
 }
 
 /// The feature levels a new cluster starts at: `metadata.version` and, with it, eligible
-/// leader replicas on (KIP-966), KIP-848 consumer groups (`group.version` 1) and
-/// transactions V2 (`transaction.version` 2, KIP-890), as Kafka 4.x formats a new cluster.
+/// leader replicas on (KIP-966), KIP-848 consumer groups (`group.version` 1),
+/// transactions V2 (`transaction.version` 2, KIP-890) and KIP-932 share groups
+/// (`share.version` 1), as Kafka 4.4 formats a new cluster.
 pub fn bootstrap_records() -> Vec<MetadataRecord> {
     vec![
         MetadataRecord::FeatureLevel(FeatureLevelRecord {
@@ -215,6 +216,15 @@ pub fn bootstrap_records() -> Vec<MetadataRecord> {
         MetadataRecord::FeatureLevel(FeatureLevelRecord {
             name: "transaction.version".to_string(),
             feature_level: 2,
+            ..Default::default()
+        }),
+        // Kafka 4.4's format finalizes share.version 1 with its default release (4.3-IV0);
+        // Kafka ties level 1 to metadata.version 4.2-IV0 (28) for that default only (no
+        // dependency checked on update), which is above kraftd's 25: kraftd finalizes it
+        // with its own metadata.version, so that share groups are on as in Kafka 4.4.
+        MetadataRecord::FeatureLevel(FeatureLevelRecord {
+            name: "share.version".to_string(),
+            feature_level: 1,
             ..Default::default()
         }),
     ]

@@ -45,7 +45,8 @@ use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, RequestQuota};
-use super::share_fetch_apis::ShareApis;
+use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
+use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -80,6 +81,7 @@ impl KafkaApis {
             .into_iter()
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
+            .chain(SHARE_GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
             .chain(LOG_DIR_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
@@ -87,6 +89,21 @@ impl KafkaApis {
             table
                 .add(key, supported_range(key))
                 .expect("every broker API key is served on the broker listener");
+        }
+        table
+    }
+
+    /// What a broker listener with `context` advertises: [`KafkaApis::api_versions`], and
+    /// ShareFetch / ShareAcknowledge when the share-partition leaders run (they need the
+    /// share coordinator's persister).
+    pub fn api_versions_for(context: &BrokerApisContext) -> ApiVersionsTable {
+        let mut table = KafkaApis::api_versions();
+        if context.share_partition_manager.is_some() {
+            for key in SHARE_API_KEYS {
+                table
+                    .add(key, supported_range(key))
+                    .expect("ShareFetch and ShareAcknowledge are served on the broker listener");
+            }
         }
         table
     }
@@ -359,6 +376,14 @@ impl KafkaApis {
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
                     context: &self.context,
+                }
+                .handle(&request.header, request.peer, body, auth)
+                .await
+            }
+            body if SHARE_GROUP_API_KEYS.contains(&request.api_key) => {
+                ShareGroupApis {
+                    context: &self.context,
+                    listener: &self.listener,
                 }
                 .handle(&request.header, request.peer, body, auth)
                 .await

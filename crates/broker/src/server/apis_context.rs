@@ -40,6 +40,9 @@ pub struct BrokerApisContext {
     pub data: DataPlane,
     /// Groups and their committed offsets.
     pub group_coordinator: Arc<GroupCoordinatorService>,
+    /// The share coordinator, as the group coordinator reaches it (DeleteGroups deletes a
+    /// share group's state through it first).
+    pub share_persister: Option<Arc<dyn crate::share::Persister>>,
     /// Transactions.
     pub txn_coordinator: Arc<TransactionCoordinatorService>,
     /// KIP-890 verification of transactional produce.

@@ -215,6 +215,9 @@ impl GroupApis<'_> {
                         }
                     })
                     .collect();
+                let allowed = self
+                    .delete_share_group_state(&ctx, allowed, &mut results)
+                    .await;
                 for (ids, answer) in self
                     .per_partition(&ctx, allowed, ShardRequest::DeleteGroups)
                     .await
@@ -310,7 +313,7 @@ impl GroupApis<'_> {
 
     /// Groups split by partition, one shard call per partition, the answers with the ids
     /// each covered.
-    async fn per_partition(
+    pub(super) async fn per_partition(
         &self,
         ctx: &RequestContext,
         ids: Vec<String>,
@@ -339,6 +342,66 @@ impl GroupApis<'_> {
             out.push((ids, call.await));
         }
         out
+    }
+
+    /// DeleteGroups' first step (Kafka's `deleteShareGroups`): the share groups among `ids`
+    /// have their state deleted in the share coordinator through the persister before the
+    /// groups themselves go. A share group that is not empty, or whose state the persister
+    /// could not delete, is answered here with the error; the ids left to delete are
+    /// returned.
+    async fn delete_share_group_state(
+        &self,
+        ctx: &RequestContext,
+        ids: Vec<String>,
+        results: &mut Vec<kraftd_protocol::messages::delete_groups_response::DeletableGroupResult>,
+    ) -> Vec<String> {
+        let mut refused: BTreeMap<String, ErrorCode> = BTreeMap::new();
+        for (_, answer) in self
+            .per_partition(ctx, ids.clone(), ShardRequest::ShareGroupsToDelete)
+            .await
+        {
+            // A shard that cannot answer answers the DeleteGroups that follows the same way.
+            let Ok(ShardResponse::ShareGroupsToDelete(found)) = answer else {
+                continue;
+            };
+            for (group_id, deletion) in found {
+                let request = match deletion {
+                    Err(code) => {
+                        refused.insert(group_id, code);
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Ok(Some(request)) => request,
+                };
+                let Some(persister) = &self.context.share_persister else {
+                    continue;
+                };
+                let answer = persister.delete_state(request).await;
+                let failed = answer
+                    .results
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .find(|p| p.error_code != 0);
+                if let Some(p) = failed {
+                    refused.insert(
+                        group_id,
+                        ErrorCode::from_code(p.error_code).unwrap_or(ErrorCode::UnknownServerError),
+                    );
+                }
+            }
+        }
+        for (group_id, code) in &refused {
+            results.push(
+                kraftd_protocol::messages::delete_groups_response::DeletableGroupResult {
+                    group_id: group_id.clone(),
+                    error_code: code.code(),
+                    ..Default::default()
+                },
+            );
+        }
+        ids.into_iter()
+            .filter(|id| !refused.contains_key(id))
+            .collect()
     }
 
     /// FindCoordinator (v0–3 one key, v4+ a batch): the leader of the key's partition on

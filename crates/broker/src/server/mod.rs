@@ -24,6 +24,7 @@ mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;
 pub mod share_fetch_apis;
+pub mod share_group_apis;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_marker_channel;
@@ -213,6 +214,14 @@ pub fn supported_features() -> Vec<Feature> {
             max_supported_version: 1,
             ..Default::default()
         },
+        // 1: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch). Kafka 4.4 supports 2
+        // (KIP-1191's dead-letter queues), which kraftd does not implement.
+        Feature {
+            name: "share.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+            ..Default::default()
+        },
     ]
 }
 
@@ -332,12 +341,16 @@ impl BrokerServer {
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
         // NOT_LEADER_OR_FOLLOWER.
-        let (group_coordinator, group_publisher) = GroupCoordinatorService::start(
+        // The share coordinator's persister: none until the share coordinator runs on
+        // brokers (issue 28's share-coordinator part); share groups' partitions then stay
+        // uninitialized, so unassigned.
+        let share_persister: Option<Arc<dyn crate::share::Persister>> = None;
+        let (group_coordinator, group_publisher) = GroupCoordinatorService::start_with_persister(
             config.group_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
-            None,
+            share_persister.clone(),
         );
         let markers = TransactionMarkerChannelManager::new(
             config.node_id,
@@ -418,6 +431,15 @@ impl BrokerServer {
             published.client_quotas.clone(),
             quota_window,
         ));
+        // The share-partition leaders, once the share coordinator can be reached.
+        let share_partition_manager = share_persister.clone().map(|persister| {
+            crate::share::SharePartitionManager::start(
+                Arc::clone(&replica_manager),
+                persister,
+                Some(cache.clone()),
+                config.share_group,
+            )
+        });
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
@@ -431,6 +453,7 @@ impl BrokerServer {
                 producer_ids,
             },
             group_coordinator: Arc::clone(&group_coordinator),
+            share_persister,
             txn_coordinator: Arc::clone(&txn_coordinator),
             txn_verifier: txn_verification::TxnVerifier::new(
                 config.node_id,
@@ -442,10 +465,9 @@ impl BrokerServer {
             metadata_metrics: metadata_metrics.clone(),
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
-            // Share groups need the share coordinator's persister (issue 28's share-coord
-            // part): until it is wired here ShareFetch / ShareAcknowledge answer
-            // UNSUPPORTED_VERSION and are not advertised.
-            share_partition_manager: None,
+            // None without the share coordinator's persister: ShareFetch and
+            // ShareAcknowledge are then not advertised (KafkaApis::api_versions_for).
+            share_partition_manager,
         });
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(
@@ -670,7 +692,7 @@ async fn serve_when_ready(
     serving: watch::Sender<bool>,
 ) {
     gate.wait().await;
-    let table = Arc::new(KafkaApis::api_versions());
+    let table = Arc::new(KafkaApis::api_versions_for(&context));
     let mut servers = tokio::task::JoinSet::new();
     for l in listeners {
         info!(node = gate.node_id, listener = %l.name, "broker listener serving");

@@ -24,6 +24,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, Uuid};
 
 use super::quota::ConsumerFetchQuota;
+use super::share_group_apis::{share_groups_enabled, MAX_MEMBER_ID_LENGTH};
 use crate::replica::TopicIdPartition;
 use crate::share::share_partition::{
     validate_acknowledgement_batches, AcknowledgementBatch, ShareAcquireMode,
@@ -36,13 +37,9 @@ use crate::share::share_session_cache::{ShareFetchContext, FINAL_EPOCH};
 /// The APIs this module answers.
 pub const SHARE_API_KEYS: [ApiKey; 2] = [ApiKey::ShareFetch, ApiKey::ShareAcknowledge];
 
-/// The feature that switches share groups on (Kafka's `ShareVersion`).
-pub const SHARE_VERSION_FEATURE: &str = "share.version";
-
-/// Whether share groups are on: `share.version` finalized at 1 or more (Kafka's
-/// `isShareGroupProtocolEnabled`).
-pub fn share_groups_enabled(image: &MetadataImage) -> bool {
-    image.features.level(SHARE_VERSION_FEATURE) >= 1
+/// Kafka's `isMemberIdValid`: not empty, no longer than a printed UUID.
+fn is_member_id_valid(member_id: &str) -> bool {
+    !member_id.is_empty() && member_id.chars().count() <= MAX_MEMBER_ID_LENGTH
 }
 
 /// The ShareFetch / ShareAcknowledge handlers over one manager.
@@ -80,7 +77,7 @@ impl ShareApis<'_> {
         if !auth.authorize(OPERATION_READ, RESOURCE_TYPE_GROUP, &group_id) {
             return refuse(ErrorCode::GroupAuthorizationFailed);
         }
-        let Some(member_id) = request.member_id.clone().filter(|m| !m.is_empty()) else {
+        let Some(member_id) = request.member_id.clone().filter(|m| is_member_id_valid(m)) else {
             return refuse(ErrorCode::InvalidRequest);
         };
         let is_renew_ack = version >= 2 && request.is_renew_ack;
@@ -356,7 +353,7 @@ impl ShareApis<'_> {
         if !auth.authorize(OPERATION_READ, RESOURCE_TYPE_GROUP, &group_id) {
             return refuse(ErrorCode::GroupAuthorizationFailed);
         }
-        let Some(member_id) = request.member_id.clone().filter(|m| !m.is_empty()) else {
+        let Some(member_id) = request.member_id.clone().filter(|m| is_member_id_valid(m)) else {
             return refuse(ErrorCode::InvalidRequest);
         };
         let epoch = request.share_session_epoch;

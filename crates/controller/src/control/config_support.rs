@@ -162,8 +162,10 @@ const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is ref
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
 const GROUPS: &str =
     "the broker's group coordinator (kraftd-coordinator's group/), from the properties file";
+const SHARE_BOUNDS: &str =
+    "bounds the broker default at start-up (Kafka's ShareGroupConfig.validate)";
+const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraftd-coordinator's group/share/), from the properties file";
 const SHARE_PARTITIONS: &str = "the share-partition leaders (share/share_partition_manager.rs), unless the group's share.* config overrides it";
-const SHARE_BOUNDS: &str = "bounds the broker default at start-up (Kafka's ShareGroupConfig.validate) and the group's share.* config";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
@@ -217,6 +219,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(B, "background.threads", THREADS),
     honoured(B, "compression.type", "as the default of the topic's compression.type"),
     honoured(B, "follower.replication.throttled.rate", THROTTLE),
+    honoured_static(B, "group.share.assignment.interval.ms", SHARE_GROUPS),
     honoured(B, "leader.replication.throttled.rate", THROTTLE),
     honoured_static(B, "log.cleaner.threads", CLEANER),
     honoured(B, "log.cleanup.policy", CLEANER),
@@ -264,16 +267,27 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.max.session.timeout.ms", GROUPS),
     honoured(S, "group.max.size", GROUPS),
     honoured(S, "group.min.session.timeout.ms", GROUPS),
+    honoured(S, "group.share.assignors", SHARE_GROUPS),
     honoured(S, "group.share.delivery.count.limit", SHARE_PARTITIONS),
+    honoured(S, "group.share.heartbeat.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.initialize.retry.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.assignment.interval.ms", SHARE_GROUPS),
     honoured(S, "group.share.max.delivery.count.limit", SHARE_BOUNDS),
+    honoured(S, "group.share.max.heartbeat.interval.ms", SHARE_GROUPS),
     honoured(S, "group.share.max.partition.max.record.locks", SHARE_BOUNDS),
     honoured(S, "group.share.max.record.lock.duration.ms", SHARE_BOUNDS),
+    honoured(S, "group.share.max.session.timeout.ms", SHARE_GROUPS),
     honoured(S, "group.share.max.share.sessions", "the broker's share session cache (share/share_session_cache.rs): SHARE_SESSION_LIMIT_REACHED past it"),
+    honoured(S, "group.share.max.size", SHARE_GROUPS),
+    honoured(S, "group.share.min.assignment.interval.ms", SHARE_GROUPS),
     honoured(S, "group.share.min.delivery.count.limit", SHARE_BOUNDS),
+    honoured(S, "group.share.min.heartbeat.interval.ms", SHARE_GROUPS),
     honoured(S, "group.share.min.partition.max.record.locks", SHARE_BOUNDS),
     honoured(S, "group.share.min.record.lock.duration.ms", SHARE_BOUNDS),
+    honoured(S, "group.share.min.session.timeout.ms", SHARE_GROUPS),
     honoured(S, "group.share.partition.max.record.locks", SHARE_PARTITIONS),
     honoured(S, "group.share.record.lock.duration.ms", SHARE_PARTITIONS),
+    honoured(S, "group.share.session.timeout.ms", SHARE_GROUPS),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
     honoured(S, "leader.imbalance.check.interval.seconds", REBALANCE),
     honoured(S, "listeners", "the sockets bound"),

@@ -48,6 +48,9 @@ impl AssignorName {
     }
 }
 
+/// The share groups' one assignor (`group.share.assignors`' default).
+const SHARE_ASSIGNOR: &str = "simple";
+
 /// The settings one shard runs by; Kafka's names in the field docs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupCoordinatorConfig {
@@ -83,6 +86,30 @@ pub struct GroupCoordinatorConfig {
     pub consumer_assignors: Vec<AssignorName>,
     /// `group.consumer.migration.policy`.
     pub migration_policy: MigrationPolicy,
+    /// `group.share.session.timeout.ms`.
+    pub share_session_timeout_ms: i32,
+    /// `group.share.min.session.timeout.ms`.
+    pub share_min_session_timeout_ms: i32,
+    /// `group.share.max.session.timeout.ms`.
+    pub share_max_session_timeout_ms: i32,
+    /// `group.share.heartbeat.interval.ms`.
+    pub share_heartbeat_interval_ms: i32,
+    /// `group.share.min.heartbeat.interval.ms`.
+    pub share_min_heartbeat_interval_ms: i32,
+    /// `group.share.max.heartbeat.interval.ms`.
+    pub share_max_heartbeat_interval_ms: i32,
+    /// `group.share.max.size`.
+    pub share_group_max_size: i32,
+    /// `group.share.assignment.interval.ms`: a share group's target assignment is computed
+    /// at most this often.
+    pub share_assignment_interval_ms: i32,
+    /// `group.share.min.assignment.interval.ms`.
+    pub share_min_assignment_interval_ms: i32,
+    /// `group.share.max.assignment.interval.ms`.
+    pub share_max_assignment_interval_ms: i32,
+    /// `group.share.initialize.retry.interval.ms`: a share partition still initializing
+    /// after this long is initialized again on the next heartbeat.
+    pub share_initialize_retry_interval_ms: i32,
     /// `offsets.retention.minutes`, in ms.
     pub offsets_retention_ms: i64,
     /// `offsets.retention.check.interval.ms`.
@@ -115,6 +142,17 @@ impl Default for GroupCoordinatorConfig {
             consumer_group_max_size: i32::MAX,
             consumer_assignors: vec![AssignorName::Uniform, AssignorName::Range],
             migration_policy: MigrationPolicy::Bidirectional,
+            share_session_timeout_ms: 45_000,
+            share_min_session_timeout_ms: 45_000,
+            share_max_session_timeout_ms: 60_000,
+            share_heartbeat_interval_ms: 5_000,
+            share_min_heartbeat_interval_ms: 5_000,
+            share_max_heartbeat_interval_ms: 15_000,
+            share_group_max_size: 200,
+            share_assignment_interval_ms: 1_000,
+            share_min_assignment_interval_ms: 0,
+            share_max_assignment_interval_ms: 15_000,
+            share_initialize_retry_interval_ms: 30_000,
             offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
@@ -143,6 +181,18 @@ impl GroupCoordinatorConfig {
         "group.consumer.max.size",
         "group.consumer.assignors",
         "group.consumer.migration.policy",
+        "group.share.session.timeout.ms",
+        "group.share.min.session.timeout.ms",
+        "group.share.max.session.timeout.ms",
+        "group.share.heartbeat.interval.ms",
+        "group.share.min.heartbeat.interval.ms",
+        "group.share.max.heartbeat.interval.ms",
+        "group.share.max.size",
+        "group.share.assignors",
+        "group.share.assignment.interval.ms",
+        "group.share.min.assignment.interval.ms",
+        "group.share.max.assignment.interval.ms",
+        "group.share.initialize.retry.interval.ms",
         "offsets.retention.minutes",
         "offsets.retention.check.interval.ms",
         "offset.metadata.max.bytes",
@@ -211,6 +261,53 @@ impl GroupCoordinatorConfig {
                         }
                     }
                 }
+                "group.share.session.timeout.ms" => c.share_session_timeout_ms = p.int(1)?,
+                "group.share.min.session.timeout.ms" => {
+                    c.share_min_session_timeout_ms = p.int(1)?
+                }
+                "group.share.max.session.timeout.ms" => {
+                    c.share_max_session_timeout_ms = p.int(1)?
+                }
+                "group.share.heartbeat.interval.ms" => c.share_heartbeat_interval_ms = p.int(1)?,
+                "group.share.min.heartbeat.interval.ms" => {
+                    c.share_min_heartbeat_interval_ms = p.int(1)?
+                }
+                "group.share.max.heartbeat.interval.ms" => {
+                    c.share_max_heartbeat_interval_ms = p.int(1)?
+                }
+                "group.share.max.size" => {
+                    let n = p.int(1)?;
+                    if n > 1000 {
+                        return Err(p.invalid("Value must be no more than 1000"));
+                    }
+                    c.share_group_max_size = n;
+                }
+                "group.share.assignors" => {
+                    // Kafka 4.4 has one share assignor; a list naming another is refused
+                    // when the coordinator starts.
+                    for part in value.split(',').filter(|s| !s.trim().is_empty()) {
+                        let part = part.trim();
+                        if part != SHARE_ASSIGNOR
+                            && part != "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"
+                        {
+                            return Err(p.invalid(&format!(
+                                "unknown share assignor {part:?} (kraftd has simple)"
+                            )));
+                        }
+                    }
+                }
+                "group.share.assignment.interval.ms" => {
+                    c.share_assignment_interval_ms = p.int(0)?
+                }
+                "group.share.min.assignment.interval.ms" => {
+                    c.share_min_assignment_interval_ms = p.int(0)?
+                }
+                "group.share.max.assignment.interval.ms" => {
+                    c.share_max_assignment_interval_ms = p.int(0)?
+                }
+                "group.share.initialize.retry.interval.ms" => {
+                    c.share_initialize_retry_interval_ms = p.int(1)?
+                }
                 "offsets.retention.minutes" => c.offsets_retention_ms = p.long(1)? * 60_000,
                 "offsets.retention.check.interval.ms" => {
                     c.offsets_retention_check_interval_ms = p.long(1)?
@@ -227,6 +324,104 @@ impl GroupCoordinatorConfig {
                 reason: "must not exceed group.max.session.timeout.ms".into(),
             });
         }
+        // Kafka never retries sooner than a commit may take.
+        c.share_initialize_retry_interval_ms = c
+            .share_initialize_retry_interval_ms
+            .max(c.offset_commit_timeout_ms);
+        c.check_share_bounds()?;
         Ok(c)
+    }
+
+    /// Kafka's `GroupCoordinatorConfig` requirements between the `group.share.*` settings.
+    fn check_share_bounds(&self) -> Result<(), ConfigError> {
+        let require = |ok: bool, key: &str, value: i32, reason: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    key: key.into(),
+                    value: value.to_string(),
+                    reason: reason.into(),
+                })
+            }
+        };
+        let (hb, min_hb, max_hb) = (
+            self.share_heartbeat_interval_ms,
+            self.share_min_heartbeat_interval_ms,
+            self.share_max_heartbeat_interval_ms,
+        );
+        let (st, min_st, max_st) = (
+            self.share_session_timeout_ms,
+            self.share_min_session_timeout_ms,
+            self.share_max_session_timeout_ms,
+        );
+        let (ai, min_ai, max_ai) = (
+            self.share_assignment_interval_ms,
+            self.share_min_assignment_interval_ms,
+            self.share_max_assignment_interval_ms,
+        );
+        let hb_key = "group.share.heartbeat.interval.ms";
+        let st_key = "group.share.session.timeout.ms";
+        let ai_key = "group.share.assignment.interval.ms";
+        require(
+            max_hb >= min_hb,
+            "group.share.max.heartbeat.interval.ms",
+            max_hb,
+            "must be greater than or equal to group.share.min.heartbeat.interval.ms",
+        )?;
+        require(
+            hb >= min_hb,
+            hb_key,
+            hb,
+            "must be greater than or equal to group.share.min.heartbeat.interval.ms",
+        )?;
+        require(
+            hb <= max_hb,
+            hb_key,
+            hb,
+            "must be less than or equal to group.share.max.heartbeat.interval.ms",
+        )?;
+        require(
+            max_st >= min_st,
+            "group.share.max.session.timeout.ms",
+            max_st,
+            "must be greater than or equal to group.share.min.session.timeout.ms",
+        )?;
+        require(
+            st >= min_st,
+            st_key,
+            st,
+            "must be greater than or equal to group.share.min.session.timeout.ms",
+        )?;
+        require(
+            st <= max_st,
+            st_key,
+            st,
+            "must be less than or equal to group.share.max.session.timeout.ms",
+        )?;
+        require(
+            hb < st,
+            hb_key,
+            hb,
+            "must be less than group.share.session.timeout.ms",
+        )?;
+        require(
+            max_ai >= min_ai,
+            "group.share.max.assignment.interval.ms",
+            max_ai,
+            "must be greater than or equal to group.share.min.assignment.interval.ms",
+        )?;
+        require(
+            ai >= min_ai,
+            ai_key,
+            ai,
+            "must be greater than or equal to group.share.min.assignment.interval.ms",
+        )?;
+        require(
+            ai <= max_ai,
+            ai_key,
+            ai,
+            "must be less than or equal to group.share.max.assignment.interval.ms",
+        )
     }
 }

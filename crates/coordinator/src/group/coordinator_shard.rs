@@ -7,7 +7,8 @@ use bytes::Bytes;
 
 use crate::context::{ReplyId, RequestContext, TopicMetadata, GROUP_METADATA_TOPIC_NAME};
 use crate::group::{
-    CoordinatorRecord, GroupCoordinatorConfig, GroupCoordinatorShard, ShardRequest, ShardResponse,
+    CoordinatorRecord, GroupCoordinatorConfig, GroupCoordinatorShard, GroupWork, ShardRequest,
+    ShardResponse,
 };
 use crate::shard::{CoordinatorOutput, CoordinatorShard, Gauge, OutputBatch, ReplayFailure};
 
@@ -15,7 +16,7 @@ impl CoordinatorShard for GroupCoordinatorShard {
     type Config = GroupCoordinatorConfig;
     type Request = ShardRequest;
     type Response = ShardResponse;
-    type Work = ();
+    type Work = GroupWork;
 
     const TOPIC: &'static str = GROUP_METADATA_TOPIC_NAME;
     const METRICS_GROUP: &'static str = "group-coordinator-metrics";
@@ -69,7 +70,7 @@ impl CoordinatorShard for GroupCoordinatorShard {
         GroupCoordinatorShard::next_deadline(self)
     }
 
-    fn take_output(&mut self) -> CoordinatorOutput<ShardResponse, ()> {
+    fn take_output(&mut self) -> CoordinatorOutput<ShardResponse, GroupWork> {
         let out = GroupCoordinatorShard::take_output(self);
         let encode = |producer: Option<(i64, i16)>, records: &[CoordinatorRecord]| {
             let mut batch = OutputBatch {
@@ -92,7 +93,7 @@ impl CoordinatorShard for GroupCoordinatorShard {
         CoordinatorOutput {
             batches,
             replies: out.replies,
-            work: Vec::new(),
+            work: out.work,
         }
     }
 
@@ -100,16 +101,16 @@ impl CoordinatorShard for GroupCoordinatorShard {
         let mut out = vec![
             ("group_count", vec![("protocol", "classic".into())], 0),
             ("group_count", vec![("protocol", "consumer".into())], 0),
+            ("group_count", vec![("protocol", "share".into())], 0),
         ];
         for ((kind, state), n) in self.group_counts() {
             let n = n as u64;
-            let protocol = if kind == "classic" { 0 } else { 1 };
-            out[protocol].2 += n;
-            let name = if kind == "classic" {
-                "classic_group_count"
-            } else {
-                "consumer_group_count"
+            let (protocol, name) = match kind {
+                "classic" => (0, "classic_group_count"),
+                "consumer" => (1, "consumer_group_count"),
+                _ => (2, "share_group_count"),
             };
+            out[protocol].2 += n;
             out.push((name, vec![("state", state.to_ascii_lowercase())], n));
         }
         out.push(("num_offsets", Vec::new(), self.offsets_count() as u64));
@@ -123,6 +124,7 @@ impl CoordinatorShard for GroupCoordinatorShard {
             ("offset_deletion_count", s.offset_deletions),
             ("group_completed_rebalance_count", s.classic_rebalances),
             ("consumer_group_rebalance_count", s.consumer_rebalances),
+            ("share_group_rebalance_count", s.share_rebalances),
         ]
     }
 }

@@ -16,6 +16,7 @@
 //! - [`shard`]: the shard, its request and reply types, dispatch and replay;
 //! - [`classic`]: classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup);
 //! - [`consumer`]: KIP-848 consumer groups (ConsumerGroupHeartbeat, server-side assignors);
+//! - [`share`]: KIP-932 share groups (ShareGroupHeartbeat, the `simple` assignor);
 //! - [`offsets`]: committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, expiry).
 
 pub mod classic;
@@ -26,6 +27,7 @@ mod coordinator_shard;
 pub mod offsets;
 pub mod record;
 pub mod shard;
+pub mod share;
 pub mod timer;
 mod txn_offsets;
 
@@ -33,4 +35,4 @@ pub use crate::context::GROUP_METADATA_TOPIC_NAME;
 pub use crate::partitioner::partition_for;
 pub use config::GroupCoordinatorConfig;
 pub use record::CoordinatorRecord;
-pub use shard::{GroupCoordinatorShard, ShardOutput, ShardRequest, ShardResponse};
+pub use shard::{GroupCoordinatorShard, GroupWork, ShardOutput, ShardRequest, ShardResponse};

@@ -508,7 +508,9 @@ impl GroupCoordinatorShard {
                     kept += 1;
                 }
             }
-            if kept == 0 && group.is_empty() {
+            // A share group is never expired (Kafka's `ShareGroup.shouldExpire`): its state
+            // lives in the share coordinator and goes only with DeleteGroups.
+            if kept == 0 && group.is_empty() && !matches!(group, Group::Share(_)) {
                 emptied.push(group_id.clone());
             }
         }

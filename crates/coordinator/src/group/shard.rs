@@ -27,11 +27,15 @@ use kraftd_protocol::messages::describe_groups_response::DescribedGroup;
 use kraftd_protocol::messages::list_groups_response::ListedGroup;
 use kraftd_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kraftd_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
+use kraftd_protocol::messages::share_group_describe_response::DescribedGroup as ShareDescribedGroup;
 use kraftd_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, HeartbeatRequest,
     HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
     SyncGroupRequest, SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+};
+use kraftd_protocol::messages::{
+    InitializeShareGroupStateRequest, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 };
 use kraftd_protocol::{ErrorCode, GroupCoordinatorRecordKey, GroupCoordinatorRecordValue};
 
@@ -42,6 +46,7 @@ use crate::group::config::GroupCoordinatorConfig;
 use crate::group::consumer::ConsumerGroup;
 use crate::group::offsets::OffsetMetadataManager;
 use crate::group::record::CoordinatorRecord;
+use crate::group::share::{ShareGroup, ShareGroupDeletion};
 use crate::group::timer::{Timer, TimerKey};
 use crate::shard::{CoordinatorShard, ReplayFailure};
 
@@ -70,6 +75,11 @@ pub enum ShardRequest {
     DeleteGroups(Vec<String>),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(Vec<String>),
+    ShareGroupHeartbeat(ShareGroupHeartbeatRequest),
+    ShareGroupDescribe(Vec<String>),
+    /// DeleteGroups' first step for share groups: the share state to delete through the
+    /// persister before the groups go (a read; see [`ShareGroupDeletion`]).
+    ShareGroupsToDelete(Vec<String>),
 }
 
 /// What the shard answers, per [`ShardRequest`] kind.
@@ -88,6 +98,17 @@ pub enum ShardResponse {
     DeleteGroups(Vec<DeletableGroupResult>),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(Vec<ConsumerDescribedGroup>),
+    ShareGroupHeartbeat(ShareGroupHeartbeatResponse),
+    ShareGroupDescribe(Vec<ShareDescribedGroup>),
+    ShareGroupsToDelete(Vec<(String, ShareGroupDeletion)>),
+}
+
+/// Work the runtime carries out once the records written before it are committed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GroupWork {
+    /// Initialize share partitions' state through the persister, then call
+    /// [`GroupCoordinatorShard::share_state_initialized`] with what succeeded and failed.
+    InitializeShareGroupState(InitializeShareGroupStateRequest),
 }
 
 /// What a call produced: records to append (applied already) and replies to send once
@@ -99,11 +120,16 @@ pub struct ShardOutput {
     /// producer (id, epoch), after `records`.
     pub txn_records: Vec<((i64, i16), Vec<CoordinatorRecord>)>,
     pub replies: Vec<(ReplyId, ShardResponse)>,
+    /// Work to carry out once `records` are committed.
+    pub work: Vec<GroupWork>,
 }
 
 impl ShardOutput {
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty() && self.txn_records.is_empty() && self.replies.is_empty()
+        self.records.is_empty()
+            && self.txn_records.is_empty()
+            && self.replies.is_empty()
+            && self.work.is_empty()
     }
 }
 
@@ -115,6 +141,8 @@ pub struct ShardStats {
     pub classic_rebalances: u64,
     /// KIP-848 group epochs bumped (a ConsumerGroupMetadata record).
     pub consumer_rebalances: u64,
+    /// Share group epochs bumped (a ShareGroupMetadata record).
+    pub share_rebalances: u64,
     /// Offsets committed.
     pub offset_commits: u64,
     /// Offsets deleted (OffsetDelete, DeleteGroups, expiry).
@@ -128,6 +156,7 @@ pub struct ShardStats {
 pub enum Group {
     Classic(ClassicGroup),
     Consumer(ConsumerGroup),
+    Share(ShareGroup),
 }
 
 impl Group {
@@ -136,6 +165,7 @@ impl Group {
         match self {
             Group::Classic(_) => "classic",
             Group::Consumer(_) => "consumer",
+            Group::Share(_) => "share",
         }
     }
 
@@ -144,6 +174,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.state_name(),
             Group::Consumer(g) => g.state_name(),
+            Group::Share(g) => g.state_name(),
         }
     }
 
@@ -151,6 +182,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.protocol_type(),
             Group::Consumer(_) => "consumer",
+            Group::Share(_) => "share",
         }
     }
 
@@ -159,6 +191,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.is_empty(),
             Group::Consumer(g) => g.is_empty(),
+            Group::Share(g) => g.is_empty(),
         }
     }
 
@@ -178,6 +211,8 @@ impl Group {
             Group::Consumer(g) => {
                 g.validate_offset_commit(member_id, group_instance_id, generation_or_epoch, api)
             }
+            // Kafka's `ShareGroup.validateOffsetCommit`: share groups keep no offsets here.
+            Group::Share(_) => Err(ErrorCode::GroupIdNotFound),
         }
     }
 
@@ -191,6 +226,7 @@ impl Group {
         match self {
             Group::Classic(_) => Ok(()),
             Group::Consumer(g) => g.validate_offset_fetch(member_id, member_epoch),
+            Group::Share(_) => Err(ErrorCode::GroupIdNotFound),
         }
     }
 
@@ -199,6 +235,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.is_subscribed_to_topic(topic),
             Group::Consumer(g) => g.is_subscribed_to_topic(topic),
+            Group::Share(g) => g.is_subscribed_to_topic(topic),
         }
     }
 
@@ -220,7 +257,7 @@ impl Group {
     pub fn offsets_may_expire(&self) -> bool {
         match self {
             Group::Classic(g) => g.is_empty() || g.protocol_type() == "consumer",
-            Group::Consumer(_) => true,
+            Group::Consumer(_) | Group::Share(_) => true,
         }
     }
 
@@ -229,6 +266,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.delete_records(),
             Group::Consumer(g) => g.delete_records(),
+            Group::Share(g) => g.delete_records(),
         }
     }
 }
@@ -353,12 +391,14 @@ impl GroupCoordinatorShard {
                 self.classic_replay_group_metadata(k, v);
             }
             (key, value) => {
-                let kind = key.key();
-                if !self.consumer_replay(key, value).map_err(fail)? {
-                    // Share and streams groups are not served: their records are kept in
-                    // the log (compaction keeps them) and skipped here, as a Kafka
-                    // broker with those features off does.
-                    let _ = kind;
+                if !self
+                    .share_replay_record(&key, value.clone())
+                    .map_err(fail)?
+                {
+                    // Streams groups are not served: their records are kept in the log
+                    // (compaction keeps them) and skipped here, as a Kafka broker with
+                    // the feature off does.
+                    let _ = self.consumer_replay(key, value).map_err(fail)?;
                 }
             }
         }
@@ -371,6 +411,7 @@ impl GroupCoordinatorShard {
         self.now_ms = now_ms;
         self.classic_on_loaded();
         self.consumer_on_loaded();
+        self.share_loaded();
         self.timer.schedule(
             TimerKey::OffsetExpiration,
             now_ms + self.config.offsets_retention_check_interval_ms,
@@ -440,6 +481,18 @@ impl GroupCoordinatorShard {
                     .collect();
                 self.reply(reply, ShardResponse::ConsumerGroupDescribe(described));
             }
+            ShardRequest::ShareGroupHeartbeat(r) => {
+                let response = self.share_heartbeat(ctx, r);
+                self.reply(reply, ShardResponse::ShareGroupHeartbeat(response));
+            }
+            ShardRequest::ShareGroupDescribe(ids) => {
+                let described = ids.iter().map(|id| self.share_group_describe(id)).collect();
+                self.reply(reply, ShardResponse::ShareGroupDescribe(described));
+            }
+            ShardRequest::ShareGroupsToDelete(ids) => {
+                let found = self.share_groups_to_delete(&ids);
+                self.reply(reply, ShardResponse::ShareGroupsToDelete(found));
+            }
         }
     }
 
@@ -466,6 +519,9 @@ impl GroupCoordinatorShard {
                 | TimerKey::ClassicSync { .. } => self.classic_on_timer(key),
                 TimerKey::ConsumerSession { .. } | TimerKey::ConsumerRebalance { .. } => {
                     self.consumer_on_timer(key)
+                }
+                TimerKey::ShareSession { group, member } => {
+                    self.share_session_expired(&group, &member)
                 }
             }
         }
@@ -556,6 +612,9 @@ impl GroupCoordinatorShard {
                 Some((GroupCoordinatorRecordValue::ConsumerGroupMetadata(_), _)) => {
                     self.stats.consumer_rebalances += 1
                 }
+                Some((GroupCoordinatorRecordValue::ShareGroupMetadata(_), _)) => {
+                    self.stats.share_rebalances += 1
+                }
                 Some((GroupCoordinatorRecordValue::OffsetCommit(_), _)) => {
                     self.stats.offset_commits += 1
                 }
@@ -613,6 +672,20 @@ impl GroupCoordinatorShard {
         match self.groups.get(id) {
             Some(Group::Classic(g)) => g.describe(),
             Some(Group::Consumer(g)) => g.describe_classic(ctx),
+            // Kafka's `describeGroups` reads classic groups only: a share group is
+            // described as not found (v6+ name the error).
+            Some(Group::Share(_)) => DescribedGroup {
+                group_id: id.to_string(),
+                group_state: "Dead".into(),
+                error_code: if ctx.api_version >= 6 {
+                    ErrorCode::GroupIdNotFound.code()
+                } else {
+                    0
+                },
+                error_message: (ctx.api_version >= 6)
+                    .then(|| format!("Group {id} is not a classic group.")),
+                ..Default::default()
+            },
             // Kafka describes an unknown group as Dead with no error.
             None => DescribedGroup {
                 group_id: id.to_string(),

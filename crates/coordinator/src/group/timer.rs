@@ -18,6 +18,8 @@ pub enum TimerKey {
     ConsumerSession { group: String, member: String },
     /// A KIP-848 member revoking partitions (`rebalance.timeout.ms`).
     ConsumerRebalance { group: String, member: String },
+    /// A share member's session (`group.share.session.timeout.ms`).
+    ShareSession { group: String, member: String },
     /// Expired offsets and empty groups (`offsets.retention.check.interval.ms`).
     OffsetExpiration,
 }

@@ -1,6 +1,6 @@
 //! The replay check for the group coordinator: what a client can read of a
 //! [`GroupCoordinatorShard`] — ListGroups, DescribeGroups and ConsumerGroupDescribe of every
-//! group, OffsetFetch of all topics with and without `require_stable` — and seeded random
+//! group, ShareGroupDescribe (with a share group's target assignment and state metadata), OffsetFetch of all topics with and without `require_stable` — and seeded random
 //! clients (classic members joining, syncing, heartbeating, leaving and committing; KIP-848
 //! members heartbeating over a few topics; simple-group commits; transactional offset
 //! commits ended by a commit or abort marker; OffsetDelete and DeleteGroups; time passing)
@@ -141,6 +141,38 @@ pub fn observe(
             g.members.sort_by(|a, b| a.member_id.cmp(&b.member_id));
         }
         lines.push(line(&format!("ConsumerGroupDescribe {id}"), &described));
+        let ShardResponse::ShareGroupDescribe(described) = query(
+            shard,
+            now,
+            &ctx(1),
+            ShardRequest::ShareGroupDescribe(vec![id.clone()]),
+        ) else {
+            panic!("not a ShareGroupDescribe answer");
+        };
+        lines.push(line(&format!("ShareGroupDescribe {id}"), &described));
+        if let Some(Group::Share(g)) = shard.group(id) {
+            // What the next heartbeats depend on beyond what describe shows.
+            lines.push(line(&format!("share target {id}"), &g.target_assignment));
+            let state = g.state_metadata.as_ref().map(|s| {
+                let parts = |m: &BTreeMap<Uuid, crate::group::share::InitMapValue>| {
+                    m.iter()
+                        .map(|(t, v)| (*t, v.partitions.clone()))
+                        .collect::<Vec<_>>()
+                };
+                (
+                    parts(&s.initializing),
+                    parts(&s.initialized),
+                    s.deleting.clone(),
+                )
+            });
+            lines.push(line(&format!("share state {id}"), &state));
+            let previous: Vec<_> = g
+                .members
+                .values()
+                .map(|m| (m.member_id.clone(), m.previous_member_epoch))
+                .collect();
+            lines.push(line(&format!("share previous epochs {id}"), &previous));
+        }
         for require_stable in [false, true] {
             let ShardResponse::OffsetFetch(mut fetched) = query(
                 shard,

@@ -82,6 +82,15 @@ impl GroupCoordinatorShard {
         // deleted with the new group's first record).
         let (mut group, created) = match self.groups.remove(&group_id) {
             Some(Group::Classic(g)) => (g, None),
+            // A share group is never converted (Kafka's `getOrMaybeCreateClassicGroup`).
+            Some(Group::Share(s)) => {
+                self.groups.insert(group_id, Group::Share(s));
+                self.reply_join(
+                    join.reply,
+                    join_error(&join.member_id, ErrorCode::GroupIdNotFound),
+                );
+                return;
+            }
             Some(Group::Consumer(c)) if !c.is_empty() => {
                 // Classic members in a KIP-848 group (online migration) are not served.
                 self.groups.insert(group_id, Group::Consumer(c));

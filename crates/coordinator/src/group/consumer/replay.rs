@@ -43,6 +43,7 @@ impl GroupCoordinatorShard {
     ) -> Result<Option<&mut ConsumerGroup>, String> {
         let replace = match self.groups.get(id) {
             Some(Group::Consumer(_)) => false,
+            Some(Group::Share(_)) => return Err(format!("group {id} is a share group")),
             Some(Group::Classic(c)) => {
                 if !create {
                     return Ok(None);
