@@ -168,6 +168,10 @@ const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraft
 const SHARE_PARTITIONS: &str = "the share-partition leaders (share/share_partition_manager.rs), unless the group's share.* config overrides it";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
+const SHARE_COORDINATOR: &str =
+    "the broker's share coordinator (kraftd-coordinator's share/), from the properties file";
+const SHARE_STATE_TOPIC: &str =
+    "__share_group_state as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 
@@ -332,6 +336,12 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "offsets.topic.replication.factor", OFFSETS_TOPIC),
     honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
+    honoured(S, "share.coordinator.cold.partition.snapshot.interval.ms", SHARE_COORDINATOR),
+    honoured(S, "share.coordinator.snapshot.update.records.per.snapshot", SHARE_COORDINATOR),
+    honoured(S, "share.coordinator.state.topic.min.isr", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.num.partitions", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.replication.factor", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.segment.bytes", SHARE_STATE_TOPIC),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
     honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
 ];

@@ -1,0 +1,67 @@
+//! The share coordinator on the runtime (Kafka's `ShareCoordinatorService`): the generic
+//! [`CoordinatorService`] over the share shard. A state request names share partitions of
+//! possibly many `__share_group_state` partitions; each share partition goes to its own
+//! partition's shard as a request of its own (the shard answers one key), all queued before
+//! any is awaited, and the answers are merged back, a failed one (NOT_COORDINATOR while the
+//! partition moves, COORDINATOR_LOAD_IN_PROGRESS while it loads) failing only its own share
+//! partition.
+
+use kraftd_coordinator::context::RequestContext;
+use kraftd_coordinator::share::shard::kafka_message;
+use kraftd_coordinator::share::{partition_for, ShareCoordinatorShard, SharePartitionKey};
+use kraftd_protocol::ErrorCode;
+
+use super::service::CoordinatorService;
+use crate::share::state_api::ShareStateRequest;
+
+/// The broker's share coordinator (started with [`CoordinatorService::start`], no work).
+pub type ShareCoordinatorService = CoordinatorService<ShareCoordinatorShard>;
+
+impl CoordinatorService<ShareCoordinatorShard> {
+    /// The `__share_group_state` partition of a share partition.
+    pub fn partition_for_share(&self, key: &SharePartitionKey) -> i32 {
+        partition_for(key, self.topic_partitions())
+    }
+
+    /// Runs one of the five state requests (Kafka's `ShareCoordinatorService.readState`,
+    /// `writeState`, ...): an empty answer for a request with no group id, no topics or a
+    /// topic without partitions, as Kafka's; else every share partition's answer.
+    pub async fn state_call<R: ShareStateRequest>(
+        &self,
+        ctx: RequestContext,
+        request: R,
+    ) -> R::Response {
+        if request.group_id().is_empty() || request.keys().is_empty() || request.has_empty_topic() {
+            return R::Response::default();
+        }
+        let mut pending = Vec::new();
+        for (topic_id, partition) in request.keys() {
+            let key = SharePartitionKey::new(request.group_id(), topic_id, partition);
+            let single = request.only(&[(topic_id, partition)]).into_shard();
+            let answer = self.submit_partition(self.partition_for_share(&key), ctx.clone(), single);
+            pending.push((topic_id, partition, answer));
+        }
+        let mut results = Vec::with_capacity(pending.len());
+        for (topic_id, partition, answer) in pending {
+            let failed = |code: ErrorCode| {
+                R::failed(
+                    partition,
+                    code,
+                    format!("{}: {}", R::FAILED, kafka_message(code)),
+                )
+            };
+            match answer.await.map(R::from_shard) {
+                Ok(Some(response)) => {
+                    let mut got = R::results(response);
+                    match got.pop() {
+                        Some((_, r)) => results.push((topic_id, r)),
+                        None => results.push((topic_id, failed(ErrorCode::UnknownServerError))),
+                    }
+                }
+                Ok(None) => results.push((topic_id, failed(ErrorCode::UnknownServerError))),
+                Err(code) => results.push((topic_id, failed(code))),
+            }
+        }
+        R::assemble(results)
+    }
+}
