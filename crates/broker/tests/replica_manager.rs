@@ -17,6 +17,8 @@ mod coordinator_writer;
 mod log_dirs;
 #[path = "replica_manager/scale.rs"]
 mod scale;
+#[path = "replica_manager/share.rs"]
+mod share;
 #[path = "replica_manager/transactions.rs"]
 mod transactions;
 #[path = "replica_manager/validation.rs"]

@@ -341,6 +341,10 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
             .map_err(|e| anyhow!("{e}"))?,
         transaction_coordinator: TransactionCoordinatorConfig::from_properties(&properties)
             .map_err(|e| anyhow!("{e}"))?,
+        share_group: kraftd_broker::share::share_group_config::ShareGroupConfig::from_properties(
+            &properties,
+        )
+        .map_err(|e| anyhow!("{e}"))?,
         // `share.coordinator.*`: Kafka's defaults where unset.
         share_coordinator: ShareCoordinatorConfig::from_properties(&properties)
             .map_err(|e| anyhow!("{e}"))?,

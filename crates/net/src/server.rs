@@ -135,6 +135,12 @@ pub trait RequestHandler: Send + Sync + 'static {
     fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
         None
     }
+
+    /// The connection from `peer` closed (Kafka's `ConnectionDisconnectListener`): state
+    /// tied to it, such as a share session, can end. The default keeps nothing.
+    fn connection_closed(&self, peer: SocketAddr) {
+        let _ = peer;
+    }
 }
 
 /// The feature part of an ApiVersions answer (see
@@ -189,7 +195,8 @@ pub async fn serve<H: RequestHandler>(
                 connections.spawn(async move {
                     let _permit = permit;
                     let _counted = counted;
-                    connection(stream, peer, table, config, handler).await;
+                    connection(stream, peer, table, config, Arc::clone(&handler)).await;
+                    handler.connection_closed(peer);
                 });
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}

@@ -28,7 +28,7 @@ use kraftd_protocol::error_response::error_response;
 use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::{
     CreateTopicsRequest, DescribeQuorumResponse, InitProducerIdResponse, MetadataRequest,
-    RequestHeader,
+    RequestHeader, ShareAcknowledgeResponse, ShareFetchResponse,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::sync::oneshot;
@@ -45,6 +45,7 @@ use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, RequestQuota};
+use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
 use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
@@ -90,6 +91,21 @@ impl KafkaApis {
             table
                 .add(key, supported_range(key))
                 .expect("every broker API key is served on the broker listener");
+        }
+        table
+    }
+
+    /// What a broker listener with `context` advertises: [`KafkaApis::api_versions`], and
+    /// ShareFetch / ShareAcknowledge when the share-partition leaders run (they need the
+    /// share coordinator's persister).
+    pub fn api_versions_for(context: &BrokerApisContext) -> ApiVersionsTable {
+        let mut table = KafkaApis::api_versions();
+        if context.share_partition_manager.is_some() {
+            for key in SHARE_API_KEYS {
+                table
+                    .add(key, supported_range(key))
+                    .expect("ShareFetch and ShareAcknowledge are served on the broker listener");
+            }
         }
         table
     }
@@ -329,6 +345,36 @@ impl KafkaApis {
                     auth,
                 ))
             }
+            RequestBody::ShareFetch(r) => {
+                let Some(manager) = self.context.share_partition_manager.as_deref() else {
+                    return Some(ResponseBody::ShareFetch(ShareFetchResponse {
+                        error_code: ErrorCode::UnsupportedVersion.code(),
+                        ..Default::default()
+                    }));
+                };
+                // Kafka's connection id is the two ends of the socket: the peer is unique
+                // among the listener's live connections.
+                let connection_id = format!("{}-{}", self.listener, request.peer);
+                let quota = quota.map(|q| q as &mut (dyn ConsumerFetchQuota + Send));
+                ResponseBody::ShareFetch(
+                    ShareApis { manager }
+                        .share_fetch(&self.image(), version, r, &connection_id, auth, quota)
+                        .await,
+                )
+            }
+            RequestBody::ShareAcknowledge(r) => {
+                let Some(manager) = self.context.share_partition_manager.as_deref() else {
+                    return Some(ResponseBody::ShareAcknowledge(ShareAcknowledgeResponse {
+                        error_code: ErrorCode::UnsupportedVersion.code(),
+                        ..Default::default()
+                    }));
+                };
+                ResponseBody::ShareAcknowledge(
+                    ShareApis { manager }
+                        .share_acknowledge(&self.image(), version, r, auth)
+                        .await,
+                )
+            }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
                     context: &self.context,
@@ -546,6 +592,15 @@ fn forward_timeout(body: &RequestBody) -> Duration {
 }
 
 impl RequestHandler for KafkaApis {
+    /// A closed connection ends the share session it opened and releases its member's
+    /// records at once (Kafka's share-session disconnect listener).
+    fn connection_closed(&self, peer: std::net::SocketAddr) {
+        if let Some(manager) = self.context.share_partition_manager.clone() {
+            let connection_id = format!("{}-{}", self.listener, peer);
+            tokio::spawn(async move { manager.on_disconnect(&connection_id).await });
+        }
+    }
+
     /// This broker's supported features and the cluster's finalized levels, as a Kafka
     /// broker answers ApiVersions v3+ (clients and `kafka-features describe` read them).
     fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {

@@ -60,6 +60,9 @@ pub struct BrokerApisContext {
     pub auth: AuthHelper,
     /// Client quotas: produce and fetch bandwidth, request time.
     pub quotas: Arc<QuotaManagers>,
+    /// The share partitions this broker leads and the share sessions (ShareFetch,
+    /// ShareAcknowledge); None while share groups cannot be served.
+    pub share_partition_manager: Option<Arc<crate::share::SharePartitionManager>>,
 }
 
 /// Who sent a request, as the coordinators' shards record it.

@@ -23,6 +23,7 @@ pub mod log_dir_apis;
 mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;
+pub mod share_fetch_apis;
 pub mod share_group_apis;
 pub mod share_state_apis;
 pub mod txn_apis;
@@ -135,6 +136,8 @@ pub struct BrokerConfig {
     pub log_cleaner: LogCleanerConfig,
     /// `group.*` and `offsets.*`.
     pub group_coordinator: GroupCoordinatorConfig,
+    /// `group.share.*`: the share-partition leaders' settings.
+    pub share_group: crate::share::share_group_config::ShareGroupConfig,
     /// `transaction.*` and `transactional.id.*`.
     pub transaction_coordinator: TransactionCoordinatorConfig,
     /// `share.coordinator.*`.
@@ -459,6 +462,13 @@ impl BrokerServer {
             published.client_quotas.clone(),
             quota_window,
         ));
+        // The share-partition leaders, reaching the share coordinator through the persister.
+        let share_partition_manager = Some(crate::share::SharePartitionManager::start(
+            Arc::clone(&replica_manager),
+            Arc::new(share_persister.clone()) as Arc<dyn Persister>,
+            Some(cache.clone()),
+            config.share_group,
+        ));
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
@@ -485,6 +495,7 @@ impl BrokerServer {
             metadata_metrics: metadata_metrics.clone(),
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
+            share_partition_manager,
         });
         // The persister creates a missing __share_group_state as FindCoordinator does; a
         // weak handle, since the context holds the persister.
@@ -729,7 +740,7 @@ async fn serve_when_ready(
     serving: watch::Sender<bool>,
 ) {
     gate.wait().await;
-    let table = Arc::new(KafkaApis::api_versions());
+    let table = Arc::new(KafkaApis::api_versions_for(&context));
     let mut servers = tokio::task::JoinSet::new();
     for l in listeners {
         info!(node = gate.node_id, listener = %l.name, "broker listener serving");

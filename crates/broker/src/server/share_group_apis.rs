@@ -31,7 +31,7 @@ pub const SHARE_GROUP_API_KEYS: [ApiKey; 2] =
 
 /// The longest member id a share member may send: a UUID's printed length (Kafka's
 /// `isMemberIdValid`), as share partitions key their locks by it.
-const MAX_MEMBER_ID_LENGTH: usize = 36;
+pub const MAX_MEMBER_ID_LENGTH: usize = 36;
 
 /// Whether the cluster serves share groups: `share.version` finalized at 1 or more
 /// (Kafka's `ShareVersion.supportsShareGroups`).

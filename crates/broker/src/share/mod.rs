@@ -6,7 +6,13 @@
 
 pub mod default_persister;
 pub mod persister;
+pub mod share_group_config;
+pub mod share_partition;
+pub mod share_partition_manager;
+pub mod share_session_cache;
 pub mod state_api;
 
 pub use default_persister::DefaultStatePersister;
 pub use persister::Persister;
+pub use share_partition::SharePartition;
+pub use share_partition_manager::SharePartitionManager;

@@ -627,6 +627,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.share.assignors", NON_EMPTY_LIST)
         .default("simple")
         .doc("The server-side assignors as a list of either names for built-in assignors or full class names for custom assignors. The list must contain only a single entry which is used by all groups. The supported built-in assignors are: simple."),
+    def("group.share.delivery.count.limit", int_range(2, 10))
+        .default("5")
+        .doc("The maximum number of delivery attempts for a record delivered to a share group."),
     def("group.share.heartbeat.interval.ms", int(1))
         .default("5000")
         .doc("The heartbeat interval given to the members of a share group."),
@@ -637,24 +640,51 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.share.max.assignment.interval.ms", int(0))
         .default("15000")
         .doc("The maximum interval between assignment updates for a share group."),
+    def("group.share.max.delivery.count.limit", int_range(5, 25))
+        .default("10")
+        .doc("The maximum value of a group configuration for the maximum number of delivery attempts for a record delivered to a share group."),
     def("group.share.max.heartbeat.interval.ms", int(1))
         .default("15000")
         .doc("The maximum heartbeat interval for share group members."),
+    def("group.share.max.partition.max.record.locks", int_range(2000, 10000))
+        .default("4000")
+        .doc("The maximum value of a group configuration for the record lock limit per share-partition."),
+    def("group.share.max.record.lock.duration.ms", int_range(30000, 3600000))
+        .default("60000")
+        .doc("The maximum value of a group configuration for record acquisition lock duration in milliseconds."),
     def("group.share.max.session.timeout.ms", int(1))
         .default("60000")
         .doc("The maximum allowed session timeout for share group members."),
+    def("group.share.max.share.sessions", int(1))
+        .default("2000")
+        .doc("The maximum number of share sessions per broker."),
     def("group.share.max.size", int_range(1, 1000))
         .default("200")
         .doc("The maximum number of members that a single share group can accommodate."),
     def("group.share.min.assignment.interval.ms", int(0))
         .default("0")
         .doc("The minimum interval between assignment updates for a share group."),
+    def("group.share.min.delivery.count.limit", int_range(2, 5))
+        .default("2")
+        .doc("The minimum value of a group configuration for the maximum number of delivery attempts for a record delivered to a share group."),
     def("group.share.min.heartbeat.interval.ms", int(1))
         .default("5000")
         .doc("The minimum heartbeat interval for share group members."),
+    def("group.share.min.partition.max.record.locks", int_range(100, 2000))
+        .default("100")
+        .doc("The minimum value of a group configuration for the record lock limit per share-partition."),
+    def("group.share.min.record.lock.duration.ms", int_range(1000, 30000))
+        .default("15000")
+        .doc("The minimum value of a group configuration for record acquisition lock duration in milliseconds."),
     def("group.share.min.session.timeout.ms", int(1))
         .default("45000")
         .doc("The minimum allowed session timeout for share group members."),
+    def("group.share.partition.max.record.locks", int_range(100, 10000))
+        .default("2000")
+        .doc("Share-group record lock limit per share-partition."),
+    def("group.share.record.lock.duration.ms", int_range(1000, 3600000))
+        .default("30000")
+        .doc("The record acquisition lock duration in milliseconds for share groups."),
     def("group.share.session.timeout.ms", int(1))
         .default("45000")
         .doc("The timeout to detect client failures when using the share group protocol."),

@@ -162,7 +162,10 @@ const LOCAL_RETENTION: &str = "tiered storage only; remote.storage.enable is ref
 const SEGMENT: &str = "the log store's roll (segment.bytes / segment.ms / segment.index.bytes)";
 const GROUPS: &str =
     "the broker's group coordinator (kraftd-coordinator's group/), from the properties file";
+const SHARE_BOUNDS: &str =
+    "bounds the broker default at start-up (Kafka's ShareGroupConfig.validate)";
 const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraftd-coordinator's group/share/), from the properties file";
+const SHARE_PARTITIONS: &str = "the share-partition leaders (share/share_partition_manager.rs), unless the group's share.* config overrides it";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const SHARE_COORDINATOR: &str =
@@ -269,15 +272,25 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.max.size", GROUPS),
     honoured(S, "group.min.session.timeout.ms", GROUPS),
     honoured(S, "group.share.assignors", SHARE_GROUPS),
+    honoured(S, "group.share.delivery.count.limit", SHARE_PARTITIONS),
     honoured(S, "group.share.heartbeat.interval.ms", SHARE_GROUPS),
     honoured(S, "group.share.initialize.retry.interval.ms", SHARE_GROUPS),
     honoured(S, "group.share.max.assignment.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.delivery.count.limit", SHARE_BOUNDS),
     honoured(S, "group.share.max.heartbeat.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.partition.max.record.locks", SHARE_BOUNDS),
+    honoured(S, "group.share.max.record.lock.duration.ms", SHARE_BOUNDS),
     honoured(S, "group.share.max.session.timeout.ms", SHARE_GROUPS),
+    honoured(S, "group.share.max.share.sessions", "the broker's share session cache (share/share_session_cache.rs): SHARE_SESSION_LIMIT_REACHED past it"),
     honoured(S, "group.share.max.size", SHARE_GROUPS),
     honoured(S, "group.share.min.assignment.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.min.delivery.count.limit", SHARE_BOUNDS),
     honoured(S, "group.share.min.heartbeat.interval.ms", SHARE_GROUPS),
+    honoured(S, "group.share.min.partition.max.record.locks", SHARE_BOUNDS),
+    honoured(S, "group.share.min.record.lock.duration.ms", SHARE_BOUNDS),
     honoured(S, "group.share.min.session.timeout.ms", SHARE_GROUPS),
+    honoured(S, "group.share.partition.max.record.locks", SHARE_PARTITIONS),
+    honoured(S, "group.share.record.lock.duration.ms", SHARE_PARTITIONS),
     honoured(S, "group.share.session.timeout.ms", SHARE_GROUPS),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
     honoured(S, "leader.imbalance.check.interval.seconds", REBALANCE),

@@ -454,3 +454,41 @@ async fn a_closed_connection_is_peer_gone_only_when_the_reconnect_is_refused() {
         .expect("the channel reconnected at once")
         .unwrap();
 }
+
+/// Tells the test which connections closed.
+#[derive(Debug)]
+struct ClosingHandler {
+    closed: mpsc::UnboundedSender<std::net::SocketAddr>,
+}
+
+impl RequestHandler for ClosingHandler {
+    async fn dispatch(&self, _request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
+        None
+    }
+
+    fn connection_closed(&self, peer: std::net::SocketAddr) {
+        let _ = self.closed.send(peer);
+    }
+}
+
+#[tokio::test]
+async fn the_handler_hears_of_each_closed_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (closed, mut closed_rx) = mpsc::unbounded_channel();
+    let table = ApiVersionsTable::new(ListenerType::Controller);
+    let _task = tokio::spawn(serve(
+        listener,
+        Arc::new(table),
+        ServerConfig::default(),
+        Arc::new(ClosingHandler { closed }),
+    ));
+    let client = TcpStream::connect(addr).await.unwrap();
+    let local = client.local_addr().unwrap();
+    drop(client);
+    let peer = tokio::time::timeout(WAIT, closed_rx.recv())
+        .await
+        .expect("the close is reported")
+        .expect("server running");
+    assert_eq!(peer, local);
+}
