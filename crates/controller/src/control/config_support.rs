@@ -5,7 +5,7 @@
 //! definitions (types, defaults, synonyms) are in [`super::config_defs`].
 
 use super::config_defs::{
-    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, INTERNAL_SEGMENT_BYTES,
+    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, GROUP_CONFIGS, INTERNAL_SEGMENT_BYTES,
     MIN_INTERNAL_SEGMENT_BYTES, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
 use super::security_checks::{broker_update_mode, check_sasl_mechanism_value, listener_key};
@@ -24,6 +24,8 @@ pub enum ConfigScope {
     Broker,
     /// [`STATIC_BROKER_CONFIGS`] and the read-only [`SECURITY_CONFIGS`].
     StaticBroker,
+    /// [`GROUP_CONFIGS`]: set on one group (`ConfigResource` type GROUP).
+    Group,
 }
 
 impl ConfigScope {
@@ -33,6 +35,7 @@ impl ConfigScope {
             ConfigScope::Topic => (TOPIC_CONFIGS, None),
             ConfigScope::Broker => (BROKER_CONFIGS, Some(true)),
             ConfigScope::StaticBroker => (STATIC_BROKER_CONFIGS, Some(false)),
+            ConfigScope::Group => (GROUP_CONFIGS, None),
         };
         let security = SECURITY_CONFIGS.iter().filter(move |d| {
             security_dynamic
@@ -55,6 +58,7 @@ impl ConfigScope {
                 _ => "broker, dynamic",
             },
             ConfigScope::StaticBroker => "broker, static",
+            ConfigScope::Group => "group",
         }
     }
 }
@@ -150,7 +154,7 @@ pub(crate) const fn refused(
     }
 }
 
-use ConfigScope::{Broker as B, StaticBroker as S, Topic as T};
+use ConfigScope::{Broker as B, Group as G, StaticBroker as S, Topic as T};
 
 const REBALANCE: &str =
     "the active controller's periodic preferred-leader elections (QuorumController::tick)";
@@ -166,6 +170,10 @@ const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraft
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
+const PER_GROUP: &str = "stored and described; the group coordinator and the share partitions still run every group by the broker's group.* settings (per-group values are not handed to them yet)";
+const STREAMS: &str =
+    "streams groups (KIP-1071) are not built: no streams group exists for it to apply to";
+const OFFLOAD: &str = "kraftd computes assignments on the shard; offloading to a background thread only tunes performance";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
@@ -321,6 +329,34 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "process.roles", "the roles the node runs"),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
     honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
+    // Group configs (ConfigResource GROUP).
+    no_effect(G, "consumer.assignment.interval.ms", PER_GROUP),
+    no_effect(G, "consumer.assignor.offload.enable", OFFLOAD),
+    no_effect(G, "consumer.heartbeat.interval.ms", PER_GROUP),
+    no_effect(G, "consumer.session.timeout.ms", PER_GROUP),
+    no_effect(G, "errors.deadletterqueue.copy.record.enable", "share groups' dead-letter queues (KIP-1191) are not built"),
+    no_effect(G, "errors.deadletterqueue.topic.name", "share groups' dead-letter queues (KIP-1191) are not built"),
+    no_effect(G, "share.assignment.interval.ms", PER_GROUP),
+    no_effect(G, "share.assignor.offload.enable", OFFLOAD),
+    no_effect(G, "share.auto.offset.reset", PER_GROUP),
+    no_effect(G, "share.delivery.count.limit", PER_GROUP),
+    no_effect(G, "share.heartbeat.interval.ms", PER_GROUP),
+    no_effect(G, "share.isolation.level", PER_GROUP),
+    no_effect(G, "share.partition.max.record.locks", PER_GROUP),
+    no_effect(G, "share.record.lock.duration.ms", PER_GROUP),
+    no_effect(G, "share.renew.acknowledge.enable", PER_GROUP),
+    no_effect(G, "share.session.timeout.ms", PER_GROUP),
+    no_effect(G, "streams.acceptable.recovery.lag", STREAMS),
+    no_effect(G, "streams.assignment.interval.ms", STREAMS),
+    no_effect(G, "streams.assignor.name", STREAMS),
+    no_effect(G, "streams.assignor.offload.enable", STREAMS),
+    no_effect(G, "streams.heartbeat.interval.ms", STREAMS),
+    no_effect(G, "streams.initial.rebalance.delay.ms", STREAMS),
+    no_effect(G, "streams.num.standby.replicas", STREAMS),
+    no_effect(G, "streams.num.warmup.replicas", STREAMS),
+    no_effect(G, "streams.rack.aware.assignment.tags", STREAMS),
+    no_effect(G, "streams.session.timeout.ms", STREAMS),
+    no_effect(G, "streams.task.offset.interval.ms", STREAMS),
 ];
 
 /// Every support row: [`CONFIG_SUPPORT`] then [`SECURITY_SUPPORT`].
