@@ -14,8 +14,7 @@
 //! The key sets: every topic config of Kafka's is one of kraftd's (DescribeConfigs lists them
 //! all, and a client may set any; [`CONFIG_SUPPORT`] says which kraftd honours); kraftd's
 //! broker configs are a subset of Kafka's but for its own (documented "kraftd's own"); and
-//! kraftd defines no group config (`ConfigResource` GROUP is refused: its group coordinator
-//! reads the broker's `group.*` settings, compared as broker configs here).
+//! kraftd's group configs (`ConfigResource` GROUP) are exactly Kafka's `GroupConfig`'s.
 
 mod common;
 
@@ -26,8 +25,8 @@ use std::process::{Command, Stdio};
 use common::kafka_jars;
 use kraftd_controller::control::config_defs::{
     all_broker_config_defs, broker_update_mode, is_throttled_replicas_config, ConfigDef,
-    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT,
-    KAFKA_BROKER_CONFIG_NAMES, TOPIC_CONFIGS,
+    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT, GROUP_CONFIGS,
+    KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
 };
 
 /// One config as Kafka defines it.
@@ -149,6 +148,9 @@ fn validator_of(def: &ConfigDef) -> String {
     if def.name == COMPRESSION_GZIP_LEVEL {
         return "[1,...,9] or -1".to_string();
     }
+    if def.name == SHARE_AUTO_OFFSET_RESET {
+        return "[latest, earliest, by_duration:PnDTnHnMn.nS]".to_string();
+    }
     if is_throttled_replicas_config(def.name) {
         return "[partitionId]:[brokerId],[partitionId]:[brokerId],...".to_string();
     }
@@ -202,6 +204,37 @@ fn probe_values(def: &ConfigDef, kafka: &KafkaConfig) -> BTreeSet<String> {
     };
     add(String::new());
     add("not-a-value".into());
+    if def.name == SHARE_AUTO_OFFSET_RESET {
+        for v in [
+            "earliest",
+            "latest",
+            "none",
+            "EARLIEST",
+            "by_duration",
+            "by_duration:",
+            "by_duration:PT1H",
+            "by_duration:pt1h",
+            "by_duration:P1DT2H3M4.5S",
+            "by_duration:P1D",
+            "by_duration:PT",
+            "by_duration:P",
+            "by_duration:-PT1H",
+            "by_duration:-PT-1H",
+            "by_duration:PT-1S",
+            "by_duration:PT-0.5S",
+            "by_duration:PT0.5S",
+            "by_duration:PT1.1234567891S",
+            "by_duration:PT1,5S",
+            "by_duration:+P1D",
+            "by_duration:P1H",
+            "by_duration:1H",
+            "by_duration:PT9223372036854775807S",
+            "by_duration:P106751991167301D",
+            "BY_DURATION:PT1H",
+        ] {
+            add(v.to_string());
+        }
+    }
     if let Some(default) = def.default {
         add(default.to_string());
         add(format!(" {default} "));
@@ -259,13 +292,14 @@ fn probe_values(def: &ConfigDef, kafka: &KafkaConfig) -> BTreeSet<String> {
     values
 }
 
-/// kraftd's definitions by Kafka's scope name: its topic configs, and its broker configs
-/// (dynamic, static and security). kraftd defines no group config.
+/// kraftd's definitions by Kafka's scope name: its topic configs, its broker configs
+/// (dynamic, static and security) and its group configs.
 fn kraftd_defs() -> Vec<(&'static str, &'static ConfigDef)> {
     TOPIC_CONFIGS
         .iter()
         .map(|d| ("TOPIC", d))
         .chain(all_broker_config_defs().map(|d| ("BROKER", d)))
+        .chain(GROUP_CONFIGS.iter().map(|d| ("GROUP", d)))
         .collect()
 }
 
@@ -442,6 +476,17 @@ fn kraftd_validates_every_topic_broker_and_group_config_as_kafka_does() {
         } else if !CONFIG_SUPPORT
             .iter()
             .any(|r| r.scope == ConfigScope::Topic && r.name == name)
+        {
+            differences.push(format!("{scope} {name}: no support row"));
+        }
+    }
+    // Every group config of Kafka's is one of kraftd's, with a support row.
+    for ((scope, name), _) in kafka.iter().filter(|((s, _), _)| s == "GROUP") {
+        if !GROUP_CONFIGS.iter().any(|d| d.name == name) {
+            differences.push(format!("{scope} {name}: not defined by kraftd"));
+        } else if !CONFIG_SUPPORT
+            .iter()
+            .any(|r| r.scope == ConfigScope::Group && r.name == name)
         {
             differences.push(format!("{scope} {name}: no support row"));
         }

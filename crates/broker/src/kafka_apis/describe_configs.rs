@@ -550,6 +550,10 @@ fn broker_entry(
     }
 }
 
+/// Kafka's default of `group.streams.assignors`, which kraftd does not define (no streams
+/// groups): `streams.assignor.name`'s default.
+const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
+
 /// One group config of one group (`ConfigHelper.createGroupConfigEntry`): its own value,
 /// else its broker synonym's (the first of `group.streams.assignors` for
 /// `streams.assignor.name`), else its default.
@@ -561,6 +565,13 @@ fn group_entry(
 ) -> DescribeConfigsResourceResult {
     let own = overrides.and_then(|m| m.get(def.name));
     let broker = group_config_synonym(def.name);
+    // The broker synonym's default, where kraftd does not define that broker setting:
+    // the group config's own (`group.streams.assignors` is Kafka's `sticky`).
+    let broker_default = if def.name == "streams.assignor.name" {
+        Some(STREAMS_ASSIGNORS_DEFAULT)
+    } else {
+        def.default
+    };
     let broker_value = |b: &str| {
         layers.value(b).map(|v| {
             if def.name == "streams.assignor.name" {
@@ -574,14 +585,14 @@ fn group_entry(
         Some(v) => Some(def.canonical_value(v)),
         None => broker
             .and_then(broker_value)
-            .or_else(|| def.default.map(str::to_string)),
+            .or_else(|| broker_default.map(str::to_string)),
     };
     let mut synonyms = match broker {
         Some(b) => {
             let found = layers.synonyms(b, &[b], false);
             if found.is_empty() {
                 // A broker setting kraftd does not define: its default is the key's.
-                def.default
+                broker_default
                     .map(|d| DescribeConfigsSynonym {
                         name: b.to_string(),
                         value: Some(d.to_string()),
