@@ -536,3 +536,121 @@ fn one_line(text: &str) -> String {
     }
     out
 }
+
+/// `kafka-configs --bootstrap-server <b> --entity-type groups --entity-name <g> <args>`
+/// (Kafka 4.4.0's `ConfigCommand`): whether it succeeded, and its output.
+fn group_configs(bootstrap: &str, group: &str, args: &[&str]) -> (bool, String) {
+    let mut all = vec![
+        "--bootstrap-server",
+        bootstrap,
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+    ];
+    all.extend(args);
+    let out = kafka_jars::run_tool("org.apache.kafka.tools.ConfigCommand", &all);
+    (out.status.success(), kafka_jars::output_text(&out))
+}
+
+/// Kafka's own `kafka-configs --entity-type groups` on real kraftd processes: it sets a
+/// group's share configs (on a group that does not exist), describes them with their
+/// sources, deletes one back to its default; a value Kafka refuses, and one outside the
+/// controller's own `group.share.*` bounds, are refused with Kafka's messages.
+#[test]
+fn kafka_configs_alters_describes_and_deletes_group_configs_on_kraftd() {
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = common::formatted_cluster(root.path(), 1, 1);
+    // The controller checks group configs against its own bounds, as Kafka's does.
+    controllers[0].add_config(&["group.share.min.record.lock.duration.ms=1000"]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let bootstrap = brokers[0].address();
+    let logs = || {
+        format!(
+            "--- logs ---\n{}\n{}",
+            common::all_logs(&controllers),
+            common::all_logs(&brokers)
+        )
+    };
+    let set = [
+        "--alter",
+        "--add-config",
+        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=5000,\
+         share.delivery.count.limit=3",
+    ];
+    // The first call also waits for the broker to be up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (ok, text) = group_configs(&bootstrap, "g", &set);
+        if ok {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kafka-configs --alter:\n{text}\n{}",
+            logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (ok, text) = group_configs(&bootstrap, "g", &["--describe"]);
+    assert!(
+        ok && text.contains("Dynamic configs for group g are:")
+            && text.contains("share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}")
+            && text.contains("share.record.lock.duration.ms=5000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.record.lock.duration.ms=5000, DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000}")
+            && text.contains("share.delivery.count.limit=3"),
+        "kafka-configs --describe:\n{text}\n{}",
+        logs()
+    );
+    let (ok, text) = group_configs(&bootstrap, "g", &["--describe", "--all"]);
+    assert!(
+        ok && text.contains("share.isolation.level=read_uncommitted sensitive=false synonyms={DEFAULT_CONFIG:share.isolation.level=read_uncommitted}")
+            && text.contains("share.session.timeout.ms=45000"),
+        "kafka-configs --describe --all:\n{text}\n{}",
+        logs()
+    );
+    let (ok, text) = group_configs(
+        &bootstrap,
+        "g",
+        &["--alter", "--delete-config", "share.auto.offset.reset"],
+    );
+    assert!(ok, "kafka-configs --delete-config:\n{text}\n{}", logs());
+    let (ok, text) = group_configs(&bootstrap, "g", &["--describe"]);
+    assert!(
+        ok && !text.contains("share.auto.offset.reset")
+            && text.contains("share.delivery.count.limit=3"),
+        "kafka-configs --describe after the delete:\n{text}\n{}",
+        logs()
+    );
+    for (config, message) in [
+        (
+            "share.auto.offset.reset=none",
+            "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` \
+             for configuration share.auto.offset.reset. The value must be either 'earliest', \
+             'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+        ),
+        (
+            "share.record.lock.duration.ms=999",
+            "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be \
+             at least 1000",
+        ),
+        (
+            "share.delivery.count.limit=11",
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+        ),
+        (
+            "no.such.config=1",
+            "Unknown group config name: no.such.config",
+        ),
+    ] {
+        let (ok, text) = group_configs(&bootstrap, "g", &["--alter", "--add-config", config]);
+        assert!(
+            !ok && text.contains("InvalidConfigurationException") && text.contains(message),
+            "kafka-configs --add-config {config}:\n{text}\n{}",
+            logs()
+        );
+    }
+    common::stop_gracefully(&mut brokers);
+    common::stop_gracefully(&mut controllers);
+}
