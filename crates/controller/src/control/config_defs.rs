@@ -1,11 +1,12 @@
 //! The table of config keys kraftd knows, with Kafka's names, types, defaults and
-//! documentation, as Kafka's `LogConfig` (topic configs) and `KafkaConfig` (broker configs).
+//! documentation, as Kafka's `LogConfig` (topic configs), `KafkaConfig` (broker configs) and
+//! `GroupConfig` (per-group configs, [`GROUP_CONFIGS`]).
 //! CreateTopics, IncrementalAlterConfigs and AlterConfigs validate every key and value here,
 //! so the metadata log never holds a key no broker understands or a value it cannot parse;
 //! the broker's DescribeConfigs reads the same table for defaults, types, documentation and
 //! Kafka's topic-to-broker synonyms (`ServerTopicConfigSynonyms`), so a config has one home.
 //!
-//! [`CONFIG_SUPPORT`] says, for every key of the three tables, whether kraftd honours it with
+//! [`CONFIG_SUPPORT`] says, for every key of the four tables, whether kraftd honours it with
 //! Kafka's meaning, accepts it with no effect (performance tuning only), or refuses any value
 //! but Kafka's default ([`Support`]): CreateTopics and (Incremental)AlterConfigs check it
 //! through [`validate_topic_config`] / [`check_dynamic_support`], the node's startup through
