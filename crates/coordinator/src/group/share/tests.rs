@@ -550,3 +550,43 @@ fn a_recreated_topic_does_not_bump_every_heartbeat() {
     let ids: Vec<_> = request.topics.iter().map(|t| t.topic_id).collect();
     assert_eq!(ids, vec![kraftd_protocol::Uuid([9; 16])]);
 }
+
+/// A group's own `share.session.timeout.ms` / `share.heartbeat.interval.ms` (ConfigResource
+/// GROUP) apply to it alone, clamped into the node's bounds, as Kafka's `GroupConfigManager`.
+#[test]
+fn a_groups_own_session_and_heartbeat_configs_apply_to_it() {
+    let mut r = replica(&[("t", 2)]);
+    let configs = std::collections::BTreeMap::from([
+        ("share.session.timeout.ms".to_string(), "60000".to_string()),
+        (
+            "share.heartbeat.interval.ms".to_string(),
+            "8000".to_string(),
+        ),
+    ]);
+    r.call(move |s, _| s.set_group_configs(GROUP, &configs));
+    let a = beat(&mut r, "a", 0, Some(&["t"]));
+    assert_eq!(a.heartbeat_interval_ms, 8_000);
+    assert_eq!(
+        r.shard.group_config("other").share_heartbeat_interval_ms,
+        5_000
+    );
+    initialize_all(&mut r);
+    // Silent for 50 s: past the node's 45 s, within the group's 60 s.
+    r.advance(50_000);
+    assert_eq!(group(&r).members.len(), 1, "not fenced at 50 s");
+    r.advance(15_000);
+    assert!(group(&r).members.is_empty(), "fenced after 60 s");
+    // Below the node's minimum: clamped to it.
+    let low = std::collections::BTreeMap::from([(
+        "share.heartbeat.interval.ms".to_string(),
+        "1".to_string(),
+    )]);
+    r.call(move |s, _| s.set_group_configs(GROUP, &low));
+    assert_eq!(
+        r.shard.group_config(GROUP).share_heartbeat_interval_ms,
+        5_000
+    );
+    // No configs left: the node's settings again.
+    r.call(|s, _| s.set_group_configs(GROUP, &std::collections::BTreeMap::new()));
+    assert_eq!(r.shard.group_config(GROUP).share_session_timeout_ms, 45_000);
+}
