@@ -170,7 +170,8 @@ const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraft
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
-const PER_GROUP: &str = "stored and described; the group coordinator and the share partitions still run every group by the broker's group.* settings (per-group values are not handed to them yet)";
+const PER_GROUP_COORDINATOR: &str = "the group coordinator runs the group by it, clamped into the broker's group.* bounds (GroupCoordinatorShard::group_config, from the image's GROUP resources)";
+const PER_GROUP: &str = "stored and described, not yet acted on: the share partitions (the broker's share/) do not read per-group values yet";
 const STREAMS: &str =
     "streams groups (KIP-1071) are not built: no streams group exists for it to apply to";
 const OFFLOAD: &str = "kraftd computes assignments on the shard; offloading to a background thread only tunes performance";
@@ -330,22 +331,22 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
     honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
     // Group configs (ConfigResource GROUP).
-    no_effect(G, "consumer.assignment.interval.ms", PER_GROUP),
+    no_effect(G, "consumer.assignment.interval.ms", "kraftd's consumer groups have no assignment interval: a new target assignment is computed when the group epoch moves"),
     no_effect(G, "consumer.assignor.offload.enable", OFFLOAD),
-    no_effect(G, "consumer.heartbeat.interval.ms", PER_GROUP),
-    no_effect(G, "consumer.session.timeout.ms", PER_GROUP),
+    honoured(G, "consumer.heartbeat.interval.ms", PER_GROUP_COORDINATOR),
+    honoured(G, "consumer.session.timeout.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "errors.deadletterqueue.copy.record.enable", "share groups' dead-letter queues (KIP-1191) are not built"),
     no_effect(G, "errors.deadletterqueue.topic.name", "share groups' dead-letter queues (KIP-1191) are not built"),
-    no_effect(G, "share.assignment.interval.ms", PER_GROUP),
+    honoured(G, "share.assignment.interval.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "share.assignor.offload.enable", OFFLOAD),
     no_effect(G, "share.auto.offset.reset", PER_GROUP),
     no_effect(G, "share.delivery.count.limit", PER_GROUP),
-    no_effect(G, "share.heartbeat.interval.ms", PER_GROUP),
+    honoured(G, "share.heartbeat.interval.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "share.isolation.level", PER_GROUP),
     no_effect(G, "share.partition.max.record.locks", PER_GROUP),
     no_effect(G, "share.record.lock.duration.ms", PER_GROUP),
     no_effect(G, "share.renew.acknowledge.enable", PER_GROUP),
-    no_effect(G, "share.session.timeout.ms", PER_GROUP),
+    honoured(G, "share.session.timeout.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "streams.acceptable.recovery.lag", STREAMS),
     no_effect(G, "streams.assignment.interval.ms", STREAMS),
     no_effect(G, "streams.assignor.name", STREAMS),

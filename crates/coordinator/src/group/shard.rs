@@ -350,6 +350,13 @@ impl GroupCoordinatorShard {
     /// The cluster's topics changed: KIP-848 groups whose subscriptions resolve differently
     /// get a new target assignment on their next heartbeat.
     pub fn on_metadata_update(&mut self, metadata: Arc<dyn TopicMetadata>) {
+        let config = &self.config;
+        self.group_configs = metadata
+            .group_configs()
+            .into_iter()
+            .filter(|(_, configs)| !configs.is_empty())
+            .map(|(group, configs)| (group, Arc::new(config.for_group(&configs))))
+            .collect();
         self.metadata = metadata;
         self.consumer_on_metadata_update();
     }
