@@ -13,6 +13,7 @@ use kraftd_controller::auth::{AUTHORIZER_CLASS_NAME_CONFIG, STANDARD_AUTHORIZER_
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
+use kraftd_coordinator::share::ShareCoordinatorConfig;
 use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
 use kraftd_raft::driver::QuorumConfig;
 use tracing::info;
@@ -339,6 +340,9 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         group_coordinator: GroupCoordinatorConfig::from_properties(&properties)
             .map_err(|e| anyhow!("{e}"))?,
         transaction_coordinator: TransactionCoordinatorConfig::from_properties(&properties)
+            .map_err(|e| anyhow!("{e}"))?,
+        // `share.coordinator.*`: Kafka's defaults where unset.
+        share_coordinator: ShareCoordinatorConfig::from_properties(&properties)
             .map_err(|e| anyhow!("{e}"))?,
     })
 }

@@ -53,6 +53,15 @@ impl<'a> Property<'a> {
         i32::try_from(self.long(min)?).map_err(|_| self.invalid("out of range for an int"))
     }
 
+    /// An INT in `[min, max]` (Kafka's `Range.between`).
+    pub(crate) fn int_between(&self, min: i64, max: i64) -> Result<i32, ConfigError> {
+        let v = self.int(min)?;
+        if i64::from(v) > max {
+            return Err(self.invalid(&format!("must be at most {max}")));
+        }
+        Ok(v)
+    }
+
     /// A SHORT of at least `min`.
     pub(crate) fn short(&self, min: i64) -> Result<i16, ConfigError> {
         i16::try_from(self.long(min)?).map_err(|_| self.invalid("out of range for a short"))
@@ -69,6 +78,11 @@ mod tests {
         assert_eq!(p(" 7 ").int(1), Ok(7));
         assert_eq!(p("0").long(0), Ok(0));
         assert_eq!(p("32767").short(1), Ok(32767));
+        assert_eq!(p("500").int_between(0, 500), Ok(500));
+        assert_eq!(
+            p("501").int_between(0, 500).unwrap_err().reason,
+            "must be at most 500"
+        );
         for (result, reason) in [
             (p("x").long(0).unwrap_err(), "not an integer"),
             (p("0").long(1).unwrap_err(), "must be at least 1"),

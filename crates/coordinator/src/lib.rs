@@ -27,6 +27,7 @@ pub mod context;
 pub mod group;
 pub mod partitioner;
 pub mod shard;
+pub mod share;
 pub mod timer;
 pub mod transaction;
 pub mod writer;

@@ -124,6 +124,12 @@ pub trait CoordinatorShard: Sized + Send + 'static {
     /// `producer_id` before it are committed or aborted.
     fn replay_end_txn(&mut self, offset: i64, producer_id: i64, commit: bool);
 
+    /// A batch [`CoordinatorShard::take_output`] handed back was appended with its first
+    /// record at `base_offset` (batches are reported in the order handed back): a shard that
+    /// tracks where its records live (the share coordinator, to prune its log) learns the
+    /// offsets of what it wrote; loading gives them to [`CoordinatorShard::replay`].
+    fn on_appended(&mut self, _base_offset: i64) {}
+
     fn on_loaded(&mut self, now_ms: i64);
     fn on_metadata_update(&mut self, topics: Arc<dyn TopicMetadata>);
     fn handle(&mut self, now_ms: i64, ctx: &RequestContext, reply: ReplyId, request: Self::Request);

@@ -12,6 +12,8 @@
 //! - [`service`]: a coordinator as the handlers call it (`CoordinatorService<S>`: which
 //!   partition owns a key, calls into its shard), one generic service;
 //! - [`group`]: what only the group coordinator adds (`GroupCoordinatorService`);
+//! - [`share`]: what only the share coordinator adds (`ShareCoordinatorService`: a state
+//!   request split by share partition, the answers merged);
 //! - [`transaction`]: what only the transaction coordinator adds
 //!   (`TransactionCoordinatorService`: its markers go to a `TransactionMarkerChannel`, the
 //!   broker's being `server/txn_marker_channel.rs`).
@@ -26,8 +28,10 @@ pub mod partition_writer;
 pub mod publisher;
 pub mod runtime;
 pub mod service;
+pub mod share;
 pub mod transaction;
 
 pub use group::GroupCoordinatorService;
 pub use service::CoordinatorService;
+pub use share::ShareCoordinatorService;
 pub use transaction::TransactionCoordinatorService;

@@ -581,6 +581,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
             return Ok(());
         }
         let appended = active.writer.append(batch)?;
+        active.shard.on_appended(appended.base_offset);
         active.written_end = appended.end_offset;
         self.metrics.record_write(batch.records.len());
         self.await_commit(active.partition, &active.writer, appended.end_offset);

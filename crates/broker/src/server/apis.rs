@@ -46,6 +46,7 @@ use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
 use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
+use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -83,6 +84,7 @@ impl KafkaApis {
             .chain(SHARE_GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
             .chain(LOG_DIR_API_KEYS)
+            .chain(SHARE_STATE_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -338,6 +340,13 @@ impl KafkaApis {
                 ShareGroupApis {
                     context: &self.context,
                     listener: &self.listener,
+                }
+                .handle(&request.header, request.peer, body, auth)
+                .await
+            }
+            body if SHARE_STATE_API_KEYS.contains(&request.api_key) => {
+                ShareStateApis {
+                    context: &self.context,
                 }
                 .handle(&request.header, request.peer, body, auth)
                 .await

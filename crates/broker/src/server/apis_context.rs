@@ -18,7 +18,9 @@ use super::data_plane::DataPlane;
 use super::forwarding::ForwardingManager;
 use super::internal_topics::InternalTopics;
 use super::quota::QuotaManagers;
-use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
+use crate::coordinator::{
+    GroupCoordinatorService, ShareCoordinatorService, TransactionCoordinatorService,
+};
 use crate::metadata::MetadataCache;
 
 /// How long a forwarded request may take when the client gives no timeout of its own
@@ -40,11 +42,14 @@ pub struct BrokerApisContext {
     pub data: DataPlane,
     /// Groups and their committed offsets.
     pub group_coordinator: Arc<GroupCoordinatorService>,
-    /// The share coordinator, as the group coordinator reaches it (DeleteGroups deletes a
-    /// share group's state through it first).
-    pub share_persister: Option<Arc<dyn crate::share::Persister>>,
     /// Transactions.
     pub txn_coordinator: Arc<TransactionCoordinatorService>,
+    /// Share partitions' state (`__share_group_state`) led here: the five state APIs.
+    pub share_coordinator: Arc<ShareCoordinatorService>,
+    /// How share-partition leaders and the group coordinator reach the share coordinator
+    /// of any share partition (the broker's `DefaultStatePersister`); DeleteGroups deletes a
+    /// share group's state through it first.
+    pub share_persister: Arc<dyn crate::share::Persister>,
     /// KIP-890 verification of transactional produce.
     pub txn_verifier: super::txn_verification::TxnVerifier,
     /// The internal topics this broker asks the controller for.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use kraftd_controller::auth::{default_message, RequestAuth};
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC};
 use kraftd_controller::publisher::{
-    OPERATION_DELETE, OPERATION_DESCRIBE, RESOURCE_TYPE_TRANSACTIONAL_ID,
+    OPERATION_CLUSTER_ACTION, OPERATION_DELETE, OPERATION_DESCRIBE, RESOURCE_TYPE_TRANSACTIONAL_ID,
 };
 use kraftd_controller::MetadataImage;
 use kraftd_coordinator::context::RequestContext;
@@ -46,6 +46,7 @@ use super::internal_topics::InternalTopics;
 use crate::coordinator::GroupCoordinatorService;
 use crate::kafka_apis::endpoint;
 use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
+use kraftd_coordinator::share::{SharePartitionKey, SHARE_GROUP_STATE_TOPIC_NAME};
 use kraftd_coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 
 /// FindCoordinator v4+ batches keys.
@@ -57,6 +58,10 @@ const TOPIC_ID_VERSION: i16 = 10;
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
+/// A share partition's coordinator (KIP-932), from FindCoordinator v6.
+const KEY_TYPE_SHARE: i8 = 2;
+/// The first FindCoordinator version that may ask for key type SHARE.
+const FIND_COORDINATOR_SHARE_VERSION: i16 = 6;
 
 /// The API keys these handlers serve.
 pub const GROUP_API_KEYS: [ApiKey; 13] = [
@@ -373,10 +378,7 @@ impl GroupApis<'_> {
                     Ok(None) => continue,
                     Ok(Some(request)) => request,
                 };
-                let Some(persister) = &self.context.share_persister else {
-                    continue;
-                };
-                let answer = persister.delete_state(request).await;
+                let answer = self.context.share_persister.delete_state(request).await;
                 let failed = answer
                     .results
                     .iter()
@@ -420,7 +422,10 @@ impl GroupApis<'_> {
         let image = self.context.cache.image();
         let mut coordinators = Vec::with_capacity(keys.len());
         for key in keys {
-            coordinators.push(self.coordinator_for(&image, r.key_type, key, auth).await);
+            coordinators.push(
+                self.coordinator_for(&image, version, r.key_type, key, auth)
+                    .await,
+            );
         }
         if version >= FIND_COORDINATOR_BATCH_VERSION {
             FindCoordinatorResponse {
@@ -441,10 +446,12 @@ impl GroupApis<'_> {
     }
 
     /// A key's coordinator; DESCRIBE on the group (transactional id) first, as Kafka's
-    /// `getCoordinator`.
+    /// `getCoordinator`; a share key (from v6, brokers' persisters) needs CLUSTER_ACTION and
+    /// Kafka's `"<group>:<topic id>:<partition>"` form.
     async fn coordinator_for(
         &self,
         image: &MetadataImage,
+        version: i16,
         key_type: i8,
         key: String,
         auth: &RequestAuth,
@@ -465,6 +472,11 @@ impl GroupApis<'_> {
                 (!auth.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_TRANSACTIONAL_ID, &key))
                     .then_some(ErrorCode::TransactionalIdAuthorizationFailed)
             }
+            KEY_TYPE_SHARE if version < FIND_COORDINATOR_SHARE_VERSION => {
+                Some(ErrorCode::InvalidRequest)
+            }
+            KEY_TYPE_SHARE => (!auth.authorize_cluster(OPERATION_CLUSTER_ACTION))
+                .then_some(ErrorCode::ClusterAuthorizationFailed),
             _ => None,
         };
         if let Some(code) = refusal {
@@ -479,8 +491,20 @@ impl GroupApis<'_> {
                 TRANSACTION_STATE_TOPIC_NAME,
                 self.context.txn_coordinator.partition_for(&key),
             ),
+            KEY_TYPE_SHARE => match SharePartitionKey::parse(&key) {
+                Some(share) => (
+                    SHARE_GROUP_STATE_TOPIC_NAME,
+                    self.context.share_coordinator.partition_for_share(&share),
+                ),
+                None => {
+                    return failed(
+                        key,
+                        ErrorCode::InvalidRequest,
+                        Some("Share coordinator key is invalid".to_string()),
+                    )
+                }
+            },
             _ => {
-                // Share groups are not served by kraftd.
                 return failed(
                     key,
                     ErrorCode::InvalidRequest,
@@ -491,10 +515,10 @@ impl GroupApis<'_> {
             }
         };
         let Some(topic) = image.topics.get_by_name(topic_name) else {
-            if key_type == KEY_TYPE_GROUP {
-                InternalTopics::create_offsets_topic(self.context, image);
-            } else {
-                InternalTopics::create_transaction_state_topic(self.context, image);
+            match key_type {
+                KEY_TYPE_GROUP => InternalTopics::create_offsets_topic(self.context, image),
+                KEY_TYPE_SHARE => InternalTopics::create_share_state_topic(self.context, image),
+                _ => InternalTopics::create_transaction_state_topic(self.context, image),
             }
             return failed(key, ErrorCode::CoordinatorNotAvailable, None);
         };

@@ -2,7 +2,9 @@
 //! does for them: `__consumer_offsets` (FindCoordinator for a group, a Metadata naming it)
 //! compacted with `offsets.topic.num.partitions`, `offsets.topic.replication.factor` (fewer
 //! when the cluster has fewer brokers, with a warning) and `offsets.topic.segment.bytes`;
-//! `__transaction_state` with Kafka's `transaction.state.log.*` settings. The CreateTopics
+//! `__transaction_state` with Kafka's `transaction.state.log.*` settings;
+//! `__share_group_state` with Kafka's `share.coordinator.state.topic.*` settings and the topic
+//! configs KIP-932 gives it (delete policy, infinite retention). The CreateTopics
 //! goes to the controller as the broker itself, not in an Envelope: no client asked for it,
 //! so the broker's own principal is the one authorized.
 
@@ -20,6 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::apis_context::{BrokerApisContext, FORWARD_TIMEOUT};
 use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
+use kraftd_coordinator::share::SHARE_GROUP_STATE_TOPIC_NAME;
 use kraftd_coordinator::transaction::TRANSACTION_STATE_TOPIC_NAME;
 
 /// How often an absent internal topic is asked for again.
@@ -30,6 +33,7 @@ const CREATE_RETRY_MS: i64 = 5_000;
 pub struct InternalTopics {
     offsets: AtomicI64,
     transactions: AtomicI64,
+    share_state: AtomicI64,
 }
 
 /// An internal topic as the broker creates it on first use.
@@ -81,6 +85,35 @@ impl InternalTopics {
             ],
         };
         create_internal_topic(context, image, &context.internal_topics.transactions, spec)
+    }
+}
+
+impl InternalTopics {
+    /// Asks the controller for `__share_group_state` (at most every few seconds), with
+    /// Kafka's `ShareCoordinatorService.shareGroupStateTopicConfigs`.
+    pub fn create_share_state_topic(context: &Arc<BrokerApisContext>, image: &MetadataImage) {
+        let config = context.share_coordinator.config();
+        let spec = InternalTopic {
+            name: SHARE_GROUP_STATE_TOPIC_NAME,
+            setting: "share.coordinator.state.topic.replication.factor",
+            partitions: config.state_topic_partitions,
+            replication: config.state_topic_replication_factor,
+            configs: vec![
+                ("cleanup.policy", "delete".to_string()),
+                ("compression.type", "producer".to_string()),
+                (
+                    "segment.bytes",
+                    config.state_topic_segment_bytes.to_string(),
+                ),
+                // Never above the replicas it will have (fewer brokers than configured).
+                (
+                    "min.insync.replicas",
+                    config.state_topic_min_isr.to_string(),
+                ),
+                ("retention.ms", "-1".to_string()),
+            ],
+        };
+        create_internal_topic(context, image, &context.internal_topics.share_state, spec)
     }
 }
 

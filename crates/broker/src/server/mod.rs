@@ -24,6 +24,7 @@ mod metadata_task;
 pub mod producer_id_manager;
 pub mod quota;
 pub mod share_group_apis;
+pub mod share_state_apis;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_marker_channel;
@@ -51,24 +52,34 @@ use tracing::{info, warn};
 use self::alter_partition_manager::DefaultAlterPartitionManager;
 use self::apis::KafkaApis;
 use self::apis_context::BrokerApisContext;
+use self::broker_channels::BrokerChannels;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
 use self::forwarding::ForwardingManager;
+use self::internal_topics::InternalTopics;
 use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
-use crate::coordinator::{GroupCoordinatorService, TransactionCoordinatorService};
+use crate::coordinator::{
+    GroupCoordinatorService, ShareCoordinatorService, TransactionCoordinatorService,
+};
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
+use crate::share::{DefaultStatePersister, Persister};
 use kraftd_controller::quota::QuotaWindow;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
+use kraftd_coordinator::share::ShareCoordinatorConfig;
 use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
 use txn_marker_channel::TransactionMarkerChannelManager;
+
+/// How long the share persister waits for another broker's share coordinator (Kafka's
+/// `request.timeout.ms` default, which its persister's network client uses).
+const SHARE_PERSISTER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -126,6 +137,8 @@ pub struct BrokerConfig {
     pub group_coordinator: GroupCoordinatorConfig,
     /// `transaction.*` and `transactional.id.*`.
     pub transaction_coordinator: TransactionCoordinatorConfig,
+    /// `share.coordinator.*`.
+    pub share_coordinator: ShareCoordinatorConfig,
 }
 
 /// Where the broker's metadata comes from.
@@ -162,6 +175,8 @@ pub struct BrokerServer {
     log_cleaner: Option<LogCleaner>,
     group_coordinator: Arc<GroupCoordinatorService>,
     txn_coordinator: Arc<TransactionCoordinatorService>,
+    share_coordinator: Arc<ShareCoordinatorService>,
+    share_persister: DefaultStatePersister,
     own_raft: Option<RaftDriver>,
     lifecycle: Option<BrokerLifecycleManager>,
     /// The client listeners: one task that accepts on them once the broker is ready.
@@ -338,16 +353,31 @@ impl BrokerServer {
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
         // NOT_LEADER_OR_FOLLOWER.
-        // The share coordinator's persister: none until the share coordinator runs on
-        // brokers (issue 28's share-coordinator part); share groups' partitions then stay
-        // uninitialized, so unassigned.
-        let share_persister: Option<Arc<dyn crate::share::Persister>> = None;
+        let (share_coordinator, share_publisher) = ShareCoordinatorService::start_with_pruning(
+            config.share_coordinator.clone(),
+            config.node_id,
+            Arc::clone(&replica_manager),
+            cache.clone(),
+        );
+        let share_persister = DefaultStatePersister::new(
+            config.node_id,
+            cache.clone(),
+            Arc::clone(&share_coordinator),
+            BrokerChannels::new(
+                format!("broker-{}-share-persister", config.node_id),
+                replica_config_listener.clone(),
+                config.inter_broker_security.clone(),
+                SHARE_PERSISTER_REQUEST_TIMEOUT,
+            ),
+        );
+        // The group coordinator initializes and deletes share groups' state through the
+        // share coordinator's persister.
         let (group_coordinator, group_publisher) = GroupCoordinatorService::start_with_persister(
             config.group_coordinator.clone(),
             config.node_id,
             Arc::clone(&replica_manager),
             cache.clone(),
-            share_persister.clone(),
+            Some(Arc::new(share_persister.clone()) as Arc<dyn Persister>),
         );
         let markers = TransactionMarkerChannelManager::new(
             config.node_id,
@@ -368,6 +398,7 @@ impl BrokerServer {
             Box::new(ReplicaManagerPublisher(Arc::clone(&replica_manager))),
             Box::new(group_publisher),
             Box::new(txn_publisher),
+            Box::new(share_publisher),
             Box::new(cache.clone()),
         ];
         publishers.extend(published.publishers());
@@ -441,8 +472,9 @@ impl BrokerServer {
                 producer_ids,
             },
             group_coordinator: Arc::clone(&group_coordinator),
-            share_persister,
             txn_coordinator: Arc::clone(&txn_coordinator),
+            share_coordinator: Arc::clone(&share_coordinator),
+            share_persister: Arc::new(share_persister.clone()) as Arc<dyn Persister>,
             txn_verifier: txn_verification::TxnVerifier::new(
                 config.node_id,
                 Arc::clone(&replica_manager),
@@ -454,6 +486,14 @@ impl BrokerServer {
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
         });
+        // The persister creates a missing __share_group_state as FindCoordinator does; a
+        // weak handle, since the context holds the persister.
+        let weak_context = Arc::downgrade(&context);
+        share_persister.set_create_state_topic(Box::new(move |image| {
+            if let Some(context) = weak_context.upgrade() {
+                InternalTopics::create_share_state_topic(&context, image);
+            }
+        }));
         let (serving_tx, serving) = watch::channel(false);
         let listeners_task = tokio::spawn(serve_when_ready(
             ReadyGate {
@@ -473,6 +513,8 @@ impl BrokerServer {
             log_cleaner: Some(log_cleaner),
             group_coordinator,
             txn_coordinator,
+            share_coordinator,
+            share_persister,
             stopped,
             raft_metrics: handle.metrics(),
             config,
@@ -502,6 +544,16 @@ impl BrokerServer {
     /// Transactions.
     pub fn txn_coordinator(&self) -> &Arc<TransactionCoordinatorService> {
         &self.txn_coordinator
+    }
+
+    /// Share partitions' state led here.
+    pub fn share_coordinator(&self) -> &Arc<ShareCoordinatorService> {
+        &self.share_coordinator
+    }
+
+    /// How this broker reaches the share coordinator of any share partition.
+    pub fn share_persister(&self) -> &DefaultStatePersister {
+        &self.share_persister
     }
 
     /// The hosted partitions.

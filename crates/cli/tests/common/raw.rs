@@ -98,3 +98,38 @@ impl Raw {
         }
     }
 }
+
+/// One request over a fresh connection: its answer, or why there is none (the node not
+/// listening yet, or gone), for [`super::eventually`] probes.
+pub fn try_call(address: &str, version: i16, body: RequestBody) -> Result<ResponseBody, String> {
+    let key = body.key();
+    let header = RequestHeader {
+        request_api_key: key.code(),
+        request_api_version: version,
+        correlation_id: 1,
+        client_id: Some("raw".into()),
+        ..Default::default()
+    };
+    let frame = encode_request(&header, &body)
+        .map_err(|e| e.to_string())?
+        .into_bytes();
+    let mut stream = TcpStream::connect(address).map_err(|e| format!("{address}: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    stream
+        .write_all(&(frame.len() as i32).to_be_bytes())
+        .and_then(|_| stream.write_all(&frame))
+        .map_err(|e| format!("{address}: {e}"))?;
+    let mut size = [0u8; 4];
+    stream
+        .read_exact(&mut size)
+        .map_err(|e| format!("{address}: {e}"))?;
+    let mut buf = vec![0u8; i32::from_be_bytes(size).max(0) as usize];
+    stream
+        .read_exact(&mut buf)
+        .map_err(|e| format!("{address}: {e}"))?;
+    decode_response(key, version, Bytes::from(buf))
+        .map(|(_, b)| b)
+        .map_err(|e| e.to_string())
+}

@@ -888,6 +888,29 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The offsets topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads."),
     def("process.roles", ConfigType::List { valid: &["broker", "controller"], empty: false })
         .doc("The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both."),
+    def("share.coordinator.cold.partition.snapshot.interval.ms", int(1))
+        .default("300000")
+        .internal()
+        .doc("The duration in milliseconds that the share coordinator will wait between force snapshotting share partitions which are not being updated."),
+    def("share.coordinator.snapshot.update.records.per.snapshot", int_range(0, 500))
+        .default("500")
+        .doc("The number of update records the share coordinator writes between snapshot records."),
+    def("share.coordinator.state.topic.min.isr", ConfigType::Short { min: 1 })
+        .default("2")
+        .doc("Overridden min.insync.replicas for the share-group state topic."),
+    def("share.coordinator.state.topic.num.partitions", int(1))
+        .default("50")
+        .doc("The number of partitions for the share-group state topic (should not change after deployment)."),
+    def("share.coordinator.state.topic.prune.interval.ms", int(1))
+        .default("300000")
+        .internal()
+        .doc("The duration in milliseconds that the share coordinator will wait between pruning eligible records in share-group state topic."),
+    def("share.coordinator.state.topic.replication.factor", ConfigType::Short { min: 1 })
+        .default("3")
+        .doc("Replication factor for the share-group state topic. Topic creation will fail until the cluster size meets this replication factor requirement."),
+    def("share.coordinator.state.topic.segment.bytes", int(1))
+        .default("104857600")
+        .doc("The log segment size for the share-group state topic."),
     def("socket.request.max.bytes", int(1))
         .default("104857600")
         .doc("The maximum number of bytes in a socket request"),

@@ -169,6 +169,10 @@ const GROUPS: &str =
 const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraftd-coordinator's group/share/), from the properties file";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
+const SHARE_COORDINATOR: &str =
+    "the broker's share coordinator (kraftd-coordinator's share/), from the properties file";
+const SHARE_STATE_TOPIC: &str =
+    "__share_group_state as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
 const PER_GROUP_COORDINATOR: &str = "the group coordinator runs the group by it, clamped into the broker's group.* bounds (GroupCoordinatorShard::group_config, from the image's GROUP resources)";
 const PER_GROUP: &str = "stored and described, not yet acted on: the share partitions (the broker's share/) do not read per-group values yet";
@@ -328,6 +332,13 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "offsets.topic.replication.factor", OFFSETS_TOPIC),
     honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
+    honoured(S, "share.coordinator.cold.partition.snapshot.interval.ms", SHARE_COORDINATOR),
+    honoured(S, "share.coordinator.snapshot.update.records.per.snapshot", SHARE_COORDINATOR),
+    honoured(S, "share.coordinator.state.topic.min.isr", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.num.partitions", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.prune.interval.ms", "the share coordinator's shards delete the records every share partition has moved past (DeleteRecords on __share_group_state)"),
+    honoured(S, "share.coordinator.state.topic.replication.factor", SHARE_STATE_TOPIC),
+    honoured(S, "share.coordinator.state.topic.segment.bytes", SHARE_STATE_TOPIC),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
     honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
     // Group configs (ConfigResource GROUP).

@@ -180,7 +180,8 @@ impl<S: CoordinatorShard> Replica<S> {
         let out = self.shard.take_output();
         for batch in &out.batches {
             if !batch.records.is_empty() {
-                self.log.append(batch).expect("a batch appends");
+                let appended = self.log.append(batch).expect("a batch appends");
+                self.shard.on_appended(appended.base_offset);
             }
         }
         self.log.commit_all();
