@@ -1120,3 +1120,25 @@ fn describe_configs_group() {
         Some("Group name must not be empty")
     );
 }
+
+/// What the share partitions read a group's settings from is what DescribeConfigs answers.
+#[test]
+fn effective_group_configs_are_the_described_values() {
+    use kraftd_broker::kafka_apis::describe_configs::effective_group_configs;
+    let image = image()
+        .replay_all(&[config(32, "g", "share.auto.offset.reset", "earliest")])
+        .unwrap();
+    let statics = BTreeMap::from([(
+        "group.share.record.lock.duration.ms".to_string(),
+        "20000".to_string(),
+    )]);
+    let g = effective_group_configs(&image, 1, &statics, "g");
+    assert_eq!(g["share.auto.offset.reset"], "earliest");
+    assert_eq!(g["share.record.lock.duration.ms"], "20000");
+    assert_eq!(g["share.delivery.count.limit"], "5");
+    assert_eq!(g["share.isolation.level"], "read_uncommitted");
+    assert_eq!(g["share.partition.max.record.locks"], "2000");
+    let other = effective_group_configs(&image, 1, &BTreeMap::new(), "other");
+    assert_eq!(other["share.auto.offset.reset"], "latest");
+    assert_eq!(other["share.record.lock.duration.ms"], "30000");
+}

@@ -550,6 +550,46 @@ fn broker_entry(
     }
 }
 
+/// Every non-internal group config of `group` as this broker describes it (the group's own
+/// value, else its broker synonym's, else the default), by Kafka's name: what the broker's
+/// share partitions read a group's `share.record.lock.duration.ms`,
+/// `share.delivery.count.limit`, `share.isolation.level`, `share.auto.offset.reset` and
+/// `share.partition.max.record.locks` from, so that what is described is what runs. (Kafka's
+/// `GroupConfigManager` also clamps the bounded ones into the broker's `group.share.*`
+/// bounds; the reader does that with its own bounds.)
+pub fn effective_group_configs(
+    image: &MetadataImage,
+    broker_id: i32,
+    static_configs: &BTreeMap<String, String>,
+    group: &str,
+) -> BTreeMap<&'static str, String> {
+    let layers = Layers {
+        dynamic_broker: image.configs.get(&ConfigResource::new(
+            ConfigResourceType::Broker,
+            broker_id.to_string(),
+        )),
+        dynamic_default: image
+            .configs
+            .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
+        static_configs,
+    };
+    let overrides = image
+        .configs
+        .get(&ConfigResource::new(ConfigResourceType::Group, group));
+    let options = Options {
+        include_synonyms: false,
+        include_documentation: false,
+    };
+    GROUP_CONFIGS
+        .iter()
+        .filter(|def| !def.internal)
+        .filter_map(|def| {
+            let entry = group_entry(def, overrides, &layers, &options);
+            Some((def.name, entry.value?))
+        })
+        .collect()
+}
+
 /// Kafka's default of `group.streams.assignors`, which kraftd does not define (no streams
 /// groups): `streams.assignor.name`'s default.
 const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
