@@ -1025,3 +1025,120 @@ fn metadata_hides_topics_the_principal_may_not_describe() {
         ]
     );
 }
+
+/// GROUP resources as Kafka 4.4's `ConfigHelper.createGroupConfigEntry`: any group name, every
+/// non-internal group config; the group's own value is GROUP_CONFIG, else the broker synonym's
+/// value and source, else the key's default; an empty name is INVALID_REQUEST.
+#[test]
+fn describe_configs_group() {
+    const GROUP: i8 = 32;
+    let image = image()
+        .replay_all(&[
+            config(GROUP, "g", "share.auto.offset.reset", "earliest"),
+            config(GROUP, "g", "share.record.lock.duration.ms", "20000"),
+        ])
+        .unwrap();
+    let statics = BTreeMap::from([(
+        "group.share.delivery.count.limit".to_string(),
+        "7".to_string(),
+    )]);
+    let response = describe(
+        &image,
+        vec![
+            resource(GROUP, "g", None),
+            resource(GROUP, "never-created", Some(&["share.auto.offset.reset"])),
+            resource(GROUP, "", None),
+        ],
+        4,
+        &statics,
+    );
+    let g = &response.results[0];
+    assert_eq!(g.error_code, 0);
+    let names: Vec<&str> = g.configs.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names.len(),
+        21,
+        "Kafka 4.4's group configs, the internal ones apart"
+    );
+    assert!(!names.contains(&"share.assignor.offload.enable"));
+    let reset = entry(g, "share.auto.offset.reset");
+    assert_eq!(
+        (reset.value.as_deref(), reset.config_source, reset.read_only),
+        (Some("earliest"), source::GROUP_CONFIG, false)
+    );
+    assert_eq!(
+        synonyms(reset),
+        vec![
+            (
+                "share.auto.offset.reset",
+                Some("earliest"),
+                source::GROUP_CONFIG
+            ),
+            (
+                "share.auto.offset.reset",
+                Some("latest"),
+                source::DEFAULT_CONFIG
+            ),
+        ]
+    );
+    let lock = entry(g, "share.record.lock.duration.ms");
+    assert_eq!(lock.value.as_deref(), Some("20000"));
+    assert_eq!(lock.config_source, source::GROUP_CONFIG);
+    assert_eq!(
+        synonyms(lock)[1],
+        (
+            "group.share.record.lock.duration.ms",
+            Some("30000"),
+            source::DEFAULT_CONFIG
+        )
+    );
+    let limit = entry(g, "share.delivery.count.limit");
+    assert_eq!(
+        (limit.value.as_deref(), limit.config_source),
+        (Some("7"), source::STATIC_BROKER_CONFIG)
+    );
+    let isolation = entry(g, "share.isolation.level");
+    assert_eq!(
+        (isolation.value.as_deref(), isolation.config_source),
+        (Some("read_uncommitted"), source::DEFAULT_CONFIG)
+    );
+    assert_eq!(
+        entry(g, "streams.assignor.name").value.as_deref(),
+        Some("sticky")
+    );
+
+    let other = &response.results[1];
+    assert_eq!(other.error_code, 0);
+    assert_eq!(other.configs.len(), 1);
+    assert_eq!(other.configs[0].value.as_deref(), Some("latest"));
+    assert_eq!(other.configs[0].config_source, source::DEFAULT_CONFIG);
+
+    let empty = &response.results[2];
+    assert_eq!(empty.error_code, error(ErrorCode::InvalidRequest));
+    assert_eq!(
+        empty.error_message.as_deref(),
+        Some("Group name must not be empty")
+    );
+}
+
+/// What the share partitions read a group's settings from is what DescribeConfigs answers.
+#[test]
+fn effective_group_configs_are_the_described_values() {
+    use kraftd_broker::kafka_apis::describe_configs::effective_group_configs;
+    let image = image()
+        .replay_all(&[config(32, "g", "share.auto.offset.reset", "earliest")])
+        .unwrap();
+    let statics = BTreeMap::from([(
+        "group.share.record.lock.duration.ms".to_string(),
+        "20000".to_string(),
+    )]);
+    let g = effective_group_configs(&image, 1, &statics, "g");
+    assert_eq!(g["share.auto.offset.reset"], "earliest");
+    assert_eq!(g["share.record.lock.duration.ms"], "20000");
+    assert_eq!(g["share.delivery.count.limit"], "5");
+    assert_eq!(g["share.isolation.level"], "read_uncommitted");
+    assert_eq!(g["share.partition.max.record.locks"], "2000");
+    let other = effective_group_configs(&image, 1, &BTreeMap::new(), "other");
+    assert_eq!(other["share.auto.offset.reset"], "latest");
+    assert_eq!(other["share.record.lock.duration.ms"], "30000");
+}

@@ -565,6 +565,19 @@ fn controller_config(
         "unclean.leader.election.enable",
         m.replication.unclean_leader_election_enable,
     )?;
+    // Kafka's controller checks a group's configs against its own group.* bounds.
+    for (key, default) in kraftd_controller::control::config_defs::GROUP_CONFIG_BOUNDS {
+        let value = config.number(key, *default)?;
+        m.group_bounds.set(key, value);
+    }
+    if let Some(assignors) = config.props.get("group.streams.assignors") {
+        m.group_bounds.streams_assignors = assignors
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
     c.authorizer = authorizer_config(config)?;
     c.registration_listeners = controller_registration_listeners(config);
     c.supported_features = controller_supported_features();

@@ -14,8 +14,7 @@
 //! The key sets: every topic config of Kafka's is one of kraftd's (DescribeConfigs lists them
 //! all, and a client may set any; [`CONFIG_SUPPORT`] says which kraftd honours); kraftd's
 //! broker configs are a subset of Kafka's but for its own (documented "kraftd's own"); and
-//! kraftd defines no group config (`ConfigResource` GROUP is refused: its group coordinator
-//! reads the broker's `group.*` settings, compared as broker configs here).
+//! kraftd's group configs (`ConfigResource` GROUP) are exactly Kafka's `GroupConfig`'s.
 
 mod common;
 
@@ -26,8 +25,8 @@ use std::process::{Command, Stdio};
 use common::kafka_jars;
 use kraftd_controller::control::config_defs::{
     all_broker_config_defs, broker_update_mode, is_throttled_replicas_config, ConfigDef,
-    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT,
-    KAFKA_BROKER_CONFIG_NAMES, TOPIC_CONFIGS,
+    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT, GROUP_CONFIGS,
+    KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
 };
 
 /// One config as Kafka defines it.
@@ -149,6 +148,9 @@ fn validator_of(def: &ConfigDef) -> String {
     if def.name == COMPRESSION_GZIP_LEVEL {
         return "[1,...,9] or -1".to_string();
     }
+    if def.name == SHARE_AUTO_OFFSET_RESET {
+        return "[latest, earliest, by_duration:PnDTnHnMn.nS]".to_string();
+    }
     if is_throttled_replicas_config(def.name) {
         return "[partitionId]:[brokerId],[partitionId]:[brokerId],...".to_string();
     }
@@ -202,6 +204,37 @@ fn probe_values(def: &ConfigDef, kafka: &KafkaConfig) -> BTreeSet<String> {
     };
     add(String::new());
     add("not-a-value".into());
+    if def.name == SHARE_AUTO_OFFSET_RESET {
+        for v in [
+            "earliest",
+            "latest",
+            "none",
+            "EARLIEST",
+            "by_duration",
+            "by_duration:",
+            "by_duration:PT1H",
+            "by_duration:pt1h",
+            "by_duration:P1DT2H3M4.5S",
+            "by_duration:P1D",
+            "by_duration:PT",
+            "by_duration:P",
+            "by_duration:-PT1H",
+            "by_duration:-PT-1H",
+            "by_duration:PT-1S",
+            "by_duration:PT-0.5S",
+            "by_duration:PT0.5S",
+            "by_duration:PT1.1234567891S",
+            "by_duration:PT1,5S",
+            "by_duration:+P1D",
+            "by_duration:P1H",
+            "by_duration:1H",
+            "by_duration:PT9223372036854775807S",
+            "by_duration:P106751991167301D",
+            "BY_DURATION:PT1H",
+        ] {
+            add(v.to_string());
+        }
+    }
     if let Some(default) = def.default {
         add(default.to_string());
         add(format!(" {default} "));
@@ -259,13 +292,14 @@ fn probe_values(def: &ConfigDef, kafka: &KafkaConfig) -> BTreeSet<String> {
     values
 }
 
-/// kraftd's definitions by Kafka's scope name: its topic configs, and its broker configs
-/// (dynamic, static and security). kraftd defines no group config.
+/// kraftd's definitions by Kafka's scope name: its topic configs, its broker configs
+/// (dynamic, static and security) and its group configs.
 fn kraftd_defs() -> Vec<(&'static str, &'static ConfigDef)> {
     TOPIC_CONFIGS
         .iter()
         .map(|d| ("TOPIC", d))
         .chain(all_broker_config_defs().map(|d| ("BROKER", d)))
+        .chain(GROUP_CONFIGS.iter().map(|d| ("GROUP", d)))
         .collect()
 }
 
@@ -446,6 +480,17 @@ fn kraftd_validates_every_topic_broker_and_group_config_as_kafka_does() {
             differences.push(format!("{scope} {name}: no support row"));
         }
     }
+    // Every group config of Kafka's is one of kraftd's, with a support row.
+    for ((scope, name), _) in kafka.iter().filter(|((s, _), _)| s == "GROUP") {
+        if !GROUP_CONFIGS.iter().any(|d| d.name == name) {
+            differences.push(format!("{scope} {name}: not defined by kraftd"));
+        } else if !CONFIG_SUPPORT
+            .iter()
+            .any(|r| r.scope == ConfigScope::Group && r.name == name)
+        {
+            differences.push(format!("{scope} {name}: no support row"));
+        }
+    }
     // Values: kraftd accepts what Kafka accepts and refuses the rest with Kafka's message.
     let verdicts = kafka_verdicts(&run_configs_jsh(Some(&probes)));
     assert!(verdicts.len() > 1000, "only {} probes ran", verdicts.len());
@@ -490,4 +535,122 @@ fn one_line(text: &str) -> String {
         }
     }
     out
+}
+
+/// `kafka-configs --bootstrap-server <b> --entity-type groups --entity-name <g> <args>`
+/// (Kafka 4.4.0's `ConfigCommand`): whether it succeeded, and its output.
+fn group_configs(bootstrap: &str, group: &str, args: &[&str]) -> (bool, String) {
+    let mut all = vec![
+        "--bootstrap-server",
+        bootstrap,
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+    ];
+    all.extend(args);
+    let out = kafka_jars::run_tool("org.apache.kafka.tools.ConfigCommand", &all);
+    (out.status.success(), kafka_jars::output_text(&out))
+}
+
+/// Kafka's own `kafka-configs --entity-type groups` on real kraftd processes: it sets a
+/// group's share configs (on a group that does not exist), describes them with their
+/// sources, deletes one back to its default; a value Kafka refuses, and one outside the
+/// controller's own `group.share.*` bounds, are refused with Kafka's messages.
+#[test]
+fn kafka_configs_alters_describes_and_deletes_group_configs_on_kraftd() {
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = common::formatted_cluster(root.path(), 1, 1);
+    // The controller checks group configs against its own bounds, as Kafka's does.
+    controllers[0].add_config(&["group.share.min.record.lock.duration.ms=1000"]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let bootstrap = brokers[0].address();
+    let logs = || {
+        format!(
+            "--- logs ---\n{}\n{}",
+            common::all_logs(&controllers),
+            common::all_logs(&brokers)
+        )
+    };
+    let set = [
+        "--alter",
+        "--add-config",
+        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=5000,\
+         share.delivery.count.limit=3",
+    ];
+    // The first call also waits for the broker to be up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (ok, text) = group_configs(&bootstrap, "g", &set);
+        if ok {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kafka-configs --alter:\n{text}\n{}",
+            logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (ok, text) = group_configs(&bootstrap, "g", &["--describe"]);
+    assert!(
+        ok && text.contains("Dynamic configs for group g are:")
+            && text.contains("share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}")
+            && text.contains("share.record.lock.duration.ms=5000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.record.lock.duration.ms=5000, DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000}")
+            && text.contains("share.delivery.count.limit=3"),
+        "kafka-configs --describe:\n{text}\n{}",
+        logs()
+    );
+    let (ok, text) = group_configs(&bootstrap, "g", &["--describe", "--all"]);
+    assert!(
+        ok && text.contains("share.isolation.level=read_uncommitted sensitive=false synonyms={DEFAULT_CONFIG:share.isolation.level=read_uncommitted}")
+            && text.contains("share.session.timeout.ms=45000"),
+        "kafka-configs --describe --all:\n{text}\n{}",
+        logs()
+    );
+    let (ok, text) = group_configs(
+        &bootstrap,
+        "g",
+        &["--alter", "--delete-config", "share.auto.offset.reset"],
+    );
+    assert!(ok, "kafka-configs --delete-config:\n{text}\n{}", logs());
+    let (ok, text) = group_configs(&bootstrap, "g", &["--describe"]);
+    assert!(
+        ok && !text.contains("share.auto.offset.reset")
+            && text.contains("share.delivery.count.limit=3"),
+        "kafka-configs --describe after the delete:\n{text}\n{}",
+        logs()
+    );
+    for (config, message) in [
+        (
+            "share.auto.offset.reset=none",
+            "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` \
+             for configuration share.auto.offset.reset. The value must be either 'earliest', \
+             'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+        ),
+        (
+            "share.record.lock.duration.ms=999",
+            "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be \
+             at least 1000",
+        ),
+        (
+            "share.delivery.count.limit=11",
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+        ),
+        (
+            "no.such.config=1",
+            "Unknown group config name: no.such.config",
+        ),
+    ] {
+        let (ok, text) = group_configs(&bootstrap, "g", &["--alter", "--add-config", config]);
+        assert!(
+            !ok && text.contains("InvalidConfigurationException") && text.contains(message),
+            "kafka-configs --add-config {config}:\n{text}\n{}",
+            logs()
+        );
+    }
+    common::stop_gracefully(&mut brokers);
+    common::stop_gracefully(&mut controllers);
 }

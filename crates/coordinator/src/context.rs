@@ -27,6 +27,12 @@ pub trait TopicMetadata: Debug + Send + Sync {
     fn feature_level(&self, _name: &str) -> i16 {
         0
     }
+    /// Every group's dynamic configs (ConfigResource GROUP, Kafka's `GroupConfig` keys), by
+    /// group id: the group coordinator runs each group by its own
+    /// (`GroupCoordinatorShard::set_group_configs`), as Kafka's `GroupConfigManager`.
+    fn group_configs(&self) -> Vec<(String, std::collections::BTreeMap<String, String>)> {
+        Vec::new()
+    }
 }
 
 /// No topics: a shard before the broker has given it metadata, and tests.

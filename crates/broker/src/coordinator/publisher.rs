@@ -1,11 +1,13 @@
 //! Which partitions of a coordinator's topic this broker leads, from committed metadata
 //! (Kafka's `BrokerMetadataPublisher` calling `onElection` / `onResignation`), and the
-//! topics KIP-848 groups assign from. Runs after the ReplicaManager's publisher, so a
+//! topics KIP-848 groups assign from, with the groups' dynamic configs (ConfigResource GROUP,
+//! which the group coordinator applies per group, as Kafka's `GroupConfigManager`). Runs after the ReplicaManager's publisher, so a
 //! partition is already leader in the data plane when its shard starts loading.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kraftd_controller::image::ConfigResourceType;
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_coordinator::context::TopicMetadata;
@@ -39,6 +41,17 @@ impl TopicMetadata for ImageTopics {
 
     fn feature_level(&self, name: &str) -> i16 {
         self.0.features.level(name)
+    }
+
+    fn group_configs(&self) -> Vec<(String, BTreeMap<String, String>)> {
+        self.0
+            .configs
+            .of_type(ConfigResourceType::Group)
+            .map(|(r, m)| {
+                let configs = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                (r.name.clone(), configs)
+            })
+            .collect()
     }
 }
 
@@ -81,6 +94,10 @@ impl<S: CoordinatorShard> MetadataPublisher for CoordinatorPublisher<S> {
             && changes.changed_topics.is_empty()
             && changes.deleted_topics.is_empty()
             && !changes.features_changed
+            && !changes
+                .changed_configs
+                .iter()
+                .any(|r| r.resource_type == ConfigResourceType::Group)
         {
             return;
         }
@@ -109,5 +126,50 @@ impl<S: CoordinatorShard> MetadataPublisher for CoordinatorPublisher<S> {
         self.led = led;
         let topics: Arc<dyn TopicMetadata> = Arc::new(ImageTopics(image.clone()));
         self.runtime.send(Event::Metadata(topics));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kraftd_protocol::metadata::ConfigRecord;
+    use kraftd_protocol::MetadataRecord;
+
+    fn config(resource_type: ConfigResourceType, name: &str, key: &str) -> MetadataRecord {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: resource_type.code(),
+            resource_name: name.to_string(),
+            name: key.to_string(),
+            value: Some("1".to_string()),
+            ..Default::default()
+        })
+    }
+
+    /// The shards see every group's configs and nothing else's.
+    #[test]
+    fn image_topics_hand_the_group_configs_only() {
+        let image = MetadataImage::empty()
+            .replay_all(&[
+                config(ConfigResourceType::Broker, "", "log.retention.ms"),
+                config(ConfigResourceType::Group, "b", "share.delivery.count.limit"),
+                config(ConfigResourceType::Group, "a", "share.isolation.level"),
+                config(ConfigResourceType::Group, "a", "share.auto.offset.reset"),
+            ])
+            .unwrap();
+        let groups = ImageTopics(image).group_configs();
+        let names: Vec<(&str, Vec<&str>)> = groups
+            .iter()
+            .map(|(g, c)| (g.as_str(), c.keys().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                (
+                    "a",
+                    vec!["share.auto.offset.reset", "share.isolation.level"]
+                ),
+                ("b", vec!["share.delivery.count.limit"]),
+            ]
+        );
     }
 }

@@ -37,8 +37,16 @@
 //! - BROKER_LOGGER: this broker's loggers (passed in) with source DYNAMIC_BROKER_LOGGER_CONFIG;
 //!   an empty or other broker id is INVALID_REQUEST, as in Kafka;
 //! - CLIENT_METRICS: the subscription's configs from the image with source
-//!   CLIENT_METRICS_CONFIG. Other resource types (GROUP, unknown ids) get INVALID_REQUEST
-//!   ("Unsupported resource type") per resource; Kafka 4 also describes GROUP configs.
+//!   CLIENT_METRICS_CONFIG;
+//! - GROUP (any group name, existing or not; empty is INVALID_REQUEST "Group name must not be
+//!   empty"): every group config (`GROUP_CONFIGS`), as Kafka's `createGroupConfigEntry`: the
+//!   group's own value with source GROUP_CONFIG, else its broker synonym's value and source
+//!   (`group.share.record.lock.duration.ms` from the properties file is STATIC_BROKER_CONFIG,
+//!   unset it is DEFAULT_CONFIG), else the key's default (DEFAULT_CONFIG); an internal group
+//!   config is listed only when the group or its broker synonym sets it
+//!   (`AbstractKafkaConfig.extractGroupConfigMap`); `streams.assignor.name` defaults to the
+//!   first of the broker's `group.streams.assignors`. Unknown resource type ids get
+//!   INVALID_REQUEST ("Unsupported resource type") per resource.
 //!
 //! Ordering: resources in request order; configs in name order (Kafka's order is a hash map's).
 
@@ -47,7 +55,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use imbl::OrdMap;
 use kraftd_controller::control::config_defs::{
     all_broker_config_defs, any_broker_config_def, broker_config_def, broker_config_synonyms,
-    described_broker_config_def, response_type, topic_config_synonyms, ConfigDef, TOPIC_CONFIGS,
+    described_broker_config_def, group_config_synonym, response_type, topic_config_synonyms,
+    ConfigDef, GROUP_CONFIGS, TOPIC_CONFIGS,
 };
 use kraftd_controller::control::topics::validate_topic_name;
 use kraftd_controller::image::{ConfigResource, ConfigResourceType};
@@ -236,7 +245,22 @@ fn describe_resource(
                 .collect())
         }
         Some(ConfigResourceType::Group) => {
-            Err(invalid_request("Unsupported resource type: GROUP".into()))
+            if name.is_empty() {
+                return Err(invalid_request("Group name must not be empty".into()));
+            }
+            let overrides = image
+                .configs
+                .get(&ConfigResource::new(ConfigResourceType::Group, name));
+            Ok(GROUP_CONFIGS
+                .iter()
+                .filter(|def| {
+                    !def.internal
+                        || overrides.is_some_and(|m| m.contains_key(def.name))
+                        || group_config_synonym(def.name)
+                            .is_some_and(|b| layers.set_value(b).is_some())
+                })
+                .map(|def| group_entry(def, overrides, layers, options))
+                .collect())
         }
         None => Err(invalid_request(format!(
             "Unsupported resource type: {}",
@@ -522,6 +546,143 @@ fn broker_entry(
         } else {
             None
         },
+        unknown_tagged_fields: Vec::new(),
+    }
+}
+
+/// Every non-internal group config of `group` as this broker describes it (the group's own
+/// value, else its broker synonym's, else the default), by Kafka's name: what the broker's
+/// share partitions read a group's `share.record.lock.duration.ms`,
+/// `share.delivery.count.limit`, `share.isolation.level`, `share.auto.offset.reset` and
+/// `share.partition.max.record.locks` from, so that what is described is what runs. (Kafka's
+/// `GroupConfigManager` also clamps the bounded ones into the broker's `group.share.*`
+/// bounds; the reader does that with its own bounds.)
+pub fn effective_group_configs(
+    image: &MetadataImage,
+    broker_id: i32,
+    static_configs: &BTreeMap<String, String>,
+    group: &str,
+) -> BTreeMap<&'static str, String> {
+    let layers = Layers {
+        dynamic_broker: image.configs.get(&ConfigResource::new(
+            ConfigResourceType::Broker,
+            broker_id.to_string(),
+        )),
+        dynamic_default: image
+            .configs
+            .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
+        static_configs,
+    };
+    let overrides = image
+        .configs
+        .get(&ConfigResource::new(ConfigResourceType::Group, group));
+    let options = Options {
+        include_synonyms: false,
+        include_documentation: false,
+    };
+    GROUP_CONFIGS
+        .iter()
+        .filter(|def| !def.internal)
+        .filter_map(|def| {
+            let entry = group_entry(def, overrides, &layers, &options);
+            Some((def.name, entry.value?))
+        })
+        .collect()
+}
+
+/// Kafka's default of `group.streams.assignors`, which kraftd does not define (no streams
+/// groups): `streams.assignor.name`'s default.
+const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
+
+/// One group config of one group (`ConfigHelper.createGroupConfigEntry`): its own value,
+/// else its broker synonym's (the first of `group.streams.assignors` for
+/// `streams.assignor.name`), else its default.
+fn group_entry(
+    def: &ConfigDef,
+    overrides: Option<&OrdMap<String, String>>,
+    layers: &Layers<'_>,
+    options: &Options,
+) -> DescribeConfigsResourceResult {
+    let own = overrides.and_then(|m| m.get(def.name));
+    let broker = group_config_synonym(def.name);
+    // The broker synonym's default, where kraftd does not define that broker setting:
+    // the group config's own (`group.streams.assignors` is Kafka's `sticky`).
+    let broker_default = if def.name == "streams.assignor.name" {
+        Some(STREAMS_ASSIGNORS_DEFAULT)
+    } else {
+        def.default
+    };
+    let broker_value = |b: &str| {
+        layers.value(b).map(|v| {
+            if def.name == "streams.assignor.name" {
+                v.split(',').map(str::trim).next().unwrap_or("").to_string()
+            } else {
+                def.canonical_value(v)
+            }
+        })
+    };
+    let value = match own {
+        Some(v) => Some(def.canonical_value(v)),
+        None => broker
+            .and_then(broker_value)
+            .or_else(|| broker_default.map(str::to_string)),
+    };
+    let mut synonyms = match broker {
+        Some(b) => {
+            let found = layers.synonyms(b, &[b], false);
+            if found.is_empty() {
+                // A broker setting kraftd does not define: its default is the key's.
+                broker_default
+                    .map(|d| DescribeConfigsSynonym {
+                        name: b.to_string(),
+                        value: Some(d.to_string()),
+                        source: source::DEFAULT_CONFIG,
+                        unknown_tagged_fields: Vec::new(),
+                    })
+                    .into_iter()
+                    .collect()
+            } else {
+                found
+            }
+        }
+        None => def
+            .default
+            .map(|d| DescribeConfigsSynonym {
+                name: def.name.to_string(),
+                value: Some(d.to_string()),
+                source: source::DEFAULT_CONFIG,
+                unknown_tagged_fields: Vec::new(),
+            })
+            .into_iter()
+            .collect(),
+    };
+    if own.is_some() {
+        synonyms.insert(
+            0,
+            DescribeConfigsSynonym {
+                name: def.name.to_string(),
+                value: value.clone(),
+                source: source::GROUP_CONFIG,
+                unknown_tagged_fields: Vec::new(),
+            },
+        );
+    }
+    let config_source = synonyms
+        .first()
+        .map_or(source::DEFAULT_CONFIG, |s| s.source);
+    DescribeConfigsResourceResult {
+        name: def.name.to_string(),
+        value,
+        read_only: false,
+        config_source,
+        is_sensitive: false,
+        synonyms: if options.include_synonyms {
+            synonyms
+        } else {
+            Vec::new()
+        },
+        config_type: def.response_type(),
+        documentation: options.include_documentation.then(|| def.doc.to_string()),
         unknown_tagged_fields: Vec::new(),
     }
 }

@@ -5,7 +5,7 @@
 //! definitions (types, defaults, synonyms) are in [`super::config_defs`].
 
 use super::config_defs::{
-    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, INTERNAL_SEGMENT_BYTES,
+    ConfigDef, ConfigValueError, UpdateMode, BROKER_CONFIGS, GROUP_CONFIGS, INTERNAL_SEGMENT_BYTES,
     MIN_INTERNAL_SEGMENT_BYTES, STATIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
 use super::security_checks::{broker_update_mode, check_sasl_mechanism_value, listener_key};
@@ -24,6 +24,8 @@ pub enum ConfigScope {
     Broker,
     /// [`STATIC_BROKER_CONFIGS`] and the read-only [`SECURITY_CONFIGS`].
     StaticBroker,
+    /// [`GROUP_CONFIGS`]: set on one group (`ConfigResource` type GROUP).
+    Group,
 }
 
 impl ConfigScope {
@@ -33,6 +35,7 @@ impl ConfigScope {
             ConfigScope::Topic => (TOPIC_CONFIGS, None),
             ConfigScope::Broker => (BROKER_CONFIGS, Some(true)),
             ConfigScope::StaticBroker => (STATIC_BROKER_CONFIGS, Some(false)),
+            ConfigScope::Group => (GROUP_CONFIGS, None),
         };
         let security = SECURITY_CONFIGS.iter().filter(move |d| {
             security_dynamic
@@ -55,6 +58,7 @@ impl ConfigScope {
                 _ => "broker, dynamic",
             },
             ConfigScope::StaticBroker => "broker, static",
+            ConfigScope::Group => "group",
         }
     }
 }
@@ -150,7 +154,7 @@ pub(crate) const fn refused(
     }
 }
 
-use ConfigScope::{Broker as B, StaticBroker as S, Topic as T};
+use ConfigScope::{Broker as B, Group as G, StaticBroker as S, Topic as T};
 
 const REBALANCE: &str =
     "the active controller's periodic preferred-leader elections (QuorumController::tick)";
@@ -173,6 +177,11 @@ const SHARE_COORDINATOR: &str =
 const SHARE_STATE_TOPIC: &str =
     "__share_group_state as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
+const PER_GROUP_COORDINATOR: &str = "the group coordinator runs the group by it, clamped into the broker's group.* bounds (GroupCoordinatorShard::group_config, from the image's GROUP resources)";
+const PER_GROUP: &str = "stored and described, not yet acted on: the share partitions (the broker's share/) do not read per-group values yet";
+const STREAMS: &str =
+    "streams groups (KIP-1071) are not built: no streams group exists for it to apply to";
+const OFFLOAD: &str = "kraftd computes assignments on the shard; offloading to a background thread only tunes performance";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 
 /// The status of every key in [`TOPIC_CONFIGS`], [`BROKER_CONFIGS`] and
@@ -345,6 +354,34 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "share.coordinator.state.topic.segment.bytes", SHARE_STATE_TOPIC),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
     honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
+    // Group configs (ConfigResource GROUP).
+    no_effect(G, "consumer.assignment.interval.ms", "kraftd's consumer groups have no assignment interval: a new target assignment is computed when the group epoch moves"),
+    no_effect(G, "consumer.assignor.offload.enable", OFFLOAD),
+    honoured(G, "consumer.heartbeat.interval.ms", PER_GROUP_COORDINATOR),
+    honoured(G, "consumer.session.timeout.ms", PER_GROUP_COORDINATOR),
+    no_effect(G, "errors.deadletterqueue.copy.record.enable", "share groups' dead-letter queues (KIP-1191) are not built"),
+    no_effect(G, "errors.deadletterqueue.topic.name", "share groups' dead-letter queues (KIP-1191) are not built"),
+    honoured(G, "share.assignment.interval.ms", PER_GROUP_COORDINATOR),
+    no_effect(G, "share.assignor.offload.enable", OFFLOAD),
+    no_effect(G, "share.auto.offset.reset", PER_GROUP),
+    no_effect(G, "share.delivery.count.limit", PER_GROUP),
+    honoured(G, "share.heartbeat.interval.ms", PER_GROUP_COORDINATOR),
+    no_effect(G, "share.isolation.level", PER_GROUP),
+    no_effect(G, "share.partition.max.record.locks", PER_GROUP),
+    no_effect(G, "share.record.lock.duration.ms", PER_GROUP),
+    no_effect(G, "share.renew.acknowledge.enable", PER_GROUP),
+    honoured(G, "share.session.timeout.ms", PER_GROUP_COORDINATOR),
+    no_effect(G, "streams.acceptable.recovery.lag", STREAMS),
+    no_effect(G, "streams.assignment.interval.ms", STREAMS),
+    no_effect(G, "streams.assignor.name", STREAMS),
+    no_effect(G, "streams.assignor.offload.enable", STREAMS),
+    no_effect(G, "streams.heartbeat.interval.ms", STREAMS),
+    no_effect(G, "streams.initial.rebalance.delay.ms", STREAMS),
+    no_effect(G, "streams.num.standby.replicas", STREAMS),
+    no_effect(G, "streams.num.warmup.replicas", STREAMS),
+    no_effect(G, "streams.rack.aware.assignment.tags", STREAMS),
+    no_effect(G, "streams.session.timeout.ms", STREAMS),
+    no_effect(G, "streams.task.offset.interval.ms", STREAMS),
 ];
 
 /// Every support row: [`CONFIG_SUPPORT`] then [`SECURITY_SUPPORT`].

@@ -1,5 +1,6 @@
 //! `ConfigurationControlManager`: dynamic configs of topics and brokers (one broker, or the
-//! cluster default named ""), as Kafka's `org.apache.kafka.controller.
+//! cluster default named "") and groups (any group, existing or not, but not the default
+//! named ""), as Kafka's `org.apache.kafka.controller.
 //! ConfigurationControlManager`: IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) and
 //! the legacy AlterConfigs (replace every key of the resource).
 //!
@@ -11,6 +12,11 @@
 //! `ConfigRecord`. A change of `min.insync.replicas` invalidates the ELRs built under the old
 //! value (KIP-966), so when ELR is on it also writes a `ClearElrRecord`: for that topic, or,
 //! for a broker-level change, for every topic (empty name).
+//!
+//! A group's configs are checked as a whole after the operations apply, against this
+//! controller's own `group.*` bounds ([`GroupConfigBounds`]), as Kafka's
+//! `ControllerConfigurationValidator` runs `GroupConfig.validate` with the controller's
+//! `KafkaConfig`.
 //!
 //! Pure: reads the image, returns records; each resource succeeds or fails on its own.
 
@@ -24,8 +30,8 @@ use kraftd_protocol::metadata::{ClearElrRecord, ConfigRecord};
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::config_defs::{
-    broker_config_def, check_broker_update, check_dynamic_support, topic_config_def, ConfigDef,
-    ConfigScope,
+    broker_config_def, check_broker_update, check_dynamic_support, group_config_def,
+    topic_config_def, ConfigDef, ConfigScope, GroupConfigBounds,
 };
 use crate::control::replication::{ReplicationControlManager, MIN_IN_SYNC_REPLICAS_CONFIG};
 use crate::control::result::ControllerResult;
@@ -38,9 +44,12 @@ pub const OP_DELETE: i8 = 1;
 pub const OP_APPEND: i8 = 2;
 pub const OP_SUBTRACT: i8 = 3;
 
-/// Alters dynamic configs. Holds nothing: all state is the image.
+/// Alters dynamic configs. Holds no state (all state is the image), only the node's bounds
+/// on group configs.
 #[derive(Debug, Clone, Default)]
-pub struct ConfigurationControlManager;
+pub struct ConfigurationControlManager {
+    group_bounds: GroupConfigBounds,
+}
 
 /// An error for one resource: the code and Kafka's message.
 type ResourceError = (ErrorCode, String);
@@ -53,8 +62,14 @@ struct Outcome {
 }
 
 impl ConfigurationControlManager {
+    /// With Kafka's default `group.*` bounds.
     pub fn new() -> Self {
-        ConfigurationControlManager
+        ConfigurationControlManager::default()
+    }
+
+    /// With this node's `group.*` bounds, which group configs must lie within.
+    pub fn with_group_bounds(group_bounds: GroupConfigBounds) -> Self {
+        ConfigurationControlManager { group_bounds }
     }
 
     /// IncrementalAlterConfigs: apply each operation to the resource's current overrides.
@@ -82,7 +97,7 @@ impl ConfigurationControlManager {
                             .iter()
                             .map(|c| (c.name.as_str(), c.config_operation, c.value.as_deref()))
                             .collect();
-                        incremental(image, &resource, defs, &ops)
+                        incremental(image, &resource, defs, &ops, &self.group_bounds)
                     },
                 )
             };
@@ -151,7 +166,7 @@ impl ConfigurationControlManager {
                                 ops.push((key.as_str(), OP_DELETE, None));
                             }
                         }
-                        incremental(image, &resource, defs, &ops)
+                        incremental(image, &resource, defs, &ops, &self.group_bounds)
                     },
                 )
             };
@@ -228,6 +243,18 @@ fn check_resource(
                 broker_config_def as DefLookup,
             ))
         }
+        Some(ConfigResourceType::Group) => {
+            if name.is_empty() {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    "Default group resources are not allowed.".to_string(),
+                ));
+            }
+            Ok((
+                ConfigResource::new(ConfigResourceType::Group, name),
+                group_config_def as DefLookup,
+            ))
+        }
         _ => Err((
             ErrorCode::InvalidRequest,
             format!("Unsupported resource type {resource_type}."),
@@ -241,6 +268,7 @@ fn incremental(
     resource: &ConfigResource,
     defs: DefLookup,
     ops: &[(&str, i8, Option<&str>)],
+    group_bounds: &GroupConfigBounds,
 ) -> Result<Vec<ConfigRecord>, ResourceError> {
     let mut seen = BTreeSet::new();
     if ops.iter().any(|(k, _, _)| !seen.insert(*k)) {
@@ -262,6 +290,7 @@ fn incremental(
                 let def = defs(key).ok_or_else(|| {
                     let kind = match resource.resource_type {
                         ConfigResourceType::Topic => "topic",
+                        ConfigResourceType::Group => "group",
                         _ => "broker",
                     };
                     (
@@ -302,6 +331,7 @@ fn incremental(
                 };
                 let scope = match resource.resource_type {
                     ConfigResourceType::Topic => ConfigScope::Topic,
+                    ConfigResourceType::Group => ConfigScope::Group,
                     _ => ConfigScope::Broker,
                 };
                 def.validate(&new_value)
@@ -325,6 +355,22 @@ fn incremental(
                 ..Default::default()
             });
         }
+    }
+    if resource.resource_type == ConfigResourceType::Group {
+        let mut configs: BTreeMap<String, String> = image
+            .configs
+            .get(resource)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        for r in &records {
+            match &r.value {
+                Some(v) => configs.insert(r.name.clone(), v.clone()),
+                None => configs.remove(&r.name),
+            };
+        }
+        group_bounds
+            .validate(&configs)
+            .map_err(|message| (ErrorCode::InvalidConfig, message))?;
     }
     Ok(records)
 }

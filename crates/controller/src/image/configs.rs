@@ -42,6 +42,17 @@ impl ConfigsImage {
             .map(String::as_str)
     }
 
+    /// The resources of one type with overrides, in name order (a range of the map, so
+    /// group configs are read without walking every topic's).
+    pub fn of_type(
+        &self,
+        resource_type: ConfigResourceType,
+    ) -> impl Iterator<Item = (&ConfigResource, &OrdMap<String, String>)> {
+        self.resources
+            .range(ConfigResource::new(resource_type, "")..)
+            .take_while(move |(r, _)| r.resource_type == resource_type)
+    }
+
     /// Resources with overrides, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&ConfigResource, &OrdMap<String, String>)> {
         self.resources.iter()

@@ -22,6 +22,7 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ErrorCode, Uuid};
 
+use crate::control::config_defs::GroupConfigBounds;
 use crate::control::{
     AclControlManager, BrokerHeartbeatManager, ClientQuotaControlManager, ClusterControlConfig,
     ClusterControlManager, ConfigurationControlManager, ControllerResult, FeatureControlConfig,
@@ -40,6 +41,8 @@ pub struct ManagersConfig {
     pub features: FeatureControlConfig,
     /// Seeds the deterministic source of topic ids and placement starts.
     pub seed: u64,
+    /// This node's `group.*` bounds, which group configs must lie within.
+    pub group_bounds: GroupConfigBounds,
 }
 
 /// The pure control managers plus the active controller's soft state (broker sessions and
@@ -88,7 +91,7 @@ impl Managers {
             cluster: ClusterControlManager::new(config.cluster, replication.clone()),
             replication,
             topics: TopicControlManager::new(config.topics),
-            configuration: ConfigurationControlManager::new(),
+            configuration: ConfigurationControlManager::with_group_bounds(config.group_bounds),
             scram: ScramControlManager::new(),
             acl: AclControlManager::new(),
             features: FeatureControlManager::new(config.features),

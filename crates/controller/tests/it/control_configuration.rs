@@ -2,6 +2,7 @@
 //! the cluster default, key/value validation, and the KIP-966 ClearElrRecord on a change of
 //! `min.insync.replicas`, with records replayed into the image.
 
+use kraftd_controller::control::config_defs::GroupConfigBounds;
 use kraftd_controller::control::configuration::{OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT};
 use kraftd_controller::control::ConfigurationControlManager;
 use kraftd_controller::image::{ConfigResource, ConfigResourceType};
@@ -581,4 +582,214 @@ fn security_configs_follow_kafkas_update_modes() {
     );
     assert_eq!(codes, vec![0]);
     assert_eq!(cleared.configs.value(&broker, relogin), None);
+}
+
+const GROUP: i8 = 32;
+
+/// The codes and messages of an IncrementalAlterConfigs with `manager`.
+fn incremental_with(
+    manager: &ConfigurationControlManager,
+    image: &MetadataImage,
+    resources: Vec<incremental_alter_configs_request::AlterConfigsResource>,
+) -> (MetadataImage, Vec<(i16, Option<String>)>) {
+    let request = IncrementalAlterConfigsRequest {
+        resources,
+        ..Default::default()
+    };
+    let result = manager.incremental_alter_configs(image, &request);
+    let next = image.replay_all(&result.records).unwrap();
+    let outcomes = result
+        .response
+        .responses
+        .iter()
+        .map(|r| (r.error_code, r.error_message.clone()))
+        .collect();
+    (next, outcomes)
+}
+
+/// Kafka's controller accepts a GROUP resource of any name, existing or not (only the
+/// default "" is refused), writes ConfigRecords of type 32, and a DELETE resets a key.
+#[test]
+fn group_configs_are_set_and_deleted_on_any_group() {
+    let image = image(false);
+    let manager = ConfigurationControlManager::new();
+    let g = ConfigResource::new(ConfigResourceType::Group, "g");
+    let (next, outcomes) = incremental_with(
+        &manager,
+        &image,
+        vec![resource(
+            GROUP,
+            "g",
+            vec![
+                op("share.auto.offset.reset", OP_SET, Some("earliest")),
+                op("share.record.lock.duration.ms", OP_SET, Some("15000")),
+                op("share.delivery.count.limit", OP_SET, Some("3")),
+            ],
+        )],
+    );
+    assert_eq!(outcomes, vec![(0, None)]);
+    assert_eq!(
+        next.configs.value(&g, "share.auto.offset.reset"),
+        Some("earliest")
+    );
+    assert_eq!(
+        next.configs.value(&g, "share.record.lock.duration.ms"),
+        Some("15000")
+    );
+    let (after, outcomes) = incremental_with(
+        &manager,
+        &next,
+        vec![resource(
+            GROUP,
+            "g",
+            vec![op("share.auto.offset.reset", OP_DELETE, None)],
+        )],
+    );
+    assert_eq!(outcomes, vec![(0, None)]);
+    assert_eq!(after.configs.value(&g, "share.auto.offset.reset"), None);
+    assert_eq!(
+        after.configs.value(&g, "share.delivery.count.limit"),
+        Some("3")
+    );
+    let (_, outcomes) = incremental_with(
+        &manager,
+        &image,
+        vec![resource(
+            GROUP,
+            "",
+            vec![op("share.delivery.count.limit", OP_SET, Some("3"))],
+        )],
+    );
+    assert_eq!(
+        outcomes,
+        vec![(
+            ErrorCode::InvalidRequest.code(),
+            Some("Default group resources are not allowed.".into())
+        )]
+    );
+}
+
+/// Unknown keys, bad values and values outside the controller's own bounds are
+/// INVALID_CONFIG with Kafka's messages, and nothing is written.
+#[test]
+fn group_configs_are_validated_as_kafkas_controller_does() {
+    let image = image(false);
+    let manager = ConfigurationControlManager::new();
+    let refused = |configs: Vec<incremental_alter_configs_request::AlterableConfig>| {
+        let (next, outcomes) =
+            incremental_with(&manager, &image, vec![resource(GROUP, "g", configs)]);
+        assert!(next
+            .configs
+            .get(&ConfigResource::new(ConfigResourceType::Group, "g"))
+            .is_none());
+        let (code, message) = outcomes[0].clone();
+        assert_eq!(code, ErrorCode::InvalidConfig.code());
+        message.unwrap()
+    };
+    assert_eq!(
+        refused(vec![op("no.such.config", OP_SET, Some("1"))]),
+        "Unknown group config name: no.such.config"
+    );
+    assert_eq!(
+        refused(vec![op("share.auto.offset.reset", OP_SET, Some("none"))]),
+        "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` for \
+         configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' \
+         or of the format 'by_duration:<PnDTnHnMn.nS>'."
+    );
+    assert_eq!(
+        refused(vec![op(
+            "share.record.lock.duration.ms",
+            OP_SET,
+            Some("999")
+        )]),
+        "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at \
+         least 1000"
+    );
+    assert_eq!(
+        refused(vec![op(
+            "share.record.lock.duration.ms",
+            OP_SET,
+            Some("1000")
+        )]),
+        "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."
+    );
+    assert_eq!(
+        refused(vec![op(
+            "consumer.session.timeout.ms",
+            OP_SET,
+            Some("60001")
+        )]),
+        "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."
+    );
+    // The merged set is checked: a heartbeat not below the group's own session timeout.
+    let mut bounds = GroupConfigBounds::default();
+    bounds.set("group.share.min.session.timeout.ms", 1000);
+    bounds.set("group.share.min.heartbeat.interval.ms", 1000);
+    let lenient = ConfigurationControlManager::with_group_bounds(bounds);
+    let (next, outcomes) = incremental_with(
+        &lenient,
+        &image,
+        vec![resource(
+            GROUP,
+            "g",
+            vec![op("share.session.timeout.ms", OP_SET, Some("10000"))],
+        )],
+    );
+    assert_eq!(outcomes, vec![(0, None)]);
+    let (_, outcomes) = incremental_with(
+        &lenient,
+        &next,
+        vec![resource(
+            GROUP,
+            "g",
+            vec![op("share.heartbeat.interval.ms", OP_SET, Some("10000"))],
+        )],
+    );
+    assert_eq!(
+        outcomes,
+        vec![(
+            ErrorCode::InvalidConfig.code(),
+            Some(
+                "share.session.timeout.ms must be greater than share.heartbeat.interval.ms".into()
+            )
+        )]
+    );
+}
+
+/// The legacy AlterConfigs replaces a group's whole set of overrides.
+#[test]
+fn legacy_alter_configs_replaces_a_groups_configs() {
+    let image = image(false);
+    let manager = ConfigurationControlManager::new();
+    let (next, _) = incremental_with(
+        &manager,
+        &image,
+        vec![resource(
+            GROUP,
+            "g",
+            vec![op("share.delivery.count.limit", OP_SET, Some("3"))],
+        )],
+    );
+    let request = AlterConfigsRequest {
+        resources: vec![alter_configs_request::AlterConfigsResource {
+            resource_type: GROUP,
+            resource_name: "g".into(),
+            configs: vec![alter_configs_request::AlterableConfig {
+                name: "share.isolation.level".into(),
+                value: Some("read_committed".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let result = manager.legacy_alter_configs(&next, &request);
+    assert_eq!(result.response.responses[0].error_code, 0);
+    let after = next.replay_all(&result.records).unwrap();
+    let g = ConfigResource::new(ConfigResourceType::Group, "g");
+    assert_eq!(after.configs.value(&g, "share.delivery.count.limit"), None);
+    assert_eq!(
+        after.configs.value(&g, "share.isolation.level"),
+        Some("read_committed")
+    );
 }

@@ -123,6 +123,60 @@ pub struct GroupCoordinatorConfig {
     pub max_batch_bytes: usize,
 }
 
+impl GroupCoordinatorConfig {
+    /// The settings one group runs by: these, with the group's dynamic configs (ConfigResource
+    /// GROUP) over them, each clamped into this node's bounds, as Kafka's `GroupConfigManager`
+    /// evaluates them (`GroupConfig.evaluate`): `consumer.session.timeout.ms`,
+    /// `consumer.heartbeat.interval.ms`, `share.session.timeout.ms`,
+    /// `share.heartbeat.interval.ms` and `share.assignment.interval.ms`. A value that does not
+    /// parse is left out (the controller validated it).
+    pub fn for_group(&self, configs: &BTreeMap<String, String>) -> GroupCoordinatorConfig {
+        let mut c = self.clone();
+        let value = |key: &str, min: i32, max: i32| {
+            configs
+                .get(key)
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                .map(|v| v.clamp(min, max.max(min)))
+        };
+        if let Some(v) = value(
+            "consumer.session.timeout.ms",
+            self.consumer_min_session_timeout_ms,
+            self.consumer_max_session_timeout_ms,
+        ) {
+            c.consumer_session_timeout_ms = v;
+        }
+        if let Some(v) = value(
+            "consumer.heartbeat.interval.ms",
+            self.consumer_min_heartbeat_interval_ms,
+            self.consumer_max_heartbeat_interval_ms,
+        ) {
+            c.consumer_heartbeat_interval_ms = v;
+        }
+        if let Some(v) = value(
+            "share.session.timeout.ms",
+            self.share_min_session_timeout_ms,
+            self.share_max_session_timeout_ms,
+        ) {
+            c.share_session_timeout_ms = v;
+        }
+        if let Some(v) = value(
+            "share.heartbeat.interval.ms",
+            self.share_min_heartbeat_interval_ms,
+            self.share_max_heartbeat_interval_ms,
+        ) {
+            c.share_heartbeat_interval_ms = v;
+        }
+        if let Some(v) = value(
+            "share.assignment.interval.ms",
+            self.share_min_assignment_interval_ms,
+            self.share_max_assignment_interval_ms,
+        ) {
+            c.share_assignment_interval_ms = v;
+        }
+        c
+    }
+}
+
 impl Default for GroupCoordinatorConfig {
     fn default() -> Self {
         GroupCoordinatorConfig {

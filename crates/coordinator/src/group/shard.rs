@@ -17,7 +17,7 @@
 //! An operation either writes all its records or, when they do not fit one batch
 //! (`max_batch_bytes`), none, and its state is unchanged ([`GroupCoordinatorShard::write`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -276,6 +276,10 @@ impl Group {
 pub struct GroupCoordinatorShard {
     pub(crate) partition: i32,
     pub(crate) config: Arc<GroupCoordinatorConfig>,
+    /// The settings of each group with dynamic configs of its own
+    /// ([`GroupCoordinatorConfig::for_group`]), as Kafka's `GroupConfigManager` holds them;
+    /// any other group runs by `config`.
+    pub(crate) group_configs: HashMap<String, Arc<GroupCoordinatorConfig>>,
     pub(crate) groups: HashMap<String, Group>,
     pub(crate) offsets: OffsetMetadataManager,
     pub(crate) timer: Timer<TimerKey>,
@@ -300,6 +304,7 @@ impl GroupCoordinatorShard {
         GroupCoordinatorShard {
             partition,
             config,
+            group_configs: HashMap::new(),
             groups: HashMap::new(),
             offsets: OffsetMetadataManager::default(),
             timer: Timer::default(),
@@ -320,9 +325,38 @@ impl GroupCoordinatorShard {
         &self.config
     }
 
+    /// A group's dynamic configs changed (ConfigResource GROUP; empty when it has none left):
+    /// its session timeouts, heartbeat and assignment intervals follow them from its next
+    /// heartbeat on, as Kafka's `GroupConfigManager.updateGroupConfig`.
+    pub fn set_group_configs(&mut self, group_id: &str, configs: &BTreeMap<String, String>) {
+        if configs.is_empty() {
+            self.group_configs.remove(group_id);
+        } else {
+            self.group_configs.insert(
+                group_id.to_string(),
+                Arc::new(self.config.for_group(configs)),
+            );
+        }
+    }
+
+    /// The settings `group_id` runs by: its own ([`Self::set_group_configs`]) or the node's.
+    pub fn group_config(&self, group_id: &str) -> Arc<GroupCoordinatorConfig> {
+        self.group_configs
+            .get(group_id)
+            .cloned()
+            .unwrap_or_else(|| self.config.clone())
+    }
+
     /// The cluster's topics changed: KIP-848 groups whose subscriptions resolve differently
     /// get a new target assignment on their next heartbeat.
     pub fn on_metadata_update(&mut self, metadata: Arc<dyn TopicMetadata>) {
+        let config = &self.config;
+        self.group_configs = metadata
+            .group_configs()
+            .into_iter()
+            .filter(|(_, configs)| !configs.is_empty())
+            .map(|(group, configs)| (group, Arc::new(config.for_group(&configs))))
+            .collect();
         self.metadata = metadata;
         self.consumer_on_metadata_update();
     }

@@ -9,6 +9,7 @@ fn every_default_is_a_valid_value_of_its_config() {
         .chain(BROKER_CONFIGS)
         .chain(STATIC_BROKER_CONFIGS)
         .chain(SECURITY_CONFIGS)
+        .chain(GROUP_CONFIGS)
     {
         if let Some(default) = def.default {
             // Kafka's own defaults sit outside a few validators (`compression.*.level`
@@ -21,6 +22,7 @@ fn every_default_is_a_valid_value_of_its_config() {
         .iter()
         .all(|d| d.default.is_some() != d.internal));
     assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+    assert!(GROUP_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
     assert!(SECURITY_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
     // Every security config says how Kafka lets it change, and is in one table only.
     for def in SECURITY_CONFIGS {
@@ -104,6 +106,7 @@ fn every_config_has_one_support_row_and_every_row_a_config() {
         ConfigScope::Topic,
         ConfigScope::Broker,
         ConfigScope::StaticBroker,
+        ConfigScope::Group,
     ] {
         for def in scope.defs() {
             let rows = support_rows()
@@ -255,4 +258,49 @@ fn replication_throttle_rates_are_dynamic_broker_configs() {
         let e = validate_broker_config(key, "-1").unwrap_err();
         assert!(e.to_string().contains("Value must be at least 0"), "{e}");
     }
+}
+
+/// A group config's default is its broker synonym's, where kraftd defines that setting
+/// (Kafka's `GroupConfig` defines each default as the `GroupCoordinatorConfig` or
+/// `ShareGroupConfig` one).
+#[test]
+fn every_group_config_defaults_to_its_broker_synonym() {
+    for def in GROUP_CONFIGS {
+        let Some(broker) = group_config_synonym(def.name) else {
+            continue;
+        };
+        if def.name == "streams.assignor.name" {
+            continue;
+        }
+        if let Some(b) = any_broker_config_def(broker) {
+            assert_eq!(def.default, b.default, "{} / {broker}", def.name);
+        }
+    }
+    assert_eq!(group_config_synonym("share.auto.offset.reset"), None);
+    assert_eq!(
+        group_config_synonym("share.record.lock.duration.ms"),
+        Some("group.share.record.lock.duration.ms")
+    );
+}
+
+#[test]
+fn share_auto_offset_reset_is_refused_with_kafkas_message() {
+    let def = group_config_def(SHARE_AUTO_OFFSET_RESET).unwrap();
+    assert_eq!(def.validate(" earliest "), Ok(()));
+    assert_eq!(def.validate("by_duration:PT10M"), Ok(()));
+    assert_eq!(
+        def.validate("none").unwrap_err().to_string(),
+        "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` \
+         for configuration share.auto.offset.reset. The value must be either 'earliest', \
+         'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+    );
+    let isolation = group_config_def("share.isolation.level").unwrap();
+    assert_eq!(
+        isolation
+            .validate("READ_COMMITTED")
+            .unwrap_err()
+            .to_string(),
+        "Invalid value READ_COMMITTED for configuration share.isolation.level: String must be \
+         one of: read_committed, read_uncommitted"
+    );
 }

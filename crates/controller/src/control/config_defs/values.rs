@@ -70,6 +70,19 @@ impl ConfigDef {
                     ));
                 }
             }
+            ConfigType::String { .. } if self.name == super::SHARE_AUTO_OFFSET_RESET => {
+                if super::group::check_share_auto_offset_reset(trimmed).is_err() {
+                    return Err(invalid_as(
+                        trimmed.to_string(),
+                        format!(
+                            "Invalid value `{trimmed}` for configuration {}. The value must be \
+                             either 'earliest', 'latest' or of the format \
+                             'by_duration:<PnDTnHnMn.nS>'.",
+                            self.name
+                        ),
+                    ));
+                }
+            }
             ConfigType::String { valid } => {
                 if !valid.is_empty() && !valid.contains(&trimmed) {
                     return Err(invalid_as(

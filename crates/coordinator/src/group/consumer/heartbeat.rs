@@ -185,7 +185,7 @@ impl GroupCoordinatorShard {
         };
         self.timer.schedule(
             session,
-            now + i64::from(self.config.consumer_session_timeout_ms),
+            now + i64::from(self.group_config(&r.group_id).consumer_session_timeout_ms),
         );
         let rebalance = TimerKey::ConsumerRebalance {
             group: r.group_id.clone(),
@@ -227,7 +227,7 @@ impl GroupCoordinatorShard {
     ) -> Result<Plan, Refusal> {
         let now = self.now_ms;
         let metadata = &*self.metadata;
-        let config = &*self.config;
+        let config = &*self.group_config(&r.group_id);
         let gid = r.group_id.as_str();
         let joining = r.member_epoch == 0;
         let mut out: Vec<CoordinatorRecord> = Vec::new();

@@ -148,7 +148,7 @@ impl GroupCoordinatorShard {
         if self.write(records, true).is_ok() {
             self.cancel_member_timers(gid, member_id);
         } else {
-            let retry = self.now_ms + i64::from(self.config.consumer_session_timeout_ms);
+            let retry = self.now_ms + i64::from(self.group_config(gid).consumer_session_timeout_ms);
             self.timer.schedule(
                 TimerKey::ConsumerSession {
                     group: gid.to_string(),
@@ -205,7 +205,8 @@ impl GroupCoordinatorShard {
     /// that were revoking.
     pub(crate) fn consumer_loaded(&mut self) {
         let now = self.now_ms;
-        let session = i64::from(self.config.consumer_session_timeout_ms);
+        let default_session = self.config.consumer_session_timeout_ms;
+        let group_configs = &self.group_configs;
         let mut groups: Vec<&mut ConsumerGroup> = self
             .groups
             .values_mut()
@@ -216,6 +217,11 @@ impl GroupCoordinatorShard {
             .collect();
         groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         for g in groups {
+            let session = i64::from(
+                group_configs
+                    .get(&g.group_id)
+                    .map_or(default_session, |c| c.consumer_session_timeout_ms),
+            );
             for m in g.members.values() {
                 let (group, member) = (g.group_id.clone(), m.member_id.clone());
                 self.timer.schedule(

@@ -229,7 +229,7 @@ impl GroupCoordinatorShard {
                 group: r.group_id.clone(),
                 member: r.member_id.clone(),
             },
-            self.now_ms + i64::from(self.config.share_session_timeout_ms),
+            self.now_ms + i64::from(self.group_config(&r.group_id).share_session_timeout_ms),
         );
         if let Some(init) = plan.initialize {
             self.out
@@ -247,7 +247,7 @@ impl GroupCoordinatorShard {
     ) -> Result<Plan, Refusal> {
         let now = self.now_ms;
         let metadata = &*self.metadata;
-        let config = &*self.config;
+        let config = &*self.group_config(&r.group_id);
         let gid = r.group_id.as_str();
         let joining = r.member_epoch == 0;
         let mut out = Vec::new();
@@ -540,8 +540,7 @@ impl GroupCoordinatorShard {
 
     /// Session timers for the loaded members (Kafka schedules them as it replays).
     pub(crate) fn share_loaded(&mut self) {
-        let deadline = self.now_ms + i64::from(self.config.share_session_timeout_ms);
-        let keys: Vec<TimerKey> = self
+        let keys: Vec<(TimerKey, i64)> = self
             .groups
             .iter()
             .filter_map(|(id, g)| match g {
@@ -549,13 +548,20 @@ impl GroupCoordinatorShard {
                 _ => None,
             })
             .flat_map(|(id, g)| {
-                g.members.keys().map(move |m| TimerKey::ShareSession {
-                    group: id.clone(),
-                    member: m.clone(),
+                let deadline =
+                    self.now_ms + i64::from(self.group_config(id).share_session_timeout_ms);
+                g.members.keys().map(move |m| {
+                    (
+                        TimerKey::ShareSession {
+                            group: id.clone(),
+                            member: m.clone(),
+                        },
+                        deadline,
+                    )
                 })
             })
             .collect();
-        for k in keys {
+        for (k, deadline) in keys {
             self.timer.schedule(k, deadline);
         }
     }

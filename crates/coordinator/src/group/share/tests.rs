@@ -3,7 +3,8 @@
 //! initialization goes out as work and comes back; seeded random members; and after every
 //! step the replay check (a shard loaded from the log answers as the live one).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kraftd_protocol::messages::{ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse};
 use kraftd_protocol::ErrorCode;
@@ -334,7 +335,7 @@ fn random_members_replay_and_cover_initialized_partitions() {
     for seed in 0..40u64 {
         let mut rng = Rng::new(seed);
         let mut r = replica(TOPICS);
-        let mut epochs: std::collections::BTreeMap<&str, i32> = Default::default();
+        let mut epochs: BTreeMap<&str, i32> = Default::default();
         for step in 0..60 {
             let m = *rng.pick(MEMBERS);
             match rng.below(10) {
@@ -549,4 +550,86 @@ fn a_recreated_topic_does_not_bump_every_heartbeat() {
     let request = d[0].1.clone().unwrap().unwrap();
     let ids: Vec<_> = request.topics.iter().map(|t| t.topic_id).collect();
     assert_eq!(ids, vec![kraftd_protocol::Uuid([9; 16])]);
+}
+
+/// A group's own `share.session.timeout.ms` / `share.heartbeat.interval.ms` (ConfigResource
+/// GROUP) apply to it alone, clamped into the node's bounds, as Kafka's `GroupConfigManager`.
+#[test]
+fn a_groups_own_session_and_heartbeat_configs_apply_to_it() {
+    let mut r = replica(&[("t", 2)]);
+    let configs = BTreeMap::from([
+        ("share.session.timeout.ms".to_string(), "60000".to_string()),
+        (
+            "share.heartbeat.interval.ms".to_string(),
+            "8000".to_string(),
+        ),
+    ]);
+    r.call(move |s, _| s.set_group_configs(GROUP, &configs));
+    let a = beat(&mut r, "a", 0, Some(&["t"]));
+    assert_eq!(a.heartbeat_interval_ms, 8_000);
+    assert_eq!(
+        r.shard.group_config("other").share_heartbeat_interval_ms,
+        5_000
+    );
+    initialize_all(&mut r);
+    // Silent for 50 s: past the node's 45 s, within the group's 60 s.
+    r.advance(50_000);
+    assert_eq!(group(&r).members.len(), 1, "not fenced at 50 s");
+    r.advance(15_000);
+    assert!(group(&r).members.is_empty(), "fenced after 60 s");
+    // Below the node's minimum: clamped to it.
+    let low = BTreeMap::from([("share.heartbeat.interval.ms".to_string(), "1".to_string())]);
+    r.call(move |s, _| s.set_group_configs(GROUP, &low));
+    assert_eq!(
+        r.shard.group_config(GROUP).share_heartbeat_interval_ms,
+        5_000
+    );
+    // No configs left: the node's settings again.
+    r.call(|s, _| s.set_group_configs(GROUP, &BTreeMap::new()));
+    assert_eq!(r.shard.group_config(GROUP).share_session_timeout_ms, 45_000);
+}
+
+/// Topics and the groups' dynamic configs, as the broker's image gives them to the shard.
+#[derive(Debug)]
+struct TopicsWithGroupConfigs(Arc<Topics>, Vec<(String, BTreeMap<String, String>)>);
+
+impl crate::context::TopicMetadata for TopicsWithGroupConfigs {
+    fn topic_by_name(&self, name: &str) -> Option<(kraftd_protocol::Uuid, i32)> {
+        self.0.topic_by_name(name)
+    }
+    fn topic_by_id(&self, id: kraftd_protocol::Uuid) -> Option<(String, i32)> {
+        self.0.topic_by_id(id)
+    }
+    fn topic_names(&self) -> Vec<String> {
+        self.0.topic_names()
+    }
+    fn group_configs(&self) -> Vec<(String, BTreeMap<String, String>)> {
+        self.1.clone()
+    }
+}
+
+/// The group configs come with each metadata update: a group's own apply, and one the
+/// update no longer lists falls back to the node's.
+#[test]
+fn group_configs_follow_the_metadata_updates() {
+    use crate::context::TopicMetadata as _;
+    let mut r = replica(&[("t", 1)]);
+    let configs = vec![(
+        GROUP.to_string(),
+        BTreeMap::from([(
+            "share.heartbeat.interval.ms".to_string(),
+            "7000".to_string(),
+        )]),
+    )];
+    let with = Arc::new(TopicsWithGroupConfigs(Topics::of(&[("t", 1)]), configs));
+    assert_eq!(with.topic_names(), vec!["t".to_string()]);
+    r.call(move |s, _| s.on_metadata_update(with));
+    assert_eq!(
+        beat(&mut r, "a", 0, Some(&["t"])).heartbeat_interval_ms,
+        7_000
+    );
+    let without = Arc::new(TopicsWithGroupConfigs(Topics::of(&[("t", 1)]), Vec::new()));
+    r.call(move |s, _| s.on_metadata_update(without));
+    let epoch = group(&r).members["a"].member_epoch;
+    assert_eq!(beat(&mut r, "a", epoch, None).heartbeat_interval_ms, 5_000);
 }
