@@ -178,7 +178,7 @@ const SHARE_STATE_TOPIC: &str =
     "__share_group_state as the broker creates it on first use (server/internal_topics.rs)";
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
 const PER_GROUP_COORDINATOR: &str = "the group coordinator runs the group by it, clamped into the broker's group.* bounds (GroupCoordinatorShard::group_config, from the image's GROUP resources)";
-const PER_GROUP: &str = "stored and described, not yet acted on: the share partitions (the broker's share/) do not read per-group values yet";
+const PER_GROUP_SHARE_PARTITIONS: &str = "the share-partition leaders run the group's share partitions by it (SharePartitionManager::group_settings, from the image's GROUP resources; the controller keeps it within the broker's group.share.* bounds)";
 const STREAMS: &str =
     "streams groups (KIP-1071) are not built: no streams group exists for it to apply to";
 const OFFLOAD: &str = "kraftd computes assignments on the shard; offloading to a background thread only tunes performance";
@@ -363,13 +363,13 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(G, "errors.deadletterqueue.topic.name", "share groups' dead-letter queues (KIP-1191) are not built"),
     honoured(G, "share.assignment.interval.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "share.assignor.offload.enable", OFFLOAD),
-    no_effect(G, "share.auto.offset.reset", PER_GROUP),
-    no_effect(G, "share.delivery.count.limit", PER_GROUP),
+    honoured(G, "share.auto.offset.reset", PER_GROUP_SHARE_PARTITIONS),
+    honoured(G, "share.delivery.count.limit", PER_GROUP_SHARE_PARTITIONS),
     honoured(G, "share.heartbeat.interval.ms", PER_GROUP_COORDINATOR),
-    no_effect(G, "share.isolation.level", PER_GROUP),
-    no_effect(G, "share.partition.max.record.locks", PER_GROUP),
-    no_effect(G, "share.record.lock.duration.ms", PER_GROUP),
-    no_effect(G, "share.renew.acknowledge.enable", PER_GROUP),
+    honoured(G, "share.isolation.level", PER_GROUP_SHARE_PARTITIONS),
+    honoured(G, "share.partition.max.record.locks", PER_GROUP_SHARE_PARTITIONS),
+    honoured(G, "share.record.lock.duration.ms", PER_GROUP_SHARE_PARTITIONS),
+    honoured(G, "share.renew.acknowledge.enable", PER_GROUP_SHARE_PARTITIONS),
     honoured(G, "share.session.timeout.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "streams.acceptable.recovery.lag", STREAMS),
     no_effect(G, "streams.assignment.interval.ms", STREAMS),
