@@ -31,7 +31,8 @@ use common::kafka_jars::{
 };
 use common::{all_logs, formatted_cluster, joined, Node};
 
-/// Broker settings both systems run with: acquisition locks short enough for a test.
+/// Settings every node of both systems runs with: acquisition locks short enough for a
+/// test.
 const BROKER_SETTINGS: &str = "group.share.min.record.lock.duration.ms=1000\n\
                                group.share.record.lock.duration.ms=3000\n";
 
@@ -59,7 +60,9 @@ impl Cluster {
             };
         }
         let (_id, mut controllers, mut brokers) = formatted_cluster(root, 3, 3);
-        for node in &brokers {
+        // The controllers too: they validate a group's configs against their own
+        // group.share.* bounds, as Kafka's do.
+        for node in controllers.iter().chain(&brokers) {
             node.add_config(&BROKER_SETTINGS.lines().collect::<Vec<_>>());
         }
         for node in controllers.iter_mut().chain(brokers.iter_mut()) {

@@ -15,7 +15,8 @@
 //   --always-release k  every delivery of a value divisible by k is RELEASEd (the delivery
 //                      count limit must archive it);
 //   --stall           member 0 takes its first non-empty poll and never acknowledges it nor
-//                     polls again (its records must come back after the lock duration);
+//                     polls again (its records must come back after the lock duration); the
+//                     other members join only once it holds them;
 //   otherwise ACCEPT.
 // `--linger-s n` keeps the members polling n seconds after every record is settled (what
 // arrives then must not: a value delivered past the delivery count limit shows), and
@@ -48,6 +49,8 @@ public class ShareConsumers {
     static final Set<Integer> settled = ConcurrentHashMap.newKeySet();
     static final Map<Integer, AtomicInteger> releases = new ConcurrentHashMap<>();
     static final AtomicBoolean stop = new AtomicBoolean();
+    /// With --stall, the other members join only once member 0 holds its records.
+    static final CountDownLatch holding = new CountDownLatch(1);
 
     static synchronized void out(String line) {
         System.out.println(line);
@@ -152,6 +155,9 @@ public class ShareConsumers {
     }
 
     static void consume(int member) throws Exception {
+        if (stall && member != 0) {
+            holding.await();
+        }
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
@@ -181,6 +187,7 @@ public class ShareConsumers {
                         out("STALL " + member + " " + r.partition() + " " + r.offset() + " "
                             + r.value() + " " + r.deliveryCount().orElse((short) -1));
                     }
+                    holding.countDown();
                     // Holds the records without acknowledging until the run ends; the
                     // heartbeat thread keeps the member in the group.
                     while (!stop.get()) {
