@@ -26,9 +26,8 @@ mod tests;
 
 pub use group::{
     InitMapValue, ShareGroup, ShareGroupDeletion, ShareGroupMember, ShareGroupState,
-    StatePartitionMetadata, SHARE_ASSIGNOR_NAME,
+    ShareOffsetsAlter, ShareOffsetsDeletion, StatePartitionMetadata, SHARE_ASSIGNOR_NAME,
 };
-pub use offsets_admin::{ShareOffsetsAlter, ShareOffsetsDeletion};
 
 use kraftd_protocol::messages::share_group_describe_response::DescribedGroup as ShareDescribedGroup;
 use kraftd_protocol::messages::{delete_share_group_state_request, DeleteShareGroupStateRequest};

@@ -27,35 +27,10 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ErrorCode, Uuid};
 
-use super::group::{combine_init_maps, InitMapValue};
+use super::group::{combine_init_maps, InitMapValue, ShareOffsetsAlter, ShareOffsetsDeletion};
 use super::records;
 use crate::group::consumer::Partitions;
 use crate::group::shard::{Group, GroupCoordinatorShard};
-
-/// DeleteShareGroupOffsets' first step (Kafka's `DeleteShareGroupOffsetsResultHolder`):
-/// the error refusing the whole request, or the topics answered with an error here and the
-/// share state to delete through the persister (`None`: nothing to delete).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ShareOffsetsDeletion {
-    Refused(ErrorCode, String),
-    Eligible {
-        error_topics: Vec<DeleteShareGroupOffsetsResponseTopic>,
-        request: Option<DeleteShareGroupStateRequest>,
-    },
-}
-
-/// AlterShareGroupOffsets as the shard answers it (Kafka's `alterShareGroupOffsets`): the
-/// error refusing the whole request, or each topic's partitions answered and the
-/// initialization of the accepted partitions at their new start offsets (`None`: nothing
-/// accepted).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ShareOffsetsAlter {
-    Refused(ErrorCode, String),
-    Accepted {
-        topics: Vec<AlterShareGroupOffsetsResponseTopic>,
-        request: Option<InitializeShareGroupStateRequest>,
-    },
-}
 
 fn error_topic(name: &str, code: ErrorCode, message: &str) -> DeleteShareGroupOffsetsResponseTopic {
     DeleteShareGroupOffsetsResponseTopic {
