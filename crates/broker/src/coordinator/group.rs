@@ -62,6 +62,20 @@ impl CoordinatorService<GroupCoordinatorShard> {
         Self::start(config, node_id, replica_manager, cache, work)
     }
 
+    /// AlterShareGroupOffsets' persister call initialized `initialized`: the group's shard
+    /// moves them from initializing to initialized (Kafka's `handlePersisterInitializeResponse`
+    /// after an alter, which the reply does not wait for).
+    pub fn share_offsets_altered(&self, group_id: String, initialized: Partitions) {
+        let partition = self.partition_for(&group_id);
+        self.runtime().run_on(
+            partition,
+            -1,
+            Box::new(move |shard, now| {
+                shard.share_state_initialized(now, &group_id, &initialized, &Partitions::new())
+            }),
+        );
+    }
+
     /// A transaction marker landed on `__consumer_offsets-<partition>` here: the
     /// producer's pending offsets there become committed or are dropped (Kafka's
     /// `onTransactionCompleted`). Loading replays the marker too, so a shard that is not

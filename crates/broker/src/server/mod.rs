@@ -25,6 +25,7 @@ pub mod producer_id_manager;
 pub mod quota;
 pub mod share_fetch_apis;
 pub mod share_group_apis;
+mod share_group_offsets;
 pub mod share_state_apis;
 pub mod txn_apis;
 pub mod txn_auth;

@@ -1,5 +1,6 @@
 //! The share-group APIs of `KafkaApis` on the group coordinator (Kafka's
-//! `handleShareGroupHeartbeat`, `handleShareGroupDescribe`): served only while the
+//! `handleShareGroupHeartbeat`, `handleShareGroupDescribe`; the offsets admin APIs are
+//! `share_group_offsets.rs`): served only while the
 //! cluster finalizes `share.version` >= 1 (Kafka's `isShareGroupProtocolEnabled`; below it
 //! they answer UNSUPPORTED_VERSION), authorized as Kafka authorizes them, each group's part
 //! sent to its shard through the [`GroupCoordinatorService`].
@@ -26,8 +27,13 @@ use super::group_auth;
 pub const SHARE_VERSION_FEATURE: &str = "share.version";
 
 /// The API keys these handlers serve.
-pub const SHARE_GROUP_API_KEYS: [ApiKey; 2] =
-    [ApiKey::ShareGroupHeartbeat, ApiKey::ShareGroupDescribe];
+pub const SHARE_GROUP_API_KEYS: [ApiKey; 5] = [
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
+];
 
 /// The longest member id a share member may send: a UUID's printed length (Kafka's
 /// `isMemberIdValid`), as share partitions key their locks by it.
@@ -68,6 +74,15 @@ impl ShareGroupApis<'_> {
             RequestBody::ShareGroupDescribe(r) => {
                 ResponseBody::ShareGroupDescribe(self.describe(enabled, ctx, r, auth).await)
             }
+            RequestBody::DescribeShareGroupOffsets(r) => ResponseBody::DescribeShareGroupOffsets(
+                self.describe_offsets(enabled, ctx, r, auth).await,
+            ),
+            RequestBody::AlterShareGroupOffsets(r) => ResponseBody::AlterShareGroupOffsets(
+                self.alter_offsets(enabled, ctx, r, auth).await,
+            ),
+            RequestBody::DeleteShareGroupOffsets(r) => ResponseBody::DeleteShareGroupOffsets(
+                self.delete_offsets(enabled, ctx, r, auth).await,
+            ),
             other => kraftd_protocol::error_response::error_response(
                 &other,
                 ErrorCode::UnsupportedVersion,

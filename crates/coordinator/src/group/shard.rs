@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use kraftd_protocol::messages::consumer_group_describe_response::DescribedGroup as ConsumerDescribedGroup;
 use kraftd_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kraftd_protocol::messages::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponseTopic;
 use kraftd_protocol::messages::describe_groups_response::DescribedGroup;
 use kraftd_protocol::messages::list_groups_response::ListedGroup;
 use kraftd_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
@@ -43,10 +44,12 @@ use crate::context::{ReplyId, RequestContext, TopicMetadata};
 use crate::group::classic::ClassicGroup;
 use crate::group::commit_api::CommitApi;
 use crate::group::config::GroupCoordinatorConfig;
-use crate::group::consumer::ConsumerGroup;
+use crate::group::consumer::{ConsumerGroup, Partitions};
 use crate::group::offsets::OffsetMetadataManager;
 use crate::group::record::CoordinatorRecord;
-use crate::group::share::{ShareGroup, ShareGroupDeletion};
+use crate::group::share::{
+    ShareGroup, ShareGroupDeletion, ShareOffsetsAlter, ShareOffsetsDeletion,
+};
 use crate::group::timer::{Timer, TimerKey};
 use crate::shard::{CoordinatorShard, ReplayFailure};
 
@@ -80,6 +83,25 @@ pub enum ShardRequest {
     /// DeleteGroups' first step for share groups: the share state to delete through the
     /// persister before the groups go (a read; see [`ShareGroupDeletion`]).
     ShareGroupsToDelete(Vec<String>),
+    /// DescribeShareGroupOffsets for all of a group's topics (Kafka's
+    /// `initializedShareGroupPartitions`): the share partitions whose state is initialized
+    /// (a read).
+    ShareGroupInitializedPartitions(String),
+    /// AlterShareGroupOffsets: the group checked, the accepted topics marked initializing
+    /// (a write; see [`ShareOffsetsAlter`]); the broker then initializes their state.
+    AlterShareGroupOffsets {
+        group_id: String,
+        topics: Vec<kraftd_protocol::messages::alter_share_group_offsets_request::AlterShareGroupOffsetsRequestTopic>,
+    },
+    /// DeleteShareGroupOffsets' first step: the group and the named topics checked, the
+    /// initialized topics moved to deleting (a write; see [`ShareOffsetsDeletion`]).
+    InitiateDeleteShareGroupOffsets { group_id: String, topics: Vec<String> },
+    /// DeleteShareGroupOffsets' last step: the topics whose share state the persister
+    /// deleted leave the deleting list (a write).
+    CompleteDeleteShareGroupOffsets {
+        group_id: String,
+        deleted: Vec<(kraftd_protocol::Uuid, String)>,
+    },
 }
 
 /// What the shard answers, per [`ShardRequest`] kind.
@@ -101,6 +123,10 @@ pub enum ShardResponse {
     ShareGroupHeartbeat(ShareGroupHeartbeatResponse),
     ShareGroupDescribe(Vec<ShareDescribedGroup>),
     ShareGroupsToDelete(Vec<(String, ShareGroupDeletion)>),
+    ShareGroupInitializedPartitions(Partitions),
+    AlterShareGroupOffsets(ShareOffsetsAlter),
+    InitiateDeleteShareGroupOffsets(ShareOffsetsDeletion),
+    CompleteDeleteShareGroupOffsets(Vec<DeleteShareGroupOffsetsResponseTopic>),
 }
 
 /// Work the runtime carries out once the records written before it are committed.
@@ -526,6 +552,22 @@ impl GroupCoordinatorShard {
             ShardRequest::ShareGroupsToDelete(ids) => {
                 let found = self.share_groups_to_delete(&ids);
                 self.reply(reply, ShardResponse::ShareGroupsToDelete(found));
+            }
+            ShardRequest::ShareGroupInitializedPartitions(id) => {
+                let found = self.share_group_initialized_partitions(&id);
+                self.reply(reply, ShardResponse::ShareGroupInitializedPartitions(found));
+            }
+            ShardRequest::AlterShareGroupOffsets { group_id, topics } => {
+                let answer = self.alter_share_group_offsets(&group_id, &topics);
+                self.reply(reply, ShardResponse::AlterShareGroupOffsets(answer));
+            }
+            ShardRequest::InitiateDeleteShareGroupOffsets { group_id, topics } => {
+                let found = self.initiate_delete_share_group_offsets(&group_id, &topics);
+                self.reply(reply, ShardResponse::InitiateDeleteShareGroupOffsets(found));
+            }
+            ShardRequest::CompleteDeleteShareGroupOffsets { group_id, deleted } => {
+                let done = self.complete_delete_share_group_offsets(&group_id, &deleted);
+                self.reply(reply, ShardResponse::CompleteDeleteShareGroupOffsets(done));
             }
         }
     }

@@ -4,11 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kraftd_protocol::messages::alter_share_group_offsets_response::AlterShareGroupOffsetsResponseTopic;
+use kraftd_protocol::messages::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponseTopic;
 use kraftd_protocol::messages::share_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member as DescribedMember,
     TopicPartitions as DescribedTopicPartitions,
 };
-use kraftd_protocol::messages::DeleteShareGroupStateRequest;
+use kraftd_protocol::messages::{DeleteShareGroupStateRequest, InitializeShareGroupStateRequest};
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use crate::context::TopicMetadata;
@@ -21,6 +23,31 @@ use super::records;
 /// (Kafka's `shareGroupBuildPartitionDeleteRequest`), per group id: the request, `None`
 /// when the group holds no share state, or the error that refuses the deletion.
 pub type ShareGroupDeletion = Result<Option<DeleteShareGroupStateRequest>, ErrorCode>;
+
+/// DeleteShareGroupOffsets' first step (Kafka's `DeleteShareGroupOffsetsResultHolder`):
+/// the error refusing the whole request, or the topics answered with an error here and the
+/// share state to delete through the persister (`None`: nothing to delete).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShareOffsetsDeletion {
+    Refused(ErrorCode, String),
+    Eligible {
+        error_topics: Vec<DeleteShareGroupOffsetsResponseTopic>,
+        request: Option<DeleteShareGroupStateRequest>,
+    },
+}
+
+/// AlterShareGroupOffsets as the shard answers it (Kafka's `alterShareGroupOffsets`): the
+/// error refusing the whole request, or each topic's partitions answered and the
+/// initialization of the accepted partitions at their new start offsets (`None`: nothing
+/// accepted).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShareOffsetsAlter {
+    Refused(ErrorCode, String),
+    Accepted {
+        topics: Vec<AlterShareGroupOffsetsResponseTopic>,
+        request: Option<InitializeShareGroupStateRequest>,
+    },
+}
 
 /// The one server-side assignor of share groups (Kafka's `SimpleAssignor`), as
 /// ShareGroupDescribe names it.

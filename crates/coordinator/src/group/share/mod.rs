@@ -10,11 +10,14 @@
 //! - [`group`]: the group, its members and its state-partition metadata;
 //! - [`records`]: the ShareGroup* records; `replay.rs`, the only way the state changes;
 //! - [`heartbeat`]: joins, heartbeats, leaving, session expiry, state initialization;
-//! - [`assignor`]: the `simple` assignor, where members may share a partition.
+//! - [`assignor`]: the `simple` assignor, where members may share a partition;
+//! - [`offsets_admin`]: what Describe-, Alter- and DeleteShareGroupOffsets need
+//!   of the shard (the persister calls are the broker's).
 
 pub mod assignor;
 pub mod group;
 pub mod heartbeat;
+pub mod offsets_admin;
 pub mod records;
 mod replay;
 
@@ -23,7 +26,7 @@ mod tests;
 
 pub use group::{
     InitMapValue, ShareGroup, ShareGroupDeletion, ShareGroupMember, ShareGroupState,
-    StatePartitionMetadata, SHARE_ASSIGNOR_NAME,
+    ShareOffsetsAlter, ShareOffsetsDeletion, StatePartitionMetadata, SHARE_ASSIGNOR_NAME,
 };
 
 use kraftd_protocol::messages::share_group_describe_response::DescribedGroup as ShareDescribedGroup;

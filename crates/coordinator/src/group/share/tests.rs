@@ -633,3 +633,211 @@ fn group_configs_follow_the_metadata_updates() {
     let epoch = group(&r).members["a"].member_epoch;
     assert_eq!(beat(&mut r, "a", epoch, None).heartbeat_interval_ms, 5_000);
 }
+
+fn initialized_of(r: &mut Replica<GroupCoordinatorShard>, id: &str) -> Partitions {
+    match r.ask(
+        &ctx(3),
+        ShardRequest::ShareGroupInitializedPartitions(id.into()),
+    ) {
+        ShardResponse::ShareGroupInitializedPartitions(p) => p,
+        other => panic!("not the initialized partitions: {other:?}"),
+    }
+}
+
+fn initiate_delete(
+    r: &mut Replica<GroupCoordinatorShard>,
+    topics: &[&str],
+) -> ShareOffsetsDeletion {
+    let request = ShardRequest::InitiateDeleteShareGroupOffsets {
+        group_id: GROUP.into(),
+        topics: topics.iter().map(|t| t.to_string()).collect(),
+    };
+    match r.ask(&ctx(3), request) {
+        ShardResponse::InitiateDeleteShareGroupOffsets(d) => d,
+        other => panic!("not the deletion's first step: {other:?}"),
+    }
+}
+
+#[test]
+fn delete_offsets_moves_initialized_topics_to_deleting_then_drops_them() {
+    let mut r = replica(&[("t", 2), ("u", 1)]);
+    // Not a group yet: Kafka's GROUP_ID_NOT_FOUND; nothing initialized to describe.
+    assert_eq!(
+        initiate_delete(&mut r, &["t"]),
+        ShareOffsetsDeletion::Refused(ErrorCode::GroupIdNotFound, "Group sg not found.".into())
+    );
+    assert!(initialized_of(&mut r, GROUP).is_empty());
+    beat(&mut r, "a", 0, Some(&["t"]));
+    initialize_all(&mut r);
+    let want: Partitions = [(topic_id("t"), BTreeSet::from([0, 1]))].into();
+    assert_eq!(initialized_of(&mut r, GROUP), want);
+    // A member is in: refused.
+    let ShareOffsetsDeletion::Refused(code, _) = initiate_delete(&mut r, &["t"]) else {
+        panic!("a non-empty group's offsets were deleted");
+    };
+    assert_eq!(code, ErrorCode::NonEmptyGroup);
+    let epoch = group(&r).members["a"].member_epoch;
+    beat(&mut r, "a", epoch, None);
+    beat(&mut r, "a", -1, None);
+    assert!(group(&r).is_empty());
+    // t is deleted; u exists but holds no state; v does not exist.
+    let ShareOffsetsDeletion::Eligible {
+        error_topics,
+        request,
+    } = initiate_delete(&mut r, &["t", "u", "v"])
+    else {
+        panic!("an empty group's offsets were refused");
+    };
+    let errors: Vec<_> = error_topics
+        .iter()
+        .map(|t| (t.topic_name.as_str(), t.error_code))
+        .collect();
+    let unknown = ErrorCode::UnknownTopicOrPartition.code();
+    assert_eq!(errors, vec![("u", unknown), ("v", unknown)]);
+    let request = request.expect("t's state is deleted");
+    assert_eq!(request.topics.len(), 1);
+    assert_eq!(request.topics[0].topic_id, topic_id("t"));
+    assert_eq!(request.topics[0].partitions.len(), 2);
+    let state = group(&r).state_metadata.clone().unwrap();
+    assert!(state.initialized.is_empty());
+    assert_eq!(state.deleting[&topic_id("t")], "t");
+    assert!(initialized_of(&mut r, GROUP).is_empty());
+    replay_check(&mut r, "deleting");
+    // Asked again while deleting, t's partitions are all asked for again.
+    let ShareOffsetsDeletion::Eligible { request, .. } = initiate_delete(&mut r, &["t"]) else {
+        panic!("refused");
+    };
+    assert_eq!(request.unwrap().topics[0].partitions.len(), 2);
+    // The persister deleted t: it leaves the deleting list.
+    let done = match r.ask(
+        &ctx(3),
+        ShardRequest::CompleteDeleteShareGroupOffsets {
+            group_id: GROUP.into(),
+            deleted: vec![(topic_id("t"), "t".into())],
+        },
+    ) {
+        ShardResponse::CompleteDeleteShareGroupOffsets(d) => d,
+        other => panic!("not the deletion's last step: {other:?}"),
+    };
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].topic_name.as_str(), done[0].error_code), ("t", 0));
+    assert!(group(&r)
+        .state_metadata
+        .clone()
+        .unwrap()
+        .deleting
+        .is_empty());
+    replay_check(&mut r, "deleted");
+    // Another subscription initializes t again from scratch.
+    beat(&mut r, "b", 0, Some(&["t"]));
+    let GroupWork::InitializeShareGroupState(init) = &r.work[0];
+    assert_eq!(init.topics[0].partitions[0].start_offset, -1);
+}
+
+fn alter(
+    r: &mut Replica<GroupCoordinatorShard>,
+    group_id: &str,
+    topics: &[(&str, &[(i32, i64)])],
+) -> ShareOffsetsAlter {
+    use kraftd_protocol::messages::alter_share_group_offsets_request::{
+        AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+    };
+    let topics = topics
+        .iter()
+        .map(|(name, ps)| AlterShareGroupOffsetsRequestTopic {
+            topic_name: name.to_string(),
+            partitions: ps
+                .iter()
+                .map(|(p, o)| AlterShareGroupOffsetsRequestPartition {
+                    partition_index: *p,
+                    start_offset: *o,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    let request = ShardRequest::AlterShareGroupOffsets {
+        group_id: group_id.into(),
+        topics,
+    };
+    match r.ask(&ctx(3), request) {
+        ShardResponse::AlterShareGroupOffsets(a) => a,
+        other => panic!("not an alter answer: {other:?}"),
+    }
+}
+
+#[test]
+fn alter_offsets_needs_an_empty_share_group_and_initializes_at_the_new_offsets() {
+    let mut r = replica(&[("t", 2)]);
+    beat(&mut r, "a", 0, Some(&["t"]));
+    initialize_all(&mut r);
+    let ShareOffsetsAlter::Refused(code, _) = alter(&mut r, GROUP, &[("t", &[(0, 5)])]) else {
+        panic!("a non-empty group's offsets were altered");
+    };
+    assert_eq!(code, ErrorCode::NonEmptyGroup);
+    let epoch = group(&r).members["a"].member_epoch;
+    beat(&mut r, "a", epoch, None);
+    beat(&mut r, "a", -1, None);
+    let group_epoch = group(&r).group_epoch;
+    // Partition 7 and topic nope do not exist: UNKNOWN_TOPIC_OR_PARTITION each.
+    let ShareOffsetsAlter::Accepted { topics, request } = alter(
+        &mut r,
+        GROUP,
+        &[("t", &[(0, 5), (7, 1)]), ("nope", &[(0, 1)])],
+    ) else {
+        panic!("an empty group's offsets were refused");
+    };
+    let codes: Vec<(String, i32, i16)> = topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic_name.clone(), p.partition_index, p.error_code))
+        })
+        .collect();
+    let unknown = ErrorCode::UnknownTopicOrPartition.code();
+    assert_eq!(
+        codes,
+        vec![
+            ("t".into(), 0, 0),
+            ("t".into(), 7, unknown),
+            ("nope".into(), 0, unknown)
+        ]
+    );
+    assert_eq!(topics[0].topic_id, topic_id("t"));
+    let request = request.expect("t-0 is initialized again");
+    assert_eq!(request.topics.len(), 1);
+    let p = &request.topics[0].partitions;
+    assert_eq!(p.len(), 1);
+    assert_eq!(
+        (p[0].partition, p[0].start_offset, p[0].state_epoch),
+        (0, 5, group_epoch)
+    );
+    let state = group(&r).state_metadata.clone().unwrap();
+    assert_eq!(
+        state.initializing[&topic_id("t")].partitions,
+        BTreeSet::from([0])
+    );
+    replay_check(&mut r, "altered");
+    // The persister's success moves it back to initialized.
+    let done: Partitions = [(topic_id("t"), BTreeSet::from([0]))].into();
+    r.call(move |s, now| s.share_state_initialized(now, GROUP, &done, &Partitions::new()));
+    let state = group(&r).state_metadata.clone().unwrap();
+    assert!(state.initializing.is_empty());
+    assert_eq!(
+        state.initialized[&topic_id("t")].partitions,
+        BTreeSet::from([0, 1])
+    );
+    // A group that does not exist is created by the alter, empty; another type is refused.
+    let ShareOffsetsAlter::Accepted { request, .. } = alter(&mut r, "fresh", &[("t", &[(1, 0)])])
+    else {
+        panic!("a new group's offsets were refused");
+    };
+    assert_eq!(request.unwrap().topics[0].partitions[0].state_epoch, 0);
+    match r.shard.group("fresh") {
+        Some(Group::Share(g)) => assert!(g.is_empty()),
+        other => panic!("no share group: {other:?}"),
+    }
+    check(&mut r, &["fresh".to_string()], "created by alter");
+}
