@@ -50,6 +50,9 @@ pub struct BrokerApisContext {
     /// of any share partition (the broker's `DefaultStatePersister`); DeleteGroups deletes a
     /// share group's state through it first.
     pub share_persister: Arc<dyn crate::share::Persister>,
+    /// Channels to other brokers' inter-broker listener for what a handler asks of a
+    /// partition's leader (DescribeShareGroupOffsets' end offsets, by ListOffsets).
+    pub leader_channels: Arc<super::broker_channels::BrokerChannels>,
     /// KIP-890 verification of transactional produce.
     pub txn_verifier: super::txn_verification::TxnVerifier,
     /// The internal topics this broker asks the controller for.

@@ -486,6 +486,12 @@ impl BrokerServer {
             txn_coordinator: Arc::clone(&txn_coordinator),
             share_coordinator: Arc::clone(&share_coordinator),
             share_persister: Arc::new(share_persister.clone()) as Arc<dyn Persister>,
+            leader_channels: Arc::new(BrokerChannels::new(
+                format!("broker-{}-leader-channels", config.node_id),
+                replica_config_listener.clone(),
+                config.inter_broker_security.clone(),
+                SHARE_PERSISTER_REQUEST_TIMEOUT,
+            )),
             txn_verifier: txn_verification::TxnVerifier::new(
                 config.node_id,
                 Arc::clone(&replica_manager),

@@ -12,9 +12,8 @@
 //! DescribeShareGroupOffsets v1's lag is Kafka's: the partition's end offset (ListOffsets
 //! latest, the high watermark) less the start offset less the delivered records
 //! (`delivery_complete_count`), computed only for a partition whose summary has both. The
-//! end offset is read from this broker's replica of the partition, which must lead it; where
-//! Kafka asks another broker's leader with ListOffsets, the partition is answered with the
-//! leader's error (NOT_LEADER_OR_FOLLOWER) here.
+//! end offset is this broker's replica's when it leads the partition, else the leader's
+//! answer to ListOffsets (latest), as Kafka's `PartitionMetadataClient` asks it.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +24,7 @@ use kraftd_coordinator::context::RequestContext;
 use kraftd_coordinator::group::consumer::Partitions;
 use kraftd_coordinator::group::share::{ShareOffsetsAlter, ShareOffsetsDeletion};
 use kraftd_coordinator::group::{ShardRequest, ShardResponse};
+use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::alter_share_group_offsets_response::{
     AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic,
 };
@@ -34,13 +34,15 @@ use kraftd_protocol::messages::describe_share_group_offsets_response::{
     DescribeShareGroupOffsetsResponseGroup, DescribeShareGroupOffsetsResponsePartition,
     DescribeShareGroupOffsetsResponseTopic,
 };
+use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kraftd_protocol::messages::ListOffsetsRequest;
 use kraftd_protocol::messages::{
     read_share_group_state_summary_request, AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse, ReadShareGroupStateSummaryRequest,
 };
-use kraftd_protocol::{ErrorCode, Uuid};
+use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use super::share_group_apis::ShareGroupApis;
 use crate::replica::TopicIdPartition;
@@ -208,6 +210,65 @@ impl ShareGroupApis<'_> {
         group
     }
 
+    /// The end offset (ListOffsets latest: the high watermark) of `tp`: this broker's
+    /// replica's when it leads the partition, else its leader's answer to ListOffsets over
+    /// the inter-broker listener (Kafka's `PartitionMetadataClient.listLatestOffsets`).
+    async fn end_offset(&self, tp: &TopicIdPartition) -> Result<i64, ErrorCode> {
+        let replicas = &self.context.data.replica_manager;
+        match replicas.list_offset(tp, -1, LATEST_TIMESTAMP, -1) {
+            Err(ErrorCode::NotLeaderOrFollower) => {}
+            local => return local.map(|(end, _, _)| end),
+        }
+        let image = self.context.cache.image();
+        let leader = image
+            .topics
+            .partition(&tp.topic_id, tp.partition)
+            .map(|p| p.leader)
+            .ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        let channels = &self.context.leader_channels;
+        let address = channels
+            .address(&image, leader)
+            .ok_or(ErrorCode::LeaderNotAvailable)?;
+        let channel = channels.channel(&address);
+        let request = ListOffsetsRequest {
+            replica_id: -1,
+            isolation_level: 0,
+            topics: vec![ListOffsetsTopic {
+                name: tp.topic.clone(),
+                partitions: vec![ListOffsetsPartition {
+                    partition_index: tp.partition,
+                    current_leader_epoch: -1,
+                    timestamp: LATEST_TIMESTAMP,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let version = supported_range(ApiKey::ListOffsets).max;
+        let answer = channel
+            .call(
+                channel.next_correlation_id(),
+                version,
+                RequestBody::ListOffsets(request),
+            )
+            .await;
+        let Ok(ResponseBody::ListOffsets(r)) = answer else {
+            return Err(ErrorCode::LeaderNotAvailable);
+        };
+        let p = r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .find(|p| p.partition_index == tp.partition)
+            .ok_or(ErrorCode::UnknownServerError)?;
+        if p.error_code == 0 {
+            Ok(p.offset)
+        } else {
+            Err(ErrorCode::from_code(p.error_code).unwrap_or(ErrorCode::UnknownServerError))
+        }
+    }
+
     /// ReadShareGroupStateSummary through the persister and the lag of each partition
     /// (Kafka's `readShareGroupStateSummary` and `computeShareGroupLagAndBuildResponse`);
     /// `missing` (topics answered already) come last.
@@ -235,48 +296,45 @@ impl ShareGroupApis<'_> {
                 ..Default::default()
             })
             .await;
-        let replicas = &self.context.data.replica_manager;
         for t in summary.results {
             let name = names.get(&t.topic_id).cloned().unwrap_or_default();
-            let partitions = t
-                .partitions
-                .into_iter()
-                .map(|p| {
-                    let lag_known = p.error_code == 0
-                        && p.start_offset != UNINITIALIZED
-                        && i64::from(p.delivery_complete_count) != UNINITIALIZED;
-                    if !lag_known {
-                        let ok = p.error_code == 0;
-                        return DescribeShareGroupOffsetsResponsePartition {
-                            partition_index: p.partition,
-                            start_offset: if ok { p.start_offset } else { UNINITIALIZED },
-                            leader_epoch: if ok { p.leader_epoch } else { 0 },
-                            lag: UNINITIALIZED,
-                            ..Default::default()
-                        };
-                    }
-                    let tp = TopicIdPartition {
-                        topic_id: t.topic_id,
-                        topic: name.clone(),
-                        partition: p.partition,
-                    };
-                    match replicas.list_offset(&tp, -1, LATEST_TIMESTAMP, -1) {
-                        Ok((end, _, _)) => DescribeShareGroupOffsetsResponsePartition {
-                            partition_index: p.partition,
-                            start_offset: p.start_offset,
-                            leader_epoch: p.leader_epoch,
-                            lag: end - p.start_offset - i64::from(p.delivery_complete_count),
-                            ..Default::default()
-                        },
-                        Err(code) => DescribeShareGroupOffsetsResponsePartition {
-                            partition_index: p.partition,
-                            error_code: code.code(),
-                            error_message: Some(default_message(code)),
-                            ..Default::default()
-                        },
-                    }
-                })
-                .collect();
+            let mut partitions = Vec::with_capacity(t.partitions.len());
+            for p in t.partitions {
+                let lag_known = p.error_code == 0
+                    && p.start_offset != UNINITIALIZED
+                    && i64::from(p.delivery_complete_count) != UNINITIALIZED;
+                if !lag_known {
+                    let ok = p.error_code == 0;
+                    partitions.push(DescribeShareGroupOffsetsResponsePartition {
+                        partition_index: p.partition,
+                        start_offset: if ok { p.start_offset } else { UNINITIALIZED },
+                        leader_epoch: if ok { p.leader_epoch } else { 0 },
+                        lag: UNINITIALIZED,
+                        ..Default::default()
+                    });
+                    continue;
+                }
+                let tp = TopicIdPartition {
+                    topic_id: t.topic_id,
+                    topic: name.clone(),
+                    partition: p.partition,
+                };
+                partitions.push(match self.end_offset(&tp).await {
+                    Ok(end) => DescribeShareGroupOffsetsResponsePartition {
+                        partition_index: p.partition,
+                        start_offset: p.start_offset,
+                        leader_epoch: p.leader_epoch,
+                        lag: end - p.start_offset - i64::from(p.delivery_complete_count),
+                        ..Default::default()
+                    },
+                    Err(code) => DescribeShareGroupOffsetsResponsePartition {
+                        partition_index: p.partition,
+                        error_code: code.code(),
+                        error_message: Some(default_message(code)),
+                        ..Default::default()
+                    },
+                });
+            }
             group.topics.push(DescribeShareGroupOffsetsResponseTopic {
                 topic_name: name,
                 topic_id: t.topic_id,

@@ -848,9 +848,14 @@ impl SharePartition {
         write_id: u64,
         state_batches: Vec<StateBatch>,
     ) -> WriteShareGroupStateRequest {
+        // Kafka's deliveryCompleteCount: the terminal records within the in-flight window,
+        // i.e. at or past the start offset this write carries (the summary's lag subtracts
+        // it from end offset less start offset).
+        let start_offset = self.prospective_start_offset(write_id);
         let delivery_complete_count = self
             .records
             .iter()
+            .skip((start_offset - self.start_offset) as usize)
             .filter(|r| r.state.is_terminal())
             .count() as i32;
         WriteShareGroupStateRequest {
@@ -861,7 +866,7 @@ impl SharePartition {
                     partition: self.partition,
                     state_epoch: self.state_epoch,
                     leader_epoch: self.leader_epoch,
-                    start_offset: self.prospective_start_offset(write_id),
+                    start_offset,
                     delivery_complete_count,
                     state_batches,
                     ..Default::default()

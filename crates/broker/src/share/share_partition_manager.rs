@@ -523,6 +523,7 @@ impl SharePartitionManager {
         let partitions: Vec<_> = session.partitions().collect();
         self.release_acquired_records(group_id, member_id, &partitions)
             .await;
+        self.drop_group_if_empty(group_id);
         Ok(())
     }
 
@@ -537,18 +538,26 @@ impl SharePartitionManager {
         let group_id = &session.key.group_id;
         self.release_acquired_records(group_id, &session.key.member_id, &partitions)
             .await;
-        // The group's last session on this broker: its share partitions go (Kafka's
-        // onGroupEmpty), to be loaded afresh when a member comes back.
-        if !self.sessions().has_group(group_id) {
-            let mut map = self.partitions.lock().unwrap_or_else(|p| p.into_inner());
-            map.retain(|(g, _), entry| {
-                let keep = g != group_id;
-                if !keep {
-                    entry.lock().mark_fenced();
-                }
-                keep
-            });
+        self.drop_group_if_empty(group_id);
+    }
+
+    /// The group's last session on this broker ended (closed at epoch -1 or with its
+    /// connection): its share partitions go (Kafka's `onGroupEmpty`), to be loaded afresh
+    /// from the share coordinator when a member comes back — so offsets altered while the
+    /// group was empty (AlterShareGroupOffsets, `kafka-share-groups --reset-offsets`) are
+    /// what the next member reads from.
+    fn drop_group_if_empty(&self, group_id: &str) {
+        if self.sessions().has_group(group_id) {
+            return;
         }
+        let mut map = self.partitions.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|(g, _), entry| {
+            let keep = g != group_id;
+            if !keep {
+                entry.lock().mark_fenced();
+            }
+            keep
+        });
     }
 
     async fn release_acquired_records(
