@@ -143,7 +143,13 @@ impl Session {
         if r.error_code == 0 {
             self.epoch = epoch.wrapping_add(1);
         }
-        let partition = r.responses.iter().flat_map(|t| &t.partitions).next();
+        // The answer for the topic asked about (the session may hold others, in any order).
+        let partition = r
+            .responses
+            .iter()
+            .filter(|t| t.topic_id == topic_id)
+            .flat_map(|t| &t.partitions)
+            .next();
         Fetched {
             error: r.error_code,
             partition_error: partition.map_or(-1, |p| p.error_code),

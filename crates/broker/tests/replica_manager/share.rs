@@ -550,7 +550,8 @@ async fn share_fetch_sessions_acquire_and_piggyback_acknowledgements() {
     let tp = orders();
     produce_values(&b, &tp, 3).await;
     b.apply(&[share_version(1)]);
-    let m = manager(&mut b, Arc::new(MemoryPersister::default()), 30_000);
+    let persister = Arc::new(MemoryPersister::default());
+    let m = manager(&mut b, Arc::clone(&persister), 30_000);
     let apis = kraftd_broker::server::share_fetch_apis::ShareApis { manager: &m };
     let auth = no_authorizer();
 
@@ -668,7 +669,10 @@ async fn share_fetch_sessions_acquire_and_piggyback_acknowledgements() {
         .share_acknowledge(&b.image, 1, ack(FINAL, 2, 2), &auth)
         .await;
     assert_eq!(r.responses[0].partitions[0].error_code, 0);
-    assert_eq!(m.share_partition_offsets(GROUP, &tp), Some((3, 3)));
+    // The group's last session here closed: its share partition is dropped (Kafka's
+    // onGroupEmpty) with its state persisted, start offset 3.
+    assert_eq!(m.share_partition_offsets(GROUP, &tp), None);
+    assert_eq!(persister.stored(&tp).0, 3);
     let r = apis
         .share_acknowledge(&b.image, 1, ack(FINAL, 2, 2), &auth)
         .await;
