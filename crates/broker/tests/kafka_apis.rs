@@ -1142,3 +1142,116 @@ fn effective_group_configs_are_the_described_values() {
     assert_eq!(other["share.auto.offset.reset"], "latest");
     assert_eq!(other["share.record.lock.duration.ms"], "30000");
 }
+
+/// KIP-951: an answer that says a partition's leadership moved names the new leader and its
+/// endpoint on the request's listener; a fenced leader or one without the listener is named
+/// without an endpoint, and versions without `NodeEndpoints` are left alone.
+#[test]
+fn moved_partitions_name_their_leader_and_its_endpoint() {
+    use kraftd_broker::server::node_endpoints;
+    use kraftd_protocol::messages::{fetch_response, produce_response, share_fetch_response};
+    let image = image();
+    let not_leader = ErrorCode::NotLeaderOrFollower.code();
+    let produce_partition =
+        |index: i32, error_code: i16| produce_response::PartitionProduceResponse {
+            index,
+            error_code,
+            current_leader: produce_response::LeaderIdAndEpoch {
+                leader_id: -1,
+                leader_epoch: -1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+    let produce = || produce_response::ProduceResponse {
+        responses: vec![produce_response::TopicProduceResponse {
+            name: "t".into(),
+            // t-0 led by 1 (PLAINTEXT); t-3 led by fenced 2; t-2 led by 3 (no PLAINTEXT);
+            // u-0 answered without error.
+            partition_responses: vec![
+                produce_partition(0, not_leader),
+                produce_partition(3, not_leader),
+                produce_partition(2, not_leader),
+                produce_partition(4, 0),
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut answer = produce();
+    node_endpoints::produce(&image, "PLAINTEXT", 11, &mut answer);
+    let leaders: Vec<_> = answer.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| (p.current_leader.leader_id, p.current_leader.leader_epoch))
+        .collect();
+    assert_eq!(leaders, vec![(1, 5), (2, 8), (3, 7), (-1, -1)]);
+    let endpoints: Vec<_> = answer
+        .node_endpoints
+        .iter()
+        .map(|e| (e.node_id, e.host.as_str(), e.port, e.rack.as_deref()))
+        .collect();
+    assert_eq!(endpoints, vec![(1, "host1", 9092, Some("rack1"))]);
+    round_trip(&answer, 11);
+    // v9 has neither field: untouched.
+    let mut old = produce();
+    node_endpoints::produce(&image, "PLAINTEXT", 9, &mut old);
+    assert_eq!(old, produce());
+
+    // Fetch v16+: FENCED_LEADER_EPOCH names the leader too, on the INTERNAL listener here.
+    let mut fetch = fetch_response::FetchResponse {
+        responses: vec![fetch_response::FetchableTopicResponse {
+            topic_id: TOPIC_T,
+            partitions: vec![fetch_response::PartitionData {
+                partition_index: 2,
+                error_code: ErrorCode::FencedLeaderEpoch.code(),
+                current_leader: fetch_response::LeaderIdAndEpoch {
+                    leader_id: -1,
+                    leader_epoch: -1,
+                    ..Default::default()
+                },
+                records: Some(Default::default()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    node_endpoints::fetch(&image, "INTERNAL", 17, &mut fetch);
+    let p = &fetch.responses[0].partitions[0];
+    assert_eq!(
+        (p.current_leader.leader_id, p.current_leader.leader_epoch),
+        (3, 7)
+    );
+    let ids: Vec<_> = fetch
+        .node_endpoints
+        .iter()
+        .map(|e| (e.node_id, e.port))
+        .collect();
+    assert_eq!(ids, vec![(3, 9194)]);
+    round_trip(&fetch, 17);
+
+    // ShareFetch: every version carries them.
+    let mut share = share_fetch_response::ShareFetchResponse {
+        responses: vec![share_fetch_response::ShareFetchableTopicResponse {
+            topic_id: TOPIC_U,
+            partitions: vec![share_fetch_response::PartitionData {
+                partition_index: 0,
+                error_code: not_leader,
+                current_leader: share_fetch_response::LeaderIdAndEpoch {
+                    leader_id: -1,
+                    leader_epoch: -1,
+                    ..Default::default()
+                },
+                records: Some(Default::default()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    node_endpoints::share_fetch(&image, "PLAINTEXT", &mut share);
+    let ids: Vec<_> = share.node_endpoints.iter().map(|e| e.node_id).collect();
+    assert_eq!(ids, vec![1]);
+    round_trip(&share, 1);
+}

@@ -136,8 +136,10 @@ pub trait RequestHandler: Send + Sync + 'static {
         None
     }
 
-    /// The connection from `peer` closed (Kafka's `ConnectionDisconnectListener`): state
-    /// tied to it, such as a share session, can end. The default keeps nothing.
+    /// The connection from `peer` closed, or its peer stopped sending (Kafka's
+    /// `ConnectionDisconnectListener`): state tied to it, such as a share session, can end.
+    /// Called once per connection, possibly before the answers still owed are written.
+    /// The default keeps nothing.
     fn connection_closed(&self, peer: SocketAddr) {
         let _ = peer;
     }
@@ -195,8 +197,7 @@ pub async fn serve<H: RequestHandler>(
                 connections.spawn(async move {
                     let _permit = permit;
                     let _counted = counted;
-                    connection(stream, peer, table, config, Arc::clone(&handler)).await;
-                    handler.connection_closed(peer);
+                    connection(stream, peer, table, config, handler).await;
                 });
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -246,7 +247,8 @@ async fn connection<H: RequestHandler>(
             serve_connection(rd, wr, principal, peer, table, config, handler).await
         }
         Err(reason) => {
-            warn!(%peer, listener = %config.security.listener_name, "closing connection: {reason}")
+            warn!(%peer, listener = %config.security.listener_name, "closing connection: {reason}");
+            handler.connection_closed(peer);
         }
     }
 }
@@ -286,14 +288,19 @@ async fn serve_connection<H, R, W>(
         &unanswered,
     );
     tokio::select! {
-        read = reader => match read {
-            Ok(()) => {
+        read = reader => {
+            // The handler hears of the close as soon as the peer stops sending, not once
+            // the answers still owed are written: a share fetch parked for its max wait
+            // must not keep a killed member's records from the others (Kafka's disconnect
+            // listener runs when the channel closes).
+            handler.connection_closed(peer);
+            match read {
                 // The peer stopped sending: answer what it asked, then close.
-                writer.await;
+                Ok(()) => writer.await,
+                Err(reason) => warn!(%peer, "closing connection: {reason}"),
             }
-            Err(reason) => warn!(%peer, "closing connection: {reason}"),
-        },
-        () = &mut writer => {}
+        }
+        () = &mut writer => handler.connection_closed(peer),
     }
 }
 

@@ -2,14 +2,16 @@
 // either system with Kafka 4.4.0's own clients:
 //
 //   ShareBench throughput <bootstrap> <topic> <group> <consumers> <records> <size>
-//       produces <records> records of <size> bytes, then <consumers> KafkaShareConsumers
-//       (implicit acknowledgement, one thread each) read them; prints
-//       `RESULT seconds=<from the first record delivered to the last> records=<n>
-//       duplicates=<records delivered more than once>` (the group's forming is left out).
+//       <consumers> KafkaShareConsumers (implicit acknowledgement, one thread each) join and
+//       are every one assigned, then <records> records of <size> bytes are produced as fast
+//       as one producer goes while they read; prints `RESULT seconds=<from the first record
+//       delivered to the last> records=<n> duplicates=<records delivered more than once>`
+//       (the group's forming is left out).
 //   ShareBench latency <bootstrap> <topic> <group> <consumers> <rate> <seconds>
-//       <consumers> share consumers join, then a producer sends <rate> records/s for
-//       <seconds>, each carrying its send time; prints `RESULT p50_ms=.. p99_ms=.. count=..`
-//       (same JVM, so one monotonic clock).
+//       <consumers> share consumers join (every one assigned), then a producer sends <rate>
+//       records/s for <seconds>, each carrying its send time; prints `RESULT p50_ms=..
+//       p99_ms=.. p999_ms=.. max_ms=.. max_sent_s=.. count=..` (same JVM, so one monotonic
+//       clock).
 //   ShareBench redelivery <bootstrap> <topic> <group> <classpath> <self>
 //       produces 100 records; a second JVM (`victim` mode) acquires them and holds them; a
 //       survivor consumer joins; the victim is killed with SIGKILL; prints `RESULT
@@ -33,6 +35,18 @@ public class ShareBench {
         if (!mode.equals("victim")) {
             earliest(bootstrap, group);
         }
+        try {
+            run(mode, bootstrap, topic, group, args);
+        } catch (Throwable e) {
+            // The consumer threads would keep the JVM alive.
+            e.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    static void run(String mode, String bootstrap, String topic, String group, String[] args)
+            throws Exception {
         switch (mode) {
             case "throughput" -> throughput(bootstrap, topic, group, Integer.parseInt(args[4]),
                 Integer.parseInt(args[5]), Integer.parseInt(args[6]));
@@ -42,7 +56,6 @@ public class ShareBench {
             case "victim" -> victim(bootstrap, topic, group);
             default -> throw new IllegalArgumentException(mode);
         }
-        System.exit(0);
     }
 
     static void earliest(String bootstrap, String group) throws Exception {
@@ -54,6 +67,37 @@ public class ShareBench {
                 new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
             admin.incrementalAlterConfigs(Map.of(resource, List.of(op))).all().get();
         }
+    }
+
+    /// Waits until the group has `members` members, each with partitions assigned (a member
+    /// learns of a partition once its share state is initialized, on a heartbeat up to
+    /// `share.heartbeat.interval.ms` later), then half a second for their first fetches.
+    static void awaitAssigned(String bootstrap, String group, int members) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+            while (true) {
+                ShareGroupDescription d = null;
+                try {
+                    d = admin.describeShareGroups(List.of(group)).describedGroups().get(group).get();
+                } catch (ExecutionException e) {
+                    // No member has joined yet.
+                    if (!(e.getCause() instanceof org.apache.kafka.common.errors.GroupIdNotFoundException)) {
+                        throw e;
+                    }
+                }
+                if (d != null && d.members().size() >= members && d.members().stream()
+                        .allMatch(m -> !m.assignment().topicPartitions().isEmpty())) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the group never settled: " + d);
+                }
+                Thread.sleep(100);
+            }
+        }
+        Thread.sleep(500);
     }
 
     static KafkaProducer<byte[], byte[]> producer(String bootstrap, int lingerMs) {
@@ -95,7 +139,6 @@ public class ShareBench {
 
     static void throughput(String bootstrap, String topic, String group, int consumers,
                            int records, int size) throws Exception {
-        produce(bootstrap, topic, records, size);
         Set<Long> seen = ConcurrentHashMap.newKeySet();
         AtomicLong deliveries = new AtomicLong();
         AtomicBoolean stop = new AtomicBoolean();
@@ -124,6 +167,10 @@ public class ShareBench {
             t.start();
             threads.add(t);
         }
+        // Every member holds its partitions before the records arrive: the row measures the
+        // group consuming together, not members joining one after the other.
+        awaitAssigned(bootstrap, group, consumers);
+        produce(bootstrap, topic, records, size);
         long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
         while (seen.size() < records && System.nanoTime() < deadline) {
             Thread.sleep(10);
@@ -137,7 +184,8 @@ public class ShareBench {
 
     static void latency(String bootstrap, String topic, String group, int consumers, int rate,
                         int seconds) throws Exception {
-        ConcurrentLinkedQueue<Long> latencies = new ConcurrentLinkedQueue<>();
+        // (latency, send time) per record, ns.
+        ConcurrentLinkedQueue<long[]> latencies = new ConcurrentLinkedQueue<>();
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger polling = new AtomicInteger();
         List<Thread> threads = new ArrayList<>();
@@ -154,7 +202,8 @@ public class ShareBench {
                         }
                         long now = System.nanoTime();
                         for (ConsumerRecord<byte[], byte[]> r : polled) {
-                            latencies.add(now - java.nio.ByteBuffer.wrap(r.value()).getLong());
+                            long sent = java.nio.ByteBuffer.wrap(r.value()).getLong();
+                            latencies.add(new long[] {now - sent, sent});
                         }
                     }
                 }
@@ -163,10 +212,12 @@ public class ShareBench {
             threads.add(t);
         }
         while (polling.get() < consumers) Thread.sleep(10);
-        Thread.sleep(3000); // the group settles: every member assigned
+        awaitAssigned(bootstrap, group, consumers);
+        long start;
         try (KafkaProducer<byte[], byte[]> producer = producer(bootstrap, 0)) {
             long interval = 1_000_000_000L / rate;
             long next = System.nanoTime();
+            start = next;
             long end = next + seconds * 1_000_000_000L;
             while (next < end) {
                 long now = System.nanoTime();
@@ -183,13 +234,23 @@ public class ShareBench {
         Thread.sleep(3000);
         stop.set(true);
         for (Thread t : threads) t.join(30_000);
-        long[] sorted = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[][] sorted = latencies.stream().sorted(Comparator.comparingLong(l -> l[0]))
+            .toArray(long[][]::new);
         if (sorted.length == 0) {
             System.out.println("RESULT count=0");
             return;
         }
-        System.out.printf("RESULT p50_ms=%.2f p99_ms=%.2f count=%d%n",
-            sorted[sorted.length / 2] / 1e6, sorted[(int) (sorted.length * 0.99)] / 1e6, sorted.length);
+        long[] max = sorted[sorted.length - 1];
+        // Where the tail sits in the run: records slower than 200 ms by second of sending.
+        TreeMap<Long, Integer> slow = new TreeMap<>();
+        for (long[] l : sorted) {
+            if (l[0] > 200_000_000L) slow.merge((l[1] - start) / 1_000_000_000L, 1, Integer::sum);
+        }
+        System.out.println("SLOW (second of sending=records over 200 ms): " + slow);
+        System.out.printf("RESULT p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f max_sent_s=%.2f count=%d%n",
+            sorted[sorted.length / 2][0] / 1e6, sorted[(int) (sorted.length * 0.99)][0] / 1e6,
+            sorted[(int) (sorted.length * 0.999)][0] / 1e6, max[0] / 1e6, (max[1] - start) / 1e9,
+            sorted.length);
     }
 
     static void victim(String bootstrap, String topic, String group) throws Exception {

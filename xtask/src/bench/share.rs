@@ -4,13 +4,15 @@
 //!
 //! Each system runs 3 controllers and 3 brokers; the load is `ShareBench.java` (beside this
 //! file, run by Java's single-file launcher against Kafka's jars):
-//! - throughput: `--records` records of 100 bytes produced first, then read by share
-//!   consumers (implicit acknowledgement) — 1 partition with 1, 4 and 16 consumers, and 16
-//!   partitions with 16; records/s from the first record delivered to the last, and how many
+//! - throughput: share consumers (implicit acknowledgement) join, and once every one holds
+//!   its partitions (ShareGroupDescribe), `--records` records of 100 bytes are produced as
+//!   fast as one producer goes while they read — 1 partition with 1, 4 and 16 consumers, and
+//!   16 partitions with 16; records/s from the first record delivered to the last, and how many
 //!   deliveries were repeats. The point of share groups is a partition read by more than one
 //!   consumer: the rows with one partition show whether throughput grows with consumers;
-//! - end-to-end latency: 4 consumers on one partition while a producer sends `--rate`
-//!   records/s for `--seconds`; p50 and p99 from send to poll;
+//! - end-to-end latency: 4 consumers on one partition, every one assigned, while a producer
+//!   sends `--rate` records/s for `--seconds`; p50 and p99 from send to poll (p99.9, the
+//!   maximum and the seconds of the run where records took over 200 ms are printed too);
 //! - redelivery: a consumer JVM holding 100 acquired records is killed with SIGKILL; the time
 //!   until a second consumer has every one of them again.
 
@@ -43,6 +45,17 @@ pub(super) struct ShareArgs {
     /// Keep the temp directory (node logs and data) afterwards.
     #[arg(long)]
     keep: bool,
+    /// Which rows to run (comma-separated); all by default.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Row::Throughput, Row::Latency, Row::Redelivery])]
+    rows: Vec<Row>,
+}
+
+/// A group of rows, for `--rows`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Row {
+    Throughput,
+    Latency,
+    Redelivery,
 }
 
 /// The throughput rows: (partitions, consumers).
@@ -97,8 +110,8 @@ pub(super) fn share(root: &Path, args: ShareArgs) -> Result<()> {
         let figures = rows(&cluster, &classpath, &bench, &args);
         cluster.stop();
         failed |= figures.throughput.iter().any(Option::is_none)
-            || figures.latency.is_none()
-            || figures.redelivery.is_none();
+            || (args.rows.contains(&Row::Latency) && figures.latency.is_none())
+            || (args.rows.contains(&Row::Redelivery) && figures.redelivery.is_none());
         results.push((system, figures));
     }
     if args.keep || failed {
@@ -135,6 +148,9 @@ fn rows(cluster: &Cluster, classpath: &str, bench: &str, args: &ShareArgs) -> Fi
         if let Some(error) = out.error {
             bail!("{name}: {error}\n{}", out.stdout);
         }
+        for line in out.stdout.lines().filter(|l| l.starts_with("SLOW")) {
+            println!("{name}: {line}");
+        }
         out.stdout
             .lines()
             .find_map(|l| l.strip_prefix("RESULT "))
@@ -142,6 +158,9 @@ fn rows(cluster: &Cluster, classpath: &str, bench: &str, args: &ShareArgs) -> Fi
             .with_context(|| format!("{name}: no RESULT line in {}", out.stdout))
     };
     for (partitions, consumers) in THROUGHPUT {
+        if !args.rows.contains(&Row::Throughput) {
+            break;
+        }
         let name = format!("throughput-{partitions}p-{consumers}c");
         let mode = [
             "throughput".to_string(),
@@ -166,20 +185,34 @@ fn rows(cluster: &Cluster, classpath: &str, bench: &str, args: &ShareArgs) -> Fi
             }
         }
     }
-    let mode = [
-        "latency".to_string(),
-        "4".to_string(),
-        args.rate.to_string(),
-        args.seconds.to_string(),
-    ];
-    match row("latency", 1, &mode)
-        .and_then(|line| Ok((field(&line, "p50_ms")?, field(&line, "p99_ms")?)))
-    {
-        Ok((p50, p99)) => {
-            println!("latency: p50 {p50:.2} ms, p99 {p99:.2} ms");
-            figures.latency = Some((p50, p99));
+    if args.rows.contains(&Row::Latency) {
+        let mode = [
+            "latency".to_string(),
+            "4".to_string(),
+            args.rate.to_string(),
+            args.seconds.to_string(),
+        ];
+        match row("latency", 1, &mode).and_then(|line| {
+            Ok((
+                field(&line, "p50_ms")?,
+                field(&line, "p99_ms")?,
+                field(&line, "p999_ms")?,
+                field(&line, "max_ms")?,
+                field(&line, "max_sent_s")?,
+            ))
+        }) {
+            Ok((p50, p99, p999, max, max_sent)) => {
+                println!(
+                    "latency: p50 {p50:.2} ms, p99 {p99:.2} ms, p99.9 {p999:.2} ms, max \
+                     {max:.2} ms (sent {max_sent:.1} s into the run)"
+                );
+                figures.latency = Some((p50, p99));
+            }
+            Err(e) => eprintln!("latency: {e:#}"),
         }
-        Err(e) => eprintln!("latency: {e:#}"),
+    }
+    if !args.rows.contains(&Row::Redelivery) {
+        return figures;
     }
     let mode = [
         "redelivery".to_string(),

@@ -44,6 +44,7 @@ use super::auth_helper::{
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
+use super::node_endpoints;
 use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
@@ -272,15 +273,20 @@ impl KafkaApis {
             RequestBody::Produce(r) => {
                 let image = self.image();
                 let refused = produce_refusals(auth, &image, version, &r);
-                return data
+                let response = data
                     .produce_append_verified(image, version, r, &refused)
                     .respond()
-                    .await
-                    .map(ResponseBody::Produce);
+                    .await;
+                return response.map(|mut r| {
+                    node_endpoints::produce(&self.image(), &self.listener, version, &mut r);
+                    ResponseBody::Produce(r)
+                });
             }
             RequestBody::Fetch(r) => {
                 let quota = quota.map(|q| q as &mut (dyn ConsumerFetchQuota + Send));
-                ResponseBody::Fetch(data.fetch(&self.image(), version, r, auth, quota).await)
+                let mut response = data.fetch(&self.image(), version, r, auth, quota).await;
+                node_endpoints::fetch(&self.image(), &self.listener, version, &mut response);
+                ResponseBody::Fetch(response)
             }
             RequestBody::ListOffsets(r) => {
                 ResponseBody::ListOffsets(data.list_offsets(&self.image(), version, r, auth))
@@ -356,11 +362,11 @@ impl KafkaApis {
                 // among the listener's live connections.
                 let connection_id = format!("{}-{}", self.listener, request.peer);
                 let quota = quota.map(|q| q as &mut (dyn ConsumerFetchQuota + Send));
-                ResponseBody::ShareFetch(
-                    ShareApis { manager }
-                        .share_fetch(&self.image(), version, r, &connection_id, auth, quota)
-                        .await,
-                )
+                let mut response = ShareApis { manager }
+                    .share_fetch(&self.image(), version, r, &connection_id, auth, quota)
+                    .await;
+                node_endpoints::share_fetch(&self.image(), &self.listener, &mut response);
+                ResponseBody::ShareFetch(response)
             }
             RequestBody::ShareAcknowledge(r) => {
                 let Some(manager) = self.context.share_partition_manager.as_deref() else {
@@ -369,11 +375,11 @@ impl KafkaApis {
                         ..Default::default()
                     }));
                 };
-                ResponseBody::ShareAcknowledge(
-                    ShareApis { manager }
-                        .share_acknowledge(&self.image(), version, r, auth)
-                        .await,
-                )
+                let mut response = ShareApis { manager }
+                    .share_acknowledge(&self.image(), version, r, auth)
+                    .await;
+                node_endpoints::share_acknowledge(&self.image(), &self.listener, &mut response);
+                ResponseBody::ShareAcknowledge(response)
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
@@ -665,9 +671,16 @@ impl RequestHandler for KafkaApis {
             // Appended: what remains is the acks=all wait (Kafka's RemoteTimeMs).
             let timer = request.timer;
             timer.local_complete();
+            let apis = self.clone();
+            // The leaders named for partitions that moved, from the image once appended.
+            let respond = async move {
+                let mut response = produce.respond().await?;
+                node_endpoints::produce(&apis.image(), &apis.listener, version, &mut response);
+                Some(response)
+            };
             let Some(mut quota) = quota else {
                 tokio::spawn(async move {
-                    if let Some(response) = produce.respond().await {
+                    if let Some(response) = respond.await {
                         send(tx, ResponseBody::Produce(response), &timer);
                     }
                 });
@@ -678,7 +691,7 @@ impl RequestHandler for KafkaApis {
             quota.record_produce(request.size);
             tokio::spawn(async move {
                 let handling = quota.handling_time();
-                let response = handling.timed(produce.respond()).await;
+                let response = handling.timed(respond).await;
                 let mut response = response.map(ResponseBody::Produce);
                 let hold = quota.finish(response.as_mut());
                 send_after(tx, response, hold, &timer).await;

@@ -21,6 +21,7 @@ pub mod internal_topics;
 pub mod lifecycle;
 pub mod log_dir_apis;
 mod metadata_task;
+pub mod node_endpoints;
 pub mod producer_id_manager;
 pub mod quota;
 pub mod share_fetch_apis;

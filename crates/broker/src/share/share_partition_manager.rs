@@ -269,6 +269,8 @@ impl SharePartitionManager {
     ) -> Vec<(TopicIdPartition, ShareFetchPartitionData)> {
         let deadline = Instant::now() + params.max_wait;
         let settings = self.group_settings(&params.group_id);
+        // A fetch made in a share session acquires only while that session lasts.
+        let in_session = self.has_session(&params.group_id, &params.member_id);
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -276,7 +278,7 @@ impl SharePartitionManager {
             let mut pulses = Vec::new();
             let last = Instant::now() >= deadline;
             let answers = self
-                .fetch_once(params, &settings, partitions, &mut pulses, last)
+                .fetch_once(params, &settings, partitions, &mut pulses, last, in_session)
                 .await;
             if let Some(answers) = answers {
                 let done = answers
@@ -305,6 +307,8 @@ impl SharePartitionManager {
     /// One pass over the partitions: each read from its next fetch offset, then — when the
     /// reads hold at least `min_bytes`, something failed, or `last` (the max wait passed) —
     /// acquired. None when the pass should wait for more data (nothing was acquired).
+    /// `in_session`: the fetch came in a share session, which must still be open for it to
+    /// acquire.
     async fn fetch_once(
         &self,
         params: &ShareFetchParams,
@@ -312,6 +316,7 @@ impl SharePartitionManager {
         partitions: &[ShareFetchPartition],
         pulses: &mut Vec<Pin<Box<tokio::sync::futures::OwnedNotified>>>,
         last: bool,
+        in_session: bool,
     ) -> Option<Vec<(TopicIdPartition, ShareFetchPartitionData)>> {
         let mut answers: Vec<(TopicIdPartition, ShareFetchPartitionData)> =
             Vec::with_capacity(partitions.len());
@@ -421,7 +426,16 @@ impl SharePartitionManager {
         let mut remaining_records = params.max_records;
         for (tp, entry, fetch_offset, result) in reads {
             let acquired = if remaining_records > 0 {
-                entry.lock().acquire(
+                let mut sp = entry.lock();
+                // A member whose session ended while this fetch waited (its connection
+                // closed: Kafka drops the answer) acquires nothing. The session ends before
+                // its records are released, and the release takes this lock after us, so
+                // whatever is acquired here goes back with it.
+                if in_session && !self.has_session(&params.group_id, &params.member_id) {
+                    answers.push((tp, ShareFetchPartitionData::error(ErrorCode::None, None)));
+                    continue;
+                }
+                sp.acquire(
                     &params.member_id,
                     &settings.partition,
                     params.acquire_mode,
@@ -525,6 +539,14 @@ impl SharePartitionManager {
             .await;
         self.drop_group_if_empty(group_id);
         Ok(())
+    }
+
+    fn has_session(&self, group_id: &str, member_id: &str) -> bool {
+        let key = super::share_session_cache::ShareSessionKey {
+            group_id: group_id.to_owned(),
+            member_id: member_id.to_owned(),
+        };
+        self.sessions().get(&key).is_some()
     }
 
     /// A client connection closed: the share session it opened ends and its member's
