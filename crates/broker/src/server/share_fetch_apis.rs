@@ -231,6 +231,7 @@ impl ShareApis<'_> {
                         .min(max_bytes.min(i32::MAX as usize) as i32),
                     max_bytes: max_bytes.min(i32::MAX as usize) as i32,
                     max_records: request.max_records,
+                    batch_size: request.batch_size,
                     acquire_mode: ShareAcquireMode::from_id(request.share_acquire_mode)
                         .unwrap_or(ShareAcquireMode::BatchOptimized),
                 };

@@ -30,8 +30,8 @@ use tokio::time::Instant;
 use super::persister::Persister;
 pub use super::share_group_config::ShareGroupConfig;
 use super::share_partition::{
-    AcknowledgementBatch, FetchedBatch, ShareAcquireMode, ShareAcquiredRecords, SharePartition,
-    SharePartitionConfig, SharePartitionState, StateWrite,
+    split_by_batch_size, AcknowledgementBatch, FetchedBatch, ShareAcquireMode,
+    ShareAcquiredRecords, SharePartition, SharePartitionConfig, SharePartitionState, StateWrite,
 };
 use super::share_session_cache::ShareSessionCache;
 use crate::metadata::MetadataCache;
@@ -91,6 +91,8 @@ pub struct ShareFetchParams {
     pub min_bytes: i32,
     pub max_bytes: i32,
     pub max_records: i32,
+    /// The records per acquired range the client asked for (ShareFetch `BatchSize`).
+    pub batch_size: i32,
     pub acquire_mode: ShareAcquireMode,
 }
 
@@ -124,9 +126,12 @@ pub struct SharePartitionManager {
     config: ShareGroupConfig,
     partitions: Mutex<HashMap<(String, TopicIdPartition), Arc<SharePartitionEntry>>>,
     sessions: Mutex<ShareSessionCache>,
-    /// Pulsed when records become acquirable again (released, expired) or an acquisition
-    /// lock is taken (the expiry timer re-plans).
+    /// Pulsed when records become acquirable again (released, expired, or room made under
+    /// the in-flight limit): waiting fetches try again.
     changed: Notify,
+    /// Pulsed when acquisition locks are taken or renewed: the expiry timer re-plans. Apart
+    /// from `changed`, so that one member's acquisition does not wake every waiting fetch.
+    locks: Notify,
 }
 
 impl std::fmt::Debug for SharePartitionManager {
@@ -169,6 +174,7 @@ impl SharePartitionManager {
             config,
             partitions: Mutex::new(HashMap::new()),
             changed: Notify::new(),
+            locks: Notify::new(),
         })
     }
 
@@ -196,7 +202,7 @@ impl SharePartitionManager {
                 let Some(manager) = weak.upgrade() else {
                     return;
                 };
-                let changed = manager.changed.notified();
+                let changed = manager.locks.notified();
                 tokio::pin!(changed);
                 changed.as_mut().enable();
                 let next = manager.expire_locks().await;
@@ -435,16 +441,22 @@ impl SharePartitionManager {
                     answers.push((tp, ShareFetchPartitionData::error(ErrorCode::None, None)));
                     continue;
                 }
-                sp.acquire(
+                let batches = fetched_batches(&result.records);
+                let mut acquired = sp.acquire(
                     &params.member_id,
                     &settings.partition,
                     params.acquire_mode,
                     remaining_records,
                     fetch_offset,
-                    &fetched_batches(&result.records),
+                    &batches,
                     result.aborted_transactions.as_deref(),
                     unix_ms(),
-                )
+                );
+                if params.acquire_mode == ShareAcquireMode::BatchOptimized {
+                    acquired.acquired_records =
+                        split_by_batch_size(acquired.acquired_records, &batches, params.batch_size);
+                }
+                acquired
             } else {
                 ShareAcquiredRecords::default()
             };
@@ -455,7 +467,7 @@ impl SharePartitionManager {
             remaining_records -= acquired.count as i32;
             let records = slice_records(&result.records, &acquired.acquired_records);
             // The expiry timer re-plans for the new locks.
-            self.changed.notify_waiters();
+            self.locks.notify_waiters();
             answers.push((
                 tp,
                 ShareFetchPartitionData {
@@ -514,6 +526,8 @@ impl SharePartitionManager {
             entry.lock().complete_write(write_id, result);
             if result.is_ok() {
                 self.changed.notify_waiters();
+                // Renewed locks expire later.
+                self.locks.notify_waiters();
             }
             if let Err(e) = result {
                 self.on_persister_error(group_id, &tp, e);

@@ -195,6 +195,7 @@ fn params(member: &str, max_records: i32, max_wait: Duration) -> ShareFetchParam
         min_bytes: 1,
         max_bytes: 1 << 20,
         max_records,
+        batch_size: max_records,
         acquire_mode: ShareAcquireMode::RecordLimit,
     }
 }

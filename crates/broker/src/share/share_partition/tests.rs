@@ -767,3 +767,39 @@ fn a_write_never_moves_the_start_offset_over_another_unanswered_write() {
     assert_eq!(sp.record_state(0), Some((RecordState::Acquired, 1)));
     assert_eq!(sp.record_state(1), Some((RecordState::Acknowledged, 1)));
 }
+
+/// Kafka's `createBatches`: a long acquired range is cut at log batch boundaries once
+/// `batch_size` records are reached, never inside a batch; short ranges stay whole.
+#[test]
+fn acquired_ranges_are_cut_at_batch_boundaries_by_batch_size() {
+    let range = |first: i64, last: i64| AcquiredRecords {
+        first_offset: first,
+        last_offset: last,
+        delivery_count: 1,
+        ..Default::default()
+    };
+    let cut = |r: Vec<AcquiredRecords>, size: i32| -> Vec<(i64, i64)> {
+        split_by_batch_size(
+            r,
+            &[batch(0, 4), batch(5, 9), batch(10, 14), batch(15, 29)],
+            size,
+        )
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset))
+        .collect()
+    };
+    assert_eq!(cut(vec![range(0, 29)], 10), vec![(0, 9), (10, 29)]);
+    assert_eq!(
+        cut(vec![range(0, 29)], 5),
+        vec![(0, 4), (5, 9), (10, 14), (15, 29)]
+    );
+    // A batch longer than the size is not cut inside.
+    assert_eq!(
+        cut(vec![range(0, 29)], 3),
+        vec![(0, 4), (5, 9), (10, 14), (15, 29)]
+    );
+    assert_eq!(cut(vec![range(0, 29)], 30), vec![(0, 29)]);
+    assert_eq!(cut(vec![range(0, 29)], 0), vec![(0, 29)]);
+    // A range starting inside a batch is cut at the next boundaries.
+    assert_eq!(cut(vec![range(7, 29)], 5), vec![(7, 14), (15, 29)]);
+}
