@@ -20,6 +20,7 @@ use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};
 use crate::format;
+use crate::security::tls::TlsReconfigurer;
 
 /// kraftd's switch for the request metrics (default true): `false` records no per-request
 /// metrics at all (Kafka has no such switch: `metrics.recording.level` leaves them on), for
@@ -348,7 +349,36 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         // `share.coordinator.*`: Kafka's defaults where unset.
         share_coordinator: ShareCoordinatorConfig::from_properties(&properties)
             .map_err(|e| anyhow!("{e}"))?,
+        reconfigurables: tls_reconfigurables(config),
     })
+}
+
+/// A [`TlsReconfigurer`] for every TLS listener this node serves: its stores change with
+/// this broker's dynamic `listener.name.<l>.ssl.*` configs.
+fn tls_reconfigurables(
+    config: &NodeConfig,
+) -> Vec<std::sync::Arc<dyn kraftd_controller::publisher::Reconfigurable>> {
+    let inter_broker = config.inter_broker_listener_name();
+    config
+        .tls
+        .servers
+        .iter()
+        .map(|(listener, server)| {
+            let protocol = config
+                .security_protocols
+                .get(listener)
+                .copied()
+                .unwrap_or_default();
+            std::sync::Arc::new(TlsReconfigurer::new(
+                &config.props,
+                listener,
+                protocol,
+                server.clone(),
+                config.tls.clients.get(listener).cloned(),
+                inter_broker.as_deref() == Some(listener.as_str()),
+            )) as std::sync::Arc<dyn kraftd_controller::publisher::Reconfigurable>
+        })
+        .collect()
 }
 
 /// `log.cleaner.enable` and the `log.cleaner.*` sizes, Kafka's defaults where unset.

@@ -12,6 +12,9 @@ pub struct Properties {
     values: BTreeMap<String, String>,
     /// The file they were read from; `None` for flags and built-in defaults.
     source: Option<PathBuf>,
+    /// What messages name instead of the file, when values were layered over it (a live
+    /// node's dynamic configs).
+    described_as: Option<String>,
 }
 
 impl Properties {
@@ -51,6 +54,7 @@ impl Properties {
         Properties {
             values,
             source: None,
+            described_as: None,
         }
     }
 
@@ -69,10 +73,21 @@ impl Properties {
 
     /// Where a key's value came from, for "bad value ... in <source>" messages.
     pub fn source(&self) -> String {
+        if let Some(d) = &self.described_as {
+            return d.clone();
+        }
         match &self.source {
             Some(p) => p.display().to_string(),
             None => "the command line".to_string(),
         }
+    }
+
+    /// These properties with `overrides` set over them, named `described_as` in messages.
+    pub fn layered(&self, overrides: &BTreeMap<String, String>, described_as: String) -> Self {
+        let mut layered = self.clone();
+        layered.values.extend(overrides.clone());
+        layered.described_as = Some(described_as);
+        layered
     }
 
     /// Writes `key=value` lines (sorted, escaped) with a leading comment, as Java's

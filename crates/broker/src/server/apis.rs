@@ -41,6 +41,7 @@ use super::auth_helper::{
     cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
     init_producer_id_refusal, produce_refusals, request_auth, uncreatable,
 };
+use super::config_admin;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
 use super::internal_topics::InternalTopics;
 use super::log_dir_apis::{self, LOG_DIR_API_KEYS};
@@ -516,6 +517,12 @@ impl KafkaApis {
                 }
             }
             body if FORWARDED_API_KEYS.contains(&key) => {
+                // Kafka's ConfigAdminManager.preprocess: this broker's own configs checked
+                // against what takes them live.
+                let (forwarded, refusals) = config_admin::preprocess(&self.context, auth, body);
+                let Some(body) = forwarded else {
+                    return config_admin::refused_response(key, refusals);
+                };
                 let deadline = Instant::now() + forward_timeout(&body);
                 mark_local_complete();
                 let result = self
@@ -528,7 +535,8 @@ impl KafkaApis {
                         peer.ip(),
                         deadline,
                     )
-                    .await;
+                    .await
+                    .map(|response| config_admin::merge(response, refusals));
                 match result {
                     Ok(response) => {
                         // Read-your-writes: the client's next request here sees the change.

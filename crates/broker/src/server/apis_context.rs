@@ -66,6 +66,9 @@ pub struct BrokerApisContext {
     /// The share partitions this broker leads and the share sessions (ShareFetch,
     /// ShareAcknowledge); None while share groups cannot be served.
     pub share_partition_manager: Option<Arc<crate::share::SharePartitionManager>>,
+    /// This node's dynamic configs and what reconfigures with them: a change to this
+    /// broker's own configs is validated against them before it is forwarded.
+    pub dynamic_configs: kraftd_controller::publisher::DynamicConfigs,
 }
 
 /// Who sent a request, as the coordinators' shards record it.

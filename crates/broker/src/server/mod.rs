@@ -12,6 +12,7 @@ pub mod apis;
 pub mod apis_context;
 pub mod auth_helper;
 pub mod broker_channels;
+mod config_admin;
 pub mod controller_channel;
 pub mod data_plane;
 pub mod forwarding;
@@ -144,6 +145,10 @@ pub struct BrokerConfig {
     pub transaction_coordinator: TransactionCoordinatorConfig,
     /// `share.coordinator.*`.
     pub share_coordinator: ShareCoordinatorConfig,
+    /// What takes this broker's own dynamic configs live beyond the values it reads (its
+    /// listeners' TLS stores), validated before a change is forwarded and reconfigured as
+    /// the change is replayed (Kafka's `DynamicBrokerConfig.addReconfigurable`).
+    pub reconfigurables: Vec<Arc<dyn kraftd_controller::publisher::Reconfigurable>>,
 }
 
 /// Where the broker's metadata comes from.
@@ -271,6 +276,9 @@ impl BrokerServer {
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        for r in &config.reconfigurables {
+            published.dynamic_configs.add_reconfigurable(Arc::clone(r));
+        }
         // SASL/SCRAM logins on the client listeners check this node's live credentials.
         let mut listeners = listeners;
         for l in &mut listeners {
@@ -504,6 +512,7 @@ impl BrokerServer {
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
             share_partition_manager,
+            dynamic_configs: published.dynamic_configs.clone(),
         });
         // The persister creates a missing __share_group_state as FindCoordinator does; a
         // weak handle, since the context holds the persister.

@@ -15,16 +15,26 @@
 //! on a PEM store, a key without its chain, a location beside inline PEM) are kept; JKS and
 //! PKCS12 stores, which kraftd does not read, are refused naming the setting. No secret is
 //! ever printed.
+//!
+//! A broker's listener stores change live ([`TlsReconfigurer`], Kafka's `SslFactory` as a
+//! `ListenerReconfigurable`): the keys of Kafka's `SslConfigs.RECONFIGURABLE_CONFIGS` set
+//! for one listener of this broker through AlterConfigs are layered over the properties
+//! file, the stores read again, checked as Kafka checks them, and swapped in for new
+//! connections.
 
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
+use kraftd_controller::publisher::Reconfigurable;
+use kraftd_net::tls::subject_dn;
 use kraftd_net::tls::{
-    cipher_suite_names, parse_certificates, parse_private_key, CertificateDer, ClientAuth,
+    cipher_suite_names, parse_certificates, parse_private_key, serial_number,
+    validate_reconfiguration, CertificateDer, ClientAuth, ReconfigurationChecks,
     SslPrincipalMapper, TlsClient, TlsClientSettings, TlsIdentity, TlsOptions, TlsServer,
     TlsServerSettings, TlsVersion,
 };
 use kraftd_net::SecurityProtocol;
+use tracing::{error, info};
 
 use crate::properties::Properties;
 
@@ -364,6 +374,138 @@ pub fn client(props: &Properties, name: &str, protocol: SecurityProtocol) -> Res
         options: options(&s)?,
     })
     .map_err(|e| anyhow!("connections to listener {name} (in {}): {e}", s.source()))
+}
+
+/// Kafka's `SslConfigs.RECONFIGURABLE_CONFIGS`: the settings of a listener's stores, which
+/// a live broker takes for one listener (`listener.name.<l>.<key>`).
+pub const RECONFIGURABLE_CONFIGS: [&str; 10] = [
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.truststore.certificates",
+];
+
+/// One TLS listener's stores on a live broker, reconfigured from its dynamic configs: the
+/// listener's server (every connection accepted from now on) and, when this node connects
+/// to that listener of other nodes, its client. Each reconfiguration starts again from the
+/// properties file, so a deleted dynamic key gives the file's value back.
+#[derive(Debug)]
+pub struct TlsReconfigurer {
+    props: Properties,
+    listener: String,
+    protocol: SecurityProtocol,
+    server: TlsServer,
+    client: Option<TlsClient>,
+    /// The inter-broker listener: the other brokers hold the old stores
+    /// (Kafka's `keystoreVerifiableUsingTruststore`).
+    inter_broker: bool,
+}
+
+impl TlsReconfigurer {
+    /// For the listener `listener` served with `server` (and reached with `client`), from
+    /// the node's properties.
+    pub fn new(
+        props: &Properties,
+        listener: &str,
+        protocol: SecurityProtocol,
+        server: TlsServer,
+        client: Option<TlsClient>,
+        inter_broker: bool,
+    ) -> TlsReconfigurer {
+        TlsReconfigurer {
+            props: props.clone(),
+            listener: listener.to_string(),
+            protocol,
+            server,
+            client,
+            inter_broker,
+        }
+    }
+
+    /// The listener's stores under `configs`: `None` when they are what it serves with
+    /// already (Kafka's `shouldBeRebuilt` false), else the new server and client, checked.
+    fn build(
+        &self,
+        configs: &BTreeMap<String, String>,
+    ) -> std::result::Result<Option<(TlsServer, Option<TlsClient>)>, String> {
+        let prefix = format!("listener.name.{}.", self.listener.to_lowercase());
+        let overrides: BTreeMap<String, String> = configs
+            .iter()
+            .filter(|(k, _)| {
+                k.strip_prefix(&prefix)
+                    .is_some_and(|base| RECONFIGURABLE_CONFIGS.contains(&base))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let props = self.props.layered(
+            &overrides,
+            format!("the dynamic configs of listener {}", self.listener),
+        );
+        let server = server(&props, &self.listener, self.protocol).map_err(|e| e.to_string())?;
+        if server.same_stores(&self.server) {
+            return Ok(None);
+        }
+        let flag = |key: &str| {
+            props
+                .get(key)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        };
+        validate_reconfiguration(
+            &self.server,
+            &server,
+            ReconfigurationChecks {
+                allow_dn_changes: flag("ssl.allow.dn.changes"),
+                allow_san_changes: flag("ssl.allow.san.changes"),
+                verify_with_truststores: self.inter_broker,
+            },
+        )?;
+        let client = match &self.client {
+            Some(_) => {
+                Some(client(&props, &self.listener, self.protocol).map_err(|e| e.to_string())?)
+            }
+            None => None,
+        };
+        Ok(Some((server, client)))
+    }
+}
+
+impl Reconfigurable for TlsReconfigurer {
+    fn validate_reconfiguration(
+        &self,
+        configs: &BTreeMap<String, String>,
+    ) -> std::result::Result<(), String> {
+        self.build(configs).map(|_| ())
+    }
+
+    fn reconfigure(&self, configs: &BTreeMap<String, String>) {
+        match self.build(configs) {
+            Ok(None) => {}
+            Ok(Some((server, client))) => {
+                self.server.reconfigure(&server);
+                if let (Some(current), Some(next)) = (&self.client, &client) {
+                    current.reconfigure(next);
+                }
+                let cert = server.certificates().into_iter().next();
+                info!(
+                    listener = %self.listener,
+                    subject = cert.as_ref().and_then(|c| subject_dn(c)).unwrap_or_default(),
+                    serial = cert.as_ref().and_then(|c| serial_number(c)).unwrap_or_default(),
+                    "listener's SSL stores reconfigured: new connections use them"
+                );
+            }
+            Err(e) => error!(
+                listener = %self.listener,
+                error = %e,
+                "listener's SSL stores not reconfigured; it keeps the ones it has"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,15 @@ impl Pki {
         (cert_path, key_path)
     }
 
+    /// A new node certificate (a new key and serial number) for `subject` and 127.0.0.1
+    /// and localhost, written with its key to `path` as a PEM keystore; the certificate's
+    /// PEM.
+    pub fn node_keystore(&self, path: &Path, subject: &[(&str, &str)]) -> String {
+        let (cert, key) = self.sign(subject, &["127.0.0.1", "localhost"]);
+        std::fs::write(path, format!("{key}{cert}")).unwrap();
+        cert
+    }
+
     pub fn ca_path(&self) -> PathBuf {
         self.dir.join("ca.pem")
     }

@@ -6,7 +6,7 @@ partitions (no consumer group) and checks it. Validated against Apache Kafka 4.4
 usage:
   idempotent_failover.py --bootstrap B --topic T [--partitions P] [--replication-factor R]
       [--min-insync-replicas M] [--stop-file PATH] [--max-records N] [--acked-file PATH]
-      [--progress-every K]
+      [--progress-every K] [--client-config KEY=VALUE ...]
     Creates the topic unless it exists, prints "leaders {partition: broker}" and "started",
     then produces values "<run>.<seq>" (key "k-<seq % 100>"; <run> is unique per run, so
     records of earlier runs in the topic are ignored) with at most --in-flight records
@@ -26,6 +26,9 @@ usage:
   idempotent_failover.py --verify FILE[,FILE...] --bootstrap B --topic T
     Reads the topic and checks every acknowledgement in the files (written by --acked-file)
     is there at its partition/offset with its value: nothing acknowledged was lost.
+
+--client-config settings (security.protocol, sasl.*, ssl.ca.location, ...) go to every
+client the script makes.
 
 Every mode prints one JSON summary line last ("ok": true), or "FAILED: <reason>" and exits 1.
 """
@@ -58,9 +61,13 @@ p.add_argument("--progress-every", type=int, default=1000)
 p.add_argument("--acked-file")
 p.add_argument("--expect-not-enough-replicas", action="store_true")
 p.add_argument("--count", type=int, default=20)
+p.add_argument("--client-config", action="append", default=[],
+               help="KEY=VALUE for every client (security settings)")
 p.add_argument("--verify")
 p.add_argument("--timeout", type=float, default=120.0)
 args = p.parse_args()
+CLIENT = {"bootstrap.servers": args.bootstrap}
+CLIENT.update(kv.split("=", 1) for kv in args.client_config)
 
 SUMMARY["topic"] = args.topic
 # Values are "<run>.<seq>": a run reads back its own records from a topic that earlier runs
@@ -79,7 +86,7 @@ def own_seq(v):
 
 
 def leaders():
-    a = cadmin.AdminClient({"bootstrap.servers": args.bootstrap})
+    a = cadmin.AdminClient(dict(CLIENT))
     md = a.list_topics(args.topic, timeout=10).topics.get(args.topic)
     if md is None or md.error is not None:
         return None
@@ -87,13 +94,13 @@ def leaders():
 
 
 def create_topic():
-    a = cadmin.AdminClient({"bootstrap.servers": args.bootstrap})
+    a = cadmin.AdminClient(dict(CLIENT))
     deadline = time.time() + args.timeout
     clients_common.create_topic(a, args.topic, args.partitions, args.replication_factor,
                                 {"min.insync.replicas": str(args.min_insync_replicas)}, deadline)
     # Until every partition's leader answers ListOffsets (metadata may name a leader before
     # it serves the partition).
-    c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "idempotent-failover-probe"})
+    c = Consumer({**CLIENT, "group.id": "idempotent-failover-probe"})
     while True:
         try:
             ls = leaders()
@@ -113,7 +120,7 @@ def consume_all(partitions):
     """Every record of `partitions`, read from the beginning to the end offset as of now:
     partition -> [(offset, key, value)]."""
     c = Consumer({
-        "bootstrap.servers": args.bootstrap,
+        **CLIENT,
         "group.id": f"idempotent-failover-check-{args.topic}",  # required; never committed
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
@@ -181,7 +188,7 @@ if args.verify:
 if args.expect_not_enough_replicas:
     SUMMARY["mode"] = "expect-not-enough-replicas"
     producer = Producer({
-        "bootstrap.servers": args.bootstrap,
+        **CLIENT,
         "acks": "all",
         "enable.idempotence": False,
         "retries": 0,
@@ -261,7 +268,7 @@ def on_error(err):
 
 
 producer = Producer({
-    "bootstrap.servers": args.bootstrap,
+    **CLIENT,
     "enable.idempotence": True,
     "acks": "all",
     "linger.ms": 5,

@@ -8,10 +8,12 @@
 //! log never holds a key brokers do not know, nor a value kraftd would not act on (a key it
 //! does not support, set to anything but Kafka's default, is INVALID_CONFIG). A broker
 //! config also follows Kafka's update modes (`check_broker_update`: read-only, per broker,
-//! per listener), and may be given for one listener (`listener.name.<l>.<config>`). Only keys whose value really changes get a
-//! `ConfigRecord`. A change of `min.insync.replicas` invalidates the ELRs built under the old
-//! value (KIP-966), so when ELR is on it also writes a `ClearElrRecord`: for that topic, or,
-//! for a broker-level change, for every topic (empty name).
+//! per listener), and may be given for one listener (`listener.name.<l>.<config>`). Only keys
+//! whose value really changes get a `ConfigRecord`, but for a broker every key set does, as
+//! Kafka writes them (KAFKA-14136: the broker re-reads a keystore file set again). A change
+//! of `min.insync.replicas` invalidates the ELRs built under the old value (KIP-966), so when
+//! ELR is on it also writes a `ClearElrRecord`: for that topic, or, for a broker-level
+//! change, for every topic (empty name).
 //!
 //! A group's configs are checked as a whole after the operations apply, against this
 //! controller's own `group.*` bounds ([`GroupConfigBounds`]), as Kafka's
@@ -317,17 +319,7 @@ fn incremental(
                 }
                 let new_value = match op {
                     OP_SET => value.to_string(),
-                    _ => {
-                        let mut list = split_list(current(key).unwrap_or(""));
-                        for item in split_list(value) {
-                            if op == OP_APPEND && !list.contains(&item) {
-                                list.push(item);
-                            } else if op == OP_SUBTRACT {
-                                list.retain(|x| *x != item);
-                            }
-                        }
-                        list.join(",")
-                    }
+                    _ => list_op(current(key).unwrap_or(""), op, value),
                 };
                 let scope = match resource.resource_type {
                     ConfigResourceType::Topic => ConfigScope::Topic,
@@ -346,7 +338,11 @@ fn incremental(
                 ))
             }
         };
-        if current(key) != new_value.as_deref() {
+        // KAFKA-14136: a broker config is written even when its value stays, so the broker
+        // re-reads the files it names (a keystore rewritten in place).
+        if current(key) != new_value.as_deref()
+            || resource.resource_type == ConfigResourceType::Broker
+        {
             records.push(ConfigRecord {
                 resource_type: resource.resource_type.code(),
                 resource_name: resource.name.clone(),
@@ -390,9 +386,16 @@ fn push_outcome(
         Err(error) => Some(error),
         Ok(configs) => {
             if !validate_only {
-                let min_isr_changed = configs
-                    .iter()
-                    .any(|c| c.name == MIN_IN_SYNC_REPLICAS_CONFIG);
+                // A broker's records repeat unchanged values (KAFKA-14136): only a new
+                // value invalidates ELRs.
+                let resource = ConfigResource::new(
+                    ConfigResourceType::from_i8(resource_type).unwrap_or(ConfigResourceType::Topic),
+                    resource_name,
+                );
+                let min_isr_changed = configs.iter().any(|c| {
+                    c.name == MIN_IN_SYNC_REPLICAS_CONFIG
+                        && image.configs.value(&resource, &c.name) != c.value.as_deref()
+                });
                 records.extend(configs.into_iter().map(MetadataRecord::Config));
                 if min_isr_changed && ReplicationControlManager::is_elr_enabled(image) {
                     let topic_name = if resource_type == ConfigResourceType::Topic.code() {
@@ -414,6 +417,45 @@ fn push_outcome(
         resource_name: resource_name.to_string(),
         error,
     });
+}
+
+/// A resource's overrides after IncrementalAlterConfigs' operations (`(key, op, value)`),
+/// as the controller will apply them; for a broker that checks a change to its own configs
+/// before forwarding it (Kafka's `ConfigAdminManager.preprocess`). Values are not
+/// validated here: the controller does that.
+pub fn apply_config_ops(
+    mut current: BTreeMap<String, String>,
+    ops: &[(&str, i8, Option<&str>)],
+) -> BTreeMap<String, String> {
+    for &(key, op, value) in ops {
+        match (op, value) {
+            (OP_DELETE, _) => {
+                current.remove(key);
+            }
+            (OP_SET, Some(v)) => {
+                current.insert(key.to_string(), v.to_string());
+            }
+            (OP_APPEND | OP_SUBTRACT, Some(v)) => {
+                let next = list_op(current.get(key).map_or("", String::as_str), op, v);
+                current.insert(key.to_string(), next);
+            }
+            _ => {}
+        }
+    }
+    current
+}
+
+/// A LIST config's value after APPEND or SUBTRACT of `value`'s items.
+fn list_op(current: &str, op: i8, value: &str) -> String {
+    let mut list = split_list(current);
+    for item in split_list(value) {
+        if op == OP_APPEND && !list.contains(&item) {
+            list.push(item);
+        } else if op == OP_SUBTRACT {
+            list.retain(|x| *x != item);
+        }
+    }
+    list.join(",")
 }
 
 fn split_list(value: &str) -> Vec<String> {

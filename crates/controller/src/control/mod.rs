@@ -47,7 +47,7 @@ pub use cluster::{
     BrokerControlState, BrokerHeartbeatManager, ClusterControlConfig, ClusterControlManager,
     BROKER_SESSION_TIMEOUT_MS_DEFAULT,
 };
-pub use configuration::ConfigurationControlManager;
+pub use configuration::{apply_config_ops, ConfigurationControlManager};
 pub use features::{FeatureControlConfig, FeatureControlManager};
 pub use partition_change::{change_record_is_no_op, Election, PartitionChangeBuilder};
 pub use placement::{PlacementError, PlacementSeed, UsableBroker};

@@ -416,7 +416,8 @@ const SASL: &str = "SASL_PLAINTEXT and SASL_SSL listeners and the node's own SAS
 const TLS: &str =
     "SSL and SASL_SSL listeners and the node's own TLS clients, from the properties file";
 const TLS_JSSE: &str = "tunes Java's TLS implementation (JSSE); kraftd's TLS has its own";
-const TLS_RELOAD: &str = "only checked when a keystore changes dynamically, which kraftd refuses";
+const TLS_RELOAD: &str = "checked when a listener's keystore changes on a live node (kraftd_net::tls::validate_reconfiguration, as Kafka's SslFactory)";
+const TLS_STORES: &str = "SSL and SASL_SSL listeners and the node's own TLS clients; set for one listener of one broker (listener.name.<l>.), a live broker re-reads the stores for new connections, established ones continue (cli security/tls.rs, TlsReconfigurer)";
 const KERBEROS: &str = "Kerberos (GSSAPI) only, which kraftd refuses";
 const OAUTH: &str = "OAUTHBEARER only, which kraftd refuses";
 const LOGIN_REFRESH: &str = "refreshes expiring logins (GSSAPI, OAUTHBEARER), which kraftd refuses; PLAIN and SCRAM logins do not expire";
@@ -541,28 +542,28 @@ pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "sasl.server.max.receive.size", SASL),
     refused(S, "security.inter.broker.protocol", INTER_BROKER_PROTOCOL),
     refused(S, "security.providers", PLUGIN),
-    no_effect(S, "ssl.allow.dn.changes", TLS_RELOAD),
-    no_effect(S, "ssl.allow.san.changes", TLS_RELOAD),
+    honoured(S, "ssl.allow.dn.changes", TLS_RELOAD),
+    honoured(S, "ssl.allow.san.changes", TLS_RELOAD),
     honoured_static(B, "ssl.cipher.suites", TLS),
     honoured_static(B, "ssl.client.auth", TLS),
     honoured_static(B, "ssl.enabled.protocols", TLS),
     honoured_static(B, "ssl.endpoint.identification.algorithm", TLS),
     refused(B, "ssl.engine.factory.class", PLUGIN),
-    honoured_static(B, "ssl.key.password", TLS),
+    honoured(B, "ssl.key.password", TLS_STORES),
     no_effect(B, "ssl.keymanager.algorithm", TLS_JSSE),
-    honoured_static(B, "ssl.keystore.certificate.chain", TLS),
-    honoured_static(B, "ssl.keystore.key", TLS),
-    honoured_static(B, "ssl.keystore.location", TLS),
-    honoured_static(B, "ssl.keystore.password", TLS),
-    honoured_static(B, "ssl.keystore.type", TLS),
+    honoured(B, "ssl.keystore.certificate.chain", TLS_STORES),
+    honoured(B, "ssl.keystore.key", TLS_STORES),
+    honoured(B, "ssl.keystore.location", TLS_STORES),
+    honoured(B, "ssl.keystore.password", TLS_STORES),
+    honoured(B, "ssl.keystore.type", TLS_STORES),
     honoured(S, "ssl.principal.mapping.rules", TLS),
     honoured_static(B, "ssl.protocol", TLS),
     no_effect(B, "ssl.provider", TLS_JSSE),
     no_effect(B, "ssl.secure.random.implementation", TLS_JSSE),
     no_effect(B, "ssl.trustmanager.algorithm", TLS_JSSE),
-    honoured_static(B, "ssl.truststore.certificates", TLS),
-    honoured_static(B, "ssl.truststore.location", TLS),
-    honoured_static(B, "ssl.truststore.password", TLS),
-    honoured_static(B, "ssl.truststore.type", TLS),
+    honoured(B, "ssl.truststore.certificates", TLS_STORES),
+    honoured(B, "ssl.truststore.location", TLS_STORES),
+    honoured(B, "ssl.truststore.password", TLS_STORES),
+    honoured(B, "ssl.truststore.type", TLS_STORES),
     honoured(S, "super.users", AUTHORIZER),
 ];

@@ -7,9 +7,17 @@
 //! Kept per node: this broker's overrides (broker resource named by its id), the cluster-wide
 //! broker default (broker resource with the empty name) and every topic's overrides. Other
 //! brokers' overrides, broker loggers, client metrics and groups are someone else's concern.
+//!
+//! Components that take configs live by more than re-reading a value register a
+//! [`Reconfigurable`] (Kafka's `Reconfigurable` / `ListenerReconfigurable`, such as a
+//! listener's TLS stores): a broker validates a change against them before forwarding it, and
+//! this publisher reconfigures them whenever a record for this node's own resource is
+//! replayed, even one that sets a value again, so a keystore file rewritten in place is
+//! re-read (Kafka's `reloadUpdatedFilesWithoutConfigChange`, KAFKA-14136).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use imbl::OrdMap;
 
@@ -30,6 +38,21 @@ pub struct DynamicConfigPublisher {
 pub struct DynamicConfigs {
     node_id: i32,
     inner: Arc<Published<DynamicConfigSnapshot>>,
+    reconfigurables: Arc<Mutex<Vec<Arc<dyn Reconfigurable>>>>,
+}
+
+/// Kafka's `Reconfigurable`: a component of a running node that takes some of its dynamic
+/// broker configs live. Each call gets this node's effective dynamic broker configs (its own
+/// overrides over the cluster default) and picks the keys it owns.
+pub trait Reconfigurable: Send + Sync + fmt::Debug {
+    /// Whether these configs could be applied; Kafka's message when not (a keystore that
+    /// does not load, a certificate whose subject changed, ...).
+    fn validate_reconfiguration(&self, configs: &BTreeMap<String, String>) -> Result<(), String>;
+
+    /// Applies the configs: called with every record replayed for this node's own resource,
+    /// so a store file may be re-read without a value changing. A failure is logged by the
+    /// component and leaves it as it was.
+    fn reconfigure(&self, configs: &BTreeMap<String, String>);
 }
 
 /// The dynamic configs at one point of the log. Immutable, so several keys read from one
@@ -81,6 +104,7 @@ impl DynamicConfigPublisher {
         if updated {
             tracing::info!(node_id = self.configs.node_id, "dynamic configs reloaded");
         }
+        self.configs.reconfigure();
     }
 
     fn apply_changes(&self, delta: &MetadataDelta, image: &MetadataImage) {
@@ -93,6 +117,9 @@ impl DynamicConfigPublisher {
         if relevant.is_empty() {
             return;
         }
+        let own = relevant.iter().any(|r| {
+            r.resource_type == ConfigResourceType::Broker && r.name == self.broker_resource_name
+        });
         self.configs.inner.update(|snapshot| {
             let mut changed = false;
             for resource in relevant {
@@ -121,6 +148,9 @@ impl DynamicConfigPublisher {
             }
             changed
         });
+        if own {
+            self.configs.reconfigure();
+        }
     }
 
     fn is_relevant(&self, resource: &ConfigResource) -> bool {
@@ -156,6 +186,51 @@ impl DynamicConfigs {
         DynamicConfigs {
             node_id,
             inner: Arc::new(Published::new(DynamicConfigSnapshot::default())),
+            reconfigurables: Arc::default(),
+        }
+    }
+
+    /// Registers a component to validate and reconfigure with this node's dynamic configs
+    /// (Kafka's `DynamicBrokerConfig.addReconfigurable`); it is reconfigured at once with
+    /// the configs already published.
+    pub fn add_reconfigurable(&self, reconfigurable: Arc<dyn Reconfigurable>) {
+        reconfigurable.reconfigure(&self.snapshot().broker_configs());
+        self.reconfigurables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(reconfigurable);
+    }
+
+    /// Whether this node's dynamic broker configs may become `configs` (its own overrides
+    /// over the cluster default, after a change): every registered component's verdict, the
+    /// first refusal's message.
+    pub fn validate_reconfiguration(
+        &self,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        let reconfigurables = self
+            .reconfigurables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        reconfigurables
+            .iter()
+            .try_for_each(|r| r.validate_reconfiguration(configs))
+    }
+
+    /// Reconfigures every registered component with the configs now published.
+    fn reconfigure(&self) {
+        let reconfigurables = self
+            .reconfigurables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if reconfigurables.is_empty() {
+            return;
+        }
+        let configs = self.snapshot().broker_configs();
+        for r in &reconfigurables {
+            r.reconfigure(&configs);
         }
     }
 
@@ -200,6 +275,16 @@ impl DynamicConfigSnapshot {
             .get(key)
             .or_else(|| self.cluster_default.get(key))
             .map(String::as_str)
+    }
+
+    /// This broker's own overrides, without the cluster default.
+    pub fn own_broker_configs(&self) -> BTreeMap<String, String> {
+        self.broker.clone().into_iter().collect()
+    }
+
+    /// The cluster-wide defaults alone.
+    pub fn cluster_default_configs(&self) -> BTreeMap<String, String> {
+        self.cluster_default.clone().into_iter().collect()
     }
 
     /// Every dynamic broker key in effect on this node, overrides over defaults.

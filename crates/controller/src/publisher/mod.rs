@@ -28,7 +28,9 @@ pub use acl::{
     RESOURCE_TYPE_TRANSACTIONAL_ID, SUPER_USERS_CONFIG, WILDCARD_HOST, WILDCARD_PRINCIPAL,
 };
 pub use client_quota::{ClientQuotaPublisher, ClientQuotas};
-pub use dynamic_config::{DynamicConfigPublisher, DynamicConfigSnapshot, DynamicConfigs};
+pub use dynamic_config::{
+    DynamicConfigPublisher, DynamicConfigSnapshot, DynamicConfigs, Reconfigurable,
+};
 pub use scram::{CredentialProvider, ScramPublisher};
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};

@@ -7,16 +7,26 @@
 //! certificate when it has one). The settings come in Kafka's vocabulary (TLSv1.2/TLSv1.3,
 //! Kafka's cipher suite names); the CLI reads them from the properties (`kraftd-cli`'s
 //! `security::tls`). `server.rs` and `client.rs` call in here and stay protocol-agnostic.
+//!
+//! Both are reconfigurable as Kafka's `SslFactory` is: every clone of a [`TlsServer`] or
+//! [`TlsClient`] shares one cell, and [`TlsServer::reconfigure`] swaps in new stores, so the
+//! next handshake uses them while established connections keep theirs.
+//! [`validate_reconfiguration`] is Kafka's check before a swap (`SslFactory.
+//! createNewSslEngineFactory`): the new certificate keeps the old one's subject and
+//! alternative names unless `ssl.allow.dn.changes` / `ssl.allow.san.changes`, a truststore
+//! is not added where there was none, and, for the inter-broker listener, each side's
+//! certificate is trusted by the other side's truststore.
 
 mod pem;
 mod principal;
+mod reconfigure;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -34,7 +44,8 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use crate::principal::KafkaPrincipal;
 
 pub use pem::{parse_certificates, parse_private_key};
-pub use principal::{subject_dn, SslPrincipalMapper};
+pub use principal::{serial_number, subject_alt_names, subject_dn, SslPrincipalMapper};
+pub use reconfigure::{validate_reconfiguration, ReconfigurationChecks};
 pub use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// A TLS protocol version kraftd speaks, by Kafka's name.
@@ -229,19 +240,30 @@ pub struct TlsServerSettings {
     pub principal_mapper: SslPrincipalMapper,
 }
 
-/// A listener's TLS: the acceptor, and how a client certificate becomes a principal.
+/// A listener's TLS: the acceptor, and how a client certificate becomes a principal. Clones
+/// share one cell: [`TlsServer::reconfigure`] changes what every clone's next handshake uses.
 #[derive(Clone)]
 pub struct TlsServer {
+    state: Arc<RwLock<Arc<ServerState>>>,
+}
+
+/// What one generation of a listener's TLS serves with.
+struct ServerState {
     acceptor: TlsAcceptor,
     client_auth: ClientAuth,
     mapper: Arc<SslPrincipalMapper>,
+    /// The keystore's chain and the truststore, to compare with a reconfiguration's.
+    chain: Vec<CertificateDer<'static>>,
+    trust: Vec<CertificateDer<'static>>,
 }
 
 impl fmt::Debug for TlsServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.current();
         f.debug_struct("TlsServer")
-            .field("client_auth", &self.client_auth)
-            .field("principal_mapper", &self.mapper.to_string())
+            .field("client_auth", &state.client_auth)
+            .field("principal_mapper", &state.mapper.to_string())
+            .field("subject", &state.chain.first().and_then(|c| subject_dn(c)))
             .finish_non_exhaustive()
     }
 }
@@ -276,14 +298,48 @@ impl TlsServer {
                 builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
             }
         };
+        let chain = settings.identity.chain.clone();
         let config = builder
             .with_single_cert(settings.identity.chain, settings.identity.key)
             .map_err(|e| format!("the keystore's key and certificate do not fit: {e}"))?;
-        Ok(TlsServer {
+        let state = ServerState {
             acceptor: TlsAcceptor::from(Arc::new(config)),
             client_auth: settings.client_auth,
             mapper: Arc::new(settings.principal_mapper),
+            chain,
+            trust: settings.trust,
+        };
+        Ok(TlsServer {
+            state: Arc::new(RwLock::new(Arc::new(state))),
         })
+    }
+
+    fn current(&self) -> Arc<ServerState> {
+        Arc::clone(&self.state.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The keystore's certificate chain in use, the node's own first.
+    pub fn certificates(&self) -> Vec<CertificateDer<'static>> {
+        self.current().chain.clone()
+    }
+
+    /// The trusted CAs in use (empty without a truststore).
+    pub fn trusted(&self) -> Vec<CertificateDer<'static>> {
+        self.current().trust.clone()
+    }
+
+    /// Whether `other` serves the same certificates and trusts the same CAs: a
+    /// reconfiguration to it changes nothing (Kafka's `shouldBeRebuilt` is false).
+    pub fn same_stores(&self, other: &TlsServer) -> bool {
+        let (a, b) = (self.current(), other.current());
+        a.chain == b.chain && a.trust == b.trust
+    }
+
+    /// From now on every clone of this server handshakes as `next` does (its stores, client
+    /// authentication and principal mapping); connections already established keep theirs.
+    pub fn reconfigure(&self, next: &TlsServer) {
+        let next = next.current();
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = next;
     }
 
     /// The TLS handshake on an accepted connection, bounded by `within`
@@ -295,7 +351,8 @@ impl TlsServer {
         stream: TcpStream,
         within: Duration,
     ) -> Result<(tokio_rustls::server::TlsStream<TcpStream>, KafkaPrincipal), String> {
-        let stream = match tokio::time::timeout(within, self.acceptor.accept(stream)).await {
+        let state = self.current();
+        let stream = match tokio::time::timeout(within, state.acceptor.accept(stream)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
             Err(_) => return Err(format!("TLS handshake not done within {within:?}")),
@@ -310,7 +367,7 @@ impl TlsServer {
             Some(cert) => {
                 let dn =
                     subject_dn(cert).ok_or("the client certificate's subject does not parse")?;
-                let name = self.mapper.name(&dn).ok_or_else(|| {
+                let name = state.mapper.name(&dn).ok_or_else(|| {
                     format!("no ssl.principal.mapping.rules rule applies to {dn:?}")
                 })?;
                 KafkaPrincipal::user(name)
@@ -334,10 +391,11 @@ pub struct TlsClientSettings {
 }
 
 /// The node's TLS towards one listener name: the connector; the server name is each
-/// destination's host.
+/// destination's host. Clones share one cell, as [`TlsServer`]'s do
+/// ([`TlsClient::reconfigure`]).
 #[derive(Clone)]
 pub struct TlsClient {
-    connector: TlsConnector,
+    connector: Arc<RwLock<TlsConnector>>,
     verify_host_name: bool,
 }
 
@@ -377,9 +435,20 @@ impl TlsClient {
             None => builder.with_no_client_auth(),
         };
         Ok(TlsClient {
-            connector: TlsConnector::from(Arc::new(config)),
+            connector: Arc::new(RwLock::new(TlsConnector::from(Arc::new(config)))),
             verify_host_name: settings.verify_host_name,
         })
+    }
+
+    /// From now on every clone of this client connects as `next` does (its certificate and
+    /// trusted CAs); connections already established keep theirs.
+    pub fn reconfigure(&self, next: &TlsClient) {
+        let connector = next
+            .connector
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        *self.connector.write().unwrap_or_else(|p| p.into_inner()) = connector;
     }
 
     /// The TLS handshake with `destination` (`host:port`; a host name or an IP address is
@@ -396,7 +465,12 @@ impl TlsClient {
             .trim_end_matches(']');
         let name = ServerName::try_from(host.to_string())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        self.connector.connect(name, stream).await
+        let connector = self
+            .connector
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        connector.connect(name, stream).await
     }
 }
 

@@ -3,7 +3,8 @@
 //! the last RDN first, RFC 2253's keywords, other attributes as `OID=#hex`), and Kafka's
 //! `SslPrincipalMapper` (`ssl.principal.mapping.rules`: `RULE:pattern/replacement/[LU]`
 //! and `DEFAULT`, tried in order, the first that matches the whole name wins) turning it
-//! into the principal's name. The subject is read with a small DER walker: the certificate
+//! into the principal's name; the serial number and subject alternative names, which a
+//! keystore reconfiguration compares. The subject is read with a small DER walker: the certificate
 //! has already been verified by rustls, and a malformed one yields `None`, never a panic.
 
 use std::fmt;
@@ -329,6 +330,13 @@ fn expand(pieces: &[Piece], caps: &Captures<'_>, out: &mut String) {
 /// The subject of a DER certificate as Java's `X500Principal.getName()` (RFC 2253) prints
 /// it, or `None` if the certificate does not parse.
 pub fn subject_dn(certificate: &[u8]) -> Option<String> {
+    let (_, subject, _) = tbs_fields(certificate)?;
+    format_name(subject)
+}
+
+/// The fields of a DER certificate's `TBSCertificate` up to its subject: (serial number
+/// contents, subject contents, the rest: subject public key info and what follows).
+fn tbs_fields(certificate: &[u8]) -> Option<(&[u8], &[u8], Der<'_>)> {
     let mut cert = Der(certificate);
     let (_, cert_body) = cert.expect(0x30)?;
     let (_, tbs) = Der(cert_body).expect(0x30)?;
@@ -336,12 +344,75 @@ pub fn subject_dn(certificate: &[u8]) -> Option<String> {
     if tbs.peek_tag() == Some(0xa0) {
         tbs.next()?; // version
     }
-    tbs.expect(0x02)?; // serial number
+    let (_, serial) = tbs.expect(0x02)?;
     tbs.expect(0x30)?; // signature algorithm
     tbs.expect(0x30)?; // issuer
     tbs.expect(0x30)?; // validity
     let (_, subject) = tbs.expect(0x30)?;
-    format_name(subject)
+    Some((serial, subject, tbs))
+}
+
+/// A DER certificate's serial number in hexadecimal (as `openssl x509 -serial` prints it,
+/// without leading zero bytes), or `None` if the certificate does not parse.
+pub fn serial_number(certificate: &[u8]) -> Option<String> {
+    let (serial, _, _) = tbs_fields(certificate)?;
+    let digits: Vec<u8> = serial.iter().copied().skip_while(|b| *b == 0).collect();
+    if digits.is_empty() {
+        return Some("00".to_string());
+    }
+    Some(digits.iter().map(|b| format!("{b:02X}")).collect())
+}
+
+/// A DER certificate's subject alternative names as Java's
+/// `X509Certificate.getSubjectAlternativeNames` lists them: (GeneralName type, value), the
+/// value as text for the types Java gives as strings (rfc822Name 1, dNSName 2, URI 6,
+/// iPAddress 7, registeredID 8 as hex here) and hexadecimal DER otherwise; sorted; empty
+/// without the extension. `None` if the certificate does not parse.
+pub fn subject_alt_names(certificate: &[u8]) -> Option<Vec<(u8, String)>> {
+    let (_, _, mut rest) = tbs_fields(certificate)?;
+    rest.expect(0x30)?; // subject public key info
+    let mut names = Vec::new();
+    while !rest.is_empty() {
+        let (tag, contents) = rest.next()?;
+        if tag != 0xa3 {
+            continue; // issuer or subject unique id
+        }
+        let (_, extensions) = Der(contents).expect(0x30)?;
+        let mut extensions = Der(extensions);
+        while !extensions.is_empty() {
+            let (_, extension) = extensions.expect(0x30)?;
+            let mut extension = Der(extension);
+            let (_, oid) = extension.expect(0x06)?;
+            if oid != [0x55, 0x1d, 0x11] {
+                continue; // not 2.5.29.17
+            }
+            if extension.peek_tag() == Some(0x01) {
+                extension.next()?; // critical
+            }
+            let (_, value) = extension.expect(0x04)?;
+            let (_, general_names) = Der(value).expect(0x30)?;
+            let mut general_names = Der(general_names);
+            while !general_names.is_empty() {
+                let (tag, value, encoded) = general_names.next_with_encoding()?;
+                let kind = tag & 0x1f;
+                let text = match kind {
+                    1 | 2 | 6 => String::from_utf8_lossy(value).into_owned(),
+                    7 if value.len() == 4 => {
+                        std::net::Ipv4Addr::new(value[0], value[1], value[2], value[3]).to_string()
+                    }
+                    7 if value.len() == 16 => {
+                        let octets: [u8; 16] = value.try_into().ok()?;
+                        std::net::Ipv6Addr::from(octets).to_string()
+                    }
+                    _ => encoded.iter().map(|b| format!("{b:02x}")).collect(),
+                };
+                names.push((kind, text));
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    Some(names)
 }
 
 /// A DER `Name` (the contents of its SEQUENCE) in RFC 2253 form: the RDNs last first,
