@@ -7,8 +7,9 @@
 //!   topic, and leadership moves from a Kafka broker to it and on to the other Kafka broker;
 //!   every acks=all record is read back through each broker after each move.
 //! - A Kafka broker beside two kraftd brokers on three kraftd controllers formatted by
-//!   `kraftd format` with its defaults (metadata.version 33): the same, leadership moving
-//!   kraftd → Kafka → kraftd.
+//!   `kraftd format --release-version 4.2` (metadata.version 29; at 30 and above a Kafka
+//!   broker heartbeats at BrokerHeartbeat v2, not served by kraftd yet): the same, leadership
+//!   moving kraftd → Kafka → kraftd.
 //! - `kraftd format --release-version/--feature` writes the FeatureLevelRecords Kafka's
 //!   `kafka-storage format` writes for the same arguments, byte for byte.
 //! - What a kraftd controller writes to the metadata log at metadata.version 33 and 25 is
@@ -28,8 +29,7 @@ use common::kcat::{consume, produce, Consumed};
 use common::python::wait_until_brokers_listed;
 use common::script::partition_state;
 use common::{
-    eventually, format, format_with_args, formatted_quorum, run, voters, write_broker_config,
-    write_config, Node, BIN,
+    eventually, format, format_with_args, run, voters, write_broker_config, write_config, Node, BIN,
 };
 use kraftd_protocol::metadata_record::decode_metadata_record;
 use kraftd_protocol::MetadataRecord;
@@ -78,11 +78,20 @@ fn a_kraftd_broker_joins_a_kafka_quorum_and_leads_a_partition() {
     replicate_through_each_leader(&brokers, &[1, 3, 2], &logs);
 }
 
+/// At 4.2 (metadata.version 29): from 4.3-IV0 (30) on, a Kafka broker heartbeats with
+/// cordoned log dirs (BrokerHeartbeat v2, KIP-1066), which kraftd's controllers do not serve
+/// yet, so a Kafka broker on kraftd controllers at 30 or above is never unfenced.
 #[test]
-fn a_kafka_broker_joins_a_kraftd_quorum_at_metadata_version_33() {
+fn a_kafka_broker_joins_a_kraftd_quorum_at_metadata_version_29() {
     let root = tempfile::tempdir().unwrap();
-    let (cluster_id, mut controllers) = formatted_quorum(root.path(), 3);
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut controllers: Vec<Node> = (1..=3).map(|id| Node::new(root.path(), id)).collect();
     let quorum = voters(&controllers);
+    for c in &controllers {
+        std::fs::create_dir_all(&c.dir).unwrap();
+        write_config(c, &quorum);
+        format_with_args(c, &cluster_id, &["--release-version", "4.2"]);
+    }
     let mut brokers: Vec<Node> = [4, 5]
         .iter()
         .map(|id| Node::broker(root.path(), *id))
