@@ -2,9 +2,9 @@
 //! `kafka-storage random-uuid`: every log directory gets a `meta.properties` (version 1,
 //! node.id, cluster.id, a fresh directory.id), and the metadata log directory gets
 //! `bootstrap.checkpoint`, the records the first active controller writes to an empty
-//! metadata log: the feature levels, then the `--add-scram` credentials
-//! (UserScramCredentialRecords, as Kafka's `Formatter` appends them; the metadata.version
-//! kraftd formats with supports SCRAM, which needs 3.5-IV2). A dynamic quorum's controller
+//! metadata log: the feature levels (`--release-version`, `--feature`: [`features`]), then
+//! the `--add-scram` credentials (UserScramCredentialRecords, as Kafka's `Formatter` appends
+//! them; SCRAM needs metadata.version 3.5-IV2). A dynamic quorum's controller
 //! (`--standalone`, `--initial-controllers`, `--no-initial-controllers`: [`dynamic`]) also
 //! gets Kafka's bootstrap snapshot with `kraft.version` and the initial voters, and its
 //! metadata directory's `directory.id` is the one its `--initial-controllers` entry names.
@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use kraftd_controller::control::replication::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE;
 use kraftd_controller::image::METADATA_VERSION_FEATURE;
 use kraftd_protocol::metadata::{FeatureLevelRecord, UserScramCredentialRecord};
 use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};
@@ -28,16 +27,15 @@ use crate::config::NodeConfig;
 use crate::properties::Properties;
 
 pub mod dynamic;
+pub mod features;
 
 pub use dynamic::QuorumFlag;
+pub use features::{FeatureArgs, FinalizedLevels};
 
 /// The file Kafka keeps in every log directory.
 pub const META_PROPERTIES: &str = "meta.properties";
 /// The bootstrap metadata in the metadata log directory.
 pub const BOOTSTRAP_CHECKPOINT: &str = "bootstrap.checkpoint";
-/// The `metadata.version` a new cluster starts at (4.0-IV3, the highest kraftd speaks).
-pub const BOOTSTRAP_METADATA_VERSION: i16 = 25;
-
 /// `N` bytes from the system's random source.
 fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     let mut file = std::fs::File::open("/dev/urandom").context("opening /dev/urandom")?;
@@ -143,8 +141,9 @@ pub fn all_dirs(config: &NodeConfig) -> Vec<PathBuf> {
     dirs
 }
 
-/// Formats every directory of `config` for `cluster_id`, with `scram` credentials in the
-/// bootstrap metadata and the quorum `flag` (`--standalone`, `--initial-controllers`,
+/// Formats every directory of `config` for `cluster_id`, with the feature levels `features`
+/// asks for ([`features::finalized_levels`]), `scram` credentials in the bootstrap metadata
+/// and the quorum `flag` (`--standalone`, `--initial-controllers`,
 /// `--no-initial-controllers`; [`dynamic`]). A directory already formatted for the same
 /// cluster and node is left alone when `ignore_formatted`, else refused.
 pub fn format(
@@ -153,8 +152,13 @@ pub fn format(
     ignore_formatted: bool,
     scram: &[UserScramCredentialRecord],
     flag: &QuorumFlag,
+    features: &FeatureArgs,
 ) -> Result<()> {
     check_cluster_id(cluster_id)?;
+    let levels = features::finalized_levels(features, !matches!(flag, QuorumFlag::None))?;
+    if !scram.is_empty() && !levels.metadata_version.is_scram_supported() {
+        bail!("SCRAM is only supported in {METADATA_VERSION_FEATURE} 3.5-IV2 or later.");
+    }
     let plan = dynamic::plan(config, flag, || parse_uuid(&random_uuid()?))?;
     for dir in all_dirs(config) {
         if let Some(existing) = MetaProperties::read(&dir)? {
@@ -180,7 +184,7 @@ pub fn format(
         };
         if is_metadata_dir {
             dynamic::write_bootstrap_snapshot(&dir, &plan)?;
-            write_bootstrap(&dir, scram)?;
+            write_bootstrap(&dir, &levels, scram)?;
         }
         MetaProperties {
             cluster_id: cluster_id.to_string(),
@@ -192,54 +196,46 @@ pub fn format(
     Ok(())
 }
 
-/// The feature levels a new cluster starts at: `metadata.version` and, with it, eligible
-/// leader replicas on (KIP-966), KIP-848 consumer groups (`group.version` 1),
-/// transactions V2 (`transaction.version` 2, KIP-890) and KIP-932 share groups
-/// (`share.version` 1), as Kafka 4.4 formats a new cluster.
-pub fn bootstrap_records() -> Vec<MetadataRecord> {
-    vec![
+/// The records that finalize `levels`, as Kafka's `BootstrapMetadata.fromVersions`:
+/// `metadata.version` first, then every other feature above level 0 by name (`kraft.version`
+/// lives in the bootstrap snapshot's KRaftVersionRecord, not here).
+pub fn bootstrap_records(levels: &FinalizedLevels) -> Vec<MetadataRecord> {
+    let record = |name: &str, feature_level: i16| {
         MetadataRecord::FeatureLevel(FeatureLevelRecord {
-            name: METADATA_VERSION_FEATURE.to_string(),
-            feature_level: BOOTSTRAP_METADATA_VERSION,
+            name: name.to_string(),
+            feature_level,
             ..Default::default()
-        }),
-        MetadataRecord::FeatureLevel(FeatureLevelRecord {
-            name: ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE.to_string(),
-            feature_level: 1,
-            ..Default::default()
-        }),
-        MetadataRecord::FeatureLevel(FeatureLevelRecord {
-            name: "group.version".to_string(),
-            feature_level: 1,
-            ..Default::default()
-        }),
-        MetadataRecord::FeatureLevel(FeatureLevelRecord {
-            name: "transaction.version".to_string(),
-            feature_level: 2,
-            ..Default::default()
-        }),
-        // Kafka 4.4's format finalizes share.version 1 with its default release (4.3-IV0);
-        // Kafka ties level 1 to metadata.version 4.2-IV0 (28) for that default only (no
-        // dependency checked on update), which is above kraftd's 25: kraftd finalizes it
-        // with its own metadata.version, so that share groups are on as in Kafka 4.4.
-        MetadataRecord::FeatureLevel(FeatureLevelRecord {
-            name: "share.version".to_string(),
-            feature_level: 1,
-            ..Default::default()
-        }),
-    ]
+        })
+    };
+    std::iter::once(record(
+        METADATA_VERSION_FEATURE,
+        levels.metadata_version.level(),
+    ))
+    .chain(
+        levels
+            .features
+            .iter()
+            .filter(|(name, level)| **level > 0 && *name != features::KRAFT_VERSION_FEATURE)
+            .map(|(name, level)| record(name, *level)),
+    )
+    .collect()
 }
 
-fn write_bootstrap(dir: &Path, scram: &[UserScramCredentialRecord]) -> Result<()> {
+fn write_bootstrap(
+    dir: &Path,
+    levels: &FinalizedLevels,
+    scram: &[UserScramCredentialRecord],
+) -> Result<()> {
     let now = kraftd_log::clock::unix_ms();
     let mut writer = SnapshotWriter::new(0, 0, now).context("writing bootstrap.checkpoint")?;
     let credentials = scram
         .iter()
         .cloned()
         .map(MetadataRecord::UserScramCredential);
-    for record in bootstrap_records().into_iter().chain(credentials) {
-        let value = encode_metadata_record(&record, record.key().valid_versions().max)
-            .context("encoding a bootstrap record")?;
+    for record in bootstrap_records(levels).into_iter().chain(credentials) {
+        let version = levels.metadata_version.record_version(&record);
+        let value =
+            encode_metadata_record(&record, version).context("encoding a bootstrap record")?;
         writer
             .append(value)
             .context("writing bootstrap.checkpoint")?;

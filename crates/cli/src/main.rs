@@ -96,6 +96,15 @@ enum Command {
         /// formatted elsewhere, as an observer until added).
         #[arg(long, short = 'N', group = "quorum")]
         no_initial_controllers: bool,
+        /// The release whose metadata.version and default feature levels the cluster starts
+        /// at, as `kafka-storage format --release-version` takes it ("4.0", "3.9-IV0");
+        /// default 4.4-IV2.
+        #[arg(long, short = 'r', value_name = "RELEASE")]
+        release_version: Option<String>,
+        /// A feature level to finalize instead of the release's default, as `kafka-storage
+        /// format --feature`: `share.version=1`. Repeatable.
+        #[arg(long = "feature", short = 'f', value_name = "NAME=LEVEL")]
+        feature: Vec<String>,
     },
     /// Print a new random cluster or directory id.
     RandomUuid,
@@ -124,6 +133,8 @@ fn main() -> anyhow::Result<()> {
             standalone,
             initial_controllers,
             no_initial_controllers,
+            release_version,
+            feature,
         }) => {
             let node = config::NodeConfig::load(Some(&config.config), &config.overrides)?;
             let scram = scram_args::scram_records(&add_scram, format::random_scram_salt)?;
@@ -133,7 +144,18 @@ fn main() -> anyhow::Result<()> {
                 (_, _, true) => format::QuorumFlag::NoInitialControllers,
                 _ => format::QuorumFlag::None,
             };
-            format::format(&node, &cluster_id, ignore_formatted, &scram, &flag)?;
+            let features = format::FeatureArgs {
+                release_version,
+                features: feature,
+            };
+            format::format(
+                &node,
+                &cluster_id,
+                ignore_formatted,
+                &scram,
+                &flag,
+                &features,
+            )?;
             println!(
                 "Formatted {} for cluster {cluster_id}, node {}",
                 format::all_dirs(&node)

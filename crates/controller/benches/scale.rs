@@ -71,6 +71,7 @@ impl RaftClient for InstantRaft {
         &mut self,
         epoch: i32,
         base_offset: i64,
+        _metadata_version: kraftd_protocol::metadata_version::MetadataVersion,
         records: &[MetadataRecord],
     ) -> Result<(i64, i64), ProposeError> {
         if base_offset != self.end_offset {

@@ -41,8 +41,9 @@ pub fn write_image_snapshot(
         last_contained_log_timestamp,
     )?;
     let mut group = Vec::with_capacity(SNAPSHOT_RECORD_GROUP);
+    let metadata_version = image.features.version();
     for record in image.records() {
-        let version = record.key().valid_versions().max;
+        let version = metadata_version.record_version(&record);
         group.push(encode_metadata_record(&record, version)?);
         if group.len() == SNAPSHOT_RECORD_GROUP {
             writer.append_group(&group)?;

@@ -14,6 +14,7 @@ pub mod frame;
 pub mod generated;
 pub mod header;
 pub mod metadata_record;
+pub mod metadata_version;
 pub mod records;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -138,9 +138,12 @@ struct NodeRaft<'a> {
     violations: &'a mut Vec<String>,
 }
 
-/// The version a record is written at: its highest.
-fn encode(record: &MetadataRecord) -> Bytes {
-    encode_metadata_record(record, record.key().valid_versions().max).expect("record encodes")
+/// A record at the version `metadata_version` implies, as the real driver writes it.
+fn encode(
+    metadata_version: kraftd_protocol::metadata_version::MetadataVersion,
+    record: &MetadataRecord,
+) -> Bytes {
+    encode_metadata_record(record, metadata_version.record_version(record)).expect("record encodes")
 }
 
 impl RaftClient for NodeRaft<'_> {
@@ -148,6 +151,7 @@ impl RaftClient for NodeRaft<'_> {
         &mut self,
         epoch: i32,
         base_offset: i64,
+        metadata_version: kraftd_protocol::metadata_version::MetadataVersion,
         records: &[MetadataRecord],
     ) -> Result<(i64, i64), ProposeError> {
         let core = self.sim.core(self.node);
@@ -163,7 +167,10 @@ impl RaftClient for NodeRaft<'_> {
                 actual: end,
             });
         }
-        let values: Vec<Bytes> = records.iter().map(encode).collect();
+        let values: Vec<Bytes> = records
+            .iter()
+            .map(|r| encode(metadata_version, r))
+            .collect();
         for (record, value) in records.iter().zip(&values) {
             match decode_metadata_record(value.clone()) {
                 Ok((back, _)) if back == *record => {}

@@ -69,6 +69,11 @@ async fn follow(
                 off_the_runtime(|| loader.handle_high_watermark(hw, unix_ms()));
             }
         }
+        if loader.caught_up() {
+            if let Some(reason) = super::unsupported_finalized_feature(&loader.image().features) {
+                return reason;
+            }
+        }
         let current = MetadataStatus {
             last_applied_offset: loader.last_applied_offset(),
             caught_up: loader.caught_up(),

@@ -41,9 +41,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kraftd_controller::image::{FeaturesImage, METADATA_VERSION_FEATURE};
 use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
 use kraftd_net::{serve, ServerConfig};
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
     DriverConfig, DriverError, QuorumConfig, RaftDriver, RaftEvent, RaftHandle, RaftMetrics,
@@ -209,10 +211,11 @@ pub struct BrokerServer {
 /// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`).
 pub fn supported_features() -> Vec<Feature> {
     vec![
+        // Every level Apache Kafka 4.4.0 knows, 3.3-IV3 to 4.4-IV2.
         Feature {
             name: "metadata.version".into(),
-            min_supported_version: 7,
-            max_supported_version: 25,
+            min_supported_version: MetadataVersion::MINIMUM.level(),
+            max_supported_version: MetadataVersion::LATEST_PRODUCTION.level(),
             ..Default::default()
         },
         Feature {
@@ -245,6 +248,36 @@ pub fn supported_features() -> Vec<Feature> {
             ..Default::default()
         },
     ]
+}
+
+/// The first finalized feature whose level this build does not support (a feature it does
+/// not list counts as supporting level 0 only, as Kafka's registration check counts it), as
+/// the one-line reason the broker stops: a controller refuses its registration for as long
+/// as that feature stays finalized.
+pub fn unsupported_finalized_feature(features: &FeaturesImage) -> Option<String> {
+    let supported = supported_features();
+    let finalized = features
+        .metadata_version
+        .map(|level| (METADATA_VERSION_FEATURE, level))
+        .into_iter()
+        .chain(features.finalized.iter().map(|(n, l)| (n.as_str(), *l)));
+    for (name, level) in finalized {
+        let (min, max) = supported
+            .iter()
+            .find(|f| f.name == name)
+            .map_or((0, 0), |f| {
+                (f.min_supported_version, f.max_supported_version)
+            });
+        if !(min..=max).contains(&level) {
+            return Some(format!(
+                "the cluster finalized {name}={level}, which this kraftd broker does not support \
+                 (it supports {name} {min}-{max}): format the cluster with --feature \
+                 {name}={max} (or a --release-version that implies it), or use kraftd brokers \
+                 that support it"
+            ));
+        }
+    }
+    None
 }
 
 impl BrokerServer {

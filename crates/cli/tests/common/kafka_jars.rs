@@ -454,21 +454,110 @@ fn kafka_tool(args: &[&str]) -> String {
 /// test controllers configure, so fencing and ISR changes come quickly. `extra` is appended
 /// to every node's properties.
 pub fn kafka_cluster(root: &Path, brokers: i32, extra: &str) -> (KafkaNode, Vec<KafkaNode>) {
-    let node = |id: i32| KafkaNode {
+    let ids: Vec<i32> = (1..=brokers).collect();
+    let (_, mut controllers, nodes) =
+        kafka_quorum_cluster(root, 1, &ids, brokers.min(3), extra, &[]);
+    (controllers.remove(0), nodes)
+}
+
+/// An Apache Kafka cluster under `root`: `controllers` KRaft controllers (nodes 100, 101, ...,
+/// static voters) and the brokers `broker_ids`, every node formatted by `kafka-storage format`
+/// with `format_args` added (`--feature share.version=1`, `--release-version 4.0`) and
+/// started; returns once each broker logged "Kafka Server started". Internal topics get
+/// replication factor `rf`; `extra` is appended to every node's properties. Returns the
+/// cluster id, the controllers and the brokers.
+pub fn kafka_quorum_cluster(
+    root: &Path,
+    controllers: i32,
+    broker_ids: &[i32],
+    rf: i32,
+    extra: &str,
+    format_args: &[&str],
+) -> (String, Vec<KafkaNode>, Vec<KafkaNode>) {
+    let mut quorum: Vec<KafkaNode> = (0..controllers)
+        .map(|i| KafkaNode {
+            id: 100 + i,
+            port: super::free_port(),
+            dir: root.join(format!("kafka-{}", 100 + i)),
+            child: None,
+            starts: 0,
+        })
+        .collect();
+    let voters = quorum
+        .iter()
+        .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let cluster_id = kafka_tool(&["kafka.tools.StorageTool", "random-uuid"])
+        .trim()
+        .to_string();
+    for c in &quorum {
+        fs::create_dir_all(c.dir.join("logs")).unwrap();
+        let own = format!(
+            "process.roles=controller\nnode.id={}\nlisteners=CONTROLLER://127.0.0.1:{}\n",
+            c.id, c.port
+        );
+        let data = format!("log.dirs={}\n", c.dir.join("data").display());
+        fs::write(
+            c.config_path(),
+            format!("{own}{data}{}", kafka_common_config(&voters, rf, extra)),
+        )
+        .unwrap();
+        kafka_format(c, &cluster_id, format_args);
+    }
+    let mut brokers: Vec<KafkaNode> = broker_ids
+        .iter()
+        .map(|id| kafka_broker(root, *id, &voters, &cluster_id, rf, extra))
+        .collect();
+    for c in quorum.iter_mut() {
+        c.start();
+    }
+    for b in brokers.iter_mut() {
+        b.start();
+    }
+    for b in brokers.iter_mut() {
+        b.wait_started(Duration::from_secs(120));
+    }
+    (cluster_id, quorum, brokers)
+}
+
+/// An Apache Kafka broker `id` of cluster `cluster_id` whose controllers are `voters`
+/// (`id@host:port,...`, kraftd's or Kafka's), formatted, not started.
+pub fn kafka_broker(
+    root: &Path,
+    id: i32,
+    voters: &str,
+    cluster_id: &str,
+    rf: i32,
+    extra: &str,
+) -> KafkaNode {
+    let node = KafkaNode {
         id,
         port: super::free_port(),
         dir: root.join(format!("kafka-{id}")),
         child: None,
         starts: 0,
     };
-    let mut controller = node(100);
-    let mut nodes: Vec<KafkaNode> = (1..=brokers).map(node).collect();
-    let cluster_id = kafka_tool(&["kafka.tools.StorageTool", "random-uuid"])
-        .trim()
-        .to_string();
-    let rf = brokers.min(3);
-    let common = format!(
-        "controller.quorum.voters=100@127.0.0.1:{cport}\n\
+    fs::create_dir_all(node.dir.join("logs")).unwrap();
+    let own = format!(
+        "process.roles=broker\nnode.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{}\n\
+         inter.broker.listener.name=PLAINTEXT\n",
+        node.port
+    );
+    let data = format!("log.dirs={}\n", node.dir.join("data").display());
+    fs::write(
+        node.config_path(),
+        format!("{own}{data}{}", kafka_common_config(voters, rf, extra)),
+    )
+    .unwrap();
+    kafka_format(&node, cluster_id, &[]);
+    node
+}
+
+/// The properties every node of a test cluster shares.
+fn kafka_common_config(voters: &str, rf: i32, extra: &str) -> String {
+    format!(
+        "controller.quorum.voters={voters}\n\
          controller.listener.names=CONTROLLER\n\
          listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
          offsets.topic.replication.factor={rf}\n\
@@ -477,40 +566,21 @@ pub fn kafka_cluster(root: &Path, brokers: i32, extra: &str) -> (KafkaNode, Vec<
          group.initial.rebalance.delay.ms=0\n\
          broker.session.timeout.ms=3000\n\
          broker.heartbeat.interval.ms=500\n\
-         {extra}\n",
-        cport = controller.port,
-    );
-    for n in std::iter::once(&controller).chain(&nodes) {
-        fs::create_dir_all(n.dir.join("logs")).unwrap();
-        let own = if n.id == 100 {
-            format!(
-                "process.roles=controller\nnode.id=100\nlisteners=CONTROLLER://127.0.0.1:{}\n",
-                n.port
-            )
-        } else {
-            format!(
-                "process.roles=broker\nnode.id={}\nlisteners=PLAINTEXT://127.0.0.1:{}\n\
-                 inter.broker.listener.name=PLAINTEXT\n",
-                n.id, n.port
-            )
-        };
-        let data = format!("log.dirs={}\n", n.dir.join("data").display());
-        fs::write(n.config_path(), format!("{own}{data}{common}")).unwrap();
-        kafka_tool(&[
-            "kafka.tools.StorageTool",
-            "format",
-            "-t",
-            &cluster_id,
-            "-c",
-            n.config_path().to_str().unwrap(),
-        ]);
-    }
-    controller.start();
-    for n in nodes.iter_mut() {
-        n.start();
-    }
-    for n in nodes.iter_mut() {
-        n.wait_started(Duration::from_secs(120));
-    }
-    (controller, nodes)
+         {extra}\n"
+    )
+}
+
+/// `kafka-storage format` of `node` for `cluster_id`, with `format_args` added.
+fn kafka_format(node: &KafkaNode, cluster_id: &str, format_args: &[&str]) {
+    let config = node.config_path();
+    let mut args = vec![
+        "kafka.tools.StorageTool",
+        "format",
+        "-t",
+        cluster_id,
+        "-c",
+        config.to_str().unwrap(),
+    ];
+    args.extend_from_slice(format_args);
+    kafka_tool(&args);
 }

@@ -86,6 +86,21 @@ pub fn unregister_controller(
             Some("Controller cannot unregister itself while it is active.".to_string()),
         ));
     }
+    // KIP-1312: UnregisterControllerRecord exists from 4.4-IV2 on, as Kafka's
+    // `ClusterControlManager.unregisterController` checks.
+    if !image
+        .features
+        .version()
+        .is_controller_unregistration_supported()
+    {
+        return ControllerResult::response_only((
+            ErrorCode::UnsupportedVersion,
+            Some(
+                "The current MetadataVersion is too old to support controller unregistration."
+                    .to_string(),
+            ),
+        ));
+    }
     if image.cluster.controller(controller_id).is_none() {
         return ControllerResult::response_only((
             ErrorCode::ControllerIdNotRegistered,

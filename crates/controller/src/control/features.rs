@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kraftd_protocol::messages::update_features_response::UpdatableFeatureResult;
 use kraftd_protocol::messages::{UpdateFeaturesRequest, UpdateFeaturesResponse};
 use kraftd_protocol::metadata::FeatureLevelRecord;
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::replication::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE;
@@ -44,13 +45,19 @@ pub struct FeatureControlManager {
 type FeatureError = (ErrorCode, String);
 
 impl Default for FeatureControlConfig {
-    /// metadata.version 7 (3.3-IV3, Kafka's oldest KRaft version) to 25, and the
-    /// KIP-966 feature at 0–1.
+    /// metadata.version 7 (3.3-IV3, Kafka's oldest KRaft version) to 33 (4.4-IV2, Kafka
+    /// 4.4.0's newest), and the KIP-966 feature at 0–1.
     fn default() -> Self {
         let range = |min, max| SupportedRange { min, max };
         FeatureControlConfig {
             supported: BTreeMap::from([
-                (METADATA_VERSION_FEATURE.to_string(), range(7, 25)),
+                (
+                    METADATA_VERSION_FEATURE.to_string(),
+                    range(
+                        MetadataVersion::MINIMUM.level(),
+                        MetadataVersion::LATEST_PRODUCTION.level(),
+                    ),
+                ),
                 (
                     ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE.to_string(),
                     range(0, 1),

@@ -20,6 +20,7 @@ use kraftd_protocol::metadata::{
     TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UnregisterControllerRecord,
     UserScramCredentialRecord,
 };
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};
 
 use super::{
@@ -128,7 +129,11 @@ pub enum ReplayErrorKind {
     },
     #[error("no ACL with id {0:?}")]
     UnknownAcl(Uuid),
-    #[error("invalid metadata.version level {0}")]
+    #[error(
+        "invalid metadata.version level {0}: this build of kraftd knows levels {min} to {max}",
+        min = MetadataVersion::MINIMUM.level(),
+        max = MetadataVersion::LATEST_PRODUCTION.level()
+    )]
     InvalidMetadataVersion(i16),
     #[error("invalid level {level} for feature {name:?}")]
     InvalidFeatureLevel { name: String, level: i16 },
@@ -610,7 +615,9 @@ impl MetadataDelta {
     fn feature_level(&mut self, r: &FeatureLevelRecord) -> Result<(), ReplayErrorKind> {
         let features = &mut self.next.features;
         if r.name == METADATA_VERSION_FEATURE {
-            if r.feature_level < 1 {
+            // A level this build does not know (a newer Kafka's) cannot be replayed: which
+            // records and versions it allows is unknown, as Kafka's `fromFeatureLevel` refuses.
+            if MetadataVersion::from_feature_level(r.feature_level).is_err() {
                 return Err(ReplayErrorKind::InvalidMetadataVersion(r.feature_level));
             }
             features.metadata_version = Some(r.feature_level);

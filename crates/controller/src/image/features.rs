@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use kraftd_protocol::metadata_version::MetadataVersion;
+
 /// Kafka's name of the metadata version feature.
 pub const METADATA_VERSION_FEATURE: &str = "metadata.version";
 
@@ -24,5 +26,13 @@ impl FeaturesImage {
             return self.metadata_version.unwrap_or(0);
         }
         self.finalized.get(name).copied().unwrap_or(0)
+    }
+
+    /// The finalized `metadata.version`, which decides the version each record is written
+    /// at; before the bootstrap records (nothing versioned is written then), the latest.
+    pub fn version(&self) -> MetadataVersion {
+        self.metadata_version
+            .and_then(|level| MetadataVersion::from_feature_level(level).ok())
+            .unwrap_or(MetadataVersion::LATEST_PRODUCTION)
     }
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use kraftd_log::SnapshotId;
 use kraftd_protocol::metadata_record::{decode_metadata_record, encode_metadata_record};
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{MetadataRecord, RequestBody, ResponseBody};
 use kraftd_raft::driver::{AtomicAppendRefused, RaftEvent, RaftHandle};
@@ -103,11 +104,12 @@ impl RaftClient for Proposer<'_> {
         &mut self,
         epoch: i32,
         base_offset: i64,
+        metadata_version: MetadataVersion,
         records: &[MetadataRecord],
     ) -> Result<(i64, i64), ProposeError> {
         let values = records
             .iter()
-            .map(|r| encode_metadata_record(r, r.key().valid_versions().max))
+            .map(|r| encode_metadata_record(r, metadata_version.record_version(r)))
             .collect::<Result<Vec<Bytes>, _>>()
             .map_err(|e| ProposeError::Refused(format!("a record does not encode: {e}")))?;
         self.raft

@@ -27,9 +27,11 @@ pub mod raft;
 use std::collections::VecDeque;
 
 use kraftd_protocol::metadata::NoOpRecord;
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::{ControllerResult, MAX_RECORDS_PER_BATCH};
+use crate::image::METADATA_VERSION_FEATURE;
 use crate::{MetadataDelta, MetadataImage, ReplayError};
 
 pub use ops::{Managers, ManagersConfig, ReadOp, WriteContext, WriteOp};
@@ -704,9 +706,25 @@ impl<R: 'static> QuorumController<R> {
         } else {
             MAX_RECORDS_PER_BATCH
         };
+        // The records go out at the versions of the level they were made under; the bootstrap
+        // records (no level yet) at the level they finalize.
+        let metadata_version = match self.latest.features.metadata_version {
+            Some(_) => self.latest.features.version(),
+            None => result
+                .records
+                .iter()
+                .rev()
+                .find_map(|r| match r {
+                    MetadataRecord::FeatureLevel(f) if f.name == METADATA_VERSION_FEATURE => {
+                        MetadataVersion::from_feature_level(f.feature_level).ok()
+                    }
+                    _ => None,
+                })
+                .unwrap_or(MetadataVersion::LATEST_PRODUCTION),
+        };
         let mut base = next_offset;
         for chunk in result.records.chunks(batch.max(1)) {
-            match raft.propose(epoch, base, chunk) {
+            match raft.propose(epoch, base, metadata_version, chunk) {
                 Ok((base_offset, last_offset)) => {
                     assert_eq!(
                         base_offset, base,

@@ -7,6 +7,7 @@
 //! epoch, are exactly where the records land), `resign`, and the listener callbacks
 //! `handleCommit` and `handleLeaderChange`.
 
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::MetadataRecord;
 
 /// Why a proposal was refused. Any refusal makes the controller renounce leadership.
@@ -26,11 +27,14 @@ pub enum ProposeError {
 /// What the active controller needs from the Raft layer.
 pub trait RaftClient {
     /// Appends `records` as one batch in `epoch`, starting exactly at `base_offset`, and
-    /// returns the offsets of its first and last record. Atomic: all records or none.
+    /// returns the offsets of its first and last record. Atomic: all records or none. Each
+    /// record is written at the version `metadata_version` implies
+    /// ([`MetadataVersion::record_version`]), as a Kafka controller at that level writes it.
     fn propose(
         &mut self,
         epoch: i32,
         base_offset: i64,
+        metadata_version: MetadataVersion,
         records: &[MetadataRecord],
     ) -> Result<(i64, i64), ProposeError>;
 

@@ -64,6 +64,7 @@ impl RaftClient for NodeRaft<'_> {
         &mut self,
         epoch: i32,
         base_offset: i64,
+        _metadata_version: kraftd_protocol::metadata_version::MetadataVersion,
         records: &[MetadataRecord],
     ) -> Result<(i64, i64), ProposeError> {
         let raft = &mut *self.raft;

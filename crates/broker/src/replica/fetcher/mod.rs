@@ -22,12 +22,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use kraftd_net::{Channel, ClientConfig, ClientError};
-use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::fetch_request::{FetchPartition, ReplicaState};
 use kraftd_protocol::messages::fetch_response::PartitionData;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{FetchRequest, ListOffsetsRequest};
-use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
+use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -390,7 +389,14 @@ impl FetcherRun {
     }
 
     async fn fetch_once(&mut self, channel: &Channel, round: round::Round) {
-        let version = supported_range(ApiKey::Fetch).max;
+        // The version Kafka's replica fetcher sends at the cluster's metadata.version, which
+        // every broker of the cluster serves.
+        let version = self
+            .cache
+            .image()
+            .features
+            .version()
+            .fetch_request_version();
         let round::Round {
             asked,
             gone,
@@ -687,7 +693,12 @@ impl FetcherRun {
             }],
             ..Default::default()
         };
-        let version = supported_range(ApiKey::ListOffsets).max;
+        let version = self
+            .cache
+            .image()
+            .features
+            .version()
+            .list_offset_request_version();
         let leader_end = match channel
             .call(
                 channel.next_correlation_id(),

@@ -78,8 +78,8 @@ fn registrations_need_metadata_version_3_7() {
 
 #[test]
 fn unregister_controller_has_kafkas_errors() {
-    let registered = register_controller(&image_at(25, &[]), &request(2, 1, 9093)).records;
-    let image = image_at(25, &registered);
+    let registered = register_controller(&image_at(33, &[]), &request(2, 1, 9093)).records;
+    let image = image_at(33, &registered);
     let unknown = unregister_controller(&image, 7, 1);
     assert_eq!(
         unknown.response,
@@ -95,5 +95,23 @@ fn unregister_controller_has_kafkas_errors() {
     assert_eq!(removed.response, (ErrorCode::None, None));
     let mut records = registered;
     records.extend(removed.records);
-    assert!(image_at(25, &records).cluster.controller(2).is_none());
+    assert!(image_at(33, &records).cluster.controller(2).is_none());
+}
+
+/// KIP-1312: UnregisterControllerRecord needs metadata.version 4.4-IV2 (33).
+#[test]
+fn unregister_controller_needs_metadata_version_4_4_iv2() {
+    let registered = register_controller(&image_at(32, &[]), &request(2, 1, 9093)).records;
+    let old = unregister_controller(&image_at(32, &registered), 2, 1);
+    assert!(old.records.is_empty());
+    assert_eq!(
+        old.response,
+        (
+            ErrorCode::UnsupportedVersion,
+            Some(
+                "The current MetadataVersion is too old to support controller unregistration."
+                    .to_string()
+            )
+        )
+    );
 }

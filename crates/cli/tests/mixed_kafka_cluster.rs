@@ -1,0 +1,433 @@
+//! kraftd and Apache Kafka 4.4.0 (the jars) in one cluster at metadata.version 33 (issue 31).
+//!
+//! - A kraftd broker beside two Kafka brokers on three Kafka controllers formatted by
+//!   `kafka-storage format` with Kafka's defaults (4.4-IV2) except `streams.version=0`
+//!   (kraftd serves no streams groups) and `share.version=1` (kraftd serves share.version 1
+//!   only, where Kafka 4.4 defaults to 2): it registers, is unfenced, joins the ISR of an RF 3
+//!   topic, and leadership moves from a Kafka broker to it and on to the other Kafka broker;
+//!   every acks=all record is read back through each broker after each move.
+//! - A Kafka broker beside two kraftd brokers on three kraftd controllers formatted by
+//!   `kraftd format --release-version 4.2` (metadata.version 29; at 30 and above a Kafka
+//!   broker heartbeats at BrokerHeartbeat v2, not served by kraftd yet): the same, leadership
+//!   moving kraftd → Kafka → kraftd.
+//! - `kraftd format --release-version/--feature` writes the FeatureLevelRecords Kafka's
+//!   `kafka-storage format` writes for the same arguments, byte for byte.
+//! - What a kraftd controller writes to the metadata log at metadata.version 33 and 25 is
+//!   read by Kafka's `kafka-dump-log --cluster-metadata-decoder`, each record at the version
+//!   a Kafka controller at that level writes.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::kafka_jars::{
+    self, kafka_broker, kafka_quorum_cluster, output_text, run_tool, KafkaNode,
+};
+use common::kcat::{consume, produce, Consumed};
+use common::python::wait_until_brokers_listed;
+use common::script::partition_state;
+use common::{
+    eventually, format, format_with_args, run, voters, write_broker_config, write_config, Node, BIN,
+};
+use kraftd_protocol::metadata_record::decode_metadata_record;
+use kraftd_protocol::MetadataRecord;
+use kraftd_raft::snapshot::read_snapshot;
+
+/// What kraftd does not serve yet, pinned on the Kafka side at format time: streams groups
+/// (issue 29), and share.version 2 (KIP-1191's dead-letter queues) while kraftd supports
+/// share.version 1 only.
+const PINNED: [&str; 4] = [
+    "--feature",
+    "streams.version=0",
+    "--feature",
+    "share.version=1",
+];
+
+const TOPIC: &str = "mixed";
+
+#[test]
+fn a_kraftd_broker_joins_a_kafka_quorum_and_leads_a_partition() {
+    let root = tempfile::tempdir().unwrap();
+    let (cluster_id, kafka_controllers, kafka_brokers) =
+        kafka_quorum_cluster(root.path(), 3, &[1, 2], 3, "", &PINNED);
+    let quorum = kafka_controllers
+        .iter()
+        .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut kraftd = Node::broker(root.path(), 3);
+    std::fs::create_dir_all(&kraftd.dir).unwrap();
+    write_broker_config(&kraftd, &quorum);
+    format(&kraftd, &cluster_id);
+    kraftd.start();
+
+    let logs = || {
+        let mut text = kraftd.logs();
+        for n in kafka_controllers.iter().chain(&kafka_brokers) {
+            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
+        }
+        text
+    };
+    let brokers = vec![
+        (1, kafka_brokers[0].address()),
+        (2, kafka_brokers[1].address()),
+        (3, kraftd.address()),
+    ];
+    replicate_through_each_leader(&brokers, &[1, 3, 2], &logs);
+}
+
+/// At 4.2 (metadata.version 29): from 4.3-IV0 (30) on, a Kafka broker heartbeats with
+/// cordoned log dirs (BrokerHeartbeat v2, KIP-1066), which kraftd's controllers do not serve
+/// yet, so a Kafka broker on kraftd controllers at 30 or above is never unfenced.
+#[test]
+fn a_kafka_broker_joins_a_kraftd_quorum_at_metadata_version_29() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut controllers: Vec<Node> = (1..=3).map(|id| Node::new(root.path(), id)).collect();
+    let quorum = voters(&controllers);
+    for c in &controllers {
+        std::fs::create_dir_all(&c.dir).unwrap();
+        write_config(c, &quorum);
+        format_with_args(c, &cluster_id, &["--release-version", "4.2"]);
+    }
+    let mut brokers: Vec<Node> = [4, 5]
+        .iter()
+        .map(|id| Node::broker(root.path(), *id))
+        .collect();
+    for b in &brokers {
+        std::fs::create_dir_all(&b.dir).unwrap();
+        write_broker_config(b, &quorum);
+        format(b, &cluster_id);
+    }
+    let mut kafka: KafkaNode = kafka_broker(root.path(), 6, &quorum, &cluster_id, 3, "");
+    for n in controllers.iter_mut().chain(brokers.iter_mut()) {
+        n.start();
+    }
+    kafka.start();
+    kafka.wait_started(Duration::from_secs(120));
+
+    let logs = || {
+        let mut text = common::all_logs(&controllers);
+        text.push_str(&common::all_logs(&brokers));
+        text.push_str(&format!("\n--- Kafka broker 6 ---\n{}", kafka.logs()));
+        text
+    };
+    let all = vec![
+        (4, brokers[0].address()),
+        (5, brokers[1].address()),
+        (6, kafka.address()),
+    ];
+    replicate_through_each_leader(&all, &[4, 6, 5], &logs);
+}
+
+/// Creates `TOPIC` with one partition on the three `brokers` (id, address) led by
+/// `order[0]`; then for each broker of `order` moves leadership onto it (a reassignment that
+/// puts it first, then a preferred election, both with Kafka's tools), produces 20 records
+/// with acks=all and reads every record written so far back through each broker.
+fn replicate_through_each_leader(
+    brokers: &[(i32, String)],
+    order: &[i32],
+    logs: &impl Fn() -> String,
+) {
+    let bootstrap = brokers
+        .iter()
+        .map(|(_, a)| a.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    wait_until_brokers_listed(&bootstrap, brokers.len(), logs);
+    let replicas_led_by = |leader: i32| {
+        std::iter::once(leader)
+            .chain(order.iter().copied().filter(|b| *b != leader))
+            .collect::<Vec<i32>>()
+    };
+    let first = replicas_led_by(order[0]);
+    let assignment = first
+        .iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(":");
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--create",
+            "--topic",
+            TOPIC,
+            "--replica-assignment",
+            &assignment,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-topics --create: {}",
+        output_text(&out)
+    );
+
+    let plan_file = tempfile::NamedTempFile::new().unwrap();
+    let mut written: Vec<(String, String)> = Vec::new();
+    for (step, leader) in order.iter().enumerate() {
+        let replicas = replicas_led_by(*leader);
+        if step > 0 {
+            let list = replicas
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            std::fs::write(
+                plan_file.path(),
+                format!(
+                    r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":0,"replicas":[{list}]}}]}}"#
+                ),
+            )
+            .unwrap();
+            let out = run_tool(
+                "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+                &[
+                    "--bootstrap-server",
+                    &bootstrap,
+                    "--reassignment-json-file",
+                    plan_file.path().to_str().unwrap(),
+                    "--execute",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "kafka-reassign-partitions: {}",
+                output_text(&out)
+            );
+        }
+        eventually(
+            &format!("broker {leader} leads {TOPIC}-0 with all three in the ISR"),
+            Duration::from_secs(90),
+            logs,
+            || {
+                let (current, isr) = partition_state(&bootstrap, TOPIC, 0);
+                if current == *leader && isr.len() == 3 {
+                    return Ok(());
+                }
+                if current != *leader && isr.len() == 3 {
+                    let out = run_tool(
+                        "org.apache.kafka.tools.LeaderElectionCommand",
+                        &[
+                            "--bootstrap-server",
+                            &bootstrap,
+                            "--election-type",
+                            "PREFERRED",
+                            "--topic",
+                            TOPIC,
+                            "--partition",
+                            "0",
+                        ],
+                    );
+                    return Err(format!(
+                        "leader {current}, isr {isr:?}; kafka-leader-election: {}",
+                        output_text(&out)
+                    ));
+                }
+                Err(format!("leader {current}, isr {isr:?}"))
+            },
+        );
+        let batch: Vec<(String, String)> = (0..20)
+            .map(|i| (format!("k{step}-{i}"), format!("led-by-{leader}-{i}")))
+            .collect();
+        let out = produce(&bootstrap, TOPIC, 0, &batch, &["-X", "acks=all"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !stderr.contains("ERROR") && !stderr.contains("failed"),
+            "kcat acks=all to leader {leader}: {stderr}\n{}",
+            logs()
+        );
+        written.extend(batch);
+        let expected: Vec<Consumed> = written
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| Consumed {
+                offset: i as i64,
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        for (id, address) in brokers {
+            let read = consume(address, TOPIC, 0, &[]);
+            assert_eq!(
+                read, expected,
+                "records read through broker {id} with broker {leader} leading"
+            );
+        }
+    }
+}
+
+/// The FeatureLevelRecords of a bootstrap checkpoint, as their stored bytes.
+fn feature_level_values(checkpoint: &Path) -> Vec<Bytes> {
+    let bytes =
+        std::fs::read(checkpoint).unwrap_or_else(|e| panic!("{}: {e}", checkpoint.display()));
+    let snapshot = read_snapshot(Bytes::from(bytes))
+        .unwrap_or_else(|e| panic!("{}: {e}", checkpoint.display()));
+    snapshot
+        .values()
+        .filter(|v| {
+            matches!(
+                decode_metadata_record((*v).clone()),
+                Ok((MetadataRecord::FeatureLevel(_), _))
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn kraftd_format_finalizes_what_kafka_storage_format_does() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let cases: [&[&str]; 3] = [
+        &PINNED,
+        &["--release-version", "4.0"],
+        &["--release-version", "3.9", "--feature", "group.version=1"],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let kafka_dir = root.path().join(format!("kafka-{i}"));
+        std::fs::create_dir_all(&kafka_dir).unwrap();
+        let properties = kafka_dir.join("server.properties");
+        let port = common::free_port();
+        std::fs::write(
+            &properties,
+            format!(
+                "process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{port}\n\
+                 listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
+                 log.dirs={}\n",
+                kafka_dir.join("data").display()
+            ),
+        )
+        .unwrap();
+        let mut tool_args = vec![
+            "format",
+            "-t",
+            &cluster_id,
+            "-c",
+            properties.to_str().unwrap(),
+        ];
+        tool_args.extend_from_slice(args);
+        let out = run_tool("kafka.tools.StorageTool", &tool_args);
+        assert!(
+            out.status.success(),
+            "kafka-storage format {args:?}: {}",
+            output_text(&out)
+        );
+
+        let node = Node::new(&root.path().join(format!("kraftd-{i}")), 1);
+        std::fs::create_dir_all(&node.dir).unwrap();
+        write_config(&node, &voters(std::slice::from_ref(&node)));
+        format_with_args(&node, &cluster_id, args);
+
+        let kafka = feature_level_values(
+            &kafka_dir.join("data/__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"),
+        );
+        let ours = feature_level_values(&node.dir.join("data/bootstrap.checkpoint"));
+        assert!(!kafka.is_empty(), "{args:?}: Kafka wrote no feature levels");
+        assert_eq!(
+            ours, kafka,
+            "{args:?}: kraftd's feature levels differ from Kafka's"
+        );
+    }
+
+    // A level kraftd cannot serve is refused in one line naming it, and nothing is formatted.
+    let node = Node::new(&root.path().join("refused"), 1);
+    std::fs::create_dir_all(&node.dir).unwrap();
+    write_config(&node, &voters(std::slice::from_ref(&node)));
+    for (args, message) in [
+        (
+            ["--feature", "streams.version=1"],
+            "streams.version=1 is not supported by kraftd (it supports streams.version 0-0)",
+        ),
+        (
+            ["--release-version", "2.8"],
+            "Unknown metadata.version '2.8'.",
+        ),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .env("RUST_BACKTRACE", "0")
+            .env("RUST_LIB_BACKTRACE", "0")
+            .args(["format", "--config", node.config_path().to_str().unwrap()])
+            .args(["--cluster-id", &cluster_id])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(lines[0].contains(message), "{stderr}");
+        assert!(!node.dir.join("data/meta.properties").exists());
+    }
+}
+
+#[test]
+fn kafka_dump_log_decodes_what_kraftd_writes_at_metadata_versions_33_and_25() {
+    for (release, register_broker, partition) in [("4.4-IV2", 4, 2), ("4.0", 3, 2)] {
+        let root = tempfile::tempdir().unwrap();
+        let cluster_id = run(&["random-uuid"]).trim().to_string();
+        let mut controller = Node::new(root.path(), 1);
+        std::fs::create_dir_all(&controller.dir).unwrap();
+        write_config(&controller, &voters(std::slice::from_ref(&controller)));
+        format_with_args(&controller, &cluster_id, &["--release-version", release]);
+        let mut broker = Node::broker(root.path(), 2);
+        std::fs::create_dir_all(&broker.dir).unwrap();
+        write_broker_config(&broker, &voters(std::slice::from_ref(&controller)));
+        format(&broker, &cluster_id);
+        controller.start();
+        broker.start();
+        let logs = || format!("{}\n{}", controller.logs(), broker.logs());
+        wait_until_brokers_listed(&broker.address(), 1, logs);
+        let out = run_tool(
+            "org.apache.kafka.tools.TopicCommand",
+            &[
+                "--bootstrap-server",
+                &broker.address(),
+                "--create",
+                "--topic",
+                TOPIC,
+                "--partitions",
+                "2",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "kafka-topics --create: {}",
+            output_text(&out)
+        );
+        let segment = controller
+            .dir
+            .join("data/__cluster_metadata-0/00000000000000000000.log");
+        let level =
+            kraftd_protocol::metadata_version::MetadataVersion::from_version_string(release)
+                .unwrap()
+                .level();
+        let wanted = [
+            format!(r#""name":"metadata.version","featureLevel":{level}"#),
+            format!(r#""type":"REGISTER_BROKER_RECORD","version":{register_broker}"#),
+            format!(r#""type":"PARTITION_RECORD","version":{partition}"#),
+            r#""type":"TOPIC_RECORD","version":0"#.to_string(),
+            r#""type":"REGISTER_CONTROLLER_RECORD","version":0"#.to_string(),
+        ];
+        eventually(
+            &format!("kafka-dump-log decodes every record kraftd wrote at {release}"),
+            Duration::from_secs(60),
+            logs,
+            || {
+                let (ok, stdout, stderr) =
+                    kafka_jars::dump_log_segment_with(&segment, &["--cluster-metadata-decoder"]);
+                if !ok || stderr.contains("Exception") || stdout.contains("Error") {
+                    return Err(format!("kafka-dump-log failed: {stderr}\n{stdout}"));
+                }
+                match wanted.iter().find(|w| !stdout.contains(w.as_str())) {
+                    None => Ok(()),
+                    Some(missing) => Err(format!("no {missing} in:\n{stdout}")),
+                }
+            },
+        );
+        common::stop_gracefully(&mut [broker, controller]);
+    }
+}
