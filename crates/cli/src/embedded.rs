@@ -71,7 +71,14 @@ pub fn run(overrides: &[String]) -> Result<()> {
     let config = with_advertised_listeners(props)?;
     if format::MetaProperties::read(Path::new(&config.metadata_log_dir))?.is_none() {
         let cluster_id = format::random_uuid()?;
-        format::format(&config, &cluster_id, false, &[], &format::QuorumFlag::None)?;
+        format::format(
+            &config,
+            &cluster_id,
+            false,
+            &[],
+            &format::QuorumFlag::None,
+            &[],
+        )?;
         eprintln!(
             "Formatted {} for a new single-node cluster {cluster_id}",
             config.metadata_log_dir.display()

@@ -8,6 +8,9 @@
 //! (`--standalone`, `--initial-controllers`, `--no-initial-controllers`: [`dynamic`]) also
 //! gets Kafka's bootstrap snapshot with `kraft.version` and the initial voters, and its
 //! metadata directory's `directory.id` is the one its `--initial-controllers` entry names.
+//! `--feature NAME=LEVEL` (Kafka's `kafka-storage format --feature`) sets a feature's
+//! starting level instead of the default, within the range kraftd supports
+//! ([`parse_feature_levels`]).
 //! `meta.properties` is written last, so a directory whose format failed is not formatted.
 //! A node refuses to start on a directory that is not formatted, or formatted for another
 //! node or cluster.
@@ -153,6 +156,7 @@ pub fn format(
     ignore_formatted: bool,
     scram: &[UserScramCredentialRecord],
     flag: &QuorumFlag,
+    features: &[(String, i16)],
 ) -> Result<()> {
     check_cluster_id(cluster_id)?;
     let plan = dynamic::plan(config, flag, || parse_uuid(&random_uuid()?))?;
@@ -180,7 +184,7 @@ pub fn format(
         };
         if is_metadata_dir {
             dynamic::write_bootstrap_snapshot(&dir, &plan)?;
-            write_bootstrap(&dir, scram)?;
+            write_bootstrap(&dir, scram, features)?;
         }
         MetaProperties {
             cluster_id: cluster_id.to_string(),
@@ -230,14 +234,79 @@ pub fn bootstrap_records() -> Vec<MetadataRecord> {
     ]
 }
 
-fn write_bootstrap(dir: &Path, scram: &[UserScramCredentialRecord]) -> Result<()> {
+/// The `--feature NAME=LEVEL` arguments, checked as Kafka's `StorageTool` and `Formatter`
+/// check them: `NAME=LEVEL` with a short level, a feature kraftd supports, at a level within
+/// its supported range.
+pub fn parse_feature_levels(args: &[String]) -> Result<Vec<(String, i16)>> {
+    let supported = kraftd_broker::server::supported_features();
+    let mut out: Vec<(String, i16)> = Vec::new();
+    for arg in args {
+        let Some((name, level)) = arg.split_once('=') else {
+            bail!("Can't parse feature=level string {arg}: equals sign not found.");
+        };
+        let name = name.trim();
+        let level_text = level.trim();
+        let level: i16 = level_text.parse().map_err(|_| {
+            anyhow!(
+                "Can't parse feature=level string {arg}: unable to parse {level_text} as a short."
+            )
+        })?;
+        let Some(feature) = supported.iter().find(|f| f.name == name) else {
+            let mut names: Vec<&str> = supported
+                .iter()
+                .map(|f| f.name.as_str())
+                .filter(|n| *n != METADATA_VERSION_FEATURE)
+                .collect();
+            names.sort_unstable();
+            bail!(
+                "Unsupported feature: {name}. Supported features are: {}",
+                names.join(", ")
+            );
+        };
+        if level < feature.min_supported_version || level > feature.max_supported_version {
+            bail!("No feature:{name} with feature level {level}");
+        }
+        out.retain(|(n, _)| n != name);
+        out.push((name.to_string(), level));
+    }
+    Ok(out)
+}
+
+/// The bootstrap records with the `--feature` levels in place of the defaults.
+pub fn bootstrap_records_with(features: &[(String, i16)]) -> Vec<MetadataRecord> {
+    let mut records = bootstrap_records();
+    for (name, level) in features {
+        let existing = records.iter_mut().find_map(|r| match r {
+            MetadataRecord::FeatureLevel(f) if f.name == *name => Some(f),
+            _ => None,
+        });
+        match existing {
+            Some(f) => f.feature_level = *level,
+            None => records.push(MetadataRecord::FeatureLevel(FeatureLevelRecord {
+                name: name.clone(),
+                feature_level: *level,
+                ..Default::default()
+            })),
+        }
+    }
+    records
+}
+
+fn write_bootstrap(
+    dir: &Path,
+    scram: &[UserScramCredentialRecord],
+    features: &[(String, i16)],
+) -> Result<()> {
     let now = kraftd_log::clock::unix_ms();
     let mut writer = SnapshotWriter::new(0, 0, now).context("writing bootstrap.checkpoint")?;
     let credentials = scram
         .iter()
         .cloned()
         .map(MetadataRecord::UserScramCredential);
-    for record in bootstrap_records().into_iter().chain(credentials) {
+    for record in bootstrap_records_with(features)
+        .into_iter()
+        .chain(credentials)
+    {
         let value = encode_metadata_record(&record, record.key().valid_versions().max)
             .context("encoding a bootstrap record")?;
         writer

@@ -78,6 +78,10 @@ enum Command {
             value_name = "MECHANISM=[name=...,...]"
         )]
         add_scram: Vec<String>,
+        /// A feature's starting level instead of its default, as Kafka's `kafka-storage
+        /// format --feature`: 'share.version=2'. Repeatable.
+        #[arg(long = "feature", short = 'f', value_name = "FEATURE=LEVEL")]
+        feature: Vec<String>,
         /// Initialize this controller as a single-node dynamic quorum (KIP-853);
         /// controller.quorum.voters must not be set (controller.quorum.bootstrap.servers is).
         #[arg(long, short = 's', group = "quorum")]
@@ -121,19 +125,28 @@ fn main() -> anyhow::Result<()> {
             cluster_id,
             ignore_formatted,
             add_scram,
+            feature,
             standalone,
             initial_controllers,
             no_initial_controllers,
         }) => {
             let node = config::NodeConfig::load(Some(&config.config), &config.overrides)?;
             let scram = scram_args::scram_records(&add_scram, format::random_scram_salt)?;
+            let features = format::parse_feature_levels(&feature)?;
             let flag = match (standalone, initial_controllers, no_initial_controllers) {
                 (true, _, _) => format::QuorumFlag::Standalone,
                 (_, Some(list), _) => format::QuorumFlag::InitialControllers(list),
                 (_, _, true) => format::QuorumFlag::NoInitialControllers,
                 _ => format::QuorumFlag::None,
             };
-            format::format(&node, &cluster_id, ignore_formatted, &scram, &flag)?;
+            format::format(
+                &node,
+                &cluster_id,
+                ignore_formatted,
+                &scram,
+                &flag,
+                &features,
+            )?;
             println!(
                 "Formatted {} for cluster {cluster_id}, node {}",
                 format::all_dirs(&node)
