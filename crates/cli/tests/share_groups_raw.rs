@@ -1,5 +1,5 @@
 //! Share groups (KIP-932) on a real kraftd node, driven by raw ShareGroupHeartbeat and
-//! ShareGroupDescribe requests: `share.version` 1 is finalized at format, so the APIs are
+//! ShareGroupDescribe requests: `share.version` 2 is finalized at format, so the APIs are
 //! served; two members join one group, a describe shows both, ListGroups lists the group
 //! as a share group, DescribeGroups answers as Kafka does for one, a member leaves, the
 //! other's session expires (`group.share.session.timeout.ms`), and the empty group is
@@ -318,7 +318,7 @@ fn share_members_join_describe_leave_and_expire_as_in_kafka() {
             .unwrap_or_default()
     };
     assert_eq!(get("ShareGroupHeartbeat advertised"), "Some((1, 1))");
-    assert_eq!(get("share.version finalized: level"), "Some(1)");
+    assert_eq!(get("share.version finalized: level"), "Some(2)");
     assert_eq!(
         get("a joins"),
         "Some(\"member-a\") interval 1000 assignment true"

@@ -15,7 +15,13 @@
 //! - Kafka's own serde (`kafka-dump-log --share-group-state-decoder` / `--offsets-decoder`)
 //!   reads the `__share_group_state` and `__consumer_offsets` records kraftd wrote.
 //!
-//! Three controllers and three brokers; `KRAFTD_SHARE_AGAINST=kafka` runs the same tests
+//! - with `share.version` 2 and a dead-letter queue topic on the group (KIP-1191), the DLQ
+//!   topic holds exactly the rejected records and those past the delivery count limit, with
+//!   Kafka's headers and the source key and value (`copy.record`); a `__` DLQ name is refused
+//!   and a topic not enabled for DLQ writes gets nothing.
+//!
+//! Three controllers and three brokers, formatted with `share.version` 2 as Kafka 4.4.0
+//! formats by default; `KRAFTD_SHARE_AGAINST=kafka` runs the same tests
 //! against Apache Kafka 4.4.0 (one controller, three brokers) to check the tests themselves.
 
 mod common;
@@ -29,7 +35,7 @@ use std::sync::{Mutex, MutexGuard};
 use common::kafka_jars::{
     classpath, dump_log_segment_with, kafka_cluster, log4j_option, output_text, run_tool, KafkaNode,
 };
-use common::{all_logs, formatted_cluster, joined, Node};
+use common::{all_logs, formatted_cluster_with_args, joined, Node};
 
 /// Settings every node of both systems runs with: acquisition locks short enough for a
 /// test.
@@ -59,7 +65,8 @@ impl Cluster {
                 brokers,
             };
         }
-        let (_id, mut controllers, mut brokers) = formatted_cluster(root, 3, 3);
+        let (_id, mut controllers, mut brokers) =
+            formatted_cluster_with_args(root, 3, 3, &["--feature", "share.version=2"]);
         // The controllers too: they validate a group's configs against their own
         // group.share.* bounds, as Kafka's do.
         for node in controllers.iter().chain(&brokers) {
@@ -774,4 +781,156 @@ fn kafka_share_groups_and_the_console_share_consumer_work_on_a_share_group() {
     assert!(deleted.contains("was successful"), "{deleted}");
     let list = share_groups_tool(&cluster, &["--list"]);
     assert!(!list.lines().any(|l| l.trim() == "g-tools"), "{list}");
+}
+
+/// The `DLQ <partition> <key> <value> <headers>` lines of a run, as (partition, key, value,
+/// headers) in the order read.
+fn dlq_lines(run: &Run) -> Vec<(i32, String, String, String)> {
+    run.stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("DLQ "))
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, ' ').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].to_string(),
+                f[2].to_string(),
+                f.get(3).copied().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_limit() {
+    let _serial = serial();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let cluster = Cluster::start(root.path());
+
+    // Values 5, 10, 15 are rejected; 0, 7, 14 released on every delivery until the limit
+    // (2) archives them: those six, and only those, reach the DLQ topic, in partition
+    // 0 % 2 of its two.
+    cluster.create_topic("dlq-src", 1);
+    let run = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "dlq-src",
+            "g-dlq",
+            "20",
+            "2",
+            "--reject-mod",
+            "5",
+            "--always-release",
+            "7",
+            "--settle-after",
+            "2",
+            "--create-topic",
+            "dlq.g-dlq:2:errors.deadletterqueue.group.enable=true",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+            "--group-config",
+            "share.delivery.count.limit=2",
+            "--group-config",
+            "errors.deadletterqueue.topic.name=dlq.g-dlq",
+            "--group-config",
+            "errors.deadletterqueue.copy.record.enable=true",
+            "--read-dlq",
+            "dlq.g-dlq",
+            "6",
+        ],
+    );
+    assert!(
+        run.done,
+        "the share consumers did not settle\n{}",
+        run.context(&cluster)
+    );
+    let mut got = dlq_lines(&run);
+    got.sort_by_key(|(_, _, value, _)| value.parse::<u32>().unwrap_or(u32::MAX));
+    let record = |value: u32, count: u32, message: &str| {
+        (
+            0,
+            value.to_string(),
+            value.to_string(),
+            format!(
+                "__dlq.errors.topic=dlq-src|__dlq.errors.partition=0|__dlq.errors.offset={value}|\
+                 __dlq.errors.group=g-dlq|__dlq.errors.delivery.count={count}|\
+                 __dlq.errors.message={message}"
+            ),
+        )
+    };
+    let exceeded = "Offset delivery count exceeded the threshold.";
+    let rejected = "Offset rejected by client.";
+    let want = vec![
+        record(0, 2, exceeded),
+        record(5, 1, rejected),
+        record(7, 2, exceeded),
+        record(10, 1, rejected),
+        record(14, 2, exceeded),
+        record(15, 1, rejected),
+    ];
+    assert_eq!(
+        got,
+        want,
+        "the DLQ topic's records\n{}",
+        run.context(&cluster)
+    );
+
+    // A DLQ topic name starting with "__" is refused when set.
+    let refused = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "dlq-src",
+            "g-dlq-internal",
+            "0",
+            "1",
+            "--no-produce",
+            "--group-config",
+            "errors.deadletterqueue.topic.name=__dlq",
+        ],
+    );
+    assert!(
+        refused.stdout.lines().any(|l| l
+            == "CONFIG-ERROR InvalidConfigurationException errors.deadletterqueue.topic.name: \
+                DLQ topic name must not start with '__'"),
+        "the __ name must be refused\n{}",
+        refused.context(&cluster)
+    );
+
+    // A DLQ topic without errors.deadletterqueue.group.enable gets nothing: the rejected
+    // records are archived all the same.
+    cluster.create_topic("dlq-src-2", 1);
+    let off = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "dlq-src-2",
+            "g-dlq-off",
+            "10",
+            "1",
+            "--reject-mod",
+            "2",
+            "--create-topic",
+            "dlq.off:1",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+            "--group-config",
+            "errors.deadletterqueue.topic.name=dlq.off",
+            "--read-dlq",
+            "dlq.off",
+            "0",
+        ],
+    );
+    assert_each_settled_once(&off, &cluster, 10);
+    assert_eq!(off.values("reject").len(), 5);
+    assert!(
+        dlq_lines(&off).is_empty() && off.stdout.contains("DLQ-READ 0"),
+        "a topic not enabled for DLQ writes must get nothing\n{}",
+        off.context(&cluster)
+    );
 }

@@ -239,12 +239,12 @@ pub fn supported_features() -> Vec<Feature> {
             max_supported_version: 1,
             ..Default::default()
         },
-        // 1: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch). Kafka 4.4 supports 2
-        // (KIP-1191's dead-letter queues), which kraftd does not implement.
+        // 1: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch); 2: their dead-letter
+        // queues (KIP-1191).
         Feature {
             name: "share.version".into(),
             min_supported_version: 0,
-            max_supported_version: 1,
+            max_supported_version: 2,
             ..Default::default()
         },
     ]
@@ -512,6 +512,22 @@ impl BrokerServer {
             Some(cache.clone()),
             config.share_group,
         ));
+        // The share groups' dead-letter queue writer (KIP-1191), a client of the DLQ topics'
+        // leaders over the inter-broker listener (Kafka's DefaultShareGroupDLQManager).
+        if let Some(manager) = &share_partition_manager {
+            manager.set_dlq_manager(Arc::new(crate::share::dlq::ShareGroupDlqManager::new(
+                config.node_id,
+                Arc::clone(&replica_manager),
+                cache.clone(),
+                config.static_configs.clone(),
+                Arc::new(BrokerChannels::new(
+                    format!("broker-{}-share-dlq", config.node_id),
+                    replica_config_listener.clone(),
+                    config.inter_broker_security.clone(),
+                    SHARE_PERSISTER_REQUEST_TIMEOUT,
+                )),
+            )));
+        }
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),

@@ -5,6 +5,7 @@
 //! [`state_api`] sees as one shape.
 
 pub mod default_persister;
+pub mod dlq;
 pub mod persister;
 pub mod share_group_config;
 pub mod share_partition;

@@ -16,6 +16,13 @@
 //! `group.share.partition.max.record.locks`, which gives the same answers with one code path
 //! for whole-batch and per-offset acknowledgements. The AcquiredRecords ranges it returns
 //! are the runs of contiguous offsets with one delivery count.
+//!
+//! Dead-letter queues (KIP-1191, `share.version` 2, a group with
+//! `errors.deadletterqueue.topic.name`): a rejected record, or one past the delivery count
+//! limit, goes to ARCHIVING instead of ARCHIVED. Once that state is persisted, the record is
+//! handed to the DLQ writer ([`SharePartition::take_dlq_batches`]); whatever the write's
+//! outcome, it then becomes ARCHIVED ([`SharePartition::complete_dlq`]), as Kafka's
+//! `initiateDLQAndArchive`. ARCHIVING is not terminal: the SPSO waits for it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -41,6 +48,8 @@ pub enum RecordState {
     Available,
     Acquired,
     Acknowledged,
+    /// On its way to the group's dead-letter queue (KIP-1191).
+    Archiving,
     Archived,
 }
 
@@ -51,18 +60,19 @@ impl RecordState {
             RecordState::Available => 0,
             RecordState::Acquired => 1,
             RecordState::Acknowledged => 2,
+            RecordState::Archiving => 3,
             RecordState::Archived => 4,
         }
     }
 
     /// A persisted state. An acquired record is read back as available (its lock died with
-    /// the leader that held it) and Kafka's DLQ `ARCHIVING` (3) as archived: kraftd has no
-    /// dead-letter queue, so the flow it would resume ends where it would end without one.
+    /// the leader that held it); an ARCHIVING one resumes its way to the dead-letter queue.
     pub fn from_persisted(id: i8) -> Option<RecordState> {
         match id {
             0 | 1 => Some(RecordState::Available),
             2 => Some(RecordState::Acknowledged),
-            3 | 4 => Some(RecordState::Archived),
+            3 => Some(RecordState::Archiving),
+            4 => Some(RecordState::Archived),
             _ => None,
         }
     }
@@ -129,6 +139,10 @@ pub struct SharePartitionConfig {
     pub record_lock_duration_ms: i64,
     /// `share.renew.acknowledge.enable`.
     pub renew_acknowledge_enabled: bool,
+    /// Rejected records and those past the delivery count limit go to the group's
+    /// dead-letter queue: `share.version` >= 2 and `errors.deadletterqueue.topic.name` set
+    /// (Kafka's `isDLQEnabledForGroup`).
+    pub dlq_enabled: bool,
 }
 
 impl Default for SharePartitionConfig {
@@ -139,6 +153,7 @@ impl Default for SharePartitionConfig {
             max_delivery_count: 5,
             record_lock_duration_ms: 30_000,
             renew_acknowledge_enabled: true,
+            dlq_enabled: false,
         }
     }
 }
@@ -177,6 +192,35 @@ pub enum SharePartitionState {
     Failed(ErrorCode),
     /// Leadership moved away; nothing may change it any more.
     Fenced,
+}
+
+/// Why a record goes to the dead-letter queue (Kafka's `ShareGroupDLQManager.CLIENT_REJECT`
+/// and `DELIVERY_COUNT_EXCEEDED`); the message is the `__dlq.errors.message` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DlqCause {
+    ClientReject,
+    DeliveryCountExceeded,
+}
+
+impl DlqCause {
+    /// Kafka's throwable message.
+    pub fn message(self) -> &'static str {
+        match self {
+            DlqCause::ClientReject => "Offset rejected by client.",
+            DlqCause::DeliveryCountExceeded => "Offset delivery count exceeded the threshold.",
+        }
+    }
+}
+
+/// Records in ARCHIVING whose state is persisted, for the dead-letter queue: contiguous
+/// offsets with one delivery count and cause (Kafka's `ShareGroupDLQRecordParameter` less
+/// the group and partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DlqBatch {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub delivery_count: i16,
+    pub cause: DlqCause,
 }
 
 /// A WriteShareGroupState to send; its answer goes back through
@@ -223,6 +267,8 @@ struct InFlightRecord {
     lock_expiry_ms: i64,
     /// The write that carries this record's last change, until it is answered.
     in_transition: Option<u64>,
+    /// While ARCHIVING: why, and whether it was handed to the dead-letter queue writer.
+    dlq: Option<(DlqCause, bool)>,
 }
 
 impl InFlightRecord {
@@ -233,6 +279,7 @@ impl InFlightRecord {
             member_id: None,
             lock_expiry_ms: 0,
             in_transition: None,
+            dlq: None,
         }
     }
 
@@ -241,15 +288,26 @@ impl InFlightRecord {
     }
 
     /// Kafka's transition to AVAILABLE: archived instead once the delivery count reached
-    /// the limit.
-    fn release(&mut self, max_delivery_count: i16) {
-        self.state = if self.delivery_count >= max_delivery_count {
-            RecordState::Archived
+    /// the limit (on its way to the dead-letter queue when the group has one).
+    fn release(&mut self, config: &SharePartitionConfig) {
+        if self.delivery_count >= config.max_delivery_count {
+            self.archive(config, DlqCause::DeliveryCountExceeded);
         } else {
-            RecordState::Available
-        };
+            self.state = RecordState::Available;
+        }
         self.member_id = None;
         self.lock_expiry_ms = 0;
+    }
+
+    /// Archived, or ARCHIVING for the dead-letter queue when the group has one.
+    fn archive(&mut self, config: &SharePartitionConfig, cause: DlqCause) {
+        if config.dlq_enabled {
+            self.state = RecordState::Archiving;
+            self.dlq = Some((cause, false));
+        } else {
+            self.state = RecordState::Archived;
+        }
+        self.member_id = None;
     }
 }
 
@@ -623,7 +681,6 @@ impl SharePartition {
                     b.acknowledge_types[(offset - b.first_offset) as usize]
                 };
                 let t = AcknowledgeType::from_id(id).expect("validated");
-                let max_delivery_count = config.max_delivery_count;
                 let r = self.record_mut(offset).expect("offset in flight");
                 if t == AcknowledgeType::Renew {
                     r.lock_expiry_ms = now_ms.saturating_add(config.record_lock_duration_ms);
@@ -635,11 +692,12 @@ impl SharePartition {
                         r.state = RecordState::Acknowledged;
                         r.member_id = None;
                     }
-                    AcknowledgeType::Gap | AcknowledgeType::Reject => {
+                    AcknowledgeType::Gap => {
                         r.state = RecordState::Archived;
                         r.member_id = None;
                     }
-                    AcknowledgeType::Release => r.release(max_delivery_count),
+                    AcknowledgeType::Reject => r.archive(config, DlqCause::ClientReject),
+                    AcknowledgeType::Release => r.release(config),
                     AcknowledgeType::Renew => unreachable!("renewals change no state"),
                 }
                 r.in_transition = Some(write_id);
@@ -668,7 +726,7 @@ impl SharePartition {
                 && r.member_id.as_deref() == Some(member_id)
             {
                 previous.push((start + i as i64, r.clone()));
-                r.release(config.max_delivery_count);
+                r.release(config);
                 r.in_transition = Some(write_id);
             }
         }
@@ -702,7 +760,7 @@ impl SharePartition {
                 && r.in_transition.is_none()
                 && r.lock_expiry_ms <= now_ms
             {
-                r.release(config.max_delivery_count);
+                r.release(config);
                 changed.push(start + i as i64);
             }
         }
@@ -711,6 +769,78 @@ impl SharePartition {
         }
         let write_id = self.take_write_id();
         let batches = self.state_batches(changed.iter().copied());
+        let request = self.write_request(write_id, batches);
+        self.pending_writes.insert(write_id, Vec::new());
+        self.move_start_offset();
+        Some(StateWrite { write_id, request })
+    }
+
+    /// The records in ARCHIVING whose state is persisted and that are not yet with the
+    /// dead-letter queue writer, now handed to it: runs of contiguous offsets with one
+    /// delivery count and cause. A record loaded in ARCHIVING (its leader stopped before the
+    /// DLQ write finished) goes again, its cause inferred from its delivery count, as Kafka's
+    /// `maybeResumeDlqArchiving` does — whatever the group's DLQ configuration is now.
+    pub fn take_dlq_batches(&mut self, config: &SharePartitionConfig) -> Vec<DlqBatch> {
+        if self.state != SharePartitionState::Active {
+            return Vec::new();
+        }
+        let start = self.start_offset;
+        let mut out: Vec<DlqBatch> = Vec::new();
+        for (i, r) in self.records.iter_mut().enumerate() {
+            if r.state != RecordState::Archiving || r.in_transition.is_some() {
+                continue;
+            }
+            let cause = match r.dlq {
+                Some((_, true)) => continue,
+                Some((cause, false)) => cause,
+                None if r.delivery_count >= config.max_delivery_count => {
+                    DlqCause::DeliveryCountExceeded
+                }
+                None => DlqCause::ClientReject,
+            };
+            r.dlq = Some((cause, true));
+            let offset = start + i as i64;
+            if let Some(last) = out.last_mut() {
+                if last.last_offset + 1 == offset
+                    && last.delivery_count == r.delivery_count
+                    && last.cause == cause
+                {
+                    last.last_offset = offset;
+                    continue;
+                }
+            }
+            out.push(DlqBatch {
+                first_offset: offset,
+                last_offset: offset,
+                delivery_count: r.delivery_count,
+                cause,
+            });
+        }
+        out
+    }
+
+    /// The dead-letter queue writer is done with `batch` (written or failed: Kafka archives
+    /// either way): its records are ARCHIVED, and the write to persist that. Applied at once
+    /// and never rolled back, as Kafka's `initiateDLQAndArchive`.
+    pub fn complete_dlq(&mut self, batch: &DlqBatch) -> Option<StateWrite> {
+        if self.state != SharePartitionState::Active {
+            return None;
+        }
+        let mut changed = Vec::new();
+        for offset in batch.first_offset..=batch.last_offset {
+            if let Some(r) = self.record_mut(offset) {
+                if r.state == RecordState::Archiving && r.dlq.is_some_and(|(_, taken)| taken) {
+                    r.state = RecordState::Archived;
+                    r.dlq = None;
+                    changed.push(offset);
+                }
+            }
+        }
+        if changed.is_empty() {
+            return None;
+        }
+        let write_id = self.take_write_id();
+        let batches = self.state_batches(changed.into_iter());
         let request = self.write_request(write_id, batches);
         self.pending_writes.insert(write_id, Vec::new());
         self.move_start_offset();

@@ -6,6 +6,10 @@
 //! read_committed), acquires what the read returned, persists acknowledgements before it
 //! answers, expires acquisition locks on a timer, and holds the share sessions.
 //!
+//! Dead-letter queues (KIP-1191): records a write left in ARCHIVING go to the
+//! [`ShareGroupDlqManager`] once that write is persisted (or once a load finds them), then are
+//! archived and persisted again ([`SharePartitionManager::maybe_dlq`]).
+//!
 //! Leadership: a share partition belongs to one leader epoch. Each use checks the hosted
 //! partition; a partition this broker no longer leads, or leads at another epoch, is fenced
 //! and dropped, and the next use loads its state afresh from the share coordinator (what
@@ -13,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,10 +31,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::dlq::{ShareGroupDlqManager, ShareGroupDlqRecordParameter};
 use super::persister::Persister;
 pub use super::share_group_config::ShareGroupConfig;
 use super::share_partition::{
-    split_by_batch_size, AcknowledgementBatch, FetchedBatch, ShareAcquireMode,
+    split_by_batch_size, AcknowledgementBatch, DlqBatch, FetchedBatch, ShareAcquireMode,
     ShareAcquiredRecords, SharePartition, SharePartitionConfig, SharePartitionState, StateWrite,
 };
 use super::share_session_cache::ShareSessionCache;
@@ -132,6 +137,11 @@ pub struct SharePartitionManager {
     /// Pulsed when acquisition locks are taken or renewed: the expiry timer re-plans. Apart
     /// from `changed`, so that one member's acquisition does not wake every waiting fetch.
     locks: Notify,
+    /// The dead-letter queue writer; without one, records bound for a DLQ are archived
+    /// (Kafka's `NoOpShareGroupDLQManager`).
+    dlq: OnceLock<Arc<ShareGroupDlqManager>>,
+    /// This manager, for the DLQ tasks it spawns.
+    weak_self: Weak<SharePartitionManager>,
 }
 
 impl std::fmt::Debug for SharePartitionManager {
@@ -164,7 +174,7 @@ impl SharePartitionManager {
         metadata: Option<MetadataCache>,
         config: ShareGroupConfig,
     ) -> Arc<SharePartitionManager> {
-        Arc::new(SharePartitionManager {
+        Arc::new_cyclic(|weak_self| SharePartitionManager {
             replica_manager,
             persister,
             metadata,
@@ -175,7 +185,14 @@ impl SharePartitionManager {
             partitions: Mutex::new(HashMap::new()),
             changed: Notify::new(),
             locks: Notify::new(),
+            dlq: OnceLock::new(),
+            weak_self: weak_self.clone(),
         })
+    }
+
+    /// Sets the dead-letter queue writer (once; `BrokerServer` does at start).
+    pub fn set_dlq_manager(&self, dlq: Arc<ShareGroupDlqManager>) {
+        let _ = self.dlq.set(dlq);
     }
 
     /// A manager with its acquisition lock timer running: what `BrokerServer` builds once it
@@ -254,6 +271,14 @@ impl SharePartitionManager {
                 ) as i64,
                 renew_acknowledge_enabled: value("share.renew.acknowledge.enable")
                     .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false")),
+                // Kafka's isDLQEnabledForGroup: share.version >= 2 and a DLQ topic named.
+                dlq_enabled: image.as_ref().is_some_and(|i| {
+                    i.features
+                        .finalized
+                        .get(crate::server::share_group_apis::SHARE_VERSION_FEATURE)
+                        .is_some_and(|level| *level >= 2)
+                }) && value(super::dlq::ERRORS_DEADLETTERQUEUE_TOPIC_NAME)
+                    .is_some_and(|v| !v.trim().is_empty()),
             },
             read_committed: value("share.isolation.level")
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("read_committed")),
@@ -528,6 +553,7 @@ impl SharePartitionManager {
                 self.changed.notify_waiters();
                 // Renewed locks expire later.
                 self.locks.notify_waiters();
+                self.maybe_dlq(group_id, &tp, &entry);
             }
             if let Err(e) = result {
                 self.on_persister_error(group_id, &tp, e);
@@ -620,8 +646,9 @@ impl SharePartitionManager {
                 let (write_id, handle) = self.spawn_write(w);
                 let result = handle.await.unwrap_or(Err(ErrorCode::UnknownServerError));
                 entry.lock().complete_write(write_id, result);
-                if let Err(e) = result {
-                    self.on_persister_error(group_id, &tp, e);
+                match result {
+                    Ok(()) => self.maybe_dlq(group_id, &tp, &entry),
+                    Err(e) => self.on_persister_error(group_id, &tp, e),
                 }
             }
         }
@@ -655,8 +682,9 @@ impl SharePartitionManager {
                 // Kafka does not roll an expiry back: the records are available already.
                 let result = handle.await.unwrap_or(Err(ErrorCode::UnknownServerError));
                 entry.lock().complete_write(write_id, result);
-                if let Err(e) = result {
-                    self.on_persister_error(&group_id, &tp, e);
+                match result {
+                    Ok(()) => self.maybe_dlq(&group_id, &tp, &entry),
+                    Err(e) => self.on_persister_error(&group_id, &tp, e),
                 }
             }
             if let Some(at) = entry.lock().next_lock_expiry_ms() {
@@ -680,6 +708,60 @@ impl SharePartitionManager {
             let sp = e.lock();
             (sp.start_offset(), sp.end_offset())
         })
+    }
+
+    /// Hands the share partition's persisted ARCHIVING records to the DLQ writer, each batch
+    /// in a task that archives it once the writer is done — written or failed, as Kafka's
+    /// `initiateDLQAndArchive` — and persists that.
+    fn maybe_dlq(&self, group_id: &str, tp: &TopicIdPartition, entry: &Arc<SharePartitionEntry>) {
+        let settings = self.group_settings(group_id);
+        let batches = entry.lock().take_dlq_batches(&settings.partition);
+        let Some(manager) = self.weak_self.upgrade() else {
+            return;
+        };
+        for batch in batches {
+            let param = ShareGroupDlqRecordParameter {
+                group_id: group_id.to_owned(),
+                tp: tp.clone(),
+                first_offset: batch.first_offset,
+                last_offset: batch.last_offset,
+                delivery_count: Some(batch.delivery_count),
+                cause: Some(batch.cause),
+            };
+            let entry = Arc::clone(entry);
+            let manager = Arc::clone(&manager);
+            tokio::spawn(async move { manager.dlq_and_archive(param, batch, entry).await });
+        }
+    }
+
+    async fn dlq_and_archive(
+        &self,
+        param: ShareGroupDlqRecordParameter,
+        batch: DlqBatch,
+        entry: Arc<SharePartitionEntry>,
+    ) {
+        match self.dlq.get() {
+            Some(dlq) => {
+                if let Err(e) = dlq.enqueue(&param).await {
+                    tracing::warn!(group = %param.group_id, topic = %param.tp.topic,
+                        partition = param.tp.partition, first_offset = param.first_offset,
+                        last_offset = param.last_offset, error = %e,
+                        "Failed to write to DLQ, proceeding to ARCHIVED regardless.");
+                }
+            }
+            None => tracing::warn!(?param, "No DLQ writer: archiving the records"),
+        }
+        let write = entry.lock().complete_dlq(&batch);
+        if let Some(w) = write {
+            let (write_id, handle) = self.spawn_write(w);
+            let result = handle.await.unwrap_or(Err(ErrorCode::UnknownServerError));
+            entry.lock().complete_write(write_id, result);
+            if let Err(e) = result {
+                self.on_persister_error(&param.group_id, &param.tp, e);
+            }
+        }
+        // The SPSO may have moved: room under the in-flight limit for waiting fetches.
+        self.changed.notify_waiters();
     }
 
     /// Sends a write to the persister and answers its outcome for this partition.
@@ -834,7 +916,10 @@ impl SharePartitionManager {
             sp.complete_initialize(partition.as_ref().map_err(|e| *e), reset)
         };
         match loaded {
-            Ok(()) => Ok(Arc::clone(&entry)),
+            Ok(()) => {
+                self.maybe_dlq(group_id, tp, &entry);
+                Ok(Arc::clone(&entry))
+            }
             Err(e) => {
                 self.drop_partition(group_id, tp);
                 Err((persister_error(e), None))

@@ -259,7 +259,19 @@ pub fn formatted_cluster_with_scram(
     brokers: i32,
     scram: &[&str],
 ) -> (String, Vec<Node>, Vec<Node>) {
-    let (cluster_id, quorum) = formatted_quorum_with_scram(root, controllers, scram);
+    let extra: Vec<&str> = scram.iter().flat_map(|a| ["--add-scram", a]).collect();
+    formatted_cluster_with_args(root, controllers, brokers, &extra)
+}
+
+/// [`formatted_cluster`] with `extra` arguments to every `kraftd format` (`--feature
+/// share.version=2`, `--add-scram ...`).
+pub fn formatted_cluster_with_args(
+    root: &Path,
+    controllers: i32,
+    brokers: i32,
+    extra: &[&str],
+) -> (String, Vec<Node>, Vec<Node>) {
+    let (cluster_id, quorum) = formatted_quorum_with_args(root, controllers, extra);
     let voters = voters(&quorum);
     let brokers: Vec<Node> = (controllers + 1..=controllers + brokers)
         .map(|id| Node::broker(root, id))
@@ -267,7 +279,7 @@ pub fn formatted_cluster_with_scram(
     for node in &brokers {
         std::fs::create_dir_all(&node.dir).unwrap();
         write_broker_config(node, &voters);
-        format(node, &cluster_id);
+        format_with_args(node, &cluster_id, extra);
     }
     (cluster_id, quorum, brokers)
 }
@@ -331,13 +343,19 @@ pub fn formatted_quorum(root: &Path, count: i32) -> (String, Vec<Node>) {
 
 /// [`formatted_quorum`], formatted with `--add-scram` for each of `scram`.
 pub fn formatted_quorum_with_scram(root: &Path, count: i32, scram: &[&str]) -> (String, Vec<Node>) {
+    let extra: Vec<&str> = scram.iter().flat_map(|a| ["--add-scram", a]).collect();
+    formatted_quorum_with_args(root, count, &extra)
+}
+
+/// [`formatted_quorum_with_scram`] with `extra` arguments to each `kraftd format`.
+pub fn formatted_quorum_with_args(root: &Path, count: i32, extra: &[&str]) -> (String, Vec<Node>) {
     let cluster_id = run(&["random-uuid"]).trim().to_string();
     let nodes: Vec<Node> = (1..=count).map(|id| Node::new(root, id)).collect();
     let voters = voters(&nodes);
     for node in &nodes {
         std::fs::create_dir_all(&node.dir).unwrap();
         write_config(node, &voters);
-        format_with_scram(node, &cluster_id, scram);
+        format_with_args(node, &cluster_id, extra);
     }
     (cluster_id, nodes)
 }

@@ -22,6 +22,13 @@
 // arrives then must not: a value delivered past the delivery count limit shows), and
 // `--max-poll-records n` bounds each poll, so that several members share a partition.
 // `--pace-ms n` sleeps after each poll (a slow consumer, so that faults land mid-run).
+// Dead-letter queues (KIP-1191): `--create-topic name:partitions[:k=v,...]` creates a topic
+// with configs first (a DLQ topic with `errors.deadletterqueue.group.enable`); a group config
+// the broker refuses prints `CONFIG-ERROR <exception> <message>` and ends the run (exit 3);
+// `--read-dlq <topic> <n>` reads <topic> from the beginning once every record is settled,
+// until it holds <n> records (or `--timeout-s`), then `--dlq-linger-s` more seconds (records
+// beyond the expected show), printing each as `DLQ <partition> <key> <value> <headers>`,
+// the headers as `name=value` joined by `|` (`null` for a null key or value).
 // Every decision is one stdout line once commitSync answered: `<type> <member> <partition>
 // <offset> <value> <deliveryCount>`, the type suffixed `-failed` where the broker did not
 // confirm it; `STALL` lines for what member 0 holds; `POLL-ERROR`/`COMMIT-ERROR` lines for
@@ -46,6 +53,9 @@ public class ShareConsumers {
     static boolean stall = false, produce = true;
     static int timeoutS = 120, lingerS = 0, maxPollRecords = 0, paceMs = 0;
     static final Map<String, String> groupConfigs = new LinkedHashMap<>();
+    static final List<String> createTopics = new ArrayList<>();
+    static String dlqTopic = null;
+    static int dlqRecords = 0, dlqLingerS = 3;
     static final Set<Integer> settled = ConcurrentHashMap.newKeySet();
     static final Map<Integer, AtomicInteger> releases = new ConcurrentHashMap<>();
     static final AtomicBoolean stop = new AtomicBoolean();
@@ -75,6 +85,12 @@ public class ShareConsumers {
                 case "--linger-s" -> lingerS = Integer.parseInt(args[++i]);
                 case "--pace-ms" -> paceMs = Integer.parseInt(args[++i]);
                 case "--max-poll-records" -> maxPollRecords = Integer.parseInt(args[++i]);
+                case "--create-topic" -> createTopics.add(args[++i]);
+                case "--read-dlq" -> {
+                    dlqTopic = args[++i];
+                    dlqRecords = Integer.parseInt(args[++i]);
+                }
+                case "--dlq-linger-s" -> dlqLingerS = Integer.parseInt(args[++i]);
                 case "--group-config" -> {
                     String[] kv = args[++i].split("=", 2);
                     groupConfigs.put(kv[0], kv[1]);
@@ -82,8 +98,17 @@ public class ShareConsumers {
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
+        if (!createTopics.isEmpty()) {
+            createTopics();
+        }
         if (!groupConfigs.isEmpty()) {
-            alterGroupConfigs();
+            try {
+                alterGroupConfigs();
+            } catch (ExecutionException e) {
+                out("CONFIG-ERROR " + e.getCause().getClass().getSimpleName() + " "
+                    + e.getCause().getMessage());
+                System.exit(3);
+            }
         }
         if (produce) {
             produce();
@@ -119,7 +144,73 @@ public class ShareConsumers {
             }
         }
         out((done ? "DONE " : "TIMEOUT ") + settled.size());
+        if (done && dlqTopic != null) {
+            readDlq(deadline);
+        }
         System.exit(done ? 0 : 1);
+    }
+
+    static void createTopics() throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            List<NewTopic> topics = new ArrayList<>();
+            for (String spec : createTopics) {
+                String[] parts = spec.split(":", 3);
+                NewTopic t = new NewTopic(parts[0], Integer.parseInt(parts[1]), (short) 1);
+                if (parts.length > 2) {
+                    Map<String, String> configs = new HashMap<>();
+                    for (String kv : parts[2].split(",")) {
+                        String[] e = kv.split("=", 2);
+                        configs.put(e[0], e[1]);
+                    }
+                    t.configs(configs);
+                }
+                topics.add(t);
+            }
+            admin.createTopics(topics).all().get();
+        }
+        out("CREATED " + createTopics);
+    }
+
+    static void readDlq(long deadline) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
+            consumer.partitionsFor(dlqTopic).forEach(info ->
+                partitions.add(new org.apache.kafka.common.TopicPartition(dlqTopic, info.partition())));
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            int read = 0;
+            long lingerUntil = Long.MAX_VALUE;
+            while (System.currentTimeMillis() < Math.min(lingerUntil, deadline + 60_000L)) {
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                    StringBuilder headers = new StringBuilder();
+                    for (org.apache.kafka.common.header.Header h : r.headers()) {
+                        if (headers.length() > 0) {
+                            headers.append('|');
+                        }
+                        headers.append(h.key()).append('=').append(text(h.value()));
+                    }
+                    out("DLQ " + r.partition() + " " + text(r.key()) + " " + text(r.value()) + " "
+                        + headers);
+                    read++;
+                }
+                if (read >= dlqRecords && lingerUntil == Long.MAX_VALUE) {
+                    lingerUntil = System.currentTimeMillis() + dlqLingerS * 1000L;
+                }
+            }
+            out("DLQ-READ " + read);
+        }
+    }
+
+    static String text(byte[] bytes) {
+        return bytes == null ? "null" : new String(bytes, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     static void alterGroupConfigs() throws Exception {

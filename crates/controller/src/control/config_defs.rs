@@ -575,6 +575,12 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     )
     .default("producer")
     .doc("Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."),
+    def("errors.deadletterqueue.auto.create.topics.enable", BOOLEAN)
+        .default("false")
+        .doc("Whether automatic creation of DLQ topics is enabled (KIP-1191). When a share group has a DLQ topic configured, this setting controls whether the broker will automatically create the topic if it does not exist."),
+    def("errors.deadletterqueue.topic.name.prefix", STRING)
+        .default("dlq.")
+        .doc("The required prefix of topic names used by dead-letter queue topics for share groups. When set to \"\", there is no restriction on the names used for dead-letter queue topics."),
     def("follower.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated in the property follower.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),

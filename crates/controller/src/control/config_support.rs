@@ -179,6 +179,7 @@ const SHARE_STATE_TOPIC: &str =
 const THROTTLE: &str = "replication throttling (replica/replication_quota.rs): the leader answers throttled partitions empty and the follower leaves them out of its fetches while over the rate";
 const PER_GROUP_COORDINATOR: &str = "the group coordinator runs the group by it, clamped into the broker's group.* bounds (GroupCoordinatorShard::group_config, from the image's GROUP resources)";
 const PER_GROUP_SHARE_PARTITIONS: &str = "the share-partition leaders run the group's share partitions by it (SharePartitionManager::group_settings, from the image's GROUP resources; the controller keeps it within the broker's group.share.* bounds)";
+const DLQ: &str = "share groups' dead-letter queues (KIP-1191, share.version 2): the share-partition leader's DLQ writer (share/dlq.rs) reads it at each write";
 const STREAMS: &str =
     "streams groups (KIP-1071) are not built: no streams group exists for it to apply to";
 const OFFLOAD: &str = "kraftd computes assignments on the shard; offloading to a background thread only tunes performance";
@@ -196,7 +197,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(T, "compression.type", COMPRESSION),
     no_effect(T, "compression.zstd.level", LEVEL),
     honoured(T, "delete.retention.ms", CLEANER),
-    no_effect(T, "errors.deadletterqueue.group.enable", "only share groups write to a dead-letter queue, and kraftd has none"),
+    honoured(T, "errors.deadletterqueue.group.enable", DLQ),
     no_effect(T, "file.delete.delay.ms", "a segment leaves the log at once and its files are removed then; a read already planned keeps its open file, so clients see what Kafka's delay gives them"),
     honoured(T, "flush.messages", "the log store flushes at the append that reaches it"),
     honoured(T, "flush.ms", "checked at each append; Kafka's periodic flusher is off by default (log.flush.scheduler.interval.ms)"),
@@ -231,6 +232,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     // Dynamic broker configs (also read from the properties file).
     no_effect(B, "background.threads", THREADS),
     honoured(B, "compression.type", "as the default of the topic's compression.type"),
+    honoured(B, "errors.deadletterqueue.auto.create.topics.enable", DLQ),
+    honoured(B, "errors.deadletterqueue.topic.name.prefix", DLQ),
     honoured(B, "follower.replication.throttled.rate", THROTTLE),
     honoured_static(B, "group.share.assignment.interval.ms", SHARE_GROUPS),
     honoured(B, "leader.replication.throttled.rate", THROTTLE),
@@ -359,8 +362,8 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(G, "consumer.assignor.offload.enable", OFFLOAD),
     honoured(G, "consumer.heartbeat.interval.ms", PER_GROUP_COORDINATOR),
     honoured(G, "consumer.session.timeout.ms", PER_GROUP_COORDINATOR),
-    no_effect(G, "errors.deadletterqueue.copy.record.enable", "share groups' dead-letter queues (KIP-1191) are not built"),
-    no_effect(G, "errors.deadletterqueue.topic.name", "share groups' dead-letter queues (KIP-1191) are not built"),
+    honoured(G, "errors.deadletterqueue.copy.record.enable", DLQ),
+    honoured(G, "errors.deadletterqueue.topic.name", DLQ),
     honoured(G, "share.assignment.interval.ms", PER_GROUP_COORDINATOR),
     no_effect(G, "share.assignor.offload.enable", OFFLOAD),
     honoured(G, "share.auto.offset.reset", PER_GROUP_SHARE_PARTITIONS),

@@ -12,6 +12,7 @@ fn config() -> SharePartitionConfig {
         max_delivery_count: 3,
         record_lock_duration_ms: 1_000,
         renew_acknowledge_enabled: true,
+        dlq_enabled: false,
     }
 }
 
@@ -802,4 +803,154 @@ fn acquired_ranges_are_cut_at_batch_boundaries_by_batch_size() {
     assert_eq!(cut(vec![range(0, 29)], 0), vec![(0, 29)]);
     // A range starting inside a batch is cut at the next boundaries.
     assert_eq!(cut(vec![range(7, 29)], 5), vec![(7, 14), (15, 29)]);
+}
+
+fn dlq_config() -> SharePartitionConfig {
+    SharePartitionConfig {
+        dlq_enabled: true,
+        ..config()
+    }
+}
+
+fn states(w: &WriteShareGroupStateRequest) -> Vec<(i64, i64, i8, i16)> {
+    w.topics[0].partitions[0]
+        .state_batches
+        .iter()
+        .map(|b| {
+            (
+                b.first_offset,
+                b.last_offset,
+                b.delivery_state,
+                b.delivery_count,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn with_a_dlq_a_rejected_record_is_archiving_until_the_dlq_writer_is_done() {
+    let cfg = dlq_config();
+    let mut sp = fresh();
+    acquire(&mut sp, "a", 10, &[batch(0, 2)], 0);
+    let w = sp.acknowledge("a", &cfg, &[ack(0, 2, &[1, 3, 3])], 10);
+    // Phase 1: ARCHIVING (3) is persisted; nothing goes to the DLQ before it is.
+    let w = w.unwrap().expect("a write");
+    assert_eq!(states(&w.request), vec![(0, 0, 2, 1), (1, 2, 3, 1)]);
+    assert!(sp.take_dlq_batches(&cfg).is_empty(), "not persisted yet");
+    sp.complete_write(w.write_id, Ok(()));
+    assert_eq!(sp.record_state(1), Some((RecordState::Archiving, 1)));
+    // ARCHIVING is not terminal: the SPSO waits, and the records are not acquirable.
+    assert_eq!(sp.start_offset(), 1);
+    assert_eq!(sp.next_fetch_offset(), 3);
+    let batches = sp.take_dlq_batches(&cfg);
+    assert_eq!(
+        batches,
+        vec![DlqBatch {
+            first_offset: 1,
+            last_offset: 2,
+            delivery_count: 1,
+            cause: DlqCause::ClientReject,
+        }]
+    );
+    assert!(sp.take_dlq_batches(&cfg).is_empty(), "handed over once");
+    // Phase 2: ARCHIVED (4) is persisted and the SPSO moves over it.
+    let w = sp.complete_dlq(&batches[0]).expect("a write");
+    assert_eq!(states(&w.request), vec![(1, 2, 4, 1)]);
+    assert_eq!(w.request.topics[0].partitions[0].start_offset, 3);
+    assert_eq!(sp.start_offset(), 3);
+    sp.complete_write(w.write_id, Ok(()));
+    assert!(sp.complete_dlq(&batches[0]).is_none());
+}
+
+#[test]
+fn with_a_dlq_the_delivery_count_limit_sends_records_there_on_release_and_expiry() {
+    let cfg = dlq_config();
+    let mut sp = fresh();
+    for round in 1..=3 {
+        let now = round * 10_000;
+        let from = sp.next_fetch_offset();
+        let got = sp.acquire(
+            "a",
+            &cfg,
+            ShareAcquireMode::BatchOptimized,
+            10,
+            from,
+            &[batch(0, 0)],
+            None,
+            now,
+        );
+        assert_eq!(got.count, 1, "round {round}");
+        if round < 3 {
+            let w = sp.release_acquired_records("a", &cfg);
+            commit(&mut sp, w);
+        }
+    }
+    // The third delivery's lock expires: the limit (3) is reached.
+    let w = sp.expire_acquisition_locks(&cfg, 100_000).expect("a write");
+    assert_eq!(states(&w.request), vec![(0, 0, 3, 3)]);
+    sp.complete_write(w.write_id, Ok(()));
+    assert_eq!(
+        sp.take_dlq_batches(&cfg),
+        vec![DlqBatch {
+            first_offset: 0,
+            last_offset: 0,
+            delivery_count: 3,
+            cause: DlqCause::DeliveryCountExceeded,
+        }]
+    );
+    // Without a DLQ the same records are archived at once.
+    let mut plain = fresh();
+    acquire(&mut plain, "a", 10, &[batch(0, 0)], 0);
+    let w = plain.acknowledge("a", &config(), &[ack(0, 0, &[3])], 1);
+    assert_eq!(states(&w.unwrap().unwrap().request), vec![(0, 0, 4, 1)]);
+}
+
+#[test]
+fn a_failed_archiving_write_rolls_back_and_sends_nothing_to_the_dlq() {
+    let cfg = dlq_config();
+    let mut sp = fresh();
+    acquire(&mut sp, "a", 10, &[batch(0, 0)], 0);
+    let w = sp
+        .acknowledge("a", &cfg, &[ack(0, 0, &[3])], 1)
+        .unwrap()
+        .unwrap();
+    sp.complete_write(w.write_id, Err(ErrorCode::UnknownServerError));
+    assert_eq!(sp.record_state(0), Some((RecordState::Acquired, 1)));
+    assert!(sp.take_dlq_batches(&cfg).is_empty());
+}
+
+#[test]
+fn records_loaded_in_archiving_resume_their_way_to_the_dlq() {
+    let sb = |f, l, s, c| ReadStateBatch {
+        first_offset: f,
+        last_offset: l,
+        delivery_state: s,
+        delivery_count: c,
+        ..Default::default()
+    };
+    let mut sp = loaded(5, vec![sb(5, 5, 3, 1), sb(6, 7, 3, 3), sb(8, 8, 2, 1)]);
+    assert_eq!(sp.start_offset(), 5);
+    // Resumed whatever the group's configuration is now; the cause from the count.
+    let batches = sp.take_dlq_batches(&config());
+    assert_eq!(
+        batches,
+        vec![
+            DlqBatch {
+                first_offset: 5,
+                last_offset: 5,
+                delivery_count: 1,
+                cause: DlqCause::ClientReject,
+            },
+            DlqBatch {
+                first_offset: 6,
+                last_offset: 7,
+                delivery_count: 3,
+                cause: DlqCause::DeliveryCountExceeded,
+            },
+        ]
+    );
+    sp.complete_dlq(&batches[1]);
+    assert_eq!(sp.start_offset(), 5);
+    sp.complete_dlq(&batches[0]);
+    assert_eq!(sp.start_offset(), 9);
 }

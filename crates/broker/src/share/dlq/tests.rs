@@ -1,0 +1,187 @@
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use kraftd_protocol::records::{Batches, TimestampType};
+use kraftd_protocol::Uuid;
+
+use super::*;
+
+fn param(cause: Option<DlqCause>) -> ShareGroupDlqRecordParameter {
+    ShareGroupDlqRecordParameter {
+        group_id: "g1".into(),
+        tp: TopicIdPartition {
+            topic_id: Uuid([7; 16]),
+            topic: "orders".into(),
+            partition: 3,
+        },
+        first_offset: 10,
+        last_offset: 12,
+        delivery_count: Some(2),
+        cause,
+    }
+}
+
+fn settings(name: &str) -> DlqSettings {
+    DlqSettings {
+        topic_name: (!name.is_empty()).then(|| name.to_string()),
+        copy_record: false,
+        auto_create_topics: false,
+        topic_name_prefix: "dlq.".into(),
+    }
+}
+
+fn text(h: &Header) -> (&str, &str) {
+    (
+        h.key.as_str(),
+        std::str::from_utf8(h.value.as_deref().unwrap_or_default()).unwrap(),
+    )
+}
+
+#[test]
+fn headers_are_kafkas_in_kafkas_order() {
+    let p = param(Some(DlqCause::ClientReject));
+    let got: Vec<(String, String)> = headers(&p, 11)
+        .iter()
+        .map(|h| {
+            let (k, v) = text(h);
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    let want = [
+        ("__dlq.errors.topic", "orders"),
+        ("__dlq.errors.partition", "3"),
+        ("__dlq.errors.offset", "11"),
+        ("__dlq.errors.group", "g1"),
+        ("__dlq.errors.delivery.count", "2"),
+        ("__dlq.errors.message", "Offset rejected by client."),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    let exceeded = headers(&param(Some(DlqCause::DeliveryCountExceeded)), 10);
+    assert_eq!(
+        text(&exceeded[5]),
+        (
+            "__dlq.errors.message",
+            "Offset delivery count exceeded the threshold."
+        )
+    );
+    // Without a count or cause those headers are absent, as Kafka's Optional.empty().
+    let bare = ShareGroupDlqRecordParameter {
+        delivery_count: None,
+        ..param(None)
+    };
+    assert_eq!(headers(&bare, 10).len(), 4);
+}
+
+#[test]
+fn the_batch_holds_one_record_per_offset_with_the_source_key_and_value_when_copied() {
+    let p = param(Some(DlqCause::ClientReject));
+    let mut originals = HashMap::new();
+    originals.insert(10, (Some(Bytes::from("k10")), Some(Bytes::from("v10"))));
+    originals.insert(12, (None, Some(Bytes::from("v12"))));
+    let (batch, last) = dlq_records(&p, 10, &originals, 1_700_000_000_000, 1 << 20);
+    assert_eq!(last, 12);
+    let batches: Vec<_> = Batches::new(batch).map(Result::unwrap).collect();
+    assert_eq!(batches.len(), 1);
+    let b = &batches[0];
+    assert_eq!(b.compression(), kraftd_protocol::records::Compression::None);
+    assert_eq!(b.timestamp_type(), TimestampType::CreateTime);
+    assert!(!b.is_transactional() && !b.is_control());
+    assert_eq!(b.producer_id(), -1);
+    let records: Vec<_> = b.records().unwrap().map(Result::unwrap).collect();
+    assert_eq!(records.len(), 3);
+    assert_eq!(records[0].key.as_deref(), Some(&b"k10"[..]));
+    assert_eq!(records[0].value.as_deref(), Some(&b"v10"[..]));
+    // Offset 11 was not read (copy.record off, or gone): null key and value.
+    assert_eq!(
+        (records[1].key.clone(), records[1].value.clone()),
+        (None, None)
+    );
+    assert_eq!(records[2].key, None);
+    assert_eq!(records[2].value.as_deref(), Some(&b"v12"[..]));
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r.timestamp(b), 1_700_000_000_000);
+        assert_eq!(
+            text(&r.headers[2]),
+            ("__dlq.errors.offset", &*(10 + i).to_string())
+        );
+    }
+}
+
+#[test]
+fn a_batch_stops_at_the_topics_max_message_bytes_but_always_carries_one_record() {
+    let p = param(None);
+    let (one, last) = dlq_records(&p, 10, &HashMap::new(), 0, 1);
+    assert_eq!(last, 10);
+    assert_eq!(Batches::new(one).next().unwrap().unwrap().record_count(), 1);
+    let (rest, last) = dlq_records(&p, 11, &HashMap::new(), 0, 1 << 20);
+    assert_eq!(last, 12);
+    assert_eq!(
+        Batches::new(rest).next().unwrap().unwrap().record_count(),
+        2
+    );
+    // The size Kafka's DefaultRecord.sizeInBytes gives: what the builder wrote.
+    let (batch, _) = dlq_records(&param(None), 10, &HashMap::new(), 0, 1 << 20);
+    let b = Batches::new(batch.clone()).next().unwrap().unwrap();
+    let computed: usize = (0..3)
+        .map(|i| record_size(&None, &None, &headers(&param(None), 10 + i), i as usize))
+        .sum();
+    assert_eq!(b.size_in_bytes(), RECORD_BATCH_OVERHEAD + computed);
+}
+
+#[test]
+fn source_records_are_read_back_from_the_log_batches() {
+    let mut builder = kraftd_protocol::records::RecordBatchBuilder::new(8);
+    for i in 0..5 {
+        builder
+            .append(5, Some(Bytes::from(format!("k{i}"))), None, Vec::new())
+            .unwrap();
+    }
+    let bytes = builder.build().unwrap();
+    let got = source_records(&bytes, 9, 10);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[&9].0.as_deref(), Some(&b"k1"[..]));
+    assert_eq!(got[&10].0.as_deref(), Some(&b"k2"[..]));
+}
+
+#[test]
+fn a_misconfigured_dlq_is_refused_with_kafkas_messages() {
+    let missing = DlqTopicState::Missing;
+    let enabled = DlqTopicState::Exists { dlq_enabled: true };
+    let disabled = DlqTopicState::Exists { dlq_enabled: false };
+    let err = |s: &DlqSettings, t| validate_dlq_topic("g1", s, t).unwrap_err().to_string();
+    assert_eq!(
+        err(&settings(""), enabled),
+        "Configured DLQ topic name in share group: g1 is empty."
+    );
+    assert_eq!(
+        err(&settings("__dlq"), enabled),
+        "Configured DLQ topic name in share group: g1 cannot start with __, topic: __dlq."
+    );
+    assert_eq!(
+        err(&settings("dlq.a"), disabled),
+        "DLQ is not enabled on configured DLQ topic for share group: g1, topic: dlq.a."
+    );
+    assert_eq!(
+        err(&settings("dlq.a"), missing),
+        "DLQ topic does not exist and auto create is disabled on cluster for share group: g1, topic: dlq.a."
+    );
+    assert_eq!(
+        err(&settings("other"), enabled),
+        "Configured DLQ topic name does not comply with the DLQ topic prefix in share group: g1, topic: other, prefix: dlq.."
+    );
+    assert!(validate_dlq_topic("g1", &settings("dlq.a"), enabled).is_ok());
+    let auto = DlqSettings {
+        auto_create_topics: true,
+        ..settings("dlq.a")
+    };
+    assert!(validate_dlq_topic("g1", &auto, missing).is_ok());
+    let no_prefix = DlqSettings {
+        topic_name_prefix: String::new(),
+        ..settings("other")
+    };
+    assert!(validate_dlq_topic("g1", &no_prefix, enabled).is_ok());
+}
