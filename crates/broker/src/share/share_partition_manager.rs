@@ -275,7 +275,7 @@ impl SharePartitionManager {
                 dlq_enabled: image.as_ref().is_some_and(|i| {
                     i.features
                         .finalized
-                        .get(crate::server::share_group_apis::SHARE_VERSION_FEATURE)
+                        .get(kraftd_coordinator::share::SHARE_VERSION_FEATURE)
                         .is_some_and(|level| *level >= 2)
                 }) && value(super::dlq::ERRORS_DEADLETTERQUEUE_TOPIC_NAME)
                     .is_some_and(|v| !v.trim().is_empty()),

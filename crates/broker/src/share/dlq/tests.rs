@@ -1,3 +1,7 @@
+//! Tests of the dead-letter queue writer's sans-IO parts: the config checks with Kafka's
+//! messages, the `__dlq.errors.*` headers in Kafka's order, the batch layout and copy.record,
+//! the split at `max.message.bytes`, and reading the source records.
+
 use std::collections::HashMap;
 
 use bytes::Bytes;
