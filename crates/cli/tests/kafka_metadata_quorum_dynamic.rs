@@ -3,7 +3,8 @@
 //! controller 2 `--no-initial-controllers` (an observer), one broker. `describe --status` /
 //! `--replication` through `--bootstrap-controller` (the admin client finds the controllers
 //! through DescribeCluster, i.e. their registrations, KIP-919), `add-controller` run with
-//! controller 2's own properties, `remove-controller` by id and directory id; each step
+//! controller 2's own properties, `remove-controller` by id and directory id through the
+//! broker (`--bootstrap-server`: forwarded to the controller, as Kafka's brokers do); each step
 //! checked, while a stock client produces and consumes through the broker, and
 //! `kafka-features` / `kafka-cluster` still answer afterwards.
 
@@ -241,9 +242,10 @@ fn kafkas_metadata_quorum_tool_adds_and_removes_a_kraftd_controller() {
         |f| f.get("LeaderId").is_some_and(|l| l == "1"),
     );
 
+    // Through the broker, which forwards it to the active controller as Kafka's do.
     let out = kafka_quorum(&[
-        "--bootstrap-controller",
-        &bootstrap,
+        "--bootstrap-server",
+        &broker.address(),
         "remove-controller",
         "--controller-id",
         "2",
@@ -296,6 +298,22 @@ fn kafkas_metadata_quorum_tool_adds_and_removes_a_kraftd_controller() {
     assert!(
         !out.status.success()
             && output_text(&out).contains("Controller ID 2 is not currently registered"),
+        "{}",
+        output_text(&out)
+    );
+
+    // UnregisterBroker through a broker, forwarded: an unknown id is Kafka's
+    // BROKER_ID_NOT_REGISTERED.
+    let out = cluster_tool(&[
+        "unregister",
+        "--bootstrap-server",
+        &broker.address(),
+        "--id",
+        "99",
+    ]);
+    assert!(
+        !out.status.success()
+            && output_text(&out).contains("Broker ID 99 is not currently registered"),
         "{}",
         output_text(&out)
     );

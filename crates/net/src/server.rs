@@ -32,10 +32,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use kraftd_protocol::api_versions::ApiVersionsTable;
+use kraftd_protocol::api_versions::{self, ApiVersionsTable};
 use kraftd_protocol::frame::{frame_chunks, split_frame, DEFAULT_MAX_FRAME_BYTES};
 use kraftd_protocol::header::{decode_request, encode_response, RequestError};
-use kraftd_protocol::messages::RequestHeader;
+use kraftd_protocol::messages::{ApiVersionsRequest, RequestHeader};
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -136,6 +136,13 @@ pub trait RequestHandler: Send + Sync + 'static {
         None
     }
 
+    /// The cluster id and node id an ApiVersions v5 request naming them must match, else
+    /// REBOOTSTRAP_REQUIRED (KIP-1242). `None` (the default): not checked, as Kafka's
+    /// controllers do not check it.
+    fn api_versions_identity(&self) -> Option<(String, i32)> {
+        None
+    }
+
     /// The connection from `peer` closed, or its peer stopped sending (Kafka's
     /// `ConnectionDisconnectListener`): state tied to it, such as a share session, can end.
     /// Called once per connection, possibly before the answers still owed are written.
@@ -170,7 +177,7 @@ pub async fn serve<H: RequestHandler>(
     handler: Arc<H>,
 ) {
     let slots = Arc::new(Semaphore::new(config.max_connections));
-    let table = sasl::listener_table(table, config.security.sasl.as_ref());
+    let table = sasl::listener_table(table);
     let listener_metrics = config.metrics.listener(&config.security.listener_name);
     let mut connections = JoinSet::new();
     loop {
@@ -369,13 +376,36 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
             let size = frame.len();
             let metrics = config.metrics.enabled().then_some(&config.metrics);
             let pending = match decode_request(frame) {
-                Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
-                    table,
-                    handler,
-                    req.header.correlation_id,
-                    req.header.request_api_version,
-                )
-                .counted(metrics, started, size, shard),
+                Ok(req) if req.api_key == ApiKey::ApiVersions => {
+                    let RequestBody::ApiVersions(body) = &req.body else {
+                        unreachable!("an ApiVersions header decodes an ApiVersions body")
+                    };
+                    api_versions(
+                        table,
+                        handler,
+                        req.header.correlation_id,
+                        req.header.request_api_version,
+                        Some(body),
+                    )
+                    .counted(metrics, started, size, shard)
+                }
+                // Outside a SASL exchange (a listener without SASL): Kafka's KafkaApis
+                // answers both ILLEGAL_SASL_STATE, and advertises them on every listener.
+                Ok(req)
+                    if sasl.is_none()
+                        && matches!(
+                            req.api_key,
+                            ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+                        )
+                        && table.supports(req.api_key, req.header.request_api_version) =>
+                {
+                    answered(
+                        req.header.correlation_id,
+                        req.header.request_api_version,
+                        sasl::illegal_state_response(req.api_key),
+                    )
+                    .counted(metrics, started, size, shard)
+                }
                 Ok(req) => {
                     let version = req.header.request_api_version;
                     if !table.supports(req.api_key, version) {
@@ -439,6 +469,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     handler,
                     header.correlation_id,
                     header.request_api_version,
+                    None,
                 )
                 .counted(metrics, started, size, shard),
                 Err(e) => return Err(e.to_string()),
@@ -498,12 +529,23 @@ impl Drop for Decrement<'_> {
     }
 }
 
+/// The answer to an ApiVersions request at `version` (`request` is `None` when the version
+/// is too new to decode: KIP-511's v0 answer).
 fn api_versions<H: RequestHandler>(
     table: &ApiVersionsTable,
     handler: &H,
     correlation_id: i32,
     version: i16,
+    request: Option<&ApiVersionsRequest>,
 ) -> Pending {
+    if let Some(request) = request {
+        let node = handler.api_versions_identity();
+        let node = node.as_ref().map(|(cluster, id)| (cluster.as_str(), *id));
+        if let Some(code) = api_versions::request_error(version, request, node) {
+            let body = ResponseBody::ApiVersions(api_versions::error_response(code));
+            return answered(correlation_id, version, body);
+        }
+    }
     let (version, mut body) = table.response(version);
     if version >= API_VERSIONS_FEATURES_VERSION {
         if let Some(features) = handler.api_versions_features() {
@@ -533,12 +575,18 @@ fn api_versions<H: RequestHandler>(
             body.finalized_features_epoch = features.epoch;
         }
     }
+    answered(correlation_id, version, ResponseBody::ApiVersions(body))
+}
+
+/// A request the server answers itself, at once.
+fn answered(correlation_id: i32, version: i16, body: ResponseBody) -> Pending {
+    let api_key = body.key();
     let (tx, rx) = oneshot::channel();
-    let _ = tx.send(ResponseBody::ApiVersions(body));
+    let _ = tx.send(body);
     Pending {
         correlation_id,
         version,
-        api_key: ApiKey::ApiVersions,
+        api_key,
         expects_response: true,
         raw_sasl_token: false,
         response: rx,
@@ -547,7 +595,7 @@ fn api_versions<H: RequestHandler>(
 }
 
 impl Pending {
-    /// Counts a request the server answered itself (ApiVersions): handled as it was read.
+    /// Counts a request the server answered itself (ApiVersions, a stray SASL request): handled as it was read.
     fn counted(
         mut self,
         metrics: Option<&Arc<RequestMetrics>>,

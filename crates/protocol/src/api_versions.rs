@@ -7,7 +7,7 @@
 //! client can retry at a version both sides speak.
 
 use crate::messages::api_versions_response::ApiVersion;
-use crate::messages::ApiVersionsResponse;
+use crate::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use crate::{ApiKey, ErrorCode, VersionRange};
 use std::collections::BTreeMap;
 
@@ -146,6 +146,61 @@ impl ApiVersionsTable {
     }
 }
 
+/// Why an ApiVersions request at `version` is refused before any table is sent, as Kafka's
+/// `ApiVersionsRequest.isValid` and KIP-1242 decide: INVALID_REQUEST for a v3+ client
+/// software name or version outside Kafka's pattern, or a v5 request naming only one of
+/// ClusterId and NodeId; REBOOTSTRAP_REQUIRED for a v5 request naming another cluster or
+/// node than `node` (`(cluster id, node id)`, given by brokers only: Kafka's controllers
+/// do not check it). The client then bootstraps again instead of talking to a node that
+/// is no longer the one it meant (a reused address).
+pub fn request_error(
+    version: i16,
+    request: &ApiVersionsRequest,
+    node: Option<(&str, i32)>,
+) -> Option<ErrorCode> {
+    let one_of_two = request.cluster_id.is_none() != (request.node_id == -1);
+    if version >= 5 && one_of_two {
+        return Some(ErrorCode::InvalidRequest);
+    }
+    if version >= 3
+        && !(is_software_name_or_version(&request.client_software_name)
+            && is_software_name_or_version(&request.client_software_version))
+    {
+        return Some(ErrorCode::InvalidRequest);
+    }
+    match (version >= 5, request.cluster_id.as_deref(), node) {
+        (true, Some(cluster), Some((ours, node_id)))
+            if cluster != ours || request.node_id != node_id =>
+        {
+            Some(ErrorCode::RebootstrapRequired)
+        }
+        _ => None,
+    }
+}
+
+/// Kafka's `SOFTWARE_NAME_VERSION_PATTERN`, `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`:
+/// alphanumerics, with dashes and dots inside.
+fn is_software_name_or_version(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+}
+
+/// The answer to a refused ApiVersions request (`request_error`): the error alone, as
+/// Kafka's `getErrorResponse` builds it for any error but UNSUPPORTED_VERSION.
+pub fn error_response(code: ErrorCode) -> ApiVersionsResponse {
+    ApiVersionsResponse {
+        error_code: code.code(),
+        ..Default::default()
+    }
+}
+
 /// The lowest Produce version Kafka 4.x advertises although it serves only v3+
 /// (KAFKA-18659): librdkafka before 2.10 turns compression off when a broker's lowest Produce
 /// version is above 0. A v0-2 request is still refused (its header does not decode, so the
@@ -163,10 +218,7 @@ fn advertised_min(api_key: ApiKey, range: VersionRange) -> i16 {
 
 /// Versions the codecs parse but whose meaning kraftd does not implement yet, so it neither
 /// advertises nor sends them: each entry is the newest version kraftd speaks (why, above it).
-const NOT_YET_IMPLEMENTED: [(ApiKey, i16); 2] = [
-    // v5 (KIP-1242) asks the server to check the client's ClusterId/NodeId and answer
-    // REBOOTSTRAP_REQUIRED on a mismatch.
-    (ApiKey::ApiVersions, 4),
+const NOT_YET_IMPLEMENTED: [(ApiKey, i16); 1] = [
     // v2 carries CordonedLogDirs, which kraftd's controller does not act on.
     (ApiKey::BrokerHeartbeat, 1),
 ];
@@ -250,6 +302,49 @@ mod tests {
     }
 
     #[test]
+    fn api_versions_requests_are_checked_as_kafka_checks_them() {
+        let request = |name: &str, cluster: Option<&str>, node_id: i32| ApiVersionsRequest {
+            client_software_name: name.into(),
+            client_software_version: "2.10.1".into(),
+            cluster_id: cluster.map(Into::into),
+            node_id,
+            ..Default::default()
+        };
+        let us = Some(("abc", 1));
+        let ok = request("librdkafka", None, -1);
+        assert_eq!(request_error(5, &ok, us), None);
+        assert_eq!(
+            request_error(3, &request("-bad", None, -1), us),
+            Some(ErrorCode::InvalidRequest)
+        );
+        assert_eq!(
+            request_error(3, &request("", None, -1), us),
+            Some(ErrorCode::InvalidRequest)
+        );
+        // Before v3 the names are not sent, so not checked.
+        assert_eq!(request_error(2, &request("", None, -1), us), None);
+        assert_eq!(
+            request_error(5, &request("a", Some("abc"), -1), us),
+            Some(ErrorCode::InvalidRequest)
+        );
+        assert_eq!(
+            request_error(5, &request("a", None, 1), us),
+            Some(ErrorCode::InvalidRequest)
+        );
+        assert_eq!(request_error(5, &request("a", Some("abc"), 1), us), None);
+        assert_eq!(
+            request_error(5, &request("a", Some("abc"), 2), us),
+            Some(ErrorCode::RebootstrapRequired)
+        );
+        assert_eq!(
+            request_error(5, &request("a", Some("xyz"), 1), us),
+            Some(ErrorCode::RebootstrapRequired)
+        );
+        // A controller does not check the identity.
+        assert_eq!(request_error(5, &request("a", Some("xyz"), 1), None), None);
+    }
+
+    #[test]
     fn versions_not_implemented_yet_are_neither_advertised_nor_sent() {
         for (key, max) in NOT_YET_IMPLEMENTED {
             assert!(
@@ -260,8 +355,8 @@ mod tests {
             assert_eq!(supported_range(key).max, max);
         }
         let table = ApiVersionsTable::new(ListenerType::Broker);
-        assert_eq!(table.range(ApiKey::ApiVersions).map(|r| r.max), Some(4));
-        assert_eq!(table.response(5).1.error_code, 35);
+        assert_eq!(table.range(ApiKey::ApiVersions).map(|r| r.max), Some(5));
+        assert_eq!(table.response(6).1.error_code, 35);
     }
 
     #[test]

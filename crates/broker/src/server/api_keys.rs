@@ -6,7 +6,7 @@
 use kraftd_protocol::ApiKey;
 
 /// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
+pub const FORWARDED_API_KEYS: [ApiKey; 17] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -21,6 +21,11 @@ pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
     ApiKey::UnregisterController,
+    ApiKey::UnregisterBroker,
+    // KIP-853's voter changes, as Kafka's brokers forward them (`kafka-metadata-quorum
+    // --bootstrap-server add-controller`); the controller's Raft driver runs them.
+    ApiKey::AddRaftVoter,
+    ApiKey::RemoveRaftVoter,
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.

@@ -101,13 +101,22 @@ impl KafkaApis {
     /// ShareFetch / ShareAcknowledge when the share-partition leaders run (they need the
     /// share coordinator's persister).
     pub fn api_versions_for(context: &BrokerApisContext) -> ApiVersionsTable {
-        let mut table = KafkaApis::api_versions();
         if context.share_partition_manager.is_some() {
-            for key in SHARE_API_KEYS {
-                table
-                    .add(key, supported_range(key))
-                    .expect("ShareFetch and ShareAcknowledge are served on the broker listener");
-            }
+            KafkaApis::api_versions_with_share_fetch()
+        } else {
+            KafkaApis::api_versions()
+        }
+    }
+
+    /// What a broker listener of a node that runs share-partition leaders advertises
+    /// (every broker kraftd starts does): [`KafkaApis::api_versions`] with ShareFetch and
+    /// ShareAcknowledge.
+    pub fn api_versions_with_share_fetch() -> ApiVersionsTable {
+        let mut table = KafkaApis::api_versions();
+        for key in SHARE_API_KEYS {
+            table
+                .add(key, supported_range(key))
+                .expect("ShareFetch and ShareAcknowledge are served on the broker listener");
         }
         table
     }
@@ -617,6 +626,10 @@ impl RequestHandler for KafkaApis {
 
     /// This broker's supported features and the cluster's finalized levels, as a Kafka
     /// broker answers ApiVersions v3+ (clients and `kafka-features describe` read them).
+    fn api_versions_identity(&self) -> Option<(String, i32)> {
+        Some((self.context.cluster_id.clone(), self.context.node_id))
+    }
+
     fn api_versions_features(&self) -> Option<ApiVersionsFeatures> {
         let image = self.image();
         let features = &image.features;

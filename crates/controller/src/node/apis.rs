@@ -153,16 +153,7 @@ impl ControllerApis {
             mutation_quotas,
             delete_topic_enable,
         } = admission;
-        let mut table = ApiVersionsTable::new(ListenerType::Controller);
-        RaftRequestRouter::advertise(&mut table);
-        for key in CONTROLLER_API_KEYS
-            .into_iter()
-            .chain([ApiKey::Envelope, ApiKey::DescribeCluster])
-        {
-            table
-                .add(key, supported_range(key))
-                .expect("every controller API key is served on the controller listener");
-        }
+        let table = Self::api_versions_table();
         ControllerApis {
             inner: Arc::new(Inner {
                 cluster_id,
@@ -179,6 +170,22 @@ impl ControllerApis {
                 delete_topic_enable,
             }),
         }
+    }
+
+    /// What a controller listener advertises (before the SASL APIs every listener adds):
+    /// the Raft RPCs, the controller APIs, Envelope and DescribeCluster.
+    pub fn api_versions_table() -> ApiVersionsTable {
+        let mut table = ApiVersionsTable::new(ListenerType::Controller);
+        RaftRequestRouter::advertise(&mut table);
+        for key in CONTROLLER_API_KEYS
+            .into_iter()
+            .chain([ApiKey::Envelope, ApiKey::DescribeCluster])
+        {
+            table
+                .add(key, supported_range(key))
+                .expect("every controller API key is served on the controller listener");
+        }
+        table
     }
 
     /// What the listener advertises in ApiVersions.
@@ -448,16 +455,46 @@ impl ControllerApis {
             }
         };
         let version = inner.header.request_api_version;
-        if !CONTROLLER_API_KEYS.contains(&inner.api_key)
+        let voter_change = matches!(
+            inner.api_key,
+            ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter
+        );
+        if !(CONTROLLER_API_KEYS.contains(&inner.api_key) || voter_change)
             || !self.inner.table.supports(inner.api_key, version)
         {
             warn!(api = ?inner.api_key, version, "an Envelope carries a request the controller does not serve");
             return fail(ErrorCode::InvalidRequest);
         }
-        let client_id = inner.header.client_id.clone().unwrap_or_default();
-        let (response, _) = self
-            .execute_authorized(&client, version, inner.body, &client_id)
-            .await;
+        let response = if voter_change {
+            // A broker's forward of `kafka-metadata-quorum --bootstrap-server
+            // add-controller/remove-controller`: checked as the client, run by the Raft
+            // driver as if the client had come here directly.
+            match authz::check_raft(&client, &inner.body) {
+                Some(refused) => refused,
+                None => {
+                    let correlation_id = inner.header.correlation_id;
+                    let body = inner.body.clone();
+                    let answer = match self
+                        .inner
+                        .router
+                        .handle(inner.body, version, correlation_id)
+                        .await
+                    {
+                        Some(rx) => rx.await.ok(),
+                        None => None,
+                    };
+                    answer.unwrap_or_else(|| {
+                        error_response(&body, ErrorCode::NotController)
+                            .expect("voter changes have error responses")
+                    })
+                }
+            }
+        } else {
+            let client_id = inner.header.client_id.clone().unwrap_or_default();
+            self.execute_authorized(&client, version, inner.body, &client_id)
+                .await
+                .0
+        };
         match encode_response(inner.header.correlation_id, version, &response) {
             Ok(encoder) => ResponseBody::Envelope(EnvelopeResponse {
                 response_data: Some(encoder.into_bytes()),
@@ -613,12 +650,19 @@ pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
             Op::Write(ops::register_broker(version, r).map(Rsp::BrokerRegistration))
         }
         B::BrokerHeartbeat(r) => Op::Write(ops::broker_heartbeat(r).map(Rsp::BrokerHeartbeat)),
-        B::UnregisterBroker(r) => Op::Write(ops::unregister_broker(r.broker_id).map(|code| {
-            Rsp::UnregisterBroker(UnregisterBrokerResponse {
-                error_code: code.code(),
-                ..Default::default()
-            })
-        })),
+        B::UnregisterBroker(r) => {
+            let broker_id = r.broker_id;
+            Op::Write(ops::unregister_broker(broker_id).map(move |code| {
+                // Kafka's ReplicationControlManager.unregisterBroker message.
+                let error_message = (code == ErrorCode::BrokerIdNotRegistered)
+                    .then(|| format!("Broker ID {broker_id} is not currently registered"));
+                Rsp::UnregisterBroker(UnregisterBrokerResponse {
+                    error_code: code.code(),
+                    error_message,
+                    ..Default::default()
+                })
+            }))
+        }
         B::ControllerRegistration(r) => {
             Op::Write(ops::register_controller(r).map(|(code, message)| {
                 Rsp::ControllerRegistration(ControllerRegistrationResponse {

@@ -367,16 +367,26 @@ fn illegal_state(frame: Bytes) -> SaslStep {
         Ok((correlation_id, version, _)) => reply(
             correlation_id,
             version,
-            ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
-                error_code: ErrorCode::IllegalSaslState.code(),
-                error_message: Some(
-                    "SaslAuthenticate request received after successful authentication".into(),
-                ),
-                ..Default::default()
-            }),
+            illegal_state_response(ApiKey::SaslAuthenticate),
         ),
         Err(e) => SaslStep::Close(e),
     }
+}
+
+/// Kafka's KafkaApis answer to a SaslHandshake or SaslAuthenticate outside an
+/// authentication exchange (after login, or on a listener without SASL):
+/// ILLEGAL_SASL_STATE. `api_key` is one of the two.
+pub fn illegal_state_response(api_key: ApiKey) -> ResponseBody {
+    if api_key == ApiKey::SaslHandshake {
+        return handshake_response(ErrorCode::IllegalSaslState, Vec::new());
+    }
+    ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
+        error_code: ErrorCode::IllegalSaslState.code(),
+        error_message: Some(
+            "SaslAuthenticate request received after successful authentication".into(),
+        ),
+        ..Default::default()
+    })
 }
 
 fn reply(correlation_id: i32, version: i16, body: ResponseBody) -> SaslStep {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable};
 use kraftd_protocol::ApiKey;
 
-pub use authenticator::{SaslAuthenticator, SaslReply, SaslStep};
+pub use authenticator::{illegal_state_response, SaslAuthenticator, SaslReply, SaslStep};
 pub use plain::PlainUsers;
 
 /// Kafka's `sasl.server.max.receive.size` default: the largest frame a connection may send
@@ -198,15 +198,10 @@ impl fmt::Debug for SaslClientConfig {
     }
 }
 
-/// The table a listener advertises: on a SASL listener, `table` plus SaslHandshake and
-/// SaslAuthenticate at every version the codec holds as stable.
-pub fn listener_table(
-    table: Arc<ApiVersionsTable>,
-    sasl: Option<&SaslServerConfig>,
-) -> Arc<ApiVersionsTable> {
-    if sasl.is_none() {
-        return table;
-    }
+/// The table a listener advertises: `table` plus SaslHandshake and SaslAuthenticate at
+/// every version the codec holds as stable, on every listener as Kafka advertises them (a
+/// listener without SASL answers them ILLEGAL_SASL_STATE).
+pub fn listener_table(table: Arc<ApiVersionsTable>) -> Arc<ApiVersionsTable> {
     let mut with_sasl = (*table).clone();
     for key in [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] {
         // Both are served on broker and controller listeners alike; the codec's stable

@@ -124,7 +124,11 @@ async fn api_versions(
         ApiKey::ApiVersions,
         version.min(3),
         correlation_id,
-        RequestBody::ApiVersions(ApiVersionsRequest::default()),
+        RequestBody::ApiVersions(ApiVersionsRequest {
+            client_software_name: "kraftd-test".into(),
+            client_software_version: "1.0".into(),
+            ..Default::default()
+        }),
     );
     frame[6..8].copy_from_slice(&version.to_be_bytes());
     s.write_all(&frame).await.unwrap();
@@ -133,7 +137,7 @@ async fn api_versions(
         .await
         .expect("an ApiVersions answer");
     // KIP-511: the v0 fallback body is read at v0.
-    let at = if version > 4 { 0 } else { version };
+    let at = if version > 5 { 0 } else { version };
     let (header, body) = decode_response(ApiKey::ApiVersions, at, f).unwrap();
     assert_eq!(header.correlation_id, correlation_id);
     match body {

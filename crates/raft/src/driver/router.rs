@@ -120,7 +120,23 @@ impl RaftRequestRouter {
 impl RequestHandler for RaftRequestRouter {
     async fn dispatch(&self, request: InboundRequest) -> Option<oneshot::Receiver<ResponseBody>> {
         let version = request.header.request_api_version;
-        let (from, msg) = match request.body {
+        self.handle(request.body, version, request.header.correlation_id)
+            .await
+    }
+}
+
+impl RaftRequestRouter {
+    /// Hands one request of [`RaftRequestRouter::API_KEYS`] to the driver: what
+    /// [`RequestHandler::dispatch`] does, also for a voter change a broker forwarded in an
+    /// Envelope (KIP-853: `kafka-metadata-quorum --bootstrap-server`). `None` for another
+    /// body, or once the driver stopped.
+    pub async fn handle(
+        &self,
+        body: RequestBody,
+        version: i16,
+        correlation_id: i32,
+    ) -> Option<oneshot::Receiver<ResponseBody>> {
+        let (from, msg) = match body {
             RequestBody::Vote(r) => {
                 let from = r
                     .topics
@@ -183,16 +199,14 @@ impl RequestHandler for RaftRequestRouter {
         let (reply, rx) = oneshot::channel();
         let event = NetEvent::Request {
             from,
-            correlation_id: request.header.correlation_id,
+            correlation_id,
             msg,
             reply,
         };
         self.tx.send(event).await.ok()?;
         Some(rx)
     }
-}
 
-impl RaftRequestRouter {
     /// Upgrades `kraft.version` at this node's Raft leader ([`RaftHandle::upgrade_kraft_version`]
     /// for a listener that holds the router, not the handle: the controller's
     /// UpdateFeatures of `kraft.version`).

@@ -349,3 +349,98 @@ async fn observer_controllers_with_auto_join_add_themselves_and_a_new_disk_repla
         n.shutdown().await.ok();
     }
 }
+
+/// KIP-853's UpdateRaftVoter: a voter restarted on another port (same disk, same directory
+/// id) tells the leader its new listener itself, and DescribeQuorum then names the new port;
+/// an UpdateRaftVoter for a node that is no voter, or of another cluster, gets Kafka's
+/// refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voter_restarted_on_another_port_updates_its_listener_at_the_leader() {
+    use kraftd_protocol::messages::{update_raft_voter_request, UpdateRaftVoterRequest};
+    let root = tempfile::tempdir().unwrap();
+    let dir = |id: i32| root.path().join(format!("node-{id}/__cluster_metadata-0"));
+    let bind = || async { TcpListener::bind("127.0.0.1:0").await.unwrap() };
+    let (l1, l2) = (bind().await, bind().await);
+    let port1 = l1.local_addr().unwrap().port();
+    let port2 = l2.local_addr().unwrap().port();
+    format_standalone(&dir(1), 1, port1);
+    let bootstrap =
+        parse_bootstrap_servers(&format!("127.0.0.1:{port1}"), &BTreeMap::new()).unwrap();
+    let node_config = |id: i32, port: u16| {
+        let mut c = config(id, &BTreeMap::new(), &dir(id), 0);
+        c.directory_id = directory_id(id);
+        c.local_listeners = listeners(port);
+        c.quorum.bootstrap_servers = bootstrap.clone();
+        c
+    };
+    let n1 = RaftDriver::start(node_config(1, port1), l1).await.unwrap();
+    let n2 = RaftDriver::start(node_config(2, port2), l2).await.unwrap();
+    wait(&n1, "node 1 to lead", |m| m.current_state == "leader").await;
+    let admin = Channel::spawn(format!("127.0.0.1:{port1}"), ClientConfig::new("admin"));
+    let mut corr = 0;
+    assert_eq!(change(&admin, &mut corr, 1, add_voter(2, port2)).await, 0);
+
+    // Node 2 comes back on a new port.
+    n2.shutdown().await.ok();
+    let l2 = bind().await;
+    let new_port = l2.local_addr().unwrap().port();
+    let n2 = RaftDriver::start(node_config(2, new_port), l2)
+        .await
+        .unwrap();
+    let by = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ResponseBody::DescribeQuorum(d) = call(&admin, &mut corr, 2, describe()).await else {
+            panic!("not DescribeQuorum");
+        };
+        let port = d
+            .nodes
+            .iter()
+            .find(|n| n.node_id == 2)
+            .and_then(|n| n.listeners.first())
+            .map(|l| l.port);
+        if port == Some(new_port) {
+            break;
+        }
+        assert!(
+            Instant::now() < by,
+            "node 2's listener is still {port:?}, not {new_port}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    n1.handle()
+        .propose_committed(vec![Bytes::from_static(b"after the update")])
+        .await
+        .unwrap();
+
+    let update = |cluster_id: &str, voter_id: i32| {
+        RequestBody::UpdateRaftVoter(UpdateRaftVoterRequest {
+            cluster_id: Some(cluster_id.into()),
+            current_leader_epoch: n1.handle().metrics().borrow().current_epoch,
+            voter_id,
+            voter_directory_id: directory_id(voter_id),
+            listeners: vec![update_raft_voter_request::Listener {
+                name: "CONTROLLER".into(),
+                host: "127.0.0.1".into(),
+                port: 9,
+                ..Default::default()
+            }],
+            k_raft_version_feature: update_raft_voter_request::KRaftVersionFeature {
+                min_supported_version: 0,
+                max_supported_version: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    };
+    let code = |r: ResponseBody| match r {
+        ResponseBody::UpdateRaftVoter(r) => r.error_code,
+        other => panic!("unexpected {other:?}"),
+    };
+    let not_a_voter = code(call(&admin, &mut corr, 0, update(CLUSTER_ID, 7)).await);
+    assert_eq!(not_a_voter, ErrorCode::VoterNotFound.code());
+    let other_cluster = code(call(&admin, &mut corr, 0, update("another-cluster", 2)).await);
+    assert_eq!(other_cluster, ErrorCode::InconsistentClusterId.code());
+    for n in [n1, n2] {
+        n.shutdown().await.ok();
+    }
+}
