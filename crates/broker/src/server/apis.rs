@@ -36,6 +36,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::api_keys::{FORWARDED_API_KEYS, LOCAL_API_KEYS};
+use super::token_apis;
 use super::apis_context::{BrokerApisContext, FORWARD_TIMEOUT};
 use super::auth_helper::{
     cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
@@ -381,6 +382,32 @@ impl KafkaApis {
                     .await;
                 node_endpoints::share_acknowledge(&self.image(), &self.listener, &mut response);
                 ResponseBody::ShareAcknowledge(response)
+            }
+            RequestBody::DescribeDelegationToken(r) => {
+                ResponseBody::DescribeDelegationToken(token_apis::describe(
+                    &request.session,
+                    auth,
+                    &self.context.delegation_tokens,
+                    &self.image(),
+                    &r,
+                ))
+            }
+            body @ (RequestBody::CreateDelegationToken(_)
+            | RequestBody::RenewDelegationToken(_)
+            | RequestBody::ExpireDelegationToken(_)) => {
+                if let Some(refused) =
+                    token_apis::refusal_before_forwarding(&request.session, auth, &body)
+                {
+                    return Some(refused);
+                }
+                self.handle_metadata_request(
+                    request.api_key,
+                    &request.header,
+                    request.peer,
+                    body,
+                    auth,
+                )
+                .await
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
