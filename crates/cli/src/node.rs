@@ -10,9 +10,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_controller::auth::{AUTHORIZER_CLASS_NAME_CONFIG, STANDARD_AUTHORIZER_CLASS};
+use kraftd_controller::control::DelegationTokenConfig;
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
-use kraftd_controller::control::DelegationTokenConfig;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
 use kraftd_coordinator::share::ShareCoordinatorConfig;
 use kraftd_coordinator::transaction::TransactionCoordinatorConfig;
@@ -416,8 +416,10 @@ fn delegation_token_config(config: &NodeConfig) -> Result<DelegationTokenConfig>
             .get("delegation.token.secret.key")
             .map(str::to_string)
             .filter(|k| !k.is_empty()),
-        max_lifetime_ms: config.defined("delegation.token.max.lifetime.ms", defaults.max_lifetime_ms)?,
-        expiry_time_ms: config.defined("delegation.token.expiry.time.ms", defaults.expiry_time_ms)?,
+        max_lifetime_ms: config
+            .defined("delegation.token.max.lifetime.ms", defaults.max_lifetime_ms)?,
+        expiry_time_ms: config
+            .defined("delegation.token.expiry.time.ms", defaults.expiry_time_ms)?,
         expiry_check_interval_ms: config.defined(
             "delegation.token.expiry.check.interval.ms",
             defaults.expiry_check_interval_ms,

@@ -30,7 +30,14 @@ fn logs(controllers: &[Node], brokers: &[Node]) -> String {
 
 /// A client config logging in over SASL_PLAINTEXT with SCRAM-SHA-`bits` as `user`, or with
 /// a delegation token when `token` is set.
-fn client_config(dir: &Path, name: &str, bits: u16, user: &str, password: &str, token: bool) -> String {
+fn client_config(
+    dir: &Path,
+    name: &str,
+    bits: u16,
+    user: &str,
+    password: &str,
+    token: bool,
+) -> String {
     let path = dir.join(format!("{name}.properties"));
     let tokenauth = if token { " tokenauth=\"true\"" } else { "" };
     std::fs::write(
@@ -113,9 +120,20 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     let created = tokens(
         &sasl,
         &alice,
-        &["--create", "--max-life-time-period", "-1", "--renewer-principal", "User:carol"],
+        &[
+            "--create",
+            "--max-life-time-period",
+            "-1",
+            "--renewer-principal",
+            "User:carol",
+        ],
     );
-    assert!(created.status.success(), "{}\n{}", output_text(&created), logs(&controllers, &brokers));
+    assert!(
+        created.status.success(),
+        "{}\n{}",
+        output_text(&created),
+        logs(&controllers, &brokers)
+    );
     let (token_id, hmac) = first_token(&created);
     let created_text = String::from_utf8_lossy(&created.stdout);
     assert!(created_text.contains("User:alice"), "{created_text}");
@@ -123,7 +141,11 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
 
     // Kafka 4.4's tool sends an empty owner list without --owner-principal, which Kafka
     // answers with no token; naming the owner lists it.
-    let described = tokens(&sasl, &alice, &["--describe", "--owner-principal", "User:alice"]);
+    let described = tokens(
+        &sasl,
+        &alice,
+        &["--describe", "--owner-principal", "User:alice"],
+    );
     assert!(described.status.success(), "{}", output_text(&described));
     assert_eq!(first_token(&described), (token_id.clone(), hmac.clone()));
 
@@ -133,18 +155,41 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     let produced = run_tool(
         "org.apache.kafka.tools.ProducerPerformance",
         &[
-            "--topic", "token-topic", "--num-records", "10", "--record-size", "20",
-            "--throughput", "-1", "--producer.config", &token512,
-            "--producer-props", &format!("bootstrap.servers={sasl}"), "acks=all",
+            "--topic",
+            "token-topic",
+            "--num-records",
+            "10",
+            "--record-size",
+            "20",
+            "--throughput",
+            "-1",
+            "--producer.config",
+            &token512,
+            "--producer-props",
+            &format!("bootstrap.servers={sasl}"),
+            "acks=all",
         ],
     );
-    assert!(produced.status.success(), "{}\n{}", output_text(&produced), logs(&controllers, &brokers));
+    assert!(
+        produced.status.success(),
+        "{}\n{}",
+        output_text(&produced),
+        logs(&controllers, &brokers)
+    );
     let consumed = run_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         &[
-            "--bootstrap-server", &sasl, "--topic", "token-topic", "--from-beginning",
-            "--max-messages", "10", "--timeout-ms", "60000",
-            "--consumer.config", &token256,
+            "--bootstrap-server",
+            &sasl,
+            "--topic",
+            "token-topic",
+            "--from-beginning",
+            "--max-messages",
+            "10",
+            "--timeout-ms",
+            "60000",
+            "--consumer.config",
+            &token256,
         ],
     );
     assert!(consumed.status.success(), "{}", output_text(&consumed));
@@ -156,7 +201,11 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
 
     // Kafka's refusals: bob neither owns nor renews it; no token request on PLAINTEXT or
     // from a session that logged in with a token.
-    let by_bob = tokens(&sasl, &bob, &["--renew", "--hmac", &hmac, "--renew-time-period", "-1"]);
+    let by_bob = tokens(
+        &sasl,
+        &bob,
+        &["--renew", "--hmac", &hmac, "--renew-time-period", "-1"],
+    );
     assert!(
         output_text(&by_bob).contains("DelegationTokenOwnerMismatchException"),
         "{}",
@@ -170,15 +219,24 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
         "{}",
         output_text(&on_plaintext)
     );
-    let with_token = tokens(&sasl, &token512, &["--create", "--max-life-time-period", "-1"]);
+    let with_token = tokens(
+        &sasl,
+        &token512,
+        &["--create", "--max-life-time-period", "-1"],
+    );
     assert!(
         output_text(&with_token).contains("UnsupportedByAuthenticationException"),
         "{}",
         output_text(&with_token)
     );
-    let renewed = tokens(&sasl, &alice, &["--renew", "--hmac", &hmac, "--renew-time-period", "-1"]);
+    let renewed = tokens(
+        &sasl,
+        &alice,
+        &["--renew", "--hmac", &hmac, "--renew-time-period", "-1"],
+    );
     assert!(
-        renewed.status.success() && String::from_utf8_lossy(&renewed.stdout).contains("Completed renew operation"),
+        renewed.status.success()
+            && String::from_utf8_lossy(&renewed.stdout).contains("Completed renew operation"),
         "{}",
         output_text(&renewed)
     );
@@ -193,7 +251,13 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     let list = |config: &str| {
         run_tool(
             "org.apache.kafka.tools.TopicCommand",
-            &["--bootstrap-server", &sasl, "--command-config", config, "--list"],
+            &[
+                "--bootstrap-server",
+                &sasl,
+                "--command-config",
+                config,
+                "--list",
+            ],
         )
     };
     let listed = list(&token512);
@@ -205,9 +269,14 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     );
 
     // Expired at once: the token is gone and a login with it fails.
-    let expired = tokens(&sasl, &alice, &["--expire", "--hmac", &hmac, "--expiry-time-period", "-1"]);
+    let expired = tokens(
+        &sasl,
+        &alice,
+        &["--expire", "--hmac", &hmac, "--expiry-time-period", "-1"],
+    );
     assert!(
-        expired.status.success() && String::from_utf8_lossy(&expired.stdout).contains("Completed expire operation"),
+        expired.status.success()
+            && String::from_utf8_lossy(&expired.stdout).contains("Completed expire operation"),
         "{}",
         output_text(&expired)
     );
@@ -218,7 +287,11 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
         "{}",
         output_text(&refused)
     );
-    let none_left = tokens(&sasl, &alice, &["--describe", "--owner-principal", "User:alice"]);
+    let none_left = tokens(
+        &sasl,
+        &alice,
+        &["--describe", "--owner-principal", "User:alice"],
+    );
     assert!(
         String::from_utf8_lossy(&none_left.stdout).contains("Total number of tokens : 0"),
         "{}",
@@ -226,7 +299,10 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     );
     let all = logs(&controllers, &brokers);
     assert!(!all.contains(&hmac), "the HMAC stays out of the logs");
-    assert!(!all.contains("kraftd-token-secret"), "the secret stays out of the logs");
+    assert!(
+        !all.contains("kraftd-token-secret"),
+        "the secret stays out of the logs"
+    );
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);
 }

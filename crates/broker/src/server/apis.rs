@@ -36,7 +36,6 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::api_keys::{FORWARDED_API_KEYS, LOCAL_API_KEYS};
-use super::token_apis;
 use super::apis_context::{BrokerApisContext, FORWARD_TIMEOUT};
 use super::auth_helper::{
     cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
@@ -51,6 +50,7 @@ use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
 use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
+use super::token_apis;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};

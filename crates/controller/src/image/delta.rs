@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use kraftd_protocol::metadata::{
     AccessControlEntryRecord, BrokerRegistrationChangeRecord, ClearElrRecord, ClientQuotaRecord,
-    ConfigRecord, DelegationTokenRecord, FeatureLevelRecord, FenceBrokerRecord, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord,
-    RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord,
-    TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UnregisterControllerRecord,
-    UserScramCredentialRecord,
+    ConfigRecord, DelegationTokenRecord, FeatureLevelRecord, FenceBrokerRecord,
+    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord,
+    RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord,
+    UnregisterBrokerRecord, UnregisterControllerRecord, UserScramCredentialRecord,
 };
 use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};

@@ -308,9 +308,7 @@ impl ControllerApis {
             }
             None => ControllerMutationQuota::unbounded(),
         };
-        let mut response = self
-            .execute(version, body, quota.clone(), principal)
-            .await;
+        let mut response = self.execute(version, body, quota.clone(), principal).await;
         let throttle_ms = quota.throttle_time_ms();
         if throttle_ms > 0 {
             set_throttle_time_ms(&mut response, version, throttle_ms_i32(throttle_ms));
@@ -564,9 +562,7 @@ impl RequestHandler for ControllerApis {
                 async move {
                     timer.dequeued();
                     let (response, throttle_ms) = timer
-                        .scope(apis.execute_authorized(
-                            &auth, version, body, &client_id, protocol,
-                        ))
+                        .scope(apis.execute_authorized(&auth, version, body, &client_id, protocol))
                         .await;
                     timer.remote_complete();
                     if throttle_ms > 0 {

@@ -258,14 +258,12 @@ impl EventLoop {
     }
 
     fn on_request(&mut self, request: ControllerRequest) {
-        let Some(op) =
-            super::apis::operation_with_quota(
-                request.version,
-                request.body,
-                request.quota,
-                &request.principal,
-            )
-        else {
+        let Some(op) = super::apis::operation_with_quota(
+            request.version,
+            request.body,
+            request.quota,
+            &request.principal,
+        ) else {
             let _ = request.reply.send(Err(ControllerError::InvalidRecords(
                 "not a controller API".to_string(),
             )));

@@ -157,7 +157,12 @@ impl DelegationTokenCache {
 
     /// Token `token_id`'s credential for `hash`, its owner, and its time left at `now_ms`
     /// (Kafka's `DelegationTokenCache.credential` and `owner`).
-    pub fn credential(&self, token_id: &str, hash: ScramHash, now_ms: i64) -> Option<TokenCredential> {
+    pub fn credential(
+        &self,
+        token_id: &str,
+        hash: ScramHash,
+        now_ms: i64,
+    ) -> Option<TokenCredential> {
         let tokens = self.inner.load();
         let token = tokens.by_id.get(token_id)?;
         let credential = match hash {

@@ -128,10 +128,7 @@ impl NodePublishers {
 
     /// These publishers with delegation tokens per `config` (`delegation.token.*`): with a
     /// secret key, token logins work on this node.
-    pub fn with_delegation_tokens(
-        mut self,
-        config: crate::control::DelegationTokenConfig,
-    ) -> Self {
+    pub fn with_delegation_tokens(mut self, config: crate::control::DelegationTokenConfig) -> Self {
         self.delegation_tokens = DelegationTokenCache::new(config);
         self
     }
@@ -149,7 +146,9 @@ impl NodePublishers {
         vec![
             Box::new(DynamicConfigPublisher::new(self.dynamic_configs.clone())),
             Box::new(ScramPublisher::new(self.credentials.clone())),
-            Box::new(DelegationTokenPublisher::new(self.delegation_tokens.clone())),
+            Box::new(DelegationTokenPublisher::new(
+                self.delegation_tokens.clone(),
+            )),
             Box::new(AclPublisher::new(self.authorizer.clone())),
             Box::new(ClientQuotaPublisher::new(self.client_quotas.clone())),
         ]

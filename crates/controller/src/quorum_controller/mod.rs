@@ -597,7 +597,11 @@ impl<R: 'static> QuorumController<R> {
                 false
             }
         };
-        let delay = if more { PERIODIC_RERUN_DELAY_MS } else { interval };
+        let delay = if more {
+            PERIODIC_RERUN_DELAY_MS
+        } else {
+            interval
+        };
         self.token_sweep_at = Some(now.saturating_add(delay));
     }
 

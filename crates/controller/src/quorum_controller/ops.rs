@@ -4,34 +4,34 @@
 //! image, proposes its records and replies once they commit. Helpers build the operations
 //! that need controller-supplied inputs (the next offset, the clock, fresh ids).
 
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterClientQuotasRequest,
     AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse,
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterPartitionRequest,
-    CreateDelegationTokenRequest, CreateDelegationTokenResponse, ExpireDelegationTokenRequest,
-    ExpireDelegationTokenResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse,
     AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControllerRegistrationRequest, CreateAclsRequest,
-    CreateAclsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
-    CreateTopicsResponse, DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, DescribeAclsRequest, DescribeAclsResponse, DescribeClientQuotasRequest,
+    CreateAclsResponse, CreateDelegationTokenRequest, CreateDelegationTokenResponse,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, DescribeClientQuotasRequest,
     DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, UpdateFeaturesRequest,
-    UpdateFeaturesResponse,
+    ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse,
+    UpdateFeaturesRequest, UpdateFeaturesResponse,
 };
-use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use crate::control::config_defs::GroupConfigBounds;
 use crate::control::{
     AclControlManager, BrokerHeartbeatManager, ClientQuotaControlManager, ClusterControlConfig,
     ClusterControlManager, ConfigurationControlManager, ControllerResult, DelegationTokenConfig,
-    DelegationTokenControlManager, FeatureControlConfig,
-    FeatureControlManager, PlacementSeed, ProducerIdControlManager, ReplicationConfig,
-    ReplicationControlManager, ScramControlManager, TopicConfig, TopicControlManager,
+    DelegationTokenControlManager, FeatureControlConfig, FeatureControlManager, PlacementSeed,
+    ProducerIdControlManager, ReplicationConfig, ReplicationControlManager, ScramControlManager,
+    TopicConfig, TopicControlManager,
 };
 use crate::quota::ControllerMutationQuota;
 use crate::MetadataImage;

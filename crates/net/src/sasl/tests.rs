@@ -18,7 +18,9 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::time::Instant;
 
-use super::scram::{parse_client_first, ClientFirst, ScramClient, ScramLogin, ScramServer, ServerStep};
+use super::scram::{
+    parse_client_first, ClientFirst, ScramClient, ScramLogin, ScramServer, ServerStep,
+};
 use super::*;
 use crate::KafkaPrincipal;
 
@@ -225,7 +227,13 @@ fn a_final_message_with_a_bad_nonce_binding_or_proof_is_refused() {
         server
             .step(
                 b"n,,n=u,r=cnonce",
-                |_| Some(stored.clone()),
+                |_| {
+                    Some(ScramLogin {
+                        credential: stored.clone(),
+                        principal: KafkaPrincipal::user("u"),
+                        lifetime_ms: None,
+                    })
+                },
                 "snonce",
                 |_| vec![],
             )
@@ -237,7 +245,7 @@ fn a_final_message_with_a_bad_nonce_binding_or_proof_is_refused() {
         format!("c=biws,r=cnonce,p={proof}"), // nonce without the server's part
         format!("c=biws,r=cnonceXsnonce,p={proof}"), // another nonce
         format!("c=bixx,r=cnoncesnonce,p={proof}"), // binding not the gs2 header
-        format!("c=biws,r=cnoncesnonce,x=1,p={proof}"), // an extension
+        format!("c=biws,r=cnoncesnonce,x=1,p={proof}"), // an extension (ignored), a wrong proof
         "c=biws,r=cnoncesnonce,p=!!".to_string(), // not base64
         format!("c=biws,r=cnoncesnonce,p={}", B64.encode([0u8; 5])),
         format!("c=biws,r=cnoncesnonce,p={proof}"), // wrong proof

@@ -61,7 +61,10 @@ fn a_created_token_is_in_the_image_with_kafkas_lifetimes_and_its_hmac() {
     let (image, response) = create(&m, &latest(), &alice, &["bob"]);
     assert_eq!(response.error_code, 0);
     assert_eq!(response.token_id, "tok1");
-    assert_eq!(response.hmac.as_ref(), token_hmac(SECRET, "tok1").as_slice());
+    assert_eq!(
+        response.hmac.as_ref(),
+        token_hmac(SECRET, "tok1").as_slice()
+    );
     assert_eq!(response.hmac.len(), 64, "HMAC-SHA512");
     assert_eq!(response.issue_timestamp_ms, NOW);
     assert_eq!(
@@ -73,7 +76,10 @@ fn a_created_token_is_in_the_image_with_kafkas_lifetimes_and_its_hmac() {
         NOW + DELEGATION_TOKEN_EXPIRY_TIME_MS_DEFAULT
     );
     assert_eq!(
-        (response.principal_name.as_str(), response.token_requester_principal_name.as_str()),
+        (
+            response.principal_name.as_str(),
+            response.token_requester_principal_name.as_str()
+        ),
         ("alice", "alice")
     );
     let token = image.delegation_tokens.get("tok1").unwrap();
@@ -81,7 +87,9 @@ fn a_created_token_is_in_the_image_with_kafkas_lifetimes_and_its_hmac() {
     assert_eq!(token.renewers, vec![KafkaPrincipal::user("bob")]);
     // The record carries no HMAC: only the id, principals and timestamps.
     assert_eq!(
-        m.config().token_for_hmac(&image, &response.hmac).map(|t| t.token_id.as_str()),
+        m.config()
+            .token_for_hmac(&image, &response.hmac)
+            .map(|t| t.token_id.as_str()),
         Some("tok1")
     );
 }
@@ -120,19 +128,34 @@ fn renew_and_expire_need_the_owner_or_a_renewer_and_a_live_token() {
         r.response.error_code,
         ErrorCode::DelegationTokenOwnerMismatch.code()
     );
-    let r = m.renew(&image, &bob, &renew(-1, &Bytes::from_static(b"nope")), later);
-    assert_eq!(r.response.error_code, ErrorCode::DelegationTokenNotFound.code());
+    let r = m.renew(
+        &image,
+        &bob,
+        &renew(-1, &Bytes::from_static(b"nope")),
+        later,
+    );
+    assert_eq!(
+        r.response.error_code,
+        ErrorCode::DelegationTokenNotFound.code()
+    );
     let r = m.renew(&image, &bob, &renew(5000, &created.hmac), later);
     assert_eq!(r.response.error_code, 0);
     assert_eq!(r.response.expiry_timestamp_ms, later + 5000);
     let image = apply(&image, &r);
     assert_eq!(
-        image.delegation_tokens.get("tok1").unwrap().expiry_timestamp,
+        image
+            .delegation_tokens
+            .get("tok1")
+            .unwrap()
+            .expiry_timestamp,
         later + 5000
     );
     // Past its expiry, renewing is too late.
     let r = m.renew(&image, &alice, &renew(-1, &created.hmac), later + 5001);
-    assert_eq!(r.response.error_code, ErrorCode::DelegationTokenExpired.code());
+    assert_eq!(
+        r.response.error_code,
+        ErrorCode::DelegationTokenExpired.code()
+    );
     // Expire with a period moves the expiry; a negative period removes the token.
     let expire = |period: i64| ExpireDelegationTokenRequest {
         hmac: created.hmac.clone(),
@@ -151,7 +174,10 @@ fn renew_and_expire_need_the_owner_or_a_renewer_and_a_live_token() {
     let image = apply(&image, &e);
     assert!(image.delegation_tokens.is_empty());
     let e = m.expire(&image, &alice, &expire(-1), later);
-    assert_eq!(e.response.error_code, ErrorCode::DelegationTokenNotFound.code());
+    assert_eq!(
+        e.response.error_code,
+        ErrorCode::DelegationTokenNotFound.code()
+    );
 }
 
 #[test]
@@ -165,8 +191,17 @@ fn a_renewer_of_another_type_is_refused() {
         }],
         ..Default::default()
     };
-    let r = m.create(&latest(), &KafkaPrincipal::user("a"), &request, NOW, "t".into());
-    assert_eq!(r.response.error_code, ErrorCode::InvalidPrincipalType.code());
+    let r = m.create(
+        &latest(),
+        &KafkaPrincipal::user("a"),
+        &request,
+        NOW,
+        "t".into(),
+    );
+    assert_eq!(
+        r.response.error_code,
+        ErrorCode::InvalidPrincipalType.code()
+    );
     assert!(r.records.is_empty());
 }
 
@@ -225,7 +260,10 @@ fn describe_shows_own_and_renewed_tokens_and_others_only_when_authorized() {
         |_| false,
         |_| false,
     );
-    assert_eq!(described[0].hmac.as_ref(), token_hmac(SECRET, "tok1").as_slice());
+    assert_eq!(
+        described[0].hmac.as_ref(),
+        token_hmac(SECRET, "tok1").as_slice()
+    );
 }
 
 #[test]
@@ -234,7 +272,10 @@ fn token_requests_are_refused_on_plaintext_and_token_sessions() {
     let alice = KafkaPrincipal::user("alice");
     assert!(!token_requests_allowed(&alice, Some(P::Plaintext)));
     assert!(token_requests_allowed(&alice, Some(P::SaslPlaintext)));
-    assert!(!token_requests_allowed(&KafkaPrincipal::anonymous(), Some(P::Ssl)));
+    assert!(!token_requests_allowed(
+        &KafkaPrincipal::anonymous(),
+        Some(P::Ssl)
+    ));
     assert!(token_requests_allowed(&alice, None), "forwarded");
     let mut token_alice = alice.clone();
     token_alice.token_authenticated = true;
