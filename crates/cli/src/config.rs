@@ -821,11 +821,6 @@ mod tests {
                 "\"5\"",
             ),
             (
-                "delegation.token.secret.key=hunter2",
-                "delegation.token.secret.key",
-                "[hidden]",
-            ),
-            (
                 "principal.builder.class=com.example.Builder",
                 "principal.builder.class",
                 "\"com.example.Builder\"",

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use kraftd_broker::replica::log_cleaner::LogCleanerConfig;
 use kraftd_broker::server::{BrokerConfig, BrokerListener, BrokerServer, RaftSource};
 use kraftd_controller::auth::{AUTHORIZER_CLASS_NAME_CONFIG, STANDARD_AUTHORIZER_CLASS};
+use kraftd_controller::control::DelegationTokenConfig;
 use kraftd_controller::node::{ControllerNode, ControllerNodeConfig};
 use kraftd_controller::publisher::AuthorizerConfig;
 use kraftd_coordinator::group::GroupCoordinatorConfig;
@@ -314,6 +315,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         static_configs: properties.clone(),
         auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,
         authorizer: authorizer_config(config)?,
+        delegation_tokens: delegation_token_config(config)?,
         replica_lag_time_max_ms: config.number(
             "replica.lag.time.max.ms",
             kraftd_broker::replica::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
@@ -400,6 +402,28 @@ fn log_cleaner_config(config: &NodeConfig) -> Result<LogCleanerConfig> {
             )?,
             backoff_ms: config.number("log.cleaner.backoff.ms", c.backoff_ms)?,
         },
+    })
+}
+
+/// Kafka's `DelegationTokenManagerConfigs`: tokens on with a non-empty
+/// `delegation.token.secret.key`, their lifetimes and the controller's sweep interval, each
+/// checked by Kafka's validator (at least 1 ms).
+fn delegation_token_config(config: &NodeConfig) -> Result<DelegationTokenConfig> {
+    let defaults = DelegationTokenConfig::default();
+    Ok(DelegationTokenConfig {
+        secret_key: config
+            .props
+            .get("delegation.token.secret.key")
+            .map(str::to_string)
+            .filter(|k| !k.is_empty()),
+        max_lifetime_ms: config
+            .defined("delegation.token.max.lifetime.ms", defaults.max_lifetime_ms)?,
+        expiry_time_ms: config
+            .defined("delegation.token.expiry.time.ms", defaults.expiry_time_ms)?,
+        expiry_check_interval_ms: config.defined(
+            "delegation.token.expiry.check.interval.ms",
+            defaults.expiry_check_interval_ms,
+        )?,
     })
 }
 
@@ -608,6 +632,7 @@ fn controller_config(
             .map(str::to_string)
             .collect();
     }
+    m.delegation_tokens = delegation_token_config(config)?;
     c.authorizer = authorizer_config(config)?;
     c.registration_listeners = controller_registration_listeners(config);
     c.supported_features = controller_supported_features();

@@ -413,7 +413,7 @@ pub fn serialize_principal(principal: &KafkaPrincipal) -> Bytes {
     let data = DefaultPrincipalData {
         r#type: principal.principal_type.clone(),
         name: principal.name.clone(),
-        token_authenticated: false,
+        token_authenticated: principal.token_authenticated,
         ..Default::default()
     };
     let body = data.to_bytes(0).expect("DefaultPrincipalData v0 encodes");
@@ -436,6 +436,7 @@ pub fn deserialize_principal(bytes: &Bytes) -> Result<KafkaPrincipal, ErrorCode>
     Ok(KafkaPrincipal {
         principal_type: data.r#type,
         name: data.name,
+        token_authenticated: data.token_authenticated,
     })
 }
 

@@ -5,11 +5,43 @@
 use std::fmt;
 
 /// Kafka's `KafkaPrincipal`: a type (`User`) and a name. ACLs, `super.users` and quotas
-/// name principals as `Type:name`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// name principals as `Type:name`. Equality, order and hash look at the type and name only,
+/// as Kafka's `equals` does: a token-authenticated owner matches the owner's ACLs.
+#[derive(Debug, Clone)]
 pub struct KafkaPrincipal {
     pub principal_type: String,
     pub name: String,
+    /// Kafka's `tokenAuthenticated`: the connection logged in with a delegation token (SCRAM
+    /// with `tokenauth=true`) and runs as the token's owner. Such a session may not create,
+    /// renew, expire or describe tokens.
+    pub token_authenticated: bool,
+}
+
+impl PartialEq for KafkaPrincipal {
+    fn eq(&self, other: &Self) -> bool {
+        self.principal_type == other.principal_type && self.name == other.name
+    }
+}
+
+impl Eq for KafkaPrincipal {}
+
+impl std::hash::Hash for KafkaPrincipal {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.principal_type.hash(state);
+        self.name.hash(state);
+    }
+}
+
+impl PartialOrd for KafkaPrincipal {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for KafkaPrincipal {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (&self.principal_type, &self.name).cmp(&(&other.principal_type, &other.name))
+    }
 }
 
 impl KafkaPrincipal {
@@ -21,6 +53,7 @@ impl KafkaPrincipal {
         KafkaPrincipal {
             principal_type: Self::USER_TYPE.to_string(),
             name: name.into(),
+            token_authenticated: false,
         }
     }
 
@@ -39,6 +72,7 @@ impl KafkaPrincipal {
         Some(KafkaPrincipal {
             principal_type: principal_type.to_string(),
             name: name.to_string(),
+            token_authenticated: false,
         })
     }
 }

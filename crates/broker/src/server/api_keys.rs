@@ -6,7 +6,7 @@
 use kraftd_protocol::ApiKey;
 
 /// Mutations a broker forwards to the controller in an Envelope.
-pub const FORWARDED_API_KEYS: [ApiKey; 17] = [
+pub const FORWARDED_API_KEYS: [ApiKey; 20] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -26,10 +26,13 @@ pub const FORWARDED_API_KEYS: [ApiKey; 17] = [
     // --bootstrap-server add-controller`); the controller's Raft driver runs them.
     ApiKey::AddRaftVoter,
     ApiKey::RemoveRaftVoter,
+    ApiKey::CreateDelegationToken,
+    ApiKey::RenewDelegationToken,
+    ApiKey::ExpireDelegationToken,
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.
-pub const LOCAL_API_KEYS: [ApiKey; 12] = [
+pub const LOCAL_API_KEYS: [ApiKey; 13] = [
     ApiKey::Produce,
     ApiKey::Fetch,
     ApiKey::ListOffsets,
@@ -42,4 +45,5 @@ pub const LOCAL_API_KEYS: [ApiKey; 12] = [
     ApiKey::DescribeAcls,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::DescribeClientQuotas,
+    ApiKey::DescribeDelegationToken,
 ];

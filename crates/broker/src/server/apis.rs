@@ -50,6 +50,7 @@ use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
 use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
+use super::token_apis;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
@@ -390,6 +391,32 @@ impl KafkaApis {
                     .await;
                 node_endpoints::share_acknowledge(&self.image(), &self.listener, &mut response);
                 ResponseBody::ShareAcknowledge(response)
+            }
+            RequestBody::DescribeDelegationToken(r) => {
+                ResponseBody::DescribeDelegationToken(token_apis::describe(
+                    &request.session,
+                    auth,
+                    &self.context.delegation_tokens,
+                    &self.image(),
+                    &r,
+                ))
+            }
+            body @ (RequestBody::CreateDelegationToken(_)
+            | RequestBody::RenewDelegationToken(_)
+            | RequestBody::ExpireDelegationToken(_)) => {
+                if let Some(refused) =
+                    token_apis::refusal_before_forwarding(&request.session, auth, &body)
+                {
+                    return Some(refused);
+                }
+                self.handle_metadata_request(
+                    request.api_key,
+                    &request.header,
+                    request.peer,
+                    body,
+                    auth,
+                )
+                .await
             }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {

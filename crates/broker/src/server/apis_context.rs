@@ -61,6 +61,8 @@ pub struct BrokerApisContext {
     pub metadata_metrics: crate::metadata::BrokerMetadataMetrics,
     /// The node's authorizer (none without `authorizer.class.name`).
     pub auth: AuthHelper,
+    /// `delegation.token.*`: DescribeDelegationToken derives each token's HMAC with it.
+    pub delegation_tokens: kraftd_controller::control::DelegationTokenConfig,
     /// Client quotas: produce and fetch bandwidth, request time.
     pub quotas: Arc<QuotaManagers>,
     /// The share partitions this broker leads and the share sessions (ShareFetch,

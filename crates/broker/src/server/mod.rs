@@ -29,6 +29,7 @@ pub mod share_fetch_apis;
 pub mod share_group_apis;
 mod share_group_offsets;
 pub mod share_state_apis;
+pub mod token_apis;
 pub mod txn_apis;
 pub mod txn_auth;
 pub mod txn_marker_channel;
@@ -126,6 +127,9 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`.
     pub authorizer: AuthorizerConfig,
+    /// `delegation.token.*`: token logins and DescribeDelegationToken (the controller
+    /// issues tokens with its own copy).
+    pub delegation_tokens: kraftd_controller::control::DelegationTokenConfig,
     /// `replica.lag.time.max.ms`.
     pub replica_lag_time_max_ms: i64,
     /// `max.incremental.fetch.session.cache.slots`.
@@ -308,7 +312,8 @@ impl BrokerServer {
             }
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
-        let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        let published = NodePublishers::new(config.node_id, config.authorizer.clone())
+            .with_delegation_tokens(config.delegation_tokens.clone());
         for r in &config.reconfigurables {
             published.dynamic_configs.add_reconfigurable(Arc::clone(r));
         }
@@ -316,7 +321,7 @@ impl BrokerServer {
         let mut listeners = listeners;
         for l in &mut listeners {
             l.security
-                .set_scram_credentials(Arc::new(published.credentials.clone()));
+                .set_scram_credentials(Arc::new(published.sasl_credentials()));
         }
         let request_timeout = Duration::from_millis(config.quorum.raft.request_timeout_ms);
         let channel = |name: &str| {
@@ -535,6 +540,7 @@ impl BrokerServer {
             forwarding: ForwardingManager::new(forwarding_channel, metadata_status.clone()),
             static_configs: config.static_configs.clone(),
             auto_create_topics_enable: config.auto_create_topics_enable,
+            delegation_tokens: config.delegation_tokens.clone(),
             data: DataPlane {
                 replica_manager: Arc::clone(&replica_manager),
                 fetch_manager: FetchManager::new(config.max_incremental_fetch_session_cache_slots),

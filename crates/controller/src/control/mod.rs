@@ -29,6 +29,7 @@ pub mod config_defs;
 pub mod config_support;
 pub mod configuration;
 pub mod controller_registration;
+pub mod delegation_tokens;
 pub mod features;
 pub mod partition_change;
 pub mod placement;
@@ -48,6 +49,7 @@ pub use cluster::{
     BROKER_SESSION_TIMEOUT_MS_DEFAULT,
 };
 pub use configuration::{apply_config_ops, ConfigurationControlManager};
+pub use delegation_tokens::{DelegationTokenConfig, DelegationTokenControlManager};
 pub use features::{FeatureControlConfig, FeatureControlManager};
 pub use partition_change::{change_record_is_no_op, Election, PartitionChangeBuilder};
 pub use placement::{PlacementError, PlacementSeed, UsableBroker};

@@ -10,7 +10,7 @@
 //!
 //! [`SECURITY_SUPPORT`] says what kraftd does with each, as [`CONFIG_SUPPORT`] does for the
 //! other tables; a setting that would switch on something kraftd does not implement (a Java
-//! plugin class, delegation tokens, per-address connection limits) is refused unless it is
+//! plugin class, per-address connection limits) is refused unless it is
 //! Kafka's default. SASL mechanisms other than PLAIN and SCRAM are refused by
 //! [`super::security_checks`], which also handles listener prefixes and update modes.
 //!
@@ -431,8 +431,7 @@ const REPLICATION_QUOTA: &str =
     "the replication throttles' windows (replica/replication_quota.rs), from the properties file";
 const ALTER_LOG_DIRS_QUOTA: &str =
     "the window of replica.alter.log.dirs.io.max.bytes.per.second (replica/replication_quota.rs), from the properties file";
-const TOKENS: &str = "delegation tokens are not built (delegation.token.secret.key is refused)";
-const TOKENS_NOT_BUILT: &str = "delegation tokens are not built";
+const TOKENS: &str = "delegation tokens (control/delegation_tokens.rs), from the properties file";
 const PROTOCOL_MAP: &str = "each listener's security protocol, from the properties file";
 const CONNECTION_RATE: &str = "no connection creation rate limit is built";
 const PER_IP: &str = "no per-address connection limit is built";
@@ -460,10 +459,10 @@ pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "connections.max.reauth.ms", SASL),
     honoured(S, "controller.quota.window.num", "the samples of the controller's controller_mutation_rate quota (ControllerMutationQuotaManager)"),
     honoured(S, "controller.quota.window.size.seconds", "the sample length of the controller's controller_mutation_rate quota (ControllerMutationQuotaManager)"),
-    no_effect(S, "delegation.token.expiry.check.interval.ms", TOKENS),
-    no_effect(S, "delegation.token.expiry.time.ms", TOKENS),
-    no_effect(S, "delegation.token.max.lifetime.ms", TOKENS),
-    refused(S, "delegation.token.secret.key", TOKENS_NOT_BUILT),
+    honoured(S, "delegation.token.expiry.check.interval.ms", TOKENS),
+    honoured(S, "delegation.token.expiry.time.ms", TOKENS),
+    honoured(S, "delegation.token.max.lifetime.ms", TOKENS),
+    honoured(S, "delegation.token.secret.key", TOKENS),
     honoured_static(B, "listener.security.protocol.map", PROTOCOL_MAP),
     refused(B, "max.connection.creation.rate", CONNECTION_RATE),
     refused(B, "max.connections.per.ip", PER_IP),

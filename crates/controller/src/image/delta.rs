@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use kraftd_protocol::metadata::{
     AccessControlEntryRecord, BrokerRegistrationChangeRecord, ClearElrRecord, ClientQuotaRecord,
-    ConfigRecord, FeatureLevelRecord, FenceBrokerRecord, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord,
-    RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord,
-    TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UnregisterControllerRecord,
-    UserScramCredentialRecord,
+    ConfigRecord, DelegationTokenRecord, FeatureLevelRecord, FenceBrokerRecord,
+    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord,
+    RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord,
+    UnregisterBrokerRecord, UnregisterControllerRecord, UserScramCredentialRecord,
 };
 use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::{MetadataRecord, MetadataRecordType, Uuid};
@@ -27,7 +27,7 @@ use super::{
     BrokerRegistration, ClientQuotaEntity, ConfigResource, ConfigResourceType,
     ControllerRegistration, LeaderRecoveryState, MetadataImage, PartitionInvariant,
     PartitionRegistration, PendingIndexes, ScramCredential, ScramCredentialKey, ScramMechanism,
-    StandardAcl, TopicImage, METADATA_VERSION_FEATURE,
+    StandardAcl, TokenInformation, TopicImage, METADATA_VERSION_FEATURE,
 };
 
 /// Replays records onto a base image; [`apply`](MetadataDelta::apply) gives the result.
@@ -66,6 +66,8 @@ pub struct DeltaChanges {
     pub changed_client_quotas: BTreeSet<ClientQuotaEntity>,
     pub changed_scram: BTreeSet<ScramCredentialKey>,
     pub changed_acls: BTreeSet<Uuid>,
+    /// Delegation tokens created, renewed, expired or removed, by id.
+    pub changed_delegation_tokens: BTreeSet<String>,
     pub features_changed: bool,
     pub producer_ids_changed: bool,
 }
@@ -129,6 +131,8 @@ pub enum ReplayErrorKind {
     },
     #[error("no ACL with id {0:?}")]
     UnknownAcl(Uuid),
+    #[error("a principal of delegation token {0:?} is not Type:name")]
+    InvalidTokenPrincipal(String),
     #[error(
         "invalid metadata.version level {0}: this build of kraftd knows levels {min} to {max}",
         min = MetadataVersion::MINIMUM.level(),
@@ -223,13 +227,11 @@ impl MetadataDelta {
             // Transaction markers (KIP-868) bound an atomic group of records; holding the
             // group back until its end is the loader's job, so here they change nothing.
             MetadataRecord::BeginTransaction(_) | MetadataRecord::EndTransaction(_) => Ok(()),
-            // An abort would undo records the caller already replayed, and delegation tokens
-            // are not part of kraftd yet: refused rather than silently dropped.
-            MetadataRecord::AbortTransaction(_)
-            | MetadataRecord::DelegationToken(_)
-            | MetadataRecord::RemoveDelegationToken(_) => {
-                Err(ReplayErrorKind::Unsupported(record.key()))
-            }
+            MetadataRecord::DelegationToken(r) => self.delegation_token(r),
+            MetadataRecord::RemoveDelegationToken(r) => self.remove_delegation_token(r),
+            // An abort would undo records the caller already replayed: refused rather than
+            // silently dropped.
+            MetadataRecord::AbortTransaction(_) => Err(ReplayErrorKind::Unsupported(record.key())),
         }
     }
 
@@ -607,6 +609,43 @@ impl MetadataDelta {
             return Err(ReplayErrorKind::UnknownAcl(r.id));
         }
         self.changes.changed_acls.insert(r.id);
+        Ok(())
+    }
+
+    // ---- delegation tokens ----
+
+    /// A token created, renewed or given a new expiry (Kafka's `DelegationTokenDelta`).
+    fn delegation_token(&mut self, r: &DelegationTokenRecord) -> Result<(), ReplayErrorKind> {
+        let token = TokenInformation::from_record(r)
+            .ok_or_else(|| ReplayErrorKind::InvalidTokenPrincipal(r.token_id.clone()))?;
+        self.next
+            .delegation_tokens
+            .tokens
+            .insert(r.token_id.clone(), Arc::new(token));
+        self.changes
+            .changed_delegation_tokens
+            .insert(r.token_id.clone());
+        Ok(())
+    }
+
+    /// A token expired or swept. Removing a token that is gone already changes nothing:
+    /// Kafka's controller sweeps from its committed token cache, so its log may remove a
+    /// token twice, and kraftd must replay Kafka's logs.
+    fn remove_delegation_token(
+        &mut self,
+        r: &RemoveDelegationTokenRecord,
+    ) -> Result<(), ReplayErrorKind> {
+        if self
+            .next
+            .delegation_tokens
+            .tokens
+            .remove(&r.token_id)
+            .is_some()
+        {
+            self.changes
+                .changed_delegation_tokens
+                .insert(r.token_id.clone());
+        }
         Ok(())
     }
 

@@ -12,6 +12,7 @@ mod client_quotas;
 mod cluster;
 mod configs;
 mod controller_indexes;
+mod delegation_tokens;
 pub mod delta;
 mod features;
 mod producer_ids;
@@ -26,6 +27,7 @@ pub use cluster::{
 };
 pub use configs::{ConfigResource, ConfigResourceType, ConfigsImage};
 pub(crate) use controller_indexes::PendingIndexes;
+pub use delegation_tokens::{DelegationTokenImage, TokenInformation};
 pub use features::{FeaturesImage, METADATA_VERSION_FEATURE};
 pub use producer_ids::ProducerIdsImage;
 pub use scram::{ScramCredential, ScramCredentialKey, ScramImage, ScramMechanism};
@@ -51,6 +53,7 @@ pub struct MetadataImage {
     pub producer_ids: ProducerIdsImage,
     pub acls: AclsImage,
     pub scram: ScramImage,
+    pub delegation_tokens: DelegationTokenImage,
 }
 
 impl MetadataImage {

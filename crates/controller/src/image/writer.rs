@@ -3,7 +3,8 @@
 //! replay path gives an equal image, so loading a snapshot needs no code of its own.
 //!
 //! The order is Kafka's (features first, so `metadata.version` is known before anything that
-//! depends on it; then cluster, topics, configs, quotas, producer ids, ACLs, SCRAM), and
+//! depends on it; then cluster, topics, configs, quotas, producer ids, ACLs, SCRAM,
+//! delegation tokens), and
 //! within each part the images' key order, so equal images write identical snapshots.
 //! Which record versions to encode them at is the snapshot writer's choice, not this one's.
 
@@ -40,6 +41,9 @@ impl MetadataImage {
         }
         self.write_acls(&mut out);
         self.write_scram(&mut out);
+        for token in self.delegation_tokens.iter() {
+            out.push(MetadataRecord::DelegationToken(token.to_record()));
+        }
         out
     }
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use kraftd_net::{
     mark_local_complete, mark_sequenced, run_until_sequenced, ApiVersionsFeatures, InboundRequest,
-    RequestHandler,
+    KafkaPrincipal, RequestHandler,
 };
 use kraftd_protocol::api_versions::{supported_range, ApiVersionsTable, ListenerType};
 use kraftd_protocol::header::{decode_request, encode_response};
@@ -57,7 +57,7 @@ pub const ENDPOINT_TYPE_BROKER: i8 = 1;
 pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 
 /// The controller APIs served besides Raft's, at every stable version.
-pub const CONTROLLER_API_KEYS: [ApiKey; 22] = [
+pub const CONTROLLER_API_KEYS: [ApiKey; 25] = [
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
@@ -80,6 +80,9 @@ pub const CONTROLLER_API_KEYS: [ApiKey; 22] = [
     ApiKey::AlterClientQuotas,
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
+    ApiKey::CreateDelegationToken,
+    ApiKey::RenewDelegationToken,
+    ApiKey::ExpireDelegationToken,
 ];
 
 /// The controller listener's request handler; cheap to clone.
@@ -204,6 +207,7 @@ impl ControllerApis {
         version: i16,
         body: RequestBody,
         quota: ControllerMutationQuota,
+        principal: &KafkaPrincipal,
     ) -> ResponseBody {
         if super::kraft_version::names_kraft_version(&body) {
             // KIP-853: kraft.version is the Raft leader's, the rest the controller's.
@@ -214,7 +218,7 @@ impl ControllerApis {
                 Err(answer) => answer,
                 Ok((rest, result)) => {
                     let body = RequestBody::UpdateFeatures(rest);
-                    let response = Box::pin(self.execute(version, body, quota)).await;
+                    let response = Box::pin(self.execute(version, body, quota, principal)).await;
                     super::kraft_version::merge(response, result)
                 }
             };
@@ -225,6 +229,7 @@ impl ControllerApis {
             body: body.clone(),
             reply,
             quota,
+            principal: principal.clone(),
             enqueued: std::time::Instant::now(),
         };
         // Handed to the QuorumController: its queue and the commit are Kafka's RemoteTimeMs
@@ -252,13 +257,19 @@ impl ControllerApis {
     /// Authorizes a controller request as `auth`, runs what may run (a mutation charged to
     /// the quota of `user` and `client_id`), and answers; the response carries the throttle
     /// time, which is also returned.
+    /// `protocol` is the client connection's security protocol, `None` for a request a
+    /// broker forwarded.
     async fn execute_authorized(
         &self,
         auth: &RequestAuth,
         version: i16,
         body: RequestBody,
         client_id: &str,
+        protocol: Option<kraftd_net::SecurityProtocol>,
     ) -> (ResponseBody, u64) {
+        if let Some(refused) = authz::check_token_api(auth, &body, protocol) {
+            return (refused, 0);
+        }
         if matches!(body, RequestBody::DeleteTopics(_)) && !self.inner.delete_topic_enable {
             // Kafka's ControllerApis.deleteTopics, before any authorization: every topic
             // refused, INVALID_REQUEST ("Topic deletion is disabled.") before v3.
@@ -274,9 +285,9 @@ impl ControllerApis {
         match authz::check(auth, &image, body) {
             Checked::Answer(response) => (response, 0),
             Checked::Run(body, merge) => {
-                let user = auth.kafka_principal().name.clone();
-                let (response, throttle_ms) =
-                    self.execute_as(version, body, &user, client_id).await;
+                let (response, throttle_ms) = self
+                    .execute_as(version, body, auth.kafka_principal(), client_id)
+                    .await;
                 let response = match merge {
                     Some(merge) => merge(response),
                     None => response,
@@ -286,15 +297,16 @@ impl ControllerApis {
         }
     }
 
-    /// Runs a request sent by `user` with `client_id`, charging a mutation to their quota;
-    /// the response carries the throttle time, which is also returned.
+    /// Runs a request sent by `principal` with `client_id`, charging a mutation to their
+    /// quota; the response carries the throttle time, which is also returned.
     async fn execute_as(
         &self,
         version: i16,
         body: RequestBody,
-        user: &str,
+        principal: &KafkaPrincipal,
         client_id: &str,
     ) -> (ResponseBody, u64) {
+        let user = principal.name.as_str();
         let quota = match mutation_strict_since(body.key()) {
             Some(strict_since) => {
                 self.inner
@@ -303,7 +315,7 @@ impl ControllerApis {
             }
             None => ControllerMutationQuota::unbounded(),
         };
-        let mut response = self.execute(version, body, quota.clone()).await;
+        let mut response = self.execute(version, body, quota.clone(), principal).await;
         let throttle_ms = quota.throttle_time_ms();
         if throttle_ms > 0 {
             set_throttle_time_ms(&mut response, version, throttle_ms_i32(throttle_ms));
@@ -491,7 +503,7 @@ impl ControllerApis {
             }
         } else {
             let client_id = inner.header.client_id.clone().unwrap_or_default();
-            self.execute_authorized(&client, version, inner.body, &client_id)
+            self.execute_authorized(&client, version, inner.body, &client_id, None)
                 .await
                 .0
         };
@@ -583,10 +595,11 @@ impl RequestHandler for ControllerApis {
                 let client_id = request.header.client_id.clone().unwrap_or_default();
                 let mute = request.mute.clone();
                 let timer = request.timer;
+                let protocol = Some(request.session.protocol);
                 async move {
                     timer.dequeued();
                     let (response, throttle_ms) = timer
-                        .scope(apis.execute_authorized(&auth, version, body, &client_id))
+                        .scope(apis.execute_authorized(&auth, version, body, &client_id, protocol))
                         .await;
                     timer.remote_complete();
                     if throttle_ms > 0 {
@@ -624,6 +637,7 @@ pub(crate) fn operation_with_quota(
     version: i16,
     body: RequestBody,
     quota: ControllerMutationQuota,
+    principal: &KafkaPrincipal,
 ) -> Option<Op> {
     use RequestBody as B;
     use ResponseBody as Rsp;
@@ -637,6 +651,15 @@ pub(crate) fn operation_with_quota(
         B::CreatePartitions(r) => {
             Op::Write(ops::create_partitions_with_quota(r, quota).map(Rsp::CreatePartitions))
         }
+        B::CreateDelegationToken(r) => Op::Write(
+            ops::create_delegation_token(principal.clone(), r).map(Rsp::CreateDelegationToken),
+        ),
+        B::RenewDelegationToken(r) => Op::Write(
+            ops::renew_delegation_token(principal.clone(), r).map(Rsp::RenewDelegationToken),
+        ),
+        B::ExpireDelegationToken(r) => Op::Write(
+            ops::expire_delegation_token(principal.clone(), r).map(Rsp::ExpireDelegationToken),
+        ),
         body => return operation(version, body),
     })
 }

@@ -17,11 +17,11 @@ use kraftd_protocol::messages::{alter_configs_response, incremental_alter_config
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use crate::auth::{default_message, security_disabled, RequestAuth};
-use crate::control::acl::RESOURCE_TYPE_TOPIC;
+use crate::control::acl::{RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_USER};
 use crate::image::ConfigResourceType;
 use crate::publisher::{
     OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_CLUSTER_ACTION, OPERATION_CREATE,
-    OPERATION_DELETE, OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS,
+    OPERATION_CREATE_TOKENS, OPERATION_DELETE, OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS,
 };
 use crate::MetadataImage;
 
@@ -94,6 +94,31 @@ pub(crate) fn check(auth: &RequestAuth, image: &MetadataImage, body: RequestBody
         B::IncrementalAlterConfigs(r) => incremental_alter_configs(auth, r),
         other => Checked::Run(other, None),
     }
+}
+
+/// The delegation token APIs' checks before they run, as Kafka's `ControllerApis`: none
+/// from a token-authenticated session or (sent directly) a PLAINTEXT or one-way SSL
+/// connection (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED); a token for another owner needs
+/// CREATE_TOKENS on that user (DELEGATION_TOKEN_AUTHORIZATION_FAILED). The refusal, if any.
+pub(crate) fn check_token_api(
+    auth: &RequestAuth,
+    body: &RequestBody,
+    protocol: Option<kraftd_net::SecurityProtocol>,
+) -> Option<ResponseBody> {
+    use crate::control::delegation_tokens::{
+        create_refusal, token_api_refused, token_requests_allowed,
+    };
+    let requester = auth.kafka_principal();
+    let code = if !token_requests_allowed(requester, protocol) {
+        ErrorCode::DelegationTokenRequestNotAllowed
+    } else if let RequestBody::CreateDelegationToken(r) = body {
+        create_refusal(r, requester, |owner| {
+            auth.authorize(OPERATION_CREATE_TOKENS, RESOURCE_TYPE_USER, owner)
+        })?
+    } else {
+        return None;
+    };
+    token_api_refused(body, requester, code)
 }
 
 /// The ACL APIs: ALTER (DESCRIBE to describe) on the cluster, then SECURITY_DISABLED with

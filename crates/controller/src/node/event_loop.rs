@@ -36,6 +36,9 @@ pub(crate) struct ControllerRequest {
     pub reply: oneshot::Sender<Result<ResponseBody, ControllerError>>,
     /// What CreateTopics, DeleteTopics and CreatePartitions charge (unbounded otherwise).
     pub quota: crate::quota::ControllerMutationQuota,
+    /// Who sent it (an Envelope's client for a forwarded request): the delegation token
+    /// APIs act for this principal.
+    pub principal: kraftd_net::KafkaPrincipal,
     /// When the request was queued (`EventQueueTimeMs` runs from here to its handling).
     pub enqueued: Instant,
 }
@@ -255,9 +258,12 @@ impl EventLoop {
     }
 
     fn on_request(&mut self, request: ControllerRequest) {
-        let Some(op) =
-            super::apis::operation_with_quota(request.version, request.body, request.quota)
-        else {
+        let Some(op) = super::apis::operation_with_quota(
+            request.version,
+            request.body,
+            request.quota,
+            &request.principal,
+        ) else {
             let _ = request.reply.send(Err(ControllerError::InvalidRecords(
                 "not a controller API".to_string(),
             )));

@@ -188,7 +188,8 @@ impl ControllerNode {
             ..Default::default()
         };
         let (status_tx, status) = watch::channel(ControllerStatus::default());
-        let published = NodePublishers::new(config.node_id, config.authorizer.clone());
+        let published = NodePublishers::new(config.node_id, config.authorizer.clone())
+            .with_delegation_tokens(config.managers.delegation_tokens.clone());
         let auth = crate::auth::AuthHelper::new(&published.authorizer);
         let metrics = ControllerMetrics::new();
         let mut publishers = published.publishers();
@@ -247,7 +248,7 @@ impl ControllerNode {
         let mut server_config = config.server.clone();
         server_config
             .security
-            .set_scram_credentials(Arc::new(published.credentials.clone()));
+            .set_scram_credentials(Arc::new(published.sasl_credentials()));
         let server = tokio::spawn(serve(listener, table, server_config, Arc::new(apis)));
         Ok(ControllerNode {
             raft: Some(driver),

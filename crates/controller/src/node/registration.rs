@@ -186,6 +186,8 @@ async fn register_locally(
         body: RequestBody::ControllerRegistration(config.request()),
         reply,
         quota: ControllerMutationQuota::unbounded(),
+        // The controller itself: no client principal.
+        principal: kraftd_net::KafkaPrincipal::anonymous(),
         enqueued: Instant::now(),
     };
     requests

@@ -16,6 +16,7 @@
 
 mod acl;
 mod client_quota;
+mod delegation_tokens;
 mod dynamic_config;
 mod scram;
 
@@ -28,6 +29,7 @@ pub use acl::{
     RESOURCE_TYPE_TRANSACTIONAL_ID, SUPER_USERS_CONFIG, WILDCARD_HOST, WILDCARD_PRINCIPAL,
 };
 pub use client_quota::{ClientQuotaPublisher, ClientQuotas};
+pub use delegation_tokens::{DelegationTokenCache, DelegationTokenPublisher, SaslCredentials};
 pub use dynamic_config::{
     DynamicConfigPublisher, DynamicConfigSnapshot, DynamicConfigs, Reconfigurable,
 };
@@ -101,13 +103,14 @@ impl<T: Clone> Published<T> {
     }
 }
 
-/// What every node's publishers feed — dynamic configs, SCRAM credentials, ACLs, client
-/// quotas — built the same way on controllers and brokers: the handles request handling
-/// reads, and the publishers a loader drives.
+/// What every node's publishers feed — dynamic configs, SCRAM credentials, delegation
+/// tokens, ACLs, client quotas — built the same way on controllers and brokers: the handles
+/// request handling reads, and the publishers a loader drives.
 #[derive(Debug, Clone)]
 pub struct NodePublishers {
     pub dynamic_configs: DynamicConfigs,
     pub credentials: CredentialProvider,
+    pub delegation_tokens: DelegationTokenCache,
     pub authorizer: StandardAuthorizer,
     pub client_quotas: ClientQuotas,
 }
@@ -117,8 +120,24 @@ impl NodePublishers {
         NodePublishers {
             dynamic_configs: DynamicConfigs::new(node_id),
             credentials: CredentialProvider::default(),
+            delegation_tokens: DelegationTokenCache::default(),
             authorizer: StandardAuthorizer::new(authorizer),
             client_quotas: ClientQuotas::new(),
+        }
+    }
+
+    /// These publishers with delegation tokens per `config` (`delegation.token.*`): with a
+    /// secret key, token logins work on this node.
+    pub fn with_delegation_tokens(mut self, config: crate::control::DelegationTokenConfig) -> Self {
+        self.delegation_tokens = DelegationTokenCache::new(config);
+        self
+    }
+
+    /// What this node's SASL listeners look SCRAM logins up in: users and tokens.
+    pub fn sasl_credentials(&self) -> SaslCredentials {
+        SaslCredentials {
+            scram: self.credentials.clone(),
+            tokens: self.delegation_tokens.clone(),
         }
     }
 
@@ -127,6 +146,9 @@ impl NodePublishers {
         vec![
             Box::new(DynamicConfigPublisher::new(self.dynamic_configs.clone())),
             Box::new(ScramPublisher::new(self.credentials.clone())),
+            Box::new(DelegationTokenPublisher::new(
+                self.delegation_tokens.clone(),
+            )),
             Box::new(AclPublisher::new(self.authorizer.clone())),
             Box::new(ClientQuotaPublisher::new(self.client_quotas.clone())),
         ]

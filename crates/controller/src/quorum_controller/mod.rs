@@ -179,6 +179,10 @@ pub struct QuorumController<R> {
     balance_schedule: PeriodicSchedule,
     /// The next round of unclean elections.
     unclean_schedule: PeriodicSchedule,
+    /// When the active controller next sweeps expired delegation tokens (Kafka's
+    /// `maybeScheduleNextExpiredDelegationTokenSweep`); `None` until it is active with
+    /// tokens enabled.
+    token_sweep_at: Option<u64>,
 }
 
 enum Event<R> {
@@ -256,6 +260,7 @@ impl<R: 'static> QuorumController<R> {
             commit_delta: None,
             balance_schedule: PeriodicSchedule::Deferred,
             unclean_schedule: PeriodicSchedule::Deferred,
+            token_sweep_at: None,
         }
     }
 
@@ -493,6 +498,7 @@ impl<R: 'static> QuorumController<R> {
         }
         self.maybe_run_periodic(PeriodicTask::BalanceLeaders, raft);
         self.maybe_run_periodic(PeriodicTask::ElectUncleanLeaders, raft);
+        self.maybe_sweep_expired_tokens(raft);
         let idle = self.config.metadata_max_idle_interval_ms;
         if self.is_active() && idle > 0 && self.now_ms.saturating_sub(self.last_write_ms) >= idle {
             let write = self.write(raft, |_ctx: &mut WriteContext<'_>| {
@@ -548,6 +554,55 @@ impl<R: 'static> QuorumController<R> {
         let more = self.periodic_written(task, write);
         let still = needed(&self.latest);
         self.schedule(task).ran(more, still, interval, now);
+    }
+
+    /// Removes expired delegation tokens every `delegation.token.expiry.check.interval.ms`
+    /// while active with tokens enabled (Kafka's `sweepExpiredDelegationTokens` task): the
+    /// first sweep one interval after becoming active, the next at once if one stopped at
+    /// its cap.
+    fn maybe_sweep_expired_tokens(&mut self, raft: &mut impl RaftClient) {
+        let config = self.managers.delegation_tokens.config();
+        if !self.is_active() || !config.enabled() {
+            return;
+        }
+        let interval = config.expiry_check_interval_ms.max(1) as u64;
+        let now = self.now_ms;
+        let at = *self
+            .token_sweep_at
+            .get_or_insert(now.saturating_add(interval));
+        if now < at {
+            return;
+        }
+        let write = self.write(raft, |ctx: &mut WriteContext<'_>| {
+            let result = ctx
+                .managers
+                .delegation_tokens
+                .sweep_expired(ctx.image, ctx.now_ms as i64);
+            let records = result.records.len();
+            result.map(|more| (records, more))
+        });
+        let more = match write {
+            Ok((last_offset, (records, more))) => {
+                if records > 0 {
+                    tracing::info!(records, last_offset, "expired delegation tokens removed");
+                    self.pending.push_back(Pending {
+                        reply: None,
+                        last_offset,
+                    });
+                }
+                more
+            }
+            Err(error) => {
+                tracing::warn!(%error, "expired delegation tokens not removed");
+                false
+            }
+        };
+        let delay = if more {
+            PERIODIC_RERUN_DELAY_MS
+        } else {
+            interval
+        };
+        self.token_sweep_at = Some(now.saturating_add(delay));
     }
 
     fn schedule(&mut self, task: PeriodicTask) -> &mut PeriodicSchedule {
@@ -782,6 +837,7 @@ impl<R: 'static> QuorumController<R> {
         self.active_epoch = None;
         self.balance_schedule = PeriodicSchedule::Deferred;
         self.unclean_schedule = PeriodicSchedule::Deferred;
+        self.token_sweep_at = None;
         self.latest = self.committed.clone();
         self.last_written_offset = self.committed_offset;
         let error = self.not_controller();

@@ -4,6 +4,7 @@
 //! image, proposes its records and replies once they commit. Helpers build the operations
 //! that need controller-supplied inputs (the next offset, the clock, fresh ids).
 
+use kraftd_net::KafkaPrincipal;
 use kraftd_protocol::messages::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterClientQuotasRequest,
     AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse,
@@ -11,23 +12,26 @@ use kraftd_protocol::messages::{
     AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControllerRegistrationRequest, CreateAclsRequest,
-    CreateAclsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
-    CreateTopicsResponse, DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, DescribeAclsRequest, DescribeAclsResponse, DescribeClientQuotasRequest,
+    CreateAclsResponse, CreateDelegationTokenRequest, CreateDelegationTokenResponse,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, DescribeClientQuotasRequest,
     DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, UpdateFeaturesRequest,
-    UpdateFeaturesResponse,
+    ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse,
+    UpdateFeaturesRequest, UpdateFeaturesResponse,
 };
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use crate::control::config_defs::GroupConfigBounds;
 use crate::control::{
     AclControlManager, BrokerHeartbeatManager, ClientQuotaControlManager, ClusterControlConfig,
-    ClusterControlManager, ConfigurationControlManager, ControllerResult, FeatureControlConfig,
-    FeatureControlManager, PlacementSeed, ProducerIdControlManager, ReplicationConfig,
-    ReplicationControlManager, ScramControlManager, TopicConfig, TopicControlManager,
+    ClusterControlManager, ConfigurationControlManager, ControllerResult, DelegationTokenConfig,
+    DelegationTokenControlManager, FeatureControlConfig, FeatureControlManager, PlacementSeed,
+    ProducerIdControlManager, ReplicationConfig, ReplicationControlManager, ScramControlManager,
+    TopicConfig, TopicControlManager,
 };
 use crate::quota::ControllerMutationQuota;
 use crate::MetadataImage;
@@ -43,6 +47,8 @@ pub struct ManagersConfig {
     pub seed: u64,
     /// This node's `group.*` bounds, which group configs must lie within.
     pub group_bounds: GroupConfigBounds,
+    /// `delegation.token.*`.
+    pub delegation_tokens: DelegationTokenConfig,
 }
 
 /// The pure control managers plus the active controller's soft state (broker sessions and
@@ -59,6 +65,7 @@ pub struct Managers {
     pub features: FeatureControlManager,
     pub producer_ids: ProducerIdControlManager,
     pub quotas: ClientQuotaControlManager,
+    pub delegation_tokens: DelegationTokenControlManager,
     pub heartbeats: BrokerHeartbeatManager,
     rng: u64,
 }
@@ -97,6 +104,7 @@ impl Managers {
             features: FeatureControlManager::new(config.features),
             producer_ids: ProducerIdControlManager::new(),
             quotas: ClientQuotaControlManager::new(),
+            delegation_tokens: DelegationTokenControlManager::new(config.delegation_tokens),
             heartbeats: BrokerHeartbeatManager::new(session_timeout_ms),
             rng: config.seed,
         }
@@ -360,6 +368,54 @@ pub fn alter_user_scram_credentials(
     request: AlterUserScramCredentialsRequest,
 ) -> WriteOp<AlterUserScramCredentialsResponse> {
     WriteOp::new(move |ctx| ctx.managers.scram.alter_credentials(ctx.image, &request))
+}
+
+/// CreateDelegationToken by `requester`: the token id is a fresh Kafka `Uuid` string from
+/// the seeded source, drawn again while it names a token of the image (the source restarts
+/// with the controller) or starts with `-` (Kafka's `Uuid.randomUuid` avoids those too).
+pub fn create_delegation_token(
+    requester: KafkaPrincipal,
+    request: CreateDelegationTokenRequest,
+) -> WriteOp<CreateDelegationTokenResponse> {
+    WriteOp::new(move |ctx| {
+        let token_id = loop {
+            let id = ctx.managers.next_uuid().to_string();
+            if !id.starts_with('-') && ctx.image.delegation_tokens.get(&id).is_none() {
+                break id;
+            }
+        };
+        ctx.managers.delegation_tokens.create(
+            ctx.image,
+            &requester,
+            &request,
+            ctx.now_ms as i64,
+            token_id,
+        )
+    })
+}
+
+/// RenewDelegationToken by `renewer`.
+pub fn renew_delegation_token(
+    renewer: KafkaPrincipal,
+    request: RenewDelegationTokenRequest,
+) -> WriteOp<RenewDelegationTokenResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .delegation_tokens
+            .renew(ctx.image, &renewer, &request, ctx.now_ms as i64)
+    })
+}
+
+/// ExpireDelegationToken by `principal`.
+pub fn expire_delegation_token(
+    principal: KafkaPrincipal,
+    request: ExpireDelegationTokenRequest,
+) -> WriteOp<ExpireDelegationTokenResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .delegation_tokens
+            .expire(ctx.image, &principal, &request, ctx.now_ms as i64)
+    })
 }
 
 /// CreateAcls, with ACL ids drawn from the seeded source.

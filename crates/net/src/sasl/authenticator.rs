@@ -22,8 +22,8 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::scram::{random_nonce, ScramServer, ServerStep};
-use super::{plain, SaslMechanism, SaslServerConfig};
+use super::scram::{random_nonce, ClientFirst, ScramLogin, ScramServer, ServerStep};
+use super::{plain, SaslMechanism, SaslServerConfig, ScramCredentialLookup, ScramHash};
 use crate::principal::KafkaPrincipal;
 
 /// What to do with a frame.
@@ -315,29 +315,31 @@ impl SaslAuthenticator {
         let mechanism = *mechanism;
         let reauthenticating = self.login.is_some();
         let fail = |reason: String| (failure_message(reauthenticating, mechanism), reason);
-        let (token, user) = match (mechanism.scram_hash(), scram.as_mut()) {
+        let (token, principal, lifetime_ms) = match (mechanism.scram_hash(), scram.as_mut()) {
             (Some(hash), Some(server)) => {
                 let credentials = &self.config.credentials;
                 let step = server
                     .step(
                         token,
-                        |user| credentials.scram_credential(user, hash),
+                        |first| scram_login(credentials.as_ref(), first, hash),
                         &random_nonce(),
                         decoy_salt,
                     )
                     .map_err(|e| fail(e.to_string()))?;
                 match step {
                     ServerStep::Challenge(c) => return Ok((c, None)),
-                    ServerStep::Authenticated { user, server_final } => (server_final, user),
+                    ServerStep::Authenticated {
+                        login,
+                        server_final,
+                    } => (server_final, login.principal, login.lifetime_ms),
                 }
             }
             _ => {
                 let user = plain::authenticate(token, &self.config.plain_users)
                     .map_err(|e| fail(e.to_string()))?;
-                (Vec::new(), user)
+                (Vec::new(), KafkaPrincipal::user(user), None)
             }
         };
-        let principal = KafkaPrincipal::user(user);
         if let Some((previous, _)) = &self.login {
             if *previous != principal {
                 return Err((
@@ -354,10 +356,44 @@ impl SaslAuthenticator {
         }
         self.state = State::Authenticated;
         self.deadline = None;
-        self.session_expires = self.config.session_lifetime(mechanism).map(|d| now + d);
+        // Kafka's SaslServerAuthenticator: the session ends at the earlier of
+        // `connections.max.reauth.ms` and the credential's (a delegation token's) expiry.
+        let credential_lifetime =
+            lifetime_ms.map(|ms| std::time::Duration::from_millis(ms.max(0) as u64));
+        let lifetime = match (self.config.session_lifetime(mechanism), credential_lifetime) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.session_expires = lifetime.map(|d| now + d);
         self.login = Some((principal.clone(), mechanism));
         Ok((token, Some(principal)))
     }
+}
+
+/// What the client-first message logs in with: a user's own credential, or, with
+/// `tokenauth=true`, the delegation token's, as its owner (Kafka's
+/// `ScramServerCallbackHandler`).
+fn scram_login(
+    credentials: &dyn ScramCredentialLookup,
+    first: &ClientFirst,
+    hash: ScramHash,
+) -> Option<ScramLogin> {
+    if first.token_auth {
+        let token = credentials.token_credential(&first.user, hash)?;
+        let mut principal = KafkaPrincipal::user(token.owner);
+        principal.token_authenticated = true;
+        return Some(ScramLogin {
+            credential: token.credential,
+            principal,
+            lifetime_ms: Some(token.lifetime_ms),
+        });
+    }
+    let credential = credentials.scram_credential(&first.user, hash)?;
+    Some(ScramLogin {
+        credential,
+        principal: KafkaPrincipal::user(first.user.clone()),
+        lifetime_ms: None,
+    })
 }
 
 /// A SaslAuthenticate on an authenticated connection with no handshake before it: Kafka's

@@ -107,6 +107,25 @@ impl fmt::Debug for ScramCredentialData {
 /// credential created, changed or deleted takes effect on the next one.
 pub trait ScramCredentialLookup: Send + Sync + 'static {
     fn scram_credential(&self, user: &str, hash: ScramHash) -> Option<ScramCredentialData>;
+
+    /// The SCRAM credential of delegation token `token_id` (a login with `tokenauth=true`,
+    /// Kafka's `DelegationTokenCache.credential`), with its owner and expiry. None where
+    /// delegation tokens are off or the token is unknown.
+    fn token_credential(&self, token_id: &str, hash: ScramHash) -> Option<TokenCredential> {
+        let _ = (token_id, hash);
+        None
+    }
+}
+
+/// A delegation token's SCRAM credential as a login sees it.
+#[derive(Debug, Clone)]
+pub struct TokenCredential {
+    pub credential: ScramCredentialData,
+    /// The owner's name: the session runs as `User:<owner>` (Kafka's `tokenOwner`).
+    pub owner: String,
+    /// Milliseconds from the lookup to the token's expiry (negative once past it): a
+    /// session authenticated with it lasts no longer (Kafka's credential lifetime).
+    pub lifetime_ms: i64,
 }
 
 /// A lookup that knows no user (the default until a node plugs its provider in).

@@ -3,9 +3,11 @@
 //!
 //! The server (Kafka's `ScramSaslServer`) checks the client's proof against the stored key
 //! and proves itself with the server key; it never sees a password. Only the gs2 header
-//! `n,,` (or `n,a=<user>,`) is accepted: no channel binding, an authzid only when it names
-//! the user, and no SCRAM extension (Kafka's only one, `tokenauth`, needs delegation tokens,
-//! which kraftd does not issue). An unknown user is walked through the whole exchange with a
+//! `n,,` (or `n,a=<user>,`) is accepted: no channel binding, and an authzid only when it
+//! names the user. Of the SCRAM extensions (`key=value` after the nonce) Kafka knows one,
+//! `tokenauth=true`: the user name is then a delegation token's id, the password the token's
+//! HMAC, and the login runs as the token's owner; any other extension is ignored, as Kafka
+//! ignores it. An unknown user (or token) is walked through the whole exchange with a
 //! made-up salt and fails at the proof, like a wrong password, so the failure point tells
 //! nothing. The client (Kafka's `ScramSaslClient`) is what a node's own channels log in with.
 
@@ -16,6 +18,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::{ScramCredentialData, ScramHash};
+use crate::principal::KafkaPrincipal;
 
 /// The largest SCRAM message either end accepts. Real ones are a few hundred bytes (a user
 /// name, a nonce, a proof); anything near this is hostile.
@@ -157,6 +160,9 @@ pub struct ClientFirst {
     pub gs2_header: String,
     pub user: String,
     pub nonce: String,
+    /// The `tokenauth=true` extension (Kafka's `ScramExtensions.tokenAuthenticated`): `user`
+    /// is a delegation token's id.
+    pub token_auth: bool,
     /// `client-first-message-bare`, a part of the AuthMessage.
     pub bare: String,
 }
@@ -185,9 +191,16 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, ScramError> {
     if !valid_nonce(&nonce) {
         return Err(err("the client nonce is not printable"));
     }
-    if fields.next().is_some() {
-        // Kafka's only extension is `tokenauth` (delegation tokens), which kraftd lacks.
-        return Err(err("SCRAM extensions are not supported"));
+    let mut token_auth = false;
+    for extension in fields {
+        let (key, value) = extension
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphabetic()))
+            .ok_or_else(|| err("a SCRAM extension is not key=value"))?;
+        // Kafka's `Boolean.parseBoolean`: "true" in any case; other extensions are ignored.
+        if key == "tokenauth" {
+            token_auth = value.eq_ignore_ascii_case("true");
+        }
     }
     if user.is_empty() {
         return Err(err("no user name"));
@@ -199,6 +212,7 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, ScramError> {
         gs2_header,
         user,
         nonce,
+        token_auth,
         bare: bare.to_string(),
     })
 }
@@ -224,7 +238,18 @@ struct AwaitingFinal {
     server_first: String,
     nonce: String,
     /// `None` for an unknown user: the proof check then fails.
-    credential: Option<ScramCredentialData>,
+    credential: Option<ScramLogin>,
+}
+
+/// What a SCRAM login checks the proof against and who it then runs as: a user's own
+/// credential (the principal is the user), or a delegation token's (the principal is the
+/// token's owner, flagged token-authenticated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScramLogin {
+    pub credential: ScramCredentialData,
+    pub principal: KafkaPrincipal,
+    /// How long the session may last (a token's time to its expiry), if bounded.
+    pub lifetime_ms: Option<i64>,
 }
 
 /// What a SCRAM server step produced.
@@ -232,8 +257,11 @@ struct AwaitingFinal {
 pub enum ServerStep {
     /// Send this challenge and wait for the next message.
     Challenge(Vec<u8>),
-    /// Authenticated as this user; send the server-final message.
-    Authenticated { user: String, server_final: Vec<u8> },
+    /// Authenticated; send the server-final message.
+    Authenticated {
+        login: Box<ScramLogin>,
+        server_final: Vec<u8>,
+    },
 }
 
 impl ScramServer {
@@ -244,22 +272,23 @@ impl ScramServer {
         }
     }
 
-    /// Takes the client's next message. `lookup` finds a user's credential; `server_nonce`
+    /// Takes the client's next message. `lookup` finds the credential of the client-first
+    /// message's user (or token, with `tokenauth`); `server_nonce`
     /// is appended to the client's nonce (random in production, fixed in tests); `decoy`
     /// makes an unknown user's salt (stable per user, so probing shows nothing).
     pub fn step(
         &mut self,
         message: &[u8],
-        lookup: impl FnOnce(&str) -> Option<ScramCredentialData>,
+        lookup: impl FnOnce(&ClientFirst) -> Option<ScramLogin>,
         server_nonce: &str,
         decoy: impl FnOnce(&str) -> Vec<u8>,
     ) -> Result<ServerStep, ScramError> {
         match std::mem::replace(&mut self.state, ServerState::Done) {
             ServerState::First => {
                 let first = parse_client_first(message)?;
-                let credential = lookup(&first.user);
+                let credential = lookup(&first);
                 let (salt, iterations) = match &credential {
-                    Some(c) => (c.salt.clone(), c.iterations),
+                    Some(c) => (c.credential.salt.clone(), c.credential.iterations),
                     None => (decoy(&first.user), DECOY_ITERATIONS),
                 };
                 let nonce = format!("{}{server_nonce}", first.nonce);
@@ -286,7 +315,7 @@ impl ScramServer {
         first: &ClientFirst,
         server_first: &str,
         nonce: &str,
-        credential: Option<ScramCredentialData>,
+        login: Option<ScramLogin>,
     ) -> Result<ServerStep, ScramError> {
         let message = text(message)?;
         let (without_proof, proof) = message
@@ -300,9 +329,7 @@ impl ScramServer {
         if attr(fields.next(), 'r')? != nonce {
             return Err(err("the final message's nonce is not the exchange's"));
         }
-        if fields.next().is_some() {
-            return Err(err("SCRAM extensions are not supported"));
-        }
+        // Extensions of the final message are ignored, as Kafka's ScramSaslServer does.
         let proof = B64
             .decode(proof)
             .map_err(|_| err("the proof is not base64"))?;
@@ -311,9 +338,10 @@ impl ScramServer {
             return Err(err("the proof has the wrong length"));
         }
         let auth_message = format!("{},{server_first},{without_proof}", first.bare);
-        let Some(credential) = credential else {
+        let Some(login) = login else {
             return Err(err("no such user"));
         };
+        let credential = &login.credential;
         let signature = h.hmac(&credential.stored_key, auth_message.as_bytes());
         let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(p, s)| p ^ s).collect();
         let stored = h.digest(&client_key);
@@ -322,7 +350,7 @@ impl ScramServer {
         }
         let server_signature = h.hmac(&credential.server_key, auth_message.as_bytes());
         Ok(ServerStep::Authenticated {
-            user: first.user.clone(),
+            login: Box::new(login),
             server_final: format!("v={}", B64.encode(server_signature)).into_bytes(),
         })
     }

@@ -18,7 +18,9 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use tokio::time::Instant;
 
-use super::scram::{parse_client_first, ScramClient, ScramServer, ServerStep};
+use super::scram::{
+    parse_client_first, ClientFirst, ScramClient, ScramLogin, ScramServer, ServerStep,
+};
 use super::*;
 use crate::KafkaPrincipal;
 
@@ -57,7 +59,13 @@ fn the_server_follows_rfc_7677s_exchange() {
     let first = server
         .step(
             b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
-            |u| (u == "user").then(rfc7677_credential),
+            |f| {
+                (f.user == "user").then(|| ScramLogin {
+                    credential: rfc7677_credential(),
+                    principal: KafkaPrincipal::user("user"),
+                    lifetime_ms: None,
+                })
+            },
             RFC7677_SERVER_NONCE,
             no_decoy,
         )
@@ -80,7 +88,11 @@ fn the_server_follows_rfc_7677s_exchange() {
     assert_eq!(
         last,
         ServerStep::Authenticated {
-            user: "user".into(),
+            login: Box::new(ScramLogin {
+                credential: rfc7677_credential(),
+                principal: KafkaPrincipal::user("user"),
+                lifetime_ms: None,
+            }),
             server_final: b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=".to_vec()
         }
     );
@@ -117,7 +129,13 @@ fn exchange(
 ) -> Result<(), String> {
     let mut client = ScramClient::new(hash, user, password, &scram::random_nonce());
     let mut server = ScramServer::new(hash);
-    let lookup = |_: &str| stored.clone();
+    let lookup = |f: &ClientFirst| {
+        stored.clone().map(|credential| ScramLogin {
+            credential,
+            principal: KafkaPrincipal::user(f.user.clone()),
+            lifetime_ms: None,
+        })
+    };
     let ServerStep::Challenge(challenge) = server
         .step(&client.first_message(), lookup, "srv", |_| vec![7; 16])
         .map_err(|e| e.to_string())?
@@ -132,10 +150,10 @@ fn exchange(
         .map_err(|e| e.to_string())?
     {
         ServerStep::Authenticated {
-            user: u,
+            login,
             server_final,
         } => {
-            assert_eq!(u, user);
+            assert_eq!(login.principal.name, user);
             client
                 .verify_server_final(&server_final)
                 .map_err(|e| e.to_string())
@@ -168,11 +186,19 @@ fn the_client_first_message_is_parsed_as_kafka_accepts_it() {
     );
     let f = parse_client_first(b"n,,n=a=3Db=2Cc,r=abc").unwrap();
     assert_eq!(f.user, "a=b,c");
+    assert!(!f.token_auth);
+    // Kafka's delegation-token login, and an extension Kafka ignores.
+    let f = parse_client_first(b"n,,n=tok,r=abc,tokenauth=true").unwrap();
+    assert!(f.token_auth);
+    let f = parse_client_first(b"n,,n=tok,r=abc,other=1,tokenauth=TRUE").unwrap();
+    assert!(f.token_auth);
+    let f = parse_client_first(b"n,,n=tok,r=abc,tokenauth=false").unwrap();
+    assert!(!f.token_auth);
     for bad in [
         &b"n,a=eve,n=bob,r=abc"[..],  // authzid is not the user
         b"y,,n=bob,r=abc",            // only gs2 flag n
         b"p=tls-unique,,n=bob,r=abc", // channel binding
-        b"n,,n=bob,r=abc,tokenauth=true",
+        b"n,,n=bob,r=abc,=x",
         b"n,,m=ext,n=bob,r=abc",
         b"n,,n=bob",
         b"n,,n=bob,r=",
@@ -201,7 +227,13 @@ fn a_final_message_with_a_bad_nonce_binding_or_proof_is_refused() {
         server
             .step(
                 b"n,,n=u,r=cnonce",
-                |_| Some(stored.clone()),
+                |_| {
+                    Some(ScramLogin {
+                        credential: stored.clone(),
+                        principal: KafkaPrincipal::user("u"),
+                        lifetime_ms: None,
+                    })
+                },
                 "snonce",
                 |_| vec![],
             )
@@ -213,7 +245,7 @@ fn a_final_message_with_a_bad_nonce_binding_or_proof_is_refused() {
         format!("c=biws,r=cnonce,p={proof}"), // nonce without the server's part
         format!("c=biws,r=cnonceXsnonce,p={proof}"), // another nonce
         format!("c=bixx,r=cnoncesnonce,p={proof}"), // binding not the gs2 header
-        format!("c=biws,r=cnoncesnonce,x=1,p={proof}"), // an extension
+        format!("c=biws,r=cnoncesnonce,x=1,p={proof}"), // an extension (ignored), a wrong proof
         "c=biws,r=cnoncesnonce,p=!!".to_string(), // not base64
         format!("c=biws,r=cnoncesnonce,p={}", B64.encode([0u8; 5])),
         format!("c=biws,r=cnoncesnonce,p={proof}"), // wrong proof

@@ -288,7 +288,10 @@ fn a_consumer_over_its_quota_is_answered_empty_and_its_bytes_taken_back() {
         .fetch
         .rate(&QuotaTags::new("", "app"), now_ms())
         .expect("a rate");
-    assert!((89.9..=90.0).contains(&rate), "only the bytes sent count: {rate}");
+    assert!(
+        (89.9..=90.0).contains(&rate),
+        "only the bytes sent count: {rate}"
+    );
     assert!(request.mute.muted_until().is_some());
 }
 
