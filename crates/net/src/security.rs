@@ -129,6 +129,42 @@ pub struct Session {
     pub principal: KafkaPrincipal,
     pub listener_name: String,
     pub protocol: SecurityProtocol,
+    /// What the client said it is in its ApiVersions request (v3+), Kafka's
+    /// `ClientInformation`: client-metrics subscriptions match on it.
+    pub client_information: ClientInformation,
+}
+
+/// A client's software name and version as its ApiVersions request (v3+) gives them;
+/// `unknown` until then, as Kafka's `ClientInformation.EMPTY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInformation {
+    pub software_name: String,
+    pub software_version: String,
+}
+
+impl Default for ClientInformation {
+    fn default() -> Self {
+        ClientInformation {
+            software_name: "unknown".into(),
+            software_version: "unknown".into(),
+        }
+    }
+}
+
+impl ClientInformation {
+    /// Kafka's `ApiVersionsRequest.isValid` for both fields: letters, digits, `-` and `.`,
+    /// starting and ending with a letter or digit.
+    pub fn is_valid(name: &str, version: &str) -> bool {
+        let ok = |s: &str| {
+            let b = s.as_bytes();
+            let edge = |c: &u8| c.is_ascii_alphanumeric();
+            b.first().is_some_and(edge)
+                && b.last().is_some_and(edge)
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+        };
+        ok(name) && ok(version)
+    }
 }
 
 /// A connection's mute, shared by its reader and every request it hands out: a handler

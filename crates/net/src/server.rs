@@ -48,7 +48,7 @@ use tracing::{debug, info, warn};
 use super::frame::write_frame;
 use super::request_metrics::{self, InFlight, RequestMetrics, RequestTimer};
 use super::sasl::{self, SaslAuthenticator, SaslReply, SaslStep};
-use super::security::{ChannelMute, KafkaPrincipal, ListenerSecurity, Session};
+use super::security::{ChannelMute, ClientInformation, KafkaPrincipal, ListenerSecurity, Session};
 
 /// The default cap on requests awaiting a response on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
@@ -320,6 +320,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
         principal,
         listener_name: config.security.listener_name.clone(),
         protocol: config.security.protocol,
+        client_information: Default::default(),
     });
     let mute = ChannelMute::default();
     let shard = config.metrics.connection_shard();
@@ -369,13 +370,29 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
             let size = frame.len();
             let metrics = config.metrics.enabled().then_some(&config.metrics);
             let pending = match decode_request(frame) {
-                Ok(req) if req.api_key == ApiKey::ApiVersions => api_versions(
+                Ok(req) if req.api_key == ApiKey::ApiVersions => {
+                    // The client's name and version, for what matches on them (Kafka's
+                    // `ClientInformation`, kept for the connection's later requests).
+                    if let RequestBody::ApiVersions(r) = &req.body {
+                        let (name, version) =
+                            (&r.client_software_name, &r.client_software_version);
+                        if ClientInformation::is_valid(name, version) {
+                            let mut next = (*session).clone();
+                            next.client_information = ClientInformation {
+                                software_name: name.clone(),
+                                software_version: version.clone(),
+                            };
+                            session = Arc::new(next);
+                        }
+                    }
+                    api_versions(
                     table,
                     handler,
                     req.header.correlation_id,
                     req.header.request_api_version,
                 )
-                .counted(metrics, started, size, shard),
+                .counted(metrics, started, size, shard)
+                }
                 Ok(req) => {
                     let version = req.header.request_api_version;
                     if !table.supports(req.api_key, version) {

@@ -24,7 +24,7 @@ pub const FORWARDED_API_KEYS: [ApiKey; 14] = [
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.
-pub const LOCAL_API_KEYS: [ApiKey; 12] = [
+pub const LOCAL_API_KEYS: [ApiKey; 13] = [
     ApiKey::Produce,
     ApiKey::Fetch,
     ApiKey::ListOffsets,
@@ -37,4 +37,5 @@ pub const LOCAL_API_KEYS: [ApiKey; 12] = [
     ApiKey::DescribeAcls,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::DescribeClientQuotas,
+    ApiKey::ListConfigResources,
 ];

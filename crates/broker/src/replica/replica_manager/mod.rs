@@ -59,6 +59,7 @@ use super::replication_quota::ReplicationQuotas;
 use super::TopicIdPartition;
 use crate::metadata::MetadataCache;
 
+pub(crate) use self::log_metrics::escape_label;
 pub use self::apply_delta::{partition_state, ReplicaManagerPublisher};
 pub use self::fetch::{FetchLimits, FetchOrigin, FetchResult};
 pub use self::metrics::ReplicaMetrics;
