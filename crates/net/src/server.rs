@@ -374,8 +374,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     // The client's name and version, for what matches on them (Kafka's
                     // `ClientInformation`, kept for the connection's later requests).
                     if let RequestBody::ApiVersions(r) = &req.body {
-                        let (name, version) =
-                            (&r.client_software_name, &r.client_software_version);
+                        let (name, version) = (&r.client_software_name, &r.client_software_version);
                         if ClientInformation::is_valid(name, version) {
                             let mut next = (*session).clone();
                             next.client_information = ClientInformation {
@@ -386,12 +385,12 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                         }
                     }
                     api_versions(
-                    table,
-                    handler,
-                    req.header.correlation_id,
-                    req.header.request_api_version,
-                )
-                .counted(metrics, started, size, shard)
+                        table,
+                        handler,
+                        req.header.correlation_id,
+                        req.header.request_api_version,
+                    )
+                    .counted(metrics, started, size, shard)
                 }
                 Ok(req) => {
                     let version = req.header.request_api_version;

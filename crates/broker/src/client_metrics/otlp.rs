@@ -41,7 +41,11 @@ pub struct Point {
 pub enum PointValue {
     Gauge(f64),
     /// A sum; `delta` when the temporality is DELTA (each point the change since the last).
-    Sum { value: f64, delta: bool, monotonic: bool },
+    Sum {
+        value: f64,
+        delta: bool,
+        monotonic: bool,
+    },
     Histogram {
         count: u64,
         sum: f64,
@@ -191,7 +195,12 @@ fn histogram_point(mut r: Reader<'_>, delta: bool) -> Result<(Attributes, PointV
             // Packed repeated fixed64 / double, or one element unpacked.
             (6, LEN) => bucket_counts.extend(r.nested()?.packed_fixed64()?),
             (6, I64) => bucket_counts.push(r.fixed64()?),
-            (7, LEN) => bounds.extend(r.nested()?.packed_fixed64()?.into_iter().map(f64::from_bits)),
+            (7, LEN) => bounds.extend(
+                r.nested()?
+                    .packed_fixed64()?
+                    .into_iter()
+                    .map(f64::from_bits),
+            ),
             (7, I64) => bounds.push(f64::from_bits(r.fixed64()?)),
             _ => r.skip(wire)?,
         }
@@ -325,7 +334,10 @@ impl<'a> Reader<'a> {
     }
 
     fn fixed64(&mut self) -> Result<u64, OtlpError> {
-        let end = self.at.checked_add(8).ok_or(OtlpError("truncated fixed64"))?;
+        let end = self
+            .at
+            .checked_add(8)
+            .ok_or(OtlpError("truncated fixed64"))?;
         let raw = self
             .bytes
             .get(self.at..end)
@@ -497,7 +509,10 @@ mod tests {
         assert_eq!(points[0].name, "org.apache.kafka.producer.record.send.rate");
         assert_eq!(
             points[0].attributes,
-            [("client_rack".into(), "r1".into()), ("client_id".into(), "p1".into())]
+            [
+                ("client_rack".into(), "r1".into()),
+                ("client_id".into(), "p1".into())
+            ]
         );
         assert_eq!(points[0].value, PointValue::Gauge(2.5));
         assert_eq!(

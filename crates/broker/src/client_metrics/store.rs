@@ -189,7 +189,10 @@ impl TelemetryStore {
             } else {
                 "untyped"
             };
-            let _ = writeln!(out, "# HELP {name} Pushed by clients (KIP-714 client telemetry).");
+            let _ = writeln!(
+                out,
+                "# HELP {name} Pushed by clients (KIP-714 client telemetry)."
+            );
             let _ = writeln!(out, "# TYPE {name} {kind}");
             for (labels, value) in series {
                 let base = render_labels(node_id, labels, None);
@@ -254,7 +257,11 @@ impl TelemetryStore {
 /// The series' labels: the client's id labels, then the point's attributes (sanitized,
 /// sorted, an attribute clashing with a label the broker sets renamed `exported_<name>`
 /// unless it says the same).
-fn labels(instance: &str, client_id: &str, attributes: Vec<(String, String)>) -> Vec<(String, String)> {
+fn labels(
+    instance: &str,
+    client_id: &str,
+    attributes: Vec<(String, String)>,
+) -> Vec<(String, String)> {
     let mut labels: BTreeMap<String, String> = BTreeMap::new();
     for (key, value) in attributes {
         let mut name = sanitize_label(&key);
@@ -387,9 +394,12 @@ mod tests {
         let mut out = String::new();
         store.write_prometheus(1, &mut out);
         let inst = id.to_base64();
-        assert!(out.contains(&format!(
+        assert!(
+            out.contains(&format!(
             "a_total{{node=\"1\",client_id=\"p1\",client_instance_id=\"{inst}\",topic=\"t\"}} 5\n"
-        )), "{out}");
+        )),
+            "{out}"
+        );
         assert!(out.contains(&format!(
             "a_rate{{node=\"1\",client_id=\"p1\",client_instance_id=\"{inst}\",exported_client_id=\"other\"}} 3\n"
         )), "{out}");
@@ -412,7 +422,13 @@ mod tests {
         for i in 0..MAX_CLIENTS + 3 {
             let mut id = [0u8; 16];
             id[..8].copy_from_slice(&(i as u64 + 10).to_be_bytes());
-            store.record(Uuid(id), "c", 1000, 0, vec![point("x", &[], PointValue::Gauge(1.0))]);
+            store.record(
+                Uuid(id),
+                "c",
+                1000,
+                0,
+                vec![point("x", &[], PointValue::Gauge(1.0))],
+            );
         }
         assert_eq!(store.sizes().0, MAX_CLIENTS);
         let mut out = String::new();

@@ -101,8 +101,21 @@ fn a_fresh_client_gets_an_id_and_the_matching_subscriptions() {
                 ("match", "client_id=p.*"),
             ],
         ),
-        ("all", &[("metrics", "org.apache.kafka.consumer."), ("interval.ms", "2000")]),
-        ("nobody", &[("metrics", "x."), ("interval.ms", "100"), ("match", "client_id=zzz")]),
+        (
+            "all",
+            &[
+                ("metrics", "org.apache.kafka.consumer."),
+                ("interval.ms", "2000"),
+            ],
+        ),
+        (
+            "nobody",
+            &[
+                ("metrics", "x."),
+                ("interval.ms", "100"),
+                ("match", "client_id=zzz"),
+            ],
+        ),
     ]);
     let m = ClientMetricsManager::new(TELEMETRY_MAX_BYTES_DEFAULT);
     let r = get(&m, &image, T0 + 0, &client("p1"), Uuid::ZERO);
@@ -111,7 +124,10 @@ fn a_fresh_client_gets_an_id_and_the_matching_subscriptions() {
     assert_eq!(r.push_interval_ms, 1000);
     let mut metrics = r.requested_metrics.clone();
     metrics.sort();
-    assert_eq!(metrics, ["org.apache.kafka.consumer.", "org.apache.kafka.producer."]);
+    assert_eq!(
+        metrics,
+        ["org.apache.kafka.consumer.", "org.apache.kafka.producer."]
+    );
     assert_eq!(r.accepted_compression_types, [4, 3, 1, 2]);
     assert_eq!(r.telemetry_max_bytes, TELEMETRY_MAX_BYTES_DEFAULT);
     assert!(r.delta_temporality);
@@ -125,7 +141,13 @@ fn a_fresh_client_gets_an_id_and_the_matching_subscriptions() {
     assert_eq!(r.requested_metrics, ["org.apache.kafka.consumer."]);
     assert_eq!(r.push_interval_ms, 2000);
     let none = ClientMetricsManager::new(TELEMETRY_MAX_BYTES_DEFAULT);
-    let r = get(&none, &MetadataImage::empty(), T0, &client("c1"), Uuid([9; 16]));
+    let r = get(
+        &none,
+        &MetadataImage::empty(),
+        T0,
+        &client("c1"),
+        Uuid([9; 16]),
+    );
     assert!(r.requested_metrics.is_empty());
     assert_eq!(r.push_interval_ms, 300_000);
 }
@@ -142,7 +164,10 @@ fn subscription_ids_are_kafkas() {
     );
     assert_eq!(java_string_hash("hello"), 99_162_322);
     // A HashSet of "b", "a" iterates a first (buckets 2 and 1... by hash).
-    assert_eq!(java_hash_set_order(vec!["b".into(), "a".into()]), ["a", "b"]);
+    assert_eq!(
+        java_hash_set_order(vec!["b".into(), "a".into()]),
+        ["a", "b"]
+    );
     // "*" alone when any matching subscription asks for every metric.
     let image = image(&[("s1", &[("metrics", "a.,*")]), ("s2", &[("metrics", "b.")])]);
     let m = ClientMetricsManager::new(10);
@@ -166,7 +191,10 @@ fn pushes_follow_kafkas_checks_in_order() {
         ErrorCode::InvalidRequest.code()
     );
     // The first push after a get is accepted at once.
-    assert_eq!(push(T0 + 10_001, push_request(id, sub, plain.clone(), 0)), 0);
+    assert_eq!(
+        push(T0 + 10_001, push_request(id, sub, plain.clone(), 0)),
+        0
+    );
     // Another before the interval is throttled.
     assert_eq!(
         push(T0 + 10_500, push_request(id, sub, plain.clone(), 0)),
@@ -184,20 +212,34 @@ fn pushes_follow_kafkas_checks_in_order() {
     );
     // Over telemetry.max.bytes.
     assert_eq!(
-        push(T0 + 13_001, push_request(id, sub, Bytes::from(vec![0u8; 1001]), 0)),
+        push(
+            T0 + 13_001,
+            push_request(id, sub, Bytes::from(vec![0u8; 1001]), 0)
+        ),
         ErrorCode::TelemetryTooLarge.code()
     );
     // Not OTLP.
     assert_eq!(
-        push(T0 + 14_001, push_request(id, sub, Bytes::from_static(&[0x0a, 0xff]), 0)),
+        push(
+            T0 + 14_001,
+            push_request(id, sub, Bytes::from_static(&[0x0a, 0xff]), 0)
+        ),
         ErrorCode::InvalidRecord.code()
     );
     // Compressed with each codec clients may use.
     let mut now = T0 + 15_001;
-    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+    for codec in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
         let mut out = BytesMut::new();
         compress(codec, &payload(), &mut out).expect("compresses");
-        assert_eq!(push(now, push_request(id, sub, out.freeze(), codec.id() as i8)), 0);
+        assert_eq!(
+            push(now, push_request(id, sub, out.freeze(), codec.id() as i8)),
+            0
+        );
         now += 1000;
     }
     // The terminating push is taken even early; nothing after it.
@@ -215,7 +257,10 @@ fn pushes_follow_kafkas_checks_in_order() {
         .lines()
         .find(|l| l.starts_with("org_apache_kafka_producer_record_send_total{"))
         .expect("the pushed counter is shown");
-    assert!(line.contains(&format!("client_instance_id=\"{}\"", id.to_base64())), "{line}");
+    assert!(
+        line.contains(&format!("client_instance_id=\"{}\"", id.to_base64())),
+        "{line}"
+    );
     assert!(line.ends_with(" 24"), "{line}");
 }
 

@@ -45,13 +45,11 @@ pub fn handle(
     let image = context.cache.image();
     let now_ms = u64::try_from(kraftd_log::clock::unix_ms()).unwrap_or(0);
     match body {
-        RequestBody::GetTelemetrySubscriptions(r) => {
-            Some(ResponseBody::GetTelemetrySubscriptions(
-                manager.get_telemetry_subscriptions(&image, now_ms, &client, &r, &mut || {
-                    super::random_uuid()
-                }),
-            ))
-        }
+        RequestBody::GetTelemetrySubscriptions(r) => Some(ResponseBody::GetTelemetrySubscriptions(
+            manager.get_telemetry_subscriptions(&image, now_ms, &client, &r, &mut || {
+                super::random_uuid()
+            }),
+        )),
         RequestBody::PushTelemetry(r) => Some(ResponseBody::PushTelemetry(
             manager.push_telemetry(&image, now_ms, &client, &r),
         )),

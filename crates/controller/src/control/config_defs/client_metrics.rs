@@ -196,7 +196,9 @@ fn parse_list(key: &str, value: &str) -> Result<Vec<String>, String> {
     }
     let distinct: std::collections::BTreeSet<&String> = items.iter().collect();
     if distinct.len() != items.len() {
-        return Err(format!("Configuration '{key}' values must not be duplicated."));
+        return Err(format!(
+            "Configuration '{key}' values must not be duplicated."
+        ));
     }
     Ok(items)
 }
@@ -217,9 +219,15 @@ mod tests {
         let s = parse_subscription(
             "sub1",
             &configs(&[
-                ("metrics", "org.apache.kafka.producer., org.apache.kafka.consumer."),
+                (
+                    "metrics",
+                    "org.apache.kafka.producer., org.apache.kafka.consumer.",
+                ),
                 ("interval.ms", "1000"),
-                ("match", "client_id=perf-.*,client_software_name=apache-kafka-java"),
+                (
+                    "match",
+                    "client_id=perf-.*,client_software_name=apache-kafka-java",
+                ),
             ]),
         )
         .expect("valid");
@@ -254,8 +262,18 @@ mod tests {
             )
         );
         assert!(check("s", &[("interval.ms", "3600000")]).is_ok());
-        assert!(matches!(check("s", &[("interval.ms", "x")]), Err(InvalidConfig(_))));
-        for bad in ["client_id", "client_id=", "a=b=c", "host=x", "client_id=(", "=x"] {
+        assert!(matches!(
+            check("s", &[("interval.ms", "x")]),
+            Err(InvalidConfig(_))
+        ));
+        for bad in [
+            "client_id",
+            "client_id=",
+            "a=b=c",
+            "host=x",
+            "client_id=(",
+            "=x",
+        ] {
             assert_eq!(
                 check("s", &[("match", bad)]).unwrap_err(),
                 InvalidConfig(format!("Illegal client matching pattern: {bad}")),
