@@ -59,13 +59,11 @@ fn tool_fails(class: &str, args: &[&str]) -> String {
     text
 }
 
-/// A started combined node with its metrics port; pushes above 4096 bytes are too large.
-fn node(root: &std::path::Path) -> (Node, String, u16) {
+/// A started combined node with its metrics port and `extra` properties.
+fn node(root: &std::path::Path, extra: &str) -> (Node, String, u16) {
     let metrics = free_port();
-    let (mut node, client) = formatted_combined_node(
-        root,
-        &format!("metrics.port={metrics}\ntelemetry.max.bytes=4096\n"),
-    );
+    let (mut node, client) =
+        formatted_combined_node(root, &format!("metrics.port={metrics}\n{extra}"));
     node.start();
     let bootstrap = format!("127.0.0.1:{client}");
     common::eventually(
@@ -87,7 +85,7 @@ fn node(root: &std::path::Path) -> (Node, String, u16) {
 #[test]
 fn subscriptions_are_managed_with_kafkas_tools_and_validation() {
     let root = tempfile::tempdir().unwrap();
-    let (node, bootstrap, _) = node(root.path());
+    let (node, bootstrap, _) = node(root.path(), "");
     let b = bootstrap.as_str();
     let out = tool_ok(
         CLIENT_METRICS,
@@ -209,7 +207,7 @@ fn subscriptions_are_managed_with_kafkas_tools_and_validation() {
 #[test]
 fn java_clients_push_their_metrics_to_the_nodes_prometheus_page() {
     let root = tempfile::tempdir().unwrap();
-    let (node, bootstrap, metrics) = node(root.path());
+    let (node, bootstrap, metrics) = node(root.path(), "");
     let b = bootstrap.as_str();
     tool_ok(
         CLIENT_METRICS,
@@ -356,7 +354,8 @@ fn push(raw: &mut Raw, id: Uuid, sub: i32, codec: i8, metrics: &[u8], terminatin
 #[test]
 fn push_telemetry_errors_are_kafkas() {
     let root = tempfile::tempdir().unwrap();
-    let (node, bootstrap, _) = node(root.path());
+    // Pushes above 4096 bytes are too large.
+    let (node, bootstrap, _) = node(root.path(), "telemetry.max.bytes=4096\n");
     let b = bootstrap.as_str();
     // The raw connection (client id "raw", no ApiVersions: software "unknown") pushes
     // once an hour: every early push is throttled, deterministically.
@@ -474,5 +473,94 @@ fn push_telemetry_errors_are_kafkas() {
         }
         other => panic!("unexpected {other:?}"),
     }
+    drop(node);
+}
+
+/// Kafka 4.4's own `ClientMetricsManager` (run by `tests/java/TelemetrySubscriptions.jsh`)
+/// and kraftd answer the same GetTelemetrySubscriptions for the same subscriptions, client
+/// and instance id alike: the metrics in the same order, the same subscription id.
+#[test]
+fn get_telemetry_subscriptions_answers_as_kafkas_manager() {
+    let subscriptions = [
+        (
+            "s1",
+            "org.apache.kafka.producer.,org.apache.kafka.consumer.,org.apache.kafka.admin.",
+            "2000",
+            "client_id=raw",
+        ),
+        ("s2", "x.", "100", "client_id=nobody"),
+    ];
+    let instance = "x1sq9ZfUT3awPhT4N8rG8g";
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/java/TelemetrySubscriptions.jsh");
+    let lines: Vec<String> = subscriptions
+        .iter()
+        .map(|(n, m, i, k)| format!("{n}\t{m}\t{i}\t{k}"))
+        .collect();
+    let out = std::process::Command::new("jshell")
+        .arg(format!("--class-path={}", common::kafka_jars::classpath()))
+        .arg(format!("-R{}", common::kafka_jars::log4j_option()))
+        .arg(&script)
+        .env("KRAFTD_SUBSCRIPTIONS", lines.join("\n"))
+        .env("KRAFTD_CLIENT_ID", "raw")
+        .env("KRAFTD_INSTANCE_ID", instance)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("jshell runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let kafka = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ANSWER\t"))
+        .unwrap_or_else(|| panic!("no answer from Kafka's manager: {}", output_text(&out)))
+        .to_string();
+
+    let root = tempfile::tempdir().unwrap();
+    let (node, bootstrap, _) = node(root.path(), "");
+    for (name, metrics, interval, matching) in subscriptions {
+        tool_ok(
+            CLIENT_METRICS,
+            &[
+                "--bootstrap-server",
+                &bootstrap,
+                "--alter",
+                "--name",
+                name,
+                "--metrics",
+                metrics,
+                "--interval",
+                interval,
+                "--match",
+                matching,
+            ],
+        );
+    }
+    let mut raw = Raw::connect(&bootstrap);
+    let id = Uuid::from_base64(instance).unwrap();
+    let r = match raw.call(
+        0,
+        RequestBody::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest {
+            client_instance_id: id,
+            ..Default::default()
+        }),
+    ) {
+        ResponseBody::GetTelemetrySubscriptions(r) => r,
+        other => panic!("unexpected {other:?}"),
+    };
+    let ours = format!(
+        "{}\t{}\t{}\t{}\t{}\t[{}]\t{}\t{}",
+        r.error_code,
+        r.client_instance_id.to_base64(),
+        r.subscription_id,
+        r.requested_metrics.join(","),
+        r.push_interval_ms,
+        r.accepted_compression_types
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        r.telemetry_max_bytes,
+        r.delta_temporality,
+    );
+    assert_eq!(ours, kafka, "kraftd's answer, then Kafka's");
     drop(node);
 }

@@ -51,9 +51,6 @@ pub const TELEMETRY_MAX_BYTES_DEFAULT: i32 = 1024 * 1024;
 const CACHE_MAX_SIZE: usize = 16_384;
 /// The shortest life of an idle instance (Kafka's `DEFAULT_CACHE_EXPIRY_MS`).
 const CACHE_EXPIRY_MS: u64 = 60_000;
-/// The most bytes a pushed payload may decompress to (at least `telemetry.max.bytes`): a
-/// small hostile payload cannot make the broker allocate more.
-const MAX_DECOMPRESSED_BYTES: usize = 16 * 1024 * 1024;
 /// The compression types accepted, in Kafka's order (`SUPPORTED_COMPRESSION_TYPES`: zstd,
 /// lz4, gzip, snappy).
 const ACCEPTED_COMPRESSION_TYPES: [Compression; 4] = [
@@ -374,7 +371,10 @@ fn decode_payload(
         .ok()
         .and_then(Compression::from_id)
         .ok_or("unknown compression type")?;
-    let limit = MAX_DECOMPRESSED_BYTES.max(usize::try_from(max_bytes).unwrap_or(0));
+    // Kafka's `PushTelemetryRequest.metricsData(telemetry.max.bytes)`: a payload may not
+    // decompress to more than it may be sent as, so a small hostile one cannot make the
+    // broker allocate more.
+    let limit = usize::try_from(max_bytes).unwrap_or(0);
     let plain: Bytes = decompress(codec, &request.metrics, limit).map_err(|e| e.to_string())?;
     otlp::decode_metrics_data(&plain).map_err(|e| e.to_string())
 }

@@ -10,8 +10,10 @@
 //! up into a running total, so a counter stays a counter; histograms expose `_bucket`,
 //! `_sum` and `_count`.
 //!
-//! Bounded: at most [`MAX_CLIENTS`] clients and [`MAX_SERIES_PER_CLIENT`] series each; what
-//! does not fit is dropped and counted (`kraftd_client_telemetry_dropped_*`). A client's
+//! Bounded: at most [`MAX_CLIENTS`] clients, [`MAX_SERIES_PER_CLIENT`] series each and
+//! [`MAX_STORE_BYTES`] in all (each series' names, labels and value with a fixed allowance
+//! for the map's own memory, [`series_bytes`]); what does not fit is dropped and counted
+//! (`kraftd_client_telemetry_dropped_*`). A client's
 //! series go once it has not pushed for `max(60 s, 3 × its push interval)`, Kafka's own
 //! expiry of a client instance (`ClientMetricsManager`: `max(cacheExpiryMs, 3 ×
 //! pushIntervalMs)`): one missed push, even two, keeps the series; a client gone stops
@@ -29,6 +31,11 @@ use crate::replica::replica_manager::escape_label;
 pub const MAX_CLIENTS: usize = 1024;
 /// The most series kept for one client.
 pub const MAX_SERIES_PER_CLIENT: usize = 2000;
+/// The most memory all kept series may take, as [`series_bytes`] counts it.
+pub const MAX_STORE_BYTES: usize = 64 * 1024 * 1024;
+/// What one series costs beyond its strings: the key and value structs, the label vector's
+/// headers and the B-tree's share of a node (measured sizes, rounded up).
+const SERIES_OVERHEAD_BYTES: usize = 160;
 /// The shortest time a silent client's series are kept (Kafka's cache expiry).
 pub const MIN_EXPIRY_MS: u64 = 60_000;
 
@@ -42,6 +49,8 @@ pub struct TelemetryStore {
     clients: HashMap<Uuid, ClientSeries>,
     dropped_series: u64,
     dropped_pushes: u64,
+    /// The sum of [`series_bytes`] over every kept series.
+    bytes: usize,
 }
 
 /// One client's series.
@@ -51,9 +60,13 @@ struct ClientSeries {
     expires_at_ms: u64,
     /// (sanitized name, labels) → value.
     series: BTreeMap<SeriesKey, Value>,
+    /// The sum of [`series_bytes`] over `series`.
+    bytes: usize,
 }
 
-type SeriesKey = (String, Vec<(String, String)>);
+/// A label's name and value.
+type Label = (String, String);
+type SeriesKey = (String, Vec<Label>);
 
 #[derive(Debug, Clone, PartialEq)]
 enum Value {
@@ -101,6 +114,7 @@ impl TelemetryStore {
                 client_id: client_id.to_string(),
                 expires_at_ms: 0,
                 series: BTreeMap::new(),
+                bytes: 0,
             });
         client.client_id = client_id.to_string();
         client.expires_at_ms = now_ms.saturating_add(keep_ms);
@@ -109,9 +123,16 @@ impl TelemetryStore {
             let labels = labels(&instance_text, client_id, point.attributes);
             let key = (sanitize_name(&point.name), labels);
             let exists = client.series.contains_key(&key);
-            if !exists && client.series.len() >= MAX_SERIES_PER_CLIENT {
+            let cost = series_bytes(&key, &point.value);
+            let full = client.series.len() >= MAX_SERIES_PER_CLIENT
+                || self.bytes.saturating_add(cost) > MAX_STORE_BYTES;
+            if !exists && full {
                 self.dropped_series += 1;
                 continue;
+            }
+            if !exists {
+                client.bytes += cost;
+                self.bytes += cost;
             }
             let previous = client.series.get(&key);
             let value = match point.value {
@@ -159,7 +180,20 @@ impl TelemetryStore {
 
     /// Forgets the clients that stopped pushing.
     pub fn expire(&mut self, now_ms: u64) {
-        self.clients.retain(|_, c| c.expires_at_ms > now_ms);
+        let mut freed = 0;
+        self.clients.retain(|_, c| {
+            let keep = c.expires_at_ms > now_ms;
+            if !keep {
+                freed += c.bytes;
+            }
+            keep
+        });
+        self.bytes -= freed;
+    }
+
+    /// The memory the kept series take, as [`series_bytes`] counts it.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// How many clients and series are kept.
@@ -173,7 +207,7 @@ impl TelemetryStore {
     /// The series in Prometheus' text format, one family (HELP and TYPE once) per name
     /// across clients, then kraftd's counters of what was dropped.
     pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
-        let mut families: BTreeMap<&str, Vec<(&[(String, String)], &Value)>> = BTreeMap::new();
+        let mut families: BTreeMap<&str, Vec<(&[Label], &Value)>> = BTreeMap::new();
         for client in self.clients.values() {
             for ((name, labels), value) in &client.series {
                 families
@@ -234,9 +268,15 @@ impl TelemetryStore {
                 series as u64,
             ),
             (
+                "bytes",
+                "gauge",
+                "Memory the kept series of pushed client metrics take (approximate).",
+                self.bytes as u64,
+            ),
+            (
                 "dropped_series_total",
                 "counter",
-                "Pushed series dropped: the client already had the most series kept per client.",
+                "Pushed series dropped: the client had the most series kept per client, or the store its most bytes.",
                 self.dropped_series,
             ),
             (
@@ -252,6 +292,27 @@ impl TelemetryStore {
             let _ = writeln!(out, "{full}{{node=\"{node_id}\"}} {value}");
         }
     }
+}
+
+/// What a series costs in memory: its name, labels and histogram buckets, and a fixed
+/// allowance for the structures holding them. A histogram's bounds are counted at their
+/// pushed length (a later push with other bounds replaces them, rarely).
+fn series_bytes(key: &SeriesKey, value: &PointValue) -> usize {
+    let strings: usize = key.0.len()
+        + key
+            .1
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2 * std::mem::size_of::<String>())
+            .sum::<usize>();
+    let buckets = match value {
+        PointValue::Histogram {
+            bounds,
+            bucket_counts,
+            ..
+        } => 8 * (bounds.len() + bucket_counts.len()),
+        _ => 0,
+    };
+    strings + buckets + SERIES_OVERHEAD_BYTES
 }
 
 /// The series' labels: the client's id labels, then the point's attributes (sanitized,
@@ -407,8 +468,10 @@ mod tests {
         // Gone once silent for max(60 s, 3 intervals).
         store.expire(1000 + MIN_EXPIRY_MS - 1);
         assert_eq!(store.sizes().0, 1);
+        assert!(store.bytes() > 0);
         store.expire(1000 + MIN_EXPIRY_MS);
         assert_eq!(store.sizes(), (0, 0));
+        assert_eq!(store.bytes(), 0);
     }
 
     #[test]

@@ -118,7 +118,7 @@ fn a_fresh_client_gets_an_id_and_the_matching_subscriptions() {
         ),
     ]);
     let m = ClientMetricsManager::new(TELEMETRY_MAX_BYTES_DEFAULT);
-    let r = get(&m, &image, T0 + 0, &client("p1"), Uuid::ZERO);
+    let r = get(&m, &image, T0, &client("p1"), Uuid::ZERO);
     assert_eq!(r.error_code, 0);
     assert_ne!(r.client_instance_id, Uuid::ZERO);
     assert_eq!(r.push_interval_ms, 1000);
@@ -137,7 +137,7 @@ fn a_fresh_client_gets_an_id_and_the_matching_subscriptions() {
     );
     // A client matching nothing: no metrics, Kafka's five-minute default.
     let other = image.clone();
-    let r = get(&m, &other, T0 + 0, &client("c1"), Uuid([9; 16]));
+    let r = get(&m, &other, T0, &client("c1"), Uuid([9; 16]));
     assert_eq!(r.requested_metrics, ["org.apache.kafka.consumer."]);
     assert_eq!(r.push_interval_ms, 2000);
     let none = ClientMetricsManager::new(TELEMETRY_MAX_BYTES_DEFAULT);
@@ -171,7 +171,7 @@ fn subscription_ids_are_kafkas() {
     // "*" alone when any matching subscription asks for every metric.
     let image = image(&[("s1", &[("metrics", "a.,*")]), ("s2", &[("metrics", "b.")])]);
     let m = ClientMetricsManager::new(10);
-    let r = get(&m, &image, T0 + 0, &client("x"), Uuid([3; 16]));
+    let r = get(&m, &image, T0, &client("x"), Uuid([3; 16]));
     assert_eq!(r.requested_metrics, ["*"]);
 }
 
@@ -269,7 +269,7 @@ fn a_changed_subscription_rematches_and_a_get_is_throttled_otherwise() {
     let first = image(&[("s", &[("metrics", "a."), ("interval.ms", "1000")])]);
     let m = ClientMetricsManager::new(1000);
     let c = client("p1");
-    let r = get(&m, &first, T0 + 0, &c, Uuid([5; 16]));
+    let r = get(&m, &first, T0, &c, Uuid([5; 16]));
     assert_eq!(r.error_code, 0);
     // Again before the interval: throttled.
     assert_eq!(
