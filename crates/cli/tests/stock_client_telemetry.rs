@@ -1,8 +1,8 @@
 //! Client telemetry (KIP-714) on a real combined node with Kafka 4.4.0's own clients and
 //! tools: subscriptions made, listed, described and deleted with `kafka-client-metrics`
 //! (Kafka's validation errors included) and listed with `kafka-configs` (ListConfigResources
-//! v1); a Java producer and a Java consumer, which push by default when a subscription
-//! matches them, show their metrics on the node's `/metrics` with their
+//! v1); a Java producer, a Java consumer and a librdkafka producer, which push by default
+//! when a subscription matches them, show their metrics on the node's `/metrics` with their
 //! `client_instance_id` and `client_id`; and every PushTelemetry error, answered as Kafka's
 //! ClientMetricsManager answers, over raw requests.
 
@@ -20,6 +20,19 @@ use kraftd_protocol::messages::{
     GetTelemetrySubscriptionsRequest, ListConfigResourcesRequest, PushTelemetryRequest,
 };
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
+
+/// A confluent-kafka producer (client id `telemetry-rdkafka`) producing for about three
+/// seconds, several push intervals of the test's subscription, to the bootstrap in argv[1].
+const RDKAFKA_PRODUCER: &str = r#"
+import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "client.id": "telemetry-rdkafka"})
+end = time.time() + 3
+while time.time() < end:
+    p.produce("t", b"x")
+    p.poll(0.1)
+assert p.flush(30) == 0
+"#;
 
 const CLIENT_METRICS: &str = "org.apache.kafka.tools.ClientMetricsCommand";
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
@@ -205,7 +218,7 @@ fn subscriptions_are_managed_with_kafkas_tools_and_validation() {
 }
 
 #[test]
-fn java_clients_push_their_metrics_to_the_nodes_prometheus_page() {
+fn stock_clients_push_their_metrics_to_the_nodes_prometheus_page() {
     let root = tempfile::tempdir().unwrap();
     let (node, bootstrap, metrics) = node(root.path(), "");
     let b = bootstrap.as_str();
@@ -272,8 +285,15 @@ fn java_clients_push_their_metrics_to_the_nodes_prometheus_page() {
             "fetch.max.wait.ms=1000",
         ],
     );
+    // librdkafka (confluent-kafka) pushes too (KIP-714 since librdkafka 2.5).
+    let out = common::python::run_inline(RDKAFKA_PRODUCER, &[b]);
+    assert!(
+        out.status.success(),
+        "confluent-kafka producer: {}",
+        output_text(&out)
+    );
     let text = common::eventually(
-        "both clients' metrics on /metrics",
+        "the three clients' metrics on /metrics",
         Duration::from_secs(30),
         || node.logs(),
         || {
@@ -287,6 +307,7 @@ fn java_clients_push_their_metrics_to_the_nodes_prometheus_page() {
             };
             if has("org_apache_kafka_producer_", "telemetry-producer")
                 && has("org_apache_kafka_consumer_", "telemetry-consumer")
+                && has("org_apache_kafka_producer_", "telemetry-rdkafka")
             {
                 Ok(text)
             } else {
@@ -316,6 +337,25 @@ fn java_clients_push_their_metrics_to_the_nodes_prometheus_page() {
         .lines()
         .find(|l| l.starts_with("kraftd_client_telemetry_clients{"))
         .expect("the store's gauge");
+    // What the store holds, for the record (series and bytes for these three clients).
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("kraftd_client_telemetry_"))
+    {
+        println!("{line}");
+    }
+    for client in [
+        "telemetry-producer",
+        "telemetry-consumer",
+        "telemetry-rdkafka",
+    ] {
+        let label = format!("client_id=\"{client}\"");
+        let n = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(&label))
+            .count();
+        println!("{client}: {n} series");
+    }
     assert!(!instances.ends_with(" 0"), "{instances}");
 }
 
