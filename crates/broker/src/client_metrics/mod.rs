@@ -408,7 +408,7 @@ impl Inner {
     /// Kafka's `clientInstance`: the cached instance, created or re-matched as needed, its
     /// expiry pushed back.
     fn instance(&mut self, id: Uuid, client: &ClientInfo, now_ms: u64) -> &mut Instance {
-        self.sweep(now_ms);
+        self.maybe_sweep(now_ms);
         let stale = self
             .instances
             .get(&id)
@@ -475,12 +475,16 @@ impl Inner {
         instance
     }
 
-    /// Forgets the instances whose time is up (at most once a second).
-    fn sweep(&mut self, now_ms: u64) {
-        if now_ms < self.next_sweep_ms {
-            return;
+    /// [`Inner::sweep`] at most once a second: what each request pays.
+    fn maybe_sweep(&mut self, now_ms: u64) {
+        if now_ms >= self.next_sweep_ms {
+            self.next_sweep_ms = now_ms.saturating_add(1000);
+            self.sweep(now_ms);
         }
-        self.next_sweep_ms = now_ms.saturating_add(1000);
+    }
+
+    /// Forgets the instances whose time is up.
+    fn sweep(&mut self, now_ms: u64) {
         self.instances.retain(|_, i| i.expires_at_ms > now_ms);
         let instances = &self.instances;
         self.connections.retain(|_, id| instances.contains_key(id));

@@ -485,7 +485,7 @@ pub(crate) mod encode {
 #[cfg(test)]
 mod tests {
     use super::encode::{len_field, metric, metrics_data, number_point};
-    use super::{decode_metrics_data, PointValue};
+    use super::{decode_metrics_data, OtlpError, PointValue};
 
     #[test]
     fn gauges_and_sums_with_attributes() {
@@ -543,15 +543,25 @@ mod tests {
         }
         // A length far past the end.
         assert!(decode_metrics_data(&[0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
-        // Deep nesting stops at MAX_DEPTH.
-        let mut nested = vec![];
+        // An attribute whose value nests arrays 100 deep is refused at MAX_DEPTH.
+        let mut any = Vec::new();
+        len_field(&mut any, 1, b"leaf");
         for _ in 0..100 {
-            let mut outer = Vec::new();
-            len_field(&mut outer, 5, &nested);
-            nested = outer;
+            // AnyValue { array_value = 5: ArrayValue { values = 1: AnyValue } }
+            let mut array = Vec::new();
+            len_field(&mut array, 1, &any);
+            any = Vec::new();
+            len_field(&mut any, 5, &array);
         }
         let mut kv = Vec::new();
-        len_field(&mut kv, 2, &nested);
-        let _ = decode_metrics_data(&kv);
+        len_field(&mut kv, 1, b"k");
+        len_field(&mut kv, 2, &any);
+        let mut point = Vec::new();
+        len_field(&mut point, 7, &kv);
+        let deep = metrics_data(&[], &[metric("m", 5, &[point])]);
+        assert_eq!(
+            decode_metrics_data(&deep),
+            Err(OtlpError("messages nested too deep"))
+        );
     }
 }

@@ -295,3 +295,24 @@ fn a_changed_subscription_rematches_and_a_get_is_throttled_otherwise() {
     m.write_prometheus(1, T0 + 50, &mut out);
     assert!(out.contains("kafka_server_client_metrics_instance_count{node=\"1\"} 0\n"));
 }
+
+#[test]
+fn an_idle_instance_expires_after_kafkas_time() {
+    let image = image(&[("s", &[("metrics", "a."), ("interval.ms", "1000")])]);
+    let m = ClientMetricsManager::new(1000);
+    assert_eq!(
+        get(&m, &image, T0, &client("p1"), Uuid([5; 16])).error_code,
+        0
+    );
+    let count = |now| {
+        let mut out = String::new();
+        m.write_prometheus(1, now, &mut out);
+        out.lines()
+            .find(|l| l.starts_with("kafka_server_client_metrics_instance_count{"))
+            .map(str::to_string)
+            .expect("the gauge")
+    };
+    // max(60 s, 3 x 1 s) after its last request.
+    assert!(count(T0 + 59_999).ends_with(" 1"));
+    assert!(count(T0 + 60_000).ends_with(" 0"));
+}
