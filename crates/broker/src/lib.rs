@@ -12,9 +12,12 @@
 //!   (`kraftd-coordinator`: one per partition of `__consumer_offsets` /
 //!   `__transaction_state`) on the partitions this broker leads, and the services the
 //!   request handlers call;
+//! - [`client_metrics`]: client telemetry (KIP-714): subscriptions, GetTelemetrySubscriptions
+//!   and PushTelemetry, and the pushed metrics kept for `/metrics`;
 //! - [`share`]: share groups (KIP-932) on the partition leaders and the persister through
 //!   which they reach the share coordinator.
 
+pub mod client_metrics;
 pub mod coordinator;
 pub mod kafka_apis;
 pub mod metadata;

@@ -157,6 +157,9 @@ pub fn run(
                     .as_ref()
                     .map(|b| std::sync::Arc::clone(b.group_coordinator()));
                 let quotas = broker.as_ref().map(|b| std::sync::Arc::clone(b.quotas()));
+                let client_metrics = broker
+                    .as_ref()
+                    .map(|b| std::sync::Arc::clone(b.client_metrics()));
                 let mutation_quotas = controller.as_ref().map(|c| c.mutation_quotas().clone());
                 let controller_metrics = controller.as_ref().map(|c| c.metrics().clone());
                 let node_id = config.node_id;
@@ -191,6 +194,10 @@ pub fn run(
                     }
                     if let Some(quotas) = &quotas {
                         quotas.write_prometheus(node_id, &mut out);
+                    }
+                    if let Some(telemetry) = &client_metrics {
+                        let now = kraftd_log::clock::unix_ms().max(0) as u64;
+                        telemetry.write_prometheus(node_id, now, &mut out);
                     }
                     if let Some(quotas) = &mutation_quotas {
                         quotas.write_prometheus(node_id, &mut out);

@@ -101,6 +101,9 @@ const COVERAGE: &[(ApiKey, &str, &str)] = &[
     (ApiKey::AlterShareGroupOffsets, "crates/cli/tests/share_group_offsets_raw.rs", "AlterShareGroupOffsets"),
     (ApiKey::DeleteShareGroupOffsets, "crates/cli/tests/share_group_offsets_raw.rs", "DeleteShareGroupOffsets"),
     (ApiKey::UnregisterController, "crates/cli/tests/controller_registration.rs", "UnregisterController"),
+    (ApiKey::GetTelemetrySubscriptions, "crates/cli/tests/stock_client_telemetry.rs", "GetTelemetrySubscriptions"),
+    (ApiKey::PushTelemetry, "crates/cli/tests/stock_client_telemetry.rs", "PushTelemetry"),
+    (ApiKey::ListConfigResources, "crates/cli/tests/stock_client_telemetry.rs", "ListConfigResources"),
     (ApiKey::CreateDelegationToken, "crates/cli/tests/stock_delegation_tokens.rs", "--create"),
     (ApiKey::RenewDelegationToken, "crates/cli/tests/stock_delegation_tokens.rs", "--renew"),
     (ApiKey::ExpireDelegationToken, "crates/cli/tests/stock_delegation_tokens.rs", "--expire"),
@@ -110,10 +113,7 @@ const COVERAGE: &[(ApiKey, &str, &str)] = &[
 /// The APIs of Kafka 4.4's schemas kraftd does not serve on any listener, and why.
 #[rustfmt::skip]
 const NOT_SERVED: &[(ApiKey, &str)] = &[
-    (ApiKey::GetTelemetrySubscriptions, "not built yet (issue 29)"),
-    (ApiKey::PushTelemetry, "not built yet (issue 29)"),
     (ApiKey::AssignReplicasToDirs, "not built yet (issue 29, KIP-858)"),
-    (ApiKey::ListConfigResources, "not built yet (issue 29)"),
     (ApiKey::StreamsGroupHeartbeat, "not built yet (issue 29)"),
     (ApiKey::StreamsGroupDescribe, "not built yet (issue 29)"),
     (ApiKey::StreamsGroupTopologyDescriptionUpdate, "not built yet (issue 29)"),

@@ -24,6 +24,7 @@ pub use client::{Channel, ClientConfig, ClientError, ReplyFn};
 pub use ordering::{mark_sequenced, run_until_sequenced};
 pub use request_metrics::{mark_local_complete, RequestMetrics, RequestTimer};
 pub use security::{
-    ChannelMute, ClientSecurity, KafkaPrincipal, ListenerSecurity, SecurityProtocol, Session,
+    ChannelMute, ClientInformation, ClientSecurity, KafkaPrincipal, ListenerSecurity,
+    SecurityProtocol, Session,
 };
 pub use server::{serve, ApiVersionsFeatures, InboundRequest, RequestHandler, ServerConfig};

@@ -129,6 +129,35 @@ pub struct Session {
     pub principal: KafkaPrincipal,
     pub listener_name: String,
     pub protocol: SecurityProtocol,
+    /// What the client said it is in its ApiVersions request (v3+), Kafka's
+    /// `ClientInformation`: client-metrics subscriptions match on it.
+    pub client_information: ClientInformation,
+}
+
+/// A client's software name and version as its ApiVersions request (v3+) gives them;
+/// `unknown` until then, as Kafka's `ClientInformation.EMPTY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInformation {
+    pub software_name: String,
+    pub software_version: String,
+}
+
+impl Default for ClientInformation {
+    fn default() -> Self {
+        ClientInformation {
+            software_name: "unknown".into(),
+            software_version: "unknown".into(),
+        }
+    }
+}
+
+impl ClientInformation {
+    /// Kafka's `ApiVersionsRequest.isValid` for both fields: letters, digits, `-` and `.`,
+    /// starting and ending with a letter or digit.
+    pub fn is_valid(name: &str, version: &str) -> bool {
+        use kraftd_protocol::api_versions::is_software_name_or_version as ok;
+        ok(name) && ok(version)
+    }
 }
 
 /// A connection's mute, shared by its reader and every request it hands out: a handler

@@ -48,7 +48,7 @@ use tracing::{debug, info, warn};
 use super::frame::write_frame;
 use super::request_metrics::{self, InFlight, RequestMetrics, RequestTimer};
 use super::sasl::{self, SaslAuthenticator, SaslReply, SaslStep};
-use super::security::{ChannelMute, KafkaPrincipal, ListenerSecurity, Session};
+use super::security::{ChannelMute, ClientInformation, KafkaPrincipal, ListenerSecurity, Session};
 
 /// The default cap on requests awaiting a response on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
@@ -327,6 +327,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
         principal,
         listener_name: config.security.listener_name.clone(),
         protocol: config.security.protocol,
+        client_information: Default::default(),
     });
     let mute = ChannelMute::default();
     let shard = config.metrics.connection_shard();
@@ -380,6 +381,18 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     let RequestBody::ApiVersions(body) = &req.body else {
                         unreachable!("an ApiVersions header decodes an ApiVersions body")
                     };
+                    // The client's name and version, for what matches on them (Kafka's
+                    // `ClientInformation`, kept for the connection's later requests).
+                    let (name, version) =
+                        (&body.client_software_name, &body.client_software_version);
+                    if ClientInformation::is_valid(name, version) {
+                        let mut next = (*session).clone();
+                        next.client_information = ClientInformation {
+                            software_name: name.clone(),
+                            software_version: version.clone(),
+                        };
+                        session = Arc::new(next);
+                    }
                     api_versions(
                         table,
                         handler,

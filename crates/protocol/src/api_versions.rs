@@ -180,7 +180,7 @@ pub fn request_error(
 
 /// Kafka's `SOFTWARE_NAME_VERSION_PATTERN`, `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`:
 /// alphanumerics, with dashes and dots inside.
-fn is_software_name_or_version(s: &str) -> bool {
+pub fn is_software_name_or_version(s: &str) -> bool {
     let bytes = s.as_bytes();
     let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
         return false;

@@ -36,8 +36,8 @@
 //!   topic configs are never read-only;
 //! - BROKER_LOGGER: this broker's loggers (passed in) with source DYNAMIC_BROKER_LOGGER_CONFIG;
 //!   an empty or other broker id is INVALID_REQUEST, as in Kafka;
-//! - CLIENT_METRICS: the subscription's configs from the image with source
-//!   CLIENT_METRICS_CONFIG;
+//! - CLIENT_METRICS: the subscription's three configs (`metrics`, `interval.ms`, `match`),
+//!   set ones with source CLIENT_METRICS_CONFIG, the others Kafka's defaults;
 //! - GROUP (any group name, existing or not; empty is INVALID_REQUEST "Group name must not be
 //!   empty"): every group config (`GROUP_CONFIGS`), as Kafka's `createGroupConfigEntry`: the
 //!   group's own value with source GROUP_CONFIG, else its broker synonym's value and source
@@ -56,7 +56,7 @@ use imbl::OrdMap;
 use kraftd_controller::control::config_defs::{
     all_broker_config_defs, any_broker_config_def, broker_config_def, broker_config_synonyms,
     described_broker_config_def, group_config_synonym, response_type, topic_config_synonyms,
-    ConfigDef, GROUP_CONFIGS, TOPIC_CONFIGS,
+    ConfigDef, CLIENT_METRICS_CONFIGS, GROUP_CONFIGS, TOPIC_CONFIGS,
 };
 use kraftd_controller::control::topics::validate_topic_name;
 use kraftd_controller::image::{ConfigResource, ConfigResourceType};
@@ -236,12 +236,10 @@ fn describe_resource(
                 ));
             }
             let resource = ConfigResource::new(ConfigResourceType::ClientMetrics, name);
-            Ok(image
-                .configs
-                .get(&resource)
-                .into_iter()
-                .flat_map(|m| m.iter())
-                .map(|(key, value)| plain_entry(key, value, source::CLIENT_METRICS_CONFIG))
+            let overrides = image.configs.get(&resource);
+            Ok(CLIENT_METRICS_CONFIGS
+                .iter()
+                .map(|def| client_metrics_entry(def, overrides, options))
                 .collect())
         }
         Some(ConfigResourceType::Group) => {
@@ -597,6 +595,46 @@ const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
 /// One group config of one group (`ConfigHelper.createGroupConfigEntry`): its own value,
 /// else its broker synonym's (the first of `group.streams.assignors` for
 /// `streams.assignor.name`), else its default.
+/// A client-metrics subscription's config as Kafka's `createClientMetricsConfigEntry`: the
+/// value set (source CLIENT_METRICS_CONFIG, its one synonym) or Kafka's default
+/// (DEFAULT_CONFIG, no synonym).
+fn client_metrics_entry(
+    def: &ConfigDef,
+    overrides: Option<&OrdMap<String, String>>,
+    options: &Options,
+) -> DescribeConfigsResourceResult {
+    let own = overrides.and_then(|m| m.get(def.name));
+    let value = own
+        .map(|v| def.canonical_value(v))
+        .or_else(|| def.default.map(str::to_string));
+    let synonyms: Vec<DescribeConfigsSynonym> = own
+        .map(|_| DescribeConfigsSynonym {
+            name: def.name.to_string(),
+            value: value.clone(),
+            source: source::CLIENT_METRICS_CONFIG,
+            unknown_tagged_fields: Vec::new(),
+        })
+        .into_iter()
+        .collect();
+    DescribeConfigsResourceResult {
+        name: def.name.to_string(),
+        value,
+        read_only: false,
+        config_source: synonyms
+            .first()
+            .map_or(source::DEFAULT_CONFIG, |s| s.source),
+        is_sensitive: false,
+        synonyms: if options.include_synonyms {
+            synonyms
+        } else {
+            Vec::new()
+        },
+        config_type: def.response_type(),
+        documentation: options.include_documentation.then(|| def.doc.to_string()),
+        unknown_tagged_fields: Vec::new(),
+    }
+}
+
 fn group_entry(
     def: &ConfigDef,
     overrides: Option<&OrdMap<String, String>>,

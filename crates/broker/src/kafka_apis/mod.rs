@@ -12,6 +12,7 @@
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_topic_partitions;
+pub mod list_config_resources;
 pub mod metadata;
 
 use kraftd_controller::image::BrokerRegistration;

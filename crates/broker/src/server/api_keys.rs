@@ -32,7 +32,7 @@ pub const FORWARDED_API_KEYS: [ApiKey; 20] = [
 ];
 
 /// Requests a broker answers itself: reads of its metadata and the data plane.
-pub const LOCAL_API_KEYS: [ApiKey; 13] = [
+pub const LOCAL_API_KEYS: [ApiKey; 14] = [
     ApiKey::Produce,
     ApiKey::Fetch,
     ApiKey::ListOffsets,
@@ -46,4 +46,5 @@ pub const LOCAL_API_KEYS: [ApiKey; 13] = [
     ApiKey::DescribeUserScramCredentials,
     ApiKey::DescribeClientQuotas,
     ApiKey::DescribeDelegationToken,
+    ApiKey::ListConfigResources,
 ];

@@ -50,10 +50,12 @@ use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
 use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
+use super::telemetry_apis::{self, TELEMETRY_API_KEYS};
 use super::token_apis;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
 use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
+use crate::kafka_apis::list_config_resources::list_config_resources_response;
 use crate::kafka_apis::metadata::{is_internal_topic, metadata_response, unknown_topic};
 use crate::kafka_apis::BrokerContext;
 use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
@@ -89,6 +91,7 @@ impl KafkaApis {
             .chain(TXN_API_KEYS)
             .chain(LOG_DIR_API_KEYS)
             .chain(SHARE_STATE_API_KEYS)
+            .chain(TELEMETRY_API_KEYS)
             .chain([ApiKey::DescribeQuorum])
         {
             table
@@ -418,6 +421,16 @@ impl KafkaApis {
                 )
                 .await
             }
+            body if TELEMETRY_API_KEYS.contains(&request.api_key) => {
+                return telemetry_apis::handle(
+                    &self.context,
+                    &self.listener,
+                    &request.header,
+                    &request.session,
+                    request.peer,
+                    body,
+                );
+            }
             body if TXN_API_KEYS.contains(&request.api_key) => {
                 TxnApis {
                     context: &self.context,
@@ -502,6 +515,14 @@ impl KafkaApis {
                 response.results.extend(refused);
                 ResponseBody::DescribeConfigs(response)
             }
+            RequestBody::ListConfigResources(_)
+                if !auth.authorize_cluster(OPERATION_DESCRIBE_CONFIGS) =>
+            {
+                cluster_refused(&body)
+            }
+            RequestBody::ListConfigResources(r) => ResponseBody::ListConfigResources(
+                list_config_resources_response(&self.image(), &r, version, &self.listener),
+            ),
             RequestBody::DescribeAcls(_) if !auth.authorize_cluster(OPERATION_DESCRIBE) => {
                 cluster_refused(&body)
             }
@@ -643,8 +664,13 @@ fn forward_timeout(body: &RequestBody) -> Duration {
 
 impl RequestHandler for KafkaApis {
     /// A closed connection ends the share session it opened and releases its member's
-    /// records at once (Kafka's share-session disconnect listener).
+    /// records at once (Kafka's share-session disconnect listener), and forgets its client
+    /// telemetry instance.
     fn connection_closed(&self, peer: std::net::SocketAddr) {
+        // Kafka's client-metrics disconnect listener: the connection's instance goes.
+        self.context
+            .client_metrics
+            .on_disconnect(&telemetry_apis::connection_id(&self.listener, peer));
         if let Some(manager) = self.context.share_partition_manager.clone() {
             let connection_id = format!("{}-{}", self.listener, peer);
             tokio::spawn(async move { manager.on_disconnect(&connection_id).await });

@@ -71,6 +71,8 @@ pub struct BrokerApisContext {
     /// This node's dynamic configs and what reconfigures with them: a change to this
     /// broker's own configs is validated against them before it is forwarded.
     pub dynamic_configs: kraftd_controller::publisher::DynamicConfigs,
+    /// Client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry.
+    pub client_metrics: Arc<crate::client_metrics::ClientMetricsManager>,
 }
 
 /// Who sent a request, as the coordinators' shards record it.

@@ -29,6 +29,7 @@ pub mod share_fetch_apis;
 pub mod share_group_apis;
 mod share_group_offsets;
 pub mod share_state_apis;
+pub mod telemetry_apis;
 pub mod token_apis;
 pub mod txn_apis;
 pub mod txn_auth;
@@ -206,6 +207,8 @@ pub struct BrokerServer {
     published: NodePublishers,
     /// Client quotas (their metrics).
     quotas: Arc<QuotaManagers>,
+    /// Client telemetry (KIP-714): subscriptions served and the metrics clients push.
+    client_metrics: Arc<crate::client_metrics::ClientMetricsManager>,
     raft_metrics: watch::Receiver<RaftMetrics>,
     /// Why the broker's metadata stopped following the log, once it has: the process
     /// must stop too.
@@ -533,6 +536,13 @@ impl BrokerServer {
                 )),
             )));
         }
+        let client_metrics = Arc::new(crate::client_metrics::ClientMetricsManager::new(
+            config
+                .static_configs
+                .get("telemetry.max.bytes")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(crate::client_metrics::TELEMETRY_MAX_BYTES_DEFAULT),
+        ));
         let context = Arc::new(BrokerApisContext {
             node_id: config.node_id,
             cluster_id: config.cluster_id.clone(),
@@ -568,6 +578,7 @@ impl BrokerServer {
             quotas: Arc::clone(&quotas),
             share_partition_manager,
             dynamic_configs: published.dynamic_configs.clone(),
+            client_metrics: Arc::clone(&client_metrics),
         });
         // The persister creates a missing __share_group_state as FindCoordinator does; a
         // weak handle, since the context holds the persister.
@@ -611,7 +622,13 @@ impl BrokerServer {
             metadata_metrics,
             published,
             quotas,
+            client_metrics,
         })
+    }
+
+    /// Client telemetry (KIP-714): its `/metrics` lines.
+    pub fn client_metrics(&self) -> &Arc<crate::client_metrics::ClientMetricsManager> {
+        &self.client_metrics
     }
 
     /// The log cleaner's gauges.
@@ -852,7 +869,7 @@ fn take_clean_shutdown_epoch(config: &BrokerConfig) -> Result<i64, BrokerError> 
 }
 
 /// A fresh incarnation id: 16 random bytes from the OS (std's hasher keys are seeded from it).
-fn random_uuid() -> Uuid {
+pub(crate) fn random_uuid() -> Uuid {
     use std::hash::{BuildHasher, Hasher};
     let mut bytes = [0u8; 16];
     for chunk in bytes.chunks_mut(8) {

@@ -950,6 +950,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("socket.request.max.bytes", int(1))
         .default("104857600")
         .doc("The maximum number of bytes in a socket request"),
+    def("telemetry.max.bytes", int(1))
+        .default("1048576")
+        .doc("The maximum size (after compression if compression is used) of telemetry metrics pushed from a client to the broker. The default value is 1048576 (1 MB)."),
     def("unclean.leader.election.interval.ms", long(1))
         .default("300000")
         .internal()
@@ -1144,11 +1147,19 @@ pub fn validate_broker_config(key: &str, value: &str) -> Result<(), ConfigValueE
         .map_err(|e| e.about(key))
 }
 
+mod client_metrics;
 mod group;
 mod kafka_names;
 mod throttled_replicas;
 mod values;
 
+pub use client_metrics::{
+    client_metrics_config_def, parse_match_patterns, parse_subscription, validate_client_metrics,
+    ClientMetricsConfigError, ClientMetricsSubscription, MatchPattern, ALL_SUBSCRIBED_METRICS,
+    CLIENT_ID, CLIENT_INSTANCE_ID, CLIENT_METRICS_CONFIGS, CLIENT_SOFTWARE_NAME,
+    CLIENT_SOFTWARE_VERSION, CLIENT_SOURCE_ADDRESS, CLIENT_SOURCE_PORT, INTERVAL_MS_CONFIG,
+    INTERVAL_MS_DEFAULT, MATCH_CONFIG, METRICS_CONFIG,
+};
 pub use group::{group_config_synonym, GroupConfigBounds, GROUP_CONFIG_BOUNDS};
 pub use kafka_names::{is_kafka_broker_config, KAFKA_BROKER_CONFIG_NAMES};
 

@@ -356,6 +356,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "share.coordinator.state.topic.replication.factor", SHARE_STATE_TOPIC),
     honoured(S, "share.coordinator.state.topic.segment.bytes", SHARE_STATE_TOPIC),
     honoured(S, "socket.request.max.bytes", "checked from each request's size prefix"),
+    honoured(S, "telemetry.max.bytes", "caps a PushTelemetry's metrics (TELEMETRY_TOO_LARGE) and is told to clients in GetTelemetrySubscriptions"),
     honoured(S, "unclean.leader.election.interval.ms", "the active controller's periodic unclean elections for leaderless partitions whose topic allows them (QuorumController::tick)"),
     // Group configs (ConfigResource GROUP).
     no_effect(G, "consumer.assignment.interval.ms", "kraftd's consumer groups have no assignment interval: a new target assignment is computed when the group epoch moves"),

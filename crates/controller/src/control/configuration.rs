@@ -15,6 +15,10 @@
 //! ELR is on it also writes a `ClearElrRecord`: for that topic, or, for a broker-level
 //! change, for every topic (empty name).
 //!
+//! A client-metrics subscription (KIP-714; any name, existing or not) is checked as a whole
+//! after the operations apply, as Kafka's validator runs `ClientMetricsConfigs.validate`;
+//! deleting its last key removes the subscription.
+//!
 //! A group's configs are checked as a whole after the operations apply, against this
 //! controller's own `group.*` bounds ([`GroupConfigBounds`]), as Kafka's
 //! `ControllerConfigurationValidator` runs `GroupConfig.validate` with the controller's
@@ -32,8 +36,9 @@ use kraftd_protocol::metadata::{ClearElrRecord, ConfigRecord};
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::config_defs::{
-    broker_config_def, check_broker_update, check_dynamic_support, group_config_def,
-    topic_config_def, ConfigDef, ConfigScope, GroupConfigBounds,
+    broker_config_def, check_broker_update, check_dynamic_support, client_metrics_config_def,
+    group_config_def, topic_config_def, validate_client_metrics, ClientMetricsConfigError,
+    ConfigDef, ConfigScope, GroupConfigBounds,
 };
 use crate::control::replication::{ReplicationControlManager, MIN_IN_SYNC_REPLICAS_CONFIG};
 use crate::control::result::ControllerResult;
@@ -257,6 +262,12 @@ fn check_resource(
                 group_config_def as DefLookup,
             ))
         }
+        // The name is checked with the configs (`validate_client_metrics`), as Kafka's
+        // validator does.
+        Some(ConfigResourceType::ClientMetrics) => Ok((
+            ConfigResource::new(ConfigResourceType::ClientMetrics, name),
+            client_metrics_config_def as DefLookup,
+        )),
         _ => Err((
             ErrorCode::InvalidRequest,
             format!("Unsupported resource type {resource_type}."),
@@ -290,6 +301,12 @@ fn incremental(
                         .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
                 }
                 let def = defs(key).ok_or_else(|| {
+                    if resource.resource_type == ConfigResourceType::ClientMetrics {
+                        return (
+                            ErrorCode::InvalidRequest,
+                            format!("Unknown client metrics configuration: {key}"),
+                        );
+                    }
                     let kind = match resource.resource_type {
                         ConfigResourceType::Topic => "topic",
                         ConfigResourceType::Group => "group",
@@ -322,13 +339,17 @@ fn incremental(
                     _ => list_op(current(key).unwrap_or(""), op, value),
                 };
                 let scope = match resource.resource_type {
-                    ConfigResourceType::Topic => ConfigScope::Topic,
-                    ConfigResourceType::Group => ConfigScope::Group,
-                    _ => ConfigScope::Broker,
+                    ConfigResourceType::Topic => Some(ConfigScope::Topic),
+                    ConfigResourceType::Group => Some(ConfigScope::Group),
+                    // Checked as a whole below; kraftd honours every subscription config.
+                    ConfigResourceType::ClientMetrics => None,
+                    _ => Some(ConfigScope::Broker),
                 };
-                def.validate(&new_value)
-                    .and_then(|()| check_dynamic_support(scope, def, &new_value))
-                    .map_err(|e| (ErrorCode::InvalidConfig, e.about(key).to_string()))?;
+                if let Some(scope) = scope {
+                    def.validate(&new_value)
+                        .and_then(|()| check_dynamic_support(scope, def, &new_value))
+                        .map_err(|e| (ErrorCode::InvalidConfig, e.about(key).to_string()))?;
+                }
                 Some(new_value)
             }
             other => {
@@ -352,7 +373,11 @@ fn incremental(
             });
         }
     }
-    if resource.resource_type == ConfigResourceType::Group {
+    let whole_checked = matches!(
+        resource.resource_type,
+        ConfigResourceType::Group | ConfigResourceType::ClientMetrics
+    );
+    if whole_checked {
         let mut configs: BTreeMap<String, String> = image
             .configs
             .get(resource)
@@ -364,9 +389,17 @@ fn incremental(
                 None => configs.remove(&r.name),
             };
         }
-        group_bounds
-            .validate(&configs)
-            .map_err(|message| (ErrorCode::InvalidConfig, message))?;
+        if resource.resource_type == ConfigResourceType::ClientMetrics {
+            // Kafka's ControllerConfigurationValidator: `ClientMetricsConfigs.validate`.
+            validate_client_metrics(&resource.name, &configs).map_err(|e| match e {
+                ClientMetricsConfigError::InvalidRequest(m) => (ErrorCode::InvalidRequest, m),
+                ClientMetricsConfigError::InvalidConfig(m) => (ErrorCode::InvalidConfig, m),
+            })?;
+        } else {
+            group_bounds
+                .validate(&configs)
+                .map_err(|message| (ErrorCode::InvalidConfig, message))?;
+        }
     }
     Ok(records)
 }

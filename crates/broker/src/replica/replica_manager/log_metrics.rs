@@ -43,7 +43,7 @@ pub fn log_flush_stats(now_ms: u64) -> SummarySnapshot {
 }
 
 /// A label value in Prometheus' text format: backslash, double quote and newline escaped.
-fn escape_label(value: &str) -> String {
+pub(crate) fn escape_label(value: &str) -> String {
     value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

@@ -61,6 +61,7 @@ use crate::metadata::MetadataCache;
 
 pub use self::apply_delta::{partition_state, ReplicaManagerPublisher};
 pub use self::fetch::{FetchLimits, FetchOrigin, FetchResult};
+pub(crate) use self::log_metrics::escape_label;
 pub use self::metrics::ReplicaMetrics;
 pub use self::produce::{PendingProduce, ProduceResult};
 pub use self::txn_markers::TxnMarkerWrite;
