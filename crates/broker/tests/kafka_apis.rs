@@ -6,11 +6,9 @@
 use std::collections::BTreeMap;
 
 use kraftd_broker::kafka_apis::describe_cluster::describe_cluster_response;
-use kraftd_broker::kafka_apis::describe_configs::{
-    describe_configs_response, source, ConfigContext,
-};
 use kraftd_broker::kafka_apis::metadata::{metadata_response, MetadataAnswer};
 use kraftd_broker::kafka_apis::{BrokerContext, AUTHORIZED_OPERATIONS_OMITTED};
+use kraftd_controller::config_helper::{describe_configs_response, source, ConfigContext};
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use kraftd_protocol::messages::describe_configs_request::{
@@ -1124,7 +1122,7 @@ fn describe_configs_group() {
 /// What the share partitions read a group's settings from is what DescribeConfigs answers.
 #[test]
 fn effective_group_configs_are_the_described_values() {
-    use kraftd_broker::kafka_apis::describe_configs::effective_group_configs;
+    use kraftd_controller::config_helper::effective_group_configs;
     let image = image()
         .replay_all(&[config(32, "g", "share.auto.offset.reset", "earliest")])
         .unwrap();

@@ -303,11 +303,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     );
     // The properties file as written: DescribeConfigs' static values and the coordinators'
     // settings.
-    let properties: std::collections::BTreeMap<String, String> = config
-        .props
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let properties = static_properties(config);
     Ok(BrokerConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
@@ -557,6 +553,16 @@ fn controller_supported_features() -> Vec<(String, i16, i16)> {
         .collect()
 }
 
+/// The node's properties file as written, key to value: what DescribeConfigs reports as
+/// STATIC_BROKER_CONFIG on brokers and controllers alike.
+fn static_properties(config: &NodeConfig) -> std::collections::BTreeMap<String, String> {
+    config
+        .props
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Kafka's property names → the controller node's settings.
 fn controller_config(
     config: &NodeConfig,
@@ -582,6 +588,7 @@ fn controller_config(
     let mut c = ControllerNodeConfig::new(config.node_id, quorum_config(config, cluster_id)?);
     c.log_config = log_config;
     c.bootstrap_records = bootstrap;
+    c.static_configs = static_properties(config);
     if let Some(name) = config.controller_listener_names.first() {
         c.controller_listener_name = name.clone();
     }

@@ -6,7 +6,8 @@
 //! controller 2's own properties, `remove-controller` by id and directory id through the
 //! broker (`--bootstrap-server`: forwarded to the controller, as Kafka's brokers do); each step
 //! checked, while a stock client produces and consumes through the broker, and
-//! `kafka-features` / `kafka-cluster` still answer afterwards.
+//! `kafka-features` / `kafka-cluster` / `kafka-configs --bootstrap-controller` still answer
+//! afterwards.
 
 mod common;
 
@@ -316,6 +317,30 @@ fn kafkas_metadata_quorum_tool_adds_and_removes_a_kraftd_controller() {
             && output_text(&out).contains("Broker ID 99 is not currently registered"),
         "{}",
         output_text(&out)
+    );
+
+    // DescribeConfigs on the controller listener, as Kafka's controllers answer it: this
+    // controller's own properties file, by its node id.
+    let out = run_tool_within(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-controller",
+            &bootstrap,
+            "--describe",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--all",
+        ],
+        Duration::from_secs(60),
+    );
+    let text = output_text(&out);
+    assert!(
+        out.status.success()
+            && text.contains("All configs for broker 1 are:")
+            && text.contains("process.roles=controller sensitive=false synonyms={STATIC_BROKER_CONFIG:process.roles=controller}"),
+        "{text}"
     );
 
     // The other tools still answer through the controller.

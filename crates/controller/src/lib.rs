@@ -12,6 +12,7 @@
 //! it to the Raft driver, snapshots and the publishers come next.
 
 pub mod auth;
+pub mod config_helper;
 pub mod control;
 pub mod image;
 pub mod metrics;

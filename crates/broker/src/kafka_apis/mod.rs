@@ -10,7 +10,6 @@
 //! seed the caller passes.
 
 pub mod describe_cluster;
-pub mod describe_configs;
 pub mod describe_topic_partitions;
 pub mod list_config_resources;
 pub mod metadata;

@@ -38,8 +38,8 @@ use tracing::{debug, warn};
 use super::api_keys::{FORWARDED_API_KEYS, LOCAL_API_KEYS};
 use super::apis_context::{BrokerApisContext, FORWARD_TIMEOUT};
 use super::auth_helper::{
-    cluster_authorized_operations, describe_configs_refusal, describe_configs_refused,
-    init_producer_id_refusal, produce_refusals, request_auth, uncreatable,
+    cluster_authorized_operations, init_producer_id_refusal, produce_refusals, request_auth,
+    uncreatable,
 };
 use super::config_admin;
 use super::group_apis::{GroupApis, GROUP_API_KEYS};
@@ -54,10 +54,10 @@ use super::telemetry_apis::{self, TELEMETRY_API_KEYS};
 use super::token_apis;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
-use crate::kafka_apis::describe_configs::{describe_configs_response, ConfigContext};
 use crate::kafka_apis::list_config_resources::list_config_resources_response;
 use crate::kafka_apis::metadata::{is_internal_topic, metadata_response, unknown_topic};
 use crate::kafka_apis::BrokerContext;
+use kraftd_controller::config_helper::{handle_describe_configs, ConfigContext};
 use kraftd_coordinator::group::GROUP_METADATA_TOPIC_NAME;
 
 /// Picks the "random alive broker" Kafka names as controller to clients: a counter mixed
@@ -494,26 +494,20 @@ impl KafkaApis {
                 }
                 ResponseBody::DescribeCluster(response)
             }
-            RequestBody::DescribeConfigs(mut r) => {
+            RequestBody::DescribeConfigs(r) => {
                 let loggers = BTreeMap::new();
                 let ctx = ConfigContext {
                     broker_id: self.context.node_id,
                     static_configs: &self.context.static_configs,
                     loggers: &loggers,
                 };
-                // Kafka answers the refused resources after the others.
-                let mut refused = Vec::new();
-                r.resources
-                    .retain(|resource| match describe_configs_refusal(auth, resource) {
-                        Some(code) => {
-                            refused.push(describe_configs_refused(resource, code));
-                            false
-                        }
-                        None => true,
-                    });
-                let mut response = describe_configs_response(&self.image(), &r, version, &ctx);
-                response.results.extend(refused);
-                ResponseBody::DescribeConfigs(response)
+                ResponseBody::DescribeConfigs(handle_describe_configs(
+                    auth,
+                    &self.image(),
+                    r,
+                    version,
+                    &ctx,
+                ))
             }
             RequestBody::ListConfigResources(_)
                 if !auth.authorize_cluster(OPERATION_DESCRIBE_CONFIGS) =>

@@ -8,18 +8,16 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use kraftd_controller::auth::{default_message, AuthHelper, RequestAuth};
+use kraftd_controller::auth::{AuthHelper, RequestAuth};
 use kraftd_controller::control::acl::{
     OPERATION_WRITE, RESOURCE_TYPE_CLUSTER, RESOURCE_TYPE_TOPIC,
 };
 use kraftd_controller::publisher::{
-    OPERATION_CREATE, OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS, OPERATION_IDEMPOTENT_WRITE,
-    OPERATION_TWO_PHASE_COMMIT, RESOURCE_TYPE_TRANSACTIONAL_ID,
+    OPERATION_CREATE, OPERATION_DESCRIBE, OPERATION_IDEMPOTENT_WRITE, OPERATION_TWO_PHASE_COMMIT,
+    RESOURCE_TYPE_TRANSACTIONAL_ID,
 };
 use kraftd_controller::MetadataImage;
 use kraftd_net::InboundRequest;
-use kraftd_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kraftd_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kraftd_protocol::messages::{InitProducerIdRequest, ProduceRequest};
 use kraftd_protocol::records::Batches;
 use kraftd_protocol::{ErrorCode, Uuid};
@@ -138,37 +136,6 @@ pub fn uncreatable(auth: &RequestAuth, missing: &[String]) -> BTreeSet<String> {
         .filter(|n| !allowed.contains(*n))
         .cloned()
         .collect()
-}
-
-/// Kafka's `ConfigHelper` check of one DescribeConfigs resource: DESCRIBE_CONFIGS on it, by
-/// the mapping every config request uses
-/// ([`RequestAuth::config_resource_refusal`]: the cluster for brokers, loggers and client
-/// metrics, else the topic or the group); the refusal's error, if any.
-pub fn describe_configs_refusal(
-    auth: &RequestAuth,
-    resource: &DescribeConfigsResource,
-) -> Option<ErrorCode> {
-    auth.config_resource_refusal(
-        OPERATION_DESCRIBE_CONFIGS,
-        resource.resource_type,
-        &resource.resource_name,
-    )
-}
-
-/// The result Kafka gives a resource DescribeConfigs may not describe: the error with its
-/// default message, no configs.
-pub fn describe_configs_refused(
-    resource: &DescribeConfigsResource,
-    code: ErrorCode,
-) -> DescribeConfigsResult {
-    DescribeConfigsResult {
-        error_code: code.code(),
-        error_message: Some(default_message(code)),
-        resource_type: resource.resource_type,
-        resource_name: resource.resource_name.clone(),
-        configs: Vec::new(),
-        ..Default::default()
-    }
 }
 
 /// The cluster's `authorized_operations` for a DescribeCluster or Metadata that asks: the

@@ -414,7 +414,7 @@ impl ShareGroupDlqManager {
         if image.topics.get_by_name(name).is_none() {
             return DlqTopicState::Missing;
         }
-        let configs = crate::kafka_apis::describe_configs::effective_topic_configs(
+        let configs = kraftd_controller::config_helper::effective_topic_configs(
             image,
             self.node_id,
             &self.static_configs,
@@ -448,7 +448,7 @@ impl ShareGroupDlqManager {
             .map(|p| p.leader)
             .filter(|l| *l >= 0)
             .ok_or_else(|| again("partition leader"))?;
-        let configs = crate::kafka_apis::describe_configs::effective_topic_configs(
+        let configs = kraftd_controller::config_helper::effective_topic_configs(
             &image,
             self.node_id,
             &self.static_configs,

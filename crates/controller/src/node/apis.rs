@@ -20,6 +20,8 @@
 //! forwarded request's broker mutes its own client, as Kafka's do.
 
 use std::collections::BTreeMap;
+
+use crate::config_helper::{handle_describe_configs, ConfigContext};
 use std::sync::Arc;
 
 use kraftd_net::{
@@ -114,6 +116,9 @@ struct Inner {
     mutation_quotas: ControllerMutationQuotaManager,
     /// `delete.topic.enable`.
     delete_topic_enable: bool,
+    /// `node.id`, and the properties file DescribeConfigs reports as static configs.
+    node_id: i32,
+    static_configs: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -130,6 +135,10 @@ pub(crate) struct ControllerListing {
     /// The feature ranges this controller supports (name, min, max): its ApiVersions
     /// answer's, as the ones it registers.
     pub supported_features: Vec<(String, i16, i16)>,
+    /// This controller's `node.id` and properties file: the BROKER resource DescribeConfigs
+    /// describes here.
+    pub node_id: i32,
+    pub static_configs: BTreeMap<String, String>,
 }
 
 /// What decides whether a request runs and at what pace: the node's authorizer and the
@@ -166,6 +175,8 @@ impl ControllerApis {
                 voters: listing.voters,
                 listener_name: listing.listener_name,
                 supported_features: listing.supported_features,
+                node_id: listing.node_id,
+                static_configs: listing.static_configs,
                 raft,
                 auth,
                 status,
@@ -180,10 +191,11 @@ impl ControllerApis {
     pub fn api_versions_table() -> ApiVersionsTable {
         let mut table = ApiVersionsTable::new(ListenerType::Controller);
         RaftRequestRouter::advertise(&mut table);
-        for key in CONTROLLER_API_KEYS
-            .into_iter()
-            .chain([ApiKey::Envelope, ApiKey::DescribeCluster])
-        {
+        for key in CONTROLLER_API_KEYS.into_iter().chain([
+            ApiKey::Envelope,
+            ApiKey::DescribeCluster,
+            ApiKey::DescribeConfigs,
+        ]) {
             table
                 .add(key, supported_range(key))
                 .expect("every controller API key is served on the controller listener");
@@ -571,6 +583,20 @@ impl RequestHandler for ControllerApis {
                 let _ = tx.send(ResponseBody::DescribeCluster(
                     apis.describe_cluster(&auth, &r),
                 ));
+            }
+            // As Kafka's ControllerApis: the same ConfigHelper as a broker's, over this
+            // controller's committed image and its own properties.
+            RequestBody::DescribeConfigs(r) => {
+                let loggers = BTreeMap::new();
+                let ctx = ConfigContext {
+                    broker_id: apis.inner.node_id,
+                    static_configs: &apis.inner.static_configs,
+                    loggers: &loggers,
+                };
+                let image = apis.inner.status.borrow().image.clone();
+                let _ = tx.send(ResponseBody::DescribeConfigs(handle_describe_configs(
+                    &auth, &image, r, version, &ctx,
+                )));
             }
             // A broker's forwards, of many clients: the next is read once this one is in
             // the controller's queue (which applies them in order), as the broker answers

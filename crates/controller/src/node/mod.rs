@@ -17,6 +17,7 @@ mod event_loop;
 mod kraft_version;
 pub mod registration;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,6 +96,9 @@ pub struct ControllerNodeConfig {
     pub registration_listeners: Vec<(String, String, u16, i16)>,
     /// The feature ranges this controller supports (name, min, max), registered with them.
     pub supported_features: Vec<(String, i16, i16)>,
+    /// The node's properties file as written: DescribeConfigs' STATIC_BROKER_CONFIG values
+    /// (`kafka-configs --bootstrap-controller --describe`).
+    pub static_configs: BTreeMap<String, String>,
 }
 
 impl ControllerNodeConfig {
@@ -131,6 +135,7 @@ impl ControllerNodeConfig {
             snapshot_max_interval_ms: crate::snapshot::DEFAULT_MAX_SNAPSHOT_INTERVAL_MS,
             registration_listeners: Vec::new(),
             supported_features: Vec::new(),
+            static_configs: BTreeMap::new(),
         }
     }
 }
@@ -235,6 +240,8 @@ impl ControllerNode {
                 voters: config.quorum.voters.clone(),
                 listener_name: config.controller_listener_name.clone(),
                 supported_features: config.supported_features.clone(),
+                node_id: config.node_id,
+                static_configs: config.static_configs.clone(),
             },
             handle.metrics(),
             status.clone(),

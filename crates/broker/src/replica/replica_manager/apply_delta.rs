@@ -15,9 +15,9 @@ use kraftd_protocol::Uuid;
 use tracing::{info, warn};
 
 use super::ReplicaManager;
-use crate::kafka_apis::describe_configs::effective_topic_configs;
 use crate::replica::partition::{HostedPartition, Partition, PartitionConfig, PartitionState};
 use crate::replica::TopicIdPartition;
+use kraftd_controller::config_helper::effective_topic_configs;
 
 /// A delta changing at most this many partitions logs a line for each; more, a summary.
 const LOG_EACH_UP_TO: usize = 20;

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use kraftd_controller::auth::{AuthHelper, RequestAuth};
+use kraftd_controller::config_helper::{describe_configs_refusal, describe_configs_refused};
 use kraftd_controller::control::acl::*;
 use kraftd_controller::publisher::*;
 use kraftd_controller::testing::acls::{authorizer_with, TestAcl};

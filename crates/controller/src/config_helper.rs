@@ -1,5 +1,7 @@
-//! The DescribeConfigs answer (api key 32, every version our codec has) for topics, this
-//! broker, the cluster-wide broker default, broker loggers and client metrics, as Kafka's
+//! The DescribeConfigs answer (api key 32, every version our codec has), Kafka's
+//! `ConfigHelper`: served by brokers and, as in Kafka, by controllers (for
+//! `kafka-configs --bootstrap-controller`), each from its own image and properties. For topics, this
+//! node, the cluster-wide broker default, broker loggers and client metrics, as Kafka's
 //! `ConfigHelper.describeConfigs`: every value with its source, Kafka's type id, sensitivity,
 //! read-only flag, documentation (v3+, when asked) and synonyms (when asked).
 //!
@@ -9,7 +11,7 @@
 //! (STATIC_BROKER_CONFIG), Kafka's default (DEFAULT_CONFIG). The dynamic layers are read from
 //! the same `MetadataImage` as the topics (the `DynamicConfigs` handle is built from it), so an
 //! answer is consistent at one offset. Definitions, defaults and synonyms live in
-//! `kraftd_controller::control::config_defs`.
+//! `crate::control::config_defs`.
 //!
 //! Kafka's behaviours kept here (apache/kafka `ConfigHelper.scala`,
 //! `ServerTopicConfigSynonyms.java`, `DynamicBrokerConfig.brokerConfigSynonyms`):
@@ -52,15 +54,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use imbl::OrdMap;
-use kraftd_controller::control::config_defs::{
+use crate::auth::{default_message, RequestAuth};
+use crate::control::config_defs::{
     all_broker_config_defs, any_broker_config_def, broker_config_def, broker_config_synonyms,
     described_broker_config_def, group_config_synonym, response_type, topic_config_synonyms,
     ConfigDef, CLIENT_METRICS_CONFIGS, GROUP_CONFIGS, TOPIC_CONFIGS,
 };
-use kraftd_controller::control::topics::validate_topic_name;
-use kraftd_controller::image::{ConfigResource, ConfigResourceType};
-use kraftd_controller::MetadataImage;
+use crate::control::topics::validate_topic_name;
+use crate::image::{ConfigResource, ConfigResourceType};
+use crate::publisher::OPERATION_DESCRIBE_CONFIGS;
+use crate::MetadataImage;
+use imbl::OrdMap;
 use kraftd_protocol::messages::describe_configs_request::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
@@ -723,4 +727,56 @@ fn group_entry(
         documentation: options.include_documentation.then(|| def.doc.to_string()),
         unknown_tagged_fields: Vec::new(),
     }
+}
+
+/// Whether `auth` may not DESCRIBE_CONFIGS `resource`: the error Kafka answers for it.
+pub fn describe_configs_refusal(
+    auth: &RequestAuth,
+    resource: &DescribeConfigsResource,
+) -> Option<ErrorCode> {
+    auth.config_resource_refusal(
+        OPERATION_DESCRIBE_CONFIGS,
+        resource.resource_type,
+        &resource.resource_name,
+    )
+}
+
+/// The result Kafka gives a resource DescribeConfigs may not describe: the error with its
+/// default message, no configs.
+pub fn describe_configs_refused(
+    resource: &DescribeConfigsResource,
+    code: ErrorCode,
+) -> DescribeConfigsResult {
+    DescribeConfigsResult {
+        error_code: code.code(),
+        error_message: Some(default_message(code)),
+        resource_type: resource.resource_type,
+        resource_name: resource.resource_name.clone(),
+        configs: Vec::new(),
+        ..Default::default()
+    }
+}
+
+/// Answers `request` as `auth` may see it (Kafka's `ConfigHelper.handleDescribeConfigsRequest`):
+/// the refused resources after the others, as Kafka orders them.
+pub fn handle_describe_configs(
+    auth: &RequestAuth,
+    image: &MetadataImage,
+    mut request: DescribeConfigsRequest,
+    version: i16,
+    ctx: &ConfigContext<'_>,
+) -> DescribeConfigsResponse {
+    let mut refused = Vec::new();
+    request
+        .resources
+        .retain(|resource| match describe_configs_refusal(auth, resource) {
+            Some(code) => {
+                refused.push(describe_configs_refused(resource, code));
+                false
+            }
+            None => true,
+        });
+    let mut response = describe_configs_response(image, &request, version, ctx);
+    response.results.extend(refused);
+    response
 }
