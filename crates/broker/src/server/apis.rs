@@ -49,6 +49,7 @@ use super::node_endpoints;
 use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
+use super::streams_group_apis::{StreamsGroupApis, STREAMS_GROUP_API_KEYS};
 use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
 use crate::kafka_apis::describe_cluster::describe_cluster_response;
@@ -85,6 +86,7 @@ impl KafkaApis {
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
             .chain(SHARE_GROUP_API_KEYS)
+            .chain(STREAMS_GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
             .chain(LOG_DIR_API_KEYS)
             .chain(SHARE_STATE_API_KEYS)
@@ -391,6 +393,14 @@ impl KafkaApis {
             }
             body if SHARE_GROUP_API_KEYS.contains(&request.api_key) => {
                 ShareGroupApis {
+                    context: &self.context,
+                    listener: &self.listener,
+                }
+                .handle(&request.header, request.peer, body, auth)
+                .await
+            }
+            body if STREAMS_GROUP_API_KEYS.contains(&request.api_key) => {
+                StreamsGroupApis {
                     context: &self.context,
                     listener: &self.listener,
                 }
