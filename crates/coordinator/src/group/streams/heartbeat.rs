@@ -670,12 +670,16 @@ impl GroupCoordinatorShard {
             member_epoch: reconciled.member_epoch,
             heartbeat_interval_ms: config.heartbeat_interval_ms,
             task_offset_interval_ms: config.task_offset_interval_ms,
-            acceptable_recovery_lag: config.acceptable_recovery_lag,
-            acceptable_recovery_lag_legacy: i32::try_from(config.acceptable_recovery_lag)
-                .unwrap_or(i32::MAX),
             endpoint_information_epoch: 0,
             ..Default::default()
         };
+        // v0 carries the lag as an int32, v1+ as an int64 (KIP-1331's version bump).
+        if ctx.api_version == 0 {
+            response.acceptable_recovery_lag_legacy =
+                i32::try_from(config.acceptable_recovery_lag).unwrap_or(i32::MAX);
+        } else {
+            response.acceptable_recovery_lag = config.acceptable_recovery_lag;
+        }
         if joining || changed {
             response.active_tasks = Some(response_ids(&reconciled.assigned.active_tasks()));
             response.standby_tasks = Some(response_ids(&reconciled.assigned.standby));
