@@ -590,9 +590,9 @@ pub fn effective_group_configs(
         .collect()
 }
 
-/// Kafka's default of `group.streams.assignors`, which kraftd does not define (no streams
-/// groups): `streams.assignor.name`'s default.
-const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
+/// Kafka's default of `group.streams.assignors`, whose one assignor kraftd's streams groups
+/// run (and which kraftd reads no setting for): `streams.assignor.name`'s default.
+const STREAMS_ASSIGNORS_DEFAULT: &str = kraftd_coordinator::group::streams::STREAMS_ASSIGNOR_NAME;
 
 /// One group config of one group (`ConfigHelper.createGroupConfigEntry`): its own value,
 /// else its broker synonym's (the first of `group.streams.assignors` for

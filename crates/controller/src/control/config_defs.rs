@@ -794,6 +794,45 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.share.session.timeout.ms", int(1))
         .default("45000")
         .doc("The timeout to detect client failures when using the share group protocol."),
+    def("group.streams.acceptable.recovery.lag", long(0))
+        .default("10000")
+        .doc("The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment."),
+    def("group.streams.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members."),
+    def("group.streams.initial.rebalance.delay.ms", int(0))
+        .default("3000")
+        .doc("The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance. A longer delay means potentially fewer rebalances."),
+    def("group.streams.max.heartbeat.interval.ms", int(1))
+        .default("15000")
+        .doc("The maximum allowed value for the group-level configuration of streams.heartbeat.interval.ms"),
+    def("group.streams.max.session.timeout.ms", int(1))
+        .default("60000")
+        .doc("The maximum allowed value for the group-level configuration of streams.session.timeout.ms"),
+    def("group.streams.max.size", int(1))
+        .default("2147483647")
+        .doc("The maximum number of streams clients that a single streams group can accommodate."),
+    def("group.streams.max.standby.replicas", int(0))
+        .default("2")
+        .doc("The maximum allowed value for the group-level configuration of streams.num.standby.replicas"),
+    def("group.streams.min.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The minimum allowed value for the group-level configuration of streams.heartbeat.interval.ms"),
+    def("group.streams.min.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The minimum allowed value for the group-level configuration of streams.session.timeout.ms"),
+    def("group.streams.min.task.offset.interval.ms", int(1))
+        .default("15000")
+        .doc("The minimum allowed value for the group-level configuration of streams.task.offset.interval.ms"),
+    def("group.streams.num.standby.replicas", int(0))
+        .default("0")
+        .doc("The number of standby replicas for each task."),
+    def("group.streams.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the streams group protocol."),
+    def("group.streams.task.offset.interval.ms", int(1))
+        .default("60000")
+        .doc("The interval in which the warmup task changelog offsets on a client are updated on the broker. The offsets are sent with the next heartbeat after this time has passed."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
     def("leader.imbalance.check.interval.seconds", long(1))

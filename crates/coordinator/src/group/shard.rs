@@ -196,7 +196,7 @@ pub enum Group {
 }
 
 impl Group {
-    /// `classic` or `consumer` (ListGroups' `group_type`).
+    /// `classic`, `consumer`, `share` or `streams` (ListGroups' `group_type`).
     pub fn group_type(&self) -> &'static str {
         match self {
             Group::Classic(_) => "classic",
