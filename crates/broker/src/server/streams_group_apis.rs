@@ -1,10 +1,16 @@
 //! The streams-group APIs of `KafkaApis` (Kafka's `handleStreamsGroupHeartbeat`,
-//! `handleStreamsGroupDescribe`, KIP-1071): served only while the cluster finalizes
+//! `handleStreamsGroupDescribe`, KIP-1071, and `handleStreamsGroupTopologyDescriptionUpdate`,
+//! KIP-1331): served only while the cluster finalizes
 //! `streams.version` >= 1 (Kafka's `isStreamsGroupProtocolEnabled`; below it they answer
 //! UNSUPPORTED_VERSION), authorized as Kafka authorizes them, each group's part sent to its
 //! shard through the [`GroupCoordinatorService`](crate::coordinator). A heartbeat whose
 //! topology misses internal topics has them created through the controller when the client
 //! may CREATE them.
+//!
+//! Topology descriptions (KIP-1331) are stored by a broker plugin
+//! (`group.streams.topology.description.plugin.class`, a Java class) that kraftd has no way to
+//! load: it answers StreamsGroupTopologyDescriptionUpdate as Kafka 4.4.0 does without one
+//! (UNSUPPORTED_VERSION, "no plugin configured"), and heartbeats never ask for a description.
 
 use std::sync::Arc;
 
@@ -19,6 +25,7 @@ use kraftd_protocol::messages::streams_group_heartbeat_response::Status;
 use kraftd_protocol::messages::{
     RequestHeader, StreamsGroupDescribeRequest, StreamsGroupDescribeResponse,
     StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateResponse,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
@@ -31,8 +38,11 @@ use super::internal_topics::InternalTopics;
 pub const STREAMS_VERSION_FEATURE: &str = "streams.version";
 
 /// The API keys these handlers serve.
-pub const STREAMS_GROUP_API_KEYS: [ApiKey; 2] =
-    [ApiKey::StreamsGroupHeartbeat, ApiKey::StreamsGroupDescribe];
+pub const STREAMS_GROUP_API_KEYS: [ApiKey; 3] = [
+    ApiKey::StreamsGroupHeartbeat,
+    ApiKey::StreamsGroupDescribe,
+    ApiKey::StreamsGroupTopologyDescriptionUpdate,
+];
 
 /// Whether the cluster serves streams groups: `streams.version` finalized at 1 or more
 /// (Kafka's `StreamsVersion.streamsGroupSupported`).
@@ -87,6 +97,29 @@ impl StreamsGroupApis<'_> {
             }
             RequestBody::StreamsGroupDescribe(r) => {
                 ResponseBody::StreamsGroupDescribe(self.describe(enabled, ctx, r, auth).await)
+            }
+            RequestBody::StreamsGroupTopologyDescriptionUpdate(r) => {
+                // Kafka's order: the feature, READ on the group, then the plugin's absence.
+                let (code, message) = if !enabled {
+                    (ErrorCode::UnsupportedVersion, None)
+                } else if !auth.authorize(OPERATION_READ, RESOURCE_TYPE_GROUP, &r.group_id) {
+                    (ErrorCode::GroupAuthorizationFailed, None)
+                } else {
+                    (
+                        ErrorCode::UnsupportedVersion,
+                        Some(
+                            "The broker has no streams group topology description plugin configured."
+                                .to_string(),
+                        ),
+                    )
+                };
+                ResponseBody::StreamsGroupTopologyDescriptionUpdate(
+                    StreamsGroupTopologyDescriptionUpdateResponse {
+                        error_code: code.code(),
+                        error_message: message,
+                        ..Default::default()
+                    },
+                )
             }
             other => kraftd_protocol::error_response::error_response(
                 &other,
