@@ -330,12 +330,10 @@ fn kraftd_format_finalizes_what_kafka_storage_format_does() {
     let node = Node::new(&root.path().join("refused"), 1);
     std::fs::create_dir_all(&node.dir).unwrap();
     write_config(&node, &voters(std::slice::from_ref(&node)));
-    for (args, message) in [
-        (
-            ["--release-version", "2.8"],
-            "Unknown metadata.version '2.8'.",
-        ),
-    ] {
+    for (args, message) in [(
+        ["--release-version", "2.8"],
+        "Unknown metadata.version '2.8'.",
+    )] {
         let out = std::process::Command::new(BIN)
             .env("RUST_BACKTRACE", "0")
             .env("RUST_LIB_BACKTRACE", "0")

@@ -256,8 +256,7 @@ fn streams_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_
 }
 
 #[test]
-fn streams_protocol_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_a_kill(
-) {
+fn streams_protocol_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_a_kill() {
     run(Protocol::Streams);
 }
 
@@ -352,7 +351,9 @@ fn run(protocol: Protocol) {
                 all.extend_from_slice(&["--delete", "--group", "wc"]);
                 let out = run_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", &all);
                 let text = String::from_utf8_lossy(&out.stdout).to_string();
-                if out.status.success() && text.contains("Deletion of requested streams groups ('wc') was successful") {
+                if out.status.success()
+                    && text.contains("Deletion of requested streams groups ('wc') was successful")
+                {
                     Ok(())
                 } else {
                     Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))

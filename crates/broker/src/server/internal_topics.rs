@@ -161,15 +161,16 @@ impl InternalTopics {
             {
                 Ok(ResponseBody::CreateTopics(r)) => {
                     for t in r.topics {
-                        if t.error_code != 0
-                            && t.error_code != ErrorCode::TopicAlreadyExists.code()
+                        if t.error_code != 0 && t.error_code != ErrorCode::TopicAlreadyExists.code()
                         {
                             warn!(topic = t.name, error = ?ErrorCode::from_code(t.error_code), message = ?t.error_message, "creating a streams internal topic failed");
                         }
                     }
                 }
                 Ok(_) => {}
-                Err(e) => debug!(topics = ?names, error = %e, "creating streams internal topics failed"),
+                Err(e) => {
+                    debug!(topics = ?names, error = %e, "creating streams internal topics failed")
+                }
             }
         });
     }

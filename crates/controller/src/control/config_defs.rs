@@ -797,6 +797,15 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.streams.acceptable.recovery.lag", long(0))
         .default("10000")
         .doc("The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment."),
+    def("group.streams.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a streams group."),
+    def("group.streams.max.assignment.interval.ms", int(0))
+        .default("15000")
+        .doc("The maximum interval between assignment updates for a streams group."),
+    def("group.streams.min.assignment.interval.ms", int(0))
+        .default("0")
+        .doc("The minimum interval between assignment updates for a streams group."),
     def("group.streams.heartbeat.interval.ms", int(1))
         .default("5000")
         .doc("The heartbeat interval given to the members."),

@@ -190,6 +190,13 @@ impl GroupCoordinatorConfig {
             c.streams.initial_rebalance_delay_ms = v;
         }
         if let Some(v) = value(
+            "streams.assignment.interval.ms",
+            s.min_assignment_interval_ms,
+            s.max_assignment_interval_ms,
+        ) {
+            c.streams.assignment_interval_ms = v;
+        }
+        if let Some(v) = value(
             "share.assignment.interval.ms",
             self.share_min_assignment_interval_ms,
             self.share_max_assignment_interval_ms,
@@ -281,6 +288,9 @@ impl GroupCoordinatorConfig {
         "group.streams.num.standby.replicas",
         "group.streams.max.standby.replicas",
         "group.streams.initial.rebalance.delay.ms",
+        "group.streams.assignment.interval.ms",
+        "group.streams.min.assignment.interval.ms",
+        "group.streams.max.assignment.interval.ms",
         "group.streams.task.offset.interval.ms",
         "group.streams.min.task.offset.interval.ms",
         "group.streams.acceptable.recovery.lag",
@@ -544,6 +554,13 @@ pub struct StreamsGroupConfig {
     /// `group.streams.initial.rebalance.delay.ms`: a new group's first assignment waits this
     /// long so that the instances starting together join one assignment.
     pub initial_rebalance_delay_ms: i32,
+    /// `group.streams.assignment.interval.ms`: a group's target assignment is computed at
+    /// most this often (ASSIGNMENT_DELAYED meanwhile).
+    pub assignment_interval_ms: i32,
+    /// `group.streams.min.assignment.interval.ms`.
+    pub min_assignment_interval_ms: i32,
+    /// `group.streams.max.assignment.interval.ms`.
+    pub max_assignment_interval_ms: i32,
     /// `group.streams.task.offset.interval.ms`.
     pub task_offset_interval_ms: i32,
     /// `group.streams.min.task.offset.interval.ms`.
@@ -565,6 +582,9 @@ impl Default for StreamsGroupConfig {
             num_standby_replicas: 0,
             max_standby_replicas: 2,
             initial_rebalance_delay_ms: 3_000,
+            assignment_interval_ms: 1_000,
+            min_assignment_interval_ms: 0,
+            max_assignment_interval_ms: 15_000,
             task_offset_interval_ms: 60_000,
             min_task_offset_interval_ms: 15_000,
             acceptable_recovery_lag: 10_000,
@@ -591,6 +611,13 @@ impl StreamsGroupConfig {
             "group.streams.max.standby.replicas" => self.max_standby_replicas = p.int(0)?,
             "group.streams.initial.rebalance.delay.ms" => {
                 self.initial_rebalance_delay_ms = p.int(0)?
+            }
+            "group.streams.assignment.interval.ms" => self.assignment_interval_ms = p.int(0)?,
+            "group.streams.min.assignment.interval.ms" => {
+                self.min_assignment_interval_ms = p.int(0)?
+            }
+            "group.streams.max.assignment.interval.ms" => {
+                self.max_assignment_interval_ms = p.int(0)?
             }
             "group.streams.task.offset.interval.ms" => self.task_offset_interval_ms = p.int(1)?,
             "group.streams.min.task.offset.interval.ms" => {
@@ -658,6 +685,25 @@ impl StreamsGroupConfig {
             hb_key,
             self.heartbeat_interval_ms,
             "must be less than group.streams.session.timeout.ms",
+        )?;
+        let ai_key = "group.streams.assignment.interval.ms";
+        require(
+            self.max_assignment_interval_ms >= self.min_assignment_interval_ms,
+            "group.streams.max.assignment.interval.ms",
+            self.max_assignment_interval_ms,
+            "must be greater than or equal to group.streams.min.assignment.interval.ms",
+        )?;
+        require(
+            self.assignment_interval_ms >= self.min_assignment_interval_ms,
+            ai_key,
+            self.assignment_interval_ms,
+            "must be greater than or equal to group.streams.min.assignment.interval.ms",
+        )?;
+        require(
+            self.assignment_interval_ms <= self.max_assignment_interval_ms,
+            ai_key,
+            self.assignment_interval_ms,
+            "must be less than or equal to group.streams.max.assignment.interval.ms",
         )?;
         require(
             self.num_standby_replicas <= self.max_standby_replicas,

@@ -47,10 +47,10 @@ use crate::group::config::GroupCoordinatorConfig;
 use crate::group::consumer::{ConsumerGroup, Partitions};
 use crate::group::offsets::OffsetMetadataManager;
 use crate::group::record::CoordinatorRecord;
-use crate::group::streams::{StreamsGroup, StreamsHeartbeatResult};
 use crate::group::share::{
     ShareGroup, ShareGroupDeletion, ShareOffsetsAlter, ShareOffsetsDeletion,
 };
+use crate::group::streams::{StreamsGroup, StreamsHeartbeatResult};
 use crate::group::timer::{Timer, TimerKey};
 use crate::shard::{CoordinatorShard, ReplayFailure};
 

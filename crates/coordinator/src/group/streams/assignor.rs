@@ -54,7 +54,11 @@ pub fn assign(
     let (base, extra) = (all.len() / n, all.len() % n);
     let mut order: Vec<&AssignorMember<'_>> = members.iter().collect();
     let running = |m: &AssignorMember<'_>| all.iter().filter(|t| holds(&m.active, t)).count();
-    order.sort_by(|a, b| running(b).cmp(&running(a)).then(a.member_id.cmp(b.member_id)));
+    order.sort_by(|a, b| {
+        running(b)
+            .cmp(&running(a))
+            .then(a.member_id.cmp(b.member_id))
+    });
     let quota: BTreeMap<&str, usize> = order
         .iter()
         .enumerate()
@@ -81,10 +85,16 @@ pub fn assign(
             .iter()
             .filter(|m| load[m.member_id] < quota[m.member_id])
             .min_by_key(|m| (!holds(&m.standby, t), load[m.member_id], m.member_id))
-            .or_else(|| members.iter().min_by_key(|m| (load[m.member_id], m.member_id)))
+            .or_else(|| {
+                members
+                    .iter()
+                    .min_by_key(|m| (load[m.member_id], m.member_id))
+            })
             .expect("members is not empty");
         owner.insert(t, pick.member_id);
-        *load.get_mut(pick.member_id).expect("every member has a load") += 1;
+        *load
+            .get_mut(pick.member_id)
+            .expect("every member has a load") += 1;
     }
     for (t, m) in &owner {
         add(&mut out.get_mut(*m).expect("an assigned member").active, t);
@@ -115,7 +125,10 @@ pub fn assign(
                 let Some(pick) = pick else { break };
                 used.insert(pick.process_id);
                 *standby_load.get_mut(pick.member_id).expect("a load") += 1;
-                add(&mut out.get_mut(pick.member_id).expect("a member").standby, t);
+                add(
+                    &mut out.get_mut(pick.member_id).expect("a member").standby,
+                    t,
+                );
             }
         }
     }

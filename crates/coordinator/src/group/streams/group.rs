@@ -49,8 +49,10 @@ impl TasksTuple {
     /// Whether any of `other`'s tasks is among these, role by role (Kafka's `containsAny`).
     pub fn contains_any(&self, other: &TasksTuple) -> bool {
         let any = |a: &Tasks, b: &Tasks| {
-            b.iter()
-                .any(|(s, ps)| a.get(s).is_some_and(|mine| ps.iter().any(|p| mine.contains(p))))
+            b.iter().any(|(s, ps)| {
+                a.get(s)
+                    .is_some_and(|mine| ps.iter().any(|p| mine.contains(p)))
+            })
         };
         any(&self.active_tasks(), &other.active_tasks())
             || any(&self.standby, &other.standby)
@@ -336,7 +338,10 @@ impl StreamsGroup {
             m.member_id != except
                 && [&m.assigned.active, &m.pending_revocation.active]
                     .iter()
-                    .any(|t| t.get(subtopology).is_some_and(|p| p.contains_key(&partition)))
+                    .any(|t| {
+                        t.get(subtopology)
+                            .is_some_and(|p| p.contains_key(&partition))
+                    })
         })
     }
 
@@ -455,8 +460,8 @@ fn task_ids(tasks: &Tasks) -> Vec<TaskIds> {
 }
 
 fn describe_topology(t: &StreamsGroupTopologyValue) -> Topology {
-    let info = |i: &kraftd_protocol::coordinator::streams_group_topology_value::TopicInfo| {
-        TopicInfo {
+    let info =
+        |i: &kraftd_protocol::coordinator::streams_group_topology_value::TopicInfo| TopicInfo {
             name: i.name.clone(),
             partitions: i.partitions,
             replication_factor: i.replication_factor,
@@ -470,8 +475,7 @@ fn describe_topology(t: &StreamsGroupTopologyValue) -> Topology {
                 })
                 .collect(),
             ..Default::default()
-        }
-    };
+        };
     Topology {
         epoch: t.epoch,
         subtopologies: Some(

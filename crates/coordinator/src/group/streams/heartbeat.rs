@@ -163,9 +163,8 @@ fn check_epoch(
     if received < member.member_epoch {
         let contained = |o: &TasksTuple| {
             let sub = |a: &Tasks, b: &Tasks| {
-                a.iter().all(|(s, ps)| {
-                    b.get(s).is_some_and(|bs| ps.iter().all(|p| bs.contains(p)))
-                })
+                a.iter()
+                    .all(|(s, ps)| b.get(s).is_some_and(|bs| ps.iter().all(|p| bs.contains(p))))
             };
             sub(&o.active_tasks(), &member.assigned.active_tasks())
                 && sub(&o.standby, &member.assigned.standby)
@@ -184,6 +183,13 @@ fn check_epoch(
         }
     }
     Ok(())
+}
+
+/// Whether a new target assignment may be computed now (Kafka's
+/// `canComputeNextTargetAssignment`): the first one, with no interval, or once the interval
+/// since the last one has passed.
+fn assignment_due(last_ms: i64, interval_ms: i32, now_ms: i64) -> bool {
+    last_ms == 0 || interval_ms == 0 || now_ms >= last_ms + i64::from(interval_ms)
 }
 
 /// The records fencing `member_id` out of `group` (Kafka's `streamsGroupFenceMember`): its
@@ -244,7 +250,11 @@ fn target_records(
             out.push(records::target_assignment(&group.group_id, id, t));
         }
     }
-    out.push(records::target_assignment_epoch(&group.group_id, epoch, now));
+    out.push(records::target_assignment_epoch(
+        &group.group_id,
+        epoch,
+        now,
+    ));
     assignment
 }
 
@@ -323,7 +333,8 @@ impl GroupCoordinatorShard {
             member: member.clone(),
         });
         if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
-            self.timer.cancel(&TimerKey::StreamsSession { group, member });
+            self.timer
+                .cancel(&TimerKey::StreamsSession { group, member });
         }
         Ok(StreamsHeartbeatResult {
             response: StreamsGroupHeartbeatResponse {
@@ -356,7 +367,10 @@ impl GroupCoordinatorShard {
             },
             self.now_ms + i64::from(config.session_timeout_ms),
         );
-        let rebalance = TimerKey::StreamsRebalance { group: g.clone(), member: m };
+        let rebalance = TimerKey::StreamsRebalance {
+            group: g.clone(),
+            member: m,
+        };
         match state {
             Some((MemberState::UnrevokedPartitions, timeout)) => {
                 if !self.timer.is_scheduled(&rebalance) {
@@ -369,8 +383,10 @@ impl GroupCoordinatorShard {
         if was_empty && config.initial_rebalance_delay_ms > 0 {
             let k = TimerKey::StreamsInitialRebalance { group: g };
             if !self.timer.is_scheduled(&k) {
-                self.timer
-                    .schedule(k, self.now_ms + i64::from(config.initial_rebalance_delay_ms));
+                self.timer.schedule(
+                    k,
+                    self.now_ms + i64::from(config.initial_rebalance_delay_ms),
+                );
             }
         }
         Ok(result)
@@ -417,7 +433,10 @@ impl GroupCoordinatorShard {
                 _ => return Err(e),
             },
         };
-        let static_owner = r.instance_id.as_deref().and_then(|i| group.static_member(i));
+        let static_owner = r
+            .instance_id
+            .as_deref()
+            .and_then(|i| group.static_member(i));
         if joining
             && static_owner.is_none()
             && group.members.len() >= config.max_size as usize
@@ -508,10 +527,7 @@ impl GroupCoordinatorShard {
                 .collect();
         }
         if joining || r.user_endpoint.is_some() {
-            updated.user_endpoint = r
-                .user_endpoint
-                .as_ref()
-                .map(|e| (e.host.clone(), e.port));
+            updated.user_endpoint = r.user_endpoint.as_ref().map(|e| (e.host.clone(), e.port));
         }
         let is_new = !group.members.contains_key(&r.member_id);
         let mut bump = false;
@@ -617,6 +633,19 @@ impl GroupCoordinatorShard {
                 target_epoch = group_epoch;
                 target = TargetTasks::default();
             }
+        } else if group.assignment_epoch < group_epoch
+            && !assignment_due(
+                group.assignment_timestamp,
+                config.assignment_interval_ms,
+                now,
+            )
+        {
+            statuses.push(Status {
+                status_code: status::ASSIGNMENT_DELAYED,
+                status_detail: "Assignment delayed due to the configured assignment interval."
+                    .to_string(),
+                ..Default::default()
+            });
         } else if group.assignment_epoch < group_epoch {
             let tasks = configured
                 .tasks
@@ -769,7 +798,8 @@ impl GroupCoordinatorShard {
             group: group.clone(),
             member: member.clone(),
         });
-        self.timer.cancel(&TimerKey::StreamsRebalance { group, member });
+        self.timer
+            .cancel(&TimerKey::StreamsRebalance { group, member });
     }
 
     /// Session timers for the loaded members (Kafka schedules them as it replays).

@@ -8,7 +8,9 @@
 //! `applyPromotionsToActive`) are not made: a task changing role on one member is revoked in
 //! its old role and given in its new one, which is safe and one heartbeat slower.
 
-use super::group::{StreamsGroup, StreamsGroupMember, TargetTasks, Tasks, TasksTuple, TasksWithEpochs};
+use super::group::{
+    StreamsGroup, StreamsGroupMember, TargetTasks, Tasks, TasksTuple, TasksWithEpochs,
+};
 use crate::group::consumer::MemberState;
 
 /// What the member reported owning (`None`: it did not say in this heartbeat).
@@ -50,7 +52,14 @@ pub fn reconcile(
             if owned.as_ref().is_none_or(|o| !o.is_empty()) {
                 return Err(());
             }
-            Ok(next(group, member, target_epoch, target_epoch, target, owned))
+            Ok(next(
+                group,
+                member,
+                target_epoch,
+                target_epoch,
+                target,
+                owned,
+            ))
         }
     }
 }
@@ -90,12 +99,15 @@ fn next(
             if active_kept.get(s).is_some_and(|k| k.contains_key(p)) {
                 continue;
             }
-            let busy = group.active_owner(s, *p, me)
-                || group.replica_held_on_process(s, *p, process, me);
+            let busy =
+                group.active_owner(s, *p, me) || group.replica_held_on_process(s, *p, process, me);
             if busy {
                 unreleased = true;
             } else {
-                active_add.entry(s.clone()).or_default().insert(*p, target_epoch);
+                active_add
+                    .entry(s.clone())
+                    .or_default()
+                    .insert(*p, target_epoch);
             }
         }
     }
@@ -117,7 +129,11 @@ fn next(
                     continue;
                 }
                 // Not next to the active task on this process, nor twice on it.
-                let busy = member.assigned.active.get(s).is_some_and(|a| a.contains_key(p))
+                let busy = member
+                    .assigned
+                    .active
+                    .get(s)
+                    .is_some_and(|a| a.contains_key(p))
                     || group.replica_held_on_process(s, *p, process, me)
                     || group.members.values().any(|m| {
                         m.member_id != me

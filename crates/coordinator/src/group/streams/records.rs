@@ -220,9 +220,7 @@ pub fn current_assignment(group: &str, m: &StreamsGroupMember) -> CoordinatorRec
             active_tasks: current_ids_with_epochs(&m.assigned.active),
             standby_tasks: current_ids(&m.assigned.standby),
             warmup_tasks: current_ids(&m.assigned.warmup),
-            active_tasks_pending_revocation: current_ids_with_epochs(
-                &m.pending_revocation.active,
-            ),
+            active_tasks_pending_revocation: current_ids_with_epochs(&m.pending_revocation.active),
             standby_tasks_pending_revocation: current_ids(&m.pending_revocation.standby),
             warmup_tasks_pending_revocation: current_ids(&m.pending_revocation.warmup),
             ..Default::default()

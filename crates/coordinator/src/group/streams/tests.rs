@@ -24,6 +24,8 @@ fn replica(topics: &[(&str, i32)], delay_ms: i32) -> Replica<GroupCoordinatorSha
     let config = GroupCoordinatorConfig {
         streams: StreamsGroupConfig {
             initial_rebalance_delay_ms: delay_ms,
+            // Every heartbeat may compute an assignment unless a test says otherwise.
+            assignment_interval_ms: 0,
             ..Default::default()
         },
         ..Default::default()
@@ -99,7 +101,10 @@ fn beat(
     match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
         ShardResponse::StreamsGroupHeartbeat(res) => (
             res.response,
-            res.topics_to_create.into_iter().map(|t| format!("{}/{}", t.name, t.num_partitions)).collect(),
+            res.topics_to_create
+                .into_iter()
+                .map(|t| format!("{}/{}", t.name, t.num_partitions))
+                .collect(),
         ),
         other => panic!("not a heartbeat answer: {other:?}"),
     }
@@ -189,7 +194,10 @@ fn a_task_is_revoked_before_another_member_gets_it() {
     let (b, _) = beat(&mut r, "b", 0, None);
     assert!(tasks(&b).is_empty());
     let (a2, _) = beat(&mut r, "a", a.member_epoch, Some(all));
-    assert_eq!(a2.member_epoch, a.member_epoch, "a stays at its epoch while revoking");
+    assert_eq!(
+        a2.member_epoch, a.member_epoch,
+        "a stays at its epoch while revoking"
+    );
     let kept = tasks(&a2);
     assert_eq!(kept.values().map(Vec::len).sum::<usize>(), 2);
     let (b, _) = beat(&mut r, "b", b.member_epoch, Some(&[]));
@@ -199,8 +207,10 @@ fn a_task_is_revoked_before_another_member_gets_it() {
 
     // a reports only what it kept: it moves on, and b gets the rest.
     let kept_ids: Vec<(String, Vec<i32>)> = kept.into_iter().collect();
-    let kept_ref: Vec<(&str, &[i32])> =
-        kept_ids.iter().map(|(s, p)| (s.as_str(), p.as_slice())).collect();
+    let kept_ref: Vec<(&str, &[i32])> = kept_ids
+        .iter()
+        .map(|(s, p)| (s.as_str(), p.as_slice()))
+        .collect();
     let (a3, _) = beat(&mut r, "a", a2.member_epoch, Some(&kept_ref));
     assert!(a3.member_epoch > a2.member_epoch);
     let (b2, _) = beat(&mut r, "b", b.member_epoch, Some(&[]));
@@ -241,6 +251,42 @@ fn session_expiry_fences_and_the_initial_delay_holds_the_first_assignment() {
         let _ = beat(&mut r, "a", epoch, None);
     }
     assert!(!group(&r).members.contains_key("b"));
-    assert_eq!(group(&r).members["a"].assigned.active_tasks().values().map(|p| p.len()).sum::<usize>(), 4);
+    assert_eq!(
+        group(&r).members["a"]
+            .assigned
+            .active_tasks()
+            .values()
+            .map(|p| p.len())
+            .sum::<usize>(),
+        4
+    );
+    replay_check(&r);
+}
+
+#[test]
+fn the_assignment_interval_delays_a_new_target_assignment() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
+    r.shard.config = std::sync::Arc::new(GroupCoordinatorConfig {
+        streams: StreamsGroupConfig {
+            initial_rebalance_delay_ms: 0,
+            assignment_interval_ms: 1_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let (a, _) = beat(&mut r, "a", 0, None);
+    assert!(
+        codes(&a).is_empty(),
+        "the first assignment is computed at once"
+    );
+    assert_eq!(tasks(&a).values().map(Vec::len).sum::<usize>(), 4);
+    let (b, _) = beat(&mut r, "b", 0, None);
+    assert_eq!(codes(&b), vec![status::ASSIGNMENT_DELAYED]);
+    assert_eq!(group(&r).state(), StreamsGroupState::Assigning);
+    r.advance(1_000);
+    let all: &[(&str, &[i32])] = &[("0", &[0, 1]), ("1", &[0, 1])];
+    let (a2, _) = beat(&mut r, "a", a.member_epoch, Some(all));
+    assert!(codes(&a2).is_empty());
+    assert_eq!(tasks(&a2).values().map(Vec::len).sum::<usize>(), 2);
     replay_check(&r);
 }

@@ -61,7 +61,10 @@ fn summarize(topics: &BTreeSet<String>) -> String {
 }
 
 /// Kafka's `InternalTopicManager.configureTopics`.
-pub fn configure(t: &StreamsGroupTopologyValue, metadata: &dyn TopicMetadata) -> ConfiguredTopology {
+pub fn configure(
+    t: &StreamsGroupTopologyValue,
+    metadata: &dyn TopicMetadata,
+) -> ConfiguredTopology {
     let failed = |code: i8, detail: String| ConfiguredTopology {
         tasks: None,
         to_create: Vec::new(),
@@ -252,10 +255,7 @@ fn decide_partition_counts(
                 .iter()
                 .filter_map(|i| s.repartition_source_topics.get(usize::try_from(*i).ok()?))
                 .collect();
-            let counts: BTreeSet<i32> = sources
-                .iter()
-                .filter_map(|n| known(n, &decided))
-                .collect();
+            let counts: BTreeSet<i32> = sources.iter().filter_map(|n| known(n, &decided)).collect();
             if counts.len() > 1 {
                 let names: BTreeSet<String> = sources.iter().map(|s| s.to_string()).collect();
                 return Err((
