@@ -326,14 +326,20 @@ fn kraftd_format_finalizes_what_kafka_storage_format_does() {
         );
     }
 
-    // A level kraftd cannot serve is refused in one line naming it, and nothing is formatted.
+    // A level no release has is refused in one line naming it, and nothing is formatted.
     let node = Node::new(&root.path().join("refused"), 1);
     std::fs::create_dir_all(&node.dir).unwrap();
     write_config(&node, &voters(std::slice::from_ref(&node)));
-    for (args, message) in [(
-        ["--release-version", "2.8"],
-        "Unknown metadata.version '2.8'.",
-    )] {
+    for (args, message) in [
+        (
+            ["--feature", "streams.version=2"],
+            "No feature:streams.version with feature level 2",
+        ),
+        (
+            ["--release-version", "2.8"],
+            "Unknown metadata.version '2.8'.",
+        ),
+    ] {
         let out = std::process::Command::new(BIN)
             .env("RUST_BACKTRACE", "0")
             .env("RUST_LIB_BACKTRACE", "0")

@@ -677,8 +677,8 @@ impl GroupCoordinatorShard {
         let reconciled = if updated.is_reconciled_to(target_epoch) {
             updated.clone()
         } else {
-            reconciliation::reconcile(&view, &updated, target_epoch, &target, &owned).map_err(
-                |()| {
+            reconciliation::reconcile(&view, &updated, target_epoch, &target, &owned).ok_or_else(
+                || {
                     (
                         ErrorCode::FencedMemberEpoch,
                         "The streams group member is in a unknown state. The member must \

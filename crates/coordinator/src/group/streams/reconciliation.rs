@@ -16,17 +16,18 @@ use crate::group::consumer::MemberState;
 /// What the member reported owning (`None`: it did not say in this heartbeat).
 pub type OwnedTasks = Option<TasksTuple>;
 
-/// Kafka's `CurrentAssignmentBuilder.build`; `Err` fences a member in an unknown state.
+/// Kafka's `CurrentAssignmentBuilder.build`; `None` when a member in a state a newer
+/// coordinator wrote still owns tasks: it is fenced.
 pub fn reconcile(
     group: &StreamsGroup,
     member: &StreamsGroupMember,
     target_epoch: i32,
     target: &TargetTasks,
     owned: &OwnedTasks,
-) -> Result<StreamsGroupMember, ()> {
+) -> Option<StreamsGroupMember> {
     match member.state {
-        MemberState::Stable if member.member_epoch == target_epoch => Ok(member.clone()),
-        MemberState::Stable | MemberState::UnreleasedPartitions => Ok(next(
+        MemberState::Stable if member.member_epoch == target_epoch => Some(member.clone()),
+        MemberState::Stable | MemberState::UnreleasedPartitions => Some(next(
             group,
             member,
             member.member_epoch,
@@ -36,9 +37,9 @@ pub fn reconcile(
         )),
         MemberState::UnrevokedPartitions => {
             if not_released(owned, &member.pending_revocation) {
-                Ok(member.clone())
+                Some(member.clone())
             } else {
-                Ok(next(
+                Some(next(
                     group,
                     member,
                     member.member_epoch + 1,
@@ -50,9 +51,9 @@ pub fn reconcile(
         }
         MemberState::Unknown => {
             if owned.as_ref().is_none_or(|o| !o.is_empty()) {
-                return Err(());
+                return None;
             }
-            Ok(next(
+            Some(next(
                 group,
                 member,
                 target_epoch,
