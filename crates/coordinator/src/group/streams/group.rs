@@ -5,10 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kraftd_protocol::coordinator::streams_group_topology_value::StreamsGroupTopologyValue;
+use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::streams_group_describe_response::{
     Assignment, DescribedGroup, Endpoint, KeyValue, Member, Subtopology, TaskIds, TopicInfo,
     Topology,
 };
+use kraftd_protocol::messages::StreamsGroupHeartbeatResponse;
 
 use kraftd_protocol::ErrorCode;
 
@@ -18,6 +20,14 @@ use crate::group::consumer::MemberState;
 use crate::group::record::CoordinatorRecord;
 
 use super::records;
+
+/// A StreamsGroupHeartbeat's answer and the internal topics the broker should create
+/// (Kafka's `StreamsGroupHeartbeatResult`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamsHeartbeatResult {
+    pub response: StreamsGroupHeartbeatResponse,
+    pub topics_to_create: Vec<CreatableTopic>,
+}
 
 /// Tasks by subtopology id: the partitions of each (Kafka's `Map<String, Set<Integer>>`).
 pub type Tasks = BTreeMap<String, BTreeSet<i32>>;

@@ -9,14 +9,15 @@
 
 use std::collections::BTreeMap;
 
-use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::streams_group_heartbeat_request::TaskIds as RequestTaskIds;
 use kraftd_protocol::messages::streams_group_heartbeat_response::{Status, TaskIds};
 use kraftd_protocol::messages::{StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse};
 use kraftd_protocol::ErrorCode;
 
 use super::assignor::{self, AssignorMember};
-use super::group::{StreamsGroup, StreamsGroupMember, TargetTasks, Tasks, TasksTuple};
+use super::group::{
+    StreamsGroup, StreamsGroupMember, StreamsHeartbeatResult, TargetTasks, Tasks, TasksTuple,
+};
 use super::reconciliation::{self, OwnedTasks};
 use super::records;
 use super::topology::{self, status};
@@ -33,13 +34,6 @@ pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
 pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
 
 type Refusal = (ErrorCode, String);
-
-/// A StreamsGroupHeartbeat's answer and the internal topics the broker should create.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StreamsHeartbeatResult {
-    pub response: StreamsGroupHeartbeatResponse,
-    pub topics_to_create: Vec<CreatableTopic>,
-}
 
 /// Kafka's `throwIfStreamsGroupHeartbeatRequestIsInvalid` and
 /// `throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures`.
@@ -539,13 +533,13 @@ impl GroupCoordinatorShard {
         // 2. The topology: the first member's, then only the same one.
         let topology = match (&r.topology, &group.topology) {
             (Some(t), None) => {
-                let value = super::topology_value(t);
+                let value = topology::topology_value(t);
                 out.push(records::topology(gid, &value));
                 value
             }
             (Some(t), Some(current)) if current.epoch > t.epoch => current.clone(),
             (Some(t), Some(current)) => {
-                if super::topology_value(t) != *current {
+                if topology::topology_value(t) != *current {
                     return Err((
                         ErrorCode::InvalidRequest,
                         "Topology updates are not supported yet.".to_string(),

@@ -9,9 +9,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kraftd_protocol::coordinator::streams_group_topology_value::{
-    StreamsGroupTopologyValue, Subtopology, TopicInfo,
+    CopartitionGroup, StreamsGroupTopologyValue, Subtopology, TopicConfig, TopicInfo,
 };
 use kraftd_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kraftd_protocol::messages::streams_group_heartbeat_request::{
+    TopicInfo as RequestTopicInfo, Topology,
+};
 
 use crate::context::TopicMetadata;
 
@@ -41,6 +44,55 @@ impl ConfiguredTopology {
     /// Kafka's `isReady`: tasks known and nothing missing.
     pub fn is_ready(&self) -> bool {
         self.tasks.is_some() && self.error.is_none()
+    }
+}
+
+/// The topology as the StreamsGroupTopology record keeps it (Kafka's
+/// `convertToStreamsGroupTopologyRecord`): subtopologies sorted by id.
+pub fn topology_value(t: &Topology) -> StreamsGroupTopologyValue {
+    let info = |i: &RequestTopicInfo| TopicInfo {
+        name: i.name.clone(),
+        partitions: i.partitions,
+        replication_factor: i.replication_factor,
+        topic_configs: i
+            .topic_configs
+            .iter()
+            .map(|kv| TopicConfig {
+                key: kv.key.clone(),
+                value: kv.value.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let mut subtopologies: Vec<Subtopology> = t
+        .subtopologies
+        .iter()
+        .map(|s| Subtopology {
+            subtopology_id: s.subtopology_id.clone(),
+            source_topics: s.source_topics.clone(),
+            source_topic_regex: s.source_topic_regex.clone(),
+            state_changelog_topics: s.state_changelog_topics.iter().map(info).collect(),
+            repartition_sink_topics: s.repartition_sink_topics.clone(),
+            repartition_source_topics: s.repartition_source_topics.iter().map(info).collect(),
+            copartition_groups: s
+                .copartition_groups
+                .iter()
+                .map(|g| CopartitionGroup {
+                    source_topics: g.source_topics.clone(),
+                    source_topic_regex: g.source_topic_regex.clone(),
+                    repartition_source_topics: g.repartition_source_topics.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    subtopologies.sort_by(|a, b| a.subtopology_id.cmp(&b.subtopology_id));
+    StreamsGroupTopologyValue {
+        epoch: t.epoch,
+        subtopologies,
+        ..Default::default()
     }
 }
 
