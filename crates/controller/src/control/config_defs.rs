@@ -587,6 +587,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.share.assignment.interval.ms", int(0))
         .default("1000")
         .doc("The interval between assignment updates for a share group."),
+    def("group.streams.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a streams group."),
     def("leader.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the property leader.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
@@ -796,10 +799,8 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The timeout to detect client failures when using the share group protocol."),
     def("group.streams.acceptable.recovery.lag", long(0))
         .default("10000")
+        .internal()
         .doc("The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment."),
-    def("group.streams.assignment.interval.ms", int(0))
-        .default("1000")
-        .doc("The interval between assignment updates for a streams group."),
     def("group.streams.max.assignment.interval.ms", int(0))
         .default("15000")
         .doc("The maximum interval between assignment updates for a streams group."),
@@ -832,6 +833,7 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The minimum allowed value for the group-level configuration of streams.session.timeout.ms"),
     def("group.streams.min.task.offset.interval.ms", int(1))
         .default("15000")
+        .internal()
         .doc("The minimum allowed value for the group-level configuration of streams.task.offset.interval.ms"),
     def("group.streams.num.standby.replicas", int(0))
         .default("0")
@@ -841,6 +843,7 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The timeout to detect client failures when using the streams group protocol."),
     def("group.streams.task.offset.interval.ms", int(1))
         .default("60000")
+        .internal()
         .doc("The interval in which the warmup task changelog offsets on a client are updated on the broker. The offsets are sent with the next heartbeat after this time has passed."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
