@@ -104,6 +104,9 @@ const COVERAGE: &[(ApiKey, &str, &str)] = &[
     (ApiKey::GetTelemetrySubscriptions, "crates/cli/tests/stock_client_telemetry.rs", "GetTelemetrySubscriptions"),
     (ApiKey::PushTelemetry, "crates/cli/tests/stock_client_telemetry.rs", "PushTelemetry"),
     (ApiKey::ListConfigResources, "crates/cli/tests/stock_client_telemetry.rs", "ListConfigResources"),
+    (ApiKey::StreamsGroupHeartbeat, "crates/cli/tests/streams_groups_raw.rs", "StreamsGroupHeartbeat"),
+    (ApiKey::StreamsGroupDescribe, "crates/cli/tests/streams_groups_raw.rs", "StreamsGroupDescribe"),
+    (ApiKey::StreamsGroupTopologyDescriptionUpdate, "crates/cli/tests/streams_groups_raw.rs", "StreamsGroupTopologyDescriptionUpdate"),
     (ApiKey::CreateDelegationToken, "crates/cli/tests/stock_delegation_tokens.rs", "--create"),
     (ApiKey::RenewDelegationToken, "crates/cli/tests/stock_delegation_tokens.rs", "--renew"),
     (ApiKey::ExpireDelegationToken, "crates/cli/tests/stock_delegation_tokens.rs", "--expire"),
@@ -114,9 +117,6 @@ const COVERAGE: &[(ApiKey, &str, &str)] = &[
 #[rustfmt::skip]
 const NOT_SERVED: &[(ApiKey, &str)] = &[
     (ApiKey::AssignReplicasToDirs, "not built yet (issue 29, KIP-858)"),
-    (ApiKey::StreamsGroupHeartbeat, "not built yet (issue 29)"),
-    (ApiKey::StreamsGroupDescribe, "not built yet (issue 29)"),
-    (ApiKey::StreamsGroupTopologyDescriptionUpdate, "not built yet (issue 29)"),
 ];
 
 fn range(table: &ApiVersionsTable, key: ApiKey) -> Option<String> {

@@ -50,10 +50,7 @@ const KNOWN_DIFFERENCES: &[(Listener, ApiKey, Range, Range)] = &[
     // kraftd always takes the pushes (its /metrics shows them), so always advertises it.
     (Listener::Broker, ApiKey::GetTelemetrySubscriptions, None, Some((0, 0))),
     (Listener::Broker, ApiKey::PushTelemetry, None, Some((0, 0))),
-    // Not built yet (issue 29): streams groups, KIP-858's directory assignment and cordoned log dirs (BrokerHeartbeat v2).
-    (Listener::Broker, ApiKey::StreamsGroupHeartbeat, Some((0, 1)), None),
-    (Listener::Broker, ApiKey::StreamsGroupDescribe, Some((0, 1)), None),
-    (Listener::Broker, ApiKey::StreamsGroupTopologyDescriptionUpdate, Some((0, 0)), None),
+    // Not built yet (issue 29): KIP-858's directory assignment and cordoned log dirs (BrokerHeartbeat v2).
     (Listener::Controller, ApiKey::AssignReplicasToDirs, Some((0, 0)), None),
     (Listener::Controller, ApiKey::BrokerHeartbeat, Some((0, 2)), Some((0, 1))),
 ];

@@ -2,7 +2,7 @@
 //!
 //! - A kraftd broker beside two Kafka brokers on three Kafka controllers formatted by
 //!   `kafka-storage format` with Kafka's defaults (4.4-IV2, share.version 2) except
-//!   `streams.version=0` (kraftd serves no streams groups): it registers, is unfenced, joins the ISR of an RF 3
+//!   `streams.version=0` (pinned, the cluster as the test always ran it): it registers, is unfenced, joins the ISR of an RF 3
 //!   topic, and leadership moves from a Kafka broker to it and on to the other Kafka broker;
 //!   every acks=all record is read back through each broker after each move.
 //! - A Kafka broker beside two kraftd brokers on three kraftd controllers formatted by
@@ -326,14 +326,14 @@ fn kraftd_format_finalizes_what_kafka_storage_format_does() {
         );
     }
 
-    // A level kraftd cannot serve is refused in one line naming it, and nothing is formatted.
+    // A level no release has is refused in one line naming it, and nothing is formatted.
     let node = Node::new(&root.path().join("refused"), 1);
     std::fs::create_dir_all(&node.dir).unwrap();
     write_config(&node, &voters(std::slice::from_ref(&node)));
     for (args, message) in [
         (
-            ["--feature", "streams.version=1"],
-            "streams.version=1 is not supported by kraftd (it supports streams.version 0-0)",
+            ["--feature", "streams.version=2"],
+            "No feature:streams.version with feature level 2",
         ),
         (
             ["--release-version", "2.8"],

@@ -17,6 +17,12 @@
 //! waited for good on UNSTABLE_OFFSET_COMMIT) and an offsets-only commit was refused
 //! INVALID_TXN_STATE.
 //!
+//! The scenario runs twice: with the classic rebalance protocol (Streams' own assignor in
+//! the JoinGroup leader) and with `group.protocol=streams` (KIP-1071: the broker's streams
+//! group coordinator assigns the tasks and creates the internal topics). The streams run
+//! also drives Kafka's `kafka-streams-groups` tool (`StreamsGroupCommand`): `--list` and
+//! `--describe` while the group runs, `--delete` once it is empty.
+//!
 //! To see a failing run: `KRAFTD_TEST_LOG=info,kraftd::request=debug` (every request in
 //! and out of the node); each instance's stdout and stderr are printed on failure.
 
@@ -27,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::kafka_jars::{classpath, log4j_option};
+use common::kafka_jars::{classpath, log4j_option, run_tool};
 use common::python::{python, wait_until_brokers_listed};
 use common::script::Script;
 use common::{formatted_combined_node, Node};
@@ -41,7 +47,13 @@ struct Instance {
 }
 
 impl Instance {
-    fn start(root: &Path, classes: &Path, bootstrap: &str, name: &'static str) -> Instance {
+    fn start(
+        root: &Path,
+        classes: &Path,
+        bootstrap: &str,
+        name: &'static str,
+        protocol: Protocol,
+    ) -> Instance {
         let out = root.join(format!("streams-{name}.out"));
         let err = root.join(format!("streams-{name}.err"));
         let child = Command::new("java")
@@ -52,6 +64,7 @@ impl Instance {
             .arg(bootstrap)
             .arg("wc")
             .arg(root.join(format!("state-{name}")))
+            .args(protocol.app_settings())
             .stdin(Stdio::null())
             .stdout(File::create(&out).unwrap())
             .stderr(File::create(&err).unwrap())
@@ -150,17 +163,56 @@ fn reports(instances: &[&Instance]) -> String {
         .join("\n")
 }
 
+/// The rebalance protocol the instances run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Classic,
+    Streams,
+}
+
+impl Protocol {
+    /// The StreamsConfig settings the application is started with.
+    fn app_settings(self) -> Vec<String> {
+        match self {
+            Protocol::Classic => Vec::new(),
+            Protocol::Streams => vec!["group.protocol=streams".to_string()],
+        }
+    }
+}
+
 /// A kraftd combined node (broker and controller in one process) under `root`, started.
+/// Streams members are fenced 6 s after their last heartbeat (the broker's
+/// `group.streams.session.timeout.ms`; Kafka's least is 45 s unless lowered, as here), as
+/// the classic members by the application's `session.timeout.ms`.
 fn combined_node(root: &Path) -> (Node, u16) {
     let (mut node, client) = formatted_combined_node(
         root,
         "offsets.topic.replication.factor=1\noffsets.topic.num.partitions=10\n\
          transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
          transaction.state.log.num.partitions=10\n\
-         group.initial.rebalance.delay.ms=0\n",
+         group.initial.rebalance.delay.ms=0\n\
+         group.streams.min.session.timeout.ms=6000\ngroup.streams.session.timeout.ms=6000\n\
+         group.streams.min.heartbeat.interval.ms=1000\ngroup.streams.heartbeat.interval.ms=1000\n",
     );
     node.start();
     (node, client)
+}
+
+/// Kafka's `kafka-streams-groups` with `args` against `bootstrap`: its stdout, having
+/// checked it exited 0.
+fn streams_groups_tool(bootstrap: &str, args: &[&str]) -> String {
+    let mut all = vec!["--bootstrap-server", bootstrap];
+    all.extend_from_slice(args);
+    let out = run_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", &all);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(
+        out.status.success(),
+        "kafka-streams-groups {args:?} failed\n{stdout}\n{stderr}"
+    );
+    stdout
 }
 
 /// `javac` of the application into `root/classes`.
@@ -200,6 +252,15 @@ fn wait_fed(feed: &mut Script, more: u64, logs: impl Fn() -> String) {
 
 #[test]
 fn streams_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_a_kill() {
+    run(Protocol::Classic);
+}
+
+#[test]
+fn streams_protocol_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_a_kill() {
+    run(Protocol::Streams);
+}
+
+fn run(protocol: Protocol) {
     python();
     let started = Instant::now();
     let root = tempfile::tempdir().unwrap();
@@ -216,8 +277,8 @@ fn streams_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_
     feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
 
     let running = "STATE REBALANCING -> RUNNING";
-    let mut a = Instance::start(root.path(), &classes, &bootstrap, "A");
-    let mut b = Instance::start(root.path(), &classes, &bootstrap, "B");
+    let mut a = Instance::start(root.path(), &classes, &bootstrap, "A", protocol);
+    let mut b = Instance::start(root.path(), &classes, &bootstrap, "B", protocol);
     a.wait_line(running, 1, 120, &[&a, &b]);
     b.wait_line(running, 1, 120, &[&a, &b]);
     wait_fed(&mut feed, 1000, || reports(&[&a, &b]));
@@ -234,9 +295,24 @@ fn streams_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_
     wait_fed(&mut feed, 1000, || reports(&[&a, &b]));
 
     // C joins, then A is killed: C takes every task over.
-    let mut c = Instance::start(root.path(), &classes, &bootstrap, "C");
+    let mut c = Instance::start(root.path(), &classes, &bootstrap, "C", protocol);
     c.wait_line(running, 1, 120, &[&a, &b, &c]);
     wait_fed(&mut feed, 1000, || reports(&[&a, &b, &c]));
+    if protocol == Protocol::Streams {
+        let listed = streams_groups_tool(&bootstrap, &["--list"]);
+        assert!(
+            listed.lines().any(|l| l.trim() == "wc"),
+            "--list does not name wc:\n{listed}"
+        );
+        let described = streams_groups_tool(&bootstrap, &["--describe", "--group", "wc"]);
+        assert!(
+            described.contains("wc") && !described.contains("Error"),
+            "--describe:\n{described}"
+        );
+        let members =
+            streams_groups_tool(&bootstrap, &["--describe", "--group", "wc", "--members"]);
+        eprintln!("kafka-streams-groups --describe:\n{described}\n{members}");
+    }
     let at = Instant::now();
     let runs = c.count(running);
     a.kill9();
@@ -264,6 +340,32 @@ fn streams_exactly_once_counts_every_word_once_through_a_clean_close_a_join_and_
 
     c.terminate();
     c.wait_exit(60);
+    if protocol == Protocol::Streams {
+        // Empty once C's session is over (or at once, when it left): then it may go.
+        common::eventually(
+            "kafka-streams-groups --delete",
+            Duration::from_secs(60),
+            || node.logs(),
+            || {
+                let mut all = vec!["--bootstrap-server", bootstrap.as_str()];
+                all.extend_from_slice(&["--delete", "--group", "wc"]);
+                let out = run_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", &all);
+                let text = String::from_utf8_lossy(&out.stdout).to_string();
+                if out.status.success()
+                    && text.contains("Deletion of requested streams groups ('wc') was successful")
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
+                }
+            },
+        );
+        let listed = streams_groups_tool(&bootstrap, &["--list"]);
+        assert!(
+            !listed.lines().any(|l| l.trim() == "wc"),
+            "wc still listed after --delete:\n{listed}"
+        );
+    }
     for i in [&a, &b, &c] {
         let (out, err) = (i.stdout(), i.stderr());
         assert!(

@@ -55,6 +55,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::auth::{default_message, RequestAuth};
+use crate::control::config_defs::STREAMS_ASSIGNORS_DEFAULT;
 use crate::control::config_defs::{
     all_broker_config_defs, any_broker_config_def, broker_config_def, broker_config_synonyms,
     described_broker_config_def, group_config_synonym, response_type, topic_config_synonyms,
@@ -591,10 +592,6 @@ pub fn effective_group_configs(
         })
         .collect()
 }
-
-/// Kafka's default of `group.streams.assignors`, which kraftd does not define (no streams
-/// groups): `streams.assignor.name`'s default.
-const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
 
 /// One group config of one group (`ConfigHelper.createGroupConfigEntry`): its own value,
 /// else its broker synonym's (the first of `group.streams.assignors` for

@@ -50,6 +50,7 @@ use super::quota::{ConsumerFetchQuota, RequestQuota};
 use super::share_fetch_apis::{ShareApis, SHARE_API_KEYS};
 use super::share_group_apis::{ShareGroupApis, SHARE_GROUP_API_KEYS};
 use super::share_state_apis::{ShareStateApis, SHARE_STATE_API_KEYS};
+use super::streams_group_apis::{StreamsGroupApis, STREAMS_GROUP_API_KEYS};
 use super::telemetry_apis::{self, TELEMETRY_API_KEYS};
 use super::token_apis;
 use super::txn_apis::{TxnApis, TXN_API_KEYS};
@@ -88,6 +89,7 @@ impl KafkaApis {
             .chain(LOCAL_API_KEYS)
             .chain(GROUP_API_KEYS)
             .chain(SHARE_GROUP_API_KEYS)
+            .chain(STREAMS_GROUP_API_KEYS)
             .chain(TXN_API_KEYS)
             .chain(LOG_DIR_API_KEYS)
             .chain(SHARE_STATE_API_KEYS)
@@ -440,6 +442,14 @@ impl KafkaApis {
             }
             body if SHARE_GROUP_API_KEYS.contains(&request.api_key) => {
                 ShareGroupApis {
+                    context: &self.context,
+                    listener: &self.listener,
+                }
+                .handle(&request.header, request.peer, body, auth)
+                .await
+            }
+            body if STREAMS_GROUP_API_KEYS.contains(&request.api_key) => {
+                StreamsGroupApis {
                     context: &self.context,
                     listener: &self.listener,
                 }

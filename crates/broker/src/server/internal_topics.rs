@@ -34,6 +34,8 @@ pub struct InternalTopics {
     offsets: AtomicI64,
     transactions: AtomicI64,
     share_state: AtomicI64,
+    /// A streams group's internal topics, by name: when each was last asked for.
+    streams: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
 
 /// An internal topic as the broker creates it on first use.
@@ -114,6 +116,63 @@ impl InternalTopics {
             ],
         };
         create_internal_topic(context, image, &context.internal_topics.share_state, spec)
+    }
+}
+
+impl InternalTopics {
+    /// Asks the controller for a streams group's missing internal topics, as the group
+    /// coordinator configured them (Kafka's `AutoTopicCreationManager.createStreamsInternalTopics`):
+    /// each at most every few seconds, as the broker itself (the client's CREATE was checked).
+    pub fn create_streams_internal_topics(
+        context: &Arc<BrokerApisContext>,
+        topics: Vec<CreatableTopic>,
+    ) {
+        let now = unix_ms();
+        let topics: Vec<CreatableTopic> = {
+            let mut asked = context
+                .internal_topics
+                .streams
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            asked.retain(|_, at| now - *at < CREATE_RETRY_MS);
+            topics
+                .into_iter()
+                .filter(|t| asked.insert(t.name.clone(), now).is_none())
+                .collect()
+        };
+        if topics.is_empty() {
+            return;
+        }
+        let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
+        info!(topics = ?names, "creating a streams group's internal topics");
+        let create = CreateTopicsRequest {
+            topics,
+            timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
+            ..Default::default()
+        };
+        let context = Arc::clone(context);
+        let version = supported_range(ApiKey::CreateTopics).max;
+        tokio::spawn(async move {
+            let deadline = Instant::now() + FORWARD_TIMEOUT;
+            match context
+                .forwarding
+                .send_direct(version, RequestBody::CreateTopics(create), deadline)
+                .await
+            {
+                Ok(ResponseBody::CreateTopics(r)) => {
+                    for t in r.topics {
+                        if t.error_code != 0 && t.error_code != ErrorCode::TopicAlreadyExists.code()
+                        {
+                            warn!(topic = t.name, error = ?ErrorCode::from_code(t.error_code), message = ?t.error_message, "creating a streams internal topic failed");
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    debug!(topics = ?names, error = %e, "creating streams internal topics failed")
+                }
+            }
+        });
     }
 }
 

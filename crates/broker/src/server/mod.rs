@@ -29,6 +29,7 @@ pub mod share_fetch_apis;
 pub mod share_group_apis;
 mod share_group_offsets;
 pub mod share_state_apis;
+pub mod streams_group_apis;
 pub mod telemetry_apis;
 pub mod token_apis;
 pub mod txn_apis;
@@ -252,6 +253,13 @@ pub fn supported_features() -> Vec<Feature> {
             name: "share.version".into(),
             min_supported_version: 0,
             max_supported_version: 2,
+            ..Default::default()
+        },
+        // 1: KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe).
+        Feature {
+            name: "streams.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
             ..Default::default()
         },
     ]

@@ -5,8 +5,9 @@
 //! whose bootstrap version it reaches: Kafka's `Feature.defaultLevel`), then each level
 //! checked against Kafka's levels and dependencies. One difference: a default never exceeds
 //! what kraftd supports (`kraftd_broker::server::supported_features`), so a feature kraftd
-//! does not serve (`streams.version`) defaults to 0 and `share.version` to the highest level
-//! kraftd serves; a level named explicitly that kraftd does not support is refused.
+//! does not serve would default to 0 and `share.version` defaults to the highest level
+//! kraftd serves; a level named explicitly that kraftd does not support is refused. Every
+//! Kafka 4.4.0 default is served now (`streams.version` 1 since streams groups, KIP-1071).
 //! `kraft.version` is decided by the quorum flags ([`super::dynamic`]) and only checked here.
 
 use std::collections::BTreeMap;
@@ -250,12 +251,12 @@ mod tests {
         assert_eq!(l.features["eligible.leader.replicas.version"], 1);
         assert_eq!(l.features["kraft.version"], 0);
         // Kafka's default is 2 and 1; kraftd serves share.version up to its own maximum and
-        // no streams groups.
+        // streams groups (KIP-1071).
         assert_eq!(
             l.features["share.version"],
             2.min(kraftd_supported("share.version").1)
         );
-        assert_eq!(l.features["streams.version"], 0);
+        assert_eq!(l.features["streams.version"], 1);
     }
 
     #[test]
@@ -295,9 +296,8 @@ mod tests {
             err(Some("4.0-IV0"), &["eligible.leader.replicas.version=1"])
                 .contains("depends on metadata.version level 23")
         );
-        assert!(err(None, &["streams.version=1"]).starts_with(
-            "streams.version=1 is not supported by kraftd (it supports streams.version 0-0)"
-        ));
+        assert!(err(None, &["streams.version=2"])
+            .contains("No feature:streams.version with feature level 2"));
         assert!(err(None, &["kraft.version=1"]).contains("Cannot set kraft.version to 1"));
         assert!(err(None, &["share.version"]).contains("Can't parse feature=share.version"));
         let ok = levels(None, &["share.version=1", "streams.version=0"]).unwrap();

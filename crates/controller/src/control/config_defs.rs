@@ -587,6 +587,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.share.assignment.interval.ms", int(0))
         .default("1000")
         .doc("The interval between assignment updates for a share group."),
+    def("group.streams.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a streams group."),
     def("leader.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the property leader.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
@@ -794,6 +797,54 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.share.session.timeout.ms", int(1))
         .default("45000")
         .doc("The timeout to detect client failures when using the share group protocol."),
+    def("group.streams.acceptable.recovery.lag", long(0))
+        .default("10000")
+        .internal()
+        .doc("The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment."),
+    def("group.streams.max.assignment.interval.ms", int(0))
+        .default("15000")
+        .doc("The maximum interval between assignment updates for a streams group."),
+    def("group.streams.min.assignment.interval.ms", int(0))
+        .default("0")
+        .doc("The minimum interval between assignment updates for a streams group."),
+    def("group.streams.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members."),
+    def("group.streams.initial.rebalance.delay.ms", int(0))
+        .default("3000")
+        .doc("The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance. A longer delay means potentially fewer rebalances."),
+    def("group.streams.max.heartbeat.interval.ms", int(1))
+        .default("15000")
+        .doc("The maximum allowed value for the group-level configuration of streams.heartbeat.interval.ms"),
+    def("group.streams.max.session.timeout.ms", int(1))
+        .default("60000")
+        .doc("The maximum allowed value for the group-level configuration of streams.session.timeout.ms"),
+    def("group.streams.max.size", int(1))
+        .default("2147483647")
+        .doc("The maximum number of streams clients that a single streams group can accommodate."),
+    def("group.streams.max.standby.replicas", int(0))
+        .default("2")
+        .doc("The maximum allowed value for the group-level configuration of streams.num.standby.replicas"),
+    def("group.streams.min.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The minimum allowed value for the group-level configuration of streams.heartbeat.interval.ms"),
+    def("group.streams.min.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The minimum allowed value for the group-level configuration of streams.session.timeout.ms"),
+    def("group.streams.min.task.offset.interval.ms", int(1))
+        .default("15000")
+        .internal()
+        .doc("The minimum allowed value for the group-level configuration of streams.task.offset.interval.ms"),
+    def("group.streams.num.standby.replicas", int(0))
+        .default("0")
+        .doc("The number of standby replicas for each task."),
+    def("group.streams.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the streams group protocol."),
+    def("group.streams.task.offset.interval.ms", int(1))
+        .default("60000")
+        .internal()
+        .doc("The interval in which the warmup task changelog offsets on a client are updated on the broker. The offsets are sent with the next heartbeat after this time has passed."),
     def("inter.broker.listener.name", STRING)
         .doc("Name of listener used for communication between brokers."),
     def("leader.imbalance.check.interval.seconds", long(1))
@@ -1160,7 +1211,9 @@ pub use client_metrics::{
     CLIENT_SOFTWARE_VERSION, CLIENT_SOURCE_ADDRESS, CLIENT_SOURCE_PORT, INTERVAL_MS_CONFIG,
     INTERVAL_MS_DEFAULT, MATCH_CONFIG, METRICS_CONFIG,
 };
-pub use group::{group_config_synonym, GroupConfigBounds, GROUP_CONFIG_BOUNDS};
+pub use group::{
+    group_config_synonym, GroupConfigBounds, GROUP_CONFIG_BOUNDS, STREAMS_ASSIGNORS_DEFAULT,
+};
 pub use kafka_names::{is_kafka_broker_config, KAFKA_BROKER_CONFIG_NAMES};
 
 /// kraftd's own properties that are not config definitions, read once at start by the

@@ -169,6 +169,7 @@ const GROUPS: &str =
 const SHARE_BOUNDS: &str =
     "bounds the broker default at start-up (Kafka's ShareGroupConfig.validate)";
 const SHARE_GROUPS: &str = "the broker's group coordinator's share groups (kraftd-coordinator's group/share/), from the properties file";
+const STREAMS_GROUPS: &str = "the broker's group coordinator's streams groups (kraftd-coordinator's group/streams/), from the properties file";
 const SHARE_PARTITIONS: &str = "the share-partition leaders (share/share_partition_manager.rs), unless the group's share.* config overrides it";
 const OFFSETS_TOPIC: &str =
     "__consumer_offsets as the broker creates it on first use (server/internal_topics.rs)";
@@ -236,6 +237,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(B, "errors.deadletterqueue.topic.name.prefix", DLQ),
     honoured(B, "follower.replication.throttled.rate", THROTTLE),
     honoured_static(B, "group.share.assignment.interval.ms", SHARE_GROUPS),
+    honoured_static(B, "group.streams.assignment.interval.ms", STREAMS_GROUPS),
     honoured(B, "leader.replication.throttled.rate", THROTTLE),
     honoured_static(B, "log.cleaner.threads", CLEANER),
     honoured(B, "log.cleanup.policy", CLEANER),
@@ -304,6 +306,21 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.share.partition.max.record.locks", SHARE_PARTITIONS),
     honoured(S, "group.share.record.lock.duration.ms", SHARE_PARTITIONS),
     honoured(S, "group.share.session.timeout.ms", SHARE_GROUPS),
+    honoured(S, "group.streams.acceptable.recovery.lag", STREAMS_GROUPS),
+    honoured(S, "group.streams.max.assignment.interval.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.min.assignment.interval.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.heartbeat.interval.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.initial.rebalance.delay.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.max.heartbeat.interval.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.max.session.timeout.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.max.size", STREAMS_GROUPS),
+    honoured(S, "group.streams.max.standby.replicas", STREAMS_GROUPS),
+    honoured(S, "group.streams.min.heartbeat.interval.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.min.session.timeout.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.min.task.offset.interval.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.num.standby.replicas", STREAMS_GROUPS),
+    honoured(S, "group.streams.session.timeout.ms", STREAMS_GROUPS),
+    honoured(S, "group.streams.task.offset.interval.ms", STREAMS_GROUPS),
     honoured(S, "inter.broker.listener.name", "the listener replicas fetch from"),
     honoured(S, "leader.imbalance.check.interval.seconds", REBALANCE),
     honoured(S, "listeners", "the sockets bound"),

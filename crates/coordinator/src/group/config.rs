@@ -110,6 +110,8 @@ pub struct GroupCoordinatorConfig {
     /// `group.share.initialize.retry.interval.ms`: a share partition still initializing
     /// after this long is initialized again on the next heartbeat.
     pub share_initialize_retry_interval_ms: i32,
+    /// The `group.streams.*` settings (KIP-1071 streams groups).
+    pub streams: StreamsGroupConfig,
     /// `offsets.retention.minutes`, in ms.
     pub offsets_retention_ms: i64,
     /// `offsets.retention.check.interval.ms`.
@@ -166,6 +168,34 @@ impl GroupCoordinatorConfig {
         ) {
             c.share_heartbeat_interval_ms = v;
         }
+        let s = &self.streams;
+        if let Some(v) = value(
+            "streams.session.timeout.ms",
+            s.min_session_timeout_ms,
+            s.max_session_timeout_ms,
+        ) {
+            c.streams.session_timeout_ms = v;
+        }
+        if let Some(v) = value(
+            "streams.heartbeat.interval.ms",
+            s.min_heartbeat_interval_ms,
+            s.max_heartbeat_interval_ms,
+        ) {
+            c.streams.heartbeat_interval_ms = v;
+        }
+        if let Some(v) = value("streams.num.standby.replicas", 0, s.max_standby_replicas) {
+            c.streams.num_standby_replicas = v;
+        }
+        if let Some(v) = value("streams.initial.rebalance.delay.ms", 0, i32::MAX) {
+            c.streams.initial_rebalance_delay_ms = v;
+        }
+        if let Some(v) = value(
+            "streams.assignment.interval.ms",
+            s.min_assignment_interval_ms,
+            s.max_assignment_interval_ms,
+        ) {
+            c.streams.assignment_interval_ms = v;
+        }
         if let Some(v) = value(
             "share.assignment.interval.ms",
             self.share_min_assignment_interval_ms,
@@ -207,6 +237,7 @@ impl Default for GroupCoordinatorConfig {
             share_min_assignment_interval_ms: 0,
             share_max_assignment_interval_ms: 15_000,
             share_initialize_retry_interval_ms: 30_000,
+            streams: StreamsGroupConfig::default(),
             offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
@@ -247,6 +278,22 @@ impl GroupCoordinatorConfig {
         "group.share.min.assignment.interval.ms",
         "group.share.max.assignment.interval.ms",
         "group.share.initialize.retry.interval.ms",
+        "group.streams.session.timeout.ms",
+        "group.streams.min.session.timeout.ms",
+        "group.streams.max.session.timeout.ms",
+        "group.streams.heartbeat.interval.ms",
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+        "group.streams.max.size",
+        "group.streams.num.standby.replicas",
+        "group.streams.max.standby.replicas",
+        "group.streams.initial.rebalance.delay.ms",
+        "group.streams.assignment.interval.ms",
+        "group.streams.min.assignment.interval.ms",
+        "group.streams.max.assignment.interval.ms",
+        "group.streams.task.offset.interval.ms",
+        "group.streams.min.task.offset.interval.ms",
+        "group.streams.acceptable.recovery.lag",
         "offsets.retention.minutes",
         "offsets.retention.check.interval.ms",
         "offset.metadata.max.bytes",
@@ -362,6 +409,7 @@ impl GroupCoordinatorConfig {
                 "group.share.initialize.retry.interval.ms" => {
                     c.share_initialize_retry_interval_ms = p.int(1)?
                 }
+                k if k.starts_with("group.streams.") => c.streams.set(k, &p)?,
                 "offsets.retention.minutes" => c.offsets_retention_ms = p.long(1)? * 60_000,
                 "offsets.retention.check.interval.ms" => {
                     c.offsets_retention_check_interval_ms = p.long(1)?
@@ -383,6 +431,7 @@ impl GroupCoordinatorConfig {
             .share_initialize_retry_interval_ms
             .max(c.offset_commit_timeout_ms);
         c.check_share_bounds()?;
+        c.streams.check_bounds()?;
         Ok(c)
     }
 
@@ -476,6 +525,197 @@ impl GroupCoordinatorConfig {
             ai_key,
             ai,
             "must be less than or equal to group.share.max.assignment.interval.ms",
+        )
+    }
+}
+
+/// Kafka 4.4's `group.streams.*` settings (`GroupCoordinatorConfig`, KIP-1071), by Kafka's
+/// names and defaults; each validated as Kafka's `ConfigDef` and `verifyStreamsGroupConfigs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamsGroupConfig {
+    /// `group.streams.session.timeout.ms`.
+    pub session_timeout_ms: i32,
+    /// `group.streams.min.session.timeout.ms`.
+    pub min_session_timeout_ms: i32,
+    /// `group.streams.max.session.timeout.ms`.
+    pub max_session_timeout_ms: i32,
+    /// `group.streams.heartbeat.interval.ms`.
+    pub heartbeat_interval_ms: i32,
+    /// `group.streams.min.heartbeat.interval.ms`.
+    pub min_heartbeat_interval_ms: i32,
+    /// `group.streams.max.heartbeat.interval.ms`.
+    pub max_heartbeat_interval_ms: i32,
+    /// `group.streams.max.size`.
+    pub max_size: i32,
+    /// `group.streams.num.standby.replicas`: standby tasks per active task.
+    pub num_standby_replicas: i32,
+    /// `group.streams.max.standby.replicas`.
+    pub max_standby_replicas: i32,
+    /// `group.streams.initial.rebalance.delay.ms`: a new group's first assignment waits this
+    /// long so that the instances starting together join one assignment.
+    pub initial_rebalance_delay_ms: i32,
+    /// `group.streams.assignment.interval.ms`: a group's target assignment is computed at
+    /// most this often (ASSIGNMENT_DELAYED meanwhile).
+    pub assignment_interval_ms: i32,
+    /// `group.streams.min.assignment.interval.ms`.
+    pub min_assignment_interval_ms: i32,
+    /// `group.streams.max.assignment.interval.ms`.
+    pub max_assignment_interval_ms: i32,
+    /// `group.streams.task.offset.interval.ms`.
+    pub task_offset_interval_ms: i32,
+    /// `group.streams.min.task.offset.interval.ms`.
+    pub min_task_offset_interval_ms: i32,
+    /// `group.streams.acceptable.recovery.lag`.
+    pub acceptable_recovery_lag: i64,
+}
+
+impl Default for StreamsGroupConfig {
+    fn default() -> Self {
+        StreamsGroupConfig {
+            session_timeout_ms: 45_000,
+            min_session_timeout_ms: 45_000,
+            max_session_timeout_ms: 60_000,
+            heartbeat_interval_ms: 5_000,
+            min_heartbeat_interval_ms: 5_000,
+            max_heartbeat_interval_ms: 15_000,
+            max_size: i32::MAX,
+            num_standby_replicas: 0,
+            max_standby_replicas: 2,
+            initial_rebalance_delay_ms: 3_000,
+            assignment_interval_ms: 1_000,
+            min_assignment_interval_ms: 0,
+            max_assignment_interval_ms: 15_000,
+            task_offset_interval_ms: 60_000,
+            min_task_offset_interval_ms: 15_000,
+            acceptable_recovery_lag: 10_000,
+        }
+    }
+}
+
+impl StreamsGroupConfig {
+    /// Sets one `group.streams.*` key (others of the prefix are Kafka's and not read here).
+    fn set(&mut self, key: &str, p: &Property<'_>) -> Result<(), ConfigError> {
+        match key {
+            "group.streams.session.timeout.ms" => self.session_timeout_ms = p.int(1)?,
+            "group.streams.min.session.timeout.ms" => self.min_session_timeout_ms = p.int(1)?,
+            "group.streams.max.session.timeout.ms" => self.max_session_timeout_ms = p.int(1)?,
+            "group.streams.heartbeat.interval.ms" => self.heartbeat_interval_ms = p.int(1)?,
+            "group.streams.min.heartbeat.interval.ms" => {
+                self.min_heartbeat_interval_ms = p.int(1)?
+            }
+            "group.streams.max.heartbeat.interval.ms" => {
+                self.max_heartbeat_interval_ms = p.int(1)?
+            }
+            "group.streams.max.size" => self.max_size = p.int(1)?,
+            "group.streams.num.standby.replicas" => self.num_standby_replicas = p.int(0)?,
+            "group.streams.max.standby.replicas" => self.max_standby_replicas = p.int(0)?,
+            "group.streams.initial.rebalance.delay.ms" => {
+                self.initial_rebalance_delay_ms = p.int(0)?
+            }
+            "group.streams.assignment.interval.ms" => self.assignment_interval_ms = p.int(0)?,
+            "group.streams.min.assignment.interval.ms" => {
+                self.min_assignment_interval_ms = p.int(0)?
+            }
+            "group.streams.max.assignment.interval.ms" => {
+                self.max_assignment_interval_ms = p.int(0)?
+            }
+            "group.streams.task.offset.interval.ms" => self.task_offset_interval_ms = p.int(1)?,
+            "group.streams.min.task.offset.interval.ms" => {
+                self.min_task_offset_interval_ms = p.int(1)?
+            }
+            "group.streams.acceptable.recovery.lag" => self.acceptable_recovery_lag = p.long(0)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Kafka's `verifyStreamsGroupConfigs`, for the settings read here.
+    fn check_bounds(&self) -> Result<(), ConfigError> {
+        let require = |ok: bool, key: &str, value: i32, reason: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    key: key.into(),
+                    value: value.to_string(),
+                    reason: reason.into(),
+                })
+            }
+        };
+        let hb_key = "group.streams.heartbeat.interval.ms";
+        let st_key = "group.streams.session.timeout.ms";
+        require(
+            self.max_heartbeat_interval_ms >= self.min_heartbeat_interval_ms,
+            "group.streams.max.heartbeat.interval.ms",
+            self.max_heartbeat_interval_ms,
+            "must be greater than or equal to group.streams.min.heartbeat.interval.ms",
+        )?;
+        require(
+            self.heartbeat_interval_ms >= self.min_heartbeat_interval_ms,
+            hb_key,
+            self.heartbeat_interval_ms,
+            "must be greater than or equal to group.streams.min.heartbeat.interval.ms",
+        )?;
+        require(
+            self.heartbeat_interval_ms <= self.max_heartbeat_interval_ms,
+            hb_key,
+            self.heartbeat_interval_ms,
+            "must be less than or equal to group.streams.max.heartbeat.interval.ms",
+        )?;
+        require(
+            self.max_session_timeout_ms >= self.min_session_timeout_ms,
+            "group.streams.max.session.timeout.ms",
+            self.max_session_timeout_ms,
+            "must be greater than or equal to group.streams.min.session.timeout.ms",
+        )?;
+        require(
+            self.session_timeout_ms >= self.min_session_timeout_ms,
+            st_key,
+            self.session_timeout_ms,
+            "must be greater than or equal to group.streams.min.session.timeout.ms",
+        )?;
+        require(
+            self.session_timeout_ms <= self.max_session_timeout_ms,
+            st_key,
+            self.session_timeout_ms,
+            "must be less than or equal to group.streams.max.session.timeout.ms",
+        )?;
+        require(
+            self.heartbeat_interval_ms < self.session_timeout_ms,
+            hb_key,
+            self.heartbeat_interval_ms,
+            "must be less than group.streams.session.timeout.ms",
+        )?;
+        let ai_key = "group.streams.assignment.interval.ms";
+        require(
+            self.max_assignment_interval_ms >= self.min_assignment_interval_ms,
+            "group.streams.max.assignment.interval.ms",
+            self.max_assignment_interval_ms,
+            "must be greater than or equal to group.streams.min.assignment.interval.ms",
+        )?;
+        require(
+            self.assignment_interval_ms >= self.min_assignment_interval_ms,
+            ai_key,
+            self.assignment_interval_ms,
+            "must be greater than or equal to group.streams.min.assignment.interval.ms",
+        )?;
+        require(
+            self.assignment_interval_ms <= self.max_assignment_interval_ms,
+            ai_key,
+            self.assignment_interval_ms,
+            "must be less than or equal to group.streams.max.assignment.interval.ms",
+        )?;
+        require(
+            self.num_standby_replicas <= self.max_standby_replicas,
+            "group.streams.num.standby.replicas",
+            self.num_standby_replicas,
+            "must be less than or equal to group.streams.max.standby.replicas",
+        )?;
+        require(
+            self.task_offset_interval_ms >= self.min_task_offset_interval_ms,
+            "group.streams.task.offset.interval.ms",
+            self.task_offset_interval_ms,
+            "must be greater than or equal to group.streams.min.task.offset.interval.ms",
         )
     }
 }

@@ -17,6 +17,7 @@
 //! - [`classic`]: classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup);
 //! - [`consumer`]: KIP-848 consumer groups (ConsumerGroupHeartbeat, server-side assignors);
 //! - [`share`]: KIP-932 share groups (ShareGroupHeartbeat, the `simple` assignor);
+//! - [`streams`]: KIP-1071 streams groups (StreamsGroupHeartbeat, the `sticky` task assignor);
 //! - [`offsets`]: committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, expiry).
 
 pub mod classic;
@@ -28,6 +29,7 @@ pub mod offsets;
 pub mod record;
 pub mod shard;
 pub mod share;
+pub mod streams;
 pub mod timer;
 mod txn_offsets;
 

@@ -50,6 +50,7 @@ use crate::group::record::CoordinatorRecord;
 use crate::group::share::{
     ShareGroup, ShareGroupDeletion, ShareOffsetsAlter, ShareOffsetsDeletion,
 };
+use crate::group::streams::{StreamsGroup, StreamsHeartbeatResult};
 use crate::group::timer::{Timer, TimerKey};
 use crate::shard::{CoordinatorShard, ReplayFailure};
 
@@ -80,6 +81,8 @@ pub enum ShardRequest {
     ConsumerGroupDescribe(Vec<String>),
     ShareGroupHeartbeat(ShareGroupHeartbeatRequest),
     ShareGroupDescribe(Vec<String>),
+    StreamsGroupHeartbeat(kraftd_protocol::messages::StreamsGroupHeartbeatRequest),
+    StreamsGroupDescribe(Vec<String>),
     /// DeleteGroups' first step for share groups: the share state to delete through the
     /// persister before the groups go (a read; see [`ShareGroupDeletion`]).
     ShareGroupsToDelete(Vec<String>),
@@ -122,6 +125,10 @@ pub enum ShardResponse {
     ConsumerGroupDescribe(Vec<ConsumerDescribedGroup>),
     ShareGroupHeartbeat(ShareGroupHeartbeatResponse),
     ShareGroupDescribe(Vec<ShareDescribedGroup>),
+    StreamsGroupHeartbeat(StreamsHeartbeatResult),
+    StreamsGroupDescribe(
+        Vec<kraftd_protocol::messages::streams_group_describe_response::DescribedGroup>,
+    ),
     ShareGroupsToDelete(Vec<(String, ShareGroupDeletion)>),
     ShareGroupInitializedPartitions(Partitions),
     AlterShareGroupOffsets(ShareOffsetsAlter),
@@ -169,6 +176,8 @@ pub struct ShardStats {
     pub consumer_rebalances: u64,
     /// Share group epochs bumped (a ShareGroupMetadata record).
     pub share_rebalances: u64,
+    /// Streams group epochs bumped (a StreamsGroupMetadata record).
+    pub streams_rebalances: u64,
     /// Offsets committed.
     pub offset_commits: u64,
     /// Offsets deleted (OffsetDelete, DeleteGroups, expiry).
@@ -183,15 +192,17 @@ pub enum Group {
     Classic(ClassicGroup),
     Consumer(ConsumerGroup),
     Share(ShareGroup),
+    Streams(StreamsGroup),
 }
 
 impl Group {
-    /// `classic` or `consumer` (ListGroups' `group_type`).
+    /// `classic`, `consumer`, `share` or `streams` (ListGroups' `group_type`).
     pub fn group_type(&self) -> &'static str {
         match self {
             Group::Classic(_) => "classic",
             Group::Consumer(_) => "consumer",
             Group::Share(_) => "share",
+            Group::Streams(_) => "streams",
         }
     }
 
@@ -201,6 +212,7 @@ impl Group {
             Group::Classic(g) => g.state_name(),
             Group::Consumer(g) => g.state_name(),
             Group::Share(g) => g.state_name(),
+            Group::Streams(g) => g.state_name(),
         }
     }
 
@@ -209,6 +221,7 @@ impl Group {
             Group::Classic(g) => g.protocol_type(),
             Group::Consumer(_) => "consumer",
             Group::Share(_) => "share",
+            Group::Streams(_) => "streams",
         }
     }
 
@@ -218,6 +231,7 @@ impl Group {
             Group::Classic(g) => g.is_empty(),
             Group::Consumer(g) => g.is_empty(),
             Group::Share(g) => g.is_empty(),
+            Group::Streams(g) => g.is_empty(),
         }
     }
 
@@ -239,6 +253,9 @@ impl Group {
             }
             // Kafka's `ShareGroup.validateOffsetCommit`: share groups keep no offsets here.
             Group::Share(_) => Err(ErrorCode::GroupIdNotFound),
+            Group::Streams(g) => {
+                g.validate_offset_commit(member_id, group_instance_id, generation_or_epoch, api)
+            }
         }
     }
 
@@ -253,6 +270,7 @@ impl Group {
             Group::Classic(_) => Ok(()),
             Group::Consumer(g) => g.validate_offset_fetch(member_id, member_epoch),
             Group::Share(_) => Err(ErrorCode::GroupIdNotFound),
+            Group::Streams(g) => g.validate_offset_fetch(member_id, member_epoch),
         }
     }
 
@@ -262,6 +280,7 @@ impl Group {
             Group::Classic(g) => g.is_subscribed_to_topic(topic),
             Group::Consumer(g) => g.is_subscribed_to_topic(topic),
             Group::Share(g) => g.is_subscribed_to_topic(topic),
+            Group::Streams(g) => g.is_subscribed_to_topic(topic),
         }
     }
 
@@ -283,7 +302,7 @@ impl Group {
     pub fn offsets_may_expire(&self) -> bool {
         match self {
             Group::Classic(g) => g.is_empty() || g.protocol_type() == "consumer",
-            Group::Consumer(_) | Group::Share(_) => true,
+            Group::Consumer(_) | Group::Share(_) | Group::Streams(_) => true,
         }
     }
 
@@ -293,6 +312,7 @@ impl Group {
             Group::Classic(g) => g.delete_records(),
             Group::Consumer(g) => g.delete_records(),
             Group::Share(g) => g.delete_records(),
+            Group::Streams(g) => g.delete_records(),
         }
     }
 }
@@ -454,10 +474,10 @@ impl GroupCoordinatorShard {
                 if !self
                     .share_replay_record(&key, value.clone())
                     .map_err(fail)?
+                    && !self
+                        .streams_replay_record(&key, value.clone())
+                        .map_err(fail)?
                 {
-                    // Streams groups are not served: their records are kept in the log
-                    // (compaction keeps them) and skipped here, as a Kafka broker with
-                    // the feature off does.
                     let _ = self.consumer_replay(key, value).map_err(fail)?;
                 }
             }
@@ -472,6 +492,7 @@ impl GroupCoordinatorShard {
         self.classic_on_loaded();
         self.consumer_on_loaded();
         self.share_loaded();
+        self.streams_loaded();
         self.timer.schedule(
             TimerKey::OffsetExpiration,
             now_ms + self.config.offsets_retention_check_interval_ms,
@@ -549,6 +570,17 @@ impl GroupCoordinatorShard {
                 let described = ids.iter().map(|id| self.share_group_describe(id)).collect();
                 self.reply(reply, ShardResponse::ShareGroupDescribe(described));
             }
+            ShardRequest::StreamsGroupHeartbeat(r) => {
+                let result = self.streams_heartbeat(ctx, r);
+                self.reply(reply, ShardResponse::StreamsGroupHeartbeat(result));
+            }
+            ShardRequest::StreamsGroupDescribe(ids) => {
+                let described = ids
+                    .iter()
+                    .map(|id| self.streams_group_describe(id))
+                    .collect();
+                self.reply(reply, ShardResponse::StreamsGroupDescribe(described));
+            }
             ShardRequest::ShareGroupsToDelete(ids) => {
                 let found = self.share_groups_to_delete(&ids);
                 self.reply(reply, ShardResponse::ShareGroupsToDelete(found));
@@ -598,6 +630,13 @@ impl GroupCoordinatorShard {
                 }
                 TimerKey::ShareSession { group, member } => {
                     self.share_session_expired(&group, &member)
+                }
+                TimerKey::StreamsSession { group, member }
+                | TimerKey::StreamsRebalance { group, member } => {
+                    self.streams_fence(&group, &member)
+                }
+                TimerKey::StreamsInitialRebalance { group } => {
+                    self.streams_initial_rebalance(&group)
                 }
             }
         }
@@ -691,6 +730,9 @@ impl GroupCoordinatorShard {
                 Some((GroupCoordinatorRecordValue::ShareGroupMetadata(_), _)) => {
                     self.stats.share_rebalances += 1
                 }
+                Some((GroupCoordinatorRecordValue::StreamsGroupMetadata(_), _)) => {
+                    self.stats.streams_rebalances += 1
+                }
                 Some((GroupCoordinatorRecordValue::OffsetCommit(_), _)) => {
                     self.stats.offset_commits += 1
                 }
@@ -750,7 +792,7 @@ impl GroupCoordinatorShard {
             Some(Group::Consumer(g)) => g.describe_classic(ctx),
             // Kafka's `describeGroups` reads classic groups only: a share group is
             // described as not found (v6+ name the error).
-            Some(Group::Share(_)) => DescribedGroup {
+            Some(Group::Share(_) | Group::Streams(_)) => DescribedGroup {
                 group_id: id.to_string(),
                 group_state: "Dead".into(),
                 error_code: if ctx.api_version >= 6 {

@@ -20,6 +20,12 @@ pub enum TimerKey {
     ConsumerRebalance { group: String, member: String },
     /// A share member's session (`group.share.session.timeout.ms`).
     ShareSession { group: String, member: String },
+    /// A streams member's session (`group.streams.session.timeout.ms`).
+    StreamsSession { group: String, member: String },
+    /// A streams member revoking tasks (its `rebalance.timeout.ms`).
+    StreamsRebalance { group: String, member: String },
+    /// A new streams group's first assignment (`group.streams.initial.rebalance.delay.ms`).
+    StreamsInitialRebalance { group: String },
     /// Expired offsets and empty groups (`offsets.retention.check.interval.ms`).
     OffsetExpiration,
 }

@@ -72,6 +72,10 @@ pub fn group_config_synonym(name: &str) -> Option<&'static str> {
     })
 }
 
+/// Kafka's default `group.streams.assignors`: its one assignor, which kraftd's streams
+/// groups run (the coordinator's `STREAMS_ASSIGNOR_NAME`).
+pub const STREAMS_ASSIGNORS_DEFAULT: &str = "sticky";
+
 /// The node's bounds on group configs: its `group.consumer.*`, `group.share.*` and
 /// `group.streams.*` minimums, maximums and defaults ([`GROUP_CONFIG_BOUNDS`]) and its
 /// streams assignors, as Kafka's `GroupCoordinatorConfig` and `ShareGroupConfig` give
@@ -87,7 +91,7 @@ impl Default for GroupConfigBounds {
     fn default() -> Self {
         GroupConfigBounds {
             values: GROUP_CONFIG_BOUNDS.iter().copied().collect(),
-            streams_assignors: vec!["sticky".to_string()],
+            streams_assignors: vec![STREAMS_ASSIGNORS_DEFAULT.to_string()],
         }
     }
 }

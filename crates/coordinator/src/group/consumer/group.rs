@@ -19,9 +19,9 @@ use crate::group::config::AssignorName;
 use crate::group::record::CoordinatorRecord;
 
 /// OffsetCommit v9 is the first a member of the consumer protocol may use.
-const CONSUMER_PROTOCOL_COMMIT_VERSION: i16 = 9;
+pub(crate) const CONSUMER_PROTOCOL_COMMIT_VERSION: i16 = 9;
 /// The generation / member epoch a request outside any generation names.
-const UNKNOWN_GENERATION_ID: i32 = -1;
+pub(crate) const UNKNOWN_GENERATION_ID: i32 = -1;
 /// DescribeGroups v6 is the first that carries an error for a group of another type.
 const DESCRIBE_GROUPS_ERROR_VERSION: i16 = 6;
 

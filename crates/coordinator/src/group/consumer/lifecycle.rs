@@ -212,7 +212,7 @@ impl GroupCoordinatorShard {
             .values_mut()
             .filter_map(|g| match g {
                 Group::Consumer(g) => Some(g),
-                Group::Classic(_) | Group::Share(_) => None,
+                Group::Classic(_) | Group::Share(_) | Group::Streams(_) => None,
             })
             .collect();
         groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));

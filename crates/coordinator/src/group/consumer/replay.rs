@@ -44,6 +44,7 @@ impl GroupCoordinatorShard {
         let replace = match self.groups.get(id) {
             Some(Group::Consumer(_)) => false,
             Some(Group::Share(_)) => return Err(format!("group {id} is a share group")),
+            Some(Group::Streams(_)) => return Err(format!("group {id} is a streams group")),
             Some(Group::Classic(c)) => {
                 if !create {
                     return Ok(None);

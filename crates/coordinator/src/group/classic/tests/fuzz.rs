@@ -86,7 +86,7 @@ fn run(seed: u64, steps: usize) {
         let instance = rng.pick(&instances).map(str::to_string);
         let generation = h.shard.group(&group).map_or(0, |g| match g {
             Group::Classic(g) => g.generation_id(),
-            Group::Consumer(_) | Group::Share(_) => 0,
+            Group::Consumer(_) | Group::Share(_) | Group::Streams(_) => 0,
         }) + rng.below(3) as i32
             - 1;
         match rng.below(9) {

@@ -1,0 +1,292 @@
+//! Streams group tests, sans IO, through the shard as its runtime drives it ([`Replica`]):
+//! topologies against missing and present topics, the internal topics to create, members
+//! joining (a task revoked from one member before another gets it), leaving, expiring, the
+//! initial rebalance delay; after each step a shard loaded from the log holds the same group.
+
+use std::collections::BTreeMap;
+
+use kraftd_protocol::messages::streams_group_heartbeat_request::{
+    KeyValue, Subtopology, TaskIds, TopicInfo, Topology,
+};
+use kraftd_protocol::messages::{StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse};
+use kraftd_protocol::ErrorCode;
+
+use super::topology::status;
+use super::*;
+use crate::group::config::{GroupCoordinatorConfig, StreamsGroupConfig};
+use crate::group::shard::{Group, GroupCoordinatorShard, ShardRequest, ShardResponse};
+use crate::testing::group::Topics;
+use crate::testing::{ctx, Replica};
+
+const GROUP: &str = "app";
+
+fn replica(topics: &[(&str, i32)], delay_ms: i32) -> Replica<GroupCoordinatorShard> {
+    let config = GroupCoordinatorConfig {
+        streams: StreamsGroupConfig {
+            initial_rebalance_delay_ms: delay_ms,
+            // Every heartbeat may compute an assignment unless a test says otherwise.
+            assignment_interval_ms: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Replica::new(0, 0, config, Topics::of(topics), 1_000)
+}
+
+/// A word count's topology: `0` reads `in` and writes the repartition topic `1` reads; `1`
+/// keeps a store with a changelog.
+fn topology() -> Topology {
+    let info = |name: &str, configs: &[(&str, &str)]| TopicInfo {
+        name: name.into(),
+        topic_configs: configs
+            .iter()
+            .map(|(k, v)| KeyValue {
+                key: k.to_string(),
+                value: v.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    Topology {
+        epoch: 0,
+        subtopologies: vec![
+            Subtopology {
+                subtopology_id: "0".into(),
+                source_topics: vec!["in".into()],
+                repartition_sink_topics: vec!["app-rep".into()],
+                ..Default::default()
+            },
+            Subtopology {
+                subtopology_id: "1".into(),
+                repartition_source_topics: vec![info("app-rep", &[("cleanup.policy", "delete")])],
+                state_changelog_topics: vec![info("app-log", &[("cleanup.policy", "compact")])],
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    }
+}
+
+fn ids(t: &[(&str, &[i32])]) -> Vec<TaskIds> {
+    t.iter()
+        .map(|(s, p)| TaskIds {
+            subtopology_id: s.to_string(),
+            partitions: p.to_vec(),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// One heartbeat; `owned` is the active tasks the member reports (`None`: not reported).
+fn beat(
+    r: &mut Replica<GroupCoordinatorShard>,
+    member: &str,
+    epoch: i32,
+    owned: Option<&[(&str, &[i32])]>,
+) -> (StreamsGroupHeartbeatResponse, Vec<String>) {
+    let join = epoch == 0;
+    let request = StreamsGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: member.into(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: if join { 30_000 } else { -1 },
+        topology: join.then(topology),
+        process_id: join.then(|| format!("process-{member}")),
+        active_tasks: owned.map(ids).or_else(|| join.then(Vec::new)),
+        standby_tasks: (owned.is_some() || join).then(Vec::new),
+        warmup_tasks: (owned.is_some() || join).then(Vec::new),
+        ..Default::default()
+    };
+    match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
+        ShardResponse::StreamsGroupHeartbeat(res) => (
+            res.response,
+            res.topics_to_create
+                .into_iter()
+                .map(|t| format!("{}/{}", t.name, t.num_partitions))
+                .collect(),
+        ),
+        other => panic!("not a heartbeat answer: {other:?}"),
+    }
+}
+
+fn group(r: &Replica<GroupCoordinatorShard>) -> &StreamsGroup {
+    match r.shard.group(GROUP) {
+        Some(Group::Streams(g)) => g,
+        other => panic!("no streams group: {other:?}"),
+    }
+}
+
+/// A shard loaded from the log holds the same group.
+fn replay_check(r: &Replica<GroupCoordinatorShard>) {
+    let loaded = r.reload();
+    match loaded.group(GROUP) {
+        Some(Group::Streams(g)) => assert_eq!(g, group(r), "replayed group differs"),
+        other => panic!("the log holds no streams group: {other:?}"),
+    }
+}
+
+fn codes(resp: &StreamsGroupHeartbeatResponse) -> Vec<i8> {
+    resp.status
+        .iter()
+        .flatten()
+        .map(|s| s.status_code)
+        .collect()
+}
+
+fn tasks(resp: &StreamsGroupHeartbeatResponse) -> BTreeMap<String, Vec<i32>> {
+    resp.active_tasks
+        .iter()
+        .flatten()
+        .map(|t| (t.subtopology_id.clone(), t.partitions.clone()))
+        .collect()
+}
+
+#[test]
+fn missing_source_topics_then_internal_topics_then_tasks() {
+    let mut r = replica(&[], 0);
+    let (resp, create) = beat(&mut r, "a", 0, None);
+    assert_eq!(resp.error_code, 0);
+    assert_eq!(codes(&resp), vec![status::MISSING_SOURCE_TOPICS]);
+    assert!(create.is_empty());
+    assert_eq!(group(&r).state(), StreamsGroupState::NotReady);
+    assert!(resp.member_epoch > 0);
+    replay_check(&r);
+
+    // The source topic appears: the internal topics are asked for with its partitions.
+    r.shard.on_metadata_update(Topics::of(&[("in", 3)]));
+    let (resp, create) = beat(&mut r, "a", resp.member_epoch, None);
+    assert_eq!(codes(&resp), vec![status::MISSING_INTERNAL_TOPICS]);
+    assert_eq!(create, vec!["app-log/3", "app-rep/3"]);
+    assert!(tasks(&resp).is_empty());
+
+    // They exist: the member gets every task at a new epoch.
+    r.shard
+        .on_metadata_update(Topics::of(&[("in", 3), ("app-rep", 3), ("app-log", 3)]));
+    let (resp, create) = beat(&mut r, "a", resp.member_epoch, None);
+    assert!(create.is_empty());
+    assert!(codes(&resp).is_empty());
+    assert_eq!(
+        tasks(&resp),
+        BTreeMap::from([("0".into(), vec![0, 1, 2]), ("1".into(), vec![0, 1, 2])])
+    );
+    assert_eq!(group(&r).state(), StreamsGroupState::Stable);
+    replay_check(&r);
+}
+
+#[test]
+fn existing_internal_topic_with_other_partitions_is_reported() {
+    let mut r = replica(&[("in", 3), ("app-rep", 3), ("app-log", 2)], 0);
+    let (resp, create) = beat(&mut r, "a", 0, None);
+    assert_eq!(codes(&resp), vec![status::INCORRECTLY_PARTITIONED_TOPICS]);
+    assert!(create.is_empty());
+}
+
+#[test]
+fn a_task_is_revoked_before_another_member_gets_it() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
+    let (a, _) = beat(&mut r, "a", 0, None);
+    assert_eq!(tasks(&a).values().map(Vec::len).sum::<usize>(), 4);
+    let all: &[(&str, &[i32])] = &[("0", &[0, 1]), ("1", &[0, 1])];
+    let (a, _) = beat(&mut r, "a", a.member_epoch, Some(all));
+
+    // b joins: it gets nothing while a still runs what it should give up.
+    let (b, _) = beat(&mut r, "b", 0, None);
+    assert!(tasks(&b).is_empty());
+    let (a2, _) = beat(&mut r, "a", a.member_epoch, Some(all));
+    assert_eq!(
+        a2.member_epoch, a.member_epoch,
+        "a stays at its epoch while revoking"
+    );
+    let kept = tasks(&a2);
+    assert_eq!(kept.values().map(Vec::len).sum::<usize>(), 2);
+    let (b, _) = beat(&mut r, "b", b.member_epoch, Some(&[]));
+    assert!(tasks(&b).is_empty(), "b waits for a's tasks");
+    assert_eq!(group(&r).state(), StreamsGroupState::Reconciling);
+    replay_check(&r);
+
+    // a reports only what it kept: it moves on, and b gets the rest.
+    let kept_ids: Vec<(String, Vec<i32>)> = kept.into_iter().collect();
+    let kept_ref: Vec<(&str, &[i32])> = kept_ids
+        .iter()
+        .map(|(s, p)| (s.as_str(), p.as_slice()))
+        .collect();
+    let (a3, _) = beat(&mut r, "a", a2.member_epoch, Some(&kept_ref));
+    assert!(a3.member_epoch > a2.member_epoch);
+    let (b2, _) = beat(&mut r, "b", b.member_epoch, Some(&[]));
+    assert_eq!(tasks(&b2).values().map(Vec::len).sum::<usize>(), 2);
+    assert_eq!(group(&r).state(), StreamsGroupState::Stable);
+    replay_check(&r);
+
+    // a leaves: b gets everything; a stale epoch is fenced.
+    let (left, _) = beat(&mut r, "a", -1, None);
+    assert_eq!(left.member_epoch, -1);
+    let (b3, _) = beat(&mut r, "b", b2.member_epoch, None);
+    assert_eq!(tasks(&b3).values().map(Vec::len).sum::<usize>(), 4);
+    let (fenced, _) = beat(&mut r, "b", b3.member_epoch + 5, None);
+    assert_eq!(fenced.error_code, ErrorCode::FencedMemberEpoch.code());
+    replay_check(&r);
+}
+
+#[test]
+fn session_expiry_fences_and_the_initial_delay_holds_the_first_assignment() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 3_000);
+    let (a, _) = beat(&mut r, "a", 0, None);
+    assert_eq!(codes(&a), vec![status::ASSIGNMENT_DELAYED]);
+    assert!(a.member_epoch > 0, "a delayed member still gets an epoch");
+    assert!(tasks(&a).is_empty());
+    let (b, _) = beat(&mut r, "b", 0, None);
+    assert!(tasks(&b).is_empty());
+    r.advance(3_000);
+    let (a, _) = beat(&mut r, "a", a.member_epoch, Some(&[]));
+    let (b, _) = beat(&mut r, "b", b.member_epoch, Some(&[]));
+    assert_eq!(tasks(&a).values().map(Vec::len).sum::<usize>(), 2);
+    assert_eq!(tasks(&b).values().map(Vec::len).sum::<usize>(), 2);
+    replay_check(&r);
+
+    // b stops heartbeating: after its session it is fenced and a gets its tasks.
+    for _ in 0..10 {
+        r.advance(5_000);
+        let epoch = group(&r).members["a"].member_epoch;
+        let _ = beat(&mut r, "a", epoch, None);
+    }
+    assert!(!group(&r).members.contains_key("b"));
+    assert_eq!(
+        group(&r).members["a"]
+            .assigned
+            .active_tasks()
+            .values()
+            .map(|p| p.len())
+            .sum::<usize>(),
+        4
+    );
+    replay_check(&r);
+}
+
+#[test]
+fn the_assignment_interval_delays_a_new_target_assignment() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
+    r.shard.config = std::sync::Arc::new(GroupCoordinatorConfig {
+        streams: StreamsGroupConfig {
+            initial_rebalance_delay_ms: 0,
+            assignment_interval_ms: 1_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let (a, _) = beat(&mut r, "a", 0, None);
+    assert!(
+        codes(&a).is_empty(),
+        "the first assignment is computed at once"
+    );
+    assert_eq!(tasks(&a).values().map(Vec::len).sum::<usize>(), 4);
+    let (b, _) = beat(&mut r, "b", 0, None);
+    assert_eq!(codes(&b), vec![status::ASSIGNMENT_DELAYED]);
+    assert_eq!(group(&r).state(), StreamsGroupState::Assigning);
+    r.advance(1_000);
+    let all: &[(&str, &[i32])] = &[("0", &[0, 1]), ("1", &[0, 1])];
+    let (a2, _) = beat(&mut r, "a", a.member_epoch, Some(all));
+    assert!(codes(&a2).is_empty());
+    assert_eq!(tasks(&a2).values().map(Vec::len).sum::<usize>(), 2);
+    replay_check(&r);
+}
