@@ -122,18 +122,20 @@ impl TelemetryStore {
         for point in points {
             let labels = labels(&instance_text, client_id, point.attributes);
             let key = (sanitize_name(&point.name), labels);
-            let exists = client.series.contains_key(&key);
+            // A replaced series is charged its new size: a push may not grow a kept
+            // histogram past the store's cap any more than it may add a series.
+            let old_cost = client.series.get(&key).map(|v| stored_bytes(&key, v));
             let cost = series_bytes(&key, &point.value);
-            let full = client.series.len() >= MAX_SERIES_PER_CLIENT
-                || self.bytes.saturating_add(cost) > MAX_STORE_BYTES;
-            if !exists && full {
+            let growth = cost.saturating_sub(old_cost.unwrap_or(0));
+            let full = (old_cost.is_none() && client.series.len() >= MAX_SERIES_PER_CLIENT)
+                || self.bytes.saturating_add(growth) > MAX_STORE_BYTES;
+            if full {
                 self.dropped_series += 1;
                 continue;
             }
-            if !exists {
-                client.bytes += cost;
-                self.bytes += cost;
-            }
+            let old_cost = old_cost.unwrap_or(0);
+            client.bytes = client.bytes - old_cost + cost;
+            self.bytes = self.bytes - old_cost + cost;
             let previous = client.series.get(&key);
             let value = match point.value {
                 PointValue::Gauge(v) => Value::Gauge(v),
@@ -298,21 +300,38 @@ impl TelemetryStore {
 /// allowance for the structures holding them. A histogram's bounds are counted at their
 /// pushed length (a later push with other bounds replaces them, rarely).
 fn series_bytes(key: &SeriesKey, value: &PointValue) -> usize {
-    let strings: usize = key.0.len()
-        + key
-            .1
-            .iter()
-            .map(|(k, v)| k.len() + v.len() + 2 * std::mem::size_of::<String>())
-            .sum::<usize>();
     let buckets = match value {
         PointValue::Histogram {
             bounds,
             bucket_counts,
             ..
-        } => 8 * (bounds.len() + bucket_counts.len()),
+        } => bounds.len() + bucket_counts.len(),
         _ => 0,
     };
-    strings + buckets + SERIES_OVERHEAD_BYTES
+    key_bytes(key) + 8 * buckets + SERIES_OVERHEAD_BYTES
+}
+
+/// What a kept series costs (as [`series_bytes`] charged the point that made it).
+fn stored_bytes(key: &SeriesKey, value: &Value) -> usize {
+    let buckets = match value {
+        Value::Histogram {
+            bounds,
+            bucket_counts,
+            ..
+        } => bounds.len() + bucket_counts.len(),
+        _ => 0,
+    };
+    key_bytes(key) + 8 * buckets + SERIES_OVERHEAD_BYTES
+}
+
+/// The bytes of a series' name and labels.
+fn key_bytes(key: &SeriesKey) -> usize {
+    key.0.len()
+        + key
+            .1
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2 * std::mem::size_of::<String>())
+            .sum::<usize>()
 }
 
 /// The series' labels: the client's id labels, then the point's attributes (sanitized,
@@ -498,5 +517,32 @@ mod tests {
         store.write_prometheus(1, &mut out);
         assert!(out.contains("kraftd_client_telemetry_dropped_series_total{node=\"1\"} 5\n"));
         assert!(out.contains("kraftd_client_telemetry_dropped_pushes_total{node=\"1\"} 4\n"));
+    }
+
+    #[test]
+    fn a_replaced_series_is_charged_its_new_size() {
+        let histogram = |buckets: usize| PointValue::Histogram {
+            count: 1,
+            sum: 1.0,
+            bounds: vec![1.0; buckets],
+            bucket_counts: vec![1; buckets + 1],
+            delta: false,
+        };
+        let mut store = TelemetryStore::default();
+        let id = Uuid([7; 16]);
+        store.record(id, "app", 1000, 0, vec![point("h", &[], histogram(1))]);
+        let small = store.bytes();
+        // The same series again, with a thousand buckets: charged, not replaced for free.
+        store.record(id, "app", 1000, 1, vec![point("h", &[], histogram(1000))]);
+        let large = store.bytes();
+        assert_eq!(large - small, 8 * 2 * 999);
+        // Back to one bucket: the store shrinks again.
+        store.record(id, "app", 1000, 2, vec![point("h", &[], histogram(1))]);
+        assert_eq!(store.bytes(), small);
+        // A replacement that would pass the cap is dropped, as a new series would be.
+        store.bytes = MAX_STORE_BYTES - 100;
+        store.record(id, "app", 1000, 3, vec![point("h", &[], histogram(1000))]);
+        assert_eq!(store.bytes, MAX_STORE_BYTES - 100);
+        assert_eq!(store.dropped_series, 1);
     }
 }

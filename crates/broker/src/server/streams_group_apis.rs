@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use kraftd_controller::auth::RequestAuth;
 use kraftd_controller::control::acl::{OPERATION_READ, RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC};
+use kraftd_controller::control::topics::validate_topic_name;
 use kraftd_controller::publisher::{OPERATION_CREATE, OPERATION_DESCRIBE};
 use kraftd_controller::MetadataImage;
 use kraftd_coordinator::group::streams::topology::status;
@@ -30,6 +31,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use super::apis_context::{request_context, BrokerApisContext};
+use crate::kafka_apis::metadata::is_internal_topic;
 use super::group_apis::GroupApis;
 use super::group_auth;
 use super::internal_topics::InternalTopics;
@@ -52,25 +54,6 @@ pub fn streams_groups_enabled(image: &MetadataImage) -> bool {
         .finalized
         .get(STREAMS_VERSION_FEATURE)
         .is_some_and(|level| *level >= 1)
-}
-
-/// Kafka's `Topic.isInternal`.
-fn is_kafka_internal(topic: &str) -> bool {
-    matches!(
-        topic,
-        "__consumer_offsets" | "__transaction_state" | "__share_group_state"
-    )
-}
-
-/// Kafka's `Topic.isValid`: 1–249 characters of `[a-zA-Z0-9._-]`, not `.` nor `..`.
-fn is_valid_topic(topic: &str) -> bool {
-    !topic.is_empty()
-        && topic.len() <= 249
-        && topic != "."
-        && topic != ".."
-        && topic
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// One listener's view for the streams-group handlers.
@@ -160,7 +143,7 @@ impl StreamsGroupApis<'_> {
             let prohibited: Vec<&str> = required
                 .iter()
                 .copied()
-                .filter(|t| is_kafka_internal(t))
+                .filter(|t| is_internal_topic(t))
                 .collect();
             if !prohibited.is_empty() {
                 return refuse(
@@ -174,7 +157,7 @@ impl StreamsGroupApis<'_> {
             let invalid: Vec<&str> = required
                 .iter()
                 .copied()
-                .filter(|t| !is_valid_topic(t))
+                .filter(|t| validate_topic_name(t).is_err())
                 .collect();
             if !invalid.is_empty() {
                 return refuse(

@@ -109,6 +109,11 @@ impl ControllerNodeConfig {
         managers.cluster.cluster_id = cluster_id.clone();
         managers.cluster.node_id = node_id;
         managers.seed = u64::from(node_id.unsigned_abs()) ^ 0x6b72_6166_7464;
+        // Ids seeded per process: a seed fixed by the node id would draw the same topic and
+        // delegation-token ids again after every restart, handing a deleted topic's id to a
+        // new topic (KIP-516 relies on ids never coming back) or an expired token's id, and
+        // so its HMAC password, to a new owner; Kafka draws both from `Uuid.randomUuid`.
+        managers.id_seed = Some(rand_seed(node_id) ^ 0x6964_7365_6564);
         ControllerNodeConfig {
             node_id,
             cluster_id,

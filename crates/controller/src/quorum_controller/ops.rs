@@ -45,6 +45,10 @@ pub struct ManagersConfig {
     pub features: FeatureControlConfig,
     /// Seeds the deterministic source of topic ids and placement starts.
     pub seed: u64,
+    /// Seeds a separate source of ids (topic, ACL and delegation-token ids) when set: a
+    /// controller process sets it at random so that ids never come back after a restart
+    /// (`ControllerNodeConfig::new`); unset (simulations, tests), ids come from `seed`'s source.
+    pub id_seed: Option<u64>,
     /// This node's `group.*` bounds, which group configs must lie within.
     pub group_bounds: GroupConfigBounds,
     /// `delegation.token.*`.
@@ -68,6 +72,7 @@ pub struct Managers {
     pub delegation_tokens: DelegationTokenControlManager,
     pub heartbeats: BrokerHeartbeatManager,
     rng: u64,
+    id_rng: Option<u64>,
 }
 
 /// What a write operation sees.
@@ -107,24 +112,26 @@ impl Managers {
             delegation_tokens: DelegationTokenControlManager::new(config.delegation_tokens),
             heartbeats: BrokerHeartbeatManager::new(session_timeout_ms),
             rng: config.seed,
+            id_rng: config.id_seed,
         }
     }
 
     /// The next value of a splitmix64 sequence: deterministic for a seed, so simulated runs
     /// replay exactly.
     pub fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(&mut self.rng)
     }
 
-    /// A fresh random topic id.
+    /// A fresh random id (topic, ACL, delegation token): from the id source when the
+    /// process has one, else from the main sequence.
     pub fn next_uuid(&mut self) -> Uuid {
+        let mut draw = || match self.id_rng.as_mut() {
+            Some(state) => splitmix64(state),
+            None => splitmix64(&mut self.rng),
+        };
         let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&self.next_random().to_be_bytes());
-        bytes[8..].copy_from_slice(&self.next_random().to_be_bytes());
+        bytes[..8].copy_from_slice(&draw().to_be_bytes());
+        bytes[8..].copy_from_slice(&draw().to_be_bytes());
         Uuid(bytes)
     }
 }
@@ -371,8 +378,9 @@ pub fn alter_user_scram_credentials(
 }
 
 /// CreateDelegationToken by `requester`: the token id is a fresh Kafka `Uuid` string from
-/// the seeded source, drawn again while it names a token of the image (the source restarts
-/// with the controller) or starts with `-` (Kafka's `Uuid.randomUuid` avoids those too).
+/// the seeded source (seeded at random per controller process, so ids do not come back
+/// after a restart), drawn again while it names a token of the image or starts with `-`
+/// (Kafka's `Uuid.randomUuid` avoids those too).
 pub fn create_delegation_token(
     requester: KafkaPrincipal,
     request: CreateDelegationTokenRequest,
@@ -474,4 +482,13 @@ pub fn describe_client_quotas(
     ReadOp::new(move |image| {
         ClientQuotaControlManager::new().describe_client_quotas(image, &request)
     })
+}
+
+/// One step of splitmix64 over `state`.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }

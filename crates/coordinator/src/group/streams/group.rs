@@ -87,6 +87,15 @@ pub struct TargetTasks {
     pub warmup: Tasks,
 }
 
+impl TargetTasks {
+    /// No task of any kind.
+    pub fn is_empty(&self) -> bool {
+        [&self.active, &self.standby, &self.warmup]
+            .iter()
+            .all(|tasks| tasks.values().all(|p| p.is_empty()))
+    }
+}
+
 /// A streams group's state (Kafka's `StreamsGroupState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamsGroupState {

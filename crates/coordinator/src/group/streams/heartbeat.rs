@@ -321,6 +321,11 @@ impl GroupCoordinatorShard {
             fence_records(group, &r.member_id)
         };
         self.write_or_refuse(records)?;
+        if r.shutdown_application {
+            self.streams_shutdown_requests
+                .entry(r.group_id.clone())
+                .or_insert_with(|| r.member_id.clone());
+        }
         let (group, member) = (r.group_id.clone(), r.member_id.clone());
         self.timer.cancel(&TimerKey::StreamsRebalance {
             group: group.clone(),
@@ -351,6 +356,14 @@ impl GroupCoordinatorShard {
         };
         let (records, result, state) = self.plan_streams_heartbeat(ctx, r)?;
         self.write_or_refuse(records)?;
+        if was_empty {
+            self.streams_shutdown_requests.remove(&r.group_id);
+        }
+        if r.shutdown_application {
+            self.streams_shutdown_requests
+                .entry(r.group_id.clone())
+                .or_insert_with(|| r.member_id.clone());
+        }
         let config = self.group_config(&r.group_id).streams.clone();
         let key = |member: &str| (r.group_id.clone(), member.to_string());
         let (g, m) = key(&r.member_id);
@@ -717,16 +730,16 @@ impl GroupCoordinatorShard {
                 ..Default::default()
             });
         }
-        if r.shutdown_application {
-            statuses.push(Status {
-                status_code: status::SHUTDOWN_APPLICATION,
-                status_detail: format!(
-                    "Streams group member {} encountered a fatal error and requested a \
-                     shutdown for the entire application.",
-                    r.member_id
-                ),
-                ..Default::default()
-            });
+        // Kafka's `shutdownRequestMemberId`: once one member asked, every member hears it
+        // (cleared when the group empties; kept in memory only, as Kafka keeps it).
+        let requester = self
+            .streams_shutdown_requests
+            .get(&r.group_id)
+            .filter(|_| !group.is_empty())
+            .cloned()
+            .or_else(|| r.shutdown_application.then(|| r.member_id.clone()));
+        if let Some(requester) = requester {
+            statuses.push(shutdown_status(&requester));
         }
         response.status = Some(statuses);
         let state = Some((reconciled.state, reconciled.rebalance_timeout_ms));
@@ -822,5 +835,40 @@ impl GroupCoordinatorShard {
         for (k, deadline) in keys {
             self.timer.schedule(k, deadline);
         }
+        // A group loaded while its initial rebalance delay ran (the previous coordinator's
+        // timer, in memory only, is gone): its target is still the empty placeholder at
+        // the group epoch, which no heartbeat would replace. Compute it at once, as Kafka's
+        // next heartbeat would (it writes no placeholder).
+        let waiting: Vec<String> = self
+            .groups
+            .iter()
+            .filter_map(|(id, g)| match g {
+                Group::Streams(g)
+                    if !g.members.is_empty()
+                        && g.assignment_epoch == g.group_epoch
+                        && g.target_assignment.values().all(TargetTasks::is_empty) =>
+                {
+                    Some(id.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        for group in waiting {
+            self.timer
+                .schedule(TimerKey::StreamsInitialRebalance { group }, self.now_ms);
+        }
+    }
+}
+
+/// The SHUTDOWN_APPLICATION status every member of a group gets once `requester` asked
+/// (Kafka's detail text).
+fn shutdown_status(requester: &str) -> Status {
+    Status {
+        status_code: status::SHUTDOWN_APPLICATION,
+        status_detail: format!(
+            "Streams group member {requester} encountered a fatal error and requested a \
+             shutdown for the entire application."
+        ),
+        ..Default::default()
     }
 }

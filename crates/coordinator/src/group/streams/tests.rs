@@ -264,6 +264,47 @@ fn session_expiry_fences_and_the_initial_delay_holds_the_first_assignment() {
 }
 
 #[test]
+fn one_members_shutdown_request_reaches_every_member() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
+    let _ = beat(&mut r, "a", 0, None);
+    let _ = beat(&mut r, "b", 0, None);
+    let request = StreamsGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: "a".into(),
+        member_epoch: group(&r).members["a"].member_epoch,
+        rebalance_timeout_ms: -1,
+        shutdown_application: true,
+        ..Default::default()
+    };
+    let ShardResponse::StreamsGroupHeartbeat(a) =
+        r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request))
+    else {
+        panic!("not a heartbeat answer")
+    };
+    assert!(codes(&a.response).contains(&status::SHUTDOWN_APPLICATION));
+    // b did not ask, and hears it on its next heartbeat (Kafka's shutdownRequestMemberId).
+    let epoch = group(&r).members["b"].member_epoch;
+    let (b, _) = beat(&mut r, "b", epoch, None);
+    assert!(codes(&b).contains(&status::SHUTDOWN_APPLICATION), "{b:?}");
+    assert!(b.status.as_ref().unwrap().iter().any(|s| s.status_detail.contains("member a ")));
+}
+
+#[test]
+fn a_coordinator_loaded_during_the_initial_delay_still_assigns() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 3_000);
+    let (a, _) = beat(&mut r, "a", 0, None);
+    assert_eq!(codes(&a), vec![status::ASSIGNMENT_DELAYED]);
+    assert!(tasks(&a).is_empty());
+    // The coordinator moves before the delay ends; the old one's timer is gone with it.
+    r.shard = r.reload();
+    r.advance(1);
+    let epoch = group(&r).members["a"].member_epoch;
+    let (a, _) = beat(&mut r, "a", epoch, Some(&[]));
+    assert_eq!(tasks(&a).values().map(Vec::len).sum::<usize>(), 4);
+    replay_check(&r);
+}
+
+#[test]
 fn the_assignment_interval_delays_a_new_target_assignment() {
     let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
     r.shard.config = std::sync::Arc::new(GroupCoordinatorConfig {
