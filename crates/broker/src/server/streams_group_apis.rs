@@ -31,10 +31,10 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use super::apis_context::{request_context, BrokerApisContext};
-use crate::kafka_apis::metadata::is_internal_topic;
 use super::group_apis::GroupApis;
 use super::group_auth;
 use super::internal_topics::InternalTopics;
+use crate::kafka_apis::metadata::is_internal_topic;
 
 /// The feature that turns streams groups on (Kafka's `StreamsVersion.FEATURE_NAME`).
 pub const STREAMS_VERSION_FEATURE: &str = "streams.version";

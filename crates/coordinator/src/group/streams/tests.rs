@@ -286,7 +286,12 @@ fn one_members_shutdown_request_reaches_every_member() {
     let epoch = group(&r).members["b"].member_epoch;
     let (b, _) = beat(&mut r, "b", epoch, None);
     assert!(codes(&b).contains(&status::SHUTDOWN_APPLICATION), "{b:?}");
-    assert!(b.status.as_ref().unwrap().iter().any(|s| s.status_detail.contains("member a ")));
+    assert!(b
+        .status
+        .as_ref()
+        .unwrap()
+        .iter()
+        .any(|s| s.status_detail.contains("member a ")));
 }
 
 #[test]
