@@ -110,16 +110,7 @@ pub fn describe_configs_response(
         include_synonyms: version >= 1 && request.include_synonyms,
         include_documentation: version >= 3 && request.include_documentation,
     };
-    let layers = Layers {
-        dynamic_broker: image.configs.get(&ConfigResource::new(
-            ConfigResourceType::Broker,
-            ctx.broker_id.to_string(),
-        )),
-        dynamic_default: image
-            .configs
-            .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
-        static_configs: ctx.static_configs,
-    };
+    let layers = Layers::of(image, ctx.broker_id, ctx.static_configs);
     let results = request
         .resources
         .iter()
@@ -328,7 +319,25 @@ struct Layers<'a> {
     static_configs: &'a BTreeMap<String, String>,
 }
 
-impl Layers<'_> {
+impl<'a> Layers<'a> {
+    /// Node `broker_id`'s layers in `image`, over its properties file.
+    fn of(
+        image: &'a MetadataImage,
+        broker_id: i32,
+        static_configs: &'a BTreeMap<String, String>,
+    ) -> Self {
+        Layers {
+            dynamic_broker: image.configs.get(&ConfigResource::new(
+                ConfigResourceType::Broker,
+                broker_id.to_string(),
+            )),
+            dynamic_default: image
+                .configs
+                .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
+            static_configs,
+        }
+    }
+
     /// The value of a broker config as this broker runs with it: dynamic broker over dynamic
     /// default over static; `None` when no layer sets it.
     fn set_value(&self, name: &str) -> Option<&str> {
@@ -427,16 +436,7 @@ pub fn effective_topic_configs(
     static_configs: &BTreeMap<String, String>,
     topic: &str,
 ) -> BTreeMap<&'static str, String> {
-    let layers = Layers {
-        dynamic_broker: image.configs.get(&ConfigResource::new(
-            ConfigResourceType::Broker,
-            broker_id.to_string(),
-        )),
-        dynamic_default: image
-            .configs
-            .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
-        static_configs,
-    };
+    let layers = Layers::of(image, broker_id, static_configs);
     let overrides = image.configs.get(&ConfigResource::topic(topic));
     TOPIC_CONFIGS
         .iter()
@@ -566,16 +566,7 @@ pub fn effective_group_configs(
     static_configs: &BTreeMap<String, String>,
     group: &str,
 ) -> BTreeMap<&'static str, String> {
-    let layers = Layers {
-        dynamic_broker: image.configs.get(&ConfigResource::new(
-            ConfigResourceType::Broker,
-            broker_id.to_string(),
-        )),
-        dynamic_default: image
-            .configs
-            .get(&ConfigResource::new(ConfigResourceType::Broker, "")),
-        static_configs,
-    };
+    let layers = Layers::of(image, broker_id, static_configs);
     let overrides = image
         .configs
         .get(&ConfigResource::new(ConfigResourceType::Group, group));
