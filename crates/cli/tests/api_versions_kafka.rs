@@ -43,9 +43,6 @@ const KNOWN_DIFFERENCES: &[(Listener, ApiKey, Range, Range)] = &[
     (Listener::Controller, ApiKey::EndQuorumEpoch, Some((0, 1)), Some((1, 1))),
     (Listener::Controller, ApiKey::FetchSnapshot, Some((0, 1)), Some((1, 1))),
     (Listener::Controller, ApiKey::Fetch, Some((4, 18)), Some((18, 18))),
-    // Kafka's controllers also answer DescribeDelegationToken; kraftd's only the three that
-    // change a token (brokers answer Describe from their image).
-    (Listener::Controller, ApiKey::DescribeDelegationToken, Some((1, 3)), None),
     // Kafka advertises client telemetry only with a metrics reporter plugin configured;
     // kraftd always takes the pushes (its /metrics shows them), so always advertises it.
     (Listener::Broker, ApiKey::GetTelemetrySubscriptions, None, Some((0, 0))),

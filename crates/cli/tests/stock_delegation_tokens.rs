@@ -3,7 +3,8 @@
 //! `kafka-delegation-tokens` creates, describes, renews and expires a token; a stock Java
 //! producer and consumer log in with it (`tokenauth="true"`, username the token id,
 //! password its HMAC) and run as its owner; the token outlives a restart of the controller
-//! and the broker (its record replayed); once expired, a login with it fails. Kafka's errors
+//! and the broker (its record replayed); a controller describes it too, over its SCRAM
+//! listener; once expired, a login with it fails. Kafka's errors
 //! on the way: a renew by someone neither owner nor renewer (DELEGATION_TOKEN_OWNER_MISMATCH),
 //! any token request on a PLAINTEXT listener or from a token-authenticated session
 //! (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED); and without a secret key, DELEGATION_TOKEN_AUTH_DISABLED.
@@ -52,7 +53,7 @@ fn client_config(
 }
 
 /// A cluster of one controller and one broker with a PLAINTEXT and a SASL_PLAINTEXT
-/// listener, SCRAM users alice and bob from `kraftd format --add-scram`, and `extra` lines
+/// listener (the controller's SASL_PLAINTEXT too), SCRAM users alice and bob from `kraftd format --add-scram`, and `extra` lines
 /// on both nodes; started, with the SASL listener's address.
 fn sasl_cluster(root: &Path, extra: &[&str]) -> (Vec<Node>, Vec<Node>, String) {
     let (_id, mut controllers, mut brokers) = common::formatted_cluster_with_scram(
@@ -65,15 +66,31 @@ fn sasl_cluster(root: &Path, extra: &[&str]) -> (Vec<Node>, Vec<Node>, String) {
         ],
     );
     let sasl = free_port();
+    // The controller listener is SCRAM too: the broker logs in to it as alice, and a client
+    // with `bootstrap.controllers` can ask it for tokens.
+    let controller_jaas = format!(
+        "listener.name.controller.scram-sha-512.sasl.jaas.config={SCRAM_MODULE} \
+         username=\"alice\" password=\"alice-secret\";"
+    );
+    let controller_lines = [
+        "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.mechanism.controller.protocol=SCRAM-SHA-512",
+        controller_jaas.as_str(),
+    ];
+    for controller in &controllers {
+        controller.add_config(&controller_lines);
+        controller.add_config(&["listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT"]);
+    }
     let broker = &brokers[0];
+    broker.add_config(&controller_lines);
     broker.add_config(&[
         &format!(
             "listeners=PLAINTEXT://127.0.0.1:{},SASL://127.0.0.1:{sasl}",
             broker.port
         ),
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,\
+         CONTROLLER:SASL_PLAINTEXT",
         "inter.broker.listener.name=PLAINTEXT",
-        "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
     ]);
     for node in controllers.iter().chain(brokers.iter()) {
         node.add_config(extra);
@@ -90,6 +107,50 @@ fn tokens(bootstrap: &str, config: &str, args: &[&str]) -> std::process::Output 
     let mut all = vec!["--bootstrap-server", bootstrap, "--command-config", config];
     all.extend_from_slice(args);
     run_tool(TOKENS, &all)
+}
+
+/// DescribeDelegationToken for `owner`'s tokens (`User:<owner>`) on `controller`'s listener,
+/// logged in with `mechanism` as `user`: the answer's error and (token id, base64 HMAC)
+/// pairs. Raw, because Kafka's Admin client sends it only to brokers (its node provider does
+/// not support `bootstrap.controllers`).
+fn describe_on_controller(
+    controller: &Node,
+    mechanism: &str,
+    user: &str,
+    password: &str,
+    owner: &str,
+) -> (i16, Vec<(String, String)>) {
+    use base64::Engine as _;
+    use kraftd_protocol::messages::describe_delegation_token_request::DescribeDelegationTokenOwner;
+    use kraftd_protocol::messages::DescribeDelegationTokenRequest;
+    use kraftd_protocol::{RequestBody, ResponseBody};
+    let mut raw = common::raw::Raw::connect(&format!("127.0.0.1:{}", controller.port));
+    raw.scram_login(mechanism, user, password);
+    let answer = raw.call(
+        3,
+        RequestBody::DescribeDelegationToken(DescribeDelegationTokenRequest {
+            owners: Some(vec![DescribeDelegationTokenOwner {
+                principal_type: "User".into(),
+                principal_name: owner.into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    );
+    let ResponseBody::DescribeDelegationToken(r) = answer else {
+        panic!("{answer:?}")
+    };
+    let tokens = r
+        .tokens
+        .iter()
+        .map(|t| {
+            (
+                t.token_id.clone(),
+                base64::engine::general_purpose::STANDARD.encode(&t.hmac),
+            )
+        })
+        .collect();
+    (r.error_code, tokens)
 }
 
 /// The token id and base64 HMAC of the first token in the tool's table.
@@ -148,6 +209,20 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     );
     assert!(described.status.success(), "{}", output_text(&described));
     assert_eq!(first_token(&described), (token_id.clone(), hmac.clone()));
+    // A controller answers it too, from its own image (Kafka 4.4's controllers advertise
+    // DescribeDelegationToken but answer UNKNOWN_SERVER_ERROR).
+    assert_eq!(
+        describe_on_controller(
+            &controllers[0],
+            "SCRAM-SHA-512",
+            "alice",
+            "alice-secret",
+            "alice"
+        ),
+        (0, vec![(token_id.clone(), hmac.clone())]),
+        "{}",
+        logs(&controllers, &brokers)
+    );
 
     // A stock producer and consumer log in with the token, over both SCRAM mechanisms.
     let token512 = client_config(dir, "token512", 512, &token_id, &hmac, true);

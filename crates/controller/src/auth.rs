@@ -23,6 +23,7 @@ use kraftd_protocol::messages::create_acls_response::AclCreationResult;
 use kraftd_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
 use kraftd_protocol::messages::{
     CreateAclsResponse, DefaultPrincipalData, DeleteAclsResponse, DescribeAclsResponse,
+    DescribeDelegationTokenRequest, DescribeDelegationTokenResponse,
 };
 use kraftd_protocol::{ErrorCode, Message, RequestBody, ResponseBody};
 
@@ -31,6 +32,8 @@ use crate::control::acl::{
     PATTERN_TYPE_PREFIXED, PERMISSION_ALLOW, PERMISSION_DENY, RESOURCE_TYPE_CLUSTER,
     RESOURCE_TYPE_GROUP, RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_USER, WILDCARD_RESOURCE,
 };
+use crate::control::delegation_tokens::{describe_tokens, token_requests_allowed};
+use crate::control::DelegationTokenConfig;
 use crate::image::ConfigResourceType;
 use crate::publisher::{
     StandardAuthorizer, OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_CLUSTER_ACTION,
@@ -39,6 +42,7 @@ use crate::publisher::{
     OPERATION_TWO_PHASE_COMMIT, RESOURCE_TYPE_DELEGATION_TOKEN, RESOURCE_TYPE_TRANSACTIONAL_ID,
     WILDCARD_HOST, WILDCARD_PRINCIPAL,
 };
+use crate::MetadataImage;
 
 /// `authorizer.class.name` that turns authorization on.
 pub const STANDARD_AUTHORIZER_CLASS: &str =
@@ -269,6 +273,61 @@ impl RequestAuth {
             ),
         };
         (!allowed).then_some(code)
+    }
+
+    /// DescribeDelegationToken, as Kafka's `KafkaApis.handleDescribeTokensRequest` answers
+    /// it, on a broker and (unlike Kafka 4.4's, which advertises the API but answers
+    /// UNKNOWN_SERVER_ERROR) on a controller: every token (owners null) or those the named
+    /// owners own or renew, of which the requester sees its own, those it renews, and others
+    /// where it has DESCRIBE on the token or DESCRIBE_TOKENS on the owner. `protocol` is the
+    /// connection's (no token API on PLAINTEXT, nor for a token-authenticated session).
+    pub fn describe_delegation_tokens(
+        &self,
+        protocol: Option<kraftd_net::SecurityProtocol>,
+        config: &DelegationTokenConfig,
+        image: &MetadataImage,
+        request: &DescribeDelegationTokenRequest,
+    ) -> DescribeDelegationTokenResponse {
+        let requester = self.kafka_principal();
+        let refused = |code: ErrorCode| DescribeDelegationTokenResponse {
+            error_code: code.code(),
+            ..Default::default()
+        };
+        if !token_requests_allowed(requester, protocol) {
+            return refused(ErrorCode::DelegationTokenRequestNotAllowed);
+        }
+        if !config.enabled() {
+            return refused(ErrorCode::DelegationTokenAuthDisabled);
+        }
+        let owners: Option<Vec<KafkaPrincipal>> = request.owners.as_ref().map(|owners| {
+            owners
+                .iter()
+                .map(|o| KafkaPrincipal {
+                    principal_type: o.principal_type.clone(),
+                    name: o.principal_name.clone(),
+                    token_authenticated: false,
+                })
+                .collect()
+        });
+        let tokens = describe_tokens(
+            config,
+            image,
+            requester,
+            owners.as_deref(),
+            |token_id| self.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_DELEGATION_TOKEN, token_id),
+            |owner| {
+                self.authorize(
+                    OPERATION_DESCRIBE_TOKENS,
+                    RESOURCE_TYPE_USER,
+                    &owner.to_string(),
+                )
+            },
+        );
+        DescribeDelegationTokenResponse {
+            error_code: 0,
+            tokens,
+            ..Default::default()
+        }
     }
 
     /// Kafka's `filterByAuthorized`: the names (each checked once) that may have

@@ -398,9 +398,8 @@ impl KafkaApis {
                 ResponseBody::ShareAcknowledge(response)
             }
             RequestBody::DescribeDelegationToken(r) => {
-                ResponseBody::DescribeDelegationToken(token_apis::describe(
-                    &request.session,
-                    auth,
+                ResponseBody::DescribeDelegationToken(auth.describe_delegation_tokens(
+                    Some(request.session.protocol),
                     &self.context.delegation_tokens,
                     &self.image(),
                     &r,

@@ -28,6 +28,46 @@ impl Raw {
         }
     }
 
+    /// Logs in with `mechanism` (SCRAM-SHA-256 or SCRAM-SHA-512) as `user` (SaslHandshake
+    /// v1, then SaslAuthenticate for each step, as Kafka's clients do), panicking when the
+    /// node refuses.
+    pub fn scram_login(&mut self, mechanism: &str, user: &str, password: &str) {
+        use kraftd_net::sasl::scram::{random_nonce, ScramClient};
+        use kraftd_net::sasl::ScramHash;
+        use kraftd_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+        let handshake = self.call(
+            1,
+            RequestBody::SaslHandshake(SaslHandshakeRequest {
+                mechanism: mechanism.into(),
+                ..Default::default()
+            }),
+        );
+        assert!(
+            matches!(&handshake, ResponseBody::SaslHandshake(r) if r.error_code == 0),
+            "{handshake:?}"
+        );
+        let hash = match mechanism {
+            "SCRAM-SHA-256" => ScramHash::Sha256,
+            "SCRAM-SHA-512" => ScramHash::Sha512,
+            other => panic!("not a SCRAM mechanism: {other}"),
+        };
+        let mut client = ScramClient::new(hash, user, password, &random_nonce());
+        let mut authenticate = |bytes: Vec<u8>| match self.call(
+            2,
+            RequestBody::SaslAuthenticate(SaslAuthenticateRequest {
+                auth_bytes: Bytes::from(bytes),
+                ..Default::default()
+            }),
+        ) {
+            ResponseBody::SaslAuthenticate(r) if r.error_code == 0 => r.auth_bytes,
+            other => panic!("SCRAM login as {user} refused: {other:?}"),
+        };
+        let server_first = authenticate(client.first_message());
+        let client_final = client.final_message(&server_first).unwrap();
+        let server_final = authenticate(client_final);
+        client.verify_server_final(&server_final).unwrap();
+    }
+
     /// One request, and its answer.
     pub fn call(&mut self, version: i16, body: RequestBody) -> ResponseBody {
         let mut answers = self.pipeline(vec![(version, body)]);

@@ -44,6 +44,7 @@ use super::authz::{self, Checked};
 use super::event_loop::{ControllerRequest, ControllerStatus, Op};
 use crate::auth::{self as auth_helper, AuthHelper, RequestAuth};
 use crate::control::features::KRAFT_VERSION_FEATURE;
+use crate::control::DelegationTokenConfig;
 use crate::image::METADATA_VERSION_FEATURE;
 use crate::publisher::{OPERATION_ALTER, OPERATION_CLUSTER_ACTION, OPERATION_DESCRIBE};
 use crate::quorum_controller::{ops, ControllerError};
@@ -119,6 +120,8 @@ struct Inner {
     /// `node.id`, and the properties file DescribeConfigs reports as static configs.
     node_id: i32,
     static_configs: BTreeMap<String, String>,
+    /// `delegation.token.*`, for DescribeDelegationToken.
+    delegation_tokens: DelegationTokenConfig,
 }
 
 impl std::fmt::Debug for ControllerRequest {
@@ -139,6 +142,8 @@ pub(crate) struct ControllerListing {
     /// describes here.
     pub node_id: i32,
     pub static_configs: BTreeMap<String, String>,
+    /// `delegation.token.*`: DescribeDelegationToken derives each token's HMAC with it.
+    pub delegation_tokens: DelegationTokenConfig,
 }
 
 /// What decides whether a request runs and at what pace: the node's authorizer and the
@@ -177,6 +182,7 @@ impl ControllerApis {
                 supported_features: listing.supported_features,
                 node_id: listing.node_id,
                 static_configs: listing.static_configs,
+                delegation_tokens: listing.delegation_tokens,
                 raft,
                 auth,
                 status,
@@ -195,6 +201,7 @@ impl ControllerApis {
             ApiKey::Envelope,
             ApiKey::DescribeCluster,
             ApiKey::DescribeConfigs,
+            ApiKey::DescribeDelegationToken,
         ]) {
             table
                 .add(key, supported_range(key))
@@ -597,6 +604,19 @@ impl RequestHandler for ControllerApis {
                 let _ = tx.send(ResponseBody::DescribeConfigs(handle_describe_configs(
                     &auth, &image, r, version, &ctx,
                 )));
+            }
+            // Kafka's controllers advertise it but answer UNKNOWN_SERVER_ERROR; kraftd's answer
+            // from their committed image, as a broker does from its own.
+            RequestBody::DescribeDelegationToken(r) => {
+                let image = apis.inner.status.borrow().image.clone();
+                let _ = tx.send(ResponseBody::DescribeDelegationToken(
+                    auth.describe_delegation_tokens(
+                        Some(request.session.protocol),
+                        &apis.inner.delegation_tokens,
+                        &image,
+                        &r,
+                    ),
+                ));
             }
             // A broker's forwards, of many clients: the next is read once this one is in
             // the controller's queue (which applies them in order), as the broker answers

@@ -247,6 +247,7 @@ impl ControllerNode {
                 supported_features: config.supported_features.clone(),
                 node_id: config.node_id,
                 static_configs: config.static_configs.clone(),
+                delegation_tokens: config.managers.delegation_tokens.clone(),
             },
             handle.metrics(),
             status.clone(),
