@@ -39,7 +39,6 @@ impl Raw {
             1,
             RequestBody::SaslHandshake(SaslHandshakeRequest {
                 mechanism: mechanism.into(),
-                ..Default::default()
             }),
         );
         assert!(
