@@ -36,11 +36,11 @@ use crate::control::delegation_tokens::{describe_tokens, token_requests_allowed}
 use crate::control::DelegationTokenConfig;
 use crate::image::ConfigResourceType;
 use crate::publisher::{
-    StandardAuthorizer, OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_CLUSTER_ACTION,
-    OPERATION_CREATE, OPERATION_CREATE_TOKENS, OPERATION_DELETE, OPERATION_DESCRIBE,
-    OPERATION_DESCRIBE_CONFIGS, OPERATION_DESCRIBE_TOKENS, OPERATION_IDEMPOTENT_WRITE,
-    OPERATION_TWO_PHASE_COMMIT, RESOURCE_TYPE_DELEGATION_TOKEN, RESOURCE_TYPE_TRANSACTIONAL_ID,
-    WILDCARD_HOST, WILDCARD_PRINCIPAL,
+    acl_host_matches, StandardAuthorizer, OPERATION_ALTER, OPERATION_ALTER_CONFIGS,
+    OPERATION_CLUSTER_ACTION, OPERATION_CREATE, OPERATION_CREATE_TOKENS, OPERATION_DELETE,
+    OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS, OPERATION_DESCRIBE_TOKENS,
+    OPERATION_IDEMPOTENT_WRITE, OPERATION_TWO_PHASE_COMMIT, RESOURCE_TYPE_DELEGATION_TOKEN,
+    RESOURCE_TYPE_TRANSACTIONAL_ID, WILDCARD_PRINCIPAL,
 };
 use crate::MetadataImage;
 
@@ -387,7 +387,7 @@ impl RequestAuth {
         let acls = authorizer.acls();
         for (_, acl) in acls.iter() {
             if acl.resource_type != resource_type
-                || (acl.host != self.host && acl.host != WILDCARD_HOST)
+                || !acl_host_matches(&acl.host, &self.host)
                 || (acl.principal != self.principal && acl.principal != WILDCARD_PRINCIPAL)
                 || (acl.operation != operation && acl.operation != OPERATION_ALL)
             {

@@ -8,6 +8,8 @@
 //! Pure: new ACL ids are an input (the caller's random source); nothing changes until the
 //! records are replayed.
 
+pub mod cidr;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use kraftd_protocol::messages::create_acls_request::AclCreation;
@@ -86,15 +88,16 @@ impl AclControlManager {
         let mut used_ids = BTreeSet::new();
         let mut records = Vec::new();
         let mut response = CreateAclsResponse::default();
+        let cidr_supported = image.features.version().is_cidr_acl_supported();
         for creation in &request.creations {
             let acl = standard_acl(creation);
             let mut result = AclCreationResult {
                 error_message: None,
                 ..Default::default()
             };
-            match validate_new_acl(&acl) {
-                Err(message) => {
-                    result.error_code = ErrorCode::InvalidRequest.code();
+            match validate_new_acl(&acl, cidr_supported) {
+                Err((code, message)) => {
+                    result.error_code = code.code();
                     result.error_message = Some(message);
                 }
                 Ok(()) => {
@@ -321,40 +324,69 @@ fn standard_acl(c: &AclCreation) -> StandardAcl {
 }
 
 /// Kafka's `AclControlManager.validateNewAcl`: concrete ids only (no ANY, MATCH or UNKNOWN),
-/// a non-empty name, the cluster resource named `kafka-cluster`, a `Type:name` principal.
-fn validate_new_acl(acl: &StandardAcl) -> Result<(), String> {
+/// a non-empty name, the cluster resource named `kafka-cluster`, a `Type:name` principal,
+/// and a host that is `*`, an address or (from 4.4-IV1, KIP-1276) a valid CIDR block.
+/// INVALID_REQUEST with Kafka's message, UNSUPPORTED_VERSION for a CIDR block below 4.4-IV1.
+fn validate_new_acl(acl: &StandardAcl, cidr_supported: bool) -> Result<(), (ErrorCode, String)> {
+    let invalid = |message: String| Err((ErrorCode::InvalidRequest, message));
     if !(RESOURCE_TYPE_TOPIC..=RESOURCE_TYPE_USER).contains(&acl.resource_type) {
-        return Err(format!("Invalid resourceType {}", acl.resource_type));
+        return invalid(format!("Invalid resourceType {}", acl.resource_type));
     }
     if acl.pattern_type != PATTERN_TYPE_LITERAL && acl.pattern_type != PATTERN_TYPE_PREFIXED {
-        return Err(format!("Invalid patternType {}", acl.pattern_type));
+        return invalid(format!("Invalid patternType {}", acl.pattern_type));
     }
     if !(OPERATION_ALL..=OPERATION_MAX).contains(&acl.operation) {
-        return Err(format!("Invalid operation {}", acl.operation));
+        return invalid(format!("Invalid operation {}", acl.operation));
     }
     if acl.permission_type != PERMISSION_ALLOW && acl.permission_type != PERMISSION_DENY {
-        return Err(format!("Invalid permissionType {}", acl.permission_type));
+        return invalid(format!("Invalid permissionType {}", acl.permission_type));
     }
     if acl.resource_name.is_empty() {
-        return Err("Resource name should not be empty".into());
+        return invalid("Resource name should not be empty".into());
     }
     if acl.resource_type == RESOURCE_TYPE_CLUSTER && acl.resource_name != CLUSTER_RESOURCE_NAME {
-        return Err(format!(
+        return invalid(format!(
             "The only valid name for the CLUSTER resource is {CLUSTER_RESOURCE_NAME}"
         ));
     }
     match acl.principal.split_once(':') {
         Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {}
         _ => {
-            return Err(format!(
+            return invalid(format!(
                 "Could not parse principal from `{}` (no colon is present separating the \
                  principal type from the principal name)",
                 acl.principal
             ))
         }
     }
-    if acl.host.is_empty() {
-        return Err("Host should not be empty".into());
+    validate_host_pattern(&acl.host, cidr_supported)
+}
+
+/// Kafka's `AclControlManager.validateHostPattern`: any non-empty host; one with a `/` is a
+/// CIDR block, which needs `metadata.version` 4.4-IV1 and must parse.
+fn validate_host_pattern(host: &str, cidr_supported: bool) -> Result<(), (ErrorCode, String)> {
+    if host.is_empty() {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "Host pattern cannot be null or empty".into(),
+        ));
     }
-    Ok(())
+    if host == "*" || !host.contains('/') {
+        return Ok(());
+    }
+    if !cidr_supported {
+        return Err((
+            ErrorCode::UnsupportedVersion,
+            format!(
+                "CIDR-based ACL host patterns require metadata version {} or higher.",
+                kraftd_protocol::metadata_version::MetadataVersion::IBP_4_4_IV1
+            ),
+        ));
+    }
+    cidr::Cidr::parse(host).map(|_| ()).map_err(|e| {
+        (
+            ErrorCode::InvalidRequest,
+            format!("Invalid CIDR notation '{host}': {e}"),
+        )
+    })
 }

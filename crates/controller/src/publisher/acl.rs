@@ -26,6 +26,7 @@ use imbl::OrdMap;
 use kraftd_protocol::Uuid;
 
 use super::{is_full_reload, MetadataPublisher, Published};
+use crate::control::acl::cidr::host_in_range;
 use crate::control::acl::{
     OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_TYPE_LITERAL, PERMISSION_ALLOW,
     WILDCARD_RESOURCE,
@@ -41,6 +42,12 @@ pub const ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG: &str = "allow.everyone.if.no.ac
 pub const WILDCARD_PRINCIPAL: &str = "User:*";
 /// The host of an ACL that applies from every address.
 pub const WILDCARD_HOST: &str = "*";
+
+/// Whether an ACL's host applies to a client at `host`: `*`, the same address, or (KIP-1276)
+/// a CIDR block holding it, as Kafka 4.4's `StandardAuthorizerData.findResult` matches.
+pub fn acl_host_matches(acl_host: &str, host: &str) -> bool {
+    acl_host == WILDCARD_HOST || acl_host == host || host_in_range(host, acl_host)
+}
 
 /// Kafka's `ResourceType` ids not defined by the ACL control manager.
 pub const RESOURCE_TYPE_TRANSACTIONAL_ID: i8 = 5;
@@ -461,7 +468,7 @@ impl Action<'_> {
         if acl.principal != self.principal && acl.principal != WILDCARD_PRINCIPAL {
             return None;
         }
-        if acl.host != WILDCARD_HOST && acl.host != self.host {
+        if !acl_host_matches(&acl.host, self.host) {
             return None;
         }
         let allow = acl.permission_type == PERMISSION_ALLOW;
