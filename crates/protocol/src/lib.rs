@@ -10,6 +10,7 @@ pub mod api_versions;
 pub mod codec;
 pub mod coordinator_record;
 pub mod error_response;
+pub mod features;
 pub mod frame;
 pub mod generated;
 pub mod header;

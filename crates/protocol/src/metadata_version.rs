@@ -151,6 +151,16 @@ impl MetadataVersion {
         self.entry().3
     }
 
+    /// Kafka's `MetadataVersion.checkIfMetadataChanged`: whether any level after the lower
+    /// of `a` and `b`, up to the higher, changed the metadata (so moving between them could
+    /// lose information).
+    pub fn check_if_metadata_changed(a: MetadataVersion, b: MetadataVersion) -> bool {
+        let (low, high) = if a <= b { (a, b) } else { (b, a) };
+        VERSIONS
+            .iter()
+            .any(|(level, _, _, changed)| *changed && low.0 < *level && *level <= high.0)
+    }
+
     pub fn is_scram_supported(self) -> bool {
         self >= Self::IBP_3_5_IV2
     }

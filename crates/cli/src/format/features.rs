@@ -14,60 +14,11 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use kraftd_controller::image::METADATA_VERSION_FEATURE;
+pub use kraftd_protocol::features::KRAFT_VERSION_FEATURE;
+use kraftd_protocol::features::{validate_version, KAFKA_FEATURES};
 use kraftd_protocol::metadata_version::MetadataVersion as Mv;
 
 use super::dynamic::{KRAFT_VERSION_DYNAMIC, KRAFT_VERSION_SUPPORTED};
-
-/// Kafka's `KRaftVersion.FEATURE_NAME`.
-pub const KRAFT_VERSION_FEATURE: &str = "kraft.version";
-
-/// One of Kafka 4.4.0's features (`Feature.PRODUCTION_FEATURES`): each level with the
-/// `metadata.version` that makes it the default (its bootstrap version) and its dependency
-/// on a minimum `metadata.version`, if any.
-struct KafkaFeature {
-    name: &'static str,
-    /// (level, bootstrap metadata.version, required metadata.version), level 0 first.
-    levels: &'static [(i16, Mv, Option<Mv>)],
-}
-
-/// Kafka 4.4.0's production features, `kraft.version` first as Kafka lists them.
-const KAFKA_FEATURES: [KafkaFeature; 6] = [
-    KafkaFeature {
-        name: KRAFT_VERSION_FEATURE,
-        levels: &[(0, Mv::MINIMUM, None), (1, Mv::IBP_3_9_IV0, None)],
-    },
-    KafkaFeature {
-        name: "transaction.version",
-        levels: &[
-            (0, Mv::MINIMUM, None),
-            (1, Mv::IBP_4_0_IV2, None),
-            (2, Mv::IBP_4_0_IV2, None),
-        ],
-    },
-    KafkaFeature {
-        name: "group.version",
-        levels: &[(0, Mv::MINIMUM, None), (1, Mv::IBP_4_0_IV0, None)],
-    },
-    KafkaFeature {
-        name: "eligible.leader.replicas.version",
-        levels: &[
-            (0, Mv::MINIMUM, None),
-            (1, Mv::IBP_4_1_IV0, Some(Mv::IBP_4_0_IV1)),
-        ],
-    },
-    KafkaFeature {
-        name: "share.version",
-        levels: &[
-            (0, Mv::MINIMUM, None),
-            (1, Mv::IBP_4_2_IV0, None),
-            (2, Mv::IBP_4_4_IV0, None),
-        ],
-    },
-    KafkaFeature {
-        name: "streams.version",
-        levels: &[(0, Mv::MINIMUM, None), (1, Mv::IBP_4_2_IV1, None)],
-    },
-];
 
 /// What the operator asked for: `--release-version` and each `--feature name=level`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,18 +33,6 @@ pub struct FeatureArgs {
 pub struct FinalizedLevels {
     pub metadata_version: Mv,
     pub features: BTreeMap<String, i16>,
-}
-
-impl KafkaFeature {
-    /// Kafka's `Feature.defaultLevel`: the highest level whose bootstrap version `mv` reaches.
-    fn default_level(&self, mv: Mv) -> i16 {
-        self.levels
-            .iter()
-            .filter(|(_, bootstrap, _)| *bootstrap <= mv)
-            .map(|(level, ..)| *level)
-            .max()
-            .unwrap_or(0)
-    }
 }
 
 /// The range of `name` this build of kraftd supports; (0, 0) for a feature it does not list.
@@ -162,20 +101,18 @@ pub fn finalized_levels(args: &FeatureArgs, dynamic_quorum: bool) -> Result<Fina
     if let Some(level) = named.get(KRAFT_VERSION_FEATURE) {
         check_kraft_version(*level, dynamic_quorum)?;
     }
+    let proposed: BTreeMap<String, i16> = features
+        .iter()
+        .map(|(name, level)| (name.clone(), *level))
+        .chain([(
+            METADATA_VERSION_FEATURE.to_string(),
+            metadata_version.level(),
+        )])
+        .collect();
     for feature in &KAFKA_FEATURES {
         let level = features[feature.name];
-        let Some((_, _, requires)) = feature.levels.iter().find(|(l, ..)| *l == level) else {
-            bail!("No feature:{} with feature level {level}", feature.name);
-        };
-        if let Some(required) = requires {
-            if metadata_version < *required {
-                bail!(
-                    "{} could not be set to {level} because it depends on {METADATA_VERSION_FEATURE} \
-                     level {}",
-                    feature.name,
-                    required.level()
-                );
-            }
+        if let Err(message) = validate_version(feature, level, &proposed) {
+            bail!("{message}");
         }
         let (min, max) = kraftd_supported(feature.name);
         if !(min..=max).contains(&level) {

@@ -103,6 +103,32 @@ pub struct ControllerNodeConfig {
 
 impl ControllerNodeConfig {
     /// Kafka's defaults for node `node_id` of `quorum` (whose cluster id is the node's).
+    /// The managers' settings with what UpdateFeatures checks locally (Kafka's
+    /// `QuorumFeatures`): this node's id, the static voters, and the feature ranges it
+    /// supports (when given; the managers' defaults otherwise).
+    fn managers_with_features(&self) -> ManagersConfig {
+        let mut managers = self.managers.clone();
+        let features = &mut managers.features;
+        features.node_id = self.node_id;
+        features.quorum_node_ids = self.quorum.voters.keys().copied().collect();
+        if !self.supported_features.is_empty() {
+            features.supported = self
+                .supported_features
+                .iter()
+                .map(|(name, min, max)| {
+                    (
+                        name.clone(),
+                        crate::image::SupportedRange {
+                            min: *min,
+                            max: *max,
+                        },
+                    )
+                })
+                .collect();
+        }
+        managers
+    }
+
     pub fn new(node_id: i32, quorum: QuorumConfig) -> Self {
         let cluster_id = quorum.raft.cluster_id.clone();
         let mut managers = ManagersConfig::default();
@@ -193,7 +219,7 @@ impl ControllerNode {
             metadata_max_idle_interval_ms: config.metadata_max_idle_interval_ms,
             leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             unclean_leader_election_interval_ms: config.unclean_leader_election_interval_ms,
-            managers: config.managers.clone(),
+            managers: config.managers_with_features(),
             bootstrap_records: config.bootstrap_records.clone(),
             ..Default::default()
         };
