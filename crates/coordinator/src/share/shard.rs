@@ -119,6 +119,10 @@ pub struct ShareCoordinatorShard {
     unplaced: VecDeque<(SharePartitionKey, bool, bool)>,
     /// The offset the last prune asked for (Kafka's `lastPrunedOffsets`): not asked twice.
     last_pruned: Option<i64>,
+    /// State writes asked of this shard since the runtime last took the count (Kafka's
+    /// `ShareCoordinatorWrite` sensor, `write-total`): every WriteShareGroupState, refused
+    /// ones included, and every read that records a new leader epoch.
+    writes: u64,
     timer: Timer<ShareTimerKey>,
     out: ShareShardOutput,
 }
@@ -137,9 +141,16 @@ impl ShareCoordinatorShard {
             offsets: OffsetsManager::default(),
             unplaced: VecDeque::new(),
             last_pruned: None,
+            writes: 0,
             timer: Timer::default(),
             out: ShareShardOutput::default(),
         }
+    }
+
+    /// The state writes counted since the last call (see `writes`), for the runtime's
+    /// `write-total`.
+    pub fn take_write_count(&mut self) -> u64 {
+        std::mem::take(&mut self.writes)
     }
 
     pub fn partition(&self) -> i32 {
@@ -433,6 +444,7 @@ impl ShareCoordinatorShard {
         now_ms: i64,
         request: &WriteShareGroupStateRequest,
     ) -> WriteShareGroupStateResponse {
+        self.writes += 1;
         let Some((topic_id, p)) = single(&request.topics, |t| (t.topic_id, &t.partitions)) else {
             return WriteShareGroupStateResponse::default();
         };
@@ -567,6 +579,7 @@ impl ShareCoordinatorShard {
         };
         if self.leader_epochs.get(&key) != Some(&p.leader_epoch) {
             // A new share-partition leader: its epoch is recorded, fencing the old one.
+            self.writes += 1;
             let record = self.share_state_record(
                 now_ms,
                 &key,
