@@ -8,8 +8,7 @@
 use bytes::Bytes;
 use kraftd_protocol::codec::{DecodeResult, EncodeError};
 use kraftd_protocol::coordinator::{
-    share_snapshot_value, share_update_value, ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey,
-    ShareUpdateValue,
+    ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue,
 };
 use kraftd_protocol::{ShareCoordinatorRecordKey, ShareCoordinatorRecordValue, Uuid};
 
@@ -41,13 +40,7 @@ impl ShareCoordinatorRecord {
             state_batches: offset
                 .state_batches
                 .iter()
-                .map(|b| share_snapshot_value::StateBatch {
-                    first_offset: b.first_offset,
-                    last_offset: b.last_offset,
-                    delivery_state: b.delivery_state,
-                    delivery_count: b.delivery_count,
-                    ..Default::default()
-                })
+                .map(Into::into)
                 .collect(),
             ..Default::default()
         };
@@ -71,13 +64,7 @@ impl ShareCoordinatorRecord {
             state_batches: offset
                 .state_batches
                 .iter()
-                .map(|b| share_update_value::StateBatch {
-                    first_offset: b.first_offset,
-                    last_offset: b.last_offset,
-                    delivery_state: b.delivery_state,
-                    delivery_count: b.delivery_count,
-                    ..Default::default()
-                })
+                .map(Into::into)
                 .collect(),
             ..Default::default()
         };
@@ -149,12 +136,7 @@ pub fn offset_from_snapshot(v: &ShareSnapshotValue) -> ShareGroupOffset {
         state_batches: v
             .state_batches
             .iter()
-            .map(|b| PersisterStateBatch {
-                first_offset: b.first_offset,
-                last_offset: b.last_offset,
-                delivery_state: b.delivery_state,
-                delivery_count: b.delivery_count,
-            })
+            .map(PersisterStateBatch::from)
             .collect(),
         create_timestamp: v.create_timestamp,
         write_timestamp: v.write_timestamp,
@@ -165,11 +147,6 @@ pub fn offset_from_snapshot(v: &ShareSnapshotValue) -> ShareGroupOffset {
 pub fn update_batches(v: &ShareUpdateValue) -> Vec<PersisterStateBatch> {
     v.state_batches
         .iter()
-        .map(|b| PersisterStateBatch {
-            first_offset: b.first_offset,
-            last_offset: b.last_offset,
-            delivery_state: b.delivery_state,
-            delivery_count: b.delivery_count,
-        })
+        .map(PersisterStateBatch::from)
         .collect()
 }

@@ -485,12 +485,7 @@ impl ShareCoordinatorShard {
         let batches: Vec<PersisterStateBatch> = p
             .state_batches
             .iter()
-            .map(|b| PersisterStateBatch {
-                first_offset: b.first_offset,
-                last_offset: b.last_offset,
-                delivery_state: b.delivery_state,
-                delivery_count: b.delivery_count,
-            })
+            .map(PersisterStateBatch::from)
             .collect();
         let record = self.share_state_record(
             now_ms,
@@ -563,13 +558,7 @@ impl ShareCoordinatorShard {
                     state_batches: state
                         .state_batches
                         .iter()
-                        .map(|b| read_resp::StateBatch {
-                            first_offset: b.first_offset,
-                            last_offset: b.last_offset,
-                            delivery_state: b.delivery_state,
-                            delivery_count: b.delivery_count,
-                            ..Default::default()
-                        })
+                        .map(Into::into)
                         .collect(),
                     ..Default::default()
                 }],
@@ -787,67 +776,38 @@ fn single<'a, T, P>(
     Some((topic_id, p))
 }
 
-fn init_response(
-    topic_id: Uuid,
-    partition: i32,
-    code: ErrorCode,
-    message: Option<&str>,
-) -> InitializeShareGroupStateResponse {
-    InitializeShareGroupStateResponse {
-        results: vec![init_resp::InitializeStateResult {
-            topic_id,
-            partitions: vec![init_resp::PartitionResult {
-                partition,
-                error_code: code.code(),
-                error_message: error_message(code, message),
+/// The answers to the one-partition state requests that carry no state (initialize, write,
+/// delete) share one shape: the topic's one partition with `code` and its message (none on
+/// success).
+macro_rules! single_partition_responses {
+    ($($name:ident: $resp:ident, $m:ident::$result:ident;)*) => {$(
+        fn $name(
+            topic_id: Uuid,
+            partition: i32,
+            code: ErrorCode,
+            message: Option<&str>,
+        ) -> $resp {
+            $resp {
+                results: vec![$m::$result {
+                    topic_id,
+                    partitions: vec![$m::PartitionResult {
+                        partition,
+                        error_code: code.code(),
+                        error_message: error_message(code, message),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+            }
+        }
+    )*};
 }
 
-fn write_response(
-    topic_id: Uuid,
-    partition: i32,
-    code: ErrorCode,
-    message: Option<&str>,
-) -> WriteShareGroupStateResponse {
-    WriteShareGroupStateResponse {
-        results: vec![write_resp::WriteStateResult {
-            topic_id,
-            partitions: vec![write_resp::PartitionResult {
-                partition,
-                error_code: code.code(),
-                error_message: error_message(code, message),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-fn delete_response(
-    topic_id: Uuid,
-    partition: i32,
-    code: ErrorCode,
-    message: Option<&str>,
-) -> DeleteShareGroupStateResponse {
-    DeleteShareGroupStateResponse {
-        results: vec![delete_resp::DeleteStateResult {
-            topic_id,
-            partitions: vec![delete_resp::PartitionResult {
-                partition,
-                error_code: code.code(),
-                error_message: error_message(code, message),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+single_partition_responses! {
+    init_response: InitializeShareGroupStateResponse, init_resp::InitializeStateResult;
+    write_response: WriteShareGroupStateResponse, write_resp::WriteStateResult;
+    delete_response: DeleteShareGroupStateResponse, delete_resp::DeleteStateResult;
 }
 
 /// No message on success; the given one, or the code's own, on an error.
