@@ -255,3 +255,39 @@ impl RuntimeMetrics {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The share coordinator's metrics under Kafka's names: the shards' `write-total`, the
+    /// service's `write-latency-avg`/`-max`, and `last-pruned-offset` by topic and partition,
+    /// gone once the partition is served elsewhere.
+    #[test]
+    fn share_coordinator_metrics_are_exported_with_kafkas_names() {
+        let m = RuntimeMetrics::new("share-coordinator-metrics");
+        m.record_counters(vec![("write_total", 3)]);
+        m.record_counters(vec![("write_total", 2)]);
+        m.record_latency("write_latency", Duration::from_millis(10));
+        m.record_latency("write_latency", Duration::from_millis(30));
+        m.set_partition_value("last_pruned_offset", "__share_group_state", 7, 42);
+        assert_eq!(m.counter("write_total"), 5);
+        assert_eq!(m.latency("write_latency"), Some((20, 30)));
+        assert_eq!(m.partition_value("last_pruned_offset", 7), Some(42));
+        let mut out = String::new();
+        m.write_prometheus(1, &mut out);
+        for line in [
+            "kafka_server_share_coordinator_metrics_write_total{node=\"1\"} 5",
+            "kafka_server_share_coordinator_metrics_write_latency_avg{node=\"1\"} 20",
+            "kafka_server_share_coordinator_metrics_write_latency_max{node=\"1\"} 30",
+            "kafka_server_share_coordinator_metrics_last_pruned_offset{node=\"1\",topic=\"__share_group_state\",partition=\"7\"} 42",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} missing from\n{out}");
+        }
+        m.forget_partition(7);
+        assert_eq!(m.partition_value("last_pruned_offset", 7), None);
+        let mut out = String::new();
+        m.write_prometheus(1, &mut out);
+        assert!(!out.contains("last_pruned_offset"), "{out}");
+    }
+}

@@ -20,8 +20,9 @@
 //! `message.timestamp.type=CreateTime`) and produces, acks=all, to the DLQ partition's leader
 //! over the inter-broker listener — another broker, or this one — as Kafka's inter-broker
 //! send thread does, retrying NOT_LEADER_OR_FOLLOWER and network errors with Kafka's backoff
-//! (1 s doubling to 30 s, 5 attempts). A DLQ write that fails is logged; the record is
-//! archived regardless, as Kafka does.
+//! (1 s doubling to 30 s, 5 attempts), and also the unknown-topic answers of a leader whose
+//! metadata has not caught up with a DLQ topic just created. A DLQ write that fails is
+//! logged; the record is archived regardless, as Kafka does.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -34,7 +35,9 @@ use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kraftd_protocol::messages::{CreateTopicsRequest, ProduceRequest};
-use kraftd_protocol::records::{Batches, Compression, Header, RecordBatchBuilder, RecordBatchError};
+use kraftd_protocol::records::{
+    Batches, Compression, Header, RecordBatchBuilder, RecordBatchError,
+};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use super::share_partition::DlqCause;
@@ -479,8 +482,7 @@ impl ShareGroupDlqManager {
                     let read = match round.take() {
                         Some(read) => read,
                         None if settings.copy_record => {
-                            self.read_source(param, next, dest.max_message_bytes)
-                                .await
+                            self.read_source(param, next, dest.max_message_bytes).await
                         }
                         None => {
                             let mut nothing = SourceRead::new(next, param.last_offset, 0);
@@ -747,6 +749,15 @@ impl ShareGroupDlqManager {
             Some(ErrorCode::NotLeaderOrFollower | ErrorCode::RequestTimedOut) => {
                 Err(Retry::Again(DlqError::Code(ErrorCode::NotLeaderOrFollower)))
             }
+            // A DLQ topic just created may not have reached its leader's metadata yet: its
+            // answer is retried as a producer retries it (Kafka's DLQ writer retries only
+            // NOT_LEADER_OR_FOLLOWER, and can lose the first records to an auto-created
+            // topic so).
+            Some(
+                code @ (ErrorCode::UnknownTopicOrPartition
+                | ErrorCode::UnknownTopicId
+                | ErrorCode::LeaderNotAvailable),
+            ) => Err(Retry::Again(DlqError::Code(code))),
             other => Err(Retry::Fatal(DlqError::Code(
                 other.unwrap_or(ErrorCode::UnknownServerError),
             ))),

@@ -102,7 +102,8 @@ impl ShareGroupConfig {
             };
             *field.0 = int_between(key, value, field.1, field.2)?;
         }
-        let share_group_max_size = GroupCoordinatorConfig::from_properties(props)?.share_group_max_size;
+        let share_group_max_size =
+            GroupCoordinatorConfig::from_properties(props)?.share_group_max_size;
         c.validate(props, share_group_max_size)?;
         Ok(c)
     }

@@ -818,7 +818,6 @@ impl SharePartition {
             .ok()
             .and_then(|i| self.records.get_mut(i))
     }
-
 }
 
 /// One acknowledgement batch's shape: a range, one type or one per offset, every type

@@ -37,11 +37,7 @@ impl ShareCoordinatorRecord {
             delivery_complete_count: offset.delivery_complete_count,
             create_timestamp: offset.create_timestamp,
             write_timestamp: offset.write_timestamp,
-            state_batches: offset
-                .state_batches
-                .iter()
-                .map(Into::into)
-                .collect(),
+            state_batches: offset.state_batches.iter().map(Into::into).collect(),
             ..Default::default()
         };
         ShareCoordinatorRecord {
@@ -61,11 +57,7 @@ impl ShareCoordinatorRecord {
             leader_epoch: offset.leader_epoch,
             start_offset: offset.start_offset,
             delivery_complete_count: offset.delivery_complete_count,
-            state_batches: offset
-                .state_batches
-                .iter()
-                .map(Into::into)
-                .collect(),
+            state_batches: offset.state_batches.iter().map(Into::into).collect(),
             ..Default::default()
         };
         ShareCoordinatorRecord {

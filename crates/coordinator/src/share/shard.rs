@@ -555,11 +555,7 @@ impl ShareCoordinatorShard {
                     error_message: None,
                     state_epoch: state.state_epoch,
                     start_offset: state.start_offset,
-                    state_batches: state
-                        .state_batches
-                        .iter()
-                        .map(Into::into)
-                        .collect(),
+                    state_batches: state.state_batches.iter().map(Into::into).collect(),
                     ..Default::default()
                 }],
                 ..Default::default()

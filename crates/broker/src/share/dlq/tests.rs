@@ -211,7 +211,10 @@ fn a_round_reads_within_the_dlq_topics_max_message_bytes() {
     let p = param(None);
     let (batch, last) = dlq_records(&p, 10, 10, &HashMap::new(), 0, 1 << 20);
     assert_eq!(last, 10);
-    assert_eq!(Batches::new(batch).next().unwrap().unwrap().record_count(), 1);
+    assert_eq!(
+        Batches::new(batch).next().unwrap().unwrap().record_count(),
+        1
+    );
 }
 
 #[test]

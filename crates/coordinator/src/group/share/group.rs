@@ -42,10 +42,12 @@ pub fn delete_state_request<P: IntoIterator<Item = i32>>(
                     topic_id,
                     partitions: partitions
                         .into_iter()
-                        .map(|partition| delete_share_group_state_request::PartitionData {
-                            partition,
-                            ..Default::default()
-                        })
+                        .map(
+                            |partition| delete_share_group_state_request::PartitionData {
+                                partition,
+                                ..Default::default()
+                            },
+                        )
                         .collect(),
                     ..Default::default()
                 },

@@ -104,10 +104,8 @@ impl GroupCoordinatorShard {
                 out.push((id.clone(), Ok(None)));
                 continue;
             }
-            let request = group::delete_state_request(
-                id,
-                topics.into_iter().map(|(t, v)| (t, v.partitions)),
-            );
+            let request =
+                group::delete_state_request(id, topics.into_iter().map(|(t, v)| (t, v.partitions)));
             out.push((id.clone(), Ok(Some(request))));
         }
         // One write for the whole request, as Kafka's one write operation: when it fails,
