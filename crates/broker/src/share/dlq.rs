@@ -601,7 +601,7 @@ impl ShareGroupDlqManager {
         let mut read = SourceRead::new(from, param.last_offset, budget);
         let mut offset = from;
         while offset <= param.last_offset && !read.is_done() {
-            let result = super::read_local(
+            let result = super::local_read::read_local(
                 &self.replica_manager,
                 FetchOrigin::Consumer,
                 &param.tp,

@@ -1,6 +1,6 @@
 //! A member's share fetch (Kafka's `SharePartitionManager.fetchMessages` and
 //! `DelayedShareFetch`): every partition loaded if needed, read from its next fetch offset
-//! through the one local read ([`crate::share::read_local`]) and acquired; with nothing
+//! through the one local read ([`crate::share::local_read::read_local`]) and acquired; with nothing
 //! acquired and no error, the fetch waits until its max wait for an append or for records
 //! to become available again, and tries again.
 
@@ -133,7 +133,7 @@ impl SharePartitionManager {
                 }
                 (sp.next_fetch_offset(), sp.leader_epoch())
             };
-            let result = crate::share::read_local(
+            let result = crate::share::local_read::read_local(
                 &self.replica_manager,
                 origin,
                 &p.tp,
