@@ -38,9 +38,10 @@ use common::kafka_jars::{
 use common::{all_logs, formatted_cluster_with_args, joined, Node};
 
 /// Settings every node of both systems runs with: acquisition locks short enough for a
-/// test.
+/// test, and DLQ topics created on their first write.
 const BROKER_SETTINGS: &str = "group.share.min.record.lock.duration.ms=1000\n\
-                               group.share.record.lock.duration.ms=3000\n";
+                               group.share.record.lock.duration.ms=3000\n\
+                               errors.deadletterqueue.auto.create.topics.enable=true\n";
 
 /// One cluster at a time: each runs six processes on two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -932,5 +933,48 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
         dlq_lines(&off).is_empty() && off.stdout.contains("DLQ-READ 0"),
         "a topic not enabled for DLQ writes must get nothing\n{}",
         off.context(&cluster)
+    );
+
+    // A DLQ topic that does not exist is created by the broker on the first DLQ write, as
+    // errors.deadletterqueue.auto.create.topics.enable=true says, with DLQ writes enabled:
+    // the rejected records (values 0, 2 and 4 of 0..6, at those offsets) land in it.
+    cluster.create_topic("dlq-src-3", 1);
+    let auto = share_consumers(
+        root.path(),
+        &classes,
+        &cluster,
+        &[
+            "dlq-src-3",
+            "g-dlq-auto",
+            "6",
+            "1",
+            "--reject-mod",
+            "2",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+            "--group-config",
+            "errors.deadletterqueue.topic.name=dlq.auto",
+            "--read-dlq",
+            "dlq.auto",
+            "3",
+        ],
+    );
+    assert_each_settled_once(&auto, &cluster, 6);
+    let mut values: Vec<u32> = dlq_lines(&auto)
+        .iter()
+        .map(|(_, _, _, headers)| {
+            headers
+                .split('|')
+                .find_map(|h| h.strip_prefix("__dlq.errors.offset="))
+                .and_then(|o| o.parse().ok())
+                .unwrap_or(u32::MAX)
+        })
+        .collect();
+    values.sort();
+    assert_eq!(
+        values,
+        vec![0, 2, 4],
+        "the auto-created DLQ topic's records\n{}",
+        auto.context(&cluster)
     );
 }

@@ -127,12 +127,16 @@ impl<S: CoordinatorShard> std::fmt::Debug for Event<S> {
 /// The way into a runtime: requests, broadcasts and calls.
 pub struct RuntimeHandle<S: CoordinatorShard> {
     events: mpsc::UnboundedSender<Event<S>>,
+    /// The runtime's metrics, for work carried out outside the loop to record what it did
+    /// (the share coordinator's `last-pruned-offset`).
+    metrics: Arc<RuntimeMetrics>,
 }
 
 impl<S: CoordinatorShard> Clone for RuntimeHandle<S> {
     fn clone(&self) -> Self {
         RuntimeHandle {
             events: self.events.clone(),
+            metrics: Arc::clone(&self.metrics),
         }
     }
 }
@@ -146,6 +150,11 @@ impl<S: CoordinatorShard> std::fmt::Debug for RuntimeHandle<S> {
 }
 
 impl<S: CoordinatorShard> RuntimeHandle<S> {
+    /// The runtime's metrics (see the field).
+    pub fn metrics(&self) -> &RuntimeMetrics {
+        &self.metrics
+    }
+
     pub(crate) fn send(&self, event: Event<S>) -> bool {
         self.events.send(event).is_ok()
     }
@@ -297,7 +306,10 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
         work: Option<WorkHandler<S>>,
     ) -> RuntimeHandle<S> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let handle = RuntimeHandle { events: tx };
+        let handle = RuntimeHandle {
+            events: tx,
+            metrics: Arc::clone(&metrics),
+        };
         let no_topics: Arc<dyn TopicMetadata> = Arc::new(kraftd_coordinator::context::NoTopics);
         let runtime = CoordinatorRuntime {
             config,
@@ -425,6 +437,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
                     Self::fail_all(partition, *active, ErrorCode::NotCoordinator);
                 }
                 self.partitions.remove(&partition);
+                self.metrics.forget_partition(partition);
                 self.metrics.set_shards(&self.partitions_summary());
                 self.publish_gauges(true);
             }

@@ -4,7 +4,8 @@
 //! partition's shard as a request of its own (the shard answers one key), all queued before
 //! any is awaited, and the answers are merged back, a failed one (NOT_COORDINATOR while the
 //! partition moves, COORDINATOR_LOAD_IN_PROGRESS while it loads) failing only its own share
-//! partition.
+//! partition. Kafka's `share-coordinator-metrics` beside the runtime's own: `write-total`
+//! (the shards count), `write-latency-avg`/`-max` (measured here) and `last-pruned-offset`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use kraftd_coordinator::share::{
     partition_for, ShareCoordinatorConfig, ShareCoordinatorShard, SharePartitionKey, ShareWork,
     SHARE_GROUP_STATE_TOPIC_NAME,
 };
-use kraftd_protocol::ErrorCode;
+use kraftd_protocol::{ApiKey, ErrorCode};
 use tracing::{debug, warn};
 
 use super::publisher::CoordinatorPublisher;
@@ -49,7 +50,7 @@ impl CoordinatorService<ShareCoordinatorShard> {
         let rm = Arc::clone(&replica_manager);
         let image_cache = cache.clone();
         let work: WorkHandler<ShareCoordinatorShard> = Arc::new(
-            move |partition, _leader_epoch, work, _handle| {
+            move |partition, _leader_epoch, work, handle| {
                 let ShareWork::DeleteRecordsBefore { offset } = work;
                 let Some(topic_id) = image_cache
                     .image()
@@ -69,7 +70,14 @@ impl CoordinatorService<ShareCoordinatorShard> {
                     for (_, result) in rm.delete_records(PRUNE_TIMEOUT, vec![(tp, offset)]).await {
                         match result {
                             Ok(low_watermark) => {
-                                debug!(partition, offset, low_watermark, "share state pruned")
+                                debug!(partition, offset, low_watermark, "share state pruned");
+                                // Kafka's `last-pruned-offset`, recorded once the prune is done.
+                                handle.metrics().set_partition_value(
+                                    "last_pruned_offset",
+                                    SHARE_GROUP_STATE_TOPIC_NAME,
+                                    partition,
+                                    offset,
+                                );
                             }
                             Err(code) => {
                                 warn!(partition, offset, error = ?code, "pruning share state failed")
@@ -98,6 +106,7 @@ impl CoordinatorService<ShareCoordinatorShard> {
         if request.group_id().is_empty() || request.keys().is_empty() || request.has_empty_topic() {
             return R::Response::default();
         }
+        let started = std::time::Instant::now();
         let mut pending = Vec::new();
         for (topic_id, partition) in request.keys() {
             let key = SharePartitionKey::new(request.group_id(), topic_id, partition);
@@ -125,6 +134,12 @@ impl CoordinatorService<ShareCoordinatorShard> {
                 Ok(None) => results.push((topic_id, failed(ErrorCode::UnknownServerError))),
                 Err(code) => results.push((topic_id, failed(code))),
             }
+        }
+        if R::API_KEY == ApiKey::WriteShareGroupState {
+            // Kafka's `write-latency` of `share-coordinator-metrics`: a whole request's
+            // writes, committed in `__share_group_state`.
+            self.metrics()
+                .record_latency("write_latency", started.elapsed());
         }
         R::assemble(results)
     }

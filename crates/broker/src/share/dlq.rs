@@ -20,8 +20,9 @@
 //! `message.timestamp.type=CreateTime`) and produces, acks=all, to the DLQ partition's leader
 //! over the inter-broker listener — another broker, or this one — as Kafka's inter-broker
 //! send thread does, retrying NOT_LEADER_OR_FOLLOWER and network errors with Kafka's backoff
-//! (1 s doubling to 30 s, 5 attempts). A DLQ write that fails is logged; the record is
-//! archived regardless, as Kafka does.
+//! (1 s doubling to 30 s, 5 attempts), and also the unknown-topic answers of a leader whose
+//! metadata has not caught up with a DLQ topic just created. A DLQ write that fails is
+//! logged; the record is archived regardless, as Kafka does.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -34,13 +35,14 @@ use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kraftd_protocol::messages::{CreateTopicsRequest, ProduceRequest};
-use kraftd_protocol::records::{Batches, Header, RecordBatchBuilder};
+use kraftd_protocol::records::{
+    Batches, Compression, Header, RecordBatchBuilder, RecordBatchError,
+};
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use super::share_partition::DlqCause;
 use crate::metadata::MetadataCache;
-use crate::replica::fetch_session::PartitionFetchParams;
-use crate::replica::replica_manager::{FetchLimits, FetchOrigin, ReplicaManager};
+use crate::replica::replica_manager::{FetchOrigin, ReplicaManager};
 use crate::replica::TopicIdPartition;
 use crate::server::broker_channels::BrokerChannels;
 
@@ -202,6 +204,7 @@ pub type SourceRecord = (Option<Bytes>, Option<Bytes>);
 pub fn dlq_records(
     param: &ShareGroupDlqRecordParameter,
     from_offset: i64,
+    to_offset: i64,
     originals: &HashMap<i64, SourceRecord>,
     now_ms: i64,
     max_message_bytes: usize,
@@ -209,7 +212,7 @@ pub fn dlq_records(
     let mut builder = RecordBatchBuilder::new(0);
     let mut size = RECORD_BATCH_OVERHEAD;
     let mut last = from_offset - 1;
-    for offset in from_offset..=param.last_offset {
+    for offset in from_offset..=to_offset.min(param.last_offset) {
         let (key, value) = originals.get(&offset).cloned().unwrap_or((None, None));
         let headers = headers(param, offset);
         let record_size = record_size(&key, &value, &headers, builder.len());
@@ -256,30 +259,131 @@ fn record_size(
     body + varint(body as i64)
 }
 
-/// The source records of `[first, last]` from `records` (batches a read returned).
-pub fn source_records(records: &Bytes, first: i64, last: i64) -> HashMap<i64, SourceRecord> {
-    let mut out = HashMap::new();
-    for batch in Batches::new(records.clone()) {
-        let Ok(batch) = batch else {
-            break;
-        };
-        if batch.is_control() || batch.last_offset() < first {
-            continue;
-        }
-        let Ok(iter) = batch.records() else {
-            continue;
-        };
-        for record in iter {
-            let Ok(record) = record else {
-                break;
-            };
-            let offset = record.offset(&batch);
-            if (first..=last).contains(&offset) {
-                out.insert(offset, (record.key, record.value));
-            }
+/// One round's read of the source records to copy (Kafka's `ShareGroupDLQRecordFetcher`),
+/// sans IO: the reads' batches are handed to [`SourceRead::collect`] one read at a time.
+///
+/// The round's budget (the DLQ topic's `max.message.bytes`: no DLQ batch could carry more)
+/// bounds both what a compressed batch may decompress to — one that decompresses past it on
+/// its own can never be copied, its records go with headers only — and what the round keeps:
+/// once the records collected reach the budget, or one does not fit beside them, the round
+/// stops, and the rest of the range waits for the next round, with a budget of its own. So a
+/// source batch that compresses well cannot make the broker hold more than one DLQ batch's
+/// worth of records, however large the acknowledged range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRead {
+    /// The records collected, by offset.
+    pub records: HashMap<i64, SourceRecord>,
+    /// Every offset from the round's first through this one has its outcome: collected, or
+    /// never to be copied (its DLQ record goes with headers only). Offsets past it were not
+    /// reached this round.
+    pub last_resolved: i64,
+    last_offset: i64,
+    budget: usize,
+    collected_bytes: usize,
+    /// A record fits the budget but not beside what was collected: the round ends before it.
+    deferred: bool,
+}
+
+impl SourceRead {
+    /// A round reading `[first, last]` within `budget` bytes.
+    pub fn new(first: i64, last: i64, budget: usize) -> Self {
+        SourceRead {
+            records: HashMap::new(),
+            last_resolved: first - 1,
+            last_offset: last,
+            budget,
+            collected_bytes: 0,
+            deferred: false,
         }
     }
-    out
+
+    /// Whether the round has what it can use: the budget is spent, or a record waits for
+    /// the next round.
+    pub fn is_done(&self) -> bool {
+        self.deferred || self.collected_bytes >= self.budget
+    }
+
+    /// Whether the round stopped for its budget (the next round goes on from
+    /// [`SourceRead::last_resolved`]), not for the end of the range or a failure.
+    pub fn was_deferred(&self) -> bool {
+        self.deferred
+    }
+
+    /// A read failed or made no progress: the rest of the range will not be read, its
+    /// records go with headers only (Kafka's `completeGivingUpOnRemainder`).
+    pub fn give_up(&mut self) {
+        self.last_resolved = self.last_offset;
+    }
+
+    /// Collects the records of one read's batches from `from` on; the offset to read next
+    /// (never below `from`).
+    pub fn collect(&mut self, records: &Bytes, from: i64) -> i64 {
+        let mut next = from;
+        for batch in Batches::new(records.clone()) {
+            if self.is_done() {
+                return next;
+            }
+            let Ok(batch) = batch else {
+                break;
+            };
+            if batch.last_offset() < next {
+                continue;
+            }
+            let in_range_last = batch.last_offset().min(self.last_offset);
+            if batch.is_control() {
+                // Markers are never acquired, so never in a DLQ range; stepped over.
+                self.last_resolved = self.last_resolved.max(in_range_last);
+                next = next.max(in_range_last + 1);
+                continue;
+            }
+            let compressed = batch.compression() != Compression::None;
+            let iter = match batch.records_with_limit(self.budget) {
+                Ok(iter) => iter,
+                Err(
+                    RecordBatchError::DecompressedTooLarge { .. }
+                    | RecordBatchError::RecordCountImplausible { .. },
+                ) if compressed => {
+                    // Too large on its own for any round: its records go with headers only.
+                    self.last_resolved = self.last_resolved.max(in_range_last);
+                    next = next.max(in_range_last + 1);
+                    continue;
+                }
+                Err(_) => {
+                    self.give_up();
+                    return next;
+                }
+            };
+            for record in iter {
+                let Ok(record) = record else {
+                    self.give_up();
+                    return next;
+                };
+                let offset = record.offset(&batch);
+                if offset < next {
+                    continue;
+                }
+                if offset > self.last_offset {
+                    return next;
+                }
+                let size = record.encoded_len().unwrap_or(usize::MAX);
+                if !compressed && size > self.budget {
+                    // A record no round could carry: headers only.
+                    self.last_resolved = self.last_resolved.max(offset);
+                    next = next.max(offset + 1);
+                    continue;
+                }
+                if self.collected_bytes.saturating_add(size) > self.budget {
+                    self.deferred = true;
+                    return next;
+                }
+                self.collected_bytes += size;
+                self.records.insert(offset, (record.key, record.value));
+                self.last_resolved = self.last_resolved.max(offset);
+                next = next.max(offset + 1);
+            }
+        }
+        next
+    }
 }
 
 /// The DLQ settings of `group_id` on broker `node_id` (a broker config's value: this
@@ -363,27 +467,46 @@ impl ShareGroupDlqManager {
         let topic_state = self.topic_state(&image, settings.topic_name.as_deref());
         validate_dlq_topic(&param.group_id, &settings, topic_state)?;
         let name = settings.topic_name.clone().unwrap_or_default();
-        let originals = if settings.copy_record {
-            self.read_source(param).await
-        } else {
-            HashMap::new()
-        };
         if topic_state == DlqTopicState::Missing {
             self.create_topic(&name).await?;
         }
+        // Round by round, as Kafka's `resolveRound`: the source records of what is left are
+        // read within the DLQ topic's max.message.bytes, and produced up to the last offset
+        // the read resolved; a retry of a round reuses its read.
         let mut next = param.first_offset;
         let mut attempts = 0;
+        let mut round: Option<SourceRead> = None;
         while next <= param.last_offset {
             let outcome = match self.destination(&name, param.tp.partition) {
                 Ok(dest) => {
+                    let read = match round.take() {
+                        Some(read) => read,
+                        None if settings.copy_record => {
+                            self.read_source(param, next, dest.max_message_bytes).await
+                        }
+                        None => {
+                            let mut nothing = SourceRead::new(next, param.last_offset, 0);
+                            nothing.give_up();
+                            nothing
+                        }
+                    };
+                    // At least `next` itself goes (headers only if unread), so every round
+                    // moves on.
+                    let round_end = next.max(read.last_resolved.min(param.last_offset));
                     let (records, last) = dlq_records(
                         param,
                         next,
-                        &originals,
+                        round_end,
+                        &read.records,
                         kraftd_log::clock::unix_ms(),
                         dest.max_message_bytes,
                     );
-                    self.produce(&dest, records).await.map(|()| last)
+                    let sent = self.produce(&dest, records).await;
+                    let done_with_round = sent.as_ref().is_ok_and(|()| last >= round_end);
+                    if !done_with_round {
+                        round = Some(read);
+                    }
+                    sent.map(|()| last)
                 }
                 Err(e) => Err(e),
             };
@@ -467,49 +590,42 @@ impl ShareGroupDlqManager {
         })
     }
 
-    /// The source records of `param` from the local log, read as a consumer up to the HW.
+    /// One round's source records of `param` from `from` on, from the local log read as a
+    /// consumer up to the HW, within `budget` bytes (see [`SourceRead`]).
     async fn read_source(
         &self,
         param: &ShareGroupDlqRecordParameter,
-    ) -> HashMap<i64, SourceRecord> {
-        let mut out = HashMap::new();
-        let mut offset = param.first_offset;
-        while offset <= param.last_offset {
-            let read = PartitionFetchParams {
-                fetch_offset: offset,
-                log_start_offset: -1,
-                max_bytes: DLQ_MAX_FETCH_BYTES as i32,
-                current_leader_epoch: -1,
-                last_fetched_epoch: -1,
-                high_watermark: i64::MAX,
-            };
-            let limits = FetchLimits {
-                max_wait: Duration::ZERO,
-                min_bytes: 0,
-                max_bytes: DLQ_MAX_FETCH_BYTES,
-            };
-            let mut results = self
-                .replica_manager
-                .fetch_messages(FetchOrigin::Consumer, limits, &[(param.tp.clone(), read)])
-                .await;
-            let Some((_, result)) = results.pop() else {
+        from: i64,
+        budget: usize,
+    ) -> SourceRead {
+        let mut read = SourceRead::new(from, param.last_offset, budget);
+        let mut offset = from;
+        while offset <= param.last_offset && !read.is_done() {
+            let result = super::local_read::read_local(
+                &self.replica_manager,
+                FetchOrigin::Consumer,
+                &param.tp,
+                offset,
+                -1,
+                DLQ_MAX_FETCH_BYTES as i32,
+                DLQ_MAX_FETCH_BYTES,
+            )
+            .await;
+            let Some(result) = result.filter(|r| r.error == ErrorCode::None) else {
+                read.give_up();
                 break;
             };
-            if result.error != ErrorCode::None || result.records.is_empty() {
-                break;
-            }
-            let next = Batches::new(result.records.clone())
-                .filter_map(Result::ok)
-                .map(|b| b.next_offset())
-                .max()
-                .unwrap_or(offset);
-            out.extend(source_records(&result.records, offset, param.last_offset));
+            let next = read.collect(&result.records, offset);
             if next <= offset {
+                // No progress: a dead end unless the budget stopped it.
+                if !read.was_deferred() {
+                    read.give_up();
+                }
                 break;
             }
             offset = next;
         }
-        out
+        read
     }
 
     /// Kafka's CreateTopics for a missing DLQ topic: the broker's default partitions and
@@ -633,6 +749,15 @@ impl ShareGroupDlqManager {
             Some(ErrorCode::NotLeaderOrFollower | ErrorCode::RequestTimedOut) => {
                 Err(Retry::Again(DlqError::Code(ErrorCode::NotLeaderOrFollower)))
             }
+            // A DLQ topic just created may not have reached its leader's metadata yet: its
+            // answer is retried as a producer retries it (Kafka's DLQ writer retries only
+            // NOT_LEADER_OR_FOLLOWER, and can lose the first records to an auto-created
+            // topic so).
+            Some(
+                code @ (ErrorCode::UnknownTopicOrPartition
+                | ErrorCode::UnknownTopicId
+                | ErrorCode::LeaderNotAvailable),
+            ) => Err(Retry::Again(DlqError::Code(code))),
             other => Err(Retry::Fatal(DlqError::Code(
                 other.unwrap_or(ErrorCode::UnknownServerError),
             ))),

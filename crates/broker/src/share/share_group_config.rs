@@ -1,12 +1,15 @@
 //! `ShareGroupConfig`: the broker's `group.share.*` settings the share-partition leaders
 //! read, by Kafka 4.4's names, defaults and validators (the definitions are in the config
 //! table, `kraftd_controller`'s `config_defs`), with the cross-checks Kafka's
-//! `ShareGroupConfig.validate` makes at start-up. A group's dynamic `share.*` configs
+//! `ShareGroupConfig.validate` makes at start-up (`group.share.max.share.sessions` at least
+//! `group.share.max.size`, the group coordinator's setting, read where that coordinator reads
+//! it: `GroupCoordinatorConfig`). A group's dynamic `share.*` configs
 //! override the defaults per group, within the min/max bounds.
 
 use std::collections::BTreeMap;
 
 use kraftd_coordinator::config::ConfigError;
+use kraftd_coordinator::group::GroupCoordinatorConfig;
 
 /// The broker's share-group settings (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +70,8 @@ impl ShareGroupConfig {
     ];
 
     /// The settings from a properties map, Kafka's defaults for what it lacks; a value
-    /// outside its key's range, or a default outside its min/max bounds, is refused.
+    /// outside its key's range, a default outside its min/max bounds, or fewer share
+    /// sessions than members a share group may have, is refused.
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut c = ShareGroupConfig::default();
         for (key, value) in props {
@@ -98,12 +102,20 @@ impl ShareGroupConfig {
             };
             *field.0 = int_between(key, value, field.1, field.2)?;
         }
-        c.validate(props)?;
+        let share_group_max_size =
+            GroupCoordinatorConfig::from_properties(props)?.share_group_max_size;
+        c.validate(props, share_group_max_size)?;
         Ok(c)
     }
 
-    /// Kafka's `ShareGroupConfig.validate`: each default within its bounds.
-    fn validate(&self, props: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    /// Kafka's `ShareGroupConfig.validate`: each default within its bounds, and a session
+    /// for every member of a full share group (each member holds one share session per
+    /// broker it fetches from).
+    fn validate(
+        &self,
+        props: &BTreeMap<String, String>,
+        share_group_max_size: i32,
+    ) -> Result<(), ConfigError> {
         let checks = [
             (
                 self.max_delivery_count_limit >= self.delivery_count_limit,
@@ -134,6 +146,11 @@ impl ShareGroupConfig {
                 self.max_record_lock_duration_ms >= self.record_lock_duration_ms,
                 "group.share.max.record.lock.duration.ms",
                 "group.share.record.lock.duration.ms",
+            ),
+            (
+                self.max_share_sessions >= share_group_max_size,
+                "group.share.max.share.sessions",
+                "group.share.max.size",
             ),
         ];
         for (ok, greater, lesser) in checks {
@@ -194,6 +211,7 @@ mod tests {
             ("group.share.delivery.count.limit", "3"),
             ("group.share.record.lock.duration.ms", "20000"),
             ("group.share.max.share.sessions", "7"),
+            ("group.share.max.size", "7"),
         ]))
         .expect("valid");
         assert_eq!(c.partition_max_record_locks, 500);
@@ -229,5 +247,31 @@ mod tests {
         )]))
         .unwrap_err();
         assert_eq!(e.key, "group.share.max.partition.max.record.locks");
+    }
+
+    /// Kafka refuses fewer share sessions than a share group's members may number.
+    #[test]
+    fn max_share_sessions_must_cover_the_max_share_group_size() {
+        let e =
+            ShareGroupConfig::from_properties(&props(&[("group.share.max.share.sessions", "199")]))
+                .unwrap_err();
+        assert_eq!(e.key, "group.share.max.share.sessions");
+        assert_eq!(e.value, "199");
+        assert_eq!(
+            e.reason,
+            "group.share.max.share.sessions must be greater than or equal to group.share.max.size"
+        );
+        let c = ShareGroupConfig::from_properties(&props(&[
+            ("group.share.max.share.sessions", "10"),
+            ("group.share.max.size", "10"),
+        ]))
+        .expect("as many sessions as members");
+        assert_eq!(c.max_share_sessions, 10);
+        let e = ShareGroupConfig::from_properties(&props(&[
+            ("group.share.max.share.sessions", "500"),
+            ("group.share.max.size", "1000"),
+        ]))
+        .unwrap_err();
+        assert_eq!(e.key, "group.share.max.share.sessions");
     }
 }

@@ -23,6 +23,10 @@
 //! handed to the DLQ writer ([`SharePartition::take_dlq_batches`]); whatever the write's
 //! outcome, it then becomes ARCHIVED ([`SharePartition::complete_dlq`]), as Kafka's
 //! `initiateDLQAndArchive`. ARCHIVING is not terminal: the SPSO waits for it.
+//!
+//! The rooms: this file, the acquisition and acknowledgement state machine;
+//! `share_partition/state_write.rs`, the state writes and their answers;
+//! `share_partition/dlq_archive.rs`, the hand-over to the DLQ writer.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -32,9 +36,6 @@ use kraftd_protocol::messages::read_share_group_state_request::{
 };
 use kraftd_protocol::messages::read_share_group_state_response::PartitionResult;
 use kraftd_protocol::messages::share_fetch_response::AcquiredRecords;
-use kraftd_protocol::messages::write_share_group_state_request::{
-    PartitionData as WritePartitionData, StateBatch, WriteStateData,
-};
 use kraftd_protocol::messages::{ReadShareGroupStateRequest, WriteShareGroupStateRequest};
 use kraftd_protocol::{ErrorCode, Uuid};
 
@@ -775,110 +776,6 @@ impl SharePartition {
         Some(StateWrite { write_id, request })
     }
 
-    /// The records in ARCHIVING whose state is persisted and that are not yet with the
-    /// dead-letter queue writer, now handed to it: runs of contiguous offsets with one
-    /// delivery count and cause. A record loaded in ARCHIVING (its leader stopped before the
-    /// DLQ write finished) goes again, its cause inferred from its delivery count, as Kafka's
-    /// `maybeResumeDlqArchiving` does — whatever the group's DLQ configuration is now.
-    pub fn take_dlq_batches(&mut self, config: &SharePartitionConfig) -> Vec<DlqBatch> {
-        if self.state != SharePartitionState::Active {
-            return Vec::new();
-        }
-        let start = self.start_offset;
-        let mut out: Vec<DlqBatch> = Vec::new();
-        for (i, r) in self.records.iter_mut().enumerate() {
-            if r.state != RecordState::Archiving || r.in_transition.is_some() {
-                continue;
-            }
-            let cause = match r.dlq {
-                Some((_, true)) => continue,
-                Some((cause, false)) => cause,
-                None if r.delivery_count >= config.max_delivery_count => {
-                    DlqCause::DeliveryCountExceeded
-                }
-                None => DlqCause::ClientReject,
-            };
-            r.dlq = Some((cause, true));
-            let offset = start + i as i64;
-            if let Some(last) = out.last_mut() {
-                if last.last_offset + 1 == offset
-                    && last.delivery_count == r.delivery_count
-                    && last.cause == cause
-                {
-                    last.last_offset = offset;
-                    continue;
-                }
-            }
-            out.push(DlqBatch {
-                first_offset: offset,
-                last_offset: offset,
-                delivery_count: r.delivery_count,
-                cause,
-            });
-        }
-        out
-    }
-
-    /// The dead-letter queue writer is done with `batch` (written or failed: Kafka archives
-    /// either way): its records are ARCHIVED, and the write to persist that. Applied at once
-    /// and never rolled back, as Kafka's `initiateDLQAndArchive`.
-    pub fn complete_dlq(&mut self, batch: &DlqBatch) -> Option<StateWrite> {
-        if self.state != SharePartitionState::Active {
-            return None;
-        }
-        let mut changed = Vec::new();
-        for offset in batch.first_offset..=batch.last_offset {
-            if let Some(r) = self.record_mut(offset) {
-                if r.state == RecordState::Archiving && r.dlq.is_some_and(|(_, taken)| taken) {
-                    r.state = RecordState::Archived;
-                    r.dlq = None;
-                    changed.push(offset);
-                }
-            }
-        }
-        if changed.is_empty() {
-            return None;
-        }
-        let write_id = self.take_write_id();
-        let batches = self.state_batches(changed.into_iter());
-        let request = self.write_request(write_id, batches);
-        self.pending_writes.insert(write_id, Vec::new());
-        self.move_start_offset();
-        Some(StateWrite { write_id, request })
-    }
-
-    /// The persister answered `write_id`: on success the changes stand (and the SPSO moves
-    /// over what is now terminal), on failure they are rolled back. The answer: whether
-    /// records became available (waiting fetches may now acquire).
-    pub fn complete_write(&mut self, write_id: u64, result: Result<(), ErrorCode>) -> bool {
-        let Some(previous) = self.pending_writes.remove(&write_id) else {
-            return false;
-        };
-        let mut available = false;
-        for (offset, before) in previous {
-            let Some(r) = self.record_mut(offset) else {
-                continue;
-            };
-            if r.in_transition != Some(write_id) {
-                continue;
-            }
-            match result {
-                Ok(()) => {
-                    r.in_transition = None;
-                    available |= r.state == RecordState::Available;
-                }
-                Err(_) => {
-                    *r = InFlightRecord {
-                        in_transition: None,
-                        ..before
-                    }
-                }
-            }
-        }
-        self.move_start_offset();
-        available || (result.is_ok() && self.records.iter().any(InFlightRecord::acquirable))
-    }
-
     /// The log start offset moved past the SPSO (retention, DeleteRecords): records below
     /// it that nobody holds are archived and the SPSO follows (Kafka's
     /// `updateCacheAndOffsets`).
@@ -920,117 +817,6 @@ impl SharePartition {
         usize::try_from(i)
             .ok()
             .and_then(|i| self.records.get_mut(i))
-    }
-
-    fn take_write_id(&mut self) -> u64 {
-        let id = self.next_write_id;
-        self.next_write_id += 1;
-        id
-    }
-
-    /// Registers a write of the records changed from `previous`; None when nothing changed.
-    fn write_for(
-        &mut self,
-        write_id: u64,
-        previous: Vec<(i64, InFlightRecord)>,
-    ) -> Option<StateWrite> {
-        if previous.is_empty() {
-            return None;
-        }
-        let batches = self.state_batches(previous.iter().map(|(o, _)| *o));
-        let request = self.write_request(write_id, batches);
-        self.pending_writes.insert(write_id, previous);
-        Some(StateWrite { write_id, request })
-    }
-
-    /// The changed offsets as state batches: runs of contiguous offsets with one state and
-    /// delivery count.
-    fn state_batches(&self, offsets: impl Iterator<Item = i64>) -> Vec<StateBatch> {
-        let mut offsets: Vec<i64> = offsets.collect();
-        offsets.sort_unstable();
-        offsets.dedup();
-        let mut out: Vec<StateBatch> = Vec::new();
-        for offset in offsets {
-            let r = self.record(offset).expect("changed offset in flight");
-            let state = r.state.id();
-            if let Some(last) = out.last_mut() {
-                if last.last_offset + 1 == offset
-                    && last.delivery_state == state
-                    && last.delivery_count == r.delivery_count
-                {
-                    last.last_offset = offset;
-                    continue;
-                }
-            }
-            out.push(StateBatch {
-                first_offset: offset,
-                last_offset: offset,
-                delivery_state: state,
-                delivery_count: r.delivery_count,
-                ..Default::default()
-            });
-        }
-        out
-    }
-
-    fn write_request(
-        &self,
-        write_id: u64,
-        state_batches: Vec<StateBatch>,
-    ) -> WriteShareGroupStateRequest {
-        // Kafka's deliveryCompleteCount: the terminal records within the in-flight window,
-        // i.e. at or past the start offset this write carries (the summary's lag subtracts
-        // it from end offset less start offset).
-        let start_offset = self.prospective_start_offset(write_id);
-        let delivery_complete_count = self
-            .records
-            .iter()
-            .skip((start_offset - self.start_offset) as usize)
-            .filter(|r| r.state.is_terminal())
-            .count() as i32;
-        WriteShareGroupStateRequest {
-            group_id: self.group_id.clone(),
-            topics: vec![WriteStateData {
-                topic_id: self.topic_id,
-                partitions: vec![WritePartitionData {
-                    partition: self.partition,
-                    state_epoch: self.state_epoch,
-                    leader_epoch: self.leader_epoch,
-                    start_offset,
-                    delivery_complete_count,
-                    state_batches,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-    }
-
-    /// The SPSO once this write commits: past the terminal records at the front that are
-    /// settled or settled by this write. A change of another unanswered write does not
-    /// count, since that write may fail and roll back; the write carries the result so the
-    /// share coordinator need not keep the terminal records below it.
-    fn prospective_start_offset(&self, write_id: u64) -> i64 {
-        let done = self
-            .records
-            .iter()
-            .take_while(|r| {
-                r.state.is_terminal() && r.in_transition.is_none_or(|pending| pending == write_id)
-            })
-            .count();
-        self.start_offset + done as i64
-    }
-
-    /// Moves the SPSO over the terminal records at the front.
-    fn move_start_offset(&mut self) {
-        while let Some(front) = self.records.front() {
-            if !front.state.is_terminal() || front.in_transition.is_some() {
-                break;
-            }
-            self.records.pop_front();
-            self.start_offset += 1;
-        }
     }
 }
 
@@ -1181,6 +967,9 @@ pub fn split_by_batch_size(
     }
     out
 }
+
+mod dlq_archive;
+mod state_write;
 
 #[cfg(test)]
 mod tests;

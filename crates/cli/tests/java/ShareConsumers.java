@@ -25,7 +25,8 @@
 // Dead-letter queues (KIP-1191): `--create-topic name:partitions[:k=v,...]` creates a topic
 // with configs first (a DLQ topic with `errors.deadletterqueue.group.enable`); a group config
 // the broker refuses prints `CONFIG-ERROR <exception> <message>` and ends the run (exit 3);
-// `--read-dlq <topic> <n>` reads <topic> from the beginning once every record is settled,
+// `--read-dlq <topic> <n>` reads <topic> from the beginning once every record is settled
+// (waiting for it to exist: the broker may create it on its first DLQ write),
 // until it holds <n> records (or `--timeout-s`), then `--dlq-linger-s` more seconds (records
 // beyond the expected show), printing each as `DLQ <partition> <key> <value> <headers>`,
 // the headers as `name=value` joined by `|` (`null` for a null key or value).
@@ -180,9 +181,17 @@ public class ShareConsumers {
         p.put("value.deserializer", ByteArrayDeserializer.class.getName());
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
+        // A DLQ topic the broker creates on the first DLQ write must not be created here
+        // first (without errors.deadletterqueue.group.enable): wait for it instead.
+        p.put("allow.auto.create.topics", "false");
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            List<org.apache.kafka.common.PartitionInfo> infos = consumer.partitionsFor(dlqTopic);
+            while ((infos == null || infos.isEmpty()) && System.currentTimeMillis() < deadline + 60_000L) {
+                Thread.sleep(200);
+                infos = consumer.partitionsFor(dlqTopic);
+            }
             List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
-            consumer.partitionsFor(dlqTopic).forEach(info ->
+            (infos == null ? List.<org.apache.kafka.common.PartitionInfo>of() : infos).forEach(info ->
                 partitions.add(new org.apache.kafka.common.TopicPartition(dlqTopic, info.partition())));
             consumer.assign(partitions);
             consumer.seekToBeginning(partitions);

@@ -83,8 +83,9 @@ pub enum ShardRequest {
     ShareGroupDescribe(Vec<String>),
     StreamsGroupHeartbeat(kraftd_protocol::messages::StreamsGroupHeartbeatRequest),
     StreamsGroupDescribe(Vec<String>),
-    /// DeleteGroups' first step for share groups: the share state to delete through the
-    /// persister before the groups go (a read; see [`ShareGroupDeletion`]).
+    /// DeleteGroups' first step for share groups: their state partitions moved to the
+    /// deleting list, and the share state to delete through the persister before the groups
+    /// go (a write; see [`ShareGroupDeletion`]).
     ShareGroupsToDelete(Vec<String>),
     /// DescribeShareGroupOffsets for all of a group's topics (Kafka's
     /// `initializedShareGroupPartitions`): the share partitions whose state is initialized
@@ -398,7 +399,8 @@ impl GroupCoordinatorShard {
     }
 
     /// The cluster's topics changed: KIP-848 groups whose subscriptions resolve differently
-    /// get a new target assignment on their next heartbeat.
+    /// get a new target assignment on their next heartbeat; deleted topics leave the share
+    /// groups' state metadata.
     pub fn on_metadata_update(&mut self, metadata: Arc<dyn TopicMetadata>) {
         let config = &self.config;
         self.group_configs = metadata
@@ -409,6 +411,7 @@ impl GroupCoordinatorShard {
             .collect();
         self.metadata = metadata;
         self.consumer_on_metadata_update();
+        self.share_on_metadata_update();
     }
 
     /// Applies one record of the partition's log (loading, or a record this shard wrote

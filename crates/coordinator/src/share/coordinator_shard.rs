@@ -110,4 +110,10 @@ impl CoordinatorShard for ShareCoordinatorShard {
             self.share_partition_count() as u64,
         )]
     }
+
+    /// Kafka's `write-total` of `share-coordinator-metrics` (the scraper derives
+    /// `write-rate`).
+    fn take_counters(&mut self) -> Vec<(&'static str, u64)> {
+        vec![("write_total", self.take_write_count())]
+    }
 }

@@ -6,6 +6,11 @@
 
 use std::collections::BTreeMap;
 
+use kraftd_protocol::coordinator::share_snapshot_value::StateBatch as SnapshotBatch;
+use kraftd_protocol::coordinator::share_update_value::StateBatch as UpdateBatch;
+use kraftd_protocol::messages::read_share_group_state_response::StateBatch as ReadBatch;
+use kraftd_protocol::messages::write_share_group_state_request::StateBatch as WriteBatch;
+
 /// Kafka's `ShareGroupOffset.UNINITIALIZED_START_OFFSET`: no record consumed yet.
 pub const UNINITIALIZED_START_OFFSET: i64 = -1;
 /// Kafka's `UNINITIALIZED_DELIVERY_COMPLETE_COUNT`: lag cannot be computed yet.
@@ -21,6 +26,38 @@ pub struct PersisterStateBatch {
     pub delivery_state: i8,
     pub delivery_count: i16,
 }
+
+/// The state batches of the share records and state APIs (ShareSnapshot, ShareUpdate,
+/// WriteShareGroupState, ReadShareGroupState) carry the same four fields as
+/// [`PersisterStateBatch`]: one conversion each way serves them all.
+macro_rules! state_batch_conversions {
+    ($($ty:ident),* $(,)?) => {$(
+        impl From<&$ty> for PersisterStateBatch {
+            fn from(b: &$ty) -> Self {
+                PersisterStateBatch {
+                    first_offset: b.first_offset,
+                    last_offset: b.last_offset,
+                    delivery_state: b.delivery_state,
+                    delivery_count: b.delivery_count,
+                }
+            }
+        }
+
+        impl From<&PersisterStateBatch> for $ty {
+            fn from(b: &PersisterStateBatch) -> Self {
+                $ty {
+                    first_offset: b.first_offset,
+                    last_offset: b.last_offset,
+                    delivery_state: b.delivery_state,
+                    delivery_count: b.delivery_count,
+                    ..Default::default()
+                }
+            }
+        }
+    )*};
+}
+
+state_batch_conversions!(SnapshotBatch, UpdateBatch, WriteBatch, ReadBatch);
 
 /// One share partition's state: the last snapshot with every update since replayed onto it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

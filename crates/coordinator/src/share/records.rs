@@ -8,8 +8,7 @@
 use bytes::Bytes;
 use kraftd_protocol::codec::{DecodeResult, EncodeError};
 use kraftd_protocol::coordinator::{
-    share_snapshot_value, share_update_value, ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey,
-    ShareUpdateValue,
+    ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue,
 };
 use kraftd_protocol::{ShareCoordinatorRecordKey, ShareCoordinatorRecordValue, Uuid};
 
@@ -38,17 +37,7 @@ impl ShareCoordinatorRecord {
             delivery_complete_count: offset.delivery_complete_count,
             create_timestamp: offset.create_timestamp,
             write_timestamp: offset.write_timestamp,
-            state_batches: offset
-                .state_batches
-                .iter()
-                .map(|b| share_snapshot_value::StateBatch {
-                    first_offset: b.first_offset,
-                    last_offset: b.last_offset,
-                    delivery_state: b.delivery_state,
-                    delivery_count: b.delivery_count,
-                    ..Default::default()
-                })
-                .collect(),
+            state_batches: offset.state_batches.iter().map(Into::into).collect(),
             ..Default::default()
         };
         ShareCoordinatorRecord {
@@ -68,17 +57,7 @@ impl ShareCoordinatorRecord {
             leader_epoch: offset.leader_epoch,
             start_offset: offset.start_offset,
             delivery_complete_count: offset.delivery_complete_count,
-            state_batches: offset
-                .state_batches
-                .iter()
-                .map(|b| share_update_value::StateBatch {
-                    first_offset: b.first_offset,
-                    last_offset: b.last_offset,
-                    delivery_state: b.delivery_state,
-                    delivery_count: b.delivery_count,
-                    ..Default::default()
-                })
-                .collect(),
+            state_batches: offset.state_batches.iter().map(Into::into).collect(),
             ..Default::default()
         };
         ShareCoordinatorRecord {
@@ -149,12 +128,7 @@ pub fn offset_from_snapshot(v: &ShareSnapshotValue) -> ShareGroupOffset {
         state_batches: v
             .state_batches
             .iter()
-            .map(|b| PersisterStateBatch {
-                first_offset: b.first_offset,
-                last_offset: b.last_offset,
-                delivery_state: b.delivery_state,
-                delivery_count: b.delivery_count,
-            })
+            .map(PersisterStateBatch::from)
             .collect(),
         create_timestamp: v.create_timestamp,
         write_timestamp: v.write_timestamp,
@@ -165,11 +139,6 @@ pub fn offset_from_snapshot(v: &ShareSnapshotValue) -> ShareGroupOffset {
 pub fn update_batches(v: &ShareUpdateValue) -> Vec<PersisterStateBatch> {
     v.state_batches
         .iter()
-        .map(|b| PersisterStateBatch {
-            first_offset: b.first_offset,
-            last_offset: b.last_offset,
-            delivery_state: b.delivery_state,
-            delivery_count: b.delivery_count,
-        })
+        .map(PersisterStateBatch::from)
         .collect()
 }

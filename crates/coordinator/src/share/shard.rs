@@ -119,6 +119,10 @@ pub struct ShareCoordinatorShard {
     unplaced: VecDeque<(SharePartitionKey, bool, bool)>,
     /// The offset the last prune asked for (Kafka's `lastPrunedOffsets`): not asked twice.
     last_pruned: Option<i64>,
+    /// State writes asked of this shard since the runtime last took the count (Kafka's
+    /// `ShareCoordinatorWrite` sensor, `write-total`): every WriteShareGroupState, refused
+    /// ones included, and every read that records a new leader epoch.
+    writes: u64,
     timer: Timer<ShareTimerKey>,
     out: ShareShardOutput,
 }
@@ -137,9 +141,16 @@ impl ShareCoordinatorShard {
             offsets: OffsetsManager::default(),
             unplaced: VecDeque::new(),
             last_pruned: None,
+            writes: 0,
             timer: Timer::default(),
             out: ShareShardOutput::default(),
         }
+    }
+
+    /// The state writes counted since the last call (see `writes`), for the runtime's
+    /// `write-total`.
+    pub fn take_write_count(&mut self) -> u64 {
+        std::mem::take(&mut self.writes)
     }
 
     pub fn partition(&self) -> i32 {
@@ -433,6 +444,7 @@ impl ShareCoordinatorShard {
         now_ms: i64,
         request: &WriteShareGroupStateRequest,
     ) -> WriteShareGroupStateResponse {
+        self.writes += 1;
         let Some((topic_id, p)) = single(&request.topics, |t| (t.topic_id, &t.partitions)) else {
             return WriteShareGroupStateResponse::default();
         };
@@ -473,12 +485,7 @@ impl ShareCoordinatorShard {
         let batches: Vec<PersisterStateBatch> = p
             .state_batches
             .iter()
-            .map(|b| PersisterStateBatch {
-                first_offset: b.first_offset,
-                last_offset: b.last_offset,
-                delivery_state: b.delivery_state,
-                delivery_count: b.delivery_count,
-            })
+            .map(PersisterStateBatch::from)
             .collect();
         let record = self.share_state_record(
             now_ms,
@@ -548,17 +555,7 @@ impl ShareCoordinatorShard {
                     error_message: None,
                     state_epoch: state.state_epoch,
                     start_offset: state.start_offset,
-                    state_batches: state
-                        .state_batches
-                        .iter()
-                        .map(|b| read_resp::StateBatch {
-                            first_offset: b.first_offset,
-                            last_offset: b.last_offset,
-                            delivery_state: b.delivery_state,
-                            delivery_count: b.delivery_count,
-                            ..Default::default()
-                        })
-                        .collect(),
+                    state_batches: state.state_batches.iter().map(Into::into).collect(),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -567,6 +564,7 @@ impl ShareCoordinatorShard {
         };
         if self.leader_epochs.get(&key) != Some(&p.leader_epoch) {
             // A new share-partition leader: its epoch is recorded, fencing the old one.
+            self.writes += 1;
             let record = self.share_state_record(
                 now_ms,
                 &key,
@@ -774,67 +772,38 @@ fn single<'a, T, P>(
     Some((topic_id, p))
 }
 
-fn init_response(
-    topic_id: Uuid,
-    partition: i32,
-    code: ErrorCode,
-    message: Option<&str>,
-) -> InitializeShareGroupStateResponse {
-    InitializeShareGroupStateResponse {
-        results: vec![init_resp::InitializeStateResult {
-            topic_id,
-            partitions: vec![init_resp::PartitionResult {
-                partition,
-                error_code: code.code(),
-                error_message: error_message(code, message),
+/// The answers to the one-partition state requests that carry no state (initialize, write,
+/// delete) share one shape: the topic's one partition with `code` and its message (none on
+/// success).
+macro_rules! single_partition_responses {
+    ($($name:ident: $resp:ident, $m:ident::$result:ident;)*) => {$(
+        fn $name(
+            topic_id: Uuid,
+            partition: i32,
+            code: ErrorCode,
+            message: Option<&str>,
+        ) -> $resp {
+            $resp {
+                results: vec![$m::$result {
+                    topic_id,
+                    partitions: vec![$m::PartitionResult {
+                        partition,
+                        error_code: code.code(),
+                        error_message: error_message(code, message),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+            }
+        }
+    )*};
 }
 
-fn write_response(
-    topic_id: Uuid,
-    partition: i32,
-    code: ErrorCode,
-    message: Option<&str>,
-) -> WriteShareGroupStateResponse {
-    WriteShareGroupStateResponse {
-        results: vec![write_resp::WriteStateResult {
-            topic_id,
-            partitions: vec![write_resp::PartitionResult {
-                partition,
-                error_code: code.code(),
-                error_message: error_message(code, message),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-fn delete_response(
-    topic_id: Uuid,
-    partition: i32,
-    code: ErrorCode,
-    message: Option<&str>,
-) -> DeleteShareGroupStateResponse {
-    DeleteShareGroupStateResponse {
-        results: vec![delete_resp::DeleteStateResult {
-            topic_id,
-            partitions: vec![delete_resp::PartitionResult {
-                partition,
-                error_code: code.code(),
-                error_message: error_message(code, message),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+single_partition_responses! {
+    init_response: InitializeShareGroupStateResponse, init_resp::InitializeStateResult;
+    write_response: WriteShareGroupStateResponse, write_resp::WriteStateResult;
+    delete_response: DeleteShareGroupStateResponse, delete_resp::DeleteStateResult;
 }
 
 /// No message on success; the given one, or the code's own, on an error.

@@ -330,6 +330,11 @@ fn writes_merge_into_the_state_and_epochs_fence() {
     let w = write_req(tid(1), 0, 3, 1, 2, vec![]);
     assert_eq!(code(&ask(&mut r, w)), ErrorCode::None);
     assert_eq!(read_back(&mut r, tid(1), 0, 3).0, 5);
+    // Kafka's `write-total`: the three writes and the read that recorded its leader epoch.
+    let writes = |r: &mut Replica<ShareCoordinatorShard>| {
+        crate::shard::CoordinatorShard::take_counters(&mut r.shard)
+    };
+    assert_eq!(writes(&mut r), vec![("write_total", 4)]);
 
     // A newer leader reads: the older one is fenced, for writes and reads.
     assert_eq!(read_back(&mut r, tid(1), 0, 4).0, 5);
@@ -337,6 +342,8 @@ fn writes_merge_into_the_state_and_epochs_fence() {
         code(&ask(&mut r, write_req(tid(1), 0, 3, 1, 5, vec![]))),
         ErrorCode::FencedLeaderEpoch
     );
+    // The new leader's epoch recorded, and the refused write counted as Kafka counts it.
+    assert_eq!(writes(&mut r), vec![("write_total", 2)]);
     assert_eq!(
         code(&ask(&mut r, read_req(tid(1), 0, 3))),
         ErrorCode::FencedLeaderEpoch

@@ -1,11 +1,12 @@
 //! Tests of the dead-letter queue writer's sans-IO parts: the config checks with Kafka's
 //! messages, the `__dlq.errors.*` headers in Kafka's order, the batch layout and copy.record,
-//! the split at `max.message.bytes`, and reading the source records.
+//! the split at `max.message.bytes`, and reading the source records within a round's
+//! budget.
 
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use kraftd_protocol::records::{Batches, TimestampType};
+use kraftd_protocol::records::{Batches, Compression, RecordBatchBuilder, TimestampType};
 use kraftd_protocol::Uuid;
 
 use super::*;
@@ -86,7 +87,7 @@ fn the_batch_holds_one_record_per_offset_with_the_source_key_and_value_when_copi
     let mut originals = HashMap::new();
     originals.insert(10, (Some(Bytes::from("k10")), Some(Bytes::from("v10"))));
     originals.insert(12, (None, Some(Bytes::from("v12"))));
-    let (batch, last) = dlq_records(&p, 10, &originals, 1_700_000_000_000, 1 << 20);
+    let (batch, last) = dlq_records(&p, 10, 12, &originals, 1_700_000_000_000, 1 << 20);
     assert_eq!(last, 12);
     let batches: Vec<_> = Batches::new(batch).map(Result::unwrap).collect();
     assert_eq!(batches.len(), 1);
@@ -118,17 +119,17 @@ fn the_batch_holds_one_record_per_offset_with_the_source_key_and_value_when_copi
 #[test]
 fn a_batch_stops_at_the_topics_max_message_bytes_but_always_carries_one_record() {
     let p = param(None);
-    let (one, last) = dlq_records(&p, 10, &HashMap::new(), 0, 1);
+    let (one, last) = dlq_records(&p, 10, 12, &HashMap::new(), 0, 1);
     assert_eq!(last, 10);
     assert_eq!(Batches::new(one).next().unwrap().unwrap().record_count(), 1);
-    let (rest, last) = dlq_records(&p, 11, &HashMap::new(), 0, 1 << 20);
+    let (rest, last) = dlq_records(&p, 11, 12, &HashMap::new(), 0, 1 << 20);
     assert_eq!(last, 12);
     assert_eq!(
         Batches::new(rest).next().unwrap().unwrap().record_count(),
         2
     );
     // The size Kafka's DefaultRecord.sizeInBytes gives: what the builder wrote.
-    let (batch, _) = dlq_records(&param(None), 10, &HashMap::new(), 0, 1 << 20);
+    let (batch, _) = dlq_records(&param(None), 10, 12, &HashMap::new(), 0, 1 << 20);
     let b = Batches::new(batch.clone()).next().unwrap().unwrap();
     let computed: usize = (0..3)
         .map(|i| record_size(&None, &None, &headers(&param(None), 10 + i), i as usize))
@@ -136,19 +137,84 @@ fn a_batch_stops_at_the_topics_max_message_bytes_but_always_carries_one_record()
     assert_eq!(b.size_in_bytes(), RECORD_BATCH_OVERHEAD + computed);
 }
 
-#[test]
-fn source_records_are_read_back_from_the_log_batches() {
-    let mut builder = kraftd_protocol::records::RecordBatchBuilder::new(8);
-    for i in 0..5 {
+/// A batch of `n` records from `base`, keys `k<i>` and values of `value_len` bytes.
+fn source_batch(base: i64, n: usize, value_len: usize, compression: Compression) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(base).compression(compression);
+    for i in 0..n {
         builder
-            .append(5, Some(Bytes::from(format!("k{i}"))), None, Vec::new())
+            .append(
+                5,
+                Some(Bytes::from(format!("k{i}"))),
+                Some(Bytes::from(vec![b'x'; value_len])),
+                Vec::new(),
+            )
             .unwrap();
     }
-    let bytes = builder.build().unwrap();
-    let got = source_records(&bytes, 9, 10);
-    assert_eq!(got.len(), 2);
-    assert_eq!(got[&9].0.as_deref(), Some(&b"k1"[..]));
-    assert_eq!(got[&10].0.as_deref(), Some(&b"k2"[..]));
+    builder.build().unwrap()
+}
+
+#[test]
+fn source_records_are_read_back_from_the_log_batches() {
+    let bytes = source_batch(8, 5, 0, Compression::None);
+    let mut read = SourceRead::new(9, 10, 1 << 20);
+    let next = read.collect(&bytes, 9);
+    assert_eq!(next, 11, "the read stops past the range");
+    assert_eq!(read.records.len(), 2);
+    assert_eq!(read.records[&9].0.as_deref(), Some(&b"k1"[..]));
+    assert_eq!(read.records[&10].0.as_deref(), Some(&b"k2"[..]));
+    assert_eq!(read.last_resolved, 10);
+    assert!(!read.was_deferred());
+}
+
+/// Kafka's decompression budget: a round keeps no more than the DLQ topic's
+/// max.message.bytes of records; the rest waits for the next round, and a compressed batch
+/// too large for any round is passed over, its records sent with headers only.
+#[test]
+fn a_round_reads_within_the_dlq_topics_max_message_bytes() {
+    // Ten records of ~1 KiB, uncompressed, under a budget of ~3 of them.
+    let bytes = source_batch(0, 10, 1000, Compression::None);
+    let mut read = SourceRead::new(0, 9, 3_100);
+    let next = read.collect(&bytes, 0);
+    assert_eq!(read.records.len(), 3);
+    assert_eq!((next, read.last_resolved), (3, 2));
+    assert!(read.was_deferred() && read.is_done());
+    // The next round goes on from there with a budget of its own.
+    let mut again = SourceRead::new(3, 9, 3_100);
+    assert_eq!(again.collect(&bytes, 3), 6);
+    assert_eq!(again.records.keys().min(), Some(&3));
+
+    // A gzip batch of 200 KiB that compresses to little, under a 64 KiB budget: too large
+    // for any round, so it is passed over whole; the batch after it is read.
+    let mut log = source_batch(0, 200, 1024, Compression::Gzip).to_vec();
+    log.extend_from_slice(&source_batch(200, 2, 10, Compression::Gzip));
+    let log = Bytes::from(log);
+    assert!(log.len() < 64 * 1024, "the batch compresses well");
+    let mut read = SourceRead::new(0, 201, 64 * 1024);
+    assert_eq!(read.collect(&log, 0), 202);
+    assert_eq!(read.last_resolved, 201);
+    let mut copied: Vec<_> = read.records.keys().copied().collect();
+    copied.sort();
+    assert_eq!(copied, vec![200, 201]);
+
+    // One uncompressed record larger than the budget on its own: headers only.
+    let big = source_batch(0, 1, 5_000, Compression::None);
+    let mut read = SourceRead::new(0, 0, 1_000);
+    assert_eq!(read.collect(&big, 0), 1);
+    assert!(read.records.is_empty());
+    assert_eq!(read.last_resolved, 0);
+
+    // A read given up on resolves the whole range (headers only for what is missing).
+    let mut failed = SourceRead::new(4, 9, 1 << 20);
+    failed.give_up();
+    assert_eq!(failed.last_resolved, 9);
+    // And the DLQ batch stops at what a round resolved.
+    let p = param(None);
+    let (batch, last) = dlq_records(&p, 10, 10, &HashMap::new(), 0, 1 << 20);
+    assert_eq!(last, 10);
+    assert_eq!(
+        Batches::new(batch).next().unwrap().unwrap().record_count(),
+        1
+    );
 }
 
 #[test]

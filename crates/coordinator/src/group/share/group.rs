@@ -10,7 +10,10 @@ use kraftd_protocol::messages::share_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member as DescribedMember,
     TopicPartitions as DescribedTopicPartitions,
 };
-use kraftd_protocol::messages::{DeleteShareGroupStateRequest, InitializeShareGroupStateRequest};
+use kraftd_protocol::messages::{
+    delete_share_group_state_request, DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest,
+};
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use crate::context::TopicMetadata;
@@ -23,6 +26,36 @@ use super::records;
 /// (Kafka's `shareGroupBuildPartitionDeleteRequest`), per group id: the request, `None`
 /// when the group holds no share state, or the error that refuses the deletion.
 pub type ShareGroupDeletion = Result<Option<DeleteShareGroupStateRequest>, ErrorCode>;
+
+/// The DeleteShareGroupState request for a group's share partitions, topic by topic: what
+/// both DeleteGroups and DeleteShareGroupOffsets hand the persister.
+pub fn delete_state_request<P: IntoIterator<Item = i32>>(
+    group_id: &str,
+    topics: impl IntoIterator<Item = (Uuid, P)>,
+) -> DeleteShareGroupStateRequest {
+    DeleteShareGroupStateRequest {
+        group_id: group_id.to_string(),
+        topics: topics
+            .into_iter()
+            .map(
+                |(topic_id, partitions)| delete_share_group_state_request::DeleteStateData {
+                    topic_id,
+                    partitions: partitions
+                        .into_iter()
+                        .map(
+                            |partition| delete_share_group_state_request::PartitionData {
+                                partition,
+                                ..Default::default()
+                            },
+                        )
+                        .collect(),
+                    ..Default::default()
+                },
+            )
+            .collect(),
+        ..Default::default()
+    }
+}
 
 /// DeleteShareGroupOffsets' first step (Kafka's `DeleteShareGroupOffsetsResultHolder`):
 /// the error refusing the whole request, or the topics answered with an error here and the

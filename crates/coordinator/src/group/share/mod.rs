@@ -30,7 +30,6 @@ pub use group::{
 };
 
 use kraftd_protocol::messages::share_group_describe_response::DescribedGroup as ShareDescribedGroup;
-use kraftd_protocol::messages::{delete_share_group_state_request, DeleteShareGroupStateRequest};
 use kraftd_protocol::ErrorCode;
 
 use crate::group::shard::{Group, GroupCoordinatorShard};
@@ -52,14 +51,21 @@ impl GroupCoordinatorShard {
         }
     }
 
-    /// For DeleteGroups: the share state each named share group holds. Groups that are not
+    /// DeleteGroups' first step for share groups (Kafka's `sharePartitionDeleteRequests`
+    /// and `shareGroupBuildPartitionDeleteRequest`): the share state each named share group
+    /// holds, to delete through the persister before the group goes. Groups that are not
     /// share groups are left out (the deletion of the others goes on as before); a share
-    /// group with members is refused with NON_EMPTY_GROUP.
+    /// group with members is refused with NON_EMPTY_GROUP. A group with state metadata has
+    /// its initialized and initializing topics moved to the deleting list first, in one
+    /// ShareGroupStatePartitionMetadata record as Kafka writes it: should the persister
+    /// fail, the group stays with its state marked deleting, and the next DeleteGroups asks
+    /// for those topics again.
     pub(crate) fn share_groups_to_delete(
-        &self,
+        &mut self,
         ids: &[String],
     ) -> Vec<(String, ShareGroupDeletion)> {
         let mut out = Vec::new();
+        let mut written = Vec::new();
         for id in ids {
             let Some(Group::Share(g)) = self.groups.get(id) else {
                 continue;
@@ -89,31 +95,68 @@ impl GroupCoordinatorShard {
             // it): only topics that still exist under their id are asked for, as Kafka
             // leaves vanished topics out of a deletion.
             topics.retain(|t, _| self.metadata.topic_by_id(*t).is_some());
+            let deleting = StatePartitionMetadata {
+                deleting: topics.iter().map(|(t, v)| (*t, v.name.clone())).collect(),
+                ..Default::default()
+            };
+            written.push(records::state_partition_metadata(id, &deleting));
             if topics.is_empty() {
                 out.push((id.clone(), Ok(None)));
                 continue;
             }
-            let request = DeleteShareGroupStateRequest {
-                group_id: id.clone(),
-                topics: topics
-                    .iter()
-                    .map(|(t, v)| delete_share_group_state_request::DeleteStateData {
-                        topic_id: *t,
-                        partitions: v
-                            .partitions
-                            .iter()
-                            .map(|p| delete_share_group_state_request::PartitionData {
-                                partition: *p,
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            };
+            let request =
+                group::delete_state_request(id, topics.into_iter().map(|(t, v)| (t, v.partitions)));
             out.push((id.clone(), Ok(Some(request))));
         }
+        // One write for the whole request, as Kafka's one write operation: when it fails,
+        // every share group is refused with its error and none is deleted.
+        if let Err(code) = self.write(written, true) {
+            for (_, deletion) in &mut out {
+                *deletion = Err(code);
+            }
+        }
         out
+    }
+
+    /// The cluster's topics changed: topics that are gone leave every share group's state
+    /// metadata, from the initializing, initialized and deleting lists alike (Kafka's
+    /// `maybeCleanupShareGroupState` on deleted topics; their share state the share
+    /// coordinator drops on its own, `ShareCoordinatorShard::on_metadata_update`). A topic
+    /// is gone when the image knows no topic by its id — one deleted and created again under
+    /// its name has a new id. The image a shard is handed is never older than the records it
+    /// replayed: its leadership was published from an image past the previous leader's
+    /// resignation, and that leader only wrote what its own older image knew. Each group's
+    /// record is its own write, so one large group cannot keep the others from being cleaned.
+    pub(crate) fn share_on_metadata_update(&mut self) {
+        let metadata = &*self.metadata;
+        let gone = |t: &kraftd_protocol::Uuid| metadata.topic_by_id(*t).is_none();
+        let mut written: Vec<(String, StatePartitionMetadata)> = Vec::new();
+        for (id, g) in &self.groups {
+            let Group::Share(g) = g else {
+                continue;
+            };
+            let Some(state) = &g.state_metadata else {
+                continue;
+            };
+            if !(state.initializing.keys().any(gone)
+                || state.initialized.keys().any(gone)
+                || state.deleting.keys().any(gone))
+            {
+                continue;
+            }
+            let mut next = state.clone();
+            next.initializing.retain(|t, _| !gone(t));
+            next.initialized.retain(|t, _| !gone(t));
+            next.deleting.retain(|t, _| !gone(t));
+            written.push((id.clone(), next));
+        }
+        // The groups live in a hash map: the records go out in group-id order, so that
+        // every run of the same inputs writes the same log.
+        written.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, next) in written {
+            // A record too large for a batch leaves the group as it was; the next
+            // metadata update tries again.
+            let _ = self.write(vec![records::state_partition_metadata(&id, &next)], true);
+        }
     }
 }

@@ -21,13 +21,12 @@ use kraftd_protocol::messages::delete_share_group_offsets_response::DeleteShareG
 use kraftd_protocol::messages::initialize_share_group_state_request::{
     InitializeStateData, PartitionData as InitializePartition,
 };
-use kraftd_protocol::messages::{
-    delete_share_group_state_request, DeleteShareGroupStateRequest,
-    InitializeShareGroupStateRequest,
-};
+use kraftd_protocol::messages::InitializeShareGroupStateRequest;
 use kraftd_protocol::{ErrorCode, Uuid};
 
-use super::group::{combine_init_maps, InitMapValue, ShareOffsetsAlter, ShareOffsetsDeletion};
+use super::group::{
+    combine_init_maps, delete_state_request, InitMapValue, ShareOffsetsAlter, ShareOffsetsDeletion,
+};
 use super::records;
 use crate::group::consumer::Partitions;
 use crate::group::shard::{Group, GroupCoordinatorShard};
@@ -238,28 +237,7 @@ impl GroupCoordinatorShard {
         if let Err(code) = self.write(vec![record], true) {
             return ShareOffsetsDeletion::Refused(code, code.to_string());
         }
-        let request = (!delete.is_empty()).then(|| DeleteShareGroupStateRequest {
-            group_id: group_id.to_string(),
-            topics: delete
-                .into_iter()
-                .map(
-                    |(topic_id, ps)| delete_share_group_state_request::DeleteStateData {
-                        topic_id,
-                        partitions: ps
-                            .into_iter()
-                            .map(
-                                |partition| delete_share_group_state_request::PartitionData {
-                                    partition,
-                                    ..Default::default()
-                                },
-                            )
-                            .collect(),
-                        ..Default::default()
-                    },
-                )
-                .collect(),
-            ..Default::default()
-        });
+        let request = (!delete.is_empty()).then(|| delete_state_request(group_id, delete));
         ShareOffsetsDeletion::Eligible {
             error_topics,
             request,

@@ -841,3 +841,88 @@ fn alter_offsets_needs_an_empty_share_group_and_initializes_at_the_new_offsets()
     }
     check(&mut r, &["fresh".to_string()], "created by alter");
 }
+
+/// DeleteGroups first records the group's share state as deleting (Kafka's
+/// `shareGroupBuildPartitionDeleteRequest`): a persister that fails leaves the group with
+/// its topics deleting, and the next DeleteGroups asks for them again.
+#[test]
+fn delete_groups_records_the_share_state_deleting_before_the_persister_call() {
+    let mut r = replica(&[("t", 2), ("u", 1)]);
+    beat(&mut r, "a", 0, Some(&["t", "u"]));
+    initialize_all(&mut r);
+    beat(&mut r, "a", -1, None);
+    let to_delete = |r: &mut Replica<GroupCoordinatorShard>| {
+        let ShardResponse::ShareGroupsToDelete(d) = r.ask(
+            &ctx(2),
+            ShardRequest::ShareGroupsToDelete(vec![GROUP.into(), "other".into()]),
+        ) else {
+            panic!("not the deletion answer");
+        };
+        d
+    };
+    let d = to_delete(&mut r);
+    assert_eq!(d.len(), 1, "only the share group is answered: {d:?}");
+    let request = d[0].1.clone().unwrap().unwrap();
+    let asked: Vec<_> = request
+        .topics
+        .iter()
+        .map(|t| (t.topic_id, t.partitions.len()))
+        .collect();
+    let mut want = vec![(topic_id("t"), 2), (topic_id("u"), 1)];
+    want.sort();
+    assert_eq!(asked, want);
+    let state = group(&r).state_metadata.clone().unwrap();
+    assert!(state.initialized.is_empty());
+    assert!(state.initializing.is_empty());
+    assert_eq!(
+        state.deleting,
+        BTreeMap::from([(topic_id("t"), "t".into()), (topic_id("u"), "u".into())])
+    );
+    replay_check(&mut r, "deleting");
+    // The persister failed: the group is still there, and asked again, every partition of
+    // the deleting topics is asked for again.
+    let again = to_delete(&mut r)[0].1.clone().unwrap().unwrap();
+    assert_eq!(again, request);
+    let ShardResponse::DeleteGroups(d) =
+        r.ask(&ctx(2), ShardRequest::DeleteGroups(vec![GROUP.into()]))
+    else {
+        panic!("not a DeleteGroups answer");
+    };
+    assert_eq!(d[0].error_code, 0);
+    assert!(r.shard.group(GROUP).is_none());
+    replay_check(&mut r, "deleted");
+}
+
+/// A deleted topic leaves the initialized, initializing and deleting lists of every share
+/// group (Kafka's `maybeCleanupShareGroupState`); the others stay.
+#[test]
+fn a_deleted_topic_leaves_the_share_state_metadata() {
+    let mut r = replica(&[("t", 2), ("u", 1), ("v", 1)]);
+    beat(&mut r, "a", 0, Some(&["t", "u"]));
+    initialize_all(&mut r);
+    // v starts initializing, its answer not back yet.
+    let epoch = group(&r).members["a"].member_epoch;
+    beat(&mut r, "a", epoch, Some(&["t", "u", "v"]));
+    r.work.clear();
+    let state = group(&r).state_metadata.clone().unwrap();
+    assert!(state.initializing.contains_key(&topic_id("v")));
+    assert_eq!(state.initialized.len(), 2);
+    let before = r.log.entries().len();
+    // Nothing gone: nothing written.
+    let same: Arc<dyn crate::context::TopicMetadata> = Topics::of(&[("t", 2), ("u", 1), ("v", 1)]);
+    r.topics = same.clone();
+    r.call(move |s, _| s.on_metadata_update(same));
+    assert_eq!(r.log.entries().len(), before);
+    // t and v deleted.
+    let left: Arc<dyn crate::context::TopicMetadata> = Topics::of(&[("u", 1)]);
+    r.topics = left.clone();
+    r.call(move |s, _| s.on_metadata_update(left));
+    let state = group(&r).state_metadata.clone().unwrap();
+    assert_eq!(
+        state.initialized.keys().collect::<Vec<_>>(),
+        vec![&topic_id("u")]
+    );
+    assert!(state.initializing.is_empty());
+    assert!(state.deleting.is_empty());
+    replay_check(&mut r, "cleaned up");
+}
