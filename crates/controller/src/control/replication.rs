@@ -15,6 +15,8 @@
 //! `BrokersToIsrs`, `BrokersToElrs`), so their cost follows the partitions they change, not
 //! the partitions of the cluster.
 
+mod directories;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -10,6 +10,7 @@ use kraftd_protocol::messages::{
     AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse,
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterPartitionRequest,
     AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    AssignReplicasToDirsRequest, AssignReplicasToDirsResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControllerRegistrationRequest, CreateAclsRequest,
     CreateAclsResponse, CreateDelegationTokenRequest, CreateDelegationTokenResponse,
@@ -322,6 +323,17 @@ pub fn alter_partition(
         ctx.managers
             .replication
             .alter_partition(ctx.image, request_version, &request)
+    })
+}
+
+/// AssignReplicasToDirs from a broker (KIP-858).
+pub fn assign_replicas_to_dirs(
+    request: AssignReplicasToDirsRequest,
+) -> WriteOp<AssignReplicasToDirsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .replication
+            .assign_replicas_to_dirs(ctx.image, &request)
     })
 }
 
