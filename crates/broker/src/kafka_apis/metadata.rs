@@ -33,10 +33,7 @@
 use std::collections::BTreeSet;
 
 use kraftd_controller::control::topics::validate_topic_name;
-use kraftd_controller::image::{
-    BrokerRegistration, PartitionRegistration, TopicImage, DIRECTORY_MIGRATING,
-    DIRECTORY_UNASSIGNED,
-};
+use kraftd_controller::image::{PartitionRegistration, TopicImage};
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::metadata_request::MetadataRequest;
 use kraftd_protocol::messages::metadata_response::{

@@ -13,10 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use kraftd_controller::image::{
-    BrokerRegistration, PartitionRegistration, TopicImage, DIRECTORY_MIGRATING,
-    DIRECTORY_UNASSIGNED,
-};
+use kraftd_controller::image::{BrokerRegistration, PartitionRegistration, TopicImage};
 use kraftd_controller::{MetadataDelta, MetadataImage, MetadataPublisher};
 use kraftd_protocol::{ErrorCode, Uuid};
 
