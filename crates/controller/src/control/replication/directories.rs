@@ -10,12 +10,21 @@
 //! PartitionChangeRecord when the directory changes. A replica assigned to a directory the
 //! broker does not have online can neither lead nor stay in the ISR: those partitions get
 //! the same leader and ISR update as a fenced broker's (`offline-dir-assignment`).
+//!
+//! A heartbeat's `OfflineLogDirs` (Kafka's `handleDirectoriesOffline`): for each directory
+//! that was online in the broker's registration, every partition whose replica on that
+//! broker is in it gets the same update (leadership moves off, the replica leaves the ISR),
+//! and a `BrokerRegistrationChangeRecord` names the broker's remaining online directories.
+//! Kafka finds the partitions through its `directoriesToPartitions` index; here the image's
+//! ISR and ELR index of the broker, filtered by directory: a replica in neither changes
+//! nothing either way.
 
 use kraftd_protocol::messages::assign_replicas_to_dirs_response::{
     DirectoryData, PartitionData, TopicData,
 };
 use kraftd_protocol::messages::{AssignReplicasToDirsRequest, AssignReplicasToDirsResponse};
-use kraftd_protocol::{ErrorCode, MetadataRecord};
+use kraftd_protocol::metadata::BrokerRegistrationChangeRecord;
+use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
 use tracing::{debug, warn};
 
 use super::{check_broker_epoch, is_active, ReplicationControlManager};
@@ -114,6 +123,57 @@ impl ReplicationControlManager {
             );
         }
         ControllerResult::of(records, response)
+    }
+}
+
+impl ReplicationControlManager {
+    /// The records a heartbeat reporting `offline_dirs` makes (see the module doc); none
+    /// when no directory the registration holds online is among them.
+    pub fn handle_directories_offline(
+        &self,
+        image: &MetadataImage,
+        broker_id: i32,
+        broker_epoch: i64,
+        offline_dirs: &[Uuid],
+        records: &mut Vec<MetadataRecord>,
+    ) {
+        let Some(broker) = image.cluster.broker(broker_id) else {
+            return;
+        };
+        let newly_offline: Vec<Uuid> = broker
+            .directories
+            .iter()
+            .copied()
+            .filter(|d| offline_dirs.contains(d))
+            .collect();
+        if newly_offline.is_empty() {
+            return;
+        }
+        let mut keys = image.topics.partitions_with_isr_member(broker_id);
+        keys.extend(image.topics.partitions_with_elr_member(broker_id));
+        keys.sort_unstable();
+        let affected = keys.into_iter().filter_map(|(topic_id, index)| {
+            let topic = image.topics.get(&topic_id)?;
+            let partition = topic.partition(index)?;
+            let dir = partition.directory(broker_id)?;
+            newly_offline.contains(&dir).then_some((topic, index, partition))
+        });
+        self.update_partitions(image, broker_id, NO_LEADER, NO_LEADER, affected, records);
+        let online: Vec<Uuid> = broker
+            .directories
+            .iter()
+            .copied()
+            .filter(|d| !offline_dirs.contains(d))
+            .collect();
+        warn!(broker_id, offline = ?newly_offline, remaining = ?online, "log directories marked offline");
+        records.push(MetadataRecord::BrokerRegistrationChange(
+            BrokerRegistrationChangeRecord {
+                broker_id,
+                broker_epoch,
+                log_dirs: online,
+                ..Default::default()
+            },
+        ));
     }
 }
 

@@ -178,3 +178,37 @@ fn an_assignment_to_an_offline_directory_moves_leadership_and_shrinks_the_isr() 
     assert!(p.leader == 2 || p.leader == 3, "leader {}", p.leader);
     assert!(!p.isr.contains(&1), "the replica left the ISR: {:?}", p.isr);
 }
+
+#[test]
+fn a_heartbeat_with_an_offline_directory_moves_leadership_off_it_and_records_the_online_dirs() {
+    let mut h = cluster();
+    // Broker 1 (the leader) has its replica in dir 1; partition 1 has it in dir 2.
+    let assign = request(&h, 1, &[(dir(1, 1), TOPIC_ID, 0)]);
+    assert_eq!(errors(&send(&mut h, &assign)), vec![0]);
+    h.replay(&[MetadataRecord::Partition(PartitionRecord {
+        partition_id: 1,
+        topic_id: TOPIC_ID,
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+        leader: 1,
+        directories: vec![dir(1, 2), dir(2, 1)],
+        ..Default::default()
+    })]);
+    let mut heartbeat = h.heartbeat_request(1, h.epoch(1));
+    heartbeat.offline_log_dirs = vec![dir(1, 1)];
+    let response = h.send_heartbeat(&heartbeat);
+    assert_eq!(response.error_code, 0);
+    let p0 = h.partition();
+    assert!(p0.leader == 2 || p0.leader == 3, "leader {}", p0.leader);
+    assert!(!p0.isr.contains(&1), "{:?}", p0.isr);
+    let p1 = h.image.topics.partition(&TOPIC_ID, 1).unwrap();
+    assert_eq!((p1.leader, p1.isr.clone()), (1, vec![1, 2]), "dir 2 is still online");
+    let broker = h.image.cluster.broker(1).unwrap();
+    assert_eq!(broker.directories, vec![dir(1, 2)]);
+    assert!(!broker.has_online_dir(dir(1, 1)));
+    // Reported again, the dir is no longer online: nothing more is written.
+    let mut records = Vec::new();
+    h.replication
+        .handle_directories_offline(&h.image, 1, h.epoch(1), &[dir(1, 1)], &mut records);
+    assert!(records.is_empty(), "{records:?}");
+}
