@@ -107,10 +107,8 @@ fn metadata_directories(
     segments.extend(with_ext("log"));
     let mut dumped = String::new();
     for segment in &segments {
-        let (ok, stdout, stderr) = common::kafka_jars::dump_log_segment_with(
-            segment,
-            &["--cluster-metadata-decoder"],
-        );
+        let (ok, stdout, stderr) =
+            common::kafka_jars::dump_log_segment_with(segment, &["--cluster-metadata-decoder"]);
         if !ok {
             // A snapshot or segment replaced meanwhile: the caller asks again.
             return Err(format!("kafka-dump-log failed on {segment:?}: {stderr}"));

@@ -386,7 +386,10 @@ mod tests {
     #[test]
     fn the_delay_batches_then_backs_off_exponentially() {
         assert_eq!(send_delay(0, 1), ASSIGNMENTS_INITIAL_BACKOFF);
-        assert_eq!(send_delay(0, MAX_ASSIGNMENTS_PER_REQUEST + 1), Duration::ZERO);
+        assert_eq!(
+            send_delay(0, MAX_ASSIGNMENTS_PER_REQUEST + 1),
+            Duration::ZERO
+        );
         assert_eq!(send_delay(1, 1), Duration::from_millis(200));
         assert_eq!(send_delay(3, 1), Duration::from_millis(800));
         assert_eq!(send_delay(1, 10_000), Duration::from_millis(200));
@@ -406,7 +409,8 @@ mod tests {
         .collect();
         let request = build_request(3, 42, &batch);
         assert_eq!((request.broker_id, request.broker_epoch), (3, 42));
-        let shape: Vec<(Uuid, Vec<(Uuid, Vec<i32>)>)> = request
+        type Shape = Vec<(Uuid, Vec<(Uuid, Vec<i32>)>)>;
+        let shape: Shape = request
             .directories
             .iter()
             .map(|d| {

@@ -7,10 +7,10 @@
 //! clean-shutdown markers, whose epoch the next registration reports (KIP-966).
 
 pub mod alter_partition_manager;
-pub mod assignments_manager;
 pub mod api_keys;
 pub mod apis;
 pub mod apis_context;
+pub mod assignments_manager;
 pub mod auth_helper;
 pub mod broker_channels;
 mod config_admin;
@@ -60,9 +60,9 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use self::alter_partition_manager::DefaultAlterPartitionManager;
-use self::assignments_manager::AssignmentsManager;
 use self::apis::KafkaApis;
 use self::apis_context::BrokerApisContext;
+use self::assignments_manager::AssignmentsManager;
 use self::broker_channels::BrokerChannels;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
@@ -72,11 +72,11 @@ use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
-use crate::replica::directory_events::DirectoryEventHandler;
 use crate::coordinator::{
     GroupCoordinatorService, ShareCoordinatorService, TransactionCoordinatorService,
 };
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
+use crate::replica::directory_events::DirectoryEventHandler;
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{

@@ -245,10 +245,7 @@ impl ReplicaManager {
     /// The `directory.id` of the log dir holding the log at `log_dir` (a partition's own
     /// directory, `<log dir>/<topic>-<partition>`), if known.
     fn directory_id_of(&self, log_dir: &Path) -> Option<Uuid> {
-        self.config
-            .directory_ids
-            .get(log_dir.parent()?)
-            .copied()
+        self.config.directory_ids.get(log_dir.parent()?).copied()
     }
 
     /// Reports that the replica of `hosted` lives in the log dir of `log_dir` when

@@ -156,7 +156,9 @@ impl ReplicationControlManager {
             let topic = image.topics.get(&topic_id)?;
             let partition = topic.partition(index)?;
             let dir = partition.directory(broker_id)?;
-            newly_offline.contains(&dir).then_some((topic, index, partition))
+            newly_offline
+                .contains(&dir)
+                .then_some((topic, index, partition))
         });
         self.update_partitions(image, broker_id, NO_LEADER, NO_LEADER, affected, records);
         let online: Vec<Uuid> = broker

@@ -118,7 +118,10 @@ fn a_stale_broker_epoch_refuses_the_whole_request() {
     stale.broker_epoch -= 1;
     let result = h.replication.assign_replicas_to_dirs(&h.image, &stale);
     assert!(result.records.is_empty());
-    assert_eq!(result.response.error_code, ErrorCode::StaleBrokerEpoch.code());
+    assert_eq!(
+        result.response.error_code,
+        ErrorCode::StaleBrokerEpoch.code()
+    );
     assert!(result.response.directories.is_empty());
     // An unregistered broker is stale too, as Kafka's checkBrokerEpoch says.
     let mut unknown = request(&h, 2, &[(dir(2, 1), TOPIC_ID, 0)]);
@@ -202,7 +205,11 @@ fn a_heartbeat_with_an_offline_directory_moves_leadership_off_it_and_records_the
     assert!(p0.leader == 2 || p0.leader == 3, "leader {}", p0.leader);
     assert!(!p0.isr.contains(&1), "{:?}", p0.isr);
     let p1 = h.image.topics.partition(&TOPIC_ID, 1).unwrap();
-    assert_eq!((p1.leader, p1.isr.clone()), (1, vec![1, 2]), "dir 2 is still online");
+    assert_eq!(
+        (p1.leader, p1.isr.clone()),
+        (1, vec![1, 2]),
+        "dir 2 is still online"
+    );
     let broker = h.image.cluster.broker(1).unwrap();
     assert_eq!(broker.directories, vec![dir(1, 2)]);
     assert!(!broker.has_online_dir(dir(1, 1)));
