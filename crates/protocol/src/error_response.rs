@@ -17,7 +17,9 @@ use crate::messages::{
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse, UnregisterBrokerResponse, UpdateFeaturesResponse,
 };
-use crate::messages::{ControllerRegistrationResponse, UnregisterControllerResponse};
+use crate::messages::{
+    AssignReplicasToDirsResponse, ControllerRegistrationResponse, UnregisterControllerResponse,
+};
 use crate::{ErrorCode, RequestBody, ResponseBody};
 
 /// The response to `request` failing as a whole with `code`; `None` for APIs that have no
@@ -65,6 +67,12 @@ pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<Response
             error_code,
             ..Default::default()
         }),
+        RequestBody::AssignReplicasToDirs(_) => {
+            ResponseBody::AssignReplicasToDirs(AssignReplicasToDirsResponse {
+                error_code,
+                ..Default::default()
+            })
+        }
         RequestBody::AllocateProducerIds(_) => {
             ResponseBody::AllocateProducerIds(AllocateProducerIdsResponse {
                 error_code,

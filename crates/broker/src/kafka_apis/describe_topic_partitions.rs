@@ -23,7 +23,7 @@ use kraftd_protocol::messages::{DescribeTopicPartitionsRequest, DescribeTopicPar
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use super::endpoint;
-use super::metadata::{dir_online, is_internal_topic};
+use super::metadata::is_internal_topic;
 
 /// Kafka's `max.request.partition.size.limit` default: the most partitions one answer holds.
 pub const MAX_REQUEST_PARTITION_SIZE_LIMIT: i32 = 2000;
@@ -195,7 +195,7 @@ fn partition_answer(
             None => true,
             Some(b) => {
                 let dir = p.directories.get(*i).copied().unwrap_or(Uuid::ZERO);
-                b.fenced || endpoint(b, listener).is_none() || !dir_online(b, dir)
+                b.fenced || endpoint(b, listener).is_none() || !b.has_online_dir(dir)
             }
         })
         .map(|(_, id)| *id)

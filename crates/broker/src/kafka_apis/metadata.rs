@@ -33,10 +33,7 @@
 use std::collections::BTreeSet;
 
 use kraftd_controller::control::topics::validate_topic_name;
-use kraftd_controller::image::{
-    BrokerRegistration, PartitionRegistration, TopicImage, DIRECTORY_MIGRATING,
-    DIRECTORY_UNASSIGNED,
-};
+use kraftd_controller::image::{PartitionRegistration, TopicImage};
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::messages::metadata_request::MetadataRequest;
 use kraftd_protocol::messages::metadata_response::{
@@ -45,9 +42,6 @@ use kraftd_protocol::messages::metadata_response::{
 use kraftd_protocol::{ErrorCode, Uuid};
 
 use super::{endpoint, random_alive_broker_id, BrokerContext, AUTHORIZED_OPERATIONS_OMITTED};
-
-/// Kafka's `DirectoryId.LOST`: a replica whose log directory was lost.
-const DIRECTORY_LOST: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
 
 /// Kafka's internal topics (`Topic.isInternal`).
 const INTERNAL_TOPICS: &[&str] = &[
@@ -304,7 +298,7 @@ fn partition_metadata(
             .zip(&partition.directories)
             .filter(|(id, dir)| match image.cluster.broker(**id) {
                 None => true,
-                Some(b) => b.fenced || endpoint(b, listener).is_none() || !dir_online(b, **dir),
+                Some(b) => b.fenced || endpoint(b, listener).is_none() || !b.has_online_dir(**dir),
             })
             .map(|(id, _)| *id)
             .collect()
@@ -347,18 +341,6 @@ fn partition_metadata(
         offline_replicas,
         unknown_tagged_fields: Vec::new(),
     }
-}
-
-/// Kafka's `DirectoryId.isOnline`: unassigned and migrating directories count as online, a
-/// lost one does not, and a broker that registered no directories is trusted.
-pub(crate) fn dir_online(broker: &BrokerRegistration, dir: Uuid) -> bool {
-    if dir == DIRECTORY_UNASSIGNED || dir == DIRECTORY_MIGRATING {
-        return true;
-    }
-    if dir == DIRECTORY_LOST {
-        return false;
-    }
-    broker.directories.is_empty() || broker.directories.binary_search(&dir).is_ok()
 }
 
 /// The unfenced brokers with the request's listener, in id order

@@ -13,15 +13,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use kraftd_controller::image::{
-    BrokerRegistration, PartitionRegistration, TopicImage, DIRECTORY_MIGRATING,
-    DIRECTORY_UNASSIGNED,
-};
+use kraftd_controller::image::{BrokerRegistration, PartitionRegistration, TopicImage};
 use kraftd_controller::{MetadataDelta, MetadataImage, MetadataPublisher};
 use kraftd_protocol::{ErrorCode, Uuid};
 
-/// Kafka's `DirectoryId.LOST`: a replica whose log directory went offline.
-pub const DIRECTORY_LOST: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+pub use kraftd_controller::image::DIRECTORY_LOST;
 /// `MetadataResponse.NO_LEADER_ID`.
 pub const NO_LEADER_ID: i32 = -1;
 /// `MetadataResponse.NO_CONTROLLER_ID`.
@@ -258,7 +254,7 @@ impl MetadataView {
                 Some(b) => {
                     b.fenced
                         || !b.listeners.contains_key(listener)
-                        || !has_online_dir(b, partition.directory(id))
+                        || !partition.directory(id).is_none_or(|d| b.has_online_dir(d))
                 }
             })
             .collect()
@@ -389,20 +385,4 @@ fn node(broker: &BrokerRegistration, listener: &str) -> Option<BrokerNode> {
         port: e.port,
         rack: broker.rack.clone(),
     })
-}
-
-/// Whether `dir` is an online log directory of `broker` (Kafka's `DirectoryId.isOnline`):
-/// unassigned and migrating replicas count as online, a lost one never, and a broker that
-/// registered no directories (older metadata versions) is assumed to have them all online.
-fn has_online_dir(broker: &BrokerRegistration, dir: Option<Uuid>) -> bool {
-    let Some(dir) = dir else {
-        return true;
-    };
-    if dir == DIRECTORY_UNASSIGNED || dir == DIRECTORY_MIGRATING {
-        return true;
-    }
-    if dir == DIRECTORY_LOST {
-        return false;
-    }
-    broker.directories.is_empty() || broker.directories.binary_search(&dir).is_ok()
 }

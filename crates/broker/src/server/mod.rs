@@ -10,6 +10,7 @@ pub mod alter_partition_manager;
 pub mod api_keys;
 pub mod apis;
 pub mod apis_context;
+pub mod assignments_manager;
 pub mod auth_helper;
 pub mod broker_channels;
 mod config_admin;
@@ -61,6 +62,7 @@ use tracing::{info, warn};
 use self::alter_partition_manager::DefaultAlterPartitionManager;
 use self::apis::KafkaApis;
 use self::apis_context::BrokerApisContext;
+use self::assignments_manager::AssignmentsManager;
 use self::broker_channels::BrokerChannels;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
@@ -74,6 +76,7 @@ use crate::coordinator::{
     GroupCoordinatorService, ShareCoordinatorService, TransactionCoordinatorService,
 };
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
+use crate::replica::directory_events::DirectoryEventHandler;
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
 use crate::replica::replica_manager::{
@@ -352,11 +355,18 @@ impl BrokerServer {
             epoch_rx.clone(),
             channel("alter-partition"),
         );
+        let assignments = AssignmentsManager::start(
+            config.node_id,
+            epoch_rx.clone(),
+            channel("directory-assignments"),
+            cache.clone(),
+        );
         let producer_ids = ProducerIdManager::new(config.node_id, epoch_rx, channel("producer-id"));
         let mut replica_config = ReplicaManagerConfig::new(
             config.node_id,
             config.log_dirs.iter().map(|(d, _)| d.clone()).collect(),
         );
+        replica_config.directory_ids = config.log_dirs.iter().cloned().collect();
         replica_config.static_configs = config.static_configs.clone();
         replica_config.clean_shutdown = previous_broker_epoch >= 0;
         let number = |key: &str, default: u64| -> Result<u64, BrokerError> {
@@ -409,6 +419,9 @@ impl BrokerServer {
             ),
             reason: e.to_string(),
         })?;
+        // Replicas' real directories go to the controller (KIP-858).
+        let _ = replica_manager
+            .set_directory_event_handler(assignments as Arc<dyn DirectoryEventHandler>);
         let replica_background = replica_manager.start_background();
         let log_cleaner = LogCleaner::start(&replica_manager, &config.log_cleaner);
         // The replica layer applies each delta before the cache publishes it: a partition

@@ -416,6 +416,15 @@ impl ClusterControlManager {
             }
         }
         heartbeats.touch(broker_id, now_ms, request.current_metadata_offset);
+        if image.features.version().is_directory_assignment_supported() {
+            self.replication.handle_directories_offline(
+                image,
+                broker_id,
+                request.broker_epoch,
+                &request.offline_log_dirs,
+                &mut records,
+            );
+        }
         let offset_unknown = heartbeats
             .brokers
             .get(&broker_id)

@@ -7,7 +7,8 @@
 //!   non-atomic result puts in one batch.
 //! - [`partition_change`]: `PartitionChangeBuilder`, leader election and KIP-966 ELR rules.
 //! - [`replication`]: `ReplicationControlManager`, the partition side: AlterPartition,
-//!   reactions to broker fencing, unfencing and shutdown, ElectLeaders.
+//!   reactions to broker fencing, unfencing and shutdown, ElectLeaders; KIP-858's
+//!   AssignReplicasToDirs and offline log dirs (`replication/directories.rs`).
 //! - [`reassignment`]: AlterPartitionReassignments, ListPartitionReassignments (KIP-455).
 //! - [`cluster`]: `ClusterControlManager` and `BrokerHeartbeatManager`: registration,
 //!   heartbeats, session expiry.

@@ -28,7 +28,11 @@
 //! even when the leader stays. Stricter than Kafka: the ELR (and a last known leader) is kept
 //! within the target replicas, as the image's invariants require.
 //!
-//! Not here yet: directory assignment, and the leader epoch bump on ISR shrink that only
+//! Directory assignment (KIP-858): a replica's log directory set with `set_directory` is
+//! written as the whole `Directories` list when it differs; the others keep theirs, and a
+//! replica new to the partition starts UNASSIGNED (as the image's merge reads it).
+//!
+//! Not here yet: the leader epoch bump on ISR shrink that only
 //! metadata versions before 3.6 need (KAFKA-15021).
 
 use std::fmt;
@@ -36,7 +40,9 @@ use std::fmt;
 use kraftd_protocol::metadata::PartitionChangeRecord;
 use kraftd_protocol::Uuid;
 
-use crate::image::{LeaderRecoveryState, PartitionRegistration, NO_LEADER, NO_LEADER_CHANGE};
+use crate::image::{
+    LeaderRecoveryState, PartitionRegistration, DIRECTORY_UNASSIGNED, NO_LEADER, NO_LEADER_CHANGE,
+};
 
 /// Which election the change may run, as Kafka's `PartitionChangeBuilder.Election`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +72,9 @@ pub struct PartitionChangeBuilder<'a, F: Fn(i32) -> bool> {
     target_adding: Vec<i32>,
     unclean_shutdown_replicas: Vec<i32>,
     target_leader_recovery_state: LeaderRecoveryState,
+    /// Replicas whose directory changes (Kafka's `targetDirectories` entries set by
+    /// `setDirectory`).
+    target_directories: Vec<(i32, Uuid)>,
 }
 
 /// The outcome of an election: who, and whether it was unclean (outside the ISR and ELR).
@@ -100,6 +109,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             target_adding: partition.adding_replicas.clone(),
             unclean_shutdown_replicas: Vec::new(),
             target_leader_recovery_state: partition.leader_recovery_state,
+            target_directories: Vec::new(),
         }
     }
 
@@ -142,6 +152,14 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
     /// so they leave the ELR and may not lead.
     pub fn set_unclean_shutdown_replicas(mut self, replicas: Vec<i32>) -> Self {
         self.unclean_shutdown_replicas = replicas;
+        self
+    }
+
+    /// The log directory `broker`'s replica is in (AssignReplicasToDirs). Only for metadata
+    /// versions with directories: the record then carries every replica's directory.
+    pub fn set_directory(mut self, broker: i32, dir: Uuid) -> Self {
+        self.target_directories.retain(|(b, _)| *b != broker);
+        self.target_directories.push((broker, dir));
         self
     }
 
@@ -373,6 +391,23 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
 
     /// Kafka's `setAssignmentChanges`: replicas, removing and adding where they differ.
     fn set_assignment_changes(&self, record: &mut PartitionChangeRecord) {
+        if !self.target_directories.is_empty() && !self.target_replicas.is_empty() {
+            let directories: Vec<Uuid> = self
+                .target_replicas
+                .iter()
+                .map(|r| {
+                    self.target_directories
+                        .iter()
+                        .find(|(b, _)| b == r)
+                        .map(|(_, d)| *d)
+                        .or_else(|| self.partition.directory(*r))
+                        .unwrap_or(DIRECTORY_UNASSIGNED)
+                })
+                .collect();
+            if directories != self.partition.directories {
+                record.directories = Some(directories);
+            }
+        }
         if !self.target_replicas.is_empty() && self.target_replicas != self.partition.replicas {
             record.replicas = Some(self.target_replicas.clone());
         }

@@ -10,10 +10,13 @@
 //! [`PartitionChangeBuilder`], so every path follows the same election and ELR rules.
 //!
 //! Topic creation, deletion and CreatePartitions live in [`super::topics`], reassignment in
-//! [`super::reassignment`]. Not here yet: directory assignment. The broker reactions find
+//! [`super::reassignment`]; directory assignment (AssignReplicasToDirs, a heartbeat's
+//! offline log dirs, KIP-858) in `directories.rs`. The broker reactions find
 //! the partitions to change through the image's ISR, ELR and leaderless indexes (Kafka's
 //! `BrokersToIsrs`, `BrokersToElrs`), so their cost follows the partitions they change, not
 //! the partitions of the cluster.
+
+mod directories;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

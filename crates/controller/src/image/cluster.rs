@@ -17,6 +17,8 @@ use kraftd_protocol::metadata::register_controller_record::{
 use kraftd_protocol::metadata::{RegisterBrokerRecord, RegisterControllerRecord};
 use kraftd_protocol::Uuid;
 
+use super::topics::{DIRECTORY_LOST, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED};
+
 /// Registered brokers and controllers. Cheap to clone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterImage {
@@ -116,6 +118,20 @@ impl BrokerRegistration {
             is_migrating_zk_broker: record.is_migrating_zk_broker,
             directories,
         }
+    }
+
+    /// Kafka's `BrokerRegistration.hasOnlineDir` (`DirectoryId.isOnline`): unassigned and
+    /// migrating directories count as online, a lost one does not, and a broker that
+    /// registered no directories (upgraded from before JBOD, KAFKA-16162) is trusted: it
+    /// halts when all its directories fail.
+    pub fn has_online_dir(&self, dir: Uuid) -> bool {
+        if dir == DIRECTORY_UNASSIGNED || dir == DIRECTORY_MIGRATING {
+            return true;
+        }
+        if dir == DIRECTORY_LOST {
+            return false;
+        }
+        self.directories.is_empty() || self.directories.binary_search(&dir).is_ok()
     }
 
     /// A broker that is registered, not fenced and not shutting down can lead partitions.

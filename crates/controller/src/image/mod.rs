@@ -33,7 +33,7 @@ pub use producer_ids::ProducerIdsImage;
 pub use scram::{ScramCredential, ScramCredentialKey, ScramImage, ScramMechanism};
 pub use topics::{
     unify_collision_chars, LeaderRecoveryState, PartitionInvariant, PartitionRegistration,
-    TopicImage, TopicsImage, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER,
+    TopicImage, TopicsImage, DIRECTORY_LOST, DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, NO_LEADER,
     NO_LEADER_CHANGE,
 };
 

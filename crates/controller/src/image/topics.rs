@@ -23,6 +23,8 @@ pub const NO_LEADER: i32 = -1;
 
 /// Kafka's `DirectoryId.UNASSIGNED`: a replica whose log directory is not known yet.
 pub const DIRECTORY_UNASSIGNED: Uuid = Uuid([0; 16]);
+/// Kafka's `DirectoryId.LOST`: a replica whose log directory went offline.
+pub const DIRECTORY_LOST: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
 /// Kafka's `DirectoryId.MIGRATING`: written for replicas of records that carry no directories
 /// (older record versions), so every partition has one directory per replica.
 pub const DIRECTORY_MIGRATING: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);

@@ -60,7 +60,7 @@ pub const ENDPOINT_TYPE_BROKER: i8 = 1;
 pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 
 /// The controller APIs served besides Raft's, at every stable version.
-pub const CONTROLLER_API_KEYS: [ApiKey; 25] = [
+pub const CONTROLLER_API_KEYS: [ApiKey; 26] = [
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
@@ -70,6 +70,7 @@ pub const CONTROLLER_API_KEYS: [ApiKey; 25] = [
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
     ApiKey::AlterPartition,
+    ApiKey::AssignReplicasToDirs,
     ApiKey::ElectLeaders,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AlterConfigs,
@@ -755,6 +756,9 @@ pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
         B::CreatePartitions(r) => Op::Write(ops::create_partitions(r).map(Rsp::CreatePartitions)),
         B::AlterPartition(r) => {
             Op::Write(ops::alter_partition(version, r).map(Rsp::AlterPartition))
+        }
+        B::AssignReplicasToDirs(r) => {
+            Op::Write(ops::assign_replicas_to_dirs(r).map(Rsp::AssignReplicasToDirs))
         }
         B::ElectLeaders(r) => Op::Write(ops::elect_leaders(r).map(Rsp::ElectLeaders)),
         B::IncrementalAlterConfigs(r) => {

@@ -75,6 +75,7 @@ pub(crate) fn check(auth: &RequestAuth, image: &MetadataImage, body: RequestBody
         | B::ControllerRegistration(_)
         | B::BrokerHeartbeat(_)
         | B::AlterPartition(_)
+        | B::AssignReplicasToDirs(_)
         | B::AllocateProducerIds(_) => cluster(OPERATION_CLUSTER_ACTION, body),
         B::UnregisterBroker(_)
         | B::UnregisterController(_)

@@ -10,18 +10,19 @@ use kraftd_protocol::messages::{
     AlterClientQuotasResponse, AlterConfigsRequest, AlterConfigsResponse,
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterPartitionRequest,
     AlterPartitionResponse, AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, ControllerRegistrationRequest, CreateAclsRequest,
-    CreateAclsResponse, CreateDelegationTokenRequest, CreateDelegationTokenResponse,
-    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeAclsRequest, DescribeAclsResponse, DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse,
-    UpdateFeaturesRequest, UpdateFeaturesResponse,
+    AssignReplicasToDirsRequest, AssignReplicasToDirsResponse, BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    ControllerRegistrationRequest, CreateAclsRequest, CreateAclsResponse,
+    CreateDelegationTokenRequest, CreateDelegationTokenResponse, CreatePartitionsRequest,
+    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest,
+    DeleteAclsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeAclsRequest,
+    DescribeAclsResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, ExpireDelegationTokenRequest, ExpireDelegationTokenResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    RenewDelegationTokenRequest, RenewDelegationTokenResponse, UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 };
 use kraftd_protocol::{ErrorCode, Uuid};
 
@@ -322,6 +323,17 @@ pub fn alter_partition(
         ctx.managers
             .replication
             .alter_partition(ctx.image, request_version, &request)
+    })
+}
+
+/// AssignReplicasToDirs from a broker (KIP-858).
+pub fn assign_replicas_to_dirs(
+    request: AssignReplicasToDirsRequest,
+) -> WriteOp<AssignReplicasToDirsResponse> {
+    WriteOp::new(move |ctx| {
+        ctx.managers
+            .replication
+            .assign_replicas_to_dirs(ctx.image, &request)
     })
 }
 

@@ -160,6 +160,21 @@ impl ReplicaManager {
             .collect();
         self.open_partitions(&new, image, now);
         self.apply_partitions(&assigned, image, now);
+        if image.features.version().is_directory_assignment_supported() {
+            // The directories only metadata versions with JBOD carry (Kafka's
+            // `localChanges.directoryIds.forEach(maybeUpdateTopicAssignment)`).
+            for (tp, registration) in &assigned {
+                if let Some(hosted) = self.partition(tp.topic_id, tp.partition) {
+                    let log_dir = hosted.lock().log().dir().to_path_buf();
+                    self.maybe_report_directory(
+                        &hosted,
+                        &log_dir,
+                        registration.directory(local),
+                        "Applying metadata delta",
+                    );
+                }
+            }
+        }
         // Topic config changes apply to hosted partitions at once.
         let changed_topic_configs: Vec<&str> = changes
             .changed_configs

@@ -12,9 +12,14 @@
 //! the old log keep their open files, or retry on the new log. A future log found at start
 //! (the broker stopped mid-move) is opened when the partition is and the copier resumes.
 //!
-//! kraftd's brokers do not report replica directories to the controller (no KIP-858
-//! AssignReplicasToDirs): a replica's directory in the metadata stays what the controller
-//! wrote (UNASSIGNED with several log dirs), so a move changes nothing there.
+//! Once the move is done the new directory is reported to the controller through the
+//! [`DirectoryEventHandler`](crate::replica::directory_events::DirectoryEventHandler)
+//! (KIP-858 AssignReplicasToDirs, the server's `AssignmentsManager`), so the partition's
+//! `Directories` in the metadata follow the replica. Kafka reports the target first and
+//! swaps only once the controller accepted it; here the swap comes first and the report
+//! follows at once, so the metadata names the old directory for one round trip after the
+//! move (a reader of the metadata sees a directory that the broker has just left, never
+//! one it has not reached).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -310,6 +315,7 @@ impl ReplicaManager {
                     match swapped {
                         Ok(doomed) => {
                             info!(topic = %tp.topic, partition = tp.partition, "replica moved to its new log dir");
+                            self.report_moved_directory(&hosted);
                             let me = Arc::clone(&self);
                             let _ = tokio::task::spawn_blocking(move || {
                                 if let Err(e) = me.log_manager.remove_doomed(&doomed) {
@@ -360,6 +366,21 @@ impl ReplicaManager {
                 return;
             }
         }
+    }
+
+    /// Reports a moved replica's new directory to the controller (Kafka's "Future replica
+    /// promotion" assignment), when the metadata carries directories.
+    fn report_moved_directory(&self, hosted: &HostedPartition) {
+        let image = self.cache.image();
+        if !image.features.version().is_directory_assignment_supported() {
+            return;
+        }
+        let assigned = image
+            .topics
+            .partition(&hosted.tp.topic_id, hosted.tp.partition)
+            .and_then(|r| r.directory(self.config.broker_id));
+        let log_dir = hosted.lock().log().dir().to_path_buf();
+        self.maybe_report_directory(hosted, &log_dir, assigned, "Future replica promotion");
     }
 
     /// Swaps the caught-up future log in, under the partition's lock; returns the old

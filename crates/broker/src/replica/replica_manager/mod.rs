@@ -13,7 +13,8 @@
 //! change. ISR changes the partitions ask for go to the controller through an
 //! [`AlterPartitionManager`] (the replica layer's contract, which the server implements);
 //! a periodic task shrinks lagging ISRs, applies retention and
-//! checkpoints HWs.
+//! checkpoints HWs. A replica whose log lives in another directory than the metadata
+//! names (KIP-858) is reported to the [`DirectoryEventHandler`] the server sets.
 //!
 //! The rooms, one `impl ReplicaManager` each:
 //! - `mod.rs`: the manager, its construction and the partition lookups the rooms share;
@@ -40,9 +41,9 @@ mod produce;
 mod txn_markers;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use kraftd_controller::publisher::DynamicConfigs;
@@ -52,6 +53,7 @@ use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
 use super::alter_partition::AlterPartitionManager;
+use super::directory_events::DirectoryEventHandler;
 use super::fetcher::{FetcherConfig, ReplicaFetcherManager};
 use super::log_manager::{LogManager, LogManagerOptions};
 use super::partition::{HostedPartition, Partition};
@@ -75,6 +77,9 @@ pub struct ReplicaManagerConfig {
     pub broker_id: i32,
     /// `log.dirs`.
     pub log_dirs: Vec<PathBuf>,
+    /// The `directory.id` of each of `log_dirs` (their `meta.properties`): what the
+    /// replicas' directories are reported as (KIP-858). Empty: nothing is reported.
+    pub directory_ids: BTreeMap<PathBuf, Uuid>,
     /// The properties file, for topic config defaults (`log.retention.ms`, ...).
     pub static_configs: BTreeMap<String, String>,
     /// `replica.lag.time.max.ms`.
@@ -111,6 +116,7 @@ impl ReplicaManagerConfig {
         ReplicaManagerConfig {
             broker_id,
             log_dirs,
+            directory_ids: BTreeMap::new(),
             static_configs: BTreeMap::new(),
             replica_lag_time_max_ms: super::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
             hw_checkpoint_interval: Duration::from_millis(5000),
@@ -151,6 +157,9 @@ pub struct ReplicaManager {
     /// Set by [`ReplicaManager::stop_applying_metadata`]: a delta being applied stops at
     /// the next partition.
     stopping: AtomicBool,
+    /// Where replicas' real directories are reported (Kafka's `directoryEventHandler`,
+    /// `NOOP` until the server sets one).
+    directory_events: OnceLock<Arc<dyn DirectoryEventHandler>>,
 }
 
 impl ReplicaManager {
@@ -193,6 +202,7 @@ impl ReplicaManager {
             me: me.clone(),
             state_change: Mutex::new(()),
             stopping: AtomicBool::new(false),
+            directory_events: OnceLock::new(),
         }))
     }
 
@@ -223,6 +233,41 @@ impl ReplicaManager {
     }
 
     /// The hosted partition, if this broker holds a replica of it.
+    /// Where the replica layer reports replicas' directories; set once, before metadata is
+    /// applied (a second handler is refused and returned).
+    pub fn set_directory_event_handler(
+        &self,
+        handler: Arc<dyn DirectoryEventHandler>,
+    ) -> Result<(), Arc<dyn DirectoryEventHandler>> {
+        self.directory_events.set(handler)
+    }
+
+    /// The `directory.id` of the log dir holding the log at `log_dir` (a partition's own
+    /// directory, `<log dir>/<topic>-<partition>`), if known.
+    fn directory_id_of(&self, log_dir: &Path) -> Option<Uuid> {
+        self.config.directory_ids.get(log_dir.parent()?).copied()
+    }
+
+    /// Reports that the replica of `hosted` lives in the log dir of `log_dir` when
+    /// `assigned` (the metadata's directory for it) says otherwise (Kafka's
+    /// `maybeUpdateTopicAssignment`).
+    fn maybe_report_directory(
+        &self,
+        hosted: &HostedPartition,
+        log_dir: &Path,
+        assigned: Option<Uuid>,
+        reason: &str,
+    ) {
+        let (Some(handler), Some(actual)) =
+            (self.directory_events.get(), self.directory_id_of(log_dir))
+        else {
+            return;
+        };
+        if assigned != Some(actual) {
+            handler.handle_assignment(hosted.tp.topic_id, hosted.tp.partition, actual, reason);
+        }
+    }
+
     pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<Arc<HostedPartition>> {
         self.partitions
             .read()
