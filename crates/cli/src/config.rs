@@ -153,15 +153,28 @@ impl NodeConfig {
         if roles.is_empty() {
             return Err(bad("process.roles", roles_raw, "no role given"));
         }
-        let node_id_raw = props
-            .get("node.id")
-            .ok_or_else(|| anyhow!("node.id is not set in {source}"))?;
+        // `broker.id` (deprecated by KIP-1232) is another name for node.id, as Kafka's
+        // `AbstractKafkaConfig.populateSynonyms`: used when node.id is not set, and refused
+        // when both are set to different values (`KafkaConfig.validateValues`).
+        let (node_id_key, node_id_raw) = match (props.get("node.id"), props.get("broker.id")) {
+            (Some(id), _) => ("node.id", id),
+            (None, Some(id)) => ("broker.id", id),
+            (None, None) => return Err(anyhow!("node.id is not set in {source}")),
+        };
         let node_id: i32 = node_id_raw
             .trim()
             .parse()
             .ok()
             .filter(|id: &i32| *id >= 0)
-            .ok_or_else(|| bad("node.id", node_id_raw, "expected a non-negative integer"))?;
+            .ok_or_else(|| bad(node_id_key, node_id_raw, "expected a non-negative integer"))?;
+        if let Some(broker_id) = props.get("broker.id") {
+            if broker_id.trim().parse::<i32>().ok() != Some(node_id) {
+                return Err(anyhow!(
+                    "`node.id` and `broker.id` must be set to the same value. `broker.id` is \
+                     deprecated, please use `node.id` instead. (in {source})"
+                ));
+            }
+        }
         let voters = match props.get("controller.quorum.voters") {
             Some(v) if !v.trim().is_empty() => {
                 parse_voters(v).map_err(|e| anyhow!("{e} (in {source})"))?

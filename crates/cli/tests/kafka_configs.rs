@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 
 use common::kafka_jars;
 use kraftd_controller::control::config_defs::{
-    all_broker_config_defs, broker_update_mode, is_throttled_replicas_config, ConfigDef,
+    all_broker_config_defs, broker_update_mode, config_support, is_throttled_replicas_config, ConfigDef,
     ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT, GROUP_CONFIGS,
     KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
 };
@@ -121,7 +121,9 @@ fn kafka_type(def: &ConfigDef) -> &'static str {
         ConfigType::Short { .. } => "SHORT",
         ConfigType::Long { .. } => "LONG",
         ConfigType::Double { .. } => "DOUBLE",
-        ConfigType::String { .. } | ConfigType::CaseInsensitiveString { .. } => "STRING",
+        ConfigType::String { .. }
+        | ConfigType::NonEmptyString
+        | ConfigType::CaseInsensitiveString { .. } => "STRING",
         ConfigType::Class => "CLASS",
         ConfigType::List { .. } => "LIST",
     }
@@ -174,6 +176,7 @@ fn validator_of(def: &ConfigDef) -> String {
         ConfigType::CaseInsensitiveString { valid } => {
             format!("(case insensitive) [{}]", valid.join(", "))
         }
+        ConfigType::NonEmptyString => "non-empty string".to_string(),
         _ => String::new(),
     }
 }
@@ -268,6 +271,9 @@ fn probe_values(def: &ConfigDef, kafka: &KafkaConfig) -> BTreeSet<String> {
                 add(v.to_string());
             }
         }
+        ConfigType::NonEmptyString => {
+            add(" ".into());
+        }
         ConfigType::String { valid }
         | ConfigType::CaseInsensitiveString { valid }
         | ConfigType::List { valid, .. } => {
@@ -312,13 +318,15 @@ fn kraftd_own(def: &ConfigDef) -> bool {
 
 /// Broker configs Kafka changes dynamically that kraftd reads from the node's properties
 /// file only (read-only in DescribeConfigs, refused by AlterConfigs): the log cleaner's and
-/// the topic defaults' broker settings, and the listeners. Each is in CONFIG_SUPPORT's
+/// the topic defaults' broker settings, the listeners, and `cordoned.log.dirs` (per broker in
+/// Kafka, refused unless default in kraftd). Each is in CONFIG_SUPPORT's
 /// static table; making them dynamic is work not done yet, listed so that no other
 /// difference in update mode passes.
 const READ_ONLY_IN_KRAFTD: &[&str] = &[
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.zstd.level",
+    "cordoned.log.dirs",
     "listeners",
     "log.cleaner.backoff.ms",
     "log.cleaner.dedupe.buffer.size",
@@ -477,6 +485,16 @@ fn kraftd_validates_every_topic_broker_and_group_config_as_kafka_does() {
             .iter()
             .any(|r| r.scope == ConfigScope::Topic && r.name == name)
         {
+            differences.push(format!("{scope} {name}: no support row"));
+        }
+    }
+    // Every broker config of Kafka's is one of kraftd's, with a support row (dynamic or
+    // static, by kraftd's update mode).
+    for ((scope, name), _) in kafka.iter().filter(|((s, _), _)| s == "BROKER") {
+        let row = [ConfigScope::Broker, ConfigScope::StaticBroker]
+            .into_iter()
+            .find_map(|s| config_support(s, name));
+        if row.is_none() {
             differences.push(format!("{scope} {name}: no support row"));
         }
     }

@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kraftd_controller::control::config_defs::any_broker_config_def;
 use kraftd_controller::image::{FeaturesImage, METADATA_VERSION_FEATURE};
 use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
 use kraftd_net::{serve, ServerConfig};
@@ -359,33 +360,64 @@ impl BrokerServer {
         );
         replica_config.static_configs = config.static_configs.clone();
         replica_config.clean_shutdown = previous_broker_epoch >= 0;
-        let number = |key: &str, default: u64| -> Result<u64, BrokerError> {
-            match config.static_configs.get(key) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        BrokerError::Config(format!(
-                            "{key}={v} in the properties file: expected a positive integer"
-                        ))
-                    }),
-            }
+        // A setting of the properties file checked by Kafka's definition (type, validator and
+        // message), or its default.
+        let defined = |key: &str, default: i64| -> Result<i64, BrokerError> {
+            let Some(value) = config.static_configs.get(key) else {
+                return Ok(default);
+            };
+            let def = any_broker_config_def(key)
+                .ok_or_else(|| BrokerError::Config(format!("{key} has no definition")))?;
+            def.validate(value)
+                .map_err(|e| BrokerError::Config(format!("{e} (in the properties file)")))?;
+            value
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| BrokerError::Config(format!("{key}={value}: expected a number")))
         };
-        replica_config.recovery_threads_per_data_dir = number(
+        let period = |key: &str, default: i64| defined(key, default).map(scheduler_period);
+        replica_config.recovery_threads_per_data_dir = defined(
             "num.recovery.threads.per.data.dir",
-            replica_config.recovery_threads_per_data_dir as u64,
+            replica_config.recovery_threads_per_data_dir as i64,
         )? as usize;
-        replica_config.recovery_point_checkpoint_interval = Duration::from_millis(number(
+        replica_config.recovery_point_checkpoint_interval = period(
             "log.flush.offset.checkpoint.interval.ms",
-            kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
-        )?);
-        replica_config.log_start_checkpoint_interval = Duration::from_millis(number(
+            kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS as i64,
+        )?;
+        replica_config.log_start_checkpoint_interval = period(
             "log.flush.start.offset.checkpoint.interval.ms",
-            kraftd_log::checkpoint::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
-        )?);
+            kraftd_log::checkpoint::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS as i64,
+        )?;
+        replica_config.hw_checkpoint_interval = period(
+            "replica.high.watermark.checkpoint.interval.ms",
+            replica_config.hw_checkpoint_interval.as_millis() as i64,
+        )?;
+        replica_config.retention_check_interval = period(
+            "log.retention.check.interval.ms",
+            replica_config.retention_check_interval.as_millis() as i64,
+        )?;
+        let fetcher = &mut replica_config.fetcher;
+        // Kafka's leader answers a negative wait or minimum as zero; the socket timeout is
+        // at least a millisecond.
+        fetcher.max_wait_ms =
+            defined("replica.fetch.wait.max.ms", fetcher.max_wait_ms.into())?.max(0) as i32;
+        fetcher.min_bytes =
+            defined("replica.fetch.min.bytes", fetcher.min_bytes.into())?.max(0) as i32;
+        fetcher.max_bytes =
+            defined("replica.fetch.response.max.bytes", fetcher.max_bytes.into())? as i32;
+        fetcher.partition_max_bytes =
+            defined("replica.fetch.max.bytes", fetcher.partition_max_bytes.into())? as i32;
+        fetcher.backoff = Duration::from_millis(defined(
+            "replica.fetch.backoff.ms",
+            fetcher.backoff.as_millis() as i64,
+        )? as u64);
+        fetcher.request_timeout = Duration::from_millis(
+            defined(
+                "replica.socket.timeout.ms",
+                fetcher.request_timeout.as_millis() as i64,
+            )?
+            .max(1) as u64,
+        );
         replica_config.replica_lag_time_max_ms = config.replica_lag_time_max_ms;
         replica_config.replication_quota_window = replication_quota_window;
         replica_config.alter_log_dirs_quota_window = alter_log_dirs_quota_window;
@@ -886,4 +918,15 @@ pub(crate) fn random_uuid() -> Uuid {
         chunk.copy_from_slice(&h.finish().to_be_bytes());
     }
     Uuid(bytes)
+}
+
+/// The period of a broker task scheduled every `ms` milliseconds. As Kafka's
+/// `KafkaScheduler`, a period of zero or less runs the task once (at start) and never again:
+/// here a period so long the next run never comes.
+fn scheduler_period(ms: i64) -> Duration {
+    const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    u64::try_from(ms)
+        .ok()
+        .filter(|ms| *ms > 0)
+        .map_or(NEVER, Duration::from_millis)
 }

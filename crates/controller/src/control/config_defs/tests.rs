@@ -130,6 +130,27 @@ fn every_config_has_one_support_row_and_every_row_a_config() {
         .all(|r| r.scope == ConfigScope::Broker));
 }
 
+/// Every broker config of Kafka 4.4.0 ([`KAFKA_BROKER_CONFIG_NAMES`], checked against the
+/// jars by `kraftd-cli`'s `kafka_configs` test) has a definition and a status, so no key
+/// of Kafka's is accepted without a word (the topic and group configs are checked there
+/// against the jars directly).
+#[test]
+fn every_kafka_broker_config_has_a_status() {
+    let missing: Vec<&str> = KAFKA_BROKER_CONFIG_NAMES
+        .iter()
+        .copied()
+        .filter(|name| {
+            let scope = if ConfigScope::Broker.def(name).is_some() {
+                ConfigScope::Broker
+            } else {
+                ConfigScope::StaticBroker
+            };
+            scope.def(name).is_none() || config_support(scope, name).is_none()
+        })
+        .collect();
+    assert!(missing.is_empty(), "no status: {missing:?}");
+}
+
 /// `docs/configs.md`'s table is this one rendered; `UPDATE_CONFIG_TABLE=1` rewrites it.
 #[test]
 fn the_configs_doc_is_config_support() {
