@@ -493,15 +493,18 @@ fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result
         "controller.quorum.election.timeout.ms",
         r.election_timeout_ms,
     )?;
-    r.fetch_timeout_ms = config.defined("controller.quorum.fetch.timeout.ms", r.fetch_timeout_ms)?;
+    r.fetch_timeout_ms =
+        config.defined("controller.quorum.fetch.timeout.ms", r.fetch_timeout_ms)?;
     r.election_backoff_max_ms = config.defined(
         "controller.quorum.election.backoff.max.ms",
         r.election_backoff_max_ms,
     )?;
     r.request_timeout_ms =
         config.defined("controller.quorum.request.timeout.ms", r.request_timeout_ms)?;
-    r.retry_backoff_ms = config.defined("controller.quorum.retry.backoff.ms", r.retry_backoff_ms)?;
-    r.append_linger_ms = config.defined("controller.quorum.append.linger.ms", r.append_linger_ms)?;
+    r.retry_backoff_ms =
+        config.defined("controller.quorum.retry.backoff.ms", r.retry_backoff_ms)?;
+    r.append_linger_ms =
+        config.defined("controller.quorum.append.linger.ms", r.append_linger_ms)?;
     Ok(())
 }
 

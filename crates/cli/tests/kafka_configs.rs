@@ -24,9 +24,9 @@ use std::process::{Command, Stdio};
 
 use common::kafka_jars;
 use kraftd_controller::control::config_defs::{
-    all_broker_config_defs, broker_update_mode, config_support, is_throttled_replicas_config, ConfigDef,
-    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT, GROUP_CONFIGS,
-    KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
+    all_broker_config_defs, broker_update_mode, config_support, is_throttled_replicas_config,
+    ConfigDef, ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT,
+    GROUP_CONFIGS, KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
 };
 
 /// One config as Kafka defines it.
@@ -317,37 +317,10 @@ fn kraftd_own(def: &ConfigDef) -> bool {
 }
 
 /// Broker configs Kafka changes dynamically that kraftd reads from the node's properties
-/// file only (read-only in DescribeConfigs, refused by AlterConfigs): the log cleaner's and
-/// the topic defaults' broker settings, the listeners, and `cordoned.log.dirs` (per broker in
-/// Kafka, refused unless default in kraftd). Each is in CONFIG_SUPPORT's
-/// static table; making them dynamic is work not done yet, listed so that no other
-/// difference in update mode passes.
-const READ_ONLY_IN_KRAFTD: &[&str] = &[
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.zstd.level",
-    "cordoned.log.dirs",
-    "listeners",
-    "log.cleaner.backoff.ms",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.delete.retention.ms",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.buffer.size",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.max.compaction.lag.ms",
-    "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.min.compaction.lag.ms",
-    "log.index.interval.bytes",
-    "log.index.size.max.bytes",
-    "log.local.retention.bytes",
-    "log.local.retention.ms",
-    "log.message.timestamp.after.max.ms",
-    "log.message.timestamp.before.max.ms",
-    "log.message.timestamp.type",
-    "log.preallocate",
-    "log.roll.jitter.ms",
-    "log.segment.delete.delay.ms",
-];
+/// file only (read-only in DescribeConfigs, refused by AlterConfigs): the listeners (per
+/// broker in Kafka) and `cordoned.log.dirs` (per broker in Kafka, refused unless default in
+/// kraftd), listed so that no other difference in update mode passes.
+const READ_ONLY_IN_KRAFTD: &[&str] = &["cordoned.log.dirs", "listeners"];
 
 /// Dynamic broker configs whose Kafka `ConfigDef` has no validator but whose value becomes
 /// a topic config's default with one (`log.retention.ms` → `retention.ms` at least -1, ...):

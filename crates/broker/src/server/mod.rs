@@ -76,7 +76,9 @@ use crate::coordinator::{
 };
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::fetch_session::FetchManager;
-use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
+use crate::replica::log_cleaner::{
+    LogCleaner, LogCleanerConfig, LogCleanerMetrics, LogCleanerReconfigurer,
+};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
@@ -191,7 +193,8 @@ pub struct BrokerServer {
     /// The replica manager's periodic work and the broker-epoch relay.
     background: Vec<JoinHandle<()>>,
     /// Compaction of `cleanup.policy=compact` logs (its own threads).
-    log_cleaner: Option<LogCleaner>,
+    log_cleaner: Arc<std::sync::Mutex<Option<LogCleaner>>>,
+    log_cleaner_metrics: Arc<LogCleanerMetrics>,
     group_coordinator: Arc<GroupCoordinatorService>,
     txn_coordinator: Arc<TransactionCoordinatorService>,
     share_coordinator: Arc<ShareCoordinatorService>,
@@ -405,8 +408,10 @@ impl BrokerServer {
             defined("replica.fetch.min.bytes", fetcher.min_bytes.into())?.max(0) as i32;
         fetcher.max_bytes =
             defined("replica.fetch.response.max.bytes", fetcher.max_bytes.into())? as i32;
-        fetcher.partition_max_bytes =
-            defined("replica.fetch.max.bytes", fetcher.partition_max_bytes.into())? as i32;
+        fetcher.partition_max_bytes = defined(
+            "replica.fetch.max.bytes",
+            fetcher.partition_max_bytes.into(),
+        )? as i32;
         fetcher.backoff = Duration::from_millis(defined(
             "replica.fetch.backoff.ms",
             fetcher.backoff.as_millis() as i64,
@@ -443,6 +448,12 @@ impl BrokerServer {
         })?;
         let replica_background = replica_manager.start_background();
         let log_cleaner = LogCleaner::start(&replica_manager, &config.log_cleaner);
+        let log_cleaner_metrics = Arc::clone(log_cleaner.metrics());
+        // Kafka's LogCleaner is a Reconfigurable: log.cleaner.threads and the sizes change live.
+        let (cleaner_reconfigurer, log_cleaner) = LogCleanerReconfigurer::new(log_cleaner);
+        published
+            .dynamic_configs
+            .add_reconfigurable(cleaner_reconfigurer);
         // The replica layer applies each delta before the cache publishes it: a partition
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
@@ -644,7 +655,8 @@ impl BrokerServer {
         Ok(BrokerServer {
             replica_manager,
             background: vec![replica_background, epoch_relay],
-            log_cleaner: Some(log_cleaner),
+            log_cleaner,
+            log_cleaner_metrics,
             group_coordinator,
             txn_coordinator,
             share_coordinator,
@@ -673,7 +685,7 @@ impl BrokerServer {
 
     /// The log cleaner's gauges.
     pub fn log_cleaner_metrics(&self) -> Option<Arc<LogCleanerMetrics>> {
-        self.log_cleaner.as_ref().map(|c| Arc::clone(c.metrics()))
+        Some(Arc::clone(&self.log_cleaner_metrics))
     }
 
     /// Groups and their offsets.
@@ -771,7 +783,12 @@ impl BrokerServer {
         for task in self.background.drain(..) {
             task.abort();
         }
-        if let Some(cleaner) = self.log_cleaner.take() {
+        let cleaner = self
+            .log_cleaner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(cleaner) = cleaner {
             let _ = tokio::task::spawn_blocking(move || cleaner.shutdown()).await;
         }
         let replicas = Arc::clone(&self.replica_manager);

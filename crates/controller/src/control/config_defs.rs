@@ -572,6 +572,12 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("background.threads", int(1))
         .default("10")
         .doc("The number of threads to use for various background processing tasks"),
+    def(COMPRESSION_GZIP_LEVEL, int_range(-1, 9))
+        .default("-1")
+        .doc("The compression level to use if compression.type is set to gzip."),
+    def("compression.lz4.level", int_range(1, 17))
+        .default("9")
+        .doc("The compression level to use if compression.type is set to lz4."),
     def(
         "compression.type",
         ConfigType::String {
@@ -580,6 +586,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     )
     .default("producer")
     .doc("Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."),
+    def("compression.zstd.level", int_range(-131072, 22))
+        .default("3")
+        .doc("The compression level to use if compression.type is set to zstd."),
     def("config.providers", ANY_LIST)
         .default("")
         .doc("Comma-separated alias names for classes implementing the <code>ConfigProvider</code> interface. This enables loading configuration data (such as passwords, API keys, and other credentials) from external sources."),
@@ -622,6 +631,33 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("leader.replication.throttled.rate", long(0))
         .default(LONG_MAX)
         .doc("A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the property leader.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."),
+    def("log.cleaner.backoff.ms", long(0))
+        .default("15000")
+        .doc("The amount of time to sleep when there are no logs to clean"),
+    def("log.cleaner.dedupe.buffer.size", long(i64::MIN))
+        .default("134217728")
+        .doc("The total memory used for log deduplication across all cleaner threads"),
+    def("log.cleaner.delete.retention.ms", long(0))
+        .default("86400000")
+        .doc("The amount of time to retain tombstone message markers for log compacted topics."),
+    def("log.cleaner.io.buffer.load.factor", ANY_DOUBLE)
+        .default("0.9")
+        .doc("Log cleaner dedupe buffer load factor. The percentage full the dedupe buffer can become."),
+    def("log.cleaner.io.buffer.size", int(0))
+        .default("524288")
+        .doc("The total memory used for log cleaner I/O buffers across all cleaner threads"),
+    def("log.cleaner.io.max.bytes.per.second", ANY_DOUBLE)
+        .default("1.7976931348623157E308")
+        .doc("The log cleaner will be throttled so that the sum of its read and write i/o will be less than this value on average"),
+    def("log.cleaner.max.compaction.lag.ms", long(1))
+        .default(LONG_MAX)
+        .doc("The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."),
+    def("log.cleaner.min.cleanable.ratio", ConfigType::Double { min: 0.0, max: 1.0 })
+        .default("0.5")
+        .doc("The minimum ratio of dirty log to total log for a log to eligible for cleaning."),
+    def("log.cleaner.min.compaction.lag.ms", long(0))
+        .default("0")
+        .doc("The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted."),
     def("log.cleaner.threads", int(0))
         .default("1")
         .doc("The number of background threads to use for log cleaning"),
@@ -639,6 +675,35 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The number of messages accumulated on a log partition before messages are flushed to disk."),
     def("log.flush.interval.ms", long(0))
         .doc("The maximum time in ms that a message in any topic is kept in memory before flushed to disk. If not set, the value in log.flush.scheduler.interval.ms is used"),
+    def("log.index.interval.bytes", int(0))
+        .default("4096")
+        .doc("The interval with which we add an entry to the offset index."),
+    def("log.index.size.max.bytes", int(4))
+        .default("10485760")
+        .doc("The maximum size in bytes of the offset index"),
+    def("log.local.retention.bytes", long(-2))
+        .default("-2")
+        .doc("The maximum size of local log segments that can grow for a partition before it gets eligible for deletion. Default value is -2, it represents `log.retention.bytes` value to be used."),
+    def("log.local.retention.ms", long(-2))
+        .default("-2")
+        .doc("The number of milliseconds to keep the local log segments before it gets eligible for deletion. Default value is -2, it represents `log.retention.ms` value is to be used."),
+    def("log.message.timestamp.after.max.ms", long(0))
+        .default("3600000")
+        .doc("This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp."),
+    def("log.message.timestamp.before.max.ms", long(0))
+        .default(LONG_MAX)
+        .doc("This configuration sets the allowable timestamp difference between the broker's timestamp and the message timestamp."),
+    def(
+        "log.message.timestamp.type",
+        ConfigType::String {
+            valid: TIMESTAMP_TYPES,
+        },
+    )
+    .default("CreateTime")
+    .doc("Define whether the timestamp in the message is message create time or log append time."),
+    def("log.preallocate", BOOLEAN)
+        .default("false")
+        .doc("Should pre allocate file when create new segment?"),
     def("log.remote.copy.lag.bytes", long(-1))
         .default("-1")
         .doc("Controls one of the two upload eligibility checks (time and size) for copying segments to remote storage. A non-active segment is upload-eligible when either this size-based check or <code>log.remote.copy.lag.ms</code> is satisfied."),
@@ -650,11 +715,16 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The maximum size of the log before deleting it"),
     def("log.retention.ms", long(-1))
         .doc("The number of milliseconds to keep a log file before deleting it (in milliseconds), If not set, the value in log.retention.minutes is used. If set to -1, no time limit is applied."),
+    def("log.roll.jitter.ms", long(i64::MIN))
+        .doc("The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used"),
     def("log.roll.ms", long(1))
         .doc("The maximum time before a new log segment is rolled out (in milliseconds). If not set, the value in log.roll.hours is used"),
     def("log.segment.bytes", int(MIN_SEGMENT_BYTES))
         .default("1073741824")
         .doc("The maximum size of a single log file"),
+    def("log.segment.delete.delay.ms", long(0))
+        .default("60000")
+        .doc("The amount of time to wait before deleting a file from the filesystem."),
     def("max.connections", int(0))
         .default("2147483647")
         .doc("The maximum number of connections we allow in the broker at any time."),
@@ -808,15 +878,6 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("broker.session.timeout.ms", int(i32::MIN))
         .default("9000")
         .doc("The length of time in milliseconds that a broker lease lasts if no heartbeats are made."),
-    def(COMPRESSION_GZIP_LEVEL, int_range(-1, 9))
-        .default("-1")
-        .doc("The compression level to use if compression.type is set to gzip."),
-    def("compression.lz4.level", int_range(1, 17))
-        .default("9")
-        .doc("The compression level to use if compression.type is set to lz4."),
-    def("compression.zstd.level", int_range(-131072, 22))
-        .default("3")
-        .doc("The compression level to use if compression.type is set to zstd."),
     def("connections.max.idle.ms", long(i64::MIN))
         .default("600000")
         .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
@@ -976,7 +1037,7 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .default("10000")
         .internal()
         .doc("The maximum acceptable lag (number of offsets to catch up) for a client to be considered caught-up enough to receive an active task assignment."),
-    def("group.streams.assignors", ANY_LIST)
+    def("group.streams.assignors", NON_EMPTY_LIST)
         .default("sticky")
         .doc("The server side task assignors for streams groups as a list of either names for built-in assignors or fully qualified class names for custom assignors. The first one in the list is considered as the default assignor to be used in the case where the streams group does not specify an assignor."),
     def("group.streams.max.assignment.interval.ms", int(0))
@@ -1064,36 +1125,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("listeners", NON_EMPTY_LIST)
         .default("PLAINTEXT://:9092")
         .doc("Listener List - Comma-separated list of URIs we will listen on and the listener names."),
-    def("log.cleaner.backoff.ms", long(0))
-        .default("15000")
-        .doc("The amount of time to sleep when there are no logs to clean"),
-    def("log.cleaner.dedupe.buffer.size", long(i64::MIN))
-        .default("134217728")
-        .doc("The total memory used for log deduplication across all cleaner threads"),
-    def("log.cleaner.delete.retention.ms", long(0))
-        .default("86400000")
-        .doc("The amount of time to retain tombstone message markers for log compacted topics."),
     def("log.cleaner.enable", BOOLEAN)
         .default("true")
         .doc("Enable the log cleaner process to run on the server. Should be enabled if using any topics with a cleanup.policy=compact including the internal offsets topic."),
-    def("log.cleaner.io.buffer.load.factor", ANY_DOUBLE)
-        .default("0.9")
-        .doc("Log cleaner dedupe buffer load factor. The percentage full the dedupe buffer can become."),
-    def("log.cleaner.io.buffer.size", int(0))
-        .default("524288")
-        .doc("The total memory used for log cleaner I/O buffers across all cleaner threads"),
-    def("log.cleaner.io.max.bytes.per.second", ANY_DOUBLE)
-        .default("1.7976931348623157E308")
-        .doc("The log cleaner will be throttled so that the sum of its read and write i/o will be less than this value on average"),
-    def("log.cleaner.max.compaction.lag.ms", long(1))
-        .default(LONG_MAX)
-        .doc("The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."),
-    def("log.cleaner.min.cleanable.ratio", ConfigType::Double { min: 0.0, max: 1.0 })
-        .default("0.5")
-        .doc("The minimum ratio of dirty log to total log for a log to eligible for cleaning."),
-    def("log.cleaner.min.compaction.lag.ms", long(0))
-        .default("0")
-        .doc("The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted."),
     def("log.dir", NON_EMPTY_LIST)
         .default("/tmp/kafka-logs")
         .doc("The directory in which the log data is kept (supplemental for log.dirs property)"),
@@ -1111,39 +1145,10 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.flush.start.offset.checkpoint.interval.ms", int(0))
         .default("60000")
         .doc("The frequency with which we update the persistent record of log start offset"),
-    def("log.index.interval.bytes", int(0))
-        .default("4096")
-        .doc("The interval with which we add an entry to the offset index."),
-    def("log.index.size.max.bytes", int(4))
-        .default("10485760")
-        .doc("The maximum size in bytes of the offset index"),
     def("log.initial.task.delay.ms", long(0))
         .default("30000")
         .internal()
         .doc("The initial task delay in millisecond when initializing tasks in LogManager. This should be used for testing only."),
-    def("log.local.retention.bytes", long(-2))
-        .default("-2")
-        .doc("The maximum size of local log segments that can grow for a partition before it gets eligible for deletion. Default value is -2, it represents `log.retention.bytes` value to be used."),
-    def("log.local.retention.ms", long(-2))
-        .default("-2")
-        .doc("The number of milliseconds to keep the local log segments before it gets eligible for deletion. Default value is -2, it represents `log.retention.ms` value is to be used."),
-    def("log.message.timestamp.after.max.ms", long(0))
-        .default("3600000")
-        .doc("This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp."),
-    def("log.message.timestamp.before.max.ms", long(0))
-        .default(LONG_MAX)
-        .doc("This configuration sets the allowable timestamp difference between the broker's timestamp and the message timestamp."),
-    def(
-        "log.message.timestamp.type",
-        ConfigType::String {
-            valid: TIMESTAMP_TYPES,
-        },
-    )
-    .default("CreateTime")
-    .doc("Define whether the timestamp in the message is message create time or log append time."),
-    def("log.preallocate", BOOLEAN)
-        .default("false")
-        .doc("Should pre allocate file when create new segment?"),
     def("log.retention.check.interval.ms", long(1))
         .default("300000")
         .doc("The frequency in milliseconds that the log cleaner checks whether any log is eligible for deletion"),
@@ -1158,11 +1163,6 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("log.roll.jitter.hours", int(0))
         .default("0")
         .doc("The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to log.roll.jitter.ms property"),
-    def("log.roll.jitter.ms", long(i64::MIN))
-        .doc("The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used"),
-    def("log.segment.delete.delay.ms", long(0))
-        .default("60000")
-        .doc("The amount of time to wait before deleting a file from the filesystem."),
     def("log.segment.idle.close.ms", long(0))
         .default("600000")
         .doc("kraftd's own (Kafka has none): a segment file handle unused this long is closed, and reopened on the next read or append."),

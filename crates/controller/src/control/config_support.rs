@@ -159,6 +159,7 @@ use ConfigScope::{Broker as B, Group as G, StaticBroker as S, Topic as T};
 const REBALANCE: &str =
     "the active controller's periodic preferred-leader elections (QuorumController::tick)";
 const CLEANER: &str = "the broker's log cleaner (replica/log_cleaner.rs)";
+const CLEANER_LIVE: &str = "the broker's log cleaner (replica/log_cleaner.rs); a dynamic change restarts its threads with the new value, as Kafka's LogCleaner.reconfigure (LogCleanerReconfigurer)";
 const LEVEL: &str = "re-compression (compression.type) uses fixed levels (gzip 6 and zstd 3 as Kafka's defaults; lz4 has one fast mode); a level only tunes size and speed";
 const COMPRESSION: &str = "the leader re-compresses a batch in another codec into this one (partition/validator.rs); producer keeps it as sent";
 const TIMESTAMPS: &str = "produce refuses a CreateTime record outside the window with INVALID_TIMESTAMP (partition/validator.rs)";
@@ -186,20 +187,25 @@ const STREAMS: &str =
 const OFFLOAD: &str = "kraftd computes assignments on the shard; offloading to a background thread only tunes performance";
 const THREADS: &str = "kraftd runs this work as tokio tasks; a thread count only tunes performance";
 const TIERED: &str = "tiered storage only; remote.log.storage.system.enable and remote.storage.enable are refused, and Kafka ignores it too without tiered storage";
-const POLICY: &str = "kraftd loads no policy plugins: ignoring one would let through the changes it refuses";
+const POLICY: &str =
+    "kraftd loads no policy plugins: ignoring one would let through the changes it refuses";
 const PLUGIN: &str = "kraftd loads no Java plugins: its own implementation is built in, and ignoring another would change what the plugin does";
-const PURGATORY: &str = "kraftd removes a completed operation from its purgatory at once: there is nothing to purge";
+const PURGATORY: &str =
+    "kraftd removes a completed operation from its purgatory at once: there is nothing to purge";
 const COORD_TUNING: &str = "the coordinator runtime (broker coordinator/runtime.rs) appends each write as it is handled; lingering and buffer reuse only tune throughput";
 const METADATA_LOG: &str = "the metadata log's segments (crates/cli/src/node.rs)";
 const METADATA_LOG_DELETE: &str = "kraftd deletes the metadata log below its latest snapshot at once (kraftd-raft driver/log.rs); a node that is behind fetches the snapshot, as Kafka's does past retention";
-const REPORTERS: &str = "kraftd loads no Java metrics reporters: its metrics are served at /metrics (docs/metrics.md)";
+const REPORTERS: &str =
+    "kraftd loads no Java metrics reporters: its metrics are served at /metrics (docs/metrics.md)";
 const METRICS: &str = "kraftd's metrics at /metrics (docs/metrics.md) are sampled and recorded by their own rules; these only tune Kafka's Java metrics";
 const LOAD_BUFFER: &str = "a coordinator loads its partition in read-sized chunks of kraftd's own; a buffer size only tunes loading speed";
 const CODEC: &str = "kraftd writes coordinator records uncompressed; a codec only tunes their size (every reader decompresses any codec)";
 const SOCKET: &str = "kraftd leaves socket buffers, the accept backlog and connection set-up to the operating system's defaults; they only tune throughput";
-const FETCHER: &str = "the replica fetcher's requests to the leader (replica/fetcher/), from the properties file";
+const FETCHER: &str =
+    "the replica fetcher's requests to the leader (replica/fetcher/), from the properties file";
 const TXN: &str = "the broker's transaction coordinator (kraftd-coordinator's transaction/), from the properties file";
-const TXN_TOPIC: &str = "__transaction_state as the broker creates it on first use (server/internal_topics.rs)";
+const TXN_TOPIC: &str =
+    "__transaction_state as the broker creates it on first use (server/internal_topics.rs)";
 const TXN_VERIFY: &str = "a transactional produce is verified with its coordinator once per request (server/txn_verification.rs); a retry backoff only tunes latency";
 const RAFT: &str = "the node's Raft client (kraftd-raft QuorumConfig), from the properties file";
 
@@ -249,7 +255,10 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(T, "unclean.leader.election.enable", "the controller's leader election"),
     // Dynamic broker configs (also read from the properties file).
     no_effect(B, "background.threads", THREADS),
+    no_effect(B, "compression.gzip.level", LEVEL),
+    no_effect(B, "compression.lz4.level", LEVEL),
     honoured(B, "compression.type", "as the default of the topic's compression.type"),
+    no_effect(B, "compression.zstd.level", LEVEL),
     refused(B, "config.providers", "kraftd resolves no config providers: a ${provider:path:key} value would be taken as it is written"),
     honoured(B, "errors.deadletterqueue.auto.create.topics.enable", DLQ),
     honoured(B, "errors.deadletterqueue.topic.name.prefix", DLQ),
@@ -263,16 +272,35 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured_static(B, "group.streams.assignment.interval.ms", STREAMS_GROUPS),
     no_effect(B, "group.streams.assignor.offload.enable", OFFLOAD),
     honoured(B, "leader.replication.throttled.rate", THROTTLE),
-    honoured_static(B, "log.cleaner.threads", CLEANER),
+    honoured(B, "log.cleaner.backoff.ms", CLEANER_LIVE),
+    honoured(B, "log.cleaner.dedupe.buffer.size", CLEANER_LIVE),
+    honoured(B, "log.cleaner.delete.retention.ms", CLEANER),
+    honoured(B, "log.cleaner.io.buffer.load.factor", CLEANER_LIVE),
+    honoured(B, "log.cleaner.io.buffer.size", CLEANER_LIVE),
+    honoured(B, "log.cleaner.io.max.bytes.per.second", CLEANER_LIVE),
+    honoured(B, "log.cleaner.max.compaction.lag.ms", CLEANER),
+    honoured(B, "log.cleaner.min.cleanable.ratio", CLEANER),
+    honoured(B, "log.cleaner.min.compaction.lag.ms", CLEANER),
+    honoured(B, "log.cleaner.threads", CLEANER_LIVE),
     honoured(B, "log.cleanup.policy", CLEANER),
     honoured(B, "log.flush.interval.messages", "as the default of flush.messages"),
     honoured(B, "log.flush.interval.ms", "as the default of flush.ms"),
+    honoured(B, "log.index.interval.bytes", "as the default of index.interval.bytes"),
+    honoured(B, "log.index.size.max.bytes", "as the default of segment.index.bytes"),
+    no_effect(B, "log.local.retention.bytes", LOCAL_RETENTION),
+    no_effect(B, "log.local.retention.ms", LOCAL_RETENTION),
+    honoured(B, "log.message.timestamp.after.max.ms", "as the default of message.timestamp.after.max.ms"),
+    honoured(B, "log.message.timestamp.before.max.ms", "as the default of message.timestamp.before.max.ms"),
+    honoured(B, "log.message.timestamp.type", "as the default of message.timestamp.type"),
+    no_effect(B, "log.preallocate", "only how segment files grow on disk"),
     no_effect(B, "log.remote.copy.lag.bytes", TIERED),
     no_effect(B, "log.remote.copy.lag.ms", TIERED),
     honoured(B, "log.retention.bytes", "as the default of retention.bytes"),
     honoured(B, "log.retention.ms", "as the default of retention.ms"),
+    no_effect(B, "log.roll.jitter.ms", "only spreads segment rolls in time"),
     honoured(B, "log.roll.ms", "as the default of segment.ms"),
     honoured(B, "log.segment.bytes", "as the default of segment.bytes"),
+    no_effect(B, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
     honoured_static(B, "max.connections", "the listeners' connection cap, from the properties file"),
     refused(B, "max.decompressed.message.bytes", "produce, compaction and timestamp lookups do not bound a record's decompressed size"),
     honoured(B, "message.max.bytes", "as the default of max.message.bytes"),
@@ -307,9 +335,6 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "broker.id", "another name for node.id (KIP-1232, deprecated): used when node.id is not set, and start-up stops when both are set to different values"),
     honoured(S, "broker.rack", "rack-aware replica placement"),
     honoured(S, "broker.session.timeout.ms", "the controller fences a broker whose session expired"),
-    no_effect(S, "compression.gzip.level", LEVEL),
-    no_effect(S, "compression.lz4.level", LEVEL),
-    no_effect(S, "compression.zstd.level", LEVEL),
     honoured(S, "connections.max.idle.ms", "the listeners close idle connections"),
     no_effect(S, "controlled.shutdown.enable", "a kraftd broker always asks the controller for a controlled shutdown, with a deadline, before it stops (server/lifecycle.rs); only a SIGKILL skips it"),
     honoured(S, "controller.listener.names", "which listener is the controller's"),
@@ -407,40 +432,21 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     refused(S, "kafka.metrics.reporters", REPORTERS),
     honoured(S, "leader.imbalance.check.interval.seconds", REBALANCE),
     honoured(S, "listeners", "the sockets bound"),
-    honoured(S, "log.cleaner.backoff.ms", CLEANER),
-    honoured(S, "log.cleaner.dedupe.buffer.size", CLEANER),
-    honoured(S, "log.cleaner.delete.retention.ms", CLEANER),
     honoured(S, "log.cleaner.enable", CLEANER),
-    honoured(S, "log.cleaner.io.buffer.load.factor", CLEANER),
-    honoured(S, "log.cleaner.io.buffer.size", CLEANER),
-    honoured(S, "log.cleaner.io.max.bytes.per.second", CLEANER),
-    honoured(S, "log.cleaner.max.compaction.lag.ms", CLEANER),
-    honoured(S, "log.cleaner.min.cleanable.ratio", CLEANER),
-    honoured(S, "log.cleaner.min.compaction.lag.ms", CLEANER),
     honoured(S, "log.dir", "when log.dirs is not set"),
     no_effect(S, "log.dir.failure.timeout.ms", "kraftd does not yet stop a broker whose failed log directory the controller has not heard of (another branch adds it)"),
     honoured(S, "log.dirs", "the data directories"),
     honoured(S, "log.flush.offset.checkpoint.interval.ms", "how often each log dir's recovery-point-offset-checkpoint is rewritten (replica_manager/background.rs)"),
     refused(S, "log.flush.scheduler.interval.ms", "no periodic flusher: flush.ms is checked at each append"),
     honoured(S, "log.flush.start.offset.checkpoint.interval.ms", "how often each log dir's log-start-offset-checkpoint is rewritten (replica_manager/background.rs)"),
-    honoured(S, "log.index.interval.bytes", "as the default of index.interval.bytes"),
     no_effect(S, "log.initial.task.delay.ms", "kraftd's log tasks (retention, checkpoints) start on their own intervals from start-up; a first delay only spreads load"),
     honoured(S, "log.retention.check.interval.ms", "how often the broker applies retention.ms and retention.bytes (replica_manager/background.rs)"),
     honoured(S, "log.segment.idle.close.ms", "kraftd's own: the log store's pool of open segment files (handles.rs)"),
     honoured(S, "log.segment.open.files.max", "kraftd's own: the log store's pool of open segment files (handles.rs)"),
-    honoured(S, "log.index.size.max.bytes", "as the default of segment.index.bytes"),
-    no_effect(S, "log.local.retention.bytes", LOCAL_RETENTION),
-    no_effect(S, "log.local.retention.ms", LOCAL_RETENTION),
-    honoured(S, "log.message.timestamp.after.max.ms", "as the default of message.timestamp.after.max.ms"),
-    honoured(S, "log.message.timestamp.before.max.ms", "as the default of message.timestamp.before.max.ms"),
-    honoured(S, "log.message.timestamp.type", "as the default of message.timestamp.type"),
-    no_effect(S, "log.preallocate", "only how segment files grow on disk"),
     honoured(S, "log.retention.hours", "as the default of retention.ms"),
     honoured(S, "log.retention.minutes", "as the default of retention.ms"),
     honoured(S, "log.roll.hours", "as the default of segment.ms"),
     no_effect(S, "log.roll.jitter.hours", "only spreads segment rolls in time"),
-    no_effect(S, "log.roll.jitter.ms", "only spreads segment rolls in time"),
-    no_effect(S, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
     honoured(S, "max.incremental.fetch.session.cache.slots", "the broker's fetch session cache (replica/fetch_session/)"),
     honoured(S, "max.request.partition.size.limit", "caps DescribeTopicPartitions' partitions per response"),
     honoured(S, "metadata.log.dir", "the metadata log's directory"),

@@ -211,13 +211,19 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
     assert!(validate_topic_config("preallocate", "true").is_ok());
     assert!(validate_broker_config("num.io.threads", "16").is_ok());
     // Dynamic in Kafka, read from the properties file only: dynamically, only the default.
-    assert!(validate_broker_config("log.cleaner.threads", "1").is_ok());
-    let e = validate_broker_config("log.cleaner.threads", "3").unwrap_err();
+    assert!(validate_broker_config("num.recovery.threads.per.data.dir", "2").is_ok());
+    let e = validate_broker_config("num.recovery.threads.per.data.dir", "3").unwrap_err();
     assert!(matches!(
         e,
         ConfigValueError::Unsupported { dynamic: true, .. }
     ));
-    assert!(e.to_string().contains("dynamically"), "{e}");
+    assert!(
+        e.to_string().contains("needs a change there and a restart"),
+        "{e}"
+    );
+    // Dynamic in Kafka and in kraftd: the cleaner's threads and the topic defaults.
+    assert!(validate_broker_config("log.cleaner.threads", "3").is_ok());
+    assert!(validate_broker_config("log.message.timestamp.type", "LogAppendTime").is_ok());
     // Read-only in Kafka: never dynamically, with Kafka's message.
     let e = validate_broker_config("num.partitions", "1").unwrap_err();
     assert_eq!(

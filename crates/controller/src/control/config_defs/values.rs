@@ -189,9 +189,7 @@ impl ConfigDef {
             ConfigType::Double { .. } => response_type::DOUBLE,
             ConfigType::String { .. }
             | ConfigType::NonEmptyString
-            | ConfigType::CaseInsensitiveString { .. } => {
-                response_type::STRING
-            }
+            | ConfigType::CaseInsensitiveString { .. } => response_type::STRING,
             ConfigType::Class => response_type::CLASS,
             ConfigType::List { .. } => response_type::LIST,
         }
