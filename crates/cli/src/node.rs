@@ -592,6 +592,10 @@ fn controller_config(
     c.log_config = log_config;
     c.bootstrap_records = bootstrap;
     c.static_configs = static_properties(config);
+    // A combined node's broker already reconfigures every TLS listener of the process.
+    if !config.roles.contains(&ProcessRole::Broker) {
+        c.reconfigurables = tls_reconfigurables(config);
+    }
     if let Some(name) = config.controller_listener_names.first() {
         c.controller_listener_name = name.clone();
     }
