@@ -5,7 +5,10 @@
 //! own; `log.cleaner.threads` and `log.cleaner.dedupe.buffer.size` set as the cluster
 //! default restart the broker's cleaner threads with the new values (its log says so), and
 //! compaction still runs after it; more than doubling the threads on one broker is refused
-//! with Kafka's message.
+//! with Kafka's message. With `log.flush.scheduler.interval.ms` set (Kafka's
+//! `LogManager.flushDirtyLogs`), a log left idle after a few appends is flushed once its
+//! topic's `flush.ms` has passed: its recovery point, in the broker's
+//! `recovery-point-offset-checkpoint`, reaches its end without another append.
 
 mod common;
 
@@ -42,6 +45,20 @@ while True:
 consumer.close()
 "#;
 
+/// Creates `topic` with `flush.ms=5000` and produces three records to it at once.
+const IDLE_TOPIC: &str = r#"
+import sys
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+bootstrap, topic = sys.argv[1], sys.argv[2]
+admin = AdminClient({"bootstrap.servers": bootstrap})
+admin.create_topics([NewTopic(topic, 1, 1, config={"flush.ms": "5000"})])[topic].result(30)
+producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+for i in range(3):
+    producer.produce(topic, value=str(i), partition=0)
+assert producer.flush(30) == 0
+"#;
+
 /// `kafka-configs --bootstrap-server <b> --entity-type brokers <entity> --alter
 /// --add-config <config>`: whether it succeeded, and its output.
 fn alter_broker_configs(bootstrap: &str, entity: &[&str], config: &str) -> (bool, String) {
@@ -71,7 +88,11 @@ fn cluster_wide_log_settings_change_on_a_live_broker_with_kafka_configs() {
     kafka_jars::classpath();
     let root = tempfile::tempdir().unwrap();
     let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
-    brokers[0].add_config(&["log.cleaner.backoff.ms=200"]);
+    brokers[0].add_config(&[
+        "log.cleaner.backoff.ms=200",
+        "log.flush.scheduler.interval.ms=100",
+        "log.flush.offset.checkpoint.interval.ms=100",
+    ]);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }
@@ -164,6 +185,36 @@ fn cluster_wide_log_settings_change_on_a_live_broker_with_kafka_configs() {
         "kafka-configs log.cleaner.threads=5:\n{text}\n{}",
         logs()
     );
+
+    // An idle log flushed by time: three records to a topic with flush.ms=5000, then
+    // nothing; the periodic flusher moves its recovery point to its end.
+    let out = run_inline(IDLE_TOPIC, &[&bootstrap, "idle"]);
+    assert!(
+        out.status.success(),
+        "idle topic:\n{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        logs()
+    );
+    let log_dir = brokers[0]
+        .partition_dir("idle", 0)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let checkpoint = log_dir.join("recovery-point-offset-checkpoint");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+        if text.lines().any(|l| l == "idle 0 3") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the idle log was never flushed: {checkpoint:?} holds\n{text}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     stop_gracefully(&mut brokers);
     stop_gracefully(&mut controllers);

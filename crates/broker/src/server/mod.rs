@@ -399,6 +399,8 @@ impl BrokerServer {
             "log.retention.check.interval.ms",
             replica_config.retention_check_interval.as_millis() as i64,
         )?;
+        replica_config.flush_scheduler_interval =
+            Some(period("log.flush.scheduler.interval.ms", i64::MAX)?);
         let fetcher = &mut replica_config.fetcher;
         // Kafka's leader answers a negative wait or minimum as zero; the socket timeout is
         // at least a millisecond.
@@ -945,5 +947,5 @@ fn scheduler_period(ms: i64) -> Duration {
     u64::try_from(ms)
         .ok()
         .filter(|ms| *ms > 0)
-        .map_or(NEVER, Duration::from_millis)
+        .map_or(NEVER, |ms| Duration::from_millis(ms).min(NEVER))
 }

@@ -437,7 +437,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(S, "log.dir.failure.timeout.ms", "kraftd does not yet stop a broker whose failed log directory the controller has not heard of (another branch adds it)"),
     honoured(S, "log.dirs", "the data directories"),
     honoured(S, "log.flush.offset.checkpoint.interval.ms", "how often each log dir's recovery-point-offset-checkpoint is rewritten (replica_manager/background.rs)"),
-    refused(S, "log.flush.scheduler.interval.ms", "no periodic flusher: flush.ms is checked at each append"),
+    honoured(S, "log.flush.scheduler.interval.ms", "Kafka's LogManager flusher: this often, every log whose flush.ms has passed since its last flush is flushed, an idle one too (replica_manager/background.rs); flush.ms's default when log.flush.interval.ms is not set"),
     honoured(S, "log.flush.start.offset.checkpoint.interval.ms", "how often each log dir's log-start-offset-checkpoint is rewritten (replica_manager/background.rs)"),
     no_effect(S, "log.initial.task.delay.ms", "kraftd's log tasks (retention, checkpoints) start on their own intervals from start-up; a first delay only spreads load"),
     honoured(S, "log.retention.check.interval.ms", "how often the broker applies retention.ms and retention.bytes (replica_manager/background.rs)"),

@@ -235,7 +235,8 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
     assert!(check_static_support("log.cleaner.threads", "3").is_ok());
     assert!(check_static_support("max.connections.per.ip", "2147483647").is_ok());
     assert!(check_static_support("max.connections.per.ip", "10").is_err());
-    assert!(check_static_support("log.flush.scheduler.interval.ms", "1000").is_err());
+    assert!(check_static_support("log.flush.scheduler.interval.ms", "1000").is_ok());
+    assert!(check_static_support("remote.log.storage.system.enable", "true").is_err());
     assert!(check_static_support("offsets.topic.replication.factor", "1").is_ok());
     assert!(
         check_static_support("segment.bytes", "1000").is_ok(),
