@@ -695,6 +695,29 @@ mod tests {
         assert_eq!(c.log_dirs.len(), 2);
     }
 
+    /// `broker.id` is node.id's deprecated other name, as Kafka's `populateSynonyms`: used
+    /// alone, and refused when both differ (`KafkaConfig.validateValues`' message).
+    #[test]
+    fn broker_id_is_another_name_for_node_id() {
+        const REST: &str = "process.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+                            listeners=CONTROLLER://127.0.0.1:9093\n\
+                            controller.listener.names=CONTROLLER\nlog.dirs=/a\n";
+        let alone = NodeConfig::from_properties(props(&format!("broker.id=1\n{REST}"))).unwrap();
+        assert_eq!(alone.node_id, 1);
+        let both = format!("node.id=1\nbroker.id=1\n{REST}");
+        assert_eq!(
+            NodeConfig::from_properties(props(&both)).unwrap().node_id,
+            1
+        );
+        let e = NodeConfig::from_properties(props(&format!("node.id=1\nbroker.id=2\n{REST}")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`node.id` and `broker.id` must be set to the same value"),
+            "{e}"
+        );
+    }
+
     /// A key neither Kafka 4.4 nor kraftd defines is reported (start-up warns about it);
     /// Kafka's own keys, kraftd's, listener-prefixed ones and `metrics.port` are not.
     #[test]
