@@ -847,9 +847,9 @@ mod tests {
         let path = dir.path().join("server.properties");
         for (line, key, shown) in [
             (
-                "log.flush.scheduler.interval.ms=1000",
-                "log.flush.scheduler.interval.ms",
-                "\"1000\"",
+                "remote.log.storage.system.enable=true",
+                "remote.log.storage.system.enable",
+                "\"true\"",
             ),
             (
                 "max.connections.per.ip=5",
