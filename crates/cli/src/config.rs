@@ -153,15 +153,28 @@ impl NodeConfig {
         if roles.is_empty() {
             return Err(bad("process.roles", roles_raw, "no role given"));
         }
-        let node_id_raw = props
-            .get("node.id")
-            .ok_or_else(|| anyhow!("node.id is not set in {source}"))?;
+        // `broker.id` (deprecated by KIP-1232) is another name for node.id, as Kafka's
+        // `AbstractKafkaConfig.populateSynonyms`: used when node.id is not set, and refused
+        // when both are set to different values (`KafkaConfig.validateValues`).
+        let (node_id_key, node_id_raw) = match (props.get("node.id"), props.get("broker.id")) {
+            (Some(id), _) => ("node.id", id),
+            (None, Some(id)) => ("broker.id", id),
+            (None, None) => return Err(anyhow!("node.id is not set in {source}")),
+        };
         let node_id: i32 = node_id_raw
             .trim()
             .parse()
             .ok()
             .filter(|id: &i32| *id >= 0)
-            .ok_or_else(|| bad("node.id", node_id_raw, "expected a non-negative integer"))?;
+            .ok_or_else(|| bad(node_id_key, node_id_raw, "expected a non-negative integer"))?;
+        if let Some(broker_id) = props.get("broker.id") {
+            if broker_id.trim().parse::<i32>().ok() != Some(node_id) {
+                return Err(anyhow!(
+                    "`node.id` and `broker.id` must be set to the same value. `broker.id` is \
+                     deprecated, please use `node.id` instead. (in {source})"
+                ));
+            }
+        }
         let voters = match props.get("controller.quorum.voters") {
             Some(v) if !v.trim().is_empty() => {
                 parse_voters(v).map_err(|e| anyhow!("{e} (in {source})"))?
@@ -682,6 +695,29 @@ mod tests {
         assert_eq!(c.log_dirs.len(), 2);
     }
 
+    /// `broker.id` is node.id's deprecated other name, as Kafka's `populateSynonyms`: used
+    /// alone, and refused when both differ (`KafkaConfig.validateValues`' message).
+    #[test]
+    fn broker_id_is_another_name_for_node_id() {
+        const REST: &str = "process.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+                            listeners=CONTROLLER://127.0.0.1:9093\n\
+                            controller.listener.names=CONTROLLER\nlog.dirs=/a\n";
+        let alone = NodeConfig::from_properties(props(&format!("broker.id=1\n{REST}"))).unwrap();
+        assert_eq!(alone.node_id, 1);
+        let both = format!("node.id=1\nbroker.id=1\n{REST}");
+        assert_eq!(
+            NodeConfig::from_properties(props(&both)).unwrap().node_id,
+            1
+        );
+        let e = NodeConfig::from_properties(props(&format!("node.id=1\nbroker.id=2\n{REST}")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`node.id` and `broker.id` must be set to the same value"),
+            "{e}"
+        );
+    }
+
     /// A key neither Kafka 4.4 nor kraftd defines is reported (start-up warns about it);
     /// Kafka's own keys, kraftd's, listener-prefixed ones and `metrics.port` are not.
     #[test]
@@ -811,9 +847,9 @@ mod tests {
         let path = dir.path().join("server.properties");
         for (line, key, shown) in [
             (
-                "log.flush.scheduler.interval.ms=1000",
-                "log.flush.scheduler.interval.ms",
-                "\"1000\"",
+                "remote.log.storage.system.enable=true",
+                "remote.log.storage.system.enable",
+                "\"true\"",
             ),
             (
                 "max.connections.per.ip=5",

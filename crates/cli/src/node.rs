@@ -319,11 +319,11 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,
         authorizer: authorizer_config(config)?,
         delegation_tokens: delegation_token_config(config)?,
-        replica_lag_time_max_ms: config.number(
+        replica_lag_time_max_ms: config.defined(
             "replica.lag.time.max.ms",
             kraftd_broker::replica::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
         )?,
-        max_incremental_fetch_session_cache_slots: config.number(
+        max_incremental_fetch_session_cache_slots: config.defined(
             "max.incremental.fetch.session.cache.slots",
             kraftd_broker::replica::fetch_session::DEFAULT_MAX_SLOTS,
         )?,
@@ -489,19 +489,22 @@ fn quorum_config(config: &NodeConfig, cluster_id: &str) -> Result<QuorumConfig> 
 
 /// `controller.quorum.*` timeouts.
 fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result<()> {
-    r.election_timeout_ms = config.number(
+    r.election_timeout_ms = config.defined(
         "controller.quorum.election.timeout.ms",
         r.election_timeout_ms,
     )?;
-    r.fetch_timeout_ms = config.number("controller.quorum.fetch.timeout.ms", r.fetch_timeout_ms)?;
-    r.election_backoff_max_ms = config.number(
+    r.fetch_timeout_ms =
+        config.defined("controller.quorum.fetch.timeout.ms", r.fetch_timeout_ms)?;
+    r.election_backoff_max_ms = config.defined(
         "controller.quorum.election.backoff.max.ms",
         r.election_backoff_max_ms,
     )?;
     r.request_timeout_ms =
-        config.number("controller.quorum.request.timeout.ms", r.request_timeout_ms)?;
-    r.retry_backoff_ms = config.number("controller.quorum.retry.backoff.ms", r.retry_backoff_ms)?;
-    r.append_linger_ms = config.number("controller.quorum.append.linger.ms", r.append_linger_ms)?;
+        config.defined("controller.quorum.request.timeout.ms", r.request_timeout_ms)?;
+    r.retry_backoff_ms =
+        config.defined("controller.quorum.retry.backoff.ms", r.retry_backoff_ms)?;
+    r.append_linger_ms =
+        config.defined("controller.quorum.append.linger.ms", r.append_linger_ms)?;
     Ok(())
 }
 
@@ -589,6 +592,10 @@ fn controller_config(
     c.log_config = log_config;
     c.bootstrap_records = bootstrap;
     c.static_configs = static_properties(config);
+    // A combined node's broker already reconfigures every TLS listener of the process.
+    if !config.roles.contains(&ProcessRole::Broker) {
+        c.reconfigurables = tls_reconfigurables(config);
+    }
     if let Some(name) = config.controller_listener_names.first() {
         c.controller_listener_name = name.clone();
     }
@@ -650,7 +657,7 @@ fn controller_config(
     c.authorizer = authorizer_config(config)?;
     c.registration_listeners = controller_registration_listeners(config);
     c.supported_features = controller_supported_features();
-    c.metadata_max_idle_interval_ms = config.number(
+    c.metadata_max_idle_interval_ms = config.defined(
         "metadata.max.idle.interval.ms",
         c.metadata_max_idle_interval_ms,
     )?;
@@ -677,11 +684,11 @@ fn controller_config(
         "unclean.leader.election.interval.ms",
         c.unclean_leader_election_interval_ms,
     )?;
-    c.snapshot_max_bytes = config.number(
+    c.snapshot_max_bytes = config.defined(
         "metadata.log.max.record.bytes.between.snapshots",
         c.snapshot_max_bytes,
     )?;
-    c.snapshot_max_interval_ms = config.number(
+    c.snapshot_max_interval_ms = config.defined(
         "metadata.log.max.snapshot.interval.ms",
         c.snapshot_max_interval_ms,
     )?;

@@ -24,9 +24,9 @@ use std::process::{Command, Stdio};
 
 use common::kafka_jars;
 use kraftd_controller::control::config_defs::{
-    all_broker_config_defs, broker_update_mode, is_throttled_replicas_config, ConfigDef,
-    ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT, GROUP_CONFIGS,
-    KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
+    all_broker_config_defs, broker_update_mode, config_support, is_throttled_replicas_config,
+    ConfigDef, ConfigScope, ConfigType, UpdateMode, COMPRESSION_GZIP_LEVEL, CONFIG_SUPPORT,
+    GROUP_CONFIGS, KAFKA_BROKER_CONFIG_NAMES, SHARE_AUTO_OFFSET_RESET, TOPIC_CONFIGS,
 };
 
 /// One config as Kafka defines it.
@@ -121,7 +121,9 @@ fn kafka_type(def: &ConfigDef) -> &'static str {
         ConfigType::Short { .. } => "SHORT",
         ConfigType::Long { .. } => "LONG",
         ConfigType::Double { .. } => "DOUBLE",
-        ConfigType::String { .. } | ConfigType::CaseInsensitiveString { .. } => "STRING",
+        ConfigType::String { .. }
+        | ConfigType::NonEmptyString
+        | ConfigType::CaseInsensitiveString { .. } => "STRING",
         ConfigType::Class => "CLASS",
         ConfigType::List { .. } => "LIST",
     }
@@ -174,6 +176,7 @@ fn validator_of(def: &ConfigDef) -> String {
         ConfigType::CaseInsensitiveString { valid } => {
             format!("(case insensitive) [{}]", valid.join(", "))
         }
+        ConfigType::NonEmptyString => "non-empty string".to_string(),
         _ => String::new(),
     }
 }
@@ -268,6 +271,9 @@ fn probe_values(def: &ConfigDef, kafka: &KafkaConfig) -> BTreeSet<String> {
                 add(v.to_string());
             }
         }
+        ConfigType::NonEmptyString => {
+            add(" ".into());
+        }
         ConfigType::String { valid }
         | ConfigType::CaseInsensitiveString { valid }
         | ConfigType::List { valid, .. } => {
@@ -311,35 +317,10 @@ fn kraftd_own(def: &ConfigDef) -> bool {
 }
 
 /// Broker configs Kafka changes dynamically that kraftd reads from the node's properties
-/// file only (read-only in DescribeConfigs, refused by AlterConfigs): the log cleaner's and
-/// the topic defaults' broker settings, and the listeners. Each is in CONFIG_SUPPORT's
-/// static table; making them dynamic is work not done yet, listed so that no other
-/// difference in update mode passes.
-const READ_ONLY_IN_KRAFTD: &[&str] = &[
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.zstd.level",
-    "listeners",
-    "log.cleaner.backoff.ms",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.delete.retention.ms",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.buffer.size",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.max.compaction.lag.ms",
-    "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.min.compaction.lag.ms",
-    "log.index.interval.bytes",
-    "log.index.size.max.bytes",
-    "log.local.retention.bytes",
-    "log.local.retention.ms",
-    "log.message.timestamp.after.max.ms",
-    "log.message.timestamp.before.max.ms",
-    "log.message.timestamp.type",
-    "log.preallocate",
-    "log.roll.jitter.ms",
-    "log.segment.delete.delay.ms",
-];
+/// file only (read-only in DescribeConfigs, refused by AlterConfigs): the listeners (per
+/// broker in Kafka) and `cordoned.log.dirs` (per broker in Kafka, refused unless default in
+/// kraftd), listed so that no other difference in update mode passes.
+const READ_ONLY_IN_KRAFTD: &[&str] = &["cordoned.log.dirs", "listeners"];
 
 /// Dynamic broker configs whose Kafka `ConfigDef` has no validator but whose value becomes
 /// a topic config's default with one (`log.retention.ms` → `retention.ms` at least -1, ...):
@@ -477,6 +458,16 @@ fn kraftd_validates_every_topic_broker_and_group_config_as_kafka_does() {
             .iter()
             .any(|r| r.scope == ConfigScope::Topic && r.name == name)
         {
+            differences.push(format!("{scope} {name}: no support row"));
+        }
+    }
+    // Every broker config of Kafka's is one of kraftd's, with a support row (dynamic or
+    // static, by kraftd's update mode).
+    for ((scope, name), _) in kafka.iter().filter(|((s, _), _)| s == "BROKER") {
+        let row = [ConfigScope::Broker, ConfigScope::StaticBroker]
+            .into_iter()
+            .find_map(|s| config_support(s, name));
+        if row.is_none() {
             differences.push(format!("{scope} {name}: no support row"));
         }
     }

@@ -87,7 +87,9 @@ fn as_kafka(def: &ConfigDef) -> (String, String, String, String, String) {
         ConfigType::Short { .. } => "SHORT",
         ConfigType::Long { .. } => "LONG",
         ConfigType::Double { .. } => "DOUBLE",
-        ConfigType::String { .. } | ConfigType::CaseInsensitiveString { .. } => "STRING",
+        ConfigType::String { .. }
+        | ConfigType::NonEmptyString
+        | ConfigType::CaseInsensitiveString { .. } => "STRING",
         ConfigType::Class => "CLASS",
         ConfigType::List { .. } => "LIST",
     };

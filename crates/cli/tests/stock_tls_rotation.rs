@@ -8,7 +8,9 @@
 //! new connection sees the new certificate (its serial number, same subject), the producer
 //! keeps being acknowledged, and a connection opened before the change still answers with
 //! the old certificate (`python/tls_peer.py`). A keystore whose subject differs is refused
-//! with Kafka's message and changes nothing. Nothing acknowledged is lost.
+//! with Kafka's message and changes nothing. Nothing acknowledged is lost. A controller's
+//! own SSL controller listener rotates the same way, through `kafka-configs
+//! --bootstrap-controller`.
 //!
 //! Every wait is on a condition with a deadline, never a fixed pause.
 
@@ -280,4 +282,90 @@ fn certificates_rotate_on_live_brokers_under_a_stock_producer() {
     std::fs::write(&stop_file, "").unwrap();
     let summary = producer.finish(240, logs);
     assert!(summary.contains("\"ok\": true"), "{summary}");
+}
+
+/// A controller's own CONTROLLER listener rotates as a broker's does (Kafka's ControllerServer
+/// registers its listeners' reconfigurables with its DynamicConfigPublisher): Kafka 4.4.0's
+/// `kafka-configs --bootstrap-controller` over SSL sets
+/// `listener.name.controller.ssl.keystore.location` on the controller's own id, and a new
+/// connection to the controller listener is then served the new certificate.
+#[test]
+fn a_controllers_listener_certificate_rotates_with_kafka_configs_bootstrap_controller() {
+    let root = tempfile::tempdir().unwrap();
+    let pki = Pki::new(&root.path().join("pki"));
+    let node_subject = [("CN", "kraftd-node")];
+    let (_id, mut controllers) = common::formatted_quorum(root.path(), 1);
+    let keystore = |generation: u32| pki.dir.join(format!("controller-{generation}.pem"));
+    let first = pem_identity(&pki.node_keystore(&keystore(0), &node_subject));
+    let lines = [
+        "listener.security.protocol.map=CONTROLLER:SSL".to_string(),
+        "listener.name.controller.ssl.keystore.type=PEM".to_string(),
+        format!(
+            "listener.name.controller.ssl.keystore.location={}",
+            keystore(0).display()
+        ),
+        "ssl.truststore.type=PEM".to_string(),
+        format!("ssl.truststore.location={}", pki.ca_path().display()),
+    ];
+    controllers[0].add_config(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    controllers[0].start();
+    let logs = || all_logs(&controllers);
+    let ca = pki.ca_path();
+    let address = controllers[0].address();
+    let seen = eventually(
+        "the controller serves TLS",
+        Duration::from_secs(60),
+        logs,
+        || served_certificate(&address, &ca),
+    );
+    assert_eq!(seen, first, "the controller serves its keystore");
+
+    let command_config = root.path().join("admin.properties");
+    std::fs::write(
+        &command_config,
+        format!(
+            "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={}\n",
+            ca.display()
+        ),
+    )
+    .unwrap();
+    let rotated = pem_identity(&pki.node_keystore(&keystore(1), &node_subject));
+    assert_ne!(rotated.0, first.0, "a new serial number");
+    let id = controllers[0].id.to_string();
+    let config = format!(
+        "listener.name.controller.ssl.keystore.location={}",
+        keystore(1).display()
+    );
+    let out = run_tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            command_config.to_str().unwrap(),
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            &id,
+            "--alter",
+            "--add-config",
+            &config,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-configs --bootstrap-controller: {}\n{}",
+        output_text(&out),
+        logs()
+    );
+    eventually(
+        "a new connection to the controller sees the new certificate",
+        Duration::from_secs(30),
+        logs,
+        || match served_certificate(&address, &ca)? {
+            seen if seen == rotated => Ok(seen),
+            other => Err(format!("still {other:?}")),
+        },
+    );
+    common::stop_gracefully(&mut controllers);
 }

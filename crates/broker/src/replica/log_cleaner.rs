@@ -24,6 +24,9 @@ use kraftd_log::CleanCommit;
 use kraftd_protocol::Uuid;
 use tracing::{debug, info, warn};
 
+use kraftd_controller::control::config_defs::any_broker_config_def;
+use kraftd_controller::publisher::Reconfigurable;
+
 use super::partition::HostedPartition;
 use super::replica_manager::ReplicaManager;
 
@@ -138,9 +141,26 @@ struct CleanerState {
 /// ongoing clean aborted at its next I/O.
 #[derive(Debug)]
 pub struct LogCleaner {
+    replicas: Weak<ReplicaManager>,
+    config: LogCleanerConfig,
+    state: Arc<Mutex<CleanerState>>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     metrics: Arc<LogCleanerMetrics>,
+}
+
+/// The log cleaner as a [`Reconfigurable`]: Kafka's `LogCleaner.RECONFIGURABLE_CONFIGS`
+/// (`log.cleaner.threads`, `log.cleaner.dedupe.buffer.size`,
+/// `log.cleaner.io.buffer.load.factor`, `log.cleaner.io.buffer.size`,
+/// `log.cleaner.io.max.bytes.per.second`, `log.cleaner.backoff.ms`) set dynamically, on this
+/// broker or as the cluster default, over the properties file's values; a change stops the
+/// threads (an ongoing clean is abandoned and tried again) and starts them with the new
+/// settings, as Kafka's `LogCleaner.reconfigure`.
+#[derive(Debug)]
+pub struct LogCleanerReconfigurer {
+    /// The settings of the properties file, which dynamic values override.
+    file: CleanerConfig,
+    cleaner: Arc<Mutex<Option<LogCleaner>>>,
 }
 
 /// One cleaner thread's view of the shared parts.
@@ -167,39 +187,74 @@ impl LogCleaner {
     /// `log.cleaner.enable` is false), resuming from the `cleaner-offset-checkpoint` files.
     pub fn start(replicas: &Arc<ReplicaManager>, config: &LogCleanerConfig) -> LogCleaner {
         let log_manager = replicas.log_manager();
-        let metrics = Arc::new(LogCleanerMetrics::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::new();
-        if config.enable {
-            let state = Arc::new(Mutex::new(CleanerState {
+        let mut cleaner = LogCleaner {
+            replicas: Arc::downgrade(replicas),
+            config: config.clone(),
+            state: Arc::new(Mutex::new(CleanerState {
                 checkpoints: log_manager.read_cleaner_checkpoints(),
                 ..Default::default()
-            }));
-            let count = config.cleaner.threads.max(1);
-            let last_clean_secs = Arc::new((0..count).map(|_| AtomicU64::new(0)).collect());
-            for id in 0..count {
-                let thread = CleanerThread {
-                    id,
-                    replicas: Arc::downgrade(replicas),
-                    config: config.cleaner.clone(),
-                    state: Arc::clone(&state),
-                    metrics: Arc::clone(&metrics),
-                    stop: Arc::clone(&stop),
-                    last_clean_secs: Arc::clone(&last_clean_secs),
-                };
-                let spawned = std::thread::Builder::new()
-                    .name(format!("kafka-log-cleaner-thread-{id}"))
-                    .spawn(move || thread.run());
-                match spawned {
-                    Ok(handle) => threads.push(handle),
-                    Err(e) => warn!(error = %e, "could not start a log cleaner thread"),
-                }
-            }
+            })),
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+            metrics: Arc::new(LogCleanerMetrics::default()),
+        };
+        cleaner.start_threads();
+        cleaner
+    }
+
+    /// The settings the threads run with.
+    pub fn config(&self) -> &LogCleanerConfig {
+        &self.config
+    }
+
+    /// Runs the threads with new sizes (Kafka's `LogCleaner.reconfigure`): the running ones
+    /// are stopped (a clean under way is abandoned, its log left as it was) and
+    /// `cleaner.threads` new ones started, sharing the checkpoints and metrics. Nothing
+    /// happens when the sizes are the ones running, or the cleaner is disabled.
+    pub fn reconfigure(&mut self, cleaner: CleanerConfig) {
+        if cleaner == self.config.cleaner || !self.config.enable {
+            return;
         }
-        LogCleaner {
-            stop,
-            threads,
-            metrics,
+        self.stop_threads();
+        self.stop = Arc::new(AtomicBool::new(false));
+        self.config.cleaner = cleaner;
+        self.start_threads();
+        let c = &self.config.cleaner;
+        info!(
+            threads = self.threads.len(),
+            dedupe_buffer_size = c.dedupe_buffer_size,
+            io_buffer_load_factor = c.io_buffer_load_factor,
+            io_buffer_size = c.io_buffer_size,
+            io_max_bytes_per_second = c.io_max_bytes_per_second,
+            backoff_ms = c.backoff_ms,
+            "log cleaner reconfigured"
+        );
+    }
+
+    /// Starts `log.cleaner.threads` threads (none when `log.cleaner.enable` is false).
+    fn start_threads(&mut self) {
+        if !self.config.enable {
+            return;
+        }
+        let count = self.config.cleaner.threads.max(1);
+        let last_clean_secs = Arc::new((0..count).map(|_| AtomicU64::new(0)).collect());
+        for id in 0..count {
+            let thread = CleanerThread {
+                id,
+                replicas: self.replicas.clone(),
+                config: self.config.cleaner.clone(),
+                state: Arc::clone(&self.state),
+                metrics: Arc::clone(&self.metrics),
+                stop: Arc::clone(&self.stop),
+                last_clean_secs: Arc::clone(&last_clean_secs),
+            };
+            let spawned = std::thread::Builder::new()
+                .name(format!("kafka-log-cleaner-thread-{id}"))
+                .spawn(move || thread.run());
+            match spawned {
+                Ok(handle) => self.threads.push(handle),
+                Err(e) => warn!(error = %e, "could not start a log cleaner thread"),
+            }
         }
     }
 
@@ -225,6 +280,103 @@ impl LogCleaner {
 impl Drop for LogCleaner {
     fn drop(&mut self) {
         self.stop_threads();
+    }
+}
+
+impl LogCleanerReconfigurer {
+    /// Takes over `cleaner` (its settings being the properties file's); the broker keeps
+    /// the returned handle to stop it at shutdown.
+    pub fn new(
+        cleaner: LogCleaner,
+    ) -> (Arc<LogCleanerReconfigurer>, Arc<Mutex<Option<LogCleaner>>>) {
+        let file = cleaner.config.cleaner.clone();
+        let cleaner = Arc::new(Mutex::new(Some(cleaner)));
+        let reconfigurer = Arc::new(LogCleanerReconfigurer {
+            file,
+            cleaner: Arc::clone(&cleaner),
+        });
+        (reconfigurer, cleaner)
+    }
+
+    /// The properties file's settings with `configs`' dynamic values over them, each checked
+    /// by Kafka's definition.
+    fn cleaner_config(&self, configs: &BTreeMap<String, String>) -> Result<CleanerConfig, String> {
+        fn value<T: std::str::FromStr>(
+            configs: &BTreeMap<String, String>,
+            key: &str,
+            file: T,
+        ) -> Result<T, String> {
+            let Some(v) = configs.get(key) else {
+                return Ok(file);
+            };
+            if let Some(def) = any_broker_config_def(key) {
+                def.validate(v).map_err(|e| e.to_string())?;
+            }
+            v.trim()
+                .parse()
+                .map_err(|_| format!("Invalid value {v} for configuration {key}"))
+        }
+        let f = &self.file;
+        Ok(CleanerConfig {
+            threads: value(configs, "log.cleaner.threads", f.threads)?,
+            dedupe_buffer_size: value(
+                configs,
+                "log.cleaner.dedupe.buffer.size",
+                f.dedupe_buffer_size,
+            )?,
+            io_buffer_load_factor: value(
+                configs,
+                "log.cleaner.io.buffer.load.factor",
+                f.io_buffer_load_factor,
+            )?,
+            io_buffer_size: value(configs, "log.cleaner.io.buffer.size", f.io_buffer_size)?,
+            io_max_bytes_per_second: value(
+                configs,
+                "log.cleaner.io.max.bytes.per.second",
+                f.io_max_bytes_per_second,
+            )?,
+            backoff_ms: value(configs, "log.cleaner.backoff.ms", f.backoff_ms)?,
+        })
+    }
+}
+
+impl Reconfigurable for LogCleanerReconfigurer {
+    /// Kafka's `LogCleaner.validateReconfiguration`: at least one thread, and at most a
+    /// halving or a doubling of the threads running.
+    fn validate_reconfiguration(&self, configs: &BTreeMap<String, String>) -> Result<(), String> {
+        let new = self.cleaner_config(configs)?;
+        let guard = self.cleaner.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(current) = guard.as_ref().map(|c| c.config.cleaner.threads) else {
+            return Ok(());
+        };
+        if new.threads < 1 {
+            return Err("Log cleaner threads should be at least 1".to_string());
+        }
+        if new.threads < current / 2 {
+            return Err(format!(
+                "Log cleaner threads cannot be reduced to less than half the current value {current}"
+            ));
+        }
+        if new.threads > current * 2 {
+            return Err(format!(
+                "Log cleaner threads cannot be increased to more than double the current value {current}"
+            ));
+        }
+        Ok(())
+    }
+
+    fn reconfigure(&self, configs: &BTreeMap<String, String>) {
+        let new = match self.cleaner_config(configs) {
+            Ok(new) => new,
+            Err(e) => {
+                warn!(error = %e, "log cleaner not reconfigured");
+                return;
+            }
+        };
+        let mut guard = self.cleaner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(cleaner) = guard.as_mut() {
+            cleaner.reconfigure(new);
+        }
     }
 }
 

@@ -45,6 +45,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kraftd_controller::control::config_defs::any_broker_config_def;
 use kraftd_controller::image::{FeaturesImage, METADATA_VERSION_FEATURE};
 use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
 use kraftd_net::{serve, ServerConfig};
@@ -78,7 +79,9 @@ use crate::coordinator::{
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
 use crate::replica::directory_events::DirectoryEventHandler;
 use crate::replica::fetch_session::FetchManager;
-use crate::replica::log_cleaner::{LogCleaner, LogCleanerConfig, LogCleanerMetrics};
+use crate::replica::log_cleaner::{
+    LogCleaner, LogCleanerConfig, LogCleanerMetrics, LogCleanerReconfigurer,
+};
 use crate::replica::replica_manager::{
     ReplicaManager, ReplicaManagerConfig, ReplicaManagerPublisher,
 };
@@ -193,7 +196,8 @@ pub struct BrokerServer {
     /// The replica manager's periodic work and the broker-epoch relay.
     background: Vec<JoinHandle<()>>,
     /// Compaction of `cleanup.policy=compact` logs (its own threads).
-    log_cleaner: Option<LogCleaner>,
+    log_cleaner: Arc<std::sync::Mutex<Option<LogCleaner>>>,
+    log_cleaner_metrics: Arc<LogCleanerMetrics>,
     group_coordinator: Arc<GroupCoordinatorService>,
     txn_coordinator: Arc<TransactionCoordinatorService>,
     share_coordinator: Arc<ShareCoordinatorService>,
@@ -369,33 +373,68 @@ impl BrokerServer {
         replica_config.directory_ids = config.log_dirs.iter().cloned().collect();
         replica_config.static_configs = config.static_configs.clone();
         replica_config.clean_shutdown = previous_broker_epoch >= 0;
-        let number = |key: &str, default: u64| -> Result<u64, BrokerError> {
-            match config.static_configs.get(key) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        BrokerError::Config(format!(
-                            "{key}={v} in the properties file: expected a positive integer"
-                        ))
-                    }),
-            }
+        // A setting of the properties file checked by Kafka's definition (type, validator and
+        // message), or its default.
+        let defined = |key: &str, default: i64| -> Result<i64, BrokerError> {
+            let Some(value) = config.static_configs.get(key) else {
+                return Ok(default);
+            };
+            let def = any_broker_config_def(key)
+                .ok_or_else(|| BrokerError::Config(format!("{key} has no definition")))?;
+            def.validate(value)
+                .map_err(|e| BrokerError::Config(format!("{e} (in the properties file)")))?;
+            value
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| BrokerError::Config(format!("{key}={value}: expected a number")))
         };
-        replica_config.recovery_threads_per_data_dir = number(
+        let period = |key: &str, default: i64| defined(key, default).map(scheduler_period);
+        replica_config.recovery_threads_per_data_dir = defined(
             "num.recovery.threads.per.data.dir",
-            replica_config.recovery_threads_per_data_dir as u64,
+            replica_config.recovery_threads_per_data_dir as i64,
         )? as usize;
-        replica_config.recovery_point_checkpoint_interval = Duration::from_millis(number(
+        replica_config.recovery_point_checkpoint_interval = period(
             "log.flush.offset.checkpoint.interval.ms",
-            kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
-        )?);
-        replica_config.log_start_checkpoint_interval = Duration::from_millis(number(
+            kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS as i64,
+        )?;
+        replica_config.log_start_checkpoint_interval = period(
             "log.flush.start.offset.checkpoint.interval.ms",
-            kraftd_log::checkpoint::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS,
-        )?);
+            kraftd_log::checkpoint::DEFAULT_LOG_START_CHECKPOINT_INTERVAL_MS as i64,
+        )?;
+        replica_config.hw_checkpoint_interval = period(
+            "replica.high.watermark.checkpoint.interval.ms",
+            replica_config.hw_checkpoint_interval.as_millis() as i64,
+        )?;
+        replica_config.retention_check_interval = period(
+            "log.retention.check.interval.ms",
+            replica_config.retention_check_interval.as_millis() as i64,
+        )?;
+        replica_config.flush_scheduler_interval =
+            Some(period("log.flush.scheduler.interval.ms", i64::MAX)?);
+        let fetcher = &mut replica_config.fetcher;
+        // Kafka's leader answers a negative wait or minimum as zero; the socket timeout is
+        // at least a millisecond.
+        fetcher.max_wait_ms =
+            defined("replica.fetch.wait.max.ms", fetcher.max_wait_ms.into())?.max(0) as i32;
+        fetcher.min_bytes =
+            defined("replica.fetch.min.bytes", fetcher.min_bytes.into())?.max(0) as i32;
+        fetcher.max_bytes =
+            defined("replica.fetch.response.max.bytes", fetcher.max_bytes.into())? as i32;
+        fetcher.partition_max_bytes = defined(
+            "replica.fetch.max.bytes",
+            fetcher.partition_max_bytes.into(),
+        )? as i32;
+        fetcher.backoff = Duration::from_millis(defined(
+            "replica.fetch.backoff.ms",
+            fetcher.backoff.as_millis() as i64,
+        )? as u64);
+        fetcher.request_timeout = Duration::from_millis(
+            defined(
+                "replica.socket.timeout.ms",
+                fetcher.request_timeout.as_millis() as i64,
+            )?
+            .max(1) as u64,
+        );
         replica_config.replica_lag_time_max_ms = config.replica_lag_time_max_ms;
         replica_config.replication_quota_window = replication_quota_window;
         replica_config.alter_log_dirs_quota_window = alter_log_dirs_quota_window;
@@ -424,6 +463,12 @@ impl BrokerServer {
             .set_directory_event_handler(assignments as Arc<dyn DirectoryEventHandler>);
         let replica_background = replica_manager.start_background();
         let log_cleaner = LogCleaner::start(&replica_manager, &config.log_cleaner);
+        let log_cleaner_metrics = Arc::clone(log_cleaner.metrics());
+        // Kafka's LogCleaner is a Reconfigurable: log.cleaner.threads and the sizes change live.
+        let (cleaner_reconfigurer, log_cleaner) = LogCleanerReconfigurer::new(log_cleaner);
+        published
+            .dynamic_configs
+            .add_reconfigurable(cleaner_reconfigurer);
         // The replica layer applies each delta before the cache publishes it: a partition
         // is ready to lead (its log open, its state set) before a Metadata answer from this
         // broker names it leader, so a client producing at once is not told
@@ -625,7 +670,8 @@ impl BrokerServer {
         Ok(BrokerServer {
             replica_manager,
             background: vec![replica_background, epoch_relay],
-            log_cleaner: Some(log_cleaner),
+            log_cleaner,
+            log_cleaner_metrics,
             group_coordinator,
             txn_coordinator,
             share_coordinator,
@@ -654,7 +700,7 @@ impl BrokerServer {
 
     /// The log cleaner's gauges.
     pub fn log_cleaner_metrics(&self) -> Option<Arc<LogCleanerMetrics>> {
-        self.log_cleaner.as_ref().map(|c| Arc::clone(c.metrics()))
+        Some(Arc::clone(&self.log_cleaner_metrics))
     }
 
     /// Groups and their offsets.
@@ -752,7 +798,12 @@ impl BrokerServer {
         for task in self.background.drain(..) {
             task.abort();
         }
-        if let Some(cleaner) = self.log_cleaner.take() {
+        let cleaner = self
+            .log_cleaner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(cleaner) = cleaner {
             let _ = tokio::task::spawn_blocking(move || cleaner.shutdown()).await;
         }
         let replicas = Arc::clone(&self.replica_manager);
@@ -899,4 +950,15 @@ pub(crate) fn random_uuid() -> Uuid {
         chunk.copy_from_slice(&h.finish().to_be_bytes());
     }
     Uuid(bytes)
+}
+
+/// The period of a broker task scheduled every `ms` milliseconds. As Kafka's
+/// `KafkaScheduler`, a period of zero or less runs the task once (at start) and never again:
+/// here a period so long the next run never comes.
+fn scheduler_period(ms: i64) -> Duration {
+    const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    u64::try_from(ms)
+        .ok()
+        .filter(|ms| *ms > 0)
+        .map_or(NEVER, |ms| Duration::from_millis(ms).min(NEVER))
 }

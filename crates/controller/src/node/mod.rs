@@ -99,6 +99,10 @@ pub struct ControllerNodeConfig {
     /// The node's properties file as written: DescribeConfigs' STATIC_BROKER_CONFIG values
     /// (`kafka-configs --bootstrap-controller --describe`).
     pub static_configs: BTreeMap<String, String>,
+    /// Components of this node that take its own dynamic broker configs live (the controller
+    /// listener's TLS stores), as Kafka's ControllerServer registers its listeners'
+    /// reconfigurables with its DynamicConfigPublisher.
+    pub reconfigurables: Vec<Arc<dyn crate::publisher::Reconfigurable>>,
 }
 
 impl ControllerNodeConfig {
@@ -167,6 +171,7 @@ impl ControllerNodeConfig {
             registration_listeners: Vec::new(),
             supported_features: Vec::new(),
             static_configs: BTreeMap::new(),
+            reconfigurables: Vec::new(),
         }
     }
 }
@@ -226,6 +231,9 @@ impl ControllerNode {
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone())
             .with_delegation_tokens(config.managers.delegation_tokens.clone());
+        for r in &config.reconfigurables {
+            published.dynamic_configs.add_reconfigurable(Arc::clone(r));
+        }
         let auth = crate::auth::AuthHelper::new(&published.authorizer);
         let metrics = ControllerMetrics::new();
         let mut publishers = published.publishers();

@@ -49,8 +49,8 @@ pub trait Reconfigurable: Send + Sync + fmt::Debug {
     /// does not load, a certificate whose subject changed, ...).
     fn validate_reconfiguration(&self, configs: &BTreeMap<String, String>) -> Result<(), String>;
 
-    /// Applies the configs: called with every record replayed for this node's own resource,
-    /// so a store file may be re-read without a value changing. A failure is logged by the
+    /// Applies the configs: called with every record replayed for this node's own resource
+    /// or the cluster default, so a store file may be re-read without a value changing. A failure is logged by the
     /// component and leaves it as it was.
     fn reconfigure(&self, configs: &BTreeMap<String, String>);
 }
@@ -117,9 +117,11 @@ impl DynamicConfigPublisher {
         if relevant.is_empty() {
             return;
         }
-        let own = relevant.iter().any(|r| {
-            r.resource_type == ConfigResourceType::Broker && r.name == self.broker_resource_name
-        });
+        // This node's effective broker configs change with its own resource and with the
+        // cluster default (Kafka's DynamicBrokerConfig reconfigures on either).
+        let own = relevant
+            .iter()
+            .any(|r| r.resource_type == ConfigResourceType::Broker);
         self.configs.inner.update(|snapshot| {
             let mut changed = false;
             for resource in relevant {

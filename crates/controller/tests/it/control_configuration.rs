@@ -377,7 +377,7 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
             resource(
                 BROKER,
                 "2",
-                vec![op("log.cleaner.threads", OP_SET, Some("3"))],
+                vec![op("num.recovery.threads.per.data.dir", OP_SET, Some("3"))],
             ),
         ],
         ..Default::default()
@@ -395,7 +395,7 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
         "remote.storage.enable",
         "max.connections.per.ip",
         "max.connections.per.ip",
-        "log.cleaner.threads",
+        "num.recovery.threads.per.data.dir",
     ]) {
         assert_eq!(*code, ErrorCode::InvalidConfig.code(), "{message}");
         assert!(

@@ -26,13 +26,26 @@ impl ReplicaManager {
         let retention_every = self.config.retention_check_interval;
         let recovery_every = self.config.recovery_point_checkpoint_interval;
         let start_every = self.config.log_start_checkpoint_interval;
+        // No flusher by default (Kafka's Long.MAX_VALUE): a period that never comes.
+        let flush_every = self
+            .config
+            .flush_scheduler_interval
+            .unwrap_or(Duration::from_secs(100 * 365 * 24 * 3600));
         tokio::spawn(async move {
             let mut isr = tokio::time::interval(isr_every);
             let mut hw = tokio::time::interval(hw_every);
             let mut retention = tokio::time::interval(retention_every);
             let mut recovery = tokio::time::interval(recovery_every);
             let mut start = tokio::time::interval(start_every);
-            for t in [&mut isr, &mut hw, &mut retention, &mut recovery, &mut start] {
+            let mut flush = tokio::time::interval(flush_every);
+            for t in [
+                &mut isr,
+                &mut hw,
+                &mut retention,
+                &mut recovery,
+                &mut start,
+                &mut flush,
+            ] {
                 t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             }
             loop {
@@ -53,6 +66,10 @@ impl ReplicaManager {
                         let Some(rm) = weak.upgrade() else { return };
                         let _ = tokio::task::spawn_blocking(move || rm.checkpoint(CheckpointKind::LogStart)).await;
                     }
+                    _ = flush.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        let _ = tokio::task::spawn_blocking(move || rm.flush_dirty_logs()).await;
+                    }
                     _ = retention.tick() => {
                         let Some(rm) = weak.upgrade() else { return };
                         let _ = tokio::task::spawn_blocking(move || rm.apply_retention()).await;
@@ -60,6 +77,19 @@ impl ReplicaManager {
                 }
             }
         })
+    }
+
+    /// Kafka's `LogManager.flushDirtyLogs`: every hosted log whose `flush.ms` has passed
+    /// since its last flush is flushed (its recovery point moves to its end), an idle one
+    /// included; a log that fails to flush is logged and the others go on.
+    pub(crate) fn flush_dirty_logs(&self) {
+        let now = kraftd_log::clock::unix_ms();
+        for hosted in self.all_partitions() {
+            let mut p = hosted.lock();
+            if let Err(e) = p.log_mut().maybe_flush(now) {
+                tracing::warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "periodic flush failed");
+            }
+        }
     }
 
     /// Sends an ISR change to the controller and applies the answer when it comes.

@@ -88,6 +88,10 @@ pub struct ReplicaManagerConfig {
     pub hw_checkpoint_interval: Duration,
     /// `log.retention.check.interval.ms`.
     pub retention_check_interval: Duration,
+    /// `log.flush.scheduler.interval.ms`: how often every log is flushed whose `flush.ms`
+    /// has passed since its last flush (Kafka's `LogManager.flushDirtyLogs`), so an idle
+    /// log is flushed by time too; `None` (Kafka's default, `Long.MAX_VALUE`): never.
+    pub flush_scheduler_interval: Option<Duration>,
     /// `log.flush.offset.checkpoint.interval.ms`: how often each log dir's
     /// `recovery-point-offset-checkpoint` is rewritten (when one of its partitions changed).
     pub recovery_point_checkpoint_interval: Duration,
@@ -121,6 +125,7 @@ impl ReplicaManagerConfig {
             replica_lag_time_max_ms: super::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
             hw_checkpoint_interval: Duration::from_millis(5000),
             retention_check_interval: Duration::from_millis(300_000),
+            flush_scheduler_interval: None,
             recovery_point_checkpoint_interval: Duration::from_millis(
                 kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
             ),

@@ -91,6 +91,11 @@ impl ConfigDef {
                     ));
                 }
             }
+            ConfigType::NonEmptyString => {
+                if trimmed.is_empty() {
+                    return Err(invalid_as(String::new(), "String must be non-empty".into()));
+                }
+            }
             ConfigType::CaseInsensitiveString { valid } => {
                 if !valid.iter().any(|v| v.eq_ignore_ascii_case(trimmed)) {
                     return Err(invalid_as(
@@ -182,9 +187,9 @@ impl ConfigDef {
             ConfigType::Short { .. } => response_type::SHORT,
             ConfigType::Long { .. } => response_type::LONG,
             ConfigType::Double { .. } => response_type::DOUBLE,
-            ConfigType::String { .. } | ConfigType::CaseInsensitiveString { .. } => {
-                response_type::STRING
-            }
+            ConfigType::String { .. }
+            | ConfigType::NonEmptyString
+            | ConfigType::CaseInsensitiveString { .. } => response_type::STRING,
             ConfigType::Class => response_type::CLASS,
             ConfigType::List { .. } => response_type::LIST,
         }
@@ -210,6 +215,7 @@ impl ConfigDef {
                 parse_java_double(trimmed).map_or_else(|| trimmed.to_string(), java_double)
             }
             ConfigType::String { .. }
+            | ConfigType::NonEmptyString
             | ConfigType::CaseInsensitiveString { .. }
             | ConfigType::Class => trimmed.to_string(),
             ConfigType::List { .. } => trimmed
