@@ -14,9 +14,10 @@ use kraftd_protocol::messages::streams_group_heartbeat_response::{Status, TaskId
 use kraftd_protocol::messages::{StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse};
 use kraftd_protocol::ErrorCode;
 
-use super::assignor::{self, AssignorMember};
+use super::assignor::{self, AssignorMember, SubtopologyTasks};
 use super::group::{
-    StreamsGroup, StreamsGroupMember, StreamsHeartbeatResult, TargetTasks, Tasks, TasksTuple,
+    MemberTaskOffsets, StreamsGroup, StreamsGroupMember, StreamsHeartbeatResult, TargetTasks,
+    Tasks, TasksTuple,
 };
 use super::reconciliation::{self, OwnedTasks};
 use super::records;
@@ -203,16 +204,33 @@ fn fence_records(group: &StreamsGroup, member_id: &str) -> Vec<CoordinatorRecord
     ]
 }
 
-/// The target assignment of `group` with `updated` in it, at `epoch` (Kafka's
-/// `TargetAssignmentBuilder`): the records of the members whose target changed and the
-/// epoch's.
-fn target_records(
-    group: &StreamsGroup,
-    updated: Option<&StreamsGroupMember>,
-    tasks: &BTreeMap<String, i32>,
+/// A heartbeat computed against the state as it is: its records, its answer, the member's
+/// state with its rebalance timeout (for the timers) and its reported task offsets (kept
+/// once the records are written).
+struct HeartbeatPlan {
+    records: Vec<CoordinatorRecord>,
+    result: StreamsHeartbeatResult,
+    state: (MemberState, i32),
+    task_offsets: Option<MemberTaskOffsets>,
+}
+
+/// What the target assignment is computed from (Kafka's `TargetAssignmentBuilder` inputs).
+struct AssignmentInput<'a> {
+    subtopologies: &'a BTreeMap<String, SubtopologyTasks>,
     num_standby: i32,
     epoch: i32,
     now: i64,
+    /// The task offsets each member last reported (the updated member's included).
+    task_offsets: &'a dyn Fn(&str) -> Option<&'a MemberTaskOffsets>,
+}
+
+/// The target assignment of `group` with `updated` in it (Kafka's `TargetAssignmentBuilder`):
+/// the records of the members whose target changed and the epoch's. The assignor reads each
+/// member's current assignment (not its tasks pending revocation) and its reported offsets.
+fn target_records(
+    group: &StreamsGroup,
+    updated: Option<&StreamsGroupMember>,
+    input: &AssignmentInput<'_>,
     out: &mut Vec<CoordinatorRecord>,
 ) -> BTreeMap<String, TargetTasks> {
     let mut members: BTreeMap<&str, &StreamsGroupMember> = group
@@ -225,20 +243,17 @@ fn target_records(
     }
     let specs: Vec<AssignorMember<'_>> = members
         .values()
-        .map(|m| {
-            let mut active = m.assigned.active_tasks();
-            for (s, ps) in m.pending_revocation.active_tasks() {
-                active.entry(s).or_default().extend(ps);
-            }
-            AssignorMember {
-                member_id: &m.member_id,
-                process_id: &m.process_id,
-                active,
-                standby: m.assigned.standby.clone(),
-            }
+        .map(|m| AssignorMember {
+            member_id: &m.member_id,
+            process_id: &m.process_id,
+            active: m.assigned.active_tasks(),
+            standby: m.assigned.standby.clone(),
+            task_offsets: (input.task_offsets)(&m.member_id)
+                .map(|o| o.task_offsets.clone())
+                .unwrap_or_default(),
         })
         .collect();
-    let assignment = assignor::assign(&specs, tasks, num_standby);
+    let assignment = assignor::assign(&specs, input.subtopologies, input.num_standby);
     for (id, t) in &assignment {
         if group.target_assignment.get(id) != Some(t) {
             out.push(records::target_assignment(&group.group_id, id, t));
@@ -246,8 +261,8 @@ fn target_records(
     }
     out.push(records::target_assignment_epoch(
         &group.group_id,
-        epoch,
-        now,
+        input.epoch,
+        input.now,
     ));
     assignment
 }
@@ -321,6 +336,7 @@ impl GroupCoordinatorShard {
             fence_records(group, &r.member_id)
         };
         self.write_or_refuse(records)?;
+        self.prune_streams_task_offsets(&r.group_id);
         if r.shutdown_application {
             self.streams_shutdown_requests
                 .entry(r.group_id.clone())
@@ -354,8 +370,20 @@ impl GroupCoordinatorShard {
             Some(Group::Streams(g)) => g.is_empty(),
             _ => true,
         };
-        let (records, result, state) = self.plan_streams_heartbeat(ctx, r)?;
+        let HeartbeatPlan {
+            records,
+            result,
+            state,
+            task_offsets,
+        } = self.plan_streams_heartbeat(ctx, r)?;
         self.write_or_refuse(records)?;
+        if let Some(offsets) = task_offsets {
+            self.streams_task_offsets.insert(
+                (r.group_id.clone(), result.response.member_id.clone()),
+                offsets,
+            );
+        }
+        self.prune_streams_task_offsets(&r.group_id);
         if was_empty {
             self.streams_shutdown_requests.remove(&r.group_id);
         }
@@ -379,7 +407,7 @@ impl GroupCoordinatorShard {
             member: m,
         };
         match state {
-            Some((MemberState::UnrevokedPartitions, timeout)) => {
+            (MemberState::UnrevokedPartitions, timeout) => {
                 if !self.timer.is_scheduled(&rebalance) {
                     self.timer
                         .schedule(rebalance, self.now_ms + i64::from(timeout.max(0)));
@@ -401,19 +429,11 @@ impl GroupCoordinatorShard {
 
     /// Computes a join or heartbeat against the current state (which it does not change):
     /// the records, the answer, and the member's state with its rebalance timeout.
-    #[allow(clippy::type_complexity)]
     fn plan_streams_heartbeat(
         &self,
         ctx: &RequestContext,
         r: &StreamsGroupHeartbeatRequest,
-    ) -> Result<
-        (
-            Vec<CoordinatorRecord>,
-            StreamsHeartbeatResult,
-            Option<(MemberState, i32)>,
-        ),
-        Refusal,
-    > {
+    ) -> Result<HeartbeatPlan, Refusal> {
         let now = self.now_ms;
         let metadata = &*self.metadata;
         let config = &self.group_config(&r.group_id).streams;
@@ -607,6 +627,23 @@ impl GroupCoordinatorShard {
                 }
             }
         }
+        // The offsets the member reports, once its tasks are known valid (Kafka stores them
+        // after that check so that a refused join leaves none behind).
+        let key = (gid.to_string(), r.member_id.clone());
+        let task_offsets = if r.task_offsets.is_some() || r.task_end_offsets.is_some() {
+            let current = self
+                .streams_task_offsets
+                .get(&key)
+                .cloned()
+                .unwrap_or_default();
+            Some(
+                current
+                    .update(r.task_offsets.as_deref(), r.task_end_offsets.as_deref())
+                    .map_err(|m| (ErrorCode::InvalidRequest, m))?,
+            )
+        } else {
+            self.streams_task_offsets.get(&key).cloned()
+        };
         bump |= validated != group.validated_topology_epoch;
         let mut group_epoch = group.group_epoch;
         if bump {
@@ -654,22 +691,29 @@ impl GroupCoordinatorShard {
                 ..Default::default()
             });
         } else if group.assignment_epoch < group_epoch {
-            let tasks = configured
-                .tasks
-                .clone()
-                .filter(|_| configured.is_ready())
-                .unwrap_or_default();
+            let subtopologies = topology::assignor_subtopologies(&topology, &configured);
             let mut view = group.clone();
             if let Some(old) = replaced {
                 view.members.remove(&old.member_id);
             }
+            let offsets_of = |m: &str| {
+                if m == r.member_id {
+                    task_offsets.as_ref()
+                } else {
+                    self.streams_task_offsets
+                        .get(&(gid.to_string(), m.to_string()))
+                }
+            };
             let assignment = target_records(
                 &view,
                 Some(&updated),
-                &tasks,
-                config.num_standby_replicas,
-                group_epoch,
-                now,
+                &AssignmentInput {
+                    subtopologies: &subtopologies,
+                    num_standby: config.num_standby_replicas,
+                    epoch: group_epoch,
+                    now,
+                    task_offsets: &offsets_of,
+                },
                 &mut out,
             );
             target_epoch = group_epoch;
@@ -742,15 +786,15 @@ impl GroupCoordinatorShard {
             statuses.push(shutdown_status(&requester));
         }
         response.status = Some(statuses);
-        let state = Some((reconciled.state, reconciled.rebalance_timeout_ms));
-        Ok((
-            out,
-            StreamsHeartbeatResult {
+        Ok(HeartbeatPlan {
+            records: out,
+            result: StreamsHeartbeatResult {
                 response,
                 topics_to_create,
             },
-            state,
-        ))
+            state: (reconciled.state, reconciled.rebalance_timeout_ms),
+            task_offsets,
+        })
     }
 
     /// The initial rebalance delay ended: the group's first target assignment, at a new
@@ -768,11 +812,7 @@ impl GroupCoordinatorShard {
         };
         let now = self.now_ms;
         let configured = topology::configure(topology, &*self.metadata);
-        let tasks = configured
-            .tasks
-            .clone()
-            .filter(|_| configured.is_ready())
-            .unwrap_or_default();
+        let subtopologies = topology::assignor_subtopologies(topology, &configured);
         let mut out = Vec::new();
         let mut epoch = group.group_epoch;
         if epoch <= group.assignment_epoch {
@@ -785,8 +825,34 @@ impl GroupCoordinatorShard {
             ));
         }
         let standby = self.group_config(group_id).streams.num_standby_replicas;
-        target_records(group, None, &tasks, standby, epoch, now, &mut out);
+        let offsets_of = |m: &str| {
+            self.streams_task_offsets
+                .get(&(group_id.to_string(), m.to_string()))
+        };
+        target_records(
+            group,
+            None,
+            &AssignmentInput {
+                subtopologies: &subtopologies,
+                num_standby: standby,
+                epoch,
+                now,
+                task_offsets: &offsets_of,
+            },
+            &mut out,
+        );
         let _ = self.write(out, true);
+    }
+
+    /// Drops the task offsets of `group_id`'s members that are gone (Kafka's `removeMember`
+    /// drops them with the member).
+    fn prune_streams_task_offsets(&mut self, group_id: &str) {
+        let members = match self.groups.get(group_id) {
+            Some(Group::Streams(g)) => Some(&g.members),
+            _ => None,
+        };
+        self.streams_task_offsets
+            .retain(|(g, m), _| g != group_id || members.is_some_and(|ms| ms.contains_key(m)));
     }
 
     /// A member's session expired, or it did not revoke its tasks within its rebalance
@@ -800,6 +866,7 @@ impl GroupCoordinatorShard {
         }
         let records = fence_records(group, member_id);
         let _ = self.write(records, true);
+        self.prune_streams_task_offsets(group_id);
         let (group, member) = (group_id.to_string(), member_id.to_string());
         self.timer.cancel(&TimerKey::StreamsSession {
             group: group.clone(),
