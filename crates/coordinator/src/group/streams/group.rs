@@ -394,42 +394,55 @@ impl StreamsGroup {
             })
     }
 
-    /// The process currently running active task (subtopology, partition), other than
-    /// `except`, counting tasks still pending revocation (Kafka's
-    /// `currentActiveTaskProcessId`).
-    pub fn active_owner(&self, subtopology: &str, partition: i32, except: &str) -> bool {
-        self.members.values().any(|m| {
-            m.member_id != except
-                && [&m.assigned.active, &m.pending_revocation.active]
+    /// The process running active task (subtopology, partition), its tasks pending
+    /// revocation included (Kafka's `currentActiveTaskProcessId`).
+    pub fn current_active_task_process(&self, subtopology: &str, partition: i32) -> Option<&str> {
+        self.members
+            .values()
+            .find(|m| {
+                [&m.assigned.active, &m.pending_revocation.active]
                     .iter()
                     .any(|t| {
                         t.get(subtopology)
                             .is_some_and(|p| p.contains_key(&partition))
                     })
-        })
+            })
+            .map(|m| m.process_id.as_str())
     }
 
-    /// Whether another member of `process` holds (subtopology, partition) as a standby or
-    /// warm-up task (Kafka's `currentStandbyTaskProcessIds` / `currentWarmupTaskProcessIds`).
-    pub fn replica_held_on_process(
+    /// Whether a member of `process` holds (subtopology, partition) as a standby task,
+    /// pending revocation included (Kafka's `currentStandbyTaskProcessIds(..).contains`).
+    pub fn standby_held_on_process(
         &self,
         subtopology: &str,
         partition: i32,
         process: &str,
-        except: &str,
     ) -> bool {
-        self.members.values().any(|m| {
-            m.member_id != except
-                && m.process_id == process
-                && [
-                    &m.assigned.standby,
-                    &m.assigned.warmup,
-                    &m.pending_revocation.standby,
-                    &m.pending_revocation.warmup,
-                ]
+        self.replica_held_on_process(process, |m| {
+            [&m.assigned.standby, &m.pending_revocation.standby]
                 .iter()
                 .any(|t| t.get(subtopology).is_some_and(|p| p.contains(&partition)))
         })
+    }
+
+    /// As [`Self::standby_held_on_process`], for warm-up tasks (Kafka's
+    /// `currentWarmupTaskProcessIds(..).contains`).
+    pub fn warmup_held_on_process(&self, subtopology: &str, partition: i32, process: &str) -> bool {
+        self.replica_held_on_process(process, |m| {
+            [&m.assigned.warmup, &m.pending_revocation.warmup]
+                .iter()
+                .any(|t| t.get(subtopology).is_some_and(|p| p.contains(&partition)))
+        })
+    }
+
+    fn replica_held_on_process(
+        &self,
+        process: &str,
+        holds: impl Fn(&StreamsGroupMember) -> bool,
+    ) -> bool {
+        self.members
+            .values()
+            .any(|m| m.process_id == process && holds(m))
     }
 
     /// The records deleting the group (Kafka's `createGroupTombstoneRecords`).
