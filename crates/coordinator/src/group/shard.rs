@@ -346,6 +346,9 @@ pub struct GroupCoordinatorShard {
     /// Kafka's `StreamsGroup.taskOffsets`: in memory only, dropped when the member goes.
     pub(crate) streams_task_offsets:
         HashMap<(String, String), crate::group::streams::group::MemberTaskOffsets>,
+    /// Each streams group's endpoint information epoch (Kafka's
+    /// `StreamsGroup.endpointInformationEpoch`): in memory only.
+    pub(crate) streams_endpoint_epochs: HashMap<String, i32>,
 }
 
 impl GroupCoordinatorShard {
@@ -369,6 +372,7 @@ impl GroupCoordinatorShard {
             classic_member_seq: 0,
             streams_shutdown_requests: HashMap::new(),
             streams_task_offsets: HashMap::new(),
+            streams_endpoint_epochs: HashMap::new(),
         }
     }
 

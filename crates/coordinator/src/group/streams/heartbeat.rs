@@ -15,6 +15,7 @@ use kraftd_protocol::messages::{StreamsGroupHeartbeatRequest, StreamsGroupHeartb
 use kraftd_protocol::ErrorCode;
 
 use super::assignor::{self, AssignorMember, SubtopologyTasks};
+use super::endpoints;
 use super::group::{
     MemberTaskOffsets, StreamsGroup, StreamsGroupMember, StreamsHeartbeatResult, TargetTasks,
     Tasks, TasksTuple,
@@ -212,6 +213,8 @@ struct HeartbeatPlan {
     result: StreamsHeartbeatResult,
     state: (MemberState, i32),
     task_offsets: Option<MemberTaskOffsets>,
+    /// The group's endpoint information epoch after it (none for a group it creates).
+    endpoint_epoch: Option<i32>,
 }
 
 /// What the target assignment is computed from (Kafka's `TargetAssignmentBuilder` inputs).
@@ -375,8 +378,15 @@ impl GroupCoordinatorShard {
             result,
             state,
             task_offsets,
+            endpoint_epoch,
         } = self.plan_streams_heartbeat(ctx, r)?;
         self.write_or_refuse(records)?;
+        match endpoint_epoch {
+            Some(epoch) => self
+                .streams_endpoint_epochs
+                .insert(r.group_id.clone(), epoch),
+            None => self.streams_endpoint_epochs.remove(&r.group_id),
+        };
         if let Some(offsets) = task_offsets {
             self.streams_task_offsets.insert(
                 (r.group_id.clone(), result.response.member_id.clone()),
@@ -750,7 +760,6 @@ impl GroupCoordinatorShard {
             member_epoch: reconciled.member_epoch,
             heartbeat_interval_ms: config.heartbeat_interval_ms,
             task_offset_interval_ms: config.task_offset_interval_ms,
-            endpoint_information_epoch: 0,
             ..Default::default()
         };
         // v0 carries the lag as an int32, v1+ as an int64 (KIP-1331's version bump).
@@ -760,6 +769,30 @@ impl GroupCoordinatorShard {
         } else {
             response.acceptable_recovery_lag = config.acceptable_recovery_lag;
         }
+        // The Interactive Queries map (Kafka's endpoint epoch rules): the epoch moves when
+        // the member's endpoint changes or an endpoint's tasks change; a member behind it
+        // gets the map. A group created by this heartbeat answers epoch 0 and keeps none,
+        // as Kafka's transient new group does.
+        let before = replaced.unwrap_or(&member);
+        let endpoint_changed = endpoints::user_endpoint_changed(
+            (!is_new || replaced.is_some()).then_some(before),
+            &reconciled,
+        );
+        let mut endpoint_epoch = self.streams_endpoint_epochs.get(gid).copied().unwrap_or(0);
+        if endpoint_changed || (changed && reconciled.user_endpoint.is_some()) {
+            endpoint_epoch += 1;
+        }
+        if endpoint_epoch != r.endpoint_information_epoch {
+            response.partitions_by_user_endpoint = Some(endpoints::build(
+                group,
+                &reconciled,
+                replaced.map(|o| o.member_id.as_str()),
+                Some(&topology),
+                metadata,
+            ));
+        }
+        let endpoint_epoch = self.groups.contains_key(gid).then_some(endpoint_epoch);
+        response.endpoint_information_epoch = endpoint_epoch.unwrap_or(0);
         if joining || changed {
             response.active_tasks = Some(response_ids(&reconciled.assigned.active_tasks()));
             response.standby_tasks = Some(response_ids(&reconciled.assigned.standby));
@@ -794,6 +827,7 @@ impl GroupCoordinatorShard {
             },
             state: (reconciled.state, reconciled.rebalance_timeout_ms),
             task_offsets,
+            endpoint_epoch,
         })
     }
 

@@ -336,3 +336,145 @@ fn the_assignment_interval_delays_a_new_target_assignment() {
     assert_eq!(tasks(&a2).values().map(Vec::len).sum::<usize>(), 2);
     replay_check(&r);
 }
+
+/// A heartbeat of a member with an `application.server` endpoint, knowing the group's
+/// endpoint information at `endpoint_epoch`.
+fn beat_with_endpoint(
+    r: &mut Replica<GroupCoordinatorShard>,
+    member: &str,
+    epoch: i32,
+    owned: Option<Vec<TaskIds>>,
+    endpoint_epoch: i32,
+) -> StreamsGroupHeartbeatResponse {
+    use kraftd_protocol::messages::streams_group_heartbeat_request::Endpoint;
+    let join = epoch == 0;
+    let request = StreamsGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: member.into(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: if join { 30_000 } else { -1 },
+        topology: join.then(topology),
+        process_id: join.then(|| format!("process-{member}")),
+        user_endpoint: join.then(|| Endpoint {
+            host: format!("host-{member}"),
+            port: 7070,
+            ..Default::default()
+        }),
+        active_tasks: owned.clone().or_else(|| join.then(Vec::new)),
+        standby_tasks: (owned.is_some() || join).then(Vec::new),
+        warmup_tasks: (owned.is_some() || join).then(Vec::new),
+        endpoint_information_epoch: endpoint_epoch,
+        ..Default::default()
+    };
+    match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
+        ShardResponse::StreamsGroupHeartbeat(res) => res.response,
+        other => panic!("not a heartbeat answer: {other:?}"),
+    }
+}
+
+/// The map as `host → (active topic partitions, standby topic partitions)`.
+fn endpoint_map(
+    resp: &StreamsGroupHeartbeatResponse,
+) -> BTreeMap<String, (Vec<(String, Vec<i32>)>, Vec<(String, Vec<i32>)>)> {
+    let tps =
+        |l: &[kraftd_protocol::messages::streams_group_heartbeat_response::TopicPartition]| {
+            l.iter()
+                .map(|tp| (tp.topic.clone(), tp.partitions.clone()))
+                .collect::<Vec<_>>()
+        };
+    resp.partitions_by_user_endpoint
+        .iter()
+        .flatten()
+        .map(|e| {
+            (
+                format!("{}:{}", e.user_endpoint.host, e.user_endpoint.port),
+                (tps(&e.active_partitions), tps(&e.standby_partitions)),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn members_learn_every_endpoint_and_its_partitions() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
+    // The first member of a new group: its own entry, at endpoint epoch 0 (Kafka's new
+    // group is not kept).
+    let a = beat_with_endpoint(&mut r, "a", 0, None, 0);
+    assert_eq!(a.endpoint_information_epoch, 0);
+    let map = endpoint_map(&a);
+    assert_eq!(
+        map["host-a:7070"].0,
+        vec![
+            ("in".to_string(), vec![0, 1]),
+            ("app-rep".to_string(), vec![0, 1])
+        ]
+    );
+    let all = Some(ids(&[("0", &[0, 1]), ("1", &[0, 1])]));
+    let a = beat_with_endpoint(&mut r, "a", a.member_epoch, all.clone(), 0);
+    assert!(a.partitions_by_user_endpoint.is_none(), "nothing changed");
+
+    // b joins and both walk to the shared assignment, learning newer epochs on the way.
+    let mut b = beat_with_endpoint(&mut r, "b", 0, None, 0);
+    let mut a_owned = all;
+    let mut b_owned: Option<Vec<TaskIds>> = Some(Vec::new());
+    let mut a = a;
+    let mut epochs = (a.endpoint_information_epoch, b.endpoint_information_epoch);
+    for _ in 0..6 {
+        a = beat_with_endpoint(&mut r, "a", a.member_epoch, a_owned.clone(), epochs.0);
+        if let Some(t) = &a.active_tasks {
+            a_owned = Some(
+                t.iter()
+                    .map(|t| TaskIds {
+                        subtopology_id: t.subtopology_id.clone(),
+                        partitions: t.partitions.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            );
+        }
+        epochs.0 = a.endpoint_information_epoch;
+        b = beat_with_endpoint(&mut r, "b", b.member_epoch, b_owned.clone(), epochs.1);
+        if let Some(t) = &b.active_tasks {
+            b_owned = Some(
+                t.iter()
+                    .map(|t| TaskIds {
+                        subtopology_id: t.subtopology_id.clone(),
+                        partitions: t.partitions.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            );
+        }
+        epochs.1 = b.endpoint_information_epoch;
+    }
+    assert_eq!(group(&r).state(), StreamsGroupState::Stable);
+    assert!(epochs.0 > 0);
+    assert_eq!(epochs.0, epochs.1);
+
+    // A member behind the epoch gets the whole map: both endpoints, every input partition
+    // active once.
+    let fresh = beat_with_endpoint(&mut r, "a", a.member_epoch, None, 0);
+    let map = endpoint_map(&fresh);
+    assert_eq!(map.len(), 2);
+    let mut active: Vec<(String, i32)> = map
+        .values()
+        .flat_map(|(a, _)| {
+            a.iter()
+                .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+        })
+        .collect();
+    active.sort();
+    assert_eq!(
+        active,
+        vec![
+            ("app-rep".to_string(), 0),
+            ("app-rep".to_string(), 1),
+            ("in".to_string(), 0),
+            ("in".to_string(), 1)
+        ]
+    );
+    // At the current epoch: no map.
+    let current = beat_with_endpoint(&mut r, "b", b.member_epoch, None, epochs.1);
+    assert!(current.partitions_by_user_endpoint.is_none());
+    replay_check(&r);
+}
