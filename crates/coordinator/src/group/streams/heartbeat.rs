@@ -181,6 +181,31 @@ fn check_epoch(
     Ok(())
 }
 
+/// The static member with `instance` (Kafka's `throwIfStaticMemberIsUnknown` and
+/// `throwIfInstanceIdIsFenced`): it must exist and be `member_id`.
+fn static_member_of<'g>(
+    group: &'g StreamsGroup,
+    instance: &str,
+    member_id: &str,
+) -> Result<&'g StreamsGroupMember, Refusal> {
+    let member = group.static_member(instance).ok_or_else(|| {
+        (
+            ErrorCode::UnknownMemberId,
+            format!("Instance id {instance} is unknown."),
+        )
+    })?;
+    if member.member_id != member_id {
+        return Err((
+            ErrorCode::FencedInstanceId,
+            format!(
+                "Static member {member_id} with instance id {instance} was fenced by member {}.",
+                member.member_id
+            ),
+        ));
+    }
+    Ok(member)
+}
+
 /// Whether a new target assignment may be computed now (Kafka's
 /// `canComputeNextTargetAssignment`): the first one, with no interval, or once the interval
 /// since the last one has passed.
@@ -284,7 +309,7 @@ impl GroupCoordinatorShard {
         result.unwrap_or_else(|(code, message)| StreamsHeartbeatResult {
             response: StreamsGroupHeartbeatResponse {
                 error_code: code.code(),
-                error_message: Some(message),
+                error_message: (!message.is_empty()).then_some(message),
                 ..Default::default()
             },
             topics_to_create: Vec::new(),
@@ -320,44 +345,61 @@ impl GroupCoordinatorShard {
         &mut self,
         r: &StreamsGroupHeartbeatRequest,
     ) -> Result<StreamsHeartbeatResult, Refusal> {
-        let group = self.streams_group_of(&r.group_id)?;
-        let Some(member) = group.members.get(&r.member_id) else {
-            return Err((
-                ErrorCode::UnknownMemberId,
-                format!(
-                    "Member {} is not a member of group {}.",
-                    r.member_id, r.group_id
-                ),
-            ));
-        };
-        let records = if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-            let mut m = member.clone();
-            m.previous_member_epoch = m.member_epoch;
-            m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
-            vec![records::current_assignment(&r.group_id, &m)]
-        } else {
-            fence_records(group, &r.member_id)
-        };
-        self.write_or_refuse(records)?;
-        self.prune_streams_task_offsets(&r.group_id);
+        self.streams_group_of(&r.group_id)?;
+        // Kafka records the request before it looks the member up (in memory, kept even
+        // when the leave is refused).
         if r.shutdown_application {
             self.streams_shutdown_requests
                 .entry(r.group_id.clone())
                 .or_insert_with(|| r.member_id.clone());
         }
-        let (group, member) = (r.group_id.clone(), r.member_id.clone());
+        let group = self.streams_group_of(&r.group_id)?;
+        let member = match &r.instance_id {
+            None => group.members.get(&r.member_id).ok_or_else(|| {
+                (
+                    ErrorCode::UnknownMemberId,
+                    format!(
+                        "Member {} is not a member of group {}.",
+                        r.member_id, r.group_id
+                    ),
+                )
+            })?,
+            Some(instance) => static_member_of(group, instance, &r.member_id)?,
+        };
+        let member_id = member.member_id.clone();
+        let records =
+            if r.instance_id.is_some() && r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                // Kafka's `streamsGroupStaticMemberGroupLeave`: the member stays, at epoch -2,
+                // nothing pending, its active tasks at epoch 0 for whoever comes back under the
+                // instance id.
+                let mut m = member.clone();
+                m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+                m.pending_revocation = TasksTuple::default();
+                for partitions in m.assigned.active.values_mut() {
+                    partitions.values_mut().for_each(|e| *e = 0);
+                }
+                vec![records::current_assignment(&r.group_id, &m)]
+            } else {
+                fence_records(group, &member_id)
+            };
+        self.write_or_refuse(records)?;
+        self.prune_streams_task_offsets(&r.group_id);
+        let group = r.group_id.clone();
         self.timer.cancel(&TimerKey::StreamsRebalance {
             group: group.clone(),
-            member: member.clone(),
+            member: member_id.clone(),
         });
         if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
-            self.timer
-                .cancel(&TimerKey::StreamsSession { group, member });
+            self.timer.cancel(&TimerKey::StreamsSession {
+                group,
+                member: member_id,
+            });
         }
         Ok(StreamsHeartbeatResult {
             response: StreamsGroupHeartbeatResponse {
                 member_id: r.member_id.clone(),
                 member_epoch: r.member_epoch,
+                status: Some(Vec::new()),
                 ..Default::default()
             },
             topics_to_create: Vec::new(),
@@ -488,58 +530,69 @@ impl GroupCoordinatorShard {
             ));
         }
         let owned = owned_of(r);
-        // A static member coming back under a new member id takes the old one's place.
+        // Kafka's `getOrMaybeCreateStaticStreamsGroupMember` /
+        // `getOrMaybeCreateDynamicStreamsGroupMember`. A static member coming back under a
+        // new member id takes the old one's place: a copy of it under the new id at epoch 0,
+        // with its target (`replaceStreamsMember`), so no rebalance follows.
         let mut replaced: Option<&StreamsGroupMember> = None;
-        if let Some(old) = static_owner.filter(|o| o.member_id != r.member_id) {
-            if !joining {
-                return Err((
-                    ErrorCode::FencedInstanceId,
-                    format!(
-                        "Static member {} with instance id {} was fenced by another member.",
-                        r.member_id,
-                        r.instance_id.as_deref().unwrap_or_default()
-                    ),
+        let member = match (&r.instance_id, static_owner) {
+            (Some(_), Some(old)) if joining => {
+                if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                    return Err((
+                        ErrorCode::UnreleasedInstanceId,
+                        format!(
+                            "Static member {} with instance id {} cannot join the group \
+                             because the instance id is owned by {} member.",
+                            r.member_id,
+                            r.instance_id.as_deref().unwrap_or_default(),
+                            old.member_id
+                        ),
+                    ));
+                }
+                replaced = Some(old);
+                let mut copy = old.clone();
+                copy.member_id = r.member_id.clone();
+                copy.member_epoch = 0;
+                copy.previous_member_epoch = 0;
+                out.push(records::current_assignment_tombstone(gid, &old.member_id));
+                out.push(records::target_assignment_tombstone(gid, &old.member_id));
+                out.push(records::member_metadata_tombstone(gid, &old.member_id));
+                out.push(records::member_metadata(gid, &copy));
+                let old_target = group
+                    .target_assignment
+                    .get(&old.member_id)
+                    .cloned()
+                    .unwrap_or_default();
+                out.push(records::target_assignment(
+                    gid,
+                    &copy.member_id,
+                    &old_target,
                 ));
+                out.push(records::current_assignment(gid, &copy));
+                copy
             }
-            if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-                return Err((
-                    ErrorCode::UnreleasedInstanceId,
-                    format!(
-                        "Static member {} with instance id {} cannot join the group because \
-                         the instance id is owned by {} member.",
-                        r.member_id,
-                        r.instance_id.as_deref().unwrap_or_default(),
-                        old.member_id
-                    ),
-                ));
+            (Some(instance), _) if !joining => {
+                let m = static_member_of(group, instance, &r.member_id)?;
+                check_epoch(m, r.member_epoch, &owned)?;
+                m.clone()
             }
-            replaced = Some(old);
-        }
-        let member = match group.members.get(&r.member_id) {
-            Some(m) => m.clone(),
-            None if joining => StreamsGroupMember::new(r.member_id.clone()),
-            None => {
-                return Err((
-                    ErrorCode::UnknownMemberId,
-                    format!("Member {} is not a member of group {gid}.", r.member_id),
-                ))
-            }
+            _ => match group.members.get(&r.member_id) {
+                Some(m) => {
+                    check_epoch(m, r.member_epoch, &owned)?;
+                    m.clone()
+                }
+                None if joining => StreamsGroupMember::new(r.member_id.clone()),
+                None => {
+                    return Err((
+                        ErrorCode::UnknownMemberId,
+                        format!("Member {} is not a member of group {gid}.", r.member_id),
+                    ))
+                }
+            },
         };
-        check_epoch(&member, r.member_epoch, &owned)?;
 
         // 1. The member's metadata.
         let mut updated = member.clone();
-        if let Some(old) = replaced {
-            // The new member carries on with the old one's tasks.
-            updated.member_epoch = old.previous_member_epoch;
-            updated.previous_member_epoch = old.previous_member_epoch;
-            updated.state = old.state;
-            updated.assigned = old.assigned.clone();
-            updated.pending_revocation = old.pending_revocation.clone();
-            out.push(records::current_assignment_tombstone(gid, &old.member_id));
-            out.push(records::target_assignment_tombstone(gid, &old.member_id));
-            out.push(records::member_metadata_tombstone(gid, &old.member_id));
-        }
         if let Some(i) = &r.instance_id {
             updated.instance_id = Some(i.clone());
         }
@@ -566,7 +619,7 @@ impl GroupCoordinatorShard {
         if joining || r.user_endpoint.is_some() {
             updated.user_endpoint = r.user_endpoint.as_ref().map(|e| (e.host.clone(), e.port));
         }
-        let is_new = !group.members.contains_key(&r.member_id);
+        let is_new = !group.members.contains_key(&r.member_id) && replaced.is_none();
         let mut bump = false;
         if is_new || !updated.same_metadata(&member) {
             out.push(records::member_metadata(gid, &updated));
@@ -591,12 +644,9 @@ impl GroupCoordinatorShard {
                 current.clone()
             }
             (None, Some(current)) => current.clone(),
-            (None, None) => {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    "The topology is null and the group topology is also null.".to_string(),
-                ))
-            }
+            // Kafka throws an IllegalStateException here, which its coordinator answers as
+            // UNKNOWN_SERVER_ERROR without a message.
+            (None, None) => return Err((ErrorCode::UnknownServerError, String::new())),
         };
         if updated.topology_epoch < topology.epoch {
             statuses.push(Status {
@@ -618,19 +668,29 @@ impl GroupCoordinatorShard {
         } else {
             -1
         };
-        if let Some(tasks) = &configured.tasks {
+        // Kafka's `throwIfRequestContainsInvalidTasks`, against a ready topology only.
+        if let Some(tasks) = configured.tasks.as_ref().filter(|_| configured.is_ready()) {
             for owned_list in [&r.active_tasks, &r.standby_tasks, &r.warmup_tasks]
                 .into_iter()
                 .flatten()
             {
                 for t in owned_list {
-                    let n = tasks.get(&t.subtopology_id);
-                    if n.is_none() || t.partitions.iter().any(|p| *p < 0 || Some(p) >= n) {
+                    let Some(n) = tasks.get(&t.subtopology_id) else {
                         return Err((
                             ErrorCode::InvalidRequest,
                             format!(
-                                "Tasks {}-{:?} are invalid for the current topology.",
-                                t.subtopology_id, t.partitions
+                                "Subtopology {} does not exist in the topology.",
+                                t.subtopology_id
+                            ),
+                        ));
+                    };
+                    if let Some(p) = t.partitions.iter().find(|p| **p < 0 || **p >= *n) {
+                        return Err((
+                            ErrorCode::InvalidRequest,
+                            format!(
+                                "Task {p} for subtopology {} is invalid. Number of tasks for \
+                                 this subtopology: {n}",
+                                t.subtopology_id
                             ),
                         ));
                     }
@@ -773,11 +833,8 @@ impl GroupCoordinatorShard {
         // the member's endpoint changes or an endpoint's tasks change; a member behind it
         // gets the map. A group created by this heartbeat answers epoch 0 and keeps none,
         // as Kafka's transient new group does.
-        let before = replaced.unwrap_or(&member);
-        let endpoint_changed = endpoints::user_endpoint_changed(
-            (!is_new || replaced.is_some()).then_some(before),
-            &reconciled,
-        );
+        let endpoint_changed =
+            endpoints::user_endpoint_changed((!is_new).then_some(&member), &reconciled);
         let mut endpoint_epoch = self.streams_endpoint_epochs.get(gid).copied().unwrap_or(0);
         if endpoint_changed || (changed && reconciled.user_endpoint.is_some()) {
             endpoint_epoch += 1;

@@ -478,3 +478,118 @@ fn members_learn_every_endpoint_and_its_partitions() {
     assert!(current.partitions_by_user_endpoint.is_none());
     replay_check(&r);
 }
+
+/// A heartbeat of a static member (`group.instance.id` = `instance`).
+fn static_beat(
+    r: &mut Replica<GroupCoordinatorShard>,
+    member: &str,
+    instance: &str,
+    epoch: i32,
+    owned: Option<&[(&str, &[i32])]>,
+) -> StreamsGroupHeartbeatResponse {
+    let join = epoch == 0;
+    let request = StreamsGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: member.into(),
+        instance_id: Some(instance.into()),
+        member_epoch: epoch,
+        rebalance_timeout_ms: if join { 30_000 } else { -1 },
+        topology: join.then(topology),
+        process_id: join.then(|| format!("process-{instance}")),
+        active_tasks: owned.map(ids).or_else(|| join.then(Vec::new)),
+        standby_tasks: (owned.is_some() || join).then(Vec::new),
+        warmup_tasks: (owned.is_some() || join).then(Vec::new),
+        ..Default::default()
+    };
+    match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
+        ShardResponse::StreamsGroupHeartbeat(res) => res.response,
+        other => panic!("not a heartbeat answer: {other:?}"),
+    }
+}
+
+#[test]
+fn a_static_member_leaves_and_comes_back_to_its_tasks_without_a_rebalance() {
+    let mut r = replica(&[("in", 2), ("app-rep", 2), ("app-log", 2)], 0);
+    let a = static_beat(&mut r, "a", "i-a", 0, None);
+    let b = static_beat(&mut r, "b", "i-b", 0, None);
+    let mut epochs = (a.member_epoch, b.member_epoch);
+    let mut owned: BTreeMap<&str, Vec<(String, Vec<i32>)>> = BTreeMap::new();
+    for _ in 0..4 {
+        for (m, i) in [("a", "i-a"), ("b", "i-b")] {
+            let mine: Vec<(&str, &[i32])> = owned
+                .get(m)
+                .map(|t| t.iter().map(|(s, p)| (s.as_str(), p.as_slice())).collect())
+                .unwrap_or_default();
+            let epoch = if m == "a" { epochs.0 } else { epochs.1 };
+            let resp = static_beat(&mut r, m, i, epoch, Some(&mine));
+            assert_eq!(resp.error_code, 0, "{resp:?}");
+            if resp.active_tasks.is_some() {
+                owned.insert(m, tasks(&resp).into_iter().collect());
+            }
+            if m == "a" {
+                epochs.0 = resp.member_epoch;
+            } else {
+                epochs.1 = resp.member_epoch;
+            }
+        }
+    }
+    assert_eq!(group(&r).state(), StreamsGroupState::Stable);
+    let group_epoch = group(&r).group_epoch;
+    let a_tasks = group(&r).members["a"].assigned.active_tasks();
+    assert!(!a_tasks.is_empty());
+
+    // Leaving with -2: a stays, at epoch -2, its active tasks at epoch 0.
+    let left = static_beat(&mut r, "a", "i-a", -2, None);
+    assert_eq!((left.error_code, left.member_epoch), (0, -2));
+    let a = &group(&r).members["a"];
+    assert_eq!(a.member_epoch, -2);
+    assert!(a
+        .assigned
+        .active
+        .values()
+        .flat_map(|p| p.values())
+        .all(|e| *e == 0));
+    replay_check(&r);
+
+    // Another member id under the instance id takes a's place and tasks, no new epoch.
+    let back = static_beat(&mut r, "a2", "i-a", 0, None);
+    assert_eq!(back.error_code, 0, "{back:?}");
+    assert_eq!(
+        tasks(&back),
+        a_tasks
+            .iter()
+            .map(|(s, p)| (s.clone(), p.iter().copied().collect()))
+            .collect()
+    );
+    assert_eq!(group(&r).group_epoch, group_epoch, "no rebalance");
+    assert!(!group(&r).members.contains_key("a"));
+    assert_eq!(
+        group(&r).members["a2"].member_epoch,
+        group(&r).assignment_epoch
+    );
+    assert_eq!(group(&r).target_assignment["a2"].active, a_tasks);
+    replay_check(&r);
+
+    // The instance id is owned now: a third member id cannot join with it.
+    let third = static_beat(&mut r, "a3", "i-a", 0, None);
+    assert_eq!(third.error_code, ErrorCode::UnreleasedInstanceId.code());
+    // The old member id under the instance id is fenced; an unknown instance id is unknown.
+    let old = static_beat(&mut r, "a", "i-a", back.member_epoch, None);
+    assert_eq!(old.error_code, ErrorCode::FencedInstanceId.code());
+    assert_eq!(
+        old.error_message.as_deref(),
+        Some("Static member a with instance id i-a was fenced by member a2.")
+    );
+    let unknown = static_beat(&mut r, "x", "i-x", -2, None);
+    assert_eq!(unknown.error_code, ErrorCode::UnknownMemberId.code());
+    assert_eq!(
+        unknown.error_message.as_deref(),
+        Some("Instance id i-x is unknown.")
+    );
+
+    // Leaving with -1 and an instance id fences the member.
+    let gone = static_beat(&mut r, "a2", "i-a", -1, None);
+    assert_eq!((gone.error_code, gone.member_epoch), (0, -1));
+    assert!(!group(&r).members.contains_key("a2"));
+    replay_check(&r);
+}
