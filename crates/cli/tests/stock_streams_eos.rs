@@ -200,6 +200,22 @@ fn combined_node(root: &Path) -> (Node, u16) {
     (node, client)
 }
 
+/// A started node under `root` with the feeder writing to `wc-in` (created): the node, its
+/// bootstrap address, the feeder and the file that stops it.
+fn fed_node(root: &Path) -> (Node, String, Script, PathBuf) {
+    let (node, client) = combined_node(root);
+    let bootstrap = format!("127.0.0.1:{client}");
+    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
+    let stop = root.join("stop");
+    let mut feed = Script::spawn(
+        root,
+        "streams_words.py",
+        &["feed", &bootstrap, stop.to_str().unwrap()],
+    );
+    feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
+    (node, bootstrap, feed, stop)
+}
+
 /// Kafka's `kafka-streams-groups` with `args` against `bootstrap`: its stdout, having
 /// checked it exited 0.
 fn streams_groups_tool(bootstrap: &str, args: &[&str]) -> String {
@@ -271,16 +287,7 @@ fn streams_protocol_interactive_queries_metadata_names_every_instance_and_partit
     python();
     let root = tempfile::tempdir().unwrap();
     let classes = compile(root.path());
-    let (mut node, client) = combined_node(root.path());
-    let bootstrap = format!("127.0.0.1:{client}");
-    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
-    let stop = root.path().join("stop");
-    let mut feed = Script::spawn(
-        root.path(),
-        "streams_words.py",
-        &["feed", &bootstrap, stop.to_str().unwrap()],
-    );
-    feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
+    let (mut node, bootstrap, mut feed, stop) = fed_node(root.path());
     let endpoint = |port: u16| vec![format!("application.server=localhost:{port}")];
     let a = Instance::start(
         root.path(),
@@ -347,16 +354,7 @@ fn run(protocol: Protocol) {
     let started = Instant::now();
     let root = tempfile::tempdir().unwrap();
     let classes = compile(root.path());
-    let (mut node, client) = combined_node(root.path());
-    let bootstrap = format!("127.0.0.1:{client}");
-    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
-    let stop = root.path().join("stop");
-    let mut feed = Script::spawn(
-        root.path(),
-        "streams_words.py",
-        &["feed", &bootstrap, stop.to_str().unwrap()],
-    );
-    feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
+    let (mut node, bootstrap, mut feed, stop) = fed_node(root.path());
 
     let running = "STATE REBALANCING -> RUNNING";
     let mut a = Instance::start(root.path(), &classes, &bootstrap, "A", protocol, &[]);

@@ -8,7 +8,9 @@
 //! before the second gets them). Kafka's errors for a join without a topology, an unknown
 //! member and an epoch ahead; the group in StreamsGroupDescribe, ListGroups (type streams)
 //! and DescribeGroups (not a classic group); StreamsGroupTopologyDescriptionUpdate without a
-//! description plugin; both members leave and the empty group is deleted.
+//! description plugin; both members leave; static members (leave with -2, a rejoin under
+//! another member id, fenced, unreleased and unknown instance ids, owned tasks outside the
+//! topology), errors compared with their messages; the empty group is deleted.
 
 mod common;
 
@@ -536,6 +538,7 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
         &mut seen,
         ("state after leaving", describe(&mut raw).group_state),
     );
+    static_members(&mut raw, &mut seen, logs);
     let ResponseBody::DeleteGroups(deleted) = raw.call(
         2,
         RequestBody::DeleteGroups(DeleteGroupsRequest {
@@ -557,6 +560,150 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
         ),
     );
     seen
+}
+
+/// A static member's heartbeat (`group.instance.id` = `instance`) reporting `active`.
+fn static_request(
+    member: &str,
+    instance: &str,
+    epoch: i32,
+    active: Vec<TaskIds>,
+) -> StreamsGroupHeartbeatRequest {
+    let join = epoch == 0;
+    StreamsGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: member.into(),
+        instance_id: Some(instance.into()),
+        member_epoch: epoch,
+        rebalance_timeout_ms: if join { 30_000 } else { -1 },
+        topology: join.then(topology),
+        process_id: join.then(|| format!("process-{instance}")),
+        active_tasks: Some(active),
+        standby_tasks: Some(Vec::new()),
+        warmup_tasks: Some(Vec::new()),
+        ..Default::default()
+    }
+}
+
+/// The answer's error code, message, epoch and active task count.
+fn answer(raw: &mut Raw, request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse {
+    match raw.call(1, RequestBody::StreamsGroupHeartbeat(request)) {
+        ResponseBody::StreamsGroupHeartbeat(r) => r,
+        other => panic!("StreamsGroupHeartbeat answered with {other:?}"),
+    }
+}
+
+fn active_count(r: &StreamsGroupHeartbeatResponse) -> Option<usize> {
+    r.active_tasks
+        .as_ref()
+        .map(|t| t.iter().map(|t| t.partitions.len()).sum())
+}
+
+/// Static membership on the (empty) group: leaving with -2 keeps the member and its tasks
+/// for a new member id under the instance id; the old id is fenced, a third id is refused
+/// while the instance id is owned, an unknown instance id is unknown; an owned task outside
+/// the topology is refused. Codes and messages are compared with Kafka's.
+fn static_members(
+    raw: &mut Raw,
+    seen: &mut Vec<(&'static str, String)>,
+    logs: impl Fn() -> String,
+) {
+    let outcome =
+        |r: &StreamsGroupHeartbeatResponse| format!("{} {:?}", r.error_code, r.error_message);
+    let r = answer(raw, static_request("member-x", "nobody", -2, Vec::new()));
+    note(seen, ("static leave, unknown instance", outcome(&r)));
+
+    // c runs every task alone.
+    let r = answer(raw, static_request("member-c", "i-c", 0, Vec::new()));
+    note(seen, ("static c joins", outcome(&r)));
+    let mut c = Member {
+        id: "member-c",
+        epoch: r.member_epoch,
+        ..Default::default()
+    };
+    eventually("c runs every task", Duration::from_secs(30), &logs, || {
+        let r = answer(raw, static_request(c.id, "i-c", c.epoch, ids(&c.tasks)));
+        c.epoch = r.member_epoch;
+        if let Some(t) = &r.active_tasks {
+            c.tasks = t
+                .iter()
+                .map(|t| (t.subtopology_id.clone(), t.partitions.clone()))
+                .collect();
+        }
+        match c.count() {
+            4 => Ok(()),
+            n => Err(format!("{n} tasks: {r:?}")),
+        }
+    });
+    let group_epoch = describe(raw).group_epoch;
+    let r = answer(raw, static_request(c.id, "i-c", -2, Vec::new()));
+    note(
+        seen,
+        (
+            "static c leaves -2",
+            format!("{} {}", outcome(&r), r.member_epoch),
+        ),
+    );
+    let d = describe(raw);
+    note(
+        seen,
+        (
+            "after -2: members, epoch",
+            format!(
+                "{} {}",
+                d.members.len(),
+                d.members.first().map_or(0, |m| m.member_epoch)
+            ),
+        ),
+    );
+
+    // d takes the instance id over: c's tasks, no rebalance.
+    let r = answer(raw, static_request("member-d", "i-c", 0, Vec::new()));
+    note(
+        seen,
+        (
+            "static d rejoins as i-c",
+            format!("{} tasks {:?}", outcome(&r), active_count(&r)),
+        ),
+    );
+    let d_epoch = r.member_epoch;
+    note(
+        seen,
+        (
+            "rejoin moved the group epoch",
+            (describe(raw).group_epoch != group_epoch).to_string(),
+        ),
+    );
+    let r = answer(raw, static_request("member-c", "i-c", c.epoch, Vec::new()));
+    note(seen, ("old member id under i-c", outcome(&r)));
+    let r = answer(raw, static_request("member-e", "i-c", 0, Vec::new()));
+    note(seen, ("third member id under i-c", outcome(&r)));
+    let bad = vec![TaskIds {
+        subtopology_id: "9".into(),
+        partitions: vec![0],
+        ..Default::default()
+    }];
+    let r = answer(raw, static_request("member-d", "i-c", d_epoch, bad));
+    note(seen, ("owned task of no subtopology", outcome(&r)));
+    let out_of_range = vec![TaskIds {
+        subtopology_id: "0".into(),
+        partitions: vec![7],
+        ..Default::default()
+    }];
+    let r = answer(
+        raw,
+        static_request("member-d", "i-c", d_epoch, out_of_range),
+    );
+    note(seen, ("owned task out of range", outcome(&r)));
+    let r = answer(raw, static_request("member-d", "i-c", -1, Vec::new()));
+    note(
+        seen,
+        (
+            "static d leaves -1",
+            format!("{} {}", outcome(&r), r.member_epoch),
+        ),
+    );
+    note(seen, ("state after static", describe(raw).group_state));
 }
 
 #[test]

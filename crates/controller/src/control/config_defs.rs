@@ -721,6 +721,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("group.consumer.session.timeout.ms", int(1))
         .default("45000")
         .doc("The timeout to detect client failures when using the consumer group protocol."),
+    def("group.coordinator.rebalance.protocols", ConfigType::List { valid: &["consumer", "classic", "share", "streams"], empty: false })
+        .default("classic,consumer,streams")
+        .doc("This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration. Use feature versions (group.version, streams.version, share.version) managed by kafka-features.sh instead."),
     def("group.initial.rebalance.delay.ms", int(i32::MIN))
         .default("3000")
         .doc("The amount of time the group coordinator will wait for more consumers to join a new group before performing the first rebalance."),

@@ -281,6 +281,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.consumer.min.heartbeat.interval.ms", GROUPS),
     honoured(S, "group.consumer.min.session.timeout.ms", GROUPS),
     honoured(S, "group.consumer.session.timeout.ms", GROUPS),
+    honoured(S, "group.coordinator.rebalance.protocols", "without streams, the broker answers the StreamsGroup* APIs UNSUPPORTED_VERSION (Kafka's isStreamsGroupProtocolEnabled); classic is required; consumer and share are read but, as before, their feature versions alone decide"),
     honoured(S, "group.initial.rebalance.delay.ms", GROUPS),
     honoured(S, "group.max.session.timeout.ms", GROUPS),
     honoured(S, "group.max.size", GROUPS),

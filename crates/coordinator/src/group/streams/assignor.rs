@@ -218,13 +218,7 @@ impl<'a> LocalState<'_, 'a> {
             let Some(&m) = self.active_prev.get(task) else {
                 return true;
             };
-            if self.member_count(m) >= self.active_per_member {
-                return true;
-            }
-            let count = self.give(m, task, true);
-            self.update_active_quota(count);
-            self.update_total_quota(count);
-            false
+            !self.give_active_within_quota(m, task)
         });
         // 2. To a member that has seen it (a standby, or state reported on disk).
         tasks.retain(|task| {
@@ -232,23 +226,32 @@ impl<'a> LocalState<'_, 'a> {
             else {
                 return true;
             };
-            if self.member_count(m) >= self.active_per_member {
-                return true;
-            }
-            let count = self.give(m, task, true);
-            self.update_active_quota(count);
-            self.update_total_quota(count);
-            false
+            !self.give_active_within_quota(m, task)
         });
         // 3. The rest range-based (by subtopology) to the least loaded process.
         tasks.sort();
         for task in &tasks {
             let process = self.processes_by_load()[0];
             let m = self.processes[process].least_loaded_member();
-            let count = self.give(m, task, true);
-            self.update_active_quota(count);
-            self.update_total_quota(count);
+            self.give_active(m, task);
         }
+    }
+
+    /// Gives active `task` to `m` if `m` is under the active quota (Kafka's
+    /// `hasUnfulfilledActiveTaskQuota`): whether it did.
+    fn give_active_within_quota(&mut self, m: MemberIdx, task: &TaskId) -> bool {
+        if self.member_count(m) >= self.active_per_member {
+            return false;
+        }
+        self.give_active(m, task);
+        true
+    }
+
+    /// Gives active `task` to `m` and shrinks the quotas it filled.
+    fn give_active(&mut self, m: MemberIdx, task: &TaskId) {
+        let count = self.give(m, task, true);
+        self.update_active_quota(count);
+        self.update_total_quota(count);
     }
 
     /// Kafka's `assignStandby`.

@@ -78,26 +78,29 @@ fn ids(t: &[(&str, &[i32])]) -> Vec<TaskIds> {
         .collect()
 }
 
-/// One heartbeat; `owned` is the active tasks the member reports (`None`: not reported).
-fn beat(
-    r: &mut Replica<GroupCoordinatorShard>,
-    member: &str,
-    epoch: i32,
-    owned: Option<&[(&str, &[i32])]>,
-) -> (StreamsGroupHeartbeatResponse, Vec<String>) {
+/// A heartbeat of `member` at `epoch` (a join at 0, with the topology) reporting `owned`
+/// active tasks (`None`: not reported).
+fn request(member: &str, epoch: i32, owned: Option<Vec<TaskIds>>) -> StreamsGroupHeartbeatRequest {
     let join = epoch == 0;
-    let request = StreamsGroupHeartbeatRequest {
+    StreamsGroupHeartbeatRequest {
         group_id: GROUP.into(),
         member_id: member.into(),
         member_epoch: epoch,
         rebalance_timeout_ms: if join { 30_000 } else { -1 },
         topology: join.then(topology),
         process_id: join.then(|| format!("process-{member}")),
-        active_tasks: owned.map(ids).or_else(|| join.then(Vec::new)),
         standby_tasks: (owned.is_some() || join).then(Vec::new),
         warmup_tasks: (owned.is_some() || join).then(Vec::new),
+        active_tasks: owned.or_else(|| join.then(Vec::new)),
         ..Default::default()
-    };
+    }
+}
+
+/// The shard's answer to `request`.
+fn send(
+    r: &mut Replica<GroupCoordinatorShard>,
+    request: StreamsGroupHeartbeatRequest,
+) -> (StreamsGroupHeartbeatResponse, Vec<String>) {
     match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
         ShardResponse::StreamsGroupHeartbeat(res) => (
             res.response,
@@ -108,6 +111,16 @@ fn beat(
         ),
         other => panic!("not a heartbeat answer: {other:?}"),
     }
+}
+
+/// One heartbeat; `owned` is the active tasks the member reports (`None`: not reported).
+fn beat(
+    r: &mut Replica<GroupCoordinatorShard>,
+    member: &str,
+    epoch: i32,
+    owned: Option<&[(&str, &[i32])]>,
+) -> (StreamsGroupHeartbeatResponse, Vec<String>) {
+    send(r, request(member, epoch, owned.map(ids)))
 }
 
 fn group(r: &Replica<GroupCoordinatorShard>) -> &StreamsGroup {
@@ -347,29 +360,14 @@ fn beat_with_endpoint(
     endpoint_epoch: i32,
 ) -> StreamsGroupHeartbeatResponse {
     use kraftd_protocol::messages::streams_group_heartbeat_request::Endpoint;
-    let join = epoch == 0;
-    let request = StreamsGroupHeartbeatRequest {
-        group_id: GROUP.into(),
-        member_id: member.into(),
-        member_epoch: epoch,
-        rebalance_timeout_ms: if join { 30_000 } else { -1 },
-        topology: join.then(topology),
-        process_id: join.then(|| format!("process-{member}")),
-        user_endpoint: join.then(|| Endpoint {
-            host: format!("host-{member}"),
-            port: 7070,
-            ..Default::default()
-        }),
-        active_tasks: owned.clone().or_else(|| join.then(Vec::new)),
-        standby_tasks: (owned.is_some() || join).then(Vec::new),
-        warmup_tasks: (owned.is_some() || join).then(Vec::new),
-        endpoint_information_epoch: endpoint_epoch,
+    let mut request = request(member, epoch, owned);
+    request.user_endpoint = (epoch == 0).then(|| Endpoint {
+        host: format!("host-{member}"),
+        port: 7070,
         ..Default::default()
-    };
-    match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
-        ShardResponse::StreamsGroupHeartbeat(res) => res.response,
-        other => panic!("not a heartbeat answer: {other:?}"),
-    }
+    });
+    request.endpoint_information_epoch = endpoint_epoch;
+    send(r, request).0
 }
 
 /// The map as `host → (active topic partitions, standby topic partitions)`.
@@ -487,24 +485,12 @@ fn static_beat(
     epoch: i32,
     owned: Option<&[(&str, &[i32])]>,
 ) -> StreamsGroupHeartbeatResponse {
-    let join = epoch == 0;
-    let request = StreamsGroupHeartbeatRequest {
-        group_id: GROUP.into(),
-        member_id: member.into(),
-        instance_id: Some(instance.into()),
-        member_epoch: epoch,
-        rebalance_timeout_ms: if join { 30_000 } else { -1 },
-        topology: join.then(topology),
-        process_id: join.then(|| format!("process-{instance}")),
-        active_tasks: owned.map(ids).or_else(|| join.then(Vec::new)),
-        standby_tasks: (owned.is_some() || join).then(Vec::new),
-        warmup_tasks: (owned.is_some() || join).then(Vec::new),
-        ..Default::default()
-    };
-    match r.ask(&ctx(1), ShardRequest::StreamsGroupHeartbeat(request)) {
-        ShardResponse::StreamsGroupHeartbeat(res) => res.response,
-        other => panic!("not a heartbeat answer: {other:?}"),
+    let mut request = request(member, epoch, owned.map(ids));
+    request.instance_id = Some(instance.into());
+    if epoch == 0 {
+        request.process_id = Some(format!("process-{instance}"));
     }
+    send(r, request).0
 }
 
 #[test]
