@@ -287,7 +287,7 @@ fn streams_protocol_interactive_queries_metadata_names_every_instance_and_partit
     python();
     let root = tempfile::tempdir().unwrap();
     let classes = compile(root.path());
-    let (mut node, bootstrap, mut feed, stop) = fed_node(root.path());
+    let (mut node, bootstrap, feed, stop) = fed_node(root.path());
     let endpoint = |port: u16| vec![format!("application.server=localhost:{port}")];
     let a = Instance::start(
         root.path(),

@@ -619,7 +619,12 @@ fn static_members(
     let mut c = Member {
         id: "member-c",
         epoch: r.member_epoch,
-        ..Default::default()
+        tasks: r
+            .active_tasks
+            .iter()
+            .flatten()
+            .map(|t| (t.subtopology_id.clone(), t.partitions.clone()))
+            .collect(),
     };
     eventually("c runs every task", Duration::from_secs(30), &logs, || {
         let r = answer(raw, static_request(c.id, "i-c", c.epoch, ids(&c.tasks)));
