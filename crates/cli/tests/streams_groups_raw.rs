@@ -24,14 +24,14 @@ use kraftd_protocol::messages::streams_group_heartbeat_request::{
 };
 use kraftd_protocol::messages::streams_group_topology_description_update_request::TopologyDescription;
 use kraftd_protocol::messages::{
-    ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest,
-    ListGroupsRequest, MetadataRequest, StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
+    CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest,
+    MetadataRequest, StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse, StreamsGroupTopologyDescriptionUpdateRequest,
 };
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
 
 use common::kafka_jars::kafka_cluster;
-use common::raw::Raw;
+use common::raw::{advertised, finalized, Raw};
 use common::{eventually, formatted_combined_node};
 
 const GROUP: &str = "app";
@@ -202,21 +202,8 @@ const GROUP_SETTINGS: &str = "group.streams.min.session.timeout.ms=1000\n\
 fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, String)> {
     let logs = || logs();
     let mut seen: Vec<(&'static str, String)> = Vec::new();
-    let mut raw = eventually("the broker listens", Duration::from_secs(60), logs, || {
-        std::net::TcpStream::connect(address)
-            .map(|_| Raw::connect(address))
-            .map_err(|e| e.to_string())
-    });
-    let ResponseBody::ApiVersions(versions) = raw.call(
-        3,
-        RequestBody::ApiVersions(ApiVersionsRequest {
-            client_software_name: "raw".into(),
-            client_software_version: "1.0".into(),
-            ..Default::default()
-        }),
-    ) else {
-        panic!("not an ApiVersions answer");
-    };
+    let mut raw = Raw::connect_when_listening(address, logs);
+    let versions = raw.api_versions();
     for (label, key) in [
         (
             "StreamsGroupHeartbeat advertised",
@@ -231,20 +218,9 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
             ApiKey::StreamsGroupTopologyDescriptionUpdate,
         ),
     ] {
-        let v = versions.api_keys.iter().find(|k| k.api_key == key.code());
-        note(
-            &mut seen,
-            (
-                label,
-                format!("{:?}", v.map(|v| (v.min_version, v.max_version))),
-            ),
-        );
+        note(&mut seen, (label, advertised(&versions, key)));
     }
-    let finalized = versions
-        .finalized_features
-        .iter()
-        .find(|f| f.name == "streams.version")
-        .map(|f| f.max_version_level);
+    let finalized = finalized(&versions, "streams.version");
     note(
         &mut seen,
         ("streams.version finalized", format!("{finalized:?}")),
