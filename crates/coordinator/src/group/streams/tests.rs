@@ -370,10 +370,13 @@ fn beat_with_endpoint(
     send(r, request).0
 }
 
+/// Topic partitions as `(topic, partitions)`.
+type TopicPartitions = Vec<(String, Vec<i32>)>;
+
 /// The map as `host → (active topic partitions, standby topic partitions)`.
 fn endpoint_map(
     resp: &StreamsGroupHeartbeatResponse,
-) -> BTreeMap<String, (Vec<(String, Vec<i32>)>, Vec<(String, Vec<i32>)>)> {
+) -> BTreeMap<String, (TopicPartitions, TopicPartitions)> {
     let tps =
         |l: &[kraftd_protocol::messages::streams_group_heartbeat_response::TopicPartition]| {
             l.iter()

@@ -294,7 +294,7 @@ fn stateless_subtopologies_get_no_standbys() {
     let r = assign(&members, &n, 1);
     check_valid(&members, &r, &n);
     for t in r.values() {
-        assert!(t.standby.get("a").is_none());
+        assert!(!t.standby.contains_key("a"));
         assert_eq!(ids(&t.standby, "b").len(), 1);
     }
 }
