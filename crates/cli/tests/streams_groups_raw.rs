@@ -319,11 +319,14 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
             }
         },
     );
+    // ASSIGNMENT_DELAYED (5) joins it only when this heartbeat comes within the assignment
+    // interval of the join's assignment: a matter of timing on both brokers, left out.
+    let missing: Vec<i8> = codes(&r).into_iter().filter(|c| *c != 5).collect();
     note(
         &mut seen,
         (
             "internal topics missing",
-            format!("{} {:?}", r.error_code, codes(&r)),
+            format!("{} {missing:?}", r.error_code),
         ),
     );
     eventually(
@@ -708,7 +711,7 @@ fn streams_members_join_share_tasks_and_leave_as_in_kafka() {
     assert_eq!(get("streams.version finalized"), "Some(1)");
     assert_eq!(get("StreamsGroupHeartbeat advertised"), "Some((0, 1))");
     assert_eq!(get("a joins, no source topic"), "0 [1]");
-    assert_eq!(get("internal topics missing"), "0 [3, 5]");
+    assert_eq!(get("internal topics missing"), "0 [3]");
     assert_eq!(get("a and b"), "2 2");
     assert_eq!(get("DeleteGroups"), "0");
     node.kill9();
