@@ -23,14 +23,13 @@ use kraftd_protocol::messages::describe_share_group_offsets_request::{
 };
 use kraftd_protocol::messages::describe_share_group_offsets_response::DescribeShareGroupOffsetsResponseGroup;
 use kraftd_protocol::messages::{
-    AlterShareGroupOffsetsRequest, ApiVersionsRequest, CreateTopicsRequest,
-    DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
+    AlterShareGroupOffsetsRequest, CreateTopicsRequest, DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use common::kafka_jars::{kafka_cluster, output_text, run_tool};
-use common::raw::Raw;
+use common::raw::{advertised, Raw};
 use common::{eventually, formatted_combined_node};
 
 const GROUP: &str = "offsets-queue";
@@ -208,22 +207,9 @@ fn tool(address: &str, args: &[&str], logs: &dyn Fn() -> String) -> String {
 fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, String)> {
     let logs = || logs();
     let mut seen: Vec<(&'static str, String)> = Vec::new();
-    let mut raw = eventually("the broker listens", Duration::from_secs(60), logs, || {
-        std::net::TcpStream::connect(address)
-            .map(|_| Raw::connect(address))
-            .map_err(|e| e.to_string())
-    });
+    let mut raw = Raw::connect_when_listening(address, logs);
 
-    let ResponseBody::ApiVersions(versions) = raw.call(
-        3,
-        RequestBody::ApiVersions(ApiVersionsRequest {
-            client_software_name: "raw".into(),
-            client_software_version: "1.0".into(),
-            ..Default::default()
-        }),
-    ) else {
-        panic!("not an ApiVersions answer");
-    };
+    let versions = raw.api_versions();
     for (label, key) in [
         (
             "DescribeShareGroupOffsets advertised",
@@ -238,11 +224,7 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
             ApiKey::DeleteShareGroupOffsets,
         ),
     ] {
-        let v = versions.api_keys.iter().find(|k| k.api_key == key.code());
-        seen.push((
-            label,
-            format!("{:?}", v.map(|v| (v.min_version, v.max_version))),
-        ));
+        seen.push((label, advertised(&versions, key)));
     }
 
     let create = CreateTopicsRequest {

@@ -15,14 +15,14 @@ use kraftd_protocol::messages::create_topics_request::CreatableTopic;
 use kraftd_protocol::messages::share_group_describe_response::DescribedGroup;
 use kraftd_protocol::messages::update_features_request::FeatureUpdateKey;
 use kraftd_protocol::messages::{
-    ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest,
-    ListGroupsRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, UpdateFeaturesRequest,
+    CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest,
+    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+    UpdateFeaturesRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use common::kafka_jars::kafka_cluster;
-use common::raw::Raw;
+use common::raw::{advertised, finalized, Raw};
 use common::{eventually, formatted_combined_node};
 
 const GROUP: &str = "queue";
@@ -68,22 +68,9 @@ const GROUP_SETTINGS: &str = "group.share.min.session.timeout.ms=1000\n\
 fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, String)> {
     let logs = || logs();
     let mut seen: Vec<(&'static str, String)> = Vec::new();
-    let mut raw = eventually("the broker listens", Duration::from_secs(60), logs, || {
-        std::net::TcpStream::connect(address)
-            .map(|_| Raw::connect(address))
-            .map_err(|e| e.to_string())
-    });
+    let mut raw = Raw::connect_when_listening(address, logs);
 
-    let ResponseBody::ApiVersions(versions) = raw.call(
-        3,
-        RequestBody::ApiVersions(ApiVersionsRequest {
-            client_software_name: "raw".into(),
-            client_software_version: "1.0".into(),
-            ..Default::default()
-        }),
-    ) else {
-        panic!("not an ApiVersions answer");
-    };
+    let versions = raw.api_versions();
     for (label, key) in [
         (
             "ShareGroupHeartbeat advertised",
@@ -91,17 +78,9 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
         ),
         ("ShareGroupDescribe advertised", ApiKey::ShareGroupDescribe),
     ] {
-        let v = versions.api_keys.iter().find(|k| k.api_key == key.code());
-        seen.push((
-            label,
-            format!("{:?}", v.map(|v| (v.min_version, v.max_version))),
-        ));
+        seen.push((label, advertised(&versions, key)));
     }
-    let finalized = versions
-        .finalized_features
-        .iter()
-        .find(|f| f.name == "share.version")
-        .map(|f| f.max_version_level);
+    let finalized = finalized(&versions, "share.version");
     // Kafka 4.4.0's format finalizes level 2 (KIP-1191's dead-letter queues), kraftd 1:
     // both serve share groups.
     seen.push((

@@ -53,6 +53,7 @@ impl Instance {
         bootstrap: &str,
         name: &'static str,
         protocol: Protocol,
+        extra: &[String],
     ) -> Instance {
         let out = root.join(format!("streams-{name}.out"));
         let err = root.join(format!("streams-{name}.err"));
@@ -65,6 +66,7 @@ impl Instance {
             .arg("wc")
             .arg(root.join(format!("state-{name}")))
             .args(protocol.app_settings())
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(File::create(&out).unwrap())
             .stderr(File::create(&err).unwrap())
@@ -198,6 +200,22 @@ fn combined_node(root: &Path) -> (Node, u16) {
     (node, client)
 }
 
+/// A started node under `root` with the feeder writing to `wc-in` (created): the node, its
+/// bootstrap address, the feeder and the file that stops it.
+fn fed_node(root: &Path) -> (Node, String, Script, PathBuf) {
+    let (node, client) = combined_node(root);
+    let bootstrap = format!("127.0.0.1:{client}");
+    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
+    let stop = root.join("stop");
+    let mut feed = Script::spawn(
+        root,
+        "streams_words.py",
+        &["feed", &bootstrap, stop.to_str().unwrap()],
+    );
+    feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
+    (node, bootstrap, feed, stop)
+}
+
 /// Kafka's `kafka-streams-groups` with `args` against `bootstrap`: its stdout, having
 /// checked it exited 0.
 fn streams_groups_tool(bootstrap: &str, args: &[&str]) -> String {
@@ -260,25 +278,87 @@ fn streams_protocol_exactly_once_counts_every_word_once_through_a_clean_close_a_
     run(Protocol::Streams);
 }
 
+/// Interactive Queries under `group.protocol=streams`: two instances with
+/// `application.server` set each learn, from the heartbeat's PartitionsByUserEndpoint, both
+/// endpoints and which `wc-in` partitions each one's active tasks read, every partition
+/// once (`KafkaStreams.metadataForAllStreamsClients()`).
+#[test]
+fn streams_protocol_interactive_queries_metadata_names_every_instance_and_partition() {
+    python();
+    let root = tempfile::tempdir().unwrap();
+    let classes = compile(root.path());
+    let (mut node, bootstrap, feed, stop) = fed_node(root.path());
+    let endpoint = |port: u16| vec![format!("application.server=localhost:{port}")];
+    let a = Instance::start(
+        root.path(),
+        &classes,
+        &bootstrap,
+        "A",
+        Protocol::Streams,
+        &endpoint(7001),
+    );
+    let b = Instance::start(
+        root.path(),
+        &classes,
+        &bootstrap,
+        "B",
+        Protocol::Streams,
+        &endpoint(7002),
+    );
+    // Both clients, and the four wc-in partitions spread over them, each once.
+    let complete = |line: &str| {
+        let Some(clients) = line.strip_prefix("METADATA ") else {
+            return false;
+        };
+        let clients: Vec<&str> = clients.split(' ').collect();
+        let names_both = clients.len() == 2
+            && clients[0].starts_with("localhost:7001[")
+            && clients[1].starts_with("localhost:7002[");
+        let mut inputs: Vec<&str> = clients
+            .iter()
+            .flat_map(|c| c.split(['[', ']', ',']))
+            .filter(|tp| tp.starts_with("wc-in-"))
+            .collect();
+        inputs.sort();
+        let each_own_share = clients
+            .iter()
+            .all(|c| c.split(['[', ']', ',']).any(|tp| tp.starts_with("wc-in-")));
+        names_both && each_own_share && inputs == ["wc-in-0", "wc-in-1", "wc-in-2", "wc-in-3"]
+    };
+    for i in [&a, &b] {
+        common::eventually(
+            &format!("instance {}: IQ metadata naming both instances", i.name),
+            Duration::from_secs(120),
+            || reports(&[&a, &b]),
+            || match i.stdout().lines().rev().find(|l| l.starts_with("METADATA")) {
+                Some(l) if complete(l) => Ok(()),
+                last => Err(format!("last: {last:?}")),
+            },
+        );
+    }
+    std::fs::write(&stop, b"").unwrap();
+    feed.finish(120, || reports(&[&a, &b]));
+    for i in [&a, &b] {
+        assert!(
+            !i.stdout().contains("THREAD-DIED"),
+            "a stream thread of {} died\n{}",
+            i.name,
+            reports(&[&a, &b])
+        );
+    }
+    node.kill9();
+}
+
 fn run(protocol: Protocol) {
     python();
     let started = Instant::now();
     let root = tempfile::tempdir().unwrap();
     let classes = compile(root.path());
-    let (mut node, client) = combined_node(root.path());
-    let bootstrap = format!("127.0.0.1:{client}");
-    wait_until_brokers_listed(&bootstrap, 1, || node.logs());
-    let stop = root.path().join("stop");
-    let mut feed = Script::spawn(
-        root.path(),
-        "streams_words.py",
-        &["feed", &bootstrap, stop.to_str().unwrap()],
-    );
-    feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
+    let (mut node, bootstrap, mut feed, stop) = fed_node(root.path());
 
     let running = "STATE REBALANCING -> RUNNING";
-    let mut a = Instance::start(root.path(), &classes, &bootstrap, "A", protocol);
-    let mut b = Instance::start(root.path(), &classes, &bootstrap, "B", protocol);
+    let mut a = Instance::start(root.path(), &classes, &bootstrap, "A", protocol, &[]);
+    let mut b = Instance::start(root.path(), &classes, &bootstrap, "B", protocol, &[]);
     a.wait_line(running, 1, 120, &[&a, &b]);
     b.wait_line(running, 1, 120, &[&a, &b]);
     wait_fed(&mut feed, 1000, || reports(&[&a, &b]));
@@ -295,7 +375,7 @@ fn run(protocol: Protocol) {
     wait_fed(&mut feed, 1000, || reports(&[&a, &b]));
 
     // C joins, then A is killed: C takes every task over.
-    let mut c = Instance::start(root.path(), &classes, &bootstrap, "C", protocol);
+    let mut c = Instance::start(root.path(), &classes, &bootstrap, "C", protocol, &[]);
     c.wait_line(running, 1, 120, &[&a, &b, &c]);
     wait_fed(&mut feed, 1000, || reports(&[&a, &b, &c]));
     if protocol == Protocol::Streams {

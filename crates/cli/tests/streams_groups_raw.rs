@@ -8,7 +8,9 @@
 //! before the second gets them). Kafka's errors for a join without a topology, an unknown
 //! member and an epoch ahead; the group in StreamsGroupDescribe, ListGroups (type streams)
 //! and DescribeGroups (not a classic group); StreamsGroupTopologyDescriptionUpdate without a
-//! description plugin; both members leave and the empty group is deleted.
+//! description plugin; both members leave; static members (leave with -2, a rejoin under
+//! another member id, fenced, unreleased and unknown instance ids, owned tasks outside the
+//! topology), errors compared with their messages; the empty group is deleted.
 
 mod common;
 
@@ -22,14 +24,14 @@ use kraftd_protocol::messages::streams_group_heartbeat_request::{
 };
 use kraftd_protocol::messages::streams_group_topology_description_update_request::TopologyDescription;
 use kraftd_protocol::messages::{
-    ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest,
-    ListGroupsRequest, MetadataRequest, StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
+    CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest,
+    MetadataRequest, StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse, StreamsGroupTopologyDescriptionUpdateRequest,
 };
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
 
 use common::kafka_jars::kafka_cluster;
-use common::raw::Raw;
+use common::raw::{advertised, finalized, Raw};
 use common::{eventually, formatted_combined_node};
 
 const GROUP: &str = "app";
@@ -200,21 +202,8 @@ const GROUP_SETTINGS: &str = "group.streams.min.session.timeout.ms=1000\n\
 fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, String)> {
     let logs = || logs();
     let mut seen: Vec<(&'static str, String)> = Vec::new();
-    let mut raw = eventually("the broker listens", Duration::from_secs(60), logs, || {
-        std::net::TcpStream::connect(address)
-            .map(|_| Raw::connect(address))
-            .map_err(|e| e.to_string())
-    });
-    let ResponseBody::ApiVersions(versions) = raw.call(
-        3,
-        RequestBody::ApiVersions(ApiVersionsRequest {
-            client_software_name: "raw".into(),
-            client_software_version: "1.0".into(),
-            ..Default::default()
-        }),
-    ) else {
-        panic!("not an ApiVersions answer");
-    };
+    let mut raw = Raw::connect_when_listening(address, logs);
+    let versions = raw.api_versions();
     for (label, key) in [
         (
             "StreamsGroupHeartbeat advertised",
@@ -229,20 +218,9 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
             ApiKey::StreamsGroupTopologyDescriptionUpdate,
         ),
     ] {
-        let v = versions.api_keys.iter().find(|k| k.api_key == key.code());
-        note(
-            &mut seen,
-            (
-                label,
-                format!("{:?}", v.map(|v| (v.min_version, v.max_version))),
-            ),
-        );
+        note(&mut seen, (label, advertised(&versions, key)));
     }
-    let finalized = versions
-        .finalized_features
-        .iter()
-        .find(|f| f.name == "streams.version")
-        .map(|f| f.max_version_level);
+    let finalized = finalized(&versions, "streams.version");
     note(
         &mut seen,
         ("streams.version finalized", format!("{finalized:?}")),
@@ -341,11 +319,14 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
             }
         },
     );
+    // ASSIGNMENT_DELAYED (5) joins it only when this heartbeat comes within the assignment
+    // interval of the join's assignment: a matter of timing on both brokers, left out.
+    let missing: Vec<i8> = codes(&r).into_iter().filter(|c| *c != 5).collect();
     note(
         &mut seen,
         (
             "internal topics missing",
-            format!("{} {:?}", r.error_code, codes(&r)),
+            format!("{} {missing:?}", r.error_code),
         ),
     );
     eventually(
@@ -536,6 +517,7 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
         &mut seen,
         ("state after leaving", describe(&mut raw).group_state),
     );
+    static_members(&mut raw, &mut seen, logs);
     let ResponseBody::DeleteGroups(deleted) = raw.call(
         2,
         RequestBody::DeleteGroups(DeleteGroupsRequest {
@@ -559,6 +541,155 @@ fn scenario(address: &str, logs: &dyn Fn() -> String) -> Vec<(&'static str, Stri
     seen
 }
 
+/// A static member's heartbeat (`group.instance.id` = `instance`) reporting `active`.
+fn static_request(
+    member: &str,
+    instance: &str,
+    epoch: i32,
+    active: Vec<TaskIds>,
+) -> StreamsGroupHeartbeatRequest {
+    let join = epoch == 0;
+    StreamsGroupHeartbeatRequest {
+        group_id: GROUP.into(),
+        member_id: member.into(),
+        instance_id: Some(instance.into()),
+        member_epoch: epoch,
+        rebalance_timeout_ms: if join { 30_000 } else { -1 },
+        topology: join.then(topology),
+        process_id: join.then(|| format!("process-{instance}")),
+        active_tasks: Some(active),
+        standby_tasks: Some(Vec::new()),
+        warmup_tasks: Some(Vec::new()),
+        ..Default::default()
+    }
+}
+
+/// The answer's error code, message, epoch and active task count.
+fn answer(raw: &mut Raw, request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse {
+    match raw.call(1, RequestBody::StreamsGroupHeartbeat(request)) {
+        ResponseBody::StreamsGroupHeartbeat(r) => r,
+        other => panic!("StreamsGroupHeartbeat answered with {other:?}"),
+    }
+}
+
+fn active_count(r: &StreamsGroupHeartbeatResponse) -> Option<usize> {
+    r.active_tasks
+        .as_ref()
+        .map(|t| t.iter().map(|t| t.partitions.len()).sum())
+}
+
+/// Static membership on the (empty) group: leaving with -2 keeps the member and its tasks
+/// for a new member id under the instance id; the old id is fenced, a third id is refused
+/// while the instance id is owned, an unknown instance id is unknown; an owned task outside
+/// the topology is refused. Codes and messages are compared with Kafka's.
+fn static_members(
+    raw: &mut Raw,
+    seen: &mut Vec<(&'static str, String)>,
+    logs: impl Fn() -> String,
+) {
+    let outcome =
+        |r: &StreamsGroupHeartbeatResponse| format!("{} {:?}", r.error_code, r.error_message);
+    let r = answer(raw, static_request("member-x", "nobody", -2, Vec::new()));
+    note(seen, ("static leave, unknown instance", outcome(&r)));
+
+    // c runs every task alone.
+    let r = answer(raw, static_request("member-c", "i-c", 0, Vec::new()));
+    note(seen, ("static c joins", outcome(&r)));
+    let mut c = Member {
+        id: "member-c",
+        epoch: r.member_epoch,
+        tasks: r
+            .active_tasks
+            .iter()
+            .flatten()
+            .map(|t| (t.subtopology_id.clone(), t.partitions.clone()))
+            .collect(),
+    };
+    eventually("c runs every task", Duration::from_secs(30), &logs, || {
+        let r = answer(raw, static_request(c.id, "i-c", c.epoch, ids(&c.tasks)));
+        c.epoch = r.member_epoch;
+        if let Some(t) = &r.active_tasks {
+            c.tasks = t
+                .iter()
+                .map(|t| (t.subtopology_id.clone(), t.partitions.clone()))
+                .collect();
+        }
+        match c.count() {
+            4 => Ok(()),
+            n => Err(format!("{n} tasks: {r:?}")),
+        }
+    });
+    let group_epoch = describe(raw).group_epoch;
+    let r = answer(raw, static_request(c.id, "i-c", -2, Vec::new()));
+    note(
+        seen,
+        (
+            "static c leaves -2",
+            format!("{} {}", outcome(&r), r.member_epoch),
+        ),
+    );
+    let d = describe(raw);
+    note(
+        seen,
+        (
+            "after -2: members, epoch",
+            format!(
+                "{} {}",
+                d.members.len(),
+                d.members.first().map_or(0, |m| m.member_epoch)
+            ),
+        ),
+    );
+
+    // d takes the instance id over: c's tasks, no rebalance.
+    let r = answer(raw, static_request("member-d", "i-c", 0, Vec::new()));
+    note(
+        seen,
+        (
+            "static d rejoins as i-c",
+            format!("{} tasks {:?}", outcome(&r), active_count(&r)),
+        ),
+    );
+    let d_epoch = r.member_epoch;
+    note(
+        seen,
+        (
+            "rejoin moved the group epoch",
+            (describe(raw).group_epoch != group_epoch).to_string(),
+        ),
+    );
+    let r = answer(raw, static_request("member-c", "i-c", c.epoch, Vec::new()));
+    note(seen, ("old member id under i-c", outcome(&r)));
+    let r = answer(raw, static_request("member-e", "i-c", 0, Vec::new()));
+    note(seen, ("third member id under i-c", outcome(&r)));
+    let bad = vec![TaskIds {
+        subtopology_id: "9".into(),
+        partitions: vec![0],
+        ..Default::default()
+    }];
+    let r = answer(raw, static_request("member-d", "i-c", d_epoch, bad));
+    note(seen, ("owned task of no subtopology", outcome(&r)));
+    let out_of_range = vec![TaskIds {
+        subtopology_id: "0".into(),
+        partitions: vec![7],
+        ..Default::default()
+    }];
+    let r = answer(
+        raw,
+        static_request("member-d", "i-c", d_epoch, out_of_range),
+    );
+    note(seen, ("owned task out of range", outcome(&r)));
+    let r = answer(raw, static_request("member-d", "i-c", -1, Vec::new()));
+    note(
+        seen,
+        (
+            "static d leaves -1",
+            format!("{} {}", outcome(&r), r.member_epoch),
+        ),
+    );
+    note(seen, ("state after static", describe(raw).group_state));
+}
+
 #[test]
 fn streams_members_join_share_tasks_and_leave_as_in_kafka() {
     let root = tempfile::tempdir().unwrap();
@@ -580,7 +711,7 @@ fn streams_members_join_share_tasks_and_leave_as_in_kafka() {
     assert_eq!(get("streams.version finalized"), "Some(1)");
     assert_eq!(get("StreamsGroupHeartbeat advertised"), "Some((0, 1))");
     assert_eq!(get("a joins, no source topic"), "0 [1]");
-    assert_eq!(get("internal topics missing"), "0 [3, 5]");
+    assert_eq!(get("internal topics missing"), "0 [3]");
     assert_eq!(get("a and b"), "2 2");
     assert_eq!(get("DeleteGroups"), "0");
     node.kill9();

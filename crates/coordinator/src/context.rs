@@ -23,6 +23,12 @@ pub trait TopicMetadata: Debug + Send + Sync {
     fn topic_by_id(&self, id: Uuid) -> Option<(String, i32)>;
     /// Every topic name, sorted.
     fn topic_names(&self) -> Vec<String>;
+    /// The racks of the brokers holding `partition`'s replicas, in replica order, brokers
+    /// without a rack left out (Kafka's `TopicMetadata.partitionRacks`): part of the group
+    /// metadata hash.
+    fn partition_racks(&self, _topic: &str, _partition: i32) -> Vec<String> {
+        Vec::new()
+    }
     /// A feature's finalized level (0 when not finalized).
     fn feature_level(&self, _name: &str) -> i16 {
         0

@@ -39,6 +39,22 @@ impl TopicMetadata for ImageTopics {
         self.0.topics.names().map(|(n, _)| n.clone()).collect()
     }
 
+    fn partition_racks(&self, topic: &str, partition: i32) -> Vec<String> {
+        let Some(p) = self
+            .0
+            .topics
+            .get_by_name(topic)
+            .and_then(|t| t.partitions.get(&partition))
+        else {
+            return Vec::new();
+        };
+        p.replicas
+            .iter()
+            .filter_map(|id| self.0.cluster.broker(*id))
+            .filter_map(|b| b.rack.clone())
+            .collect()
+    }
+
     fn feature_level(&self, name: &str) -> i16 {
         self.0.features.level(name)
     }

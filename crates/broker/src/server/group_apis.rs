@@ -248,41 +248,20 @@ impl GroupApis<'_> {
                 })
             }
             RequestBody::ConsumerGroupDescribe(r) => {
-                let (allowed, refused) =
-                    group_auth::split_groups(auth, OPERATION_DESCRIBE, &r.group_ids);
-                let mut groups: Vec<_> = refused
-                    .into_iter()
-                    .map(group_auth::consumer_group_refused)
-                    .collect();
-                for (ids, answer) in self
-                    .per_partition(&ctx, allowed, ShardRequest::ConsumerGroupDescribe)
-                    .await
-                {
-                    match answer {
-                        Ok(ShardResponse::ConsumerGroupDescribe(g)) => groups.extend(g),
-                        other => {
-                            let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
-                            groups.extend(ids.into_iter().map(|id| {
-                                kraftd_protocol::messages::consumer_group_describe_response::DescribedGroup {
-                                    group_id: id,
-                                    error_code: code.code(),
-                                    error_message: Some(code.to_string()),
-                                    ..Default::default()
-                                }
-                            }));
-                        }
-                    }
-                }
-                reorder(&mut groups, &r.group_ids, |g| &g.group_id);
-                if r.include_authorized_operations {
-                    group_auth::fill_group_operations(
+                let mut groups = self
+                    .describe_groups(
+                        &ctx,
                         auth,
-                        groups
-                            .iter_mut()
-                            .filter(|g| g.error_code == 0)
-                            .map(|g| (g.group_id.as_str(), &mut g.authorized_operations)),
-                    );
-                }
+                        r.group_ids.clone(),
+                        r.include_authorized_operations,
+                        ShardRequest::ConsumerGroupDescribe,
+                        |answer| match answer {
+                            ShardResponse::ConsumerGroupDescribe(g) => Some(g),
+                            _ => None,
+                        },
+                    )
+                    .await;
+                reorder(&mut groups, &r.group_ids, |g| &g.group_id);
                 group_auth::hide_groups_with_hidden_topics(auth, &mut groups);
                 ResponseBody::ConsumerGroupDescribe(ConsumerGroupDescribeResponse {
                     groups,
@@ -314,6 +293,49 @@ impl GroupApis<'_> {
             }
             other => whole(&other, ErrorCode::UnsupportedVersion),
         }
+    }
+
+    /// The describe path the KIP-848-style group types share (Kafka's
+    /// `consumerGroupDescribe`, `shareGroupDescribe`, `streamsGroupDescribe` in `KafkaApis`):
+    /// GROUP_AUTHORIZATION_FAILED for each group the principal may not DESCRIBE, one shard
+    /// call per partition for the rest (each group of a failed call answered with its code,
+    /// named in the message), then the authorized operations when asked. The refused
+    /// groups come first, as Kafka lists them.
+    pub(super) async fn describe_groups<G: DescribedGroupEntry>(
+        &self,
+        ctx: &RequestContext,
+        auth: &RequestAuth,
+        group_ids: Vec<String>,
+        include_authorized_operations: bool,
+        make: fn(Vec<String>) -> ShardRequest,
+        take: fn(ShardResponse) -> Option<Vec<G>>,
+    ) -> Vec<G> {
+        let (allowed, refused) = group_auth::split_groups(auth, OPERATION_DESCRIBE, &group_ids);
+        let mut groups: Vec<G> = refused
+            .into_iter()
+            .map(|g| G::error(g, ErrorCode::GroupAuthorizationFailed, None))
+            .collect();
+        for (ids, answer) in self.per_partition(ctx, allowed, make).await {
+            match answer.map(take) {
+                Ok(Some(g)) => groups.extend(g),
+                other => {
+                    let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
+                    groups.extend(
+                        ids.into_iter()
+                            .map(|id| G::error(id, code, Some(code.to_string()))),
+                    );
+                }
+            }
+        }
+        if include_authorized_operations {
+            group_auth::fill_group_operations(
+                auth,
+                groups
+                    .iter_mut()
+                    .filter_map(DescribedGroupEntry::operations_if_described),
+            );
+        }
+        groups
     }
 
     /// Groups split by partition, one shard call per partition, the answers with the ids
@@ -803,3 +825,39 @@ fn reorder<T>(items: &mut [T], order: &[String], id: impl Fn(&T) -> &String) {
         order.iter().enumerate().map(|(i, g)| (g, i)).collect();
     items.sort_by_key(|item| rank.get(id(item)).copied().unwrap_or(usize::MAX));
 }
+
+/// One group of a ConsumerGroupDescribe, ShareGroupDescribe or StreamsGroupDescribe answer,
+/// as [`GroupApis::describe_groups`] handles it: the three generated types share these
+/// fields.
+pub(super) trait DescribedGroupEntry: Sized {
+    /// An entry for `group_id` answered with `code` (authorized operations left unset).
+    fn error(group_id: String, code: ErrorCode, message: Option<String>) -> Self;
+    /// The group id and its authorized operations, for a group described without error.
+    fn operations_if_described(&mut self) -> Option<(&str, &mut i32)>;
+}
+
+macro_rules! described_group_entry {
+    ($($t:ty),*) => {$(
+        impl DescribedGroupEntry for $t {
+            fn error(group_id: String, code: ErrorCode, message: Option<String>) -> Self {
+                Self {
+                    group_id,
+                    error_code: code.code(),
+                    error_message: message,
+                    ..Default::default()
+                }
+            }
+
+            fn operations_if_described(&mut self) -> Option<(&str, &mut i32)> {
+                (self.error_code == 0)
+                    .then_some((self.group_id.as_str(), &mut self.authorized_operations))
+            }
+        }
+    )*};
+}
+
+described_group_entry!(
+    kraftd_protocol::messages::consumer_group_describe_response::DescribedGroup,
+    kraftd_protocol::messages::share_group_describe_response::DescribedGroup,
+    kraftd_protocol::messages::streams_group_describe_response::DescribedGroup
+);

@@ -129,18 +129,6 @@ pub fn fill_group_operations<'g>(
     }
 }
 
-/// A ConsumerGroupDescribe entry for a group the principal may not describe.
-pub fn consumer_group_refused(
-    group_id: String,
-) -> consumer_group_describe_response::DescribedGroup {
-    consumer_group_describe_response::DescribedGroup {
-        group_id,
-        error_code: ErrorCode::GroupAuthorizationFailed.code(),
-        error_message: None,
-        ..Default::default()
-    }
-}
-
 /// Kafka's last ConsumerGroupDescribe step (with an authorizer): a group whose members'
 /// assignments name a topic the principal may not DESCRIBE is answered
 /// TOPIC_AUTHORIZATION_FAILED, without its members.

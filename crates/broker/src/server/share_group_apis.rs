@@ -21,7 +21,6 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use super::apis_context::{request_context, BrokerApisContext};
 use super::group_apis::GroupApis;
-use super::group_auth;
 
 /// The feature that turns share groups on (Kafka's `ShareVersion.FEATURE_NAME`).
 pub const SHARE_VERSION_FEATURE: &str = "share.version";
@@ -160,39 +159,23 @@ impl ShareGroupApis<'_> {
                 ..Default::default()
             };
         }
-        let (allowed, refused) = group_auth::split_groups(auth, OPERATION_DESCRIBE, &r.group_ids);
-        let mut groups: Vec<DescribedGroup> = refused
-            .into_iter()
-            .map(|g| entry(g, ErrorCode::GroupAuthorizationFailed))
-            .collect();
         let apis = GroupApis {
             context: self.context,
             listener: self.listener,
         };
-        for (ids, answer) in apis
-            .per_partition(&ctx, allowed, ShardRequest::ShareGroupDescribe)
-            .await
-        {
-            match answer {
-                Ok(ShardResponse::ShareGroupDescribe(g)) => groups.extend(g),
-                other => {
-                    let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
-                    groups.extend(ids.into_iter().map(|id| DescribedGroup {
-                        error_message: Some(code.to_string()),
-                        ..entry(id, code)
-                    }));
-                }
-            }
-        }
-        if r.include_authorized_operations {
-            group_auth::fill_group_operations(
+        let mut groups = apis
+            .describe_groups(
+                &ctx,
                 auth,
-                groups
-                    .iter_mut()
-                    .filter(|g| g.error_code == 0)
-                    .map(|g| (g.group_id.as_str(), &mut g.authorized_operations)),
-            );
-        }
+                r.group_ids,
+                r.include_authorized_operations,
+                ShardRequest::ShareGroupDescribe,
+                |answer| match answer {
+                    ShardResponse::ShareGroupDescribe(g) => Some(g),
+                    _ => None,
+                },
+            )
+            .await;
         // Kafka's last step with an authorizer: a group whose members hold a topic the
         // principal may not DESCRIBE is answered without its members.
         if auth.is_enabled() {

@@ -1,8 +1,8 @@
 //! The streams-group APIs of `KafkaApis` (Kafka's `handleStreamsGroupHeartbeat`,
 //! `handleStreamsGroupDescribe`, KIP-1071, and `handleStreamsGroupTopologyDescriptionUpdate`,
 //! KIP-1331): served only while the cluster finalizes
-//! `streams.version` >= 1 (Kafka's `isStreamsGroupProtocolEnabled`; below it they answer
-//! UNSUPPORTED_VERSION), authorized as Kafka authorizes them, each group's part sent to its
+//! `streams.version` >= 1 and `group.coordinator.rebalance.protocols` lists `streams` (Kafka's
+//! `isStreamsGroupProtocolEnabled`; else they answer UNSUPPORTED_VERSION), authorized as Kafka authorizes them, each group's part sent to its
 //! shard through the [`GroupCoordinatorService`](crate::coordinator). A heartbeat whose
 //! topology misses internal topics has them created through the controller when the client
 //! may CREATE them.
@@ -32,7 +32,6 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use super::apis_context::{request_context, BrokerApisContext};
 use super::group_apis::GroupApis;
-use super::group_auth;
 use super::internal_topics::InternalTopics;
 use crate::kafka_apis::metadata::is_internal_topic;
 
@@ -46,8 +45,8 @@ pub const STREAMS_GROUP_API_KEYS: [ApiKey; 3] = [
     ApiKey::StreamsGroupTopologyDescriptionUpdate,
 ];
 
-/// Whether the cluster serves streams groups: `streams.version` finalized at 1 or more
-/// (Kafka's `StreamsVersion.streamsGroupSupported`).
+/// Whether the cluster finalizes streams groups: `streams.version` at 1 or more (Kafka's
+/// `StreamsVersion.streamsGroupSupported`).
 pub fn streams_groups_enabled(image: &MetadataImage) -> bool {
     image
         .features
@@ -72,7 +71,14 @@ impl StreamsGroupApis<'_> {
         body: RequestBody,
         auth: &RequestAuth,
     ) -> ResponseBody {
-        let enabled = streams_groups_enabled(&self.context.cache.image());
+        // Kafka's `isStreamsGroupProtocolEnabled`: the feature, and `streams` among this
+        // broker's `group.coordinator.rebalance.protocols`.
+        let enabled = streams_groups_enabled(&self.context.cache.image())
+            && self
+                .context
+                .group_coordinator
+                .config()
+                .rebalance_protocol_enabled("streams");
         let ctx = request_context(header, peer);
         match body {
             RequestBody::StreamsGroupHeartbeat(r) => {
@@ -245,39 +251,23 @@ impl StreamsGroupApis<'_> {
                 ..Default::default()
             };
         }
-        let (allowed, refused) = group_auth::split_groups(auth, OPERATION_DESCRIBE, &r.group_ids);
-        let mut groups: Vec<DescribedGroup> = refused
-            .into_iter()
-            .map(|g| entry(g, ErrorCode::GroupAuthorizationFailed))
-            .collect();
         let apis = GroupApis {
             context: self.context,
             listener: self.listener,
         };
-        for (ids, answer) in apis
-            .per_partition(&ctx, allowed, ShardRequest::StreamsGroupDescribe)
-            .await
-        {
-            match answer {
-                Ok(ShardResponse::StreamsGroupDescribe(g)) => groups.extend(g),
-                other => {
-                    let code = other.err().unwrap_or(ErrorCode::UnknownServerError);
-                    groups.extend(ids.into_iter().map(|id| DescribedGroup {
-                        error_message: Some(code.to_string()),
-                        ..entry(id, code)
-                    }));
-                }
-            }
-        }
-        if r.include_authorized_operations {
-            group_auth::fill_group_operations(
+        let groups = apis
+            .describe_groups(
+                &ctx,
                 auth,
-                groups
-                    .iter_mut()
-                    .filter(|g| g.error_code == 0)
-                    .map(|g| (g.group_id.as_str(), &mut g.authorized_operations)),
-            );
-        }
+                r.group_ids,
+                r.include_authorized_operations,
+                ShardRequest::StreamsGroupDescribe,
+                |answer| match answer {
+                    ShardResponse::StreamsGroupDescribe(g) => Some(g),
+                    _ => None,
+                },
+            )
+            .await;
         StreamsGroupDescribeResponse {
             groups,
             ..Default::default()

@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kraftd_protocol::header::{decode_response, encode_request};
-use kraftd_protocol::messages::{FindCoordinatorRequest, InitProducerIdRequest, RequestHeader};
-use kraftd_protocol::{RequestBody, ResponseBody};
+use kraftd_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, InitProducerIdRequest,
+    RequestHeader,
+};
+use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
 
 /// One blocking connection speaking raw requests.
 pub struct Raw {
@@ -65,6 +68,28 @@ impl Raw {
         let client_final = client.final_message(&server_first).unwrap();
         let server_final = authenticate(client_final);
         client.verify_server_final(&server_final).unwrap();
+    }
+
+    /// A connection to `address` once it accepts one (a starting broker refuses at first).
+    pub fn connect_when_listening(address: &str, logs: impl Fn() -> String) -> Raw {
+        super::eventually("the broker listens", Duration::from_secs(60), logs, || {
+            TcpStream::connect(address)
+                .map(|_| Raw::connect(address))
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// ApiVersions v3, as a raw client named `raw` asks it.
+    pub fn api_versions(&mut self) -> ApiVersionsResponse {
+        let request = ApiVersionsRequest {
+            client_software_name: "raw".into(),
+            client_software_version: "1.0".into(),
+            ..Default::default()
+        };
+        match self.call(3, RequestBody::ApiVersions(request)) {
+            ResponseBody::ApiVersions(r) => r,
+            other => panic!("ApiVersions answered with {other:?}"),
+        }
     }
 
     /// One request, and its answer.
@@ -171,4 +196,24 @@ pub fn try_call(address: &str, version: i16, body: RequestBody) -> Result<Respon
     decode_response(key, version, Bytes::from(buf))
         .map(|(_, b)| b)
         .map_err(|e| e.to_string())
+}
+
+/// `key`'s advertised range in `versions`, as the side-by-side tests note it
+/// (`Some((min, max))`, or `None` when not advertised).
+pub fn advertised(versions: &ApiVersionsResponse, key: ApiKey) -> String {
+    let range = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == key.code())
+        .map(|v| (v.min_version, v.max_version));
+    format!("{range:?}")
+}
+
+/// `feature`'s finalized level in `versions`.
+pub fn finalized(versions: &ApiVersionsResponse, feature: &str) -> Option<i16> {
+    versions
+        .finalized_features
+        .iter()
+        .find(|f| f.name == feature)
+        .map(|f| f.max_version_level)
 }

@@ -9,10 +9,15 @@
 //   STATE <old> -> <new>         each KafkaStreams state change
 //   THREAD-DIED <thread> <error> a stream thread's uncaught exception (the thread is replaced)
 //   CLOSED                       after a clean close (SIGTERM runs it through a shutdown hook)
+//   METADATA <host:port>[<topic>-<partition>,...] ...
+//                                with `application.server` set: the Interactive Queries
+//                                metadata of every client (`metadataForAllStreamsClients`,
+//                                active partitions), sorted, each time it changes while RUNNING
 
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Properties;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -62,7 +67,40 @@ public class StreamsWordCount {
             closed.countDown();
         }));
         streams.start();
+        if (props.containsKey(StreamsConfig.APPLICATION_SERVER_CONFIG)) {
+            Thread metadata = new Thread(() -> printMetadata(streams));
+            metadata.setDaemon(true);
+            metadata.start();
+        }
         closed.await();
+    }
+
+    /** Prints the IQ metadata of every client whenever it changes, while RUNNING. */
+    private static void printMetadata(KafkaStreams streams) {
+        String last = "";
+        while (true) {
+            try {
+                Thread.sleep(200);
+                if (streams.state() != KafkaStreams.State.RUNNING) {
+                    continue;
+                }
+                TreeSet<String> clients = new TreeSet<>();
+                for (var m : streams.metadataForAllStreamsClients()) {
+                    TreeSet<String> partitions = new TreeSet<>();
+                    m.topicPartitions().forEach(tp -> partitions.add(tp.toString()));
+                    clients.add(m.host() + ":" + m.port() + "[" + String.join(",", partitions) + "]");
+                }
+                String line = "METADATA " + String.join(" ", clients);
+                if (!line.equals(last)) {
+                    say(line);
+                    last = line;
+                }
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                // Not available while rebalancing: asked again on the next round.
+            }
+        }
     }
 
     private static synchronized void say(String line) {

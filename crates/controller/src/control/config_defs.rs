@@ -945,7 +945,7 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("The number of threads used by the group coordinator for processing background tasks (e.g. updating regular expression subscriptions and offloaded assignments)."),
     def("group.coordinator.rebalance.protocols", ConfigType::List { valid: &["consumer", "classic", "share", "streams"], empty: false })
         .default("classic,consumer,streams")
-        .doc("This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration."),
+        .doc("This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration. Use feature versions (group.version, streams.version, share.version) managed by kafka-features.sh instead."),
     def("group.coordinator.threads", int(1))
         .default("4")
         .doc("The number of threads used by the group coordinator for processing requests."),

@@ -374,7 +374,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.consumer.session.timeout.ms", GROUPS),
     no_effect(S, "group.coordinator.append.linger.ms", COORD_TUNING),
     no_effect(S, "group.coordinator.background.threads", THREADS),
-    refused(S, "group.coordinator.rebalance.protocols", "deprecated in Kafka 4.4: kraftd enables the group protocols by the feature versions (group.version, streams.version, share.version), as Kafka 5.0 will"),
+    honoured(S, "group.coordinator.rebalance.protocols", "without streams, the broker answers the StreamsGroup* APIs UNSUPPORTED_VERSION (Kafka's isStreamsGroupProtocolEnabled); classic is required; consumer and share are read but, as before, their feature versions alone decide"),
     no_effect(S, "group.coordinator.threads", THREADS),
     honoured(S, "group.initial.rebalance.delay.ms", GROUPS),
     honoured(S, "group.max.session.timeout.ms", GROUPS),

@@ -48,6 +48,50 @@ impl AssignorName {
     }
 }
 
+/// `group.coordinator.rebalance.protocols`' default (Kafka's
+/// `GROUP_COORDINATOR_REBALANCE_PROTOCOLS_DEFAULT`).
+pub const REBALANCE_PROTOCOLS_DEFAULT: &[&str] = &["classic", "consumer", "streams"];
+
+/// The values `group.coordinator.rebalance.protocols` accepts (Kafka's
+/// `GroupType.documentValidValues`).
+pub const REBALANCE_PROTOCOLS_VALID: &[&str] = &["consumer", "classic", "share", "streams"];
+
+/// Kafka's reading of `group.coordinator.rebalance.protocols`: a non-empty list of
+/// [`REBALANCE_PROTOCOLS_VALID`] that keeps `classic` ("Disabling the 'classic' protocol is
+/// not supported.").
+fn rebalance_protocols(p: &Property<'_>, value: &str) -> Result<Vec<String>, ConfigError> {
+    let list: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if list.is_empty() {
+        return Err(p.invalid("empty list is not allowed"));
+    }
+    if let Some(bad) = list
+        .iter()
+        .find(|v| !REBALANCE_PROTOCOLS_VALID.contains(&v.as_str()))
+    {
+        return Err(p.invalid(&format!(
+            "{bad:?} is not one of {}",
+            REBALANCE_PROTOCOLS_VALID.join(", ")
+        )));
+    }
+    if !list.iter().any(|v| v == "classic") {
+        return Err(p.invalid("Disabling the 'classic' protocol is not supported."));
+    }
+    Ok(list)
+}
+
+impl GroupCoordinatorConfig {
+    /// Whether `group.coordinator.rebalance.protocols` lists `protocol` (Kafka's
+    /// `config.groupCoordinatorRebalanceProtocols.contains`).
+    pub fn rebalance_protocol_enabled(&self, protocol: &str) -> bool {
+        self.rebalance_protocols.iter().any(|p| p == protocol)
+    }
+}
+
 /// The share groups' one assignor (`group.share.assignors`' default).
 const SHARE_ASSIGNOR: &str = "simple";
 
@@ -84,6 +128,9 @@ pub struct GroupCoordinatorConfig {
     pub consumer_group_max_size: i32,
     /// `group.consumer.assignors`: the first is the default.
     pub consumer_assignors: Vec<AssignorName>,
+    /// `group.coordinator.rebalance.protocols` (deprecated in Kafka 4.3, still honoured):
+    /// the group types served, lower case; `classic` always among them.
+    pub rebalance_protocols: Vec<String>,
     /// `group.consumer.migration.policy`.
     pub migration_policy: MigrationPolicy,
     /// `group.share.session.timeout.ms`.
@@ -225,6 +272,10 @@ impl Default for GroupCoordinatorConfig {
             consumer_max_heartbeat_interval_ms: 15_000,
             consumer_group_max_size: i32::MAX,
             consumer_assignors: vec![AssignorName::Uniform, AssignorName::Range],
+            rebalance_protocols: REBALANCE_PROTOCOLS_DEFAULT
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
             migration_policy: MigrationPolicy::Bidirectional,
             share_session_timeout_ms: 45_000,
             share_min_session_timeout_ms: 45_000,
@@ -266,6 +317,7 @@ impl GroupCoordinatorConfig {
         "group.consumer.max.size",
         "group.consumer.assignors",
         "group.consumer.migration.policy",
+        "group.coordinator.rebalance.protocols",
         "group.share.session.timeout.ms",
         "group.share.min.session.timeout.ms",
         "group.share.max.session.timeout.ms",
@@ -348,6 +400,9 @@ impl GroupCoordinatorConfig {
                         return Err(p.invalid("at least one assignor is required"));
                     }
                     c.consumer_assignors = names;
+                }
+                "group.coordinator.rebalance.protocols" => {
+                    c.rebalance_protocols = rebalance_protocols(&p, value)?
                 }
                 "group.consumer.migration.policy" => {
                     c.migration_policy = match value.trim().to_ascii_lowercase().as_str() {
@@ -717,5 +772,35 @@ impl StreamsGroupConfig {
             self.task_offset_interval_ms,
             "must be greater than or equal to group.streams.min.task.offset.interval.ms",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(key: &str, value: &str) -> Result<GroupCoordinatorConfig, ConfigError> {
+        GroupCoordinatorConfig::from_properties(&BTreeMap::from([(
+            key.to_string(),
+            value.to_string(),
+        )]))
+    }
+
+    #[test]
+    fn rebalance_protocols_default_list_and_kafka_checks() {
+        let c = GroupCoordinatorConfig::default();
+        assert!(c.rebalance_protocol_enabled("streams"));
+        assert!(c.rebalance_protocol_enabled("consumer"));
+        let key = "group.coordinator.rebalance.protocols";
+        let c = with(key, "classic, consumer").unwrap();
+        assert!(!c.rebalance_protocol_enabled("streams"));
+        assert!(with(key, "classic,streams,share").is_ok());
+        let e = with(key, "consumer,streams").unwrap_err();
+        assert_eq!(
+            e.reason,
+            "Disabling the 'classic' protocol is not supported."
+        );
+        assert!(with(key, "classic,STREAMS").is_err());
+        assert!(with(key, "").is_err());
     }
 }

@@ -343,6 +343,13 @@ pub struct GroupCoordinatorShard {
     /// Streams groups a member asked to shut down (group → that member), as Kafka's
     /// `StreamsGroup.shutdownRequestMemberId`: in memory only.
     pub(crate) streams_shutdown_requests: HashMap<String, String>,
+    /// The task offsets each streams member last reported ((group, member) → offsets), as
+    /// Kafka's `StreamsGroup.taskOffsets`: in memory only, dropped when the member goes.
+    pub(crate) streams_task_offsets:
+        HashMap<(String, String), crate::group::streams::group::MemberTaskOffsets>,
+    /// Each streams group's endpoint information epoch (Kafka's
+    /// `StreamsGroup.endpointInformationEpoch`): in memory only.
+    pub(crate) streams_endpoint_epochs: HashMap<String, i32>,
 }
 
 impl GroupCoordinatorShard {
@@ -365,6 +372,8 @@ impl GroupCoordinatorShard {
             stats: ShardStats::default(),
             classic_member_seq: 0,
             streams_shutdown_requests: HashMap::new(),
+            streams_task_offsets: HashMap::new(),
+            streams_endpoint_epochs: HashMap::new(),
         }
     }
 

@@ -10,6 +10,7 @@ use kraftd_protocol::messages::streams_group_describe_response::{
     Assignment, DescribedGroup, Endpoint, KeyValue, Member, Subtopology, TaskIds, TopicInfo,
     Topology,
 };
+use kraftd_protocol::messages::streams_group_heartbeat_request::TaskOffset;
 use kraftd_protocol::messages::StreamsGroupHeartbeatResponse;
 
 use kraftd_protocol::ErrorCode;
@@ -93,6 +94,50 @@ impl TargetTasks {
         [&self.active, &self.standby, &self.warmup]
             .iter()
             .all(|tasks| tasks.values().all(|p| p.is_empty()))
+    }
+}
+
+/// The changelog offsets a member last reported (Kafka's `MemberTaskOffsets`): telemetry
+/// the assignor ranks standby candidates by, kept in memory only (KIP-1071: "not persisted,
+/// as they are constantly changing") and re-reported every `task.offset.interval.ms`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberTaskOffsets {
+    pub task_offsets: BTreeMap<String, BTreeMap<i32, i64>>,
+    pub task_end_offsets: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+impl MemberTaskOffsets {
+    /// These offsets with a heartbeat's reports applied (Kafka's `update`): an absent list
+    /// leaves its map as it was; a task reported twice is refused with Kafka's message.
+    pub fn update(
+        &self,
+        offsets: Option<&[TaskOffset]>,
+        end_offsets: Option<&[TaskOffset]>,
+    ) -> Result<MemberTaskOffsets, String> {
+        let nested = |list: &[TaskOffset]| {
+            let mut out: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
+            for t in list {
+                let by_partition = out.entry(t.subtopology_id.clone()).or_default();
+                if by_partition.insert(t.partition, t.offset).is_some() {
+                    return Err(format!(
+                        "Task offsets contain a duplicate entry for subtopology {} and \
+                         partition {}.",
+                        t.subtopology_id, t.partition
+                    ));
+                }
+            }
+            Ok(out)
+        };
+        Ok(MemberTaskOffsets {
+            task_offsets: match offsets {
+                Some(list) => nested(list)?,
+                None => self.task_offsets.clone(),
+            },
+            task_end_offsets: match end_offsets {
+                Some(list) => nested(list)?,
+                None => self.task_end_offsets.clone(),
+            },
+        })
     }
 }
 
@@ -349,42 +394,55 @@ impl StreamsGroup {
             })
     }
 
-    /// The process currently running active task (subtopology, partition), other than
-    /// `except`, counting tasks still pending revocation (Kafka's
-    /// `currentActiveTaskProcessId`).
-    pub fn active_owner(&self, subtopology: &str, partition: i32, except: &str) -> bool {
-        self.members.values().any(|m| {
-            m.member_id != except
-                && [&m.assigned.active, &m.pending_revocation.active]
+    /// The process running active task (subtopology, partition), its tasks pending
+    /// revocation included (Kafka's `currentActiveTaskProcessId`).
+    pub fn current_active_task_process(&self, subtopology: &str, partition: i32) -> Option<&str> {
+        self.members
+            .values()
+            .find(|m| {
+                [&m.assigned.active, &m.pending_revocation.active]
                     .iter()
                     .any(|t| {
                         t.get(subtopology)
                             .is_some_and(|p| p.contains_key(&partition))
                     })
-        })
+            })
+            .map(|m| m.process_id.as_str())
     }
 
-    /// Whether another member of `process` holds (subtopology, partition) as a standby or
-    /// warm-up task (Kafka's `currentStandbyTaskProcessIds` / `currentWarmupTaskProcessIds`).
-    pub fn replica_held_on_process(
+    /// Whether a member of `process` holds (subtopology, partition) as a standby task,
+    /// pending revocation included (Kafka's `currentStandbyTaskProcessIds(..).contains`).
+    pub fn standby_held_on_process(
         &self,
         subtopology: &str,
         partition: i32,
         process: &str,
-        except: &str,
     ) -> bool {
-        self.members.values().any(|m| {
-            m.member_id != except
-                && m.process_id == process
-                && [
-                    &m.assigned.standby,
-                    &m.assigned.warmup,
-                    &m.pending_revocation.standby,
-                    &m.pending_revocation.warmup,
-                ]
+        self.replica_held_on_process(process, |m| {
+            [&m.assigned.standby, &m.pending_revocation.standby]
                 .iter()
                 .any(|t| t.get(subtopology).is_some_and(|p| p.contains(&partition)))
         })
+    }
+
+    /// As [`Self::standby_held_on_process`], for warm-up tasks (Kafka's
+    /// `currentWarmupTaskProcessIds(..).contains`).
+    pub fn warmup_held_on_process(&self, subtopology: &str, partition: i32, process: &str) -> bool {
+        self.replica_held_on_process(process, |m| {
+            [&m.assigned.warmup, &m.pending_revocation.warmup]
+                .iter()
+                .any(|t| t.get(subtopology).is_some_and(|p| p.contains(&partition)))
+        })
+    }
+
+    fn replica_held_on_process(
+        &self,
+        process: &str,
+        holds: impl Fn(&StreamsGroupMember) -> bool,
+    ) -> bool {
+        self.members
+            .values()
+            .any(|m| m.process_id == process && holds(m))
     }
 
     /// The records deleting the group (Kafka's `createGroupTombstoneRecords`).

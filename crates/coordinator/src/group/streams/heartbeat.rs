@@ -14,9 +14,11 @@ use kraftd_protocol::messages::streams_group_heartbeat_response::{Status, TaskId
 use kraftd_protocol::messages::{StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse};
 use kraftd_protocol::ErrorCode;
 
-use super::assignor::{self, AssignorMember};
+use super::assignor::{self, AssignorMember, SubtopologyTasks};
+use super::endpoints;
 use super::group::{
-    StreamsGroup, StreamsGroupMember, StreamsHeartbeatResult, TargetTasks, Tasks, TasksTuple,
+    MemberTaskOffsets, StreamsGroup, StreamsGroupMember, StreamsHeartbeatResult, TargetTasks,
+    Tasks, TasksTuple,
 };
 use super::reconciliation::{self, OwnedTasks};
 use super::records;
@@ -179,6 +181,31 @@ fn check_epoch(
     Ok(())
 }
 
+/// The static member with `instance` (Kafka's `throwIfStaticMemberIsUnknown` and
+/// `throwIfInstanceIdIsFenced`): it must exist and be `member_id`.
+fn static_member_of<'g>(
+    group: &'g StreamsGroup,
+    instance: &str,
+    member_id: &str,
+) -> Result<&'g StreamsGroupMember, Refusal> {
+    let member = group.static_member(instance).ok_or_else(|| {
+        (
+            ErrorCode::UnknownMemberId,
+            format!("Instance id {instance} is unknown."),
+        )
+    })?;
+    if member.member_id != member_id {
+        return Err((
+            ErrorCode::FencedInstanceId,
+            format!(
+                "Static member {member_id} with instance id {instance} was fenced by member {}.",
+                member.member_id
+            ),
+        ));
+    }
+    Ok(member)
+}
+
 /// Whether a new target assignment may be computed now (Kafka's
 /// `canComputeNextTargetAssignment`): the first one, with no interval, or once the interval
 /// since the last one has passed.
@@ -203,16 +230,35 @@ fn fence_records(group: &StreamsGroup, member_id: &str) -> Vec<CoordinatorRecord
     ]
 }
 
-/// The target assignment of `group` with `updated` in it, at `epoch` (Kafka's
-/// `TargetAssignmentBuilder`): the records of the members whose target changed and the
-/// epoch's.
-fn target_records(
-    group: &StreamsGroup,
-    updated: Option<&StreamsGroupMember>,
-    tasks: &BTreeMap<String, i32>,
+/// A heartbeat computed against the state as it is: its records, its answer, the member's
+/// state with its rebalance timeout (for the timers) and its reported task offsets (kept
+/// once the records are written).
+struct HeartbeatPlan {
+    records: Vec<CoordinatorRecord>,
+    result: StreamsHeartbeatResult,
+    state: (MemberState, i32),
+    task_offsets: Option<MemberTaskOffsets>,
+    /// The group's endpoint information epoch after it (none for a group it creates).
+    endpoint_epoch: Option<i32>,
+}
+
+/// What the target assignment is computed from (Kafka's `TargetAssignmentBuilder` inputs).
+struct AssignmentInput<'a> {
+    subtopologies: &'a BTreeMap<String, SubtopologyTasks>,
     num_standby: i32,
     epoch: i32,
     now: i64,
+    /// The task offsets each member last reported (the updated member's included).
+    task_offsets: &'a dyn Fn(&str) -> Option<&'a MemberTaskOffsets>,
+}
+
+/// The target assignment of `group` with `updated` in it (Kafka's `TargetAssignmentBuilder`):
+/// the records of the members whose target changed and the epoch's. The assignor reads each
+/// member's current assignment (not its tasks pending revocation) and its reported offsets.
+fn target_records(
+    group: &StreamsGroup,
+    updated: Option<&StreamsGroupMember>,
+    input: &AssignmentInput<'_>,
     out: &mut Vec<CoordinatorRecord>,
 ) -> BTreeMap<String, TargetTasks> {
     let mut members: BTreeMap<&str, &StreamsGroupMember> = group
@@ -225,20 +271,17 @@ fn target_records(
     }
     let specs: Vec<AssignorMember<'_>> = members
         .values()
-        .map(|m| {
-            let mut active = m.assigned.active_tasks();
-            for (s, ps) in m.pending_revocation.active_tasks() {
-                active.entry(s).or_default().extend(ps);
-            }
-            AssignorMember {
-                member_id: &m.member_id,
-                process_id: &m.process_id,
-                active,
-                standby: m.assigned.standby.clone(),
-            }
+        .map(|m| AssignorMember {
+            member_id: &m.member_id,
+            process_id: &m.process_id,
+            active: m.assigned.active_tasks(),
+            standby: m.assigned.standby.clone(),
+            task_offsets: (input.task_offsets)(&m.member_id)
+                .map(|o| o.task_offsets.clone())
+                .unwrap_or_default(),
         })
         .collect();
-    let assignment = assignor::assign(&specs, tasks, num_standby);
+    let assignment = assignor::assign(&specs, input.subtopologies, input.num_standby);
     for (id, t) in &assignment {
         if group.target_assignment.get(id) != Some(t) {
             out.push(records::target_assignment(&group.group_id, id, t));
@@ -246,8 +289,8 @@ fn target_records(
     }
     out.push(records::target_assignment_epoch(
         &group.group_id,
-        epoch,
-        now,
+        input.epoch,
+        input.now,
     ));
     assignment
 }
@@ -266,7 +309,7 @@ impl GroupCoordinatorShard {
         result.unwrap_or_else(|(code, message)| StreamsHeartbeatResult {
             response: StreamsGroupHeartbeatResponse {
                 error_code: code.code(),
-                error_message: Some(message),
+                error_message: (!message.is_empty()).then_some(message),
                 ..Default::default()
             },
             topics_to_create: Vec::new(),
@@ -302,43 +345,61 @@ impl GroupCoordinatorShard {
         &mut self,
         r: &StreamsGroupHeartbeatRequest,
     ) -> Result<StreamsHeartbeatResult, Refusal> {
-        let group = self.streams_group_of(&r.group_id)?;
-        let Some(member) = group.members.get(&r.member_id) else {
-            return Err((
-                ErrorCode::UnknownMemberId,
-                format!(
-                    "Member {} is not a member of group {}.",
-                    r.member_id, r.group_id
-                ),
-            ));
-        };
-        let records = if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-            let mut m = member.clone();
-            m.previous_member_epoch = m.member_epoch;
-            m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
-            vec![records::current_assignment(&r.group_id, &m)]
-        } else {
-            fence_records(group, &r.member_id)
-        };
-        self.write_or_refuse(records)?;
+        self.streams_group_of(&r.group_id)?;
+        // Kafka records the request before it looks the member up (in memory, kept even
+        // when the leave is refused).
         if r.shutdown_application {
             self.streams_shutdown_requests
                 .entry(r.group_id.clone())
                 .or_insert_with(|| r.member_id.clone());
         }
-        let (group, member) = (r.group_id.clone(), r.member_id.clone());
+        let group = self.streams_group_of(&r.group_id)?;
+        let member = match &r.instance_id {
+            None => group.members.get(&r.member_id).ok_or_else(|| {
+                (
+                    ErrorCode::UnknownMemberId,
+                    format!(
+                        "Member {} is not a member of group {}.",
+                        r.member_id, r.group_id
+                    ),
+                )
+            })?,
+            Some(instance) => static_member_of(group, instance, &r.member_id)?,
+        };
+        let member_id = member.member_id.clone();
+        let records =
+            if r.instance_id.is_some() && r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                // Kafka's `streamsGroupStaticMemberGroupLeave`: the member stays, at epoch -2,
+                // nothing pending, its active tasks at epoch 0 for whoever comes back under the
+                // instance id.
+                let mut m = member.clone();
+                m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+                m.pending_revocation = TasksTuple::default();
+                for partitions in m.assigned.active.values_mut() {
+                    partitions.values_mut().for_each(|e| *e = 0);
+                }
+                vec![records::current_assignment(&r.group_id, &m)]
+            } else {
+                fence_records(group, &member_id)
+            };
+        self.write_or_refuse(records)?;
+        self.prune_streams_task_offsets(&r.group_id);
+        let group = r.group_id.clone();
         self.timer.cancel(&TimerKey::StreamsRebalance {
             group: group.clone(),
-            member: member.clone(),
+            member: member_id.clone(),
         });
         if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
-            self.timer
-                .cancel(&TimerKey::StreamsSession { group, member });
+            self.timer.cancel(&TimerKey::StreamsSession {
+                group,
+                member: member_id,
+            });
         }
         Ok(StreamsHeartbeatResult {
             response: StreamsGroupHeartbeatResponse {
                 member_id: r.member_id.clone(),
                 member_epoch: r.member_epoch,
+                status: Some(Vec::new()),
                 ..Default::default()
             },
             topics_to_create: Vec::new(),
@@ -354,8 +415,27 @@ impl GroupCoordinatorShard {
             Some(Group::Streams(g)) => g.is_empty(),
             _ => true,
         };
-        let (records, result, state) = self.plan_streams_heartbeat(ctx, r)?;
+        let HeartbeatPlan {
+            records,
+            result,
+            state,
+            task_offsets,
+            endpoint_epoch,
+        } = self.plan_streams_heartbeat(ctx, r)?;
         self.write_or_refuse(records)?;
+        match endpoint_epoch {
+            Some(epoch) => self
+                .streams_endpoint_epochs
+                .insert(r.group_id.clone(), epoch),
+            None => self.streams_endpoint_epochs.remove(&r.group_id),
+        };
+        if let Some(offsets) = task_offsets {
+            self.streams_task_offsets.insert(
+                (r.group_id.clone(), result.response.member_id.clone()),
+                offsets,
+            );
+        }
+        self.prune_streams_task_offsets(&r.group_id);
         if was_empty {
             self.streams_shutdown_requests.remove(&r.group_id);
         }
@@ -379,7 +459,7 @@ impl GroupCoordinatorShard {
             member: m,
         };
         match state {
-            Some((MemberState::UnrevokedPartitions, timeout)) => {
+            (MemberState::UnrevokedPartitions, timeout) => {
                 if !self.timer.is_scheduled(&rebalance) {
                     self.timer
                         .schedule(rebalance, self.now_ms + i64::from(timeout.max(0)));
@@ -401,19 +481,11 @@ impl GroupCoordinatorShard {
 
     /// Computes a join or heartbeat against the current state (which it does not change):
     /// the records, the answer, and the member's state with its rebalance timeout.
-    #[allow(clippy::type_complexity)]
     fn plan_streams_heartbeat(
         &self,
         ctx: &RequestContext,
         r: &StreamsGroupHeartbeatRequest,
-    ) -> Result<
-        (
-            Vec<CoordinatorRecord>,
-            StreamsHeartbeatResult,
-            Option<(MemberState, i32)>,
-        ),
-        Refusal,
-    > {
+    ) -> Result<HeartbeatPlan, Refusal> {
         let now = self.now_ms;
         let metadata = &*self.metadata;
         let config = &self.group_config(&r.group_id).streams;
@@ -458,58 +530,69 @@ impl GroupCoordinatorShard {
             ));
         }
         let owned = owned_of(r);
-        // A static member coming back under a new member id takes the old one's place.
+        // Kafka's `getOrMaybeCreateStaticStreamsGroupMember` /
+        // `getOrMaybeCreateDynamicStreamsGroupMember`. A static member coming back under a
+        // new member id takes the old one's place: a copy of it under the new id at epoch 0,
+        // with its target (`replaceStreamsMember`), so no rebalance follows.
         let mut replaced: Option<&StreamsGroupMember> = None;
-        if let Some(old) = static_owner.filter(|o| o.member_id != r.member_id) {
-            if !joining {
-                return Err((
-                    ErrorCode::FencedInstanceId,
-                    format!(
-                        "Static member {} with instance id {} was fenced by another member.",
-                        r.member_id,
-                        r.instance_id.as_deref().unwrap_or_default()
-                    ),
+        let member = match (&r.instance_id, static_owner) {
+            (Some(_), Some(old)) if joining => {
+                if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                    return Err((
+                        ErrorCode::UnreleasedInstanceId,
+                        format!(
+                            "Static member {} with instance id {} cannot join the group \
+                             because the instance id is owned by {} member.",
+                            r.member_id,
+                            r.instance_id.as_deref().unwrap_or_default(),
+                            old.member_id
+                        ),
+                    ));
+                }
+                replaced = Some(old);
+                let mut copy = old.clone();
+                copy.member_id = r.member_id.clone();
+                copy.member_epoch = 0;
+                copy.previous_member_epoch = 0;
+                out.push(records::current_assignment_tombstone(gid, &old.member_id));
+                out.push(records::target_assignment_tombstone(gid, &old.member_id));
+                out.push(records::member_metadata_tombstone(gid, &old.member_id));
+                out.push(records::member_metadata(gid, &copy));
+                let old_target = group
+                    .target_assignment
+                    .get(&old.member_id)
+                    .cloned()
+                    .unwrap_or_default();
+                out.push(records::target_assignment(
+                    gid,
+                    &copy.member_id,
+                    &old_target,
                 ));
+                out.push(records::current_assignment(gid, &copy));
+                copy
             }
-            if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-                return Err((
-                    ErrorCode::UnreleasedInstanceId,
-                    format!(
-                        "Static member {} with instance id {} cannot join the group because \
-                         the instance id is owned by {} member.",
-                        r.member_id,
-                        r.instance_id.as_deref().unwrap_or_default(),
-                        old.member_id
-                    ),
-                ));
+            (Some(instance), _) if !joining => {
+                let m = static_member_of(group, instance, &r.member_id)?;
+                check_epoch(m, r.member_epoch, &owned)?;
+                m.clone()
             }
-            replaced = Some(old);
-        }
-        let member = match group.members.get(&r.member_id) {
-            Some(m) => m.clone(),
-            None if joining => StreamsGroupMember::new(r.member_id.clone()),
-            None => {
-                return Err((
-                    ErrorCode::UnknownMemberId,
-                    format!("Member {} is not a member of group {gid}.", r.member_id),
-                ))
-            }
+            _ => match group.members.get(&r.member_id) {
+                Some(m) => {
+                    check_epoch(m, r.member_epoch, &owned)?;
+                    m.clone()
+                }
+                None if joining => StreamsGroupMember::new(r.member_id.clone()),
+                None => {
+                    return Err((
+                        ErrorCode::UnknownMemberId,
+                        format!("Member {} is not a member of group {gid}.", r.member_id),
+                    ))
+                }
+            },
         };
-        check_epoch(&member, r.member_epoch, &owned)?;
 
         // 1. The member's metadata.
         let mut updated = member.clone();
-        if let Some(old) = replaced {
-            // The new member carries on with the old one's tasks.
-            updated.member_epoch = old.previous_member_epoch;
-            updated.previous_member_epoch = old.previous_member_epoch;
-            updated.state = old.state;
-            updated.assigned = old.assigned.clone();
-            updated.pending_revocation = old.pending_revocation.clone();
-            out.push(records::current_assignment_tombstone(gid, &old.member_id));
-            out.push(records::target_assignment_tombstone(gid, &old.member_id));
-            out.push(records::member_metadata_tombstone(gid, &old.member_id));
-        }
         if let Some(i) = &r.instance_id {
             updated.instance_id = Some(i.clone());
         }
@@ -536,7 +619,7 @@ impl GroupCoordinatorShard {
         if joining || r.user_endpoint.is_some() {
             updated.user_endpoint = r.user_endpoint.as_ref().map(|e| (e.host.clone(), e.port));
         }
-        let is_new = !group.members.contains_key(&r.member_id);
+        let is_new = !group.members.contains_key(&r.member_id) && replaced.is_none();
         let mut bump = false;
         if is_new || !updated.same_metadata(&member) {
             out.push(records::member_metadata(gid, &updated));
@@ -561,12 +644,9 @@ impl GroupCoordinatorShard {
                 current.clone()
             }
             (None, Some(current)) => current.clone(),
-            (None, None) => {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    "The topology is null and the group topology is also null.".to_string(),
-                ))
-            }
+            // Kafka throws an IllegalStateException here, which its coordinator answers as
+            // UNKNOWN_SERVER_ERROR without a message.
+            (None, None) => return Err((ErrorCode::UnknownServerError, String::new())),
         };
         if updated.topology_epoch < topology.epoch {
             statuses.push(Status {
@@ -588,25 +668,52 @@ impl GroupCoordinatorShard {
         } else {
             -1
         };
-        if let Some(tasks) = &configured.tasks {
+        // Kafka's `throwIfRequestContainsInvalidTasks`, against a ready topology only.
+        if let Some(tasks) = configured.tasks.as_ref().filter(|_| configured.is_ready()) {
             for owned_list in [&r.active_tasks, &r.standby_tasks, &r.warmup_tasks]
                 .into_iter()
                 .flatten()
             {
                 for t in owned_list {
-                    let n = tasks.get(&t.subtopology_id);
-                    if n.is_none() || t.partitions.iter().any(|p| *p < 0 || Some(p) >= n) {
+                    let Some(n) = tasks.get(&t.subtopology_id) else {
                         return Err((
                             ErrorCode::InvalidRequest,
                             format!(
-                                "Tasks {}-{:?} are invalid for the current topology.",
-                                t.subtopology_id, t.partitions
+                                "Subtopology {} does not exist in the topology.",
+                                t.subtopology_id
+                            ),
+                        ));
+                    };
+                    if let Some(p) = t.partitions.iter().find(|p| **p < 0 || **p >= *n) {
+                        return Err((
+                            ErrorCode::InvalidRequest,
+                            format!(
+                                "Task {p} for subtopology {} is invalid. Number of tasks for \
+                                 this subtopology: {n}",
+                                t.subtopology_id
                             ),
                         ));
                     }
                 }
             }
         }
+        // The offsets the member reports, once its tasks are known valid (Kafka stores them
+        // after that check so that a refused join leaves none behind).
+        let key = (gid.to_string(), r.member_id.clone());
+        let task_offsets = if r.task_offsets.is_some() || r.task_end_offsets.is_some() {
+            let current = self
+                .streams_task_offsets
+                .get(&key)
+                .cloned()
+                .unwrap_or_default();
+            Some(
+                current
+                    .update(r.task_offsets.as_deref(), r.task_end_offsets.as_deref())
+                    .map_err(|m| (ErrorCode::InvalidRequest, m))?,
+            )
+        } else {
+            self.streams_task_offsets.get(&key).cloned()
+        };
         bump |= validated != group.validated_topology_epoch;
         let mut group_epoch = group.group_epoch;
         if bump {
@@ -654,22 +761,29 @@ impl GroupCoordinatorShard {
                 ..Default::default()
             });
         } else if group.assignment_epoch < group_epoch {
-            let tasks = configured
-                .tasks
-                .clone()
-                .filter(|_| configured.is_ready())
-                .unwrap_or_default();
+            let subtopologies = topology::assignor_subtopologies(&topology, &configured);
             let mut view = group.clone();
             if let Some(old) = replaced {
                 view.members.remove(&old.member_id);
             }
+            let offsets_of = |m: &str| {
+                if m == r.member_id {
+                    task_offsets.as_ref()
+                } else {
+                    self.streams_task_offsets
+                        .get(&(gid.to_string(), m.to_string()))
+                }
+            };
             let assignment = target_records(
                 &view,
                 Some(&updated),
-                &tasks,
-                config.num_standby_replicas,
-                group_epoch,
-                now,
+                &AssignmentInput {
+                    subtopologies: &subtopologies,
+                    num_standby: config.num_standby_replicas,
+                    epoch: group_epoch,
+                    now,
+                    task_offsets: &offsets_of,
+                },
                 &mut out,
             );
             target_epoch = group_epoch;
@@ -706,7 +820,6 @@ impl GroupCoordinatorShard {
             member_epoch: reconciled.member_epoch,
             heartbeat_interval_ms: config.heartbeat_interval_ms,
             task_offset_interval_ms: config.task_offset_interval_ms,
-            endpoint_information_epoch: 0,
             ..Default::default()
         };
         // v0 carries the lag as an int32, v1+ as an int64 (KIP-1331's version bump).
@@ -716,6 +829,27 @@ impl GroupCoordinatorShard {
         } else {
             response.acceptable_recovery_lag = config.acceptable_recovery_lag;
         }
+        // The Interactive Queries map (Kafka's endpoint epoch rules): the epoch moves when
+        // the member's endpoint changes or an endpoint's tasks change; a member behind it
+        // gets the map. A group created by this heartbeat answers epoch 0 and keeps none,
+        // as Kafka's transient new group does.
+        let endpoint_changed =
+            endpoints::user_endpoint_changed((!is_new).then_some(&member), &reconciled);
+        let mut endpoint_epoch = self.streams_endpoint_epochs.get(gid).copied().unwrap_or(0);
+        if endpoint_changed || (changed && reconciled.user_endpoint.is_some()) {
+            endpoint_epoch += 1;
+        }
+        if endpoint_epoch != r.endpoint_information_epoch {
+            response.partitions_by_user_endpoint = Some(endpoints::build(
+                group,
+                &reconciled,
+                replaced.map(|o| o.member_id.as_str()),
+                Some(&topology),
+                metadata,
+            ));
+        }
+        let endpoint_epoch = self.groups.contains_key(gid).then_some(endpoint_epoch);
+        response.endpoint_information_epoch = endpoint_epoch.unwrap_or(0);
         if joining || changed {
             response.active_tasks = Some(response_ids(&reconciled.assigned.active_tasks()));
             response.standby_tasks = Some(response_ids(&reconciled.assigned.standby));
@@ -742,15 +876,16 @@ impl GroupCoordinatorShard {
             statuses.push(shutdown_status(&requester));
         }
         response.status = Some(statuses);
-        let state = Some((reconciled.state, reconciled.rebalance_timeout_ms));
-        Ok((
-            out,
-            StreamsHeartbeatResult {
+        Ok(HeartbeatPlan {
+            records: out,
+            result: StreamsHeartbeatResult {
                 response,
                 topics_to_create,
             },
-            state,
-        ))
+            state: (reconciled.state, reconciled.rebalance_timeout_ms),
+            task_offsets,
+            endpoint_epoch,
+        })
     }
 
     /// The initial rebalance delay ended: the group's first target assignment, at a new
@@ -768,11 +903,7 @@ impl GroupCoordinatorShard {
         };
         let now = self.now_ms;
         let configured = topology::configure(topology, &*self.metadata);
-        let tasks = configured
-            .tasks
-            .clone()
-            .filter(|_| configured.is_ready())
-            .unwrap_or_default();
+        let subtopologies = topology::assignor_subtopologies(topology, &configured);
         let mut out = Vec::new();
         let mut epoch = group.group_epoch;
         if epoch <= group.assignment_epoch {
@@ -785,8 +916,34 @@ impl GroupCoordinatorShard {
             ));
         }
         let standby = self.group_config(group_id).streams.num_standby_replicas;
-        target_records(group, None, &tasks, standby, epoch, now, &mut out);
+        let offsets_of = |m: &str| {
+            self.streams_task_offsets
+                .get(&(group_id.to_string(), m.to_string()))
+        };
+        target_records(
+            group,
+            None,
+            &AssignmentInput {
+                subtopologies: &subtopologies,
+                num_standby: standby,
+                epoch,
+                now,
+                task_offsets: &offsets_of,
+            },
+            &mut out,
+        );
         let _ = self.write(out, true);
+    }
+
+    /// Drops the task offsets of `group_id`'s members that are gone (Kafka's `removeMember`
+    /// drops them with the member).
+    fn prune_streams_task_offsets(&mut self, group_id: &str) {
+        let members = match self.groups.get(group_id) {
+            Some(Group::Streams(g)) => Some(&g.members),
+            _ => None,
+        };
+        self.streams_task_offsets
+            .retain(|(g, m), _| g != group_id || members.is_some_and(|ms| ms.contains_key(m)));
     }
 
     /// A member's session expired, or it did not revoke its tasks within its rebalance
@@ -800,6 +957,7 @@ impl GroupCoordinatorShard {
         }
         let records = fence_records(group, member_id);
         let _ = self.write(records, true);
+        self.prune_streams_task_offsets(group_id);
         let (group, member) = (group_id.to_string(), member_id.to_string());
         self.timer.cancel(&TimerKey::StreamsSession {
             group: group.clone(),

@@ -12,9 +12,11 @@
 //! - [`records`]: the StreamsGroup* records; `replay.rs`, the only way the state changes;
 //! - [`heartbeat`]: joins, heartbeats, leaving, timeouts, the initial rebalance delay;
 //! - [`assignor`]: the `sticky` task assignor;
+//! - [`endpoints`]: the Interactive Queries map (endpoint → partitions);
 //! - [`reconciliation`]: a member's step toward its target (`CurrentAssignmentBuilder`).
 
 pub mod assignor;
+pub mod endpoints;
 pub mod group;
 pub mod heartbeat;
 pub mod reconciliation;

@@ -16,6 +16,7 @@ use kraftd_protocol::messages::streams_group_heartbeat_request::{
     TopicInfo as RequestTopicInfo, Topology,
 };
 
+use super::assignor::SubtopologyTasks;
 use crate::context::TopicMetadata;
 
 /// StreamsGroupHeartbeat's status codes (Kafka's `StreamsGroupHeartbeatResponse.Status`).
@@ -106,6 +107,33 @@ pub fn required_topics(t: &StreamsGroupTopologyValue) -> BTreeSet<String> {
         out.extend(s.state_changelog_topics.iter().map(|r| r.name.clone()));
     }
     out
+}
+
+/// The subtopologies as the task assignor sees them (Kafka's `TopologyMetadata`): each one's
+/// task count and whether it is stateful (has changelog topics), for a ready topology only.
+pub fn assignor_subtopologies(
+    t: &StreamsGroupTopologyValue,
+    configured: &ConfiguredTopology,
+) -> BTreeMap<String, SubtopologyTasks> {
+    let Some(tasks) = configured.tasks.as_ref().filter(|_| configured.is_ready()) else {
+        return BTreeMap::new();
+    };
+    tasks
+        .iter()
+        .map(|(id, n)| {
+            let stateful = t
+                .subtopologies
+                .iter()
+                .any(|s| s.subtopology_id == *id && !s.state_changelog_topics.is_empty());
+            (
+                id.clone(),
+                SubtopologyTasks {
+                    tasks: *n,
+                    stateful,
+                },
+            )
+        })
+        .collect()
 }
 
 fn summarize(topics: &BTreeSet<String>) -> String {
