@@ -102,8 +102,8 @@ fn kafka_features_upgrades_and_downgrades_every_feature_with_kafkas_checks() {
     let mv_down = features(&bootstrap, &["downgrade", "--metadata", "4.0-IV0"]);
     assert!(
         output_text(&mv_down).contains(
-            "Invalid metadata.version 22. Refusing to perform the requested downgrade because \
-             it might delete metadata information."
+            "Unsupported metadata.version downgrade from 23 to 22. Refusing to perform the \
+             requested downgrade because it might delete metadata information."
         ),
         "{}",
         output_text(&mv_down)

@@ -215,7 +215,11 @@ impl FeatureControlManager {
         }
         if name == METADATA_VERSION_FEATURE {
             self.check_metadata_version(current, level, upgrade_type)?;
-        } else if let Some(feature) = KafkaFeature::named(name) {
+        } else {
+            // Kafka's `Feature.featureFromName`, then `validateVersion`.
+            let Some(feature) = KafkaFeature::named(name) else {
+                return invalid(&format!("Feature {name} not found."));
+            };
             if let Err(reason) = validate_version(feature, level, proposed) {
                 return invalid(&reason);
             }
@@ -252,13 +256,19 @@ impl FeatureControlManager {
             return Ok(());
         };
         if new < old && MetadataVersion::check_if_metadata_changed(old, new) {
-            return invalid_metadata_version(if upgrade_type == UPGRADE_TYPE_UNSAFE_DOWNGRADE {
-                "Unsafe metadata downgrade is not supported in this version.".into()
+            // Kafka's `unsupportedMetadataDowngrade`.
+            let reason = if upgrade_type == UPGRADE_TYPE_UNSAFE_DOWNGRADE {
+                "Unsafe metadata downgrade is not supported in this version."
             } else {
                 "Refusing to perform the requested downgrade because it might delete metadata \
                  information."
-                    .into()
-            });
+            };
+            return Err((
+                ErrorCode::InvalidUpdateVersion,
+                format!(
+                    "Unsupported metadata.version downgrade from {current} to {level}. {reason}"
+                ),
+            ));
         }
         Ok(())
     }

@@ -34,7 +34,7 @@ use kraftd_protocol::metadata::PartitionChangeRecord;
 use kraftd_protocol::{ErrorCode, MetadataRecord, Uuid};
 
 use crate::control::partition_change::{Election, PartitionChangeBuilder};
-use crate::control::replication::{is_active, ReplicationControlManager};
+use crate::control::replication::{is_active, leader_acceptor, ReplicationControlManager};
 use crate::control::result::ControllerResult;
 use crate::image::{PartitionRegistration, TopicImage};
 use crate::MetadataImage;
@@ -299,8 +299,8 @@ impl ReplicationControlManager {
             .build())
     }
 
-    /// A builder for a reassignment change: leaders must be active (Kafka's
-    /// `LeaderAcceptor`), the election online, ELR per the feature.
+    /// A builder for a reassignment change: leaders must be active with their directory
+    /// online (Kafka's `LeaderAcceptor`), the election online, ELR per the feature.
     fn reassignment_builder<'a>(
         &self,
         image: &'a MetadataImage,
@@ -312,7 +312,7 @@ impl ReplicationControlManager {
             partition,
             topic.id,
             index,
-            move |r| is_active(image, r),
+            leader_acceptor(image, partition, move |r| is_active(image, r)),
             self.effective_min_isr(image, topic, partition),
         )
         .set_eligible_leader_replicas_enabled(Self::is_elr_enabled(image))

@@ -156,19 +156,19 @@ impl ReplicationControlManager {
     }
 
     /// A builder for one partition with the topic's min ISR, ELR setting and election type.
-    fn builder<'a, F: Fn(i32) -> bool>(
+    fn builder<'a>(
         &self,
-        image: &MetadataImage,
+        image: &'a MetadataImage,
         topic: &TopicImage,
         partition_id: i32,
         partition: &'a PartitionRegistration,
-        is_acceptable_leader: F,
-    ) -> PartitionChangeBuilder<'a, F> {
+        is_acceptable_leader: impl Fn(i32) -> bool + 'a,
+    ) -> PartitionChangeBuilder<'a, impl Fn(i32) -> bool + 'a> {
         let builder = PartitionChangeBuilder::new(
             partition,
             topic.id,
             partition_id,
-            is_acceptable_leader,
+            leader_acceptor(image, partition, is_acceptable_leader),
             self.effective_min_isr(image, topic, partition),
         )
         .set_eligible_leader_replicas_enabled(Self::is_elr_enabled(image));
@@ -757,7 +757,7 @@ impl ReplicationControlManager {
             &partition,
             topic.id,
             partition_id,
-            |r| is_active(image, r),
+            leader_acceptor(image, &partition, |r| is_active(image, r)),
             self.effective_min_isr(image, topic, &partition),
         )
         .set_election(election)
@@ -793,6 +793,24 @@ pub fn check_broker_epoch(
     match image.cluster.broker(broker_id) {
         Some(b) if b.epoch == broker_epoch => Ok(()),
         _ => Err(ErrorCode::StaleBrokerEpoch),
+    }
+}
+
+/// Kafka's `LeaderAcceptor`, which every election goes through: `accept` says the replica
+/// may lead, and its directory for this partition must be online on its broker
+/// (`hasOnlineDir`: a replica in a failed or lost log dir has no log to lead with).
+pub(crate) fn leader_acceptor<'a>(
+    image: &'a MetadataImage,
+    partition: &'a PartitionRegistration,
+    accept: impl Fn(i32) -> bool + 'a,
+) -> impl Fn(i32) -> bool + 'a {
+    move |r| {
+        accept(r)
+            && image.cluster.broker(r).is_some_and(|b| {
+                partition
+                    .directory(r)
+                    .is_none_or(|dir| b.has_online_dir(dir))
+            })
     }
 }
 

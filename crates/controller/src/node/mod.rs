@@ -106,7 +106,6 @@ pub struct ControllerNodeConfig {
 }
 
 impl ControllerNodeConfig {
-    /// Kafka's defaults for node `node_id` of `quorum` (whose cluster id is the node's).
     /// The managers' settings with what UpdateFeatures checks locally (Kafka's
     /// `QuorumFeatures`): this node's id, the static voters, and the feature ranges it
     /// supports (when given; the managers' defaults otherwise).
@@ -133,6 +132,7 @@ impl ControllerNodeConfig {
         managers
     }
 
+    /// Kafka's defaults for node `node_id` of `quorum` (whose cluster id is the node's).
     pub fn new(node_id: i32, quorum: QuorumConfig) -> Self {
         let cluster_id = quorum.raft.cluster_id.clone();
         let mut managers = ManagersConfig::default();

@@ -124,8 +124,8 @@ fn upgrades_within_every_nodes_range() {
     assert_eq!(code, ErrorCode::InvalidUpdateVersion.code());
     assert_eq!(
         message,
-        "Invalid metadata.version 22. Refusing to perform the requested downgrade because it \
-         might delete metadata information."
+        "Unsupported metadata.version downgrade from 23 to 22. Refusing to perform the \
+         requested downgrade because it might delete metadata information."
     );
 
     // Downgrading ELR needs a downgrade type; then it removes the feature.
@@ -212,6 +212,16 @@ fn refusals() {
         ],
     );
     assert_eq!((code, n), (0, 2));
+    let (_, code, n, message) = send_with_message(
+        &image,
+        vec![update("no.such.feature", 0, UPGRADE_TYPE_UPGRADE)],
+    );
+    assert_eq!((code, n), (bad, 0));
+    assert_eq!(
+        message,
+        "Invalid update version 0 for feature no.such.feature. Feature no.such.feature not \
+         found."
+    );
     let (_, _, _, message) = send_with_message(
         &image,
         vec![update("group.version", 1, UPGRADE_TYPE_UPGRADE)],

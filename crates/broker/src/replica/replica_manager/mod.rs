@@ -237,7 +237,6 @@ impl ReplicaManager {
         &self.replication_quotas
     }
 
-    /// The hosted partition, if this broker holds a replica of it.
     /// Where the replica layer reports replicas' directories; set once, before metadata is
     /// applied (a second handler is refused and returned).
     pub fn set_directory_event_handler(
@@ -273,6 +272,7 @@ impl ReplicaManager {
         }
     }
 
+    /// The hosted partition, if this broker holds a replica of it.
     pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<Arc<HostedPartition>> {
         self.partitions
             .read()

@@ -219,3 +219,37 @@ fn a_heartbeat_with_an_offline_directory_moves_leadership_off_it_and_records_the
         .handle_directories_offline(&h.image, 1, h.epoch(1), &[dir(1, 1)], &mut records);
     assert!(records.is_empty(), "{records:?}");
 }
+
+#[test]
+fn no_election_picks_a_replica_whose_directory_is_offline() {
+    use kraftd_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kraftd_protocol::messages::ElectLeadersRequest;
+    let mut h = cluster();
+    // Partition 1: broker 1 is preferred, unfenced and in the ISR, but its replica is in a
+    // directory it does not have online (dir 9: lost with a failed disk).
+    h.replay(&[MetadataRecord::Partition(PartitionRecord {
+        partition_id: 1,
+        topic_id: TOPIC_ID,
+        replicas: vec![1, 2, 3],
+        isr: vec![1, 2, 3],
+        leader: 2,
+        directories: vec![dir(1, 9), DIRECTORY_UNASSIGNED, DIRECTORY_UNASSIGNED],
+        ..Default::default()
+    })]);
+    let name = h.image.topics.get(&TOPIC_ID).unwrap().name.clone();
+    let elect = ElectLeadersRequest {
+        election_type: 0,
+        topic_partitions: Some(vec![TopicPartitions {
+            topic: name,
+            partitions: vec![1],
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let result = h.replication.elect_leaders(&h.image, &elect);
+    let response = h.apply(result);
+    let code = response.replica_election_results[0].partition_result[0].error_code;
+    // Kafka's LeaderAcceptor refuses it: the preferred leader is not available.
+    assert_eq!(code, ErrorCode::PreferredLeaderNotAvailable.code());
+    assert_eq!(h.image.topics.partition(&TOPIC_ID, 1).unwrap().leader, 2);
+}
