@@ -157,6 +157,9 @@ fn sim(
 
 fn ci(root: &Path) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // CI builds a clean checkout once: incremental caches would only take disk (gigabytes for
+    // a hundred test binaries) that the build itself needs.
+    std::env::set_var("CARGO_INCREMENTAL", "0");
     run(root, &cargo, &["fmt", "--all", "--check"])?;
     if codegen::schema_dir(root).join("message").is_dir() {
         codegen::run(root, true)?;
