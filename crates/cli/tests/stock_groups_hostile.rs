@@ -255,3 +255,126 @@ fn hostile_group_requests_get_kafkas_errors_and_disturb_nothing_else() {
         }
     }
 }
+
+/// FindCoordinator, then one ConsumerGroupHeartbeat (v1, a new member of `group`) and one ConsumerGroupDescribe of
+/// it: their error codes.
+fn consumer_protocol_codes(address: &str, group: &str) -> (i16, i16) {
+    use kraftd_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest};
+    let mut raw = Raw::connect(address);
+    // Creates the offsets topic on first use, as a client's lookup does.
+    raw.find_coordinator(0, group);
+    let heartbeat = match raw.call(
+        1,
+        RequestBody::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest {
+            group_id: group.into(),
+            member_id: format!("{group}-member"),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            subscribed_topic_names: Some(vec!["gated".into()]),
+            topic_partitions: Some(vec![]),
+            ..Default::default()
+        }),
+    ) {
+        ResponseBody::ConsumerGroupHeartbeat(r) => r.error_code,
+        other => panic!("ConsumerGroupHeartbeat answered {other:?}"),
+    };
+    let describe = match raw.call(
+        0,
+        RequestBody::ConsumerGroupDescribe(ConsumerGroupDescribeRequest {
+            group_ids: vec![group.into()],
+            ..Default::default()
+        }),
+    ) {
+        ResponseBody::ConsumerGroupDescribe(r) => r.groups[0].error_code,
+        other => panic!("ConsumerGroupDescribe answered {other:?}"),
+    };
+    (heartbeat, describe)
+}
+
+/// Kafka's `isConsumerGroupProtocolEnabled`: the consumer protocol's APIs answer
+/// UNSUPPORTED_VERSION once `group.version` is downgraded to 0 with `kafka-features`, and on a
+/// broker whose `group.coordinator.rebalance.protocols` leaves `consumer` out (which also logs
+/// Kafka's deprecation warning naming what is disabled).
+#[test]
+fn the_consumer_protocol_answers_only_when_group_version_and_the_protocol_list_allow_it() {
+    use common::kafka_jars::run_tool;
+    let root = tempfile::tempdir().unwrap();
+    let (mut node, client) = common::formatted_combined_node(
+        root.path(),
+        "group.initial.rebalance.delay.ms=0\noffsets.topic.replication.factor=1\n",
+    );
+    node.start();
+    let address = format!("127.0.0.1:{client}");
+    let log_path = node.log_path();
+    let logs = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    drop(Raw::connect_when_listening(&address, logs));
+    let ok = ErrorCode::None.code();
+    let unsupported = ErrorCode::UnsupportedVersion.code();
+    common::eventually(
+        "a consumer-protocol member joins",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let (heartbeat, _) = consumer_protocol_codes(&address, "g1");
+            (heartbeat == ok)
+                .then_some(())
+                .ok_or(format!("heartbeat error {heartbeat}"))
+        },
+    );
+    let features = |verb: &str, level: &str| {
+        let out = run_tool(
+            "org.apache.kafka.tools.FeatureCommand",
+            &[
+                "--bootstrap-server",
+                &address,
+                verb,
+                "--feature",
+                &format!("group.version={level}"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "kafka-features {verb}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    features("downgrade", "0");
+    common::eventually(
+        "group.version 0 reaches the broker",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let codes = consumer_protocol_codes(&address, "g2");
+            (codes == (unsupported, unsupported))
+                .then_some(())
+                .ok_or(format!("{codes:?}"))
+        },
+    );
+    features("upgrade", "1");
+    common::eventually(
+        "group.version 1 reaches the broker",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let (heartbeat, _) = consumer_protocol_codes(&address, "g3");
+            (heartbeat == ok)
+                .then_some(())
+                .ok_or(format!("heartbeat error {heartbeat}"))
+        },
+    );
+
+    common::stop_gracefully(std::slice::from_mut(&mut node));
+    node.add_config(&["group.coordinator.rebalance.protocols=classic,streams"]);
+    node.start();
+    drop(Raw::connect_when_listening(&address, || node.logs()));
+    assert_eq!(
+        consumer_protocol_codes(&address, "g4"),
+        (unsupported, unsupported)
+    );
+    assert!(
+        node.logs()
+            .contains("The following protocol(s) are currently disabled: CONSUMER."),
+        "no deprecation warning naming CONSUMER in:\n{}",
+        node.logs()
+    );
+}

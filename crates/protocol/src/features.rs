@@ -12,6 +12,16 @@ use crate::metadata_version::MetadataVersion as Mv;
 pub const METADATA_VERSION_FEATURE: &str = "metadata.version";
 /// Kafka's `KRaftVersion.FEATURE_NAME`.
 pub const KRAFT_VERSION_FEATURE: &str = "kraft.version";
+/// Kafka's `TransactionVersion.FEATURE_NAME`.
+pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
+/// Kafka's `GroupVersion.FEATURE_NAME`.
+pub const GROUP_VERSION_FEATURE: &str = "group.version";
+/// Kafka's `EligibleLeaderReplicasVersion.FEATURE_NAME`.
+pub const ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE: &str = "eligible.leader.replicas.version";
+/// Kafka's `ShareVersion.FEATURE_NAME`.
+pub const SHARE_VERSION_FEATURE: &str = "share.version";
+/// Kafka's `StreamsVersion.FEATURE_NAME`.
+pub const STREAMS_VERSION_FEATURE: &str = "streams.version";
 
 /// One level of a feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +58,7 @@ pub const KAFKA_FEATURES: [KafkaFeature; 6] = [
         levels: &[level(0, Mv::MINIMUM, None), level(1, Mv::IBP_3_9_IV0, None)],
     },
     KafkaFeature {
-        name: "transaction.version",
+        name: TRANSACTION_VERSION_FEATURE,
         levels: &[
             level(0, Mv::MINIMUM, None),
             level(1, Mv::IBP_4_0_IV2, None),
@@ -56,18 +66,18 @@ pub const KAFKA_FEATURES: [KafkaFeature; 6] = [
         ],
     },
     KafkaFeature {
-        name: "group.version",
+        name: GROUP_VERSION_FEATURE,
         levels: &[level(0, Mv::MINIMUM, None), level(1, Mv::IBP_4_0_IV0, None)],
     },
     KafkaFeature {
-        name: "eligible.leader.replicas.version",
+        name: ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE,
         levels: &[
             level(0, Mv::MINIMUM, None),
             level(1, Mv::IBP_4_1_IV0, Some(Mv::IBP_4_0_IV1)),
         ],
     },
     KafkaFeature {
-        name: "share.version",
+        name: SHARE_VERSION_FEATURE,
         levels: &[
             level(0, Mv::MINIMUM, None),
             level(1, Mv::IBP_4_2_IV0, None),
@@ -75,7 +85,7 @@ pub const KAFKA_FEATURES: [KafkaFeature; 6] = [
         ],
     },
     KafkaFeature {
-        name: "streams.version",
+        name: STREAMS_VERSION_FEATURE,
         levels: &[level(0, Mv::MINIMUM, None), level(1, Mv::IBP_4_2_IV1, None)],
     },
 ];

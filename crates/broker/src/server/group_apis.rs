@@ -22,6 +22,7 @@ use kraftd_controller::MetadataImage;
 use kraftd_coordinator::context::RequestContext;
 use kraftd_coordinator::group::{ShardRequest, ShardResponse};
 use kraftd_protocol::error_response::error_response;
+use kraftd_protocol::features::GROUP_VERSION_FEATURE;
 use kraftd_protocol::messages::find_coordinator_response::Coordinator;
 use kraftd_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -80,6 +81,11 @@ pub const GROUP_API_KEYS: [ApiKey; 13] = [
     ApiKey::ConsumerGroupDescribe,
 ];
 
+/// Kafka's `GroupVersion.isConsumerRebalanceProtocolSupported`: `group.version` >= 1.
+pub fn consumer_groups_enabled(image: &MetadataImage) -> bool {
+    image.features.level(GROUP_VERSION_FEATURE) >= 1
+}
+
 /// One listener's view for the group handlers.
 #[derive(Debug)]
 pub struct GroupApis<'a> {
@@ -90,6 +96,16 @@ pub struct GroupApis<'a> {
 impl GroupApis<'_> {
     fn coordinator(&self) -> &GroupCoordinatorService {
         &self.context.group_coordinator
+    }
+
+    /// Kafka's `isConsumerGroupProtocolEnabled`: `consumer` among this broker's
+    /// `group.coordinator.rebalance.protocols`, and `group.version` >= 1 finalized.
+    fn consumer_protocol_enabled(&self) -> bool {
+        consumer_groups_enabled(&self.context.cache.image())
+            && self
+                .coordinator()
+                .config()
+                .rebalance_protocol_enabled("consumer")
     }
 
     /// Answers one of [`GROUP_API_KEYS`], authorized as `auth` ([`super::group_auth`]).
@@ -105,6 +121,15 @@ impl GroupApis<'_> {
         let whole = |body: &RequestBody, code: ErrorCode| {
             error_response(body, code).expect("every group API has an error response")
         };
+        // Kafka's `isConsumerGroupProtocolEnabled`, checked before authorization as Kafka does:
+        // without it the consumer protocol's APIs answer UNSUPPORTED_VERSION.
+        if matches!(
+            body,
+            RequestBody::ConsumerGroupHeartbeat(_) | RequestBody::ConsumerGroupDescribe(_)
+        ) && !self.consumer_protocol_enabled()
+        {
+            return whole(&body, ErrorCode::UnsupportedVersion);
+        }
         if let Some(refused) = group_auth::single_group_refusal(auth, &body) {
             return refused;
         }

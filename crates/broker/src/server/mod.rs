@@ -49,6 +49,7 @@ use kraftd_controller::control::config_defs::any_broker_config_def;
 use kraftd_controller::image::{FeaturesImage, METADATA_VERSION_FEATURE};
 use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
 use kraftd_net::{serve, ServerConfig};
+use kraftd_protocol::features;
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
 use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::Uuid;
@@ -228,13 +229,13 @@ pub fn supported_features() -> Vec<Feature> {
     vec![
         // Every level Apache Kafka 4.4.0 knows, 3.3-IV3 to 4.4-IV2.
         Feature {
-            name: "metadata.version".into(),
+            name: features::METADATA_VERSION_FEATURE.into(),
             min_supported_version: MetadataVersion::MINIMUM.level(),
             max_supported_version: MetadataVersion::LATEST_PRODUCTION.level(),
             ..Default::default()
         },
         Feature {
-            name: "eligible.leader.replicas.version".into(),
+            name: features::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE.into(),
             min_supported_version: 0,
             max_supported_version: 1,
             ..Default::default()
@@ -242,14 +243,14 @@ pub fn supported_features() -> Vec<Feature> {
         // 2: transactions V2 (KIP-890 part 2: an epoch bump per transaction, partitions
         // added by the broker on the producer's behalf).
         Feature {
-            name: "transaction.version".into(),
+            name: features::TRANSACTION_VERSION_FEATURE.into(),
             min_supported_version: 0,
             max_supported_version: 2,
             ..Default::default()
         },
         // 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
         Feature {
-            name: "group.version".into(),
+            name: features::GROUP_VERSION_FEATURE.into(),
             min_supported_version: 0,
             max_supported_version: 1,
             ..Default::default()
@@ -257,14 +258,14 @@ pub fn supported_features() -> Vec<Feature> {
         // 1: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch); 2: their dead-letter
         // queues (KIP-1191).
         Feature {
-            name: "share.version".into(),
+            name: features::SHARE_VERSION_FEATURE.into(),
             min_supported_version: 0,
             max_supported_version: 2,
             ..Default::default()
         },
         // 1: KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe).
         Feature {
-            name: "streams.version".into(),
+            name: features::STREAMS_VERSION_FEATURE.into(),
             min_supported_version: 0,
             max_supported_version: 1,
             ..Default::default()

@@ -22,8 +22,7 @@ use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use super::apis_context::{request_context, BrokerApisContext};
 use super::group_apis::GroupApis;
 
-/// The feature that turns share groups on (Kafka's `ShareVersion.FEATURE_NAME`).
-pub const SHARE_VERSION_FEATURE: &str = "share.version";
+pub use kraftd_protocol::features::SHARE_VERSION_FEATURE;
 
 /// The API keys these handlers serve.
 pub const SHARE_GROUP_API_KEYS: [ApiKey; 5] = [
@@ -41,11 +40,7 @@ pub const MAX_MEMBER_ID_LENGTH: usize = 36;
 /// Whether the cluster serves share groups: `share.version` finalized at 1 or more
 /// (Kafka's `ShareVersion.supportsShareGroups`).
 pub fn share_groups_enabled(image: &MetadataImage) -> bool {
-    image
-        .features
-        .finalized
-        .get(SHARE_VERSION_FEATURE)
-        .is_some_and(|level| *level >= 1)
+    image.features.level(SHARE_VERSION_FEATURE) >= 1
 }
 
 /// One listener's view for the share-group handlers.

@@ -35,8 +35,7 @@ use super::group_apis::GroupApis;
 use super::internal_topics::InternalTopics;
 use crate::kafka_apis::metadata::is_internal_topic;
 
-/// The feature that turns streams groups on (Kafka's `StreamsVersion.FEATURE_NAME`).
-pub const STREAMS_VERSION_FEATURE: &str = "streams.version";
+pub use kraftd_protocol::features::STREAMS_VERSION_FEATURE;
 
 /// The API keys these handlers serve.
 pub const STREAMS_GROUP_API_KEYS: [ApiKey; 3] = [
@@ -48,11 +47,7 @@ pub const STREAMS_GROUP_API_KEYS: [ApiKey; 3] = [
 /// Whether the cluster finalizes streams groups: `streams.version` at 1 or more (Kafka's
 /// `StreamsVersion.streamsGroupSupported`).
 pub fn streams_groups_enabled(image: &MetadataImage) -> bool {
-    image
-        .features
-        .finalized
-        .get(STREAMS_VERSION_FEATURE)
-        .is_some_and(|level| *level >= 1)
+    image.features.level(STREAMS_VERSION_FEATURE) >= 1
 }
 
 /// One listener's view for the streams-group handlers.

@@ -270,9 +270,8 @@ impl SharePartitionManager {
                 // Kafka's isDLQEnabledForGroup: share.version >= 2 and a DLQ topic named.
                 dlq_enabled: image.as_ref().is_some_and(|i| {
                     i.features
-                        .finalized
-                        .get(kraftd_coordinator::share::SHARE_VERSION_FEATURE)
-                        .is_some_and(|level| *level >= 2)
+                        .level(kraftd_coordinator::share::SHARE_VERSION_FEATURE)
+                        >= 2
                 }) && value(super::dlq::ERRORS_DEADLETTERQUEUE_TOPIC_NAME)
                     .is_some_and(|v| !v.trim().is_empty()),
             },

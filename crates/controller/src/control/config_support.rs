@@ -374,7 +374,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "group.consumer.session.timeout.ms", GROUPS),
     no_effect(S, "group.coordinator.append.linger.ms", COORD_TUNING),
     no_effect(S, "group.coordinator.background.threads", THREADS),
-    honoured(S, "group.coordinator.rebalance.protocols", "without streams, the broker answers the StreamsGroup* APIs UNSUPPORTED_VERSION (Kafka's isStreamsGroupProtocolEnabled); classic is required; consumer and share are read but, as before, their feature versions alone decide"),
+    honoured(S, "group.coordinator.rebalance.protocols", "without consumer, ConsumerGroupHeartbeat/Describe answer UNSUPPORTED_VERSION (Kafka's isConsumerGroupProtocolEnabled, with group.version >= 1); without streams, the StreamsGroup* APIs do (isStreamsGroupProtocolEnabled); classic is required; share is only warned about, as in Kafka 4.4 share.version alone decides; a deprecation WARN at start as Kafka logs"),
     no_effect(S, "group.coordinator.threads", THREADS),
     honoured(S, "group.initial.rebalance.delay.ms", GROUPS),
     honoured(S, "group.max.session.timeout.ms", GROUPS),

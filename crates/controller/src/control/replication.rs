@@ -43,8 +43,7 @@ use crate::image::{
 pub const MIN_IN_SYNC_REPLICAS_CONFIG: &str = "min.insync.replicas";
 /// Kafka's topic (and broker default) config allowing leaders from outside the ISR.
 pub const UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG: &str = "unclean.leader.election.enable";
-/// Kafka's feature that turns on KIP-966 Eligible Leader Replicas at level 1.
-pub const ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE: &str = "eligible.leader.replicas.version";
+pub use kraftd_protocol::features::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE;
 
 /// Kafka's `BrokerRegistrationFencingChange` and `...InControlledShutdownChange` values.
 const FENCING_CHANGE_FENCE: i8 = 1;

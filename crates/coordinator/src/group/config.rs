@@ -81,6 +81,35 @@ fn rebalance_protocols(p: &Property<'_>, value: &str) -> Result<Vec<String>, Con
     if !list.iter().any(|v| v == "classic") {
         return Err(p.invalid("Disabling the 'classic' protocol is not supported."));
     }
+    // Kafka's KafkaConfig warns as it reads the list: the setting is deprecated, and share
+    // groups are decided by `share.version` alone.
+    if list.iter().any(|v| v == "share") {
+        tracing::warn!(
+            "'SHARE' in `group.coordinator.rebalance.protocols` is deprecated. Share groups are \
+             controlled by the 'share.version' feature. This config will be removed in Kafka 5.0."
+        );
+    }
+    let missing: Vec<String> = REBALANCE_PROTOCOLS_DEFAULT
+        .iter()
+        .filter(|d| !list.iter().any(|v| v == *d))
+        .map(|d| d.to_ascii_uppercase())
+        .collect();
+    if missing.is_empty() {
+        tracing::warn!(
+            "The config `group.coordinator.rebalance.protocols` is deprecated and will be removed \
+             in Kafka 5.0. Please remove the configuration to prepare for the upgrade."
+        );
+    } else {
+        tracing::warn!(
+            "The config `group.coordinator.rebalance.protocols` is deprecated and will be removed \
+             in Kafka 5.0. The following protocol(s) are currently disabled: {}. In Kafka 5.0, \
+             all protocols will always be enabled and controlled solely by feature versions \
+             (group.version, streams.version, share.version) via kafka-features.sh. Please \
+             remove the configuration, which will restore all protocols to the default enabled \
+             state, to prepare for the upgrade.",
+            missing.join(", ")
+        );
+    }
     Ok(list)
 }
 

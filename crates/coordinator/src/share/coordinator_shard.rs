@@ -16,8 +16,7 @@ use super::{
 
 /// The share coordinator's topic.
 pub const SHARE_GROUP_STATE_TOPIC_NAME: &str = "__share_group_state";
-/// The feature whose level 1 turns share groups on (Kafka's `ShareVersion`).
-pub const SHARE_VERSION_FEATURE: &str = "share.version";
+pub use kraftd_protocol::features::SHARE_VERSION_FEATURE;
 
 impl CoordinatorShard for ShareCoordinatorShard {
     type Config = ShareCoordinatorConfig;

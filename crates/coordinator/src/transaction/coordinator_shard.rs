@@ -14,8 +14,7 @@ use crate::transaction::{
 
 /// The transaction coordinator's topic.
 pub const TRANSACTION_STATE_TOPIC_NAME: &str = "__transaction_state";
-/// The feature whose level 2 turns on transactions V2 (KIP-890 part 2).
-pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
+pub use kraftd_protocol::features::TRANSACTION_VERSION_FEATURE;
 
 impl CoordinatorShard for TransactionCoordinatorShard {
     type Config = TransactionCoordinatorConfig;
