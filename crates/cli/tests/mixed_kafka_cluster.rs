@@ -424,3 +424,183 @@ fn kafka_dump_log_decodes_what_kraftd_writes_at_metadata_versions_33_and_25() {
         common::stop_gracefully(&mut [broker, controller]);
     }
 }
+
+/// `kafka-metadata-quorum describe --status` through `controller`: the leader's id, once
+/// there is one.
+fn quorum_leader(controller: &str) -> Result<i32, String> {
+    let out = kafka_jars::run_tool_within(
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        &["--bootstrap-controller", controller, "describe", "--status"],
+        Duration::from_secs(30),
+    );
+    let text = output_text(&out);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("LeaderId:"))
+        .and_then(|id| id.trim().parse::<i32>().ok())
+        .filter(|id| *id >= 0)
+        .ok_or(text)
+}
+
+/// Kafka 4.4.0 and kraftd controllers voting in one static quorum (two Kafka controllers and
+/// a kraftd one, formatted at `--release-version 4.2` by each side's own tool), with a kraftd
+/// and a Kafka broker. The leader is killed -9 and restarted until each kind of controller has
+/// led; under each, a topic created with Kafka's tool gets both brokers in its ISR, and every
+/// acks=all record is read back through both brokers. The Kafka controllers wait longer
+/// before standing for election, so the kraftd voter usually wins the election after a Kafka
+/// leader dies, and a Kafka voter always wins after the kraftd one dies.
+#[test]
+fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
+    use common::kafka_jars::{kafka_controller_node, write_kafka_controller};
+    let root = tempfile::tempdir().unwrap();
+    let cluster_id = run(&["random-uuid"]).trim().to_string();
+    let mut ours = Node::new(root.path(), 1);
+    let mut theirs: Vec<KafkaNode> = [100, 101]
+        .iter()
+        .map(|id| kafka_controller_node(root.path(), *id))
+        .collect();
+    let quorum = std::iter::once(format!("1@127.0.0.1:{}", ours.port))
+        .chain(
+            theirs
+                .iter()
+                .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port)),
+        )
+        .collect::<Vec<_>>()
+        .join(",");
+    let release = ["--release-version", "4.2"];
+    std::fs::create_dir_all(&ours.dir).unwrap();
+    common::write_config(&ours, &quorum);
+    format_with_args(&ours, &cluster_id, &release);
+    let slower =
+        "controller.quorum.election.timeout.ms=3000\ncontroller.quorum.fetch.timeout.ms=4000";
+    for c in &theirs {
+        write_kafka_controller(c, &quorum, &cluster_id, 2, slower, &release);
+    }
+    let mut broker = Node::broker(root.path(), 4);
+    std::fs::create_dir_all(&broker.dir).unwrap();
+    write_broker_config(&broker, &quorum);
+    format(&broker, &cluster_id);
+    let mut kafka = kafka_broker(root.path(), 5, &quorum, &cluster_id, 2, "");
+    ours.start();
+    for c in theirs.iter_mut() {
+        c.start();
+    }
+    broker.start();
+    kafka.start();
+    kafka.wait_started(Duration::from_secs(120));
+
+    let logs = |ours: &Node, theirs: &[KafkaNode], broker: &Node, kafka: &KafkaNode| {
+        let mut text = ours.logs();
+        for c in theirs {
+            text.push_str(&format!(
+                "\n--- Kafka controller {} ---\n{}",
+                c.id,
+                c.logs()
+            ));
+        }
+        text.push_str(&broker.logs());
+        text.push_str(&format!("\n--- Kafka broker 5 ---\n{}", kafka.logs()));
+        text
+    };
+    let bootstrap = format!("{},{}", broker.address(), kafka.address());
+    let controllers = std::iter::once(ours.address())
+        .chain(theirs.iter().map(KafkaNode::address))
+        .collect::<Vec<_>>()
+        .join(",");
+    let (mut kraftd_led, mut kafka_led) = (false, false);
+    for round in 0..8 {
+        let leader = eventually(
+            "the mixed quorum has a leader",
+            Duration::from_secs(60),
+            || logs(&ours, &theirs, &broker, &kafka),
+            || quorum_leader(&controllers),
+        );
+        eprintln!("round {round}: controller {leader} leads");
+        if (leader == 1 && !kraftd_led) || (leader != 1 && !kafka_led) {
+            wait_until_brokers_listed(&bootstrap, 2, || logs(&ours, &theirs, &broker, &kafka));
+            let topic = format!("led-by-controller-{leader}-{round}");
+            let out = run_tool(
+                "org.apache.kafka.tools.TopicCommand",
+                &[
+                    "--bootstrap-server",
+                    &bootstrap,
+                    "--create",
+                    "--topic",
+                    &topic,
+                    "--replica-assignment",
+                    "4:5",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "kafka-topics --create: {}",
+                output_text(&out)
+            );
+            eventually(
+                &format!("{topic}-0 led by broker 4 with both brokers in the ISR"),
+                Duration::from_secs(60),
+                || logs(&ours, &theirs, &broker, &kafka),
+                || match partition_state(&bootstrap, &topic, 0) {
+                    (4, isr) if isr.len() == 2 => Ok(()),
+                    other => Err(format!("{other:?}")),
+                },
+            );
+            let batch: Vec<(String, String)> = (0..20)
+                .map(|i| (format!("k{i}"), format!("controller-{leader}-{i}")))
+                .collect();
+            let out = produce(&bootstrap, &topic, 0, &batch, &["-X", "acks=all"]);
+            assert!(
+                out.status.success(),
+                "kcat: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let expected: Vec<Consumed> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, (k, v))| Consumed {
+                    offset: i as i64,
+                    key: k.clone(),
+                    value: v.clone(),
+                })
+                .collect();
+            for address in [broker.address(), kafka.address()] {
+                assert_eq!(
+                    consume(&address, &topic, 0, &[]),
+                    expected,
+                    "read through {address}"
+                );
+            }
+            if leader == 1 {
+                kraftd_led = true;
+            } else {
+                kafka_led = true;
+            }
+        }
+        if kraftd_led && kafka_led {
+            break;
+        }
+        // The leader dies; once another voter leads, it comes back.
+        if leader == 1 {
+            ours.kill9();
+        } else {
+            theirs.iter_mut().find(|c| c.id == leader).unwrap().kill9();
+        }
+        eventually(
+            "another voter leads",
+            Duration::from_secs(60),
+            || logs(&ours, &theirs, &broker, &kafka),
+            || match quorum_leader(&controllers) {
+                Ok(id) if id != leader => Ok(()),
+                other => Err(format!("{other:?}")),
+            },
+        );
+        if leader == 1 {
+            ours.start();
+        } else {
+            theirs.iter_mut().find(|c| c.id == leader).unwrap().start();
+        }
+    }
+    assert!(
+        kraftd_led && kafka_led,
+        "in 8 rounds the kraftd controller led: {kraftd_led}, a Kafka controller led: {kafka_led}"
+    );
+}

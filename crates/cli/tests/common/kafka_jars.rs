@@ -475,13 +475,7 @@ pub fn kafka_quorum_cluster(
     format_args: &[&str],
 ) -> (String, Vec<KafkaNode>, Vec<KafkaNode>) {
     let mut quorum: Vec<KafkaNode> = (0..controllers)
-        .map(|i| KafkaNode {
-            id: 100 + i,
-            port: super::free_port(),
-            dir: root.join(format!("kafka-{}", 100 + i)),
-            child: None,
-            starts: 0,
-        })
+        .map(|i| kafka_controller_node(root, 100 + i))
         .collect();
     let voters = quorum
         .iter()
@@ -492,18 +486,7 @@ pub fn kafka_quorum_cluster(
         .trim()
         .to_string();
     for c in &quorum {
-        fs::create_dir_all(c.dir.join("logs")).unwrap();
-        let own = format!(
-            "process.roles=controller\nnode.id={}\nlisteners=CONTROLLER://127.0.0.1:{}\n",
-            c.id, c.port
-        );
-        let data = format!("log.dirs={}\n", c.dir.join("data").display());
-        fs::write(
-            c.config_path(),
-            format!("{own}{data}{}", kafka_common_config(&voters, rf, extra)),
-        )
-        .unwrap();
-        kafka_format(c, &cluster_id, format_args);
+        write_kafka_controller(c, &voters, &cluster_id, rf, extra, format_args);
     }
     let mut brokers: Vec<KafkaNode> = broker_ids
         .iter()
@@ -519,6 +502,42 @@ pub fn kafka_quorum_cluster(
         b.wait_started(Duration::from_secs(120));
     }
     (cluster_id, quorum, brokers)
+}
+
+/// An Apache Kafka controller `id` under `root` on a free port, not configured yet (its
+/// port goes into the voters; then [`write_kafka_controller`]).
+pub fn kafka_controller_node(root: &Path, id: i32) -> KafkaNode {
+    KafkaNode {
+        id,
+        port: super::free_port(),
+        dir: root.join(format!("kafka-{id}")),
+        child: None,
+        starts: 0,
+    }
+}
+
+/// Writes controller `c`'s properties (voters `voters`, kraftd's or Kafka's or both) and
+/// formats it with `kafka-storage format` for `cluster_id`, `format_args` added.
+pub fn write_kafka_controller(
+    c: &KafkaNode,
+    voters: &str,
+    cluster_id: &str,
+    rf: i32,
+    extra: &str,
+    format_args: &[&str],
+) {
+    fs::create_dir_all(c.dir.join("logs")).unwrap();
+    let own = format!(
+        "process.roles=controller\nnode.id={}\nlisteners=CONTROLLER://127.0.0.1:{}\n",
+        c.id, c.port
+    );
+    let data = format!("log.dirs={}\n", c.dir.join("data").display());
+    fs::write(
+        c.config_path(),
+        format!("{own}{data}{}", kafka_common_config(voters, rf, extra)),
+    )
+    .unwrap();
+    kafka_format(c, cluster_id, format_args);
 }
 
 /// An Apache Kafka broker `id` of cluster `cluster_id` whose controllers are `voters`
