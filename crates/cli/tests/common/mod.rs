@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod kafka_jars;
+pub mod chromium;
 pub mod kcat;
 pub mod pki;
 pub mod python;
