@@ -164,7 +164,8 @@ pub fn run(
                 let controller_metrics = controller.as_ref().map(|c| c.metrics().clone());
                 let node_id = config.node_id;
                 let request_metrics = std::sync::Arc::clone(&request_metrics);
-                let render = std::sync::Arc::new(move || {
+                let render: std::sync::Arc<dyn Fn() -> String + Send + Sync> =
+                    std::sync::Arc::new(move || {
                     let mut out = String::new();
                     raft.borrow().write_prometheus(node_id, &mut out);
                     // The node's wall clock, for `kraftd doctor`'s clock-skew rule.

@@ -127,8 +127,7 @@ fn request_counts(round: &Round) -> Value {
             .iter()
             .flat_map(|s| s.all(REQUESTS_TOTAL))
             .filter(|s| s.label("request") == Some(request))
-            .map(|s| s.value)
-            .sum()
+            .fold(0.0, |sum, s| sum + s.value)
     };
     json!({
         "at_ms": round.at_ms,
