@@ -371,7 +371,36 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     let dom = chromium::dump_dom(&format!("http://127.0.0.1:{port}/#/"));
     assert!(dom.contains("data-broker=\"1\" data-state=\"running\""), "{dom}");
     let paint = chromium::first_paint_ms(&format!("http://127.0.0.1:{port}/#/"));
-    eprintln!("console first paint on the embedded default: {paint:?}");
+    eprintln!("console first paint on the embedded default: {paint:?} ms");
+    let screenshots = repo_root().join("target").join("console-screenshots");
+    chromium::screenshot(
+        &format!("http://127.0.0.1:{port}/#/"),
+        &screenshots.join("embedded-overview.png"),
+    );
+
+    // Every metric the Grafana dashboard queries is on a running node's /metrics.
+    let (_, exported) = http_get(port, "/metrics").unwrap();
+    let exported: std::collections::BTreeSet<&str> = exported
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let dashboard = repo_root().join("docs").join("grafana").join("kraftd.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(&dashboard).unwrap()).unwrap();
+    let mut queried = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            queried.extend(metric_names(expr));
+        }
+    }
+    assert!(queried.len() >= 20, "the dashboard queries {queried:?}");
+    let missing: Vec<&String> = queried
+        .iter()
+        .filter(|m| !exported.contains(m.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "the dashboard queries metrics no node exports: {missing:?}");
 
     // A node that does not set console.enable serves /metrics only.
     let metrics = free_port();
@@ -398,6 +427,58 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
             .then_some(())
             .ok_or_else(|| format!("{status} {body}"))
     });
+}
+
+/// The metric names of a PromQL expression: its identifiers that are neither functions
+/// (followed by `(`), aggregation operators (`sum by ...`), grouping keywords with their label lists (`by (node)`), label
+/// matchers (`{...}`) nor ranges (`[1m]`).
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let chars: Vec<char> = expr.chars().collect();
+    let mut i = 0;
+    let mut in_by = false;
+    // Inside `{...}` (label matchers) or `[...]` (ranges): no metric names.
+    let mut nested = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '{' || c == '[' {
+            nested += 1;
+        } else if c == '}' || c == ']' {
+            nested -= 1;
+        } else if c == ')' {
+            in_by = false;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let next = chars[i..].iter().find(|c| !c.is_whitespace());
+            let grouping = matches!(word.as_str(), "by" | "without" | "on" | "ignoring");
+            let aggregation = matches!(
+                word.as_str(),
+                "sum" | "min" | "max" | "avg" | "count" | "group" | "stddev" | "stdvar" | "topk"
+                    | "bottomk" | "quantile" | "count_values"
+            );
+            if grouping {
+                in_by = true;
+            } else if !aggregation && next != Some(&'(') && !in_by && nested == 0 {
+                names.push(word);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    names
+}
+
+#[test]
+fn promql_metric_names_are_found() {
+    assert_eq!(
+        metric_names("sum by (request) (rate(a_total[1m])) / sum by (node) (b_count{x=\"y\"})"),
+        vec!["a_total", "b_count"]
+    );
 }
 
 /// The embedded process, killed when the test ends however it ends.
