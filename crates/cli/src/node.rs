@@ -166,50 +166,50 @@ pub fn run(
                 let request_metrics = std::sync::Arc::clone(&request_metrics);
                 let render: std::sync::Arc<dyn Fn() -> String + Send + Sync> =
                     std::sync::Arc::new(move || {
-                    let mut out = String::new();
-                    raft.borrow().write_prometheus(node_id, &mut out);
-                    // The node's wall clock, for `kraftd doctor`'s clock-skew rule.
-                    kraftd_raft::driver::metrics::write_prometheus_metric(
-                        &mut out,
-                        "kraftd",
-                        "wall_clock_ms",
-                        "gauge",
-                        "This node's wall clock (Unix ms) when it rendered this page.",
-                        node_id,
-                        kraftd_log::clock::unix_ms(),
-                    );
-                    request_metrics.write_prometheus(node_id, &mut out);
-                    if let Some(metrics) = &broker_metrics {
-                        let now = kraftd_log::clock::unix_ms();
-                        metrics.values(now).write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(replicas) = &replica_manager {
-                        replicas.write_prometheus(node_id, &mut out);
-                        replicas.write_log_prometheus(node_id, &mut out);
-                    }
-                    if let Some(cleaner) = &log_cleaner {
-                        cleaner.write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(groups) = &groups {
-                        groups.metrics().write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(quotas) = &quotas {
-                        quotas.write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(telemetry) = &client_metrics {
-                        let now = kraftd_log::clock::unix_ms().max(0) as u64;
-                        telemetry.write_prometheus(node_id, now, &mut out);
-                    }
-                    if let Some(quotas) = &mutation_quotas {
-                        quotas.write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(metrics) = &controller_metrics {
-                        let now = kraftd_log::clock::unix_ms();
-                        metrics.write_prometheus(node_id, now, &mut out);
-                    }
-                    crate::process_metrics::write_prometheus(node_id, &mut out);
-                    out
-                });
+                        let mut out = String::new();
+                        raft.borrow().write_prometheus(node_id, &mut out);
+                        // The node's wall clock, for `kraftd doctor`'s clock-skew rule.
+                        kraftd_raft::driver::metrics::write_prometheus_metric(
+                            &mut out,
+                            "kraftd",
+                            "wall_clock_ms",
+                            "gauge",
+                            "This node's wall clock (Unix ms) when it rendered this page.",
+                            node_id,
+                            kraftd_log::clock::unix_ms(),
+                        );
+                        request_metrics.write_prometheus(node_id, &mut out);
+                        if let Some(metrics) = &broker_metrics {
+                            let now = kraftd_log::clock::unix_ms();
+                            metrics.values(now).write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(replicas) = &replica_manager {
+                            replicas.write_prometheus(node_id, &mut out);
+                            replicas.write_log_prometheus(node_id, &mut out);
+                        }
+                        if let Some(cleaner) = &log_cleaner {
+                            cleaner.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(groups) = &groups {
+                            groups.metrics().write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(quotas) = &quotas {
+                            quotas.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(telemetry) = &client_metrics {
+                            let now = kraftd_log::clock::unix_ms().max(0) as u64;
+                            telemetry.write_prometheus(node_id, now, &mut out);
+                        }
+                        if let Some(quotas) = &mutation_quotas {
+                            quotas.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(metrics) = &controller_metrics {
+                            let now = kraftd_log::clock::unix_ms();
+                            metrics.write_prometheus(node_id, now, &mut out);
+                        }
+                        crate::process_metrics::write_prometheus(node_id, &mut out);
+                        out
+                    });
                 let console = if config.boolean(crate::console::CONSOLE_ENABLE, false)? {
                     let image: std::sync::Arc<
                         dyn Fn() -> std::sync::Arc<kraftd_controller::MetadataImage> + Send + Sync,
@@ -222,7 +222,8 @@ pub fn run(
                             // One Arc per published image, so the console's per-image
                             // summary is kept until the image changes.
                             let mut status = c.status();
-                            let first = std::sync::Arc::new(status.borrow_and_update().image.clone());
+                            let first =
+                                std::sync::Arc::new(status.borrow_and_update().image.clone());
                             let latest = std::sync::Mutex::new((status, first));
                             std::sync::Arc::new(move || {
                                 let mut latest = latest.lock().expect("console image");
@@ -236,7 +237,12 @@ pub fn run(
                         (None, None) => return Err(anyhow!("no role to serve a console of")),
                     };
                     Some(std::sync::Arc::new(crate::console::Console::new(
-                        console_config(&config, &cluster_id, image, std::sync::Arc::clone(&render))?,
+                        console_config(
+                            &config,
+                            &cluster_id,
+                            image,
+                            std::sync::Arc::clone(&render),
+                        )?,
                     )))
                 } else {
                     None
@@ -499,7 +505,9 @@ fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
 fn console_config(
     config: &NodeConfig,
     cluster_id: &str,
-    image: std::sync::Arc<dyn Fn() -> std::sync::Arc<kraftd_controller::MetadataImage> + Send + Sync>,
+    image: std::sync::Arc<
+        dyn Fn() -> std::sync::Arc<kraftd_controller::MetadataImage> + Send + Sync,
+    >,
     render_metrics: std::sync::Arc<dyn Fn() -> String + Send + Sync>,
 ) -> Result<crate::console::ConsoleConfig> {
     let client_listener = if config.roles.contains(&ProcessRole::Broker) {

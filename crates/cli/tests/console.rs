@@ -28,13 +28,16 @@ const GROUP: &str = "console-group";
 
 /// A GET on `127.0.0.1:port`: (status code, body).
 fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let mut stream =
+        std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .map_err(|e| e.to_string())?;
     write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").map_err(|e| e.to_string())?;
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).map_err(|e| e.to_string())?;
+    stream
+        .read_to_end(&mut response)
+        .map_err(|e| e.to_string())?;
     let response = String::from_utf8_lossy(&response).into_owned();
     let (head, body) = response
         .split_once("\r\n\r\n")
@@ -60,9 +63,19 @@ fn api(port: u16, path: &str) -> Result<Value, String> {
 fn topics_describe(bootstrap: &str) -> BTreeMap<i64, (i64, Vec<i64>)> {
     let out = tool(
         "org.apache.kafka.tools.TopicCommand",
-        &["--bootstrap-server", bootstrap, "--describe", "--topic", TOPIC],
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--topic",
+            TOPIC,
+        ],
     );
-    assert!(out.status.success(), "kafka-topics --describe\n{}", text(&out));
+    assert!(
+        out.status.success(),
+        "kafka-topics --describe\n{}",
+        text(&out)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut rows = BTreeMap::new();
     for line in stdout.lines().filter(|l| l.contains("Partition:")) {
@@ -109,9 +122,19 @@ fn console_topic(port: u16) -> Result<BTreeMap<i64, (i64, Vec<i64>)>, String> {
 fn groups_describe(bootstrap: &str) -> BTreeMap<i64, (String, String, String)> {
     let out = tool(
         "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-        &["--bootstrap-server", bootstrap, "--describe", "--group", GROUP],
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            GROUP,
+        ],
     );
-    assert!(out.status.success(), "kafka-consumer-groups --describe\n{}", text(&out));
+    assert!(
+        out.status.success(),
+        "kafka-consumer-groups --describe\n{}",
+        text(&out)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -119,7 +142,11 @@ fn groups_describe(bootstrap: &str) -> BTreeMap<i64, (String, String, String)> {
             (cols.len() >= 6 && cols[0] == GROUP && cols[1] == TOPIC).then(|| {
                 (
                     cols[2].parse().unwrap(),
-                    (cols[3].to_string(), cols[4].to_string(), cols[5].to_string()),
+                    (
+                        cols[3].to_string(),
+                        cols[4].to_string(),
+                        cols[5].to_string(),
+                    ),
                 )
             })
         })
@@ -216,12 +243,17 @@ print("read", read)
     let port = ports[0];
     let expected = topics_describe(&bootstrap);
     assert_eq!(expected.len(), 3, "kafka-topics --describe: {expected:?}");
-    eventually("the console's leaders and ISR equal kafka-topics'", Duration::from_secs(20), &logs, || {
-        let seen = console_topic(port)?;
-        (seen == expected)
-            .then_some(())
-            .ok_or_else(|| format!("console {seen:?} vs tool {expected:?}"))
-    });
+    eventually(
+        "the console's leaders and ISR equal kafka-topics'",
+        Duration::from_secs(20),
+        &logs,
+        || {
+            let seen = console_topic(port)?;
+            (seen == expected)
+                .then_some(())
+                .ok_or_else(|| format!("console {seen:?} vs tool {expected:?}"))
+        },
+    );
     let t = api(port, &format!("/api/topics/{TOPIC}")).unwrap();
     let hw: i64 = t["partitions"]
         .as_array()
@@ -229,15 +261,79 @@ print("read", read)
         .iter()
         .map(|p| p["high_watermark"].as_i64().unwrap())
         .sum();
-    assert_eq!(hw, 300, "the partitions' high watermarks add up to what was produced: {t}");
+    assert_eq!(
+        hw, 300,
+        "the partitions' high watermarks add up to what was produced: {t}"
+    );
     let tool_rows = groups_describe(&bootstrap);
     // The group committed 120 of the 300 records; a partition it committed nothing on is
     // not a row of the tool's (nor of the console's) for a group without members.
-    let committed: i64 = tool_rows.values().map(|r| r.0.parse::<i64>().unwrap()).sum();
-    assert_eq!(committed, 120, "kafka-consumer-groups --describe: {tool_rows:?}");
-    let lag: i64 = tool_rows.values().map(|r| r.2.parse::<i64>().unwrap()).sum();
+    let committed: i64 = tool_rows
+        .values()
+        .map(|r| r.0.parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(
+        committed, 120,
+        "kafka-consumer-groups --describe: {tool_rows:?}"
+    );
+    let lag: i64 = tool_rows
+        .values()
+        .map(|r| r.2.parse::<i64>().unwrap())
+        .sum();
     assert!(lag > 0, "the tool's lag: {tool_rows:?}");
     assert_eq!(console_group(port).unwrap(), tool_rows);
+    // A member joins (and commits nothing): the group page shows it with its assignment,
+    // and every partition's row as the tool prints it, `-` where nothing is committed.
+    let member = std::process::Command::new(python())
+        .arg("-c")
+        .arg(
+            r#"
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "console-group",
+              "client.id": "console-member", "enable.auto.commit": False,
+              "auto.offset.reset": "latest"})
+c.subscribe(["console-topic"])
+deadline = time.time() + 120
+while time.time() < deadline:
+    c.poll(0.5)
+"#,
+        )
+        .arg(&bootstrap)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let member = KillOnDrop(member);
+    let assigned = eventually(
+        "the member's assignment on the group page",
+        Duration::from_secs(60),
+        &logs,
+        || {
+            let g = api(port, &format!("/api/groups/{GROUP}"))?;
+            let members = g["members"].as_array().cloned().unwrap_or_default();
+            let partitions: Vec<i64> = members
+                .iter()
+                .flat_map(|m| m["assignment"].as_array().cloned().unwrap_or_default())
+                .filter(|a| a["topic"] == TOPIC)
+                .flat_map(|a| a["partitions"].as_array().cloned().unwrap_or_default())
+                .filter_map(|p| p.as_i64())
+                .collect();
+            (g["state"] == "Stable" && members.len() == 1 && partitions.len() == 3)
+                .then(|| members[0]["client_id"].clone())
+                .ok_or_else(|| g.to_string())
+        },
+    );
+    assert_eq!(assigned, "console-member");
+    let with_member = groups_describe(&bootstrap);
+    assert_eq!(
+        with_member.len(),
+        3,
+        "kafka-consumer-groups --describe: {with_member:?}"
+    );
+    assert_eq!(console_group(port).unwrap(), with_member);
+    drop(member);
+
     let listed = api(port, "/api/groups").unwrap();
     assert!(
         listed["groups"]
@@ -249,13 +345,24 @@ print("read", read)
     );
     let topics = api(port, "/api/topics?page=0").unwrap();
     assert!(
-        topics["topics"].as_array().unwrap().iter().any(|t| t["name"] == TOPIC),
+        topics["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == TOPIC),
         "{topics}"
     );
-    eventually("the health page is healthy", Duration::from_secs(20), &logs, || {
-        let h = api(port, "/api/health")?;
-        (h["status"] == 0).then_some(()).ok_or_else(|| h.to_string())
-    });
+    eventually(
+        "the health page is healthy",
+        Duration::from_secs(20),
+        &logs,
+        || {
+            let h = api(port, "/api/health")?;
+            (h["status"] == 0)
+                .then_some(())
+                .ok_or_else(|| h.to_string())
+        },
+    );
 
     // The browser: the topic and group pages render the same leaders and lag.
     let screenshots = repo_root().join("target").join("console-screenshots");
@@ -263,7 +370,10 @@ print("read", read)
     let dom = chromium::dump_dom(&url(&format!("/topics/{TOPIC}")));
     for (partition, (leader, _)) in &expected {
         let row = format!("data-partition=\"{partition}\" data-leader=\"{leader}\"");
-        assert!(dom.contains(&row), "no {row} in the rendered topic page:\n{dom}");
+        assert!(
+            dom.contains(&row),
+            "no {row} in the rendered topic page:\n{dom}"
+        );
     }
     let dom = chromium::dump_dom(&url(&format!("/groups/{GROUP}")));
     assert!(
@@ -272,7 +382,10 @@ print("read", read)
     );
     for (partition, (_, _, lag)) in &tool_rows {
         let row = format!("data-partition=\"{partition}\" data-lag=\"{lag}\"");
-        assert!(dom.contains(&row), "no {row} in the rendered group page:\n{dom}");
+        assert!(
+            dom.contains(&row),
+            "no {row} in the rendered group page:\n{dom}"
+        );
     }
     for (name, fragment) in [
         ("topics", "/topics".to_string()),
@@ -300,12 +413,17 @@ print("read", read)
                 .ok_or_else(|| format!("broker {dead} {state:?}, {under} under-replicated"))
         },
     );
-    eventually("the health page names the fault", Duration::from_secs(20), &logs, || {
-        let h = api(port, "/api/health")?;
-        (h["status"] != 0 && !h["findings"].as_array().unwrap().is_empty())
-            .then_some(())
-            .ok_or_else(|| h.to_string())
-    });
+    eventually(
+        "the health page names the fault",
+        Duration::from_secs(20),
+        &logs,
+        || {
+            let h = api(port, "/api/health")?;
+            (h["status"] != 0 && !h["findings"].as_array().unwrap().is_empty())
+                .then_some(())
+                .ok_or_else(|| h.to_string())
+        },
+    );
     let dom = chromium::dump_dom(&url("/"));
     assert!(
         dom.contains(&format!("data-broker=\"{dead}\" data-state=\"fenced\"")),
@@ -315,14 +433,19 @@ print("read", read)
 
     // Restarted: running again and nothing under-replicated.
     brokers[2].start();
-    eventually("the restarted broker is healthy again", Duration::from_secs(60), &logs, || {
-        let o = api(port, "/api/overview")?;
-        let state = broker_state(&o, dead);
-        let under = o["under_replicated_partitions"].as_i64().unwrap_or(-1);
-        (state.as_deref() == Some("running") && under == 0)
-            .then_some(())
-            .ok_or_else(|| format!("broker {dead} {state:?}, {under} under-replicated"))
-    });
+    eventually(
+        "the restarted broker is healthy again",
+        Duration::from_secs(60),
+        &logs,
+        || {
+            let o = api(port, "/api/overview")?;
+            let state = broker_state(&o, dead);
+            let under = o["under_replicated_partitions"].as_i64().unwrap_or(-1);
+            (state.as_deref() == Some("running") && under == 0)
+                .then_some(())
+                .ok_or_else(|| format!("broker {dead} {state:?}, {under} under-replicated"))
+        },
+    );
     chromium::screenshot(&url("/"), &screenshots.join("overview.png"));
 }
 
@@ -344,7 +467,8 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
             args.push("--override".into());
             args.push(e.clone());
         }
-        let log = std::fs::File::create(dir.path().join(format!("embedded-{metrics}.log"))).unwrap();
+        let log =
+            std::fs::File::create(dir.path().join(format!("embedded-{metrics}.log"))).unwrap();
         let data = dir.path().join(format!("embedded-{metrics}"));
         std::fs::create_dir_all(&data).unwrap();
         let child = std::process::Command::new(BIN)
@@ -358,17 +482,25 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     };
     let logs = || logs_under(dir.path());
     let (_embedded, port) = start(&[]);
-    eventually("the embedded default's console", Duration::from_secs(30), &logs, || {
-        let o = api(port, "/api/overview")?;
-        (broker_state(&o, 1).as_deref() == Some("running"))
-            .then_some(())
-            .ok_or_else(|| o.to_string())
-    });
+    eventually(
+        "the embedded default's console",
+        Duration::from_secs(30),
+        &logs,
+        || {
+            let o = api(port, "/api/overview")?;
+            (broker_state(&o, 1).as_deref() == Some("running"))
+                .then_some(())
+                .ok_or_else(|| o.to_string())
+        },
+    );
     let (status, html) = http_get(port, "/").unwrap();
     assert_eq!(status, 200);
     assert!(html.contains("<script src=\"/console.js\">"), "{html}");
     let dom = chromium::dump_dom(&format!("http://127.0.0.1:{port}/#/"));
-    assert!(dom.contains("data-broker=\"1\" data-state=\"running\""), "{dom}");
+    assert!(
+        dom.contains("data-broker=\"1\" data-state=\"running\""),
+        "{dom}"
+    );
     let paint = chromium::first_paint_ms(&format!("http://127.0.0.1:{port}/#/"));
     eprintln!("console first paint on the embedded default: {paint:?} ms");
     let screenshots = repo_root().join("target").join("console-screenshots");
@@ -399,20 +531,28 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
         .iter()
         .filter(|m| !exported.contains(m.as_str()))
         .collect();
-    assert!(missing.is_empty(), "the dashboard queries metrics no node exports: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics no node exports: {missing:?}"
+    );
 
     // A node that does not set console.enable serves /metrics only.
     let metrics = free_port();
     let (_id, mut quorum) = common::formatted_quorum(&dir.path().join("q"), 1);
     quorum[0].add_config(&[&format!("metrics.port={metrics}")]);
     quorum[0].start();
-    eventually("a node without console.enable", Duration::from_secs(30), &logs, || {
-        let (status, _) = http_get(metrics, "/")?;
-        let (metrics_status, _) = http_get(metrics, "/metrics")?;
-        (status == 404 && metrics_status == 200)
-            .then_some(())
-            .ok_or_else(|| format!("/ {status}, /metrics {metrics_status}"))
-    });
+    eventually(
+        "a node without console.enable",
+        Duration::from_secs(30),
+        &logs,
+        || {
+            let (status, _) = http_get(metrics, "/")?;
+            let (metrics_status, _) = http_get(metrics, "/metrics")?;
+            (status == 404 && metrics_status == 200)
+                .then_some(())
+                .ok_or_else(|| format!("/ {status}, /metrics {metrics_status}"))
+        },
+    );
     quorum[0].kill9();
 
     // Under an authorizer, the console refuses with one line.
@@ -420,12 +560,17 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer".into(),
         "super.users=User:ANONYMOUS".into(),
     ]);
-    eventually("the console refuses under an authorizer", Duration::from_secs(30), &logs, || {
-        let (status, body) = http_get(port, "/api/overview")?;
-        (status == 403 && body.lines().count() == 1)
-            .then_some(())
-            .ok_or_else(|| format!("{status} {body}"))
-    });
+    eventually(
+        "the console refuses under an authorizer",
+        Duration::from_secs(30),
+        &logs,
+        || {
+            let (status, body) = http_get(port, "/api/overview")?;
+            (status == 403 && body.lines().count() == 1)
+                .then_some(())
+                .ok_or_else(|| format!("{status} {body}"))
+        },
+    );
 }
 
 /// The metric names of a PromQL expression: its identifiers that are neither functions
@@ -449,7 +594,9 @@ fn metric_names(expr: &str) -> Vec<String> {
         }
         if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':') {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
@@ -457,8 +604,18 @@ fn metric_names(expr: &str) -> Vec<String> {
             let grouping = matches!(word.as_str(), "by" | "without" | "on" | "ignoring");
             let aggregation = matches!(
                 word.as_str(),
-                "sum" | "min" | "max" | "avg" | "count" | "group" | "stddev" | "stdvar" | "topk"
-                    | "bottomk" | "quantile" | "count_values"
+                "sum"
+                    | "min"
+                    | "max"
+                    | "avg"
+                    | "count"
+                    | "group"
+                    | "stddev"
+                    | "stdvar"
+                    | "topk"
+                    | "bottomk"
+                    | "quantile"
+                    | "count_values"
             );
             if grouping {
                 in_by = true;

@@ -111,7 +111,13 @@ impl KafkaAccess {
         Ok((channel, versions))
     }
 
-    async fn ask(&self, address: &str, key: ApiKey, max: i16, body: RequestBody) -> Result<ResponseBody> {
+    async fn ask(
+        &self,
+        address: &str,
+        key: ApiKey,
+        max: i16,
+        body: RequestBody,
+    ) -> Result<ResponseBody> {
         let (channel, versions) = self.connect(address).await?;
         let version = versions
             .pick(key)
@@ -173,7 +179,12 @@ impl KafkaAccess {
             ..Default::default()
         });
         let ResponseBody::FindCoordinator(found) = self
-            .ask(bootstrap, ApiKey::FindCoordinator, FIND_COORDINATOR_MAX, body)
+            .ask(
+                bootstrap,
+                ApiKey::FindCoordinator,
+                FIND_COORDINATOR_MAX,
+                body,
+            )
             .await?
         else {
             bail!("{bootstrap}: answered FindCoordinator with another response");
@@ -344,8 +355,9 @@ impl KafkaAccess {
                     .collect(),
                 ..Default::default()
             });
-            let Ok(ResponseBody::ListOffsets(r)) =
-                self.ask(&address, ApiKey::ListOffsets, i16::MAX, body).await
+            let Ok(ResponseBody::ListOffsets(r)) = self
+                .ask(&address, ApiKey::ListOffsets, i16::MAX, body)
+                .await
             else {
                 continue;
             };
@@ -435,7 +447,10 @@ mod tests {
         e.put_i16(1);
         assignment.encode(&mut e, 1).unwrap();
         let bytes = e.into_bytes();
-        assert_eq!(decode_assignment(&bytes), vec![("t".to_string(), vec![0, 2])]);
+        assert_eq!(
+            decode_assignment(&bytes),
+            vec![("t".to_string(), vec![0, 2])]
+        );
         assert!(decode_assignment(&bytes::Bytes::new()).is_empty());
         assert!(decode_assignment(&bytes::Bytes::from_static(&[0, 1, 0xff])).is_empty());
     }

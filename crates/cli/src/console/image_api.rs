@@ -219,7 +219,9 @@ pub fn topic(image: &MetadataImage, name: &str, page: usize) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kraftd_controller::testing::records::{config, partition, register_broker, topic as topic_record, uuid};
+    use kraftd_controller::testing::records::{
+        config, partition, register_broker, topic as topic_record, uuid,
+    };
 
     #[test]
     fn the_summary_counts_unhealthy_partitions_and_leaders() {
@@ -253,7 +255,10 @@ mod tests {
         assert_eq!(page["topics"][0]["partitions"], 4);
         assert_eq!(page["topics"][0]["replication_factor"], 3);
         assert_eq!(page["topics"][0]["under_replicated"], 2);
-        assert_eq!(topics_page(&image, 1)["topics"].as_array().unwrap().len(), 0);
+        assert_eq!(
+            topics_page(&image, 1)["topics"].as_array().unwrap().len(),
+            0
+        );
         let t = topic(&image, "t", 0).unwrap();
         assert_eq!(t["partitions"].as_array().unwrap().len(), 4);
         assert_eq!(t["partitions"][2]["isr"], json!([1]));

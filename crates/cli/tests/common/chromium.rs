@@ -85,7 +85,10 @@ fn run(url: &str, extra: &[String]) -> String {
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             let out = reader.join().unwrap();
-            assert!(status.success(), "chromium {extra:?} {url} exited with {status}");
+            assert!(
+                status.success(),
+                "chromium {extra:?} {url} exited with {status}"
+            );
             return out;
         }
         if started.elapsed() > RUN_LIMIT {
@@ -119,7 +122,11 @@ pub fn screenshot(url: &str, path: &Path) {
             format!("--screenshot={}", path.display()),
         ],
     );
-    assert!(path.exists(), "chromium wrote no screenshot {}", path.display());
+    assert!(
+        path.exists(),
+        "chromium wrote no screenshot {}",
+        path.display()
+    );
 }
 
 /// The console's own report of its first contentful paint (the Performance API's

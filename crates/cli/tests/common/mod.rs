@@ -4,8 +4,8 @@
 //! this module (`mod common;`) and uses only part of it.
 #![allow(dead_code)]
 
-pub mod kafka_jars;
 pub mod chromium;
+pub mod kafka_jars;
 pub mod kcat;
 pub mod pki;
 pub mod python;
