@@ -495,7 +495,10 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     );
     let (status, html) = http_get(port, "/").unwrap();
     assert_eq!(status, 200);
-    assert!(html.contains("<script src=\"/console.js\">"), "{html}");
+    assert!(
+        html.contains("function refresh()"),
+        "the script is inlined: {html}"
+    );
     let dom = chromium::dump_dom(&format!("http://127.0.0.1:{port}/#/"));
     assert!(
         dom.contains("data-broker=\"1\" data-state=\"running\""),
