@@ -49,15 +49,16 @@ const INDEX_HTML: &str = include_str!("assets/index.html");
 const CONSOLE_JS: &str = include_str!("assets/console.js");
 const CONSOLE_CSS: &str = include_str!("assets/console.css");
 
-/// The page with its stylesheet and script inlined: one request before the first paint
-/// (the embedded default's target is under 200 ms), built once.
-fn page_html() -> &'static str {
-    static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PAGE.get_or_init(|| {
-        INDEX_HTML
-            .replace("/* console.css */", CONSOLE_CSS)
-            .replace("/* console.js */", CONSOLE_JS)
-    })
+/// The page of node `node_id` with its stylesheet and script inlined: one request before
+/// the first paint (the embedded default's target is under 200 ms).
+fn page_html(node_id: i32) -> String {
+    INDEX_HTML
+        .replace("/* console.css */", CONSOLE_CSS)
+        .replace("/* console.js */", CONSOLE_JS)
+        .replace(
+            "<span id=\"node-id\">?</span>",
+            &format!("<span id=\"node-id\">{node_id}</span>"),
+        )
 }
 
 /// The one line a node with an authorizer answers with.
@@ -88,14 +89,6 @@ impl Response {
             body: text.as_bytes().to_vec(),
         }
     }
-
-    fn asset(content_type: &'static str, text: &'static str) -> Response {
-        Response {
-            status: "200 OK",
-            content_type,
-            body: text.as_bytes().to_vec(),
-        }
-    }
 }
 
 /// Where the console reads from: the node's image and the addresses it asks.
@@ -115,6 +108,8 @@ pub struct ConsoleConfig {
 /// The console of one node.
 pub struct Console {
     config: ConsoleConfig,
+    /// [`page_html`], built once.
+    page: String,
     client: Option<client::KafkaAccess>,
     /// The summary of the last image seen, recomputed only when the image changes.
     summary: Mutex<Option<(Arc<MetadataImage>, Arc<image_api::Summary>)>>,
@@ -128,6 +123,7 @@ impl Console {
             .as_ref()
             .map(|(name, _, security)| client::KafkaAccess::new(name.clone(), security.clone()));
         Console {
+            page: page_html(config.node_id),
             config,
             client,
             summary: Mutex::new(None),
@@ -143,7 +139,11 @@ impl Console {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let page = query_page(query);
         match path {
-            "/" | "/index.html" => Response::asset("text/html; charset=utf-8", page_html()),
+            "/" | "/index.html" => Response {
+                status: "200 OK",
+                content_type: "text/html; charset=utf-8",
+                body: self.page.as_bytes().to_vec(),
+            },
             "/api/overview" => Response::json(&self.overview().await),
             "/api/topics" => Response::json(&image_api::topics_page(&self.image(), page)),
             "/api/groups" => match &self.client {
