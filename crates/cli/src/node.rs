@@ -211,9 +211,7 @@ pub fn run(
                         out
                     });
                 let console = if config.boolean(crate::console::CONSOLE_ENABLE, false)? {
-                    let image: std::sync::Arc<
-                        dyn Fn() -> std::sync::Arc<kraftd_controller::MetadataImage> + Send + Sync,
-                    > = match (&broker, &controller) {
+                    let image: crate::console::ImageSource = match (&broker, &controller) {
                         (Some(b), _) => {
                             let cache = b.cache().clone();
                             std::sync::Arc::new(move || cache.image())
@@ -505,9 +503,7 @@ fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
 fn console_config(
     config: &NodeConfig,
     cluster_id: &str,
-    image: std::sync::Arc<
-        dyn Fn() -> std::sync::Arc<kraftd_controller::MetadataImage> + Send + Sync,
-    >,
+    image: crate::console::ImageSource,
     render_metrics: std::sync::Arc<dyn Fn() -> String + Send + Sync>,
 ) -> Result<crate::console::ConsoleConfig> {
     let client_listener = if config.roles.contains(&ProcessRole::Broker) {

@@ -203,7 +203,7 @@ fn the_console_shows_what_kafkas_tools_show_and_a_fenced_broker() {
     }
     let bootstrap = addresses(&brokers);
     let logs = || logs_under(root.path());
-    wait_until_brokers_listed(&bootstrap, 3, &logs);
+    wait_until_brokers_listed(&bootstrap, 3, logs);
     let setup = run_inline(
         r#"
 import sys, time
@@ -246,7 +246,7 @@ print("read", read)
     eventually(
         "the console's leaders and ISR equal kafka-topics'",
         Duration::from_secs(20),
-        &logs,
+        logs,
         || {
             let seen = console_topic(port)?;
             (seen == expected)
@@ -308,7 +308,7 @@ while time.time() < deadline:
     let assigned = eventually(
         "the member's assignment on the group page",
         Duration::from_secs(60),
-        &logs,
+        logs,
         || {
             let g = api(port, &format!("/api/groups/{GROUP}"))?;
             let members = g["members"].as_array().cloned().unwrap_or_default();
@@ -355,7 +355,7 @@ while time.time() < deadline:
     eventually(
         "the health page is healthy",
         Duration::from_secs(20),
-        &logs,
+        logs,
         || {
             let h = api(port, "/api/health")?;
             (h["status"] == 0)
@@ -403,7 +403,7 @@ while time.time() < deadline:
     eventually(
         "the killed broker is fenced and its partitions under-replicated",
         Duration::from_secs(30),
-        &logs,
+        logs,
         || {
             let o = api(port, "/api/overview")?;
             let state = broker_state(&o, dead);
@@ -416,7 +416,7 @@ while time.time() < deadline:
     eventually(
         "the health page names the fault",
         Duration::from_secs(20),
-        &logs,
+        logs,
         || {
             let h = api(port, "/api/health")?;
             (h["status"] != 0 && !h["findings"].as_array().unwrap().is_empty())
@@ -436,7 +436,7 @@ while time.time() < deadline:
     eventually(
         "the restarted broker is healthy again",
         Duration::from_secs(60),
-        &logs,
+        logs,
         || {
             let o = api(port, "/api/overview")?;
             let state = broker_state(&o, dead);
@@ -485,7 +485,7 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     eventually(
         "the embedded default's console",
         Duration::from_secs(30),
-        &logs,
+        logs,
         || {
             let o = api(port, "/api/overview")?;
             (broker_state(&o, 1).as_deref() == Some("running"))
@@ -547,7 +547,7 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     eventually(
         "a node without console.enable",
         Duration::from_secs(30),
-        &logs,
+        logs,
         || {
             let (status, _) = http_get(metrics, "/")?;
             let (metrics_status, _) = http_get(metrics, "/metrics")?;
@@ -566,7 +566,7 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     eventually(
         "the console refuses under an authorizer",
         Duration::from_secs(30),
-        &logs,
+        logs,
         || {
             let (status, body) = http_get(port, "/api/overview")?;
             (status == 403 && body.lines().count() == 1)

@@ -53,11 +53,14 @@ pub struct PartitionOffsets {
     pub last_stable: Option<i64>,
 }
 
+/// A broker's channel and, once asked, the versions it serves.
+type Connection = (Channel, Option<Arc<Versions>>);
+
 /// The brokers as a client reaches them on one listener.
 pub struct KafkaAccess {
     listener: String,
     security: ClientSecurity,
-    channels: Mutex<HashMap<String, (Channel, Option<Arc<Versions>>)>>,
+    channels: Mutex<HashMap<String, Connection>>,
 }
 
 impl KafkaAccess {
@@ -439,7 +442,6 @@ mod tests {
             assigned_partitions: vec![TopicPartition {
                 topic: "t".into(),
                 partitions: vec![0, 2],
-                ..Default::default()
             }],
             ..Default::default()
         };

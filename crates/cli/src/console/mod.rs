@@ -91,12 +91,14 @@ impl Response {
     }
 }
 
+/// The node's current metadata image (the broker's, else the controller's committed).
+pub type ImageSource = Arc<dyn Fn() -> Arc<MetadataImage> + Send + Sync>;
+
 /// Where the console reads from: the node's image and the addresses it asks.
 pub struct ConsoleConfig {
     pub node_id: i32,
     pub cluster_id: String,
-    /// The node's current metadata image (the broker's, else the controller's committed).
-    pub image: Arc<dyn Fn() -> Arc<MetadataImage> + Send + Sync>,
+    pub image: ImageSource,
     /// A client listener of this node (name, `host:port`) and how to connect to it; `None`
     /// on a controller-only node (no group or offset pages then).
     pub client_listener: Option<(String, String, ClientSecurity)>,
