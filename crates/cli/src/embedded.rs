@@ -1,6 +1,7 @@
 //! The embedded default: `kraftd` with no arguments (or `kraftd combined` without a config)
 //! runs a single-node combined cluster a client can reach at once: brokers on
-//! 127.0.0.1:9092, the controller on 127.0.0.1:9093, `/metrics` on 127.0.0.1:9094, data in
+//! 127.0.0.1:9092, the controller on 127.0.0.1:9093, `/metrics` and the web console on
+//! 127.0.0.1:9094, data in
 //! `./kraftd-data` (formatted with a fresh cluster id on first start, reused after).
 
 use std::path::Path;
@@ -30,6 +31,8 @@ pub fn properties() -> Properties {
         ("num.partitions", "1"),
         ("default.replication.factor", "1"),
         ("metrics.port", "9094"),
+        // The web console on the metrics listener (http://127.0.0.1:9094/).
+        ("console.enable", "true"),
     ] {
         p.set(k, v);
     }

@@ -3,6 +3,7 @@
 //! Kafka's `kafka-storage` tool does.
 
 mod config;
+mod console;
 mod doctor;
 mod embedded;
 mod format;

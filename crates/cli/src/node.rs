@@ -164,52 +164,90 @@ pub fn run(
                 let controller_metrics = controller.as_ref().map(|c| c.metrics().clone());
                 let node_id = config.node_id;
                 let request_metrics = std::sync::Arc::clone(&request_metrics);
-                let render = std::sync::Arc::new(move || {
-                    let mut out = String::new();
-                    raft.borrow().write_prometheus(node_id, &mut out);
-                    // The node's wall clock, for `kraftd doctor`'s clock-skew rule.
-                    kraftd_raft::driver::metrics::write_prometheus_metric(
-                        &mut out,
-                        "kraftd",
-                        "wall_clock_ms",
-                        "gauge",
-                        "This node's wall clock (Unix ms) when it rendered this page.",
-                        node_id,
-                        kraftd_log::clock::unix_ms(),
-                    );
-                    request_metrics.write_prometheus(node_id, &mut out);
-                    if let Some(metrics) = &broker_metrics {
-                        let now = kraftd_log::clock::unix_ms();
-                        metrics.values(now).write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(replicas) = &replica_manager {
-                        replicas.write_prometheus(node_id, &mut out);
-                        replicas.write_log_prometheus(node_id, &mut out);
-                    }
-                    if let Some(cleaner) = &log_cleaner {
-                        cleaner.write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(groups) = &groups {
-                        groups.metrics().write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(quotas) = &quotas {
-                        quotas.write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(telemetry) = &client_metrics {
-                        let now = kraftd_log::clock::unix_ms().max(0) as u64;
-                        telemetry.write_prometheus(node_id, now, &mut out);
-                    }
-                    if let Some(quotas) = &mutation_quotas {
-                        quotas.write_prometheus(node_id, &mut out);
-                    }
-                    if let Some(metrics) = &controller_metrics {
-                        let now = kraftd_log::clock::unix_ms();
-                        metrics.write_prometheus(node_id, now, &mut out);
-                    }
-                    crate::process_metrics::write_prometheus(node_id, &mut out);
-                    out
-                });
-                Some(tokio::spawn(crate::metrics_http::serve(socket, render)))
+                let render: std::sync::Arc<dyn Fn() -> String + Send + Sync> =
+                    std::sync::Arc::new(move || {
+                        let mut out = String::new();
+                        raft.borrow().write_prometheus(node_id, &mut out);
+                        // The node's wall clock, for `kraftd doctor`'s clock-skew rule.
+                        kraftd_raft::driver::metrics::write_prometheus_metric(
+                            &mut out,
+                            "kraftd",
+                            "wall_clock_ms",
+                            "gauge",
+                            "This node's wall clock (Unix ms) when it rendered this page.",
+                            node_id,
+                            kraftd_log::clock::unix_ms(),
+                        );
+                        request_metrics.write_prometheus(node_id, &mut out);
+                        if let Some(metrics) = &broker_metrics {
+                            let now = kraftd_log::clock::unix_ms();
+                            metrics.values(now).write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(replicas) = &replica_manager {
+                            replicas.write_prometheus(node_id, &mut out);
+                            replicas.write_log_prometheus(node_id, &mut out);
+                        }
+                        if let Some(cleaner) = &log_cleaner {
+                            cleaner.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(groups) = &groups {
+                            groups.metrics().write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(quotas) = &quotas {
+                            quotas.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(telemetry) = &client_metrics {
+                            let now = kraftd_log::clock::unix_ms().max(0) as u64;
+                            telemetry.write_prometheus(node_id, now, &mut out);
+                        }
+                        if let Some(quotas) = &mutation_quotas {
+                            quotas.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(metrics) = &controller_metrics {
+                            let now = kraftd_log::clock::unix_ms();
+                            metrics.write_prometheus(node_id, now, &mut out);
+                        }
+                        crate::process_metrics::write_prometheus(node_id, &mut out);
+                        out
+                    });
+                let console = if config.boolean(crate::console::CONSOLE_ENABLE, false)? {
+                    let image: crate::console::ImageSource = match (&broker, &controller) {
+                        (Some(b), _) => {
+                            let cache = b.cache().clone();
+                            std::sync::Arc::new(move || cache.image())
+                        }
+                        (None, Some(c)) => {
+                            // One Arc per published image, so the console's per-image
+                            // summary is kept until the image changes.
+                            let mut status = c.status();
+                            let first =
+                                std::sync::Arc::new(status.borrow_and_update().image.clone());
+                            let latest = std::sync::Mutex::new((status, first));
+                            std::sync::Arc::new(move || {
+                                let mut latest = latest.lock().expect("console image");
+                                if latest.0.has_changed().unwrap_or(false) {
+                                    let image = latest.0.borrow_and_update().image.clone();
+                                    latest.1 = std::sync::Arc::new(image);
+                                }
+                                std::sync::Arc::clone(&latest.1)
+                            })
+                        }
+                        (None, None) => return Err(anyhow!("no role to serve a console of")),
+                    };
+                    Some(std::sync::Arc::new(crate::console::Console::new(
+                        console_config(
+                            &config,
+                            &cluster_id,
+                            image,
+                            std::sync::Arc::clone(&render),
+                        )?,
+                    )))
+                } else {
+                    None
+                };
+                Some(tokio::spawn(crate::metrics_http::serve(
+                    socket, render, console,
+                )))
             }
             None => None,
         };
@@ -456,6 +494,68 @@ fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
             .map(AuthorizerConfig::parse_super_users)
             .unwrap_or_default(),
         allow_everyone_if_no_acl_found: config.boolean("allow.everyone.if.no.acl.found", false)?,
+    })
+}
+
+/// What the console reads: the image, this node's first PLAINTEXT-or-configured client
+/// listener (reached at its advertised address, as clients reach it) and the controllers
+/// the node was configured with, for the doctor's rules.
+fn console_config(
+    config: &NodeConfig,
+    cluster_id: &str,
+    image: crate::console::ImageSource,
+    render_metrics: std::sync::Arc<dyn Fn() -> String + Send + Sync>,
+) -> Result<crate::console::ConsoleConfig> {
+    let client_listener = if config.roles.contains(&ProcessRole::Broker) {
+        config
+            .broker_listeners()
+            .into_iter()
+            .next()
+            .map(|(listener, advertised)| {
+                let security = config.client_security(&listener.name);
+                (
+                    listener.name.clone(),
+                    format!("{}:{}", advertised.host, advertised.port),
+                    security,
+                )
+            })
+    } else {
+        None
+    };
+    let mut controllers: Vec<String> = config
+        .voters
+        .values()
+        .map(|v| format!("{}:{}", v.host, v.port))
+        .collect();
+    if controllers.is_empty() {
+        controllers = config
+            .bootstrap_servers
+            .iter()
+            .map(|v| format!("{}:{}", v.host, v.port))
+            .collect();
+    }
+    let controller_security = config
+        .controller_listener_names
+        .first()
+        .map(|name| config.client_security(name))
+        .unwrap_or_default();
+    Ok(crate::console::ConsoleConfig {
+        node_id: config.node_id,
+        cluster_id: cluster_id.to_string(),
+        image,
+        health: crate::console::HealthSources {
+            controllers,
+            controller_security,
+            broker: client_listener.as_ref().map(|(_, a, _)| a.clone()),
+            broker_security: client_listener
+                .as_ref()
+                .map(|(_, _, s)| s.clone())
+                .unwrap_or_default(),
+            render_metrics,
+            max_clock_skew_ms: 1_000,
+        },
+        client_listener,
+        authorizer: authorizer_config(config)?.enabled,
     })
 }
 

@@ -55,7 +55,7 @@ pub struct Args {
 }
 
 /// How long DescribeQuorum is retried while no controller knows a leader.
-const LEADER_WAIT: Duration = Duration::from_secs(3);
+pub(crate) const LEADER_WAIT: Duration = Duration::from_secs(3);
 
 /// `--bootstrap-server`'s DescribeCluster `EndpointType` for brokers.
 const ENDPOINT_TYPE_BROKER: i8 = 1;
@@ -218,7 +218,7 @@ async fn scrape_all(addresses: &[String]) -> Round {
 }
 
 /// Brokers and partitions from the first broker that answers.
-async fn cluster_state(
+pub(crate) async fn cluster_state(
     addresses: &[String],
     security: &ClientSecurity,
 ) -> Result<ClusterState, String> {

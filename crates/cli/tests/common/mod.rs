@@ -4,6 +4,7 @@
 //! this module (`mod common;`) and uses only part of it.
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod kafka_jars;
 pub mod kcat;
 pub mod pki;

@@ -881,6 +881,9 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("connections.max.idle.ms", long(i64::MIN))
         .default("600000")
         .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
+    def("console.enable", BOOLEAN)
+        .default("false")
+        .doc("kraftd's own (Kafka has none): serve the read-only web console on the metrics.port listener beside /metrics. The embedded default (kraftd with no arguments) sets it to true. A node with an authorizer answers every console request with HTTP 403, since the console has no login yet."),
     def("controller.listener.names", NON_EMPTY_LIST)
         .doc("A comma-separated list of the names of the listeners used by the controller."),
     def("controller.quorum.auto.join.enable", BOOLEAN)

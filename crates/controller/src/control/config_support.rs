@@ -336,6 +336,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "broker.rack", "rack-aware replica placement"),
     honoured(S, "broker.session.timeout.ms", "the controller fences a broker whose session expired"),
     honoured(S, "connections.max.idle.ms", "the listeners close idle connections"),
+    honoured(S, "console.enable", "kraftd's own: the web console on the metrics listener (cli/src/console/)"),
     no_effect(S, "controlled.shutdown.enable", "a kraftd broker always asks the controller for a controlled shutdown, with a deadline, before it stops (server/lifecycle.rs); only a SIGKILL skips it"),
     honoured(S, "controller.listener.names", "which listener is the controller's"),
     no_effect(S, "controller.performance.always.log.threshold.ms", "only what the controller logs about slow events"),

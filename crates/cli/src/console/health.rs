@@ -1,0 +1,208 @@
+//! The console's health page: `kraftd doctor`'s rules ([`crate::doctor::rules::diagnose`])
+//! run inside the node on the facts the doctor gathers — this node's own `/metrics` (the
+//! render, not a scrape; two rounds, the previous computation's and this one's, as
+//! `doctor --watch` compares rounds), the Raft leader's DescribeQuorum through the
+//! controller bootstrap this node was configured with, and the brokers' view of brokers
+//! and partitions (`doctor::cluster_state`: DescribeCluster, Metadata, DescribeConfigs)
+//! through this node's client listener. Only this node's metrics are read: nodes do not
+//! advertise `metrics.port`, so other nodes' scrapes are the doctor's, not the console's.
+//!
+//! One computation serves every open page: it is kept for [`HEALTH_TTL`] and a request
+//! meanwhile reads it, so the cost is one DescribeQuorum and one doctor cluster read (which
+//! is O(partitions), as the doctor's) per [`HEALTH_TTL`] however many pages are open.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kraftd_log::clock::unix_ms;
+use kraftd_net::ClientSecurity;
+use serde_json::{json, Value};
+
+use crate::doctor::prom::Scrape;
+use crate::doctor::rules::{self, Facts, Round, Severity};
+use crate::metadata_quorum::Quorum;
+
+/// How long one diagnosis is served before the next is computed.
+pub const HEALTH_TTL: Duration = Duration::from_secs(2);
+
+/// How long DescribeQuorum waits for a leader to be known (less than the doctor's, so a
+/// page never waits long on a leaderless quorum).
+const LEADER_WAIT: Duration = Duration::from_millis(500);
+
+/// The addresses the diagnosis reads.
+pub struct HealthSources {
+    /// Controllers' `host:port` (the voters or `controller.quorum.bootstrap.servers`).
+    pub controllers: Vec<String>,
+    pub controller_security: ClientSecurity,
+    /// This node's client listener, when it is a broker (`host:port`).
+    pub broker: Option<String>,
+    pub broker_security: ClientSecurity,
+    /// This node's `/metrics` text.
+    pub render_metrics: Arc<dyn Fn() -> String + Send + Sync>,
+    pub max_clock_skew_ms: i64,
+}
+
+/// What one diagnosis read and found.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// [`findings_json`].
+    pub health: Value,
+    /// The leader's DescribeQuorum, when a controller answered.
+    pub quorum: Option<Quorum>,
+    /// This node's request counters for the overview's rate charts: `at_ms` and the
+    /// cumulative Produce and consumer Fetch request counts (the browser derives rates).
+    pub requests: Value,
+}
+
+/// The last diagnosis and the round it compared with.
+#[derive(Default)]
+pub struct HealthState {
+    computed: Option<(Instant, Snapshot)>,
+    previous: Option<Round>,
+}
+
+/// Kafka's request counter (`RequestMetrics` `RequestsPerSec`, per API and version).
+const REQUESTS_TOTAL: &str = "kafka_network_RequestMetrics_RequestsPerSec_total";
+
+impl HealthState {
+    /// The findings, the quorum and the request counters, computed at most once per
+    /// [`HEALTH_TTL`].
+    pub async fn current(&mut self, sources: &HealthSources) -> Snapshot {
+        if let Some((at, snapshot)) = &self.computed {
+            if at.elapsed() < HEALTH_TTL {
+                return snapshot.clone();
+            }
+        }
+        let second = own_round(sources);
+        let first = self.previous.take().unwrap_or_else(|| second.clone());
+        let quorum = async {
+            if sources.controllers.is_empty() {
+                None
+            } else {
+                Some(
+                    crate::metadata_quorum::describe(
+                        &sources.controllers,
+                        &sources.controller_security,
+                        LEADER_WAIT,
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                )
+            }
+        };
+        let cluster = async {
+            match &sources.broker {
+                None => None,
+                Some(b) => Some(
+                    crate::doctor::cluster_state(std::slice::from_ref(b), &sources.broker_security)
+                        .await,
+                ),
+            }
+        };
+        let (quorum, cluster) = tokio::join!(quorum, cluster);
+        let facts = Facts {
+            first,
+            second,
+            quorum,
+            cluster,
+            max_clock_skew_ms: sources.max_clock_skew_ms,
+        };
+        let requests = request_counts(&facts.second);
+        let snapshot = Snapshot {
+            health: findings_json(&facts),
+            quorum: facts.quorum.as_ref().and_then(|q| q.as_ref().ok()).cloned(),
+            requests,
+        };
+        self.previous = Some(facts.second);
+        self.computed = Some((Instant::now(), snapshot.clone()));
+        snapshot
+    }
+}
+
+/// The cumulative Produce and FetchConsumer request counts of this node's round.
+fn request_counts(round: &Round) -> Value {
+    let count = |request: &str| -> f64 {
+        round
+            .scrapes
+            .iter()
+            .flat_map(|s| s.all(REQUESTS_TOTAL))
+            .filter(|s| s.label("request") == Some(request))
+            .fold(0.0, |sum, s| sum + s.value)
+    };
+    json!({
+        "at_ms": round.at_ms,
+        "produce": count("Produce"),
+        "fetch": count("FetchConsumer"),
+    })
+}
+
+/// This node's metrics as one round of the doctor's.
+fn own_round(sources: &HealthSources) -> Round {
+    let at = unix_ms();
+    let text = (sources.render_metrics)();
+    let mut round = Round {
+        at_ms: at,
+        ..Round::default()
+    };
+    match Scrape::from_text("this node", &text, at, at) {
+        Ok(s) => round.scrapes.push(s),
+        Err(e) => round.errors.push(("this node".into(), e)),
+    }
+    round
+}
+
+/// The findings, most serious first, and the doctor's status (0 healthy, 1 warnings, 2
+/// critical), with the doctor's one healthy line when there are none.
+pub fn findings_json(facts: &Facts) -> Value {
+    let findings = rules::diagnose(facts);
+    let status = if findings.iter().any(|f| f.severity == Severity::Critical) {
+        2
+    } else if findings.is_empty() {
+        0
+    } else {
+        1
+    };
+    json!({
+        "status": status,
+        "healthy": findings.is_empty().then(|| rules::healthy_line(facts)),
+        "findings": findings
+            .iter()
+            .map(|f| json!({
+                "severity": match f.severity {
+                    Severity::Critical => "critical",
+                    Severity::Warning => "warning",
+                },
+                "text": f.text,
+            }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// The quorum as the overview shows it: leader, epoch, and each voter's and observer's
+/// lag behind the leader's log end (in records) and last fetch age.
+pub fn quorum_json(q: &Quorum, now_ms: i64) -> Value {
+    let leader_end = q
+        .voters
+        .iter()
+        .find(|v| v.replica_id == q.leader_id)
+        .map(|v| v.log_end_offset)
+        .unwrap_or(q.high_watermark);
+    let replica = |r: &kraftd_protocol::messages::describe_quorum_response::ReplicaState,
+                   role: &str| {
+        json!({
+            "id": r.replica_id,
+            "role": if r.replica_id == q.leader_id { "leader" } else { role },
+            "log_end_offset": r.log_end_offset,
+            "lag": (leader_end - r.log_end_offset).max(0),
+            "last_fetch_ms_ago": (r.last_fetch_timestamp >= 0)
+                .then(|| (now_ms - r.last_fetch_timestamp).max(0)),
+        })
+    };
+    json!({
+        "leader_id": q.leader_id,
+        "leader_epoch": q.leader_epoch,
+        "high_watermark": q.high_watermark,
+        "voters": q.voters.iter().map(|v| replica(v, "voter")).collect::<Vec<_>>(),
+        "observers": q.observers.iter().map(|o| replica(o, "observer")).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,673 @@
+//! The web console (issue 34) on real processes: 1 controller + 3 brokers with
+//! `console.enable`, a confluent-kafka producer and a consumer group that commits part of
+//! what it read. The JSON endpoints agree with Kafka 4.4.0's tools: each partition's leader
+//! and ISR with `kafka-topics --describe`, each partition's committed offset, log end and lag
+//! with `kafka-consumer-groups --describe`. A broker killed -9 shows as fenced, with its
+//! partitions under-replicated and the doctor's findings on the health page, within
+//! seconds; after its restart the cluster is healthy again. Headless Chromium (Debian's,
+//! `common/chromium.rs`) renders the pages: the DOM it dumps shows the same leaders, the
+//! fenced broker and the lag, and a screenshot of each page is written under
+//! `target/console-screenshots/`. A second test runs the embedded default (`kraftd combined`
+//! with only ports overridden): the console is on there, off on a node that does not set
+//! `console.enable`, refused (403) under an authorizer, and its first paint is measured.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use common::chromium;
+use common::kafka_jars::{output_text as text, repo_root, run_tool as tool};
+use common::python::{python, run_inline, script_path, wait_until_brokers_listed};
+use common::{addresses, eventually, formatted_cluster, free_port, BIN};
+use serde_json::Value;
+
+const TOPIC: &str = "console-topic";
+const GROUP: &str = "console-group";
+
+/// A GET on `127.0.0.1:port`: (status code, body).
+fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    let mut stream =
+        std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .map_err(|e| e.to_string())?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .map_err(|e| e.to_string())?;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no header end in {response:?}"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status in {head:?}"))?;
+    Ok((status, body.to_string()))
+}
+
+/// A GET of a JSON endpoint that must answer 200.
+fn api(port: u16, path: &str) -> Result<Value, String> {
+    let (status, body) = http_get(port, path)?;
+    if status != 200 {
+        return Err(format!("{path}: {status} {body}"));
+    }
+    serde_json::from_str(&body).map_err(|e| format!("{path}: {e}: {body}"))
+}
+
+/// `kafka-topics --describe`'s partitions of TOPIC: partition → (leader, sorted ISR).
+fn topics_describe(bootstrap: &str) -> BTreeMap<i64, (i64, Vec<i64>)> {
+    let out = tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--topic",
+            TOPIC,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-topics --describe\n{}",
+        text(&out)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut rows = BTreeMap::new();
+    for line in stdout.lines().filter(|l| l.contains("Partition:")) {
+        let field = |name: &str| -> String {
+            line.split('\t')
+                .find_map(|f| f.trim().strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let mut isr: Vec<i64> = field("Isr:")
+            .split(',')
+            .filter_map(|v| v.trim().parse().ok())
+            .collect();
+        isr.sort();
+        rows.insert(
+            field("Partition:").parse().unwrap(),
+            (field("Leader:").parse().unwrap(), isr),
+        );
+    }
+    rows
+}
+
+/// The console's partitions of TOPIC: partition → (leader, sorted ISR).
+fn console_topic(port: u16) -> Result<BTreeMap<i64, (i64, Vec<i64>)>, String> {
+    let t = api(port, &format!("/api/topics/{TOPIC}"))?;
+    let mut rows = BTreeMap::new();
+    for p in t["partitions"].as_array().ok_or("no partitions")? {
+        let mut isr: Vec<i64> = p["isr"]
+            .as_array()
+            .ok_or("no isr")?
+            .iter()
+            .filter_map(Value::as_i64)
+            .collect();
+        isr.sort();
+        rows.insert(
+            p["partition"].as_i64().ok_or("no partition")?,
+            (p["leader"].as_i64().ok_or("no leader")?, isr),
+        );
+    }
+    Ok(rows)
+}
+
+/// `kafka-consumer-groups --describe`'s rows of GROUP: partition → (offset, log end, lag).
+fn groups_describe(bootstrap: &str) -> BTreeMap<i64, (String, String, String)> {
+    let out = tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            GROUP,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-consumer-groups --describe\n{}",
+        text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols.len() >= 6 && cols[0] == GROUP && cols[1] == TOPIC).then(|| {
+                (
+                    cols[2].parse().unwrap(),
+                    (
+                        cols[3].to_string(),
+                        cols[4].to_string(),
+                        cols[5].to_string(),
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The console's rows of GROUP, as the tool prints them (`-` for none).
+fn console_group(port: u16) -> Result<BTreeMap<i64, (String, String, String)>, String> {
+    let g = api(port, &format!("/api/groups/{GROUP}"))?;
+    if let Some(e) = g.get("error") {
+        return Err(format!("group error: {e}"));
+    }
+    let show = |v: &Value| v.as_i64().map_or("-".to_string(), |n| n.to_string());
+    Ok(g["partitions"]
+        .as_array()
+        .ok_or("no partitions")?
+        .iter()
+        .filter(|p| p["topic"] == TOPIC)
+        .map(|p| {
+            (
+                p["partition"].as_i64().unwrap(),
+                (show(&p["committed"]), show(&p["log_end"]), show(&p["lag"])),
+            )
+        })
+        .collect())
+}
+
+fn broker_state(overview: &Value, id: i32) -> Option<String> {
+    overview["brokers"]
+        .as_array()?
+        .iter()
+        .find(|b| b["id"] == id)
+        .and_then(|b| b["state"].as_str())
+        .map(str::to_string)
+}
+
+#[test]
+fn the_console_shows_what_kafkas_tools_show_and_a_fenced_broker() {
+    python();
+    let root = tempfile::tempdir().unwrap();
+    let (_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 3);
+    let mut ports = Vec::new();
+    for node in &brokers {
+        let port = free_port();
+        node.add_config(&[
+            &format!("metrics.port={port}"),
+            "console.enable=true",
+            "group.initial.rebalance.delay.ms=0",
+        ]);
+        ports.push(port);
+    }
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let bootstrap = addresses(&brokers);
+    let logs = || logs_under(root.path());
+    wait_until_brokers_listed(&bootstrap, 3, logs);
+    let setup = run_inline(
+        r#"
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from clients_common import create_topic
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import admin as cadmin
+bootstrap = sys.argv[1]
+create_topic(cadmin.AdminClient({"bootstrap.servers": bootstrap}), "console-topic", 3, 3, {}, time.time() + 60)
+p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+for i in range(300):
+    p.produce("console-topic", value=b"m%d" % i, partition=i % 3)
+assert p.flush(30) == 0
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": "console-group",
+              "auto.offset.reset": "earliest", "enable.auto.commit": False})
+c.subscribe(["console-topic"])
+read, deadline = 0, time.time() + 60
+while read < 120 and time.time() < deadline:
+    m = c.poll(1.0)
+    if m is not None and m.error() is None:
+        read += 1
+assert read >= 120, read
+c.commit(asynchronous=False)
+c.close()
+print("read", read)
+"#,
+        &[&bootstrap, script_path("").to_str().unwrap()],
+    );
+    assert!(
+        setup.status.success(),
+        "producer and group\n{}\n{}",
+        String::from_utf8_lossy(&setup.stderr),
+        logs()
+    );
+
+    // The console of broker 2 (the first broker), compared with Kafka's tools.
+    let port = ports[0];
+    let expected = topics_describe(&bootstrap);
+    assert_eq!(expected.len(), 3, "kafka-topics --describe: {expected:?}");
+    eventually(
+        "the console's leaders and ISR equal kafka-topics'",
+        Duration::from_secs(20),
+        logs,
+        || {
+            let seen = console_topic(port)?;
+            (seen == expected)
+                .then_some(())
+                .ok_or_else(|| format!("console {seen:?} vs tool {expected:?}"))
+        },
+    );
+    let t = api(port, &format!("/api/topics/{TOPIC}")).unwrap();
+    let hw: i64 = t["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["high_watermark"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        hw, 300,
+        "the partitions' high watermarks add up to what was produced: {t}"
+    );
+    let tool_rows = groups_describe(&bootstrap);
+    // The group committed 120 of the 300 records; a partition it committed nothing on is
+    // not a row of the tool's (nor of the console's) for a group without members.
+    let committed: i64 = tool_rows
+        .values()
+        .map(|r| r.0.parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(
+        committed, 120,
+        "kafka-consumer-groups --describe: {tool_rows:?}"
+    );
+    let lag: i64 = tool_rows
+        .values()
+        .map(|r| r.2.parse::<i64>().unwrap())
+        .sum();
+    assert!(lag > 0, "the tool's lag: {tool_rows:?}");
+    assert_eq!(console_group(port).unwrap(), tool_rows);
+    // A member joins (and commits nothing): the group page shows it with its assignment,
+    // and every partition's row as the tool prints it, `-` where nothing is committed.
+    let member = std::process::Command::new(python())
+        .arg("-c")
+        .arg(
+            r#"
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "console-group",
+              "client.id": "console-member", "enable.auto.commit": False,
+              "auto.offset.reset": "latest"})
+c.subscribe(["console-topic"])
+deadline = time.time() + 120
+while time.time() < deadline:
+    c.poll(0.5)
+"#,
+        )
+        .arg(&bootstrap)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let member = KillOnDrop(member);
+    let assigned = eventually(
+        "the member's assignment on the group page",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let g = api(port, &format!("/api/groups/{GROUP}"))?;
+            let members = g["members"].as_array().cloned().unwrap_or_default();
+            let partitions: Vec<i64> = members
+                .iter()
+                .flat_map(|m| m["assignment"].as_array().cloned().unwrap_or_default())
+                .filter(|a| a["topic"] == TOPIC)
+                .flat_map(|a| a["partitions"].as_array().cloned().unwrap_or_default())
+                .filter_map(|p| p.as_i64())
+                .collect();
+            (g["state"] == "Stable" && members.len() == 1 && partitions.len() == 3)
+                .then(|| members[0]["client_id"].clone())
+                .ok_or_else(|| g.to_string())
+        },
+    );
+    assert_eq!(assigned, "console-member");
+    let with_member = groups_describe(&bootstrap);
+    assert_eq!(
+        with_member.len(),
+        3,
+        "kafka-consumer-groups --describe: {with_member:?}"
+    );
+    assert_eq!(console_group(port).unwrap(), with_member);
+    drop(member);
+
+    let listed = api(port, "/api/groups").unwrap();
+    assert!(
+        listed["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["group_id"] == GROUP),
+        "{listed}"
+    );
+    let topics = api(port, "/api/topics?page=0").unwrap();
+    assert!(
+        topics["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == TOPIC),
+        "{topics}"
+    );
+    eventually(
+        "the health page is healthy",
+        Duration::from_secs(20),
+        logs,
+        || {
+            let h = api(port, "/api/health")?;
+            (h["status"] == 0)
+                .then_some(())
+                .ok_or_else(|| h.to_string())
+        },
+    );
+
+    // The browser: the topic and group pages render the same leaders and lag.
+    let screenshots = repo_root().join("target").join("console-screenshots");
+    let url = |fragment: &str| format!("http://127.0.0.1:{port}/#{fragment}");
+    let dom = chromium::dump_dom(&url(&format!("/topics/{TOPIC}")));
+    for (partition, (leader, _)) in &expected {
+        let row = format!("data-partition=\"{partition}\" data-leader=\"{leader}\"");
+        assert!(
+            dom.contains(&row),
+            "no {row} in the rendered topic page:\n{dom}"
+        );
+    }
+    let dom = chromium::dump_dom(&url(&format!("/groups/{GROUP}")));
+    assert!(
+        dom.contains(&format!("id=\"total-lag\">{lag}<")),
+        "the rendered group page does not show a lag of {lag}:\n{dom}"
+    );
+    for (partition, (_, _, lag)) in &tool_rows {
+        let row = format!("data-partition=\"{partition}\" data-lag=\"{lag}\"");
+        assert!(
+            dom.contains(&row),
+            "no {row} in the rendered group page:\n{dom}"
+        );
+    }
+    for (name, fragment) in [
+        ("topics", "/topics".to_string()),
+        ("topic", format!("/topics/{TOPIC}")),
+        ("groups", "/groups".to_string()),
+        ("group", format!("/groups/{GROUP}")),
+        ("health", "/health".to_string()),
+    ] {
+        chromium::screenshot(&url(&fragment), &screenshots.join(format!("{name}.png")));
+    }
+
+    // Broker 4 killed -9: fenced, its partitions under-replicated, the doctor says so.
+    brokers[2].kill9();
+    let dead = brokers[2].id;
+    eventually(
+        "the killed broker is fenced and its partitions under-replicated",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let o = api(port, "/api/overview")?;
+            let state = broker_state(&o, dead);
+            let under = o["under_replicated_partitions"].as_i64().unwrap_or(0);
+            (state.as_deref() == Some("fenced") && under > 0)
+                .then_some(())
+                .ok_or_else(|| format!("broker {dead} {state:?}, {under} under-replicated"))
+        },
+    );
+    eventually(
+        "the health page names the fault",
+        Duration::from_secs(20),
+        logs,
+        || {
+            let h = api(port, "/api/health")?;
+            (h["status"] != 0 && !h["findings"].as_array().unwrap().is_empty())
+                .then_some(())
+                .ok_or_else(|| h.to_string())
+        },
+    );
+    let dom = chromium::dump_dom(&url("/"));
+    assert!(
+        dom.contains(&format!("data-broker=\"{dead}\" data-state=\"fenced\"")),
+        "the rendered overview does not show broker {dead} fenced:\n{dom}"
+    );
+    chromium::screenshot(&url("/"), &screenshots.join("overview-fenced.png"));
+
+    // Restarted: running again and nothing under-replicated.
+    brokers[2].start();
+    eventually(
+        "the restarted broker is healthy again",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let o = api(port, "/api/overview")?;
+            let state = broker_state(&o, dead);
+            let under = o["under_replicated_partitions"].as_i64().unwrap_or(-1);
+            (state.as_deref() == Some("running") && under == 0)
+                .then_some(())
+                .ok_or_else(|| format!("broker {dead} {state:?}, {under} under-replicated"))
+        },
+    );
+    chromium::screenshot(&url("/"), &screenshots.join("overview.png"));
+}
+
+#[test]
+fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |extra: &[String]| {
+        let (client, controller, metrics) = (free_port(), free_port(), free_port());
+        let mut args = vec![
+            "combined".to_string(),
+            "--override".into(),
+            format!("listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}"),
+            "--override".into(),
+            format!("controller.quorum.voters=1@127.0.0.1:{controller}"),
+            "--override".into(),
+            format!("metrics.port={metrics}"),
+        ];
+        for e in extra {
+            args.push("--override".into());
+            args.push(e.clone());
+        }
+        let log =
+            std::fs::File::create(dir.path().join(format!("embedded-{metrics}.log"))).unwrap();
+        let data = dir.path().join(format!("embedded-{metrics}"));
+        std::fs::create_dir_all(&data).unwrap();
+        let child = std::process::Command::new(BIN)
+            .args(&args)
+            .current_dir(&data)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        (KillOnDrop(child), metrics)
+    };
+    let logs = || logs_under(dir.path());
+    let (_embedded, port) = start(&[]);
+    eventually(
+        "the embedded default's console",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let o = api(port, "/api/overview")?;
+            (broker_state(&o, 1).as_deref() == Some("running"))
+                .then_some(())
+                .ok_or_else(|| o.to_string())
+        },
+    );
+    let (status, html) = http_get(port, "/").unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("function refresh()"),
+        "the script is inlined: {html}"
+    );
+    let dom = chromium::dump_dom(&format!("http://127.0.0.1:{port}/#/"));
+    assert!(
+        dom.contains("data-broker=\"1\" data-state=\"running\""),
+        "{dom}"
+    );
+    let paint = chromium::first_paint_ms(&format!("http://127.0.0.1:{port}/#/"));
+    eprintln!("console first paint on the embedded default: {paint:?} ms");
+    let screenshots = repo_root().join("target").join("console-screenshots");
+    chromium::screenshot(
+        &format!("http://127.0.0.1:{port}/#/"),
+        &screenshots.join("embedded-overview.png"),
+    );
+
+    // Every metric the Grafana dashboard queries is on a running node's /metrics.
+    let (_, exported) = http_get(port, "/metrics").unwrap();
+    let exported: std::collections::BTreeSet<&str> = exported
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let dashboard = repo_root().join("docs").join("grafana").join("kraftd.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(&dashboard).unwrap()).unwrap();
+    let mut queried = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            queried.extend(metric_names(expr));
+        }
+    }
+    assert!(queried.len() >= 20, "the dashboard queries {queried:?}");
+    let missing: Vec<&String> = queried
+        .iter()
+        .filter(|m| !exported.contains(m.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics no node exports: {missing:?}"
+    );
+
+    // A node that does not set console.enable serves /metrics only.
+    let metrics = free_port();
+    let (_id, mut quorum) = common::formatted_quorum(&dir.path().join("q"), 1);
+    quorum[0].add_config(&[&format!("metrics.port={metrics}")]);
+    quorum[0].start();
+    eventually(
+        "a node without console.enable",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let (status, _) = http_get(metrics, "/")?;
+            let (metrics_status, _) = http_get(metrics, "/metrics")?;
+            (status == 404 && metrics_status == 200)
+                .then_some(())
+                .ok_or_else(|| format!("/ {status}, /metrics {metrics_status}"))
+        },
+    );
+    quorum[0].kill9();
+
+    // Under an authorizer, the console refuses with one line.
+    let (_secured, port) = start(&[
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer".into(),
+        "super.users=User:ANONYMOUS".into(),
+    ]);
+    eventually(
+        "the console refuses under an authorizer",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let (status, body) = http_get(port, "/api/overview")?;
+            (status == 403 && body.lines().count() == 1)
+                .then_some(())
+                .ok_or_else(|| format!("{status} {body}"))
+        },
+    );
+}
+
+/// The metric names of a PromQL expression: its identifiers that are neither functions
+/// (followed by `(`), aggregation operators (`sum by ...`), grouping keywords with their label lists (`by (node)`), label
+/// matchers (`{...}`) nor ranges (`[1m]`).
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let chars: Vec<char> = expr.chars().collect();
+    let mut i = 0;
+    let mut in_by = false;
+    // Inside `{...}` (label matchers) or `[...]` (ranges): no metric names.
+    let mut nested = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '{' || c == '[' {
+            nested += 1;
+        } else if c == '}' || c == ']' {
+            nested -= 1;
+        } else if c == ')' {
+            in_by = false;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let next = chars[i..].iter().find(|c| !c.is_whitespace());
+            let grouping = matches!(word.as_str(), "by" | "without" | "on" | "ignoring");
+            let aggregation = matches!(
+                word.as_str(),
+                "sum"
+                    | "min"
+                    | "max"
+                    | "avg"
+                    | "count"
+                    | "group"
+                    | "stddev"
+                    | "stdvar"
+                    | "topk"
+                    | "bottomk"
+                    | "quantile"
+                    | "count_values"
+            );
+            if grouping {
+                in_by = true;
+            } else if !aggregation && next != Some(&'(') && !in_by && nested == 0 {
+                names.push(word);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    names
+}
+
+#[test]
+fn promql_metric_names_are_found() {
+    assert_eq!(
+        metric_names("sum by (request) (rate(a_total[1m])) / sum by (node) (b_count{x=\"y\"})"),
+        vec!["a_total", "b_count"]
+    );
+}
+
+/// Every `*.log` under `root`, two levels deep (the nodes' and the embedded runs' logs).
+fn logs_under(root: &std::path::Path) -> String {
+    let mut all = String::new();
+    let mut dirs = vec![root.to_path_buf()];
+    for depth in 0..3 {
+        let mut next = Vec::new();
+        for dir in &dirs {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = e.path();
+                if path.is_dir() && depth < 2 {
+                    next.push(path);
+                } else if path.extension().is_some_and(|x| x == "log") {
+                    all += &format!("--- {}\n", path.display());
+                    all += &std::fs::read_to_string(&path).unwrap_or_default();
+                }
+            }
+        }
+        dirs = next;
+    }
+    all
+}
+
+/// The embedded process, killed when the test ends however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
