@@ -298,6 +298,9 @@ impl Partition {
     /// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below the minimum meanwhile;
     /// NOT_LEADER_OR_FOLLOWER when leadership moved).
     pub fn check_enough_replicas_reach_offset(&self, required_offset: i64) -> Option<ErrorCode> {
+        if self.offline {
+            return Some(ErrorCode::KafkaStorageError);
+        }
         if self.role != Role::Leader {
             return Some(ErrorCode::NotLeaderOrFollower);
         }

@@ -19,6 +19,7 @@ impl ReplicaManager {
     /// as Kafka), the three offset checkpoints (each at its own interval, writing only the
     /// log dirs where something changed) and retention. Ends when the manager is dropped.
     pub fn start_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        self.watch_log_dir_failures();
         let weak = Arc::downgrade(self);
         let isr_every =
             Duration::from_millis((self.config.replica_lag_time_max_ms / 2).max(10) as u64);
