@@ -204,6 +204,11 @@ impl Partition {
             match checked {
                 Ok(ProducerCheck::Append) => {}
                 Ok(ProducerCheck::Duplicate(original)) => {
+                    // As Kafka's appendRecordsToLeader, the HW is looked at again after a
+                    // duplicate too: the retry of a batch whose wait timed out is what moves
+                    // it once a follower that stopped fetching (its log dir failed) no
+                    // longer holds it.
+                    self.maybe_increment_high_watermark(now_ms);
                     debug!(
                         topic = %self.tp.topic, partition = self.tp.partition, producer_id, first_seq,
                         offset = original.first_offset, "duplicate batch answered with its original offset"

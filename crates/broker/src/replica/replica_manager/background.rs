@@ -120,6 +120,9 @@ impl ReplicaManager {
     fn maybe_shrink_isrs(&self) {
         let now = unix_ms();
         for hosted in self.all_partitions() {
+            if hosted.lock().maybe_advance_high_watermark(now) {
+                hosted.changed.notify_waiters();
+            }
             let change = hosted.lock().maybe_shrink_isr(now);
             if let Some(change) = change {
                 self.metrics.isr_shrinks.fetch_add(1, Ordering::Relaxed);
