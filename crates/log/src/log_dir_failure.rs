@@ -128,6 +128,7 @@ mod tests {
         let s = Arc::clone(&seen);
         channel
             .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
+            .map_err(|_| "a listener was already set")
             .unwrap();
         let dir = Path::new("/data/d1");
         assert!(channel
@@ -162,6 +163,7 @@ mod tests {
         let s = Arc::clone(&seen);
         channel
             .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
+            .map_err(|_| "a listener was already set")
             .unwrap();
         assert_eq!(*seen.lock().unwrap(), vec![PathBuf::from("/data/d1")]);
     }
