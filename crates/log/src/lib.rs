@@ -57,6 +57,7 @@ mod fsutil;
 pub mod handles;
 mod index;
 mod log;
+pub mod log_dir_failure;
 pub mod log_manager;
 pub mod producer_state;
 pub mod quorum_state;
@@ -71,6 +72,7 @@ pub use log::{
     txn_marker_of, AppendInfo, CleanCommit, CompletedFlush, Log, LogStats, PendingFlush,
     PendingRead, ReadResult, TxnMarker,
 };
+pub use log_dir_failure::LogDirFailureChannel;
 pub use segment::{encode_aborted_txn, ABORTED_TXN_ENTRY_BYTES, TXN_INDEX_FILE_SUFFIX};
 pub use shutdown::{take_clean_shutdown_marker, write_clean_shutdown_marker, CLEAN_SHUTDOWN_FILE};
 pub use snapshot::{RawSnapshotReader, RawSnapshotWriter, SnapshotId};

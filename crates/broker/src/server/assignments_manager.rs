@@ -41,7 +41,6 @@ use tracing::{debug, info, warn};
 
 use super::controller_channel::ControllerChannel;
 use crate::metadata::MetadataCache;
-use crate::replica::directory_events::DirectoryEventHandler;
 
 /// The most assignments one request carries (Kafka's
 /// `AssignReplicasToDirsRequest.MAX_ASSIGNMENTS_PER_REQUEST`).
@@ -122,8 +121,17 @@ impl AssignmentsManager {
     }
 }
 
-impl DirectoryEventHandler for AssignmentsManager {
-    fn handle_assignment(&self, topic_id: Uuid, partition: i32, directory_id: Uuid, reason: &str) {
+impl AssignmentsManager {
+    /// Queues the replica's directory for the controller (the assignment half of the
+    /// broker's [`DirectoryEventHandler`](crate::replica::directory_events::DirectoryEventHandler),
+    /// `lifecycle::BrokerDirectoryEvents`).
+    pub fn handle_assignment(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+        directory_id: Uuid,
+        reason: &str,
+    ) {
         debug!(%topic_id, partition, %directory_id, reason, "replica directory queued for the controller");
         self.shared.ready().insert(
             (topic_id, partition),

@@ -9,7 +9,16 @@
 //! permission, asking again 50 ms after the first "not yet" (as Kafka does). A heartbeat
 //! answered STALE_BROKER_EPOCH (the controller fenced and forgot this incarnation) registers
 //! again.
+//!
+//! A failed log dir (KIP-858): the replica layer hands its `directory.id` over
+//! ([`BrokerDirectoryEvents`], Kafka's `propagateDirectoryFailure`); it is sent in
+//! OfflineLogDirs in the next heartbeat, at once, and in every heartbeat after. If no
+//! heartbeat carrying it has been answered without error within `log.dir.failure.timeout.ms`,
+//! the broker stops (Kafka's `OfflineDirBrokerFailureEvent`: the controller could not be
+//! told, so it may still send clients to the failed replicas).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
@@ -20,11 +29,16 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use super::assignments_manager::AssignmentsManager;
 use super::controller_channel::ControllerChannel;
 use super::MetadataStatus;
+use crate::replica::directory_events::DirectoryEventHandler;
 
 /// Kafka's `broker.heartbeat.interval.ms` default.
 pub const BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT: u64 = 2000;
+
+/// Kafka's `log.dir.failure.timeout.ms` default.
+pub const LOG_DIR_FAILURE_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 
 /// How soon the heartbeat after the first "not yet" to a controlled shutdown goes (Kafka's
 /// `BrokerLifecycleManager`: 50 ms, since the controller has moved the leaderships by then
@@ -54,6 +68,31 @@ pub struct LifecycleConfig {
     /// start (KIP-966).
     pub previous_broker_epoch: i64,
     pub heartbeat_interval: Duration,
+    /// `log.dir.failure.timeout.ms`: how long a failed log dir may go unacknowledged by
+    /// the controller before the broker stops.
+    pub log_dir_failure_timeout: Duration,
+}
+
+/// The broker's [`DirectoryEventHandler`] (Kafka's in `BrokerServer`): replicas'
+/// directories go to the [`AssignmentsManager`], failed directories to the lifecycle
+/// manager's heartbeats.
+#[derive(Debug)]
+pub struct BrokerDirectoryEvents {
+    pub assignments: Arc<AssignmentsManager>,
+    /// The lifecycle manager's queue of failed directories ([`BrokerLifecycleManager::start`]);
+    /// it holds at most one entry per log dir, each failing once.
+    pub offline: mpsc::UnboundedSender<Uuid>,
+}
+
+impl DirectoryEventHandler for BrokerDirectoryEvents {
+    fn handle_assignment(&self, topic_id: Uuid, partition: i32, directory_id: Uuid, reason: &str) {
+        self.assignments
+            .handle_assignment(topic_id, partition, directory_id, reason);
+    }
+
+    fn handle_failure(&self, directory_id: Uuid) {
+        let _ = self.offline.send(directory_id);
+    }
 }
 
 /// Where the broker stands with the controller.
@@ -91,16 +130,26 @@ struct Lifecycle {
     state: watch::Sender<LifecycleState>,
     shutdown: mpsc::Receiver<oneshot::Sender<()>>,
     shutting_down: Option<oneshot::Sender<()>>,
+    /// Failed log dirs to report (from [`BrokerDirectoryEvents`]).
+    offline_rx: mpsc::UnboundedReceiver<Uuid>,
+    /// Each failed log dir reported so far: whether a heartbeat carrying it was answered
+    /// without error, and until when that may take (Kafka's `offlineDirs`).
+    offline_dirs: BTreeMap<Uuid, (bool, Instant)>,
+    /// Where the broker is told to stop when a failed dir is not acknowledged in time.
+    stop: watch::Sender<Option<String>>,
 }
 
 impl BrokerLifecycleManager {
     /// Starts registering and heartbeating. `metadata` says how far the broker's metadata
     /// has come: the offset it reports, and whether it has caught up (until then it asks to
-    /// stay fenced).
+    /// stay fenced). Failed log dirs arrive on `offline_rx`; `stop` is told when one goes
+    /// unacknowledged for `log.dir.failure.timeout.ms`.
     pub fn start(
         config: LifecycleConfig,
         channel: ControllerChannel,
         metadata: watch::Receiver<MetadataStatus>,
+        offline_rx: mpsc::UnboundedReceiver<Uuid>,
+        stop: watch::Sender<Option<String>>,
     ) -> Self {
         let (state_tx, state) = watch::channel(LifecycleState::default());
         let (shutdown_tx, shutdown) = mpsc::channel(1);
@@ -111,6 +160,9 @@ impl BrokerLifecycleManager {
             state: state_tx,
             shutdown,
             shutting_down: None,
+            offline_rx,
+            offline_dirs: BTreeMap::new(),
+            stop,
         };
         BrokerLifecycleManager {
             state,
@@ -219,6 +271,42 @@ impl Lifecycle {
         }
     }
 
+    /// When the earliest failed dir not yet acknowledged must have been.
+    fn next_ack_deadline(&self) -> Option<Instant> {
+        self.offline_dirs
+            .values()
+            .filter(|(acknowledged, _)| !acknowledged)
+            .map(|(_, deadline)| *deadline)
+            .min()
+    }
+
+    /// A failed dir past its deadline without the controller's acknowledgement stops the
+    /// broker (Kafka's `OfflineDirBrokerFailureEvent`); true when it did.
+    fn stop_on_unacknowledged_dir(&mut self) -> bool {
+        let now = Instant::now();
+        let Some(dir) = self
+            .offline_dirs
+            .iter()
+            .find(|(_, (acknowledged, deadline))| !acknowledged && *deadline <= now)
+            .map(|(dir, _)| *dir)
+        else {
+            return false;
+        };
+        let reason = format!(
+            "could not communicate offline log dir {dir} with the controllers within log.dir.failure.timeout.ms ({} ms)",
+            self.config.log_dir_failure_timeout.as_millis()
+        );
+        warn!(broker = self.config.broker_id, %reason, "shutting down");
+        self.stop.send_if_modified(|r| {
+            let first = r.is_none();
+            if first {
+                *r = Some(reason);
+            }
+            first
+        });
+        true
+    }
+
     /// Heartbeats until the epoch goes stale (`true`: register again) or the controlled
     /// shutdown is granted (`false`).
     async fn heartbeat_until_stale(&mut self) -> bool {
@@ -227,7 +315,9 @@ impl Lifecycle {
         let mut caught_up = self.metadata.borrow().caught_up;
         // Whether the controller has answered a heartbeat asking to shut down.
         let mut shutdown_answered = false;
+        let mut deadline_passed = false;
         loop {
+            let ack_deadline = self.next_ack_deadline();
             tokio::select! {
                 _ = interval.tick() => {}
                 Some(done) = self.shutdown.recv(), if self.shutting_down.is_none() => {
@@ -236,6 +326,24 @@ impl Lifecycle {
                 }
                 // Caught up: ask to be unfenced at once rather than at the next tick.
                 Ok(_) = self.metadata.wait_for(|m| m.caught_up), if !caught_up => {}
+                // A failed log dir goes to the controller at once (Kafka's
+                // `scheduleNextCommunicationImmediately`).
+                Some(dir) = self.offline_rx.recv() => {
+                    warn!(broker = self.config.broker_id, %dir, "reporting an offline log directory to the controller");
+                    let deadline = Instant::now() + self.config.log_dir_failure_timeout;
+                    self.offline_dirs.entry(dir).or_insert((false, deadline));
+                }
+                _ = tokio::time::sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
+                    deadline_passed = true;
+                }
+            }
+            if std::mem::take(&mut deadline_passed) {
+                // The heartbeats stop with the broker; a controlled shutdown would need
+                // the controller this broker could not reach.
+                if self.stop_on_unacknowledged_dir() {
+                    return false;
+                }
+                continue;
             }
             let epoch = self.state.borrow().broker_epoch;
             let metadata = *self.metadata.borrow();
@@ -246,8 +354,10 @@ impl Lifecycle {
                 current_metadata_offset: metadata.last_applied_offset,
                 want_fence: !caught_up,
                 want_shut_down: self.shutting_down.is_some(),
+                offline_log_dirs: self.offline_dirs.keys().copied().collect(),
                 ..Default::default()
             });
+            let sent_offline: Vec<Uuid> = self.offline_dirs.keys().copied().collect();
             let deadline = self.request_deadline();
             let not_controller = |r: &ResponseBody| matches!(r, ResponseBody::BrokerHeartbeat(b) if b.error_code == ErrorCode::NotController.code());
             match self
@@ -256,6 +366,11 @@ impl Lifecycle {
                 .await
             {
                 Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
+                    for dir in sent_offline {
+                        if let Some((acknowledged, _)) = self.offline_dirs.get_mut(&dir) {
+                            *acknowledged = true;
+                        }
+                    }
                     let was_fenced = self.state.borrow().fenced;
                     if was_fenced != r.is_fenced {
                         info!(

@@ -70,7 +70,9 @@ use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
 use self::forwarding::ForwardingManager;
 use self::internal_topics::InternalTopics;
-use self::lifecycle::{BrokerLifecycleManager, LifecycleConfig, LifecycleState};
+use self::lifecycle::{
+    BrokerDirectoryEvents, BrokerLifecycleManager, LifecycleConfig, LifecycleState,
+};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
@@ -372,6 +374,7 @@ impl BrokerServer {
             config.log_dirs.iter().map(|(d, _)| d.clone()).collect(),
         );
         replica_config.directory_ids = config.log_dirs.iter().cloned().collect();
+        replica_config.metadata_log_dir = Some(config.quorum.metadata_log_dir.clone());
         replica_config.static_configs = config.static_configs.clone();
         replica_config.clean_shutdown = previous_broker_epoch >= 0;
         // A setting of the properties file checked by Kafka's definition (type, validator and
@@ -459,9 +462,22 @@ impl BrokerServer {
             ),
             reason: e.to_string(),
         })?;
-        // Replicas' real directories go to the controller (KIP-858).
-        let _ = replica_manager
-            .set_directory_event_handler(assignments as Arc<dyn DirectoryEventHandler>);
+        // Replicas' real directories go to the controller (KIP-858), and so do failed
+        // directories, in the heartbeats.
+        let (offline_dirs_tx, offline_dirs_rx) = tokio::sync::mpsc::unbounded_channel();
+        let _ = replica_manager.set_directory_event_handler(Arc::new(BrokerDirectoryEvents {
+            assignments,
+            offline: offline_dirs_tx,
+        })
+            as Arc<dyn DirectoryEventHandler>);
+        // Why the broker must stop: its metadata stopped following the log, or a log dir
+        // failure it cannot serve past.
+        let (stopped_tx, stopped) = watch::channel(None);
+        replica_manager.set_stop_signal(stopped_tx.clone());
+        let log_dir_failure_timeout = Duration::from_millis(defined(
+            "log.dir.failure.timeout.ms",
+            lifecycle::LOG_DIR_FAILURE_TIMEOUT_MS_DEFAULT as i64,
+        )? as u64);
         let replica_background = replica_manager.start_background();
         let log_cleaner = LogCleaner::start(&replica_manager, &config.log_cleaner);
         let log_cleaner_metrics = Arc::clone(log_cleaner.metrics());
@@ -526,14 +542,13 @@ impl BrokerServer {
         let loader = MetadataLoader::new(config.node_id, publishers);
         let metadata_metrics = loader.metrics().clone();
         let (status_tx, metadata_status) = watch::channel(MetadataStatus::default());
-        let (stopped_tx, stopped) = watch::channel(None);
         let metadata = tokio::spawn(metadata_task::run(
             events,
             handle.metrics(),
             loader,
             status_tx,
             handle.clone(),
-            stopped_tx,
+            stopped_tx.clone(),
         ));
         let lifecycle_channel = channel("heartbeat");
         let forwarding_channel = channel("forwarding");
@@ -558,9 +573,12 @@ impl BrokerServer {
                 log_dirs: config.log_dirs.iter().map(|(_, id)| *id).collect(),
                 previous_broker_epoch,
                 heartbeat_interval: config.heartbeat_interval,
+                log_dir_failure_timeout,
             },
             lifecycle_channel,
             metadata_status.clone(),
+            offline_dirs_rx,
+            stopped_tx,
         );
         let epoch_relay = {
             let mut state = lifecycle.state();
@@ -813,7 +831,12 @@ impl BrokerServer {
             let _ = raft.shutdown().await;
         }
         if state.broker_epoch >= 0 {
+            // Not in a failed dir (Kafka writes them in its live dirs only): its logs were
+            // not flushed nor closed, so the next start must recover it.
             for (dir, _) in &self.config.log_dirs {
+                if !self.replica_manager.log_manager().is_log_dir_online(dir) {
+                    continue;
+                }
                 if let Err(e) = kraftd_log::write_clean_shutdown_marker(dir, state.broker_epoch) {
                     warn!(dir = %dir.display(), error = %e, "writing the clean-shutdown marker failed");
                 }

@@ -6,10 +6,21 @@
 
 use std::collections::BTreeSet;
 
+use kraftd_broker::replica::directory_events::DirectoryEventHandler;
+
 use super::*;
 
 /// A manager over the two log dirs `a` and `b` (nothing applied).
 fn start_two(a: &Path, b: &Path) -> Broker {
+    start_with(ReplicaManagerConfig::new(
+        LOCAL,
+        vec![a.to_path_buf(), b.to_path_buf()],
+    ))
+}
+
+/// A manager with `config` (nothing applied); its log dir is the first of `config`'s.
+fn start_with(config: ReplicaManagerConfig) -> Broker {
+    let log_dir = config.log_dirs[0].clone();
     let (channel, raft) = common::channel_to(
         format!("broker-{LOCAL}-alter-partition-channel"),
         common::voters_on(1000, unused_port()),
@@ -19,14 +30,13 @@ fn start_two(a: &Path, b: &Path) -> Broker {
     let (epoch, epoch_rx) = watch::channel(10);
     let alter = DefaultAlterPartitionManager::start(LOCAL, epoch_rx, channel);
     let cache = MetadataCache::new(LOCAL, "log-dirs-test");
-    let config = ReplicaManagerConfig::new(LOCAL, vec![a.to_path_buf(), b.to_path_buf()]);
     let rm =
         ReplicaManager::new(config, cache.clone(), alter, Arc::new(AtomicI64::new(10))).unwrap();
     Broker {
         rm,
         cache,
         image: MetadataImage::empty(),
-        log_dir: a.to_path_buf(),
+        log_dir,
         _raft: raft,
         _epoch: epoch,
     }
@@ -318,4 +328,85 @@ async fn no_move_starts_while_a_log_dir_is_offline() {
         .any(|d| d.log_dir == abs(from)
             && d.error_code == ErrorCode::KafkaStorageError.code()
             && d.topics.is_empty()));
+}
+
+/// Records the directory events the replica layer sends.
+#[derive(Debug, Default)]
+struct DirectoryEvents {
+    failed: std::sync::Mutex<Vec<Uuid>>,
+}
+
+impl DirectoryEventHandler for DirectoryEvents {
+    fn handle_assignment(&self, _: Uuid, _: i32, _: Uuid, _: &str) {}
+
+    fn handle_failure(&self, directory_id: Uuid) {
+        self.failed.lock().unwrap().push(directory_id);
+    }
+}
+
+/// Kafka's LogDirFailureChannel: an I/O error on the replica's log dir (its offset
+/// checkpoint cannot be written: the dir is gone) takes the dir offline. The partition is no
+/// longer served (produce and fetch answer KAFKA_STORAGE_ERROR, the replica is not reopened
+/// by the next metadata), the dir's id goes to the directory event handler for the
+/// heartbeats, DescribeLogDirs reports the dir's error, and the other dir stays online.
+#[tokio::test]
+async fn an_io_error_takes_the_dir_offline_and_its_replicas_answer_storage_errors() {
+    let (a, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ids = [Uuid([0xa; 16]), Uuid([0xb; 16])];
+    let mut config = ReplicaManagerConfig::new(
+        LOCAL,
+        vec![a.path().to_path_buf(), b_dir.path().to_path_buf()],
+    );
+    config.directory_ids = [
+        (a.path().to_path_buf(), ids[0]),
+        (b_dir.path().to_path_buf(), ids[1]),
+    ]
+    .into_iter()
+    .collect();
+    let mut b = start_with(config);
+    let events = Arc::new(DirectoryEvents::default());
+    b.rm.set_directory_event_handler(Arc::clone(&events) as Arc<dyn DirectoryEventHandler>)
+        .unwrap();
+    let background = b.rm.start_background();
+    let bootstrap_records = bootstrap(unused_port());
+    b.apply(&bootstrap_records);
+    let tp = orders();
+    b.produce_ok(1, &tp, batch(0, &["x"])).await;
+    let here = described(&b, &tp);
+    let (from, other, failed_id) = if here[0].0 == abs(a.path()) {
+        (a.path(), b_dir.path(), ids[0])
+    } else {
+        (b_dir.path(), a.path(), ids[1])
+    };
+    std::fs::remove_dir_all(from).unwrap();
+    // The produce moved the HW: the dir's checkpoint is due, and its write fails.
+    let _ = b.rm.log_manager().write_all_checkpoints();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let result = b.produce(1, &tp, batch(1, &["y"])).await;
+        if result.error == ErrorCode::KafkaStorageError {
+            break;
+        }
+        assert_eq!(result.error, ErrorCode::None, "{result:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the dir never went offline"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(b.rm.is_partition_offline(tp.topic_id, tp.partition));
+    assert_eq!(*events.failed.lock().unwrap(), vec![failed_id]);
+    assert!(!b.rm.log_manager().is_log_dir_online(from));
+    assert!(b.rm.log_manager().is_log_dir_online(other));
+    let fetched = b.fetch(&tp, 0, 0, Duration::ZERO).await;
+    assert_eq!(fetched.error, ErrorCode::KafkaStorageError);
+    // Metadata naming the partition again (a snapshot reload) does not bring it back.
+    b.reload(&bootstrap_records);
+    assert!(b.rm.partition(tp.topic_id, tp.partition).is_none());
+    assert!(b
+        .rm
+        .describe_log_dirs(None)
+        .iter()
+        .any(|d| d.log_dir == abs(from) && d.error_code == ErrorCode::KafkaStorageError.code()));
+    background.abort();
 }

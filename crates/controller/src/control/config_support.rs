@@ -435,7 +435,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "listeners", "the sockets bound"),
     honoured(S, "log.cleaner.enable", CLEANER),
     honoured(S, "log.dir", "when log.dirs is not set"),
-    no_effect(S, "log.dir.failure.timeout.ms", "kraftd does not yet stop a broker whose failed log directory the controller has not heard of (another branch adds it)"),
+    honoured(S, "log.dir.failure.timeout.ms", "a broker whose failed log dir no heartbeat answered without error has reported to the controller within this time stops (KIP-858; broker server/lifecycle.rs)"),
     honoured(S, "log.dirs", "the data directories"),
     honoured(S, "log.flush.offset.checkpoint.interval.ms", "how often each log dir's recovery-point-offset-checkpoint is rewritten (replica_manager/background.rs)"),
     honoured(S, "log.flush.scheduler.interval.ms", "Kafka's LogManager flusher: this often, every log whose flush.ms has passed since its last flush is flushed, an idle one too (replica_manager/background.rs); flush.ms's default when log.flush.interval.ms is not set"),

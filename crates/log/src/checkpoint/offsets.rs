@@ -252,6 +252,7 @@ impl Checkpoints {
         &self,
         dirs: &[std::path::PathBuf],
         kind: CheckpointKind,
+        failure: &crate::LogDirFailureChannel,
     ) -> crate::Result<usize> {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         self.drain(&mut files);
@@ -261,7 +262,17 @@ impl Checkpoints {
             if !f.dirty {
                 continue;
             }
-            write_file(dir, kind, &f.entries)?;
+            if failure.is_offline(dir) {
+                continue;
+            }
+            // A failed write takes the dir offline (Kafka's checkpoint files report to the
+            // LogDirFailureChannel); the other dirs' files are still written.
+            if failure
+                .report(dir, write_file(dir, kind, &f.entries))
+                .is_err()
+            {
+                continue;
+            }
             f.dirty = false;
             f.writes += 1;
             written += 1;

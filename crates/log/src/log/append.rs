@@ -54,6 +54,16 @@ impl Log {
     /// error nothing is appended (the buffer may have been partly re-stamped).
     pub fn append_as_leader(
         &mut self,
+        records: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let result = self.append_as_leader_unreported(records, leader_epoch, now_ms);
+        self.report(result)
+    }
+
+    fn append_as_leader_unreported(
+        &mut self,
         mut records: BytesMut,
         leader_epoch: i32,
         now_ms: i64,
@@ -149,6 +159,11 @@ impl Log {
     /// limit) is ignored; everything before it is appended. Batches are split across
     /// segments as `segment.bytes` requires. On error nothing is appended.
     pub fn append_as_follower(&mut self, records: Bytes, now_ms: i64) -> Result<AppendInfo> {
+        let result = self.append_as_follower_unreported(records, now_ms);
+        self.report(result)
+    }
+
+    fn append_as_follower_unreported(&mut self, records: Bytes, now_ms: i64) -> Result<AppendInfo> {
         let mut expected = self.log_end_offset;
         let mut epoch = self.epoch_cache.latest_epoch().unwrap_or(i32::MIN);
         let mut valid_len = 0;

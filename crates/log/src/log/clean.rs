@@ -247,7 +247,12 @@ impl Log {
     ///
     /// An I/O error midway leaves the directory in a state [`Log::open`] completes; the
     /// log object should then be reopened (the owner treats it as a disk failure).
-    pub fn commit_clean(&mut self, mut cleaned: CleanedSegments) -> Result<CleanCommit> {
+    pub fn commit_clean(&mut self, cleaned: CleanedSegments) -> Result<CleanCommit> {
+        let result = self.commit_clean_unreported(cleaned);
+        self.report(result)
+    }
+
+    fn commit_clean_unreported(&mut self, mut cleaned: CleanedSegments) -> Result<CleanCommit> {
         let same_log = Arc::ptr_eq(&cleaned.truncations, &self.truncations)
             && cleaned.dir == self.dir
             && self.truncations.load(Ordering::SeqCst) == cleaned.generation;

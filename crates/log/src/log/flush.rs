@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::Log;
+use super::{report_to, Log};
 use crate::error::{LogError, Result};
 use crate::fsutil;
+use crate::log_dir_failure::LogDirFailureChannel;
 use crate::segment::Segment;
 
 /// A flush planned by [`Log::plan_flush`] to run on another thread: the fdatasync of the
@@ -27,6 +28,9 @@ pub struct PendingFlush {
     offset: i64,
     generation: u64,
     truncations: Arc<AtomicU64>,
+    /// Where an I/O error of the fdatasync takes the log's dir offline (the channel, the
+    /// log's directory).
+    failure: Option<(Arc<LogDirFailureChannel>, PathBuf)>,
 }
 
 /// A [`PendingFlush`] that was executed: everything below [`CompletedFlush::offset`] was
@@ -44,8 +48,18 @@ impl PendingFlush {
         self.offset
     }
 
-    /// Does the fdatasync; blocking, so run it off the async runtime's worker threads.
-    pub fn execute(self) -> Result<CompletedFlush> {
+    /// Does the fdatasync; blocking, so run it off the async runtime's worker threads. An
+    /// I/O error takes the log's dir offline.
+    pub fn execute(mut self) -> Result<CompletedFlush> {
+        let failure = self.failure.take();
+        let result = self.execute_unreported();
+        match &failure {
+            Some((channel, dir)) => report_to(Some(channel), dir, result),
+            None => result,
+        }
+    }
+
+    fn execute_unreported(self) -> Result<CompletedFlush> {
         let file = match self.file {
             Some(file) => Some(file),
             // Closed while idle since the write: any handle's sync flushes the file.
@@ -77,6 +91,11 @@ impl Log {
     /// Starts a new active segment at the log end offset, sealing (flushing) the current
     /// one. Does nothing when the active segment is empty.
     pub fn roll(&mut self) -> Result<()> {
+        let result = self.roll_unreported();
+        self.report(result)
+    }
+
+    fn roll_unreported(&mut self) -> Result<()> {
         if self.active().is_empty() {
             return Ok(());
         }
@@ -103,6 +122,11 @@ impl Log {
     /// also calls it from a periodic tick so `flush.ms` holds for an idle log. Returns
     /// whether it flushed.
     pub fn maybe_flush(&mut self, now_ms: i64) -> Result<bool> {
+        let result = self.maybe_flush_unreported(now_ms);
+        self.report(result)
+    }
+
+    fn maybe_flush_unreported(&mut self, now_ms: i64) -> Result<bool> {
         if self.flushed_offset >= self.log_end_offset {
             self.last_flush_ms = now_ms;
             return Ok(false);
@@ -120,6 +144,11 @@ impl Log {
     /// fdatasyncs the active segment (older ones were flushed when rolled) and advances
     /// [`Log::flushed_offset`] to the log end offset.
     pub fn flush(&mut self) -> Result<()> {
+        let result = self.flush_unreported();
+        self.report(result)
+    }
+
+    fn flush_unreported(&mut self) -> Result<()> {
         if self.flushed_offset >= self.log_end_offset {
             return Ok(());
         }
@@ -146,6 +175,7 @@ impl Log {
             offset: self.log_end_offset,
             generation: self.truncations.load(Ordering::SeqCst),
             truncations: Arc::clone(&self.truncations),
+            failure: self.failure_target(),
         }
     }
 

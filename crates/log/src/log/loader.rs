@@ -181,6 +181,7 @@ impl Log {
                 producers_loaded: false,
                 offsets: None,
                 legacy_start_file: false,
+                failure: None,
             });
         };
         for &base in bases.range(..active_base) {
@@ -321,6 +322,7 @@ impl Log {
             producers_loaded: false,
             offsets: None,
             legacy_start_file: false,
+            failure: None,
         })
     }
 

@@ -77,6 +77,7 @@ use crate::config::LogConfig;
 use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::Result;
 use crate::handles::SegmentFiles;
+use crate::log_dir_failure::LogDirFailureChannel;
 use crate::producer_state::{ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
 use crate::segment::Segment;
 use crate::snapshot::SnapshotId;
@@ -104,6 +105,19 @@ pub(crate) fn remove_legacy_start_file(dir: &Path) {
     let path = dir.join(start_offset::LOG_START_OFFSET_FILE);
     if let Err(e) = crate::fsutil::remove_if_exists(&path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a legacy log-start-offset file failed");
+    }
+}
+
+/// `result`, its I/O error reported by `channel` as a failure of the log dir holding the
+/// log directory `log_dir`.
+fn report_to<T>(
+    channel: Option<&LogDirFailureChannel>,
+    log_dir: &Path,
+    result: Result<T>,
+) -> Result<T> {
+    match (channel, log_dir.parent()) {
+        (Some(channel), Some(parent)) => channel.report(parent, result),
+        _ => result,
     }
 }
 
@@ -172,12 +186,33 @@ pub struct Log {
     offsets: Option<Arc<PartitionOffsets>>,
     /// The `log-start-offset` file older kraftd kept in the directory was read at open.
     legacy_start_file: bool,
+    /// Where an I/O error of this log takes its log dir offline, when a
+    /// [`LogManager`](crate::log_manager::LogManager) opened it.
+    failure: Option<Arc<LogDirFailureChannel>>,
 }
 
 impl Log {
     /// The log's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Has every I/O error of this log's reads and writes take its log dir (the parent of
+    /// [`Log::dir`]) offline through `channel`.
+    pub fn set_failure_channel(&mut self, channel: Arc<LogDirFailureChannel>) {
+        self.failure = Some(channel);
+    }
+
+    /// `result`, its I/O error first reported to the log dir failure channel.
+    fn report<T>(&self, result: Result<T>) -> Result<T> {
+        report_to(self.failure.as_deref(), &self.dir, result)
+    }
+
+    /// Reports what a planned read or flush hands out (see [`Log::report`]).
+    fn failure_target(&self) -> Option<(Arc<LogDirFailureChannel>, PathBuf)> {
+        self.failure
+            .as_ref()
+            .map(|c| (Arc::clone(c), self.dir.clone()))
     }
 
     /// The log's configuration.
@@ -248,6 +283,11 @@ impl Log {
     /// fetch's diverging-epoch check must know where the epoch starts even while the leader
     /// has written nothing in it. An epoch not newer than the latest adds nothing.
     pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool> {
+        let result = self.assign_epoch_start_offset_unreported(epoch);
+        self.report(result)
+    }
+
+    fn assign_epoch_start_offset_unreported(&mut self, epoch: i32) -> Result<bool> {
         Ok(self
             .epoch_cache
             .assign_at_log_end(epoch, self.log_end_offset))

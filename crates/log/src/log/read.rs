@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::Log;
+use std::path::PathBuf;
+
+use super::{report_to, Log};
 use crate::config::MAX_READ_BYTES;
 use crate::error::{LogError, Result};
+use crate::log_dir_failure::LogDirFailureChannel;
 use crate::segment::SegmentRegion;
 
 /// What a read returned.
@@ -46,11 +49,24 @@ pub struct PendingRead {
     log_end_offset: i64,
     generation: u64,
     truncations: Arc<AtomicU64>,
+    /// Where an I/O error of the read takes the log's dir offline (the channel, the log's
+    /// directory).
+    failure: Option<(Arc<LogDirFailureChannel>, PathBuf)>,
 }
 
 impl PendingRead {
-    /// Reads the planned batches from the file (see [`Log::read`] for what is returned).
-    pub fn execute(self) -> Result<ReadResult> {
+    /// Reads the planned batches from the file (see [`Log::read`] for what is returned);
+    /// an I/O error takes the log's dir offline.
+    pub fn execute(mut self) -> Result<ReadResult> {
+        let failure = self.failure.take();
+        let result = self.execute_unreported();
+        match &failure {
+            Some((channel, dir)) => report_to(Some(channel), dir, result),
+            None => result,
+        }
+    }
+
+    fn execute_unreported(self) -> Result<ReadResult> {
         let mut result = ReadResult {
             bytes: Bytes::new(),
             base_offset: self.start_offset,
@@ -146,12 +162,18 @@ impl Log {
             log_end_offset: self.log_end_offset,
             generation: self.truncations.load(Ordering::SeqCst),
             truncations: Arc::clone(&self.truncations),
+            failure: self.failure_target(),
         })
     }
 
     /// The largest timestamp in the log and the offset of the batch carrying it, `None`
     /// for a log without timestamps (ListOffsets' MAX_TIMESTAMP, KIP-734).
     pub fn max_timestamp_and_offset(&self) -> Result<Option<(i64, i64)>> {
+        let result = self.max_timestamp_and_offset_unreported();
+        self.report(result)
+    }
+
+    fn max_timestamp_and_offset_unreported(&self) -> Result<Option<(i64, i64)>> {
         Ok(self
             .segments
             .values()
@@ -167,6 +189,11 @@ impl Log {
     /// by time. Searches the first segment whose largest timestamp reaches `timestamp`,
     /// through its time index.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+        let result = self.offset_for_timestamp_unreported(timestamp);
+        self.report(result)
+    }
+
+    fn offset_for_timestamp_unreported(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
         let min_offset = self.log_start_offset();
         for seg in self.segments.values() {
             if seg.max_timestamp() < timestamp {

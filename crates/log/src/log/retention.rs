@@ -13,6 +13,11 @@ impl Log {
     /// Deletes whole segments that lie entirely below `offset`, never the active one
     /// (the metadata log calls this after a snapshot at `offset`). Returns how many.
     pub fn delete_segments_before(&mut self, offset: i64) -> Result<usize> {
+        let result = self.delete_segments_before_unreported(offset);
+        self.report(result)
+    }
+
+    fn delete_segments_before_unreported(&mut self, offset: i64) -> Result<usize> {
         let active_base = self.active().base_offset();
         let doomed: Vec<i64> = self
             .segments
@@ -29,6 +34,15 @@ impl Log {
     /// Segments without timestamps are not deleted by time. Returns how many segments were
     /// deleted. Time and size apply only under a `cleanup.policy` that includes `delete`.
     pub fn apply_retention(&mut self, now_ms: i64, upper_bound_offset: i64) -> Result<usize> {
+        let result = self.apply_retention_unreported(now_ms, upper_bound_offset);
+        self.report(result)
+    }
+
+    fn apply_retention_unreported(
+        &mut self,
+        now_ms: i64,
+        upper_bound_offset: i64,
+    ) -> Result<usize> {
         // Segments entirely below the log start go first, whatever the limits and the
         // policy (Kafka's `deleteLogStartOffsetBreachedSegments`).
         let mut deleted = self.delete_segments_below_log_start()?;

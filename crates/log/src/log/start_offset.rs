@@ -27,6 +27,15 @@ impl Log {
         new_start: i64,
         high_watermark: i64,
     ) -> Result<bool> {
+        let result = self.maybe_increment_log_start_offset_unreported(new_start, high_watermark);
+        self.report(result)
+    }
+
+    fn maybe_increment_log_start_offset_unreported(
+        &mut self,
+        new_start: i64,
+        high_watermark: i64,
+    ) -> Result<bool> {
         if new_start > high_watermark.min(self.log_end_offset) {
             return Err(LogError::OffsetOutOfRange {
                 offset: new_start,

@@ -169,6 +169,11 @@ impl Log {
 
     /// Writes a producer-state snapshot at the log end (on roll and close, as Kafka).
     pub fn take_producer_snapshot(&mut self) -> Result<()> {
+        let result = self.take_producer_snapshot_unreported();
+        self.report(result)
+    }
+
+    fn take_producer_snapshot_unreported(&mut self) -> Result<()> {
         if !self.producers_loaded {
             return Ok(());
         }

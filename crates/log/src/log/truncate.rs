@@ -20,6 +20,11 @@ impl Log {
     /// epochs assigned at or after `offset` with nothing written in them; an offset below
     /// the log start empties the log to start there (as Kafka does).
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
+        let result = self.truncate_to_unreported(offset);
+        self.report(result)
+    }
+
+    fn truncate_to_unreported(&mut self, offset: i64) -> Result<()> {
         if offset >= self.log_end_offset {
             // No batch goes, but an epoch a leader assigned at the log end before writing
             // anything (`assign_epoch_start_offset`) does when `offset` is the log end: it
@@ -77,6 +82,11 @@ impl Log {
     /// Empties the log and restarts it at `offset` (after installing a snapshot whose end
     /// offset is `offset`). Snapshots are kept; the leader-epoch cache is cleared.
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
+        let result = self.truncate_fully_and_start_at_unreported(offset);
+        self.report(result)
+    }
+
+    fn truncate_fully_and_start_at_unreported(&mut self, offset: i64) -> Result<()> {
         if offset < 0 {
             return Err(LogError::OffsetOutOfRange {
                 offset,

@@ -11,6 +11,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use kraftd_protocol::Uuid;
 use tracing::{info, warn};
@@ -77,11 +78,11 @@ impl LogManager {
             .map(PathBuf::as_path)
     }
 
-    /// Whether a log dir can be used: it is still a directory we can list. kraftd keeps no
-    /// other record of failed dirs, so a dir removed or made unreadable under the broker is
-    /// what "offline" means here.
+    /// Whether a log dir can be used: no I/O error has taken it offline (the
+    /// [`LogDirFailureChannel`](crate::LogDirFailureChannel)) and it is still a directory
+    /// we can list.
     pub fn is_log_dir_online(&self, dir: &Path) -> bool {
-        fs::read_dir(dir).is_ok()
+        !self.failure.is_offline(dir) && fs::read_dir(dir).is_ok()
     }
 
     /// Remembers where a replica this broker does not host yet is to be created (Kafka's
@@ -140,6 +141,7 @@ impl LogManager {
             partition_dir_name(topic, partition),
             unique_id()
         );
+        self.check_online(target)?;
         let path = target.join(name);
         fs::create_dir_all(&path).map_err(|source| LogManagerError::Io {
             op: "create",
@@ -154,7 +156,10 @@ impl LogManager {
             );
         }
         info!(path = %path.display(), %topic_id, "created future log");
-        Log::open(&path, config, now_ms).map_err(|source| LogManagerError::Log { path, source })
+        let mut log = Log::open(&path, config, now_ms)
+            .map_err(|source| LogManagerError::Log { path, source })?;
+        log.set_failure_channel(Arc::clone(&self.failure));
+        Ok(log)
     }
 
     /// Opens a future log found on disk (a move the broker was making when it stopped).

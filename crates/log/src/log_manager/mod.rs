@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::checkpoint::{self, CheckpointKind, Checkpoints, OffsetCheckpoint};
+use crate::log_dir_failure::LogDirFailureChannel;
 use crate::{Log, LogConfig};
 use kraftd_protocol::Uuid;
 use tracing::{debug, warn};
@@ -57,6 +58,10 @@ pub enum LogManagerError {
     },
     #[error("no log directory configured")]
     NoLogDirs,
+    /// The log dir failed (an I/O error took it offline): nothing is opened or created in
+    /// it (Kafka's KafkaStorageException).
+    #[error("log directory {dir} is offline")]
+    LogDirOffline { dir: PathBuf },
 }
 
 /// `(topic, partition)`.
@@ -94,6 +99,9 @@ pub struct LogManager {
     /// Where a replica not hosted yet is to be created (AlterReplicaLogDirs before the
     /// replica exists: Kafka's `preferredLogDirs`), by (topic, partition).
     preferred_dirs: Mutex<BTreeMap<(String, i32), PathBuf>>,
+    /// Where an I/O error on a log dir takes it offline; every log opened here reports
+    /// to it.
+    failure: Arc<LogDirFailureChannel>,
 }
 
 impl LogManager {
@@ -129,11 +137,27 @@ impl LogManager {
             checkpoints,
             legacy_start_files: Mutex::new(Vec::new()),
             preferred_dirs: Mutex::new(BTreeMap::new()),
+            failure: Arc::new(LogDirFailureChannel::new()),
         })
     }
 
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
+    }
+
+    /// The channel the logs opened here report their log dir's I/O errors to.
+    pub fn failure_channel(&self) -> &Arc<LogDirFailureChannel> {
+        &self.failure
+    }
+
+    /// [`LogManagerError::LogDirOffline`] when `dir` has failed.
+    fn check_online(&self, dir: &Path) -> Result<(), LogManagerError> {
+        if self.failure.is_offline(dir) {
+            return Err(LogManagerError::LogDirOffline {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Ok(())
     }
 
     fn index(&self) -> MutexGuard<'_, Vec<DirIndex>> {
@@ -205,6 +229,7 @@ impl LogManager {
         }
         let (dir, path, log) = match existing {
             Some((i, has_id)) => {
+                self.check_online(&self.dirs[i])?;
                 let path = self.dirs[i].join(&name);
                 if !has_id {
                     write_partition_metadata(&path, topic_id)?;
@@ -217,6 +242,7 @@ impl LogManager {
             }
             None => {
                 let i = self.dir_for_new(topic, partition);
+                self.check_online(&self.dirs[i])?;
                 let path = self.dirs[i].join(&name);
                 match fs::create_dir(&path) {
                     Ok(()) => {}
@@ -247,6 +273,7 @@ impl LogManager {
             }
         };
         let mut log = log;
+        log.set_failure_channel(Arc::clone(&self.failure));
         let tracker = self.checkpoints.track(topic, partition, dir);
         log.track_offsets(Arc::clone(&tracker));
         if log.had_legacy_start_file() {
@@ -261,6 +288,7 @@ impl LogManager {
     /// Has a log opened outside [`LogManager::get_or_create`] (a future log just swapped
     /// in) store its offsets in its log dir's checkpoints.
     pub fn track(&self, log: &mut Log, topic: &str, partition: i32) {
+        log.set_failure_channel(Arc::clone(&self.failure));
         let Some(dir) = log.dir().parent().and_then(|p| self.dir_index_of(p)) else {
             return;
         };
@@ -354,13 +382,13 @@ impl LogManager {
     /// After the log start offsets are written, the `log-start-offset` files older kraftd
     /// kept in partition directories are removed.
     pub fn write_checkpoints(&self, kind: CheckpointKind) -> Result<usize, LogManagerError> {
-        let written =
-            self.checkpoints
-                .write(&self.dirs, kind)
-                .map_err(|source| LogManagerError::Log {
-                    path: PathBuf::from(kind.file_name()),
-                    source,
-                })?;
+        let written = self
+            .checkpoints
+            .write(&self.dirs, kind, &self.failure)
+            .map_err(|source| LogManagerError::Log {
+                path: PathBuf::from(kind.file_name()),
+                source,
+            })?;
         if kind == CheckpointKind::LogStart {
             let legacy = std::mem::take(
                 &mut *self
@@ -413,12 +441,16 @@ impl LogManager {
         offsets: &[(String, i32, PathBuf, i64)],
     ) -> Result<(), LogManagerError> {
         for dir in &self.dirs {
+            if self.failure.is_offline(dir) {
+                continue;
+            }
             let path = dir.join(CLEANER_OFFSET_CHECKPOINT);
             let mine = offsets
                 .iter()
                 .filter(|(_, _, p, _)| p.parent() == Some(dir.as_path()))
                 .map(|(t, p, _, o)| (t.as_str(), *p, *o));
-            checkpoint::write(&path, mine)
+            self.failure
+                .report(dir, checkpoint::write(&path, mine))
                 .map_err(|source| LogManagerError::Log { path, source })?;
         }
         Ok(())
@@ -432,8 +464,10 @@ impl LogManager {
                 return i;
             }
         }
+        // Only online dirs take new partitions (Kafka's `nextLogDirs` lists live dirs).
         let index = self.index();
         (0..self.dirs.len())
+            .filter(|&i| !self.failure.is_offline(&self.dirs[i]))
             .min_by_key(|&i| index[i].partitions.len())
             .unwrap_or(0)
     }

@@ -286,6 +286,15 @@ impl Partition {
     /// Moves the leader's HW to the smallest log end offset the maximal ISR (and any
     /// caught-up replica about to join) holds; never backwards; not at all while the ISR is
     /// below `min.insync.replicas` with ELR on (KIP-966). Returns whether it moved.
+    /// The periodic look at the HW (with the ISR shrink, every `replica.lag.time.max.ms`
+    /// / 2): a follower outside the ISR that has stopped fetching holds the HW only while
+    /// it counts as caught up, and once it no longer does, the HW moves here even when no
+    /// append or fetch comes (producers waiting on acks=all send nothing more). True when
+    /// it moved.
+    pub fn maybe_advance_high_watermark(&mut self, now_ms: i64) -> bool {
+        self.maybe_increment_high_watermark(now_ms)
+    }
+
     pub(super) fn maybe_increment_high_watermark(&mut self, now_ms: i64) -> bool {
         if self.role != Role::Leader {
             return false;

@@ -204,6 +204,11 @@ impl Partition {
             match checked {
                 Ok(ProducerCheck::Append) => {}
                 Ok(ProducerCheck::Duplicate(original)) => {
+                    // As Kafka's appendRecordsToLeader, the HW is looked at again after a
+                    // duplicate too: the retry of a batch whose wait timed out is what moves
+                    // it once a follower that stopped fetching (its log dir failed) no
+                    // longer holds it.
+                    self.maybe_increment_high_watermark(now_ms);
                     debug!(
                         topic = %self.tp.topic, partition = self.tp.partition, producer_id, first_seq,
                         offset = original.first_offset, "duplicate batch answered with its original offset"
@@ -298,6 +303,9 @@ impl Partition {
     /// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below the minimum meanwhile;
     /// NOT_LEADER_OR_FOLLOWER when leadership moved).
     pub fn check_enough_replicas_reach_offset(&self, required_offset: i64) -> Option<ErrorCode> {
+        if self.offline {
+            return Some(ErrorCode::KafkaStorageError);
+        }
         if self.role != Role::Leader {
             return Some(ErrorCode::NotLeaderOrFollower);
         }

@@ -231,6 +231,9 @@ pub struct Partition {
     /// wait for them even when caught up (Kafka's `isReplicaIsrEligible`, KIP-841).
     ineligible: BTreeSet<i32>,
     high_watermark: i64,
+    /// The log's dir failed ([`Partition::stop_offline`]): requests still holding the
+    /// partition get KAFKA_STORAGE_ERROR, as Kafka answers for an offline partition.
+    offline: bool,
 }
 
 impl Partition {
@@ -263,6 +266,7 @@ impl Partition {
             followers: BTreeMap::new(),
             ineligible: BTreeSet::new(),
             high_watermark,
+            offline: false,
         };
         partition.rebuild_producer_state(now_ms)?;
         Ok(partition)
@@ -345,6 +349,26 @@ impl Partition {
         self.followers.clear();
     }
 
+    /// The partition's log dir failed: it is stopped as [`Partition::stop`] does, and
+    /// whatever still holds it is answered KAFKA_STORAGE_ERROR from now on.
+    pub fn stop_offline(&mut self) {
+        self.stop();
+        self.offline = true;
+    }
+
+    /// Whether [`Partition::stop_offline`] stopped it.
+    pub fn is_offline(&self) -> bool {
+        self.offline
+    }
+
+    /// Kafka's message for a partition in an offline log dir.
+    fn offline_message(&self) -> String {
+        format!(
+            "Partition {}-{} is in an offline log directory",
+            self.tp.topic, self.tp.partition
+        )
+    }
+
     /// Checks a request's leader epoch against ours (KIP-320).
     pub fn check_leader_epoch(&self, requested: i32) -> Result<(), PartitionError> {
         if requested < 0 || requested == self.leader_epoch {
@@ -363,6 +387,9 @@ impl Partition {
     }
 
     fn require_leader(&self) -> Result<(), PartitionError> {
+        if self.offline {
+            return Err(PartitionError::Storage(self.offline_message()));
+        }
         if self.role == Role::Leader {
             Ok(())
         } else {

@@ -123,6 +123,11 @@ impl ReplicaManager {
                 let Some(registration) = topic.partitions.get(&index) else {
                     continue;
                 };
+                // A replica in a failed log dir stays offline whatever the metadata says
+                // (Kafka skips `HostedPartition.Offline` partitions in its deltas).
+                if self.is_partition_offline(topic_id, index) {
+                    continue;
+                }
                 let tp = TopicIdPartition {
                     topic_id,
                     topic: topic.name.clone(),

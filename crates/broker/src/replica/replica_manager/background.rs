@@ -19,6 +19,7 @@ impl ReplicaManager {
     /// as Kafka), the three offset checkpoints (each at its own interval, writing only the
     /// log dirs where something changed) and retention. Ends when the manager is dropped.
     pub fn start_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        self.watch_log_dir_failures();
         let weak = Arc::downgrade(self);
         let isr_every =
             Duration::from_millis((self.config.replica_lag_time_max_ms / 2).max(10) as u64);
@@ -119,6 +120,9 @@ impl ReplicaManager {
     fn maybe_shrink_isrs(&self) {
         let now = unix_ms();
         for hosted in self.all_partitions() {
+            if hosted.lock().maybe_advance_high_watermark(now) {
+                hosted.changed.notify_waiters();
+            }
             let change = hosted.lock().maybe_shrink_isr(now);
             if let Some(change) = change {
                 self.metrics.isr_shrinks.fetch_add(1, Ordering::Relaxed);

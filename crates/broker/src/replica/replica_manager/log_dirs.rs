@@ -263,9 +263,13 @@ impl ReplicaManager {
             return;
         }
         let now = unix_ms();
+        let failure = Arc::clone(self.log_manager.failure_channel());
         let opened = LogManager::open_future(&path, p.log().config().clone(), now)
             .map_err(|e| e.to_string())
-            .and_then(|log| p.set_future_log(log, now).map_err(|e| e.to_string()));
+            .and_then(|mut log| {
+                log.set_failure_channel(failure);
+                p.set_future_log(log, now).map_err(|e| e.to_string())
+            });
         drop(p);
         match opened {
             Ok(()) => {

@@ -4,9 +4,9 @@
 //! scrape stats no file), and `LogManager.OfflineLogDirectoryCount` /
 //! `LogDirectoryOffline` per `log.dirs` entry.
 //!
-//! kraftd does not take a log directory offline after an I/O error as Kafka's
-//! `LogDirFailureChannel` does; a directory reads as offline here when it is not an
-//! accessible directory at the scrape (one `stat` per directory, not per partition).
+//! A directory reads as offline when an I/O error took it offline (the log layer's
+//! `LogDirFailureChannel`, as Kafka's) or it is not an accessible directory at the scrape
+//! (one `stat` per directory, not per partition).
 
 use std::fmt::Write;
 use std::sync::{LazyLock, Mutex, PoisonError};
@@ -106,7 +106,8 @@ impl ReplicaManager {
             .dirs()
             .iter()
             .map(|dir| {
-                let online = std::fs::metadata(dir).is_ok_and(|m| m.is_dir());
+                let online = !self.log_manager.failure_channel().is_offline(dir)
+                    && std::fs::metadata(dir).is_ok_and(|m| m.is_dir());
                 (dir.display().to_string(), !online)
             })
             .collect();

@@ -27,12 +27,15 @@
 //!   empty while over the leader's replication quota, `replication_quota.rs`);
 //! - `offsets.rs`: ListOffsets, OffsetForLeaderEpoch and DeleteRecords;
 //! - `metrics.rs`: the counters and the Prometheus output;
-//! - `log_dirs.rs`: DescribeLogDirs, AlterReplicaLogDirs and the copier moving a replica.
+//! - `log_dirs.rs`: DescribeLogDirs, AlterReplicaLogDirs and the copier moving a replica;
+//! - `log_dir_failure.rs`: a log dir an I/O error took offline, its replicas no longer
+//!   served (Kafka's `handleLogDirFailure`).
 
 mod apply_delta;
 mod background;
 mod coordinator;
 mod fetch;
+mod log_dir_failure;
 mod log_dirs;
 mod log_metrics;
 mod metrics;
@@ -40,7 +43,7 @@ mod offsets;
 mod produce;
 mod txn_markers;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
@@ -80,6 +83,9 @@ pub struct ReplicaManagerConfig {
     /// The `directory.id` of each of `log_dirs` (their `meta.properties`): what the
     /// replicas' directories are reported as (KIP-858). Empty: nothing is reported.
     pub directory_ids: BTreeMap<PathBuf, Uuid>,
+    /// `metadata.log.dir` (else the first of `log.dirs`): the broker stops when this dir
+    /// fails, as Kafka halts.
+    pub metadata_log_dir: Option<PathBuf>,
     /// The properties file, for topic config defaults (`log.retention.ms`, ...).
     pub static_configs: BTreeMap<String, String>,
     /// `replica.lag.time.max.ms`.
@@ -121,6 +127,7 @@ impl ReplicaManagerConfig {
             broker_id,
             log_dirs,
             directory_ids: BTreeMap::new(),
+            metadata_log_dir: None,
             static_configs: BTreeMap::new(),
             replica_lag_time_max_ms: super::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
             hw_checkpoint_interval: Duration::from_millis(5000),
@@ -165,6 +172,11 @@ pub struct ReplicaManager {
     /// Where replicas' real directories are reported (Kafka's `directoryEventHandler`,
     /// `NOOP` until the server sets one).
     directory_events: OnceLock<Arc<dyn DirectoryEventHandler>>,
+    /// Partitions whose replica was in a log dir that failed (Kafka's
+    /// `HostedPartition.Offline`): answered KAFKA_STORAGE_ERROR, never opened again.
+    offline_partitions: RwLock<HashSet<(Uuid, i32)>>,
+    /// Where a fatal log dir failure stops the broker (set by the server).
+    stop_signal: OnceLock<tokio::sync::watch::Sender<Option<String>>>,
 }
 
 impl ReplicaManager {
@@ -208,6 +220,8 @@ impl ReplicaManager {
             state_change: Mutex::new(()),
             stopping: AtomicBool::new(false),
             directory_events: OnceLock::new(),
+            offline_partitions: RwLock::new(HashSet::new()),
+            stop_signal: OnceLock::new(),
         }))
     }
 
@@ -272,6 +286,12 @@ impl ReplicaManager {
         }
     }
 
+    /// Where the broker is told to stop when a log dir failure is fatal (the metadata log
+    /// dir, or the last online one): the first reason is kept. Set once.
+    pub fn set_stop_signal(&self, stop: tokio::sync::watch::Sender<Option<String>>) {
+        let _ = self.stop_signal.set(stop);
+    }
+
     /// The hosted partition, if this broker holds a replica of it.
     pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<Arc<HostedPartition>> {
         self.partitions
@@ -296,9 +316,12 @@ impl ReplicaManager {
             .collect()
     }
 
-    /// The error for a partition this broker does not host: unknown to the metadata, or
-    /// hosted elsewhere.
+    /// The error for a partition this broker does not host: in a failed log dir, unknown
+    /// to the metadata, or hosted elsewhere.
     fn missing_partition_error(&self, topic_id: Uuid, partition: i32) -> ErrorCode {
+        if self.is_partition_offline(topic_id, partition) {
+            return ErrorCode::KafkaStorageError;
+        }
         let image = self.cache.image();
         match image.topics.partition(&topic_id, partition) {
             Some(_) => ErrorCode::NotLeaderOrFollower,
