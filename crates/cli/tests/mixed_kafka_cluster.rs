@@ -1,14 +1,17 @@
 //! kraftd and Apache Kafka 4.4.0 (the jars) in one cluster at metadata.version 33 (issue 31).
 //!
 //! - A kraftd broker beside two Kafka brokers on three Kafka controllers formatted by
-//!   `kafka-storage format` with Kafka's defaults (4.4-IV2, share.version 2) except
-//!   `streams.version=0` (pinned, the cluster as the test always ran it): it registers, is unfenced, joins the ISR of an RF 3
+//!   `kafka-storage format` with Kafka's defaults (4.4-IV2, share.version 2, streams.version
+//!   1): it registers, is unfenced, joins the ISR of an RF 3
 //!   topic, and leadership moves from a Kafka broker to it and on to the other Kafka broker;
 //!   every acks=all record is read back through each broker after each move.
 //! - A Kafka broker beside two kraftd brokers on three kraftd controllers formatted by
 //!   `kraftd format --release-version 4.2` (metadata.version 29; at 30 and above a Kafka
 //!   broker heartbeats at BrokerHeartbeat v2, not served by kraftd yet): the same, leadership
 //!   moving kraftd → Kafka → kraftd.
+//! - Two Kafka controllers and a kraftd controller voting in one quorum (at 4.2), with a
+//!   kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
+//!   under each replicate across both brokers.
 //! - `kraftd format --release-version/--feature` writes the FeatureLevelRecords Kafka's
 //!   `kafka-storage format` writes for the same arguments, byte for byte.
 //! - What a kraftd controller writes to the metadata log at metadata.version 33 and 25 is
@@ -34,8 +37,8 @@ use kraftd_protocol::metadata_record::decode_metadata_record;
 use kraftd_protocol::MetadataRecord;
 use kraftd_raft::snapshot::read_snapshot;
 
-/// What kraftd does not serve yet, pinned on the Kafka side at format time: streams groups
-/// (issue 29).
+/// A feature pinned below Kafka's default at format time, one of the cases `kraftd format`
+/// must finalize as `kafka-storage format` does.
 const PINNED: [&str; 2] = ["--feature", "streams.version=0"];
 
 const TOPIC: &str = "mixed";
@@ -44,7 +47,7 @@ const TOPIC: &str = "mixed";
 fn a_kraftd_broker_joins_a_kafka_quorum_and_leads_a_partition() {
     let root = tempfile::tempdir().unwrap();
     let (cluster_id, kafka_controllers, kafka_brokers) =
-        kafka_quorum_cluster(root.path(), 3, &[1, 2], 3, "", &PINNED);
+        kafka_quorum_cluster(root.path(), 3, &[1, 2], 3, "", &[]);
     let quorum = kafka_controllers
         .iter()
         .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port))
