@@ -331,7 +331,8 @@ impl BrokerServer {
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone())
-            .with_delegation_tokens(config.delegation_tokens.clone());
+            .with_delegation_tokens(config.delegation_tokens.clone())
+            .with_connection_quotas(Arc::clone(&config.server.connection_quotas));
         for r in &config.reconfigurables {
             published.dynamic_configs.add_reconfigurable(Arc::clone(r));
         }

@@ -301,7 +301,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(B, "log.roll.ms", "as the default of segment.ms"),
     honoured(B, "log.segment.bytes", "as the default of segment.bytes"),
     no_effect(B, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
-    honoured_static(B, "max.connections", "the listeners' connection cap, from the properties file"),
+    honoured(B, "max.connections", super::security_configs::CONNECTION_QUOTAS),
     refused(B, "max.decompressed.message.bytes", "produce, compaction and timestamp lookups do not bound a record's decompressed size"),
     honoured(B, "message.max.bytes", "as the default of max.message.bytes"),
     refused(B, "metric.reporters", REPORTERS),
