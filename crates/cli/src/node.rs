@@ -59,6 +59,8 @@ pub fn run(
         config.boolean(REQUEST_METRICS_ENABLE, true)?,
     ));
     runtime.block_on(async move {
+        // Each role's connection quotas, for `/metrics`.
+        let mut connection_quotas = Vec::new();
         let mut controller = None;
         if config.is_controller() {
             let bootstrap = format::read_bootstrap(&config.metadata_log_dir)?;
@@ -74,6 +76,7 @@ pub fn run(
                 .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
             node_config.server.security = config.listener_security(&listener);
             node_config.server.metrics = std::sync::Arc::clone(&request_metrics);
+            connection_quotas.push(std::sync::Arc::clone(&node_config.server.connection_quotas));
             let node = ControllerNode::start(node_config, socket)
                 .await
                 .context("starting the controller")?;
@@ -93,6 +96,7 @@ pub fn run(
             };
             let mut broker_config = broker_config(&config, &cluster_id)?;
             broker_config.server.metrics = std::sync::Arc::clone(&request_metrics);
+            connection_quotas.push(std::sync::Arc::clone(&broker_config.server.connection_quotas));
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
@@ -179,6 +183,11 @@ pub fn run(
                         kraftd_log::clock::unix_ms(),
                     );
                     request_metrics.write_prometheus(node_id, &mut out);
+                    kraftd_net::connection_quotas::write_prometheus(
+                        &connection_quotas,
+                        node_id,
+                        &mut out,
+                    );
                     if let Some(metrics) = &broker_metrics {
                         let now = kraftd_log::clock::unix_ms();
                         metrics.values(now).write_prometheus(node_id, &mut out);

@@ -337,52 +337,6 @@ impl ConnectionQuotas {
         self.lock().counts.get(&ip).copied().unwrap_or(0)
     }
 
-    /// Kafka's socket-server quota metrics in Prometheus text, as `docs/metrics.md` maps
-    /// them: `broker-connection-accept-rate`, and per listener `connection-accept-rate`,
-    /// `connection-accept-throttle-time` and `ip-connection-accept-throttle-time`
-    /// (`kafka.server:type=socket-server-metrics`), and per address with a rate quota
-    /// `connection-accept-rate{ip}`.
-    pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
-        let now_ms = self.now_ms();
-        let mut state = self.lock();
-        let prefix = "kafka_server_socket_server_metrics";
-        let broker = state.broker_rate.rate.measure(now_ms);
-        let _ = writeln!(out, "# HELP {prefix}_broker_connection_accept_rate Connections accepted per second over the unprotected listeners (Kafka's broker-connection-accept-rate).");
-        let _ = writeln!(out, "# TYPE {prefix}_broker_connection_accept_rate gauge");
-        let _ = writeln!(out, "{prefix}_broker_connection_accept_rate{{node=\"{node_id}\"}} {}", value(broker));
-        let families: [(&str, &str); 3] = [
-            ("connection_accept_rate", "Connections accepted per second, per listener or per address with a rate quota (Kafka's connection-accept-rate)."),
-            ("connection_accept_throttle_time", "Average of the non-zero delays the broker or listener creation rate imposed on accepts, ms (Kafka's connection-accept-throttle-time)."),
-            ("ip_connection_accept_throttle_time", "Average of the non-zero delays before closing connections of addresses over their rate, ms (Kafka's ip-connection-accept-throttle-time)."),
-        ];
-        for (i, (name, help)) in families.iter().enumerate() {
-            let _ = writeln!(out, "# HELP {prefix}_{name} {help}");
-            let _ = writeln!(out, "# TYPE {prefix}_{name} gauge");
-            for (listener, l) in state.listeners.iter_mut() {
-                let v = match i {
-                    0 => l.rate.rate.measure(now_ms),
-                    1 => l.throttle.avg(now_ms),
-                    _ => l.ip_throttle.avg(now_ms),
-                };
-                let _ = writeln!(
-                    out,
-                    "{prefix}_{name}{{node=\"{node_id}\",listener=\"{listener}\"}} {}",
-                    value(v)
-                );
-            }
-            if i == 0 {
-                for (ip, s) in state.ip_sensors.iter_mut() {
-                    let v = s.sensor.rate.measure(now_ms);
-                    let _ = writeln!(
-                        out,
-                        "{prefix}_{name}{{node=\"{node_id}\",ip=\"{ip}\"}} {}",
-                        value(v)
-                    );
-                }
-            }
-        }
-    }
-
     /// Kafka's `waitForConnectionSlot`: records the broker and listener rates once, then
     /// waits out the throttle and for a free slot.
     async fn wait_for_connection_slot(&self, listener: &str) {
@@ -568,6 +522,67 @@ impl QuotaSensor {
         }
         let window_ms = self.rate.window_size_ms(now_ms);
         throttle_time(rate, limit, window_ms).min(max_ms)
+    }
+}
+
+/// Kafka's socket-server quota metrics of a node's roles in Prometheus text, as
+/// `docs/metrics.md` maps them (`kafka.server:type=socket-server-metrics`):
+/// `broker-connection-accept-rate`, per listener `connection-accept-rate`,
+/// `connection-accept-throttle-time` and `ip-connection-accept-throttle-time`, and per
+/// address with a rate quota `connection-accept-rate{ip}`. The roles of a combined node
+/// have listeners of their own; their broker-wide and address rates are summed, as Kafka's
+/// roles share those sensors in one metrics registry.
+pub fn write_prometheus(roles: &[Arc<ConnectionQuotas>], node_id: i32, out: &mut String) {
+    const PREFIX: &str = "kafka_server_socket_server_metrics";
+    if roles.is_empty() {
+        return;
+    }
+    let mut broker = 0.0;
+    let mut listeners: Vec<(String, [f64; 3])> = Vec::new();
+    let mut ips: BTreeMap<IpAddr, f64> = BTreeMap::new();
+    for quotas in roles {
+        let now_ms = quotas.now_ms();
+        let mut state = quotas.lock();
+        broker += state.broker_rate.rate.measure(now_ms);
+        for (name, l) in state.listeners.iter_mut() {
+            let values = [
+                l.rate.rate.measure(now_ms),
+                l.throttle.avg(now_ms),
+                l.ip_throttle.avg(now_ms),
+            ];
+            listeners.push((name.clone(), values));
+        }
+        for (ip, s) in state.ip_sensors.iter_mut() {
+            *ips.entry(*ip).or_default() += s.sensor.rate.measure(now_ms);
+        }
+    }
+    let _ = writeln!(out, "# HELP {PREFIX}_broker_connection_accept_rate Connections accepted per second over the unprotected listeners (Kafka's broker-connection-accept-rate).");
+    let _ = writeln!(out, "# TYPE {PREFIX}_broker_connection_accept_rate gauge");
+    let _ = writeln!(out, "{PREFIX}_broker_connection_accept_rate{{node=\"{node_id}\"}} {}", value(broker));
+    let families: [(&str, &str); 3] = [
+        ("connection_accept_rate", "Connections accepted per second, per listener or per address with a rate quota (Kafka's connection-accept-rate)."),
+        ("connection_accept_throttle_time", "Average of the non-zero delays the broker or listener creation rate imposed on accepts, ms (Kafka's connection-accept-throttle-time)."),
+        ("ip_connection_accept_throttle_time", "Average of the non-zero delays before closing connections of addresses over their rate, ms (Kafka's ip-connection-accept-throttle-time)."),
+    ];
+    for (i, (name, help)) in families.iter().enumerate() {
+        let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
+        let _ = writeln!(out, "# TYPE {PREFIX}_{name} gauge");
+        for (listener, values) in &listeners {
+            let _ = writeln!(
+                out,
+                "{PREFIX}_{name}{{node=\"{node_id}\",listener=\"{listener}\"}} {}",
+                value(values[i])
+            );
+        }
+        if i == 0 {
+            for (ip, rate) in &ips {
+                let _ = writeln!(
+                    out,
+                    "{PREFIX}_{name}{{node=\"{node_id}\",ip=\"{ip}\"}} {}",
+                    value(*rate)
+                );
+            }
+        }
     }
 }
 

@@ -589,9 +589,15 @@ fn is_kafka_default(def: &ConfigDef, value: &str) -> bool {
         .is_some_and(|d| def.canonical_value(d) == def.canonical_value(value))
 }
 
-fn unsupported(def: &ConfigDef, value: &str, dynamic: bool) -> ConfigValueError {
+fn unsupported(
+    scope: ConfigScope,
+    def: &ConfigDef,
+    value: &str,
+    dynamic: bool,
+) -> ConfigValueError {
     ConfigValueError::Unsupported {
         key: def.name.to_string(),
+        why: config_support(scope, def.name).map_or("kraftd does not act on it", |s| s.note),
         value: if def.sensitive {
             "[hidden]".to_string()
         } else {
@@ -638,8 +644,8 @@ pub fn check_dynamic_support(
         Support::HonouredStatic | Support::RefusedUnlessDefault if is_kafka_default(def, value) => {
             Ok(())
         }
-        Support::HonouredStatic => Err(unsupported(def, value, true)),
-        Support::RefusedUnlessDefault => Err(unsupported(def, value, false)),
+        Support::HonouredStatic => Err(unsupported(scope, def, value, true)),
+        Support::RefusedUnlessDefault => Err(unsupported(scope, def, value, false)),
     }
 }
 
@@ -655,11 +661,11 @@ pub fn check_static_support(key: &str, value: &str) -> Result<(), ConfigValueErr
         .into_iter()
         .find_map(|scope| {
             let def = scope.def(base)?;
-            Some((def, config_support(scope, base)?.support))
+            Some((scope, def, config_support(scope, base)?.support))
         });
     match found {
-        Some((def, Support::RefusedUnlessDefault)) if !is_kafka_default(def, value) => {
-            Err(unsupported(def, value, false))
+        Some((scope, def, Support::RefusedUnlessDefault)) if !is_kafka_default(def, value) => {
+            Err(unsupported(scope, def, value, false))
         }
         _ => Ok(()),
     }

@@ -245,12 +245,14 @@ impl ConfigValueError {
             },
             ConfigValueError::Unsupported {
                 value,
+                why,
                 default,
                 dynamic,
                 ..
             } => ConfigValueError::Unsupported {
                 key: key.to_string(),
                 value,
+                why,
                 default,
                 dynamic,
             },

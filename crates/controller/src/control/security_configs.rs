@@ -422,7 +422,7 @@ const KERBEROS: &str = "Kerberos (GSSAPI) only, which kraftd refuses";
 const OAUTH: &str = "OAUTHBEARER only, which kraftd refuses";
 const LOGIN_REFRESH: &str = "refreshes expiring logins (GSSAPI, OAUTHBEARER), which kraftd refuses; PLAIN and SCRAM logins do not expire";
 const PLUGIN: &str = "a Java plugin class; kraftd loads none";
-const PRINCIPAL_BUILDER: &str = "kraftd builds principals as Kafka's DefaultKafkaPrincipalBuilder does; a custom builder is a Java plugin";
+const PRINCIPAL_BUILDER: &str = "a principal builder is a Java class and kraftd loads none: it builds principals as Kafka's default, DefaultKafkaPrincipalBuilder, does (SSL subjects through ssl.principal.mapping.rules, SASL users by name)";
 const AUTH_DELAY: &str =
     "a failed SASL login's connection closes this long after its answer (KIP-306)";
 const AUTHORIZER: &str = "the authorizer (StandardAuthorizer semantics), from the properties file";

@@ -192,7 +192,7 @@ async fn an_address_over_its_rate_is_refused_with_its_throttle_and_others_pass()
     slots.push(q.admit("PLAINTEXT", ip("127.0.0.9")).await.unwrap());
     slots.push(q.admit("PLAINTEXT", ip("127.0.0.1")).await.unwrap());
     let mut metrics = String::new();
-    q.write_prometheus(1, &mut metrics);
+    write_prometheus(&[Arc::clone(&q)], 1, &mut metrics);
     assert!(metrics.contains(
         "kafka_server_socket_server_metrics_connection_accept_rate{node=\"1\",ip=\"127.0.0.1\"}"
     ));
