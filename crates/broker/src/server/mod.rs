@@ -412,6 +412,14 @@ impl BrokerServer {
         )?;
         replica_config.flush_scheduler_interval =
             Some(period("log.flush.scheduler.interval.ms", i64::MAX)?);
+        replica_config.producer_id_expiration_check_interval = period(
+            "producer.id.expiration.check.interval.ms",
+            replica_config.producer_id_expiration_check_interval.as_millis() as i64,
+        )?;
+        replica_config.producer_id_expiration_ms = defined(
+            "producer.id.expiration.ms",
+            replica_config.producer_id_expiration_ms,
+        )?;
         let fetcher = &mut replica_config.fetcher;
         // Kafka's leader answers a negative wait or minimum as zero; the socket timeout is
         // at least a millisecond.
