@@ -547,8 +547,7 @@ fn check_supported(props: &Properties) -> Result<()> {
             why,
             default,
             ..
-        }) =
-            check_static_support(key, value)
+        }) = check_static_support(key, value)
         {
             let only = match default {
                 Some(d) => format!("only Kafka's default {d:?} is accepted"),

@@ -40,11 +40,9 @@ pub fn connection_quota_config(
         if let Some(def) = any_broker_config_def(base_name(key)) {
             def.validate(value).map_err(|e| e.about(key).to_string())?;
         }
-        value
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("Invalid value {value} for configuration {key}: Not a number of type INT"))
+        value.trim().parse().map(Some).map_err(|_| {
+            format!("Invalid value {value} for configuration {key}: Not a number of type INT")
+        })
     };
     let per_ip = int(MAX_CONNECTIONS_PER_IP)?.unwrap_or(UNLIMITED);
     let overrides = props.get(MAX_CONNECTIONS_PER_IP_OVERRIDES).unwrap_or("");
@@ -73,7 +71,10 @@ pub fn connection_quota_config(
         };
         if dynamic {
             if quota.max_connections <= 0 {
-                return Err(format!("Invalid {MAX_CONNECTIONS} {}", quota.max_connections));
+                return Err(format!(
+                    "Invalid {MAX_CONNECTIONS} {}",
+                    quota.max_connections
+                ));
             }
             if quota.max_connection_creation_rate <= 0 {
                 return Err(format!(
@@ -180,8 +181,8 @@ mod tests {
             "max.connections.per.ip=2\nmax.connections.per.ip.overrides=127.0.0.2:5\n\
              listener.name.external.max.connections=7\nmax.connection.creation.rate=3\n",
         );
-        let c = connection_quota_config(&p, &["EXTERNAL".into(), "INTERNAL".into()], false)
-            .unwrap();
+        let c =
+            connection_quota_config(&p, &["EXTERNAL".into(), "INTERNAL".into()], false).unwrap();
         assert_eq!(c.max_connections_per_ip, 2);
         assert_eq!(
             c.max_connections_per_ip_overrides,
@@ -209,11 +210,16 @@ mod tests {
         assert_eq!(
             r.validate_reconfiguration(&BTreeMap::from([
                 ("max.connections.per.ip".to_string(), "0".to_string()),
-                ("max.connections.per.ip.overrides".to_string(), String::new()),
+                (
+                    "max.connections.per.ip.overrides".to_string(),
+                    String::new()
+                ),
             ])),
-            Err("requirement failed: max.connections.per.ip can be set to zero only if \
+            Err(
+                "requirement failed: max.connections.per.ip can be set to zero only if \
                  max.connections.per.ip.overrides property is set."
-                .into())
+                    .into()
+            )
         );
         assert!(r
             .validate_reconfiguration(&dynamic("max.connections.per.ip", "10"))

@@ -96,7 +96,9 @@ pub fn run(
             };
             let mut broker_config = broker_config(&config, &cluster_id)?;
             broker_config.server.metrics = std::sync::Arc::clone(&request_metrics);
-            connection_quotas.push(std::sync::Arc::clone(&broker_config.server.connection_quotas));
+            connection_quotas.push(std::sync::Arc::clone(
+                &broker_config.server.connection_quotas,
+            ));
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
@@ -497,11 +499,9 @@ fn server_config(
     )?);
     let limits = connection_quota_config(&config.props, listeners, false)
         .map_err(|e| anyhow!("{e} (in {})", config.props.source()))?;
-    let window = kraftd_controller::quota::QuotaWindow::from_properties(
-        &static_properties(config),
-        "",
-    )
-    .map_err(|e| anyhow!("{e} (in {})", config.props.source()))?;
+    let window =
+        kraftd_controller::quota::QuotaWindow::from_properties(&static_properties(config), "")
+            .map_err(|e| anyhow!("{e} (in {})", config.props.source()))?;
     server.connection_quotas =
         kraftd_net::connection_quotas::ConnectionQuotas::new(limits, window.sample_config());
     let reconfigurer = ConnectionQuotasReconfigurer::new(

@@ -60,7 +60,8 @@ fn served(from: IpAddr, to: SocketAddr) -> Result<TcpStream, String> {
     // A refused connection may be closed before or while the request is written.
     s.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
     let mut size = [0u8; 4];
-    s.read_exact(&mut size).map_err(|e| format!("closed: {e}"))?;
+    s.read_exact(&mut size)
+        .map_err(|e| format!("closed: {e}"))?;
     let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
     s.read_exact(&mut buf).map_err(|e| format!("closed: {e}"))?;
     match decode_response(ApiKey::ApiVersions, 3, Bytes::from(buf)) {
@@ -87,7 +88,9 @@ fn scrape(port: u16) -> String {
         return String::new();
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").is_err() {
+    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .is_err()
+    {
         return String::new();
     }
     let mut body = String::new();
@@ -147,12 +150,18 @@ fn per_address_limits_and_the_creation_rate_hold_and_change_live_with_kafka_conf
     });
     let second = served(one, to).unwrap_or_else(|e| panic!("second connection: {e}\n{}", logs()));
     let third = served(one, to);
-    assert!(third.is_err(), "a third connection from 127.0.0.1 was served");
+    assert!(
+        third.is_err(),
+        "a third connection from 127.0.0.1 was served"
+    );
     // 127.0.0.2's override lets four in, not five.
     let from_two: Vec<TcpStream> = (0..4)
         .map(|i| served(two, to).unwrap_or_else(|e| panic!("127.0.0.2 #{i}: {e}\n{}", logs())))
         .collect();
-    assert!(served(two, to).is_err(), "a fifth connection from 127.0.0.2 was served");
+    assert!(
+        served(two, to).is_err(),
+        "a fifth connection from 127.0.0.2 was served"
+    );
     assert!(
         brokers[0]
             .logs()
@@ -194,7 +203,10 @@ fn per_address_limits_and_the_creation_rate_hold_and_change_live_with_kafka_conf
             Ok(held)
         },
     );
-    assert!(served(one, to).is_err(), "an 11th connection from 127.0.0.1 was served");
+    assert!(
+        served(one, to).is_err(),
+        "an 11th connection from 127.0.0.1 was served"
+    );
     drop(held);
 
     // A malformed override is refused with Kafka's message, before anything changes.
@@ -222,7 +234,11 @@ fn per_address_limits_and_the_creation_rate_hold_and_change_live_with_kafka_conf
             Err(out)
         }
     });
-    assert!(ok, "max.connection.creation.rate=2 refused: {out}\n{}", logs());
+    assert!(
+        ok,
+        "max.connection.creation.rate=2 refused: {out}\n{}",
+        logs()
+    );
     let started = Instant::now();
     for i in 0..30 {
         served(one, to).unwrap_or_else(|e| panic!("connection {i}: {e}\n{}", logs()));

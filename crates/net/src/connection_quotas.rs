@@ -214,7 +214,12 @@ impl ConnectionQuotas {
     pub fn add_listener(&self, listener: &str) {
         let window = self.window;
         let mut state = self.lock();
-        let own = state.config.listeners.get(listener).copied().unwrap_or_default();
+        let own = state
+            .config
+            .listeners
+            .get(listener)
+            .copied()
+            .unwrap_or_default();
         state
             .listeners
             .entry(listener.to_string())
@@ -314,7 +319,13 @@ impl ConnectionQuotas {
         self.wait_for_connection_slot(listener).await;
         let now_ms = self.now_ms();
         let mut state = self.lock();
-        state.record_ip_connection_maybe_throttle(listener, ip, now_ms, self.max_throttle_ms, self.window)?;
+        state.record_ip_connection_maybe_throttle(
+            listener,
+            ip,
+            now_ms,
+            self.max_throttle_ms,
+            self.window,
+        )?;
         let count = state.counts.get(&ip).copied().unwrap_or(0);
         let max = state.max_connections_per_ip(ip);
         if count >= max.max(0) as u64 {
@@ -347,7 +358,10 @@ impl ConnectionQuotas {
         };
         let deadline = Instant::now() + Duration::from_millis(throttle_ms);
         if throttle_ms > 0 {
-            debug!(listener, throttle_ms, "connection creation rate exceeded: delaying accept");
+            debug!(
+                listener,
+                throttle_ms, "connection creation rate exceeded: delaying accept"
+            );
         }
         loop {
             let notified = self.changed.notified();
@@ -430,7 +444,10 @@ impl State {
     }
 
     fn ip_rate(&self, ip: IpAddr) -> i32 {
-        self.ip_rates.get(&ip).copied().unwrap_or(self.ip_rate_default)
+        self.ip_rates
+            .get(&ip)
+            .copied()
+            .unwrap_or(self.ip_rate_default)
     }
 
     /// Kafka's `recordConnectionAndGetThrottleTimeMs`: the longer of the broker's and the
@@ -558,7 +575,11 @@ pub fn write_prometheus(roles: &[Arc<ConnectionQuotas>], node_id: i32, out: &mut
     }
     let _ = writeln!(out, "# HELP {PREFIX}_broker_connection_accept_rate Connections accepted per second over the unprotected listeners (Kafka's broker-connection-accept-rate).");
     let _ = writeln!(out, "# TYPE {PREFIX}_broker_connection_accept_rate gauge");
-    let _ = writeln!(out, "{PREFIX}_broker_connection_accept_rate{{node=\"{node_id}\"}} {}", value(broker));
+    let _ = writeln!(
+        out,
+        "{PREFIX}_broker_connection_accept_rate{{node=\"{node_id}\"}} {}",
+        value(broker)
+    );
     let families: [(&str, &str); 3] = [
         ("connection_accept_rate", "Connections accepted per second, per listener or per address with a rate quota (Kafka's connection-accept-rate)."),
         ("connection_accept_throttle_time", "Average of the non-zero delays the broker or listener creation rate imposed on accepts, ms (Kafka's connection-accept-throttle-time)."),

@@ -414,7 +414,9 @@ impl BrokerServer {
             Some(period("log.flush.scheduler.interval.ms", i64::MAX)?);
         replica_config.producer_id_expiration_check_interval = period(
             "producer.id.expiration.check.interval.ms",
-            replica_config.producer_id_expiration_check_interval.as_millis() as i64,
+            replica_config
+                .producer_id_expiration_check_interval
+                .as_millis() as i64,
         )?;
         replica_config.producer_id_expiration_ms = defined(
             "producer.id.expiration.ms",

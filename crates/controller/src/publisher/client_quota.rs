@@ -19,10 +19,10 @@ use std::sync::Arc;
 use kraftd_net::connection_quotas::ConnectionQuotas;
 
 use super::{is_full_reload, MetadataPublisher, Published};
-use crate::image::delta::MetadataDelta;
-use crate::image::MetadataImage;
 use crate::control::quotas::ENTITY_IP;
+use crate::image::delta::MetadataDelta;
 use crate::image::ClientQuotasImage;
+use crate::image::MetadataImage;
 use crate::quota::{QuotaIndex, QuotaKind};
 
 /// The client quota key of an address's connection creation rate.

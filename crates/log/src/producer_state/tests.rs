@@ -355,7 +355,10 @@ fn producer_state_expiry_spares_an_open_transaction_and_follows_a_changed_expira
     assert_eq!(psm.producer_id_expiration_ms(), 100);
     assert_eq!(psm.remove_expired_producers(1_600), 1);
     assert!(psm.last_entry(3).is_none());
-    assert!(psm.last_entry(2).is_some(), "an open transaction never expires");
+    assert!(
+        psm.last_entry(2).is_some(),
+        "an open transaction never expires"
+    );
 }
 
 #[test]

@@ -99,8 +99,7 @@ async fn the_broker_cap_holds_the_next_connection_until_a_slot_frees_or_the_cap_
 }
 
 #[tokio::test]
-async fn a_listener_cap_holds_only_its_listener_and_the_protected_listener_passes_the_broker_cap(
-) {
+async fn a_listener_cap_holds_only_its_listener_and_the_protected_listener_passes_the_broker_cap() {
     let q = ConnectionQuotas::new(
         ConnectionQuotaConfig {
             max_connections: 1,

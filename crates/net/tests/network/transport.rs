@@ -294,8 +294,8 @@ async fn a_dropped_response_closes_the_connection_except_after_acks_0_produce() 
 }
 
 #[tokio::test]
-async fn a_connection_over_max_connections_waits_for_a_slot_and_one_over_the_address_cap_is_closed(
-) {
+async fn a_connection_over_max_connections_waits_for_a_slot_and_one_over_the_address_cap_is_closed()
+{
     use kraftd_net::connection_quotas::{
         ConnectionQuotaConfig, ConnectionQuotas, QUOTA_WINDOW_DEFAULT,
     };
@@ -327,9 +327,12 @@ async fn a_connection_over_max_connections_waits_for_a_slot_and_one_over_the_add
         .unwrap();
     let mut buf = BytesMut::new();
     assert!(
-        tokio::time::timeout(Duration::from_millis(300), read_frame(&mut second, &mut buf))
-            .await
-            .is_err(),
+        tokio::time::timeout(
+            Duration::from_millis(300),
+            read_frame(&mut second, &mut buf)
+        )
+        .await
+        .is_err(),
         "served over max.connections"
     );
     drop(first);
@@ -337,7 +340,13 @@ async fn a_connection_over_max_connections_waits_for_a_slot_and_one_over_the_add
         .await
         .expect("served once a slot frees")
         .expect("an answer");
-    assert_eq!(decode_response(ApiKey::ApiVersions, 3, f).unwrap().0.correlation_id, 1);
+    assert_eq!(
+        decode_response(ApiKey::ApiVersions, 3, f)
+            .unwrap()
+            .0
+            .correlation_id,
+        1
+    );
 
     // At max.connections.per.ip the next connection from the address is closed at accept.
     quotas.reconfigure(ConnectionQuotaConfig {

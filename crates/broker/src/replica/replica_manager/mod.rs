@@ -139,7 +139,8 @@ impl ReplicaManagerConfig {
             producer_id_expiration_check_interval: Duration::from_millis(
                 DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
             ),
-            producer_id_expiration_ms: kraftd_log::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            producer_id_expiration_ms:
+                kraftd_log::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             recovery_point_checkpoint_interval: Duration::from_millis(
                 kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
             ),

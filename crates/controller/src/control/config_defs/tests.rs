@@ -233,7 +233,11 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
     // In the properties file.
     assert!(check_static_support("num.partitions", "3").is_ok());
     assert!(check_static_support("log.cleaner.threads", "3").is_ok());
-    assert!(check_static_support("metric.reporters", "org.apache.kafka.common.metrics.JmxReporter").is_ok());
+    assert!(check_static_support(
+        "metric.reporters",
+        "org.apache.kafka.common.metrics.JmxReporter"
+    )
+    .is_ok());
     assert!(check_static_support("metric.reporters", "com.example.Reporter").is_err());
     // The connection quotas are built (kraftd_net::connection_quotas), and checked as Kafka
     // parses them.
