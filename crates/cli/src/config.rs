@@ -542,15 +542,20 @@ fn security_settings(
 /// and the file. Keys kraftd does not know as broker configs are left alone.
 fn check_supported(props: &Properties) -> Result<()> {
     for (key, value) in props.iter() {
-        if let Err(ConfigValueError::Unsupported { value, default, .. }) =
-            check_static_support(key, value)
+        if let Err(ConfigValueError::Unsupported {
+            value,
+            why,
+            default,
+            ..
+        }) = check_static_support(key, value)
         {
             let only = match default {
                 Some(d) => format!("only Kafka's default {d:?} is accepted"),
                 None => "it must not be set".to_string(),
             };
             bail!(
-                "unsupported value {value:?} for {key} in {}: kraftd does not support {key}; {only}",
+                "unsupported value {value:?} for {key} in {}: kraftd does not support {key} \
+                 ({why}); {only}",
                 props.source()
             );
         }
@@ -852,9 +857,9 @@ mod tests {
                 "\"true\"",
             ),
             (
-                "max.connections.per.ip=5",
-                "max.connections.per.ip",
-                "\"5\"",
+                "metric.reporters=com.example.Reporter",
+                "metric.reporters",
+                "\"com.example.Reporter\"",
             ),
             (
                 "principal.builder.class=com.example.Builder",
@@ -886,11 +891,14 @@ mod tests {
         .unwrap();
         NodeConfig::load(Some(&path), &[]).unwrap();
         // An override is checked too.
-        let e = NodeConfig::load(Some(&path), &["max.connections.per.ip=10".to_string()])
-            .unwrap_err()
-            .to_string();
+        let e = NodeConfig::load(
+            Some(&path),
+            &["metric.reporters=com.example.Reporter".to_string()],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
-            e.contains("max.connections.per.ip") && e.contains("\"10\""),
+            e.contains("metric.reporters") && e.contains("\"com.example.Reporter\""),
             "{e}"
         );
     }

@@ -3,6 +3,7 @@
 //! Kafka's `kafka-storage` tool does.
 
 mod config;
+mod connection_quotas;
 mod console;
 mod doctor;
 mod embedded;

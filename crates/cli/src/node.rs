@@ -20,6 +20,7 @@ use kraftd_raft::driver::QuorumConfig;
 use tracing::info;
 
 use crate::config::{NodeConfig, ProcessRole};
+use crate::connection_quotas::{connection_quota_config, ConnectionQuotasReconfigurer};
 use crate::format;
 use crate::security::tls::TlsReconfigurer;
 
@@ -58,6 +59,8 @@ pub fn run(
         config.boolean(REQUEST_METRICS_ENABLE, true)?,
     ));
     runtime.block_on(async move {
+        // Each role's connection quotas, for `/metrics`.
+        let mut connection_quotas = Vec::new();
         let mut controller = None;
         if config.is_controller() {
             let bootstrap = format::read_bootstrap(&config.metadata_log_dir)?;
@@ -73,6 +76,7 @@ pub fn run(
                 .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
             node_config.server.security = config.listener_security(&listener);
             node_config.server.metrics = std::sync::Arc::clone(&request_metrics);
+            connection_quotas.push(std::sync::Arc::clone(&node_config.server.connection_quotas));
             let node = ControllerNode::start(node_config, socket)
                 .await
                 .context("starting the controller")?;
@@ -92,6 +96,9 @@ pub fn run(
             };
             let mut broker_config = broker_config(&config, &cluster_id)?;
             broker_config.server.metrics = std::sync::Arc::clone(&request_metrics);
+            connection_quotas.push(std::sync::Arc::clone(
+                &broker_config.server.connection_quotas,
+            ));
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
@@ -179,6 +186,11 @@ pub fn run(
                             kraftd_log::clock::unix_ms(),
                         );
                         request_metrics.write_prometheus(node_id, &mut out);
+                        kraftd_net::connection_quotas::write_prometheus(
+                            &connection_quotas,
+                            node_id,
+                            &mut out,
+                        );
                         if let Some(metrics) = &broker_metrics {
                             let now = kraftd_log::clock::unix_ms();
                             metrics.values(now).write_prometheus(node_id, &mut out);
@@ -327,7 +339,17 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
     // An observer fetches with its directory id too, as Kafka's brokers do: `describe
     // --status` lists it with one (KIP-853).
     let quorum = quorum_config(config, cluster_id)?;
-    let server = server_config(config)?;
+    let listener_names: Vec<String> = config
+        .broker_listeners()
+        .into_iter()
+        .map(|(l, _)| l.name)
+        .collect();
+    let (server, connection_quotas) = server_config(config, &listener_names)?;
+    server
+        .connection_quotas
+        .set_inter_broker_listener(config.inter_broker_listener_name());
+    let mut reconfigurables = tls_reconfigurables(config);
+    reconfigurables.push(connection_quotas);
     // The process's pool of open segment files (kraftd's own settings; Kafka has none).
     kraftd_log::handles::configure(
         config.number(
@@ -392,7 +414,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         // `share.coordinator.*`: Kafka's defaults where unset.
         share_coordinator: ShareCoordinatorConfig::from_properties(&properties)
             .map_err(|e| anyhow!("{e}"))?,
-        reconfigurables: tls_reconfigurables(config),
+        reconfigurables,
     })
 }
 
@@ -559,17 +581,35 @@ fn console_config(
     })
 }
 
-/// A listener's limits: `socket.request.max.bytes`, `connections.max.idle.ms`,
-/// `max.connections`.
-fn server_config(config: &NodeConfig) -> Result<kraftd_net::ServerConfig> {
+/// A role's listeners' limits: `socket.request.max.bytes`, `connections.max.idle.ms`, and
+/// the role's connection quotas (`max.connections` and the rest, with `quota.window.*`)
+/// for `listeners`, and the [`ConnectionQuotasReconfigurer`] that keeps them current.
+fn server_config(
+    config: &NodeConfig,
+    listeners: &[String],
+) -> Result<(
+    kraftd_net::ServerConfig,
+    std::sync::Arc<dyn kraftd_controller::publisher::Reconfigurable>,
+)> {
     let mut server = kraftd_net::ServerConfig::default();
     server.max_frame_bytes = config.number("socket.request.max.bytes", server.max_frame_bytes)?;
     server.connections_max_idle = Duration::from_millis(config.number(
         "connections.max.idle.ms",
         server.connections_max_idle.as_millis() as u64,
     )?);
-    server.max_connections = config.number("max.connections", server.max_connections)?;
-    Ok(server)
+    let limits = connection_quota_config(&config.props, listeners, false)
+        .map_err(|e| anyhow!("{e} (in {})", config.props.source()))?;
+    let window =
+        kraftd_controller::quota::QuotaWindow::from_properties(&static_properties(config), "")
+            .map_err(|e| anyhow!("{e} (in {})", config.props.source()))?;
+    server.connection_quotas =
+        kraftd_net::connection_quotas::ConnectionQuotas::new(limits, window.sample_config());
+    let reconfigurer = ConnectionQuotasReconfigurer::new(
+        &config.props,
+        listeners.to_vec(),
+        std::sync::Arc::clone(&server.connection_quotas),
+    );
+    Ok((server, std::sync::Arc::new(reconfigurer)))
 }
 
 /// The quorum as both roles take part in it: `controller.quorum.voters` and
@@ -718,7 +758,9 @@ fn controller_config(
             );
         }
     }
-    c.server = server_config(config)?;
+    let (server, connection_quotas) = server_config(config, &config.controller_listener_names)?;
+    c.server = server;
+    c.reconfigurables.push(connection_quotas);
     c.client_security = config
         .controller_listener_names
         .first()

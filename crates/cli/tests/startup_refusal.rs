@@ -10,9 +10,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_kraftd");
 fn an_unsupported_config_stops_startup_with_one_line() {
     for (line, key, shown) in [
         (
-            "max.connections.per.ip=10",
-            "max.connections.per.ip",
-            "\"10\"",
+            "metric.reporters=com.example.Reporter",
+            "metric.reporters",
+            "\"com.example.Reporter\"",
         ),
         // Security settings that would switch on what kraftd does not implement (issue 16).
         (

@@ -414,10 +414,28 @@ impl ProducerStateManager {
 
     /// Forgets producers idle for `producer.id.expiration.ms` (measured from their last batch's
     /// timestamp, as Kafka does) so the map stays bounded; one with an open transaction stays.
-    pub fn remove_expired_producers(&mut self, now_ms: i64) {
+    /// Returns how many were forgotten.
+    pub fn remove_expired_producers(&mut self, now_ms: i64) -> usize {
         let expiration_ms = self.producer_id_expiration_ms;
+        let before = self.producers.len();
         self.producers
             .retain(|_, entry| !is_producer_expired(entry, now_ms, expiration_ms));
+        before - self.producers.len()
+    }
+
+    /// `producer.id.expiration.ms` changed (it is dynamic in Kafka, through
+    /// `DynamicProducerStateManagerConfig`): the next expiry check and load use it.
+    pub fn set_producer_id_expiration_ms(&mut self, producer_id_expiration_ms: i64) {
+        assert!(
+            producer_id_expiration_ms >= 0,
+            "producer.id.expiration.ms must not be negative: {producer_id_expiration_ms}"
+        );
+        self.producer_id_expiration_ms = producer_id_expiration_ms;
+    }
+
+    /// The `producer.id.expiration.ms` in effect.
+    pub fn producer_id_expiration_ms(&self) -> i64 {
+        self.producer_id_expiration_ms
     }
 
     pub fn last_entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {

@@ -11,6 +11,7 @@
 //! SCRAM store implements.
 
 pub mod client;
+pub mod connection_quotas;
 mod frame;
 pub mod ordering;
 mod principal;
@@ -18,6 +19,7 @@ pub mod request_metrics;
 pub mod sasl;
 pub mod security;
 pub mod server;
+pub mod stats;
 pub mod tls;
 
 pub use client::{Channel, ClientConfig, ClientError, ReplyFn};

@@ -8,8 +8,10 @@
 //! connection's [`SaslAuthenticator`] first (login, the principal of the connection's
 //! [`Session`], re-authentication: `sasl/`).
 //!
-//! Limits: at most [`ServerConfig::max_connections`] connections (more are closed on
-//! accept), at most [`ServerConfig::max_in_flight_per_connection`] requests awaiting their
+//! Limits: every accepted connection passes the role's [`ConnectionQuotas`]
+//! (`ServerConfig::connection_quotas`: Kafka's `max.connections`, per-address caps and
+//! creation rates — the accept loop waits, or the connection is closed, as Kafka's acceptor
+//! does), at most [`ServerConfig::max_in_flight_per_connection`] requests awaiting their
 //! response per connection (the reader stops reading until one is answered). A malformed
 //! frame, an unknown api key, or an api or version the listener does not advertise closes
 //! that connection only, with one log line naming the peer; nothing read from the network
@@ -39,12 +41,15 @@ use kraftd_protocol::messages::{ApiVersionsRequest, RequestHeader};
 use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::connection_quotas::{
+    ConnectionQuotaConfig, ConnectionQuotas, Refused, QUOTA_WINDOW_DEFAULT,
+};
 use super::frame::write_frame;
 use super::request_metrics::{self, InFlight, RequestMetrics, RequestTimer};
 use super::sasl::{self, SaslAuthenticator, SaslReply, SaslStep};
@@ -52,9 +57,6 @@ use super::security::{ChannelMute, ClientInformation, KafkaPrincipal, ListenerSe
 
 /// The default cap on requests awaiting a response on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
-/// The default cap on open connections per listener.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-
 /// Kafka's `connections.max.idle.ms` default (10 minutes).
 pub const DEFAULT_CONNECTIONS_MAX_IDLE: Duration = Duration::from_secs(600);
 
@@ -68,8 +70,9 @@ pub struct ServerConfig {
     pub max_frame_bytes: usize,
     /// Requests read but not yet answered, per connection.
     pub max_in_flight_per_connection: usize,
-    /// Open connections (`max.connections`).
-    pub max_connections: usize,
+    /// The connection limits of the role this listener belongs to, shared by its
+    /// listeners (a default config gets quotas of its own, without limits).
+    pub connection_quotas: Arc<ConnectionQuotas>,
     /// `connections.max.idle.ms`: a connection that sends nothing this long while none of
     /// its requests is pending is closed.
     pub connections_max_idle: Duration,
@@ -85,7 +88,10 @@ impl Default for ServerConfig {
         ServerConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
+            connection_quotas: ConnectionQuotas::new(
+                ConnectionQuotaConfig::default(),
+                QUOTA_WINDOW_DEFAULT,
+            ),
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
             security: ListenerSecurity::default(),
             metrics: Arc::new(RequestMetrics::default()),
@@ -176,7 +182,9 @@ pub async fn serve<H: RequestHandler>(
     config: ServerConfig,
     handler: Arc<H>,
 ) {
-    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let quotas = Arc::clone(&config.connection_quotas);
+    let listener_name = config.security.listener_name.clone();
+    quotas.add_listener(&listener_name);
     let table = sasl::listener_table(table);
     let listener_metrics = config.metrics.listener(&config.security.listener_name);
     let mut connections = JoinSet::new();
@@ -192,9 +200,24 @@ pub async fn serve<H: RequestHandler>(
                         continue;
                     }
                 };
-                let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-                    warn!(%peer, max = config.max_connections, "closing connection: connection limit reached");
-                    continue;
+                // Kafka's acceptor: the broker's and listener's rates and caps may hold
+                // this loop; the address's limits refuse the connection.
+                let permit = match quotas.admit(&listener_name, peer.ip()).await {
+                    Ok(slot) => slot,
+                    Err(refused @ Refused::TooManyConnections { .. }) => {
+                        info!(%peer, listener = %listener_name, "Rejected connection: {refused}");
+                        continue;
+                    }
+                    Err(Refused::Throttled { throttle, .. }) => {
+                        // Kafka's delayed close: the socket stays open, unserved, for the
+                        // throttle time, so the client does not reconnect at once.
+                        debug!(%peer, ?throttle, "delaying the close of a throttled connection");
+                        connections.spawn(async move {
+                            tokio::time::sleep(throttle).await;
+                            drop(stream);
+                        });
+                        continue;
+                    }
                 };
                 let _ = stream.set_nodelay(true);
                 let table = Arc::clone(&table);

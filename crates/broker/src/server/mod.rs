@@ -334,7 +334,8 @@ impl BrokerServer {
         };
         let cache = MetadataCache::new(config.node_id, config.cluster_id.clone());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone())
-            .with_delegation_tokens(config.delegation_tokens.clone());
+            .with_delegation_tokens(config.delegation_tokens.clone())
+            .with_connection_quotas(Arc::clone(&config.server.connection_quotas));
         for r in &config.reconfigurables {
             published.dynamic_configs.add_reconfigurable(Arc::clone(r));
         }
@@ -415,6 +416,16 @@ impl BrokerServer {
         )?;
         replica_config.flush_scheduler_interval =
             Some(period("log.flush.scheduler.interval.ms", i64::MAX)?);
+        replica_config.producer_id_expiration_check_interval = period(
+            "producer.id.expiration.check.interval.ms",
+            replica_config
+                .producer_id_expiration_check_interval
+                .as_millis() as i64,
+        )?;
+        replica_config.producer_id_expiration_ms = defined(
+            "producer.id.expiration.ms",
+            replica_config.producer_id_expiration_ms,
+        )?;
         let fetcher = &mut replica_config.fetcher;
         // Kafka's leader answers a negative wait or minimum as zero; the socket timeout is
         // at least a millisecond.

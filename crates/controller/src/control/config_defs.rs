@@ -156,10 +156,12 @@ pub enum ConfigValueError {
     #[error("{message}")]
     ConfigError { key: String, message: String },
     /// A value kraftd would not act on (see [`Support`]); the value of a secret is hidden.
-    #[error("{}", unsupported_message(.key, .value, *.default, *.dynamic))]
+    #[error("{}", unsupported_message(.key, .value, .why, *.default, *.dynamic))]
     Unsupported {
         key: String,
         value: String,
+        /// Why kraftd does not act on other values (the key's support note).
+        why: &'static str,
         /// Kafka's default, the one value accepted (`None`: none is).
         default: Option<&'static str>,
         /// Whether only setting it dynamically is refused (it is read from the properties
@@ -192,7 +194,13 @@ fn unsupported_feature_message(key: &str, value: &str, feature: &str, defaulted:
     }
 }
 
-fn unsupported_message(key: &str, value: &str, default: Option<&str>, dynamic: bool) -> String {
+fn unsupported_message(
+    key: &str,
+    value: &str,
+    why: &str,
+    default: Option<&str>,
+    dynamic: bool,
+) -> String {
     let only = match default {
         Some(d) => format!("only Kafka's default ({d}) is accepted"),
         None => "no value is accepted".to_string(),
@@ -204,7 +212,7 @@ fn unsupported_message(key: &str, value: &str, default: Option<&str>, dynamic: b
              and a restart; {only}"
         )
     } else {
-        format!("kraftd does not support {key} (asked for {value}): {only}")
+        format!("kraftd does not support {key} (asked for {value}): {why}; {only}")
     }
 }
 

@@ -301,7 +301,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(B, "log.roll.ms", "as the default of segment.ms"),
     honoured(B, "log.segment.bytes", "as the default of segment.bytes"),
     no_effect(B, "log.segment.delete.delay.ms", "as file.delete.delay.ms"),
-    honoured_static(B, "max.connections", "the listeners' connection cap, from the properties file"),
+    honoured(B, "max.connections", super::security_configs::CONNECTION_QUOTAS),
     refused(B, "max.decompressed.message.bytes", "produce, compaction and timestamp lookups do not bound a record's decompressed size"),
     honoured(B, "message.max.bytes", "as the default of max.message.bytes"),
     refused(B, "metric.reporters", REPORTERS),
@@ -310,7 +310,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     no_effect(B, "num.network.threads", THREADS),
     honoured_static(B, "num.recovery.threads.per.data.dir", "threads per log dir opening and recovering logs at start (replica_manager/), from the properties file"),
     no_effect(B, "num.replica.fetchers", "one fetcher task per source broker; a thread count only tunes performance"),
-    refused(B, "producer.id.expiration.ms", "a producer id expires after Kafka's default (one day), checked when a log is loaded; no other value is applied yet"),
+    honoured(B, "producer.id.expiration.ms", "idempotent producer state idle this long is forgotten (not during an open transaction): at every producer.id.expiration.check.interval.ms (ReplicaManager::remove_expired_producers) and when a log is loaded; a dynamic change applies from the next check"),
     no_effect(B, "remote.fetch.max.wait.ms", TIERED),
     no_effect(B, "remote.list.offsets.request.timeout.ms", TIERED),
     no_effect(B, "remote.log.index.file.cache.total.size.bytes", TIERED),
@@ -474,7 +474,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "offsets.topic.replication.factor", OFFSETS_TOPIC),
     honoured(S, "offsets.topic.segment.bytes", OFFSETS_TOPIC),
     honoured(S, "process.roles", "the roles the node runs"),
-    refused(S, "producer.id.expiration.check.interval.ms", "kraftd drops expired producer ids only when a log is loaded: there is no periodic check yet"),
+    honoured(S, "producer.id.expiration.check.interval.ms", "the broker's periodic producer-id expiry (ReplicaManager::remove_expired_producers, Kafka's PeriodicProducerExpirationCheck)"),
     no_effect(S, "producer.purgatory.purge.interval.requests", PURGATORY),
     no_effect(S, "queued.max.request.bytes", "kraftd bounds the requests in flight per connection (kraftd-net server.rs) instead of one queue; these only tune memory"),
     no_effect(S, "queued.max.requests", "kraftd bounds the requests in flight per connection (kraftd-net server.rs) instead of one queue; these only tune memory"),
@@ -590,9 +590,15 @@ fn is_kafka_default(def: &ConfigDef, value: &str) -> bool {
         .is_some_and(|d| def.canonical_value(d) == def.canonical_value(value))
 }
 
-fn unsupported(def: &ConfigDef, value: &str, dynamic: bool) -> ConfigValueError {
+fn unsupported(
+    scope: ConfigScope,
+    def: &ConfigDef,
+    value: &str,
+    dynamic: bool,
+) -> ConfigValueError {
     ConfigValueError::Unsupported {
         key: def.name.to_string(),
+        why: config_support(scope, def.name).map_or("kraftd does not act on it", |s| s.note),
         value: if def.sensitive {
             "[hidden]".to_string()
         } else {
@@ -639,8 +645,8 @@ pub fn check_dynamic_support(
         Support::HonouredStatic | Support::RefusedUnlessDefault if is_kafka_default(def, value) => {
             Ok(())
         }
-        Support::HonouredStatic => Err(unsupported(def, value, true)),
-        Support::RefusedUnlessDefault => Err(unsupported(def, value, false)),
+        Support::HonouredStatic => Err(unsupported(scope, def, value, true)),
+        Support::RefusedUnlessDefault => Err(unsupported(scope, def, value, false)),
     }
 }
 
@@ -656,11 +662,11 @@ pub fn check_static_support(key: &str, value: &str) -> Result<(), ConfigValueErr
         .into_iter()
         .find_map(|scope| {
             let def = scope.def(base)?;
-            Some((def, config_support(scope, base)?.support))
+            Some((scope, def, config_support(scope, base)?.support))
         });
     match found {
-        Some((def, Support::RefusedUnlessDefault)) if !is_kafka_default(def, value) => {
-            Err(unsupported(def, value, false))
+        Some((scope, def, Support::RefusedUnlessDefault)) if !is_kafka_default(def, value) => {
+            Err(unsupported(scope, def, value, false))
         }
         _ => Ok(()),
     }

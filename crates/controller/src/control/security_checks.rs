@@ -22,6 +22,9 @@ use super::security_configs::SECURITY_CONFIGS;
 /// The SASL mechanisms kraftd serves and logs in with.
 pub const SUPPORTED_SASL_MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
+/// Kafka's `max.connections`, a listener's own cap when prefixed.
+const MAX_CONNECTIONS: &str = "max.connections";
+
 /// Kafka's `sasl.enabled.mechanisms`.
 pub const SASL_ENABLED_MECHANISMS: &str = "sasl.enabled.mechanisms";
 /// Kafka's `sasl.mechanism.inter.broker.protocol`.
@@ -52,9 +55,13 @@ pub struct ListenerKey<'a> {
     pub base: &'a str,
 }
 
-/// Whether a security config is read per listener (Kafka's channel builders read TLS and
-/// SASL settings, the principal builder and the connection rate per listener).
+/// Whether a config is read per listener (Kafka's channel builders read TLS and SASL
+/// settings and the principal builder per listener, its `ListenerConnectionQuota` the
+/// connection cap and rate: `SocketServer.LISTENER_RECONFIGURABLE_CONFIGS`).
 fn is_listener_config(base: &str) -> bool {
+    if base == MAX_CONNECTIONS {
+        return true;
+    }
     let per_listener = base.starts_with("ssl.")
         || (base.starts_with("sasl.")
             && base != SASL_MECHANISM_INTER_BROKER
@@ -238,12 +245,14 @@ impl ConfigValueError {
             },
             ConfigValueError::Unsupported {
                 value,
+                why,
                 default,
                 dynamic,
                 ..
             } => ConfigValueError::Unsupported {
                 key: key.to_string(),
                 value,
+                why,
                 default,
                 dynamic,
             },

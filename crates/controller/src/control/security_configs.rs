@@ -10,7 +10,7 @@
 //!
 //! [`SECURITY_SUPPORT`] says what kraftd does with each, as [`CONFIG_SUPPORT`] does for the
 //! other tables; a setting that would switch on something kraftd does not implement (a Java
-//! plugin class, per-address connection limits) is refused unless it is
+//! plugin class) is refused unless it is
 //! Kafka's default. SASL mechanisms other than PLAIN and SCRAM are refused by
 //! [`super::security_checks`], which also handles listener prefixes and update modes.
 //!
@@ -422,7 +422,7 @@ const KERBEROS: &str = "Kerberos (GSSAPI) only, which kraftd refuses";
 const OAUTH: &str = "OAUTHBEARER only, which kraftd refuses";
 const LOGIN_REFRESH: &str = "refreshes expiring logins (GSSAPI, OAUTHBEARER), which kraftd refuses; PLAIN and SCRAM logins do not expire";
 const PLUGIN: &str = "a Java plugin class; kraftd loads none";
-const PRINCIPAL_BUILDER: &str = "kraftd builds principals as Kafka's DefaultKafkaPrincipalBuilder does; a custom builder is a Java plugin";
+const PRINCIPAL_BUILDER: &str = "a principal builder is a Java class and kraftd loads none: it builds principals as Kafka's default, DefaultKafkaPrincipalBuilder, does (SSL subjects through ssl.principal.mapping.rules, SASL users by name)";
 const AUTH_DELAY: &str =
     "a failed SASL login's connection closes this long after its answer (KIP-306)";
 const AUTHORIZER: &str = "the authorizer (StandardAuthorizer semantics), from the properties file";
@@ -433,8 +433,9 @@ const ALTER_LOG_DIRS_QUOTA: &str =
     "the window of replica.alter.log.dirs.io.max.bytes.per.second (replica/replication_quota.rs), from the properties file";
 const TOKENS: &str = "delegation tokens (control/delegation_tokens.rs), from the properties file";
 const PROTOCOL_MAP: &str = "each listener's security protocol, from the properties file";
-const CONNECTION_RATE: &str = "no connection creation rate limit is built";
-const PER_IP: &str = "no per-address connection limit is built";
+/// Where the connection limits take effect (shared with `max.connections` in
+/// `config_support.rs`).
+pub(crate) const CONNECTION_QUOTAS: &str = "every accepted connection of the role's listeners, as Kafka's ConnectionQuotas (kraftd_net::connection_quotas); dynamic per broker, as the cluster default and, for max.connections and max.connection.creation.rate, per listener (listener.name.<l>.); the connection_creation_rate client quota of entity ip too";
 const INTER_BROKER_PROTOCOL: &str = "kraftd takes the inter-broker listener from inter.broker.listener.name (else the first client listener); set that instead";
 
 use ConfigScope::{Broker as B, StaticBroker as S};
@@ -464,9 +465,9 @@ pub const SECURITY_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "delegation.token.max.lifetime.ms", TOKENS),
     honoured(S, "delegation.token.secret.key", TOKENS),
     honoured_static(B, "listener.security.protocol.map", PROTOCOL_MAP),
-    refused(B, "max.connection.creation.rate", CONNECTION_RATE),
-    refused(B, "max.connections.per.ip", PER_IP),
-    refused(B, "max.connections.per.ip.overrides", PER_IP),
+    honoured(B, "max.connection.creation.rate", CONNECTION_QUOTAS),
+    honoured(B, "max.connections.per.ip", CONNECTION_QUOTAS),
+    honoured(B, "max.connections.per.ip.overrides", CONNECTION_QUOTAS),
     refused(B, "principal.builder.class", PRINCIPAL_BUILDER),
     honoured(S, "quota.window.num", QUOTAS),
     honoured(S, "quota.window.size.seconds", QUOTAS),

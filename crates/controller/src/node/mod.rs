@@ -230,7 +230,8 @@ impl ControllerNode {
         };
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let published = NodePublishers::new(config.node_id, config.authorizer.clone())
-            .with_delegation_tokens(config.managers.delegation_tokens.clone());
+            .with_delegation_tokens(config.managers.delegation_tokens.clone())
+            .with_connection_quotas(Arc::clone(&config.server.connection_quotas));
         for r in &config.reconfigurables {
             published.dynamic_configs.add_reconfigurable(Arc::clone(r));
         }

@@ -113,6 +113,9 @@ pub struct NodePublishers {
     pub delegation_tokens: DelegationTokenCache,
     pub authorizer: StandardAuthorizer,
     pub client_quotas: ClientQuotas,
+    /// The connection limits of this node's role, fed the `connection_creation_rate`
+    /// quotas of entity type `ip` (`None`: no listener to limit, as in some tests).
+    pub connection_quotas: Option<Arc<kraftd_net::connection_quotas::ConnectionQuotas>>,
 }
 
 impl NodePublishers {
@@ -123,7 +126,19 @@ impl NodePublishers {
             delegation_tokens: DelegationTokenCache::default(),
             authorizer: StandardAuthorizer::new(authorizer),
             client_quotas: ClientQuotas::new(),
+            connection_quotas: None,
         }
+    }
+
+    /// These publishers feeding `quotas`, the connection limits of this node's listeners,
+    /// with the address quotas (Kafka's `ClientQuotaMetadataManager` handing them to the
+    /// socket server's `ConnectionQuotas`).
+    pub fn with_connection_quotas(
+        mut self,
+        quotas: Arc<kraftd_net::connection_quotas::ConnectionQuotas>,
+    ) -> Self {
+        self.connection_quotas = Some(quotas);
+        self
     }
 
     /// These publishers with delegation tokens per `config` (`delegation.token.*`): with a
@@ -150,7 +165,10 @@ impl NodePublishers {
                 self.delegation_tokens.clone(),
             )),
             Box::new(AclPublisher::new(self.authorizer.clone())),
-            Box::new(ClientQuotaPublisher::new(self.client_quotas.clone())),
+            Box::new(ClientQuotaPublisher::new(
+                self.client_quotas.clone(),
+                self.connection_quotas.clone(),
+            )),
         ]
     }
 }

@@ -158,19 +158,7 @@ impl QuotaWindow {
     }
 }
 
-/// Kafka's `QuotaUtils.throttleTime`: how long a client whose observed rate `rate` exceeds
-/// `quota`, over a window of `window_ms`, must wait for the rate to come back to the quota
-/// assuming it records nothing more: `(rate - quota) / quota × window`, rounded.
-pub fn throttle_time(rate: f64, quota: f64, window_ms: u64) -> u64 {
-    let ms = (rate - quota) / quota * window_ms as f64;
-    if ms.is_nan() || ms <= 0.0 {
-        0
-    } else if ms >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        ms.round() as u64
-    }
-}
+pub use kraftd_net::stats::throttle_time;
 
 /// A throttle time as the `i32` milliseconds responses carry.
 pub fn throttle_ms_i32(ms: u64) -> i32 {

@@ -366,12 +366,12 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
             resource(
                 BROKER,
                 "",
-                vec![op("max.connections.per.ip", OP_SET, Some("100"))],
+                vec![op("metric.reporters", OP_SET, Some("com.example.Reporter"))],
             ),
             resource(
                 BROKER,
                 "1",
-                vec![op("max.connections.per.ip", OP_SET, Some("10"))],
+                vec![op("metric.reporters", OP_SET, Some("com.example.A"))],
             ),
             // Read from the properties file only: refused dynamically.
             resource(
@@ -393,8 +393,8 @@ fn unsupported_configs_are_refused_unless_kafkas_default() {
     );
     for ((code, message), key) in outcomes.iter().zip([
         "remote.storage.enable",
-        "max.connections.per.ip",
-        "max.connections.per.ip",
+        "metric.reporters",
+        "metric.reporters",
         "num.recovery.threads.per.data.dir",
     ]) {
         assert_eq!(*code, ErrorCode::InvalidConfig.code(), "{message}");

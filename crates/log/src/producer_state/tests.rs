@@ -335,6 +335,33 @@ fn producer_state_expired_producers_are_dropped_and_not_loaded() {
 }
 
 #[test]
+fn producer_state_expiry_spares_an_open_transaction_and_follows_a_changed_expiration() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut psm = ProducerStateManager::new(dir.path().to_path_buf(), 1_000);
+    psm.update(1, 0, batch(0, 0, 0, 1_000));
+    psm.update(2, 0, batch(0, 0, 1, 1_000));
+    psm.update_txn_data(2, 1);
+    psm.update(3, 0, batch(0, 0, 2, 1_500));
+    psm.set_map_end_offset(3);
+    // Not idle long enough: nothing goes.
+    assert_eq!(psm.remove_expired_producers(1_999), 0);
+    // Producer 1 idle for the expiration; 2 as long, but its transaction is open.
+    assert_eq!(psm.remove_expired_producers(2_000), 1);
+    assert!(psm.last_entry(1).is_none());
+    assert!(psm.last_entry(2).is_some());
+    assert!(psm.last_entry(3).is_some());
+    // A shorter expiration (set dynamically in Kafka) applies at the next check.
+    psm.set_producer_id_expiration_ms(100);
+    assert_eq!(psm.producer_id_expiration_ms(), 100);
+    assert_eq!(psm.remove_expired_producers(1_600), 1);
+    assert!(psm.last_entry(3).is_none());
+    assert!(
+        psm.last_entry(2).is_some(),
+        "an open transaction never expires"
+    );
+}
+
+#[test]
 fn producer_state_corrupt_or_truncated_snapshot_is_deleted_and_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let mut psm = manager(dir.path());

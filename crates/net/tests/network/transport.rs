@@ -294,26 +294,77 @@ async fn a_dropped_response_closes_the_connection_except_after_acks_0_produce() 
 }
 
 #[tokio::test]
-async fn connections_over_the_cap_are_closed() {
+async fn a_connection_over_max_connections_waits_for_a_slot_and_one_over_the_address_cap_is_closed()
+{
+    use kraftd_net::connection_quotas::{
+        ConnectionQuotaConfig, ConnectionQuotas, QUOTA_WINDOW_DEFAULT,
+    };
+    let quotas = ConnectionQuotas::new(
+        ConnectionQuotaConfig {
+            max_connections: 1,
+            ..Default::default()
+        },
+        QUOTA_WINDOW_DEFAULT,
+    );
     let config = ServerConfig {
-        max_connections: 1,
+        connection_quotas: std::sync::Arc::clone(&quotas),
         ..ServerConfig::default()
     };
     let (addr, _requests, _task) = server(config).await;
     let mut first = TcpStream::connect(&addr).await.unwrap();
     api_versions(&mut first, 3, 1).await;
+    // Kafka's acceptor waits for a slot: the second connection is served once the first
+    // closes.
     let mut second = TcpStream::connect(&addr).await.unwrap();
-    let _ = second
+    second
         .write_all(&request_frame(
             ApiKey::ApiVersions,
             3,
             1,
             RequestBody::ApiVersions(ApiVersionsRequest::default()),
         ))
+        .await
+        .unwrap();
+    let mut buf = BytesMut::new();
+    assert!(
+        tokio::time::timeout(
+            Duration::from_millis(300),
+            read_frame(&mut second, &mut buf)
+        )
+        .await
+        .is_err(),
+        "served over max.connections"
+    );
+    drop(first);
+    let f = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut second, &mut buf))
+        .await
+        .expect("served once a slot frees")
+        .expect("an answer");
+    assert_eq!(
+        decode_response(ApiKey::ApiVersions, 3, f)
+            .unwrap()
+            .0
+            .correlation_id,
+        1
+    );
+
+    // At max.connections.per.ip the next connection from the address is closed at accept.
+    quotas.reconfigure(ConnectionQuotaConfig {
+        max_connections_per_ip: 1,
+        ..Default::default()
+    });
+    let mut third = TcpStream::connect(&addr).await.unwrap();
+    let _ = third
+        .write_all(&request_frame(
+            ApiKey::ApiVersions,
+            3,
+            2,
+            RequestBody::ApiVersions(ApiVersionsRequest::default()),
+        ))
         .await;
     let mut buf = BytesMut::new();
-    assert_eq!(read_frame(&mut second, &mut buf).await, None);
-    api_versions(&mut first, 3, 2).await;
+    assert_eq!(read_frame(&mut third, &mut buf).await, None);
+    api_versions(&mut second, 3, 3).await;
 }
 
 #[tokio::test]

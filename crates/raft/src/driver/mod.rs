@@ -52,7 +52,8 @@
 //! - `router.rs` — [`RaftRequestRouter`], the controller listener's Raft requests into the
 //!   loop, and the conversions between wire bodies and core messages;
 //! - [`metrics`] — [`RaftMetrics`] and its publishing after every event, over the windowed
-//!   stats of [`stats`];
+//!   stats of [`stats`] (`kraftd_net::stats`, re-exported: the connection quotas of the
+//!   transport measure with them too);
 //! - [`log`] — [`log::MetadataLog`], the core's `RaftLog` on `crates/log`, and the
 //!   `quorum-state` file;
 //! - [`voters`] and [`bootstrap`] — `controller.quorum.voters` and
@@ -77,7 +78,8 @@ pub mod percentiles;
 mod quorum_config;
 mod raft_driver;
 mod router;
-pub mod stats;
+/// Kafka's windowed statistics, at home in `kraftd_net` (its connection quotas use them).
+pub use kraftd_net::stats;
 mod voter_changes;
 pub mod voters;
 

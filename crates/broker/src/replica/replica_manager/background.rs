@@ -11,6 +11,9 @@ use kraftd_protocol::ErrorCode;
 use tracing::warn;
 
 use super::ReplicaManager;
+
+/// Kafka's `producer.id.expiration.ms`, dynamic (`DynamicProducerStateManagerConfig`).
+const PRODUCER_ID_EXPIRATION_MS: &str = "producer.id.expiration.ms";
 use crate::replica::alter_partition::AlterPartitionItem;
 use crate::replica::partition::{HostedPartition, IsrChange};
 
@@ -32,6 +35,7 @@ impl ReplicaManager {
             .config
             .flush_scheduler_interval
             .unwrap_or(Duration::from_secs(100 * 365 * 24 * 3600));
+        let expiry_every = self.config.producer_id_expiration_check_interval;
         tokio::spawn(async move {
             let mut isr = tokio::time::interval(isr_every);
             let mut hw = tokio::time::interval(hw_every);
@@ -39,7 +43,9 @@ impl ReplicaManager {
             let mut recovery = tokio::time::interval(recovery_every);
             let mut start = tokio::time::interval(start_every);
             let mut flush = tokio::time::interval(flush_every);
+            let mut expiry = tokio::time::interval(expiry_every);
             for t in [
+                &mut expiry,
                 &mut isr,
                 &mut hw,
                 &mut retention,
@@ -71,6 +77,10 @@ impl ReplicaManager {
                         let Some(rm) = weak.upgrade() else { return };
                         let _ = tokio::task::spawn_blocking(move || rm.flush_dirty_logs()).await;
                     }
+                    _ = expiry.tick() => {
+                        let Some(rm) = weak.upgrade() else { return };
+                        let _ = tokio::task::spawn_blocking(move || rm.remove_expired_producers()).await;
+                    }
                     _ = retention.tick() => {
                         let Some(rm) = weak.upgrade() else { return };
                         let _ = tokio::task::spawn_blocking(move || rm.apply_retention()).await;
@@ -89,6 +99,29 @@ impl ReplicaManager {
             let mut p = hosted.lock();
             if let Err(e) = p.log_mut().maybe_flush(now) {
                 tracing::warn!(topic = %hosted.tp.topic, partition = hosted.tp.partition, error = %e, "periodic flush failed");
+            }
+        }
+    }
+
+    /// Kafka's `PeriodicProducerExpirationCheck`: every hosted log forgets the producers idle
+    /// longer than `producer.id.expiration.ms` (this broker's dynamic value, else the
+    /// properties file's) unless their transaction is open.
+    pub(crate) fn remove_expired_producers(&self) {
+        let expiration_ms = self
+            .config
+            .dynamic_configs
+            .broker_config(PRODUCER_ID_EXPIRATION_MS)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .filter(|ms| *ms >= 0)
+            .unwrap_or(self.config.producer_id_expiration_ms);
+        let now = kraftd_log::clock::unix_ms();
+        for hosted in self.all_partitions() {
+            let mut p = hosted.lock();
+            let state = p.log_mut().producer_state_mut();
+            state.set_producer_id_expiration_ms(expiration_ms);
+            let removed = state.remove_expired_producers(now);
+            if removed > 0 {
+                tracing::debug!(topic = %hosted.tp.topic, partition = hosted.tp.partition, removed, "expired producer ids");
             }
         }
     }

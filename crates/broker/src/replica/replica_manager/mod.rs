@@ -98,6 +98,13 @@ pub struct ReplicaManagerConfig {
     /// has passed since its last flush (Kafka's `LogManager.flushDirtyLogs`), so an idle
     /// log is flushed by time too; `None` (Kafka's default, `Long.MAX_VALUE`): never.
     pub flush_scheduler_interval: Option<Duration>,
+    /// `producer.id.expiration.check.interval.ms`: how often every hosted log forgets the
+    /// producers idle longer than `producer.id.expiration.ms` (Kafka's
+    /// `PeriodicProducerExpirationCheck`).
+    pub producer_id_expiration_check_interval: Duration,
+    /// `producer.id.expiration.ms` from the properties file; this broker's dynamic value
+    /// (its own, else the cluster default) wins, read at every check.
+    pub producer_id_expiration_ms: i64,
     /// `log.flush.offset.checkpoint.interval.ms`: how often each log dir's
     /// `recovery-point-offset-checkpoint` is rewritten (when one of its partitions changed).
     pub recovery_point_checkpoint_interval: Duration,
@@ -121,6 +128,9 @@ pub struct ReplicaManagerConfig {
     pub dynamic_configs: DynamicConfigs,
 }
 
+/// Kafka's `producer.id.expiration.check.interval.ms` default (ten minutes).
+pub const DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS: u64 = 600_000;
+
 impl ReplicaManagerConfig {
     pub fn new(broker_id: i32, log_dirs: Vec<PathBuf>) -> Self {
         ReplicaManagerConfig {
@@ -133,6 +143,11 @@ impl ReplicaManagerConfig {
             hw_checkpoint_interval: Duration::from_millis(5000),
             retention_check_interval: Duration::from_millis(300_000),
             flush_scheduler_interval: None,
+            producer_id_expiration_check_interval: Duration::from_millis(
+                DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
+            ),
+            producer_id_expiration_ms:
+                kraftd_log::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             recovery_point_checkpoint_interval: Duration::from_millis(
                 kraftd_log::checkpoint::DEFAULT_RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
             ),

@@ -91,6 +91,7 @@ fn update_modes_refuse_with_kafkas_messages() {
         ("max.connection.creation.rate", true),
         ("listener.name.ext.max.connection.creation.rate", true),
         ("max.connections.per.ip", true),
+        ("listener.name.ext.max.connections", true),
         ("log.retention.ms", true),
         ("no.such.config", true),
     ] {
@@ -101,6 +102,7 @@ fn update_modes_refuse_with_kafkas_messages() {
     assert!(broker_config_def("listener.name.ext.connections.max.reauth.ms").is_none());
     assert!(broker_config_def("sasl.kerberos.min.time.before.relogin").is_some());
     assert!(broker_config_def("super.users").is_none());
+    assert!(broker_config_def("listener.name.ext.max.connections").is_some());
 }
 
 #[test]

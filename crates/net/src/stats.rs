@@ -1,6 +1,6 @@
 //! Windowed statistics with the semantics of Kafka's `org.apache.kafka.common.metrics`
 //! (`SampledStat`, `Avg`, `Max`, `WindowedSum`, `Rate`, `TimeRatio`), so that our
-//! raft-metrics read as Kafka's do. Time is passed in as milliseconds: no clock inside, and
+//! raft-metrics, client quotas and connection quotas read as Kafka's do. Time is passed in as milliseconds: no clock inside, and
 //! the tests drive it with explicit times.
 //!
 //! Kafka's semantics, as of 3.8 (apache/kafka#15889) and 4.x, which these follow:
@@ -291,6 +291,20 @@ impl TimeRatio {
         self.interval_start_ms = Some(last);
         self.total_recorded_ms = 0.0;
         ratio
+    }
+}
+
+/// Kafka's `QuotaUtils.throttleTime`: how long a client whose observed rate `rate` exceeds
+/// `quota`, over a window of `window_ms`, must wait for the rate to come back to the quota
+/// assuming it records nothing more: `(rate - quota) / quota × window`, rounded.
+pub fn throttle_time(rate: f64, quota: f64, window_ms: u64) -> u64 {
+    let ms = (rate - quota) / quota * window_ms as f64;
+    if ms.is_nan() || ms <= 0.0 {
+        0
+    } else if ms >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        ms.round() as u64
     }
 }
 
