@@ -1,0 +1,330 @@
+//! The checker: judges a run's [`History`] (what the stock clients saw, read back from the
+//! workload's files) after the faults, and names every anomaly it finds.
+//!
+//! - Every acknowledged record is in the final log exactly once, at its acknowledged
+//!   partition and offset (`lost`, `moved`).
+//! - No value is in the log twice (`duplicated`): the idempotent producer must not duplicate
+//!   a retry, and the other one never retries.
+//! - Each producer's acknowledged records are in the order it sent them, per partition
+//!   (`reordered`).
+//! - Every record the live consumer read during the faults is still in the final log at the
+//!   offset it was read at (`vanished`: it was read above the high watermark, or a committed
+//!   record was truncated).
+//! - Nothing is in the log that no producer sent (`phantom`), the final read is a log
+//!   (offsets increasing, one value per offset: `inconsistent read`), and the idempotent
+//!   producer met no fatal error (`producer fatal`, which librdkafka raises when the broker's
+//!   sequence state contradicts what it acknowledged).
+//!
+//! Values are `<producer>-<instance>.<seq>` (`workload.py`); seq orders one instance's sends.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// What the clients saw.
+#[derive(Debug, Default)]
+pub(super) struct History {
+    pub(super) acks: Vec<Ack>,
+    /// Failed deliveries by error name (expected under faults: not acknowledged).
+    pub(super) failed: BTreeMap<String, u64>,
+    /// Fatal producer errors: (producer, error).
+    pub(super) fatal: Vec<(String, String)>,
+    /// Records each producer sent (from its closing line).
+    pub(super) produced: BTreeMap<String, u64>,
+    /// The live consumer's reads during the faults.
+    pub(super) live: Vec<Read>,
+    /// Every record of every partition after the faults, as read to the end offsets.
+    pub(super) final_log: Vec<Read>,
+    pub(super) end_offsets: BTreeMap<i32, i64>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Ack {
+    pub(super) value: String,
+    pub(super) partition: i32,
+    pub(super) offset: i64,
+    /// When the acknowledgement arrived (Unix ms).
+    pub(super) ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Read {
+    pub(super) partition: i32,
+    pub(super) offset: i64,
+    pub(super) value: String,
+    /// When it was read (Unix ms; the live consumer's reads only).
+    pub(super) ms: Option<u64>,
+}
+
+#[derive(Debug)]
+pub(super) struct Anomaly {
+    pub(super) kind: &'static str,
+    pub(super) detail: String,
+    /// When the client saw what the anomaly is about (Unix ms), for the history slice.
+    pub(super) at_ms: Option<u64>,
+}
+
+/// A value's producer instance and sequence number.
+fn parse(value: &str) -> Option<(&str, u64)> {
+    let (instance, seq) = value.rsplit_once('.')?;
+    Some((instance, seq.parse().ok()?))
+}
+
+/// Every anomaly in `h`.
+pub(super) fn check(h: &History) -> Vec<Anomaly> {
+    let mut out = Vec::new();
+    let mut anomaly = |kind, detail: String, at_ms| {
+        out.push(Anomaly {
+            kind,
+            detail,
+            at_ms,
+        })
+    };
+
+    // The final log: (partition, offset) -> value, and value -> where.
+    let mut log: BTreeMap<(i32, i64), &str> = BTreeMap::new();
+    let mut last_offset: HashMap<i32, i64> = HashMap::new();
+    for r in &h.final_log {
+        if let Some(prev) = log.insert((r.partition, r.offset), &r.value) {
+            if prev != r.value {
+                anomaly(
+                    "inconsistent read",
+                    format!(
+                        "the final read gave {}/{} as {prev} and as {}",
+                        r.partition, r.offset, r.value
+                    ),
+                    None,
+                );
+            }
+            continue;
+        }
+        let last = last_offset.entry(r.partition).or_insert(-1);
+        if r.offset <= *last {
+            anomaly(
+                "inconsistent read",
+                format!(
+                    "the final read gave partition {} offset {} after offset {last}",
+                    r.partition, r.offset
+                ),
+                None,
+            );
+        }
+        *last = r.offset.max(*last);
+    }
+    let mut at: HashMap<&str, Vec<(i32, i64)>> = HashMap::new();
+    for (&(p, o), v) in &log {
+        at.entry(v).or_default().push((p, o));
+    }
+    for (v, places) in &at {
+        if places.len() > 1 {
+            anomaly(
+                "duplicated",
+                format!("value {v} is in the log {} times: {places:?}", places.len()),
+                None,
+            );
+        }
+        let known = parse(v).is_some_and(|(instance, seq)| {
+            let producer = instance.split('-').next().unwrap_or_default();
+            h.produced.get(producer).is_none_or(|&n| seq < n)
+        });
+        if !known {
+            anomaly(
+                "phantom",
+                format!("value {v} at {places:?} was never sent"),
+                None,
+            );
+        }
+    }
+
+    for a in &h.acks {
+        match log.get(&(a.partition, a.offset)) {
+            Some(v) if *v == a.value => {}
+            found => {
+                let elsewhere = at.get(a.value.as_str());
+                let (kind, what) = match (found, elsewhere) {
+                    (_, Some(places)) => ("moved", format!("it is at {places:?}")),
+                    (Some(v), None) => ("lost", format!("the offset holds {v}")),
+                    (None, None) => (
+                        "lost",
+                        format!(
+                            "the offset is not in the log (end offset {:?})",
+                            h.end_offsets.get(&a.partition)
+                        ),
+                    ),
+                };
+                anomaly(
+                    kind,
+                    format!(
+                        "{} acknowledged at {}/{}; {what}",
+                        a.value, a.partition, a.offset
+                    ),
+                    Some(a.ms),
+                );
+            }
+        }
+    }
+
+    // Per producer instance and partition, acknowledged offsets rise with the sequence.
+    let mut sent: BTreeMap<(&str, i32), Vec<(u64, i64, u64)>> = BTreeMap::new();
+    for a in &h.acks {
+        if let Some((instance, seq)) = parse(&a.value) {
+            sent.entry((instance, a.partition))
+                .or_default()
+                .push((seq, a.offset, a.ms));
+        }
+    }
+    for ((instance, partition), mut acks) in sent {
+        acks.sort_unstable();
+        for pair in acks.windows(2) {
+            let ((s1, o1, _), (s2, o2, ms)) = (pair[0], pair[1]);
+            if o2 <= o1 {
+                anomaly(
+                    "reordered",
+                    format!(
+                        "{instance} on partition {partition}: seq {s1} acknowledged at offset \
+                         {o1}, the later seq {s2} at offset {o2}"
+                    ),
+                    Some(ms),
+                );
+            }
+        }
+    }
+
+    for r in &h.live {
+        match log.get(&(r.partition, r.offset)) {
+            Some(v) if *v == r.value => {}
+            found => anomaly(
+                "vanished",
+                format!(
+                    "the live consumer read {} at {}/{}; the final log has {}",
+                    r.value,
+                    r.partition,
+                    r.offset,
+                    found.map_or("nothing there".to_string(), |v| v.to_string())
+                ),
+                r.ms,
+            ),
+        }
+    }
+
+    for (producer, error) in &h.fatal {
+        anomaly("producer fatal", format!("{producer}: {error}"), None);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(value: &str, partition: i32, offset: i64) -> Ack {
+        Ack {
+            value: value.into(),
+            partition,
+            offset,
+            ms: 1,
+        }
+    }
+
+    fn read(value: &str, partition: i32, offset: i64) -> Read {
+        Read {
+            partition,
+            offset,
+            value: value.into(),
+            ms: Some(1),
+        }
+    }
+
+    /// Two producers' records on two partitions, all acknowledged, read back as written.
+    fn clean() -> History {
+        History {
+            acks: vec![
+                ack("idem-0.0", 0, 0),
+                ack("idem-0.1", 1, 0),
+                ack("idem-0.2", 0, 1),
+                ack("plain-0.0", 0, 2),
+            ],
+            produced: [("idem".into(), 3), ("plain".into(), 2)].into(),
+            live: vec![read("idem-0.0", 0, 0), read("idem-0.1", 1, 0)],
+            final_log: vec![
+                read("idem-0.0", 0, 0),
+                read("idem-0.2", 0, 1),
+                read("plain-0.0", 0, 2),
+                // Sent, not acknowledged (a timeout), yet written: allowed.
+                read("plain-0.1", 0, 3),
+                read("idem-0.1", 1, 0),
+            ],
+            end_offsets: [(0, 4), (1, 1)].into(),
+            ..Default::default()
+        }
+    }
+
+    fn kinds(h: &History) -> Vec<&'static str> {
+        check(h).iter().map(|a| a.kind).collect()
+    }
+
+    #[test]
+    fn a_clean_history_has_no_anomaly() {
+        assert_eq!(kinds(&clean()), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn an_acknowledged_record_missing_or_overwritten_is_lost() {
+        let mut h = clean();
+        h.final_log.retain(|r| r.value != "idem-0.2");
+        assert_eq!(kinds(&h), ["lost"]);
+        let mut h = clean();
+        h.final_log.retain(|r| r.value != "plain-0.1");
+        h.final_log[1].value = "plain-0.1".into();
+        assert_eq!(kinds(&h), ["lost"]);
+    }
+
+    #[test]
+    fn a_record_at_another_offset_is_moved() {
+        let mut h = clean();
+        h.acks[3].offset = 3;
+        h.acks.push(ack("plain-0.1", 0, 2));
+        let mut k = kinds(&h);
+        k.sort_unstable();
+        assert_eq!(k, ["moved", "moved"]);
+    }
+
+    #[test]
+    fn a_value_twice_in_the_log_is_duplicated() {
+        let mut h = clean();
+        h.final_log.push(read("idem-0.1", 1, 1));
+        assert_eq!(kinds(&h), ["duplicated"]);
+    }
+
+    #[test]
+    fn acknowledged_offsets_against_the_send_order_are_reordered() {
+        let mut h = clean();
+        h.acks[0].offset = 1;
+        h.acks[2].offset = 0;
+        h.final_log[0].value = "idem-0.2".into();
+        h.final_log[1].value = "idem-0.0".into();
+        h.live.clear();
+        assert_eq!(kinds(&h), ["reordered"]);
+    }
+
+    #[test]
+    fn a_read_record_missing_afterwards_vanished() {
+        let mut h = clean();
+        h.live.push(read("plain-0.9", 0, 4));
+        let k = kinds(&h);
+        assert_eq!(k, ["vanished"]);
+    }
+
+    #[test]
+    fn a_value_never_sent_is_a_phantom() {
+        let mut h = clean();
+        h.final_log.push(read("idem-0.7", 1, 1));
+        assert_eq!(kinds(&h), ["phantom"]);
+    }
+
+    #[test]
+    fn an_idempotent_producer_fatal_error_is_an_anomaly() {
+        let mut h = clean();
+        h.fatal
+            .push(("idem".into(), "OUT_OF_ORDER_SEQUENCE_NUMBER".into()));
+        assert_eq!(kinds(&h), ["producer fatal"]);
+    }
+}
