@@ -2,7 +2,8 @@
 //! workload's files) after the faults, and names every anomaly it finds.
 //!
 //! - Every acknowledged record is in the final log exactly once, at its acknowledged
-//!   partition and offset (`lost`, `moved`).
+//!   partition and offset (`lost`, `moved`); one librdkafka acknowledged without an offset
+//!   (implicitly, see [`Ack::offset`]) exactly once in its partition.
 //! - No value is in the log twice (`duplicated`): the idempotent producer must not duplicate
 //!   a retry, and the other one never retries.
 //! - Each producer's acknowledged records are in the order it sent them, per partition
@@ -40,7 +41,10 @@ pub(super) struct History {
 pub(super) struct Ack {
     pub(super) value: String,
     pub(super) partition: i32,
-    pub(super) offset: i64,
+    /// None when librdkafka acknowledged the record implicitly: an idempotent producer's
+    /// record whose own response was lost is known written once a later record of its
+    /// partition is acknowledged, and its delivery report carries no offset.
+    pub(super) offset: Option<i64>,
     /// When the acknowledgement arrived (Unix ms).
     pub(super) ms: u64,
 }
@@ -134,11 +138,39 @@ pub(super) fn check(h: &History) -> Vec<Anomaly> {
         }
     }
 
+    // Where each acknowledged record is: its acknowledged offset, or for one acknowledged
+    // without an offset the one place of its partition the log has it.
+    let mut placed: Vec<(&Ack, i64)> = Vec::new();
     for a in &h.acks {
-        match log.get(&(a.partition, a.offset)) {
-            Some(v) if *v == a.value => {}
+        let elsewhere = at.get(a.value.as_str());
+        let Some(offset) = a.offset else {
+            match elsewhere.map(Vec::as_slice) {
+                Some([(p, o)]) if *p == a.partition => placed.push((a, *o)),
+                Some([(p, o)]) => anomaly(
+                    "moved",
+                    format!(
+                        "{} acknowledged (without an offset) on partition {}; it is at {p}/{o}",
+                        a.value, a.partition
+                    ),
+                    Some(a.ms),
+                ),
+                // Twice: reported as duplicated above.
+                Some(_) => {}
+                None => anomaly(
+                    "lost",
+                    format!(
+                        "{} acknowledged (without an offset) on partition {}; it is not in \
+                         the log",
+                        a.value, a.partition
+                    ),
+                    Some(a.ms),
+                ),
+            }
+            continue;
+        };
+        match log.get(&(a.partition, offset)) {
+            Some(v) if *v == a.value => placed.push((a, offset)),
             found => {
-                let elsewhere = at.get(a.value.as_str());
                 let (kind, what) = match (found, elsewhere) {
                     (_, Some(places)) => ("moved", format!("it is at {places:?}")),
                     (Some(v), None) => ("lost", format!("the offset holds {v}")),
@@ -153,8 +185,8 @@ pub(super) fn check(h: &History) -> Vec<Anomaly> {
                 anomaly(
                     kind,
                     format!(
-                        "{} acknowledged at {}/{}; {what}",
-                        a.value, a.partition, a.offset
+                        "{} acknowledged at {}/{offset}; {what}",
+                        a.value, a.partition
                     ),
                     Some(a.ms),
                 );
@@ -164,11 +196,11 @@ pub(super) fn check(h: &History) -> Vec<Anomaly> {
 
     // Per producer instance and partition, acknowledged offsets rise with the sequence.
     let mut sent: BTreeMap<(&str, i32), Vec<(u64, i64, u64)>> = BTreeMap::new();
-    for a in &h.acks {
+    for &(a, offset) in &placed {
         if let Some((instance, seq)) = parse(&a.value) {
             sent.entry((instance, a.partition))
                 .or_default()
-                .push((seq, a.offset, a.ms));
+                .push((seq, offset, a.ms));
         }
     }
     for ((instance, partition), mut acks) in sent {
@@ -219,7 +251,7 @@ mod tests {
         Ack {
             value: value.into(),
             partition,
-            offset,
+            offset: Some(offset),
             ms: 1,
         }
     }
@@ -278,9 +310,22 @@ mod tests {
     }
 
     #[test]
+    fn an_acknowledgement_without_offset_needs_the_record_once_in_its_partition() {
+        let mut h = clean();
+        h.acks[2].offset = None;
+        assert_eq!(kinds(&h), Vec::<&str>::new());
+        h.final_log.retain(|r| r.value != "idem-0.2");
+        assert_eq!(kinds(&h), ["lost"]);
+        let mut h = clean();
+        h.acks[2].offset = None;
+        h.acks[2].partition = 1;
+        assert_eq!(kinds(&h), ["moved"]);
+    }
+
+    #[test]
     fn a_record_at_another_offset_is_moved() {
         let mut h = clean();
-        h.acks[3].offset = 3;
+        h.acks[3].offset = Some(3);
         h.acks.push(ack("plain-0.1", 0, 2));
         let mut k = kinds(&h);
         k.sort_unstable();
@@ -297,8 +342,8 @@ mod tests {
     #[test]
     fn acknowledged_offsets_against_the_send_order_are_reordered() {
         let mut h = clean();
-        h.acks[0].offset = 1;
-        h.acks[2].offset = 0;
+        h.acks[0].offset = Some(1);
+        h.acks[2].offset = Some(0);
         h.final_log[0].value = "idem-0.2".into();
         h.final_log[1].value = "idem-0.0".into();
         h.live.clear();

@@ -158,6 +158,8 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
 struct Report {
     faults: BTreeMap<Kind, u32>,
     acked: usize,
+    /// Acknowledged by librdkafka without an offset (see [`checker::Ack::offset`]).
+    acked_without_offset: usize,
     failed: BTreeMap<String, u64>,
     live_reads: usize,
     final_records: usize,
@@ -307,6 +309,7 @@ fn run_faults(
     Ok(Report {
         faults,
         acked: h.acks.len(),
+        acked_without_offset: h.acks.iter().filter(|a| a.offset.is_none()).count(),
         failed: h.failed,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
@@ -404,7 +407,11 @@ impl Report {
         }
         let total: u32 = self.faults.values().sum();
         let _ = writeln!(out, "  {:<34} {total:>6}", "total");
-        let _ = writeln!(out, "  records acknowledged      {}", self.acked);
+        let _ = writeln!(
+            out,
+            "  records acknowledged      {} ({} without an offset)",
+            self.acked, self.acked_without_offset
+        );
         let _ = writeln!(out, "  deliveries failed         {:?}", self.failed);
         let _ = writeln!(out, "  records read live         {}", self.live_reads);
         let _ = writeln!(out, "  records in the final log  {}", self.final_records);

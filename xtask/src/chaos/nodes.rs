@@ -236,6 +236,8 @@ pub(super) fn metadata(lab: &Lab, id: u32, topic: &str) -> Result<MetadataRespon
             name: Some(topic.to_string()),
             ..Default::default()
         }]),
+        // The schema's default is true: the harness's probes must not create the topic.
+        allow_auto_topic_creation: false,
         ..Default::default()
     });
     match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT)? {

@@ -152,7 +152,7 @@ impl Workload {
                     history.acks.push(Ack {
                         value: v.to_string(),
                         partition: int(&line["p"]) as i32,
-                        offset: int(&line["o"]),
+                        offset: line["o"].as_i64().filter(|&o| o >= 0),
                         ms: int(&line["ms"]) as u64,
                     });
                 } else if line.get("fail").is_some() {
