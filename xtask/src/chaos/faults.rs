@@ -18,6 +18,10 @@ use super::nodes::{self, Nodes, CONTROLLERS};
 pub(super) enum Kind {
     /// SIGKILL, then a restart on the same data after the hold.
     Kill,
+    /// SIGKILL of a broker, then the tail of each of its topic partitions' active segment
+    /// cut off (up to 64 KiB, maybe mid-batch), as a power loss takes writes not yet flushed
+    /// (Kafka does not fsync data by default), then a restart after the hold.
+    KillLoseTail,
     /// SIGSTOP, then SIGCONT after the hold.
     Pause,
     /// One node cut from every other node, both ways.
@@ -32,8 +36,9 @@ pub(super) enum Kind {
     OneWay,
 }
 
-pub(super) const KINDS: [Kind; 7] = [
+pub(super) const KINDS: [Kind; 8] = [
     Kind::Kill,
+    Kind::KillLoseTail,
     Kind::Pause,
     Kind::IsolateNode,
     Kind::IsolateActiveController,
@@ -46,6 +51,7 @@ impl Kind {
     pub(super) fn name(self) -> &'static str {
         match self {
             Kind::Kill => "kill -9 + restart",
+            Kind::KillLoseTail => "kill -9 + unflushed tail lost",
             Kind::Pause => "SIGSTOP + SIGCONT",
             Kind::IsolateNode => "isolate a node",
             Kind::IsolateActiveController => "isolate the active controller",
@@ -141,6 +147,17 @@ pub(super) fn inject(
             let id = pick(0, &all);
             nodes.kill9(id)?;
             (Kind::Kill, format!("kill -9 node {id}"), Undo::Restart(id))
+        }
+        Kind::KillLoseTail => {
+            let id = pick(0, &nodes.broker_ids());
+            nodes.kill9(id)?;
+            let bytes = 1 + planned.pick[1] % (64 * 1024);
+            let cut = nodes.lose_tail(id, topic, bytes)?;
+            (
+                Kind::KillLoseTail,
+                format!("kill -9 node {id}, then {}", cut.join(", ")),
+                Undo::Restart(id),
+            )
         }
         Kind::Pause => {
             let id = pick(0, &all);

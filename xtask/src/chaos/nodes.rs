@@ -145,6 +145,45 @@ impl Nodes {
         Ok(())
     }
 
+    /// Cuts up to `bytes` off the end of the active (last) segment of each partition of
+    /// `topic` that stopped node `id` holds, as lost unflushed writes; says what it cut.
+    pub(super) fn lose_tail(&mut self, id: u32, topic: &str, bytes: u64) -> Result<Vec<String>> {
+        let node = self.node(id)?;
+        if node.child.is_some() {
+            bail!("node {id} runs: its files are not to be cut under it");
+        }
+        let data = node.config.with_file_name("data");
+        let mut cut = Vec::new();
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&data)?
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_prefix(topic)?.strip_prefix('-'))
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)?
+                .filter_map(|e| Some(e.ok()?.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect();
+            logs.sort();
+            let Some(active) = logs.last() else { continue };
+            let file = std::fs::OpenOptions::new().write(true).open(active)?;
+            let len = file.metadata()?.len();
+            let new_len = len.saturating_sub(bytes);
+            file.set_len(new_len)?;
+            cut.push(format!(
+                "{}/{} {len} -> {new_len} bytes",
+                dir.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+                active.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+            ));
+        }
+        Ok(cut)
+    }
+
     /// SIGSTOP (`pause`) or SIGCONT to node `id`.
     pub(super) fn signal_pause(&mut self, id: u32, pause: bool) -> Result<()> {
         let node = self.node(id)?;
