@@ -195,7 +195,9 @@ pub(super) fn check(h: &History) -> Vec<Anomaly> {
     }
 
     // Per producer instance and partition, acknowledged offsets rise with the sequence.
-    let mut sent: BTreeMap<(&str, i32), Vec<(u64, i64, u64)>> = BTreeMap::new();
+    // (seq, offset, ms) per (producer instance, partition).
+    type Sent = (u64, i64, u64);
+    let mut sent: BTreeMap<(&str, i32), Vec<Sent>> = BTreeMap::new();
     for &(a, offset) in &placed {
         if let Some((instance, seq)) = parse(&a.value) {
             sent.entry((instance, a.partition))

@@ -202,7 +202,7 @@ fn run_faults(
     )?;
     workload.start()?;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while workload.acks_so_far().iter().any(|&n| n == 0) {
+    while workload.acks_so_far().contains(&0) {
         if let Some(which) = workload.exited() {
             bail!(
                 "workload {which} exited; see its .stderr in {}",

@@ -357,8 +357,9 @@ pub(super) fn create_topic(
 }
 
 /// Whether the cluster is whole: every broker lists every broker (all registered and
-/// unfenced) and every partition of `topic` with a leader and its full ISR, and the quorum
-/// is whole; else what is not.
+/// unfenced), every partition of every topic (the internal ones too) with a leader and its
+/// full ISR, and `topic`, once it exists, with its `partitions`; and the quorum is whole. Else
+/// what is not.
 pub(super) fn health(
     lab: &Lab,
     brokers: &[u32],
@@ -366,31 +367,41 @@ pub(super) fn health(
     partitions: i32,
 ) -> Result<(), String> {
     for &id in brokers {
-        let m =
-            metadata(lab, id, topic).map_err(|e| format!("Metadata from broker {id}: {e:#}"))?;
+        let body = RequestBody::Metadata(MetadataRequest {
+            topics: None,
+            allow_auto_topic_creation: false,
+            ..Default::default()
+        });
+        let m = match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT) {
+            Ok(ResponseBody::Metadata(m)) => m,
+            Ok(_) => return Err(format!("broker {id} answered Metadata with another API")),
+            Err(e) => return Err(format!("Metadata from broker {id}: {e:#}")),
+        };
         let listed: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
         if listed.len() != brokers.len() {
             return Err(format!("broker {id} lists brokers {listed:?}"));
         }
-        // The topic exists only once the harness made it.
-        let Some(t) = m.topics.iter().find(|t| t.error_code == 0) else {
-            continue;
-        };
-        if t.partitions.len() != partitions as usize {
-            return Err(format!(
-                "broker {id} lists {} partitions",
-                t.partitions.len()
-            ));
-        }
-        for p in &t.partitions {
-            let (mut replicas, mut isr) = (p.replica_nodes.clone(), p.isr_nodes.clone());
-            replicas.sort_unstable();
-            isr.sort_unstable();
-            if p.leader_id < 0 || replicas != isr {
+        for t in &m.topics {
+            let name = t.name.as_deref().unwrap_or("?");
+            if t.error_code != 0 {
+                return Err(format!("broker {id}: topic {name} error {}", t.error_code));
+            }
+            if name == topic && t.partitions.len() != partitions as usize {
                 return Err(format!(
-                    "broker {id}: partition {} leader {} replicas {replicas:?} ISR {isr:?}",
-                    p.partition_index, p.leader_id
+                    "broker {id} lists {} partitions of {topic}",
+                    t.partitions.len()
                 ));
+            }
+            for p in &t.partitions {
+                let (mut replicas, mut isr) = (p.replica_nodes.clone(), p.isr_nodes.clone());
+                replicas.sort_unstable();
+                isr.sort_unstable();
+                if p.leader_id < 0 || replicas != isr {
+                    return Err(format!(
+                        "broker {id}: {name}-{} leader {} replicas {replicas:?} ISR {isr:?}",
+                        p.partition_index, p.leader_id
+                    ));
+                }
             }
         }
     }
