@@ -150,7 +150,13 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     let outcome = run_faults(root, &args, &dir, &mut history, &mut nodes, &mut lab);
     nodes.stop();
     drop(lab);
-    let report = outcome?;
+    let report = outcome.with_context(|| {
+        format!(
+            "the chaos run with seed {} stopped; its files are in {}",
+            args.seed,
+            dir.display()
+        )
+    })?;
     report.print(&args, &history, &dir)
 }
 
@@ -178,8 +184,7 @@ fn run_faults(
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
     // The cluster comes up, the topic is made and led with its full ISRs.
-    wait_healthy(nodes, lab, Duration::from_secs(120), &mut anomalies)
-        .context("the cluster did not come up")?;
+    wait_healthy(nodes, lab, Duration::from_secs(120)).context("the cluster did not come up")?;
     nodes::create_topic(
         lab,
         brokers[0],
@@ -188,7 +193,7 @@ fn run_faults(
         &[("min.insync.replicas", "2")],
         Duration::from_secs(60),
     )?;
-    wait_healthy(nodes, lab, Duration::from_secs(60), &mut anomalies)
+    wait_healthy(nodes, lab, Duration::from_secs(60))
         .context("the topic's partitions were not all led")?;
     history.note(format!(
         "topic {TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
@@ -364,21 +369,11 @@ fn crash_check(
 }
 
 /// Waits until [`nodes::health`] holds.
-fn wait_healthy(
-    nodes: &mut Nodes,
-    lab: &Lab,
-    limit: Duration,
-    anomalies: &mut Vec<Anomaly>,
-) -> Result<()> {
+fn wait_healthy(nodes: &mut Nodes, lab: &Lab, limit: Duration) -> Result<()> {
     let brokers = nodes.broker_ids();
     let deadline = Instant::now() + limit;
     loop {
         if let Some((id, status)) = nodes.exited() {
-            anomalies.push(Anomaly {
-                kind: "node exited",
-                detail: format!("node {id} exited ({status})"),
-                at_ms: None,
-            });
             bail!(
                 "node {id} exited ({status}); its log ends:\n{}",
                 nodes.log_tail(id, 30)
