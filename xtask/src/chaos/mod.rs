@@ -184,7 +184,11 @@ fn run_faults(
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
     // The cluster comes up, the topic is made and led with its full ISRs.
-    wait_healthy(nodes, lab, Duration::from_secs(120)).context("the cluster did not come up")?;
+    wait_healthy(nodes, lab, Duration::from_secs(120)).context(
+        "the cluster did not come up (the node logs say why; if the nodes cannot reach each \
+         other, something in the root namespace does not forward between their veths, as an \
+         iptables FORWARD policy of DROP)",
+    )?;
     nodes::create_topic(
         lab,
         brokers[0],
