@@ -75,6 +75,9 @@ pub struct ChaosArgs {
     /// The run's directory (node logs, client files, history).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Run no cluster: check again the clients' files a run kept in this directory.
+    #[arg(long)]
+    recheck: Option<PathBuf>,
 }
 
 /// The run's event log: printed as it happens, kept for the history slices, and written to
@@ -112,6 +115,21 @@ impl History {
 }
 
 pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
+    if let Some(dir) = &args.recheck {
+        let verdict = checker::check(&workload::read_history(dir)?);
+        for a in &verdict.anomalies {
+            println!("ANOMALY [{}] {}", a.kind, a.detail);
+        }
+        println!(
+            "{} anomalies; at-least-once resends {:?}",
+            verdict.anomalies.len(),
+            verdict.tolerated
+        );
+        if !verdict.anomalies.is_empty() {
+            bail!("{} anomalies in {}", verdict.anomalies.len(), dir.display());
+        }
+        return Ok(());
+    }
     if !is_root() {
         bail!(
             "cargo xtask chaos needs root: it puts every node in a network namespace of its \
@@ -167,6 +185,8 @@ struct Report {
     /// Acknowledged by librdkafka without an offset (see [`checker::Ack::offset`]).
     acked_without_offset: usize,
     failed: BTreeMap<String, u64>,
+    /// The producer without idempotence's duplicates and reorderings, by kind.
+    tolerated: BTreeMap<&'static str, usize>,
     live_reads: usize,
     final_records: usize,
     heal_secs: Option<f64>,
@@ -314,12 +334,14 @@ fn run_faults(
             bail!("producer {producer} did not report its end; see {producer}.stderr");
         }
     }
-    anomalies.extend(checker::check(&h));
+    let verdict = checker::check(&h);
+    anomalies.extend(verdict.anomalies);
     Ok(Report {
         faults,
         acked: h.acks.len(),
         acked_without_offset: h.acks.iter().filter(|a| a.offset.is_none()).count(),
         failed: h.failed,
+        tolerated: verdict.tolerated,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
         heal_secs,
@@ -412,6 +434,11 @@ impl Report {
             self.acked, self.acked_without_offset
         );
         let _ = writeln!(out, "  deliveries failed         {:?}", self.failed);
+        let _ = writeln!(
+            out,
+            "  at-least-once resends     {:?} (producer plain: allowed)",
+            self.tolerated
+        );
         let _ = writeln!(out, "  records read live         {}", self.live_reads);
         let _ = writeln!(out, "  records in the final log  {}", self.final_records);
         let _ = writeln!(

@@ -145,43 +145,55 @@ impl Workload {
 
     /// The history the files hold.
     pub(super) fn history(&self) -> Result<History> {
-        let mut history = History::default();
-        for (name, _) in PRODUCERS {
-            for line in lines(&self.dir.join(format!("{name}.jsonl")))? {
-                if let Some(v) = line["v"].as_str() {
-                    history.acks.push(Ack {
-                        value: v.to_string(),
-                        partition: int(&line["p"]) as i32,
-                        offset: line["o"].as_i64().filter(|&o| o >= 0),
-                        ms: int(&line["ms"]) as u64,
-                    });
-                } else if line.get("fail").is_some() {
-                    *history
-                        .failed
-                        .entry(line["err"].as_str().unwrap_or("?").to_string())
-                        .or_default() += 1;
-                } else if let Some(fatal) = line["fatal"].as_str() {
-                    history.fatal.push((name.to_string(), fatal.to_string()));
-                } else if line["done"].as_bool() == Some(true) {
-                    let produced = int(&line["produced"]) as u64;
-                    history.produced.insert(name.to_string(), produced);
-                }
+        read_history(&self.dir)
+    }
+}
+
+/// The history the workload's files in `dir` hold (of a run now, or of one kept).
+pub(super) fn read_history(dir: &Path) -> Result<History> {
+    let mut history = History {
+        at_least_once: PRODUCERS
+            .iter()
+            .filter(|(_, idempotent)| !idempotent)
+            .map(|(name, _)| name.to_string())
+            .collect(),
+        ..Default::default()
+    };
+    for (name, _) in PRODUCERS {
+        for line in lines(&dir.join(format!("{name}.jsonl")))? {
+            if let Some(v) = line["v"].as_str() {
+                history.acks.push(Ack {
+                    value: v.to_string(),
+                    partition: int(&line["p"]) as i32,
+                    offset: line["o"].as_i64().filter(|&o| o >= 0),
+                    ms: int(&line["ms"]) as u64,
+                });
+            } else if line.get("fail").is_some() {
+                *history
+                    .failed
+                    .entry(line["err"].as_str().unwrap_or("?").to_string())
+                    .or_default() += 1;
+            } else if let Some(fatal) = line["fatal"].as_str() {
+                history.fatal.push((name.to_string(), fatal.to_string()));
+            } else if line["done"].as_bool() == Some(true) {
+                let produced = int(&line["produced"]) as u64;
+                history.produced.insert(name.to_string(), produced);
             }
         }
-        history.live = reads(&self.dir.join("live.jsonl"))?;
-        let final_lines = lines(&self.dir.join("final.jsonl"))?;
-        history.end_offsets = final_lines
-            .iter()
-            .find_map(|l| l["end"].as_object())
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
-                    .collect::<BTreeMap<i32, i64>>()
-            })
-            .unwrap_or_default();
-        history.final_log = reads(&self.dir.join("final.jsonl"))?;
-        Ok(history)
     }
+    history.live = reads(&dir.join("live.jsonl"))?;
+    let final_lines = lines(&dir.join("final.jsonl"))?;
+    history.end_offsets = final_lines
+        .iter()
+        .find_map(|l| l["end"].as_object())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
+                .collect::<BTreeMap<i32, i64>>()
+        })
+        .unwrap_or_default();
+    history.final_log = reads(&dir.join("final.jsonl"))?;
+    Ok(history)
 }
 
 impl Drop for Workload {
