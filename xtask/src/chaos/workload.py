@@ -11,7 +11,8 @@ usage:
     per run (<i> counts producer instances: a fatal error starts a new one), to partition
     seq % P, at most R a second. Lines: {"v", "p", "o", "ms"} per acknowledgement, {"fail",
     "err", "ms"} per failed delivery, {"fatal", "ms"} per fatal error; when S exists: flush,
-    then {"done": true, "produced", "unflushed"}.
+    then {"done": true, "produced", "unflushed"}. CHAOS_RDKAFKA_DEBUG in the environment sets
+    librdkafka's `debug` (as "eos"): its log goes to the producer's .stderr.
   workload.py consume --bootstrap B --topic T --partitions P --out F --stop-file S
     Reads every partition from the beginning while the faults run, until S exists: {"p",
     "o", "v", "ms"} per record (read_uncommitted: up to the high watermark).
@@ -84,6 +85,9 @@ def produce():
         }
         if not args.idempotent:
             conf["message.send.max.retries"] = 0
+        # librdkafka's own debug contexts (as "eos,msg") into the producer's .stderr.
+        if os.environ.get("CHAOS_RDKAFKA_DEBUG"):
+            conf["debug"] = os.environ["CHAOS_RDKAFKA_DEBUG"]
         return Producer(conf)
 
     producer = new_producer()
