@@ -7,7 +7,7 @@
 //! `target/cluster/cluster.json` for the other commands.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use kraftd_protocol::header::{decode_response, encode_request};
-use kraftd_protocol::messages::{MetadataRequest, RequestHeader};
-use kraftd_protocol::{ApiKey, RequestBody, ResponseBody};
+use kraftd_protocol::messages::{
+    describe_quorum_request, DescribeQuorumRequest, MetadataRequest, RequestHeader,
+};
+use kraftd_protocol::{RequestBody, ResponseBody};
 use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
@@ -218,32 +220,81 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
 
 /// The broker ids a Metadata response from `127.0.0.1:port` lists (the unfenced ones).
 pub(crate) fn alive_brokers(port: u16) -> Result<Vec<i32>> {
-    let version = 12;
-    let header = RequestHeader {
-        request_api_key: ApiKey::Metadata.code(),
-        request_api_version: version,
-        correlation_id: 1,
-        client_id: Some("xtask-cluster-up".into()),
-        ..Default::default()
-    };
     let body = RequestBody::Metadata(MetadataRequest {
         topics: Some(Vec::new()),
         ..Default::default()
     });
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    match call(addr, 12, body, Duration::from_secs(2))? {
+        ResponseBody::Metadata(m) => Ok(m.brokers.iter().map(|b| b.node_id).collect()),
+        _ => Err(anyhow!("not a Metadata response")),
+    }
+}
+
+/// One request to `addr` over a fresh connection, with `timeout` for connecting, writing
+/// and reading: the xtask commands' probe of a node (cluster-up, the benches, chaos).
+pub(crate) fn call(
+    addr: SocketAddr,
+    version: i16,
+    body: RequestBody,
+    timeout: Duration,
+) -> Result<ResponseBody> {
+    let api = body.key();
+    let header = RequestHeader {
+        request_api_key: api.code(),
+        request_api_version: version,
+        correlation_id: 1,
+        client_id: Some("xtask".into()),
+        ..Default::default()
+    };
     let frame = encode_request(&header, &body)?.into_bytes();
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
     stream.write_all(&(frame.len() as i32).to_be_bytes())?;
     stream.write_all(&frame)?;
     let mut size = [0u8; 4];
     stream.read_exact(&mut size)?;
     let mut buf = vec![0u8; i32::from_be_bytes(size).max(0) as usize];
     stream.read_exact(&mut buf)?;
-    let (_, response) = decode_response(ApiKey::Metadata, version, Bytes::from(buf))?;
-    match response {
-        ResponseBody::Metadata(m) => Ok(m.brokers.iter().map(|b| b.node_id).collect()),
-        _ => Err(anyhow!("not a Metadata response")),
+    let (_, response) = decode_response(api, version, Bytes::from(buf))?;
+    Ok(response)
+}
+
+/// DescribeQuorum v1 of `__cluster_metadata`: (leader, epoch, hw, voters' (id, end offset,
+/// last caught-up ms)), or an error from a controller that does not lead.
+pub(crate) type Quorum = (i32, i32, i64, Vec<(i32, i64, i64)>);
+
+/// [`Quorum`] as the controller at `addr` answers it.
+pub(crate) fn describe_quorum(addr: SocketAddr) -> Result<Quorum> {
+    let body = RequestBody::DescribeQuorum(DescribeQuorumRequest {
+        topics: vec![describe_quorum_request::TopicData {
+            topic_name: "__cluster_metadata".into(),
+            partitions: vec![describe_quorum_request::PartitionData {
+                partition_index: 0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let ResponseBody::DescribeQuorum(r) = call(addr, 1, body, Duration::from_secs(2))? else {
+        bail!("not a DescribeQuorum response");
+    };
+    let p = r
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .context("no partition")?;
+    if r.error_code != 0 || p.error_code != 0 {
+        bail!("error {} / {}", r.error_code, p.error_code);
     }
+    let voters = p
+        .current_voters
+        .iter()
+        .map(|v| (v.replica_id, v.log_end_offset, v.last_caught_up_timestamp))
+        .collect();
+    Ok((p.leader_id, p.leader_epoch, p.high_watermark, voters))
 }
 
 fn read_state(root: &Path) -> Result<Value> {

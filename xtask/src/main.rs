@@ -2,6 +2,7 @@
 //! `.cargo/config.toml`). `ci` is the one command that checks everything; `.ci/run` calls it.
 
 mod bench;
+mod chaos;
 mod cluster;
 mod codegen;
 mod fuzz;
@@ -33,6 +34,10 @@ enum Cmd {
     /// Benchmarks that print figures (`bench produce`, `bench cleaner`, `bench groups`,
     /// `bench txn`, `bench tls`).
     Bench(bench::BenchArgs),
+    /// Faults (kill -9, SIGSTOP, network partitions) chosen by a seed, injected into a
+    /// cluster of real kraftd processes under stock-client load, then a check of everything
+    /// the clients saw. Needs root (network namespaces).
+    Chaos(chaos::ChaosArgs),
     /// Start a local cluster of kraftd processes under target/cluster/.
     ClusterUp(cluster::UpArgs),
     /// Stop the local cluster (SIGTERM, then SIGKILL after 30 s).
@@ -72,6 +77,7 @@ fn main() -> Result<()> {
         Cmd::Ci => ci(&root),
         Cmd::Fuzz(args) => fuzz::run(&root, args),
         Cmd::Bench(args) => bench::run(&root, args),
+        Cmd::Chaos(args) => chaos::run(&root, args),
         Cmd::ClusterUp(args) => cluster::up(&root, args),
         Cmd::ClusterDown => cluster::down(&root),
         Cmd::ClusterStatus => cluster::status(&root),

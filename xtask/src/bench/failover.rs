@@ -21,23 +21,18 @@
 //! broker's "leader change" naming the new leader; forwarding → the CreateTopics success
 //! (retries of the forwarded request until the new controller answered).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
-use bytes::Bytes;
-use kraftd_protocol::header::{decode_response, encode_request};
-use kraftd_protocol::messages::{
-    create_topics_request, describe_quorum_request, CreateTopicsRequest, DescribeQuorumRequest,
-    RequestHeader,
-};
+use kraftd_protocol::messages::{create_topics_request, CreateTopicsRequest};
 use kraftd_protocol::{RequestBody, ResponseBody};
 
 use super::cluster::Cluster;
 use super::kafka::kafka_classpath;
 use super::produce::{loadavg, Against, System};
+use crate::cluster::Quorum;
 
 /// The admin client's `retry.backoff.ms`.
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
@@ -216,69 +211,23 @@ fn unix_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// One request over a fresh connection with `timeout` for connecting, writing and reading.
+/// [`crate::cluster::call`] to `127.0.0.1:port`.
 pub(super) fn call(
     port: u16,
     version: i16,
     body: RequestBody,
     timeout: Duration,
 ) -> Result<ResponseBody> {
-    let api = body.key();
-    let header = RequestHeader {
-        request_api_key: api.code(),
-        request_api_version: version,
-        correlation_id: 1,
-        client_id: Some("xtask-bench-failover".into()),
-        ..Default::default()
-    };
-    let frame = encode_request(&header, &body)?.into_bytes();
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    stream.write_all(&(frame.len() as i32).to_be_bytes())?;
-    stream.write_all(&frame)?;
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size)?;
-    let mut buf = vec![0u8; i32::from_be_bytes(size).max(0) as usize];
-    stream.read_exact(&mut buf)?;
-    let (_, response) = decode_response(api, version, Bytes::from(buf))?;
-    Ok(response)
+    crate::cluster::call(
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        version,
+        body,
+        timeout,
+    )
 }
 
-/// DescribeQuorum v1 to a controller: (leader, epoch, hw, voters' (id, end offset, last
-/// caught-up ms)), or an error from a controller that does not lead.
-type Quorum = (i32, i32, i64, Vec<(i32, i64, i64)>);
-
 fn describe_quorum(port: u16) -> Result<Quorum> {
-    let body = RequestBody::DescribeQuorum(DescribeQuorumRequest {
-        topics: vec![describe_quorum_request::TopicData {
-            topic_name: "__cluster_metadata".into(),
-            partitions: vec![describe_quorum_request::PartitionData {
-                partition_index: 0,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    let ResponseBody::DescribeQuorum(r) = call(port, 1, body, Duration::from_secs(2))? else {
-        bail!("not a DescribeQuorum response");
-    };
-    let p = r
-        .topics
-        .first()
-        .and_then(|t| t.partitions.first())
-        .context("no partition")?;
-    if r.error_code != 0 || p.error_code != 0 {
-        bail!("error {} / {}", r.error_code, p.error_code);
-    }
-    let voters = p
-        .current_voters
-        .iter()
-        .map(|v| (v.replica_id, v.log_end_offset, v.last_caught_up_timestamp))
-        .collect();
-    Ok((p.leader_id, p.leader_epoch, p.high_watermark, voters))
+    crate::cluster::describe_quorum(SocketAddr::from(([127, 0, 0, 1], port)))
 }
 
 /// The leader as the first running controller that answers as leader says.

@@ -313,7 +313,7 @@ pub(super) fn drive(
 
 /// `target/stock-clients-venv/bin/python`, the venv created as the tests create it when it
 /// is missing (python3's venv, then pip from PyPI).
-pub(super) fn stock_python(root: &Path) -> Result<PathBuf> {
+pub(crate) fn stock_python(root: &Path) -> Result<PathBuf> {
     let target = root.join("target");
     let venv = target.join("stock-clients-venv");
     let python = venv.join("bin").join("python");

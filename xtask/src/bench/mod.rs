@@ -102,6 +102,8 @@ use request_metrics::{request_metrics, RequestMetricsArgs};
 use scale::{scale, ScaleArgs};
 use share::{share, ShareArgs};
 use tls::{tls, TlsArgs};
+
+pub(crate) use groups::stock_python;
 use txn::{txn, TxnArgs};
 
 #[derive(clap::Args, Debug)]

@@ -1,0 +1,278 @@
+//! The faults and how the seed picks them. One fault at a time: it is injected, held for a
+//! while, undone, and the cluster gets a short gap before the next. The seed fixes the
+//! schedule — each fault's kind, the indexes that pick its targets, its hold and the gap
+//! after it, drawn in the same order whatever happens — while targets named by role (the
+//! active controller, a partition's leader) are resolved against the running cluster when
+//! the fault starts, so two runs of a seed make the same kinds of cuts at the same times but
+//! may hit other nodes.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::net::Lab;
+use super::nodes::{self, Nodes, CONTROLLERS};
+
+/// Every kind of fault, in the order the summary lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Kind {
+    /// SIGKILL, then a restart on the same data after the hold.
+    Kill,
+    /// SIGKILL of a broker, then the tail of each of its topic partitions' active segment
+    /// cut off (up to 64 KiB, maybe mid-batch), as a power loss takes writes not yet flushed
+    /// (Kafka does not fsync data by default), then a restart after the hold.
+    KillLoseTail,
+    /// SIGSTOP, then SIGCONT after the hold.
+    Pause,
+    /// One node cut from every other node, both ways.
+    IsolateNode,
+    /// The active controller cut from every other node.
+    IsolateActiveController,
+    /// A controller and a broker cut from the rest (a minority of each).
+    IsolateMinority,
+    /// A partition's leader cut from its followers only (the controllers still reach it).
+    LeaderFromFollowers,
+    /// One node's packets to another dropped, the other way untouched.
+    OneWay,
+}
+
+pub(super) const KINDS: [Kind; 8] = [
+    Kind::Kill,
+    Kind::KillLoseTail,
+    Kind::Pause,
+    Kind::IsolateNode,
+    Kind::IsolateActiveController,
+    Kind::IsolateMinority,
+    Kind::LeaderFromFollowers,
+    Kind::OneWay,
+];
+
+impl Kind {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kind::Kill => "kill -9 + restart",
+            Kind::KillLoseTail => "kill -9 + unflushed tail lost",
+            Kind::Pause => "SIGSTOP + SIGCONT",
+            Kind::IsolateNode => "isolate a node",
+            Kind::IsolateActiveController => "isolate the active controller",
+            Kind::IsolateMinority => "isolate a controller + a broker",
+            Kind::LeaderFromFollowers => "cut a leader from its followers",
+            Kind::OneWay => "one-way partition",
+        }
+    }
+}
+
+/// SplitMix64: a seeded generator for the schedule (xtask has no `rand`; this is enough for
+/// picking faults, and the same seed gives the same sequence on every machine).
+pub(super) struct Rng(u64);
+
+impl Rng {
+    pub(super) fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub(super) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// One scheduled fault, as the seed drew it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Planned {
+    pub(super) kind: Kind,
+    /// Indexes that pick targets among the candidates of its kind.
+    pick: [u64; 2],
+    pub(super) hold: Duration,
+    pub(super) gap: Duration,
+}
+
+/// The schedule's bounds: how long a fault is held and the quiet gap after it.
+pub(super) struct Bounds {
+    pub(super) hold_ms: (u64, u64),
+    pub(super) gap_ms: (u64, u64),
+}
+
+/// The next fault of the schedule (always five draws).
+pub(super) fn plan(rng: &mut Rng, bounds: &Bounds) -> Planned {
+    let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
+    let pick = [rng.next_u64(), rng.next_u64()];
+    let span = |rng: &mut Rng, (lo, hi): (u64, u64)| {
+        Duration::from_millis(lo + rng.below(hi.saturating_sub(lo) + 1))
+    };
+    let hold = span(rng, bounds.hold_ms);
+    let gap = span(rng, bounds.gap_ms);
+    Planned {
+        kind,
+        pick,
+        hold,
+        gap,
+    }
+}
+
+/// What undoes an injected fault.
+#[derive(Debug)]
+pub(super) enum Undo {
+    Restart(u32),
+    Resume(u32),
+    Heal,
+}
+
+/// Injects `planned` and says what it did (the kind actually injected, which differs from
+/// the planned one only when its target could not be found, as no partition with a leader:
+/// then a node is isolated instead) and how to undo it.
+pub(super) fn inject(
+    planned: &Planned,
+    nodes: &mut Nodes,
+    lab: &mut Lab,
+    topic: &str,
+) -> Result<(Kind, String, Undo)> {
+    let all = nodes.all_ids();
+    let pick = |i: usize, of: &[u32]| of[(planned.pick[i] % of.len() as u64) as usize];
+    let isolate = |lab: &mut Lab, id: u32| -> Result<String> {
+        let rest: Vec<u32> = all.iter().copied().filter(|&n| n != id).collect();
+        lab.cut_between(&[id], &rest)?;
+        Ok(format!("node {id} cut from {rest:?}"))
+    };
+    Ok(match planned.kind {
+        Kind::Kill => {
+            let id = pick(0, &all);
+            nodes.kill9(id)?;
+            (Kind::Kill, format!("kill -9 node {id}"), Undo::Restart(id))
+        }
+        Kind::KillLoseTail => {
+            let id = pick(0, &nodes.broker_ids());
+            nodes.kill9(id)?;
+            let bytes = 1 + planned.pick[1] % (64 * 1024);
+            let cut = nodes.lose_tail(id, topic, bytes)?;
+            (
+                Kind::KillLoseTail,
+                format!("kill -9 node {id}, then {}", cut.join(", ")),
+                Undo::Restart(id),
+            )
+        }
+        Kind::Pause => {
+            let id = pick(0, &all);
+            nodes.signal_pause(id, true)?;
+            (Kind::Pause, format!("SIGSTOP node {id}"), Undo::Resume(id))
+        }
+        Kind::IsolateNode => {
+            let id = pick(0, &all);
+            (Kind::IsolateNode, isolate(lab, id)?, Undo::Heal)
+        }
+        Kind::IsolateActiveController => match nodes::active_controller(lab) {
+            Some(id) => (
+                Kind::IsolateActiveController,
+                format!("active controller: {}", isolate(lab, id)?),
+                Undo::Heal,
+            ),
+            None => {
+                let id = pick(0, &all);
+                let what = format!("no active controller found; {}", isolate(lab, id)?);
+                (Kind::IsolateNode, what, Undo::Heal)
+            }
+        },
+        Kind::IsolateMinority => {
+            let controllers: Vec<u32> = (1..=CONTROLLERS).collect();
+            let minority = [pick(0, &controllers), pick(1, &nodes.broker_ids())];
+            let rest: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|n| !minority.contains(n))
+                .collect();
+            lab.cut_between(&minority, &rest)?;
+            (
+                Kind::IsolateMinority,
+                format!("nodes {minority:?} cut from {rest:?}"),
+                Undo::Heal,
+            )
+        }
+        Kind::LeaderFromFollowers => match leader_and_followers(nodes, lab, topic, planned) {
+            Some((partition, leader, followers)) => {
+                lab.cut_between(&[leader], &followers)?;
+                (
+                    Kind::LeaderFromFollowers,
+                    format!(
+                        "partition {partition}'s leader {leader} cut from its followers \
+                         {followers:?}"
+                    ),
+                    Undo::Heal,
+                )
+            }
+            None => {
+                let id = pick(0, &all);
+                let what = format!("no partition leader found; {}", isolate(lab, id)?);
+                (Kind::IsolateNode, what, Undo::Heal)
+            }
+        },
+        Kind::OneWay => {
+            let from = pick(0, &all);
+            let others: Vec<u32> = all.iter().copied().filter(|&n| n != from).collect();
+            let to = pick(1, &others);
+            lab.cut(from, to)?;
+            (
+                Kind::OneWay,
+                format!("packets from node {from} to node {to} dropped"),
+                Undo::Heal,
+            )
+        }
+    })
+}
+
+/// A partition of `topic` (picked by the plan) with its leader and followers, as a running
+/// broker's metadata says.
+fn leader_and_followers(
+    nodes: &Nodes,
+    lab: &Lab,
+    topic: &str,
+    planned: &Planned,
+) -> Option<(i32, u32, Vec<u32>)> {
+    let metadata = nodes
+        .broker_ids()
+        .into_iter()
+        .filter(|&id| nodes.running(id))
+        .find_map(|id| nodes::metadata(lab, id, topic).ok())?;
+    let partitions: Vec<_> = metadata
+        .topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .filter(|p| p.leader_id >= 0)
+        .collect();
+    if partitions.is_empty() {
+        return None;
+    }
+    let p = partitions[(planned.pick[1] % partitions.len() as u64) as usize];
+    let followers = p
+        .replica_nodes
+        .iter()
+        .filter(|&&r| r != p.leader_id)
+        .map(|&r| r as u32)
+        .collect();
+    Some((p.partition_index, p.leader_id as u32, followers))
+}
+
+/// Undoes a fault.
+pub(super) fn undo(undo: &Undo, nodes: &mut Nodes, lab: &mut Lab) -> Result<String> {
+    match *undo {
+        Undo::Restart(id) => {
+            nodes.spawn(lab, id)?;
+            Ok(format!("restarted node {id}"))
+        }
+        Undo::Resume(id) => {
+            nodes.signal_pause(id, false)?;
+            Ok(format!("SIGCONT node {id}"))
+        }
+        Undo::Heal => {
+            lab.heal()?;
+            Ok("network healed".to_string())
+        }
+    }
+}

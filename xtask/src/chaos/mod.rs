@@ -1,0 +1,513 @@
+//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5]`: faults injected into a cluster
+//! of real `kraftd` processes while stock clients write and read, then a checker over
+//! everything the clients saw (issue 32's first slice; `docs/chaos.md` says how to run it and
+//! what is not there yet).
+//!
+//! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
+//! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
+//! `min.insync.replicas=2`; the workload (`workload.rs`: two acks=all producers, idempotent
+//! and not, and a live consumer) for the whole run; faults one at a time for N minutes,
+//! chosen by the seed (`faults.rs`), each logged with its UTC time; then every fault undone
+//! and the cluster given `--heal-secs` to be whole again (every broker registered and
+//! unfenced in every broker's metadata, every partition led with its full ISR, the quorum
+//! with a leader and every voter caught up, and both producers acknowledging again); then
+//! the producers stop, every partition is read to its end and the checker (`checker.rs`)
+//! judges the history. A node that exits by itself is an anomaly too (its log's tail is
+//! printed), as is a cluster that does not heal in time. It prints a summary (faults by kind,
+//! records acknowledged, anomalies) and for each anomaly the seed and the slice of the
+//! history around it, and fails if there is any. Everything is under the run's directory
+//! (`target/chaos/seed-S-<pid>/` unless `--dir`): the node logs, the clients' JSON lines,
+//! `history.log`. It needs root (the namespaces).
+//!
+//! Map: `nodes.rs` the kraftd processes and the probes; `net.rs` the namespaces and the
+//! partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
+//! `workload.py` the stock clients; `checker.rs` the anomalies.
+
+mod checker;
+mod faults;
+mod net;
+mod nodes;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+
+use checker::Anomaly;
+use faults::{Bounds, Kind, Rng};
+use net::Lab;
+use nodes::Nodes;
+use workload::Workload;
+
+/// The topic the workload writes.
+const TOPIC: &str = "chaos";
+const PARTITIONS: i32 = 3;
+/// Brokers drop a follower from the ISR after 10 s behind instead of Kafka's 30 s, so that
+/// faults of a few seconds move ISRs (and elections with them) in a short run.
+const BROKER_CONFIG: &str = "replica.lag.time.max.ms=10000\n";
+/// A fault is held 2-12 s, then 1-4 s of quiet.
+const BOUNDS: Bounds = Bounds {
+    hold_ms: (2_000, 12_000),
+    gap_ms: (1_000, 4_000),
+};
+
+#[derive(clap::Args, Debug)]
+pub struct ChaosArgs {
+    /// Minutes of faults (a fraction is fine: 0.75).
+    #[arg(long, default_value_t = 5.0)]
+    minutes: f64,
+    /// The seed of the fault schedule.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Broker-only nodes beside the 3 controllers.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(3..=5))]
+    brokers: u32,
+    /// Seconds the cluster has to be whole again once the faults stop.
+    #[arg(long, default_value_t = 90)]
+    heal_secs: u64,
+    /// Run this kraftd binary instead of building `target/debug/kraftd`.
+    #[arg(long)]
+    kraftd_bin: Option<PathBuf>,
+    /// The run's directory (node logs, client files, history).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Run no cluster: check again the clients' files a run kept in this directory.
+    #[arg(long)]
+    recheck: Option<PathBuf>,
+}
+
+/// The run's event log: printed as it happens, kept for the history slices, and written to
+/// `history.log`.
+struct History {
+    started: Instant,
+    events: Vec<(u64, String)>,
+    file: std::fs::File,
+}
+
+impl History {
+    fn note(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        let ms = unix_ms();
+        let line = format!(
+            "{} +{:6.1}s {text}",
+            utc(ms),
+            self.started.elapsed().as_secs_f64()
+        );
+        println!("{line}");
+        let _ = writeln!(self.file, "{line}");
+        self.events.push((ms, text));
+    }
+
+    /// The events from 20 s before `at_ms` to 5 s after it.
+    fn slice(&self, at_ms: u64) -> String {
+        let mut out = String::new();
+        for (ms, text) in &self.events {
+            if *ms + 20_000 >= at_ms && *ms <= at_ms + 5_000 {
+                let _ = writeln!(out, "    {} {text}", utc(*ms));
+            }
+        }
+        out
+    }
+}
+
+pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
+    if let Some(dir) = &args.recheck {
+        let verdict = checker::check(&workload::read_history(dir)?);
+        for a in &verdict.anomalies {
+            println!("ANOMALY [{}] {}", a.kind, a.detail);
+        }
+        println!(
+            "{} anomalies; at-least-once resends {:?}",
+            verdict.anomalies.len(),
+            verdict.tolerated
+        );
+        if !verdict.anomalies.is_empty() {
+            bail!("{} anomalies in {}", verdict.anomalies.len(), dir.display());
+        }
+        return Ok(());
+    }
+    if !is_root() {
+        bail!(
+            "cargo xtask chaos needs root: it puts every node in a network namespace of its \
+             own and partitions them with policy-routing rules (ip netns, ip rule)"
+        );
+    }
+    let bin = match &args.kraftd_bin {
+        Some(bin) => bin.clone(),
+        None => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            crate::run(root, &cargo, &["build", "--bin", "kraftd"])?;
+            root.join("target").join("debug").join("kraftd")
+        }
+    };
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        root.join("target")
+            .join("chaos")
+            .join(format!("seed-{}-{}", args.seed, std::process::id()))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let dir = dir.canonicalize()?;
+    println!("chaos: seed {}, run directory {}", args.seed, dir.display());
+    let mut history = History {
+        started: Instant::now(),
+        events: Vec::new(),
+        file: std::fs::File::create(dir.join("history.log"))?,
+    };
+    let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers).collect();
+    let mut lab = Lab::create(&ids)?;
+    let mut nodes = Nodes::start(&bin, &dir, &lab, args.brokers, BROKER_CONFIG)?;
+    history.note(format!(
+        "started controllers 1-3 and brokers {:?} on 10.x.<id>.2",
+        nodes.broker_ids()
+    ));
+    let outcome = run_faults(root, &args, &dir, &mut history, &mut nodes, &mut lab);
+    nodes.stop();
+    drop(lab);
+    let report = outcome.with_context(|| {
+        format!(
+            "the chaos run with seed {} stopped; its files are in {}",
+            args.seed,
+            dir.display()
+        )
+    })?;
+    report.print(&args, &history, &dir)
+}
+
+/// What a run found.
+struct Report {
+    faults: BTreeMap<Kind, u32>,
+    acked: usize,
+    /// Acknowledged by librdkafka without an offset (see [`checker::Ack::offset`]).
+    acked_without_offset: usize,
+    failed: BTreeMap<String, u64>,
+    /// The producer without idempotence's duplicates and reorderings, by kind.
+    tolerated: BTreeMap<&'static str, usize>,
+    live_reads: usize,
+    final_records: usize,
+    heal_secs: Option<f64>,
+    anomalies: Vec<Anomaly>,
+}
+
+fn run_faults(
+    root: &Path,
+    args: &ChaosArgs,
+    dir: &Path,
+    history: &mut History,
+    nodes: &mut Nodes,
+    lab: &mut Lab,
+) -> Result<Report> {
+    let brokers = nodes.broker_ids();
+    let mut anomalies = Vec::new();
+    // The cluster comes up, the topic is made and led with its full ISRs.
+    wait_healthy(nodes, lab, Duration::from_secs(120)).context(
+        "the cluster did not come up (the node logs say why; if the nodes cannot reach each \
+         other, something in the root namespace does not forward between their veths, as an \
+         iptables FORWARD policy of DROP)",
+    )?;
+    nodes::create_topic(
+        lab,
+        brokers[0],
+        TOPIC,
+        PARTITIONS,
+        &[("min.insync.replicas", "2")],
+        Duration::from_secs(60),
+    )?;
+    wait_healthy(nodes, lab, Duration::from_secs(60))
+        .context("the topic's partitions were not all led")?;
+    history.note(format!(
+        "topic {TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
+    ));
+    let mut workload = Workload::new(
+        root,
+        dir,
+        nodes::bootstrap(lab, &brokers),
+        TOPIC,
+        PARTITIONS,
+    )?;
+    workload.start()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while workload.acks_so_far().contains(&0) {
+        if let Some(which) = workload.exited() {
+            bail!(
+                "workload {which} exited; see its .stderr in {}",
+                dir.display()
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the producers acknowledged {:?} within 60 s of starting",
+                workload.acks_so_far()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    history.note("workload running: producers idem (idempotent) and plain, a live consumer");
+
+    let mut rng = Rng::new(args.seed);
+    let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
+    let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
+    let mut n = 0;
+    while Instant::now() < until {
+        let planned = faults::plan(&mut rng, &BOUNDS);
+        n += 1;
+        let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC)?;
+        *faults.entry(kind).or_default() += 1;
+        history.note(format!(
+            "fault {n} [{}]: {what}; held {:.1} s",
+            kind.name(),
+            planned.hold.as_secs_f64()
+        ));
+        watch(
+            planned.hold,
+            nodes,
+            lab,
+            &mut workload,
+            history,
+            &mut anomalies,
+        )?;
+        let done = faults::undo(&undo, nodes, lab)?;
+        history.note(format!("fault {n} undone: {done}"));
+        watch(
+            planned.gap,
+            nodes,
+            lab,
+            &mut workload,
+            history,
+            &mut anomalies,
+        )?;
+    }
+    history.note(format!(
+        "faults over; the cluster has {} s to heal",
+        args.heal_secs
+    ));
+
+    // Healing: whole again, and both producers acknowledging again.
+    let healing = Instant::now();
+    let acks_then = workload.acks_so_far();
+    let heal_deadline = healing + Duration::from_secs(args.heal_secs);
+    let mut heal_secs = None;
+    let mut last = String::new();
+    while Instant::now() < heal_deadline {
+        crash_check(nodes, lab, history, &mut anomalies)?;
+        let progress = workload
+            .acks_so_far()
+            .iter()
+            .zip(&acks_then)
+            .all(|(now, then)| now > then);
+        match nodes::health(lab, &brokers, TOPIC, PARTITIONS) {
+            Ok(()) if progress => {
+                heal_secs = Some(healing.elapsed().as_secs_f64());
+                break;
+            }
+            Ok(()) => last = "the producers have not acknowledged anything since".into(),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    match heal_secs {
+        Some(secs) => history.note(format!("healed in {secs:.1} s")),
+        None => {
+            history.note(format!("not healed after {} s: {last}", args.heal_secs));
+            anomalies.push(Anomaly {
+                kind: "not healed",
+                detail: format!("{} s after the last fault: {last}", args.heal_secs),
+                at_ms: Some(unix_ms()),
+            });
+        }
+    }
+    workload.stop()?;
+    history.note("workload stopped; reading every partition to its end");
+    workload.read_all()?;
+    let h = workload.history()?;
+    history.note(format!(
+        "read {} records; {} acknowledged",
+        h.final_log.len(),
+        h.acks.len()
+    ));
+    for (producer, _) in workload::PRODUCERS {
+        if !h.produced.contains_key(producer) {
+            bail!("producer {producer} did not report its end; see {producer}.stderr");
+        }
+    }
+    let verdict = checker::check(&h);
+    anomalies.extend(verdict.anomalies);
+    Ok(Report {
+        faults,
+        acked: h.acks.len(),
+        acked_without_offset: h.acks.iter().filter(|a| a.offset.is_none()).count(),
+        failed: h.failed,
+        tolerated: verdict.tolerated,
+        live_reads: h.live.len(),
+        final_records: h.final_log.len(),
+        heal_secs,
+        anomalies,
+    })
+}
+
+/// Waits `span`, watching for nodes and clients that exit by themselves.
+fn watch(
+    span: Duration,
+    nodes: &mut Nodes,
+    lab: &Lab,
+    workload: &mut Workload,
+    history: &mut History,
+    anomalies: &mut Vec<Anomaly>,
+) -> Result<()> {
+    let until = Instant::now() + span;
+    while Instant::now() < until {
+        crash_check(nodes, lab, history, anomalies)?;
+        if let Some(which) = workload.exited() {
+            bail!("workload {which} exited during the faults; see its .stderr");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+/// A node that exited without being killed is an anomaly; it is started again so the run
+/// goes on.
+fn crash_check(
+    nodes: &mut Nodes,
+    lab: &Lab,
+    history: &mut History,
+    anomalies: &mut Vec<Anomaly>,
+) -> Result<()> {
+    if let Some((id, status)) = nodes.exited() {
+        history.note(format!(
+            "node {id} exited by itself ({status}); restarting it"
+        ));
+        anomalies.push(Anomaly {
+            kind: "node exited",
+            detail: format!(
+                "node {id} exited ({status}); its log ends:\n{}",
+                nodes.log_tail(id, 30)
+            ),
+            at_ms: Some(unix_ms()),
+        });
+        nodes.spawn(lab, id)?;
+    }
+    Ok(())
+}
+
+/// Waits until [`nodes::health`] holds.
+fn wait_healthy(nodes: &mut Nodes, lab: &Lab, limit: Duration) -> Result<()> {
+    let brokers = nodes.broker_ids();
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some((id, status)) = nodes.exited() {
+            bail!(
+                "node {id} exited ({status}); its log ends:\n{}",
+                nodes.log_tail(id, 30)
+            );
+        }
+        match nodes::health(lab, &brokers, TOPIC, PARTITIONS) {
+            Ok(()) => return Ok(()),
+            Err(e) if Instant::now() > deadline => bail!("after {limit:?}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+}
+
+impl Report {
+    fn print(&self, args: &ChaosArgs, history: &History, dir: &Path) -> Result<()> {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\nchaos summary: seed {}, {} min of faults, {} brokers",
+            args.seed, args.minutes, args.brokers
+        );
+        let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
+        for kind in faults::KINDS {
+            let count = self.faults.get(&kind).copied().unwrap_or(0);
+            let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
+        }
+        let total: u32 = self.faults.values().sum();
+        let _ = writeln!(out, "  {:<34} {total:>6}", "total");
+        let _ = writeln!(
+            out,
+            "  records acknowledged      {} ({} without an offset)",
+            self.acked, self.acked_without_offset
+        );
+        let _ = writeln!(out, "  deliveries failed         {:?}", self.failed);
+        let _ = writeln!(
+            out,
+            "  at-least-once resends     {:?} (producer plain: allowed)",
+            self.tolerated
+        );
+        let _ = writeln!(out, "  records read live         {}", self.live_reads);
+        let _ = writeln!(out, "  records in the final log  {}", self.final_records);
+        let _ = writeln!(
+            out,
+            "  healed after faults in    {}",
+            self.heal_secs
+                .map_or("NOT HEALED".to_string(), |s| format!("{s:.1} s"))
+        );
+        let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+        for a in &self.anomalies {
+            *by_kind.entry(a.kind).or_default() += 1;
+        }
+        let _ = writeln!(
+            out,
+            "  anomalies                 {} {by_kind:?}",
+            self.anomalies.len()
+        );
+        for a in self.anomalies.iter().take(10) {
+            let _ = writeln!(out, "\nANOMALY [{}] {}", a.kind, a.detail);
+            if let Some(at) = a.at_ms {
+                let _ = writeln!(out, "  seen at {}; the history around it:", utc(at));
+                out.push_str(&history.slice(at));
+            }
+        }
+        print!("{out}");
+        std::fs::write(dir.join("summary.txt"), &out)?;
+        if !self.anomalies.is_empty() {
+            bail!(
+                "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
+                 --brokers {}); the run's files are in {}",
+                self.anomalies.len(),
+                args.seed,
+                args.seed,
+                args.minutes,
+                args.brokers,
+                dir.display()
+            );
+        }
+        println!("no anomalies; the run's files are in {}", dir.display());
+        Ok(())
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|uids| uids.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `HH:MM:SS.mmm` UTC of a Unix ms (the node logs' clock).
+fn utc(ms: u64) -> String {
+    let s = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}Z",
+        (s / 3600) % 24,
+        (s / 60) % 60,
+        s % 60,
+        ms % 1000
+    )
+}

@@ -1,0 +1,409 @@
+//! The cluster under test: 3 controllers (ids 1-3) and 3-5 brokers (ids 4..) as real
+//! `kraftd` processes, each in its namespace of the [`Lab`], configured and formatted as
+//! `cargo xtask cluster-up` does but on the node's own address with fixed ports; the process
+//! faults (kill -9 and restart, SIGSTOP and SIGCONT); and the probes the harness and its
+//! health check read the cluster with (Metadata, DescribeQuorum, CreateTopics, raw).
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use kraftd_protocol::messages::{
+    create_topics_request, metadata_request, CreateTopicsRequest, MetadataRequest, MetadataResponse,
+};
+use kraftd_protocol::{RequestBody, ResponseBody};
+
+use super::net::Lab;
+use crate::cluster::{call, describe_quorum, format_node};
+
+/// Every node's client or controller listener port (each node has an address of its own).
+const BROKER_PORT: u16 = 9092;
+const CONTROLLER_PORT: u16 = 9093;
+/// A probe's budget: a node cut off or paused must not hold the harness up.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Number of controllers (the voters).
+pub(super) const CONTROLLERS: u32 = 3;
+
+pub(super) struct Node {
+    pub(super) id: u32,
+    pub(super) controller: bool,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    pub(super) paused: bool,
+}
+
+pub(super) struct Nodes {
+    pub(super) nodes: Vec<Node>,
+    bin: PathBuf,
+}
+
+impl Nodes {
+    /// Writes, formats and starts every node under `dir`; `broker_config` lines are added to
+    /// each broker's properties.
+    pub(super) fn start(
+        bin: &Path,
+        dir: &Path,
+        lab: &Lab,
+        brokers: u32,
+        broker_config: &str,
+    ) -> Result<Nodes> {
+        let voters = (1..=CONTROLLERS)
+            .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", lab.ip(id)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let out = Command::new(bin).arg("random-uuid").output()?;
+        let cluster_id = String::from_utf8(out.stdout)?.trim().to_string();
+        let mut nodes = Nodes {
+            nodes: Vec::new(),
+            bin: bin.to_path_buf(),
+        };
+        for id in 1..=CONTROLLERS + brokers {
+            let controller = id <= CONTROLLERS;
+            let node_dir = dir.join(format!("node-{id}"));
+            std::fs::create_dir_all(&node_dir)?;
+            let (roles, listener, extra) = if controller {
+                (
+                    "controller",
+                    format!("CONTROLLER://{}:{CONTROLLER_PORT}", lab.ip(id)),
+                    "",
+                )
+            } else {
+                (
+                    "broker",
+                    format!("PLAINTEXT://{}:{BROKER_PORT}", lab.ip(id)),
+                    broker_config,
+                )
+            };
+            let config = node_dir.join("server.properties");
+            std::fs::write(
+                &config,
+                format!(
+                    "# written by cargo xtask chaos\n\
+                     process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+                     listeners={listener}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
+                     metrics.port=9094\n{extra}",
+                    node_dir.join("data").display(),
+                ),
+            )?;
+            format_node(bin, &config, &cluster_id, id, &[])?;
+            let log = node_dir.join("kraftd.log");
+            File::create(&log)?;
+            nodes.nodes.push(Node {
+                id,
+                controller,
+                config,
+                log,
+                child: None,
+                paused: false,
+            });
+            nodes.spawn(lab, id)?;
+        }
+        Ok(nodes)
+    }
+
+    fn node(&mut self, id: u32) -> Result<&mut Node> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == id)
+            .with_context(|| format!("no node {id}"))
+    }
+
+    /// Starts node `id` (again) on its config, data and log file.
+    pub(super) fn spawn(&mut self, lab: &Lab, id: u32) -> Result<()> {
+        let bin = self.bin.clone();
+        let node = self.node(id)?;
+        let role = if node.controller {
+            "controller"
+        } else {
+            "broker"
+        };
+        let child = lab
+            .command(id, &bin)
+            .args([role, "--config"])
+            .arg(&node.config)
+            .stdin(Stdio::null())
+            .stdout(File::options().append(true).open(&node.log)?)
+            .stderr(File::options().append(true).open(&node.log)?)
+            .spawn()
+            .with_context(|| format!("starting node {id}"))?;
+        node.child = Some(child);
+        node.paused = false;
+        Ok(())
+    }
+
+    /// SIGKILL to node `id`, reaped.
+    pub(super) fn kill9(&mut self, id: u32) -> Result<()> {
+        let node = self.node(id)?;
+        let mut child = node.child.take().context("node is not running")?;
+        child.kill()?;
+        child.wait()?;
+        node.paused = false;
+        Ok(())
+    }
+
+    /// Cuts up to `bytes` off the end of the active (last) segment of each partition of
+    /// `topic` that stopped node `id` holds, as lost unflushed writes; says what it cut.
+    pub(super) fn lose_tail(&mut self, id: u32, topic: &str, bytes: u64) -> Result<Vec<String>> {
+        let node = self.node(id)?;
+        if node.child.is_some() {
+            bail!("node {id} runs: its files are not to be cut under it");
+        }
+        let data = node.config.with_file_name("data");
+        let mut cut = Vec::new();
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&data)?
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_prefix(topic)?.strip_prefix('-'))
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)?
+                .filter_map(|e| Some(e.ok()?.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect();
+            logs.sort();
+            let Some(active) = logs.last() else { continue };
+            let file = std::fs::OpenOptions::new().write(true).open(active)?;
+            let len = file.metadata()?.len();
+            let new_len = len.saturating_sub(bytes);
+            file.set_len(new_len)?;
+            cut.push(format!(
+                "{}/{} {len} -> {new_len} bytes",
+                dir.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+                active.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+            ));
+        }
+        Ok(cut)
+    }
+
+    /// SIGSTOP (`pause`) or SIGCONT to node `id`.
+    pub(super) fn signal_pause(&mut self, id: u32, pause: bool) -> Result<()> {
+        let node = self.node(id)?;
+        let pid = node.child.as_ref().context("node is not running")?.id();
+        let signal = if pause { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()?;
+        if !status.success() {
+            bail!("kill {signal} {pid} failed");
+        }
+        node.paused = pause;
+        Ok(())
+    }
+
+    /// A node that exited by itself (not killed by the harness): its id and status.
+    pub(super) fn exited(&mut self) -> Option<(u32, String)> {
+        self.nodes.iter_mut().find_map(|n| {
+            let status = n.child.as_mut()?.try_wait().ok()??;
+            n.child = None;
+            Some((n.id, status.to_string()))
+        })
+    }
+
+    /// Whether node `id` runs (started and not killed).
+    pub(super) fn running(&self, id: u32) -> bool {
+        self.nodes.iter().any(|n| n.id == id && n.child.is_some())
+    }
+
+    pub(super) fn broker_ids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.controller)
+            .map(|n| n.id)
+            .collect()
+    }
+
+    pub(super) fn all_ids(&self) -> Vec<u32> {
+        self.nodes.iter().map(|n| n.id).collect()
+    }
+
+    /// The last `lines` lines of node `id`'s log.
+    pub(super) fn log_tail(&self, id: u32, lines: usize) -> String {
+        let Some(node) = self.nodes.iter().find(|n| n.id == id) else {
+            return String::new();
+        };
+        let text = std::fs::read_to_string(&node.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// SIGCONT then SIGKILL to every node: the run's verdict is in by then.
+    pub(super) fn stop(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                let _ = Command::new("kill")
+                    .args(["-CONT", &child.id().to_string()])
+                    .status();
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Node `id`'s client listener.
+pub(super) fn broker_addr(lab: &Lab, id: u32) -> SocketAddr {
+    SocketAddr::from((lab.ip(id), BROKER_PORT))
+}
+
+/// The bootstrap servers of `ids` for a client.
+pub(super) fn bootstrap(lab: &Lab, ids: &[u32]) -> String {
+    ids.iter()
+        .map(|&id| broker_addr(lab, id).to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Metadata v12 of `topic` from broker `id`.
+pub(super) fn metadata(lab: &Lab, id: u32, topic: &str) -> Result<MetadataResponse> {
+    let body = RequestBody::Metadata(MetadataRequest {
+        topics: Some(vec![metadata_request::MetadataRequestTopic {
+            name: Some(topic.to_string()),
+            ..Default::default()
+        }]),
+        // The schema's default is true: the harness's probes must not create the topic.
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT)? {
+        ResponseBody::Metadata(m) => Ok(m),
+        _ => bail!("not a Metadata response"),
+    }
+}
+
+/// The controller that answers DescribeQuorum as the leader, if one does now.
+pub(super) fn active_controller(lab: &Lab) -> Option<u32> {
+    (1..=CONTROLLERS).find(|&id| {
+        describe_quorum(SocketAddr::from((lab.ip(id), CONTROLLER_PORT)))
+            .is_ok_and(|(leader, ..)| leader == id as i32)
+    })
+}
+
+/// Whether the quorum is whole: a leader, and every voter's log end at its high watermark.
+pub(super) fn quorum_whole(lab: &Lab) -> Result<(), String> {
+    let leader = active_controller(lab).ok_or("no controller answers as the leader")?;
+    let (_, epoch, hw, voters) =
+        describe_quorum(SocketAddr::from((lab.ip(leader), CONTROLLER_PORT)))
+            .map_err(|e| format!("DescribeQuorum to {leader}: {e:#}"))?;
+    let behind: Vec<_> = voters.iter().filter(|v| v.1 < hw).collect();
+    if voters.len() != CONTROLLERS as usize || !behind.is_empty() {
+        return Err(format!(
+            "quorum (leader {leader}, epoch {epoch}, hw {hw}): voters behind {behind:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// CreateTopics of `topic` (RF 3, `configs`) through broker `id`, retried until it is
+/// created or exists, for up to `limit`.
+pub(super) fn create_topic(
+    lab: &Lab,
+    id: u32,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+    limit: Duration,
+) -> Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        let body = RequestBody::CreateTopics(CreateTopicsRequest {
+            topics: vec![create_topics_request::CreatableTopic {
+                name: topic.to_string(),
+                num_partitions: partitions,
+                replication_factor: 3,
+                configs: configs
+                    .iter()
+                    .map(|(k, v)| create_topics_request::CreatableTopicConfig {
+                        name: k.to_string(),
+                        value: Some(v.to_string()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            timeout_ms: 10_000,
+            ..Default::default()
+        });
+        match call(broker_addr(lab, id), 7, body, Duration::from_secs(15)) {
+            Ok(ResponseBody::CreateTopics(r)) => {
+                let code = r.topics.first().map_or(-1, |t| t.error_code);
+                // NONE, or TOPIC_ALREADY_EXISTS: an earlier attempt's topic committed.
+                if code == 0 || code == 36 {
+                    return Ok(());
+                }
+                last = format!("error code {code}");
+            }
+            Ok(_) => last = "not a CreateTopics response".into(),
+            Err(e) => last = format!("{e:#}"),
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    bail!("creating {topic} did not succeed within {limit:?} (last: {last})")
+}
+
+/// Whether the cluster is whole: every broker lists every broker (all registered and
+/// unfenced), every partition of every topic (the internal ones too) with a leader and its
+/// full ISR, and `topic`, once it exists, with its `partitions`; and the quorum is whole. Else
+/// what is not.
+pub(super) fn health(
+    lab: &Lab,
+    brokers: &[u32],
+    topic: &str,
+    partitions: i32,
+) -> Result<(), String> {
+    for &id in brokers {
+        let body = RequestBody::Metadata(MetadataRequest {
+            topics: None,
+            allow_auto_topic_creation: false,
+            ..Default::default()
+        });
+        let m = match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT) {
+            Ok(ResponseBody::Metadata(m)) => m,
+            Ok(_) => return Err(format!("broker {id} answered Metadata with another API")),
+            Err(e) => return Err(format!("Metadata from broker {id}: {e:#}")),
+        };
+        let listed: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
+        if listed.len() != brokers.len() {
+            return Err(format!("broker {id} lists brokers {listed:?}"));
+        }
+        for t in &m.topics {
+            let name = t.name.as_deref().unwrap_or("?");
+            if t.error_code != 0 {
+                return Err(format!("broker {id}: topic {name} error {}", t.error_code));
+            }
+            if name == topic && t.partitions.len() != partitions as usize {
+                return Err(format!(
+                    "broker {id} lists {} partitions of {topic}",
+                    t.partitions.len()
+                ));
+            }
+            for p in &t.partitions {
+                let (mut replicas, mut isr) = (p.replica_nodes.clone(), p.isr_nodes.clone());
+                replicas.sort_unstable();
+                isr.sort_unstable();
+                if p.leader_id < 0 || replicas != isr {
+                    return Err(format!(
+                        "broker {id}: {name}-{} leader {} replicas {replicas:?} ISR {isr:?}",
+                        p.partition_index, p.leader_id
+                    ));
+                }
+            }
+        }
+    }
+    quorum_whole(lab)
+}

@@ -1,0 +1,235 @@
+//! The workload: stock-client processes (`workload.py`, confluent-kafka from the tests'
+//! venv) that write what they saw to JSON-lines files under the run's directory, and the
+//! reading of those files into the [`History`] the checker judges. Two acks=all producers,
+//! one idempotent and one without idempotence and retries (so each of its acknowledged
+//! records was written once), a consumer reading from the beginning while the faults run,
+//! and after them one reading every partition to its end.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::checker::{Ack, History, Read};
+
+/// The producers: (name, idempotent).
+pub(super) const PRODUCERS: [(&str, bool); 2] = [("idem", true), ("plain", false)];
+
+pub(super) struct Workload {
+    python: PathBuf,
+    script: PathBuf,
+    dir: PathBuf,
+    bootstrap: String,
+    topic: String,
+    partitions: i32,
+    stop_file: PathBuf,
+    children: Vec<(String, Child)>,
+}
+
+impl Workload {
+    pub(super) fn new(
+        root: &Path,
+        dir: &Path,
+        bootstrap: String,
+        topic: &str,
+        partitions: i32,
+    ) -> Result<Workload> {
+        Ok(Workload {
+            python: crate::bench::stock_python(root)?,
+            script: root.join("xtask/src/chaos/workload.py"),
+            dir: dir.to_path_buf(),
+            bootstrap,
+            topic: topic.to_string(),
+            partitions,
+            stop_file: dir.join("workload.stop"),
+            children: Vec::new(),
+        })
+    }
+
+    fn command(&self, mode: &str, out: &str) -> Command {
+        let mut cmd = Command::new(&self.python);
+        cmd.arg(&self.script)
+            .arg(mode)
+            .args(["--bootstrap", &self.bootstrap, "--topic", &self.topic])
+            .args(["--partitions", &self.partitions.to_string()])
+            .arg("--out")
+            .arg(self.dir.join(out))
+            .arg("--stop-file")
+            .arg(&self.stop_file);
+        cmd
+    }
+
+    fn spawn(&mut self, name: &str, mut cmd: Command) -> Result<()> {
+        let log = std::fs::File::create(self.dir.join(format!("{name}.stderr")))?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting workload {name}"))?;
+        self.children.push((name.to_string(), child));
+        Ok(())
+    }
+
+    /// Starts the producers and the live consumer.
+    pub(super) fn start(&mut self) -> Result<()> {
+        for (name, idempotent) in PRODUCERS {
+            let mut cmd = self.command("produce", &format!("{name}.jsonl"));
+            cmd.args(["--name", name]);
+            if idempotent {
+                cmd.arg("--idempotent");
+            }
+            self.spawn(name, cmd)?;
+        }
+        let cmd = self.command("consume", "live.jsonl");
+        self.spawn("live", cmd)
+    }
+
+    /// Acknowledgements so far, per producer.
+    pub(super) fn acks_so_far(&self) -> Vec<usize> {
+        PRODUCERS
+            .iter()
+            .map(|(name, _)| {
+                std::fs::read_to_string(self.dir.join(format!("{name}.jsonl")))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| l.starts_with("{\"v\""))
+                    .count()
+            })
+            .collect()
+    }
+
+    /// A workload process that exited before it was told to stop.
+    pub(super) fn exited(&mut self) -> Option<String> {
+        self.children.iter_mut().find_map(|(name, child)| {
+            let status = child.try_wait().ok()??;
+            Some(format!("{name} ({status})"))
+        })
+    }
+
+    /// Tells the producers and the consumer to stop and waits for them (the producers flush
+    /// for up to 60 s).
+    pub(super) fn stop(&mut self) -> Result<()> {
+        std::fs::write(&self.stop_file, "")?;
+        let deadline = Instant::now() + Duration::from_secs(90);
+        for (name, child) in &mut self.children {
+            while child.try_wait()?.is_none() {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    bail!("workload {name} did not stop within 90 s");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        self.children.clear();
+        Ok(())
+    }
+
+    /// Reads every partition to its end offset as of now.
+    pub(super) fn read_all(&self) -> Result<()> {
+        let out = self
+            .command("read-all", "final.jsonl")
+            .output()
+            .context("running the final read")?;
+        if !out.status.success() {
+            bail!(
+                "the final read failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+
+    /// The history the files hold.
+    pub(super) fn history(&self) -> Result<History> {
+        read_history(&self.dir)
+    }
+}
+
+/// The history the workload's files in `dir` hold (of a run now, or of one kept).
+pub(super) fn read_history(dir: &Path) -> Result<History> {
+    let mut history = History {
+        at_least_once: PRODUCERS
+            .iter()
+            .filter(|(_, idempotent)| !idempotent)
+            .map(|(name, _)| name.to_string())
+            .collect(),
+        ..Default::default()
+    };
+    for (name, _) in PRODUCERS {
+        for line in lines(&dir.join(format!("{name}.jsonl")))? {
+            if let Some(v) = line["v"].as_str() {
+                history.acks.push(Ack {
+                    value: v.to_string(),
+                    partition: int(&line["p"]) as i32,
+                    offset: line["o"].as_i64().filter(|&o| o >= 0),
+                    ms: int(&line["ms"]) as u64,
+                });
+            } else if line.get("fail").is_some() {
+                *history
+                    .failed
+                    .entry(line["err"].as_str().unwrap_or("?").to_string())
+                    .or_default() += 1;
+            } else if let Some(fatal) = line["fatal"].as_str() {
+                history.fatal.push((name.to_string(), fatal.to_string()));
+            } else if line["done"].as_bool() == Some(true) {
+                let produced = int(&line["produced"]) as u64;
+                history.produced.insert(name.to_string(), produced);
+            }
+        }
+    }
+    history.live = reads(&dir.join("live.jsonl"))?;
+    let final_lines = lines(&dir.join("final.jsonl"))?;
+    history.end_offsets = final_lines
+        .iter()
+        .find_map(|l| l["end"].as_object())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
+                .collect::<BTreeMap<i32, i64>>()
+        })
+        .unwrap_or_default();
+    history.final_log = reads(&dir.join("final.jsonl"))?;
+    Ok(history)
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(-1)
+}
+
+/// Every JSON line of `path` (a torn last line, from a process killed mid-write, skipped).
+fn lines(path: &Path) -> Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// The records lines of `path`.
+fn reads(path: &Path) -> Result<Vec<Read>> {
+    Ok(lines(path)?
+        .into_iter()
+        .filter_map(|l| {
+            Some(Read {
+                partition: l["p"].as_i64()? as i32,
+                offset: l["o"].as_i64()?,
+                value: l["v"].as_str()?.to_string(),
+                ms: l["ms"].as_u64(),
+            })
+        })
+        .collect())
+}
