@@ -7,27 +7,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::python::run_inline;
 use common::{addresses, all_logs, formatted_cluster, formatted_combined_node, free_port, Node};
-
-/// The `/metrics` text of the node on `port`; empty if it does not answer.
-fn scrape(port: u16) -> String {
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .is_err()
-    {
-        return String::new();
-    }
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body);
-    body
-}
 
 /// The value of the series whose name and labels start with `series` (up to the labels'
 /// end: `name{node="1"` matches `name{node="1"}` and `name{node="1",x="y"}`).
@@ -66,7 +49,10 @@ fn wait_for(
             .join("\n")
     };
     common::eventually(what, Duration::from_secs(30), logs, || {
-        let scrapes: Vec<(i32, String)> = ports.iter().map(|(id, p)| (*id, scrape(*p))).collect();
+        let scrapes: Vec<(i32, String)> = ports
+            .iter()
+            .map(|(id, p)| (*id, common::scrape_metrics(*p)))
+            .collect();
         if check(&scrapes) {
             Ok(())
         } else {
@@ -164,7 +150,7 @@ fn controller_log_and_process_metrics_on_real_processes() {
     // The active controller timed the CreateTopics requests through its queue.
     let active = controller_ports
         .iter()
-        .map(|(id, p)| (*id, scrape(*p)))
+        .map(|(id, p)| (*id, common::scrape_metrics(*p)))
         .find(|(id, t)| controller_gauge(t, "ActiveControllerCount", *id) == Some(1.0))
         .expect("an active controller");
     let queued = value(
@@ -207,7 +193,7 @@ fn controller_log_and_process_metrics_on_real_processes() {
                 ) == Some(0.0)
         },
     );
-    let broker_text = scrape(solo_port);
+    let broker_text = common::scrape_metrics(solo_port);
     assert!(
         broker_text.contains("kafka_log_LogFlushStats_LogFlushRateAndTimeMs_count{"),
         "{broker_text}"
@@ -240,7 +226,7 @@ fn controller_log_and_process_metrics_on_real_processes() {
     });
 
     for (_, port) in &ports {
-        assert_families_unique(&scrape(*port));
+        assert_families_unique(&common::scrape_metrics(*port));
     }
 
     // Kill the broker holding `solo`: the controllers fence it and `solo` goes offline.
@@ -285,5 +271,5 @@ fn a_combined_node_exports_controller_broker_and_process_metrics_once() {
                 && value(t, "process_open_fds{node=\"1\"").is_some_and(|v| v > 0.0)
         },
     );
-    assert_families_unique(&scrape(metrics));
+    assert_families_unique(&common::scrape_metrics(metrics));
 }

@@ -27,7 +27,7 @@ use bytes::Bytes;
 use common::kafka_jars::{
     self, kafka_broker, kafka_quorum_cluster, output_text, run_tool, KafkaNode,
 };
-use common::kcat::{consume, produce, Consumed};
+use common::kcat::{consume, consumed_from, produce};
 use common::python::wait_until_brokers_listed;
 use common::script::partition_state;
 use common::{
@@ -237,15 +237,7 @@ fn replicate_through_each_leader(
             logs()
         );
         written.extend(batch);
-        let expected: Vec<Consumed> = written
-            .iter()
-            .enumerate()
-            .map(|(i, (k, v))| Consumed {
-                offset: i as i64,
-                key: k.clone(),
-                value: v.clone(),
-            })
-            .collect();
+        let expected = consumed_from(0, &written);
         for (id, address) in brokers {
             let read = consume(address, TOPIC, 0, &[]);
             assert_eq!(
@@ -556,15 +548,7 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
                 "kcat: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let expected: Vec<Consumed> = batch
-                .iter()
-                .enumerate()
-                .map(|(i, (k, v))| Consumed {
-                    offset: i as i64,
-                    key: k.clone(),
-                    value: v.clone(),
-                })
-                .collect();
+            let expected = consumed_from(0, &batch);
             for address in [broker.address(), kafka.address()] {
                 assert_eq!(
                     consume(&address, &topic, 0, &[]),

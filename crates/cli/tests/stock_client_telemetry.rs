@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -36,22 +35,6 @@ assert p.flush(30) == 0
 
 const CLIENT_METRICS: &str = "org.apache.kafka.tools.ClientMetricsCommand";
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
-
-/// The `/metrics` text of the node on `port`; empty if it does not answer.
-fn scrape(port: u16) -> String {
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .is_err()
-    {
-        return String::new();
-    }
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body);
-    body
-}
 
 /// Runs a tool, asserting it succeeded; its stdout.
 fn tool_ok(class: &str, args: &[&str]) -> String {
@@ -297,7 +280,7 @@ fn stock_clients_push_their_metrics_to_the_nodes_prometheus_page() {
         Duration::from_secs(30),
         || node.logs(),
         || {
-            let text = scrape(metrics);
+            let text = common::scrape_metrics(metrics);
             let has = |prefix: &str, client: &str| {
                 text.lines().any(|l| {
                     l.starts_with(prefix)

@@ -82,22 +82,6 @@ fn alter_broker_configs(bootstrap: &str, entity: &[&str], config: &str) -> (bool
     (out.status.success(), output_text(&out))
 }
 
-/// The `/metrics` text of the node on `port`; empty if it does not answer.
-fn scrape(port: u16) -> String {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .is_err()
-    {
-        return String::new();
-    }
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body);
-    body
-}
-
 /// The broker of a one-controller cluster, its client listener on 0.0.0.0 (advertised as
 /// 127.0.0.1) with `extra` properties, started with its controller.
 fn started(root: &std::path::Path, extra: &[&str]) -> (Vec<Node>, Vec<Node>) {
@@ -249,7 +233,7 @@ fn per_address_limits_and_the_creation_rate_hold_and_change_live_with_kafka_conf
         "30 connections at 2/s took only {took:?}\n{}",
         logs()
     );
-    let text = scrape(metrics_port);
+    let text = common::scrape_metrics(metrics_port);
     let throttle = text
         .lines()
         .find(|l| {

@@ -254,6 +254,20 @@ pub fn consume(bootstrap: &str, topic: &str, partition: i32, extra: &[&str]) -> 
         .collect()
 }
 
+/// What reading `records` back should show: each (key, value) at consecutive offsets from
+/// `first_offset`.
+pub fn consumed_from(first_offset: i64, records: &[(String, String)]) -> Vec<Consumed> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| Consumed {
+            offset: first_offset + i as i64,
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
+}
+
 /// Produces `records` with kcat to `topic`/`partition` and reads the partition back from the
 /// beginning with kcat, asserting kcat's producer succeeded and that the records read are
 /// the ones written, in order, at consecutive offsets starting from the partition's first
@@ -273,15 +287,7 @@ pub fn produce_and_check(
         out.status
     );
     let read = consume(bootstrap, topic, partition, &[]);
-    let expected: Vec<Consumed> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| Consumed {
-            offset: expected_first_offset + i as i64,
-            key: k.clone(),
-            value: v.clone(),
-        })
-        .collect();
+    let expected = consumed_from(expected_first_offset, records);
     assert_eq!(
         read.len(),
         expected.len(),

@@ -471,3 +471,21 @@ pub fn eventually<T>(
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// The `/metrics` text of the node whose HTTP listener is on `port`, as a Prometheus scraper
+/// reads it; empty if it does not answer.
+pub fn scrape_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .is_err()
+    {
+        return String::new();
+    }
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    body
+}
