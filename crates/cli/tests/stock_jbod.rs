@@ -424,21 +424,7 @@ fn log_dir_errors(
     broker: i32,
     topic: &str,
 ) -> Result<BTreeMap<String, (String, usize)>, String> {
-    let broker = broker.to_string();
-    let out = tool(
-        "org.apache.kafka.tools.LogDirsCommand",
-        &[
-            "--bootstrap-server",
-            bootstrap,
-            "--describe",
-            "--broker-list",
-            &broker,
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let Some(json) = stdout.lines().find(|l| l.starts_with('{')) else {
-        return Err(text(&out));
-    };
+    let json = common::kafka_jars::log_dirs_json(bootstrap, &broker.to_string())?;
     let flat = run_inline(
         r#"
 import json, sys
@@ -448,7 +434,7 @@ for b in d["brokers"]:
         n = sum(1 for p in ld["partitions"] if p["partition"].rsplit("-", 1)[0] == sys.argv[2])
         print(ld["error"], n, ld["logDir"])  # error None when the dir is fine
 "#,
-        &[json, topic],
+        &[&json, topic],
     );
     if !flat.status.success() {
         return Err(text(&flat));

@@ -50,20 +50,7 @@ type Described = (Vec<(i32, String, String)>, Vec<Replica>);
 /// `kafka-log-dirs --describe` for `brokers`: every dir (broker, dir, error) and every
 /// replica, parsed from its JSON line; the tool's output when it fails (a broker down).
 fn try_log_dirs(bootstrap: &str, brokers: &str) -> Result<Described, String> {
-    let out = tool(
-        "org.apache.kafka.tools.LogDirsCommand",
-        &[
-            "--bootstrap-server",
-            bootstrap,
-            "--describe",
-            "--broker-list",
-            brokers,
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let Some(json) = stdout.lines().find(|l| l.starts_with('{')) else {
-        return Err(text(&out));
-    };
+    let json = common::kafka_jars::log_dirs_json(bootstrap, brokers)?;
     // Flattened by Python's json module: "dir B DIR ERROR" and "replica B DIR P SIZE LAG FUT".
     let flat = run_inline(
         r#"
@@ -75,7 +62,7 @@ for b in d["brokers"]:
         for p in ld["partitions"]:
             print("replica", b["broker"], ld["logDir"], p["partition"], p["size"], p["offsetLag"], p["isFuture"])
 "#,
-        &[json],
+        &[&json],
     );
     assert!(flat.status.success(), "{}", text(&flat));
     let mut dirs = Vec::new();

@@ -504,6 +504,26 @@ pub fn kafka_quorum_cluster(
     (cluster_id, quorum, brokers)
 }
 
+/// `kafka-log-dirs --describe --broker-list <brokers>`: the JSON line it prints, or the
+/// tool's whole output when it printed none (a broker down, say).
+pub fn log_dirs_json(bootstrap: &str, brokers: &str) -> Result<String, String> {
+    let out = run_tool(
+        "org.apache.kafka.tools.LogDirsCommand",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--broker-list",
+            brokers,
+        ],
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .map(str::to_string)
+        .ok_or_else(|| output_text(&out))
+}
+
 /// An Apache Kafka controller `id` under `root` on a free port, not configured yet (its
 /// port goes into the voters; then [`write_kafka_controller`]).
 pub fn kafka_controller_node(root: &Path, id: i32) -> KafkaNode {
