@@ -221,9 +221,17 @@ impl Log {
                     Some(seg)
                 }
                 Err(e @ LogError::Corrupt { .. }) => {
+                    // Trusted either after a clean shutdown or up to a recovery point (a
+                    // kill -9 lands here too): say which the file let down.
+                    let expected = match recovery {
+                        Recovery::From(point) => {
+                            format!("to end at the recovery point {point} (an unclean stop)")
+                        }
+                        _ => "to be sound after a clean shutdown".to_string(),
+                    };
                     tracing::warn!(
                         error = %e,
-                        "active segment unsound after a clean shutdown; recovering it"
+                        "active segment at {active_base} was expected {expected} but is corrupt; recovering it"
                     );
                     None
                 }
