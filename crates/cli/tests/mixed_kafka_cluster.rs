@@ -9,8 +9,8 @@
 //!   `kraftd format --release-version 4.2` (metadata.version 29; at 30 and above a Kafka
 //!   broker heartbeats at BrokerHeartbeat v2, not served by kraftd yet): the same, leadership
 //!   moving kraftd → Kafka → kraftd.
-//! - Two Kafka controllers and a kraftd controller voting in one quorum (at 4.2), with a
-//!   kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
+//! - One kraftd and two Kafka controllers, then two kraftd and one Kafka, voting in one
+//!   quorum (at 4.2), with a kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
 //!   under each replicate across both brokers.
 //! - `kraftd format --release-version/--feature` writes the FeatureLevelRecords Kafka's
 //!   `kafka-storage format` writes for the same arguments, byte for byte.
@@ -436,24 +436,38 @@ fn quorum_leader(controller: &str) -> Result<i32, String> {
         .ok_or(text)
 }
 
-/// Kafka 4.4.0 and kraftd controllers voting in one static quorum (two Kafka controllers and
-/// a kraftd one, formatted at `--release-version 4.2` by each side's own tool), with a kraftd
-/// and a Kafka broker. The leader is killed -9 and restarted until each kind of controller has
-/// led; under each, a topic created with Kafka's tool gets both brokers in its ISR, and every
-/// acks=all record is read back through both brokers. The Kafka controllers wait longer
-/// before standing for election, so the kraftd voter usually wins the election after a Kafka
-/// leader dies, and a Kafka voter always wins after the kraftd one dies.
+/// Kafka 4.4.0 and kraftd controllers voting in one static quorum: one kraftd and two Kafka
+/// controllers.
 #[test]
-fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
+fn one_kraftd_and_two_kafka_controllers_vote_in_one_quorum_and_each_leads() {
+    mixed_voters(&[1], &[100, 101]);
+}
+
+/// Two kraftd controllers and one Kafka controller in one quorum.
+#[test]
+fn two_kraftd_and_one_kafka_controller_vote_in_one_quorum_and_each_leads() {
+    mixed_voters(&[1, 2], &[100]);
+}
+
+/// Kafka 4.4.0 controllers `theirs` and kraftd controllers `ours` voting in one static
+/// quorum, formatted at `--release-version 4.2` by each side's own tool, with a kraftd broker
+/// (4) and a Kafka broker (5). The leader is killed -9 and restarted until each kind of
+/// controller has led; under each, a topic created with Kafka's tool gets both brokers in its
+/// ISR, and every acks=all record is read back through both brokers. The kind with more
+/// voters waits longer before standing for election, and every voter of the leading kind is
+/// killed at once and restarted, so the other kind usually wins the next election.
+fn mixed_voters(ours: &[i32], theirs: &[i32]) {
     use common::kafka_jars::{kafka_controller_node, write_kafka_controller};
     let root = tempfile::tempdir().unwrap();
     let cluster_id = run(&["random-uuid"]).trim().to_string();
-    let mut ours = Node::new(root.path(), 1);
-    let mut theirs: Vec<KafkaNode> = [100, 101]
+    let mut ours: Vec<Node> = ours.iter().map(|id| Node::new(root.path(), *id)).collect();
+    let mut theirs: Vec<KafkaNode> = theirs
         .iter()
         .map(|id| kafka_controller_node(root.path(), *id))
         .collect();
-    let quorum = std::iter::once(format!("1@127.0.0.1:{}", ours.port))
+    let quorum = ours
+        .iter()
+        .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port))
         .chain(
             theirs
                 .iter()
@@ -462,20 +476,35 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
         .collect::<Vec<_>>()
         .join(",");
     let release = ["--release-version", "4.2"];
-    std::fs::create_dir_all(&ours.dir).unwrap();
-    common::write_config(&ours, &quorum);
-    format_with_args(&ours, &cluster_id, &release);
-    let slower =
-        "controller.quorum.election.timeout.ms=3000\ncontroller.quorum.fetch.timeout.ms=4000";
+    let slower = [
+        "controller.quorum.election.timeout.ms=3000",
+        "controller.quorum.fetch.timeout.ms=4000",
+    ];
+    let kafka_slower = theirs.len() > ours.len();
+    for c in &ours {
+        std::fs::create_dir_all(&c.dir).unwrap();
+        common::write_config(c, &quorum);
+        if !kafka_slower {
+            c.add_config(&slower);
+        }
+        format_with_args(c, &cluster_id, &release);
+    }
+    let kafka_extra = if kafka_slower {
+        slower.join("\n")
+    } else {
+        String::new()
+    };
     for c in &theirs {
-        write_kafka_controller(c, &quorum, &cluster_id, 2, slower, &release);
+        write_kafka_controller(c, &quorum, &cluster_id, 2, &kafka_extra, &release);
     }
     let mut broker = Node::broker(root.path(), 4);
     std::fs::create_dir_all(&broker.dir).unwrap();
     write_broker_config(&broker, &quorum);
     format(&broker, &cluster_id);
     let mut kafka = kafka_broker(root.path(), 5, &quorum, &cluster_id, 2, "");
-    ours.start();
+    for c in ours.iter_mut() {
+        c.start();
+    }
     for c in theirs.iter_mut() {
         c.start();
     }
@@ -483,8 +512,8 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
     kafka.start();
     kafka.wait_started(Duration::from_secs(120));
 
-    let logs = |ours: &Node, theirs: &[KafkaNode], broker: &Node, kafka: &KafkaNode| {
-        let mut text = ours.logs();
+    let logs = |ours: &[Node], theirs: &[KafkaNode], broker: &Node, kafka: &KafkaNode| {
+        let mut text = common::all_logs(ours);
         for c in theirs {
             text.push_str(&format!(
                 "\n--- Kafka controller {} ---\n{}",
@@ -497,10 +526,13 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
         text
     };
     let bootstrap = format!("{},{}", broker.address(), kafka.address());
-    let controllers = std::iter::once(ours.address())
+    let controllers = ours
+        .iter()
+        .map(Node::address)
         .chain(theirs.iter().map(KafkaNode::address))
         .collect::<Vec<_>>()
         .join(",");
+    let our_ids: Vec<i32> = ours.iter().map(|c| c.id).collect();
     let (mut kraftd_led, mut kafka_led) = (false, false);
     for round in 0..8 {
         let leader = eventually(
@@ -509,8 +541,9 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
             || logs(&ours, &theirs, &broker, &kafka),
             || quorum_leader(&controllers),
         );
-        eprintln!("round {round}: controller {leader} leads");
-        if (leader == 1 && !kraftd_led) || (leader != 1 && !kafka_led) {
+        let kraftd_leads = our_ids.contains(&leader);
+        eprintln!("round {round}: controller {leader} leads (kraftd: {kraftd_leads})");
+        if (kraftd_leads && !kraftd_led) || (!kraftd_leads && !kafka_led) {
             wait_until_brokers_listed(&bootstrap, 2, || logs(&ours, &theirs, &broker, &kafka));
             let topic = format!("led-by-controller-{leader}-{round}");
             let out = run_tool(
@@ -556,7 +589,7 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
                     "read through {address}"
                 );
             }
-            if leader == 1 {
+            if kraftd_leads {
                 kraftd_led = true;
             } else {
                 kafka_led = true;
@@ -565,29 +598,37 @@ fn kraftd_and_kafka_controllers_vote_in_one_quorum_and_each_leads() {
         if kraftd_led && kafka_led {
             break;
         }
-        // The leader dies; once another voter leads, it comes back.
-        if leader == 1 {
-            ours.kill9();
+        // Every voter of the leader's kind dies and comes straight back: a voter that just
+        // started knows no leader and grants the other kind's (pre-)vote at once, where a
+        // surviving voter of the same kind would still follow the dead leader and win the
+        // election itself once its own fetch timeout passed.
+        if kraftd_leads {
+            for c in ours.iter_mut() {
+                c.kill9();
+            }
+            for c in ours.iter_mut() {
+                c.start();
+            }
         } else {
-            theirs.iter_mut().find(|c| c.id == leader).unwrap().kill9();
+            for c in theirs.iter_mut() {
+                c.kill9();
+            }
+            for c in theirs.iter_mut() {
+                c.start();
+            }
         }
         eventually(
             "another voter leads",
-            Duration::from_secs(60),
+            Duration::from_secs(90),
             || logs(&ours, &theirs, &broker, &kafka),
             || match quorum_leader(&controllers) {
                 Ok(id) if id != leader => Ok(()),
                 other => Err(format!("{other:?}")),
             },
         );
-        if leader == 1 {
-            ours.start();
-        } else {
-            theirs.iter_mut().find(|c| c.id == leader).unwrap().start();
-        }
     }
     assert!(
         kraftd_led && kafka_led,
-        "in 8 rounds the kraftd controller led: {kraftd_led}, a Kafka controller led: {kafka_led}"
+        "in 8 rounds a kraftd controller led: {kraftd_led}, a Kafka controller led: {kafka_led}"
     );
 }
