@@ -11,7 +11,8 @@
 //!   moving kraftd → Kafka → kraftd.
 //! - One kraftd and two Kafka controllers, then two kraftd and one Kafka, voting in one
 //!   quorum (at 4.2), with a kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
-//!   under each replicate across both brokers.
+//!   under each replicate across both brokers; each side reads the other's snapshots
+//!   (`kafka-dump-log` a kraftd one, kraftd's reader a Kafka one).
 //! - `kraftd format --release-version/--feature` writes the FeatureLevelRecords Kafka's
 //!   `kafka-storage format` writes for the same arguments, byte for byte.
 //! - What a kraftd controller writes to the metadata log at metadata.version 33 and 25 is
@@ -489,11 +490,12 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         }
         format_with_args(c, &cluster_id, &release);
     }
-    let kafka_extra = if kafka_slower {
-        slower.join("\n")
-    } else {
-        String::new()
-    };
+    // Kafka's controllers snapshot as often as kraftd's test controllers do, so each side's
+    // snapshots can be read by the other at the end.
+    let mut kafka_extra = "metadata.log.max.record.bytes.between.snapshots=2048\n".to_string();
+    if kafka_slower {
+        kafka_extra.push_str(&slower.join("\n"));
+    }
     for c in &theirs {
         write_kafka_controller(c, &quorum, &cluster_id, 2, &kafka_extra, &release);
     }
@@ -534,6 +536,7 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         .join(",");
     let our_ids: Vec<i32> = ours.iter().map(|c| c.id).collect();
     let (mut kraftd_led, mut kafka_led) = (false, false);
+    let mut topics: Vec<String> = Vec::new();
     for round in 0..8 {
         let leader = eventually(
             "the mixed quorum has a leader",
@@ -546,6 +549,7 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         if (kraftd_leads && !kraftd_led) || (!kraftd_leads && !kafka_led) {
             wait_until_brokers_listed(&bootstrap, 2, || logs(&ours, &theirs, &broker, &kafka));
             let topic = format!("led-by-controller-{leader}-{round}");
+            topics.push(topic.clone());
             let out = run_tool(
                 "org.apache.kafka.tools.TopicCommand",
                 &[
@@ -631,4 +635,66 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         kraftd_led && kafka_led,
         "in 8 rounds a kraftd controller led: {kraftd_led}, a Kafka controller led: {kafka_led}"
     );
+
+    // Each side reads the other's snapshots: Kafka's `kafka-dump-log --cluster-metadata-decoder`
+    // a kraftd controller's newest one, kraftd's snapshot reader a Kafka controller's; both
+    // hold every topic created above.
+    let kraftd_dir = ours[0].metadata_dir();
+    let kafka_dir = theirs[0].dir.join("data").join("__cluster_metadata-0");
+    eventually(
+        "Kafka's tool decodes a kraftd snapshot holding every topic",
+        Duration::from_secs(60),
+        || logs(&ours, &theirs, &broker, &kafka),
+        || {
+            let snapshot = newest_snapshot(&kraftd_dir).ok_or("no snapshot yet")?;
+            let (ok, stdout, stderr) =
+                kafka_jars::dump_log_segment_with(&snapshot, &["--cluster-metadata-decoder"]);
+            if !ok || stderr.contains("Exception") {
+                return Err(format!("kafka-dump-log {}: {stderr}", snapshot.display()));
+            }
+            match topics
+                .iter()
+                .find(|t| !stdout.contains(&format!("\"name\":\"{t}\"")))
+            {
+                None => Ok(()),
+                Some(t) => Err(format!("{t} not in {}", snapshot.display())),
+            }
+        },
+    );
+    eventually(
+        "kraftd reads a Kafka snapshot holding every topic",
+        Duration::from_secs(60),
+        || logs(&ours, &theirs, &broker, &kafka),
+        || {
+            let snapshot = newest_snapshot(&kafka_dir).ok_or("no snapshot yet")?;
+            let bytes = std::fs::read(&snapshot).map_err(|e| e.to_string())?;
+            let read = read_snapshot(Bytes::from(bytes))
+                .map_err(|e| format!("{}: {e}", snapshot.display()))?;
+            let mut names = Vec::new();
+            for value in read.values() {
+                match decode_metadata_record(value.clone()) {
+                    Ok((MetadataRecord::Topic(t), _)) => names.push(t.name),
+                    Ok(_) => {}
+                    Err(e) => return Err(format!("{}: a record: {e}", snapshot.display())),
+                }
+            }
+            match topics.iter().find(|t| !names.contains(t)) {
+                None => Ok(()),
+                Some(t) => Err(format!("{t} not in {}: {names:?}", snapshot.display())),
+            }
+        },
+    );
+}
+
+/// The newest snapshot (`<offset>-<epoch>.checkpoint`, not the bootstrap one) in a metadata
+/// log directory.
+fn newest_snapshot(dir: &Path) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "checkpoint")
+                && p.file_name().is_some_and(|n| n != "bootstrap.checkpoint")
+        })
+        .max()
 }
