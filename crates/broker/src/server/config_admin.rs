@@ -1,7 +1,7 @@
 //! Kafka's `ConfigAdminManager.preprocess`: what a broker checks in AlterConfigs and
 //! IncrementalAlterConfigs before forwarding them. A BROKER resource naming one broker must
 //! name this one (the admin clients send it there), and a change to this broker's own configs
-//! must be one its live components can take: the new overrides, over the cluster default,
+//! or to the cluster-wide defaults must be one its live components can take: the new overrides, over the cluster default,
 //! are validated against every [`Reconfigurable`](kraftd_controller::publisher::Reconfigurable)
 //! (a listener's new keystore must load and keep its certificate's subject...). A refused
 //! resource is answered here with INVALID_REQUEST, as Kafka answers a `ConfigException` of
@@ -108,8 +108,8 @@ pub(super) fn preprocess(
     }
 }
 
-/// Kafka's checks of one resource: another broker's name, or own configs (as `change`
-/// makes them from the current ones) that a live component cannot take.
+/// Kafka's checks of one resource: another broker's name, or own or cluster-default configs
+/// (as `change` makes them from the current ones) that a live component cannot take.
 fn check(
     context: &BrokerApisContext,
     resource_type: i8,
@@ -118,23 +118,30 @@ fn check(
         std::collections::BTreeMap<String, String>,
     ) -> std::collections::BTreeMap<String, String>,
 ) -> Result<(), String> {
-    if ConfigResourceType::from_i8(resource_type) != Some(ConfigResourceType::Broker)
-        || name.is_empty()
-    {
+    if ConfigResourceType::from_i8(resource_type) != Some(ConfigResourceType::Broker) {
         return Ok(());
     }
-    let id: i32 = name
-        .parse()
-        .map_err(|_| format!("Node id must be an integer, but it is: {name}"))?;
-    if id != context.node_id {
-        return Err(format!(
-            "Unexpected broker id, expected {}, but received {name}",
-            context.node_id
-        ));
-    }
     let snapshot = context.dynamic_configs.snapshot();
-    let mut configs = snapshot.cluster_default_configs();
-    configs.extend(change(snapshot.own_broker_configs()));
+    let configs = if name.is_empty() {
+        // The cluster-wide default (Kafka's `perBrokerConfig = false`): the new defaults,
+        // under this broker's own overrides, must still suit its live components.
+        let mut configs = change(snapshot.cluster_default_configs());
+        configs.extend(snapshot.own_broker_configs());
+        configs
+    } else {
+        let id: i32 = name
+            .parse()
+            .map_err(|_| format!("Node id must be an integer, but it is: {name}"))?;
+        if id != context.node_id {
+            return Err(format!(
+                "Unexpected broker id, expected {}, but received {name}",
+                context.node_id
+            ));
+        }
+        let mut configs = snapshot.cluster_default_configs();
+        configs.extend(change(snapshot.own_broker_configs()));
+        configs
+    };
     context
         .dynamic_configs
         .validate_reconfiguration(&configs)

@@ -244,13 +244,10 @@ fn unsupported_values_are_refused_unless_kafkas_default() {
     assert!(check_static_support("max.connections.per.ip", "10").is_ok());
     assert!(validate_broker_config("max.connections.per.ip", "10").is_ok());
     assert!(validate_broker_config("listener.name.ext.max.connections", "10").is_ok());
+    // A string to the controller, as Kafka's ConfigDef has it; the broker parses it before
+    // forwarding (its ConnectionQuotas' reconfiguration check, Kafka's KafkaConfig).
     assert!(validate_broker_config("max.connections.per.ip.overrides", "127.0.0.1:5,h:2").is_ok());
-    assert_eq!(
-        validate_broker_config("max.connections.per.ip.overrides", "h")
-            .unwrap_err()
-            .to_string(),
-        "Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, length 1"
-    );
+    assert!(validate_broker_config("max.connections.per.ip.overrides", "h").is_ok());
     assert!(check_static_support("log.flush.scheduler.interval.ms", "1000").is_ok());
     assert!(check_static_support("remote.log.storage.system.enable", "true").is_err());
     assert!(check_static_support("offsets.topic.replication.factor", "1").is_ok());

@@ -3,12 +3,7 @@
 //! Kafka prints a parsed value as (`convertToString`), so a value set in any spelling Kafka
 //! accepts compares equal to Kafka's default.
 
-use kraftd_net::connection_quotas::parse_max_connections_per_ip_overrides;
-
 use super::{response_type, ConfigDef, ConfigType, ConfigValueError, COMPRESSION_GZIP_LEVEL};
-
-/// Kafka's `max.connections.per.ip.overrides`.
-const MAX_CONNECTIONS_PER_IP_OVERRIDES: &str = "max.connections.per.ip.overrides";
 
 impl ConfigDef {
     /// Parses `value` as Kafka's `ConfigDef.parseType` and checks its validator, refusing
@@ -87,16 +82,6 @@ impl ConfigDef {
                         ),
                     ));
                 }
-            }
-            ConfigType::String { .. } if self.name == MAX_CONNECTIONS_PER_IP_OVERRIDES => {
-                // Kafka parses it into a map when building its config (the
-                // `IllegalArgumentException` of a bad entry or address refuses the change).
-                parse_max_connections_per_ip_overrides(value).map_err(|message| {
-                    ConfigValueError::ConfigError {
-                        key: self.name.to_string(),
-                        message,
-                    }
-                })?;
             }
             ConfigType::String { valid } => {
                 if !valid.is_empty() && !valid.contains(&trimmed) {
