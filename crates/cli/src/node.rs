@@ -167,6 +167,9 @@ pub fn run(
                 let client_metrics = broker
                     .as_ref()
                     .map(|b| std::sync::Arc::clone(b.client_metrics()));
+                let share_partitions = broker
+                    .as_ref()
+                    .and_then(|b| b.share_partition_manager().cloned());
                 let mutation_quotas = controller.as_ref().map(|c| c.mutation_quotas().clone());
                 let controller_metrics = controller.as_ref().map(|c| c.metrics().clone());
                 let node_id = config.node_id;
@@ -207,6 +210,9 @@ pub fn run(
                         }
                         if let Some(quotas) = &quotas {
                             quotas.write_prometheus(node_id, &mut out);
+                        }
+                        if let Some(shares) = &share_partitions {
+                            shares.write_prometheus(node_id, &mut out);
                         }
                         if let Some(telemetry) = &client_metrics {
                             let now = kraftd_log::clock::unix_ms().max(0) as u64;

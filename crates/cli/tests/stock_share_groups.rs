@@ -50,6 +50,8 @@ enum Cluster {
     Kraftd {
         controllers: Vec<Node>,
         brokers: Vec<Node>,
+        /// The brokers' `metrics.port`s.
+        metrics_ports: Vec<u16>,
     },
     Kafka {
         _controller: KafkaNode,
@@ -73,12 +75,17 @@ impl Cluster {
         for node in controllers.iter().chain(&brokers) {
             node.add_config(&BROKER_SETTINGS.lines().collect::<Vec<_>>());
         }
+        let metrics_ports: Vec<u16> = brokers.iter().map(|_| common::free_port()).collect();
+        for (node, port) in brokers.iter().zip(&metrics_ports) {
+            node.add_config(&[&format!("metrics.port={port}")]);
+        }
         for node in controllers.iter_mut().chain(brokers.iter_mut()) {
             node.start();
         }
         let cluster = Cluster::Kraftd {
             controllers,
             brokers,
+            metrics_ports,
         };
         common::python::wait_until_brokers_listed(&cluster.bootstrap(), 3, || cluster.logs());
         cluster
@@ -91,11 +98,36 @@ impl Cluster {
         }
     }
 
+    /// The sum over kraftd's brokers of the `/metrics` series of `name` whose labels hold
+    /// `label` (`group="g"`); None against Kafka (its metrics are JMX).
+    fn metric_sum(&self, name: &str, label: &str) -> Option<f64> {
+        let Cluster::Kraftd { metrics_ports, .. } = self else {
+            return None;
+        };
+        let prefix = format!("{name}{{");
+        let mut sum = 0.0;
+        for port in metrics_ports {
+            for line in common::scrape_metrics(*port).lines() {
+                let Some(rest) = line.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let Some((labels, value)) = rest.split_once("} ") else {
+                    continue;
+                };
+                if labels.split(',').any(|l| l == label) {
+                    sum += value.trim().parse::<f64>().unwrap_or(f64::NAN);
+                }
+            }
+        }
+        Some(sum)
+    }
+
     fn logs(&self) -> String {
         match self {
             Cluster::Kraftd {
                 controllers,
                 brokers,
+                ..
             } => format!(
                 "--- broker logs ---\n{}\n--- controller logs ---\n{}",
                 all_logs(brokers),
@@ -878,6 +910,58 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
         "the DLQ topic's records\n{}",
         run.context(&cluster)
     );
+
+    // Kafka's ShareGroupMetrics on kraftd's brokers: six DLQ records for the group, and
+    // every acknowledgement by type — 14 accepted, 3 rejected, and 0, 7 and 14 released on
+    // both their deliveries — and the share fetches of the topic in BrokerTopicMetrics.
+    if let Cluster::Kraftd { .. } = cluster {
+        let group_metrics = "kafka_server_ShareGroupMetrics";
+        let expected = [
+            ("DeadLetterQueueRecordCount_total", "group=\"g-dlq\"", 6.0),
+            (
+                "RecordAcknowledgementsPerSec_total",
+                "ackType=\"Accept\"",
+                14.0,
+            ),
+            (
+                "RecordAcknowledgementsPerSec_total",
+                "ackType=\"Reject\"",
+                3.0,
+            ),
+            (
+                "RecordAcknowledgementsPerSec_total",
+                "ackType=\"Release\"",
+                6.0,
+            ),
+        ];
+        common::eventually(
+            "the share-group metrics",
+            std::time::Duration::from_secs(30),
+            || cluster.logs(),
+            || {
+                let got: Vec<Option<f64>> = expected
+                    .iter()
+                    .map(|(name, label, _)| {
+                        cluster.metric_sum(&format!("{group_metrics}_{name}"), label)
+                    })
+                    .collect();
+                let want: Vec<Option<f64>> = expected.iter().map(|e| Some(e.2)).collect();
+                if got == want {
+                    Ok(())
+                } else {
+                    Err(format!("{expected:?}: got {got:?}"))
+                }
+            },
+        );
+        let fetches = cluster.metric_sum(
+            "kafka_server_BrokerTopicMetrics_TotalShareFetchRequestsPerSec_total",
+            "topic=\"dlq-src\"",
+        );
+        assert!(
+            fetches.is_some_and(|f| f > 0.0),
+            "no share fetch counted for dlq-src: {fetches:?}"
+        );
+    }
 
     // A DLQ topic name starting with "__" is refused when set.
     let refused = share_consumers(

@@ -220,6 +220,8 @@ pub struct BrokerServer {
     quotas: Arc<QuotaManagers>,
     /// Client telemetry (KIP-714): subscriptions served and the metrics clients push.
     client_metrics: Arc<crate::client_metrics::ClientMetricsManager>,
+    /// The share-partition leaders (their metrics).
+    share_partition_manager: Option<Arc<crate::share::SharePartitionManager>>,
     raft_metrics: watch::Receiver<RaftMetrics>,
     /// Why the broker's metadata stopped following the log, once it has: the process
     /// must stop too.
@@ -624,6 +626,7 @@ impl BrokerServer {
                 Arc::clone(&replica_manager),
                 cache.clone(),
                 config.static_configs.clone(),
+                Arc::clone(manager.metrics()),
                 Arc::new(BrokerChannels::new(
                     format!("broker-{}-share-dlq", config.node_id),
                     replica_config_listener.clone(),
@@ -672,7 +675,7 @@ impl BrokerServer {
             metadata_metrics: metadata_metrics.clone(),
             auth: kraftd_controller::auth::AuthHelper::new(&published.authorizer),
             quotas: Arc::clone(&quotas),
-            share_partition_manager,
+            share_partition_manager: share_partition_manager.clone(),
             dynamic_configs: published.dynamic_configs.clone(),
             client_metrics: Arc::clone(&client_metrics),
         });
@@ -720,7 +723,13 @@ impl BrokerServer {
             published,
             quotas,
             client_metrics,
+            share_partition_manager,
         })
+    }
+
+    /// The share-partition leaders (their metrics for `/metrics`).
+    pub fn share_partition_manager(&self) -> Option<&Arc<crate::share::SharePartitionManager>> {
+        self.share_partition_manager.as_ref()
     }
 
     /// Client telemetry (KIP-714): its `/metrics` lines.

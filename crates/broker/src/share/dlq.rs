@@ -19,9 +19,10 @@
 //! Kafka: CreateTopics with `errors.deadletterqueue.group.enable=true` and
 //! `message.timestamp.type=CreateTime`) and produces, acks=all, to the DLQ partition's leader
 //! over the inter-broker listener — another broker, or this one — as Kafka's inter-broker
-//! send thread does, retrying NOT_LEADER_OR_FOLLOWER and network errors with Kafka's backoff
-//! (1 s doubling to 30 s, 5 attempts), and also the unknown-topic answers of a leader whose
-//! metadata has not caught up with a DLQ topic just created. A DLQ write that fails is
+//! send thread does: one Produce in flight per leader, the writes that wait meanwhile
+//! coalesced into the next ([`send_queue`]); retrying NOT_LEADER_OR_FOLLOWER and network
+//! errors with Kafka's backoff (1 s doubling to 30 s, 5 attempts), and also the unknown-topic
+//! answers of a leader whose metadata has not caught up with a DLQ topic just created. A DLQ write that fails is
 //! logged; the record is archived regardless, as Kafka does.
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,13 +34,13 @@ use kraftd_controller::image::{ConfigResource, ConfigResourceType};
 use kraftd_controller::MetadataImage;
 use kraftd_protocol::api_versions::supported_range;
 use kraftd_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kraftd_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kraftd_protocol::messages::{CreateTopicsRequest, ProduceRequest};
+use kraftd_protocol::messages::CreateTopicsRequest;
 use kraftd_protocol::records::{
     Batches, Compression, Header, RecordBatchBuilder, RecordBatchError,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
+use super::metrics::ShareGroupMetrics;
 use super::share_partition::DlqCause;
 use crate::metadata::MetadataCache;
 use crate::replica::replica_manager::{FetchOrigin, ReplicaManager};
@@ -427,9 +428,12 @@ pub struct ShareGroupDlqManager {
     metadata: MetadataCache,
     static_configs: BTreeMap<String, String>,
     channels: Arc<BrokerChannels>,
+    send_queue: Arc<send_queue::SendQueue>,
+    metrics: Arc<ShareGroupMetrics>,
 }
 
 /// A resolved DLQ destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Destination {
     topic: String,
     topic_id: Uuid,
@@ -444,14 +448,21 @@ impl ShareGroupDlqManager {
         replica_manager: Arc<ReplicaManager>,
         metadata: MetadataCache,
         static_configs: BTreeMap<String, String>,
+        metrics: Arc<ShareGroupMetrics>,
         channels: Arc<BrokerChannels>,
     ) -> Self {
+        let send_queue = Arc::new(send_queue::SendQueue::new(
+            metadata.clone(),
+            Arc::clone(&channels),
+        ));
         ShareGroupDlqManager {
             node_id,
             replica_manager,
             metadata,
             static_configs,
             channels,
+            send_queue,
+            metrics,
         }
     }
 
@@ -501,7 +512,14 @@ impl ShareGroupDlqManager {
                         kraftd_log::clock::unix_ms(),
                         dest.max_message_bytes,
                     );
+                    self.metrics.record_dlq_produce(&param.group_id);
                     let sent = self.produce(&dest, records).await;
+                    match &sent {
+                        Ok(()) => self
+                            .metrics
+                            .record_dlq_records(&param.group_id, (last - next + 1) as u64),
+                        Err(_) => self.metrics.record_dlq_produce_failed(&param.group_id),
+                    }
                     let done_with_round = sent.as_ref().is_ok_and(|()| last >= round_end);
                     if !done_with_round {
                         round = Some(read);
@@ -701,71 +719,15 @@ impl ShareGroupDlqManager {
         }
     }
 
-    /// One Produce (acks=all) of `records` to the destination's leader.
+    /// One Produce (acks=all) of `records` to the destination's leader, coalesced with the
+    /// other writes for that leader ([`send_queue`]).
     async fn produce(&self, dest: &Destination, records: Bytes) -> Result<(), Retry> {
-        let image = self.metadata.image();
-        let address = self
-            .channels
-            .address(&image, dest.leader)
-            .ok_or(Retry::Again(DlqError::Code(ErrorCode::LeaderNotAvailable)))?;
-        let channel = self.channels.channel(&address);
-        let request = ProduceRequest {
-            transactional_id: None,
-            acks: -1,
-            timeout_ms: PRODUCE_TIMEOUT_MS,
-            topic_data: vec![TopicProduceData {
-                name: dest.topic.clone(),
-                topic_id: dest.topic_id,
-                partition_data: vec![PartitionProduceData {
-                    index: dest.partition,
-                    records: Some(records),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let answer = channel
-            .call(
-                channel.next_correlation_id(),
-                supported_range(ApiKey::Produce).max,
-                RequestBody::Produce(request),
-            )
-            .await;
-        let response = match answer {
-            Ok(ResponseBody::Produce(r)) => r,
-            Ok(_) => return Err(Retry::Fatal(DlqError::Code(ErrorCode::UnknownServerError))),
-            Err(_) => return Err(Retry::Again(DlqError::Code(ErrorCode::NetworkException))),
-        };
-        let code = response
-            .responses
-            .iter()
-            .filter(|t| t.topic_id == dest.topic_id || t.name == dest.topic)
-            .flat_map(|t| &t.partition_responses)
-            .find(|p| p.index == dest.partition)
-            .map_or(ErrorCode::UnknownServerError.code(), |p| p.error_code);
-        match ErrorCode::from_code(code) {
-            Some(ErrorCode::None) => Ok(()),
-            Some(ErrorCode::NotLeaderOrFollower | ErrorCode::RequestTimedOut) => {
-                Err(Retry::Again(DlqError::Code(ErrorCode::NotLeaderOrFollower)))
-            }
-            // A DLQ topic just created may not have reached its leader's metadata yet: its
-            // answer is retried as a producer retries it (Kafka's DLQ writer retries only
-            // NOT_LEADER_OR_FOLLOWER, and can lose the first records to an auto-created
-            // topic so).
-            Some(
-                code @ (ErrorCode::UnknownTopicOrPartition
-                | ErrorCode::UnknownTopicId
-                | ErrorCode::LeaderNotAvailable),
-            ) => Err(Retry::Again(DlqError::Code(code))),
-            other => Err(Retry::Fatal(DlqError::Code(
-                other.unwrap_or(ErrorCode::UnknownServerError),
-            ))),
-        }
+        self.send_queue.send(dest.clone(), records).await
     }
 }
 
 /// A failed step: tried again after a backoff, or the end of the write.
+#[derive(Debug, Clone)]
 enum Retry {
     Again(DlqError),
     Fatal(DlqError),
@@ -777,5 +739,6 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(ms.min(REQUEST_BACKOFF_MAX_MS))
 }
 
+mod send_queue;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@
 pub mod default_persister;
 pub mod dlq;
 pub mod local_read;
+pub mod metrics;
 pub mod persister;
 pub mod share_group_config;
 pub mod share_partition;

@@ -256,6 +256,8 @@ pub struct SharePartition {
     /// The records of each unanswered write as they were before it, for a rollback.
     pending_writes: BTreeMap<u64, Vec<(i64, InFlightRecord)>>,
     next_write_id: u64,
+    /// Records whose acquisition lock expired (a metric).
+    acquisition_lock_timeouts: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -325,6 +327,7 @@ impl SharePartition {
             records: VecDeque::new(),
             pending_writes: BTreeMap::new(),
             next_write_id: 1,
+            acquisition_lock_timeouts: 0,
         }
     }
 
@@ -363,6 +366,11 @@ impl SharePartition {
     /// The member holding `offset`, if acquired.
     pub fn record_owner(&self, offset: i64) -> Option<&str> {
         self.record(offset).and_then(|r| r.member_id.as_deref())
+    }
+
+    /// Records whose acquisition lock expired here (Kafka's `AcquisitionLockTimeoutPerSec`).
+    pub fn acquisition_lock_timeouts(&self) -> u64 {
+        self.acquisition_lock_timeouts
     }
 
     /// How many records are in flight (counted against `max_in_flight_records`).
@@ -768,6 +776,7 @@ impl SharePartition {
         if changed.is_empty() {
             return None;
         }
+        self.acquisition_lock_timeouts += changed.len() as u64;
         let write_id = self.take_write_id();
         let batches = self.state_batches(changed.iter().copied());
         let request = self.write_request(write_id, batches);

@@ -29,11 +29,12 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::dlq::{ShareGroupDlqManager, ShareGroupDlqRecordParameter};
+use super::metrics::{ShareGroupMetrics, SharePartitionValues, ShareRequest};
 use super::persister::Persister;
 pub use super::share_group_config::ShareGroupConfig;
 use super::share_partition::{
-    AcknowledgementBatch, DlqBatch, ShareAcquireMode, SharePartition, SharePartitionConfig,
-    SharePartitionState, StateWrite,
+    AcknowledgeType, AcknowledgementBatch, DlqBatch, ShareAcquireMode, SharePartition,
+    SharePartitionConfig, SharePartitionState, StateWrite,
 };
 use super::share_session_cache::ShareSessionCache;
 use crate::metadata::MetadataCache;
@@ -136,6 +137,8 @@ pub struct SharePartitionManager {
     /// The dead-letter queue writer; without one, records bound for a DLQ are archived
     /// (Kafka's `NoOpShareGroupDLQManager`).
     dlq: OnceLock<Arc<ShareGroupDlqManager>>,
+    /// Kafka's `ShareGroupMetrics` and the share meters of `BrokerTopicMetrics`.
+    metrics: Arc<ShareGroupMetrics>,
     /// This manager, for the DLQ tasks it spawns.
     weak_self: Weak<SharePartitionManager>,
 }
@@ -182,8 +185,43 @@ impl SharePartitionManager {
             changed: Notify::new(),
             locks: Notify::new(),
             dlq: OnceLock::new(),
+            metrics: Arc::new(ShareGroupMetrics::default()),
             weak_self: weak_self.clone(),
         })
+    }
+
+    /// The share-group metrics (the DLQ writer records its own in them).
+    pub fn metrics(&self) -> &Arc<ShareGroupMetrics> {
+        &self.metrics
+    }
+
+    /// Prometheus text of the share-group metrics and of every share partition held here.
+    pub fn write_prometheus(&self, node_id: i32, out: &mut String) {
+        let entries: Vec<_> = {
+            let map = self.partitions.lock().unwrap_or_else(|p| p.into_inner());
+            map.iter()
+                .map(|((g, tp), e)| (g.clone(), tp.clone(), Arc::clone(e)))
+                .collect()
+        };
+        let mut partitions: Vec<SharePartitionValues> = entries
+            .into_iter()
+            .map(|(group, tp, entry)| {
+                let sp = entry.lock();
+                SharePartitionValues {
+                    group,
+                    topic: tp.topic,
+                    partition: tp.partition,
+                    in_flight_messages: sp.in_flight_records() as u64,
+                    acquisition_lock_timeouts: sp.acquisition_lock_timeouts(),
+                }
+            })
+            .collect();
+        partitions.sort_by(|a, b| {
+            (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition))
+        });
+        let now = unix_ms().max(0) as u64;
+        self.metrics
+            .write_prometheus(node_id, now, &partitions, out);
     }
 
     /// Sets the dead-letter queue writer (once; `BrokerServer` does at start).
@@ -295,6 +333,10 @@ impl SharePartitionManager {
         let now = unix_ms();
         let mut writes = Vec::new();
         let mut answers = Vec::new();
+        let topics: Vec<String> = acknowledgements
+            .iter()
+            .map(|(tp, _)| tp.topic.clone())
+            .collect();
         for (tp, batches) in acknowledgements {
             // Only the leader at the share partition's epoch may change it.
             if let Err(e) = self.check_leader(group_id, &tp) {
@@ -310,12 +352,18 @@ impl SharePartitionManager {
                 .acknowledge(member_id, &settings.partition, &batches, now);
             match result {
                 Err(e) => answers.push((tp, e)),
-                Ok(None) => answers.push((tp, ErrorCode::None)),
-                Ok(Some(w)) => writes.push((tp, entry, self.spawn_write(w))),
+                Ok(None) => {
+                    self.record_acknowledgements(&batches);
+                    answers.push((tp, ErrorCode::None));
+                }
+                Ok(Some(w)) => writes.push((tp, entry, batches, self.spawn_write(w))),
             }
         }
-        for (tp, entry, (write_id, handle)) in writes {
+        for (tp, entry, batches, (write_id, handle)) in writes {
             let result = handle.await.unwrap_or(Err(ErrorCode::UnknownServerError));
+            if result.is_ok() {
+                self.record_acknowledgements(&batches);
+            }
             // Accepted records move the SPSO and so make room under the in-flight limit;
             // released ones are acquirable again: either way waiting fetches try again.
             entry.lock().complete_write(write_id, result);
@@ -330,7 +378,37 @@ impl SharePartitionManager {
             }
             answers.push((tp, result.err().unwrap_or(ErrorCode::None)));
         }
+        let failed = answers
+            .iter()
+            .filter(|(_, e)| *e != ErrorCode::None)
+            .map(|(tp, _)| tp.topic.as_str());
+        self.metrics.record_request(
+            ShareRequest::Acknowledge,
+            topics.iter().map(String::as_str),
+            failed,
+        );
         answers
+    }
+
+    /// Kafka's acknowledgement meter: a batch with one type counts all its offsets as that
+    /// type, one with a type per offset counts each (gaps are not metered).
+    fn record_acknowledgements(&self, batches: &[AcknowledgementBatch]) {
+        for b in batches {
+            if let [one] = b.acknowledge_types[..] {
+                if let Some(t) = AcknowledgeType::from_id(one) {
+                    let count = (b.last_offset - b.first_offset + 1).max(0) as u64;
+                    self.metrics.record_acknowledgement(t, count);
+                }
+            } else {
+                for t in b
+                    .acknowledge_types
+                    .iter()
+                    .filter_map(|&id| AcknowledgeType::from_id(id))
+                {
+                    self.metrics.record_acknowledgement(t, 1);
+                }
+            }
+        }
     }
 
     /// Ends a member's share session and releases the records it holds on the session's
@@ -669,6 +747,7 @@ impl SharePartitionManager {
         let Some(read) = read else {
             return Err((ErrorCode::CoordinatorLoadInProgress, None));
         };
+        let load_started = std::time::Instant::now();
         let answer = self.persister.read_state(read).await;
         let partition: Result<PartitionResult, ErrorCode> = answer
             .results
@@ -687,6 +766,9 @@ impl SharePartitionManager {
         };
         match loaded {
             Ok(()) => {
+                let load_ms = load_started.elapsed().as_millis() as u64;
+                self.metrics
+                    .record_partition_load(load_ms, unix_ms().max(0) as u64);
                 self.maybe_dlq(group_id, tp, &entry);
                 Ok(Arc::clone(&entry))
             }

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::replica::replica_manager::FetchOrigin;
 use crate::replica::TopicIdPartition;
+use crate::share::metrics::ShareRequest;
 use crate::share::share_partition::{
     split_by_batch_size, FetchedBatch, ShareAcquireMode, ShareAcquiredRecords,
 };
@@ -31,6 +32,26 @@ impl SharePartitionManager {
     /// records to become available again, and tries again. The fetch's max records spans
     /// the partitions in order.
     pub async fn fetch_messages(
+        &self,
+        params: &ShareFetchParams,
+        partitions: &[ShareFetchPartition],
+    ) -> Vec<(TopicIdPartition, ShareFetchPartitionData)> {
+        let answers = self.fetch_until_done(params, partitions).await;
+        // Kafka's share-fetch meters: every topic of the request, and those with a failed
+        // partition.
+        let failed = answers
+            .iter()
+            .filter(|(_, d)| d.error != ErrorCode::None)
+            .map(|(tp, _)| tp.topic.as_str());
+        self.metrics().record_request(
+            ShareRequest::Fetch,
+            partitions.iter().map(|p| p.tp.topic.as_str()),
+            failed,
+        );
+        answers
+    }
+
+    async fn fetch_until_done(
         &self,
         params: &ShareFetchParams,
         partitions: &[ShareFetchPartition],
