@@ -1,7 +1,8 @@
 //! The `/metrics` endpoint (Prometheus text format) every node serves on `metrics.port`:
 //! Raft's `raft-metrics` and, on brokers, `broker-metadata-metrics`; and, with
 //! `console.enable`, the web console's page and JSON (`crate::console`) on every other path.
-//! A deliberately tiny HTTP/1.1 responder: one GET per connection, nothing else understood.
+//! A deliberately tiny HTTP/1.1 responder: one request per connection — GETs, and the
+//! console's login POSTs (a small form body) — nothing else understood.
 
 use std::sync::Arc;
 
@@ -9,10 +10,33 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tracing::{debug, info};
 
-use crate::console::{Console, Response};
+use crate::console::{Console, Request, Response};
 
-/// The most bytes of a request read before answering (a scrape's GET is far smaller).
+/// The most bytes of a request's head read before answering (a scrape's GET is far
+/// smaller).
 const MAX_REQUEST_BYTES: usize = 8192;
+/// The most bytes of a POST body read (a login form).
+const MAX_BODY_BYTES: usize = 4096;
+
+/// Request line and headers: (method, target, `Cookie`, `Content-Length`).
+fn parse_head(head: &str) -> Option<(String, String, Option<String>, usize)> {
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split_whitespace();
+    let method = first.next()?.to_string();
+    let target = first.next()?.to_string();
+    let (mut cookie, mut length) = (None, 0);
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("cookie") {
+            cookie = Some(value.trim().to_string());
+        } else if name.eq_ignore_ascii_case("content-length") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    Some((method, target, cookie, length))
+}
 
 /// Serves `render()` at `/metrics`, and `console` (when on) at every other path, on
 /// `listener` until the task is dropped.
@@ -39,29 +63,51 @@ pub async fn serve(
                     Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 }
             }
-            let request = String::from_utf8_lossy(&buf);
-            // `GET <target> HTTP/1.1`: the target is the second word of the first line.
-            let target = request
-                .strip_prefix("GET ")
-                .and_then(|rest| rest.split_whitespace().next());
-            let response = match (target, &console) {
-                (Some(t), _) if t == "/metrics" || t.starts_with("/metrics?") => Response {
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                return;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let Some((method, target, cookie, length)) = parse_head(&head) else {
+                return;
+            };
+            let mut body = buf[end + 4..].to_vec();
+            let length = length.min(MAX_BODY_BYTES);
+            while body.len() < length {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => body.extend_from_slice(&chunk[..n]),
+                }
+            }
+            body.truncate(length);
+            let response = match (method.as_str(), &console) {
+                ("GET", _) if target == "/metrics" || target.starts_with("/metrics?") => Response {
                     status: "200 OK",
                     content_type: "text/plain; version=0.0.4",
                     body: render().into_bytes(),
+                    set_cookie: None,
                 },
-                (Some(target), Some(console)) => console.get(target).await,
+                ("GET" | "POST", Some(console)) => {
+                    let request = Request {
+                        method,
+                        target,
+                        cookie,
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                        peer: peer.ip(),
+                    };
+                    console.handle(&request).await
+                }
                 _ => {
                     debug!(%peer, "not a GET /metrics");
-                    Response {
-                        status: "404 Not Found",
-                        content_type: "text/plain; version=0.0.4",
-                        body: b"only GET /metrics is served\n".to_vec(),
-                    }
+                    Response::text("404 Not Found", "only GET /metrics is served\n")
                 }
             };
+            let cookie = response
+                .set_cookie
+                .as_ref()
+                .map(|c| format!("Set-Cookie: {c}\r\n"))
+                .unwrap_or_default();
             let head = format!(
-                "HTTP/1.1 {}\r\nContent-Type: {}\r\nCache-Control: no-store\r\n\
+                "HTTP/1.1 {}\r\nContent-Type: {}\r\nCache-Control: no-store\r\n{cookie}\
                  Content-Length: {}\r\nConnection: close\r\n\r\n",
                 response.status,
                 response.content_type,

@@ -258,6 +258,7 @@ pub fn run(
                             &cluster_id,
                             image,
                             std::sync::Arc::clone(&render),
+                            broker.as_ref().map(|b| b.auth_helper()),
                         )?,
                     )))
                 } else {
@@ -533,7 +534,39 @@ fn console_config(
     cluster_id: &str,
     image: crate::console::ImageSource,
     render_metrics: std::sync::Arc<dyn Fn() -> String + Send + Sync>,
+    auth: Option<kraftd_controller::auth::AuthHelper>,
 ) -> Result<crate::console::ConsoleConfig> {
+    let authorizer = authorizer_config(config)?.enabled;
+    // With an authorizer, logins go through the first client listener whose SASL enables a
+    // password mechanism (SCRAM first, then PLAIN).
+    let login = match (authorizer, auth) {
+        (true, Some(auth)) if config.roles.contains(&ProcessRole::Broker) => config
+            .broker_listeners()
+            .into_iter()
+            .find_map(|(listener, advertised)| {
+                let server = config.sasl.servers.get(&listener.name)?;
+                let mut mechanisms: Vec<kraftd_net::sasl::SaslMechanism> = [
+                    kraftd_net::sasl::SaslMechanism::ScramSha512,
+                    kraftd_net::sasl::SaslMechanism::ScramSha256,
+                    kraftd_net::sasl::SaslMechanism::Plain,
+                ]
+                .into_iter()
+                .filter(|m| server.mechanisms.contains(m))
+                .collect();
+                mechanisms.dedup();
+                (!mechanisms.is_empty()).then(|| crate::console::login::LoginConfig {
+                    listener: listener.name.clone(),
+                    address: format!("{}:{}", advertised.host, advertised.port),
+                    security: kraftd_net::ClientSecurity {
+                        sasl: None,
+                        ..config.client_security(&listener.name)
+                    },
+                    mechanisms,
+                    auth: auth.clone(),
+                })
+            }),
+        _ => None,
+    };
     let client_listener = if config.roles.contains(&ProcessRole::Broker) {
         config
             .broker_listeners()
@@ -583,7 +616,8 @@ fn console_config(
             max_clock_skew_ms: 1_000,
         },
         client_listener,
-        authorizer: authorizer_config(config)?.enabled,
+        authorizer,
+        login,
     })
 }
 

@@ -9,7 +9,11 @@
 //! fenced broker and the lag, and a screenshot of each page is written under
 //! `target/console-screenshots/`. A second test runs the embedded default (`kraftd combined`
 //! with only ports overridden): the console is on there, off on a node that does not set
-//! `console.enable`, refused (403) under an authorizer, and its first paint is measured.
+//! `console.enable`, refused (403) under an authorizer without a SASL listener, and its
+//! first paint is measured. A third runs a broker with a SCRAM listener and the
+//! StandardAuthorizer: the console asks for a login, the broker checks it, and a user sees
+//! only the topics and groups its ACLs let it describe (an admin sees all, and the health
+//! page); a wrong password, a logout and a missing cookie are refused.
 
 mod common;
 
@@ -48,6 +52,39 @@ fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| format!("no status in {head:?}"))?;
     Ok((status, body.to_string()))
+}
+
+/// A request on `127.0.0.1:port` with an optional cookie and form body: (status, the
+/// `Set-Cookie` value, body).
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    form: &str,
+) -> (u16, Option<String>, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let cookie = cookie.map_or(String::new(), |c| format!("Cookie: {c}\r\n"));
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{cookie}\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+        form.len()
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let set_cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Set-Cookie: "))
+        .map(str::to_string);
+    (status, set_cookie, body.to_string())
 }
 
 /// A GET of a JSON endpoint that must answer 200.
@@ -574,6 +611,203 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
                 .ok_or_else(|| format!("{status} {body}"))
         },
     );
+}
+
+/// Kafka's StandardAuthorizer, on.
+const AUTHORIZER: &str =
+    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required";
+
+#[test]
+fn the_console_asks_for_a_sasl_login_and_shows_only_what_the_principal_may_describe() {
+    let root = tempfile::tempdir().unwrap();
+    let (_id, mut controllers, mut brokers) = common::formatted_cluster_with_scram(
+        root.path(),
+        1,
+        1,
+        &[
+            "SCRAM-SHA-512=[name=admin,password=admin-secret]",
+            "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+        ],
+    );
+    let controller_login = format!(
+        "listener.name.controller.plain.sasl.jaas.config={PLAIN_MODULE} \
+         username=\"kraft\" password=\"kraft-secret\" user_kraft=\"kraft-secret\";"
+    );
+    let every_node = [
+        AUTHORIZER,
+        "offsets.topic.num.partitions=2",
+        "super.users=User:admin;User:broker;User:kraft",
+        "sasl.enabled.mechanisms=PLAIN",
+        "sasl.mechanism.controller.protocol=PLAIN",
+        &controller_login,
+    ];
+    controllers[0].add_config(&every_node);
+    controllers[0].add_config(&["listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT"]);
+    let metrics = free_port();
+    let broker = &brokers[0];
+    broker.add_config(&every_node);
+    broker.add_config(&[
+        &format!("listeners=SASL://127.0.0.1:{}", broker.port),
+        "listener.security.protocol.map=SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "inter.broker.listener.name=SASL",
+        "sasl.mechanism.inter.broker.protocol=PLAIN",
+        "listener.name.sasl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+        &format!(
+            "listener.name.sasl.plain.sasl.jaas.config={PLAIN_MODULE} \
+             username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";"
+        ),
+        "console.enable=true",
+        &format!("metrics.port={metrics}"),
+    ]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+    let bootstrap = addresses(&brokers);
+
+    // The admin makes two topics and two groups; alice may describe one of each.
+    let setup = r#"
+import sys, json
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import (AdminClient, NewTopic, AclBinding, ResourceType,
+    ResourcePatternType, AclOperation, AclPermissionType)
+bootstrap = sys.argv[1]
+conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin", "sasl.password": "admin-secret"}
+admin = AdminClient(conf)
+for f in admin.create_topics([NewTopic("visible-t", 1, 1), NewTopic("hidden-t", 1, 1)]).values():
+    f.result(30)
+acls = [AclBinding(ResourceType.TOPIC, "visible-t", ResourcePatternType.LITERAL, "User:alice", "*",
+                   AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+        AclBinding(ResourceType.GROUP, "g-alice", ResourcePatternType.LITERAL, "User:alice", "*",
+                   AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
+for f in admin.create_acls(acls).values():
+    f.result(30)
+for group in ("g-alice", "g-secret"):
+    c = Consumer(dict(conf, **{"group.id": group, "enable.auto.commit": False}))
+    c.commit(offsets=[TopicPartition("visible-t", 0, 0)], asynchronous=False)
+    c.close()
+print("all ok")
+"#;
+    eventually(
+        "the admin's topics, ACLs and groups",
+        Duration::from_secs(90),
+        logs,
+        || {
+            let out = common::python::run_inline(setup, &[&bootstrap]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            stdout
+                .contains("all ok")
+                .then_some(())
+                .ok_or_else(|| format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)))
+        },
+    );
+
+    // Not signed in: 401 with the mechanisms the listener offers; the page itself loads.
+    let (status, _, body) = http(metrics, "GET", "/api/overview", None, "");
+    assert_eq!(status, 401, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["login_required"], true);
+    assert_eq!(
+        body["mechanisms"],
+        serde_json::json!(["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+    );
+    assert_eq!(http(metrics, "GET", "/", None, "").0, 200);
+    let dom = chromium::dump_dom(&format!("http://127.0.0.1:{metrics}/#/"));
+    assert!(
+        dom.contains("id=\"login\"") && dom.contains("<option>SCRAM-SHA-512</option>"),
+        "a browser without a session gets the login form: {dom}"
+    );
+
+    // A wrong password is refused by the broker, with its reason.
+    let (status, cookie, body) = http(
+        metrics,
+        "POST",
+        "/api/login",
+        None,
+        "username=alice&password=wrong&mechanism=SCRAM-SHA-256",
+    );
+    assert_eq!((status, cookie), (401, None), "{body}");
+    assert!(body.contains("login failed"), "{body}");
+
+    let login = |user: &str, password: &str, mechanism: &str| -> String {
+        let (status, cookie, body) = http(
+            metrics,
+            "POST",
+            "/api/login",
+            None,
+            &format!("username={user}&password={password}&mechanism={mechanism}"),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(&format!("User:{user}")), "{body}");
+        let cookie = cookie.expect("a session cookie");
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        cookie.split(';').next().unwrap().to_string()
+    };
+    let get = |cookie: &str, path: &str| -> (u16, String) {
+        let (status, _, body) = http(metrics, "GET", path, Some(cookie), "");
+        (status, body)
+    };
+    let json = |cookie: &str, path: &str| -> Value {
+        let (status, body) = get(cookie, path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+
+    // alice sees her topic and her group only; the rest is refused or absent.
+    let alice = login("alice", "alice-secret", "SCRAM-SHA-256");
+    assert_eq!(json(&alice, "/api/whoami")["principal"], "User:alice");
+    let topics = json(&alice, "/api/topics");
+    assert_eq!(topics["total"], 1, "{topics}");
+    assert_eq!(topics["topics"][0]["name"], "visible-t");
+    assert_eq!(get(&alice, "/api/topics/hidden-t").0, 403);
+    assert_eq!(get(&alice, "/api/topics/no-such-topic").0, 403);
+    let topic = json(&alice, "/api/topics/visible-t");
+    assert_eq!(topic["partitions"][0]["high_watermark"], 0, "{topic}");
+    let overview = json(&alice, "/api/overview");
+    assert_eq!(overview["topics"], 1, "{overview}");
+    assert!(overview["quorum"].is_null() && overview["restricted"].is_string());
+    assert_eq!(get(&alice, "/api/health").0, 403);
+    eventually("alice's groups", Duration::from_secs(30), logs, || {
+        let groups = json(&alice, "/api/groups");
+        let ids: Vec<&str> = groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|g| g["group_id"].as_str())
+            .collect();
+        (ids == ["g-alice"])
+            .then_some(())
+            .ok_or_else(|| groups.to_string())
+    });
+
+    // The admin (a super user) sees everything, health included.
+    let admin = login("admin", "admin-secret", "SCRAM-SHA-512");
+    let topics = json(&admin, "/api/topics");
+    let names: Vec<&str> = topics["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"hidden-t") && names.contains(&"visible-t"),
+        "{topics}"
+    );
+    assert_eq!(get(&admin, "/api/health").0, 200);
+    eventually("the admin's groups", Duration::from_secs(30), logs, || {
+        let groups = json(&admin, "/api/groups");
+        let n = groups["groups"].as_array().map_or(0, Vec::len);
+        (n == 2).then_some(()).ok_or_else(|| groups.to_string())
+    });
+
+    // After logout the session is gone.
+    let (status, cleared, _) = http(metrics, "POST", "/api/logout", Some(&alice), "");
+    assert_eq!(status, 200);
+    assert!(cleared.is_some_and(|c| c.contains("Max-Age=0")));
+    assert_eq!(get(&alice, "/api/topics").0, 401);
+    assert_eq!(get(&admin, "/api/topics").0, 200);
 }
 
 /// The metric names of a PromQL expression: its identifiers that are neither functions

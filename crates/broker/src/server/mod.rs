@@ -727,6 +727,12 @@ impl BrokerServer {
         })
     }
 
+    /// The node's authorizer, kept current by its ACL publisher (the console checks its
+    /// signed-in users with it).
+    pub fn auth_helper(&self) -> kraftd_controller::auth::AuthHelper {
+        kraftd_controller::auth::AuthHelper::new(&self.published.authorizer)
+    }
+
     /// The share-partition leaders (their metrics for `/metrics`).
     pub fn share_partition_manager(&self) -> Option<&Arc<crate::share::SharePartitionManager>> {
         self.share_partition_manager.as_ref()

@@ -40,9 +40,15 @@ pub struct Summary {
 impl Summary {
     /// One walk over the image's partitions.
     pub fn of(image: &MetadataImage) -> Summary {
+        Summary::of_visible(image, &|_| true)
+    }
+
+    /// One walk over the partitions of the topics `visible` admits (those a signed-in
+    /// principal may describe).
+    pub fn of_visible(image: &MetadataImage, visible: &dyn Fn(&str) -> bool) -> Summary {
         let mut s = Summary::default();
         let default_min_isr = broker_default_min_isr(image);
-        for topic in image.topics.iter() {
+        for topic in image.topics.iter().filter(|t| visible(&t.name)) {
             s.topics += 1;
             let min_isr = topic_min_isr(image, &topic.name).unwrap_or(default_min_isr);
             for p in topic.partitions.values() {
@@ -127,15 +133,20 @@ pub fn overview(cluster_id: &str, image: &MetadataImage, summary: &Summary) -> V
     })
 }
 
-/// `page` (from 0) of the topics in name order, with their partition counts, replication
-/// factors and unhealthy partitions. Internal topics (`__consumer_offsets`...) included, as
-/// `kafka-topics --list` shows them.
-pub fn topics_page(image: &MetadataImage, page: usize) -> Value {
-    let total = image.topics.len();
+/// `page` (from 0) of the topics `visible` admits, in name order, with their partition
+/// counts, replication factors and unhealthy partitions. Internal topics
+/// (`__consumer_offsets`...) included, as `kafka-topics --list` shows them.
+pub fn topics_page(image: &MetadataImage, page: usize, visible: &dyn Fn(&str) -> bool) -> Value {
+    let total = image
+        .topics
+        .names()
+        .filter(|(name, _)| visible(name))
+        .count();
     let default_min_isr = broker_default_min_isr(image);
     let topics: Vec<Value> = image
         .topics
         .names()
+        .filter(|(name, _)| visible(name))
         .skip(page.saturating_mul(PAGE_SIZE))
         .take(PAGE_SIZE)
         .filter_map(|(_, id)| image.topics.get(id))
@@ -250,15 +261,24 @@ mod tests {
         let o = overview("c", &image, &s);
         assert_eq!(o["brokers"][2]["state"], "fenced");
         assert_eq!(o["brokers"][0]["leaders"], 3);
-        let page = topics_page(&image, 0);
+        let page = topics_page(&image, 0, &|_| true);
         assert_eq!(page["total"], 1);
         assert_eq!(page["topics"][0]["partitions"], 4);
         assert_eq!(page["topics"][0]["replication_factor"], 3);
         assert_eq!(page["topics"][0]["under_replicated"], 2);
         assert_eq!(
-            topics_page(&image, 1)["topics"].as_array().unwrap().len(),
+            topics_page(&image, 1, &|_| true)["topics"]
+                .as_array()
+                .unwrap()
+                .len(),
             0
         );
+        // A viewer who may describe no topic sees none, counted nowhere.
+        let hidden = topics_page(&image, 0, &|name| name != "t");
+        assert_eq!(hidden["total"], 0);
+        assert_eq!(hidden["topics"], json!([]));
+        let s = Summary::of_visible(&image, &|name| name != "t");
+        assert_eq!((s.topics, s.partitions, s.under_replicated), (0, 0, 0));
         let t = topic(&image, "t", 0).unwrap();
         assert_eq!(t["partitions"].as_array().unwrap().len(), 4);
         assert_eq!(t["partitions"][2]["isr"], json!([1]));

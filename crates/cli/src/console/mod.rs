@@ -26,19 +26,30 @@
 //! DescribeCluster, Metadata and DescribeConfigs (O(partitions), as `kraftd doctor`). The
 //! page itself is ~13 KB, sent once per load.
 //!
-//! Security in this slice: a node with an authorizer (`authorizer.class.name`) serves no
-//! console data (HTTP 403 with a one-line reason), since the console has no login yet and
-//! must never show what ACLs would hide.
+//! Security: on a node with an authorizer (`authorizer.class.name`) the console asks for a
+//! SASL login (`login.rs`: checked by the broker itself, over its SASL listener) and shows
+//! only what that principal may DESCRIBE; `POST /api/login` (form fields `username`,
+//! `password`, `mechanism`), `POST /api/logout`, and `/api/whoami`. A node with an
+//! authorizer but no SASL listener offering a password mechanism (or a controller-only node)
+//! serves no console data (HTTP 403 with a one-line reason): it must never show what ACLs
+//! would hide.
 
 mod client;
 mod health;
 mod image_api;
+pub mod login;
 
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
+use kraftd_controller::auth::RequestAuth;
+use kraftd_controller::control::acl::RESOURCE_TYPE_TOPIC;
+use kraftd_controller::publisher::OPERATION_DESCRIBE;
 use kraftd_controller::MetadataImage;
 use kraftd_net::ClientSecurity;
 use serde_json::{json, Value};
+
+use login::{LoginConfig, Session, Sessions};
 
 pub use health::HealthSources;
 
@@ -61,9 +72,25 @@ fn page_html(node_id: i32) -> String {
         )
 }
 
-/// The one line a node with an authorizer answers with.
-pub const REFUSED_WITH_AUTHORIZER: &str = "the console is off on a cluster with an authorizer: \
-     it has no SASL/mTLS login yet and would show what ACLs hide\n";
+/// The one line a node with an authorizer but no way to log in answers with.
+pub const REFUSED_WITH_AUTHORIZER: &str = "the console is off on this node: the cluster has an \
+     authorizer, and the node has no SASL listener with SCRAM or PLAIN to log in through \
+     (ask a broker's console that has one)\n";
+
+/// An HTTP request as the console needs it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// The `Cookie:` header, if any.
+    pub cookie: Option<String>,
+    /// The body of a POST.
+    pub body: String,
+    /// The browser's address.
+    pub peer: IpAddr,
+}
 
 /// An HTTP answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,22 +98,58 @@ pub struct Response {
     pub status: &'static str,
     pub content_type: &'static str,
     pub body: Vec<u8>,
+    /// A `Set-Cookie:` header value.
+    pub set_cookie: Option<String>,
 }
 
 impl Response {
     fn json(value: &Value) -> Response {
+        Response::json_status("200 OK", value)
+    }
+
+    fn json_status(status: &'static str, value: &Value) -> Response {
         Response {
-            status: "200 OK",
+            status,
             content_type: "application/json",
             body: value.to_string().into_bytes(),
+            set_cookie: None,
         }
     }
 
-    fn text(status: &'static str, text: &str) -> Response {
+    pub fn text(status: &'static str, text: &str) -> Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
             body: text.as_bytes().to_vec(),
+            set_cookie: None,
+        }
+    }
+}
+
+/// Who is looking: anyone (no authorizer), or a signed-in principal.
+enum Viewer {
+    All,
+    User {
+        session: Arc<Session>,
+        auth: RequestAuth,
+    },
+}
+
+impl Viewer {
+    fn may_describe_topic(&self, name: &str) -> bool {
+        match self {
+            Viewer::All => true,
+            Viewer::User { auth, .. } => {
+                auth.authorize(OPERATION_DESCRIBE, RESOURCE_TYPE_TOPIC, name)
+            }
+        }
+    }
+
+    /// What DescribeQuorum and the doctor's cluster-wide reads require.
+    fn may_describe_cluster(&self) -> bool {
+        match self {
+            Viewer::All => true,
+            Viewer::User { auth, .. } => auth.authorize_cluster(OPERATION_DESCRIBE),
         }
     }
 }
@@ -103,8 +166,11 @@ pub struct ConsoleConfig {
     /// on a controller-only node (no group or offset pages then).
     pub client_listener: Option<(String, String, ClientSecurity)>,
     pub health: HealthSources,
-    /// `authorizer.class.name` is set: everything but the refusal is off.
+    /// `authorizer.class.name` is set: without [`Self::login`], everything but the refusal
+    /// is off.
     pub authorizer: bool,
+    /// With an authorizer: the SASL listener logins go through.
+    pub login: Option<LoginConfig>,
 }
 
 /// The console of one node.
@@ -116,6 +182,7 @@ pub struct Console {
     /// The summary of the last image seen, recomputed only when the image changes.
     summary: Mutex<Option<(Arc<MetadataImage>, Arc<image_api::Summary>)>>,
     health: tokio::sync::Mutex<health::HealthState>,
+    sessions: Sessions,
 }
 
 impl Console {
@@ -130,40 +197,143 @@ impl Console {
             client,
             summary: Mutex::new(None),
             health: tokio::sync::Mutex::new(health::HealthState::default()),
+            sessions: Sessions::default(),
         }
     }
 
-    /// Answers a GET of `target` (path and query).
-    pub async fn get(&self, target: &str) -> Response {
-        if self.config.authorizer {
-            return Response::text("403 Forbidden", REFUSED_WITH_AUTHORIZER);
-        }
+    /// Answers one HTTP request: the page, the login, and the JSON as the viewer may see it.
+    pub async fn handle(&self, request: &Request) -> Response {
+        let target = request.target.as_str();
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let viewer = if self.config.authorizer {
+            let Some(login) = &self.config.login else {
+                return Response::text("403 Forbidden", REFUSED_WITH_AUTHORIZER);
+            };
+            match (request.method.as_str(), path) {
+                ("POST", "/api/login") => return self.login(login, request).await,
+                ("POST", "/api/logout") => {
+                    if let Some(token) = request
+                        .cookie
+                        .as_deref()
+                        .and_then(|c| login::cookie(c, login::COOKIE))
+                    {
+                        self.sessions.remove(token);
+                    }
+                    let mut r = Response::json(&json!({"logged_out": true}));
+                    r.set_cookie = Some(format!(
+                        "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
+                        login::COOKIE
+                    ));
+                    return r;
+                }
+                ("GET", "/" | "/index.html") => return self.page(),
+                _ => {}
+            }
+            let session = request
+                .cookie
+                .as_deref()
+                .and_then(|c| login::cookie(c, login::COOKIE))
+                .and_then(|token| self.sessions.get(token));
+            let Some(session) = session else {
+                let mechanisms: Vec<&str> = login.mechanisms.iter().map(|m| m.name()).collect();
+                return Response::json_status(
+                    "401 Unauthorized",
+                    &json!({"login_required": true, "mechanisms": mechanisms}),
+                );
+            };
+            let auth = session.auth(&login.auth, request.peer);
+            Viewer::User { session, auth }
+        } else {
+            Viewer::All
+        };
+        if request.method != "GET" {
+            return Response::text("405 Method Not Allowed", "only GET here\n");
+        }
         let page = query_page(query);
         match path {
-            "/" | "/index.html" => Response {
-                status: "200 OK",
-                content_type: "text/html; charset=utf-8",
-                body: self.page.as_bytes().to_vec(),
-            },
-            "/api/overview" => Response::json(&self.overview().await),
-            "/api/topics" => Response::json(&image_api::topics_page(&self.image(), page)),
-            "/api/groups" => match &self.client {
-                Some(c) => Response::json(&c.groups(&self.image()).await),
+            "/" | "/index.html" => self.page(),
+            "/api/whoami" => Response::json(&match &viewer {
+                Viewer::All => json!({"principal": null}),
+                Viewer::User { session, .. } => json!({"principal": session.principal.to_string()}),
+            }),
+            "/api/overview" => Response::json(&self.overview(&viewer).await),
+            "/api/topics" => {
+                Response::json(&image_api::topics_page(&self.image(), page, &|name| {
+                    viewer.may_describe_topic(name)
+                }))
+            }
+            "/api/groups" => match self.access(&viewer) {
+                Some((c, _)) => Response::json(&c.groups(&self.image()).await),
                 None => no_client(),
             },
             "/api/health" => {
+                if !viewer.may_describe_cluster() {
+                    return needs_cluster_describe();
+                }
                 let snapshot = self.health.lock().await.current(&self.config.health).await;
                 Response::json(&snapshot.health)
             }
             _ => {
                 if let Some(name) = path.strip_prefix("/api/topics/") {
-                    return self.topic(&percent_decode(name), page).await;
+                    return self.topic(&viewer, &percent_decode(name), page).await;
                 }
                 if let Some(id) = path.strip_prefix("/api/groups/") {
-                    return self.group(&percent_decode(id)).await;
+                    return self.group(&viewer, &percent_decode(id)).await;
                 }
                 Response::text("404 Not Found", "no such page\n")
+            }
+        }
+    }
+
+    fn page(&self) -> Response {
+        Response {
+            status: "200 OK",
+            content_type: "text/html; charset=utf-8",
+            body: self.page.as_bytes().to_vec(),
+            set_cookie: None,
+        }
+    }
+
+    /// `POST /api/login`: a session for a user the broker lets in.
+    async fn login(&self, login: &LoginConfig, request: &Request) -> Response {
+        let fields = login::form_fields(&request.body);
+        let field = |k: &str| fields.get(k).map(String::as_str).unwrap_or("");
+        match self
+            .sessions
+            .login(
+                login,
+                field("username"),
+                field("password"),
+                field("mechanism"),
+            )
+            .await
+        {
+            Ok(token) => {
+                let mut r = Response::json(&json!({
+                    "principal": kraftd_net::KafkaPrincipal::user(field("username")).to_string(),
+                }));
+                r.set_cookie = Some(format!(
+                    "{}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+                    login::COOKIE,
+                    login::MAX_AGE.as_secs()
+                ));
+                r
+            }
+            Err(e) => Response::json_status("401 Unauthorized", &json!({"error": e.to_string()})),
+        }
+    }
+
+    /// The client the viewer's pages ask the brokers through, and the bootstrap address:
+    /// the console's own without an authorizer, the user's login otherwise.
+    fn access<'a>(&'a self, viewer: &'a Viewer) -> Option<(&'a client::KafkaAccess, String)> {
+        match viewer {
+            Viewer::All => {
+                let (_, bootstrap, _) = self.config.client_listener.as_ref()?;
+                Some((self.client.as_ref()?, bootstrap.clone()))
+            }
+            Viewer::User { session, .. } => {
+                let login = self.config.login.as_ref()?;
+                Some((session.access.as_ref(), login.address.clone()))
             }
         }
     }
@@ -186,8 +356,20 @@ impl Console {
         summary
     }
 
-    async fn overview(&self) -> Value {
+    async fn overview(&self, viewer: &Viewer) -> Value {
         let image = self.image();
+        if !viewer.may_describe_cluster() {
+            // Counts over the topics the viewer may describe only, and nothing cluster-wide.
+            let summary =
+                image_api::Summary::of_visible(&image, &|name| viewer.may_describe_topic(name));
+            let mut value = image_api::overview(&self.config.cluster_id, &image, &summary);
+            value["node_id"] = json!(self.config.node_id);
+            value["restricted"] = json!(
+                "counts cover the topics you may describe; the quorum, request rates and \
+                 health need DESCRIBE on the cluster"
+            );
+            return value;
+        }
         let summary = self.summary(&image);
         let mut value = image_api::overview(&self.config.cluster_id, &image, &summary);
         let snapshot = self.health.lock().await.current(&self.config.health).await;
@@ -202,12 +384,21 @@ impl Console {
         value
     }
 
-    async fn topic(&self, name: &str, page: usize) -> Response {
+    async fn topic(&self, viewer: &Viewer, name: &str, page: usize) -> Response {
+        // Authorization first, as Kafka's Metadata: a topic the viewer may not describe is
+        // refused whether it exists or not.
+        if !viewer.may_describe_topic(name) {
+            return Response::text(
+                "403 Forbidden",
+                &format!("not authorized to describe topic {name}\n"),
+            );
+        }
         let image = self.image();
         let Some(mut value) = image_api::topic(&image, name, page) else {
             return Response::text("404 Not Found", &format!("no topic {name}\n"));
         };
-        if let (Some(client), Some(partitions)) = (&self.client, value["partitions"].as_array_mut())
+        let access = self.access(viewer);
+        if let (Some((client, _)), Some(partitions)) = (access, value["partitions"].as_array_mut())
         {
             let indexes: Vec<i32> = partitions
                 .iter()
@@ -231,16 +422,22 @@ impl Console {
         Response::json(&value)
     }
 
-    async fn group(&self, id: &str) -> Response {
-        let (Some(client), Some((_, bootstrap, _))) = (&self.client, &self.config.client_listener)
-        else {
+    async fn group(&self, viewer: &Viewer, id: &str) -> Response {
+        let Some((client, bootstrap)) = self.access(viewer) else {
             return no_client();
         };
-        match client.group(&self.image(), id, bootstrap).await {
+        match client.group(&self.image(), id, &bootstrap).await {
             Ok(v) => Response::json(&v),
             Err(e) => Response::json(&json!({"group_id": id, "error": e.to_string()})),
         }
     }
+}
+
+fn needs_cluster_describe() -> Response {
+    Response::text(
+        "403 Forbidden",
+        "the health page needs DESCRIBE on the cluster (as DescribeQuorum does)\n",
+    )
 }
 
 fn no_client() -> Response {

@@ -232,7 +232,7 @@ pub fn listener_table(table: Arc<ApiVersionsTable>) -> Arc<ApiVersionsTable> {
 
 /// Fills `buf` from the OS's CSPRNG; should that ever fail, from a hash of the time and a
 /// counter (nonces must not repeat; they need not be secret).
-pub(crate) fn random_bytes(buf: &mut [u8]) {
+pub fn random_bytes(buf: &mut [u8]) {
     if getrandom::fill(buf).is_ok() {
         return;
     }

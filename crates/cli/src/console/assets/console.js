@@ -38,11 +38,53 @@ function chart(id, title, series) {
     pts + "\"/></svg></div>";
 }
 
+// A 401 from the node: the cluster has an authorizer and this browser is not signed in.
+class LoginRequired extends Error {
+  constructor(body) { super("login required"); this.body = body; }
+}
+
 async function api(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
   const text = await r.text();
+  if (r.status === 401) throw new LoginRequired(JSON.parse(text || "{}"));
   if (!r.ok) throw new Error(r.status + " " + text.trim());
   return JSON.parse(text);
+}
+
+// The login form (SASL username and password; the broker checks them).
+function loginForm(body, error) {
+  const mechanisms = (body && body.mechanisms) || [];
+  return "<form id=\"login\"><h2>Sign in</h2><p>This cluster has an authorizer: sign in as a Kafka user " +
+    "to see what your principal may describe.</p>" +
+    "<label>Username <input name=\"username\" id=\"username\" autocomplete=\"username\"></label> " +
+    "<label>Password <input name=\"password\" id=\"password\" type=\"password\" autocomplete=\"current-password\"></label> " +
+    "<label>Mechanism <select name=\"mechanism\" id=\"mechanism\">" +
+    mechanisms.map(m => "<option>" + esc(m) + "</option>").join("") + "</select></label> " +
+    "<button type=\"submit\" id=\"login-submit\">Sign in</button>" +
+    (error ? "<p class=\"bad\" id=\"login-error\">" + esc(error) + "</p>" : "") + "</form>";
+}
+
+function showLogin(body, error) {
+  clearInterval(timer);
+  document.getElementById("view").innerHTML = loginForm(body, error);
+  document.getElementById("status").textContent = "not signed in";
+  document.getElementById("login").addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const form = new URLSearchParams(new FormData(ev.target));
+    const r = await fetch("/api/login", { method: "POST", body: form, credentials: "same-origin" });
+    const answer = JSON.parse((await r.text()) || "{}");
+    if (r.ok) {
+      start();
+    } else {
+      showLogin(body, answer.error || ("HTTP " + r.status));
+    }
+  });
+}
+
+async function logout() {
+  await fetch("/api/logout", { method: "POST", credentials: "same-origin" });
+  document.getElementById("who").textContent = "";
+  start();
 }
 
 function route() {
@@ -74,6 +116,7 @@ const views = {
       cell(b.state, b.state === "running" ? "ok" : "bad") + cell(b.rack) + num(b.leaders) + num(b.replicas) +
       cell(b.endpoints.join(" ")) + "</tr>");
     return "<h2>Cluster " + esc(o.cluster_id) + "</h2>" +
+      (o.restricted ? "<p class=\"warn\" id=\"restricted\">" + esc(o.restricted) + "</p>" : "") +
       "<div class=\"cards\">" +
       card("health", health, o.health_status === 0 ? "ok" : o.health_status === 1 ? "warn" : "bad") +
       card("metadata.version", o.metadata_version) +
@@ -181,6 +224,10 @@ async function refresh() {
       document.getElementById("first-data").textContent = firstData;
     }
   } catch (e) {
+    if (e instanceof LoginRequired) {
+      showLogin(e.body);
+      return;
+    }
     status.textContent = "error: " + e.message;
     document.getElementById("view").innerHTML = "<p class=\"bad\" id=\"error\">" + esc(e.message) + "</p>";
   }
@@ -195,8 +242,18 @@ try {
   }).observe({ type: "paint", buffered: true });
 } catch (e) { /* no paint timing in this browser */ }
 
+// Who is signed in (a cluster with an authorizer), for the header.
+async function whoami() {
+  try {
+    const w = await api("/api/whoami");
+    document.getElementById("who").textContent = w.principal ? w.principal + " " : "";
+    document.getElementById("logout").style.display = w.principal ? "" : "none";
+  } catch (e) { /* not signed in: the view shows the form */ }
+}
+
 function start() {
   clearInterval(timer);
+  whoami();
   refresh();
   timer = setInterval(refresh, POLL_MS);
 }
