@@ -412,6 +412,11 @@ while time.time() < deadline:
             "no {row} in the rendered topic page:\n{dom}"
         );
     }
+    let dom = chromium::dump_dom(&url("/transactions"));
+    assert!(
+        dom.contains("id=\"no-hanging\""),
+        "the rendered transactions page:\n{dom}"
+    );
     let dom = chromium::dump_dom(&url(&format!("/groups/{GROUP}")));
     assert!(
         dom.contains(&format!("id=\"total-lag\">{lag}<")),
@@ -668,8 +673,8 @@ fn the_console_asks_for_a_sasl_login_and_shows_only_what_the_principal_may_descr
 
     // The admin makes two topics and two groups; alice may describe one of each.
     let setup = r#"
-import sys, json
-from confluent_kafka import Consumer, TopicPartition
+import os, sys, json
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, NewTopic, AclBinding, ResourceType,
     ResourcePatternType, AclOperation, AclPermissionType)
 bootstrap = sys.argv[1]
@@ -688,7 +693,14 @@ for group in ("g-alice", "g-secret"):
     c = Consumer(dict(conf, **{"group.id": group, "enable.auto.commit": False}))
     c.commit(offsets=[TopicPartition("visible-t", 0, 0)], asynchronous=False)
     c.close()
-print("all ok")
+# A transaction left open: its producer exits without committing.
+p = Producer(dict(conf, **{"transactional.id": "console-txn", "transaction.timeout.ms": 300000}))
+p.init_transactions(30)
+p.begin_transaction()
+p.produce("visible-t", b"x")
+p.flush(30)
+print("all ok", flush=True)
+os._exit(0)
 "#;
     eventually(
         "the admin's topics, ACLs and groups",
@@ -764,7 +776,9 @@ print("all ok")
     assert_eq!(get(&alice, "/api/topics/hidden-t").0, 403);
     assert_eq!(get(&alice, "/api/topics/no-such-topic").0, 403);
     let topic = json(&alice, "/api/topics/visible-t");
-    assert_eq!(topic["partitions"][0]["high_watermark"], 0, "{topic}");
+    // One record in a transaction still open: the HW is past it, the LSO before it.
+    assert_eq!(topic["partitions"][0]["high_watermark"], 1, "{topic}");
+    assert_eq!(topic["partitions"][0]["last_stable"], 0, "{topic}");
     let overview = json(&alice, "/api/overview");
     assert_eq!(overview["topics"], 1, "{overview}");
     assert!(overview["quorum"].is_null() && overview["restricted"].is_string());
@@ -801,6 +815,26 @@ print("all ok")
         let n = groups["groups"].as_array().map_or(0, Vec::len);
         (n == 2).then_some(()).ok_or_else(|| groups.to_string())
     });
+
+    // The open transaction: the admin sees it, alice (no DESCRIBE on its transactional id)
+    // does not; nothing hangs.
+    eventually(
+        "the admin's transactions",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let t = json(&admin, "/api/transactions");
+            let row = &t["transactions"][0];
+            (row["transactional_id"] == "console-txn"
+                && row["state"] == "Ongoing"
+                && row["partitions"] == serde_json::json!(["visible-t-0"])
+                && t["hanging"] == serde_json::json!([]))
+            .then_some(())
+            .ok_or_else(|| t.to_string())
+        },
+    );
+    let t = json(&alice, "/api/transactions");
+    assert_eq!(t["transactions"], serde_json::json!([]), "{t}");
 
     // After logout the session is gone.
     let (status, cleared, _) = http(metrics, "POST", "/api/logout", Some(&alice), "");

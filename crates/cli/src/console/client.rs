@@ -73,7 +73,7 @@ impl KafkaAccess {
     }
 
     /// `host:port` of broker `id` on the console's listener, from the image.
-    fn address(&self, image: &MetadataImage, id: i32) -> Option<String> {
+    pub(super) fn address(&self, image: &MetadataImage, id: i32) -> Option<String> {
         let b = image.cluster.broker(id)?;
         let e = b.listeners.get(&self.listener)?;
         Some(format!("{}:{}", e.host, e.port))
@@ -114,7 +114,7 @@ impl KafkaAccess {
         Ok((channel, versions))
     }
 
-    async fn ask(
+    pub(super) async fn ask(
         &self,
         address: &str,
         key: ApiKey,

@@ -61,6 +61,8 @@ pub struct Session {
     pub principal: KafkaPrincipal,
     /// A client of the brokers logged in as the user.
     pub access: Arc<KafkaAccess>,
+    /// The user's own hanging-transaction scan (what it may describe is its own).
+    pub hanging: tokio::sync::Mutex<super::transactions::HangingScan>,
     created: Instant,
     last_used: Mutex<Instant>,
 }
@@ -169,6 +171,7 @@ impl Sessions {
         let session = Arc::new(Session {
             principal: KafkaPrincipal::user(username),
             access: Arc::new(KafkaAccess::new(config.listener.clone(), security)),
+            hanging: Default::default(),
             created: Instant::now(),
             last_used: Mutex::new(Instant::now()),
         });

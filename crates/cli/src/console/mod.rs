@@ -11,6 +11,8 @@
 //!   partitions (leader, replicas, ISR, ELR, log start, HW, LSO) and its config overrides;
 //! - `/api/groups` and `/api/groups/<id>` — the groups; one group's members, assignments,
 //!   committed offsets and lag per partition;
+//! - `/api/transactions` — every transaction the coordinators hold (state, age, partitions)
+//!   and the hanging ones by `kafka-transactions find-hanging`'s rule (`transactions.rs`);
 //! - `/api/health` — `kraftd doctor`'s findings.
 //!
 //! Where each comes from and what it costs: `image_api.rs` (the node's metadata image),
@@ -21,7 +23,10 @@
 //! the shared health snapshot; a topics page is 50 topics of the image; a topic page 50
 //! partitions plus 3 ListOffsets per leader of those; the group list one ListGroups per
 //! broker; a group page FindCoordinator, DescribeGroups, OffsetFetch and one ListOffsets per
-//! leader of its partitions; the health page (and the overview's quorum and request rates)
+//! leader of its partitions; the transactions page one ListTransactions and one
+//! DescribeTransactions per broker, plus, at most every 30 s, DescribeProducers to each leader
+//! for every partition (O(partitions); one scan per viewer); the health page (and the
+//! overview's quorum and request rates)
 //! one diagnosis per 2 s whatever the number of pages: DescribeQuorum plus the doctor's
 //! DescribeCluster, Metadata and DescribeConfigs (O(partitions), as `kraftd doctor`). The
 //! page itself is ~13 KB, sent once per load.
@@ -38,6 +43,7 @@ mod client;
 mod health;
 mod image_api;
 pub mod login;
+mod transactions;
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -183,6 +189,9 @@ pub struct Console {
     summary: Mutex<Option<(Arc<MetadataImage>, Arc<image_api::Summary>)>>,
     health: tokio::sync::Mutex<health::HealthState>,
     sessions: Sessions,
+    /// The last hanging-transaction scan as this node's own client sees it (a signed-in
+    /// user's is kept in its session: what it may describe differs).
+    hanging: tokio::sync::Mutex<transactions::HangingScan>,
 }
 
 impl Console {
@@ -198,6 +207,7 @@ impl Console {
             summary: Mutex::new(None),
             health: tokio::sync::Mutex::new(health::HealthState::default()),
             sessions: Sessions::default(),
+            hanging: tokio::sync::Mutex::new(transactions::HangingScan::default()),
         }
     }
 
@@ -266,6 +276,24 @@ impl Console {
                 Some((c, _)) => Response::json(&c.groups(&self.image()).await),
                 None => no_client(),
             },
+            "/api/transactions" => {
+                let Some((client, _)) = self.access(&viewer) else {
+                    return no_client();
+                };
+                let scan = match &viewer {
+                    Viewer::All => &self.hanging,
+                    Viewer::User { session, .. } => &session.hanging,
+                };
+                Response::json(
+                    &client
+                        .transactions_page(
+                            &self.image(),
+                            scan,
+                            transactions::DEFAULT_MAX_TIMEOUT_MS,
+                        )
+                        .await,
+                )
+            }
             "/api/health" => {
                 if !viewer.may_describe_cluster() {
                     return needs_cluster_describe();

@@ -159,6 +159,26 @@ const views = {
       (g.errors.length ? "<p class=\"warn\">" + g.errors.map(esc).join("<br>") + "</p>" : "");
   },
 
+  async transactions() {
+    const t = await api("/api/transactions");
+    const age = ms => ms === null || ms === undefined ? "–" : (ms / 1000).toFixed(1) + " s";
+    const rows = t.transactions.map(x =>
+      "<tr data-transaction=\"" + esc(x.transactional_id) + "\" data-state=\"" + esc(x.state) + "\">" +
+      cell(x.transactional_id) + cell(x.state) + num(x.coordinator) + num(x.producer_id) + num(x.producer_epoch) +
+      cell(age(x.age_ms), x.age_ms > x.timeout_ms ? "bad" : "") + num(x.timeout_ms) + cell(x.partitions.join(" ")) + "</tr>");
+    const hanging = t.hanging.map(h =>
+      "<tr data-hanging=\"" + esc(h.topic) + "-" + h.partition + "\">" + cell(h.topic) + num(h.partition) + num(h.leader) +
+      num(h.producer_id) + num(h.producer_epoch) + num(h.start_offset) + cell(age(h.age_ms), "bad") +
+      cell(h.transactional_id) + "</tr>");
+    return "<h2>Transactions</h2>" + table(["transactional id", "state", "coordinator", "producer id", "epoch",
+      "open for", "timeout ms", "partitions"], rows) +
+      "<h2>Hanging</h2><p>Open transactions older than " + esc(t.max_timeout_ms / 60000) +
+      " minutes that no coordinator will finish (<code>kafka-transactions find-hanging</code>'s rule; checked " +
+      esc(new Date(t.hanging_checked_at_ms).toLocaleTimeString()) + ").</p>" +
+      (hanging.length ? table(["topic", "partition", "leader", "producer id", "epoch", "start offset", "open for",
+        "transactional id"], hanging) : "<p class=\"ok\" id=\"no-hanging\">none</p>") +
+      (t.errors.length ? "<p class=\"warn\">" + esc(t.errors.join("; ")) + "</p>" : "");
+  },
   async health() {
     const h = await api("/api/health");
     const rows = h.findings.map(f =>
