@@ -291,6 +291,45 @@ print("read", read)
                 .ok_or_else(|| format!("console {seen:?} vs tool {expected:?}"))
         },
     );
+    // Each replica's size equals what kafka-log-dirs --describe reports for it.
+    let brokers_list = "2,3,4";
+    eventually(
+        "the console's replica sizes equal kafka-log-dirs'",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let tool: Value = serde_json::from_str(&common::kafka_jars::log_dirs_json(
+                &bootstrap,
+                brokers_list,
+            )?)
+            .map_err(|e| e.to_string())?;
+            let mut from_tool = BTreeMap::new();
+            for b in tool["brokers"].as_array().ok_or("no brokers")? {
+                let broker = b["broker"].as_i64().ok_or("no broker id")?;
+                for dir in b["logDirs"].as_array().ok_or("no logDirs")? {
+                    for p in dir["partitions"].as_array().ok_or("no partitions")? {
+                        let name = p["partition"].as_str().ok_or("no partition")?;
+                        if let Some(index) = name.strip_prefix(&format!("{TOPIC}-")) {
+                            let index: i64 = index.parse().map_err(|_| name.to_string())?;
+                            from_tool.insert((index, broker), p["size"].as_i64().unwrap_or(-1));
+                        }
+                    }
+                }
+            }
+            let t = api(port, &format!("/api/topics/{TOPIC}"))?;
+            let mut from_console = BTreeMap::new();
+            for p in t["partitions"].as_array().ok_or("no partitions")? {
+                let index = p["partition"].as_i64().ok_or("no index")?;
+                for (broker, size) in p["sizes"].as_object().ok_or("no sizes")? {
+                    let broker: i64 = broker.parse().map_err(|_| broker.clone())?;
+                    from_console.insert((index, broker), size.as_i64().unwrap_or(-2));
+                }
+            }
+            (from_console == from_tool && from_tool.len() == 9)
+                .then_some(())
+                .ok_or_else(|| format!("console {from_console:?} vs tool {from_tool:?}"))
+        },
+    );
     let t = api(port, &format!("/api/topics/{TOPIC}")).unwrap();
     let hw: i64 = t["partitions"]
         .as_array()

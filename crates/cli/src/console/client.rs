@@ -21,10 +21,11 @@ use anyhow::{anyhow, bail, Result};
 use bytes::Buf;
 use kraftd_controller::MetadataImage;
 use kraftd_net::{Channel, ClientSecurity};
+use kraftd_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{
-    ConsumerProtocolAssignment, DescribeGroupsRequest, FindCoordinatorRequest, ListGroupsRequest,
-    ListOffsetsRequest, OffsetFetchRequest,
+    ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeLogDirsRequest,
+    FindCoordinatorRequest, ListGroupsRequest, ListOffsetsRequest, OffsetFetchRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, Message, RequestBody, ResponseBody};
 use serde_json::{json, Value};
@@ -376,6 +377,54 @@ impl KafkaAccess {
     }
 
     /// Log start, HW and LSO of `partitions` of `topic`, from their leaders.
+    /// The size in bytes of each replica of `topic`'s `partitions`, by (partition, broker),
+    /// from DescribeLogDirs to every broker holding one (future replicas of a move between
+    /// dirs left out). A broker that refuses (DescribeLogDirs needs DESCRIBE on the cluster)
+    /// or does not answer is missing from the map.
+    pub async fn replica_sizes(
+        &self,
+        image: &MetadataImage,
+        topic: &str,
+        partitions: &[i32],
+    ) -> BTreeMap<(i32, i32), i64> {
+        let Some(t) = image.topics.get_by_name(topic) else {
+            return BTreeMap::new();
+        };
+        let brokers: BTreeSet<i32> = partitions
+            .iter()
+            .filter_map(|p| t.partitions.get(p))
+            .flat_map(|p| p.replicas.iter().copied())
+            .collect();
+        let mut sizes = BTreeMap::new();
+        for broker in brokers {
+            let Some(address) = self.address(image, broker) else {
+                continue;
+            };
+            let body = RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
+                topics: Some(vec![DescribableLogDirTopic {
+                    topic: topic.to_string(),
+                    partitions: partitions.to_vec(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            });
+            let Ok(ResponseBody::DescribeLogDirs(r)) = self
+                .ask(&address, ApiKey::DescribeLogDirs, i16::MAX, body)
+                .await
+            else {
+                continue;
+            };
+            for dir in r.results.iter().filter(|d| d.error_code == 0) {
+                for tp in dir.topics.iter().filter(|tp| tp.name == topic) {
+                    for p in tp.partitions.iter().filter(|p| !p.is_future_key) {
+                        sizes.insert((p.partition_index, broker), p.partition_size);
+                    }
+                }
+            }
+        }
+        sizes
+    }
+
     pub async fn partition_offsets(
         &self,
         image: &MetadataImage,

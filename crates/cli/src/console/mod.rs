@@ -21,7 +21,8 @@
 //! Cost per open page (each polls its one endpoint every 2 s): the overview reads the
 //! image's summary (one O(partitions) walk per metadata change, shared by all pages) and
 //! the shared health snapshot; a topics page is 50 topics of the image; a topic page 50
-//! partitions plus 3 ListOffsets per leader of those; the group list one ListGroups per
+//! partitions plus 3 ListOffsets per leader of those and one DescribeLogDirs per broker
+//! holding a replica of them (each replica's size); the group list one ListGroups per
 //! broker; a group page FindCoordinator, DescribeGroups, OffsetFetch and one ListOffsets per
 //! leader of its partitions; the transactions page one ListTransactions and one
 //! DescribeTransactions per broker, plus, at most every 30 s, DescribeProducers to each leader
@@ -433,8 +434,18 @@ impl Console {
                 .filter_map(|p| p["partition"].as_i64())
                 .filter_map(|p| i32::try_from(p).ok())
                 .collect();
-            let offsets = client.partition_offsets(&image, name, &indexes).await;
+            let (offsets, sizes) = tokio::join!(
+                client.partition_offsets(&image, name, &indexes),
+                client.replica_sizes(&image, name, &indexes),
+            );
             for p in partitions.iter_mut() {
+                if let Some(i) = p["partition"].as_i64().and_then(|i| i32::try_from(i).ok()) {
+                    let replica_sizes: serde_json::Map<String, Value> = sizes
+                        .range((i, i32::MIN)..=(i, i32::MAX))
+                        .map(|((_, broker), bytes)| (broker.to_string(), json!(bytes)))
+                        .collect();
+                    p["sizes"] = Value::Object(replica_sizes);
+                }
                 let Some(o) = p["partition"]
                     .as_i64()
                     .and_then(|i| i32::try_from(i).ok())

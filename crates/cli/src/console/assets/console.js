@@ -23,6 +23,12 @@ function num(v) { return cell(v, "num"); }
 function card(label, value, cls) {
   return "<div class=\"card\"><span>" + esc(label) + "</span><b class=\"" + (cls || "") + "\">" + esc(value) + "</b></div>";
 }
+function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + units[i];
+}
 function push(series, value) { series.push(value); if (series.length > HISTORY) series.shift(); }
 
 // A line chart of `series` (numbers) as inline SVG.
@@ -204,10 +210,12 @@ async function topic(name, page) {
     "<tr data-partition=\"" + p.partition + "\" data-leader=\"" + p.leader + "\" data-isr=\"" + list(p.isr) + "\">" +
     num(p.partition) + cell(p.leader, p.leader < 0 ? "bad" : "") + cell(list(p.replicas)) +
     cell(list(p.isr), p.under_replicated ? "bad" : "") + cell(list(p.elr)) + num(p.log_start) + num(p.high_watermark) +
-    num(p.last_stable) + "</tr>");
+    num(p.last_stable) + "<td data-sizes=\"" + p.partition + "\">" +
+    esc(Object.entries(p.sizes || {}).map(([b, n]) => b + ": " + bytes(n)).join(", ")) + "</td></tr>");
   const configs = t.configs.map(c => "<tr>" + cell(c.name) + cell(c.value) + cell(c.source) + "</tr>");
   return "<h2>Topic " + esc(t.name) + "</h2><p>id " + esc(t.id) + ", " + esc(t.total) + " partitions</p>" +
-    table(["partition", "leader", "replicas", "ISR", "ELR", "log start", "high watermark", "LSO"], rows) +
+    table(["partition", "leader", "replicas", "ISR", "ELR", "log start", "high watermark", "LSO",
+      "size per replica (broker: bytes)"], rows) +
     pager("#/topics/" + encodeURIComponent(name), t) +
     "<h2>Configs set on the topic</h2>" + (configs.length ? table(["name", "value", "source"], configs) : "<p>none (every config at its default)</p>");
 }
