@@ -77,7 +77,7 @@ impl Cluster {
         }
         let metrics_ports: Vec<u16> = brokers.iter().map(|_| common::free_port()).collect();
         for (node, port) in brokers.iter().zip(&metrics_ports) {
-            node.add_config(&[&format!("metrics.port={port}")]);
+            node.add_config(&[&format!("metrics.port={port}"), "console.enable=true"]);
         }
         for node in controllers.iter_mut().chain(brokers.iter_mut()) {
             node.start();
@@ -775,6 +775,24 @@ fn kafka_share_groups_and_the_console_share_consumer_work_on_a_share_group() {
         .map(|r| r[4].parse::<u64>().unwrap())
         .sum();
     assert_eq!(lag, 20, "{offsets}");
+    // kraftd's web console shows the share group as the tool does: each partition's start
+    // offset and lag (ShareGroupDescribe and DescribeShareGroupOffsets).
+    if let Cluster::Kraftd { metrics_ports, .. } = &cluster {
+        let page = console_json(metrics_ports[0], "/api/groups/g-tools");
+        assert_eq!(page["protocol_type"], "share", "{page}");
+        assert_eq!(page["total_lag"], 20, "{page}");
+        let console: BTreeSet<(String, String)> = page["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["partition"].to_string(), p["committed"].to_string()))
+            .collect();
+        let tool: BTreeSet<(String, String)> = rows(&offsets, "g-tools")
+            .iter()
+            .map(|r| (r[2].clone(), r[3].clone()))
+            .collect();
+        assert_eq!(console, tool, "console {page} vs tool {offsets}");
+    }
     let bootstrap = cluster.bootstrap();
     let console = run_tool(
         "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
@@ -818,6 +836,18 @@ fn kafka_share_groups_and_the_console_share_consumer_work_on_a_share_group() {
 
 /// The `DLQ <partition> <key> <value> <headers>` lines of a run, as (partition, key, value,
 /// headers) in the order read.
+/// A GET of the web console's JSON `path` on `127.0.0.1:port`.
+fn console_json(port: u16, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {response}");
+    serde_json::from_str(body).unwrap()
+}
+
 fn dlq_lines(run: &Run) -> Vec<(i32, String, String, String)> {
     run.stdout
         .lines()

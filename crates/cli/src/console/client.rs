@@ -22,15 +22,25 @@ use bytes::Buf;
 use kraftd_controller::MetadataImage;
 use kraftd_net::{Channel, ClientSecurity};
 use kraftd_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+use kraftd_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeLogDirsRequest,
-    FindCoordinatorRequest, ListGroupsRequest, ListOffsetsRequest, OffsetFetchRequest,
+    DescribeShareGroupOffsetsRequest, FindCoordinatorRequest, ListGroupsRequest,
+    ListOffsetsRequest, OffsetFetchRequest, ShareGroupDescribeRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, Message, RequestBody, ResponseBody};
 use serde_json::{json, Value};
 
 use crate::metadata_quorum::{self, api_versions, call, error_name, Versions};
+
+/// Every partition of `topics` (by name) as `topic-partition` keys.
+fn keyed(topics: impl IntoIterator<Item = (String, Vec<i32>)>) -> Vec<(String, i32)> {
+    topics
+        .into_iter()
+        .flat_map(|(t, ps)| ps.into_iter().map(move |p| (t.clone(), p)))
+        .collect()
+}
 
 /// ListOffsets' timestamp for the latest offset (the HW under read_uncommitted, the LSO
 /// under read_committed).
@@ -212,6 +222,13 @@ impl KafkaAccess {
             .into_iter()
             .next()
             .ok_or_else(|| anyhow!("{coordinator}: DescribeGroups named no group"))?;
+        if group.error_code == ErrorCode::GroupIdNotFound.code() {
+            // Not a classic or consumer group: a share group answers ShareGroupDescribe
+            // (DescribeGroups does not describe it, as in Kafka).
+            return self
+                .share_group(image, id, &coordinator, found.node_id)
+                .await;
+        }
         if group.error_code != ErrorCode::None.code() {
             bail!("DescribeGroups for {id}: {}", error_name(group.error_code));
         }
@@ -377,6 +394,132 @@ impl KafkaAccess {
     }
 
     /// Log start, HW and LSO of `partitions` of `topic`, from their leaders.
+    /// A share group's page as `kafka-share-groups --describe --members --offsets` shows it:
+    /// ShareGroupDescribe (members and the partitions each is assigned; several members may
+    /// share one) and DescribeShareGroupOffsets (each partition's share-partition start
+    /// offset and lag), both to the group's coordinator.
+    async fn share_group(
+        &self,
+        image: &MetadataImage,
+        id: &str,
+        coordinator: &str,
+        coordinator_id: i32,
+    ) -> Result<Value> {
+        let body = RequestBody::ShareGroupDescribe(ShareGroupDescribeRequest {
+            group_ids: vec![id.to_string()],
+            ..Default::default()
+        });
+        let ResponseBody::ShareGroupDescribe(described) = self
+            .ask(coordinator, ApiKey::ShareGroupDescribe, i16::MAX, body)
+            .await?
+        else {
+            bail!("{coordinator}: answered ShareGroupDescribe with another response");
+        };
+        let group = described
+            .groups
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow!("{coordinator}: ShareGroupDescribe named no group"))?;
+        if group.error_code != ErrorCode::None.code() {
+            bail!(
+                "ShareGroupDescribe for {id}: {}",
+                error_name(group.error_code)
+            );
+        }
+        let body = RequestBody::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest {
+            groups: vec![DescribeShareGroupOffsetsRequestGroup {
+                group_id: id.to_string(),
+                topics: None,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let ResponseBody::DescribeShareGroupOffsets(offsets) = self
+            .ask(
+                coordinator,
+                ApiKey::DescribeShareGroupOffsets,
+                i16::MAX,
+                body,
+            )
+            .await?
+        else {
+            bail!("{coordinator}: answered DescribeShareGroupOffsets with another response");
+        };
+        // (topic, partition) → (start offset, lag), and the members assigned each.
+        let mut starts: BTreeMap<(String, i32), (i64, i64)> = BTreeMap::new();
+        for g in offsets.groups.iter().filter(|g| g.error_code == 0) {
+            for t in &g.topics {
+                for p in t.partitions.iter().filter(|p| p.error_code == 0) {
+                    starts.insert(
+                        (t.topic_name.clone(), p.partition_index),
+                        (p.start_offset, p.lag),
+                    );
+                }
+            }
+        }
+        let mut owners: BTreeMap<(String, i32), Vec<String>> = BTreeMap::new();
+        let members: Vec<Value> = group
+            .members
+            .iter()
+            .map(|m| {
+                let assignment: Vec<(String, Vec<i32>)> = m
+                    .assignment
+                    .topic_partitions
+                    .iter()
+                    .map(|t| (t.topic_name.clone(), t.partitions.clone()))
+                    .collect();
+                for key in keyed(assignment.clone()) {
+                    owners.entry(key).or_default().push(m.member_id.clone());
+                }
+                json!({
+                    "member_id": m.member_id,
+                    "instance_id": Value::Null,
+                    "client_id": m.client_id,
+                    "host": m.client_host,
+                    "assignment": assignment
+                        .iter()
+                        .map(|(t, ps)| json!({"topic": t, "partitions": ps}))
+                        .collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let keys: BTreeSet<(String, i32)> = owners.keys().chain(starts.keys()).cloned().collect();
+        let ends = self.latest_offsets(image, &keys, 0).await;
+        let mut total_lag = 0;
+        let partitions: Vec<Value> = keys
+            .iter()
+            .map(|key| {
+                let (start, lag) = match starts.get(key) {
+                    // -1: the share partition has no state yet.
+                    Some((s, l)) if *s >= 0 => (Some(*s), Some(*l)),
+                    _ => (None, None),
+                };
+                total_lag += lag.unwrap_or(0).max(0);
+                let assigned = owners.get(key).map(|m| m.join(","));
+                json!({
+                    "topic": key.0,
+                    "partition": key.1,
+                    "committed": start,
+                    "log_end": ends.get(key).copied(),
+                    "lag": lag,
+                    "member_id": assigned,
+                    "client_id": Value::Null,
+                    "host": Value::Null,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "group_id": group.group_id,
+            "state": group.group_state,
+            "protocol_type": "share",
+            "assignor": group.assignor_name,
+            "coordinator": coordinator_id,
+            "members": members,
+            "partitions": partitions,
+            "total_lag": total_lag,
+        }))
+    }
+
     /// The size in bytes of each replica of `topic`'s `partitions`, by (partition, broker),
     /// from DescribeLogDirs to every broker holding one (future replicas of a move between
     /// dirs left out). A broker that refuses (DescribeLogDirs needs DESCRIBE on the cluster)

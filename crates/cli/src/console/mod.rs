@@ -10,7 +10,8 @@
 //! - `/api/topics?page=N` and `/api/topics/<name>?page=N` — a page of topics; one topic's
 //!   partitions (leader, replicas, ISR, ELR, log start, HW, LSO) and its config overrides;
 //! - `/api/groups` and `/api/groups/<id>` — the groups; one group's members, assignments,
-//!   committed offsets and lag per partition;
+//!   committed offsets and lag per partition (a share group's: its members, the partitions
+//!   each shares, and each partition's start offset and lag);
 //! - `/api/transactions` — every transaction the coordinators hold (state, age, partitions)
 //!   and the hanging ones by `kafka-transactions find-hanging`'s rule (`transactions.rs`);
 //! - `/api/health` — `kraftd doctor`'s findings.
