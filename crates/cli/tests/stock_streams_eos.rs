@@ -186,24 +186,29 @@ impl Protocol {
 /// Streams members are fenced 6 s after their last heartbeat (the broker's
 /// `group.streams.session.timeout.ms`; Kafka's least is 45 s unless lowered, as here), as
 /// the classic members by the application's `session.timeout.ms`.
-fn combined_node(root: &Path) -> (Node, u16) {
+/// The node's web console is on: the node, its client port and its console's port.
+fn combined_node(root: &Path) -> (Node, u16, u16) {
+    let console = common::free_port();
     let (mut node, client) = formatted_combined_node(
         root,
-        "offsets.topic.replication.factor=1\noffsets.topic.num.partitions=10\n\
+        &format!(
+            "console.enable=true\nmetrics.port={console}\n\
+         offsets.topic.replication.factor=1\noffsets.topic.num.partitions=10\n\
          transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
          transaction.state.log.num.partitions=10\n\
          group.initial.rebalance.delay.ms=0\n\
          group.streams.min.session.timeout.ms=6000\ngroup.streams.session.timeout.ms=6000\n\
-         group.streams.min.heartbeat.interval.ms=1000\ngroup.streams.heartbeat.interval.ms=1000\n",
+         group.streams.min.heartbeat.interval.ms=1000\ngroup.streams.heartbeat.interval.ms=1000\n"
+        ),
     );
     node.start();
-    (node, client)
+    (node, client, console)
 }
 
 /// A started node under `root` with the feeder writing to `wc-in` (created): the node, its
-/// bootstrap address, the feeder and the file that stops it.
-fn fed_node(root: &Path) -> (Node, String, Script, PathBuf) {
-    let (node, client) = combined_node(root);
+/// bootstrap address, the feeder, the file that stops it and the console's port.
+fn fed_node(root: &Path) -> (Node, String, Script, PathBuf, u16) {
+    let (node, client, console) = combined_node(root);
     let bootstrap = format!("127.0.0.1:{client}");
     wait_until_brokers_listed(&bootstrap, 1, || node.logs());
     let stop = root.join("stop");
@@ -213,7 +218,7 @@ fn fed_node(root: &Path) -> (Node, String, Script, PathBuf) {
         &["feed", &bootstrap, stop.to_str().unwrap()],
     );
     feed.wait_line_or(60, "the topics created", |l| l == "created", || node.logs());
-    (node, bootstrap, feed, stop)
+    (node, bootstrap, feed, stop, console)
 }
 
 /// Kafka's `kafka-streams-groups` with `args` against `bootstrap`: its stdout, having
@@ -231,6 +236,18 @@ fn streams_groups_tool(bootstrap: &str, args: &[&str]) -> String {
         "kafka-streams-groups {args:?} failed\n{stdout}\n{stderr}"
     );
     stdout
+}
+
+/// A GET of the web console's JSON `path` on `127.0.0.1:port`.
+fn console_json(port: u16, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {response}");
+    serde_json::from_str(body).unwrap()
 }
 
 /// `javac` of the application into `root/classes`.
@@ -287,7 +304,7 @@ fn streams_protocol_interactive_queries_metadata_names_every_instance_and_partit
     python();
     let root = tempfile::tempdir().unwrap();
     let classes = compile(root.path());
-    let (mut node, bootstrap, feed, stop) = fed_node(root.path());
+    let (mut node, bootstrap, feed, stop, _console) = fed_node(root.path());
     let endpoint = |port: u16| vec![format!("application.server=localhost:{port}")];
     let a = Instance::start(
         root.path(),
@@ -354,7 +371,7 @@ fn run(protocol: Protocol) {
     let started = Instant::now();
     let root = tempfile::tempdir().unwrap();
     let classes = compile(root.path());
-    let (mut node, bootstrap, mut feed, stop) = fed_node(root.path());
+    let (mut node, bootstrap, mut feed, stop, console) = fed_node(root.path());
 
     let running = "STATE REBALANCING -> RUNNING";
     let mut a = Instance::start(root.path(), &classes, &bootstrap, "A", protocol, &[]);
@@ -392,6 +409,26 @@ fn run(protocol: Protocol) {
         let members =
             streams_groups_tool(&bootstrap, &["--describe", "--group", "wc", "--members"]);
         eprintln!("kafka-streams-groups --describe:\n{described}\n{members}");
+        // kraftd's web console names the same members, each with its tasks.
+        let page = console_json(console, "/api/groups/wc");
+        assert_eq!(page["protocol_type"], "streams", "{page}");
+        let console_members: Vec<&str> = page["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["member_id"].as_str())
+            .collect();
+        assert!(
+            !console_members.is_empty() && console_members.iter().all(|m| members.contains(m)),
+            "console {page} vs kafka-streams-groups --members:\n{members}"
+        );
+        let active: usize = page["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["active_tasks"].as_array().map_or(0, Vec::len))
+            .sum();
+        assert!(active > 0, "no active task on the console: {page}");
     }
     let at = Instant::now();
     let runs = c.count(running);

@@ -24,10 +24,11 @@ use kraftd_net::{Channel, ClientSecurity};
 use kraftd_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kraftd_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kraftd_protocol::messages::streams_group_describe_response::TaskIds as StreamsTaskIds;
 use kraftd_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeLogDirsRequest,
     DescribeShareGroupOffsetsRequest, FindCoordinatorRequest, ListGroupsRequest,
-    ListOffsetsRequest, OffsetFetchRequest, ShareGroupDescribeRequest,
+    ListOffsetsRequest, OffsetFetchRequest, ShareGroupDescribeRequest, StreamsGroupDescribeRequest,
 };
 use kraftd_protocol::{ApiKey, ErrorCode, Message, RequestBody, ResponseBody};
 use serde_json::{json, Value};
@@ -420,6 +421,11 @@ impl KafkaAccess {
             .into_iter()
             .next()
             .ok_or_else(|| anyhow!("{coordinator}: ShareGroupDescribe named no group"))?;
+        if group.error_code == ErrorCode::GroupIdNotFound.code() {
+            return self
+                .streams_group(image, id, coordinator, coordinator_id)
+                .await;
+        }
         if group.error_code != ErrorCode::None.code() {
             bail!(
                 "ShareGroupDescribe for {id}: {}",
@@ -512,6 +518,134 @@ impl KafkaAccess {
             "group_id": group.group_id,
             "state": group.group_state,
             "protocol_type": "share",
+            "assignor": group.assignor_name,
+            "coordinator": coordinator_id,
+            "members": members,
+            "partitions": partitions,
+            "total_lag": total_lag,
+        }))
+    }
+
+    /// A streams group's page as `kafka-streams-groups --describe --members --offsets`
+    /// shows it: StreamsGroupDescribe (members, their active, standby and warm-up tasks, and
+    /// the topology naming each subtopology's source topics) and OffsetFetch (the offsets
+    /// the group committed), each source partition owned by the member with its active task.
+    async fn streams_group(
+        &self,
+        image: &MetadataImage,
+        id: &str,
+        coordinator: &str,
+        coordinator_id: i32,
+    ) -> Result<Value> {
+        let body = RequestBody::StreamsGroupDescribe(StreamsGroupDescribeRequest {
+            group_ids: vec![id.to_string()],
+            ..Default::default()
+        });
+        let ResponseBody::StreamsGroupDescribe(described) = self
+            .ask(coordinator, ApiKey::StreamsGroupDescribe, i16::MAX, body)
+            .await?
+        else {
+            bail!("{coordinator}: answered StreamsGroupDescribe with another response");
+        };
+        let group = described
+            .groups
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow!("{coordinator}: StreamsGroupDescribe named no group"))?;
+        if group.error_code != ErrorCode::None.code() {
+            bail!("no group {id}: {}", error_name(group.error_code));
+        }
+        let sources: BTreeMap<String, Vec<String>> = group
+            .topology
+            .as_ref()
+            .and_then(|t| t.subtopologies.as_ref())
+            .map(|subs| {
+                subs.iter()
+                    .map(|s| (s.subtopology_id.clone(), s.source_topics.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let tasks = |t: &[StreamsTaskIds]| {
+            t.iter()
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(move |p| format!("{}_{p}", t.subtopology_id))
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut owners: BTreeMap<(String, i32), usize> = BTreeMap::new();
+        let mut members = Vec::new();
+        for (i, m) in group.members.iter().enumerate() {
+            for t in &m.assignment.active_tasks {
+                for topic in sources.get(&t.subtopology_id).into_iter().flatten() {
+                    for p in &t.partitions {
+                        owners.insert((topic.clone(), *p), i);
+                    }
+                }
+            }
+            members.push(json!({
+                "member_id": m.member_id,
+                "instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "process_id": m.process_id,
+                "active_tasks": tasks(&m.assignment.active_tasks),
+                "standby_tasks": tasks(&m.assignment.standby_tasks),
+                "warmup_tasks": tasks(&m.assignment.warmup_tasks),
+                "assignment": [],
+            }));
+        }
+        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
+            group_id: id.to_string(),
+            topics: None,
+            ..Default::default()
+        });
+        let ResponseBody::OffsetFetch(fetched) = self
+            .ask(coordinator, ApiKey::OffsetFetch, OFFSET_FETCH_MAX, body)
+            .await?
+        else {
+            bail!("{coordinator}: answered OffsetFetch with another response");
+        };
+        let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
+        for t in &fetched.topics {
+            for p in &t.partitions {
+                if p.error_code == ErrorCode::None.code() && p.committed_offset >= 0 {
+                    committed.insert((t.name.clone(), p.partition_index), p.committed_offset);
+                }
+            }
+        }
+        let keys: BTreeSet<(String, i32)> =
+            owners.keys().chain(committed.keys()).cloned().collect();
+        let ends = self.latest_offsets(image, &keys, 0).await;
+        let mut total_lag = 0;
+        let partitions: Vec<Value> = keys
+            .iter()
+            .map(|key| {
+                let offset = committed.get(key).copied();
+                let end = ends.get(key).copied();
+                let lag = match (offset, end) {
+                    (Some(o), Some(e)) => Some((e - o).max(0)),
+                    _ => None,
+                };
+                total_lag += lag.unwrap_or(0);
+                let owner = owners.get(key).map(|i| &group.members[*i]);
+                json!({
+                    "topic": key.0,
+                    "partition": key.1,
+                    "committed": offset,
+                    "log_end": end,
+                    "lag": lag,
+                    "member_id": owner.map(|m| m.member_id.clone()),
+                    "client_id": owner.map(|m| m.client_id.clone()),
+                    "host": owner.map(|m| m.client_host.clone()),
+                })
+            })
+            .collect();
+        Ok(json!({
+            "group_id": group.group_id,
+            "state": group.group_state,
+            "protocol_type": "streams",
             "assignor": group.assignor_name,
             "coordinator": coordinator_id,
             "members": members,

@@ -11,7 +11,8 @@
 //!   partitions (leader, replicas, ISR, ELR, log start, HW, LSO) and its config overrides;
 //! - `/api/groups` and `/api/groups/<id>` — the groups; one group's members, assignments,
 //!   committed offsets and lag per partition (a share group's: its members, the partitions
-//!   each shares, and each partition's start offset and lag);
+//!   each shares, and each partition's start offset and lag; a streams group's: its members
+//!   with their active, standby and warm-up tasks, and its committed offsets and lag);
 //! - `/api/transactions` — every transaction the coordinators hold (state, age, partitions)
 //!   and the hanging ones by `kafka-transactions find-hanging`'s rule (`transactions.rs`);
 //! - `/api/health` — `kraftd doctor`'s findings.

@@ -227,14 +227,18 @@ async function group(id) {
   push(lag, g.total_lag);
   const members = g.members.map(m =>
     "<tr>" + cell(m.member_id) + cell(m.client_id) + cell(m.host) +
-    cell(m.assignment.map(a => a.topic + ":" + a.partitions.join(",")).join(" ")) + "</tr>");
+    cell(m.active_tasks ? "active " + m.active_tasks.join(",") + "; standby " + m.standby_tasks.join(",") +
+      (m.warmup_tasks.length ? "; warm-up " + m.warmup_tasks.join(",") : "") :
+      m.assignment.map(a => a.topic + ":" + a.partitions.join(",")).join(" ")) + "</tr>");
   const parts = g.partitions.map(p =>
     "<tr data-topic=\"" + esc(p.topic) + "\" data-partition=\"" + p.partition + "\" data-lag=\"" + esc(p.lag) + "\">" +
-    cell(p.topic) + num(p.partition) + num(p.committed) + num(p.log_end) + num(p.lag) + cell(p.client_id) + "</tr>");
+    cell(p.topic) + num(p.partition) + num(p.committed) + num(p.log_end) + num(p.lag) +
+    cell(g.protocol_type === "share" ? p.member_id : p.client_id) + "</tr>");
   return "<h2>Group " + esc(g.group_id) + "</h2><p>state " + esc(g.state) + ", protocol " + esc(g.protocol_type) +
     " (" + esc(g.assignor) + "), coordinator " + esc(g.coordinator) + ", total lag <b id=\"total-lag\">" + esc(g.total_lag) + "</b></p>" +
     chart("lag-now", "Total lag", lag) +
-    "<h2>Partitions</h2>" + table(["topic", "partition", "committed offset", "log end", "lag", "client"], parts) +
+    "<h2>Partitions</h2>" + table(["topic", "partition", g.protocol_type === "share" ? "start offset" : "committed offset",
+      "log end", "lag", g.protocol_type === "share" ? "members" : "client"], parts) +
     "<h2>Members</h2>" + table(["member", "client", "host", "assignment"], members);
 }
 
