@@ -20,6 +20,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::segments::{batch_at, BatchInfo};
+
 /// What the clients saw.
 #[derive(Debug, Default)]
 pub(super) struct History {
@@ -38,6 +40,9 @@ pub(super) struct History {
     /// Every record of every partition after the faults, as read to the end offsets.
     pub(super) final_log: Vec<Read>,
     pub(super) end_offsets: BTreeMap<i32, i64>,
+    /// The stored batches per partition (`segments.rs`): whose producer epoch each copy of a
+    /// duplicated value was appended under.
+    pub(super) batches: BTreeMap<i32, Vec<BatchInfo>>,
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +90,8 @@ pub(super) struct Verdict {
     /// old leader may have replicated the batch to the new one before it lost leadership,
     /// which is why Kafka's answer to such a producer is idempotence.
     pub(super) tolerated: BTreeMap<&'static str, usize>,
+    /// Findings explained rather than counted as anomalies, by kind.
+    pub(super) classified: BTreeMap<&'static str, usize>,
 }
 
 /// Every anomaly in `h`.
@@ -143,7 +150,19 @@ pub(super) fn check(h: &History) -> Verdict {
         } else if places.len() > 1 {
             anomaly(
                 "duplicated",
-                format!("value {v} is in the log {} times: {places:?}", places.len()),
+                format!(
+                    "value {v} is in the log {} times: {places:?}; appended as (producer id, \
+                     epoch, batch base sequence) {:?}",
+                    places.len(),
+                    places
+                        .iter()
+                        .map(|&(p, o)| h
+                            .batches
+                            .get(&p)
+                            .and_then(|b| batch_at(b, o))
+                            .map(|b| (b.producer_id, b.producer_epoch, b.base_sequence)))
+                        .collect::<Vec<_>>()
+                ),
                 None,
             );
         }
@@ -269,6 +288,7 @@ pub(super) fn check(h: &History) -> Verdict {
     Verdict {
         anomalies,
         tolerated,
+        classified: BTreeMap::new(),
     }
 }
 
