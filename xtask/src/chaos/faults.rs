@@ -240,9 +240,10 @@ pub(super) fn inject(
                 .into_iter()
                 .filter(|&id| nodes.running(id))
                 .collect();
+            let probe: &Lab = lab;
             let coordinator = running
                 .iter()
-                .find_map(|&id| nodes::txn_coordinator(lab, id, transactional_id).ok())
+                .find_map(|&id| nodes::txn_coordinator(probe, id, transactional_id).ok())
                 .filter(|id| running.contains(id));
             match coordinator {
                 Some(id) => {

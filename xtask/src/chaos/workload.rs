@@ -107,12 +107,12 @@ impl Workload {
         let cmd = self.command("consume", "live.jsonl");
         self.spawn("live", cmd)?;
         if let Some(txn) = &self.txn {
-            let mut cmd = self.command_on(&txn.topic, "txn", "txn.jsonl");
-            cmd.args(["--name", TXN_PRODUCER, "--seed", &txn.seed.to_string()]);
-            self.spawn(TXN_PRODUCER, cmd)?;
-            let mut cmd = self.command_on(&txn.topic, "consume", "txnlive.jsonl");
-            cmd.arg("--read-committed");
-            self.spawn("txnlive", cmd)?;
+            let mut producer = self.command_on(&txn.topic, "txn", "txn.jsonl");
+            producer.args(["--name", TXN_PRODUCER, "--seed", &txn.seed.to_string()]);
+            let mut reader = self.command_on(&txn.topic, "consume", "txnlive.jsonl");
+            reader.arg("--read-committed");
+            self.spawn(TXN_PRODUCER, producer)?;
+            self.spawn("txnlive", reader)?;
         }
         Ok(())
     }
