@@ -30,7 +30,15 @@ fn one_minute_of_every_fault_kind_loses_nothing_breaks_no_transaction_and_heals(
         .join("chaos")
         .join(format!("test-{}", std::process::id()));
     let out = Command::new(xtask)
-        .args(["chaos", "--minutes", "1", "--seed", "99731", "--txn", "--kraftd-bin"])
+        .args([
+            "chaos",
+            "--minutes",
+            "1",
+            "--seed",
+            "99731",
+            "--txn",
+            "--kraftd-bin",
+        ])
         .arg(&kraftd)
         .arg("--dir")
         .arg(&dir)

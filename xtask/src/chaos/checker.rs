@@ -184,18 +184,18 @@ pub(super) fn check(h: &History) -> Verdict {
                 *classified.entry(RESENT_AFTER_EPOCH_BUMP).or_default() += 1;
             } else {
                 anomaly(
-                "duplicated",
-                format!(
-                    "value {v} is in the log {} times: {places:?}; appended as (producer id, \
+                    "duplicated",
+                    format!(
+                        "value {v} is in the log {} times: {places:?}; appended as (producer id, \
                      epoch, batch base sequence) {:?}",
-                    places.len(),
-                    appended
-                        .iter()
-                        .map(|b| b.map(|b| (b.producer_id, b.producer_epoch, b.base_sequence)))
-                        .collect::<Vec<_>>()
-                ),
-                None,
-            );
+                        places.len(),
+                        appended
+                            .iter()
+                            .map(|b| b.map(|b| (b.producer_id, b.producer_epoch, b.base_sequence)))
+                            .collect::<Vec<_>>()
+                    ),
+                    None,
+                );
             }
         }
         let known = parse(v).is_some_and(|(instance, seq)| {

@@ -46,7 +46,10 @@ pub(super) fn read(dir: &Path, topic: &str) -> Result<BTreeMap<i32, Vec<BatchInf
             };
             let batches = read_partition(&entry.path())?;
             let end = |b: &Vec<BatchInfo>| b.last().map_or(-1, |b| b.last_offset);
-            if best.get(&partition).is_none_or(|have| end(have) < end(&batches)) {
+            if best
+                .get(&partition)
+                .is_none_or(|have| end(have) < end(&batches))
+            {
                 best.insert(partition, batches);
             }
         }

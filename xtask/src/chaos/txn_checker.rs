@@ -109,7 +109,10 @@ pub(super) fn check(h: &TxnHistory) -> (Vec<Anomaly>, TxnCounts) {
         if at.len() > 1 {
             anomaly(
                 "duplicated",
-                format!("transactional value {v} is in the log {} times: {at:?}", at.len()),
+                format!(
+                    "transactional value {v} is in the log {} times: {at:?}",
+                    at.len()
+                ),
                 None,
             );
         }
@@ -351,7 +354,10 @@ mod tests {
         let h = clean();
         assert_eq!(kinds(&h), Vec::<&str>::new());
         let (_, counts) = check(&h);
-        assert_eq!((counts.committed, counts.aborted, counts.unknown), (2, 1, 0));
+        assert_eq!(
+            (counts.committed, counts.aborted, counts.unknown),
+            (2, 1, 0)
+        );
     }
 
     #[test]

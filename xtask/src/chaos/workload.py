@@ -150,10 +150,17 @@ def txn():
             emit({"v": msg.value().decode(), "p": msg.partition(), "o": msg.offset(),
                   "ms": now_ms()})
 
+    def on_error(err):
+        # Without an error callback confluent-kafka raises a fatal error from poll(); the
+        # transactional calls report it where it decides an outcome.
+        if err.fatal():
+            emit({"fatal": str(err), "ms": now_ms()})
+
     def new_producer():
         conf = {
             "bootstrap.servers": args.bootstrap,
             "transactional.id": f"chaos-{args.name}",
+            "error_cb": on_error,
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 5,

@@ -16,8 +16,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::checker::{Ack, History, Read};
-use super::TOPIC;
 use super::txn_checker::{Outcome, Txn, TxnHistory};
+use super::TOPIC;
 
 /// The producers: (name, idempotent).
 pub(super) const PRODUCERS: [(&str, bool); 2] = [("idem", true), ("plain", false)];
@@ -254,7 +254,11 @@ pub(super) fn read_txn_history(dir: &Path) -> Result<Option<TxnHistory>> {
         if let Some(v) = line["v"].as_str() {
             h.appended.insert(
                 v.to_string(),
-                (int(&line["p"]) as i32, int(&line["o"]), int(&line["ms"]) as u64),
+                (
+                    int(&line["p"]) as i32,
+                    int(&line["o"]),
+                    int(&line["ms"]) as u64,
+                ),
             );
         } else if let Some(id) = line["txn"].as_str() {
             let records = line["records"]
