@@ -245,13 +245,20 @@ def txn():
                 error = error or err
             else:
                 outcome = "unknown"
-        producer.poll(0)
+        try:
+            producer.poll(0)
+        except KafkaException:
+            # A fatal error, raised again from poll(): the outcome above already says so.
+            outcome = "unknown" if outcome != "committed" else outcome
         emit({"txn": tid, "records": records, "intent": intent, "outcome": outcome,
               "err": error, "ms": now_ms()})
         if outcome == "unknown":
             # A new instance takes the transactional id over (its InitProducerId fences this
             # one and ends the open transaction), so the run goes on.
-            producer.flush(1)
+            try:
+                producer.flush(1)
+            except KafkaException:
+                pass
             instance += 1
             t = 0
             producer = new_producer()
