@@ -245,7 +245,15 @@ for name, f in c.create_topics([admin.NewTopic(f"before-{i}", 2, 2) for i in ran
 fn a_broker_restarted_before_its_session_expired_refuses_connections_until_it_serves() {
     use std::net::{TcpStream, ToSocketAddrs};
     let root = tempfile::tempdir().unwrap();
-    let (mut controllers, mut brokers) = start_cluster(root.path(), 1, 1);
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
+    // Kafka's default session (9 s), not the test clusters' 3 s, which a restart on a loaded
+    // machine could outlast: the old incarnation's session must still hold when the new one
+    // first asks to register.
+    controllers[0].add_config(&["broker.session.timeout.ms=9000"]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    wait_until_brokers_listed(&addresses(&brokers), 1, || all_logs(&brokers));
     brokers[0].kill9();
     brokers[0].start();
     let broker = &brokers[0];
