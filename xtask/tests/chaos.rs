@@ -1,9 +1,10 @@
-//! `cargo xtask chaos` as a test: one minute of faults with seed 2665, whose schedule draws
-//! every fault kind within its first 50 s (kill -9, kill -9 with the unflushed tail lost,
-//! SIGSTOP, an isolated node, the active controller isolated, a controller and a broker
-//! isolated, a leader cut from its followers, a one-way cut), on the
-//! kraftd binary of this build, failing on any anomaly the checker finds or a cluster that
-//! does not heal. It needs root (the harness's network namespaces; CI runs as root): without
+//! `cargo xtask chaos` as a test: one minute of faults with the transactional workload
+//! (`--txn`) and seed 99731, whose schedule draws every fault kind once within its first 52 s
+//! (an isolated node, SIGSTOP, the active controller isolated, kill -9 with the unflushed
+//! tail lost, a leader cut from its followers, a controller and a broker isolated, a one-way
+//! cut, kill -9 of the transaction coordinator's broker, kill -9), on the kraftd binary of
+//! this build, failing on any anomaly the checker finds (the transactional ones among them)
+//! or a cluster that does not heal. It needs root (the harness's network namespaces; CI runs as root): without
 //! it the harness fails with a message saying so, and so does this test.
 //!
 //! The kraftd binary is `target/debug/kraftd`, beside this package's own binary: `cargo
@@ -14,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 
 #[test]
-fn one_minute_of_every_fault_kind_loses_nothing_and_heals() {
+fn one_minute_of_every_fault_kind_loses_nothing_breaks_no_transaction_and_heals() {
     let xtask = Path::new(env!("CARGO_BIN_EXE_xtask"));
     let kraftd = xtask.with_file_name("kraftd");
     assert!(
@@ -29,7 +30,15 @@ fn one_minute_of_every_fault_kind_loses_nothing_and_heals() {
         .join("chaos")
         .join(format!("test-{}", std::process::id()));
     let out = Command::new(xtask)
-        .args(["chaos", "--minutes", "1", "--seed", "2665", "--kraftd-bin"])
+        .args([
+            "chaos",
+            "--minutes",
+            "1",
+            "--seed",
+            "99731",
+            "--txn",
+            "--kraftd-bin",
+        ])
         .arg(&kraftd)
         .arg("--dir")
         .arg(&dir)
@@ -40,14 +49,18 @@ fn one_minute_of_every_fault_kind_loses_nothing_and_heals() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stdout.contains("no anomalies"),
-        "cargo xtask chaos --seed 2665 failed:\n{stdout}\n{stderr}"
+        "cargo xtask chaos --seed 99731 --txn failed:\n{stdout}\n{stderr}"
     );
     // Every kind was injected (the schedule is the seed's).
     let summary = stdout
         .split("chaos summary")
         .nth(1)
         .expect("the summary table");
-    for line in summary.lines().skip(2).take(8) {
+    assert!(
+        summary.contains(" committed, "),
+        "no transactions in the summary:\n{stdout}"
+    );
+    for line in summary.lines().skip(2).take(9) {
         let count: u32 = line
             .split_whitespace()
             .last()

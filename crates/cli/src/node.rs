@@ -24,6 +24,32 @@ use crate::connection_quotas::{connection_quota_config, ConnectionQuotasReconfig
 use crate::format;
 use crate::security::tls::TlsReconfigurer;
 
+/// A socket bound to `bind` (`host:port`, each address it resolves to tried in turn, with
+/// `SO_REUSEADDR` as tokio's `TcpListener::bind` sets it) that does not listen yet: a broker's
+/// client listener, which listens once the broker is ready to serve (connections refused
+/// until then, as Kafka's; `kraftd_broker::server::BrokerListener`).
+async fn bind_unlistened(bind: &str) -> std::io::Result<tokio::net::TcpSocket> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(bind).await? {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr) {
+            Ok(()) => return Ok(socket),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{bind} resolves to no address"),
+        )
+    }))
+}
+
 /// kraftd's switch for the request metrics (default true): `false` records no per-request
 /// metrics at all (Kafka has no such switch: `metrics.recording.level` leaves them on), for
 /// measuring their cost (`cargo xtask bench request-metrics`).
@@ -102,7 +128,7 @@ pub fn run(
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
-                let socket = tokio::net::TcpListener::bind(&bind)
+                let socket = bind_unlistened(&bind)
                     .await
                     .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
                 let port = socket

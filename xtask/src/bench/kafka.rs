@@ -180,7 +180,7 @@ impl Cluster {
 
 /// Formats a Kafka node's log dir for `config` with `kafka.tools.StorageTool`, `extra`
 /// added to its arguments (as `--add-scram ...`).
-pub(super) fn format_kafka_node(
+pub(crate) fn format_kafka_node(
     classpath: &str,
     cluster_id: &str,
     config: &Path,
@@ -208,6 +208,22 @@ pub(super) fn spawn_kafka_node(
     config: &Path,
     xmx: &str,
 ) -> Result<std::process::Child> {
+    let mut command = Command::new("java");
+    kafka_node_command(&mut command, classpath, node_dir, config, xmx)?;
+    Ok(command.spawn()?)
+}
+
+/// Adds to `command` (a `java`, maybe behind a wrapper such as `ip netns exec`) the arguments,
+/// stdin and outputs of a `kafka.Kafka` node: the JVM options of `kafka-server-start.sh`, a
+/// heap of `xmx`, its logs under `node_dir/logs/` (`server.log`), its stdout and stderr
+/// appended to `node_dir/kafka.out`. The bench and the chaos harness start Kafka with it.
+pub(crate) fn kafka_node_command(
+    command: &mut Command,
+    classpath: &str,
+    node_dir: &Path,
+    config: &Path,
+    xmx: &str,
+) -> Result<()> {
     let log4j = format!(
         "-Dlog4j2.configurationFile={}",
         crate::repo_root()?
@@ -215,7 +231,7 @@ pub(super) fn spawn_kafka_node(
             .display()
     );
     let out = node_dir.join("kafka.out");
-    let child = Command::new("java")
+    command
         .arg(xmx.replace("-Xmx", "-Xms"))
         .args([
             xmx,
@@ -235,9 +251,8 @@ pub(super) fn spawn_kafka_node(
         .arg(config)
         .stdin(Stdio::null())
         .stdout(File::options().create(true).append(true).open(&out)?)
-        .stderr(File::options().append(true).open(&out)?)
-        .spawn()?;
-    Ok(child)
+        .stderr(File::options().append(true).open(&out)?);
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,7 +260,7 @@ pub(super) fn spawn_kafka_node(
 
 /// `target/kafka-jars/*` (or `$KRAFTD_KAFKA_JARS`), fetched with Maven from
 /// `tools/capture/pom.xml` when incomplete, as the tests' `common/kafka_jars.rs` does.
-pub(super) fn kafka_classpath(root: &Path) -> Result<String> {
+pub(crate) fn kafka_classpath(root: &Path) -> Result<String> {
     let dir = match std::env::var_os("KRAFTD_KAFKA_JARS") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => root.join("target").join("kafka-jars"),
@@ -287,7 +302,7 @@ pub(super) fn kafka_classpath(root: &Path) -> Result<String> {
 
 /// Runs a Kafka tool's main class; its stdout (echoed line by line when `echo`), or an error
 /// with its stderr. Killed after `timeout`.
-pub(super) fn java(
+pub(crate) fn java(
     classpath: &str,
     args: &[&str],
     timeout: Duration,

@@ -71,7 +71,7 @@ mod cleaner;
 mod cluster;
 mod failover;
 mod groups;
-mod kafka;
+pub(crate) mod kafka;
 mod kraftd;
 mod load;
 mod machine;

@@ -34,8 +34,14 @@ pub(super) enum Kind {
     LeaderFromFollowers,
     /// One node's packets to another dropped, the other way untouched.
     OneWay,
+    /// SIGKILL of the broker that coordinates the transactional workload's transactional id
+    /// (as FindCoordinator answers), then a restart after the hold. Drawn only with the
+    /// transactional workload ([`TXN_KINDS`]).
+    KillTxnCoordinator,
 }
 
+/// The kinds the schedule draws from without the transactional workload; with it,
+/// [`TXN_KINDS`]. Two lists, so that a seed's schedule without it stays what it was.
 pub(super) const KINDS: [Kind; 8] = [
     Kind::Kill,
     Kind::KillLoseTail,
@@ -45,6 +51,19 @@ pub(super) const KINDS: [Kind; 8] = [
     Kind::IsolateMinority,
     Kind::LeaderFromFollowers,
     Kind::OneWay,
+];
+
+/// [`KINDS`] and the kill of the transaction coordinator's broker.
+pub(super) const TXN_KINDS: [Kind; 9] = [
+    Kind::Kill,
+    Kind::KillLoseTail,
+    Kind::Pause,
+    Kind::IsolateNode,
+    Kind::IsolateActiveController,
+    Kind::IsolateMinority,
+    Kind::LeaderFromFollowers,
+    Kind::OneWay,
+    Kind::KillTxnCoordinator,
 ];
 
 impl Kind {
@@ -58,6 +77,7 @@ impl Kind {
             Kind::IsolateMinority => "isolate a controller + a broker",
             Kind::LeaderFromFollowers => "cut a leader from its followers",
             Kind::OneWay => "one-way partition",
+            Kind::KillTxnCoordinator => "kill -9 txn coordinator + restart",
         }
     }
 }
@@ -101,9 +121,9 @@ pub(super) struct Bounds {
     pub(super) gap_ms: (u64, u64),
 }
 
-/// The next fault of the schedule (always five draws).
-pub(super) fn plan(rng: &mut Rng, bounds: &Bounds) -> Planned {
-    let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
+/// The next fault of the schedule, of one of `kinds` (always five draws).
+pub(super) fn plan(rng: &mut Rng, bounds: &Bounds, kinds: &[Kind]) -> Planned {
+    let kind = kinds[rng.below(kinds.len() as u64) as usize];
     let pick = [rng.next_u64(), rng.next_u64()];
     let span = |rng: &mut Rng, (lo, hi): (u64, u64)| {
         Duration::from_millis(lo + rng.below(hi.saturating_sub(lo) + 1))
@@ -134,6 +154,7 @@ pub(super) fn inject(
     nodes: &mut Nodes,
     lab: &mut Lab,
     topic: &str,
+    transactional_id: &str,
 ) -> Result<(Kind, String, Undo)> {
     let all = nodes.all_ids();
     let pick = |i: usize, of: &[u32]| of[(planned.pick[i] % of.len() as u64) as usize];
@@ -213,6 +234,37 @@ pub(super) fn inject(
                 (Kind::IsolateNode, what, Undo::Heal)
             }
         },
+        Kind::KillTxnCoordinator => {
+            let running: Vec<u32> = nodes
+                .broker_ids()
+                .into_iter()
+                .filter(|&id| nodes.running(id))
+                .collect();
+            let probe: &Lab = lab;
+            let coordinator = running
+                .iter()
+                .find_map(|&id| nodes::txn_coordinator(probe, id, transactional_id).ok())
+                .filter(|id| running.contains(id));
+            match coordinator {
+                Some(id) => {
+                    nodes.kill9(id)?;
+                    (
+                        Kind::KillTxnCoordinator,
+                        format!("kill -9 node {id}, the coordinator of {transactional_id}"),
+                        Undo::Restart(id),
+                    )
+                }
+                None => {
+                    let id = pick(0, &nodes.broker_ids());
+                    nodes.kill9(id)?;
+                    (
+                        Kind::Kill,
+                        format!("no transaction coordinator found; kill -9 node {id}"),
+                        Undo::Restart(id),
+                    )
+                }
+            }
+        }
         Kind::OneWay => {
             let from = pick(0, &all);
             let others: Vec<u32> = all.iter().copied().filter(|&n| n != from).collect();

@@ -1,7 +1,9 @@
-//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5]`: faults injected into a cluster
-//! of real `kraftd` processes while stock clients write and read, then a checker over
-//! everything the clients saw (issue 32's first slice; `docs/chaos.md` says how to run it and
-//! what is not there yet).
+//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--system kafka]`: faults
+//! injected into a cluster of real `kraftd` processes while stock clients write and read, then
+//! a checker over everything the clients saw (issue 32; `docs/chaos.md` says how to run it
+//! and what is not there yet). `--system kafka` runs Apache Kafka 4.4.0's nodes from
+//! `target/kafka-jars` instead, under the same schedule, workload and checks, so that an
+//! anomaly can be told kraftd's or not; `--txn` adds the transactional workload.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -19,14 +21,18 @@
 //! (`target/chaos/seed-S-<pid>/` unless `--dir`): the node logs, the clients' JSON lines,
 //! `history.log`. It needs root (the namespaces).
 //!
-//! Map: `nodes.rs` the kraftd processes and the probes; `net.rs` the namespaces and the
-//! partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
-//! `workload.py` the stock clients; `checker.rs` the anomalies.
+//! Map: `nodes.rs` the kraftd (or Kafka) processes and the probes; `net.rs` the namespaces
+//! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
+//! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
+//! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
+//! transactional workload's.
 
 mod checker;
 mod faults;
 mod net;
 mod nodes;
+mod segments;
+mod txn_checker;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -38,14 +44,19 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use checker::Anomaly;
-use faults::{Bounds, Kind, Rng};
+use faults::{Bounds, Kind, Rng, KINDS, TXN_KINDS};
 use net::Lab;
-use nodes::Nodes;
-use workload::Workload;
+use nodes::{Nodes, System};
+use txn_checker::TxnCounts;
+use workload::{TxnWorkload, Workload};
 
 /// The topic the workload writes.
 const TOPIC: &str = "chaos";
 const PARTITIONS: i32 = 3;
+/// The transactional workload's topic (`--txn`), as many partitions, and its producer's
+/// transactional id.
+const TXN_TOPIC: &str = "chaos-txn";
+const TRANSACTIONAL_ID: &str = "chaos-txn";
 /// Brokers drop a follower from the ISR after 10 s behind instead of Kafka's 30 s, so that
 /// faults of a few seconds move ISRs (and elections with them) in a short run.
 const BROKER_CONFIG: &str = "replica.lag.time.max.ms=10000\n";
@@ -72,12 +83,28 @@ pub struct ChaosArgs {
     /// Run this kraftd binary instead of building `target/debug/kraftd`.
     #[arg(long)]
     kraftd_bin: Option<PathBuf>,
+    /// What the nodes run: kraftd, or Apache Kafka 4.4.0 from `target/kafka-jars` (the same
+    /// topology, workload, schedule and checks, to tell kraftd's anomalies from Kafka's).
+    #[arg(long, value_enum, default_value = "kraftd")]
+    system: SystemArg,
     /// The run's directory (node logs, client files, history).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Add the transactional workload (a transactional producer writing to several
+    /// partitions a transaction, committing or aborting by the seed, and read_committed
+    /// consumers) and the fault that kills its transaction coordinator's broker. The seed
+    /// then draws from 9 kinds of fault, not 8: its schedule is not the one without.
+    #[arg(long)]
+    txn: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SystemArg {
+    Kraftd,
+    Kafka,
 }
 
 /// The run's event log: printed as it happens, kept for the history slices, and written to
@@ -116,14 +143,20 @@ impl History {
 
 pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     if let Some(dir) = &args.recheck {
-        let verdict = checker::check(&workload::read_history(dir)?);
+        let mut verdict = checker::check(&workload::read_history(dir)?);
+        if let Some(h) = workload::read_txn_history(dir)? {
+            let (anomalies, counts) = txn_checker::check(&h);
+            println!("transactions: {counts:?}");
+            verdict.anomalies.extend(anomalies);
+        }
         for a in &verdict.anomalies {
             println!("ANOMALY [{}] {}", a.kind, a.detail);
         }
         println!(
-            "{} anomalies; at-least-once resends {:?}",
+            "{} anomalies; at-least-once resends {:?}; classified {:?}",
             verdict.anomalies.len(),
-            verdict.tolerated
+            verdict.tolerated,
+            verdict.classified
         );
         if !verdict.anomalies.is_empty() {
             bail!("{} anomalies in {}", verdict.anomalies.len(), dir.display());
@@ -136,12 +169,13 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
              own and partitions them with policy-routing rules (ip netns, ip rule)"
         );
     }
-    let bin = match &args.kraftd_bin {
-        Some(bin) => bin.clone(),
-        None => {
+    let system = match (args.system, &args.kraftd_bin) {
+        (SystemArg::Kafka, _) => System::Kafka(crate::bench::kafka::kafka_classpath(root)?),
+        (SystemArg::Kraftd, Some(bin)) => System::Kraftd(bin.clone()),
+        (SystemArg::Kraftd, None) => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             crate::run(root, &cargo, &["build", "--bin", "kraftd"])?;
-            root.join("target").join("debug").join("kraftd")
+            System::Kraftd(root.join("target").join("debug").join("kraftd"))
         }
     };
     let dir = args.dir.clone().unwrap_or_else(|| {
@@ -160,9 +194,10 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     };
     let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers).collect();
     let mut lab = Lab::create(&ids)?;
-    let mut nodes = Nodes::start(&bin, &dir, &lab, args.brokers, BROKER_CONFIG)?;
+    let mut nodes = Nodes::start(&system, &dir, &lab, args.brokers, BROKER_CONFIG)?;
     history.note(format!(
-        "started controllers 1-3 and brokers {:?} on 10.x.<id>.2",
+        "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
+        system.name(),
         nodes.broker_ids()
     ));
     let outcome = run_faults(root, &args, &dir, &mut history, &mut nodes, &mut lab);
@@ -187,6 +222,11 @@ struct Report {
     failed: BTreeMap<String, u64>,
     /// The producer without idempotence's duplicates and reorderings, by kind.
     tolerated: BTreeMap<&'static str, usize>,
+    /// Findings the checker explains rather than counts as anomalies (see
+    /// [`checker::Verdict::classified`]).
+    classified: BTreeMap<&'static str, usize>,
+    /// The transactional workload's counts (`--txn`).
+    txn: Option<TxnCounts>,
     live_reads: usize,
     final_records: usize,
     heal_secs: Option<f64>,
@@ -203,8 +243,9 @@ fn run_faults(
 ) -> Result<Report> {
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
-    // The cluster comes up, the topic is made and led with its full ISRs.
-    wait_healthy(nodes, lab, Duration::from_secs(120)).context(
+    // The cluster comes up, the topic is made and led with its full ISRs (Kafka's JVMs
+    // take longer than kraftd on a loaded machine).
+    wait_healthy(nodes, lab, Duration::from_secs(180)).context(
         "the cluster did not come up (the node logs say why; if the nodes cannot reach each \
          other, something in the root namespace does not forward between their veths, as an \
          iptables FORWARD policy of DROP)",
@@ -222,12 +263,31 @@ fn run_faults(
     history.note(format!(
         "topic {TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
     ));
+    if args.txn {
+        nodes::create_topic(
+            lab,
+            brokers[0],
+            TXN_TOPIC,
+            PARTITIONS,
+            &[("min.insync.replicas", "2")],
+            Duration::from_secs(60),
+        )?;
+        wait_healthy(nodes, lab, Duration::from_secs(60))
+            .context("the transactional topic's partitions were not all led")?;
+        history.note(format!(
+            "topic {TXN_TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
+        ));
+    }
     let mut workload = Workload::new(
         root,
         dir,
         nodes::bootstrap(lab, &brokers),
         TOPIC,
         PARTITIONS,
+        args.txn.then(|| TxnWorkload {
+            topic: TXN_TOPIC.to_string(),
+            seed: args.seed,
+        }),
     )?;
     workload.start()?;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -246,16 +306,22 @@ fn run_faults(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    history.note("workload running: producers idem (idempotent) and plain, a live consumer");
+    history.note(if args.txn {
+        "workload running: producers idem (idempotent) and plain, a live consumer; a \
+         transactional producer and a read_committed consumer"
+    } else {
+        "workload running: producers idem (idempotent) and plain, a live consumer"
+    });
 
     let mut rng = Rng::new(args.seed);
+    let kinds: &[Kind] = if args.txn { &TXN_KINDS } else { &KINDS };
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
     while Instant::now() < until {
-        let planned = faults::plan(&mut rng, &BOUNDS);
+        let planned = faults::plan(&mut rng, &BOUNDS, kinds);
         n += 1;
-        let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC)?;
+        let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC, TRANSACTIONAL_ID)?;
         *faults.entry(kind).or_default() += 1;
         history.note(format!(
             "fault {n} [{}]: {what}; held {:.1} s",
@@ -336,12 +402,25 @@ fn run_faults(
     }
     let verdict = checker::check(&h);
     anomalies.extend(verdict.anomalies);
+    let txn = match workload::read_txn_history(dir)? {
+        Some(th) => {
+            if !th.done {
+                bail!("the transactional producer did not report its end; see txn.stderr");
+            }
+            let (found, counts) = txn_checker::check(&th);
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     Ok(Report {
         faults,
         acked: h.acks.len(),
         acked_without_offset: h.acks.iter().filter(|a| a.offset.is_none()).count(),
         failed: h.failed,
         tolerated: verdict.tolerated,
+        classified: verdict.classified,
+        txn,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
         heal_secs,
@@ -418,12 +497,13 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "\nchaos summary: seed {}, {} min of faults, {} brokers",
-            args.seed, args.minutes, args.brokers
+            "\nchaos summary: seed {}, {} min of faults, {} brokers, {:?}",
+            args.seed, args.minutes, args.brokers, args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
-        for kind in faults::KINDS {
-            let count = self.faults.get(&kind).copied().unwrap_or(0);
+        let kinds: &[Kind] = if args.txn { &TXN_KINDS } else { &KINDS };
+        for kind in kinds {
+            let count = self.faults.get(kind).copied().unwrap_or(0);
             let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
         }
         let total: u32 = self.faults.values().sum();
@@ -439,6 +519,13 @@ impl Report {
             "  at-least-once resends     {:?} (producer plain: allowed)",
             self.tolerated
         );
+        if !self.classified.is_empty() {
+            let _ = writeln!(
+                out,
+                "  classified, not anomalies {:?} (checker.rs says why)",
+                self.classified
+            );
+        }
         let _ = writeln!(out, "  records read live         {}", self.live_reads);
         let _ = writeln!(out, "  records in the final log  {}", self.final_records);
         let _ = writeln!(
@@ -447,6 +534,19 @@ impl Report {
             self.heal_secs
                 .map_or("NOT HEALED".to_string(), |s| format!("{s:.1} s"))
         );
+        if let Some(t) = &self.txn {
+            let _ = writeln!(
+                out,
+                "  transactions              {} committed, {} aborted, {} unknown ({} of them \
+                 committed); read_committed: {} live, {} final",
+                t.committed,
+                t.aborted,
+                t.unknown,
+                t.unknown_committed,
+                t.live_reads,
+                t.final_records
+            );
+        }
         let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
         for a in &self.anomalies {
             *by_kind.entry(a.kind).or_default() += 1;
@@ -468,12 +568,18 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}); the run's files are in {}",
+                 --brokers {}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
                 args.minutes,
                 args.brokers,
+                if args.txn { " --txn" } else { "" },
+                if args.system == SystemArg::Kafka {
+                    " --system kafka"
+                } else {
+                    ""
+                },
                 dir.display()
             );
         }

@@ -1,8 +1,10 @@
 //! The cluster under test: 3 controllers (ids 1-3) and 3-5 brokers (ids 4..) as real
-//! `kraftd` processes, each in its namespace of the [`Lab`], configured and formatted as
+//! `kraftd` processes (or Kafka 4.4.0 JVMs, [`System::Kafka`], formatted and started as the
+//! bench starts Kafka), each in its namespace of the [`Lab`], configured and formatted as
 //! `cargo xtask cluster-up` does but on the node's own address with fixed ports; the process
 //! faults (kill -9 and restart, SIGSTOP and SIGCONT); and the probes the harness and its
-//! health check read the cluster with (Metadata, DescribeQuorum, CreateTopics, raw).
+//! health check read the cluster with (Metadata, DescribeQuorum, CreateTopics,
+//! FindCoordinator, raw).
 
 use std::fs::File;
 use std::net::SocketAddr;
@@ -12,11 +14,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::messages::{
-    create_topics_request, metadata_request, CreateTopicsRequest, MetadataRequest, MetadataResponse,
+    create_topics_request, metadata_request, CreateTopicsRequest, FindCoordinatorRequest,
+    MetadataRequest, MetadataResponse,
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
 
 use super::net::Lab;
+use crate::bench::kafka::{format_kafka_node, java, kafka_node_command};
 use crate::cluster::{call, describe_quorum, format_node};
 
 /// Every node's client or controller listener port (each node has an address of its own).
@@ -27,10 +31,35 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Number of controllers (the voters).
 pub(super) const CONTROLLERS: u32 = 3;
 
+/// What the nodes run: kraftd, or Apache Kafka from its jars (the same topology and faults,
+/// to tell kraftd's behaviour from what Kafka 4.4.0 does under the same schedule).
+#[derive(Debug, Clone)]
+pub(super) enum System {
+    /// This kraftd binary.
+    Kraftd(PathBuf),
+    /// `kafka.Kafka` JVMs on this classpath (`target/kafka-jars/*`).
+    Kafka(String),
+}
+
+impl System {
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            System::Kraftd(_) => "kraftd",
+            System::Kafka(_) => "Kafka 4.4.0",
+        }
+    }
+}
+
+/// A Kafka node's heap: small, as six JVMs share the machine with the clients (Kafka's
+/// scripts give 1 GiB).
+const KAFKA_BROKER_HEAP: &str = "-Xmx512m";
+const KAFKA_CONTROLLER_HEAP: &str = "-Xmx384m";
+
 pub(super) struct Node {
     pub(super) id: u32,
     pub(super) controller: bool,
     config: PathBuf,
+    /// The node's own log (kraftd's output, or Kafka's `logs/server.log`).
     log: PathBuf,
     child: Option<Child>,
     pub(super) paused: bool,
@@ -38,14 +67,15 @@ pub(super) struct Node {
 
 pub(super) struct Nodes {
     pub(super) nodes: Vec<Node>,
-    bin: PathBuf,
+    system: System,
 }
 
 impl Nodes {
     /// Writes, formats and starts every node under `dir`; `broker_config` lines are added to
-    /// each broker's properties.
+    /// each broker's properties. Kafka's nodes get the same properties, with the listener
+    /// names mapped to PLAINTEXT as Kafka requires (kraftd infers it).
     pub(super) fn start(
-        bin: &Path,
+        system: &System,
         dir: &Path,
         lab: &Lab,
         brokers: u32,
@@ -55,11 +85,23 @@ impl Nodes {
             .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", lab.ip(id)))
             .collect::<Vec<_>>()
             .join(",");
-        let out = Command::new(bin).arg("random-uuid").output()?;
-        let cluster_id = String::from_utf8(out.stdout)?.trim().to_string();
+        let cluster_id = match system {
+            System::Kraftd(bin) => {
+                let out = Command::new(bin).arg("random-uuid").output()?;
+                String::from_utf8(out.stdout)?.trim().to_string()
+            }
+            System::Kafka(classpath) => java(
+                classpath,
+                &["kafka.tools.StorageTool", "random-uuid"],
+                Duration::from_secs(60),
+                false,
+            )?
+            .trim()
+            .to_string(),
+        };
         let mut nodes = Nodes {
             nodes: Vec::new(),
-            bin: bin.to_path_buf(),
+            system: system.clone(),
         };
         for id in 1..=CONTROLLERS + brokers {
             let controller = id <= CONTROLLERS;
@@ -78,6 +120,16 @@ impl Nodes {
                     broker_config,
                 )
             };
+            let own = match (system, controller) {
+                (System::Kraftd(_), _) => "metrics.port=9094\n",
+                (System::Kafka(_), true) => {
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+                }
+                (System::Kafka(_), false) => {
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+                     inter.broker.listener.name=PLAINTEXT\n"
+                }
+            };
             let config = node_dir.join("server.properties");
             std::fs::write(
                 &config,
@@ -85,13 +137,23 @@ impl Nodes {
                     "# written by cargo xtask chaos\n\
                      process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
                      listeners={listener}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
-                     metrics.port=9094\n{extra}",
+                     {own}{extra}",
                     node_dir.join("data").display(),
                 ),
             )?;
-            format_node(bin, &config, &cluster_id, id, &[])?;
-            let log = node_dir.join("kraftd.log");
-            File::create(&log)?;
+            let log = match system {
+                System::Kraftd(bin) => {
+                    format_node(bin, &config, &cluster_id, id, &[])?;
+                    node_dir.join("kraftd.log")
+                }
+                System::Kafka(classpath) => {
+                    format_kafka_node(classpath, &cluster_id, &config, &[])
+                        .with_context(|| format!("formatting Kafka node {id}"))?;
+                    std::fs::create_dir_all(node_dir.join("logs"))?;
+                    node_dir.join("logs").join("server.log")
+                }
+            };
+            File::options().create(true).append(true).open(&log)?;
             nodes.nodes.push(Node {
                 id,
                 controller,
@@ -114,20 +176,37 @@ impl Nodes {
 
     /// Starts node `id` (again) on its config, data and log file.
     pub(super) fn spawn(&mut self, lab: &Lab, id: u32) -> Result<()> {
-        let bin = self.bin.clone();
+        let system = self.system.clone();
         let node = self.node(id)?;
         let role = if node.controller {
             "controller"
         } else {
             "broker"
         };
-        let child = lab
-            .command(id, &bin)
-            .args([role, "--config"])
-            .arg(&node.config)
-            .stdin(Stdio::null())
-            .stdout(File::options().append(true).open(&node.log)?)
-            .stderr(File::options().append(true).open(&node.log)?)
+        let mut command = match &system {
+            System::Kraftd(bin) => {
+                let mut command = lab.command(id, bin);
+                command
+                    .args([role, "--config"])
+                    .arg(&node.config)
+                    .stdin(Stdio::null())
+                    .stdout(File::options().append(true).open(&node.log)?)
+                    .stderr(File::options().append(true).open(&node.log)?);
+                command
+            }
+            System::Kafka(classpath) => {
+                let mut command = lab.command(id, Path::new("java"));
+                let heap = if node.controller {
+                    KAFKA_CONTROLLER_HEAP
+                } else {
+                    KAFKA_BROKER_HEAP
+                };
+                let node_dir = node.config.parent().context("a node's directory")?;
+                kafka_node_command(&mut command, classpath, node_dir, &node.config, heap)?;
+                command
+            }
+        };
+        let child = command
             .spawn()
             .with_context(|| format!("starting node {id}"))?;
         node.child = Some(child);
@@ -282,6 +361,23 @@ pub(super) fn metadata(lab: &Lab, id: u32, topic: &str) -> Result<MetadataRespon
     match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT)? {
         ResponseBody::Metadata(m) => Ok(m),
         _ => bail!("not a Metadata response"),
+    }
+}
+
+/// The broker that coordinates `transactional_id`, as broker `id` answers FindCoordinator
+/// (v3, key type 1: a transaction coordinator).
+pub(super) fn txn_coordinator(lab: &Lab, id: u32, transactional_id: &str) -> Result<u32> {
+    let body = RequestBody::FindCoordinator(FindCoordinatorRequest {
+        key: transactional_id.to_string(),
+        key_type: 1,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 3, body, PROBE_TIMEOUT)? {
+        ResponseBody::FindCoordinator(r) if r.error_code == 0 && r.node_id >= 0 => {
+            Ok(r.node_id as u32)
+        }
+        ResponseBody::FindCoordinator(r) => bail!("FindCoordinator: error {}", r.error_code),
+        _ => bail!("not a FindCoordinator response"),
     }
 }
 

@@ -13,17 +13,35 @@ usage:
     "err", "ms"} per failed delivery, {"fatal", "ms"} per fatal error; when S exists: flush,
     then {"done": true, "produced", "unflushed"}. CHAOS_RDKAFKA_DEBUG in the environment sets
     librdkafka's `debug` (as "eos"): its log goes to the producer's .stderr.
+  workload.py txn --bootstrap B --topic T --partitions P --name N --out F --stop-file S
+      --seed SEED
+    A transactional producer (transactional.id "chaos-<N>"), one transaction after another
+    until S exists, each writing one record to each of 2..P partitions (which, and whether it
+    then commits or aborts, drawn from SEED). Values "<N>-<i>.<t>.<k>" (<i> the producer
+    instance, <t> the transaction, <k> the record). Lines: {"v", "p", "o", "ms"} per record
+    the leader acknowledged, {"txn": "<N>-<i>.<t>", "records": [[v, p], ...], "intent":
+    "commit"|"abort", "outcome": "committed"|"aborted"|"unknown", "err", "ms"} per
+    transaction. A transaction's outcome is unknown when the producer failed in a way that
+    leaves it open (a fatal error, or commit/abort retried until its deadline): a new
+    instance then takes the transactional id over, and its InitProducerId ends the old
+    transaction one way or the other. At the end {"done": true, "txns"}.
   workload.py consume --bootstrap B --topic T --partitions P --out F --stop-file S
+      [--read-committed]
     Reads every partition from the beginning while the faults run, until S exists: {"p",
-    "o", "v", "ms"} per record (read_uncommitted: up to the high watermark).
+    "o", "v", "ms"} per record (read_uncommitted: up to the high watermark; with
+    --read-committed, committed transactions' records up to the last stable offset).
   workload.py read-all --bootstrap B --topic T --partitions P --out F [--timeout SECS]
+      [--read-committed]
     After the faults: {"end": {p: end offset}} then every record of every partition to that
-    end offset, {"p", "o", "v"}; then {"done": true}. Exits 1 if it cannot read to the end.
+    end offset, {"p", "o", "v"}; then {"done": true}. Exits 1 if it cannot read to the end;
+    with --read-committed it writes {"stuck": {p: position}} instead (a last stable offset
+    that does not reach the end: a transaction left open) and exits 0.
 """
 
 import argparse
 import json
 import os
+import random
 import sys
 import time
 
@@ -31,7 +49,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition
 
 p = argparse.ArgumentParser()
-p.add_argument("mode", choices=["produce", "consume", "read-all"])
+p.add_argument("mode", choices=["produce", "txn", "consume", "read-all"])
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
 p.add_argument("--partitions", type=int, required=True)
@@ -41,6 +59,8 @@ p.add_argument("--name", default="p")
 p.add_argument("--idempotent", action="store_true")
 p.add_argument("--rate", type=float, default=200.0)
 p.add_argument("--timeout", type=float, default=120.0)
+p.add_argument("--seed", type=int, default=1)
+p.add_argument("--read-committed", action="store_true")
 args = p.parse_args()
 
 out = open(args.out, "w", buffering=1)
@@ -120,6 +140,131 @@ def produce():
     emit({"done": True, "produced": seq, "unflushed": unflushed})
 
 
+def txn():
+    rng = random.Random(args.seed)
+    instance = 0
+    t = 0
+
+    def on_delivery(err, msg):
+        if err is None:
+            emit({"v": msg.value().decode(), "p": msg.partition(), "o": msg.offset(),
+                  "ms": now_ms()})
+
+    def on_error(err):
+        # Without an error callback confluent-kafka raises a fatal error from poll(); the
+        # transactional calls report it where it decides an outcome.
+        if err.fatal():
+            emit({"fatal": str(err), "ms": now_ms()})
+
+    def new_producer():
+        conf = {
+            "bootstrap.servers": args.bootstrap,
+            "transactional.id": f"chaos-{args.name}",
+            "error_cb": on_error,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.timeout.ms": 30000,
+            "request.timeout.ms": 10000,
+            "transaction.timeout.ms": 30000,
+        }
+        if os.environ.get("CHAOS_RDKAFKA_DEBUG"):
+            conf["debug"] = os.environ["CHAOS_RDKAFKA_DEBUG"]
+        # InitProducerId ends the previous instance's open transaction (committing one whose
+        # commit was already decided, aborting any other) before this one begins. Retried
+        # until it succeeds (a fatal error needs a new producer object).
+        while True:
+            producer = Producer(conf)
+            while True:
+                try:
+                    producer.init_transactions(30)
+                    return producer
+                except KafkaException as e:
+                    emit({"init_failed": str(e), "ms": now_ms()})
+                    if stopped():
+                        return producer
+                    if e.args[0].fatal():
+                        break
+                    time.sleep(0.5)
+
+    def finish(producer, call):
+        """Runs commit_transaction or abort_transaction until it is done or no retry helps:
+        "done", "abortable", or "unknown" (with the error)."""
+        deadline = time.time() + 60
+        while True:
+            try:
+                call(10)
+                return "done", None
+            except KafkaException as e:
+                err = e.args[0]
+                if err.txn_requires_abort():
+                    return "abortable", err.name()
+                if err.retriable() and not err.fatal() and time.time() < deadline:
+                    continue
+                return "unknown", err.name()
+
+    producer = new_producer()
+    # At most --rate / 20 transactions a second (10 by default): each costs the coordinator
+    # a few writes and markers on every partition it touched.
+    interval = 20.0 / args.rate
+    next_start = time.time()
+    while not stopped():
+        time.sleep(max(0.0, next_start - time.time()))
+        next_start = max(next_start + interval, time.time())
+        tid = f"{args.name}-{instance}.{t}"
+        count = rng.randint(2, args.partitions)
+        partitions = sorted(rng.sample(range(args.partitions), count))
+        intent = "commit" if rng.random() < 0.7 else "abort"
+        records = [[f"{tid}.{k}", part] for k, part in enumerate(partitions)]
+        t += 1
+        outcome, error = None, None
+        try:
+            producer.begin_transaction()
+            for v, part in records:
+                while True:
+                    try:
+                        producer.produce(args.topic, value=v.encode(), partition=part,
+                                         on_delivery=on_delivery)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            producer.poll(0)
+        except KafkaException as e:
+            error = e.args[0].name()
+            if e.args[0].fatal():
+                outcome = "unknown"
+        if outcome is None:
+            state, err = finish(producer, producer.commit_transaction if intent == "commit"
+                                and error is None else producer.abort_transaction)
+            error = error or err
+            if state == "done":
+                outcome = "committed" if intent == "commit" and error is None else "aborted"
+            elif state == "abortable":
+                state, err = finish(producer, producer.abort_transaction)
+                outcome = "aborted" if state == "done" else "unknown"
+                error = error or err
+            else:
+                outcome = "unknown"
+        try:
+            producer.poll(0)
+        except KafkaException:
+            # A fatal error, raised again from poll(): the outcome above already says so.
+            outcome = "unknown" if outcome != "committed" else outcome
+        emit({"txn": tid, "records": records, "intent": intent, "outcome": outcome,
+              "err": error, "ms": now_ms()})
+        if outcome == "unknown":
+            # A new instance takes the transactional id over (its InitProducerId fences this
+            # one and ends the open transaction), so the run goes on.
+            try:
+                producer.flush(1)
+            except KafkaException:
+                pass
+            instance += 1
+            t = 0
+            producer = new_producer()
+    emit({"done": True, "txns": t, "instance": instance})
+
+
 def consumer(extra):
     conf = {
         "bootstrap.servers": args.bootstrap,
@@ -132,8 +277,12 @@ def consumer(extra):
     return Consumer(conf)
 
 
+def isolation():
+    return {"isolation.level": "read_committed" if args.read_committed else "read_uncommitted"}
+
+
 def consume():
-    c = consumer({})
+    c = consumer(isolation())
     c.assign([TopicPartition(args.topic, part, OFFSET_BEGINNING)
               for part in range(args.partitions)])
     while not stopped():
@@ -147,7 +296,7 @@ def consume():
 
 
 def read_all():
-    c = consumer({"enable.partition.eof": True})
+    c = consumer({"enable.partition.eof": True, **isolation()})
     deadline = time.time() + args.timeout
     high = {}
     for part in range(args.partitions):
@@ -165,6 +314,12 @@ def read_all():
     done = {part for part, end in high.items() if end == 0}
     while len(done) < len(high):
         if time.time() > deadline:
+            if args.read_committed:
+                stuck = {str(tp.partition): tp.offset for tp in c.position(
+                    [TopicPartition(args.topic, part) for part in sorted(set(high) - done)])}
+                emit({"stuck": stuck, "end": {str(k): v for k, v in high.items()}})
+                c.close()
+                return
             print(f"partitions {sorted(set(high) - done)} not read to their end {high}",
                   file=sys.stderr)
             sys.exit(1)
@@ -185,4 +340,4 @@ def read_all():
     emit({"done": True})
 
 
-{"produce": produce, "consume": consume, "read-all": read_all}[args.mode]()
+{"produce": produce, "txn": txn, "consume": consume, "read-all": read_all}[args.mode]()

@@ -3,7 +3,9 @@
 //! reading of those files into the [`History`] the checker judges. Two acks=all producers,
 //! one idempotent and one without idempotence and retries (so each of its acknowledged
 //! records was written once), a consumer reading from the beginning while the faults run,
-//! and after them one reading every partition to its end.
+//! and after them one reading every partition to its end. With `--txn`, also a transactional
+//! producer on a topic of its own with a `read_committed` consumer during the faults and a
+//! `read_committed` read to the end after them ([`TxnHistory`], judged by `txn_checker.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,9 +16,20 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::checker::{Ack, History, Read};
+use super::txn_checker::{Outcome, Txn, TxnHistory};
+use super::TOPIC;
 
 /// The producers: (name, idempotent).
 pub(super) const PRODUCERS: [(&str, bool); 2] = [("idem", true), ("plain", false)];
+
+/// The transactional producer's name: its transactional id is `chaos-txn`.
+pub(super) const TXN_PRODUCER: &str = "txn";
+
+/// The transactional workload's topic and seed, when there is one.
+pub(super) struct TxnWorkload {
+    pub(super) topic: String,
+    pub(super) seed: u64,
+}
 
 pub(super) struct Workload {
     python: PathBuf,
@@ -25,6 +38,7 @@ pub(super) struct Workload {
     bootstrap: String,
     topic: String,
     partitions: i32,
+    txn: Option<TxnWorkload>,
     stop_file: PathBuf,
     children: Vec<(String, Child)>,
 }
@@ -36,6 +50,7 @@ impl Workload {
         bootstrap: String,
         topic: &str,
         partitions: i32,
+        txn: Option<TxnWorkload>,
     ) -> Result<Workload> {
         Ok(Workload {
             python: crate::bench::stock_python(root)?,
@@ -44,16 +59,21 @@ impl Workload {
             bootstrap,
             topic: topic.to_string(),
             partitions,
+            txn,
             stop_file: dir.join("workload.stop"),
             children: Vec::new(),
         })
     }
 
     fn command(&self, mode: &str, out: &str) -> Command {
+        self.command_on(&self.topic, mode, out)
+    }
+
+    fn command_on(&self, topic: &str, mode: &str, out: &str) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.arg(&self.script)
             .arg(mode)
-            .args(["--bootstrap", &self.bootstrap, "--topic", &self.topic])
+            .args(["--bootstrap", &self.bootstrap, "--topic", topic])
             .args(["--partitions", &self.partitions.to_string()])
             .arg("--out")
             .arg(self.dir.join(out))
@@ -85,21 +105,39 @@ impl Workload {
             self.spawn(name, cmd)?;
         }
         let cmd = self.command("consume", "live.jsonl");
-        self.spawn("live", cmd)
+        self.spawn("live", cmd)?;
+        if let Some(txn) = &self.txn {
+            let mut producer = self.command_on(&txn.topic, "txn", "txn.jsonl");
+            producer.args(["--name", TXN_PRODUCER, "--seed", &txn.seed.to_string()]);
+            let mut reader = self.command_on(&txn.topic, "consume", "txnlive.jsonl");
+            reader.arg("--read-committed");
+            self.spawn(TXN_PRODUCER, producer)?;
+            self.spawn("txnlive", reader)?;
+        }
+        Ok(())
     }
 
-    /// Acknowledgements so far, per producer.
+    /// Acknowledgements so far, per producer (the transactional one's: transactions
+    /// committed).
     pub(super) fn acks_so_far(&self) -> Vec<usize> {
-        PRODUCERS
+        let text = |file: &str| std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        let mut acks: Vec<usize> = PRODUCERS
             .iter()
             .map(|(name, _)| {
-                std::fs::read_to_string(self.dir.join(format!("{name}.jsonl")))
-                    .unwrap_or_default()
+                text(&format!("{name}.jsonl"))
                     .lines()
                     .filter(|l| l.starts_with("{\"v\""))
                     .count()
             })
-            .collect()
+            .collect();
+        if self.txn.is_some() {
+            let committed = text("txn.jsonl")
+                .lines()
+                .filter(|l| l.starts_with("{\"txn\"") && l.contains("\"outcome\":\"committed\""))
+                .count();
+            acks.push(committed);
+        }
+        acks
     }
 
     /// A workload process that exited before it was told to stop.
@@ -128,17 +166,25 @@ impl Workload {
         Ok(())
     }
 
-    /// Reads every partition to its end offset as of now.
+    /// Reads every partition to its end offset as of now (and the transactional topic's,
+    /// `read_committed`).
     pub(super) fn read_all(&self) -> Result<()> {
-        let out = self
-            .command("read-all", "final.jsonl")
-            .output()
-            .context("running the final read")?;
-        if !out.status.success() {
-            bail!(
-                "the final read failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+        let mut reads = vec![("final", self.command("read-all", "final.jsonl"))];
+        if let Some(txn) = &self.txn {
+            let mut cmd = self.command_on(&txn.topic, "read-all", "txnfinal.jsonl");
+            cmd.arg("--read-committed");
+            reads.push(("transactional final", cmd));
+        }
+        for (what, mut cmd) in reads {
+            let out = cmd
+                .output()
+                .with_context(|| format!("running the {what} read"))?;
+            if !out.status.success() {
+                bail!(
+                    "the {what} read failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
         }
         Ok(())
     }
@@ -193,7 +239,65 @@ pub(super) fn read_history(dir: &Path) -> Result<History> {
         })
         .unwrap_or_default();
     history.final_log = reads(&dir.join("final.jsonl"))?;
+    history.batches = super::segments::read(dir, TOPIC)?;
     Ok(history)
+}
+
+/// The transactional workload's history in `dir`, if the run had one (`txn.jsonl`).
+pub(super) fn read_txn_history(dir: &Path) -> Result<Option<TxnHistory>> {
+    let path = dir.join("txn.jsonl");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut h = TxnHistory::default();
+    for line in lines(&path)? {
+        if let Some(v) = line["v"].as_str() {
+            h.appended.insert(
+                v.to_string(),
+                (
+                    int(&line["p"]) as i32,
+                    int(&line["o"]),
+                    int(&line["ms"]) as u64,
+                ),
+            );
+        } else if let Some(id) = line["txn"].as_str() {
+            let records = line["records"]
+                .as_array()
+                .map(|rs| {
+                    rs.iter()
+                        .filter_map(|r| Some((r[0].as_str()?.to_string(), r[1].as_i64()? as i32)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let outcome = match line["outcome"].as_str() {
+                Some("committed") => Outcome::Committed,
+                Some("aborted") => Outcome::Aborted,
+                _ => Outcome::Unknown,
+            };
+            h.txns.push(Txn {
+                id: id.to_string(),
+                records,
+                outcome,
+                error: line["err"].as_str().map(str::to_string),
+                ms: int(&line["ms"]) as u64,
+            });
+        } else if line["done"].as_bool() == Some(true) {
+            h.done = true;
+        }
+    }
+    h.live = reads(&dir.join("txnlive.jsonl"))?;
+    let final_lines = lines(&dir.join("txnfinal.jsonl"))?;
+    h.stuck = final_lines
+        .iter()
+        .find_map(|l| l["stuck"].as_object())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    h.final_log = reads(&dir.join("txnfinal.jsonl"))?;
+    Ok(Some(h))
 }
 
 impl Drop for Workload {

@@ -56,7 +56,7 @@ use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
     DriverConfig, DriverError, QuorumConfig, RaftDriver, RaftEvent, RaftHandle, RaftMetrics,
 };
-use tokio::net::TcpListener;
+use tokio::net::TcpSocket;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
@@ -108,7 +108,9 @@ pub struct BrokerListener {
     pub name: String,
     /// Its name and security protocol.
     pub security: kraftd_net::ListenerSecurity,
-    pub socket: TcpListener,
+    /// Bound, not listening: the port is taken (a clash fails the start at once) but a
+    /// client's connection is refused until the broker serves (see [`serve_when_ready`]).
+    pub socket: TcpSocket,
     pub advertised_host: String,
     pub advertised_port: u16,
 }
@@ -591,7 +593,7 @@ impl BrokerServer {
             lifecycle_channel,
             metadata_status.clone(),
             offline_dirs_rx,
-            stopped_tx,
+            stopped_tx.clone(),
         );
         let epoch_relay = {
             let mut state = lifecycle.state();
@@ -699,6 +701,7 @@ impl BrokerServer {
             context,
             config.server.clone(),
             serving_tx,
+            stopped_tx,
         ));
         Ok(BrokerServer {
             replica_manager,
@@ -940,8 +943,19 @@ impl ReadyGate {
     }
 }
 
-/// Serves the client listeners once `gate` opens (their sockets are bound from the start,
-/// so a client connecting early waits in the accept backlog instead of being refused).
+/// The accept backlog of a client listener: what tokio's `TcpListener::bind` asks for
+/// (`socket.listen.backlog.size` is accepted without effect, docs/configs.md).
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// Listens on the client listeners and serves them once `gate` opens, as Kafka's
+/// `BrokerServer` enables request processing (and its `Acceptor` opens a configured port)
+/// only once the broker has caught up and is unfenced. Until then the bound sockets do not
+/// listen, so a connection is refused at once: a client tries another broker or backs off.
+/// Listening early instead let the kernel accept connections nobody answered: a broker
+/// restarted before its previous incarnation's session expired (registration refused with
+/// DUPLICATE_BROKER_REGISTRATION, for as long as controller failovers renew that session)
+/// held librdkafka's requests for its 10 s ApiVersions timeout, again and again, while it
+/// was the leader its clients' metadata named (the chaos harness's seed 12, docs/chaos.md).
 /// Aborting this task closes every listener and connection.
 async fn serve_when_ready(
     mut gate: ReadyGate,
@@ -949,18 +963,28 @@ async fn serve_when_ready(
     context: Arc<BrokerApisContext>,
     server: ServerConfig,
     serving: watch::Sender<bool>,
+    stopped: watch::Sender<Option<String>>,
 ) {
     gate.wait().await;
     let table = Arc::new(KafkaApis::api_versions_for(&context));
     let mut servers = tokio::task::JoinSet::new();
     for l in listeners {
+        let socket = match l.socket.listen(LISTEN_BACKLOG) {
+            Ok(socket) => socket,
+            Err(e) => {
+                let reason = format!("listener {} cannot listen: {e}", l.name);
+                warn!(node = gate.node_id, %reason, "shutting down");
+                let _ = stopped.send(Some(reason));
+                return;
+            }
+        };
         info!(node = gate.node_id, listener = %l.name, "broker listener serving");
         let apis = Arc::new(KafkaApis::new(l.name, Arc::clone(&context)));
         let server = ServerConfig {
             security: l.security,
             ..server.clone()
         };
-        servers.spawn(serve(l.socket, Arc::clone(&table), server, apis));
+        servers.spawn(serve(socket, Arc::clone(&table), server, apis));
     }
     let _ = serving.send(true);
     while servers.join_next().await.is_some() {}
