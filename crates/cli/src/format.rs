@@ -259,8 +259,8 @@ pub fn read_bootstrap(dir: &Path) -> Result<Vec<MetadataRecord>> {
         if !snapshot.exists() {
             return Ok(vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
                 name: METADATA_VERSION_FEATURE.to_string(),
-                feature_level: kraftd_protocol::metadata_version::MetadataVersion::LATEST_PRODUCTION
-                    .level(),
+                feature_level:
+                    kraftd_protocol::metadata_version::MetadataVersion::LATEST_PRODUCTION.level(),
                 ..Default::default()
             })]);
         }

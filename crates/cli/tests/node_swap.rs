@@ -181,7 +181,8 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     producer.wait_acked(acked + 1_000, 120);
     LogDir::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
     groups.check_and_commit(2_000, || logs(&kraftd, &swapped));
-    let warnings = warnings_of(&kraftd.logs());
+    let kraftd_log = kraftd.logs();
+    let warnings = warnings_of(&kraftd_log);
     assert!(
         !warnings.iter().any(|l| {
             let l = l.to_ascii_lowercase();
@@ -388,13 +389,8 @@ impl Groups {
             Duration::from_secs(60),
             &logs,
             || {
-                let got = self.fetch(&[
-                    "committed",
-                    &self.bootstrap,
-                    TOPIC,
-                    &partitions,
-                    &groups,
-                ])?;
+                let got =
+                    self.fetch(&["committed", &self.bootstrap, TOPIC, &partitions, &groups])?;
                 if got == self.expected {
                     Ok(())
                 } else {
@@ -537,4 +533,253 @@ fn load_lines(log: &str) -> String {
         ],
     )
     .join("\n")
+}
+
+/// A Kafka 4.4.0 controller swapped for kraftd on its own metadata directory and back: three
+/// Kafka controllers and a Kafka broker, formatted at `--release-version 4.2`
+/// (metadata.version 29: from 30 on a Kafka broker heartbeats at BrokerHeartbeat v2, which a
+/// kraftd controller does not serve yet, and here kraftd comes to lead the quorum), snapshots
+/// every 2 KiB of records so the directory holds Kafka's snapshots. Controller 102 is stopped
+/// with SIGTERM and kraftd started on its directory (its `quorum-state`, segments and
+/// snapshots) with the very same `server.properties`: it catches up without losing a byte of
+/// the log Kafka left, and leads the quorum (the Kafka voters restarted at once, as
+/// `mixed_kafka_cluster.rs` makes a kind lead) while a topic is created. Then kraftd is
+/// stopped with SIGTERM and Kafka started on what it wrote: it loads it without truncating,
+/// catches up, and every topic is there.
+#[test]
+fn a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back() {
+    let root = tempfile::tempdir().unwrap();
+    let extra = "metadata.log.max.record.bytes.between.snapshots=2048
+controller.quorum.election.timeout.ms=3000
+controller.quorum.fetch.timeout.ms=4000";
+    let (_cluster_id, mut controllers, brokers) = kafka_quorum_cluster(
+        root.path(),
+        3,
+        &[1],
+        1,
+        extra,
+        &["--release-version", "4.2"],
+    );
+    let bootstrap = brokers[0].address();
+    let quorum = controllers
+        .iter()
+        .map(KafkaNode::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut swapped = controllers.pop().unwrap();
+    let mut kraftd = Node {
+        id: swapped.id,
+        role: "controller",
+        port: swapped.port,
+        dir: swapped.dir.clone(),
+        child: None,
+        starts: 0,
+    };
+    std::os::unix::fs::symlink(swapped.config_path(), kraftd.config_path()).unwrap();
+    let metadata = swapped.dir.join("data");
+    let logs = |kraftd: &Node, swapped: &KafkaNode, controllers: &[KafkaNode]| {
+        let mut text = kraftd.logs();
+        text.push_str(&format!(
+            "\n--- Kafka controller {} ---\n{}",
+            swapped.id,
+            swapped.logs()
+        ));
+        for n in controllers.iter().chain(&brokers) {
+            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
+        }
+        text
+    };
+    let mut topics = Vec::new();
+    let mut create = |topic: &str, logs: &dyn Fn() -> String| {
+        eventually(
+            &format!("kafka-topics --create {topic}"),
+            Duration::from_secs(60),
+            logs,
+            || {
+                let out = run_tool(
+                    "org.apache.kafka.tools.TopicCommand",
+                    &[
+                        "--bootstrap-server",
+                        &bootstrap,
+                        "--create",
+                        "--if-not-exists",
+                        "--topic",
+                        topic,
+                        "--partitions",
+                        "2",
+                    ],
+                );
+                out.status
+                    .success()
+                    .then_some(())
+                    .ok_or_else(|| output_text(&out))
+            },
+        );
+        topics.push(topic.to_string());
+    };
+    // Enough records for Kafka's controllers to snapshot.
+    for i in 0..6 {
+        create(&format!("before-swap-{i}"), &|| {
+            logs(&kraftd, &swapped, &controllers)
+        });
+    }
+    eventually(
+        "a Kafka snapshot in controller 102's metadata log",
+        Duration::from_secs(60),
+        || logs(&kraftd, &swapped, &controllers),
+        || {
+            newest_snapshot(&metadata.join("__cluster_metadata-0"))
+                .map(drop)
+                .ok_or_else(|| "no snapshot yet".to_string())
+        },
+    );
+
+    swapped.stop(Duration::from_secs(90));
+    let kafka_left = LogDir::read(&metadata);
+    kraftd.start();
+    wait_caught_up(&quorum, swapped.id, || {
+        logs(&kraftd, &swapped, &controllers)
+    });
+    LogDir::read(&metadata).assert_extends(&kafka_left, "kraftd on a Kafka controller's directory");
+    create("kraftd-follows", &|| logs(&kraftd, &swapped, &controllers));
+
+    // kraftd leads: the Kafka voters restarted at once grant its vote.
+    for round in 0..6 {
+        let leader = eventually(
+            "the quorum has a leader",
+            Duration::from_secs(90),
+            || logs(&kraftd, &swapped, &controllers),
+            || quorum_leader(&quorum),
+        );
+        if leader == kraftd.id {
+            break;
+        }
+        assert!(round < 5, "kraftd never led in 6 rounds");
+        for c in controllers.iter_mut() {
+            c.kill9();
+        }
+        for c in controllers.iter_mut() {
+            c.start();
+        }
+        eventually(
+            "another voter leads",
+            Duration::from_secs(90),
+            || logs(&kraftd, &swapped, &controllers),
+            || match quorum_leader(&quorum) {
+                Ok(id) if id != leader => Ok(()),
+                other => Err(format!("{other:?}")),
+            },
+        );
+    }
+    create("kraftd-leads", &|| logs(&kraftd, &swapped, &controllers));
+    wait_caught_up(&quorum, swapped.id, || {
+        logs(&kraftd, &swapped, &controllers)
+    });
+
+    common::stop_gracefully(std::slice::from_mut(&mut kraftd));
+    let kraftd_left = LogDir::read(&metadata);
+    let mark = swapped.server_log_mark();
+    swapped.start();
+    wait_caught_up(&quorum, swapped.id, || {
+        logs(&kraftd, &swapped, &controllers)
+    });
+    let load = swapped.server_log_since(mark);
+    let unclean = matching_lines(
+        &load,
+        &[
+            "Corruption found",
+            "Truncating to offset",
+            "Truncated to offset",
+            "Found invalid offset",
+            "Deleting all segments because",
+            "corrupted index",
+        ],
+    );
+    assert!(
+        unclean.is_empty(),
+        "Kafka's load of the metadata log kraftd left:\n{}",
+        unclean.join("\n")
+    );
+    LogDir::read(&metadata).assert_extends(
+        &kraftd_left,
+        "Kafka on the directory a kraftd controller left",
+    );
+    create("kafka-again", &|| logs(&kraftd, &swapped, &controllers));
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &["--bootstrap-server", &bootstrap, "--list"],
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for topic in &topics {
+        assert!(
+            listed.lines().any(|l| l.trim() == topic),
+            "{topic} not listed: {}",
+            output_text(&out)
+        );
+    }
+}
+
+/// Waits until `describe --replication` through `quorum` shows voter `id` with lag 0.
+fn wait_caught_up(quorum: &str, id: i32, logs: impl Fn() -> String) {
+    eventually(
+        &format!("voter {id} caught up with the leader"),
+        Duration::from_secs(90),
+        logs,
+        || {
+            let out = common::kafka_jars::run_tool_within(
+                "org.apache.kafka.tools.MetadataQuorumCommand",
+                &[
+                    "--bootstrap-controller",
+                    quorum,
+                    "describe",
+                    "--replication",
+                ],
+                Duration::from_secs(30),
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            // Columns: NodeId, DirectoryId, LogEndOffset, Lag, ...
+            let lag = stdout.lines().skip(1).find_map(|l| {
+                let cells: Vec<&str> = l.split('\t').map(str::trim).collect();
+                if cells.first()?.parse::<i32>().ok()? == id {
+                    cells.get(3).map(|lag| lag.to_string())
+                } else {
+                    None
+                }
+            });
+            match lag.as_deref() {
+                Some("0") => Ok(()),
+                _ => Err(output_text(&out)),
+            }
+        },
+    );
+}
+
+/// `kafka-metadata-quorum describe --status` through `quorum`: the leader's id, once there
+/// is one.
+fn quorum_leader(quorum: &str) -> Result<i32, String> {
+    let out = common::kafka_jars::run_tool_within(
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        &["--bootstrap-controller", quorum, "describe", "--status"],
+        Duration::from_secs(30),
+    );
+    let text = output_text(&out);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("LeaderId:"))
+        .and_then(|id| id.trim().parse::<i32>().ok())
+        .filter(|id| *id >= 0)
+        .ok_or(text)
+}
+
+/// The newest snapshot (`<offset>-<epoch>.checkpoint` past the bootstrap one) of a metadata
+/// log directory.
+fn newest_snapshot(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "checkpoint")
+                && p.file_name()
+                    .is_some_and(|n| n != "00000000000000000000-0000000000.checkpoint")
+        })
+        .max()
 }
