@@ -10,12 +10,13 @@
 //!
 //! 1. stopped with SIGTERM (Kafka's controlled shutdown), and a kraftd broker started with the
 //!    same `node.id` on the same `log.dirs` with the very same `server.properties` file. Its
-//!    logs load without losing a byte (every log's segments, the metadata log's included,
-//!    still begin with the bytes Kafka left), it rejoins every ISR and leads its preferred
-//!    partitions (of the topic and of `__consumer_offsets`) after a preferred election;
+//!    logs load without losing a committed byte (every log's segments still begin with the
+//!    bytes Kafka left up to the checkpointed high watermark, the metadata log's whole), it
+//!    rejoins every ISR and leads its preferred partitions (of the topic and of
+//!    `__consumer_offsets`) after a preferred election;
 //! 2. stopped with SIGTERM, and Kafka started again on what kraftd wrote: Kafka finds the
-//!    clean-shutdown file and skips recovery, rebuilds no index, truncates nothing, loads
-//!    every file kind it wrote itself, rejoins and leads again;
+//!    clean-shutdown file and skips recovery, rebuilds no index, truncates nothing below the
+//!    high watermark, finds every kind of file it wrote itself, rejoins and leads again;
 //! 3. swapped to kraftd again, killed -9 under load, and Kafka started on the directories of
 //!    a crashed kraftd: it recovers them as its own after a crash, and rejoins.
 //!
