@@ -244,9 +244,28 @@ fn write_bootstrap(
     write_atomically(&dir.join(BOOTSTRAP_CHECKPOINT), &bytes)
 }
 
-/// Reads the bootstrap records of a formatted metadata log directory.
+/// Reads the bootstrap records of a formatted metadata log directory: kraftd's
+/// `bootstrap.checkpoint`, else the bootstrap snapshot
+/// (`__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`), the one place
+/// Kafka 4.4's `kafka-storage format` writes them, so a kraftd controller starts on a Kafka
+/// controller's directories (a node swapped in place). A directory with neither (a Kafka
+/// controller's whose bootstrap snapshot was cleaned away once its log moved past it) gets
+/// Kafka's `BootstrapMetadata.fromDirectory` default: `metadata.version` at the latest
+/// production level, which matters only if the metadata log is empty.
 pub fn read_bootstrap(dir: &Path) -> Result<Vec<MetadataRecord>> {
-    let path = dir.join(BOOTSTRAP_CHECKPOINT);
+    let mut path = dir.join(BOOTSTRAP_CHECKPOINT);
+    if !path.exists() {
+        let snapshot = dynamic::bootstrap_snapshot_path(dir);
+        if !snapshot.exists() {
+            return Ok(vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
+                name: METADATA_VERSION_FEATURE.to_string(),
+                feature_level:
+                    kraftd_protocol::metadata_version::MetadataVersion::LATEST_PRODUCTION.level(),
+                ..Default::default()
+            })]);
+        }
+        path = snapshot;
+    }
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let snapshot = read_snapshot(Bytes::from(bytes))
         .map_err(|e| anyhow!("{} is not a valid checkpoint: {e}", path.display()))?;
@@ -322,6 +341,53 @@ mod tests {
         check_cluster_id(&id).unwrap();
         assert_ne!(id, random_uuid().unwrap());
         assert!(check_cluster_id("short").is_err());
+    }
+
+    /// A metadata directory `kafka-storage format` wrote holds its bootstrap records in the
+    /// bootstrap snapshot only; one with neither file reads as Kafka's default.
+    #[test]
+    fn bootstrap_records_are_read_from_kafkas_bootstrap_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            read_bootstrap(dir.path()).unwrap(),
+            vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
+                name: METADATA_VERSION_FEATURE.to_string(),
+                feature_level: 33,
+                ..Default::default()
+            })]
+        );
+        let levels = features::finalized_levels(
+            &FeatureArgs {
+                release_version: Some("4.2".to_string()),
+                features: Vec::new(),
+            },
+            false,
+        )
+        .unwrap();
+        let records = bootstrap_records(&levels);
+        let mut writer = SnapshotWriter::new(0, 0, 0).unwrap();
+        for record in &records {
+            let version = levels.metadata_version.record_version(record);
+            writer
+                .append(encode_metadata_record(record, version).unwrap())
+                .unwrap();
+        }
+        let path = dynamic::bootstrap_snapshot_path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, writer.finish().unwrap()).unwrap();
+        assert_eq!(read_bootstrap(dir.path()).unwrap(), records);
+        // kraftd's own file wins over the snapshot.
+        let own = features::finalized_levels(
+            &FeatureArgs {
+                release_version: Some("4.0".to_string()),
+                features: Vec::new(),
+            },
+            false,
+        )
+        .unwrap();
+        write_bootstrap(dir.path(), &own, &[]).unwrap();
+        assert_ne!(bootstrap_records(&own), records);
+        assert_eq!(read_bootstrap(dir.path()).unwrap(), bootstrap_records(&own));
     }
 
     #[test]

@@ -349,6 +349,18 @@ impl KafkaNode {
         self.dir.join("logs").join("server.log")
     }
 
+    /// How long its server.log is now: a mark for [`KafkaNode::server_log_since`].
+    pub fn server_log_mark(&self) -> u64 {
+        fs::metadata(self.server_log()).map_or(0, |m| m.len())
+    }
+
+    /// What its server.log gained since `mark` (log4j appends to it across starts).
+    pub fn server_log_since(&self, mark: u64) -> String {
+        let log = fs::read(self.server_log()).unwrap_or_default();
+        let from = usize::try_from(mark).unwrap_or(usize::MAX).min(log.len());
+        String::from_utf8_lossy(&log[from..]).into_owned()
+    }
+
     /// Starts the JVM; returns at once (see [`KafkaNode::wait_started`]).
     pub fn start(&mut self) {
         self.starts += 1;
@@ -402,6 +414,29 @@ impl KafkaNode {
                 self.logs()
             );
             std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// SIGTERM, then waits up to `timeout` for the JVM to exit: Kafka's shutdown hook runs
+    /// the broker's controlled shutdown and closes every log, leaving each log dir's
+    /// clean-shutdown file. Panics (after a SIGKILL) if it is still running by then.
+    pub fn stop(&mut self, timeout: Duration) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill").arg(child.id().to_string()).status();
+        let deadline = Instant::now() + timeout;
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "Kafka node {} still running {timeout:?} after SIGTERM:\n{}",
+                    self.id,
+                    self.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 

@@ -41,6 +41,12 @@ pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Suffix of a partition directory scheduled for deletion (Kafka's `-delete`).
 const DELETE_SUFFIX: &str = "-delete";
+/// The metadata log's topic. Its directory (`__cluster_metadata-0`) sits among the
+/// partitions in the metadata log dir, with a `partition.metadata` when Kafka wrote it, but
+/// belongs to Raft, not to this manager: Kafka's `LogManager.loadLogs` skips it too. Taken
+/// for a partition, it would be a stray one (no topic in the image has its id) and deleted
+/// under the running Raft log.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// Why a log could not be opened, created or removed.
 #[derive(Debug, thiserror::Error)]
@@ -492,6 +498,9 @@ fn scan_dir(dir: &Path) -> DirIndex {
             let id = read_partition_metadata(&path);
             out.futures.insert(key, (path, id));
         } else if let Some(key) = parse_partition_dir_name(&name) {
+            if key.0 == METADATA_TOPIC {
+                continue;
+            }
             match fs::read_to_string(path.join(PARTITION_METADATA_FILE)) {
                 Ok(text) => {
                     out.partitions.insert(key, parse_partition_metadata(&text));

@@ -284,3 +284,28 @@ fn cleaner_checkpoints_go_to_the_partitions_log_dir() {
     assert_eq!(all.get(&("t".to_string(), 0)), Some(&10));
     assert_eq!(all.get(&("t".to_string(), 1)), Some(&20));
 }
+
+/// The metadata log's directory is Raft's: with the `partition.metadata` Kafka writes in it
+/// (topic id AAAAAAAAAAAAAAAAAAAAAQ), it is still no partition of this manager, so nothing
+/// takes it for a stray replica.
+#[test]
+fn the_metadata_log_directory_is_no_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let metadata = dir.path().join("__cluster_metadata-0");
+    fs::create_dir_all(&metadata).unwrap();
+    fs::write(
+        metadata.join(PARTITION_METADATA_FILE),
+        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ",
+    )
+    .unwrap();
+    let lm = open(&[dir.path()]);
+    lm.get_or_create("t", ID, 0, LogConfig::default(), 0)
+        .unwrap();
+    let found: Vec<String> = lm
+        .partition_dirs()
+        .into_iter()
+        .map(|(_, topic, partition, _)| format!("{topic}-{partition}"))
+        .collect();
+    assert_eq!(found, ["t-0"]);
+    assert!(metadata.join(PARTITION_METADATA_FILE).exists());
+}

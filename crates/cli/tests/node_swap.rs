@@ -1,0 +1,590 @@
+//! Rolling migration, one node (issue 31): an Apache Kafka 4.4.0 broker swapped for a kraftd
+//! broker on its own directories, and back.
+//!
+//! Three Kafka brokers on a Kafka controller (formatted with Kafka's defaults, so
+//! metadata.version 33: the cluster an operator migrates from; one controller, since the
+//! controllers take no part in the swap and each JVM costs the shared test machine), a topic
+//! with replication factor 3 and min.insync.replicas 2 whose partitions each broker leads in
+//! turn, and an idempotent acks=all producer running throughout
+//! (`python/idempotent_failover.py`). Broker 3 is then:
+//!
+//! 1. stopped with SIGTERM (Kafka's controlled shutdown), and a kraftd broker started with the
+//!    same `node.id` on the same `log.dirs` with the very same `server.properties` file. Its
+//!    logs load without losing a committed byte (every log's segments still begin with the
+//!    bytes Kafka left up to the checkpointed high watermark, the metadata log's whole), it
+//!    rejoins every ISR and leads its preferred partitions (of the topic and of
+//!    `__consumer_offsets`) after a preferred election;
+//! 2. stopped with SIGTERM, and Kafka started again on what kraftd wrote: Kafka finds the
+//!    clean-shutdown file and skips recovery, rebuilds no index, truncates nothing below the
+//!    high watermark, finds every kind of file it wrote itself, rejoins and leads again;
+//! 3. swapped to kraftd again, killed -9 under load, and Kafka started on the directories of
+//!    a crashed kraftd: it recovers them as its own after a crash, and rejoins.
+//!
+//! Consumer groups' committed offsets (ten groups, so some live on `__consumer_offsets`
+//! partitions broker 3 leads) are read back and committed anew after each swap; at the end
+//! every acknowledged record is read back exactly once at its offset.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::kafka_jars::{kafka_quorum_cluster, output_text, run_tool, KafkaNode};
+use common::python::{run_inline, script_path, wait_until_brokers_listed};
+use common::script::Script;
+use common::{eventually, Node};
+use kraftd_protocol::records::Batches;
+
+const TOPIC: &str = "swap";
+const PARTITIONS: i32 = 3;
+/// Each broker first in one partition's replicas: broker 3 is the preferred leader of
+/// partition 2.
+const ASSIGNMENT: &str = "1:2:3,2:3:1,3:1:2";
+/// The broker swapped.
+const SWAPPED: i32 = 3;
+/// Groups committing offsets: with `__consumer_offsets` of 5 partitions, some land on one
+/// broker 3 leads.
+const GROUPS: i32 = 10;
+
+/// What every node's `server.properties` holds beyond the test cluster's own lines: the
+/// settings of Kafka 4.4's shipped `config/broker.properties` (an operator's file starts as
+/// that one), `__consumer_offsets` kept small, and segments rolled every few seconds so the
+/// swapped logs span several segments with their producer snapshots.
+const EXTRA: &str = "num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+num.partitions=1
+num.recovery.threads.per.data.dir=2
+share.coordinator.state.topic.replication.factor=3
+share.coordinator.state.topic.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+offsets.topic.num.partitions=5
+log.roll.ms=8000";
+
+/// Lines of a Kafka broker's log that mean it did not load a cleanly stopped log as it
+/// wrote it: recovery, rebuilt or missing indexes, truncation below the high watermark,
+/// corruption, strays. (A tail past the high watermark may be truncated: it was never
+/// acknowledged, and the new leader's log may have diverged there.)
+const KAFKA_UNCLEAN_LOAD: [&str; 11] = [
+    "since no clean shutdown file was found",
+    "Recovering unflushed segment",
+    "Found a corrupted index file",
+    "Could not find offset index file",
+    "Found an orphaned index file",
+    "Corruption found in segment",
+    "Found invalid offset during recovery",
+    "Deleting all segments because",
+    "Deleting segments as part of log recovery",
+    "below high watermark",
+    "stray",
+];
+
+#[test]
+fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, controllers, mut kafka) =
+        kafka_quorum_cluster(root.path(), 1, &[1, 2, SWAPPED], 3, EXTRA, &[]);
+    let bootstrap = kafka
+        .iter()
+        .map(KafkaNode::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut swapped = kafka.pop().unwrap();
+    assert_eq!(swapped.id, SWAPPED);
+    let data = swapped.dir.join("data");
+    // kraftd runs on the Kafka broker's own directory and its very `server.properties`
+    // (the test's `Node` reads `controller.properties`: a link to that file).
+    let mut kraftd = Node {
+        id: SWAPPED,
+        role: "broker",
+        port: swapped.port,
+        dir: swapped.dir.clone(),
+        child: None,
+        starts: 0,
+    };
+    std::os::unix::fs::symlink(swapped.config_path(), kraftd.config_path()).unwrap();
+
+    let logs = |kraftd: &Node, swapped: &KafkaNode| {
+        let mut text = kraftd.logs();
+        text.push_str(&format!(
+            "\n--- Kafka broker {SWAPPED} ---\n{}",
+            swapped.logs()
+        ));
+        for n in controllers.iter().chain(&kafka) {
+            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
+        }
+        text
+    };
+
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--create",
+            "--topic",
+            TOPIC,
+            "--replica-assignment",
+            ASSIGNMENT,
+            "--config",
+            "min.insync.replicas=2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-topics --create: {}",
+        output_text(&out)
+    );
+    let stop_file = root.path().join("stop-producer");
+    let partitions = PARTITIONS.to_string();
+    let mut producer = Script::spawn(
+        root.path(),
+        "idempotent_failover.py",
+        &[
+            "--bootstrap",
+            &bootstrap,
+            "--topic",
+            TOPIC,
+            "--partitions",
+            &partitions,
+            "--replication-factor",
+            "3",
+            "--min-insync-replicas",
+            "2",
+            "--stop-file",
+            stop_file.to_str().unwrap(),
+            "--progress-every",
+            "100",
+            // Paced: load across every swap, not millions of records to read back.
+            "--in-flight",
+            "10",
+        ],
+    );
+    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    producer.wait_acked(500, 120);
+    let mut groups = Groups::new(&bootstrap);
+    groups.commit(1_000, || logs(&kraftd, &swapped));
+    settle(&bootstrap, || logs(&kraftd, &swapped));
+
+    // 1. Kafka stopped cleanly, kraftd started on its directories.
+    swapped.stop(Duration::from_secs(90));
+    let kafka_left = LogDir::read(&data);
+    eprintln!(
+        "Kafka left: {:?}\nlog end offsets: {:?}",
+        kafka_left.kinds(),
+        kafka_left.log_end_offsets()
+    );
+    kraftd.start();
+    settle(&bootstrap, || logs(&kraftd, &swapped));
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 500, 120);
+    LogDir::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
+    groups.check_and_commit(2_000, || logs(&kraftd, &swapped));
+    let kraftd_log = kraftd.logs();
+    let warnings = warnings_of(&kraftd_log);
+    assert!(
+        !warnings.iter().any(|l| {
+            let l = l.to_ascii_lowercase();
+            ["corrupt", "recover", "rebuil", "below the high watermark"]
+                .iter()
+                .any(|w| l.contains(w))
+        }),
+        "kraftd warned while loading Kafka's logs:\n{}",
+        warnings.join("\n")
+    );
+
+    // 2. kraftd stopped cleanly, Kafka started on what kraftd wrote.
+    common::stop_gracefully(std::slice::from_mut(&mut kraftd));
+    let kraftd_left = LogDir::read(&data);
+    eprintln!(
+        "kraftd left: {:?}\nlog end offsets: {:?}",
+        kraftd_left.kinds(),
+        kraftd_left.log_end_offsets()
+    );
+    let (kafka_kinds, kraftd_kinds) = (kafka_left.kinds(), kraftd_left.kinds());
+    let missing: Vec<&String> = kafka_kinds.difference(&kraftd_kinds).collect();
+    assert!(
+        missing.is_empty(),
+        "kinds of file Kafka wrote that kraftd did not: {missing:?}\nKafka: {kafka_kinds:?}\n\
+         kraftd: {kraftd_kinds:?}"
+    );
+    let mark = swapped.server_log_mark();
+    swapped.start();
+    swapped.wait_started(Duration::from_secs(120));
+    let load = swapped.server_log_since(mark);
+    assert!(
+        load.contains("since clean shutdown file was found"),
+        "Kafka did not take kraftd's clean shutdown:\n{}",
+        load_lines(&load)
+    );
+    let unclean = kafka_unclean_load(&load);
+    assert!(
+        unclean.is_empty(),
+        "Kafka's load of what kraftd wrote after a clean stop:\n{}",
+        unclean.join("\n")
+    );
+    settle(&bootstrap, || logs(&kraftd, &swapped));
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 500, 120);
+    LogDir::read(&data).assert_extends(&kraftd_left, "Kafka on the directories kraftd left");
+    groups.check_and_commit(3_000, || logs(&kraftd, &swapped));
+
+    // 3. kraftd again, killed -9 under load; Kafka recovers what it left.
+    swapped.stop(Duration::from_secs(90));
+    let kafka_left = LogDir::read(&data);
+    kraftd.start();
+    settle(&bootstrap, || logs(&kraftd, &swapped));
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 500, 120);
+    LogDir::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
+    kraftd.kill9();
+    let mark = swapped.server_log_mark();
+    swapped.start();
+    swapped.wait_started(Duration::from_secs(120));
+    let load = swapped.server_log_since(mark);
+    eprintln!(
+        "Kafka's load after kraftd's kill -9:\n{}",
+        kafka_unclean_load(&load).join("\n")
+    );
+    for refused in [
+        "Found invalid offset during recovery",
+        "Deleting all segments because",
+        "Found an orphaned index file",
+        "stray",
+    ] {
+        assert!(
+            !load.contains(refused),
+            "Kafka's recovery of a crashed kraftd's log: {refused}\n{}",
+            load_lines(&load)
+        );
+    }
+    settle(&bootstrap, || logs(&kraftd, &swapped));
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 500, 120);
+    groups.check_and_commit(4_000, || logs(&kraftd, &swapped));
+
+    // Every acknowledged record once, at its offset.
+    std::fs::write(&stop_file, "").unwrap();
+    let summary = producer.finish(300, || logs(&kraftd, &swapped));
+    eprintln!("{summary}");
+}
+
+/// Waits until every partition of the topic and of `__consumer_offsets` has its full ISR and
+/// is led by its preferred replica, running Kafka's preferred election while the ISR is full
+/// but a leader is not.
+fn settle(bootstrap: &str, logs: impl Fn() -> String) {
+    wait_until_brokers_listed(bootstrap, 3, &logs);
+    eventually(
+        "every partition with its full ISR, led by its preferred replica",
+        Duration::from_secs(120),
+        &logs,
+        || {
+            let state = partition_states(bootstrap, &[TOPIC, "__consumer_offsets"])?;
+            let short: Vec<_> = state
+                .iter()
+                .filter(|(_, (_, isr, replicas))| isr.len() != replicas.len())
+                .collect();
+            if !short.is_empty() {
+                return Err(format!("ISR short of the replicas: {short:?}"));
+            }
+            let misled: Vec<_> = state
+                .iter()
+                .filter(|(_, (leader, _, replicas))| replicas.first() != Some(leader))
+                .collect();
+            if misled.is_empty() {
+                return Ok(());
+            }
+            let out = run_tool(
+                "org.apache.kafka.tools.LeaderElectionCommand",
+                &[
+                    "--bootstrap-server",
+                    bootstrap,
+                    "--election-type",
+                    "PREFERRED",
+                    "--all-topic-partitions",
+                ],
+            );
+            Err(format!(
+                "not led by the preferred replica: {misled:?}; kafka-leader-election: {}",
+                output_text(&out)
+            ))
+        },
+    );
+}
+
+/// `"<topic>-<partition>"` → (leader, ISR, replicas) as the brokers' Metadata says.
+type PartitionStates = BTreeMap<String, (i32, Vec<i32>, Vec<i32>)>;
+
+fn partition_states(bootstrap: &str, topics: &[&str]) -> Result<PartitionStates, String> {
+    let mut args = vec!["state", bootstrap];
+    args.extend_from_slice(topics);
+    let out = probe(&args);
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}: {:?}", out.stdout))
+}
+
+fn probe(args: &[&str]) -> std::process::Output {
+    let script = std::fs::read_to_string(script_path("swap_probe.py")).unwrap();
+    run_inline(&script, args)
+}
+
+/// The groups' committed offsets: what the last commit wrote, checked after each swap.
+struct Groups {
+    bootstrap: String,
+    expected: BTreeMap<String, Vec<i64>>,
+}
+
+impl Groups {
+    fn new(bootstrap: &str) -> Groups {
+        Groups {
+            bootstrap: bootstrap.to_string(),
+            expected: BTreeMap::new(),
+        }
+    }
+
+    /// Commits `base + partition` for every group and partition (retried while a
+    /// coordinator moves), and checks OffsetFetch returns it.
+    fn commit(&mut self, base: i64, logs: impl Fn() -> String) {
+        let expected: BTreeMap<String, Vec<i64>> = (0..GROUPS)
+            .map(|g| {
+                (
+                    format!("swap-group-{g}"),
+                    (0..i64::from(PARTITIONS)).map(|p| base + p).collect(),
+                )
+            })
+            .collect();
+        let base = base.to_string();
+        let (partitions, groups) = (PARTITIONS.to_string(), GROUPS.to_string());
+        eventually(
+            "every group's commit",
+            Duration::from_secs(60),
+            logs,
+            || {
+                let got = self.fetch(&[
+                    "commit",
+                    &self.bootstrap,
+                    TOPIC,
+                    &partitions,
+                    &groups,
+                    &base,
+                ])?;
+                if got == expected {
+                    Ok(())
+                } else {
+                    Err(format!("committed {got:?}"))
+                }
+            },
+        );
+        self.expected = expected;
+    }
+
+    /// Checks every group still holds what was last committed, then commits `base`.
+    fn check_and_commit(&mut self, base: i64, logs: impl Fn() -> String) {
+        let (partitions, groups) = (PARTITIONS.to_string(), GROUPS.to_string());
+        eventually(
+            "every group's committed offsets, as last committed",
+            Duration::from_secs(60),
+            &logs,
+            || {
+                let got =
+                    self.fetch(&["committed", &self.bootstrap, TOPIC, &partitions, &groups])?;
+                if got == self.expected {
+                    Ok(())
+                } else {
+                    Err(format!("committed {got:?}, expected {:?}", self.expected))
+                }
+            },
+        );
+        self.commit(base, logs);
+    }
+
+    fn fetch(&self, args: &[&str]) -> Result<BTreeMap<String, Vec<i64>>, String> {
+        let out = probe(args);
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}: {:?}", out.stdout))
+    }
+}
+
+/// A stopped broker's log dir: every file's path under it, and each log's segments
+/// concatenated (oldest first) — the bytes a later owner of the directory must keep.
+struct LogDir {
+    files: BTreeSet<PathBuf>,
+    logs: BTreeMap<String, Vec<u8>>,
+    /// The high watermarks of `replication-offset-checkpoint`, by `<topic>-<partition>`.
+    high_watermarks: BTreeMap<String, i64>,
+}
+
+impl LogDir {
+    fn read(dir: &Path) -> LogDir {
+        let mut files = BTreeSet::new();
+        let mut logs = BTreeMap::new();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !path.is_dir() {
+                files.insert(PathBuf::from(&name));
+                continue;
+            }
+            let mut segments = Vec::new();
+            for file in std::fs::read_dir(&path).unwrap().flatten() {
+                let file_name = file.file_name().to_string_lossy().into_owned();
+                if file_name.ends_with(".log") {
+                    segments.push(file.path());
+                }
+                files.insert(Path::new(&name).join(file_name));
+            }
+            segments.sort();
+            let mut bytes = Vec::new();
+            for segment in segments {
+                bytes.extend(std::fs::read(&segment).unwrap());
+            }
+            logs.insert(name, bytes);
+        }
+        // Kafka's offset-checkpoint format: version, count, then `topic partition offset`.
+        let checkpoint =
+            std::fs::read_to_string(dir.join("replication-offset-checkpoint")).unwrap_or_default();
+        let high_watermarks = checkpoint
+            .lines()
+            .skip(2)
+            .filter_map(|l| {
+                let mut fields = l.split(' ');
+                let (topic, partition) = (fields.next()?, fields.next()?);
+                Some((format!("{topic}-{partition}"), fields.next()?.parse().ok()?))
+            })
+            .collect();
+        LogDir {
+            files,
+            logs,
+            high_watermarks,
+        }
+    }
+
+    /// How many of the first bytes of log `name` hold committed batches: those below its
+    /// checkpointed high watermark (the whole log when none is checkpointed: the metadata
+    /// log). A tail past it was never acknowledged, and a replica truncates it when the new
+    /// leader's log diverged there (KIP-279), as Kafka does on its own restart.
+    fn committed_bytes(&self, name: &str) -> usize {
+        let bytes = &self.logs[name];
+        let Some(&hw) = self.high_watermarks.get(name) else {
+            return bytes.len();
+        };
+        Batches::new(Bytes::from(bytes.clone()))
+            .map_while(Result::ok)
+            .take_while(|b| b.last_offset() < hw)
+            .map(|b| b.size_in_bytes())
+            .sum()
+    }
+
+    /// The kinds of file present: each path with its digits replaced by `N`
+    /// (`swap-N/N.log`, `__cluster_metadata-N/N-N.checkpoint`).
+    fn kinds(&self) -> BTreeSet<String> {
+        self.files
+            .iter()
+            .map(|p| {
+                let mut kind = String::new();
+                for c in p.to_string_lossy().chars() {
+                    if c.is_ascii_digit() {
+                        if !kind.ends_with('N') {
+                            kind.push('N');
+                        }
+                    } else {
+                        kind.push(c);
+                    }
+                }
+                kind
+            })
+            .collect()
+    }
+
+    /// Each log's end offset, from its last batch.
+    fn log_end_offsets(&self) -> BTreeMap<&str, i64> {
+        self.logs
+            .iter()
+            .map(|(name, bytes)| {
+                let end = Batches::new(Bytes::from(bytes.clone()))
+                    .map_while(Result::ok)
+                    .last()
+                    .map_or(0, |b| b.last_offset() + 1);
+                (name.as_str(), end)
+            })
+            .collect()
+    }
+
+    /// Every log of `before` is still here and begins with the committed bytes it had
+    /// ([`LogDir::committed_bytes`]): nothing committed truncated, rewritten or lost.
+    fn assert_extends(&self, before: &LogDir, what: &str) {
+        for (name, old) in &before.logs {
+            let old = &old[..before.committed_bytes(name)];
+            let new = self
+                .logs
+                .get(name)
+                .unwrap_or_else(|| panic!("{what}: {name} is gone"));
+            assert!(
+                new.len() >= old.len(),
+                "{what}: {name} shrank from {} to {} bytes",
+                old.len(),
+                new.len()
+            );
+            if let Some(at) = old.iter().zip(new).position(|(a, b)| a != b) {
+                panic!(
+                    "{what}: {name}'s segments differ at byte {at} of {}",
+                    old.len()
+                );
+            }
+        }
+    }
+}
+
+/// The WARN and ERROR lines of a kraftd log.
+fn warnings_of(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .collect()
+}
+
+/// The lines of a Kafka broker's log saying it did not load a log as a cleanly stopped one
+/// ([`KAFKA_UNCLEAN_LOAD`]), except the metadata log's recovery: Kafka opens
+/// `__cluster_metadata-0` as after an unclean shutdown every time, its own files too
+/// (`KafkaRaftLog.createLog` passes `lastShutdownClean` false).
+fn kafka_unclean_load(log: &str) -> Vec<&str> {
+    matching_lines(log, &KAFKA_UNCLEAN_LOAD)
+        .into_iter()
+        .filter(|l| {
+            !(l.contains("partition=__cluster_metadata-0")
+                && l.contains("Recovering unflushed segment"))
+        })
+        .collect()
+}
+
+/// The lines of a Kafka log holding any of `needles`.
+fn matching_lines<'a>(log: &'a str, needles: &[&str]) -> Vec<&'a str> {
+    log.lines()
+        .filter(|l| needles.iter().any(|n| l.contains(n)))
+        .collect()
+}
+
+/// What a Kafka start logged about loading its logs, for a failure message.
+fn load_lines(log: &str) -> String {
+    matching_lines(
+        log,
+        &[
+            "LogLoader",
+            "LogManager",
+            "UnifiedLog",
+            "WARN",
+            "ERROR",
+            "recovery",
+        ],
+    )
+    .join("\n")
+}
