@@ -216,7 +216,7 @@ fn drive(
         cluster.bootstrap_of("ssl_port"),
         cluster.bootstrap_of("sasl_ssl_port"),
     ];
-    for (listener, bootstrap) in LISTENERS.iter().zip(&bootstraps) {
+    for (listener, bootstrap) in LISTENERS.into_iter().zip(&bootstraps) {
         let warm_up = (records / 8).max(1000);
         println!("==> {listener}: warm-up, {warm_up} records produced and consumed");
         let topic = format!("{}-warm-up", topic_of(listener));
@@ -454,8 +454,12 @@ fn report(args: &CostArgs, records: u64, rate_secs: u64, runs: &[(System, Figure
     println!(
         "Cost per byte: {records} x 1 KiB per full-speed run (linger.ms={LINGER_MS}), acks=all, \
          RF {COPIES}, min.insync.replicas=2, {} partitions; {} records/s offered for {rate_secs} \
-         s (linger.ms={}) over PLAINTEXT; client librdkafka's rdkafka_performance",
-        args.partitions, args.rate, args.rate_linger_ms
+         s (linger.ms={}) over PLAINTEXT; client rdkafka_performance (librdkafka of rdkafka-sys \
+         {})",
+        args.partitions,
+        args.rate,
+        args.rate_linger_ms,
+        rdkafka::RDKAFKA_SYS
     );
     for (system, f) in runs {
         println!(

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 /// The `rdkafka-sys` release whose vendored librdkafka (2.10.0) is built.
-const RDKAFKA_SYS: &str = "4.9.0";
+pub(super) const RDKAFKA_SYS: &str = "4.9.0";
 
 /// `target/rdkafka/rdkafka-sys-<version>/examples/rdkafka_performance`, built first if absent.
 pub(super) fn rdkafka_performance(root: &Path) -> Result<PathBuf> {

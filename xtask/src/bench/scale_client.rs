@@ -3,6 +3,7 @@
 //! many topics in one request, Metadata of every topic (which partitions have a leader, which
 //! have a full ISR), and ListOffsets of every partition (which logs are open and readable).
 //! One blocking connection to one broker; the same versions work on kraftd and Kafka 4.4.
+//! `bench add-voter` and `bench cost` create their topics through it too.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
