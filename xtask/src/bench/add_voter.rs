@@ -129,6 +129,7 @@ pub(super) fn add_voter(root: &Path, args: AddVoterArgs) -> Result<()> {
         keep: args.keep,
         kafka_tools: false,
         what: "controller 1 standalone, controller 2 joining",
+        kraftd_bin: None,
     };
     run_systems(
         frame,

@@ -67,6 +67,10 @@ pub(super) struct CostArgs {
     /// and their top symbols printed (slows the runs it watches).
     #[arg(long)]
     perf: Option<PathBuf>,
+    /// A kraftd release binary to run instead of building target/release/kraftd (one built
+    /// from the same sources elsewhere, when this machine is too busy for a release build).
+    #[arg(long)]
+    kraftd_bin: Option<PathBuf>,
     /// Keep the temp directory (node logs and data, the certificates) afterwards.
     #[arg(long)]
     keep: bool,
@@ -171,6 +175,7 @@ pub(super) fn cost(root: &Path, args: CostArgs) -> Result<()> {
         keep: args.keep,
         kafka_tools: false,
         what: "3 client listeners (PLAINTEXT, SSL, SASL_SSL), rdkafka_performance",
+        kraftd_bin: args.kraftd_bin.as_deref(),
     };
     run_systems(
         frame,

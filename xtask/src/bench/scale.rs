@@ -196,6 +196,7 @@ pub(super) fn scale(root: &Path, args: ScaleArgs) -> Result<()> {
         keep: args.keep,
         kafka_tools: true,
         what: "one combined node",
+        kraftd_bin: None,
     };
     run_systems(
         frame,
