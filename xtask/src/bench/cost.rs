@@ -14,8 +14,9 @@
 //! `--records` records of 1 KiB produced with `acks=all` (`linger.ms` 5, librdkafka's other
 //! defaults: 1 MB batches), then the same records consumed from the beginning. Then, over
 //! PLAINTEXT, a fixed offered rate: `--rate` records/s for `--rate-secs` seconds with
-//! `linger.ms` 0, small batches (the client, whose rate limiter spins between records, runs
-//! at nice 19 so that it takes only what the nodes leave).
+//! `linger.ms` 0, small batches (the client's rate limiter spins between records, taking a
+//! core of its own; `--rate-nice 19` leaves the nodes first call on the cores, at the risk
+//! of a starved client offering less than the rate on a busy machine).
 //!
 //! Figures per run: records/s (the tool's own clock, first send to last acknowledgement or
 //! first to last record), the CPU seconds of every node process over the client's whole run
@@ -60,6 +61,9 @@ pub(super) struct CostArgs {
     /// The producer's linger.ms at the fixed rate.
     #[arg(long, default_value_t = 0)]
     rate_linger_ms: u64,
+    /// The client's nice value at the fixed rate.
+    #[arg(long, default_value_t = 0)]
+    rate_nice: i32,
     /// The topics' partitions (3: one leader per broker).
     #[arg(long, default_value_t = 3)]
     partitions: u32,
@@ -325,7 +329,7 @@ impl Setup<'_> {
                 ]);
                 if kind == Kind::AtRate {
                     args.extend(["-r".into(), self.args.rate.to_string()]);
-                    nice = 19;
+                    nice = self.args.rate_nice;
                 }
             }
             Kind::Consume => {
