@@ -476,3 +476,21 @@ impl Segment {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn read_exact_at_reads_the_range_and_refuses_one_past_the_end() {
+        let mut file = tempfile::tempfile().expect("temp file");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        file.write_all(&bytes).expect("write");
+        let read = read_exact_at(&file, 70_000, 12_345).expect("read");
+        assert_eq!(read, &bytes[12_345..82_345]);
+        assert!(read_exact_at(&file, 0, 100_000).expect("empty").is_empty());
+        let past = read_exact_at(&file, 10, 99_995).expect_err("5 bytes short");
+        assert_eq!(past.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
+}
