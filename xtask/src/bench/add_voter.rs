@@ -43,8 +43,8 @@ use kraftd_protocol::Uuid;
 
 use super::add_voter_client::QuorumConn;
 use super::kafka::{format_kafka_node, java};
-use super::produce::{loadavg, Against, System};
 use super::machine::status_bytes;
+use super::produce::{loadavg, Against, System};
 use super::scale::{poll_until, Launch, Node, Nodes};
 use super::systems::{run_systems, Frame, RunFigures, RunStatus, SystemRun};
 use crate::cluster::free_port;

@@ -113,10 +113,7 @@ fn fetch_source(base: &Path) -> Result<PathBuf> {
         .context("rdkafka-sys's manifest has no directory")?
         .join("librdkafka");
     if !dir.join("examples").join("rdkafka_performance.c").is_file() {
-        bail!(
-            "{} holds no examples/rdkafka_performance.c",
-            dir.display()
-        );
+        bail!("{} holds no examples/rdkafka_performance.c", dir.display());
     }
     Ok(dir)
 }
@@ -186,7 +183,9 @@ pub(super) fn run(bin: &Path, args: &[String], nice: i32, timeout: Duration) -> 
     while !waiter.is_finished() {
         if t0.elapsed() > timeout {
             // nice exec'd time, whose child is the tool: end both.
-            let _ = Command::new("pkill").args(["-P", &pid.to_string()]).status();
+            let _ = Command::new("pkill")
+                .args(["-P", &pid.to_string()])
+                .status();
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
         std::thread::sleep(Duration::from_millis(20));
