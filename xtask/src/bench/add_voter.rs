@@ -43,8 +43,9 @@ use kraftd_protocol::Uuid;
 
 use super::add_voter_client::QuorumConn;
 use super::kafka::{format_kafka_node, java};
+use super::machine::status_bytes;
 use super::produce::{loadavg, Against, System};
-use super::scale::{poll_until, status_bytes, Launch, Node, Nodes};
+use super::scale::{poll_until, Launch, Node, Nodes};
 use super::systems::{run_systems, Frame, RunFigures, RunStatus, SystemRun};
 use crate::cluster::free_port;
 
@@ -128,6 +129,7 @@ pub(super) fn add_voter(root: &Path, args: AddVoterArgs) -> Result<()> {
         keep: args.keep,
         kafka_tools: false,
         what: "controller 1 standalone, controller 2 joining",
+        kraftd_bin: None,
     };
     run_systems(
         frame,

@@ -92,6 +92,27 @@ impl Cluster {
             .sum()
     }
 
+    /// CPU ticks every node, controllers included, has used so far.
+    pub(super) fn all_cpu_ticks(&self) -> u64 {
+        self.pids().map(process_ticks).sum()
+    }
+
+    /// The brokers' process ids.
+    pub(super) fn broker_pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| n.broker_port.is_some())
+            .filter_map(|n| Some(n.child.as_ref()?.id()))
+            .collect()
+    }
+
+    /// Every running node's process id.
+    fn pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.nodes
+            .iter()
+            .filter_map(|n| Some(n.child.as_ref()?.id()))
+    }
+
     /// SIGTERM to the brokers together, then to the controllers; SIGKILL to whatever of
     /// either still runs after 15 s.
     pub(super) fn stop(&mut self) {

@@ -136,6 +136,17 @@ pub(super) fn process_ticks(pid: u32) -> u64 {
     get(11) + get(12)
 }
 
+/// A size field of `/proc/<pid>/status` (as `VmRSS:`, `VmHWM:`), in bytes; 0 if unreadable.
+pub(super) fn status_bytes(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
 /// (busy, total) ticks of all cores from /proc/stat's first line.
 pub(super) fn machine_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();

@@ -35,6 +35,11 @@
 //! then the time to the response and to its counting toward the HW, beside Kafka's
 //! (`add_voter.rs`, its requests in `add_voter_client.rs`).
 //!
+//! `cargo xtask bench cost`: CPU seconds of all nodes per GiB produced and consumed over
+//! PLAINTEXT, SSL and SASL_SSL, at full speed and at a fixed offered rate, and the brokers'
+//! memory, with librdkafka's `rdkafka_performance` as the client, beside Kafka's
+//! (`cost.rs`; the client built on demand by `rdkafka.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -69,6 +74,7 @@ mod add_voter;
 mod add_voter_client;
 mod cleaner;
 mod cluster;
+mod cost;
 mod failover;
 mod groups;
 pub(crate) mod kafka;
@@ -76,6 +82,7 @@ mod kraftd;
 mod load;
 mod machine;
 mod produce;
+mod rdkafka;
 mod reassign;
 mod rebalance;
 mod report;
@@ -93,6 +100,7 @@ use anyhow::Result;
 
 use add_voter::{add_voter, AddVoterArgs};
 use cleaner::{cleaner, CleanerArgs};
+use cost::{cost, CostArgs};
 use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
 use produce::{produce, ProduceArgs};
@@ -150,6 +158,10 @@ enum What {
     /// metadata: snapshot fetch, catch-up, the time to the response and to the new voter
     /// counting toward the HW, beside Apache Kafka 4.4.0's.
     AddVoter(AddVoterArgs),
+    /// CPU seconds of all nodes per GiB produced and consumed (RF 3, acks=all) over
+    /// PLAINTEXT, SSL and SASL_SSL, at full speed and at a fixed rate, and the brokers' RSS,
+    /// with librdkafka's rdkafka_performance, beside Apache Kafka 4.4.0's.
+    Cost(CostArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -166,5 +178,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Share(args) => share(root, args),
         What::Scale(args) => scale(root, args),
         What::AddVoter(args) => add_voter(root, args),
+        What::Cost(args) => cost(root, args),
     }
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::kafka::{format_kafka_node, java, spawn_kafka_node};
-use super::machine::{clock_ticks, process_ticks};
+use super::machine::{clock_ticks, process_ticks, status_bytes};
 use super::produce::{Against, System};
 use super::scale_client::Conn;
 use super::systems::{run_systems, Frame, RunFigures, RunStatus, SystemRun};
@@ -196,6 +196,7 @@ pub(super) fn scale(root: &Path, args: ScaleArgs) -> Result<()> {
         keep: args.keep,
         kafka_tools: true,
         what: "one combined node",
+        kraftd_bin: None,
     };
     run_systems(
         frame,
@@ -379,17 +380,6 @@ fn cpu_over(pid: u32, secs: u64) -> f64 {
 
 fn rss_bytes(pid: u32) -> u64 {
     status_bytes(pid, "VmRSS:")
-}
-
-/// A size field of `/proc/<pid>/status` (as `VmRSS:`, `VmHWM:`), in bytes; 0 if unreadable.
-pub(super) fn status_bytes(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
 }
 
 fn open_fds(pid: u32) -> usize {

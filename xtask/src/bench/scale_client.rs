@@ -3,6 +3,7 @@
 //! many topics in one request, Metadata of every topic (which partitions have a leader, which
 //! have a full ISR), and ListOffsets of every partition (which logs are open and readable).
 //! One blocking connection to one broker; the same versions work on kraftd and Kafka 4.4.
+//! `bench add-voter` and `bench cost` create their topics through it too.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -13,7 +14,7 @@ use anyhow::{anyhow, bail, Result};
 use bytes::Bytes;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::create_topics_request::{
-    CreatableReplicaAssignment, CreatableTopic,
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
 use kraftd_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kraftd_protocol::messages::{
@@ -108,12 +109,31 @@ impl Conn {
         partitions: i32,
         replication_factor: i16,
     ) -> Result<()> {
+        self.create_topics_configured(names, partitions, replication_factor, &[])
+    }
+
+    /// [`Conn::create_topics_placed`] with topic `configs` (as `min.insync.replicas`, `2`).
+    pub(super) fn create_topics_configured(
+        &mut self,
+        names: &[String],
+        partitions: i32,
+        replication_factor: i16,
+        configs: &[(&str, &str)],
+    ) -> Result<()> {
         let topics = names
             .iter()
             .map(|name| CreatableTopic {
                 name: name.clone(),
                 num_partitions: partitions,
                 replication_factor,
+                configs: configs
+                    .iter()
+                    .map(|(name, value)| CreatableTopicConfig {
+                        name: name.to_string(),
+                        value: Some(value.to_string()),
+                        ..Default::default()
+                    })
+                    .collect(),
                 ..Default::default()
             })
             .collect();

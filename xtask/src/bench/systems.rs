@@ -36,6 +36,8 @@ pub(super) struct Frame<'a> {
     pub(super) kafka_tools: bool,
     /// What a run sets up, printed as it starts.
     pub(super) what: &'a str,
+    /// A kraftd binary to run as it is; `None`: `target/release/kraftd`, built first.
+    pub(super) kraftd_bin: Option<&'a Path>,
 }
 
 /// What a system's run is given.
@@ -63,8 +65,11 @@ pub(super) fn run_systems<F: RunFigures>(
         Against::Kafka => vec![System::Kafka],
         Against::Both => vec![System::Kraftd, System::Kafka],
     };
-    let bin = frame.root.join("target").join("release").join("kraftd");
-    if systems.contains(&System::Kraftd) {
+    let bin = frame.kraftd_bin.map_or_else(
+        || frame.root.join("target").join("release").join("kraftd"),
+        Path::to_path_buf,
+    );
+    if systems.contains(&System::Kraftd) && frame.kraftd_bin.is_none() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         crate::run(
             frame.root,

@@ -66,10 +66,15 @@ pub(super) struct TlsArgs {
 const LINGER_MS: u64 = 5;
 /// The SASL_SSL listener's user, written into both systems' bootstrap metadata.
 const SCRAM_USER: &str = "SCRAM-SHA-512=[name=bench,password=bench-secret]";
+/// `kraftd format` / StorageTool arguments that create [`SCRAM_USER`].
+pub(super) const FORMAT_ARGS: [&str; 2] = ["--add-scram", SCRAM_USER];
+/// [`SCRAM_USER`]'s name and password, for a client's login.
+pub(super) const SCRAM_NAME: &str = "bench";
+pub(super) const SCRAM_PASSWORD: &str = "bench-secret";
 const SCRAM_LOGIN: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required";
 
 /// The client listeners, in the order they are measured.
-const LISTENERS: [&str; 3] = ["PLAINTEXT", "SSL", "SASL_SSL"];
+pub(super) const LISTENERS: [&str; 3] = ["PLAINTEXT", "SSL", "SASL_SSL"];
 
 /// One system's runs, one per listener of [`LISTENERS`].
 struct Run {
@@ -98,16 +103,8 @@ pub(super) fn tls(root: &Path, args: TlsArgs) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     println!("bench directory: {}", dir.display());
     let pki = dir.join("pki");
-    make_pki(&pki)?;
-    let broker_config = format!(
-        "listeners=PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{{ssl_port}},\
-         SASL_SSL://127.0.0.1:{{sasl_ssl_port}}\n\
-         ssl.keystore.type=PEM\nssl.keystore.location={}\n\
-         listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512\n\
-         listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_LOGIN};\n",
-        pki.join("node.pem").display()
-    );
-    let format_args = ["--add-scram", SCRAM_USER];
+    let broker_config = secured_listeners(&pki)?;
+    let format_args = FORMAT_ARGS;
     // The clients' settings per listener, as ProducerPerformance's --command-config files
     // (a JAAS value holds '=', which --command-property does not take).
     let truststore = format!(
@@ -244,6 +241,22 @@ fn drive(
         results.push(run(bootstrap, client, records)?);
     }
     Ok(results)
+}
+
+/// The brokers' three client listeners, PLAINTEXT on `{port}`, SSL on `{ssl_port}` and
+/// SASL_SSL (SCRAM-SHA-512) on `{sasl_ssl_port}`, as broker config lines both systems read
+/// alike, after making their certificates under `pki` ([`make_pki`]); the controllers are to
+/// be formatted with [`FORMAT_ARGS`]. `bench cost` runs its C client over the same three.
+pub(super) fn secured_listeners(pki: &Path) -> Result<String> {
+    make_pki(pki)?;
+    Ok(format!(
+        "listeners=PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{{ssl_port}},\
+         SASL_SSL://127.0.0.1:{{sasl_ssl_port}}\n\
+         ssl.keystore.type=PEM\nssl.keystore.location={}\n\
+         listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+         listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_LOGIN};\n",
+        pki.join("node.pem").display()
+    ))
 }
 
 /// A CA and a node certificate for 127.0.0.1 and localhost (EC P-256), with the

@@ -7,7 +7,6 @@
 //! parser in the workspace and it is not here.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +16,27 @@ use kraftd_protocol::records::{Batches, RecordBatch, RecordBatchError, BATCH_OVE
 use super::Segment;
 use crate::error::{LogError, Result};
 use crate::handles::SegmentFiles;
+
+/// `len` bytes of `file` from `position`, read into a new buffer's spare capacity: the
+/// kernel's copy is the only write to it. Every fetch, a follower's or a consumer's, reads
+/// through here, and zeroing each buffer before `pread` overwrote it was 10-17% of a
+/// broker's CPU samples in `cargo xtask bench cost`'s profile (`docs/benchmarks.md`).
+fn read_exact_at(file: &File, len: usize, position: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        let at = position + buf.len() as u64;
+        let spare = rustix::buffer::spare_capacity(&mut buf);
+        match rustix::io::pread(file, spare, at) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // The allocator may have given more capacity than asked, and pread filled it.
+    buf.truncate(len);
+    Ok(buf)
+}
 
 /// What the log needs to know about a batch it appends or recovers, taken from the batch's
 /// header once so the batch need not be parsed again.
@@ -110,9 +130,7 @@ impl<'a> BatchReader<'a> {
 
     fn fill(&mut self, want: usize) -> Result<(), ScanError> {
         let len = (want as u64).min(self.end - self.pos) as usize;
-        let mut v = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut v, self.pos)
+        let v = read_exact_at(self.file, len, self.pos)
             .map_err(|e| ScanError::Io(LogError::io("read", self.path)(e)))?;
         self.buf = Bytes::from(v);
         self.buf_start = self.pos;
@@ -367,8 +385,7 @@ impl SegmentRegion {
         let bytes = if buf_start <= first.position && end <= buf_start + buf.len() as u64 {
             buf.slice((first.position - buf_start) as usize..(end - buf_start) as usize)
         } else {
-            let mut v = vec![0u8; (end - first.position) as usize];
-            file.read_exact_at(&mut v, first.position)
+            let v = read_exact_at(&file, (end - first.position) as usize, first.position)
                 .map_err(LogError::io("read", &self.path))?;
             Bytes::from(v)
         };
@@ -457,5 +474,23 @@ impl Segment {
                 .saturating_mul(2)
                 .clamp(4096, 1 << 20),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn read_exact_at_reads_the_range_and_refuses_one_past_the_end() {
+        let mut file = tempfile::tempfile().expect("temp file");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        file.write_all(&bytes).expect("write");
+        let read = read_exact_at(&file, 70_000, 12_345).expect("read");
+        assert_eq!(read, &bytes[12_345..82_345]);
+        assert!(read_exact_at(&file, 0, 100_000).expect("empty").is_empty());
+        let past = read_exact_at(&file, 10, 99_995).expect_err("5 bytes short");
+        assert_eq!(past.kind(), std::io::ErrorKind::UnexpectedEof);
     }
 }
