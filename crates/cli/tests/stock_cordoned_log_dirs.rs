@@ -120,7 +120,11 @@ try (var admin = Admin.create(props)) {
 
 /// partition → the absolute dir `kafka-log-dirs --describe` shows broker `broker`'s
 /// replica of `topic` in.
-fn replica_dirs(bootstrap: &str, broker: i32, topic: &str) -> Result<BTreeMap<i32, String>, String> {
+fn replica_dirs(
+    bootstrap: &str,
+    broker: i32,
+    topic: &str,
+) -> Result<BTreeMap<i32, String>, String> {
     let out = tool(
         LOG_DIRS,
         &[
@@ -183,14 +187,24 @@ fn create(bootstrap: &str, topic: &str, partitions: i32, rf: i32) -> std::proces
 fn replicas_of(bootstrap: &str, topic: &str) -> Vec<i32> {
     let out = tool(
         TOPICS,
-        &["--bootstrap-server", bootstrap, "--describe", "--topic", topic],
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--topic",
+            topic,
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .flat_map(|l| l.split('\t'))
         .filter_map(|f| f.trim().strip_prefix("Replicas: "))
-        .flat_map(|r| r.split(',').filter_map(|b| b.trim().parse().ok()).collect::<Vec<i32>>())
+        .flat_map(|r| {
+            r.split(',')
+                .filter_map(|b| b.trim().parse().ok())
+                .collect::<Vec<i32>>()
+        })
         .collect()
 }
 

@@ -684,16 +684,19 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
             "unheard",
             partition,
             &records,
-            &["-X", "request.required.acks=1", "-X", "message.timeout.ms=2000"],
+            &[
+                "-X",
+                "request.required.acks=1",
+                "-X",
+                "message.timeout.ms=2000",
+            ],
         );
         std::thread::sleep(Duration::from_millis(300));
     };
     let said = node2.logs();
     assert!(!status.success(), "{status}\n{said}");
     assert!(
-        said.contains(
-            "within log.dir.failure.timeout.ms (2000 ms)"
-        ),
+        said.contains("within log.dir.failure.timeout.ms (2000 ms)"),
         "{said}"
     );
 }

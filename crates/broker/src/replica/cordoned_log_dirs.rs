@@ -126,8 +126,11 @@ impl CordonedLogDirs {
 
 impl Reconfigurable for CordonedLogDirs {
     fn validate_reconfiguration(&self, configs: &BTreeMap<String, String>) -> Result<(), String> {
-        parse_cordoned_log_dirs(effective_value(configs, &self.static_configs), &self.paths())
-            .map(|_| ())
+        parse_cordoned_log_dirs(
+            effective_value(configs, &self.static_configs),
+            &self.paths(),
+        )
+        .map(|_| ())
     }
 
     /// Kafka's `DynamicLogConfig.reconfigure`: `LogManager.updateCordonedLogDirs`, then the
@@ -190,15 +193,19 @@ mod tests {
     fn bad_values_get_kafkas_messages() {
         assert_eq!(
             parse_cordoned_log_dirs("/data/a,/data/c,/x", &dirs()),
-            Err("requirement failed: All entries in cordoned.log.dirs must be present in \
+            Err(
+                "requirement failed: All entries in cordoned.log.dirs must be present in \
                  log.dirs or log.dir. Missing entries : /data/c, /x"
-                .to_string())
+                    .to_string()
+            )
         );
         assert_eq!(
             parse_cordoned_log_dirs("*,/data/a", &dirs()),
-            Err("requirement failed: When cordoned.log.dirs is set to *, it must not contain \
+            Err(
+                "requirement failed: When cordoned.log.dirs is set to *, it must not contain \
                  other values"
-                .to_string())
+                    .to_string()
+            )
         );
         assert_eq!(
             parse_cordoned_log_dirs("/data/a,/data/a", &dirs()),

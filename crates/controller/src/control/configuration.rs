@@ -515,9 +515,8 @@ fn push_outcome(
 /// by id, so a `cordoned.log.dirs` sent to it directly (not forwarded by the broker, which
 /// checks the paths) may only drop entries: a blank value, or entries all in `current`.
 fn is_cordoning_subset(current: Option<&str>, new_value: &str) -> bool {
-    let entries = |v: &str| -> Vec<String> {
-        v.trim().split(',').map(|e| e.trim().to_string()).collect()
-    };
+    let entries =
+        |v: &str| -> Vec<String> { v.trim().split(',').map(|e| e.trim().to_string()).collect() };
     if new_value.trim().is_empty() {
         return true;
     }

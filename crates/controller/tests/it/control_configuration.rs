@@ -822,9 +822,7 @@ fn cordoned_log_dirs_is_per_broker_and_needs_metadata_version_4_3() {
     assert!(result.records.is_empty());
     // At 4.4-IV2: set on one broker, forwarded by it (it checked its log dirs); never as
     // the cluster default (per broker in Kafka).
-    let new = old
-        .replay_all(&[feature("metadata.version", 33)])
-        .unwrap();
+    let new = old.replay_all(&[feature("metadata.version", 33)]).unwrap();
     let forwarded = |image: &MetadataImage, value: &str| {
         let request = IncrementalAlterConfigsRequest {
             resources: vec![resource(

@@ -256,7 +256,6 @@ fn no_election_picks_a_replica_whose_directory_is_offline() {
     assert_eq!(h.image.topics.partition(&TOPIC_ID, 1).unwrap().leader, 2);
 }
 
-
 // ---- cordoned log directories (KIP-1066) ----
 
 /// 4.4-IV2: cordoned directories are supported from 4.3-IV0 (30).
@@ -280,7 +279,11 @@ fn cluster_at(level: i16) -> ControlHarness {
 
 /// A heartbeat of broker `id` naming `cordoned` (None: a broker not caught up yet); the
 /// records it made.
-fn heartbeat_cordoned(h: &mut ControlHarness, id: i32, cordoned: Option<Vec<Uuid>>) -> Vec<MetadataRecord> {
+fn heartbeat_cordoned(
+    h: &mut ControlHarness,
+    id: i32,
+    cordoned: Option<Vec<Uuid>>,
+) -> Vec<MetadataRecord> {
     let mut request = h.heartbeat_request(id, h.epoch(id));
     request.cordoned_log_dirs = cordoned;
     let register_offset = h.image.cluster.broker(id).unwrap().epoch;
@@ -311,17 +314,22 @@ fn a_heartbeat_v2_records_the_cordoned_dirs_when_they_change() {
     let mut h = cluster_at(MV_4_4);
     // Not caught up yet: null, nothing known, nothing written.
     assert!(heartbeat_cordoned(&mut h, 1, None).is_empty());
-    assert_eq!(h.image.cluster.broker(1).unwrap().cordoned_directories, None);
+    assert_eq!(
+        h.image.cluster.broker(1).unwrap().cordoned_directories,
+        None
+    );
     // Caught up with nothing cordoned: the empty list is recorded (it was unknown).
     let records = heartbeat_cordoned(&mut h, 1, Some(vec![]));
     assert_eq!(
         records,
-        vec![MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
-            broker_id: 1,
-            broker_epoch: h.epoch(1),
-            cordoned_log_dirs: Some(vec![]),
-            ..Default::default()
-        })]
+        vec![MetadataRecord::BrokerRegistrationChange(
+            BrokerRegistrationChangeRecord {
+                broker_id: 1,
+                broker_epoch: h.epoch(1),
+                cordoned_log_dirs: Some(vec![]),
+                ..Default::default()
+            }
+        )]
     );
     // Kafka writes it at version 3, the one carrying CordonedLogDirs.
     let version = MetadataVersion::from_feature_level(MV_4_4).unwrap();
@@ -352,7 +360,10 @@ fn a_heartbeat_v2_records_the_cordoned_dirs_when_they_change() {
 fn below_4_3_iv0_a_heartbeats_cordoned_dirs_are_ignored() {
     let mut h = cluster_at(25);
     assert!(heartbeat_cordoned(&mut h, 1, Some(vec![dir(1, 1), dir(1, 2)])).is_empty());
-    assert_eq!(h.image.cluster.broker(1).unwrap().cordoned_directories, None);
+    assert_eq!(
+        h.image.cluster.broker(1).unwrap().cordoned_directories,
+        None
+    );
     assert_eq!(usable(&h), vec![1, 2, 3]);
 }
 
@@ -380,7 +391,10 @@ fn placement_and_manual_assignments_skip_fully_cordoned_brokers() {
     );
     // Placed automatically, nothing lands on broker 3.
     for start in 0..6 {
-        let seed = PlacementSeed { start_index: start, replica_shift: start };
+        let seed = PlacementSeed {
+            start_index: start,
+            replica_shift: start,
+        };
         for replicas in place(&brokers, 0, 4, 2, seed).unwrap() {
             assert!(!replicas.contains(&3), "{replicas:?}");
         }
@@ -391,7 +405,9 @@ fn placement_and_manual_assignments_skip_fully_cordoned_brokers() {
     let none = crate::control::placement::usable_brokers(&h.image);
     assert_eq!(
         place(&none, 0, 1, 1, PlacementSeed::default()),
-        Err(PlacementError::NoUsableBrokers { replication_factor: 1 })
+        Err(PlacementError::NoUsableBrokers {
+            replication_factor: 1
+        })
     );
     heartbeat_cordoned(&mut h, 1, Some(vec![]));
     heartbeat_cordoned(&mut h, 2, Some(vec![]));
@@ -425,7 +441,10 @@ fn placement_and_manual_assignments_skip_fully_cordoned_brokers() {
         PlacementSeed::default(),
     );
     let answer = &result.response.topics[0];
-    assert_eq!(answer.error_code, ErrorCode::InvalidReplicaAssignment.code());
+    assert_eq!(
+        answer.error_code,
+        ErrorCode::InvalidReplicaAssignment.code()
+    );
     assert_eq!(
         answer.error_message.as_deref(),
         Some("The manual partition assignment includes broker 3, but all its log directories are cordoned.")
@@ -454,9 +473,14 @@ fn placement_and_manual_assignments_skip_fully_cordoned_brokers() {
         allow_replication_factor_change: true,
         ..Default::default()
     };
-    let result = h.replication.alter_partition_reassignments(&h.image, &request);
+    let result = h
+        .replication
+        .alter_partition_reassignments(&h.image, &request);
     let answer = &result.response.responses[0].partitions[0];
-    assert_eq!(answer.error_code, ErrorCode::InvalidReplicaAssignment.code());
+    assert_eq!(
+        answer.error_code,
+        ErrorCode::InvalidReplicaAssignment.code()
+    );
     assert_eq!(
         answer.error_message.as_deref(),
         Some("The manual partition assignment includes broker 3, but all its log directories are cordoned.")
