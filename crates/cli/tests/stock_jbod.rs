@@ -626,8 +626,26 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
-    // Two partitions on broker 2 only: one in each of its dirs (placed by counts). A
-    // segment rolls at the first append a second after the last roll.
+    // One partition on broker 2, in its second dir: the first is cordoned (KIP-1066) before
+    // the topic is created, so the broker places the replica in the other. A segment rolls
+    // at the first append a second after the last roll.
+    let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
+    let first = abs(&dirs_of(node2, 2)[0]);
+    let cordoned = tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "2",
+            "--alter",
+            "--add-config",
+            &format!("cordoned.log.dirs={first}"),
+        ],
+    );
+    assert!(cordoned.status.success(), "{}\n{}", text(&cordoned), logs());
     let created = tool(
         "org.apache.kafka.tools.TopicCommand",
         &[
@@ -637,21 +655,20 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
             "--topic",
             "unheard",
             "--replica-assignment",
-            "2,2",
+            "2",
             "--config",
             "segment.ms=1000",
         ],
     );
     assert!(created.status.success(), "{}\n{}", text(&created), logs());
-    let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
     let failing = dirs_of(node2, 2)[1].clone();
     let placed = eventually(
-        "both partitions on broker 2's disks",
+        "the partition on broker 2's disk",
         Duration::from_secs(60),
         logs,
         || {
             let actual = actual_dirs(&bootstrap, "unheard")?;
-            (actual.len() == 2)
+            (actual.len() == 1)
                 .then_some(actual.clone())
                 .ok_or(format!("{actual:?}"))
         },
