@@ -76,7 +76,7 @@ const COVERAGE: &[(ApiKey, &str, &str)] = &[
     (ApiKey::DescribeCluster, "crates/broker/tests/kafka_apis.rs", "DescribeCluster"),
     (ApiKey::DescribeProducers, "crates/cli/tests/stock_acls.rs", "DescribeProducers"),
     (ApiKey::BrokerRegistration, "crates/controller/tests/it/node.rs", "BrokerRegistration"),
-    (ApiKey::BrokerHeartbeat, "crates/controller/tests/it/node_authz.rs", "BrokerHeartbeat"),
+    (ApiKey::BrokerHeartbeat, "crates/cli/tests/stock_cordoned_log_dirs.rs", "BrokerHeartbeat v2"),
     (ApiKey::UnregisterBroker, "crates/cli/tests/kafka_metadata_quorum_dynamic.rs", "UnregisterBroker"),
     (ApiKey::DescribeTransactions, "crates/cli/tests/stock_txn_verification.rs", "DescribeTransactions"),
     (ApiKey::ListTransactions, "crates/cli/tests/stock_txn_delayed.rs", "list"),

@@ -47,8 +47,6 @@ const KNOWN_DIFFERENCES: &[(Listener, ApiKey, Range, Range)] = &[
     // kraftd always takes the pushes (its /metrics shows them), so always advertises it.
     (Listener::Broker, ApiKey::GetTelemetrySubscriptions, None, Some((0, 0))),
     (Listener::Broker, ApiKey::PushTelemetry, None, Some((0, 0))),
-    // Not built yet (issue 29): KIP-1066's cordoned log dirs (BrokerHeartbeat v2).
-    (Listener::Controller, ApiKey::BrokerHeartbeat, Some((0, 2)), Some((0, 1))),
 ];
 
 /// One listener's table: api key -> (min, max).

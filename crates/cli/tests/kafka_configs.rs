@@ -318,9 +318,8 @@ fn kraftd_own(def: &ConfigDef) -> bool {
 
 /// Broker configs Kafka changes dynamically that kraftd reads from the node's properties
 /// file only (read-only in DescribeConfigs, refused by AlterConfigs): the listeners (per
-/// broker in Kafka) and `cordoned.log.dirs` (per broker in Kafka, refused unless default in
-/// kraftd), listed so that no other difference in update mode passes.
-const READ_ONLY_IN_KRAFTD: &[&str] = &["cordoned.log.dirs", "listeners"];
+/// broker in Kafka), listed so that no other difference in update mode passes.
+const READ_ONLY_IN_KRAFTD: &[&str] = &["listeners"];
 
 /// Dynamic broker configs whose Kafka `ConfigDef` has no validator but whose value becomes
 /// a topic config's default with one (`log.retention.ms` → `retention.ms` at least -1, ...):

@@ -6,9 +6,9 @@
 //!   topic, and leadership moves from a Kafka broker to it and on to the other Kafka broker;
 //!   every acks=all record is read back through each broker after each move.
 //! - A Kafka broker beside two kraftd brokers on three kraftd controllers formatted by
-//!   `kraftd format --release-version 4.2` (metadata.version 29; at 30 and above a Kafka
-//!   broker heartbeats at BrokerHeartbeat v2, not served by kraftd yet): the same, leadership
-//!   moving kraftd → Kafka → kraftd.
+//!   `kraftd format` with its defaults (Kafka's: 4.4-IV2, so the Kafka broker heartbeats at
+//!   BrokerHeartbeat v2 with its cordoned log dirs, KIP-1066): the same, leadership moving
+//!   kraftd → Kafka → kraftd.
 //! - One kraftd and two Kafka controllers, then two kraftd and one Kafka, voting in one
 //!   quorum (at 4.2), with a kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
 //!   under each replicate across both brokers; each side reads the other's snapshots
@@ -75,11 +75,11 @@ fn a_kraftd_broker_joins_a_kafka_quorum_and_leads_a_partition() {
     replicate_through_each_leader(&brokers, &[1, 3, 2], &logs);
 }
 
-/// At 4.2 (metadata.version 29): from 4.3-IV0 (30) on, a Kafka broker heartbeats with
-/// cordoned log dirs (BrokerHeartbeat v2, KIP-1066), which kraftd's controllers do not serve
-/// yet, so a Kafka broker on kraftd controllers at 30 or above is never unfenced.
+/// At kraftd's format default, Kafka's own (4.4-IV2, metadata.version 33): the Kafka broker
+/// heartbeats with its cordoned log dirs (BrokerHeartbeat v2, KIP-1066, from 4.3-IV0), which
+/// the kraftd controllers serve and record.
 #[test]
-fn a_kafka_broker_joins_a_kraftd_quorum_at_metadata_version_29() {
+fn a_kafka_broker_joins_a_kraftd_quorum_at_the_default_metadata_version() {
     let root = tempfile::tempdir().unwrap();
     let cluster_id = run(&["random-uuid"]).trim().to_string();
     let mut controllers: Vec<Node> = (1..=3).map(|id| Node::new(root.path(), id)).collect();
@@ -87,7 +87,7 @@ fn a_kafka_broker_joins_a_kraftd_quorum_at_metadata_version_29() {
     for c in &controllers {
         std::fs::create_dir_all(&c.dir).unwrap();
         write_config(c, &quorum);
-        format_with_args(c, &cluster_id, &["--release-version", "4.2"]);
+        format(c, &cluster_id);
     }
     let mut brokers: Vec<Node> = [4, 5]
         .iter()

@@ -611,3 +611,109 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
         node2.logs()
     );
 }
+
+/// `log.dir.failure.timeout.ms` (KIP-858, Kafka's `OfflineDirBrokerFailureEvent`): a log dir
+/// fails while no controller can be told (the only one killed -9). The broker takes the dir
+/// offline and tries to report it in its heartbeats; when none is answered within the
+/// timeout (2 s here) it stops, since the controllers would go on sending clients to the
+/// failed replicas.
+#[test]
+fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() {
+    common::python::python();
+    let root = tempfile::tempdir().unwrap();
+    let (mut controllers, mut brokers) =
+        cluster(root.path(), 2, &["log.dir.failure.timeout.ms=2000"]);
+    let bootstrap = addresses(&brokers);
+    let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+    common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
+    // One partition on broker 2, in its second dir: the first is cordoned (KIP-1066) before
+    // the topic is created, so the broker places the replica in the other. A segment rolls
+    // at the first append a second after the last roll.
+    let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
+    let first = abs(&dirs_of(node2, 2)[0]);
+    let cordoned = tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "2",
+            "--alter",
+            "--add-config",
+            &format!("cordoned.log.dirs={first}"),
+        ],
+    );
+    assert!(cordoned.status.success(), "{}\n{}", text(&cordoned), logs());
+    let created = tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--create",
+            "--topic",
+            "unheard",
+            "--replica-assignment",
+            "2",
+            "--config",
+            "segment.ms=1000",
+        ],
+    );
+    assert!(created.status.success(), "{}\n{}", text(&created), logs());
+    let failing = dirs_of(node2, 2)[1].clone();
+    let placed = eventually(
+        "the partition on broker 2's disk",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let actual = actual_dirs(&bootstrap, "unheard")?;
+            (actual.len() == 1)
+                .then_some(actual.clone())
+                .ok_or(format!("{actual:?}"))
+        },
+    );
+    let partition = placed
+        .iter()
+        .find(|(_, d)| **d == abs(&failing))
+        .map(|((p, _), _)| *p)
+        .unwrap_or_else(|| panic!("no partition in {}: {placed:?}", failing.display()));
+
+    controllers[0].kill9();
+    std::fs::rename(&failing, failing.with_extension("gone")).unwrap();
+    // Appends to the partition in the failed dir (acks=1, leader only) until one rolls its
+    // segment and fails: the broker then has two seconds to tell a controller.
+    let node2 = brokers.iter_mut().find(|b| b.id == 2).unwrap();
+    let broker2 = node2.address();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = node2.child.as_mut().unwrap().try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "broker 2 still runs:\n{}",
+            node2.logs()
+        );
+        let records = vec![("k".to_string(), "v".to_string())];
+        common::kcat::produce(
+            &broker2,
+            "unheard",
+            partition,
+            &records,
+            &[
+                "-X",
+                "request.required.acks=1",
+                "-X",
+                "message.timeout.ms=2000",
+            ],
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let said = node2.logs();
+    assert!(!status.success(), "{status}\n{said}");
+    assert!(
+        said.contains("within log.dir.failure.timeout.ms (2000 ms)"),
+        "{said}"
+    );
+}

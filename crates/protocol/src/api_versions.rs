@@ -218,10 +218,8 @@ fn advertised_min(api_key: ApiKey, range: VersionRange) -> i16 {
 
 /// Versions the codecs parse but whose meaning kraftd does not implement yet, so it neither
 /// advertises nor sends them: each entry is the newest version kraftd speaks (why, above it).
-const NOT_YET_IMPLEMENTED: [(ApiKey, i16); 1] = [
-    // v2 carries CordonedLogDirs, which kraftd's controller does not act on.
-    (ApiKey::BrokerHeartbeat, 1),
-];
+/// Empty now that BrokerHeartbeat v2's CordonedLogDirs (KIP-1066) is acted on.
+const NOT_YET_IMPLEMENTED: [(ApiKey, i16); 0] = [];
 
 /// The versions of `api_key` kraftd speaks: the codec's versions less an unstable newest one
 /// and less the versions whose semantics are not implemented (`NOT_YET_IMPLEMENTED`).
@@ -357,6 +355,8 @@ mod tests {
         let table = ApiVersionsTable::new(ListenerType::Broker);
         assert_eq!(table.range(ApiKey::ApiVersions).map(|r| r.max), Some(5));
         assert_eq!(table.response(6).1.error_code, 35);
+        // KIP-1066: controllers act on CordonedLogDirs, so all of BrokerHeartbeat is served.
+        assert_eq!(supported_range(ApiKey::BrokerHeartbeat).max, 2);
     }
 
     #[test]

@@ -258,7 +258,7 @@ impl Workload {
                         key: key.into(),
                         value,
                     },
-                    ops::incremental_alter_configs(request).map(Resp::Configs),
+                    ops::incremental_alter_configs(request, false).map(Resp::Configs),
                 )
             }
             55..=69 => {

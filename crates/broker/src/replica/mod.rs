@@ -5,6 +5,7 @@
 //! controller. Every piece names a partition by its [`TopicIdPartition`].
 
 pub mod alter_partition;
+pub mod cordoned_log_dirs;
 pub mod directory_events;
 pub mod fetch_session;
 pub mod fetch_session_handler;

@@ -3,7 +3,8 @@
 //! name this one (the admin clients send it there), and a change to this broker's own configs
 //! or to the cluster-wide defaults must be one its live components can take: the new overrides, over the cluster default,
 //! are validated against every [`Reconfigurable`](kraftd_controller::publisher::Reconfigurable)
-//! (a listener's new keystore must load and keep its certificate's subject...). A refused
+//! (a listener's new keystore must load and keep its certificate's subject...), and
+//! `cordoned.log.dirs` must name this broker's log dirs (KIP-1066). A refused
 //! resource is answered here with INVALID_REQUEST, as Kafka answers a `ConfigException` of
 //! `DynamicBrokerConfig.validate`, and left out of the forwarded request; the controller's
 //! answers for the rest are merged back in request order.
@@ -23,6 +24,7 @@ use kraftd_protocol::messages::{
 use kraftd_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 
 use super::apis_context::BrokerApisContext;
+use crate::replica::cordoned_log_dirs::{effective_value, parse_cordoned_log_dirs};
 
 /// A resource answered by the broker itself: its position in the request and its error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +144,10 @@ fn check(
         configs.extend(change(snapshot.own_broker_configs()));
         configs
     };
+    // `cordoned.log.dirs` is checked as Kafka's `new KafkaConfig` checks it, before any
+    // reconfigurable: its message is answered as it is.
+    let log_dirs = context.data.replica_manager.log_manager().dirs();
+    parse_cordoned_log_dirs(effective_value(&configs, &context.static_configs), log_dirs)?;
     context
         .dynamic_configs
         .validate_reconfiguration(&configs)

@@ -16,8 +16,14 @@
 //! heartbeat carrying it has been answered without error within `log.dir.failure.timeout.ms`,
 //! the broker stops (Kafka's `OfflineDirBrokerFailureEvent`: the controller could not be
 //! told, so it may still send clients to the failed replicas).
+//!
+//! Cordoned log dirs (KIP-1066): once the broker has caught up with the metadata, and while
+//! the metadata version is 4.3-IV0 or above, every heartbeat carries the ids of the dirs
+//! `cordoned.log.dirs` names (CordonedLogDirs, BrokerHeartbeat v2; null before, as Kafka's
+//! "not known yet"); a change of the setting sends a heartbeat at once (Kafka's
+//! `propagateDirectoryCordoned`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +38,7 @@ use tracing::{info, warn};
 use super::assignments_manager::AssignmentsManager;
 use super::controller_channel::ControllerChannel;
 use super::MetadataStatus;
+use crate::metadata::MetadataCache;
 use crate::replica::directory_events::DirectoryEventHandler;
 
 /// Kafka's `broker.heartbeat.interval.ms` default.
@@ -137,19 +144,33 @@ struct Lifecycle {
     offline_dirs: BTreeMap<Uuid, (bool, Instant)>,
     /// Where the broker is told to stop when a failed dir is not acknowledged in time.
     stop: watch::Sender<Option<String>>,
+    /// The ids of the cordoned log dirs (`replica::cordoned_log_dirs`).
+    cordoned: watch::Receiver<BTreeSet<Uuid>>,
+    /// The metadata the broker has applied: whether its version carries cordoned dirs.
+    cache: MetadataCache,
+}
+
+/// What the lifecycle manager reports of the cordoned log dirs (KIP-1066).
+#[derive(Debug)]
+pub struct CordonedDirsSource {
+    /// The ids of the cordoned log dirs, now and after every change.
+    pub ids: watch::Receiver<BTreeSet<Uuid>>,
+    /// The broker's metadata: CordonedLogDirs is sent only from metadata.version 4.3-IV0.
+    pub cache: MetadataCache,
 }
 
 impl BrokerLifecycleManager {
     /// Starts registering and heartbeating. `metadata` says how far the broker's metadata
     /// has come: the offset it reports, and whether it has caught up (until then it asks to
     /// stay fenced). Failed log dirs arrive on `offline_rx`; `stop` is told when one goes
-    /// unacknowledged for `log.dir.failure.timeout.ms`.
+    /// unacknowledged for `log.dir.failure.timeout.ms`; `cordoned` names the cordoned dirs.
     pub fn start(
         config: LifecycleConfig,
         channel: ControllerChannel,
         metadata: watch::Receiver<MetadataStatus>,
         offline_rx: mpsc::UnboundedReceiver<Uuid>,
         stop: watch::Sender<Option<String>>,
+        cordoned: CordonedDirsSource,
     ) -> Self {
         let (state_tx, state) = watch::channel(LifecycleState::default());
         let (shutdown_tx, shutdown) = mpsc::channel(1);
@@ -163,6 +184,8 @@ impl BrokerLifecycleManager {
             offline_rx,
             offline_dirs: BTreeMap::new(),
             stop,
+            cordoned: cordoned.ids,
+            cache: cordoned.cache,
         };
         BrokerLifecycleManager {
             state,
@@ -271,6 +294,20 @@ impl Lifecycle {
         }
     }
 
+    /// The CordonedLogDirs of the next heartbeat: null until the broker has caught up with
+    /// the metadata (its dynamic configs are known by then) or below metadata.version
+    /// 4.3-IV0, whose controllers neither read nor expect them.
+    fn cordoned_log_dirs(&mut self, caught_up: bool) -> Option<Vec<Uuid>> {
+        let ids = self.cordoned.borrow_and_update().clone();
+        let supported = self
+            .cache
+            .image()
+            .features
+            .version()
+            .is_cordoned_log_dirs_supported();
+        (caught_up && supported).then(|| ids.into_iter().collect())
+    }
+
     /// When the earliest failed dir not yet acknowledged must have been.
     fn next_ack_deadline(&self) -> Option<Instant> {
         self.offline_dirs
@@ -336,6 +373,8 @@ impl Lifecycle {
                 _ = tokio::time::sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
                     deadline_passed = true;
                 }
+                // A change of cordoned.log.dirs goes to the controller at once.
+                Ok(()) = self.cordoned.changed() => {}
             }
             if std::mem::take(&mut deadline_passed) {
                 // The heartbeats stop with the broker; a controlled shutdown would need
@@ -355,6 +394,7 @@ impl Lifecycle {
                 want_fence: !caught_up,
                 want_shut_down: self.shutting_down.is_some(),
                 offline_log_dirs: self.offline_dirs.keys().copied().collect(),
+                cordoned_log_dirs: self.cordoned_log_dirs(caught_up),
                 ..Default::default()
             });
             let sent_offline: Vec<Uuid> = self.offline_dirs.keys().copied().collect();

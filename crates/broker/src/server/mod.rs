@@ -71,7 +71,8 @@ use self::data_plane::DataPlane;
 use self::forwarding::ForwardingManager;
 use self::internal_topics::InternalTopics;
 use self::lifecycle::{
-    BrokerDirectoryEvents, BrokerLifecycleManager, LifecycleConfig, LifecycleState,
+    BrokerDirectoryEvents, BrokerLifecycleManager, CordonedDirsSource, LifecycleConfig,
+    LifecycleState,
 };
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
@@ -80,6 +81,9 @@ use crate::coordinator::{
     GroupCoordinatorService, ShareCoordinatorService, TransactionCoordinatorService,
 };
 use crate::metadata::{BrokerMetadataMetrics, MetadataCache, MetadataLoader};
+use crate::replica::cordoned_log_dirs::{
+    parse_cordoned_log_dirs, CordonedLogDirs, CORDONED_LOG_DIRS_CONFIG,
+};
 use crate::replica::directory_events::DirectoryEventHandler;
 use crate::replica::fetch_session::FetchManager;
 use crate::replica::log_cleaner::{
@@ -477,6 +481,20 @@ impl BrokerServer {
             ),
             reason: e.to_string(),
         })?;
+        // cordoned.log.dirs (KIP-1066): the properties file's value is checked as Kafka's
+        // KafkaConfig does at start, then kept live with this broker's dynamic value.
+        let log_dir_paths: Vec<PathBuf> = config.log_dirs.iter().map(|(d, _)| d.clone()).collect();
+        if let Some(value) = config.static_configs.get(CORDONED_LOG_DIRS_CONFIG) {
+            parse_cordoned_log_dirs(value, &log_dir_paths).map_err(BrokerError::Config)?;
+        }
+        let (cordoned_log_dirs, cordoned_ids) = CordonedLogDirs::new(
+            Arc::clone(&replica_manager),
+            config.log_dirs.clone(),
+            config.static_configs.clone(),
+        );
+        published
+            .dynamic_configs
+            .add_reconfigurable(cordoned_log_dirs);
         // Replicas' real directories go to the controller (KIP-858), and so do failed
         // directories, in the heartbeats.
         let (offline_dirs_tx, offline_dirs_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -594,6 +612,10 @@ impl BrokerServer {
             metadata_status.clone(),
             offline_dirs_rx,
             stopped_tx.clone(),
+            CordonedDirsSource {
+                ids: cordoned_ids,
+                cache: cache.clone(),
+            },
         );
         let epoch_relay = {
             let mut state = lifecycle.state();

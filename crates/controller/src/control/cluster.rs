@@ -10,7 +10,8 @@
 //! - BrokerHeartbeat keeps a broker's session alive, unfences a fenced broker once its
 //!   metadata offset has reached its registration, and drives controlled shutdown: leadership
 //!   moves away first, then the broker is told to stop. Requests carrying an old broker epoch
-//!   get STALE_BROKER_EPOCH.
+//!   get STALE_BROKER_EPOCH. A heartbeat also reports the broker's offline and (v2,
+//!   KIP-1066) cordoned log directories (`replication/directories.rs`).
 //! - Session expiry: a broker that has not heartbeated for `broker.session.timeout.ms` is
 //!   fenced, one broker per call so each fencing is visible before the next is decided.
 //!
@@ -422,6 +423,15 @@ impl ClusterControlManager {
                 broker_id,
                 request.broker_epoch,
                 &request.offline_log_dirs,
+                &mut records,
+            );
+        }
+        if image.features.version().is_cordoned_log_dirs_supported() {
+            self.replication.handle_directories_cordoned(
+                image,
+                broker_id,
+                request.broker_epoch,
+                request.cordoned_log_dirs.as_deref(),
                 &mut records,
             );
         }

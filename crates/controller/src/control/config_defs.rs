@@ -600,6 +600,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     def("config.providers", ANY_LIST)
         .default("")
         .doc("Comma-separated alias names for classes implementing the <code>ConfigProvider</code> interface. This enables loading configuration data (such as passwords, API keys, and other credentials) from external sources."),
+    // Per broker in Kafka (`DynamicBrokerConfig.PER_BROKER_CONFIGS`): the entries are that
+    // broker's own log dirs. Entries, duplicates and `*` are checked by the broker
+    // (`broker/src/replica/cordoned_log_dirs.rs`), which knows its log.dirs, as Kafka's.
+    def("cordoned.log.dirs", ANY_LIST)
+        .default("")
+        .doc("A comma-separated list of the directories that are cordoned. Entries in this list must be entries in log.dirs or log.dir configuration. This can also be set to * to cordon all log directories.")
+        .kafka(Importance::Medium, UpdateMode::PerBroker),
     def("errors.deadletterqueue.auto.create.topics.enable", BOOLEAN)
         .default("false")
         .doc("Whether automatic creation of DLQ topics is enabled (KIP-1191). When a share group has a DLQ topic configured, this setting controls whether the broker will automatically create the topic if it does not exist."),
@@ -868,9 +875,6 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
     def("controller.socket.timeout.ms", int(i32::MIN))
         .default("30000")
         .doc("The socket timeout for controller-to-broker channels."),
-    def("cordoned.log.dirs", ANY_LIST)
-        .default("")
-        .doc("A comma-separated list of the directories that are cordoned. Entries in this list must be entries in log.dirs or log.dir configuration. This can also be set to * to cordon all log directories."),
     def("create.topic.policy.class.name", ConfigType::Class)
         .doc("The create topic policy class that should be used for validation. The class should implement the <code>org.apache.kafka.server.policy.CreateTopicPolicy</code> interface. <p>Note: This policy runs on the controller instead of the broker.</p>"),
     def("delete.records.purgatory.purge.interval.requests", int(i32::MIN))

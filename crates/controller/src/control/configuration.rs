@@ -13,7 +13,10 @@
 //! Kafka writes them (KAFKA-14136: the broker re-reads a keystore file set again). A change
 //! of `min.insync.replicas` invalidates the ELRs built under the old value (KIP-966), so when
 //! ELR is on it also writes a `ClearElrRecord`: for that topic, or, for a broker-level
-//! change, for every topic (empty name).
+//! change, for every topic (empty name). `cordoned.log.dirs` (KIP-1066) is refused below
+//! metadata.version 4.3-IV0, as Kafka's `isCordonedLogDirsDisabled`, and, unless a broker
+//! forwarded the change (having checked the paths against its log dirs), may only lose
+//! entries (`isCordonedLogDirsInvalid`).
 //!
 //! A client-metrics subscription (KIP-714; any name, existing or not) is checked as a whole
 //! after the operations apply, as Kafka's validator runs `ClientMetricsConfigs.validate`;
@@ -33,6 +36,7 @@ use kraftd_protocol::messages::{
     AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kraftd_protocol::metadata::{ClearElrRecord, ConfigRecord};
+use kraftd_protocol::metadata_version::MetadataVersion;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use crate::control::config_defs::{
@@ -41,6 +45,10 @@ use crate::control::config_defs::{
     ConfigDef, ConfigScope, GroupConfigBounds,
 };
 use crate::control::replication::{ReplicationControlManager, MIN_IN_SYNC_REPLICAS_CONFIG};
+
+/// Kafka's `ServerLogConfigs.CORDONED_LOG_DIRS_CONFIG` (KIP-1066): settable on a broker only
+/// from metadata.version 4.3-IV0.
+pub const CORDONED_LOG_DIRS_CONFIG: &str = "cordoned.log.dirs";
 use crate::control::result::ControllerResult;
 use crate::control::topics::validate_topic_name;
 use crate::image::{ConfigResource, ConfigResourceType, MetadataImage};
@@ -79,11 +87,23 @@ impl ConfigurationControlManager {
         ConfigurationControlManager { group_bounds }
     }
 
-    /// IncrementalAlterConfigs: apply each operation to the resource's current overrides.
+    /// IncrementalAlterConfigs sent to the controller directly: apply each operation to the
+    /// resource's current overrides.
     pub fn incremental_alter_configs(
         &self,
         image: &MetadataImage,
         request: &IncrementalAlterConfigsRequest,
+    ) -> ControllerResult<IncrementalAlterConfigsResponse> {
+        self.incremental_alter_configs_from(image, request, false)
+    }
+
+    /// IncrementalAlterConfigs, `forwarded` by a broker (which checked its own
+    /// `cordoned.log.dirs`) or sent here directly.
+    pub fn incremental_alter_configs_from(
+        &self,
+        image: &MetadataImage,
+        request: &IncrementalAlterConfigsRequest,
+        forwarded: bool,
     ) -> ControllerResult<IncrementalAlterConfigsResponse> {
         let keys: Vec<(i8, &str)> = request
             .resources
@@ -104,7 +124,7 @@ impl ConfigurationControlManager {
                             .iter()
                             .map(|c| (c.name.as_str(), c.config_operation, c.value.as_deref()))
                             .collect();
-                        incremental(image, &resource, defs, &ops, &self.group_bounds)
+                        incremental(image, &resource, defs, &ops, &self.group_bounds, forwarded)
                     },
                 )
             };
@@ -137,12 +157,22 @@ impl ConfigurationControlManager {
         ControllerResult::atomic_of(records, response)
     }
 
-    /// AlterConfigs (legacy): the request's keys become the resource's whole set of
-    /// overrides; every other key is deleted.
+    /// AlterConfigs (legacy) sent to the controller directly: the request's keys become the
+    /// resource's whole set of overrides; every other key is deleted.
     pub fn legacy_alter_configs(
         &self,
         image: &MetadataImage,
         request: &AlterConfigsRequest,
+    ) -> ControllerResult<AlterConfigsResponse> {
+        self.legacy_alter_configs_from(image, request, false)
+    }
+
+    /// AlterConfigs (legacy), `forwarded` by a broker or sent here directly.
+    pub fn legacy_alter_configs_from(
+        &self,
+        image: &MetadataImage,
+        request: &AlterConfigsRequest,
+        forwarded: bool,
     ) -> ControllerResult<AlterConfigsResponse> {
         let keys: Vec<(i8, &str)> = request
             .resources
@@ -173,7 +203,7 @@ impl ConfigurationControlManager {
                                 ops.push((key.as_str(), OP_DELETE, None));
                             }
                         }
-                        incremental(image, &resource, defs, &ops, &self.group_bounds)
+                        incremental(image, &resource, defs, &ops, &self.group_bounds, forwarded)
                     },
                 )
             };
@@ -282,6 +312,7 @@ fn incremental(
     defs: DefLookup,
     ops: &[(&str, i8, Option<&str>)],
     group_bounds: &GroupConfigBounds,
+    forwarded: bool,
 ) -> Result<Vec<ConfigRecord>, ResourceError> {
     let mut seen = BTreeSet::new();
     if ops.iter().any(|(k, _, _)| !seen.insert(*k)) {
@@ -293,6 +324,21 @@ fn incremental(
     let current = |key: &str| image.configs.value(resource, key);
     let mut records = Vec::new();
     for &(key, op, value) in ops {
+        if resource.resource_type == ConfigResourceType::Broker
+            && key == CORDONED_LOG_DIRS_CONFIG
+            && !image.features.version().is_cordoned_log_dirs_supported()
+        {
+            // Kafka's DISABLED_CORDONED_LOG_DIRS_ERROR: brokers below 4.3-IV0 cannot tell
+            // the controllers which directories are cordoned.
+            return Err((
+                ErrorCode::InvalidConfig,
+                format!(
+                    "The {CORDONED_LOG_DIRS_CONFIG} configuration value cannot be set because \
+                     it requires metadata.version >= {}",
+                    MetadataVersion::IBP_4_3_IV0.version()
+                ),
+            ));
+        }
         let new_value: Option<String> = match op {
             OP_DELETE => None,
             OP_SET | OP_APPEND | OP_SUBTRACT => {
@@ -349,6 +395,19 @@ fn incremental(
                     def.validate(&new_value)
                         .and_then(|()| check_dynamic_support(scope, def, &new_value))
                         .map_err(|e| (ErrorCode::InvalidConfig, e.about(key).to_string()))?;
+                }
+                if resource.resource_type == ConfigResourceType::Broker
+                    && key == CORDONED_LOG_DIRS_CONFIG
+                    && !forwarded
+                    && !is_cordoning_subset(current(key), &new_value)
+                {
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!(
+                            "When updating {CORDONED_LOG_DIRS_CONFIG} via controllers,  the new \
+                             value must be a subset of the current configuration value."
+                        ),
+                    ));
                 }
                 Some(new_value)
             }
@@ -450,6 +509,19 @@ fn push_outcome(
         resource_name: resource_name.to_string(),
         error,
     });
+}
+
+/// Kafka's `isCordonedLogDirsInvalid`, negated: a controller knows a broker's log dirs only
+/// by id, so a `cordoned.log.dirs` sent to it directly (not forwarded by the broker, which
+/// checks the paths) may only drop entries: a blank value, or entries all in `current`.
+fn is_cordoning_subset(current: Option<&str>, new_value: &str) -> bool {
+    let entries =
+        |v: &str| -> Vec<String> { v.trim().split(',').map(|e| e.trim().to_string()).collect() };
+    if new_value.trim().is_empty() {
+        return true;
+    }
+    let current = current.map(entries).unwrap_or_default();
+    entries(new_value).iter().all(|e| current.contains(e))
 }
 
 /// A resource's overrides after IncrementalAlterConfigs' operations (`(key, op, value)`),

@@ -37,10 +37,17 @@ pub enum PlacementError {
     NonPositiveReplicationFactor,
     #[error("Number of partitions was set to an invalid non-positive value.")]
     NonPositivePartitions,
+    /// No broker may take replicas (Kafka's `StripedReplicaPlacer` with no unfenced usable
+    /// broker).
+    #[error(
+        "Unable to replicate the partition {replication_factor} time(s): All brokers are \
+         currently fenced, or have all their log directories cordoned."
+    )]
+    NoUsableBrokers { replication_factor: i16 },
     #[error(
         "Unable to replicate the partition {replication_factor} time(s): The target replication \
          factor of {replication_factor} cannot be reached because only {available} broker(s) \
-         are registered."
+         are registered or some brokers have all their log directories cordoned."
     )]
     NotEnoughBrokers {
         replication_factor: i16,
@@ -64,12 +71,13 @@ impl PlacementSeed {
 }
 
 /// The brokers new replicas may go to: registered, not fenced, not shutting down (Kafka
-/// places only on unfenced brokers), in id order.
+/// places only on unfenced brokers) and with a log directory that is not cordoned (Kafka's
+/// `usableBrokers` with `hasUncordonedDirs`, KIP-1066), in id order.
 pub fn usable_brokers(image: &MetadataImage) -> Vec<UsableBroker> {
     image
         .cluster
         .brokers()
-        .filter(|b| b.is_active())
+        .filter(|b| b.is_active() && b.has_uncordoned_dirs())
         .map(|b| UsableBroker {
             id: b.id,
             rack: b.rack.clone(),
@@ -91,6 +99,9 @@ pub fn place(
     }
     if num_partitions <= 0 {
         return Err(PlacementError::NonPositivePartitions);
+    }
+    if brokers.is_empty() {
+        return Err(PlacementError::NoUsableBrokers { replication_factor });
     }
     let rf = usize::try_from(replication_factor).expect("positive");
     if brokers.len() < rf {

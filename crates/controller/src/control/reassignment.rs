@@ -373,7 +373,8 @@ impl ReplicationControlManager {
 }
 
 /// Kafka's `validateManualPartitionAssignment` for a reassignment target: not empty, each
-/// broker registered and named once, checked in broker id order as Kafka does.
+/// broker registered, with a log directory not cordoned (KIP-1066), and named once, checked
+/// in broker id order as Kafka does.
 fn validate_target(image: &MetadataImage, target: &[i32]) -> Result<(), PartitionError> {
     let invalid = |message: String| Err((ErrorCode::InvalidReplicaAssignment, message));
     if target.is_empty() {
@@ -383,10 +384,16 @@ fn validate_target(image: &MetadataImage, target: &[i32]) -> Result<(), Partitio
     sorted.sort_unstable();
     let mut previous = None;
     for broker in sorted {
-        if image.cluster.broker(broker).is_none() {
+        let Some(registration) = image.cluster.broker(broker) else {
             return invalid(format!(
                 "The manual partition assignment includes broker {broker}, but no such broker \
                  is registered."
+            ));
+        };
+        if !registration.has_uncordoned_dirs() {
+            return invalid(format!(
+                "The manual partition assignment includes broker {broker}, but all its log \
+                 directories are cordoned."
             ));
         }
         if previous == Some(broker) {

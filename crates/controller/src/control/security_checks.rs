@@ -99,11 +99,12 @@ pub fn listener_key(name: &str) -> Option<ListenerKey<'_>> {
 }
 
 /// How a broker config kraftd knows by this exact name may change dynamically:
-/// [`BROKER_CONFIGS`] cluster-wide, [`STATIC_BROKER_CONFIGS`] read-only, the security
+/// [`BROKER_CONFIGS`] cluster-wide (or as their definition says), [`STATIC_BROKER_CONFIGS`] read-only, the security
 /// configs as Kafka has each. `None` for a name kraftd does not know.
 pub fn broker_update_mode(name: &str) -> Option<UpdateMode> {
-    if BROKER_CONFIGS.iter().any(|d| d.name == name) {
-        return Some(UpdateMode::ClusterWide);
+    if let Some(d) = BROKER_CONFIGS.iter().find(|d| d.name == name) {
+        // Cluster-wide unless the table says otherwise (`cordoned.log.dirs`: per broker).
+        return Some(d.update.unwrap_or(UpdateMode::ClusterWide));
     }
     if STATIC_BROKER_CONFIGS.iter().any(|d| d.name == name) {
         return Some(UpdateMode::ReadOnly);

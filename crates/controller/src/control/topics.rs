@@ -719,10 +719,16 @@ fn validate_manual_assignment(
                 format!("The manual partition assignment includes the broker {r} more than once."),
             ));
         }
-        if image.cluster.broker(*r).is_none() {
+        let Some(registration) = image.cluster.broker(*r) else {
             return Err((
                 ErrorCode::InvalidReplicaAssignment,
                 format!("The manual partition assignment includes broker {r}, but no such broker is registered."),
+            ));
+        };
+        if !registration.has_uncordoned_dirs() {
+            return Err((
+                ErrorCode::InvalidReplicaAssignment,
+                format!("The manual partition assignment includes broker {r}, but all its log directories are cordoned."),
             ));
         }
     }

@@ -1,6 +1,6 @@
 //! The cluster part of the metadata image: broker registrations (epoch, incarnation,
-//! listeners, rack, fenced, controlled shutdown, features, log directories) and controller
-//! registrations, as Kafka's `ClusterImage`.
+//! listeners, rack, fenced, controlled shutdown, features, log directories, cordoned log
+//! directories) and controller registrations, as Kafka's `ClusterImage`.
 //!
 //! A registration is replaced whole by a new `RegisterBrokerRecord` (a restart gets a new
 //! broker epoch, KIP-380) and flipped by fence / unfence / registration-change records that
@@ -60,6 +60,10 @@ pub struct BrokerRegistration {
     pub is_migrating_zk_broker: bool,
     /// Online log directories, sorted so registrations compare equal whatever the order sent.
     pub directories: Vec<Uuid>,
+    /// The cordoned log directories (KIP-1066), as the broker's last heartbeat named them:
+    /// `None` until a heartbeat of a caught-up broker carried them (Kafka's null, "not
+    /// known yet"), which counts as nothing cordoned. Kept in the order the broker sent.
+    pub cordoned_directories: Option<Vec<Uuid>>,
 }
 
 /// A controller's registration, as Kafka's `ControllerRegistration`.
@@ -117,6 +121,33 @@ impl BrokerRegistration {
             in_controlled_shutdown: record.in_controlled_shutdown,
             is_migrating_zk_broker: record.is_migrating_zk_broker,
             directories,
+            cordoned_directories: record.cordoned_log_dirs.clone(),
+        }
+    }
+
+    /// Kafka's `BrokerRegistration.hasUncordonedDirs`: whether new replicas may be placed
+    /// on this broker. A broker that registered no directories, or whose cordoned ones are
+    /// not known yet, has some; otherwise one of its online directories must not be
+    /// cordoned.
+    pub fn has_uncordoned_dirs(&self) -> bool {
+        match &self.cordoned_directories {
+            None => true,
+            Some(_) if self.directories.is_empty() => true,
+            Some(cordoned) => self.directories.iter().any(|d| !cordoned.contains(d)),
+        }
+    }
+
+    /// Kafka's `BrokerRegistration.cordonedDirChanged`: whether `dirs` (a heartbeat's
+    /// CordonedLogDirs) differs, as a set, from what the registration holds; always true
+    /// while the registration holds none yet.
+    pub fn cordoned_dir_changed(&self, dirs: &[Uuid]) -> bool {
+        match &self.cordoned_directories {
+            None => true,
+            Some(current) => {
+                let current: std::collections::BTreeSet<&Uuid> = current.iter().collect();
+                let other: std::collections::BTreeSet<&Uuid> = dirs.iter().collect();
+                current != other
+            }
         }
     }
 

@@ -448,7 +448,22 @@ impl MetadataDelta {
             v => return Err(ReplayErrorKind::InvalidControlledShutdownChange(v)),
         };
         let dirs = (!r.log_dirs.is_empty()).then(|| r.log_dirs.clone());
-        self.change_broker(r.broker_id, r.broker_epoch, fenced, shutdown, dirs)
+        self.change_broker(r.broker_id, r.broker_epoch, fenced, shutdown, dirs)?;
+        // CordonedLogDirs (v3, KIP-1066): null means no change, a list (even empty) replaces
+        // the registration's, as Kafka's `ClusterDelta`.
+        if let Some(cordoned) = &r.cordoned_log_dirs {
+            let current = self.broker_at_epoch(r.broker_id, r.broker_epoch)?;
+            if current.cordoned_directories.as_ref() != Some(cordoned) {
+                let mut next = BrokerRegistration::clone(current);
+                next.cordoned_directories = Some(cordoned.clone());
+                self.next
+                    .cluster
+                    .brokers
+                    .insert(r.broker_id, Arc::new(next));
+                self.changes.changed_brokers.insert(r.broker_id);
+            }
+        }
+        Ok(())
     }
 
     fn change_broker(

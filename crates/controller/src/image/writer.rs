@@ -98,6 +98,12 @@ impl MetadataImage {
                 fenced: b.fenced,
                 in_controlled_shutdown: b.in_controlled_shutdown,
                 log_dirs: b.directories.clone(),
+                // A level below 4.3-IV0 has no field for them (Kafka's writer reports the
+                // loss); the registration holds some only once the level allowed them.
+                cordoned_log_dirs: b
+                    .cordoned_directories
+                    .clone()
+                    .filter(|_| self.features.version().is_cordoned_log_dirs_supported()),
                 ..Default::default()
             }));
         }

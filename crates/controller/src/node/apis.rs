@@ -228,6 +228,7 @@ impl ControllerApis {
         body: RequestBody,
         quota: ControllerMutationQuota,
         principal: &KafkaPrincipal,
+        forwarded: bool,
     ) -> ResponseBody {
         if super::kraft_version::names_kraft_version(&body) {
             // KIP-853: kraft.version is the Raft leader's, the rest the controller's.
@@ -238,7 +239,8 @@ impl ControllerApis {
                 Err(answer) => answer,
                 Ok((rest, result)) => {
                     let body = RequestBody::UpdateFeatures(rest);
-                    let response = Box::pin(self.execute(version, body, quota, principal)).await;
+                    let response =
+                        Box::pin(self.execute(version, body, quota, principal, forwarded)).await;
                     super::kraft_version::merge(response, result)
                 }
             };
@@ -251,6 +253,7 @@ impl ControllerApis {
             quota,
             principal: principal.clone(),
             enqueued: std::time::Instant::now(),
+            forwarded,
         };
         // Handed to the QuorumController: its queue and the commit are Kafka's RemoteTimeMs
         // (ControllerApis' local work ends when the operation is enqueued).
@@ -306,7 +309,13 @@ impl ControllerApis {
             Checked::Answer(response) => (response, 0),
             Checked::Run(body, merge) => {
                 let (response, throttle_ms) = self
-                    .execute_as(version, body, auth.kafka_principal(), client_id)
+                    .execute_as(
+                        version,
+                        body,
+                        auth.kafka_principal(),
+                        client_id,
+                        protocol.is_none(),
+                    )
                     .await;
                 let response = match merge {
                     Some(merge) => merge(response),
@@ -317,14 +326,16 @@ impl ControllerApis {
         }
     }
 
-    /// Runs a request sent by `principal` with `client_id`, charging a mutation to their
-    /// quota; the response carries the throttle time, which is also returned.
+    /// Runs a request sent by `principal` with `client_id` (`forwarded` by a broker, or
+    /// not), charging a mutation to their quota; the response carries the throttle time,
+    /// which is also returned.
     async fn execute_as(
         &self,
         version: i16,
         body: RequestBody,
         principal: &KafkaPrincipal,
         client_id: &str,
+        forwarded: bool,
     ) -> (ResponseBody, u64) {
         let user = principal.name.as_str();
         let quota = match mutation_strict_since(body.key()) {
@@ -335,7 +346,9 @@ impl ControllerApis {
             }
             None => ControllerMutationQuota::unbounded(),
         };
-        let mut response = self.execute(version, body, quota.clone(), principal).await;
+        let mut response = self
+            .execute(version, body, quota.clone(), principal, forwarded)
+            .await;
         let throttle_ms = quota.throttle_time_ms();
         if throttle_ms > 0 {
             set_throttle_time_ms(&mut response, version, throttle_ms_i32(throttle_ms));
@@ -679,16 +692,21 @@ fn mutation_strict_since(api: ApiKey) -> Option<i16> {
 }
 
 /// The controller operation for a request, its mutations charged to `quota`; `None` for
-/// requests of other APIs.
+/// requests of other APIs. `forwarded`: a broker sent it in an Envelope.
 pub(crate) fn operation_with_quota(
     version: i16,
     body: RequestBody,
     quota: ControllerMutationQuota,
     principal: &KafkaPrincipal,
+    forwarded: bool,
 ) -> Option<Op> {
     use RequestBody as B;
     use ResponseBody as Rsp;
     Some(match body {
+        B::IncrementalAlterConfigs(r) => Op::Write(
+            ops::incremental_alter_configs(r, forwarded).map(Rsp::IncrementalAlterConfigs),
+        ),
+        B::AlterConfigs(r) => Op::Write(ops::alter_configs(r, forwarded).map(Rsp::AlterConfigs)),
         B::CreateTopics(r) => {
             Op::Write(ops::create_topics_with_quota(r, quota).map(Rsp::CreateTopics))
         }
@@ -761,10 +779,6 @@ pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
             Op::Write(ops::assign_replicas_to_dirs(r).map(Rsp::AssignReplicasToDirs))
         }
         B::ElectLeaders(r) => Op::Write(ops::elect_leaders(r).map(Rsp::ElectLeaders)),
-        B::IncrementalAlterConfigs(r) => {
-            Op::Write(ops::incremental_alter_configs(r).map(Rsp::IncrementalAlterConfigs))
-        }
-        B::AlterConfigs(r) => Op::Write(ops::alter_configs(r).map(Rsp::AlterConfigs)),
         B::AlterUserScramCredentials(r) => {
             Op::Write(ops::alter_user_scram_credentials(r).map(Rsp::AlterUserScramCredentials))
         }

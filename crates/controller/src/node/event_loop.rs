@@ -41,6 +41,9 @@ pub(crate) struct ControllerRequest {
     pub principal: kraftd_net::KafkaPrincipal,
     /// When the request was queued (`EventQueueTimeMs` runs from here to its handling).
     pub enqueued: Instant,
+    /// A broker forwarded it in an Envelope: that broker checked what only it can (a
+    /// `cordoned.log.dirs` naming its own log dirs).
+    pub forwarded: bool,
 }
 
 /// One input of the loop, taken before it is handled so that its handling can be timed.
@@ -263,6 +266,7 @@ impl EventLoop {
             request.body,
             request.quota,
             &request.principal,
+            request.forwarded,
         ) else {
             let _ = request.reply.send(Err(ControllerError::InvalidRecords(
                 "not a controller API".to_string(),

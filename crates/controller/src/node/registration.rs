@@ -189,6 +189,7 @@ async fn register_locally(
         // The controller itself: no client principal.
         principal: kraftd_net::KafkaPrincipal::anonymous(),
         enqueued: Instant::now(),
+        forwarded: false,
     };
     requests
         .send(request)

@@ -362,23 +362,27 @@ pub fn list_partition_reassignments(
     })
 }
 
-/// IncrementalAlterConfigs.
+/// IncrementalAlterConfigs; `forwarded` by a broker (an Envelope) or sent here directly.
 pub fn incremental_alter_configs(
     request: IncrementalAlterConfigsRequest,
+    forwarded: bool,
 ) -> WriteOp<IncrementalAlterConfigsResponse> {
     WriteOp::new(move |ctx| {
         ctx.managers
             .configuration
-            .incremental_alter_configs(ctx.image, &request)
+            .incremental_alter_configs_from(ctx.image, &request, forwarded)
     })
 }
 
-/// AlterConfigs (the legacy, whole-resource form).
-pub fn alter_configs(request: AlterConfigsRequest) -> WriteOp<AlterConfigsResponse> {
+/// AlterConfigs (the legacy, whole-resource form); `forwarded` as above.
+pub fn alter_configs(
+    request: AlterConfigsRequest,
+    forwarded: bool,
+) -> WriteOp<AlterConfigsResponse> {
     WriteOp::new(move |ctx| {
         ctx.managers
             .configuration
-            .legacy_alter_configs(ctx.image, &request)
+            .legacy_alter_configs_from(ctx.image, &request, forwarded)
     })
 }
 

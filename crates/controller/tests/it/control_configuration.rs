@@ -793,3 +793,103 @@ fn legacy_alter_configs_replaces_a_groups_configs() {
         Some("read_committed")
     );
 }
+
+#[test]
+fn cordoned_log_dirs_is_per_broker_and_needs_metadata_version_4_3() {
+    let set = |name: &str| {
+        vec![resource(
+            BROKER,
+            name,
+            vec![op("cordoned.log.dirs", OP_SET, Some("/data/a"))],
+        )]
+    };
+    // At 4.0-IV3 (25): Kafka's DISABLED_CORDONED_LOG_DIRS_ERROR.
+    let old = image(false);
+    let request = IncrementalAlterConfigsRequest {
+        resources: set("1"),
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(&old, &request);
+    let answer = &result.response.responses[0];
+    assert_eq!(answer.error_code, ErrorCode::InvalidConfig.code());
+    assert_eq!(
+        answer.error_message.as_deref(),
+        Some(
+            "The cordoned.log.dirs configuration value cannot be set because it requires \
+             metadata.version >= 4.3-IV0"
+        )
+    );
+    assert!(result.records.is_empty());
+    // At 4.4-IV2: set on one broker, forwarded by it (it checked its log dirs); never as
+    // the cluster default (per broker in Kafka).
+    let new = old.replay_all(&[feature("metadata.version", 33)]).unwrap();
+    let forwarded = |image: &MetadataImage, value: &str| {
+        let request = IncrementalAlterConfigsRequest {
+            resources: vec![resource(
+                BROKER,
+                "1",
+                vec![op("cordoned.log.dirs", OP_SET, Some(value))],
+            )],
+            ..Default::default()
+        };
+        let result = ConfigurationControlManager::new()
+            .incremental_alter_configs_from(image, &request, true);
+        assert_eq!(result.response.responses[0].error_code, 0);
+        image.replay_all(&result.records).unwrap()
+    };
+    let next = forwarded(&new, "/data/a,/data/b");
+    let broker = ConfigResource::new(ConfigResourceType::Broker, "1");
+    assert_eq!(
+        next.configs.value(&broker, "cordoned.log.dirs"),
+        Some("/data/a,/data/b")
+    );
+    // Sent to a controller directly, a value may only drop entries (the controller cannot
+    // check paths): Kafka's INVALID_CORDONED_LOG_DIRS_ERROR otherwise.
+    let (after, codes, _) = incremental(&next, set("1"));
+    assert_eq!(codes, vec![0]);
+    assert_eq!(
+        after.configs.value(&broker, "cordoned.log.dirs"),
+        Some("/data/a")
+    );
+    let request = IncrementalAlterConfigsRequest {
+        resources: vec![resource(
+            BROKER,
+            "1",
+            vec![op("cordoned.log.dirs", OP_SET, Some("/data/a, /data/c"))],
+        )],
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(&next, &request);
+    let answer = &result.response.responses[0];
+    assert_eq!(answer.error_code, ErrorCode::InvalidConfig.code());
+    assert_eq!(
+        answer.error_message.as_deref(),
+        Some(
+            "When updating cordoned.log.dirs via controllers,  the new value must be a subset \
+             of the current configuration value."
+        )
+    );
+    let (_, codes, _) = incremental(
+        &next,
+        vec![resource(
+            BROKER,
+            "1",
+            vec![op("cordoned.log.dirs", OP_SET, Some(" "))],
+        )],
+    );
+    assert_eq!(codes, vec![0]);
+    let request = IncrementalAlterConfigsRequest {
+        resources: set(""),
+        ..Default::default()
+    };
+    let result = ConfigurationControlManager::new().incremental_alter_configs(&new, &request);
+    let answer = &result.response.responses[0];
+    assert_eq!(answer.error_code, ErrorCode::InvalidConfig.code());
+    assert_eq!(
+        answer.error_message.as_deref(),
+        Some(
+            "Cannot update these configs at default cluster level, broker id must be \
+             specified: [cordoned.log.dirs]"
+        )
+    );
+}

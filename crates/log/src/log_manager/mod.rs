@@ -12,8 +12,8 @@
 //! Cost per partition is constant: the log dirs are listed once, at [`LogManager::open`],
 //! and from then on the manager knows in memory which partition (and future) directory is
 //! in which dir with which topic id, so creating a log probes nothing and lists nothing,
-//! and the dir for a new one (the one holding the fewest partitions, as Kafka picks) is
-//! chosen from counts.
+//! and the dir for a new one (the one holding the fewest partitions, as Kafka picks, and not
+//! cordoned: `cordoned.log.dirs`, KIP-1066) is chosen from counts.
 //!
 //! `future.rs`: the future logs of replicas moving between log dirs (AlterReplicaLogDirs,
 //! Kafka's `<topic>-<partition>.<id>-future` directories), the swap that replaces a current
@@ -108,6 +108,10 @@ pub struct LogManager {
     /// Where an I/O error on a log dir takes it offline; every log opened here reports
     /// to it.
     failure: Arc<LogDirFailureChannel>,
+    /// The cordoned log dirs (`cordoned.log.dirs`, KIP-1066; Kafka's `cordonedLogDirs`),
+    /// by position in `dirs`: no new partition is created in them while another online
+    /// dir is not cordoned. Replaced whole when the setting changes.
+    cordoned: Mutex<Vec<bool>>,
 }
 
 impl LogManager {
@@ -136,6 +140,7 @@ impl LogManager {
             index.push(scan_dir(dir));
         }
         let checkpoints = Checkpoints::load(&dirs);
+        let dirs_len = dirs.len();
         Ok(LogManager {
             dirs,
             options,
@@ -144,7 +149,22 @@ impl LogManager {
             legacy_start_files: Mutex::new(Vec::new()),
             preferred_dirs: Mutex::new(BTreeMap::new()),
             failure: Arc::new(LogDirFailureChannel::new()),
+            cordoned: Mutex::new(vec![false; dirs_len]),
         })
+    }
+
+    /// Cordons exactly `cordoned` among the log dirs (Kafka's `updateCordonedLogDirs`); a
+    /// path that is not one of them is ignored (the caller checked the setting).
+    pub fn set_cordoned_dirs(&self, cordoned: &[PathBuf]) {
+        let flags: Vec<bool> = self.dirs.iter().map(|d| cordoned.contains(d)).collect();
+        *self.cordoned.lock().unwrap_or_else(|p| p.into_inner()) = flags;
+    }
+
+    /// Whether `dir` is cordoned: it takes no new partition.
+    pub fn is_cordoned(&self, dir: &Path) -> bool {
+        let cordoned = self.cordoned.lock().unwrap_or_else(|p| p.into_inner());
+        self.dir_index_of(dir)
+            .is_some_and(|i| cordoned.get(i).copied().unwrap_or(false))
     }
 
     pub fn dirs(&self) -> &[PathBuf] {
@@ -462,8 +482,11 @@ impl LogManager {
         Ok(())
     }
 
-    /// The dir a new partition goes to: the one an AlterReplicaLogDirs named, else the one
-    /// holding the fewest partitions (from the counts in memory).
+    /// The dir a new partition goes to: the one an AlterReplicaLogDirs named, else the
+    /// online, not cordoned one holding the fewest partitions (from the counts in memory).
+    /// As Kafka's `nextLogDirs`: a broker with one online dir uses it, cordoned or not, and
+    /// one whose online dirs are all cordoned uses the first (the controller may have
+    /// placed a replica here just before the last dir was cordoned).
     fn dir_for_new(&self, topic: &str, partition: i32) -> usize {
         if let Some(preferred) = self.take_preferred_dir(topic, partition) {
             if let Some(i) = self.dir_index_of(&preferred) {
@@ -471,10 +494,21 @@ impl LogManager {
             }
         }
         // Only online dirs take new partitions (Kafka's `nextLogDirs` lists live dirs).
-        let index = self.index();
-        (0..self.dirs.len())
+        let online: Vec<usize> = (0..self.dirs.len())
             .filter(|&i| !self.failure.is_offline(&self.dirs[i]))
+            .collect();
+        let cordoned = self
+            .cordoned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let index = self.index();
+        online
+            .iter()
+            .copied()
+            .filter(|&i| online.len() == 1 || !cordoned.get(i).copied().unwrap_or(false))
             .min_by_key(|&i| index[i].partitions.len())
+            .or_else(|| online.first().copied())
             .unwrap_or(0)
     }
 }

@@ -1,4 +1,5 @@
-//! The manager's memory of its dirs (partitions spread by counts, deletions, a reopen), the
+//! The manager's memory of its dirs (partitions spread by counts, deletions, a reopen;
+//! cordoned dirs skipped), the
 //! offset checkpoints in Kafka's format written only for the dirs that changed, the old
 //! per-partition `log-start-offset` file taken over, and what a restart recovers.
 
@@ -69,6 +70,35 @@ fn partitions_spread_over_the_dirs_by_count_and_deletions_are_forgotten() {
         .get_or_create("t", ID, 3, LogConfig::default(), 0)
         .unwrap();
     assert_eq!(log.dir(), doomed);
+}
+
+#[test]
+fn new_partitions_skip_cordoned_dirs_unless_every_dir_is_cordoned() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let lm = open(&[a.path(), b.path()]);
+    lm.set_cordoned_dirs(&[a.path().to_path_buf()]);
+    assert!(lm.is_cordoned(a.path()));
+    assert!(!lm.is_cordoned(b.path()));
+    let parent = |p: i32| {
+        lm.get_or_create("t", ID, p, LogConfig::default(), 0)
+            .unwrap()
+            .dir()
+            .parent()
+            .unwrap()
+            .to_path_buf()
+    };
+    // Although `a` holds fewer partitions, every new one goes to `b`.
+    for p in 0..3 {
+        assert_eq!(parent(p), b.path());
+    }
+    // All cordoned: Kafka's `nextLogDirs` falls back to the first live dir.
+    lm.set_cordoned_dirs(&[a.path().to_path_buf(), b.path().to_path_buf()]);
+    assert_eq!(parent(3), a.path());
+    // Uncordoned: spread by counts again (`a` holds 1, `b` 3).
+    lm.set_cordoned_dirs(&[]);
+    assert!(!lm.is_cordoned(a.path()));
+    assert_eq!(parent(4), a.path());
 }
 
 #[test]

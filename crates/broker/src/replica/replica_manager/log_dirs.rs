@@ -1,6 +1,7 @@
 //! Log directories (Kafka's `ReplicaManager.describeLogDirs`/`alterReplicaLogDirs` and its
-//! `ReplicaAlterLogDirsThread`): what each of `log.dirs` holds, and moving a replica to
-//! another of them.
+//! `ReplicaAlterLogDirsThread`): what each of `log.dirs` holds (and, from metadata.version
+//! 4.3-IV0, whether it is cordoned), and moving a replica to another of them (never into a
+//! cordoned one: INVALID_REPLICA_ASSIGNMENT, KIP-1066).
 //!
 //! A move creates a future log in the target dir (`LogManager::create_future`) and starts
 //! one copier task for the partition: it plans a read of the current log from the future
@@ -96,6 +97,12 @@ impl ReplicaManager {
                 }
             }
         }
+        let cordoned_supported = self
+            .cache
+            .image()
+            .features
+            .version()
+            .is_cordoned_log_dirs_supported();
         self.log_manager
             .dirs()
             .iter()
@@ -144,7 +151,8 @@ impl ReplicaManager {
                         .collect(),
                     total_bytes,
                     usable_bytes,
-                    is_cordoned: false,
+                    // As Kafka: reported only from metadata.version 4.3-IV0 (KIP-1066).
+                    is_cordoned: cordoned_supported && self.log_manager.is_cordoned(dir),
                     ..Default::default()
                 }
             })
@@ -173,6 +181,11 @@ impl ReplicaManager {
         let dir = dir.to_path_buf();
         if !self.log_manager.is_log_dir_online(&dir) {
             return ErrorCode::KafkaStorageError;
+        }
+        // Kafka's "Log directory <dir> is cordoned" (KIP-1066).
+        if self.log_manager.is_cordoned(&dir) {
+            info!(topic, partition, dir = %dir.display(), "refusing a move into a cordoned log dir");
+            return ErrorCode::InvalidReplicaAssignment;
         }
         let topic_id = image.topics.get_by_name(topic).map(|t| t.id);
         let hosted = topic_id.and_then(|id| self.partition(id, partition));

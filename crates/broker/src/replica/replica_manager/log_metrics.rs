@@ -2,7 +2,8 @@
 //! segment fdatasync of this process, timed by `kraftd_log::flush_timer`), per partition
 //! `Log.Size`/`LogStartOffset`/`LogEndOffset` (values the open log keeps in memory, so a
 //! scrape stats no file), and `LogManager.OfflineLogDirectoryCount` /
-//! `LogDirectoryOffline` per `log.dirs` entry.
+//! `LogDirectoryOffline` and `CordonedLogDirectoryCount` / `LogDirectoryCordoned`
+//! (KIP-1066) per `log.dirs` entry.
 //!
 //! A directory reads as offline when an I/O error took it offline (the log layer's
 //! `LogDirFailureChannel`, as Kafka's) or it is not an accessible directory at the scrape
@@ -101,6 +102,12 @@ impl ReplicaManager {
                 );
             }
         }
+        let cordoned: Vec<(String, bool)> = self
+            .log_manager()
+            .dirs()
+            .iter()
+            .map(|dir| (dir.display().to_string(), self.log_manager.is_cordoned(dir)))
+            .collect();
         let dirs: Vec<(String, bool)> = self
             .log_manager()
             .dirs()
@@ -133,6 +140,29 @@ impl ReplicaManager {
                 out,
                 "{family}{{node=\"{node_id}\",logDirectory=\"{dir}\"}} {}",
                 u8::from(offline)
+            );
+        }
+        write_prometheus_metric(
+            out,
+            "kafka_log_LogManager",
+            "CordonedLogDirectoryCount",
+            "gauge",
+            "Log directories that are cordoned (cordoned.log.dirs, KIP-1066).",
+            node_id,
+            cordoned.iter().filter(|(_, c)| *c).count(),
+        );
+        let family = "kafka_log_LogManager_LogDirectoryCordoned";
+        let _ = writeln!(
+            out,
+            "# HELP {family} 1 if the log directory is cordoned: it takes no new replica."
+        );
+        let _ = writeln!(out, "# TYPE {family} gauge");
+        for (dir, cordoned) in cordoned {
+            let dir = escape_label(&dir);
+            let _ = writeln!(
+                out,
+                "{family}{{node=\"{node_id}\",logDirectory=\"{dir}\"}} {}",
+                u8::from(cordoned)
             );
         }
     }

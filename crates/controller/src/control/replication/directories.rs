@@ -18,6 +18,12 @@
 //! Kafka finds the partitions through its `directoriesToPartitions` index; here the image's
 //! ISR and ELR index of the broker, filtered by directory: a replica in neither changes
 //! nothing either way.
+//!
+//! A heartbeat's `CordonedLogDirs` (v2, KIP-1066; Kafka's `handleDirectoriesCordoned`):
+//! null until the broker has caught up with the metadata, then every heartbeat names the
+//! broker's cordoned directories; when that set differs from the registration's a
+//! `BrokerRegistrationChangeRecord` v3 carries the new list. Cordoning moves no replica: it
+//! only keeps new ones off (`placement::usable_brokers`).
 
 use kraftd_protocol::messages::assign_replicas_to_dirs_response::{
     DirectoryData, PartitionData, TopicData,
@@ -173,6 +179,34 @@ impl ReplicationControlManager {
                 broker_id,
                 broker_epoch,
                 log_dirs: online,
+                ..Default::default()
+            },
+        ));
+    }
+
+    /// The record a heartbeat naming `cordoned_dirs` makes (see the module doc): none when
+    /// the broker sent none yet (null) or the set is the one registered.
+    pub fn handle_directories_cordoned(
+        &self,
+        image: &MetadataImage,
+        broker_id: i32,
+        broker_epoch: i64,
+        cordoned_dirs: Option<&[Uuid]>,
+        records: &mut Vec<MetadataRecord>,
+    ) {
+        let (Some(cordoned_dirs), Some(broker)) = (cordoned_dirs, image.cluster.broker(broker_id))
+        else {
+            return;
+        };
+        if !broker.cordoned_dir_changed(cordoned_dirs) {
+            return;
+        }
+        debug!(broker_id, cordoned = ?cordoned_dirs, "log directories marked cordoned");
+        records.push(MetadataRecord::BrokerRegistrationChange(
+            BrokerRegistrationChangeRecord {
+                broker_id,
+                broker_epoch,
+                cordoned_log_dirs: Some(cordoned_dirs.to_vec()),
                 ..Default::default()
             },
         ));
