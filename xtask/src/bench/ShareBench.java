@@ -6,7 +6,9 @@
 //       are every one assigned, then <records> records of <size> bytes are produced as fast
 //       as one producer goes while they read; prints `RESULT seconds=<from the first record
 //       delivered to the last> records=<n> duplicates=<records delivered more than once>`
-//       (the group's forming is left out).
+//       (the group's forming is left out). With SHARE_BENCH_PROCESS_US=N in the environment
+//       each consumer spends N µs on every record (a work queue's processing), so one
+//       consumer cannot keep up and the rows show what more consumers on a partition buy.
 //   ShareBench latency <bootstrap> <topic> <group> <consumers> <rate> <seconds>
 //       <consumers> share consumers join (every one assigned), then a producer sends <rate>
 //       records/s for <seconds>, each carrying its send time; prints `RESULT p50_ms=..
@@ -137,6 +139,11 @@ public class ShareBench {
         }
     }
 
+    // Time each throughput consumer spends per record, from `SHARE_BENCH_PROCESS_US`
+    // (0 by default: records are only counted).
+    static final long PROCESS_NANOS = 1000L * Long.parseLong(
+        System.getenv().getOrDefault("SHARE_BENCH_PROCESS_US", "0"));
+
     static void throughput(String bootstrap, String topic, String group, int consumers,
                            int records, int size) throws Exception {
         Set<Long> seen = ConcurrentHashMap.newKeySet();
@@ -154,6 +161,10 @@ public class ShareBench {
                         for (ConsumerRecord<byte[], byte[]> r : polled) {
                             deliveries.incrementAndGet();
                             seen.add(java.nio.ByteBuffer.wrap(r.value()).getLong());
+                            // A work queue's consumer spends time on each record: with it,
+                            // one consumer cannot keep up and the rows show what sharing a
+                            // partition among more consumers buys.
+                            if (PROCESS_NANOS > 0) java.util.concurrent.locks.LockSupport.parkNanos(PROCESS_NANOS);
                         }
                         if (!polled.isEmpty()) {
                             long now = System.nanoTime();
