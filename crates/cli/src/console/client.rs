@@ -43,6 +43,23 @@ fn keyed(topics: impl IntoIterator<Item = (String, Vec<i32>)>) -> Vec<(String, i
         .collect()
 }
 
+/// The member a partition is assigned to, as a group page names it.
+struct Owner {
+    member_id: String,
+    client_id: String,
+    host: String,
+}
+
+impl Owner {
+    fn of(member_id: &str, client_id: &str, host: &str) -> Owner {
+        Owner {
+            member_id: member_id.to_string(),
+            client_id: client_id.to_string(),
+            host: host.to_string(),
+        }
+    }
+}
+
 /// ListOffsets' timestamp for the latest offset (the HW under read_uncommitted, the LSO
 /// under read_committed).
 const LATEST_TIMESTAMP: i64 = -1;
@@ -233,28 +250,18 @@ impl KafkaAccess {
         if group.error_code != ErrorCode::None.code() {
             bail!("DescribeGroups for {id}: {}", error_name(group.error_code));
         }
-        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
-            group_id: id.to_string(),
-            topics: None,
-            ..Default::default()
-        });
-        let ResponseBody::OffsetFetch(fetched) = self
-            .ask(&coordinator, ApiKey::OffsetFetch, OFFSET_FETCH_MAX, body)
-            .await?
-        else {
-            bail!("{coordinator}: answered OffsetFetch with another response");
-        };
-        if fetched.error_code != ErrorCode::None.code() {
-            bail!("OffsetFetch for {id}: {}", error_name(fetched.error_code));
-        }
+        let committed = self.committed_offsets(&coordinator, id).await?;
         // (topic, partition) → the member it is assigned to.
-        let mut owners: BTreeMap<(String, i32), usize> = BTreeMap::new();
+        let mut owners: BTreeMap<(String, i32), Owner> = BTreeMap::new();
         let mut members = Vec::new();
-        for (i, m) in group.members.iter().enumerate() {
+        for m in &group.members {
             let assignment = decode_assignment(&m.member_assignment);
             for (topic, partitions) in &assignment {
                 for p in partitions {
-                    owners.insert((topic.clone(), *p), i);
+                    owners.insert(
+                        (topic.clone(), *p),
+                        Owner::of(&m.member_id, &m.client_id, &m.client_host),
+                    );
                 }
             }
             members.push(json!({
@@ -268,41 +275,7 @@ impl KafkaAccess {
                     .collect::<Vec<_>>(),
             }));
         }
-        let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        for t in &fetched.topics {
-            for p in &t.partitions {
-                if p.error_code == ErrorCode::None.code() && p.committed_offset >= 0 {
-                    committed.insert((t.name.clone(), p.partition_index), p.committed_offset);
-                }
-            }
-        }
-        let keys: BTreeSet<(String, i32)> =
-            owners.keys().chain(committed.keys()).cloned().collect();
-        let ends = self.latest_offsets(image, &keys, 0).await;
-        let mut total_lag = 0i64;
-        let partitions: Vec<Value> = keys
-            .iter()
-            .map(|key| {
-                let offset = committed.get(key).copied();
-                let end = ends.get(key).copied();
-                let lag = match (offset, end) {
-                    (Some(o), Some(e)) => Some((e - o).max(0)),
-                    _ => None,
-                };
-                total_lag += lag.unwrap_or(0);
-                let owner = owners.get(key).map(|i| &group.members[*i]);
-                json!({
-                    "topic": key.0,
-                    "partition": key.1,
-                    "committed": offset,
-                    "log_end": end,
-                    "lag": lag,
-                    "member_id": owner.map(|m| m.member_id.clone()),
-                    "client_id": owner.map(|m| m.client_id.clone()),
-                    "host": owner.map(|m| m.client_host.clone()),
-                })
-            })
-            .collect();
+        let (partitions, total_lag) = self.lag_rows(image, &owners, &committed).await;
         Ok(json!({
             "group_id": group.group_id,
             "state": group.group_state,
@@ -313,6 +286,76 @@ impl KafkaAccess {
             "partitions": partitions,
             "total_lag": total_lag,
         }))
+    }
+
+    /// The offsets group `id` committed, by (topic, partition): OffsetFetch of every
+    /// partition to its coordinator (classic, consumer and streams groups commit alike).
+    async fn committed_offsets(
+        &self,
+        coordinator: &str,
+        id: &str,
+    ) -> Result<BTreeMap<(String, i32), i64>> {
+        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
+            group_id: id.to_string(),
+            topics: None,
+            ..Default::default()
+        });
+        let ResponseBody::OffsetFetch(fetched) = self
+            .ask(coordinator, ApiKey::OffsetFetch, OFFSET_FETCH_MAX, body)
+            .await?
+        else {
+            bail!("{coordinator}: answered OffsetFetch with another response");
+        };
+        if fetched.error_code != ErrorCode::None.code() {
+            bail!("OffsetFetch for {id}: {}", error_name(fetched.error_code));
+        }
+        let mut committed = BTreeMap::new();
+        for t in &fetched.topics {
+            for p in &t.partitions {
+                if p.error_code == ErrorCode::None.code() && p.committed_offset >= 0 {
+                    committed.insert((t.name.clone(), p.partition_index), p.committed_offset);
+                }
+            }
+        }
+        Ok(committed)
+    }
+
+    /// A group page's partition rows — every partition owned or committed: the committed
+    /// offset, the leader's latest offset, the lag and the owning member — and the total lag.
+    async fn lag_rows(
+        &self,
+        image: &MetadataImage,
+        owners: &BTreeMap<(String, i32), Owner>,
+        committed: &BTreeMap<(String, i32), i64>,
+    ) -> (Vec<Value>, i64) {
+        let keys: BTreeSet<(String, i32)> =
+            owners.keys().chain(committed.keys()).cloned().collect();
+        let ends = self.latest_offsets(image, &keys, 0).await;
+        let mut total_lag = 0i64;
+        let rows = keys
+            .iter()
+            .map(|key| {
+                let offset = committed.get(key).copied();
+                let end = ends.get(key).copied();
+                let lag = match (offset, end) {
+                    (Some(o), Some(e)) => Some((e - o).max(0)),
+                    _ => None,
+                };
+                total_lag += lag.unwrap_or(0);
+                let owner = owners.get(key);
+                json!({
+                    "topic": key.0,
+                    "partition": key.1,
+                    "committed": offset,
+                    "log_end": end,
+                    "lag": lag,
+                    "member_id": owner.map(|o| &o.member_id),
+                    "client_id": owner.map(|o| &o.client_id),
+                    "host": owner.map(|o| &o.host),
+                })
+            })
+            .collect();
+        (rows, total_lag)
     }
 
     /// The latest offset of each of `keys` from its leader (`isolation` 0: the HW; 1: the
@@ -574,13 +617,16 @@ impl KafkaAccess {
                 })
                 .collect::<Vec<_>>()
         };
-        let mut owners: BTreeMap<(String, i32), usize> = BTreeMap::new();
+        let mut owners: BTreeMap<(String, i32), Owner> = BTreeMap::new();
         let mut members = Vec::new();
-        for (i, m) in group.members.iter().enumerate() {
+        for m in &group.members {
             for t in &m.assignment.active_tasks {
                 for topic in sources.get(&t.subtopology_id).into_iter().flatten() {
                     for p in &t.partitions {
-                        owners.insert((topic.clone(), *p), i);
+                        owners.insert(
+                            (topic.clone(), *p),
+                            Owner::of(&m.member_id, &m.client_id, &m.client_host),
+                        );
                     }
                 }
             }
@@ -596,52 +642,8 @@ impl KafkaAccess {
                 "assignment": [],
             }));
         }
-        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
-            group_id: id.to_string(),
-            topics: None,
-            ..Default::default()
-        });
-        let ResponseBody::OffsetFetch(fetched) = self
-            .ask(coordinator, ApiKey::OffsetFetch, OFFSET_FETCH_MAX, body)
-            .await?
-        else {
-            bail!("{coordinator}: answered OffsetFetch with another response");
-        };
-        let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        for t in &fetched.topics {
-            for p in &t.partitions {
-                if p.error_code == ErrorCode::None.code() && p.committed_offset >= 0 {
-                    committed.insert((t.name.clone(), p.partition_index), p.committed_offset);
-                }
-            }
-        }
-        let keys: BTreeSet<(String, i32)> =
-            owners.keys().chain(committed.keys()).cloned().collect();
-        let ends = self.latest_offsets(image, &keys, 0).await;
-        let mut total_lag = 0;
-        let partitions: Vec<Value> = keys
-            .iter()
-            .map(|key| {
-                let offset = committed.get(key).copied();
-                let end = ends.get(key).copied();
-                let lag = match (offset, end) {
-                    (Some(o), Some(e)) => Some((e - o).max(0)),
-                    _ => None,
-                };
-                total_lag += lag.unwrap_or(0);
-                let owner = owners.get(key).map(|i| &group.members[*i]);
-                json!({
-                    "topic": key.0,
-                    "partition": key.1,
-                    "committed": offset,
-                    "log_end": end,
-                    "lag": lag,
-                    "member_id": owner.map(|m| m.member_id.clone()),
-                    "client_id": owner.map(|m| m.client_id.clone()),
-                    "host": owner.map(|m| m.client_host.clone()),
-                })
-            })
-            .collect();
+        let committed = self.committed_offsets(coordinator, id).await?;
+        let (partitions, total_lag) = self.lag_rows(image, &owners, &committed).await;
         Ok(json!({
             "group_id": group.group_id,
             "state": group.group_state,
