@@ -47,16 +47,24 @@ pub(super) struct Coalesced<T> {
 /// Kafka's `coalesceProduceRequests`: the writes, all for one leader, as one acks=all
 /// Produce with one batch per (topic, partition), in the order they were queued. A write is
 /// deferred when its records would take its partition's merged batch past the DLQ topic's
-/// `max.message.bytes` (never the first of a partition), or when its batch cannot be merged
+/// `max.message.bytes` (never the first of a partition) — and with it every later write for
+/// that partition, so none overtakes it — or when its batch cannot be merged
 /// with the ones before it (then it goes on its own in a later round).
 pub(super) fn coalesce<T>(writes: Vec<Write<T>>) -> Coalesced<T> {
     // (topic id, partition) -> the indexes of `live` admitted there, and their bytes so far.
     let mut by_partition: Vec<((Uuid, i32), Vec<usize>, usize)> = Vec::new();
     let mut live: Vec<Write<T>> = Vec::new();
     let mut deferred = Vec::new();
+    // Partitions with a write deferred: their later writes wait too, so a DLQ partition
+    // gets its writes in the order they were queued.
+    let mut held: Vec<(Uuid, i32)> = Vec::new();
     for write in writes {
         let key = (write.dest.topic_id, write.dest.partition);
         let size = write.records.len();
+        if held.contains(&key) {
+            deferred.push(write);
+            continue;
+        }
         match by_partition.iter_mut().find(|(k, _, _)| *k == key) {
             None => {
                 by_partition.push((key, vec![live.len()], size));
@@ -64,6 +72,7 @@ pub(super) fn coalesce<T>(writes: Vec<Write<T>>) -> Coalesced<T> {
             }
             Some((_, members, running)) => {
                 if *running + size > write.dest.max_message_bytes {
+                    held.push(key);
                     deferred.push(write);
                 } else {
                     *running += size;
@@ -385,17 +394,23 @@ mod tests {
     fn a_write_past_max_message_bytes_waits_for_the_next_round_but_a_partitions_first_always_goes()
     {
         let big = batch("big", 20, 0);
-        let limit = big.len() + 10;
+        let small = batch("z", 1, 0);
+        let limit = big.len() + small.len();
         let c = coalesce(vec![
             write(dest(1, 0, limit), big.clone(), 1),
-            write(dest(1, 0, limit), batch("x", 1, 0), 2),
+            write(dest(1, 0, limit), batch("x", 5, 0), 2),
             write(dest(1, 1, limit), batch("y", 1, 0), 3),
+            // Small enough to fit, but queued after the deferred 2: it waits behind it.
+            write(dest(1, 0, limit), small, 4),
         ]);
         assert_eq!(c.live.iter().map(|w| w.done).collect::<Vec<_>>(), [1, 3]);
-        assert_eq!(c.deferred.iter().map(|w| w.done).collect::<Vec<_>>(), [2]);
-        // The next round carries the deferred write first, even when it alone is at the limit.
+        assert_eq!(
+            c.deferred.iter().map(|w| w.done).collect::<Vec<_>>(),
+            [2, 4]
+        );
+        // The next round carries the deferred writes first, in their order.
         let next = coalesce(c.deferred);
-        assert_eq!(next.live.iter().map(|w| w.done).collect::<Vec<_>>(), [2]);
+        assert_eq!(next.live.iter().map(|w| w.done).collect::<Vec<_>>(), [2, 4]);
         let over = coalesce(vec![write(dest(1, 0, 1), big, 9)]);
         assert_eq!(
             over.live.len(),
