@@ -28,7 +28,7 @@
 //! `share_partition/state_write.rs`, the state writes and their answers;
 //! `share_partition/dlq_archive.rs`, the hand-over to the DLQ writer.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use kraftd_protocol::messages::read_share_group_state_request::{
@@ -258,6 +258,10 @@ pub struct SharePartition {
     next_write_id: u64,
     /// Records whose acquisition lock expired (a metric).
     acquisition_lock_timeouts: u64,
+    /// The members that asked this partition for records within the acquisition lock
+    /// duration, with when they last did: the in-flight limit is shared among them
+    /// ([`SharePartition::fair_share`]).
+    fetchers: HashMap<Arc<str>, i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,6 +332,7 @@ impl SharePartition {
             pending_writes: BTreeMap::new(),
             next_write_id: 1,
             acquisition_lock_timeouts: 0,
+            fetchers: HashMap::new(),
         }
     }
 
@@ -479,6 +484,37 @@ impl SharePartition {
         }
     }
 
+    /// Notes that `member_id` asked this partition for records at `now_ms`, and forgets the
+    /// members that have not asked within the acquisition lock duration (whatever they held
+    /// has expired by then).
+    pub fn note_fetch(&mut self, member_id: &str, config: &SharePartitionConfig, now_ms: i64) {
+        let since = now_ms.saturating_sub(config.record_lock_duration_ms);
+        self.fetchers.retain(|_, at| *at >= since);
+        match self.fetchers.get_mut(member_id) {
+            Some(at) => *at = (*at).max(now_ms),
+            None => {
+                self.fetchers.insert(Arc::from(member_id), now_ms);
+            }
+        }
+    }
+
+    /// The most records one acquisition takes while several members share this partition:
+    /// the in-flight limit divided among the members fetching it, or None with one member.
+    ///
+    /// Kafka hands each fetch up to its max records (whole batches, 500 by default) until
+    /// `group.share.partition.max.record.locks` (2000) is reached, so on one partition only
+    /// about four members hold records at a time and the others wait: a work queue stops
+    /// scaling at four consumers, whatever their number. With the window divided among the
+    /// members that fetch, each one holds a share and every member works. Beyond Kafka, and
+    /// within what it allows: max records is a soft limit the broker may answer less than.
+    fn fair_share(&self, config: &SharePartitionConfig) -> Option<i64> {
+        let members = self.fetchers.len() as i64;
+        (members > 1).then(|| {
+            let limit = config.max_in_flight_records as i64;
+            ((limit + members - 1) / members).max(1)
+        })
+    }
+
     /// Whether a fetch could acquire anything now (Kafka's `canAcquireRecords`): available
     /// records in flight, or room for new ones.
     pub fn can_acquire_records(&self, config: &SharePartitionConfig) -> bool {
@@ -506,6 +542,23 @@ impl SharePartition {
     ) -> ShareAcquiredRecords {
         let mut out = ShareAcquiredRecords::default();
         if self.state != SharePartitionState::Active || max_fetch_records <= 0 {
+            return out;
+        }
+        self.note_fetch(member_id, config, now_ms);
+        // What is left of the member's share of the in-flight window after what it holds: a
+        // hard limit in both modes, so that whole batches do not let one member take
+        // another's share.
+        let share = self.fair_share(config).map(|share| {
+            let held = self
+                .records
+                .iter()
+                .filter(|r| {
+                    r.state == RecordState::Acquired && r.member_id.as_deref() == Some(member_id)
+                })
+                .count() as i64;
+            share - held
+        });
+        if share.is_some_and(|share| share <= 0) {
             return out;
         }
         let (Some(first), Some(last)) = (batches.first(), batches.last()) else {
@@ -563,6 +616,9 @@ impl SharePartition {
             let mut batch_acquired = 0;
             for offset in lo..=hi {
                 if mode == ShareAcquireMode::RecordLimit && acquired.len() as i64 >= max_records {
+                    break 'batches;
+                }
+                if share.is_some_and(|share| acquired.len() as i64 >= share) {
                     break 'batches;
                 }
                 if let Some(r) = self.record(offset).filter(|r| r.acquirable()) {
@@ -723,6 +779,8 @@ impl SharePartition {
         member_id: &str,
         config: &SharePartitionConfig,
     ) -> Option<StateWrite> {
+        // A member that leaves no longer takes a share of the in-flight window.
+        self.fetchers.remove(member_id);
         if self.state != SharePartitionState::Active {
             return None;
         }

@@ -145,6 +145,8 @@ impl SharePartitionManager {
                 let mut sp = entry.lock();
                 let log_start = hosted.lock().log_start_offset();
                 sp.update_log_start_offset(log_start);
+                // A member waiting for room counts in the sharing of the in-flight window.
+                sp.note_fetch(&params.member_id, &settings.partition, unix_ms());
                 if !sp.can_acquire_records(&settings.partition) {
                     answers.push((
                         p.tp.clone(),
