@@ -85,6 +85,7 @@ pub async fn serve(
                     content_type: "text/plain; version=0.0.4",
                     body: render().into_bytes(),
                     set_cookie: None,
+                    retry_after: None,
                 },
                 ("GET" | "POST", Some(console)) => {
                     let request = Request {
@@ -106,8 +107,12 @@ pub async fn serve(
                 .as_ref()
                 .map(|c| format!("Set-Cookie: {c}\r\n"))
                 .unwrap_or_default();
+            let retry = response
+                .retry_after
+                .map(|s| format!("Retry-After: {s}\r\n"))
+                .unwrap_or_default();
             let head = format!(
-                "HTTP/1.1 {}\r\nContent-Type: {}\r\nCache-Control: no-store\r\n{cookie}\
+                "HTTP/1.1 {}\r\nContent-Type: {}\r\nCache-Control: no-store\r\n{cookie}{retry}\
                  Content-Length: {}\r\nConnection: close\r\n\r\n",
                 response.status,
                 response.content_type,

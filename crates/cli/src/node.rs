@@ -626,6 +626,21 @@ fn console_config(
         .first()
         .map(|name| config.client_security(name))
         .unwrap_or_default();
+    // `host:port,...` as controller.quorum.bootstrap.servers is written, checked the same way.
+    let metrics_endpoints = match config.props.get(crate::console::CONSOLE_METRICS_ENDPOINTS) {
+        Some(v) => kraftd_raft::driver::parse_bootstrap_servers(v, &Default::default())
+            .map_err(|e| {
+                anyhow!(
+                    "invalid value {v:?} for {} in {}: {e}",
+                    crate::console::CONSOLE_METRICS_ENDPOINTS,
+                    config.props.source()
+                )
+            })?
+            .into_iter()
+            .map(|e| format!("{}:{}", e.host, e.port))
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(crate::console::ConsoleConfig {
         node_id: config.node_id,
         cluster_id: cluster_id.to_string(),
@@ -639,6 +654,7 @@ fn console_config(
                 .map(|(_, _, s)| s.clone())
                 .unwrap_or_default(),
             render_metrics,
+            metrics_endpoints,
             max_clock_skew_ms: 1_000,
         },
         client_listener,

@@ -63,7 +63,42 @@ fn http(
     cookie: Option<&str>,
     form: &str,
 ) -> (u16, Option<String>, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (status, head, body) = http_from([127, 0, 0, 1].into(), port, method, path, cookie, form);
+    (status, header(&head, "Set-Cookie"), body)
+}
+
+/// The value of header `name` in a response's `head`.
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines()
+        .filter_map(|l| l.split_once(": "))
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.to_string())
+}
+
+/// [`http`] from the loopback address `source` (any of 127.0.0.0/8, so that a test has
+/// several client addresses): (status, head, body).
+fn http_from(
+    source: std::net::IpAddr,
+    port: u16,
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    form: &str,
+) -> (u16, String, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let mut stream = runtime
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind((source, 0).into())?;
+            let stream = socket.connect(([127, 0, 0, 1], port).into()).await?;
+            let stream = stream.into_std()?;
+            stream.set_nonblocking(false)?;
+            Ok::<_, std::io::Error>(stream)
+        })
+        .unwrap_or_else(|e| panic!("connecting from {source} to port {port}: {e}"));
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
@@ -80,11 +115,7 @@ fn http(
     let response = String::from_utf8_lossy(&response).into_owned();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let set_cookie = head
-        .lines()
-        .find_map(|l| l.strip_prefix("Set-Cookie: "))
-        .map(str::to_string);
-    (status, set_cookie, body.to_string())
+    (status, head.to_string(), body.to_string())
 }
 
 /// A GET of a JSON endpoint that must answer 200.
@@ -530,6 +561,110 @@ while time.time() < deadline:
     chromium::screenshot(&url("/"), &screenshots.join("overview.png"));
 }
 
+/// The finding texts of a health answer.
+fn finding_texts(health: &Value) -> Vec<String> {
+    health["findings"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter_map(|f| f["text"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The health page over the whole cluster (3 controllers + 3 brokers): broker 4's console
+/// is given every node's `/metrics` (`console.metrics.endpoints`, as `kraftd doctor
+/// --metrics`), broker 5's is not. Broker 4's healthy line counts six nodes' metrics, broker
+/// 5's one; a controller killed -9 shows on broker 4's page (rendered in Chromium) as the
+/// doctor names an unreadable node, which broker 5's page cannot know; restarted, both are
+/// healthy again.
+#[test]
+fn the_health_page_reads_every_nodes_metrics_when_told_where_they_are() {
+    let root = tempfile::tempdir().unwrap();
+    let (_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 3, 3);
+    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+    for (node, port) in controllers.iter().chain(brokers.iter()).zip(&ports) {
+        node.add_config(&[&format!("metrics.port={port}")]);
+    }
+    let endpoints: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    brokers[0].add_config(&[
+        "console.enable=true",
+        &format!("console.metrics.endpoints={}", endpoints.join(",")),
+    ]);
+    brokers[1].add_config(&["console.enable=true"]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let logs = || logs_under(root.path());
+    let (told, alone) = (ports[3], ports[4]);
+    let healthy = |port: u16, nodes: usize| {
+        eventually(
+            &format!("the console on port {port} healthy with {nodes} nodes' metrics"),
+            Duration::from_secs(90),
+            logs,
+            || {
+                let h = api(port, "/api/health")?;
+                let line = h["healthy"].as_str().unwrap_or_default();
+                (line.contains(&format!("{nodes} nodes' metrics read"))
+                    && line.contains("3 voters and 3 observers")
+                    && line.contains("3 brokers unfenced"))
+                .then_some(())
+                .ok_or_else(|| h.to_string())
+            },
+        );
+    };
+    healthy(told, 6);
+    healthy(alone, 1);
+
+    // A controller other than the Raft leader killed -9.
+    let leader = api(told, "/api/overview").unwrap()["quorum"]["leader_id"]
+        .as_i64()
+        .unwrap();
+    let victim = controllers
+        .iter()
+        .position(|c| i64::from(c.id) != leader)
+        .unwrap();
+    controllers[victim].kill9();
+    let unreadable = format!("cannot read /metrics at {}", endpoints[victim]);
+    let findings = eventually(
+        "broker 4's health page names the killed controller's metrics",
+        Duration::from_secs(30),
+        logs,
+        || {
+            let h = api(told, "/api/health")?;
+            let texts = finding_texts(&h);
+            (h["status"] != 0 && texts.iter().any(|t| t.starts_with(&unreadable)))
+                .then_some(texts)
+                .ok_or_else(|| h.to_string())
+        },
+    );
+    let alone_findings = finding_texts(&api(alone, "/api/health").unwrap());
+    assert!(
+        !alone_findings
+            .iter()
+            .any(|t| t.contains("cannot read /metrics")),
+        "broker 5 reads no other node's metrics: {alone_findings:?}"
+    );
+    let dom = chromium::dump_dom(&format!("http://127.0.0.1:{told}/#/health"));
+    assert!(
+        dom.contains(&unreadable),
+        "the rendered health page does not show {unreadable:?} (findings {findings:?}):\n{dom}"
+    );
+    chromium::screenshot(
+        &format!("http://127.0.0.1:{told}/#/health"),
+        &repo_root()
+            .join("target")
+            .join("console-screenshots")
+            .join("health-cluster-controller-down.png"),
+    );
+
+    // Restarted: healthy again on both, six nodes' metrics on broker 4's.
+    controllers[victim].start();
+    healthy(told, 6);
+    healthy(alone, 1);
+}
+
 #[test]
 fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -657,6 +792,176 @@ fn the_embedded_default_serves_the_console_and_an_authorizer_refuses_it() {
     );
 }
 
+/// Fills the console's login form in `browser` as a user does: clicks into each field and
+/// types, tabs to the mechanism and picks it with the arrow key, clicks "Sign in".
+fn sign_in(browser: &mut chromium::Browser, user: &str, password: &str, mechanism: &str) {
+    browser.wait_for(
+        "the login form",
+        "document.getElementById('login-submit') !== null",
+    );
+    browser.fill("#username", user);
+    browser.fill("#password", password);
+    browser.press("Tab", 9);
+    assert_eq!(browser.eval("document.activeElement.id"), "mechanism");
+    for _ in 0..3 {
+        if browser.eval("document.getElementById('mechanism').value") == mechanism {
+            break;
+        }
+        browser.press("ArrowDown", 40);
+    }
+    assert_eq!(
+        browser.eval("document.getElementById('mechanism').value"),
+        mechanism
+    );
+    browser.click("#login-submit");
+}
+
+/// The `data-NAME` values of the rows the current view shows, once the view whose `<h2>`
+/// starts with `heading` is rendered for `hash` and has a row `must` (signed in as `who`).
+fn rendered_rows(
+    browser: &mut chromium::Browser,
+    who: &str,
+    hash: &str,
+    heading: &str,
+    name: &str,
+    must: &str,
+) -> Vec<String> {
+    let js = format!(
+        "(() => {{ const h = document.querySelector('#view h2'); \
+         if (location.hash !== {hash} || !h || !h.textContent.startsWith({heading}) \
+             || !document.getElementById('who').textContent.includes({who})) return null; \
+         const rows = [...document.querySelectorAll('#view tr[data-{name}]')] \
+             .map(r => r.dataset.{name}); \
+         return rows.includes({must}) ? rows : null; }})()",
+        hash = serde_json::json!(hash),
+        heading = serde_json::json!(heading),
+        who = serde_json::json!(who),
+        must = serde_json::json!(must),
+    );
+    let rows = browser.wait_for(&format!("{who}'s {hash} showing {must}"), &js);
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The SASL login in a real browser: the form the console shows without a session, a wrong
+/// password refused with the broker's reason, then alice and the admin signed in through
+/// the form and the pages rendering only what each may describe. Screenshots of each under
+/// `target/console-screenshots/login-*.png`.
+fn signed_in_browser(metrics: u16) {
+    let screenshots = repo_root().join("target").join("console-screenshots");
+    let shot = |browser: &mut chromium::Browser, name: &str| {
+        browser.screenshot(&screenshots.join(format!("login-{name}.png")));
+    };
+    let mut browser = chromium::Browser::launch();
+    browser.navigate(&format!("http://127.0.0.1:{metrics}/#/topics"));
+    browser.wait_for(
+        "the login form",
+        "document.querySelector('#mechanism option') !== null",
+    );
+    assert_eq!(
+        browser.eval("[...document.querySelectorAll('#mechanism option')].map(o => o.textContent)"),
+        serde_json::json!(["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+    );
+    shot(&mut browser, "form");
+
+    // A wrong password: the form again with the broker's reason, and no session.
+    sign_in(&mut browser, "alice", "wrong", "SCRAM-SHA-256");
+    let error = browser.wait_for(
+        "the login error",
+        "document.getElementById('login-error')?.textContent",
+    );
+    let error = error.as_str().unwrap();
+    assert!(
+        error.starts_with("login failed: ") && error.contains("SCRAM-SHA-256"),
+        "{error}"
+    );
+    assert_eq!(
+        browser.eval("fetch('/api/whoami').then(r => r.status)"),
+        401,
+        "a refused login left a session"
+    );
+    shot(&mut browser, "refused");
+
+    // alice: her topic and her group, nothing else; no health page.
+    sign_in(&mut browser, "alice", "alice-secret", "SCRAM-SHA-256");
+    let topics = rendered_rows(
+        &mut browser,
+        "User:alice",
+        "#/topics",
+        "Topics",
+        "topic",
+        "visible-t",
+    );
+    assert_eq!(topics, ["visible-t"]);
+    shot(&mut browser, "alice-topics");
+    browser.click("a[data-nav=groups]");
+    let groups = rendered_rows(
+        &mut browser,
+        "User:alice",
+        "#/groups",
+        "Groups",
+        "group",
+        "g-alice",
+    );
+    assert_eq!(groups, ["g-alice"]);
+    shot(&mut browser, "alice-groups");
+    browser.click("a[data-nav=overview]");
+    browser.wait_for(
+        "alice's overview with its restriction",
+        "document.getElementById('restricted')?.textContent",
+    );
+    shot(&mut browser, "alice-overview");
+    browser.click("a[data-nav=health]");
+    let refused = browser.wait_for(
+        "alice's health page refused",
+        "location.hash === '#/health' && document.getElementById('error')?.textContent",
+    );
+    assert!(
+        refused
+            .as_str()
+            .unwrap()
+            .contains("DESCRIBE on the cluster"),
+        "{refused}"
+    );
+
+    // Signed out, then the admin: every topic and group, and the health page.
+    browser.click("#logout");
+    sign_in(&mut browser, "admin", "admin-secret", "SCRAM-SHA-512");
+    browser.click("a[data-nav=topics]");
+    let topics = rendered_rows(
+        &mut browser,
+        "User:admin",
+        "#/topics",
+        "Topics",
+        "topic",
+        "hidden-t",
+    );
+    assert!(topics.contains(&"visible-t".to_string()), "{topics:?}");
+    shot(&mut browser, "admin-topics");
+    browser.click("a[data-nav=groups]");
+    let mut groups = rendered_rows(
+        &mut browser,
+        "User:admin",
+        "#/groups",
+        "Groups",
+        "group",
+        "g-secret",
+    );
+    groups.sort();
+    assert_eq!(groups, ["g-alice", "g-secret"]);
+    shot(&mut browser, "admin-groups");
+    browser.click("a[data-nav=health]");
+    browser.wait_for(
+        "the admin's health page",
+        "location.hash === '#/health' && document.querySelector('#view h2')?.textContent === 'Health' \
+         && !!document.getElementById('who').textContent.includes('User:admin')",
+    );
+    shot(&mut browser, "admin-health");
+}
+
 /// Kafka's StandardAuthorizer, on.
 const AUTHORIZER: &str =
     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer";
@@ -765,11 +1070,7 @@ os._exit(0)
         serde_json::json!(["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
     );
     assert_eq!(http(metrics, "GET", "/", None, "").0, 200);
-    let dom = chromium::dump_dom(&format!("http://127.0.0.1:{metrics}/#/"));
-    assert!(
-        dom.contains("id=\"login\"") && dom.contains("<option>SCRAM-SHA-512</option>"),
-        "a browser without a session gets the login form: {dom}"
-    );
+    signed_in_browser(metrics);
 
     // A wrong password is refused by the broker, with its reason.
     let (status, cookie, body) = http(
@@ -881,6 +1182,47 @@ os._exit(0)
     assert!(cleared.is_some_and(|c| c.contains("Max-Age=0")));
     assert_eq!(get(&alice, "/api/topics").0, 401);
     assert_eq!(get(&admin, "/api/topics").0, 200);
+
+    // The brute-force guard (login.rs): MAX_FAILURES failed logins a minute from one
+    // address, or for one username from any, then 429 with Retry-After, the broker not asked
+    // (the right password is refused too). Other loopback addresses are other clients.
+    let from = |last: u8| std::net::IpAddr::from([127, 0, 0, last]);
+    let try_login = |source, user: &str, password: &str, mechanism: &str| {
+        http_from(
+            source,
+            metrics,
+            "POST",
+            "/api/login",
+            None,
+            &format!("username={user}&password={password}&mechanism={mechanism}"),
+        )
+    };
+    let refused = |(status, head, body): (u16, String, String)| {
+        assert_eq!(status, 429, "{head}\n{body}");
+        let retry: u64 = header(&head, "Retry-After")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no Retry-After seconds in {head}"));
+        assert!((1..=60).contains(&retry), "Retry-After: {retry}");
+        assert!(body.contains("too many failed logins"), "{body}");
+    };
+    for _ in 0..5 {
+        let (status, _, body) = try_login(from(2), "mallory", "guess", "SCRAM-SHA-256");
+        assert_eq!(status, 401, "{body}");
+    }
+    refused(try_login(from(2), "mallory", "guess", "SCRAM-SHA-256"));
+    refused(try_login(from(2), "alice", "alice-secret", "SCRAM-SHA-256"));
+    // One username guessed from five addresses: refused from a sixth, even rightly.
+    for last in 3..8 {
+        let (status, _, body) = try_login(from(last), "alice", "guess", "SCRAM-SHA-256");
+        assert_eq!(status, 401, "{body}");
+    }
+    refused(try_login(from(8), "alice", "alice-secret", "SCRAM-SHA-256"));
+    // Others are not held back: the admin from a fresh address, and from 127.0.0.1 (two
+    // failures, the wrong passwords above, and its successes are none).
+    for source in [from(9), from(1)] {
+        let (status, _, body) = try_login(source, "admin", "admin-secret", "SCRAM-SHA-512");
+        assert_eq!(status, 200, "{body}");
+    }
 }
 
 /// The metric names of a PromQL expression: its identifiers that are neither functions

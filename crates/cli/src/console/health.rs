@@ -4,12 +4,18 @@
 //! `doctor --watch` compares rounds), the Raft leader's DescribeQuorum through the
 //! controller bootstrap this node was configured with, and the brokers' view of brokers
 //! and partitions (`doctor::cluster_state`: DescribeCluster, Metadata, DescribeConfigs)
-//! through this node's client listener. Only this node's metrics are read: nodes do not
-//! advertise `metrics.port`, so other nodes' scrapes are the doctor's, not the console's.
+//! through this node's client listener. The quorum and the brokers' view cover the whole
+//! cluster; metrics do too when `console.metrics.endpoints` lists the other nodes' `/metrics`
+//! (nodes do not advertise `metrics.port`, so, as `kraftd doctor --metrics`, the console is
+//! told where they are): each round scrapes them with the doctor's own scraper
+//! (`doctor::scrape_all`), beside this node's render, so the page finds what only another
+//! node's metrics show (a controller cut off from its leader, a node that cannot be read,
+//! clock skew between nodes) as the doctor run from anywhere would.
 //!
 //! One computation serves every open page: it is kept for [`HEALTH_TTL`] and a request
-//! meanwhile reads it, so the cost is one DescribeQuorum and one doctor cluster read (which
-//! is O(partitions), as the doctor's) per [`HEALTH_TTL`] however many pages are open.
+//! meanwhile reads it, so the cost is one DescribeQuorum, one doctor cluster read (which is
+//! O(partitions), as the doctor's) and one GET `/metrics` of each listed endpoint (in
+//! parallel, each given the doctor's 3 s) per [`HEALTH_TTL`] however many pages are open.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +45,8 @@ pub struct HealthSources {
     pub broker_security: ClientSecurity,
     /// This node's `/metrics` text.
     pub render_metrics: Arc<dyn Fn() -> String + Send + Sync>,
+    /// The other nodes' `/metrics` endpoints (`console.metrics.endpoints`), `host:port`.
+    pub metrics_endpoints: Vec<String>,
     pub max_clock_skew_ms: i64,
 }
 
@@ -73,8 +81,9 @@ impl HealthState {
                 return snapshot.clone();
             }
         }
-        let second = own_round(sources);
-        let first = self.previous.take().unwrap_or_else(|| second.clone());
+        let own = own_round(sources);
+        // The overview charts this node's request rates, not the cluster's.
+        let requests = request_counts(&own);
         let quorum = async {
             if sources.controllers.is_empty() {
                 None
@@ -99,7 +108,14 @@ impl HealthState {
                 ),
             }
         };
-        let (quorum, cluster) = tokio::join!(quorum, cluster);
+        // The other nodes' scrapes, the quorum and the brokers' view at once: a dead node's
+        // scrape timeout is not added to the others.
+        let (second, quorum, cluster) = tokio::join!(
+            with_other_nodes(own, &sources.metrics_endpoints),
+            quorum,
+            cluster
+        );
+        let first = self.previous.take().unwrap_or_else(|| second.clone());
         let facts = Facts {
             first,
             second,
@@ -107,7 +123,6 @@ impl HealthState {
             cluster,
             max_clock_skew_ms: sources.max_clock_skew_ms,
         };
-        let requests = request_counts(&facts.second);
         let snapshot = Snapshot {
             health: findings_json(&facts),
             quorum: facts.quorum.as_ref().and_then(|q| q.as_ref().ok()).cloned(),
@@ -147,6 +162,21 @@ fn own_round(sources: &HealthSources) -> Round {
     match Scrape::from_text("this node", &text, at, at) {
         Ok(s) => round.scrapes.push(s),
         Err(e) => round.errors.push(("this node".into(), e)),
+    }
+    round
+}
+
+/// `own` with a scrape of each of `endpoints` (the doctor's, concurrent) whose node it does
+/// not already hold: this node's render stands for itself when the list names it too.
+async fn with_other_nodes(own: Round, endpoints: &[String]) -> Round {
+    if endpoints.is_empty() {
+        return own;
+    }
+    let mut round = crate::doctor::scrape_all(endpoints).await;
+    round.errors.extend(own.errors);
+    for s in own.scrapes {
+        round.scrapes.retain(|other| other.node != s.node);
+        round.scrapes.insert(0, s);
     }
     round
 }

@@ -18,8 +18,18 @@
 //! [`MAX_SESSIONS`] are open. The password is kept in memory for the session's lifetime only
 //! (its client reconnects with it when a broker restarts), never written anywhere.
 //! Mutual-TLS identities are not taken: the HTTP listener speaks plain HTTP.
+//!
+//! Brute-force guard ([`LoginGuard`]): a login counts as a failure from the moment it is
+//! tried until the broker accepts it, so attempts in flight count too. When one client
+//! address, or one username whatever the address, has [`MAX_FAILURES`] failures within
+//! [`FAILURE_WINDOW`], further logins from it (or for it) are answered `429 Too Many
+//! Requests` with `Retry-After` (the seconds until the oldest of those failures leaves the
+//! window) without asking the broker, even with the right password. A successful login is
+//! no failure and clears its username's earlier ones, not its address's (one valid account
+//! must not reset an address's count). The per-username rule stops a guess spread over many addresses, at the
+//! price that such a guess keeps the user out for the window too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,6 +50,15 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 pub const MAX_AGE: Duration = Duration::from_secs(8 * 60 * 60);
 /// Open sessions at most; a login past it ends the oldest.
 pub const MAX_SESSIONS: usize = 256;
+
+/// Failed logins from one address, or for one username, within [`FAILURE_WINDOW`] after
+/// which logins are refused (429) until the oldest leaves the window.
+pub const MAX_FAILURES: usize = 5;
+/// The window [`MAX_FAILURES`] counts over.
+pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses and usernames with recent failures tracked at most; past it the one whose
+/// latest failure is oldest is forgotten (memory stays bounded under a spray of addresses).
+pub const MAX_TRACKED: usize = 10_000;
 
 /// Where logins go: a SASL listener of this broker.
 #[derive(Clone)]
@@ -96,6 +115,115 @@ impl std::fmt::Display for LoginError {
             ),
             LoginError::Refused(reason) => write!(f, "login failed: {reason}"),
         }
+    }
+}
+
+/// Recent login failures by client address and by username (see the module's doc).
+/// Time comes in as an argument, so the rule is tested without waiting.
+#[derive(Default)]
+pub struct LoginGuard {
+    failures: Mutex<GuardState>,
+}
+
+#[derive(Default)]
+struct GuardState {
+    by_address: HashMap<IpAddr, VecDeque<Instant>>,
+    by_user: HashMap<String, VecDeque<Instant>>,
+}
+
+/// A login admitted by [`LoginGuard::admit`], counted as a failure until
+/// [`LoginGuard::succeeded`].
+#[derive(Debug)]
+pub struct Attempt {
+    address: IpAddr,
+    user: String,
+    at: Instant,
+}
+
+impl LoginGuard {
+    /// Counts a login from `address` for `user` as a failure and admits it, or refuses it
+    /// with the time until one of the failures it is over the limit by leaves the window.
+    pub fn admit(&self, address: IpAddr, user: &str, now: Instant) -> Result<Attempt, Duration> {
+        let mut state = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = [
+            state
+                .by_address
+                .get_mut(&address)
+                .and_then(|f| over(f, now)),
+            state.by_user.get_mut(user).and_then(|f| over(f, now)),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        if let Some(wait) = wait {
+            return Err(wait);
+        }
+        state.by_address.entry(address).or_default().push_back(now);
+        state
+            .by_user
+            .entry(user.to_string())
+            .or_default()
+            .push_back(now);
+        forget_past(&mut state.by_address, now);
+        forget_past(&mut state.by_user, now);
+        Ok(Attempt {
+            address,
+            user: user.to_string(),
+            at: now,
+        })
+    }
+
+    /// The broker accepted `attempt`: it is no failure, and its username's earlier ones
+    /// are cleared.
+    pub fn succeeded(&self, attempt: Attempt) {
+        let mut state = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        state.by_user.remove(&attempt.user);
+        if let Some(failures) = state.by_address.get_mut(&attempt.address) {
+            if let Some(i) = failures.iter().position(|t| *t == attempt.at) {
+                failures.remove(i);
+            }
+        }
+    }
+}
+
+/// Drops `failures` older than the window; how long until a login is admitted again when
+/// [`MAX_FAILURES`] remain.
+fn over(failures: &mut VecDeque<Instant>, now: Instant) -> Option<Duration> {
+    while failures
+        .front()
+        .is_some_and(|t| now.duration_since(*t) >= FAILURE_WINDOW)
+    {
+        failures.pop_front();
+    }
+    let oldest = failures
+        .len()
+        .checked_sub(MAX_FAILURES)
+        .map(|i| failures[i])?;
+    Some(FAILURE_WINDOW - now.duration_since(oldest))
+}
+
+/// Keeps `map` to [`MAX_TRACKED`] keys: those with no failure in the window go first, then
+/// the ones whose latest failure is oldest.
+fn forget_past<K: Clone + Eq + std::hash::Hash>(
+    map: &mut HashMap<K, VecDeque<Instant>>,
+    now: Instant,
+) {
+    if map.len() <= MAX_TRACKED {
+        return;
+    }
+    map.retain(|_, f| {
+        f.back()
+            .is_some_and(|t| now.duration_since(*t) < FAILURE_WINDOW)
+    });
+    while map.len() > MAX_TRACKED {
+        let Some(stalest) = map
+            .iter()
+            .min_by_key(|(_, f)| f.back().copied())
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        map.remove(&stalest);
     }
 }
 
@@ -249,6 +377,77 @@ mod tests {
         assert_eq!(f["username"], "al ice");
         assert_eq!(f["password"], "p&ss word");
         assert_eq!(f["mechanism"], "SCRAM-SHA-512");
+    }
+
+    #[test]
+    fn failed_logins_past_the_limit_are_refused_until_the_oldest_leaves_the_window() {
+        let guard = LoginGuard::default();
+        let t0 = Instant::now();
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let second = Duration::from_secs(1);
+        // Five failures from one address, a second apart: the sixth is refused until the
+        // first is a window old, for any user.
+        for i in 0..MAX_FAILURES as u32 {
+            guard.admit(a, &format!("u{i}"), t0 + second * i).unwrap();
+        }
+        let now = t0 + second * 10;
+        assert_eq!(
+            guard.admit(a, "other", now).unwrap_err(),
+            FAILURE_WINDOW - second * 10
+        );
+        // Another address is not held back by it.
+        guard.admit(b, "other", now).unwrap();
+        // A window after the first failure, one more is admitted, and then none again.
+        let later = t0 + FAILURE_WINDOW;
+        guard.admit(a, "other2", later).unwrap();
+        assert_eq!(guard.admit(a, "other3", later).unwrap_err(), second);
+
+        // One username from many addresses: refused after the limit, even from a new one.
+        let guard = LoginGuard::default();
+        for i in 0..MAX_FAILURES as u8 {
+            guard
+                .admit(IpAddr::from([10, 1, 0, i]), "alice", t0)
+                .unwrap();
+        }
+        assert_eq!(
+            guard
+                .admit(IpAddr::from([10, 2, 0, 0]), "alice", t0)
+                .unwrap_err(),
+            FAILURE_WINDOW
+        );
+        guard.admit(IpAddr::from([10, 2, 0, 0]), "bob", t0).unwrap();
+    }
+
+    #[test]
+    fn a_success_clears_its_users_failures_not_its_addresss() {
+        let guard = LoginGuard::default();
+        let t0 = Instant::now();
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..MAX_FAILURES - 1 {
+            guard.admit(a, "alice", t0).unwrap();
+        }
+        let attempt = guard.admit(a, "alice", t0).unwrap();
+        guard.succeeded(attempt);
+        // alice may log in again from elsewhere; the address keeps its four failures (the
+        // success itself is none), so one more fails it.
+        guard
+            .admit("10.0.0.9".parse().unwrap(), "alice", t0)
+            .unwrap();
+        guard.admit(a, "bob", t0).unwrap();
+        assert!(guard.admit(a, "carol", t0).is_err());
+    }
+
+    #[test]
+    fn the_tracked_keys_stay_bounded() {
+        let guard = LoginGuard::default();
+        let t0 = Instant::now();
+        for i in 0..(MAX_TRACKED + 10) as u32 {
+            let at = t0 + Duration::from_millis(u64::from(i));
+            let _ = guard.admit(IpAddr::from(i.to_be_bytes()), &format!("u{i}"), at);
+        }
+        let state = guard.failures.lock().unwrap();
+        assert_eq!(state.by_address.len(), MAX_TRACKED);
+        assert_eq!(state.by_user.len(), MAX_TRACKED);
     }
 
     #[test]

@@ -31,13 +31,16 @@
 //! for every partition (O(partitions); one scan per viewer); the health page (and the
 //! overview's quorum and request rates)
 //! one diagnosis per 2 s whatever the number of pages: DescribeQuorum plus the doctor's
-//! DescribeCluster, Metadata and DescribeConfigs (O(partitions), as `kraftd doctor`). The
+//! DescribeCluster, Metadata and DescribeConfigs (O(partitions), as `kraftd doctor`), and a
+//! GET `/metrics` of each node `console.metrics.endpoints` lists. The
 //! page itself is ~13 KB, sent once per load.
 //!
 //! Security: on a node with an authorizer (`authorizer.class.name`) the console asks for a
 //! SASL login (`login.rs`: checked by the broker itself, over its SASL listener) and shows
 //! only what that principal may DESCRIBE; `POST /api/login` (form fields `username`,
-//! `password`, `mechanism`), `POST /api/logout`, and `/api/whoami`. A node with an
+//! `password`, `mechanism`; refused with 429 and `Retry-After` after too many failures from
+//! the address or for the username, `login::LoginGuard`), `POST /api/logout`, and
+//! `/api/whoami`. A node with an
 //! authorizer but no SASL listener offering a password mechanism (or a controller-only node)
 //! serves no console data (HTTP 403 with a one-line reason): it must never show what ACLs
 //! would hide.
@@ -58,12 +61,14 @@ use kraftd_controller::MetadataImage;
 use kraftd_net::ClientSecurity;
 use serde_json::{json, Value};
 
-use login::{LoginConfig, Session, Sessions};
+use login::{LoginConfig, LoginGuard, Session, Sessions};
 
 pub use health::HealthSources;
 
 /// `console.enable`: kraftd's own setting (Kafka has no console).
 pub const CONSOLE_ENABLE: &str = "console.enable";
+/// `console.metrics.endpoints`: the nodes' `/metrics` the health page reads (kraftd's own).
+pub const CONSOLE_METRICS_ENDPOINTS: &str = "console.metrics.endpoints";
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const CONSOLE_JS: &str = include_str!("assets/console.js");
@@ -109,6 +114,8 @@ pub struct Response {
     pub body: Vec<u8>,
     /// A `Set-Cookie:` header value.
     pub set_cookie: Option<String>,
+    /// A `Retry-After:` header's seconds (a refused login, 429).
+    pub retry_after: Option<u64>,
 }
 
 impl Response {
@@ -122,6 +129,7 @@ impl Response {
             content_type: "application/json",
             body: value.to_string().into_bytes(),
             set_cookie: None,
+            retry_after: None,
         }
     }
 
@@ -131,6 +139,7 @@ impl Response {
             content_type: "text/plain; charset=utf-8",
             body: text.as_bytes().to_vec(),
             set_cookie: None,
+            retry_after: None,
         }
     }
 }
@@ -192,6 +201,8 @@ pub struct Console {
     summary: Mutex<Option<(Arc<MetadataImage>, Arc<image_api::Summary>)>>,
     health: tokio::sync::Mutex<health::HealthState>,
     sessions: Sessions,
+    /// Failed logins by address and username (the brute-force guard).
+    guard: LoginGuard,
     /// The last hanging-transaction scan as this node's own client sees it (a signed-in
     /// user's is kept in its session: what it may describe differs).
     hanging: tokio::sync::Mutex<transactions::HangingScan>,
@@ -210,6 +221,7 @@ impl Console {
             summary: Mutex::new(None),
             health: tokio::sync::Mutex::new(health::HealthState::default()),
             sessions: Sessions::default(),
+            guard: LoginGuard::default(),
             hanging: tokio::sync::Mutex::new(transactions::HangingScan::default()),
         }
     }
@@ -322,6 +334,7 @@ impl Console {
             content_type: "text/html; charset=utf-8",
             body: self.page.as_bytes().to_vec(),
             set_cookie: None,
+            retry_after: None,
         }
     }
 
@@ -329,6 +342,32 @@ impl Console {
     async fn login(&self, login: &LoginConfig, request: &Request) -> Response {
         let fields = login::form_fields(&request.body);
         let field = |k: &str| fields.get(k).map(String::as_str).unwrap_or("");
+        let attempt =
+            match self
+                .guard
+                .admit(request.peer, field("username"), std::time::Instant::now())
+            {
+                Ok(attempt) => attempt,
+                Err(wait) => {
+                    // Whole seconds, rounded up: a client retrying on time is admitted.
+                    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                    tracing::info!(peer = %request.peer, username = field("username"),
+                    "console login refused: too many failures");
+                    let mut r = Response::json_status(
+                        "429 Too Many Requests",
+                        &json!({"error": format!(
+                            "too many failed logins from {} or for {:?}: at most {} per {} s; \
+                             try again in {secs} s",
+                            request.peer,
+                            field("username"),
+                            login::MAX_FAILURES,
+                            login::FAILURE_WINDOW.as_secs()
+                        )}),
+                    );
+                    r.retry_after = Some(secs);
+                    return r;
+                }
+            };
         match self
             .sessions
             .login(
@@ -340,6 +379,7 @@ impl Console {
             .await
         {
             Ok(token) => {
+                self.guard.succeeded(attempt);
                 let mut r = Response::json(&json!({
                     "principal": kraftd_net::KafkaPrincipal::user(field("username")).to_string(),
                 }));

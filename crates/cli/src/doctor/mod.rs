@@ -186,8 +186,8 @@ fn iso_time(ms: i64) -> String {
     )
 }
 
-/// Scrapes every endpoint at once.
-async fn scrape_all(addresses: &[String]) -> Round {
+/// Scrapes every endpoint at once (the doctor's rounds, and the console's health page).
+pub(crate) async fn scrape_all(addresses: &[String]) -> Round {
     let mut tasks = tokio::task::JoinSet::new();
     for (i, address) in addresses.iter().enumerate() {
         let address = address.clone();

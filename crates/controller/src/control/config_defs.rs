@@ -895,7 +895,10 @@ pub const STATIC_BROKER_CONFIGS: &[ConfigDef] = &[
         .doc("Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
     def("console.enable", BOOLEAN)
         .default("false")
-        .doc("kraftd's own (Kafka has none): serve the read-only web console on the metrics.port listener beside /metrics. The embedded default (kraftd with no arguments) sets it to true. A node with an authorizer answers every console request with HTTP 403, since the console has no login yet."),
+        .doc("kraftd's own (Kafka has none): serve the read-only web console on the metrics.port listener beside /metrics. The embedded default (kraftd with no arguments) sets it to true. On a node with an authorizer the console asks for a SASL login through the node's SASL listener (at most 5 failed logins a minute per client address and per username, then HTTP 429 with Retry-After) and shows only what that principal may DESCRIBE; a node with an authorizer and no SASL listener offering SCRAM or PLAIN answers every console request with HTTP 403."),
+    def("console.metrics.endpoints", ANY_LIST)
+        .default("")
+        .doc("kraftd's own (Kafka has none): the /metrics endpoints (host:port of each node's metrics.port, comma-separated) of the other nodes, as kraftd doctor --metrics takes them. The console's Health page reads them every round so that the doctor's findings cover every node's metrics, not only this node's (the quorum and the brokers' view are cluster-wide either way). Empty: this node's metrics only."),
     def("controller.listener.names", NON_EMPTY_LIST)
         .doc("A comma-separated list of the names of the listeners used by the controller."),
     def("controller.quorum.auto.join.enable", BOOLEAN)

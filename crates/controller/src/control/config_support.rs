@@ -338,6 +338,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "broker.session.timeout.ms", "the controller fences a broker whose session expired"),
     honoured(S, "connections.max.idle.ms", "the listeners close idle connections"),
     honoured(S, "console.enable", "kraftd's own: the web console on the metrics listener (cli/src/console/)"),
+    honoured(S, "console.metrics.endpoints", "kraftd's own: the other nodes' /metrics the console's Health page reads (cli/src/console/health.rs)"),
     no_effect(S, "controlled.shutdown.enable", "a kraftd broker always asks the controller for a controlled shutdown, with a deadline, before it stops (server/lifecycle.rs); only a SIGKILL skips it"),
     honoured(S, "controller.listener.names", "which listener is the controller's"),
     no_effect(S, "controller.performance.always.log.threshold.ms", "only what the controller logs about slow events"),
