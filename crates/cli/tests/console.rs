@@ -356,9 +356,19 @@ print("read", read)
                     from_console.insert((index, broker), size.as_i64().unwrap_or(-2));
                 }
             }
-            (from_console == from_tool && from_tool.len() == 9)
+            if from_console != from_tool || from_tool.len() != 9 {
+                return Err(format!("console {from_console:?} vs tool {from_tool:?}"));
+            }
+            // The topic list's size is the topic's bytes over every replica.
+            let list = api(port, "/api/topics")?;
+            let row = list["topics"]
+                .as_array()
+                .and_then(|ts| ts.iter().find(|t| t["name"] == TOPIC))
+                .ok_or("the topic is not listed")?;
+            let total: i64 = from_tool.values().sum();
+            (row["size_bytes"].as_i64() == Some(total) && row["end_offsets"].as_i64() == Some(300))
                 .then_some(())
-                .ok_or_else(|| format!("console {from_console:?} vs tool {from_tool:?}"))
+                .ok_or_else(|| format!("list row {row} vs {total} bytes and 300 records"))
         },
     );
     let t = api(port, &format!("/api/topics/{TOPIC}")).unwrap();

@@ -74,6 +74,15 @@ const FIND_COORDINATOR_MAX: i16 = 3;
 /// moves to topic ids).
 const OFFSET_FETCH_MAX: i16 = 7;
 
+/// A topic's figures on the topic list (see [`KafkaAccess::topic_totals`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TopicTotals {
+    /// Bytes on disk over every replica.
+    pub size_bytes: i64,
+    /// The sum of its partitions' end offsets: records ever appended, less none.
+    pub end_offsets: i64,
+}
+
 /// One partition's offsets as its leader tells them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PartitionOffsets {
@@ -660,31 +669,94 @@ impl KafkaAccess {
     /// from DescribeLogDirs to every broker holding one (future replicas of a move between
     /// dirs left out). A broker that refuses (DescribeLogDirs needs DESCRIBE on the cluster)
     /// or does not answer is missing from the map.
+    /// Each replica's size on disk of `topic`'s `partitions`, keyed (partition, broker).
     pub async fn replica_sizes(
         &self,
         image: &MetadataImage,
         topic: &str,
         partitions: &[i32],
     ) -> BTreeMap<(i32, i32), i64> {
-        let Some(t) = image.topics.get_by_name(topic) else {
-            return BTreeMap::new();
-        };
-        let brokers: BTreeSet<i32> = partitions
+        let wanted = BTreeMap::from([(topic.to_string(), partitions.to_vec())]);
+        self.replica_sizes_of(image, &wanted)
+            .await
+            .into_iter()
+            .map(|((_, partition, broker), bytes)| ((partition, broker), bytes))
+            .collect()
+    }
+
+    /// For a page of the topic list: each topic's size on disk over all its replicas, and
+    /// the sum of its partitions' end offsets (the page derives records/s from two polls).
+    /// One DescribeLogDirs per replica broker and one ListOffsets per leader for the page's
+    /// topics, as `kafka-log-dirs` and `kafka-get-offsets` would ask.
+    pub async fn topic_totals(
+        &self,
+        image: &MetadataImage,
+        topics: &[String],
+    ) -> BTreeMap<String, TopicTotals> {
+        let wanted: BTreeMap<String, Vec<i32>> = topics
             .iter()
-            .filter_map(|p| t.partitions.get(p))
-            .flat_map(|p| p.replicas.iter().copied())
+            .filter_map(|name| {
+                let t = image.topics.get_by_name(name)?;
+                Some((name.clone(), t.partitions.keys().copied().collect()))
+            })
             .collect();
+        let keys: BTreeSet<(String, i32)> = wanted
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+            .collect();
+        let (sizes, ends) = tokio::join!(
+            self.replica_sizes_of(image, &wanted),
+            self.latest_offsets(image, &keys, 0),
+        );
+        let mut out: BTreeMap<String, TopicTotals> = BTreeMap::new();
+        for ((topic, _, _), bytes) in sizes {
+            out.entry(topic).or_default().size_bytes += bytes;
+        }
+        for ((topic, _), end) in ends {
+            out.entry(topic).or_default().end_offsets += end;
+        }
+        out
+    }
+
+    /// Replica sizes of `wanted` (topic → partitions), keyed (topic, partition, broker):
+    /// one DescribeLogDirs to each broker holding a replica, naming only what it holds.
+    async fn replica_sizes_of(
+        &self,
+        image: &MetadataImage,
+        wanted: &BTreeMap<String, Vec<i32>>,
+    ) -> BTreeMap<(String, i32, i32), i64> {
+        let mut by_broker: BTreeMap<i32, BTreeMap<&str, Vec<i32>>> = BTreeMap::new();
+        for (topic, partitions) in wanted {
+            let Some(t) = image.topics.get_by_name(topic) else {
+                continue;
+            };
+            for p in partitions {
+                for broker in t.partitions.get(p).map_or(&[][..], |r| &r.replicas[..]) {
+                    by_broker
+                        .entry(*broker)
+                        .or_default()
+                        .entry(topic.as_str())
+                        .or_default()
+                        .push(*p);
+                }
+            }
+        }
         let mut sizes = BTreeMap::new();
-        for broker in brokers {
+        for (broker, topics) in by_broker {
             let Some(address) = self.address(image, broker) else {
                 continue;
             };
             let body = RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
-                topics: Some(vec![DescribableLogDirTopic {
-                    topic: topic.to_string(),
-                    partitions: partitions.to_vec(),
-                    ..Default::default()
-                }]),
+                topics: Some(
+                    topics
+                        .iter()
+                        .map(|(topic, partitions)| DescribableLogDirTopic {
+                            topic: topic.to_string(),
+                            partitions: partitions.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
                 ..Default::default()
             });
             let Ok(ResponseBody::DescribeLogDirs(r)) = self
@@ -694,9 +766,12 @@ impl KafkaAccess {
                 continue;
             };
             for dir in r.results.iter().filter(|d| d.error_code == 0) {
-                for tp in dir.topics.iter().filter(|tp| tp.name == topic) {
+                for tp in dir.topics.iter().filter(|tp| wanted.contains_key(&tp.name)) {
                     for p in tp.partitions.iter().filter(|p| !p.is_future_key) {
-                        sizes.insert((p.partition_index, broker), p.partition_size);
+                        sizes.insert(
+                            (tp.name.clone(), p.partition_index, broker),
+                            p.partition_size,
+                        );
                     }
                 }
             }

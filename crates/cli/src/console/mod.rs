@@ -282,11 +282,7 @@ impl Console {
                 Viewer::User { session, .. } => json!({"principal": session.principal.to_string()}),
             }),
             "/api/overview" => Response::json(&self.overview(&viewer).await),
-            "/api/topics" => {
-                Response::json(&image_api::topics_page(&self.image(), page, &|name| {
-                    viewer.may_describe_topic(name)
-                }))
-            }
+            "/api/topics" => Response::json(&self.topics(&viewer, page).await),
             "/api/groups" => match self.access(&viewer) {
                 Some((c, _)) => Response::json(&c.groups(&self.image()).await),
                 None => no_client(),
@@ -452,6 +448,33 @@ impl Console {
             .unwrap_or(Value::Null);
         value["requests"] = snapshot.requests;
         value["health_status"] = snapshot.health["status"].clone();
+        value
+    }
+
+    /// A page of the topic list: the image's figures, and each topic's size on disk and
+    /// end offsets asked of the brokers (as the viewer, so a user without DESCRIBE on the
+    /// cluster gets no sizes, as from `kafka-log-dirs`).
+    async fn topics(&self, viewer: &Viewer, page: usize) -> Value {
+        let image = self.image();
+        let mut value =
+            image_api::topics_page(&image, page, &|name| viewer.may_describe_topic(name));
+        let (Some((client, _)), Some(topics)) =
+            (self.access(viewer), value["topics"].as_array_mut())
+        else {
+            return value;
+        };
+        let names: Vec<String> = topics
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        let totals = client.topic_totals(&image, &names).await;
+        for t in topics.iter_mut() {
+            let Some(figures) = t["name"].as_str().and_then(|n| totals.get(n)) else {
+                continue;
+            };
+            t["size_bytes"] = json!(figures.size_bytes);
+            t["end_offsets"] = json!(figures.end_offsets);
+        }
         value
     }
 

@@ -5,6 +5,8 @@
 const POLL_MS = 2000;
 const HISTORY = 90; // points kept per chart (3 minutes at 2 s)
 const history = { produce: [], fetch: [], lag: {} };
+// Each listed topic's last end-offset sum and when it was read: records/s between polls.
+const topicEnds = {};
 let lastRequests = null;
 let timer = null;
 let firstData = null;
@@ -144,13 +146,24 @@ const views = {
   async topics(r) {
     if (r.arg) return topic(r.arg, r.page);
     const t = await api("/api/topics?page=" + r.page);
+    const now = Date.now();
+    const rate = x => {
+      if (x.end_offsets === undefined) return "";
+      const last = topicEnds[x.name];
+      topicEnds[x.name] = { end: x.end_offsets, at: now };
+      if (!last || now <= last.at) return "";
+      return Math.max(0, (x.end_offsets - last.end) * 1000 / (now - last.at)).toFixed(1);
+    };
     const rows = t.topics.map(x =>
-      "<tr data-topic=\"" + esc(x.name) + "\"><td><a href=\"#/topics/" + encodeURIComponent(x.name) + "\">" + esc(x.name) +
+      "<tr data-topic=\"" + esc(x.name) + "\" data-size=\"" + esc(x.size_bytes ?? "") + "\"><td><a href=\"#/topics/" +
+      encodeURIComponent(x.name) + "\">" + esc(x.name) +
       "</a></td>" + num(x.partitions) + num(x.replication_factor) +
       cell(x.under_replicated, x.under_replicated ? "bad" : "") + cell(x.offline, x.offline ? "bad" : "") +
-      cell(x.under_min_isr, x.under_min_isr ? "bad" : "") + "</tr>");
+      cell(x.under_min_isr, x.under_min_isr ? "bad" : "") +
+      cell(x.size_bytes === undefined ? "" : bytes(x.size_bytes)) + cell(rate(x)) + "</tr>");
     return "<h2>Topics (" + esc(t.total) + ")</h2>" +
-      table(["topic", "partitions", "replication", "under-replicated", "offline", "under min ISR"], rows) +
+      table(["topic", "partitions", "replication", "under-replicated", "offline", "under min ISR",
+        "size (all replicas)", "records/s in"], rows) +
       pager("#/topics", t);
   },
 
