@@ -7,7 +7,8 @@
 //! - `/api/overview` — cluster id, features, brokers (state, rack, partitions led), the
 //!   quorum (leader, epoch, each voter's and observer's lag), partition counts by health,
 //!   this node's Produce/Fetch request counters (the page charts their rates);
-//! - `/api/topics?page=N` and `/api/topics/<name>?page=N` — a page of topics; one topic's
+//! - `/api/topics?page=N` and `/api/topics/<name>?page=N` — a page of topics (with each
+//!   one's size over its replicas and the sum of its end offsets); one topic's
 //!   partitions (leader, replicas, ISR, ELR, log start, HW, LSO) and its config overrides;
 //! - `/api/groups` and `/api/groups/<id>` — the groups; one group's members, assignments,
 //!   committed offsets and lag per partition (a share group's: its members, the partitions
@@ -22,7 +23,9 @@
 //!
 //! Cost per open page (each polls its one endpoint every 2 s): the overview reads the
 //! image's summary (one O(partitions) walk per metadata change, shared by all pages) and
-//! the shared health snapshot; a topics page is 50 topics of the image; a topic page 50
+//! the shared health snapshot; a topics page is 50 topics of the image plus, for their sizes
+//! and records/s, one DescribeLogDirs per broker holding a replica of them and one
+//! ListOffsets per leader (O(partitions of those 50 topics)); a topic page 50
 //! partitions plus 3 ListOffsets per leader of those and one DescribeLogDirs per broker
 //! holding a replica of them (each replica's size); the group list one ListGroups per
 //! broker; a group page FindCoordinator, DescribeGroups, OffsetFetch and one ListOffsets per
