@@ -64,6 +64,9 @@ pub(super) struct GroupCounts {
     pub(super) max_overlap_ms: u64,
 }
 
+/// A member's hold of a partition: (member, from, to, the group's session timeout).
+type Hold<'a> = (&'a str, u64, u64, u64);
+
 pub(super) fn check(h: &GroupHistory) -> (Vec<Anomaly>, GroupCounts) {
     let mut anomalies = Vec::new();
     let mut counts = GroupCounts::default();
@@ -135,8 +138,8 @@ pub(super) fn check(h: &GroupHistory) -> (Vec<Anomaly>, GroupCounts) {
             }
         }
     }
-    // Who held what when: (group, partition) -> [(member, from, to)].
-    let mut holds: BTreeMap<(&str, i32), Vec<(&str, u64, u64, u64)>> = BTreeMap::new();
+    // Who held what when: (group, partition) -> [(member, from, to, session timeout)].
+    let mut holds: BTreeMap<(&str, i32), Vec<Hold>> = BTreeMap::new();
     for m in &h.members {
         for (i, (from, parts)) in m.held.iter().enumerate() {
             let to = m.held.get(i + 1).map_or(m.last_ms, |(next, _)| *next);
