@@ -7,6 +7,7 @@
 mod replication;
 
 use kraftd_broker::replica::partition::{PartitionConfig, Role};
+use kraftd_controller::image::LeaderRecoveryState;
 use kraftd_protocol::ErrorCode;
 use replication::controller::{controller, Controller, ControllerExt};
 use replication::*;
@@ -933,4 +934,51 @@ fn truncation_to_the_log_end_drops_an_empty_epoch() {
     c.apply(&state(b, 1, 1, &[a, b], &[a, b]));
     c.pm(b).truncate_to(2, 0).unwrap();
     assert_eq!(c.p(b).fetch_position(), (2, 0), "the empty epoch 1 went");
+}
+
+/// The chaos harness's seed 9 (`--overlap --txn`): a `__consumer_offsets` partition whose
+/// ISR had shrunk to its leader lost that leader to a kill -9; the broker came back
+/// uncleanly, the controller elected it from the last known ELR as RECOVERING, and its ISR
+/// stayed at one for good: the leader proposed every follower that caught up with the
+/// RECOVERING state it had been given, which the controller refuses for an ISR of more than
+/// the leader (INVALID_REQUEST). Kafka's `Partition.makeLeader` takes the leadership as
+/// RECOVERED, so its first expansion also ends the recovery.
+#[test]
+fn a_leader_elected_uncleanly_expands_its_isr_and_ends_the_recovery() {
+    let (mut c, mut ctl) = controlled(&[0, 1, 2], &[0], true, 2);
+    // acks=1 (the ISR is below min.insync.replicas=2).
+    c.write(0, &["m0", "m1"]);
+    c.flush(0);
+
+    // The lone ISR member is fenced: no leader, it is the ELR.
+    ctl.go_offline(&[0]);
+    assert_step(&ctl, "fenced", &[], &[0], -1);
+    c.crash(0, false);
+    ctl.publish(&mut c);
+    // It restarts uncleanly (leaves the ELR) and is elected from the last known ELR.
+    assert_eq!(ctl.restart_unclean(0).error_code, 0);
+    assert!(!ctl.heartbeat(0).is_fenced);
+    assert_step(&ctl, "elected uncleanly", &[0], &[], 0);
+    assert_eq!(
+        ctl.partition().leader_recovery_state,
+        LeaderRecoveryState::Recovering
+    );
+    c.start(0);
+    ctl.publish(&mut c);
+    assert_eq!(c.p(0).role(), Role::Leader);
+
+    // The followers catch up and join; the partition is recovered.
+    c.catch_up(1);
+    c.catch_up(2);
+    assert_eq!(ctl.send_isr_changes(&mut c), [ErrorCode::None]);
+    c.catch_up(1);
+    c.catch_up(2);
+    ctl.send_isr_changes(&mut c);
+    assert_step(&ctl, "caught up", &[0, 1, 2], &[], 0);
+    assert_eq!(
+        ctl.partition().leader_recovery_state,
+        LeaderRecoveryState::Recovered
+    );
+    assert_leader_isr(&c, &ctl);
+    c.assert_identical(&[0, 1, 2]);
 }

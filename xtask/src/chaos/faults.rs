@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::net::Lab;
+use super::net::{self, Lab};
 use super::nodes::{self, Nodes, CONTROLLERS};
 
 /// Every kind of fault, in the order the summary lists them.
@@ -34,6 +34,10 @@ pub(super) enum Kind {
     LeaderFromFollowers,
     /// One node's packets to another dropped, the other way untouched.
     OneWay,
+    /// One node's link made slow both ways (a token bucket of a few hundred kbit/s with
+    /// queueing latency, `net.rs` [`Lab::slow`]): it stays reachable, but its replication,
+    /// heartbeats and client traffic crawl.
+    SlowLink,
     /// SIGKILL of the broker that coordinates the transactional workload's transactional id
     /// (as FindCoordinator answers), then a restart after the hold. Drawn only with the
     /// transactional workload ([`TXN_KINDS`]).
@@ -42,7 +46,7 @@ pub(super) enum Kind {
 
 /// The kinds the schedule draws from without the transactional workload; with it,
 /// [`TXN_KINDS`]. Two lists, so that a seed's schedule without it stays what it was.
-pub(super) const KINDS: [Kind; 8] = [
+pub(super) const KINDS: [Kind; 9] = [
     Kind::Kill,
     Kind::KillLoseTail,
     Kind::Pause,
@@ -51,10 +55,11 @@ pub(super) const KINDS: [Kind; 8] = [
     Kind::IsolateMinority,
     Kind::LeaderFromFollowers,
     Kind::OneWay,
+    Kind::SlowLink,
 ];
 
 /// [`KINDS`] and the kill of the transaction coordinator's broker.
-pub(super) const TXN_KINDS: [Kind; 9] = [
+pub(super) const TXN_KINDS: [Kind; 10] = [
     Kind::Kill,
     Kind::KillLoseTail,
     Kind::Pause,
@@ -63,6 +68,7 @@ pub(super) const TXN_KINDS: [Kind; 9] = [
     Kind::IsolateMinority,
     Kind::LeaderFromFollowers,
     Kind::OneWay,
+    Kind::SlowLink,
     Kind::KillTxnCoordinator,
 ];
 
@@ -77,8 +83,17 @@ impl Kind {
             Kind::IsolateMinority => "isolate a controller + a broker",
             Kind::LeaderFromFollowers => "cut a leader from its followers",
             Kind::OneWay => "one-way partition",
+            Kind::SlowLink => "slow link",
             Kind::KillTxnCoordinator => "kill -9 txn coordinator + restart",
         }
+    }
+
+    /// A fault of the network (cuts, slow links) rather than of a process (kill, pause).
+    fn is_network(self) -> bool {
+        !matches!(
+            self,
+            Kind::Kill | Kind::KillLoseTail | Kind::Pause | Kind::KillTxnCoordinator
+        )
     }
 }
 
@@ -136,6 +151,28 @@ pub(super) fn plan(rng: &mut Rng, bounds: &Bounds, kinds: &[Kind]) -> Planned {
         hold,
         gap,
     }
+}
+
+/// With `--overlap`: whether a second fault joins `first` for its hold (one in two), and
+/// which — of the other family than `first`'s (a process fault beside a network fault, so
+/// that the two never fight over one process: a pause of a killed node, two restarts), as
+/// a pause with a partition, or a kill with the active controller cut off, which together
+/// may take a majority of the controllers. Always four draws, so that the schedule after it
+/// is the seed's whatever the coin said.
+pub(super) fn plan_overlap(rng: &mut Rng, first: &Planned, kinds: &[Kind]) -> Option<Planned> {
+    let joins = rng.below(2) == 1;
+    let index = rng.next_u64();
+    let pick = [rng.next_u64(), rng.next_u64()];
+    let family: Vec<Kind> = kinds
+        .iter()
+        .copied()
+        .filter(|k| k.is_network() != first.kind.is_network())
+        .collect();
+    (joins && !family.is_empty()).then(|| Planned {
+        kind: family[(index % family.len() as u64) as usize],
+        pick,
+        ..*first
+    })
 }
 
 /// What undoes an injected fault.
@@ -265,6 +302,15 @@ pub(super) fn inject(
                 }
             }
         }
+        Kind::SlowLink => {
+            let id = pick(0, &all);
+            lab.slow(id)?;
+            (
+                Kind::SlowLink,
+                format!("node {id}'s link slowed both ways ({})", net::SLOW_LINK),
+                Undo::Heal,
+            )
+        }
         Kind::OneWay => {
             let from = pick(0, &all);
             let others: Vec<u32> = all.iter().copied().filter(|&n| n != from).collect();
@@ -324,7 +370,40 @@ pub(super) fn undo(undo: &Undo, nodes: &mut Nodes, lab: &mut Lab) -> Result<Stri
         }
         Undo::Heal => {
             lab.heal()?;
-            Ok("network healed".to_string())
+            Ok("network healed (cuts removed, links at full speed)".to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: Bounds = Bounds {
+        hold_ms: (2_000, 12_000),
+        gap_ms: (1_000, 4_000),
+    };
+
+    #[test]
+    fn an_overlapping_fault_is_of_the_other_family_and_keeps_the_schedule_in_step() {
+        let mut joined = [0; 2];
+        for seed in 0..400 {
+            let mut rng = Rng::new(seed);
+            let first = plan(&mut rng, &B, &TXN_KINDS);
+            let second = plan_overlap(&mut rng, &first, &TXN_KINDS);
+            // Nine draws whatever the coin said: what follows is the seed's.
+            let mut reference = Rng::new(seed);
+            for _ in 0..9 {
+                reference.next_u64();
+            }
+            assert_eq!(rng.next_u64(), reference.next_u64(), "seed {seed}");
+            if let Some(second) = second {
+                assert_ne!(second.kind.is_network(), first.kind.is_network());
+                assert_eq!((second.hold, second.gap), (first.hold, first.gap));
+                joined[first.kind.is_network() as usize] += 1;
+            }
+        }
+        // Both ways round, about one time in two.
+        assert!(joined.iter().all(|&n| n > 40), "{joined:?}");
     }
 }

@@ -29,6 +29,7 @@
 
 mod checker;
 mod faults;
+mod group_checker;
 mod net;
 mod nodes;
 mod segments;
@@ -45,6 +46,7 @@ use anyhow::{bail, Context, Result};
 
 use checker::Anomaly;
 use faults::{Bounds, Kind, Rng, KINDS, TXN_KINDS};
+use group_checker::GroupCounts;
 use net::Lab;
 use nodes::{Nodes, System};
 use txn_checker::TxnCounts;
@@ -93,9 +95,14 @@ pub struct ChaosArgs {
     /// Add the transactional workload (a transactional producer writing to several
     /// partitions a transaction, committing or aborting by the seed, and read_committed
     /// consumers) and the fault that kills its transaction coordinator's broker. The seed
-    /// then draws from 9 kinds of fault, not 8: its schedule is not the one without.
+    /// then draws from 10 kinds of fault, not 9: its schedule is not the one without.
     #[arg(long)]
     txn: bool,
+    /// Overlap faults: with each fault of the schedule, one in two times a second one of the
+    /// other family (a process fault beside a network fault) for the same hold. Draws more
+    /// from the seed: a seed's schedule with `--overlap` is not its schedule without.
+    #[arg(long)]
+    overlap: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -147,6 +154,11 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         if let Some(h) = workload::read_txn_history(dir)? {
             let (anomalies, counts) = txn_checker::check(&h);
             println!("transactions: {counts:?}");
+            verdict.anomalies.extend(anomalies);
+        }
+        if let Some(h) = workload::read_group_history(dir)? {
+            let (anomalies, counts) = group_checker::check(&h);
+            println!("groups: {counts:?}");
             verdict.anomalies.extend(anomalies);
         }
         for a in &verdict.anomalies {
@@ -216,6 +228,8 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
 /// What a run found.
 struct Report {
     faults: BTreeMap<Kind, u32>,
+    /// Faults injected beside another (`--overlap`), counted in `faults` too.
+    overlapped: u32,
     acked: usize,
     /// Acknowledged by librdkafka without an offset (see [`checker::Ack::offset`]).
     acked_without_offset: usize,
@@ -227,6 +241,9 @@ struct Report {
     classified: BTreeMap<&'static str, usize>,
     /// The transactional workload's counts (`--txn`).
     txn: Option<TxnCounts>,
+    /// The consumer groups' counts, and how long after the faults they were Stable.
+    groups: Option<GroupCounts>,
+    groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
     heal_secs: Option<f64>,
@@ -307,10 +324,12 @@ fn run_faults(
         std::thread::sleep(Duration::from_millis(200));
     }
     history.note(if args.txn {
-        "workload running: producers idem (idempotent) and plain, a live consumer; a \
-         transactional producer and a read_committed consumer"
+        "workload running: producers idem (idempotent) and plain, a live consumer, groups \
+         chaos-classic and chaos-consumer of 2 members each; a transactional producer and a \
+         read_committed consumer"
     } else {
-        "workload running: producers idem (idempotent) and plain, a live consumer"
+        "workload running: producers idem (idempotent) and plain, a live consumer, groups \
+         chaos-classic and chaos-consumer of 2 members each"
     });
 
     let mut rng = Rng::new(args.seed);
@@ -318,16 +337,28 @@ fn run_faults(
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
+    let mut overlapped = 0;
     while Instant::now() < until {
         let planned = faults::plan(&mut rng, &BOUNDS, kinds);
+        let second = if args.overlap {
+            faults::plan_overlap(&mut rng, &planned, kinds)
+        } else {
+            None
+        };
         n += 1;
-        let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC, TRANSACTIONAL_ID)?;
-        *faults.entry(kind).or_default() += 1;
-        history.note(format!(
-            "fault {n} [{}]: {what}; held {:.1} s",
-            kind.name(),
-            planned.hold.as_secs_f64()
-        ));
+        let mut undos = Vec::new();
+        for (i, planned) in std::iter::once(planned).chain(second).enumerate() {
+            let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC, TRANSACTIONAL_ID)?;
+            *faults.entry(kind).or_default() += 1;
+            history.note(format!(
+                "fault {n}{} [{}]: {what}; held {:.1} s",
+                if i == 0 { "" } else { " (overlapping)" },
+                kind.name(),
+                planned.hold.as_secs_f64()
+            ));
+            overlapped += i as u32;
+            undos.push(undo);
+        }
         watch(
             planned.hold,
             nodes,
@@ -336,8 +367,11 @@ fn run_faults(
             history,
             &mut anomalies,
         )?;
-        let done = faults::undo(&undo, nodes, lab)?;
-        history.note(format!("fault {n} undone: {done}"));
+        // The overlapping fault first: undone in the reverse order of injection.
+        for undo in undos.iter().rev() {
+            let done = faults::undo(undo, nodes, lab)?;
+            history.note(format!("fault {n} undone: {done}"));
+        }
         watch(
             planned.gap,
             nodes,
@@ -386,6 +420,30 @@ fn run_faults(
             });
         }
     }
+    // The groups Stable, their members all in, every partition assigned: within what is left
+    // of the heal bound (at least 15 s, for a run that did not heal).
+    let left = heal_deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(15));
+    let (stable, last) = workload.groups_stable(left)?;
+    let groups_stable_secs = stable.then(|| healing.elapsed().as_secs_f64());
+    match groups_stable_secs {
+        Some(secs) => history.note(format!(
+            "groups Stable, every partition assigned, {secs:.1} s after the faults: {last}"
+        )),
+        None => {
+            history.note(format!("groups not Stable: {last}"));
+            anomalies.push(Anomaly {
+                kind: "group not stable",
+                detail: format!(
+                    "not every group Stable with its members and every partition assigned \
+                     within {} s of the last fault: {last}",
+                    args.heal_secs.max(left.as_secs())
+                ),
+                at_ms: Some(unix_ms()),
+            });
+        }
+    }
     workload.stop()?;
     history.note("workload stopped; reading every partition to its end");
     workload.read_all()?;
@@ -413,14 +471,25 @@ fn run_faults(
         }
         None => None,
     };
+    let groups = match workload::read_group_history(dir)? {
+        Some(gh) => {
+            let (found, counts) = group_checker::check(&gh);
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     Ok(Report {
         faults,
+        overlapped,
         acked: h.acks.len(),
         acked_without_offset: h.acks.iter().filter(|a| a.offset.is_none()).count(),
         failed: h.failed,
         tolerated: verdict.tolerated,
         classified: verdict.classified,
         txn,
+        groups,
+        groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
         heal_secs,
@@ -508,6 +577,13 @@ impl Report {
         }
         let total: u32 = self.faults.values().sum();
         let _ = writeln!(out, "  {:<34} {total:>6}", "total");
+        if args.overlap {
+            let _ = writeln!(
+                out,
+                "  {:<34} {:>6}",
+                "of them beside another", self.overlapped
+            );
+        }
         let _ = writeln!(
             out,
             "  records acknowledged      {} ({} without an offset)",
@@ -547,6 +623,21 @@ impl Report {
                 t.final_records
             );
         }
+        if let Some(g) = &self.groups {
+            let _ = writeln!(
+                out,
+                "  consumer groups           {} offsets committed ({} failed), {} assignment \
+                 changes, two owners at once {} ms at most; Stable {}",
+                g.commits,
+                g.failed_commits,
+                g.assignment_changes,
+                g.max_overlap_ms,
+                self.groups_stable_secs
+                    .map_or("NOT STABLE".to_string(), |s| format!(
+                        "{s:.1} s after the faults"
+                    ))
+            );
+        }
         let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
         for a in &self.anomalies {
             *by_kind.entry(a.kind).or_default() += 1;
@@ -568,13 +659,14 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
                 args.minutes,
                 args.brokers,
                 if args.txn { " --txn" } else { "" },
+                if args.overlap { " --overlap" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

@@ -11,10 +11,18 @@
 //! Here all node-to-node traffic is routed through the root namespace (`ip_forward`), where
 //! `ip rule add from A to B blackhole` drops the packets of one direction silently, as a cut
 //! cable does (no reset: the peer finds out by its own timeouts), for new and established
-//! connections alike; one rule per direction gives one-way partitions. The kernel here has
-//! no `tc netem`, and iptables may be missing: iproute2 is all it needs. Slow links would need
-//! a proxy, and are not here yet. The clients (the workload) run in the root namespace and
-//! reach every node on its address; no rule ever cuts them.
+//! connections alike; one rule per direction gives one-way partitions. iptables may be
+//! missing: iproute2 is all it needs.
+//!
+//! A slow link ([`Lab::slow`]) is a token-bucket filter (`tc qdisc ... tbf`) on both ends of
+//! the node's veth pair: egress in its namespace (what it sends) and egress on the root side
+//! (what it receives, from peers and clients alike). The kernel here has no `sch_netem`
+//! (`tc qdisc ... netem delay` fails), so there is no fixed delay or loss to add; tbf is in
+//! every kernel and gives what a slow WAN link or a saturated NIC does: a rate of
+//! [`SLOW_LINK`]'s few hundred kbit/s, packets queued behind it (up to its `latency` of
+//! queueing, so round trips of hundreds of ms under load) and tail drops beyond that. The
+//! clients (the workload) run in the root namespace and reach every node on its address; no
+//! rule ever cuts them (a slowed node is slow to them too).
 //!
 //! It needs root. [`Lab::create`] fails with a message saying so when it cannot make a
 //! namespace; dropping the [`Lab`] removes its rules and namespaces (their veths go with
@@ -36,6 +44,8 @@ pub(super) struct Lab {
     ids: Vec<u32>,
     /// The blackhole rules in place, as (from, to) node ids.
     cuts: Vec<(u32, u32)>,
+    /// The nodes whose links are slowed ([`Lab::slow`]).
+    slowed: Vec<u32>,
     /// `ip_forward` as found, put back when the last chaos run's namespaces are gone.
     forward_before: String,
 }
@@ -50,6 +60,7 @@ impl Lab {
             net,
             ids: Vec::new(),
             cuts: Vec::new(),
+            slowed: Vec::new(),
             forward_before: std::fs::read_to_string(IP_FORWARD).unwrap_or_default(),
         };
         for &id in ids {
@@ -57,7 +68,7 @@ impl Lab {
                 bail!("node id {id} does not fit an address octet");
             }
             let ns = lab.ns(id);
-            let (host, peer) = (format!("{}h{id}", lab.tag), format!("{}n{id}", lab.tag));
+            let (host, peer) = lab.veths(id);
             if let Err(e) = ip(&["netns", "add", &ns]) {
                 bail!(
                     "cannot create network namespace {ns} ({e:#}): the chaos harness needs \
@@ -99,6 +110,25 @@ impl Lab {
         cmd
     }
 
+    /// Node `id`'s veth pair: (the root namespace's end, the node's end).
+    fn veths(&self, id: u32) -> (String, String) {
+        (format!("{}h{id}", self.tag), format!("{}n{id}", self.tag))
+    }
+
+    /// Slows node `id`'s link both ways: [`SLOW_LINK`] as the root qdisc of the node's end of
+    /// its veth (what it sends) and of the root namespace's end (what it receives).
+    pub(super) fn slow(&mut self, id: u32) -> Result<()> {
+        if self.slowed.contains(&id) {
+            return Ok(());
+        }
+        let (host, peer) = self.veths(id);
+        let ns = self.ns(id);
+        let tbf: Vec<&str> = SLOW_LINK.split_whitespace().collect();
+        tc(&[&["qdisc", "add", "dev", &host, "root"], &tbf[..]].concat())?;
+        self.slowed.push(id);
+        tc(&[&["-n", &ns, "qdisc", "add", "dev", &peer, "root"], &tbf[..]].concat())
+    }
+
     /// Drops every packet from node `from` to node `to` (one direction).
     pub(super) fn cut(&mut self, from: u32, to: u32) -> Result<()> {
         if from == to || self.cuts.contains(&(from, to)) {
@@ -131,9 +161,25 @@ impl Lab {
         Ok(())
     }
 
-    /// Removes every cut.
+    /// Removes every cut and every slow link.
     pub(super) fn heal(&mut self) -> Result<()> {
         let mut first_error = None;
+        for id in std::mem::take(&mut self.slowed) {
+            let (host, peer) = self.veths(id);
+            let ns = self.ns(id);
+            // Deleting a root qdisc that is not there fails ("Cannot delete qdisc with handle
+            // of zero"): a node whose first end failed to slow has no second one.
+            for args in [
+                vec!["qdisc", "del", "dev", &host, "root"],
+                vec!["-n", &ns, "qdisc", "del", "dev", &peer, "root"],
+            ] {
+                if let Err(e) = tc(&args) {
+                    if !format!("{e}").contains("handle of zero") {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
         for (from, to) in std::mem::take(&mut self.cuts) {
             let (a, b) = (self.ip(from).to_string(), self.ip(to).to_string());
             if let Err(e) = ip(&[
@@ -196,15 +242,29 @@ fn free_net() -> Result<u8> {
         .context("no free 10.200-249.0.0/16 network for the chaos namespaces")
 }
 
+/// The slow link's token bucket (`tc qdisc add dev D root` and these): 300 kbit/s, a burst
+/// of 32 kbit, and packets queued up to 400 ms behind the rate before they are dropped.
+pub(super) const SLOW_LINK: &str = "tbf rate 300kbit burst 32kbit latency 400ms";
+
 /// `ip args...`, failing with its stderr.
 fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
+    iproute2("ip", args)
+}
+
+/// `tc args...`, failing with its stderr.
+fn tc(args: &[&str]) -> Result<()> {
+    iproute2("tc", args)
+}
+
+/// One of iproute2's tools, failing with its stderr.
+fn iproute2(program: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(program)
         .args(args)
         .output()
-        .context("running `ip` (iproute2)")?;
+        .with_context(|| format!("running `{program}` (iproute2)"))?;
     if !out.status.success() {
         bail!(
-            "`ip {}` failed: {}",
+            "`{program} {}` failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );

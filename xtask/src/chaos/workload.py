@@ -30,6 +30,21 @@ usage:
     Reads every partition from the beginning while the faults run, until S exists: {"p",
     "o", "v", "ms"} per record (read_uncommitted: up to the high watermark; with
     --read-committed, committed transactions' records up to the last stable offset).
+  workload.py member --bootstrap B --topic T --partitions P --name N --out F --stop-file S
+      --group G --protocol classic|consumer
+    A consumer group member (group.id G; group.protocol=consumer, or classic with Kafka's
+    default eager assignors and session.timeout.ms=10000) subscribed to T until S exists,
+    committing what it consumed (synchronously, with explicit offsets: the next offset of each
+    partition it holds) about once a second and before a partition is revoked. Lines:
+    {"held": [p...], "ms"} after every assignment change (assign, revoke, lost; [] when it
+    closes), {"commit": [[p, o]...], "failed": [[p, o, err]...], "sent", "ms"} per commit
+    (sent: when it was called, ms: when it returned; a request that failed as a whole has
+    every offset in "failed"), then {"done": true}.
+  workload.py groups --bootstrap B --topic T --partitions P --out F --group G:N... --timeout S
+    After the faults: ListGroups and DescribeGroups (ConsumerGroupDescribe for
+    group.protocol=consumer groups) until every group G is listed, Stable, with N members and
+    every partition of T assigned to exactly one of them. Lines: {"groups": {...}, "ms"} per
+    attempt that differs from the one before, then {"stable": true|false, "ms"}; exits 0.
   workload.py read-all --bootstrap B --topic T --partitions P --out F [--timeout SECS]
       [--read-committed]
     After the faults: {"end": {p: end offset}} then every record of every partition to that
@@ -47,9 +62,10 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 
 p = argparse.ArgumentParser()
-p.add_argument("mode", choices=["produce", "txn", "consume", "read-all"])
+p.add_argument("mode", choices=["produce", "txn", "consume", "member", "groups", "read-all"])
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
 p.add_argument("--partitions", type=int, required=True)
@@ -61,6 +77,8 @@ p.add_argument("--rate", type=float, default=200.0)
 p.add_argument("--timeout", type=float, default=120.0)
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--read-committed", action="store_true")
+p.add_argument("--group", action="append", default=[])
+p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
 args = p.parse_args()
 
 out = open(args.out, "w", buffering=1)
@@ -295,6 +313,132 @@ def consume():
     emit({"done": True})
 
 
+def member():
+    held = set()
+    # The next offset to commit per held partition: what this member consumed. Forgotten
+    # when the partition goes, so that a partition assigned again starts from the group's
+    # committed offset, never from this member's stale position.
+    positions = {}
+
+    def note_held():
+        emit({"held": sorted(held), "ms": now_ms()})
+
+    def commit(parts):
+        offsets = [TopicPartition(args.topic, part, positions[part]) for part in sorted(parts)
+                   if part in positions]
+        if not offsets:
+            return
+        sent = now_ms()
+        try:
+            result = c.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as e:
+            emit({"commit": [], "failed": [[tp.partition, tp.offset, e.args[0].name()]
+                                           for tp in offsets], "sent": sent, "ms": now_ms()})
+            return
+        emit({"commit": [[tp.partition, tp.offset] for tp in result if tp.error is None],
+              "failed": [[tp.partition, tp.offset, tp.error.name()] for tp in result
+                         if tp.error is not None],
+              "sent": sent, "ms": now_ms()})
+
+    # group.protocol=consumer assigns incrementally; the classic protocol with Kafka's
+    # default assignors (range, roundrobin) eagerly: the whole assignment each time.
+    incremental = args.protocol == "consumer"
+
+    def on_assign(consumer, partitions):
+        if incremental:
+            held.update(tp.partition for tp in partitions)
+            consumer.incremental_assign(partitions)
+        else:
+            held.clear()
+            held.update(tp.partition for tp in partitions)
+            consumer.assign(partitions)
+        note_held()
+
+    def on_revoke(consumer, partitions):
+        gone = {tp.partition for tp in partitions}
+        commit(gone & held)
+        release(consumer, partitions, gone)
+
+    def on_lost(consumer, partitions):
+        # Lost, not revoked: another member may hold them already; no commit.
+        release(consumer, partitions, {tp.partition for tp in partitions})
+
+    def release(consumer, partitions, gone):
+        held.difference_update(gone)
+        for part in gone:
+            positions.pop(part, None)
+        if incremental:
+            consumer.incremental_unassign(partitions)
+        else:
+            consumer.unassign()
+        note_held()
+
+    conf = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group[0],
+        "client.id": args.name,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    if args.protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf["session.timeout.ms"] = 10000
+        conf["heartbeat.interval.ms"] = 1000
+    c = Consumer(conf)
+    c.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    last_commit = time.time()
+    while not stopped():
+        try:
+            msg = c.poll(0.2)
+        except KafkaException as e:
+            emit({"error": str(e), "ms": now_ms()})
+            continue
+        if msg is not None and not msg.error() and msg.partition() in held:
+            positions[msg.partition()] = msg.offset() + 1
+        if time.time() - last_commit >= 1.0:
+            commit(set(held))
+            last_commit = time.time()
+    commit(set(held))
+    c.close()
+    held.clear()
+    note_held()
+    emit({"done": True})
+
+
+def groups():
+    """Every --group G:N listed, Stable, N members, every partition assigned once."""
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    want = {g.rsplit(":", 1)[0]: int(g.rsplit(":", 1)[1]) for g in args.group}
+    deadline = time.time() + args.timeout
+    last = None
+    while True:
+        seen, ok = {}, True
+        try:
+            listed = {g.group_id for g in admin.list_consumer_groups(request_timeout=10)
+                      .result(timeout=15).valid}
+            described = admin.describe_consumer_groups(list(want), request_timeout=10)
+            for group, future in described.items():
+                d = future.result(timeout=15)
+                owned = [tp.partition for m in d.members for tp in m.assignment.topic_partitions
+                         if tp.topic == args.topic]
+                seen[group] = {"listed": group in listed, "state": d.state.name,
+                               "type": d.type.name, "members": len(d.members),
+                               "assigned": sorted(owned)}
+                ok = ok and group in listed and d.state.name == "STABLE" \
+                    and len(d.members) == want[group] \
+                    and sorted(owned) == list(range(args.partitions))
+        except Exception as e:  # KafkaException, or a future's timeout
+            seen, ok = {"error": str(e)}, False
+        if seen != last:
+            emit({"groups": seen, "ms": now_ms()})
+            last = seen
+        if ok or time.time() > deadline:
+            emit({"stable": ok, "ms": now_ms()})
+            return
+        time.sleep(0.5)
+
+
 def read_all():
     c = consumer({"enable.partition.eof": True, **isolation()})
     deadline = time.time() + args.timeout
@@ -340,4 +484,5 @@ def read_all():
     emit({"done": True})
 
 
-{"produce": produce, "txn": txn, "consume": consume, "read-all": read_all}[args.mode]()
+{"produce": produce, "txn": txn, "consume": consume, "member": member, "groups": groups,
+ "read-all": read_all}[args.mode]()

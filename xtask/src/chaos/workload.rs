@@ -6,6 +6,9 @@
 //! and after them one reading every partition to its end. With `--txn`, also a transactional
 //! producer on a topic of its own with a `read_committed` consumer during the faults and a
 //! `read_committed` read to the end after them ([`TxnHistory`], judged by `txn_checker.rs`).
+//! And two consumer groups on the topic, one per group protocol, whose members commit what
+//! they consume ([`GroupHistory`], judged by `group_checker.rs`), described after the faults
+//! until each is Stable with every partition assigned ([`Workload::groups_stable`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::checker::{Ack, History, Read};
+use super::group_checker::{Commit, GroupHistory, Member};
 use super::txn_checker::{Outcome, Txn, TxnHistory};
 use super::TOPIC;
 
@@ -24,6 +28,17 @@ pub(super) const PRODUCERS: [(&str, bool); 2] = [("idem", true), ("plain", false
 
 /// The transactional producer's name: its transactional id is `chaos-txn`.
 pub(super) const TXN_PRODUCER: &str = "txn";
+
+/// The consumer groups on the workload's topic: (group id, `group.protocol`, its session
+/// timeout in ms). The classic members ask for 10 s (`workload.py`); a consumer-protocol
+/// group's is the broker's `group.consumer.session.timeout.ms`, Kafka's default 45 s.
+pub(super) const GROUPS: [(&str, &str, u64); 2] = [
+    ("chaos-classic", "classic", 10_000),
+    ("chaos-consumer", "consumer", 45_000),
+];
+
+/// Members per group: two share the topic's three partitions, so a rebalance moves some.
+pub(super) const GROUP_MEMBERS: usize = 2;
 
 /// The transactional workload's topic and seed, when there is one.
 pub(super) struct TxnWorkload {
@@ -106,6 +121,14 @@ impl Workload {
         }
         let cmd = self.command("consume", "live.jsonl");
         self.spawn("live", cmd)?;
+        for (group, protocol, _) in GROUPS {
+            for i in 0..GROUP_MEMBERS {
+                let name = format!("{group}-{i}");
+                let mut cmd = self.command("member", &format!("member-{name}.jsonl"));
+                cmd.args(["--name", &name, "--group", group, "--protocol", protocol]);
+                self.spawn(&name, cmd)?;
+            }
+        }
         if let Some(txn) = &self.txn {
             let mut producer = self.command_on(&txn.topic, "txn", "txn.jsonl");
             producer.args(["--name", TXN_PRODUCER, "--seed", &txn.seed.to_string()]);
@@ -146,6 +169,32 @@ impl Workload {
             let status = child.try_wait().ok()??;
             Some(format!("{name} ({status})"))
         })
+    }
+
+    /// Lists and describes the groups until each is Stable with its members and every
+    /// partition assigned, for up to `timeout`: whether they were, and the last description.
+    pub(super) fn groups_stable(&self, timeout: Duration) -> Result<(bool, String)> {
+        let mut cmd = self.command("groups", "groups.jsonl");
+        for (group, _, _) in GROUPS {
+            cmd.args(["--group", &format!("{group}:{GROUP_MEMBERS}")]);
+        }
+        cmd.args(["--timeout", &timeout.as_secs().to_string()]);
+        let out = cmd.output().context("running the groups check")?;
+        if !out.status.success() {
+            bail!(
+                "the groups check failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let lines = lines(&self.dir.join("groups.jsonl"))?;
+        let last = lines
+            .iter()
+            .rev()
+            .find(|l| l.get("groups").is_some())
+            .map(|l| l["groups"].to_string())
+            .unwrap_or_default();
+        let stable = lines.iter().any(|l| l["stable"].as_bool() == Some(true));
+        Ok((stable, last))
     }
 
     /// Tells the producers and the consumer to stop and waits for them (the producers flush
@@ -228,19 +277,69 @@ pub(super) fn read_history(dir: &Path) -> Result<History> {
         }
     }
     history.live = reads(&dir.join("live.jsonl"))?;
-    let final_lines = lines(&dir.join("final.jsonl"))?;
-    history.end_offsets = final_lines
+    history.end_offsets = end_offsets(dir)?;
+    history.final_log = reads(&dir.join("final.jsonl"))?;
+    history.batches = super::segments::read(dir, TOPIC)?;
+    Ok(history)
+}
+
+/// The group members' history in `dir`, if the run had them (`member-*.jsonl`), with the
+/// topic's end offsets of the final read.
+pub(super) fn read_group_history(dir: &Path) -> Result<Option<GroupHistory>> {
+    let mut h = GroupHistory::default();
+    for (group, _, session_timeout_ms) in GROUPS {
+        for i in 0..GROUP_MEMBERS {
+            let name = format!("{group}-{i}");
+            let path = dir.join(format!("member-{name}.jsonl"));
+            if !path.exists() {
+                continue;
+            }
+            let mut m = Member {
+                group: group.to_string(),
+                name,
+                session_timeout_ms,
+                ..Default::default()
+            };
+            for line in lines(&path)? {
+                let ms = int(&line["ms"]) as u64;
+                m.last_ms = m.last_ms.max(ms);
+                if let Some(held) = line["held"].as_array() {
+                    let parts = held.iter().filter_map(|p| Some(p.as_i64()? as i32));
+                    m.held.push((ms, parts.collect()));
+                } else if let Some(done) = line["commit"].as_array() {
+                    let sent_ms = int(&line["sent"]) as u64;
+                    for c in done {
+                        m.commits.push(Commit {
+                            partition: int(&c[0]) as i32,
+                            offset: int(&c[1]),
+                            sent_ms,
+                            ms,
+                        });
+                    }
+                    m.failed_commits += line["failed"].as_array().map_or(0, |f| f.len()) as u64;
+                }
+            }
+            h.members.push(m);
+        }
+    }
+    if h.members.is_empty() {
+        return Ok(None);
+    }
+    h.end_offsets = end_offsets(dir)?;
+    Ok(Some(h))
+}
+
+/// The workload topic's end offsets the final read found (`final.jsonl`'s `end` line).
+fn end_offsets(dir: &Path) -> Result<BTreeMap<i32, i64>> {
+    Ok(lines(&dir.join("final.jsonl"))?
         .iter()
         .find_map(|l| l["end"].as_object())
         .map(|m| {
             m.iter()
                 .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
-                .collect::<BTreeMap<i32, i64>>()
+                .collect()
         })
-        .unwrap_or_default();
-    history.final_log = reads(&dir.join("final.jsonl"))?;
-    history.batches = super::segments::read(dir, TOPIC)?;
-    Ok(history)
+        .unwrap_or_default())
 }
 
 /// The transactional workload's history in `dir`, if the run had one (`txn.jsonl`).

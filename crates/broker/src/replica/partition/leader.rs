@@ -84,7 +84,12 @@ impl Partition {
         self.replicas = state.replicas.clone();
         self.isr = state.isr.clone();
         self.partition_epoch = state.partition_epoch;
-        self.leader_recovery_state = state.leader_recovery_state;
+        // A leader elected uncleanly comes as RECOVERING; as leader it has recovered (its log
+        // is the partition's now), so its ISR changes say RECOVERED, as Kafka's
+        // `Partition.makeLeader` does. Kept RECOVERING, every ISR expansion would be refused
+        // (the controller takes no ISR of more than the leader while RECOVERING) and the
+        // partition would stay at an ISR of one for good.
+        self.leader_recovery_state = 0;
         self.pending_isr = None;
         if new_epoch {
             self.role = Role::Leader;
