@@ -387,6 +387,146 @@ fn replicas_directories_reach_the_metadata_and_follow_a_move() {
     assert_eq!(moved[&(0, 2)], to);
 }
 
+/// Kafka 4.4.0's `kafka-topics --create` of `topic` with `--replica-assignment
+/// assignment` and `extra` arguments; asserts it succeeded.
+fn create_topic(
+    bootstrap: &str,
+    topic: &str,
+    assignment: &str,
+    extra: &[&str],
+    logs: impl Fn() -> String,
+) {
+    let mut args = vec![
+        "--bootstrap-server",
+        bootstrap,
+        "--create",
+        "--topic",
+        topic,
+        "--replica-assignment",
+        assignment,
+    ];
+    args.extend_from_slice(extra);
+    let created = tool("org.apache.kafka.tools.TopicCommand", &args);
+    assert!(created.status.success(), "{}\n{}", text(&created), logs());
+}
+
+/// The stock producer (`idempotent_failover.py`: confluent-kafka, acks=all, idempotent)
+/// writing to `topic` (RF 2, min ISR 1) until `stop_file` exists, started; `extra`
+/// arguments too.
+fn spawn_producer(
+    root: &Path,
+    bootstrap: &str,
+    (topic, partitions): (&str, i32),
+    stop_file: &Path,
+    extra: &[&str],
+) -> Script {
+    let partitions = partitions.to_string();
+    let mut args = vec![
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--partitions",
+        &partitions,
+        "--replication-factor",
+        "2",
+        "--min-insync-replicas",
+        "1",
+        "--stop-file",
+        stop_file.to_str().unwrap(),
+        "--progress-every",
+        "500",
+    ];
+    args.extend_from_slice(extra);
+    let mut producer = Script::spawn(root, "idempotent_failover.py", &args);
+    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    producer
+}
+
+/// Waits until `kafka-log-dirs` shows broker 2's `failed` dir with KafkaStorageException
+/// and its `good` dir fine, holding `in_good` partitions of `topic`; what it shows.
+fn wait_dir_offline(
+    bootstrap: &str,
+    topic: &str,
+    (good, failed): (&Path, &Path),
+    in_good: usize,
+    logs: impl Fn() -> String,
+) -> BTreeMap<String, (String, usize)> {
+    eventually(
+        "kafka-log-dirs showing the failed dir's error",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let dirs = log_dir_errors(bootstrap, 2, topic)?;
+            if dirs
+                .get(&abs(failed))
+                .is_some_and(|(e, _)| e == "org.apache.kafka.common.errors.KafkaStorageException")
+                && dirs.get(&abs(good)) == Some(&("None".to_string(), in_good))
+            {
+                Ok(dirs)
+            } else {
+                Err(format!("kafka-log-dirs shows {dirs:?}"))
+            }
+        },
+    )
+}
+
+/// Waits until `kafka-topics --describe` shows broker 2's replicas of `in_failed` (in its
+/// failed dir) out: led by broker 3 alone; and those of `in_good` still in the ISR, led
+/// by `good_leader(partition)` (any leader when None); what it shows.
+fn wait_moved_off(
+    bootstrap: &str,
+    topic: &str,
+    (in_failed, in_good): (&[i32], &[i32]),
+    good_leader: impl Fn(i32) -> Option<i32>,
+    logs: impl Fn() -> String,
+) -> BTreeMap<i32, (i32, Vec<i32>)> {
+    eventually(
+        "leadership and ISR off the failed dir's replicas, the other dir's still served",
+        Duration::from_secs(180),
+        logs,
+        || {
+            let d = described(bootstrap, topic)?;
+            let ok = in_failed.iter().all(|p| d.get(p) == Some(&(3, vec![3])))
+                && in_good.iter().all(|p| {
+                    d.get(p).is_some_and(|(leader, isr)| {
+                        *isr == vec![2, 3] && good_leader(*p).is_none_or(|l| l == *leader)
+                    })
+                });
+            ok.then_some(d.clone()).ok_or(format!(
+                "kafka-topics shows {d:?}; broker 2's failed dir held {in_failed:?}"
+            ))
+        },
+    )
+}
+
+/// The producer goes on for 2,000 more acknowledgements, stops and reads everything
+/// back (`finish` checks it); broker 2 is still running.
+fn finish_producer(
+    mut producer: Script,
+    stop_file: &Path,
+    brokers: &mut [Node],
+    controllers: &[Node],
+) {
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 2_000, 120);
+    std::fs::write(stop_file, "").unwrap();
+    let logs = || common::all_logs(brokers) + &common::all_logs(controllers);
+    eprintln!("{}", producer.finish(300, logs));
+    let broker2 = broker_mut(brokers, 2);
+    assert!(
+        broker2
+            .child
+            .as_mut()
+            .unwrap()
+            .try_wait()
+            .unwrap()
+            .is_none(),
+        "broker 2 stopped:\n{}",
+        broker2.logs()
+    );
+}
+
 /// The topic of the failed-dir test.
 const FAILING: &str = "failing";
 /// Its partitions: replicas on brokers 2 and 3, leaders alternating.
@@ -482,7 +622,6 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
-    let ids = directory_ids(&brokers, 2);
 
     // segment.ms: the producer's appends roll segments every second, so the failed dir's
     // next roll fails under the producer (the HW checkpoint would fail too, within
@@ -491,73 +630,34 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
         .map(|p| if p % 2 == 0 { "2:3" } else { "3:2" })
         .collect::<Vec<_>>()
         .join(",");
-    let created = tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--create",
-            "--topic",
-            FAILING,
-            "--replica-assignment",
-            &assignment,
-            "--config",
-            "segment.ms=1000",
-        ],
+    create_topic(
+        &bootstrap,
+        FAILING,
+        &assignment,
+        &["--config", "segment.ms=1000"],
+        logs,
     );
-    assert!(created.status.success(), "{}\n{}", text(&created), logs());
     // The controller knows each replica's dir (it moves leadership off a failed dir's
-    // replicas by it).
-    let placed = wait_metadata_matches_disk(
+    // replicas by it). The second dir fails: the first holds the metadata log, whose
+    // failure stops the broker.
+    let (in_good, in_failing) = placed_on_broker_2(
         root.path(),
         &controllers[0],
-        &bootstrap,
+        &brokers,
         (FAILING, FAILING_PARTITIONS),
-        &ids,
-        |_| true,
-        "every replica's directory in the metadata",
         logs,
     );
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    // The second dir: the first holds the metadata log, whose failure stops the broker.
     let [good, failing] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
-    let on_2_in = |dir: &Path| -> Vec<i32> {
-        placed
-            .iter()
-            .filter(|((_, b), d)| *b == 2 && **d == abs(dir))
-            .map(|((p, _), _)| *p)
-            .collect()
-    };
-    let (in_good, in_failing) = (on_2_in(&good), on_2_in(&failing));
-    assert!(
-        !in_good.is_empty() && !in_failing.is_empty(),
-        "broker 2 placed a replica in each dir: {placed:?}"
-    );
 
     let stop_file = root.path().join("stop-producer");
-    let stop_arg = stop_file.to_str().unwrap().to_string();
-    let partitions = FAILING_PARTITIONS.to_string();
-    let mut producer = Script::spawn(
+    let mut producer = spawn_producer(
         root.path(),
-        "idempotent_failover.py",
-        &[
-            "--bootstrap",
-            &bootstrap,
-            "--topic",
-            FAILING,
-            "--partitions",
-            &partitions,
-            "--replication-factor",
-            "2",
-            "--min-insync-replicas",
-            "1",
-            "--stop-file",
-            &stop_arg,
-            "--progress-every",
-            "500",
-        ],
+        &bootstrap,
+        (FAILING, FAILING_PARTITIONS),
+        &stop_file,
+        &[],
     );
-    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
     producer.wait_acked(2_000, 120);
 
     // The disk goes away. As root, `chmod 000` stops nothing (CAP_DAC_OVERRIDE); a disk
@@ -568,62 +668,20 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
     let gone = failing.with_extension("gone");
     std::fs::rename(&failing, &gone).unwrap();
 
-    let moved = eventually(
-        "leadership and ISR off the failed dir's replicas, the other dir's still served",
-        Duration::from_secs(90),
+    let moved = wait_moved_off(
+        &bootstrap,
+        FAILING,
+        (&in_failing, &in_good),
+        |p| Some(if p % 2 == 0 { 2 } else { 3 }),
         logs,
-        || {
-            let d = described(&bootstrap, FAILING)?;
-            let ok = in_failing.iter().all(|p| d.get(p) == Some(&(3, vec![3])))
-                && in_good.iter().all(|p| {
-                    let leader = if p % 2 == 0 { 2 } else { 3 };
-                    d.get(p) == Some(&(leader, vec![2, 3]))
-                });
-            if ok {
-                Ok(d)
-            } else {
-                Err(format!(
-                    "kafka-topics shows {d:?}; on broker 2: {in_good:?} in {}, {in_failing:?} in {}",
-                    good.display(),
-                    failing.display()
-                ))
-            }
-        },
     );
     eprintln!("after the failure: {moved:?}");
-    let dirs = eventually(
-        "kafka-log-dirs showing the failed dir's error",
-        Duration::from_secs(30),
-        logs,
-        || {
-            let dirs = log_dir_errors(&bootstrap, 2, FAILING)?;
-            let failed = dirs.get(&abs(&failing));
-            let healthy = dirs.get(&abs(&good));
-            if failed
-                .is_some_and(|(e, _)| e == "org.apache.kafka.common.errors.KafkaStorageException")
-                && healthy == Some(&("None".to_string(), in_good.len()))
-            {
-                Ok(dirs)
-            } else {
-                Err(format!("kafka-log-dirs shows {dirs:?}"))
-            }
-        },
-    );
+    let dirs = wait_dir_offline(&bootstrap, FAILING, (&good, &failing), in_good.len(), logs);
     eprintln!("broker 2's log dirs: {dirs:?}");
 
     // The producer goes on (the failed dir's partitions now on broker 3), and broker 2
     // still runs: one dir of two failed, not its metadata dir.
-    let acked = producer.acked_so_far();
-    producer.wait_acked(acked + 2_000, 120);
-    std::fs::write(&stop_file, "").unwrap();
-    let summary = producer.finish(300, logs);
-    eprintln!("{summary}");
-    let node2 = brokers.iter_mut().find(|b| b.id == 2).unwrap();
-    assert!(
-        node2.child.as_mut().unwrap().try_wait().unwrap().is_none(),
-        "broker 2 stopped:\n{}",
-        node2.logs()
-    );
+    finish_producer(producer, &stop_file, &mut brokers, &controllers);
 }
 
 /// `log.dir.failure.timeout.ms` (KIP-858, Kafka's `OfflineDirBrokerFailureEvent`): a log dir
@@ -808,136 +866,51 @@ fn a_full_log_dir_goes_offline_and_comes_back_after_space_is_freed() {
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
-    let ids = directory_ids(&brokers, 2);
 
     // Broker 2 leads every partition: the producer's own appends hit the full disk.
     let assignment = vec!["2:3"; FULL_PARTITIONS as usize].join(",");
-    let created = tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--create",
-            "--topic",
-            FULL,
-            "--replica-assignment",
-            &assignment,
-        ],
-    );
-    assert!(created.status.success(), "{}\n{}", text(&created), logs());
-    let placed = wait_metadata_matches_disk(
+    create_topic(&bootstrap, FULL, &assignment, &[], logs);
+    let (in_good, in_full) = placed_on_broker_2(
         root.path(),
         &controllers[0],
-        &bootstrap,
+        &brokers,
         (FULL, FULL_PARTITIONS),
-        &ids,
-        |_| true,
-        "every replica's directory in the metadata",
         logs,
     );
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
     let [good, full] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
-    let on_2_in = |dir: &Path| -> Vec<i32> {
-        placed
-            .iter()
-            .filter(|((_, b), d)| *b == 2 && **d == abs(dir))
-            .map(|((p, _), _)| *p)
-            .collect()
-    };
-    let (in_good, in_full) = (on_2_in(&good), on_2_in(&full));
-    assert!(
-        !in_good.is_empty() && !in_full.is_empty(),
-        "broker 2 placed a replica in each dir: {placed:?}"
-    );
 
     let stop_file = root.path().join("stop-producer");
     let acked_file = root.path().join("acked.json");
-    let partitions = FULL_PARTITIONS.to_string();
-    let mut producer = Script::spawn(
+    let producer = spawn_producer(
         root.path(),
-        "idempotent_failover.py",
+        &bootstrap,
+        (FULL, FULL_PARTITIONS),
+        &stop_file,
         &[
-            "--bootstrap",
-            &bootstrap,
-            "--topic",
-            FULL,
-            "--partitions",
-            &partitions,
-            "--replication-factor",
-            "2",
-            "--min-insync-replicas",
-            "1",
-            "--stop-file",
-            stop_file.to_str().unwrap(),
             "--acked-file",
             acked_file.to_str().unwrap(),
             "--value-bytes",
             "1000",
-            "--progress-every",
-            "500",
         ],
     );
-    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
 
     // 8 MiB of 1 KB values spread over four partitions, half of them with a replica on the
     // tmpfs: it is full after some 16,000 records.
-    let moved = eventually(
-        "the full dir offline: leadership and ISR off its replicas, the other dir's served",
-        Duration::from_secs(180),
-        logs,
-        || {
-            let d = described(&bootstrap, FULL)?;
-            let ok = in_full.iter().all(|p| d.get(p) == Some(&(3, vec![3])))
-                && in_good.iter().all(|p| d.get(p) == Some(&(2, vec![2, 3])));
-            if ok {
-                Ok(d)
-            } else {
-                Err(format!("kafka-topics shows {d:?}"))
-            }
-        },
-    );
+    let moved = wait_moved_off(&bootstrap, FULL, (&in_full, &in_good), |_| Some(2), logs);
     eprintln!("after the disk filled: {moved:?}");
     let said = node2.logs();
     assert!(said.contains("No space left on device"), "{said}");
-    let dirs = eventually(
-        "kafka-log-dirs showing the full dir's error",
-        Duration::from_secs(30),
-        logs,
-        || {
-            let dirs = log_dir_errors(&bootstrap, 2, FULL)?;
-            let failed = dirs.get(&abs(&full));
-            let healthy = dirs.get(&abs(&good));
-            if failed
-                .is_some_and(|(e, _)| e == "org.apache.kafka.common.errors.KafkaStorageException")
-                && healthy == Some(&("None".to_string(), in_good.len()))
-            {
-                Ok(dirs)
-            } else {
-                Err(format!("kafka-log-dirs shows {dirs:?}"))
-            }
-        },
-    );
+    let dirs = wait_dir_offline(&bootstrap, FULL, (&good, &full), in_good.len(), logs);
     eprintln!("broker 2's log dirs: {dirs:?}");
 
     // The producer goes on, broker 2 still runs, and everything acknowledged is read back.
-    let acked = producer.acked_so_far();
-    producer.wait_acked(acked + 2_000, 120);
-    std::fs::write(&stop_file, "").unwrap();
-    let summary = producer.finish(300, logs);
-    eprintln!("{summary}");
-    {
-        let node2 = brokers.iter_mut().find(|b| b.id == 2).unwrap();
-        assert!(
-            node2.child.as_mut().unwrap().try_wait().unwrap().is_none(),
-            "broker 2 stopped:\n{}",
-            node2.logs()
-        );
-        // Space freed; broker 2 restarted (a clean shutdown: its failed dir gets no
-        // marker, so its logs there are recovered).
-        common::stop_gracefully(std::slice::from_mut(node2));
-        tmpfs.resize("2g");
-        node2.start();
-    }
+    finish_producer(producer, &stop_file, &mut brokers, &controllers);
+    // Space freed; broker 2 restarted (a clean shutdown: its failed dir gets no marker, so
+    // its logs there are recovered).
+    common::stop_gracefully(std::slice::from_mut(broker_mut(&mut brokers, 2)));
+    tmpfs.resize("2g");
+    broker_mut(&mut brokers, 2).start();
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     let healed = eventually(
         "every replica back in the ISR, the dir online again",
@@ -1062,36 +1035,16 @@ fn a_broker_starts_with_a_broken_log_dir_offline() {
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
     const TOPIC: &str = "broken";
-    let created = tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--create",
-            "--topic",
-            TOPIC,
-            "--replica-assignment",
-            "2:3,3:2,2:3,3:2",
-        ],
-    );
-    assert!(created.status.success(), "{}\n{}", text(&created), logs());
+    create_topic(&bootstrap, TOPIC, "2:3,3:2,2:3,3:2", &[], logs);
     let (in_good, in_broken) =
         placed_on_broker_2(root.path(), &controllers[0], &brokers, (TOPIC, 4), logs);
     let acked_file = root.path().join("acked.json");
-    let producer = Script::spawn(
+    let producer = spawn_producer(
         root.path(),
-        "idempotent_failover.py",
+        &bootstrap,
+        (TOPIC, 4),
+        &root.path().join("never"),
         &[
-            "--bootstrap",
-            &bootstrap,
-            "--topic",
-            TOPIC,
-            "--partitions",
-            "4",
-            "--replication-factor",
-            "2",
-            "--min-insync-replicas",
-            "1",
             "--max-records",
             "2000",
             "--acked-file",
@@ -1147,29 +1100,9 @@ fn a_broker_starts_with_a_broken_log_dir_offline() {
         breaks();
         broker_mut(&mut brokers, 2).start();
         let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
-        let state = eventually(
-            &format!("broker 2 serving its good dir, the other ({how}) offline"),
-            Duration::from_secs(120),
-            logs,
-            || {
-                let d = described(&bootstrap, TOPIC)?;
-                let dirs = log_dir_errors(&bootstrap, 2, TOPIC)?;
-                let ok = in_broken.iter().all(|p| d.get(p) == Some(&(3, vec![3])))
-                    && in_good
-                        .iter()
-                        .all(|p| d.get(p).is_some_and(|(_, isr)| *isr == vec![2, 3]))
-                    && dirs.get(&abs(&broken)).is_some_and(|(e, _)| {
-                        e == "org.apache.kafka.common.errors.KafkaStorageException"
-                    })
-                    && dirs.get(&abs(&good)) == Some(&("None".to_string(), in_good.len()));
-                if ok {
-                    Ok((d, dirs))
-                } else {
-                    Err(format!("kafka-topics shows {d:?}; kafka-log-dirs {dirs:?}"))
-                }
-            },
-        );
-        eprintln!("{how}: {state:?}");
+        let state = wait_moved_off(&bootstrap, TOPIC, (&in_broken, &in_good), |_| None, logs);
+        let dirs = wait_dir_offline(&bootstrap, TOPIC, (&good, &broken), in_good.len(), logs);
+        eprintln!("{how}: {state:?} {dirs:?}");
         // Nothing of the offline dir's replicas was created afresh in the good dir.
         for p in &in_broken {
             let dir = good.join(format!("{TOPIC}-{p}"));
@@ -1236,21 +1169,13 @@ fn a_broker_with_no_log_dir_left_or_its_metadata_dir_failed_exits() {
     // One partition on broker 2 (in data2, its only log dir), two on broker 3 (one in each
     // dir); segments roll at the first append a second after the last roll.
     for (topic, assignment) in [("only2", "2"), ("only3", "3,3")] {
-        let created = tool(
-            "org.apache.kafka.tools.TopicCommand",
-            &[
-                "--bootstrap-server",
-                &bootstrap,
-                "--create",
-                "--topic",
-                topic,
-                "--replica-assignment",
-                assignment,
-                "--config",
-                "segment.ms=1000",
-            ],
+        create_topic(
+            &bootstrap,
+            topic,
+            assignment,
+            &["--config", "segment.ms=1000"],
+            logs,
         );
-        assert!(created.status.success(), "{}\n{}", text(&created), logs());
     }
     let placed3 = eventually(
         "broker 3's partitions on its disks",

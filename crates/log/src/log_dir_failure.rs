@@ -137,6 +137,17 @@ mod tests {
 
     use super::*;
 
+    /// The dirs `channel`'s listener (set now) is handed, as they come.
+    fn listen(channel: &LogDirFailureChannel) -> Arc<Mutex<Vec<PathBuf>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        channel
+            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
+            .map_err(|_| "a listener was already set")
+            .unwrap();
+        seen
+    }
+
     fn io_error(path: &str) -> LogError {
         LogError::Io {
             op: "write",
@@ -148,12 +159,7 @@ mod tests {
     #[test]
     fn an_io_error_takes_the_dir_offline_once_and_tells_the_listener() {
         let channel = LogDirFailureChannel::new();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = Arc::clone(&seen);
-        channel
-            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
-            .map_err(|_| "a listener was already set")
-            .unwrap();
+        let seen = listen(&channel);
         let dir = Path::new("/data/d1");
         assert!(channel
             .report::<()>(dir, Err(io_error("/data/d1/t-0/0.log")))
@@ -185,12 +191,7 @@ mod tests {
         channel.add_offline_at_start(Path::new("/data/d0"), &"not a directory");
         channel.maybe_add_offline_log_dir(Path::new("/data/d1"), &"boom");
         assert!(!channel.maybe_add_offline_log_dir(Path::new("/data/d0"), &"again"));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = Arc::clone(&seen);
-        channel
-            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
-            .map_err(|_| "a listener was already set")
-            .unwrap();
+        let seen = listen(&channel);
         assert_eq!(*seen.lock().unwrap(), vec![PathBuf::from("/data/d1")]);
         assert!(channel.is_offline(Path::new("/data/d0")));
         assert_eq!(channel.offline_log_dirs().len(), 2);
@@ -200,12 +201,7 @@ mod tests {
     fn a_listener_set_late_hears_of_dirs_already_offline() {
         let channel = LogDirFailureChannel::new();
         channel.maybe_add_offline_log_dir(Path::new("/data/d1"), &"boom");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = Arc::clone(&seen);
-        channel
-            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
-            .map_err(|_| "a listener was already set")
-            .unwrap();
+        let seen = listen(&channel);
         assert_eq!(*seen.lock().unwrap(), vec![PathBuf::from("/data/d1")]);
     }
 }
