@@ -90,10 +90,14 @@ pub struct MetaProperties {
 }
 
 impl MetaProperties {
+    /// The dir's `meta.properties`; None when it has none (not formatted). An error when
+    /// it cannot be read (the dir not a directory, an I/O error) or says nothing usable.
     pub fn read(dir: &Path) -> Result<Option<MetaProperties>> {
         let path = dir.join(META_PROPERTIES);
-        if !path.exists() {
-            return Ok(None);
+        match std::fs::metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => bail!("reading {}: {e}", path.display()),
         }
         let props = Properties::load(&path)?;
         let get = |k: &str| {
@@ -281,10 +285,42 @@ pub fn read_bootstrap(dir: &Path) -> Result<Vec<MetadataRecord>> {
 
 /// Checks that every directory is formatted for this node and one cluster; returns the
 /// cluster id.
-pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<String> {
+pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<Formatted> {
     let mut cluster: Option<String> = None;
+    let mut unreadable: Vec<(PathBuf, String)> = Vec::new();
+    let mut metas = Vec::new();
     for dir in all_dirs(config) {
-        let meta = MetaProperties::read(&dir)?.ok_or_else(|| {
+        match MetaProperties::read(&dir) {
+            Ok(meta) => metas.push((dir, meta)),
+            Err(e) => {
+                tracing::error!(dir = %dir.display(), error = %format!("{e:#}"), "error while reading meta.properties");
+                unreadable.push((dir, format!("{e:#}")));
+            }
+        }
+    }
+    // Kafka's `MetaPropertiesEnsemble.verify` (REQUIRE_AT_LEAST_ONE_VALID,
+    // REQUIRE_METADATA_LOG_DIR): another dir that cannot be read is only offline.
+    if metas.is_empty() {
+        bail!(
+            "No readable meta.properties files found in log directories {}",
+            unreadable
+                .iter()
+                .map(|(d, e)| format!("{} ({e})", d.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some((dir, e)) = unreadable
+        .iter()
+        .find(|(d, _)| *d == config.metadata_log_dir)
+    {
+        bail!(
+            "Encountered I/O error in metadata log directory {} ({e}). Cannot continue.",
+            dir.display()
+        );
+    }
+    for (dir, meta) in metas {
+        let meta = meta.ok_or_else(|| {
             anyhow!(
                 "log directory {} is not formatted; run `kraftd format --config {config_file} \
                  --cluster-id $(kraftd random-uuid)` first",
@@ -308,7 +344,20 @@ pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<String>
             _ => cluster = Some(meta.cluster_id),
         }
     }
-    cluster.ok_or_else(|| anyhow!("no log directory configured"))
+    let cluster_id = cluster.ok_or_else(|| anyhow!("no log directory configured"))?;
+    Ok(Formatted {
+        cluster_id,
+        unreadable,
+    })
+}
+
+/// What [`check_formatted`] found.
+#[derive(Debug)]
+pub struct Formatted {
+    pub cluster_id: String,
+    /// Log dirs whose `meta.properties` could not be read, with the error (Kafka's
+    /// `errorLogDirs`): the broker starts with them offline.
+    pub unreadable: Vec<(PathBuf, String)>,
 }
 
 /// Writes through a temporary file, fsyncs it, renames it over `path` and fsyncs the

@@ -4,6 +4,7 @@
 //! Ctrl-C: the broker's controlled shutdown first (leaderships move away, clean-shutdown
 //! markers last), then the controller (a leader resigns, so the quorum elects at once).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -74,7 +75,8 @@ pub fn run(
     }
     // A bad authorizer refuses startup before anything is touched.
     authorizer_config(&config)?;
-    let cluster_id = format::check_formatted(&config, config_file)?;
+    let formatted = format::check_formatted(&config, config_file)?;
+    let cluster_id = formatted.cluster_id.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("kraftd")
@@ -120,7 +122,7 @@ pub fn run(
                 },
                 None => RaftSource::Observer,
             };
-            let mut broker_config = broker_config(&config, &cluster_id)?;
+            let mut broker_config = broker_config(&config, &cluster_id, &formatted.unreadable)?;
             broker_config.server.metrics = std::sync::Arc::clone(&request_metrics);
             connection_quotas.push(std::sync::Arc::clone(
                 &broker_config.server.connection_quotas,
@@ -362,12 +364,35 @@ pub fn run(
 }
 
 /// Kafka's property names → the broker's settings.
-fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> {
+/// `unreadable`: the log dirs whose `meta.properties` could not be read, offline from the
+/// start.
+fn broker_config(
+    config: &NodeConfig,
+    cluster_id: &str,
+    unreadable: &[(PathBuf, String)],
+) -> Result<BrokerConfig> {
     let mut log_dirs = Vec::new();
+    let mut offline_log_dirs = Vec::new();
     for dir in &config.log_dirs {
+        if let Some((_, error)) = unreadable.iter().find(|(d, _)| d == dir) {
+            offline_log_dirs.push((dir.clone(), error.clone()));
+            continue;
+        }
         let meta = format::MetaProperties::read(dir)?
             .ok_or_else(|| anyhow!("log directory {} is not formatted", dir.display()))?;
         log_dirs.push((dir.clone(), format::parse_uuid(&meta.directory_id)?));
+    }
+    if log_dirs.is_empty() {
+        // Kafka's `LogManager.createAndValidateLogDirs` halts the broker the same way.
+        bail!(
+            "Shutdown broker because none of the specified log dirs from {} can be created or validated",
+            config
+                .log_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     // An observer fetches with its directory id too, as Kafka's brokers do: `describe
     // --status` lists it with one (KIP-853).
@@ -402,6 +427,7 @@ fn broker_config(config: &NodeConfig, cluster_id: &str) -> Result<BrokerConfig> 
         cluster_id: cluster_id.to_string(),
         quorum,
         log_dirs,
+        offline_log_dirs,
         rack: config.props.get("broker.rack").map(str::to_string),
         heartbeat_interval: Duration::from_millis(config.number(
             "broker.heartbeat.interval.ms",

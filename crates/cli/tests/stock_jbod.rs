@@ -6,7 +6,10 @@
 //! `kafka-dump-log --cluster-metadata-decoder` over the controller's `__cluster_metadata`
 //! log; where each replica really lives with Kafka's `kafka-log-dirs --describe`, and each
 //! dir's id from its `meta.properties`. After Kafka's `kafka-reassign-partitions` moves a
-//! replica to another dir (a `log_dirs` entry in the plan), the metadata follows it.
+//! replica to another dir (a `log_dirs` entry in the plan), the metadata follows it. Then
+//! failing dirs, as Kafka handles them: one that fails under a producer (renamed away, or
+//! a tmpfs that fills up), one broken while the broker is down, and the fatal cases (no
+//! log dir left, the metadata log's dir), which stop the broker.
 
 mod common;
 
@@ -40,6 +43,17 @@ fn abs(p: &Path) -> String {
 /// One controller and brokers 2 and 3, each broker with `n_dirs` log dirs and `extra`
 /// properties, started.
 fn cluster(root: &Path, n_dirs: usize, extra: &[&str]) -> (Vec<Node>, Vec<Node>) {
+    cluster_with(root, n_dirs, extra, |_| {})
+}
+
+/// [`cluster`], `prepare` called with each broker before its dirs are formatted (to mount
+/// a file system on one).
+fn cluster_with(
+    root: &Path,
+    n_dirs: usize,
+    extra: &[&str],
+    mut prepare: impl FnMut(&Node),
+) -> (Vec<Node>, Vec<Node>) {
     let (cluster_id, mut controllers) = formatted_quorum(root, 1);
     let voters = voters(&controllers);
     let mut brokers: Vec<Node> = (2..=3).map(|id| Node::broker(root, id)).collect();
@@ -55,6 +69,7 @@ fn cluster(root: &Path, n_dirs: usize, extra: &[&str]) -> (Vec<Node>, Vec<Node>)
         );
         std::fs::write(node.config_path(), config).unwrap();
         node.add_config(extra);
+        prepare(node);
         format(node, &cluster_id);
     }
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
@@ -372,6 +387,146 @@ fn replicas_directories_reach_the_metadata_and_follow_a_move() {
     assert_eq!(moved[&(0, 2)], to);
 }
 
+/// Kafka 4.4.0's `kafka-topics --create` of `topic` with `--replica-assignment
+/// assignment` and `extra` arguments; asserts it succeeded.
+fn create_topic(
+    bootstrap: &str,
+    topic: &str,
+    assignment: &str,
+    extra: &[&str],
+    logs: impl Fn() -> String,
+) {
+    let mut args = vec![
+        "--bootstrap-server",
+        bootstrap,
+        "--create",
+        "--topic",
+        topic,
+        "--replica-assignment",
+        assignment,
+    ];
+    args.extend_from_slice(extra);
+    let created = tool("org.apache.kafka.tools.TopicCommand", &args);
+    assert!(created.status.success(), "{}\n{}", text(&created), logs());
+}
+
+/// The stock producer (`idempotent_failover.py`: confluent-kafka, acks=all, idempotent)
+/// writing to `topic` (RF 2, min ISR 1) until `stop_file` exists, started; `extra`
+/// arguments too.
+fn spawn_producer(
+    root: &Path,
+    bootstrap: &str,
+    (topic, partitions): (&str, i32),
+    stop_file: &Path,
+    extra: &[&str],
+) -> Script {
+    let partitions = partitions.to_string();
+    let mut args = vec![
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--partitions",
+        &partitions,
+        "--replication-factor",
+        "2",
+        "--min-insync-replicas",
+        "1",
+        "--stop-file",
+        stop_file.to_str().unwrap(),
+        "--progress-every",
+        "500",
+    ];
+    args.extend_from_slice(extra);
+    let mut producer = Script::spawn(root, "idempotent_failover.py", &args);
+    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    producer
+}
+
+/// Waits until `kafka-log-dirs` shows broker 2's `failed` dir with KafkaStorageException
+/// and its `good` dir fine, holding `in_good` partitions of `topic`; what it shows.
+fn wait_dir_offline(
+    bootstrap: &str,
+    topic: &str,
+    (good, failed): (&Path, &Path),
+    in_good: usize,
+    logs: impl Fn() -> String,
+) -> BTreeMap<String, (String, usize)> {
+    eventually(
+        "kafka-log-dirs showing the failed dir's error",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let dirs = log_dir_errors(bootstrap, 2, topic)?;
+            if dirs
+                .get(&abs(failed))
+                .is_some_and(|(e, _)| e == "org.apache.kafka.common.errors.KafkaStorageException")
+                && dirs.get(&abs(good)) == Some(&("None".to_string(), in_good))
+            {
+                Ok(dirs)
+            } else {
+                Err(format!("kafka-log-dirs shows {dirs:?}"))
+            }
+        },
+    )
+}
+
+/// Waits until `kafka-topics --describe` shows broker 2's replicas of `in_failed` (in its
+/// failed dir) out: led by broker 3 alone; and those of `in_good` still in the ISR, led
+/// by `good_leader(partition)` (any leader when None); what it shows.
+fn wait_moved_off(
+    bootstrap: &str,
+    topic: &str,
+    (in_failed, in_good): (&[i32], &[i32]),
+    good_leader: impl Fn(i32) -> Option<i32>,
+    logs: impl Fn() -> String,
+) -> BTreeMap<i32, (i32, Vec<i32>)> {
+    eventually(
+        "leadership and ISR off the failed dir's replicas, the other dir's still served",
+        Duration::from_secs(180),
+        logs,
+        || {
+            let d = described(bootstrap, topic)?;
+            let ok = in_failed.iter().all(|p| d.get(p) == Some(&(3, vec![3])))
+                && in_good.iter().all(|p| {
+                    d.get(p).is_some_and(|(leader, isr)| {
+                        *isr == vec![2, 3] && good_leader(*p).is_none_or(|l| l == *leader)
+                    })
+                });
+            ok.then_some(d.clone()).ok_or(format!(
+                "kafka-topics shows {d:?}; broker 2's failed dir held {in_failed:?}"
+            ))
+        },
+    )
+}
+
+/// The producer goes on for 2,000 more acknowledgements, stops and reads everything
+/// back (`finish` checks it); broker 2 is still running.
+fn finish_producer(
+    mut producer: Script,
+    stop_file: &Path,
+    brokers: &mut [Node],
+    controllers: &[Node],
+) {
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 2_000, 120);
+    std::fs::write(stop_file, "").unwrap();
+    let logs = || common::all_logs(brokers) + &common::all_logs(controllers);
+    eprintln!("{}", producer.finish(300, logs));
+    let broker2 = broker_mut(brokers, 2);
+    assert!(
+        broker2
+            .child
+            .as_mut()
+            .unwrap()
+            .try_wait()
+            .unwrap()
+            .is_none(),
+        "broker 2 stopped:\n{}",
+        broker2.logs()
+    );
+}
+
 /// The topic of the failed-dir test.
 const FAILING: &str = "failing";
 /// Its partitions: replicas on brokers 2 and 3, leaders alternating.
@@ -467,7 +622,6 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
-    let ids = directory_ids(&brokers, 2);
 
     // segment.ms: the producer's appends roll segments every second, so the failed dir's
     // next roll fails under the producer (the HW checkpoint would fail too, within
@@ -476,140 +630,58 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
         .map(|p| if p % 2 == 0 { "2:3" } else { "3:2" })
         .collect::<Vec<_>>()
         .join(",");
-    let created = tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--create",
-            "--topic",
-            FAILING,
-            "--replica-assignment",
-            &assignment,
-            "--config",
-            "segment.ms=1000",
-        ],
+    create_topic(
+        &bootstrap,
+        FAILING,
+        &assignment,
+        &["--config", "segment.ms=1000"],
+        logs,
     );
-    assert!(created.status.success(), "{}\n{}", text(&created), logs());
     // The controller knows each replica's dir (it moves leadership off a failed dir's
-    // replicas by it).
-    let placed = wait_metadata_matches_disk(
+    // replicas by it). The second dir fails: the first holds the metadata log, whose
+    // failure stops the broker.
+    let (in_good, in_failing) = placed_on_broker_2(
         root.path(),
         &controllers[0],
-        &bootstrap,
+        &brokers,
         (FAILING, FAILING_PARTITIONS),
-        &ids,
-        |_| true,
-        "every replica's directory in the metadata",
         logs,
     );
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    // The second dir: the first holds the metadata log, whose failure stops the broker.
     let [good, failing] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
-    let on_2_in = |dir: &Path| -> Vec<i32> {
-        placed
-            .iter()
-            .filter(|((_, b), d)| *b == 2 && **d == abs(dir))
-            .map(|((p, _), _)| *p)
-            .collect()
-    };
-    let (in_good, in_failing) = (on_2_in(&good), on_2_in(&failing));
-    assert!(
-        !in_good.is_empty() && !in_failing.is_empty(),
-        "broker 2 placed a replica in each dir: {placed:?}"
-    );
 
     let stop_file = root.path().join("stop-producer");
-    let stop_arg = stop_file.to_str().unwrap().to_string();
-    let partitions = FAILING_PARTITIONS.to_string();
-    let mut producer = Script::spawn(
+    let mut producer = spawn_producer(
         root.path(),
-        "idempotent_failover.py",
-        &[
-            "--bootstrap",
-            &bootstrap,
-            "--topic",
-            FAILING,
-            "--partitions",
-            &partitions,
-            "--replication-factor",
-            "2",
-            "--min-insync-replicas",
-            "1",
-            "--stop-file",
-            &stop_arg,
-            "--progress-every",
-            "500",
-        ],
+        &bootstrap,
+        (FAILING, FAILING_PARTITIONS),
+        &stop_file,
+        &[],
     );
-    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
     producer.wait_acked(2_000, 120);
 
-    // The disk goes away. As root, `chmod 000` stops nothing (CAP_DAC_OVERRIDE) and
-    // mounting a small tmpfs to fill needs CAP_SYS_ADMIN, which a test machine need not
-    // grant; renaming the dir away makes every file the broker creates or opens in it by
-    // path fail with ENOENT (the next segment roll, the offset checkpoints), as on a disk
-    // that is gone, while files already open keep taking writes as a dying disk's page
-    // cache would.
+    // The disk goes away. As root, `chmod 000` stops nothing (CAP_DAC_OVERRIDE); a disk
+    // that fills up is the tmpfs test below. Renaming the dir away makes every file the
+    // broker creates or opens in it by path fail with ENOENT (the next segment roll, the
+    // offset checkpoints), as on a disk that is gone, while files already open keep taking
+    // writes as a dying disk's page cache would.
     let gone = failing.with_extension("gone");
     std::fs::rename(&failing, &gone).unwrap();
 
-    let moved = eventually(
-        "leadership and ISR off the failed dir's replicas, the other dir's still served",
-        Duration::from_secs(90),
+    let moved = wait_moved_off(
+        &bootstrap,
+        FAILING,
+        (&in_failing, &in_good),
+        |p| Some(if p % 2 == 0 { 2 } else { 3 }),
         logs,
-        || {
-            let d = described(&bootstrap, FAILING)?;
-            let ok = in_failing.iter().all(|p| d.get(p) == Some(&(3, vec![3])))
-                && in_good.iter().all(|p| {
-                    let leader = if p % 2 == 0 { 2 } else { 3 };
-                    d.get(p) == Some(&(leader, vec![2, 3]))
-                });
-            if ok {
-                Ok(d)
-            } else {
-                Err(format!(
-                    "kafka-topics shows {d:?}; on broker 2: {in_good:?} in {}, {in_failing:?} in {}",
-                    good.display(),
-                    failing.display()
-                ))
-            }
-        },
     );
     eprintln!("after the failure: {moved:?}");
-    let dirs = eventually(
-        "kafka-log-dirs showing the failed dir's error",
-        Duration::from_secs(30),
-        logs,
-        || {
-            let dirs = log_dir_errors(&bootstrap, 2, FAILING)?;
-            let failed = dirs.get(&abs(&failing));
-            let healthy = dirs.get(&abs(&good));
-            if failed
-                .is_some_and(|(e, _)| e == "org.apache.kafka.common.errors.KafkaStorageException")
-                && healthy == Some(&("None".to_string(), in_good.len()))
-            {
-                Ok(dirs)
-            } else {
-                Err(format!("kafka-log-dirs shows {dirs:?}"))
-            }
-        },
-    );
+    let dirs = wait_dir_offline(&bootstrap, FAILING, (&good, &failing), in_good.len(), logs);
     eprintln!("broker 2's log dirs: {dirs:?}");
 
     // The producer goes on (the failed dir's partitions now on broker 3), and broker 2
     // still runs: one dir of two failed, not its metadata dir.
-    let acked = producer.acked_so_far();
-    producer.wait_acked(acked + 2_000, 120);
-    std::fs::write(&stop_file, "").unwrap();
-    let summary = producer.finish(300, logs);
-    eprintln!("{summary}");
-    let node2 = brokers.iter_mut().find(|b| b.id == 2).unwrap();
-    assert!(
-        node2.child.as_mut().unwrap().try_wait().unwrap().is_none(),
-        "broker 2 stopped:\n{}",
-        node2.logs()
-    );
+    finish_producer(producer, &stop_file, &mut brokers, &controllers);
 }
 
 /// `log.dir.failure.timeout.ms` (KIP-858, Kafka's `OfflineDirBrokerFailureEvent`): a log dir
@@ -716,4 +788,520 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
         said.contains("within log.dir.failure.timeout.ms (2000 ms)"),
         "{said}"
     );
+}
+
+/// A tmpfs of `size` mounted at a dir (the tests run as root), unmounted when dropped, even
+/// on a panic; declared before the nodes using it, so they are killed first.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mount -t tmpfs on {} (this test needs root): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+
+    /// Grows (or shrinks) it in place, its files kept.
+    fn resize(&self, size: &str) {
+        let out = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "remount {}: {}",
+            self.0.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazy: a process still holding a file in it does not keep it mounted.
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// The topic of the disk-full test.
+const FULL: &str = "full";
+/// Its partitions: replicas on brokers 2 and 3, leaders alternating.
+const FULL_PARTITIONS: i32 = 4;
+
+/// A disk that fills up (Kafka's `UnifiedLog` append failing with an IOException, ENOSPC):
+/// broker 2's second log dir is an 8 MiB tmpfs, and a stock acks=all idempotent producer
+/// (confluent-kafka) writes until it is full. As Kafka 4.4 does, the dir goes offline, its
+/// replicas stop, the controller moves leadership and ISR off them (`kafka-topics
+/// --describe`, `kafka-log-dirs` answering KafkaStorageException for it), broker 2 keeps
+/// serving its other dir, and the producer goes on; every acknowledged record is read back
+/// at its offset, in order. Then the tmpfs grows and broker 2 restarts: the dir is online
+/// again (its segments' torn tails cut by recovery), its replicas catch up and rejoin the
+/// ISR, and every acknowledged record is still there.
+#[test]
+fn a_full_log_dir_goes_offline_and_comes_back_after_space_is_freed() {
+    common::python::python();
+    let root = tempfile::tempdir().unwrap();
+    let mut mounts = Vec::new();
+    let (controllers, mut brokers) =
+        cluster_with(root.path(), 2, &["replica.lag.time.max.ms=5000"], |node| {
+            if node.id == 2 {
+                mounts.push(Tmpfs::mount(&dirs_of(node, 2)[1], "8m"));
+            }
+        });
+    let tmpfs = &mounts[0];
+    let bootstrap = addresses(&brokers);
+    let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+    common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
+
+    // Broker 2 leads every partition: the producer's own appends hit the full disk.
+    let assignment = vec!["2:3"; FULL_PARTITIONS as usize].join(",");
+    create_topic(&bootstrap, FULL, &assignment, &[], logs);
+    let (in_good, in_full) = placed_on_broker_2(
+        root.path(),
+        &controllers[0],
+        &brokers,
+        (FULL, FULL_PARTITIONS),
+        logs,
+    );
+    let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
+    let [good, full] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
+
+    let stop_file = root.path().join("stop-producer");
+    let acked_file = root.path().join("acked.json");
+    let producer = spawn_producer(
+        root.path(),
+        &bootstrap,
+        (FULL, FULL_PARTITIONS),
+        &stop_file,
+        &[
+            "--acked-file",
+            acked_file.to_str().unwrap(),
+            "--value-bytes",
+            "1000",
+        ],
+    );
+
+    // 8 MiB of 1 KB values spread over four partitions, half of them with a replica on the
+    // tmpfs: it is full after some 16,000 records.
+    let moved = wait_moved_off(&bootstrap, FULL, (&in_full, &in_good), |_| Some(2), logs);
+    eprintln!("after the disk filled: {moved:?}");
+    let said = node2.logs();
+    assert!(said.contains("No space left on device"), "{said}");
+    let dirs = wait_dir_offline(&bootstrap, FULL, (&good, &full), in_good.len(), logs);
+    eprintln!("broker 2's log dirs: {dirs:?}");
+
+    // The producer goes on, broker 2 still runs, and everything acknowledged is read back.
+    finish_producer(producer, &stop_file, &mut brokers, &controllers);
+    // Space freed; broker 2 restarted (a clean shutdown: its failed dir gets no marker, so
+    // its logs there are recovered).
+    common::stop_gracefully(std::slice::from_mut(broker_mut(&mut brokers, 2)));
+    tmpfs.resize("2g");
+    broker_mut(&mut brokers, 2).start();
+    let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+    let healed = eventually(
+        "every replica back in the ISR, the dir online again",
+        Duration::from_secs(120),
+        logs,
+        || {
+            let d = described(&bootstrap, FULL)?;
+            let dirs = log_dir_errors(&bootstrap, 2, FULL)?;
+            let ok = (0..FULL_PARTITIONS).all(|p| {
+                d.get(&p)
+                    .is_some_and(|(l, isr)| *l >= 0 && *isr == vec![2, 3])
+            }) && dirs.get(&abs(&full)) == Some(&("None".to_string(), in_full.len()))
+                && dirs.get(&abs(&good)) == Some(&("None".to_string(), in_good.len()));
+            if ok {
+                Ok((d, dirs))
+            } else {
+                Err(format!("kafka-topics shows {d:?}, kafka-log-dirs {dirs:?}"))
+            }
+        },
+    );
+    eprintln!("after the restart: {healed:?}");
+    let said = brokers.iter().find(|b| b.id == 2).unwrap().logs();
+    assert!(!said.contains("panicked"), "{said}");
+    // Broker 2 leads again (Kafka's kafka-leader-election, preferred replicas), so what
+    // is read back below is read from the replicas that were on the full disk.
+    let elected = tool(
+        "org.apache.kafka.tools.LeaderElectionCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--election-type",
+            "preferred",
+            "--all-topic-partitions",
+        ],
+    );
+    eventually(
+        "broker 2 leading every partition again",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let d = described(&bootstrap, FULL)?;
+            (0..FULL_PARTITIONS)
+                .all(|p| d.get(&p) == Some(&(2, vec![2, 3])))
+                .then_some(())
+                .ok_or(format!("kafka-topics shows {d:?}; {}", text(&elected)))
+        },
+    );
+    let verify = Script::spawn(
+        root.path(),
+        "idempotent_failover.py",
+        &[
+            "--verify",
+            acked_file.to_str().unwrap(),
+            "--bootstrap",
+            &bootstrap,
+            "--topic",
+            FULL,
+        ],
+    );
+    eprintln!("{}", verify.finish(120, logs));
+}
+
+/// Broker `id`'s node.
+fn broker_mut(brokers: &mut [Node], id: i32) -> &mut Node {
+    brokers.iter_mut().find(|b| b.id == id).unwrap()
+}
+
+/// The partitions of `topic` broker 2 holds in each of its two dirs, once the metadata
+/// names every replica's dir: (in the first, in the second).
+fn placed_on_broker_2(
+    root: &Path,
+    controller: &Node,
+    brokers: &[Node],
+    (topic, partitions): (&str, i32),
+    logs: impl Fn() -> String,
+) -> (Vec<i32>, Vec<i32>) {
+    let bootstrap = addresses(brokers);
+    let ids = directory_ids(brokers, 2);
+    let placed = wait_metadata_matches_disk(
+        root,
+        controller,
+        &bootstrap,
+        (topic, partitions),
+        &ids,
+        |_| true,
+        "every replica's directory in the metadata",
+        logs,
+    );
+    let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
+    let [first, second] = [0, 1].map(|i| abs(&dirs_of(node2, 2)[i]));
+    let in_dir = |dir: &str| -> Vec<i32> {
+        placed
+            .iter()
+            .filter(|((_, b), d)| *b == 2 && *d == dir)
+            .map(|((p, _), _)| *p)
+            .collect()
+    };
+    let (a, b) = (in_dir(&first), in_dir(&second));
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "broker 2 placed a replica in each dir: {placed:?}"
+    );
+    (a, b)
+}
+
+/// Kafka's `createAndValidateLogDirs` on a broker restarted with a broken log dir: each
+/// of three breakages of broker 2's second dir — the path no longer a directory, its
+/// `meta.properties` answering an I/O error (EISDIR: a directory in its place), and a
+/// `meta.properties` saying nothing usable — leaves broker 2 starting with that dir
+/// offline, as Kafka 4.4 does with its `errorLogDirs`, instead of refusing to start or
+/// creating the dir's replicas afresh elsewhere: it registers without the dir, so the
+/// controller leaves its replicas out of the ISR (`kafka-topics --describe`),
+/// `kafka-log-dirs` answers KafkaStorageException for it, its other dir is served, the
+/// offline dir is left as it was, and nothing acknowledged before is lost. Repaired and
+/// restarted, the broker's replicas there rejoin the ISR.
+#[test]
+fn a_broker_starts_with_a_broken_log_dir_offline() {
+    common::python::python();
+    let root = tempfile::tempdir().unwrap();
+    let (controllers, mut brokers) = cluster(root.path(), 2, &[]);
+    let bootstrap = addresses(&brokers);
+    let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+    common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
+    const TOPIC: &str = "broken";
+    create_topic(&bootstrap, TOPIC, "2:3,3:2,2:3,3:2", &[], logs);
+    let (in_good, in_broken) =
+        placed_on_broker_2(root.path(), &controllers[0], &brokers, (TOPIC, 4), logs);
+    let acked_file = root.path().join("acked.json");
+    let producer = spawn_producer(
+        root.path(),
+        &bootstrap,
+        (TOPIC, 4),
+        &root.path().join("never"),
+        &[
+            "--max-records",
+            "2000",
+            "--acked-file",
+            acked_file.to_str().unwrap(),
+        ],
+    );
+    eprintln!("{}", producer.finish(180, logs));
+    let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
+    let [good, broken] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
+    let aside = broken.with_extension("aside");
+    let meta = broken.join("meta.properties");
+    let breakages: [(&str, &dyn Fn()); 3] = [
+        ("not a directory", &|| {
+            std::fs::rename(&broken, &aside).unwrap();
+            std::fs::write(&broken, "not a directory").unwrap();
+        }),
+        ("an I/O error on meta.properties", &|| {
+            std::fs::rename(&meta, broken.join("meta.properties.aside")).unwrap();
+            std::fs::create_dir(&meta).unwrap();
+        }),
+        ("a meta.properties saying nothing usable", &|| {
+            std::fs::rename(&meta, broken.join("meta.properties.aside")).unwrap();
+            std::fs::write(&meta, "version=1\n").unwrap();
+        }),
+    ];
+    let repair = |how: &str| {
+        if how == "not a directory" {
+            std::fs::remove_file(&broken).unwrap();
+            std::fs::rename(&aside, &broken).unwrap();
+        } else if meta.is_dir() {
+            std::fs::remove_dir(&meta).unwrap();
+            std::fs::rename(broken.join("meta.properties.aside"), &meta).unwrap();
+        } else {
+            std::fs::rename(broken.join("meta.properties.aside"), &meta).unwrap();
+        }
+    };
+    let all_in_sync = |brokers: &[Node], what: &str| {
+        let logs = || common::all_logs(brokers) + &common::all_logs(&controllers);
+        eventually(what, Duration::from_secs(120), logs, || {
+            let d = described(&bootstrap, TOPIC)?;
+            (0..4)
+                .all(|p| {
+                    d.get(&p)
+                        .is_some_and(|(l, isr)| *l >= 0 && *isr == vec![2, 3])
+                })
+                .then_some(())
+                .ok_or(format!("kafka-topics shows {d:?}"))
+        })
+    };
+    for (how, breaks) in breakages {
+        eprintln!("broker 2's second log dir: {how}");
+        common::stop_gracefully(std::slice::from_mut(broker_mut(&mut brokers, 2)));
+        breaks();
+        broker_mut(&mut brokers, 2).start();
+        let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+        let state = wait_moved_off(&bootstrap, TOPIC, (&in_broken, &in_good), |_| None, logs);
+        let dirs = wait_dir_offline(&bootstrap, TOPIC, (&good, &broken), in_good.len(), logs);
+        eprintln!("{how}: {state:?} {dirs:?}");
+        // Nothing of the offline dir's replicas was created afresh in the good dir.
+        for p in &in_broken {
+            let dir = good.join(format!("{TOPIC}-{p}"));
+            assert!(!dir.exists(), "{} created", dir.display());
+        }
+        let verify = Script::spawn(
+            root.path(),
+            "idempotent_failover.py",
+            &[
+                "--verify",
+                acked_file.to_str().unwrap(),
+                "--bootstrap",
+                &bootstrap,
+                "--topic",
+                TOPIC,
+            ],
+        );
+        eprintln!("{}", verify.finish(120, logs));
+        let node2 = broker_mut(&mut brokers, 2);
+        assert!(
+            node2.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+            "broker 2 stopped:\n{}",
+            node2.logs()
+        );
+
+        // Repaired and restarted: its replicas there rejoin the ISR.
+        common::stop_gracefully(std::slice::from_mut(broker_mut(&mut brokers, 2)));
+        repair(how);
+        broker_mut(&mut brokers, 2).start();
+        all_in_sync(
+            &brokers,
+            &format!("the dir back after {how}: every replica in the ISR"),
+        );
+    }
+}
+
+/// Kafka halts a broker whose log dirs are all offline, or whose metadata log dir fails,
+/// at start (`MetaPropertiesEnsemble.verify`, `createAndValidateLogDirs`) and at run time
+/// (`LogManager.handleLogDirFailure`, `ReplicaManager.handleLogDirFailure`): kraftd's
+/// process exits with status 1 and one line naming the dirs. Broker 2 keeps its metadata
+/// log in `data` and its one log dir is `data2`; broker 3 has both as log dirs, the
+/// metadata log in `data`. At run time (the dir renamed away under a producer, its next
+/// segment roll failing): broker 2's only log dir, and broker 3's metadata log dir. At
+/// start: broker 2 with its only log dir not a directory; broker 3 with its metadata log
+/// dir's `meta.properties` unreadable, then with both dirs' unreadable.
+#[test]
+fn a_broker_with_no_log_dir_left_or_its_metadata_dir_failed_exits() {
+    common::python::python();
+    let root = tempfile::tempdir().unwrap();
+    let (controllers, mut brokers) = cluster_with(root.path(), 2, &[], |node| {
+        if node.id == 2 {
+            let [data, data2] = [0, 1].map(|i| dirs_of(node, 2)[i].display().to_string());
+            let config = std::fs::read_to_string(node.config_path()).unwrap();
+            let config = config.replace(
+                &format!("log.dirs={data},{data2}\n"),
+                &format!("log.dirs={data2}\nmetadata.log.dir={data}\n"),
+            );
+            std::fs::write(node.config_path(), config).unwrap();
+        }
+    });
+    let bootstrap = addresses(&brokers);
+    let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
+    common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
+    // One partition on broker 2 (in data2, its only log dir), two on broker 3 (one in each
+    // dir); segments roll at the first append a second after the last roll.
+    for (topic, assignment) in [("only2", "2"), ("only3", "3,3")] {
+        create_topic(
+            &bootstrap,
+            topic,
+            assignment,
+            &["--config", "segment.ms=1000"],
+            logs,
+        );
+    }
+    let placed3 = eventually(
+        "broker 3's partitions on its disks",
+        Duration::from_secs(60),
+        logs,
+        || {
+            let actual = actual_dirs(&bootstrap, "only3")?;
+            (actual.len() == 2)
+                .then_some(actual.clone())
+                .ok_or(format!("{actual:?}"))
+        },
+    );
+    let node3 = brokers.iter().find(|b| b.id == 3).unwrap();
+    let metadata_dir3 = dirs_of(node3, 2)[0].clone();
+    let in_metadata_dir3 = placed3
+        .iter()
+        .find(|(_, d)| **d == abs(&metadata_dir3))
+        .map(|((p, _), _)| *p)
+        .unwrap_or_else(|| panic!("no partition in {}: {placed3:?}", metadata_dir3.display()));
+
+    /// Renames `dir` away and appends to `topic`-`partition` (acks=1) on `node` until the
+    /// process exits; its status and logs.
+    fn fail_dir_until_exit(node: &mut Node, dir: &Path, topic: &str, partition: i32) -> String {
+        std::fs::rename(dir, dir.with_extension("gone")).unwrap();
+        let address = node.address();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = node.child.as_mut().unwrap().try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "broker {} still runs:\n{}",
+                node.id,
+                node.logs()
+            );
+            let records = vec![("k".to_string(), "v".to_string())];
+            common::kcat::produce(
+                &address,
+                topic,
+                partition,
+                &records,
+                &[
+                    "-X",
+                    "request.required.acks=1",
+                    "-X",
+                    "message.timeout.ms=2000",
+                ],
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        };
+        std::fs::rename(dir.with_extension("gone"), dir).unwrap();
+        assert_eq!(status.code(), Some(1), "{status}\n{}", node.logs());
+        node.child = None;
+        node.logs()
+    }
+
+    // At run time: broker 2's only log dir.
+    let node2 = broker_mut(&mut brokers, 2);
+    let data2 = dirs_of(node2, 2)[1].clone();
+    let said = fail_dir_until_exit(node2, &data2, "only2", 0);
+    let line = format!(
+        "Shutdown broker because all log dirs in {} have failed",
+        data2.display()
+    );
+    assert!(said.contains(&line), "{said}");
+    // At run time: broker 3's metadata log dir.
+    let node3 = broker_mut(&mut brokers, 3);
+    let said = fail_dir_until_exit(node3, &metadata_dir3, "only3", in_metadata_dir3);
+    let line = format!(
+        "Shutdown broker because the metadata log dir {} has failed",
+        metadata_dir3.display()
+    );
+    assert!(said.contains(&line), "{said}");
+
+    /// Starts `node` and waits for it to exit: its status must be 1 and its error line
+    /// (`Error: ...`, then a backtrace when RUST_BACKTRACE asks for one) hold `expected`.
+    fn start_expecting_exit(node: &mut Node, expected: &str) {
+        node.start();
+        let mut child = node.child.take().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("broker {} still runs:\n{}", node.id, node.logs());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let said = std::fs::read_to_string(node.log_path()).unwrap();
+        let error = said.lines().find(|l| l.starts_with("Error: "));
+        assert_eq!(status.code(), Some(1), "{status}\n{said}");
+        assert!(
+            error.is_some_and(|l| l.contains(expected)),
+            "error line {error:?}, expected {expected:?}\n{said}"
+        );
+    }
+
+    // At start: broker 2's only log dir not a directory.
+    let node2 = broker_mut(&mut brokers, 2);
+    std::fs::rename(&data2, data2.with_extension("aside")).unwrap();
+    std::fs::write(&data2, "not a directory").unwrap();
+    start_expecting_exit(
+        node2,
+        &format!(
+            "Shutdown broker because none of the specified log dirs from {} can be created or validated",
+            data2.display()
+        ),
+    );
+    // At start: broker 3's metadata dir's meta.properties unreadable (a directory in its
+    // place), then its other dir's too.
+    let node3 = broker_mut(&mut brokers, 3);
+    let [data, data2] = [0, 1].map(|i| dirs_of(node3, 2)[i].clone());
+    for dir in [&data, &data2] {
+        std::fs::rename(dir.join("meta.properties"), dir.join("meta.aside")).unwrap();
+        std::fs::create_dir(dir.join("meta.properties")).unwrap();
+        let expected = if *dir == data {
+            format!(
+                "Encountered I/O error in metadata log directory {}",
+                data.display()
+            )
+        } else {
+            "No readable meta.properties files found in log directories".to_string()
+        };
+        start_expecting_exit(node3, &expected);
+    }
 }

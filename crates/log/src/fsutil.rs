@@ -27,8 +27,12 @@ pub(crate) fn atomic_write(path: &Path, contents: &[u8]) -> Result<()> {
         .truncate(true)
         .open(tmp)
         .map_err(LogError::io("create", tmp))?;
-    f.write_all(contents).map_err(LogError::io("write", tmp))?;
-    f.sync_all().map_err(LogError::io("fsync", tmp))?;
+    if let Err(e) = f.write_all(contents).and_then(|()| f.sync_all()) {
+        // A torn temporary file is of no use, and on a full disk it holds space.
+        drop(f);
+        let _ = std::fs::remove_file(tmp);
+        return Err(LogError::io("write", tmp)(e));
+    }
     drop(f);
     std::fs::rename(tmp, path).map_err(LogError::io("rename", tmp))?;
     if let Some(dir) = path.parent() {

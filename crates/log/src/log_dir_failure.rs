@@ -25,8 +25,9 @@ pub type OfflineListener = Box<dyn Fn(PathBuf) + Send + Sync>;
 /// The offline log dirs of one broker and who to tell (see the module docs).
 #[derive(Default)]
 pub struct LogDirFailureChannel {
-    /// Each offline dir with the error that took it offline.
-    offline: Mutex<BTreeMap<PathBuf, String>>,
+    /// Each offline dir with the error that took it offline, and whether it was offline
+    /// from the start (see [`LogDirFailureChannel::add_offline_at_start`]).
+    offline: Mutex<BTreeMap<PathBuf, (String, bool)>>,
     listener: OnceLock<OfflineListener>,
 }
 
@@ -44,15 +45,38 @@ impl LogDirFailureChannel {
     }
 
     /// Sets who learns of each newly offline dir (once; a second listener is returned).
-    /// Dirs that went offline before it was set are handed to it at once.
+    /// Dirs that failed before it was set are handed to it at once; those offline from
+    /// the start are not.
     pub fn set_listener(&self, listener: OfflineListener) -> Result<(), OfflineListener> {
         self.listener.set(listener)?;
-        for dir in self.offline_log_dirs() {
+        let failed: Vec<PathBuf> = self
+            .offline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, (_, at_start))| !at_start)
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        for dir in failed {
             if let Some(listener) = self.listener.get() {
                 listener(dir);
             }
         }
         Ok(())
+    }
+
+    /// Takes `dir` offline before the broker starts serving (Kafka's
+    /// `createAndValidateLogDirs`: its `meta.properties` unreadable, or the path not a
+    /// readable directory). No listener hears of it: nothing in it was ever served, and
+    /// the broker registers without it, so the controller already takes its replicas for
+    /// offline (Kafka's `handleLogDirFailure` skips a dir that was never online).
+    pub fn add_offline_at_start(&self, dir: &Path, error: &dyn fmt::Display) {
+        tracing::error!(dir = %dir.display(), %error, "log directory offline at start");
+        self.offline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| (error.to_string(), true));
     }
 
     /// Takes `dir` offline because of `error` (Kafka's `maybeAddOfflineLogDir`); true if it
@@ -63,7 +87,7 @@ impl LogDirFailureChannel {
             if offline.contains_key(dir) {
                 false
             } else {
-                offline.insert(dir.to_path_buf(), error.to_string());
+                offline.insert(dir.to_path_buf(), (error.to_string(), false));
                 true
             }
         };
@@ -113,6 +137,17 @@ mod tests {
 
     use super::*;
 
+    /// The dirs `channel`'s listener (set now) is handed, as they come.
+    fn listen(channel: &LogDirFailureChannel) -> Arc<Mutex<Vec<PathBuf>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        channel
+            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
+            .map_err(|_| "a listener was already set")
+            .unwrap();
+        seen
+    }
+
     fn io_error(path: &str) -> LogError {
         LogError::Io {
             op: "write",
@@ -124,12 +159,7 @@ mod tests {
     #[test]
     fn an_io_error_takes_the_dir_offline_once_and_tells_the_listener() {
         let channel = LogDirFailureChannel::new();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = Arc::clone(&seen);
-        channel
-            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
-            .map_err(|_| "a listener was already set")
-            .unwrap();
+        let seen = listen(&channel);
         let dir = Path::new("/data/d1");
         assert!(channel
             .report::<()>(dir, Err(io_error("/data/d1/t-0/0.log")))
@@ -156,15 +186,22 @@ mod tests {
     }
 
     #[test]
+    fn a_dir_offline_at_start_is_offline_but_not_handed_to_the_listener() {
+        let channel = LogDirFailureChannel::new();
+        channel.add_offline_at_start(Path::new("/data/d0"), &"not a directory");
+        channel.maybe_add_offline_log_dir(Path::new("/data/d1"), &"boom");
+        assert!(!channel.maybe_add_offline_log_dir(Path::new("/data/d0"), &"again"));
+        let seen = listen(&channel);
+        assert_eq!(*seen.lock().unwrap(), vec![PathBuf::from("/data/d1")]);
+        assert!(channel.is_offline(Path::new("/data/d0")));
+        assert_eq!(channel.offline_log_dirs().len(), 2);
+    }
+
+    #[test]
     fn a_listener_set_late_hears_of_dirs_already_offline() {
         let channel = LogDirFailureChannel::new();
         channel.maybe_add_offline_log_dir(Path::new("/data/d1"), &"boom");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = Arc::clone(&seen);
-        channel
-            .set_listener(Box::new(move |dir| s.lock().unwrap().push(dir)))
-            .map_err(|_| "a listener was already set")
-            .unwrap();
+        let seen = listen(&channel);
         assert_eq!(*seen.lock().unwrap(), vec![PathBuf::from("/data/d1")]);
     }
 }

@@ -40,7 +40,7 @@ pub mod txn_markers;
 pub mod txn_verification;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,8 +130,12 @@ pub struct BrokerConfig {
     /// (`controller.quorum.bootstrap.servers`), `controller.quorum.*`, and this broker's
     /// copy of `__cluster_metadata` (used in observer mode only).
     pub quorum: QuorumConfig,
-    /// `log.dirs` with their `directory.id`s (clean-shutdown markers live there).
+    /// `log.dirs` with their `directory.id`s (clean-shutdown markers live there): those
+    /// online at start, the ones the broker registers with.
     pub log_dirs: Vec<(PathBuf, Uuid)>,
+    /// The rest of `log.dirs`, offline from the start, with why: their `meta.properties`
+    /// could not be read (Kafka's `errorLogDirs`). Their replicas are not served.
+    pub offline_log_dirs: Vec<(PathBuf, String)>,
     /// `broker.rack`.
     pub rack: Option<String>,
     /// `broker.heartbeat.interval.ms`.
@@ -380,10 +384,23 @@ impl BrokerServer {
         let producer_ids = ProducerIdManager::new(config.node_id, epoch_rx, channel("producer-id"));
         let mut replica_config = ReplicaManagerConfig::new(
             config.node_id,
-            config.log_dirs.iter().map(|(d, _)| d.clone()).collect(),
+            config
+                .log_dirs
+                .iter()
+                .map(|(d, _)| d.clone())
+                .chain(config.offline_log_dirs.iter().map(|(d, _)| d.clone()))
+                .collect(),
         );
         replica_config.directory_ids = config.log_dirs.iter().cloned().collect();
-        replica_config.metadata_log_dir = Some(config.quorum.metadata_log_dir.clone());
+        replica_config.offline_log_dirs = config.offline_log_dirs.clone();
+        // The log dir holding the metadata log (`metadata.log.dir`), not the metadata
+        // log's own `__cluster_metadata-0` directory the quorum names: the failure channel
+        // reports log dirs.
+        replica_config.metadata_log_dir = config
+            .quorum
+            .metadata_log_dir
+            .parent()
+            .map(Path::to_path_buf);
         replica_config.static_configs = config.static_configs.clone();
         replica_config.clean_shutdown = previous_broker_epoch >= 0;
         // A setting of the properties file checked by Kafka's definition (type, validator and

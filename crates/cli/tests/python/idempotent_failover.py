@@ -6,11 +6,12 @@ partitions (no consumer group) and checks it. Validated against Apache Kafka 4.4
 usage:
   idempotent_failover.py --bootstrap B --topic T [--partitions P] [--replication-factor R]
       [--min-insync-replicas M] [--stop-file PATH] [--max-records N] [--acked-file PATH]
-      [--progress-every K] [--client-config KEY=VALUE ...]
+      [--progress-every K] [--value-bytes N] [--client-config KEY=VALUE ...]
     Creates the topic unless it exists, prints "leaders {partition: broker}" and "started",
     then produces values "<run>.<seq>" (key "k-<seq % 100>"; <run> is unique per run, so
     records of earlier runs in the topic are ignored) with at most --in-flight records
-    unacknowledged, printing "acked <n>" every K acknowledgements. Stops on SIGTERM/SIGINT,
+    unacknowledged (padded with "." to --value-bytes, to fill a disk sooner), printing
+    "acked <n>" every K acknowledgements. Stops on SIGTERM/SIGINT,
     when the stop file exists, or after --max-records; flushes; prints "stopped <n>"; then
     consumes every partition to its end and checks: no value read twice, every acknowledged
     value read at its acknowledged partition/offset, values in each partition in produced
@@ -58,6 +59,7 @@ p.add_argument("--stop-file")
 p.add_argument("--max-records", type=int, default=None)
 p.add_argument("--in-flight", type=int, default=2000)
 p.add_argument("--progress-every", type=int, default=1000)
+p.add_argument("--value-bytes", type=int, default=0)
 p.add_argument("--acked-file")
 p.add_argument("--expect-not-enough-replicas", action="store_true")
 p.add_argument("--count", type=int, default=20)
@@ -76,13 +78,14 @@ RUN = f"{int(time.time() * 1000):x}{os.getpid():x}"
 
 
 def value(seq):
-    return f"{RUN}.{seq}".encode()
+    v = f"{RUN}.{seq}"
+    return (f"{v}.".ljust(args.value_bytes, ".") if args.value_bytes > len(v) else v).encode()
 
 
 def own_seq(v):
     """The sequence number of one of this run's values, else None."""
-    run, _, seq = v.decode(errors="replace").partition(".")
-    return int(seq) if run == RUN else None
+    run, _, rest = v.decode(errors="replace").partition(".")
+    return int(rest.split(".", 1)[0]) if run == RUN else None
 
 
 def leaders():

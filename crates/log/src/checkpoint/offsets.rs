@@ -138,13 +138,21 @@ pub(crate) struct Checkpoints {
 }
 
 impl Checkpoints {
-    /// Reads the three files of each of `dirs` (missing files read as empty).
-    pub(crate) fn load(dirs: &[std::path::PathBuf]) -> Checkpoints {
+    /// Reads the three files of each of `dirs` (missing files, and those of `offline`
+    /// dirs, read as empty).
+    pub(crate) fn load(
+        dirs: &[std::path::PathBuf],
+        offline: impl Fn(&std::path::Path) -> bool,
+    ) -> Checkpoints {
         let files = dirs
             .iter()
             .map(|dir| {
                 CheckpointKind::ALL.map(|kind| FileState {
-                    entries: checkpoint::read(&dir.join(kind.file_name())),
+                    entries: if offline(dir) {
+                        Default::default()
+                    } else {
+                        checkpoint::read(&dir.join(kind.file_name()))
+                    },
                     dirty: false,
                     writes: 0,
                 })

@@ -84,11 +84,15 @@ struct DirIndex {
 }
 
 /// How [`LogManager::open_with`] opens the logs.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct LogManagerOptions {
     /// Every log dir held the clean-shutdown marker (KIP-966) at start: logs are opened
     /// trusting their segments ([`Log::open_after_clean_shutdown`]).
     pub clean_shutdown: bool,
+    /// Log dirs offline from the start (their `meta.properties` unreadable, or the path
+    /// not a directory: Kafka's `initialOfflineDirs`), with why: neither created, listed
+    /// nor written to; nothing is opened in them.
+    pub offline_dirs: Vec<(PathBuf, String)>,
 }
 
 /// The partition directories of one broker.
@@ -122,7 +126,8 @@ impl LogManager {
 
     /// Takes `log.dirs` (created if missing), lists each once (partition and future
     /// directories with their topic ids) and reads their offset checkpoints; leftovers of
-    /// interrupted deletions are removed.
+    /// interrupted deletions are removed. The dirs of `options.offline_dirs` are left
+    /// alone and offline from the start.
     pub fn open_with(
         dirs: Vec<PathBuf>,
         options: LogManagerOptions,
@@ -130,8 +135,14 @@ impl LogManager {
         if dirs.is_empty() {
             return Err(LogManagerError::NoLogDirs);
         }
+        let failure = Arc::new(LogDirFailureChannel::new());
         let mut index = Vec::with_capacity(dirs.len());
         for dir in &dirs {
+            if let Some((_, why)) = options.offline_dirs.iter().find(|(d, _)| d == dir) {
+                failure.add_offline_at_start(dir, why);
+                index.push(DirIndex::default());
+                continue;
+            }
             fs::create_dir_all(dir).map_err(|source| LogManagerError::Io {
                 op: "create",
                 path: dir.clone(),
@@ -139,7 +150,7 @@ impl LogManager {
             })?;
             index.push(scan_dir(dir));
         }
-        let checkpoints = Checkpoints::load(&dirs);
+        let checkpoints = Checkpoints::load(&dirs, |d| failure.is_offline(d));
         let dirs_len = dirs.len();
         Ok(LogManager {
             dirs,
@@ -148,7 +159,7 @@ impl LogManager {
             checkpoints,
             legacy_start_files: Mutex::new(Vec::new()),
             preferred_dirs: Mutex::new(BTreeMap::new()),
-            failure: Arc::new(LogDirFailureChannel::new()),
+            failure,
             cordoned: Mutex::new(vec![false; dirs_len]),
         })
     }
@@ -174,6 +185,18 @@ impl LogManager {
     /// The channel the logs opened here report their log dir's I/O errors to.
     pub fn failure_channel(&self) -> &Arc<LogDirFailureChannel> {
         &self.failure
+    }
+
+    /// Whether some log dir is offline (failed, or offline from the start).
+    pub fn has_offline_dirs(&self) -> bool {
+        self.dirs.iter().any(|d| self.failure.is_offline(d))
+    }
+
+    /// Whether a log of the partition is in one of the online log dirs (listed at open or
+    /// created since).
+    pub fn has_log(&self, topic: &str, partition: i32) -> bool {
+        let key = (topic.to_string(), partition);
+        self.index().iter().any(|d| d.partitions.contains_key(&key))
     }
 
     /// [`LogManagerError::LogDirOffline`] when `dir` has failed.
@@ -267,25 +290,40 @@ impl LogManager {
                 (i, path, log)
             }
             None => {
-                let i = self.dir_for_new(topic, partition);
-                self.check_online(&self.dirs[i])?;
-                let path = self.dirs[i].join(&name);
-                match fs::create_dir(&path) {
-                    Ok(()) => {}
-                    // A directory without a `partition.metadata` (not indexed): take it.
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(source) => {
-                        return Err(LogManagerError::Io {
-                            op: "create",
-                            path,
-                            source,
-                        })
+                // The dir is chosen and the partition counted in it at once (Kafka creates
+                // logs under its `logCreationOrDeletionLock`): partitions of one delta are
+                // opened in parallel and would otherwise all see the same counts and go
+                // to the same dir. Uncounted again if the creation fails.
+                let i = {
+                    let mut index = self.index();
+                    let i = self.dir_for_new(&index, topic, partition);
+                    index[i].partitions.insert(key.clone(), Some(topic_id));
+                    i
+                };
+                let created = self.check_online(&self.dirs[i]).and_then(|()| {
+                    let path = self.dirs[i].join(&name);
+                    match fs::create_dir(&path) {
+                        Ok(()) => {}
+                        // A directory without a `partition.metadata` (not indexed): take it.
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(source) => {
+                            return Err(LogManagerError::Io {
+                                op: "create",
+                                path,
+                                source,
+                            })
+                        }
                     }
-                }
-                write_partition_metadata(&path, topic_id)?;
-                self.index()[i]
-                    .partitions
-                    .insert(key.clone(), Some(topic_id));
+                    write_partition_metadata(&path, topic_id)?;
+                    Ok(path)
+                });
+                let path = match created {
+                    Ok(path) => path,
+                    Err(e) => {
+                        self.index()[i].partitions.remove(&key);
+                        return Err(e);
+                    }
+                };
                 // Stale entries of an earlier log of the same name must not be taken for
                 // this one's.
                 self.checkpoints.forget(i, topic, partition);
@@ -487,7 +525,7 @@ impl LogManager {
     /// As Kafka's `nextLogDirs`: a broker with one online dir uses it, cordoned or not, and
     /// one whose online dirs are all cordoned uses the first (the controller may have
     /// placed a replica here just before the last dir was cordoned).
-    fn dir_for_new(&self, topic: &str, partition: i32) -> usize {
+    fn dir_for_new(&self, index: &[DirIndex], topic: &str, partition: i32) -> usize {
         if let Some(preferred) = self.take_preferred_dir(topic, partition) {
             if let Some(i) = self.dir_index_of(&preferred) {
                 return i;
@@ -502,7 +540,6 @@ impl LogManager {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let index = self.index();
         online
             .iter()
             .copied()

@@ -25,6 +25,60 @@ fn open(dirs: &[&Path]) -> LogManager {
     LogManager::open(dirs.iter().map(|d| d.to_path_buf()).collect()).unwrap()
 }
 
+/// Partitions created at once from several threads (a delta's logs opened in parallel)
+/// still spread by count: each picks its dir and is counted there in one step.
+#[test]
+fn partitions_created_in_parallel_spread_over_the_dirs() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let lm = open(&[a.path(), b.path()]);
+    let barrier = std::sync::Barrier::new(8);
+    let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|p| {
+                let (lm, barrier) = (&lm, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let log = lm
+                        .get_or_create("t", ID, p, LogConfig::default(), 0)
+                        .unwrap();
+                    log.dir().parent().unwrap().to_path_buf()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let in_a = dirs.iter().filter(|d| d.as_path() == a.path()).count();
+    assert_eq!(in_a, 4, "{dirs:?}");
+}
+
+/// A dir offline from the start is neither created nor listed, and takes nothing new.
+#[test]
+fn a_dir_offline_at_start_is_left_alone() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let broken = b.path().join("not-a-dir");
+    std::fs::write(&broken, "x").unwrap();
+    let lm = LogManager::open_with(
+        vec![a.path().to_path_buf(), broken.clone()],
+        LogManagerOptions {
+            offline_dirs: vec![(broken.clone(), "unreadable".to_string())],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(lm.has_offline_dirs());
+    assert!(!lm.is_log_dir_online(&broken));
+    for p in 0..4 {
+        let log = lm
+            .get_or_create("t", ID, p, LogConfig::default(), 0)
+            .unwrap();
+        assert_eq!(log.dir().parent(), Some(a.path()));
+    }
+    assert!(lm.has_log("t", 3) && !lm.has_log("t", 4));
+    assert!(broken.is_file());
+}
+
 #[test]
 fn partitions_spread_over_the_dirs_by_count_and_deletions_are_forgotten() {
     let a = tempfile::tempdir().unwrap();
@@ -286,6 +340,7 @@ fn an_unclean_restart_recovers_only_logs_written_past_their_recovery_point() {
         vec![dir.path().to_path_buf()],
         LogManagerOptions {
             clean_shutdown: true,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use kraftd_controller::image::{ConfigResourceType, PartitionRegistration};
+use kraftd_controller::image::{ConfigResourceType, PartitionRegistration, DIRECTORY_UNASSIGNED};
 use kraftd_controller::publisher::MetadataPublisher;
 use kraftd_controller::{MetadataDelta, MetadataImage};
 use kraftd_log::clock::unix_ms;
@@ -134,6 +134,9 @@ impl ReplicaManager {
                     partition: index,
                 };
                 if registration.replicas.contains(&local) {
+                    if self.in_dir_offline_at_start(&tp, registration.directory(local)) {
+                        continue;
+                    }
                     assigned.push((tp, registration));
                 } else if let Some(hosted) = self.partition(topic_id, index) {
                     info!(topic = %tp.topic, partition = index, "replica moved away; removing");
@@ -215,6 +218,31 @@ impl ReplicaManager {
                 }
             }
         }
+    }
+
+    /// Whether the replica of `tp`, not hosted and with no log in an online dir, may be in
+    /// a log dir that is offline (`assigned`, the metadata's directory for it, names no
+    /// online dir while some dir is offline): it is not created empty elsewhere but taken
+    /// for offline (Kafka's `Partition.createLogInAssignedDirectoryId` skips creating
+    /// it). A replica with no directory yet (UNASSIGNED, or a metadata version without
+    /// directories) is created as usual.
+    fn in_dir_offline_at_start(&self, tp: &TopicIdPartition, assigned: Option<Uuid>) -> bool {
+        let Some(dir) = assigned else { return false };
+        if dir == DIRECTORY_UNASSIGNED
+            || self.config.directory_ids.values().any(|id| *id == dir)
+            || !self.log_manager.has_offline_dirs()
+            || self.partition(tp.topic_id, tp.partition).is_some()
+            || self.log_manager.has_log(&tp.topic, tp.partition)
+        {
+            return false;
+        }
+        warn!(topic = %tp.topic, partition = tp.partition, directory = %dir,
+            "not creating the log: its directory is not online and log dirs are offline; the replica is offline");
+        self.offline_partitions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((tp.topic_id, tp.partition));
+        true
     }
 
     /// Partition directories on disk that the image does not assign to this broker (a topic

@@ -108,7 +108,10 @@ impl ReplicaManager {
             .as_deref()
             .is_some_and(|m| absolute_path(m) == absolute_path(dir));
         if metadata_dir {
-            self.stop_broker(format!("the metadata log dir {} has failed", dir.display()));
+            self.stop_broker(format!(
+                "Shutdown broker because the metadata log dir {} has failed",
+                dir.display()
+            ));
             return;
         }
         if self
@@ -118,8 +121,13 @@ impl ReplicaManager {
             .all(|d| channel.is_offline(d))
         {
             self.stop_broker(format!(
-                "all log dirs in {:?} have failed",
-                self.log_manager.dirs()
+                "Shutdown broker because all log dirs in {} have failed",
+                self.log_manager
+                    .dirs()
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
             return;
         }

@@ -83,6 +83,9 @@ pub struct ReplicaManagerConfig {
     /// The `directory.id` of each of `log_dirs` (their `meta.properties`): what the
     /// replicas' directories are reported as (KIP-858). Empty: nothing is reported.
     pub directory_ids: BTreeMap<PathBuf, Uuid>,
+    /// Those of `log_dirs` offline from the start, with why (their `meta.properties`
+    /// could not be read: Kafka's `errorLogDirs`); they have no directory id here.
+    pub offline_log_dirs: Vec<(PathBuf, String)>,
     /// `metadata.log.dir` (else the first of `log.dirs`): the broker stops when this dir
     /// fails, as Kafka halts.
     pub metadata_log_dir: Option<PathBuf>,
@@ -137,6 +140,7 @@ impl ReplicaManagerConfig {
             broker_id,
             log_dirs,
             directory_ids: BTreeMap::new(),
+            offline_log_dirs: Vec::new(),
             metadata_log_dir: None,
             static_configs: BTreeMap::new(),
             replica_lag_time_max_ms: super::partition::DEFAULT_REPLICA_LAG_TIME_MAX_MS,
@@ -207,6 +211,7 @@ impl ReplicaManager {
             config.log_dirs.clone(),
             LogManagerOptions {
                 clean_shutdown: config.clean_shutdown,
+                offline_dirs: config.offline_log_dirs.clone(),
             },
         )?;
         let replication_quotas = Arc::new(ReplicationQuotas::new(
