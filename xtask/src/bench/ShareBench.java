@@ -1,13 +1,13 @@
 // The load of `cargo xtask bench share` (share.rs), run as a single-file program against
 // either system with Kafka 4.4.0's own clients:
 //
-//   ShareBench throughput <bootstrap> <topic> <group> <consumers> <records> <size>
+//   ShareBench throughput <bootstrap> <topic> <group> <consumers> <records> <size> [<process-us>]
 //       <consumers> KafkaShareConsumers (implicit acknowledgement, one thread each) join and
 //       are every one assigned, then <records> records of <size> bytes are produced as fast
 //       as one producer goes while they read; prints `RESULT seconds=<from the first record
 //       delivered to the last> records=<n> duplicates=<records delivered more than once>`
-//       (the group's forming is left out). With SHARE_BENCH_PROCESS_US=N in the environment
-//       each consumer spends N µs on every record (a work queue's processing), so one
+//       (the group's forming is left out). With <process-us> N (or SHARE_BENCH_PROCESS_US=N in
+//       the environment) each consumer spends N µs on every record (a work queue's processing), so one
 //       consumer cannot keep up and the rows show what more consumers on a partition buy.
 //   ShareBench latency <bootstrap> <topic> <group> <consumers> <rate> <seconds>
 //       <consumers> share consumers join (every one assigned), then a producer sends <rate>
@@ -50,8 +50,11 @@ public class ShareBench {
     static void run(String mode, String bootstrap, String topic, String group, String[] args)
             throws Exception {
         switch (mode) {
-            case "throughput" -> throughput(bootstrap, topic, group, Integer.parseInt(args[4]),
-                Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+            case "throughput" -> {
+                if (args.length > 7) processNanos = 1000L * Long.parseLong(args[7]);
+                throughput(bootstrap, topic, group, Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+            }
             case "latency" -> latency(bootstrap, topic, group, Integer.parseInt(args[4]),
                 Integer.parseInt(args[5]), Integer.parseInt(args[6]));
             case "redelivery" -> redelivery(bootstrap, topic, group, args[4], args[5]);
@@ -141,7 +144,7 @@ public class ShareBench {
 
     // Time each throughput consumer spends per record, from `SHARE_BENCH_PROCESS_US`
     // (0 by default: records are only counted).
-    static final long PROCESS_NANOS = 1000L * Long.parseLong(
+    static long processNanos = 1000L * Long.parseLong(
         System.getenv().getOrDefault("SHARE_BENCH_PROCESS_US", "0"));
 
     static void throughput(String bootstrap, String topic, String group, int consumers,
@@ -164,7 +167,7 @@ public class ShareBench {
                             // A work queue's consumer spends time on each record: with it,
                             // one consumer cannot keep up and the rows show what sharing a
                             // partition among more consumers buys.
-                            if (PROCESS_NANOS > 0) java.util.concurrent.locks.LockSupport.parkNanos(PROCESS_NANOS);
+                            if (processNanos > 0) java.util.concurrent.locks.LockSupport.parkNanos(processNanos);
                         }
                         if (!polled.isEmpty()) {
                             long now = System.nanoTime();

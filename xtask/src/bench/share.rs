@@ -10,6 +10,10 @@
 //!   16 partitions with 16; records/s from the first record delivered to the last, and how many
 //!   deliveries were repeats. The point of share groups is a partition read by more than one
 //!   consumer: the rows with one partition show whether throughput grows with consumers;
+//! - work queue: the same with consumers that spend `--work-us` (1 ms) on each record, so
+//!   that one consumer cannot keep up: 1 partition with 1, 4 and 16 consumers,
+//!   `--work-records` records. Without work one consumer takes all one producer sends on this
+//!   machine; with it, the rows show what more consumers on one partition buy;
 //! - end-to-end latency: 4 consumers on one partition, every one assigned, while a producer
 //!   sends `--rate` records/s for `--seconds`; p50 and p99 from send to poll (p99.9, the
 //!   maximum and the seconds of the run where records took over 200 ms are printed too);
@@ -45,8 +49,14 @@ pub(super) struct ShareArgs {
     /// Keep the temp directory (node logs and data) afterwards.
     #[arg(long)]
     keep: bool,
+    /// Microseconds each work-queue consumer spends on a record.
+    #[arg(long, default_value_t = 1000)]
+    work_us: u32,
+    /// Records per work-queue row.
+    #[arg(long, default_value_t = 10_000)]
+    work_records: u32,
     /// Which rows to run (comma-separated); all by default.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Row::Throughput, Row::Latency, Row::Redelivery])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Row::Throughput, Row::WorkQueue, Row::Latency, Row::Redelivery])]
     rows: Vec<Row>,
 }
 
@@ -54,6 +64,7 @@ pub(super) struct ShareArgs {
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Row {
     Throughput,
+    WorkQueue,
     Latency,
     Redelivery,
 }
@@ -61,11 +72,19 @@ enum Row {
 /// The throughput rows: (partitions, consumers).
 const THROUGHPUT: [(i32, u32); 4] = [(1, 1), (1, 4), (1, 16), (16, 16)];
 
+/// The work-queue rows, one partition each: consumers.
+const WORK_QUEUE: [u32; 3] = [1, 4, 16];
+
+/// Records/s and repeated deliveries of one throughput or work-queue row; `None` if it failed.
+type RowFigure = Option<(f64, u64)>;
+
 /// One system's figures; `None` where a row failed.
 #[derive(Debug, Default)]
 struct Figures {
     /// Records/s and repeated deliveries per throughput row.
-    throughput: Vec<Option<(f64, u64)>>,
+    throughput: Vec<RowFigure>,
+    /// The same per work-queue row.
+    work_queue: Vec<RowFigure>,
     /// p50 and p99, ms.
     latency: Option<(f64, f64)>,
     /// Seconds from the kill to every held record delivered again.
@@ -110,6 +129,7 @@ pub(super) fn share(root: &Path, args: ShareArgs) -> Result<()> {
         let figures = rows(&cluster, &classpath, &bench, &args);
         cluster.stop();
         failed |= figures.throughput.iter().any(Option::is_none)
+            || figures.work_queue.iter().any(Option::is_none)
             || (args.rows.contains(&Row::Latency) && figures.latency.is_none())
             || (args.rows.contains(&Row::Redelivery) && figures.redelivery.is_none());
         results.push((system, figures));
@@ -157,18 +177,15 @@ fn rows(cluster: &Cluster, classpath: &str, bench: &str, args: &ShareArgs) -> Fi
             .map(str::to_string)
             .with_context(|| format!("{name}: no RESULT line in {}", out.stdout))
     };
-    for (partitions, consumers) in THROUGHPUT {
-        if !args.rows.contains(&Row::Throughput) {
-            break;
-        }
-        let name = format!("throughput-{partitions}p-{consumers}c");
+    let consume = |name: &str, partitions: i32, consumers: u32, records: u32, work_us: u32| {
         let mode = [
             "throughput".to_string(),
             consumers.to_string(),
-            args.records.to_string(),
+            records.to_string(),
             "100".to_string(),
+            work_us.to_string(),
         ];
-        let result = row(&name, partitions, &mode).and_then(|line| {
+        let result = row(name, partitions, &mode).and_then(|line| {
             let seconds = field(&line, "seconds")?;
             let records = field(&line, "records")?;
             let duplicates = field(&line, "duplicates")?;
@@ -177,12 +194,26 @@ fn rows(cluster: &Cluster, classpath: &str, bench: &str, args: &ShareArgs) -> Fi
         match result {
             Ok((rate, duplicates)) => {
                 println!("{name}: {rate:.0} records/s, {duplicates} repeated deliveries");
-                figures.throughput.push(Some((rate, duplicates)));
+                Some((rate, duplicates))
             }
             Err(e) => {
                 eprintln!("{name}: {e:#}");
-                figures.throughput.push(None);
+                None
             }
+        }
+    };
+    if args.rows.contains(&Row::Throughput) {
+        for (partitions, consumers) in THROUGHPUT {
+            let name = format!("throughput-{partitions}p-{consumers}c");
+            let figure = consume(&name, partitions, consumers, args.records, 0);
+            figures.throughput.push(figure);
+        }
+    }
+    if args.rows.contains(&Row::WorkQueue) {
+        for consumers in WORK_QUEUE {
+            let name = format!("work-queue-{consumers}c");
+            let figure = consume(&name, 1, consumers, args.work_records, args.work_us);
+            figures.work_queue.push(figure);
         }
     }
     if args.rows.contains(&Row::Latency) {
@@ -293,6 +324,20 @@ fn report(results: &[(System, Figures)], args: &ShareArgs) {
             ratio(a, b)
         );
     }
+    for (i, consumers) in WORK_QUEUE.iter().enumerate() {
+        let rate = |f: Option<&Figures>| {
+            f.and_then(|f| f.work_queue.get(i).copied().flatten())
+                .map(|t| t.0)
+        };
+        let (a, b) = (rate(ours), rate(theirs));
+        println!(
+            "{:<44} | {:>12} | {:>12} | {:>16}",
+            format!("records/s, {} us/record, 1 p, {consumers} c", args.work_us),
+            cell(a, 0),
+            cell(b, 0),
+            ratio(a, b)
+        );
+    }
     for (label, pick) in [
         ("e2e p50 ms (4 consumers, 1 partition)", 0),
         ("e2e p99 ms (4 consumers, 1 partition)", 1),
@@ -318,19 +363,21 @@ fn report(results: &[(System, Figures)], args: &ShareArgs) {
         cell(b, 3),
         ratio(a, b)
     );
-    println!(
-        "(repeated deliveries per throughput row, kraftd / Kafka: {})",
-        THROUGHPUT
-            .iter()
-            .enumerate()
-            .map(|(i, _)| {
+    let repeats = |rows: fn(&Figures) -> &[RowFigure], n: usize| {
+        (0..n)
+            .map(|i| {
                 let d = |f: Option<&Figures>| {
-                    f.and_then(|f| f.throughput.get(i).copied().flatten())
+                    f.and_then(|f| rows(f).get(i).copied().flatten())
                         .map_or("-".to_string(), |t| t.1.to_string())
                 };
                 format!("{}/{}", d(ours), d(theirs))
             })
             .collect::<Vec<_>>()
             .join(", ")
+    };
+    println!(
+        "(repeated deliveries per throughput row, kraftd / Kafka: {}; per work-queue row: {})",
+        repeats(|f| f.throughput.as_slice(), THROUGHPUT.len()),
+        repeats(|f| f.work_queue.as_slice(), WORK_QUEUE.len())
     );
 }
