@@ -10,7 +10,7 @@
 //!   BrokerHeartbeat v2 with its cordoned log dirs, KIP-1066): the same, leadership moving
 //!   kraftd → Kafka → kraftd.
 //! - One kraftd and two Kafka controllers, then two kraftd and one Kafka, voting in one
-//!   quorum (at 4.2), with a kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
+//!   quorum (at 4.4-IV2, each side's format default), with a kraftd and a Kafka broker: each kind of controller leads in turn, and topics created
 //!   under each replicate across both brokers; each side reads the other's snapshots
 //!   (`kafka-dump-log` a kraftd one, kraftd's reader a Kafka one).
 //! - `kraftd format --release-version/--feature` writes the FeatureLevelRecords Kafka's
@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::kafka_jars::{
-    self, kafka_broker, kafka_quorum_cluster, output_text, run_tool, KafkaNode,
+    self, kafka_broker, kafka_quorum_cluster, output_text, quorum_leader, run_tool, KafkaNode,
 };
 use common::kcat::{consume, consumed_from, produce};
 use common::python::wait_until_brokers_listed;
@@ -421,22 +421,6 @@ fn kafka_dump_log_decodes_what_kraftd_writes_at_metadata_versions_33_and_25() {
     }
 }
 
-/// `kafka-metadata-quorum describe --status` through `controller`: the leader's id, once
-/// there is one.
-fn quorum_leader(controller: &str) -> Result<i32, String> {
-    let out = kafka_jars::run_tool_within(
-        "org.apache.kafka.tools.MetadataQuorumCommand",
-        &["--bootstrap-controller", controller, "describe", "--status"],
-        Duration::from_secs(30),
-    );
-    let text = output_text(&out);
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("LeaderId:"))
-        .and_then(|id| id.trim().parse::<i32>().ok())
-        .filter(|id| *id >= 0)
-        .ok_or(text)
-}
-
 /// Kafka 4.4.0 and kraftd controllers voting in one static quorum: one kraftd and two Kafka
 /// controllers.
 #[test]
@@ -451,7 +435,9 @@ fn two_kraftd_and_one_kafka_controller_vote_in_one_quorum_and_each_leads() {
 }
 
 /// Kafka 4.4.0 controllers `theirs` and kraftd controllers `ours` voting in one static
-/// quorum, formatted at `--release-version 4.2` by each side's own tool, with a kraftd broker
+/// quorum, formatted with the defaults of each side's own tool (the same levels: 4.4-IV2,
+/// Kafka's `LATEST_PRODUCTION`, so the Kafka broker heartbeats at BrokerHeartbeat v2 whichever
+/// kind leads), with a kraftd broker
 /// (4) and a Kafka broker (5). The leader is killed -9 and restarted until each kind of
 /// controller has led; under each, a topic created with Kafka's tool gets both brokers in its
 /// ISR, and every acks=all record is read back through both brokers. The kind with more
@@ -476,7 +462,6 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         )
         .collect::<Vec<_>>()
         .join(",");
-    let release = ["--release-version", "4.2"];
     let slower = [
         "controller.quorum.election.timeout.ms=3000",
         "controller.quorum.fetch.timeout.ms=4000",
@@ -488,7 +473,9 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         if !kafka_slower {
             c.add_config(&slower);
         }
-        format_with_args(c, &cluster_id, &release);
+        // kraftd's format default, Kafka 4.4.0's: 4.4-IV2 with share.version 2 and
+        // streams.version 1 (checked below through both brokers).
+        format(c, &cluster_id);
     }
     // Kafka's controllers snapshot as often as kraftd's test controllers do, so each side's
     // snapshots can be read by the other at the end.
@@ -497,7 +484,7 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         kafka_extra.push_str(&slower.join("\n"));
     }
     for c in &theirs {
-        write_kafka_controller(c, &quorum, &cluster_id, 2, &kafka_extra, &release);
+        write_kafka_controller(c, &quorum, &cluster_id, 2, &kafka_extra, &[]);
     }
     let mut broker = Node::broker(root.path(), 4);
     std::fs::create_dir_all(&broker.dir).unwrap();
@@ -548,6 +535,9 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         eprintln!("round {round}: controller {leader} leads (kraftd: {kraftd_leads})");
         if (kraftd_leads && !kraftd_led) || (!kraftd_leads && !kafka_led) {
             wait_until_brokers_listed(&bootstrap, 2, || logs(&ours, &theirs, &broker, &kafka));
+            for address in [broker.address(), kafka.address()] {
+                assert_finalized_defaults(&address);
+            }
             let topic = format!("led-by-controller-{leader}-{round}");
             topics.push(topic.clone());
             let out = run_tool(
@@ -684,6 +674,38 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
             }
         },
     );
+}
+
+/// `kafka-features describe` through the broker at `address` finalizes Kafka 4.4.0's format
+/// defaults: metadata.version 4.4-IV2 (33), share.version 2, streams.version 1.
+fn assert_finalized_defaults(address: &str) {
+    let out = run_tool(
+        "org.apache.kafka.tools.FeatureCommand",
+        &["--bootstrap-server", address, "describe"],
+    );
+    let text = output_text(&out);
+    for (feature, level) in [
+        ("metadata.version", "4.4-IV2"),
+        ("share.version", "2"),
+        ("streams.version", "1"),
+    ] {
+        // `Feature: <name>  SupportedMinVersion: ..  SupportedMaxVersion: ..
+        // FinalizedVersionLevel: <level>  Epoch: ..`, padded with spaces.
+        let finalized = text.lines().find_map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells.get(1) == Some(&feature)).then(|| {
+                cells
+                    .iter()
+                    .position(|c| *c == "FinalizedVersionLevel:")
+                    .and_then(|i| cells.get(i + 1).copied())
+            })
+        });
+        assert_eq!(
+            finalized,
+            Some(Some(level)),
+            "{feature} through {address}: {text}"
+        );
+    }
 }
 
 /// The newest snapshot (`<offset>-<epoch>.checkpoint`, not the bootstrap one) in a metadata

@@ -1,5 +1,7 @@
-//! Rolling migration, one node (issue 31): an Apache Kafka 4.4.0 broker swapped for a kraftd
-//! broker on its own directories, and back.
+//! Rolling migration, one node (issue 31): an Apache Kafka 4.4.0 broker, then a controller,
+//! swapped for kraftd on its own directories, and back. The controller swap is
+//! [`a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back`]; the rest of
+//! this doc is the broker swap's.
 //!
 //! Three Kafka brokers on a Kafka controller (formatted with Kafka's defaults, so
 //! metadata.version 33: the cluster an operator migrates from; one controller, since the
@@ -31,7 +33,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::kafka_jars::{kafka_quorum_cluster, output_text, run_tool, KafkaNode};
+use common::kafka_jars::{
+    kafka_quorum_cluster, output_text, quorum_leader, quorum_replication, run_tool, KafkaNode,
+};
 use common::python::{run_inline, script_path, wait_until_brokers_listed};
 use common::script::Script;
 use common::{eventually, Node};
@@ -122,51 +126,8 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
         text
     };
 
-    let out = run_tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--create",
-            "--topic",
-            TOPIC,
-            "--replica-assignment",
-            ASSIGNMENT,
-            "--config",
-            "min.insync.replicas=2",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "kafka-topics --create: {}",
-        output_text(&out)
-    );
     let stop_file = root.path().join("stop-producer");
-    let partitions = PARTITIONS.to_string();
-    let mut producer = Script::spawn(
-        root.path(),
-        "idempotent_failover.py",
-        &[
-            "--bootstrap",
-            &bootstrap,
-            "--topic",
-            TOPIC,
-            "--partitions",
-            &partitions,
-            "--replication-factor",
-            "3",
-            "--min-insync-replicas",
-            "2",
-            "--stop-file",
-            stop_file.to_str().unwrap(),
-            "--progress-every",
-            "100",
-            // Paced: load across every swap, not millions of records to read back.
-            "--in-flight",
-            "10",
-        ],
-    );
-    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    let mut producer = create_and_produce(root.path(), &bootstrap, ASSIGNMENT, &stop_file, 10);
     producer.wait_acked(500, 120);
     let mut groups = Groups::new(&bootstrap);
     groups.commit(1_000, || logs(&kraftd, &swapped));
@@ -273,6 +234,69 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     std::fs::write(&stop_file, "").unwrap();
     let summary = producer.finish(300, || logs(&kraftd, &swapped));
     eprintln!("{summary}");
+}
+
+/// Creates [`TOPIC`] with Kafka's `kafka-topics` (replicas `assignment`, `1:2:3,2:3:1,...`,
+/// min.insync.replicas 2) and starts an idempotent acks=all producer on it
+/// (`python/idempotent_failover.py`, at most `in_flight` records unacknowledged: load across
+/// every swap, not millions of records to read back), which stops once `stop_file` exists.
+fn create_and_produce(
+    dir: &Path,
+    bootstrap: &str,
+    assignment: &str,
+    stop_file: &Path,
+    in_flight: u32,
+) -> Script {
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--create",
+            "--topic",
+            TOPIC,
+            "--replica-assignment",
+            assignment,
+            "--config",
+            "min.insync.replicas=2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-topics --create: {}",
+        output_text(&out)
+    );
+    let partitions = assignment.split(',').count().to_string();
+    let replication_factor = assignment
+        .split(',')
+        .next()
+        .map_or(0, |replicas| replicas.split(':').count())
+        .to_string();
+    let in_flight = in_flight.to_string();
+    let mut producer = Script::spawn(
+        dir,
+        "idempotent_failover.py",
+        &[
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            TOPIC,
+            "--partitions",
+            &partitions,
+            "--replication-factor",
+            &replication_factor,
+            "--min-insync-replicas",
+            "2",
+            "--stop-file",
+            stop_file.to_str().unwrap(),
+            "--progress-every",
+            "100",
+            "--in-flight",
+            &in_flight,
+        ],
+    );
+    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    producer
 }
 
 /// Waits until every partition of the topic and of `__consumer_offsets` has its full ISR and
@@ -521,14 +545,31 @@ impl LogDir {
     }
 
     /// Every log of `before` is still here and begins with the committed bytes it had
-    /// ([`LogDir::committed_bytes`]): nothing committed truncated, rewritten or lost.
+    /// ([`LogDir::committed_bytes`]): nothing committed truncated, rewritten or lost (for
+    /// the compacted `__consumer_offsets`, which a log cleaner rewrites: its end offset).
     fn assert_extends(&self, before: &LogDir, what: &str) {
+        let ends = self.log_end_offsets();
         for (name, old) in &before.logs {
             let old = &old[..before.committed_bytes(name)];
             let new = self
                 .logs
                 .get(name)
                 .unwrap_or_else(|| panic!("{what}: {name} is gone"));
+            // `__consumer_offsets` is compacted: the next owner's log cleaner (Kafka's or
+            // kraftd's) may rewrite its older segments, so what must hold is its end offset;
+            // what it holds is checked by the groups' committed offsets.
+            if name.starts_with("__consumer_offsets-") {
+                let committed_end = Batches::new(Bytes::copy_from_slice(old))
+                    .map_while(Result::ok)
+                    .last()
+                    .map_or(0, |b| b.last_offset() + 1);
+                assert!(
+                    ends[name.as_str()] >= committed_end,
+                    "{what}: {name} ends at {} below its committed end {committed_end}",
+                    ends[name.as_str()]
+                );
+                continue;
+            }
             assert!(
                 new.len() >= old.len(),
                 "{what}: {name} shrank from {} to {} bytes",
@@ -587,4 +628,311 @@ fn load_lines(log: &str) -> String {
         ],
     )
     .join("\n")
+}
+
+/// The quorum's voters, as the Kafka controllers are numbered by `kafka_quorum_cluster`.
+const VOTERS: [i32; 3] = [100, 101, 102];
+
+/// An Apache Kafka 4.4.0 controller swapped for kraftd on its own metadata directory and
+/// back, twice: first a follower, then the active controller.
+///
+/// Three Kafka controllers and two Kafka brokers, formatted with Kafka's defaults
+/// (metadata.version 33, a static quorum: kraft.version 0), snapshots every 2 KiB of records
+/// so each metadata directory holds Kafka's snapshots, and an idempotent acks=all producer
+/// running throughout (every metadata change it needs, such as a leader moving, goes through
+/// the quorum; the brokers heartbeat into it every 500 ms). Then:
+///
+/// 1. a follower controller is stopped with SIGTERM and kraftd started on its directory (its
+///    `quorum-state`, segments and snapshots) with the very same `server.properties`: it
+///    rejoins as a voter and catches up (`kafka-metadata-quorum describe --replication`: a
+///    Follower with lag 0) without losing a byte of the log Kafka left;
+/// 2. kraftd is elected (the other Kafka follower frozen until it is behind kraftd, the Kafka
+///    leader killed -9): a topic created and acks=all records acknowledged under a kraftd
+///    leader, every voter caught up, the killed Kafka controller among them;
+/// 3. kraftd, the active controller, is stopped with SIGTERM (it resigns) and Kafka started
+///    again on what it wrote: Kafka loads it without a corruption, catches up as a voter;
+/// 4. the active (Kafka) controller is swapped for kraftd the same way and back.
+///
+/// Every topic created along the way is listed at the end, and every acknowledged record is
+/// read back exactly once at its offset.
+#[test]
+fn a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back() {
+    let root = tempfile::tempdir().unwrap();
+    let extra = "metadata.log.max.record.bytes.between.snapshots=2048";
+    let (_cluster_id, mut controllers, brokers) =
+        kafka_quorum_cluster(root.path(), 3, &[1, 2], 2, extra, &[]);
+    assert_eq!(controllers.iter().map(|c| c.id).collect::<Vec<_>>(), VOTERS);
+    let bootstrap = brokers
+        .iter()
+        .map(KafkaNode::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    let quorum = controllers
+        .iter()
+        .map(KafkaNode::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    // The kraftd controller of each Kafka one, on its directory and `server.properties`.
+    let mut ours: Vec<Node> = controllers
+        .iter()
+        .map(|c| {
+            let node = Node {
+                id: c.id,
+                role: "controller",
+                port: c.port,
+                dir: c.dir.clone(),
+                child: None,
+                starts: 0,
+            };
+            std::os::unix::fs::symlink(c.config_path(), node.config_path()).unwrap();
+            node
+        })
+        .collect();
+    let logs = |ours: &[Node], controllers: &[KafkaNode]| {
+        let mut text = String::new();
+        for n in ours.iter().filter(|n| n.starts > 0) {
+            text.push_str(&format!(
+                "\n--- kraftd controller {} ---\n{}",
+                n.id,
+                n.logs()
+            ));
+        }
+        for n in controllers.iter().chain(&brokers) {
+            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
+        }
+        text
+    };
+
+    let stop_file = root.path().join("stop-producer");
+    let mut producer = create_and_produce(root.path(), &bootstrap, "1:2,2:1", &stop_file, 2);
+    producer.wait_acked(300, 120);
+    let started = std::time::Instant::now();
+    let mut topics = Vec::new();
+    create_topic(&bootstrap, "before-swap", &mut topics, || {
+        logs(&ours, &controllers)
+    });
+    let leader = wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
+    let follower = VOTERS.iter().position(|id| *id != leader).unwrap();
+    let metadata = controllers[follower]
+        .dir
+        .join("data")
+        .join("__cluster_metadata-0");
+    // The leader's NoOpRecords alone (one every 500 ms) make 2 KiB within seconds.
+    eventually(
+        "a Kafka snapshot in the follower's metadata log",
+        Duration::from_secs(60),
+        || logs(&ours, &controllers),
+        || {
+            newest_snapshot(&metadata)
+                .map(drop)
+                .ok_or_else(|| "no snapshot yet".to_string())
+        },
+    );
+
+    // 1. A follower swapped: kraftd rejoins as a voter and catches up.
+    controllers[follower].stop(Duration::from_secs(90));
+    let kafka_left = LogDir::read(&controllers[follower].dir.join("data"));
+    ours[follower].start();
+    let leader = wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
+    LogDir::read(&controllers[follower].dir.join("data"))
+        .assert_extends(&kafka_left, "kraftd on a Kafka controller's directory");
+    create_topic(&bootstrap, "kraftd-follows", &mut topics, || {
+        logs(&ours, &controllers)
+    });
+    eprintln!("{:?}: kraftd follows", started.elapsed());
+
+    // 2. kraftd elected, deterministically: the other Kafka follower is frozen (SIGSTOP)
+    // until kraftd's log is ahead of its own, then the Kafka leader is killed -9 and the
+    // follower resumed. Neither votes for a candidate whose log is behind its own (Raft's
+    // rule, Kafka's and kraftd's), so only kraftd can win: the resumed follower grants
+    // kraftd's (pre-)vote, kraftd refuses the follower's.
+    let ours_id = VOTERS[follower];
+    let active = VOTERS.iter().position(|id| *id == leader).unwrap();
+    let frozen = (0..VOTERS.len())
+        .find(|i| *i != follower && *i != active)
+        .unwrap();
+    signal(&controllers[frozen], "STOP");
+    eventually(
+        "kraftd's log ahead of the frozen Kafka follower's",
+        Duration::from_secs(60),
+        || logs(&ours, &controllers),
+        || {
+            let rows = quorum_replication(&quorum)?;
+            let end_of = |id: i32| rows.iter().find(|r| r.id == id).map(|r| r.log_end_offset);
+            match (end_of(ours_id), end_of(VOTERS[frozen])) {
+                (Some(ours), Some(theirs)) if ours > theirs => Ok(()),
+                _ => Err(format!("{rows:?}")),
+            }
+        },
+    );
+    controllers[active].kill9();
+    signal(&controllers[frozen], "CONT");
+    eventually(
+        "kraftd leads the quorum",
+        Duration::from_secs(90),
+        || logs(&ours, &controllers),
+        || match quorum_leader(&quorum) {
+            Ok(id) if id == ours_id => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    controllers[active].start();
+    create_topic(&bootstrap, "kraftd-leads", &mut topics, || {
+        logs(&ours, &controllers)
+    });
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 100, 120);
+    assert_eq!(
+        wait_quorum_caught_up(&quorum, || logs(&ours, &controllers)),
+        ours_id
+    );
+    eprintln!("{:?}: kraftd leads", started.elapsed());
+
+    // 3. The active kraftd controller stopped (it resigns), Kafka started on what it wrote.
+    swap_back(&mut ours[follower], &mut controllers[follower]);
+    create_topic(&bootstrap, "kafka-again", &mut topics, || {
+        logs(&ours, &controllers)
+    });
+    let leader = wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
+    eprintln!("{:?}: Kafka back", started.elapsed());
+
+    // 4. The active Kafka controller swapped for kraftd, and back.
+    let active = VOTERS.iter().position(|id| *id == leader).unwrap();
+    controllers[active].stop(Duration::from_secs(90));
+    ours[active].start();
+    wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
+    create_topic(&bootstrap, "kraftd-was-active", &mut topics, || {
+        logs(&ours, &controllers)
+    });
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 100, 120);
+    eprintln!(
+        "{:?}: kraftd on the former leader's directory",
+        started.elapsed()
+    );
+    swap_back(&mut ours[active], &mut controllers[active]);
+    wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
+    create_topic(&bootstrap, "kafka-at-the-end", &mut topics, || {
+        logs(&ours, &controllers)
+    });
+
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &["--bootstrap-server", &bootstrap, "--list"],
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for topic in &topics {
+        assert!(
+            listed.lines().any(|l| l.trim() == topic),
+            "{topic} not listed: {}",
+            output_text(&out)
+        );
+    }
+    std::fs::write(&stop_file, "").unwrap();
+    let summary = producer.finish(300, || logs(&ours, &controllers));
+    eprintln!("{summary}");
+}
+
+/// Stops the kraftd controller `ours` with SIGTERM and starts Kafka on what it left; checks
+/// Kafka's load of the metadata log found nothing corrupt.
+fn swap_back(ours: &mut Node, kafka: &mut KafkaNode) {
+    common::stop_gracefully(std::slice::from_mut(ours));
+    let mark = kafka.server_log_mark();
+    kafka.start();
+    kafka.wait_started(Duration::from_secs(120));
+    let load = kafka.server_log_since(mark);
+    let corrupt = matching_lines(
+        &load,
+        &[
+            "Corruption found",
+            "Found invalid offset",
+            "Deleting all segments because",
+            "corrupted index",
+            "CorruptRecordException",
+            "InvalidRecordException",
+        ],
+    );
+    assert!(
+        corrupt.is_empty(),
+        "Kafka's load of the metadata log kraftd left:\n{}",
+        corrupt.join("\n")
+    );
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a running Kafka node's JVM.
+fn signal(node: &KafkaNode, signal: &str) {
+    let pid = node.child.as_ref().expect("the Kafka node runs").id();
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// Creates `topic` (retried while the controllers change) and remembers it.
+fn create_topic(bootstrap: &str, topic: &str, topics: &mut Vec<String>, logs: impl Fn() -> String) {
+    eventually(
+        &format!("kafka-topics --create {topic}"),
+        Duration::from_secs(90),
+        logs,
+        || {
+            let out = run_tool(
+                "org.apache.kafka.tools.TopicCommand",
+                &[
+                    "--bootstrap-server",
+                    bootstrap,
+                    "--create",
+                    "--if-not-exists",
+                    "--topic",
+                    topic,
+                    "--partitions",
+                    "2",
+                ],
+            );
+            out.status
+                .success()
+                .then_some(())
+                .ok_or_else(|| output_text(&out))
+        },
+    );
+    topics.push(topic.to_string());
+}
+
+/// Waits until `kafka-metadata-quorum describe --replication` shows every one of [`VOTERS`]
+/// as the Leader or a Follower (a voter, not an observer) with lag 0; returns the leader.
+fn wait_quorum_caught_up(quorum: &str, logs: impl Fn() -> String) -> i32 {
+    eventually(
+        "every voter caught up with the leader",
+        Duration::from_secs(120),
+        logs,
+        || {
+            let rows = quorum_replication(quorum)?;
+            let voters: BTreeSet<i32> = rows
+                .iter()
+                .filter(|r| r.status == "Leader" || r.status == "Follower")
+                .map(|r| r.id)
+                .collect();
+            let lagging: Vec<_> = rows.iter().filter(|r| r.lag != 0).collect();
+            let leader = rows.iter().find(|r| r.status == "Leader");
+            match leader {
+                Some(l) if voters == BTreeSet::from(VOTERS) && lagging.is_empty() => Ok(l.id),
+                _ => Err(format!("{rows:?}")),
+            }
+        },
+    )
+}
+
+/// The newest snapshot (`<offset>-<epoch>.checkpoint` past the bootstrap one) of a metadata
+/// log directory.
+fn newest_snapshot(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "checkpoint")
+                && p.file_name()
+                    .is_some_and(|n| n != "00000000000000000000-0000000000.checkpoint")
+        })
+        .max()
 }

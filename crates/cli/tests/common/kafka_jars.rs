@@ -658,3 +658,71 @@ fn kafka_format(node: &KafkaNode, cluster_id: &str, format_args: &[&str]) {
     args.extend_from_slice(format_args);
     kafka_tool(&args);
 }
+
+/// `kafka-metadata-quorum describe --status` through `controllers` (a
+/// `--bootstrap-controller` list): the leader's id, once there is one.
+pub fn quorum_leader(controllers: &str) -> Result<i32, String> {
+    let out = run_tool_within(
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        &[
+            "--bootstrap-controller",
+            controllers,
+            "describe",
+            "--status",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = output_text(&out);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("LeaderId:"))
+        .and_then(|id| id.trim().parse::<i32>().ok())
+        .filter(|id| *id >= 0)
+        .ok_or(text)
+}
+
+/// One row of `kafka-metadata-quorum describe --replication`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumReplica {
+    pub id: i32,
+    pub log_end_offset: i64,
+    pub lag: i64,
+    /// `Leader`, `Follower` (a voter) or `Observer`.
+    pub status: String,
+}
+
+/// `kafka-metadata-quorum describe --replication` through `controllers`: every replica the
+/// leader reports, or the tool's output when it fails.
+pub fn quorum_replication(controllers: &str) -> Result<Vec<QuorumReplica>, String> {
+    let out = run_tool_within(
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        &[
+            "--bootstrap-controller",
+            controllers,
+            "describe",
+            "--replication",
+        ],
+        Duration::from_secs(30),
+    );
+    if !out.status.success() {
+        return Err(output_text(&out));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Columns padded with spaces (Kafka's `ToolsUtils.prettyPrintTable`): NodeId,
+    // DirectoryId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status.
+    let rows: Option<Vec<QuorumReplica>> = stdout
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            Some(QuorumReplica {
+                id: cells.first()?.parse().ok()?,
+                log_end_offset: cells.get(2)?.parse().ok()?,
+                lag: cells.get(3)?.parse().ok()?,
+                status: cells.last()?.to_string(),
+            })
+        })
+        .collect();
+    rows.filter(|r| !r.is_empty())
+        .ok_or_else(|| output_text(&out))
+}
