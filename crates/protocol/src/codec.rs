@@ -409,6 +409,15 @@ pub fn read_struct_present(buf: &mut Bytes, field: &'static str) -> DecodeResult
     Ok(read_i8(buf, field)? >= 0)
 }
 
+/// The marker of a nullable struct in a tagged field: an unsigned varint, null when 0 (Kafka's
+/// generated readers take `readUnsignedVarint() <= 0` as null). Kafka writes 0 for a null
+/// tagged struct whose default is JSON null (ConsumerGroupMemberMetadataValue's
+/// ClassicMemberMetadata of every consumer-protocol member), so reading it as the
+/// non-tagged byte marker (null when negative) would take that null for a struct.
+pub fn read_tagged_struct_present(buf: &mut Bytes, field: &'static str) -> DecodeResult<bool> {
+    Ok(read_unsigned_varint(buf, field)? > 0)
+}
+
 /// Reads one tagged-field header and slices out its payload, which the caller then decodes
 /// (checking that the payload was consumed exactly) or keeps as unknown.
 pub fn read_tagged_field(buf: &mut Bytes, field: &'static str) -> DecodeResult<(u32, Bytes)> {

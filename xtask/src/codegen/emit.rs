@@ -227,7 +227,9 @@ impl Ctx<'_> {
     }
 
     /// Statements writing field `f` of struct `s` from `self.<ident>`.
-    fn write_field(&self, s: &Struct, f: &Field) -> Result<String> {
+    /// In a tagged field (`tagged`) a nullable struct's marker is Kafka's varint: 1 present,
+    /// 0 null (its reader takes any value ≤ 0 as null); elsewhere a byte, 1 or -1.
+    fn write_field(&self, s: &Struct, f: &Field, tagged: bool) -> Result<String> {
         let id = field_ident(&f.name);
         let lbl = label(s, f);
         let compact = self.compact(f);
@@ -242,6 +244,10 @@ impl Ctx<'_> {
         let null_cond = self.cond(&f.nullable);
         let present = self.write_base(&f.ty, "v", &lbl, &compact)?;
         let (present, null_write) = match &f.ty {
+            Type::Struct(_) if tagged => (
+                format!("e.put_unsigned_varint(1);\n{present}"),
+                "e.put_unsigned_varint(0);\n".to_string(),
+            ),
             Type::Struct(_) => (
                 format!("e.put_i8(1);\n{present}"),
                 "e.put_i8(-1);\n".to_string(),
@@ -294,8 +300,11 @@ impl Ctx<'_> {
         })
     }
 
-    fn read_nullable(&self, ty: &Type, lbl: &str, compact: &str) -> Result<String> {
+    fn read_nullable(&self, ty: &Type, lbl: &str, compact: &str, tagged: bool) -> Result<String> {
         Ok(match ty {
+            Type::Struct(n) if tagged => format!(
+                "if c::read_tagged_struct_present(b, {lbl})? {{ Some({n}::read_from(b, version)?) }} else {{ None }}"
+            ),
             Type::String => format!("c::read_nullable_string(b, {lbl}, {compact})?"),
             Type::Bytes | Type::Records => format!("c::read_nullable_bytes(b, {lbl}, {compact})?"),
             Type::Struct(n) => format!(
@@ -311,13 +320,14 @@ impl Ctx<'_> {
     }
 
     /// An expression reading field `f` (of its Rust type) from `b`.
-    fn read_field(&self, s: &Struct, f: &Field) -> Result<String> {
+    /// `tagged`: read from a tagged field's payload (see [`Ctx::write_field`]).
+    fn read_field(&self, s: &Struct, f: &Field, tagged: bool) -> Result<String> {
         let lbl = label(s, f);
         let compact = self.compact(f);
         if !is_option(f) {
             return self.read_base(&f.ty, &lbl, &compact);
         }
-        let nullable = self.read_nullable(&f.ty, &lbl, &compact)?;
+        let nullable = self.read_nullable(&f.ty, &lbl, &compact, tagged)?;
         let plain = self.read_base(&f.ty, &lbl, &compact)?;
         Ok(match self.cond(&f.nullable).as_deref() {
             None => nullable,
@@ -514,7 +524,7 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
             }
             continue;
         }
-        let write = ctx.write_field(s, f)?;
+        let write = ctx.write_field(s, f, false)?;
         match ctx.cond(&f.versions).as_deref() {
             None => body.push_str(&write),
             Some("false") => body.push_str(&not_in_version),
@@ -530,13 +540,22 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
             section.push_str("let mut known: Vec<(u32, c::Encoder)> = Vec::new();\n");
             for f in &tagged {
                 let id = field_ident(&f.name);
-                let differs = differs_from_default(f, &format!("self.{id}"))?;
+                // A JSON-null default: Kafka writes a null value explicitly (tag, size 1,
+                // varint 0). It leaves out a value equal to its in-memory default (an empty
+                // array, a default struct), which it reads back as that value where kraftd's
+                // default is None; kraftd writes those too, so that what it writes reads back
+                // the same here and in Kafka.
+                let differs = if f.null_default_written && is_option(f) {
+                    "true".to_string()
+                } else {
+                    differs_from_default(f, &format!("self.{id}"))?
+                };
                 let cond = match ctx.cond(&f.tagged) {
                     Some(c) if c == "false" => continue,
                     Some(c) => format!("({c}) && {differs}"),
                     None => differs,
                 };
-                let write = ctx.write_field(s, f)?;
+                let write = ctx.write_field(s, f, true)?;
                 section.push_str(&format!(
                     "if {cond} {{\nlet mut p = c::Encoder::new();\n{{\nlet e = &mut p;\n{write}}}\nknown.push(({}, p));\n}}\n",
                     f.tag.unwrap_or_default()
@@ -563,7 +582,11 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
         if f.tag.is_some() {
             continue;
         }
-        let read = format!("s.{} = {};\n", field_ident(&f.name), ctx.read_field(s, f)?);
+        let read = format!(
+            "s.{} = {};\n",
+            field_ident(&f.name),
+            ctx.read_field(s, f, false)?
+        );
         reads.push_str(&guarded(&ctx.cond(&f.versions), &read));
     }
     body.push_str(&reads);
@@ -580,7 +603,7 @@ fn emit_struct(schema: &Schema, s: &Struct, out: &mut String) -> Result<()> {
                 "{}{cond} => {{\nlet b = &mut payload;\ns.{} = {};\nc::expect_consumed(b, {lbl})?;\n}}\n",
                 f.tag.unwrap_or_default(),
                 field_ident(&f.name),
-                ctx.read_field(s, f)?
+                ctx.read_field(s, f, true)?
             ));
         }
         let lbl = format!("\"{}._tagged_fields\"", s.name);

@@ -147,6 +147,10 @@ pub struct Field {
     pub tagged: Versions,
     pub tag: Option<u32>,
     pub default: Option<String>,
+    /// The default is JSON null, not the string "null". Kafka's generator then reads the
+    /// default as "" and, in a tagged field, writes a null value explicitly (tag, size 1,
+    /// varint 0) instead of leaving the tag out, as it does for `"default": "null"`.
+    pub null_default_written: bool,
     pub ignorable: bool,
     /// A field-level override of the message's flexible versions (RequestHeader.ClientId).
     pub flexible: Option<Versions>,
@@ -313,6 +317,7 @@ fn parse_fields(v: Option<&Value>, structs: &mut Vec<Struct>) -> Result<Vec<Fiel
                 .map(u32::try_from)
                 .transpose()?,
             default,
+            null_default_written: matches!(f.get("default"), Some(Value::Null)),
             ignorable: f.get("ignorable").and_then(Value::as_bool).unwrap_or(false),
             flexible: str_field(f, "flexibleVersions")
                 .map(Versions::parse)

@@ -257,3 +257,55 @@ fn bad_coordinator_records_are_typed_errors() {
         }
     }
 }
+
+/// A consumer-protocol member's ConsumerGroupMemberMetadataValue as Kafka 4.4 writes it: its
+/// ClassicMemberMetadata (tag 0, nullable, `"default": null` in JSON) is null, and Kafka's
+/// generator writes that null explicitly as tag 0, size 1, varint 0 — which kraftd once read
+/// as a present struct and failed on ("SessionTimeoutMs: needs 4 more bytes"), leaving the
+/// `__consumer_offsets` partition unloadable after a Kafka broker was swapped for kraftd.
+#[test]
+fn a_null_classic_member_metadata_written_by_kafka_reads_as_null() {
+    use kraftd_protocol::coordinator::ConsumerGroupMemberMetadataValue;
+    // Version 0, then the fields in schema order (flexible: compact strings and arrays).
+    let mut kafka = vec![0u8, 0];
+    kafka.push(0); // InstanceId: null
+    kafka.push(0); // RackId: null
+    kafka.extend([4, b'c', b'-', b'1']); // ClientId "c-1"
+    kafka.extend([3, b'/', b'h']); // ClientHost "/h"
+    kafka.extend([2, 2, b't']); // SubscribedTopicNames ["t"]
+    kafka.push(0); // SubscribedTopicRegex: null
+    kafka.extend(300_000i32.to_be_bytes()); // RebalanceTimeoutMs
+    kafka.extend([8, b'u', b'n', b'i', b'f', b'o', b'r', b'm']); // ServerAssignor "uniform"
+    kafka.extend([1, 0, 1, 0]); // one tagged field: tag 0, size 1, varint 0 (null)
+    let (value, version) = GroupCoordinatorRecordValue::from_record_value(
+        GroupCoordinatorRecordType::ConsumerGroupMemberMetadata,
+        Some(Bytes::from(kafka.clone())),
+    )
+    .expect("decodes")
+    .expect("not a tombstone");
+    assert_eq!(version, 0);
+    let GroupCoordinatorRecordValue::ConsumerGroupMemberMetadata(v) = &value else {
+        panic!("{value:?}");
+    };
+    let expected = ConsumerGroupMemberMetadataValue {
+        instance_id: None,
+        rack_id: None,
+        subscribed_topic_regex: None,
+        client_id: "c-1".into(),
+        client_host: "/h".into(),
+        subscribed_topic_names: vec!["t".into()],
+        rebalance_timeout_ms: 300_000,
+        server_assignor: Some("uniform".into()),
+        classic_member_metadata: None,
+        ..Default::default()
+    };
+    assert_eq!(v, &expected);
+    // And kraftd writes the same bytes Kafka does.
+    let ours = GroupCoordinatorRecordValue::ConsumerGroupMemberMetadata(expected);
+    assert_eq!(
+        GroupCoordinatorRecordValue::to_record_value(Some(&ours), 0)
+            .unwrap()
+            .map(|b| b.to_vec()),
+        Some(kafka)
+    );
+}

@@ -207,7 +207,7 @@ impl TopicPartitions {
             }
         }
         let mut known: Vec<(u32, c::Encoder)> = Vec::new();
-        if self.assignment_epochs.is_some() {
+        if true {
             let mut p = c::Encoder::new();
             {
                 let e = &mut p;

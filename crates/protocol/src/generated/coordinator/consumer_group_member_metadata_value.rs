@@ -169,17 +169,17 @@ impl ConsumerGroupMemberMetadataValue {
             }
         }
         let mut known: Vec<(u32, c::Encoder)> = Vec::new();
-        if self.classic_member_metadata.is_some() {
+        if true {
             let mut p = c::Encoder::new();
             {
                 let e = &mut p;
                 match &self.classic_member_metadata {
                     Some(v) => {
-                        e.put_i8(1);
+                        e.put_unsigned_varint(1);
                         v.write_to(e, version)?;
                     }
                     None => {
-                        e.put_i8(-1);
+                        e.put_unsigned_varint(0);
                     }
                 }
             }
@@ -230,7 +230,7 @@ impl ConsumerGroupMemberMetadataValue {
             match tag {
                 0 => {
                     let b = &mut payload;
-                    s.classic_member_metadata = if c::read_struct_present(
+                    s.classic_member_metadata = if c::read_tagged_struct_present(
                         b,
                         "ConsumerGroupMemberMetadataValue.ClassicMemberMetadata",
                     )? {

@@ -302,7 +302,7 @@ impl TaskIds {
             }
         }
         let mut known: Vec<(u32, c::Encoder)> = Vec::new();
-        if self.assignment_epochs.is_some() {
+        if true {
             let mut p = c::Encoder::new();
             {
                 let e = &mut p;

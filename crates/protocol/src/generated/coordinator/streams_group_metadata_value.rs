@@ -73,7 +73,7 @@ impl StreamsGroupMetadataValue {
             }
             known.push((0, p));
         }
-        if self.last_assignment_configs.is_some() {
+        if true {
             let mut p = c::Encoder::new();
             {
                 let e = &mut p;
