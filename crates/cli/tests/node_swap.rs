@@ -23,8 +23,12 @@
 //!    a crashed kraftd: it recovers them as its own after a crash, and rejoins.
 //!
 //! Consumer groups' committed offsets (ten groups, so some live on `__consumer_offsets`
-//! partitions broker 3 leads) are read back and committed anew after each swap; at the end
-//! every acknowledged record is read back exactly once at its offset.
+//! partitions broker 3 leads) are read back and committed anew after each swap; a KIP-848
+//! member (`group.protocol=consumer`) of a group whose `__consumer_offsets` partition broker
+//! 3 leads keeps consuming and committing through the first two swaps, its committed offsets
+//! (`kafka-consumer-groups --describe`) never going back — kraftd loading the member records
+//! Kafka wrote for it (a null ClassicMemberMetadata written explicitly); at the end every
+//! acknowledged record is read back exactly once at its offset.
 
 mod common;
 
@@ -132,6 +136,7 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     let mut groups = Groups::new(&bootstrap);
     groups.commit(1_000, || logs(&kraftd, &swapped));
     settle(&bootstrap, || logs(&kraftd, &swapped));
+    let mut member = Member::start(root.path(), &bootstrap, || logs(&kraftd, &swapped));
 
     // 1. Kafka stopped cleanly, kraftd started on its directories.
     swapped.stop(Duration::from_secs(90));
@@ -147,6 +152,7 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     producer.wait_acked(acked + 500, 120);
     LogDir::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
     groups.check_and_commit(2_000, || logs(&kraftd, &swapped));
+    member.kept_committing(|| logs(&kraftd, &swapped));
     let kraftd_log = kraftd.logs();
     let warnings = warnings_of(&kraftd_log);
     assert!(
@@ -195,6 +201,8 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     producer.wait_acked(acked + 500, 120);
     LogDir::read(&data).assert_extends(&kraftd_left, "Kafka on the directories kraftd left");
     groups.check_and_commit(3_000, || logs(&kraftd, &swapped));
+    member.kept_committing(|| logs(&kraftd, &swapped));
+    member.stop();
 
     // 3. kraftd again, killed -9 under load; Kafka recovers what it left.
     swapped.stop(Duration::from_secs(90));
@@ -297,6 +305,165 @@ fn create_and_produce(
     );
     producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
     producer
+}
+
+/// `offsets.topic.num.partitions` in [`EXTRA`].
+const OFFSETS_PARTITIONS: i32 = 5;
+
+/// A KIP-848 consumer group member (`group.protocol=consumer`, confluent-kafka,
+/// `python/group_member.py`) consuming the topic and committing after each batch, in a group
+/// whose `__consumer_offsets` partition the swapped broker leads: its coordinator is Kafka's,
+/// then kraftd's, then Kafka's again.
+struct Member {
+    child: std::process::Child,
+    bootstrap: String,
+    group: String,
+    events: PathBuf,
+    /// What `kafka-consumer-groups --describe` showed last: partition → committed offset.
+    described: BTreeMap<i32, i64>,
+    /// How many commits the member had made then.
+    commits: usize,
+}
+
+impl Member {
+    /// Picks the group (the first `swap-kip848-<i>` whose coordinator partition broker
+    /// [`SWAPPED`] leads), starts the member, and waits until `kafka-consumer-groups
+    /// --describe` shows a committed offset on every partition.
+    fn start(dir: &Path, bootstrap: &str, logs: impl Fn() -> String) -> Member {
+        let states = partition_states(bootstrap, &["__consumer_offsets"]).unwrap();
+        let led: BTreeSet<i32> = (0..OFFSETS_PARTITIONS)
+            .filter(|p| states[&format!("__consumer_offsets-{p}")].0 == SWAPPED)
+            .collect();
+        assert!(
+            !led.is_empty(),
+            "broker {SWAPPED} leads no __consumer_offsets partition: {states:?}"
+        );
+        let group = (0..)
+            .map(|i| format!("swap-kip848-{i}"))
+            .find(|g| {
+                led.contains(&kraftd_coordinator::partitioner::partition_for(
+                    g,
+                    OFFSETS_PARTITIONS,
+                ))
+            })
+            .unwrap();
+        let events = dir.join("member.jsonl");
+        let child = std::process::Command::new(common::python::python())
+            .arg("-u")
+            .arg(script_path("group_member.py"))
+            .args([bootstrap, TOPIC, &group, "m1", "confluent", "consumer"])
+            .arg(&events)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("member.stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut member = Member {
+            child,
+            bootstrap: bootstrap.to_string(),
+            group,
+            events,
+            described: BTreeMap::new(),
+            commits: 0,
+        };
+        member.described = eventually(
+            "the KIP-848 group committed on every partition",
+            Duration::from_secs(120),
+            &logs,
+            || member.describe(),
+        );
+        member.commits = member.commits();
+        member
+    }
+
+    /// The member's commits so far (its `committed` events).
+    fn commits(&self) -> usize {
+        std::fs::read_to_string(&self.events)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(r#""e": "committed""#))
+            .count()
+    }
+
+    /// `kafka-consumer-groups --describe --group`: each partition's committed offset, once
+    /// every partition has one.
+    fn describe(&self) -> Result<BTreeMap<i32, i64>, String> {
+        let out = run_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            &[
+                "--bootstrap-server",
+                &self.bootstrap,
+                "--describe",
+                "--group",
+                &self.group,
+            ],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+        let rows: BTreeMap<i32, i64> = stdout
+            .lines()
+            .filter_map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                if cols.len() < 4 || cols[0] != self.group || cols[1] != TOPIC {
+                    return None;
+                }
+                Some((cols[2].parse().ok()?, cols[3].parse().ok()?))
+            })
+            .collect();
+        if rows.len() == PARTITIONS as usize {
+            Ok(rows)
+        } else {
+            Err(output_text(&out))
+        }
+    }
+
+    /// After a swap: the committed offsets `kafka-consumer-groups --describe` shows are
+    /// those it showed before or later ones (none lost or gone back), and the member has
+    /// committed since (with the swapped broker, a new kind of node, its coordinator again).
+    fn kept_committing(&mut self, logs: impl Fn() -> String) {
+        let before = self.described.clone();
+        let commits = self.commits;
+        let (described, now) = eventually(
+            "the KIP-848 member committing again, no offset gone back",
+            Duration::from_secs(120),
+            &logs,
+            || {
+                let now = self.describe()?;
+                if let Some(p) = before.keys().find(|p| now[*p] < before[*p]) {
+                    panic!(
+                        "{}: partition {p}'s committed offset went back from {} to {}",
+                        self.group, before[p], now[p]
+                    );
+                }
+                let commits_now = self.commits();
+                if commits_now > commits && now != before {
+                    Ok((now, commits_now))
+                } else {
+                    Err(format!(
+                        "{now:?} (before {before:?}), {commits_now} commits"
+                    ))
+                }
+            },
+        );
+        eprintln!("{}: committed {before:?} then {described:?}", self.group);
+        self.described = described;
+        self.commits = now;
+    }
+
+    /// SIGTERM (a clean leave); it must exit 0.
+    fn stop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the KIP-848 member exited with {status}");
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Waits until every partition of the topic and of `__consumer_offsets` has its full ISR and
