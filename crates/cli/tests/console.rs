@@ -382,6 +382,19 @@ print("read", read)
         hw, 300,
         "the partitions' high watermarks add up to what was produced: {t}"
     );
+    // The broker table's bytes in counter: this node leads a partition that took records.
+    eventually(
+        "the overview counts this broker's bytes in",
+        Duration::from_secs(20),
+        logs,
+        || {
+            let o = api(port, "/api/overview")?;
+            let bytes_in = o["bytes"]["brokers"]["2"]["in"].as_f64().unwrap_or(0.0);
+            (bytes_in > 0.0)
+                .then_some(())
+                .ok_or_else(|| format!("bytes: {}", o["bytes"]))
+        },
+    );
     let tool_rows = groups_describe(&bootstrap);
     // The group committed 120 of the 300 records; a partition it committed nothing on is
     // not a row of the tool's (nor of the console's) for a group without members.

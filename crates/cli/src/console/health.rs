@@ -60,6 +60,9 @@ pub struct Snapshot {
     /// This node's request counters for the overview's rate charts: `at_ms` and the
     /// cumulative Produce and consumer Fetch request counts (the browser derives rates).
     pub requests: Value,
+    /// [`broker_bytes`]: each broker's cumulative bytes in and out, for the overview's
+    /// broker table (the browser derives rates).
+    pub bytes: Value,
 }
 
 /// The last diagnosis and the round it compared with.
@@ -68,6 +71,10 @@ pub struct HealthState {
     computed: Option<(Instant, Snapshot)>,
     previous: Option<Round>,
 }
+
+/// Kafka's `BrokerTopicMetrics` BytesInPerSec and BytesOutPerSec, as kraftd exports them.
+const BYTES_IN_TOTAL: &str = "kafka_server_brokertopicmetrics_bytesin_total";
+const BYTES_OUT_TOTAL: &str = "kafka_server_brokertopicmetrics_bytesout_total";
 
 /// Kafka's request counter (`RequestMetrics` `RequestsPerSec`, per API and version).
 const REQUESTS_TOTAL: &str = "kafka_network_RequestMetrics_RequestsPerSec_total";
@@ -127,6 +134,7 @@ impl HealthState {
             health: findings_json(&facts),
             quorum: facts.quorum.as_ref().and_then(|q| q.as_ref().ok()).cloned(),
             requests,
+            bytes: broker_bytes(&facts.second),
         };
         self.previous = Some(facts.second);
         self.computed = Some((Instant::now(), snapshot.clone()));
@@ -149,6 +157,30 @@ fn request_counts(round: &Round) -> Value {
         "produce": count("Produce"),
         "fetch": count("FetchConsumer"),
     })
+}
+
+/// Each broker's cumulative bytes appended by produce requests and returned to consumers'
+/// fetches (`BrokerTopicMetrics` BytesInPerSec / BytesOutPerSec), keyed by node id, from
+/// the round's scrapes: this node's own, and those of `console.metrics.endpoints`.
+fn broker_bytes(round: &Round) -> Value {
+    let total = |s: &crate::doctor::prom::Scrape, name: &str| -> f64 {
+        s.all(name).fold(0.0, |sum, x| sum + x.value)
+    };
+    let brokers: serde_json::Map<String, Value> = round
+        .scrapes
+        .iter()
+        .filter(|s| s.is_broker())
+        .map(|s| {
+            (
+                s.node.to_string(),
+                json!({
+                    "in": total(s, BYTES_IN_TOTAL),
+                    "out": total(s, BYTES_OUT_TOTAL),
+                }),
+            )
+        })
+        .collect();
+    json!({"at_ms": round.at_ms, "brokers": brokers})
 }
 
 /// This node's metrics as one round of the doctor's.

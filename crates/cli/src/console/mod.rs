@@ -6,7 +6,8 @@
 //!
 //! - `/api/overview` — cluster id, features, brokers (state, rack, partitions led), the
 //!   quorum (leader, epoch, each voter's and observer's lag), partition counts by health,
-//!   this node's Produce/Fetch request counters (the page charts their rates);
+//!   this node's Produce/Fetch request counters (the page charts their rates), each broker's
+//!   bytes in and out counters (this node's, and those `console.metrics.endpoints` names);
 //! - `/api/topics?page=N` and `/api/topics/<name>?page=N` — a page of topics (with each
 //!   one's size over its replicas and the sum of its end offsets); one topic's
 //!   partitions (leader, replicas, ISR, ELR, log start, HW, LSO) and its config overrides;
@@ -450,6 +451,7 @@ impl Console {
             .map(|q| health::quorum_json(q, kraftd_log::clock::unix_ms()))
             .unwrap_or(Value::Null);
         value["requests"] = snapshot.requests;
+        value["bytes"] = snapshot.bytes;
         value["health_status"] = snapshot.health["status"].clone();
         value
     }

@@ -8,6 +8,7 @@ const history = { produce: [], fetch: [], lag: {} };
 // Each listed topic's last end-offset sum and when it was read: records/s between polls.
 const topicEnds = {};
 let lastRequests = null;
+let lastBytes = null;
 let timer = null;
 let firstData = null;
 
@@ -114,6 +115,12 @@ const views = {
       push(history.fetch, Math.max(0, (o.requests.fetch - lastRequests.fetch) / secs));
     }
     if (o.requests && (!lastRequests || o.requests.at_ms > lastRequests.at_ms)) lastRequests = o.requests;
+    // Each broker's bytes in/out per second between the last two diagnoses.
+    const byteRate = (id, dir) => {
+      const now = o.bytes && o.bytes.brokers[id], then = lastBytes && lastBytes.brokers[id];
+      if (!now || !then || o.bytes.at_ms <= lastBytes.at_ms) return "";
+      return bytes(Math.max(0, (now[dir] - then[dir]) * 1000 / (o.bytes.at_ms - lastBytes.at_ms))) + "/s";
+    };
     const health = ["healthy", "warnings", "critical"][o.health_status] || "unknown";
     const q = o.quorum;
     const controllers = q ? q.voters.concat(q.observers).map(r =>
@@ -122,7 +129,8 @@ const views = {
     const brokers = o.brokers.map(b =>
       "<tr data-broker=\"" + b.id + "\" data-state=\"" + esc(b.state) + "\">" + num(b.id) +
       cell(b.state, b.state === "running" ? "ok" : "bad") + cell(b.rack) + num(b.leaders) + num(b.replicas) +
-      cell(b.endpoints.join(" ")) + "</tr>");
+      cell(byteRate(b.id, "in")) + cell(byteRate(b.id, "out")) + cell(b.endpoints.join(" ")) + "</tr>");
+    if (o.bytes && (!lastBytes || o.bytes.at_ms > lastBytes.at_ms)) lastBytes = o.bytes;
     return "<h2>Cluster " + esc(o.cluster_id) + "</h2>" +
       (o.restricted ? "<p class=\"warn\" id=\"restricted\">" + esc(o.restricted) + "</p>" : "") +
       "<div class=\"cards\">" +
@@ -140,7 +148,7 @@ const views = {
       "<h2>Controllers</h2>" + (q ? "<p>Leader " + esc(q.leader_id) + ", epoch " + esc(q.leader_epoch) +
         ", high watermark " + esc(q.high_watermark) + "</p>" +
         table(["id", "role", "log end", "lag (records)", "last fetch (ms ago)"], controllers) : "<p>DescribeQuorum not answered</p>") +
-      "<h2>Brokers</h2>" + table(["id", "state", "rack", "leaders", "replicas", "endpoints"], brokers);
+      "<h2>Brokers</h2>" + table(["id", "state", "rack", "leaders", "replicas", "bytes in", "bytes out", "endpoints"], brokers);
   },
 
   async topics(r) {
