@@ -527,6 +527,30 @@ fn finish_producer(
     );
 }
 
+/// Every record the producer acknowledged into `acked_file` is read back from `topic`, in
+/// order (`idempotent_failover.py --verify`).
+fn verify_acked(
+    dir: &Path,
+    acked_file: &Path,
+    bootstrap: &str,
+    topic: &str,
+    logs: impl Fn() -> String,
+) {
+    let verify = Script::spawn(
+        dir,
+        "idempotent_failover.py",
+        &[
+            "--verify",
+            acked_file.to_str().unwrap(),
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+        ],
+    );
+    eprintln!("{}", verify.finish(120, logs));
+}
+
 /// The topic of the failed-dir test.
 const FAILING: &str = "failing";
 /// Its partitions: replicas on brokers 2 and 3, leaders alternating.
@@ -958,19 +982,7 @@ fn a_full_log_dir_goes_offline_and_comes_back_after_space_is_freed() {
                 .ok_or(format!("kafka-topics shows {d:?}; {}", text(&elected)))
         },
     );
-    let verify = Script::spawn(
-        root.path(),
-        "idempotent_failover.py",
-        &[
-            "--verify",
-            acked_file.to_str().unwrap(),
-            "--bootstrap",
-            &bootstrap,
-            "--topic",
-            FULL,
-        ],
-    );
-    eprintln!("{}", verify.finish(120, logs));
+    verify_acked(root.path(), &acked_file, &bootstrap, FULL, logs);
 }
 
 /// Broker `id`'s node.
@@ -1108,19 +1120,7 @@ fn a_broker_starts_with_a_broken_log_dir_offline() {
             let dir = good.join(format!("{TOPIC}-{p}"));
             assert!(!dir.exists(), "{} created", dir.display());
         }
-        let verify = Script::spawn(
-            root.path(),
-            "idempotent_failover.py",
-            &[
-                "--verify",
-                acked_file.to_str().unwrap(),
-                "--bootstrap",
-                &bootstrap,
-                "--topic",
-                TOPIC,
-            ],
-        );
-        eprintln!("{}", verify.finish(120, logs));
+        verify_acked(root.path(), &acked_file, &bootstrap, TOPIC, logs);
         let node2 = broker_mut(&mut brokers, 2);
         assert!(
             node2.child.as_mut().unwrap().try_wait().unwrap().is_none(),

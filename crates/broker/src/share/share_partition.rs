@@ -26,6 +26,7 @@
 //!
 //! The rooms: this file, the acquisition and acknowledgement state machine;
 //! `share_partition/state_write.rs`, the state writes and their answers;
+//! `share_partition/fair_share.rs`, the in-flight window shared among the fetching members;
 //! `share_partition/dlq_archive.rs`, the hand-over to the DLQ writer.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -484,37 +485,6 @@ impl SharePartition {
         }
     }
 
-    /// Notes that `member_id` asked this partition for records at `now_ms`, and forgets the
-    /// members that have not asked within the acquisition lock duration (whatever they held
-    /// has expired by then).
-    pub fn note_fetch(&mut self, member_id: &str, config: &SharePartitionConfig, now_ms: i64) {
-        let since = now_ms.saturating_sub(config.record_lock_duration_ms);
-        self.fetchers.retain(|_, at| *at >= since);
-        match self.fetchers.get_mut(member_id) {
-            Some(at) => *at = (*at).max(now_ms),
-            None => {
-                self.fetchers.insert(Arc::from(member_id), now_ms);
-            }
-        }
-    }
-
-    /// The most records one acquisition takes while several members share this partition:
-    /// the in-flight limit divided among the members fetching it, or None with one member.
-    ///
-    /// Kafka hands each fetch up to its max records (whole batches, 500 by default) until
-    /// `group.share.partition.max.record.locks` (2000) is reached, so on one partition only
-    /// about four members hold records at a time and the others wait: a work queue stops
-    /// scaling at four consumers, whatever their number. With the window divided among the
-    /// members that fetch, each one holds a share and every member works. Beyond Kafka, and
-    /// within what it allows: max records is a soft limit the broker may answer less than.
-    fn fair_share(&self, config: &SharePartitionConfig) -> Option<i64> {
-        let members = self.fetchers.len() as i64;
-        (members > 1).then(|| {
-            let limit = config.max_in_flight_records as i64;
-            ((limit + members - 1) / members).max(1)
-        })
-    }
-
     /// Whether a fetch could acquire anything now (Kafka's `canAcquireRecords`): available
     /// records in flight, or room for new ones.
     pub fn can_acquire_records(&self, config: &SharePartitionConfig) -> bool {
@@ -545,19 +515,9 @@ impl SharePartition {
             return out;
         }
         self.note_fetch(member_id, config, now_ms);
-        // What is left of the member's share of the in-flight window after what it holds: a
-        // hard limit in both modes, so that whole batches do not let one member take
-        // another's share.
-        let share = self.fair_share(config).map(|share| {
-            let held = self
-                .records
-                .iter()
-                .filter(|r| {
-                    r.state == RecordState::Acquired && r.member_id.as_deref() == Some(member_id)
-                })
-                .count() as i64;
-            share - held
-        });
+        // A hard limit in both modes, so that whole batches do not let one member take
+        // another's share of the in-flight window.
+        let share = self.share_left(member_id, config);
         if share.is_some_and(|share| share <= 0) {
             return out;
         }
@@ -1036,6 +996,7 @@ pub fn split_by_batch_size(
 }
 
 mod dlq_archive;
+mod fair_share;
 mod state_write;
 
 #[cfg(test)]

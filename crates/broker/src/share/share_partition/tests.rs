@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 const TOPIC: Uuid = Uuid([7; 16]);
 
-fn config() -> SharePartitionConfig {
+pub(super) fn config() -> SharePartitionConfig {
     SharePartitionConfig {
         max_in_flight_records: 100,
         max_delivery_count: 3,
@@ -31,11 +31,11 @@ fn loaded(start_offset: i64, batches: Vec<ReadStateBatch>) -> SharePartition {
     sp
 }
 
-fn fresh() -> SharePartition {
+pub(super) fn fresh() -> SharePartition {
     loaded(0, Vec::new())
 }
 
-fn batch(base: i64, last: i64) -> FetchedBatch {
+pub(super) fn batch(base: i64, last: i64) -> FetchedBatch {
     FetchedBatch {
         base_offset: base,
         last_offset: last,
@@ -69,7 +69,7 @@ fn acquire(
     .collect()
 }
 
-fn ack(first: i64, last: i64, types: &[i8]) -> AcknowledgementBatch {
+pub(super) fn ack(first: i64, last: i64, types: &[i8]) -> AcknowledgementBatch {
     AcknowledgementBatch {
         first_offset: first,
         last_offset: last,
@@ -77,7 +77,10 @@ fn ack(first: i64, last: i64, types: &[i8]) -> AcknowledgementBatch {
     }
 }
 
-fn commit(sp: &mut SharePartition, w: Option<StateWrite>) -> WriteShareGroupStateRequest {
+pub(super) fn commit(
+    sp: &mut SharePartition,
+    w: Option<StateWrite>,
+) -> WriteShareGroupStateRequest {
     let w = w.expect("a write");
     let request = w.request.clone();
     sp.complete_write(w.write_id, Ok(()));
@@ -244,70 +247,6 @@ fn the_in_flight_limit_caps_new_records() {
     );
     assert_eq!(r.count, 1);
     assert_eq!(sp.record_owner(1), Some("b"));
-}
-
-/// A work queue on one partition: the in-flight limit is divided among the members that
-/// fetch, so that every one of them holds records, where Kafka's whole fetches of max
-/// records let the first four take the whole window and the others wait.
-#[test]
-fn the_in_flight_window_is_shared_among_the_fetching_members() {
-    let mut sp = fresh();
-    let cfg = SharePartitionConfig {
-        max_in_flight_records: 100,
-        ..config()
-    };
-    let log: Vec<FetchedBatch> = (0..10).map(|i| batch(i * 40, i * 40 + 39)).collect();
-    let take = |sp: &mut SharePartition, member: &str, now: i64| -> usize {
-        let from = sp.next_fetch_offset();
-        let batches: Vec<FetchedBatch> = log
-            .iter()
-            .filter(|b| b.last_offset >= from)
-            .copied()
-            .collect();
-        sp.acquire(
-            member,
-            &cfg,
-            ShareAcquireMode::BatchOptimized,
-            50,
-            from,
-            &batches,
-            None,
-            now,
-        )
-        .count
-    };
-    // Alone, a member takes whole batches up to its max records, as in Kafka.
-    assert_eq!(take(&mut sp, "m0", 0), 80);
-    let w = sp.release_acquired_records("m0", &cfg);
-    commit(&mut sp, w);
-    // Eight members waiting: a share of ceil(100 / 8) = 13 records each, cut inside
-    // batches, and every member holds records.
-    for m in 0..8 {
-        sp.note_fetch(&format!("m{m}"), &cfg, 10);
-    }
-    for m in 0..8 {
-        assert_eq!(take(&mut sp, &format!("m{m}"), 10), 13, "member m{m}");
-    }
-    assert_eq!(sp.in_flight_records(), 104);
-    // A member that holds its share gets nothing more until it acknowledges.
-    assert_eq!(take(&mut sp, "m7", 10), 0);
-    // The first member accepts: the window moves and it takes a share again.
-    let w = sp
-        .acknowledge("m0", &cfg, &[ack(0, 12, &[1])], 20)
-        .expect("ack");
-    commit(&mut sp, w);
-    assert_eq!(take(&mut sp, "m0", 20), 13);
-    // A member that leaves gives its share back, and members silent for the acquisition
-    // lock duration are forgotten.
-    let w = sp.release_acquired_records("m1", &cfg);
-    commit(&mut sp, w);
-    assert_eq!(
-        sp.fair_share(&cfg),
-        Some(15),
-        "seven members: ceil(100 / 7)"
-    );
-    sp.note_fetch("m0", &cfg, 10 + cfg.record_lock_duration_ms + 1);
-    assert_eq!(sp.fair_share(&cfg), None, "only m0 fetched lately");
 }
 
 #[test]
