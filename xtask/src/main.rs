@@ -6,6 +6,7 @@ mod chaos;
 mod cluster;
 mod codegen;
 mod fuzz;
+mod interop;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -38,6 +39,9 @@ enum Cmd {
     /// cluster of real kraftd processes under stock-client load, then a check of everything
     /// the clients saw. Needs root (network namespaces).
     Chaos(chaos::ChaosArgs),
+    /// kraftd beside Apache Kafka 4.4.0 in one cluster: every mixed-cluster and node-swap
+    /// check (the whole rolling migration too), one at a time, and a table of what passed.
+    Interop(interop::InteropArgs),
     /// Start a local cluster of kraftd processes under target/cluster/.
     ClusterUp(cluster::UpArgs),
     /// Stop the local cluster (SIGTERM, then SIGKILL after 30 s).
@@ -78,6 +82,7 @@ fn main() -> Result<()> {
         Cmd::Fuzz(args) => fuzz::run(&root, args),
         Cmd::Bench(args) => bench::run(&root, args),
         Cmd::Chaos(args) => chaos::run(&root, args),
+        Cmd::Interop(args) => interop::run(&root, args),
         Cmd::ClusterUp(args) => cluster::up(&root, args),
         Cmd::ClusterDown => cluster::down(&root),
         Cmd::ClusterStatus => cluster::status(&root),

@@ -239,19 +239,30 @@ impl LeaderEpochCache {
 }
 
 /// Parses Kafka's checkpoint text; errors carry the 1-based line number.
+///
+/// An empty file, or one that ends after its version line, holds no entries: Kafka's
+/// `CheckpointFile` creates the file empty when it opens a partition's log and writes it
+/// only at the first epoch, and reads it back so (its `CheckpointReadBuffer`). A Kafka broker
+/// leaves such files for the partitions it hosted without ever appending to them.
 fn parse_checkpoint(text: &str) -> std::result::Result<Vec<EpochEntry>, (usize, String)> {
     let mut lines = text.lines();
-    let version: i32 = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or((1, "missing or malformed version".to_string()))?;
+    let Some(version) = lines.next() else {
+        return Ok(Vec::new());
+    };
+    let version: i32 = version
+        .trim()
+        .parse()
+        .map_err(|_| (1, "malformed version".to_string()))?;
     if version != CHECKPOINT_VERSION {
         return Err((1, format!("unsupported version {version}")));
     }
-    let count: usize = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or((2, "missing or malformed entry count".to_string()))?;
+    let Some(count) = lines.next() else {
+        return Ok(Vec::new());
+    };
+    let count: usize = count
+        .trim()
+        .parse()
+        .map_err(|_| (2, "malformed entry count".to_string()))?;
     let mut entries: Vec<EpochEntry> = Vec::new();
     for (i, line) in lines.enumerate() {
         let line_no = i + 3;
@@ -359,10 +370,22 @@ mod tests {
             .is_empty());
     }
 
+    /// A Kafka broker creates the file empty for a partition it never appended to: kraftd
+    /// opens such a partition (seen in a rolling migration: it refused to host them).
+    #[test]
+    fn an_empty_checkpoint_as_kafka_creates_it_holds_no_entries() {
+        for text in ["", "0\n"] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE), text).unwrap();
+            let cache = LeaderEpochCache::load(dir.path()).unwrap();
+            assert!(cache.entries().is_empty(), "{text:?}");
+        }
+    }
+
     #[test]
     fn malformed_checkpoints_are_errors_naming_the_line() {
         for text in [
-            "",
+            "\n",
             "1\n0\n",
             "0\n2\n0 0\n",
             "0\n2\n3 10\n2 20\n",

@@ -14,7 +14,9 @@ At the end the output, read with read_committed, must hold every input record ex
 per loop, in order per partition, and each group's committed offsets must be the input's
 end.
 
-usage: transactions_failover.py <bootstrap> <stop-file>
+usage: transactions_failover.py <bootstrap> <stop-file> [<seconds>]
+(<seconds>: how long each loop may take to move everything, 400 unless given; a rolling
+migration runs for longer)
 (RDKAFKA_DEBUG in the environment: librdkafka's debug contexts for the consumers and the
 transactional producers, on stderr)
 prints "coordinator partition <p>" (of __transaction_state), "started", "moved <n>" (the
@@ -34,6 +36,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  
 from confluent_kafka import admin as cadmin  # noqa: E402
 
 bootstrap, stop_file = sys.argv[1], sys.argv[2]
+LOOP_SECONDS = float(sys.argv[3]) if len(sys.argv) > 3 else 400
 SRC, DST = "chaos-in", "chaos-out"
 PROTOCOLS = ("classic", "consumer")
 admin = cadmin.AdminClient({"bootstrap.servers": bootstrap})
@@ -156,7 +159,7 @@ class Loop:
 
     def loop(self):
         p = self.p
-        deadline = time.time() + 400
+        deadline = time.time() + LOOP_SECONDS
         prefix = f"{self.protocol}-t-".encode()
         while True:
             if time.time() > deadline:

@@ -55,6 +55,11 @@ pub fn read(path: &Path) -> OffsetCheckpoint {
 
 fn parse(path: &Path, text: &str) -> OffsetCheckpoint {
     let mut out = BTreeMap::new();
+    // Kafka's `CheckpointFile` creates the file empty before its first write and reads an
+    // empty file as no entries: nothing to warn about.
+    if text.is_empty() {
+        return out;
+    }
     let mut lines = text.lines();
     if lines.next().map(str::trim) != Some(VERSION) {
         tracing::warn!(path = %path.display(), "unsupported checkpoint version; ignored");
