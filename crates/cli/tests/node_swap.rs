@@ -1080,7 +1080,9 @@ fn signal(node: &KafkaNode, signal: &str) {
 fn create_topic(bootstrap: &str, topic: &str, topics: &mut Vec<String>, logs: impl Fn() -> String) {
     eventually(
         &format!("kafka-topics --create {topic}"),
-        Duration::from_secs(90),
+        // Each try is a JVM whose admin client waits up to a minute for a node: two tries
+        // at least, on a loaded machine.
+        Duration::from_secs(180),
         logs,
         || {
             let out = run_tool(
@@ -1169,11 +1171,20 @@ fn newest_snapshot(dir: &Path) -> Option<PathBuf> {
 #[ignore = "a long run: cargo xtask interop"]
 fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
     let _serial = serial();
-    let root = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    // KRAFTD_TEST_KEEP: the nodes' directories and whole logs stay for a post-mortem.
+    let _tmp = if std::env::var_os("KRAFTD_TEST_KEEP").is_some() {
+        eprintln!("keeping {}", root.display());
+        std::mem::forget(tmp);
+        None
+    } else {
+        Some(tmp)
+    };
     // Ten `__transaction_state` partitions, as the pipeline's script expects.
     let extra = format!("{EXTRA}\ntransaction.state.log.num.partitions=10");
     let (_cluster_id, mut controllers, mut brokers) =
-        kafka_quorum_cluster(root.path(), 3, &[1, 2, SWAPPED], 3, &extra, &[]);
+        kafka_quorum_cluster(root.as_path(), 3, &[1, 2, SWAPPED], 3, &extra, &[]);
     let join = |nodes: &[KafkaNode]| {
         nodes
             .iter()
@@ -1226,18 +1237,18 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
         };
     }
 
-    let stop_file = root.path().join("stop-producer");
-    let mut producer = create_and_produce(root.path(), &bootstrap, ASSIGNMENT, &stop_file, 10);
+    let stop_file = root.as_path().join("stop-producer");
+    let mut producer = create_and_produce(root.as_path(), &bootstrap, ASSIGNMENT, &stop_file, 10);
     producer.wait_acked(500, 120);
     let mut groups = Groups::new(&bootstrap);
     groups.commit(1_000, logs!());
     settle(&bootstrap, logs!());
-    let mut member = Member::start(root.path(), &bootstrap, logs!());
+    let mut member = Member::start(root.as_path(), &bootstrap, logs!());
     // Two exactly-once consume-transform-produce loops (classic and KIP-848 consumers)
     // whose transaction coordinator, group coordinators and partitions move with the roll.
-    let pipeline_stop = root.path().join("stop-pipeline");
+    let pipeline_stop = root.as_path().join("stop-pipeline");
     let mut pipeline = Script::spawn(
-        root.path(),
+        root.as_path(),
         "transactions_failover.py",
         &[&bootstrap, pipeline_stop.to_str().unwrap(), "3600"],
     );

@@ -8,7 +8,7 @@
 use crate::messages::{
     alter_client_quotas_response, alter_configs_response, alter_partition_reassignments_response,
     alter_user_scram_credentials_response, create_acls_response, create_partitions_response,
-    create_topics_response, delete_acls_response, delete_topics_response,
+    create_topics_response, delete_acls_response, delete_topics_response, elect_leaders_response,
     incremental_alter_configs_response, AllocateProducerIdsResponse, AlterClientQuotasResponse,
     AlterConfigsResponse, AlterPartitionReassignmentsResponse, AlterPartitionResponse,
     AlterUserScramCredentialsResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse,
@@ -118,8 +118,29 @@ pub fn error_response(request: &RequestBody, code: ErrorCode) -> Option<Response
                 ..Default::default()
             })
         }
-        RequestBody::ElectLeaders(_) => ResponseBody::ElectLeaders(ElectLeadersResponse {
+        // Kafka's `ElectLeadersRequest.getErrorResponse`: the error on every partition asked
+        // about, and on the whole from v1 ([`fit_to_version`] clears it for v0).
+        RequestBody::ElectLeaders(r) => ResponseBody::ElectLeaders(ElectLeadersResponse {
             error_code,
+            replica_election_results: r
+                .topic_partitions
+                .iter()
+                .flatten()
+                .map(|t| elect_leaders_response::ReplicaElectionResult {
+                    topic: t.topic.clone(),
+                    partition_result: t
+                        .partitions
+                        .iter()
+                        .map(|&partition_id| elect_leaders_response::PartitionResult {
+                            partition_id,
+                            error_code,
+                            error_message: message(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }),
         RequestBody::UpdateFeatures(_) => ResponseBody::UpdateFeatures(UpdateFeaturesResponse {
@@ -397,6 +418,7 @@ fn group_error_response(request: &RequestBody, code: ErrorCode) -> Option<Respon
         RequestBody::JoinGroup(r) => ResponseBody::JoinGroup(JoinGroupResponse {
             error_code,
             generation_id: -1,
+            // Null from v7 ([`fit_to_version`]); empty before, where it is not nullable.
             protocol_name: None,
             member_id: r.member_id.clone(),
             ..Default::default()
@@ -514,4 +536,29 @@ fn group_error_response(request: &RequestBody, code: ErrorCode) -> Option<Respon
         }
         _ => return None,
     })
+}
+
+/// What a response may hold at `version` where Kafka's response constructors adjust it for the
+/// version it is sent at: JoinGroup's protocol name, not nullable before v7, where Kafka
+/// sends it empty (and null for empty from v7); ElectLeaders' top-level error, which v0
+/// cannot carry (its partitions carry it). `None` when `body` is already right for `version`.
+pub fn fit_to_version(body: &ResponseBody, version: i16) -> Option<ResponseBody> {
+    match body {
+        ResponseBody::JoinGroup(r) if version < 7 && r.protocol_name.is_none() => {
+            let mut r = r.clone();
+            r.protocol_name = Some(String::new());
+            Some(ResponseBody::JoinGroup(r))
+        }
+        ResponseBody::JoinGroup(r) if version >= 7 && r.protocol_name.as_deref() == Some("") => {
+            let mut r = r.clone();
+            r.protocol_name = None;
+            Some(ResponseBody::JoinGroup(r))
+        }
+        ResponseBody::ElectLeaders(r) if version < 1 && r.error_code != 0 => {
+            let mut r = r.clone();
+            r.error_code = 0;
+            Some(ResponseBody::ElectLeaders(r))
+        }
+        _ => None,
+    }
 }

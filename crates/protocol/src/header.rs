@@ -92,7 +92,10 @@ pub fn encode_response(
         ..Default::default()
     };
     header.encode(&mut e, api_key.response_header_version(version))?;
-    body.encode(&mut e, version)?;
+    match crate::error_response::fit_to_version(body, version) {
+        Some(fitted) => fitted.encode(&mut e, version)?,
+        None => body.encode(&mut e, version)?,
+    }
     Ok(e)
 }
 

@@ -6,6 +6,7 @@ mod alloc_probe;
 mod captured;
 mod coordinator_record;
 mod differential;
+mod error_responses;
 mod malformed;
 mod record_batch;
 mod round_trip;

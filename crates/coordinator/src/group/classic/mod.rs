@@ -84,7 +84,8 @@ fn sync_error(code: ErrorCode) -> SyncGroupResponse {
 
 /// What a JoinGroup response may hold at `version` (Kafka's `JoinGroupResponse`
 /// constructor): no null protocol name before v7, an empty one is null from v7,
-/// `skip_assignment` only from v9.
+/// `skip_assignment` only from v9. (Error answers made at the broker's edge, where no shard
+/// runs, get the protocol name fitted when encoded: `error_response::fit_to_version`.)
 fn join_response_for_version(mut r: JoinGroupResponse, version: i16) -> JoinGroupResponse {
     if version < 7 {
         if r.protocol_name.is_none() {
