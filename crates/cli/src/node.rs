@@ -25,32 +25,6 @@ use crate::connection_quotas::{connection_quota_config, ConnectionQuotasReconfig
 use crate::format;
 use crate::security::tls::TlsReconfigurer;
 
-/// A socket bound to `bind` (`host:port`, each address it resolves to tried in turn, with
-/// `SO_REUSEADDR` as tokio's `TcpListener::bind` sets it) that does not listen yet: a broker's
-/// client listener, which listens once the broker is ready to serve (connections refused
-/// until then, as Kafka's; `kraftd_broker::server::BrokerListener`).
-async fn bind_unlistened(bind: &str) -> std::io::Result<tokio::net::TcpSocket> {
-    let mut last = None;
-    for addr in tokio::net::lookup_host(bind).await? {
-        let socket = if addr.is_ipv4() {
-            tokio::net::TcpSocket::new_v4()?
-        } else {
-            tokio::net::TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        match socket.bind(addr) {
-            Ok(()) => return Ok(socket),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{bind} resolves to no address"),
-        )
-    }))
-}
-
 /// kraftd's switch for the request metrics (default true): `false` records no per-request
 /// metrics at all (Kafka has no such switch: `metrics.recording.level` leaves them on), for
 /// measuring their cost (`cargo xtask bench request-metrics`).
@@ -130,24 +104,17 @@ pub fn run(
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
-                let socket = bind_unlistened(&bind)
+                listeners.push(
+                    BrokerListener::bind(
+                        listener.name.clone(),
+                        config.listener_security(&listener),
+                        &bind,
+                        advertised.host.clone(),
+                        advertised.port,
+                    )
                     .await
-                    .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
-                let port = socket
-                    .local_addr()
-                    .map(|a| a.port())
-                    .unwrap_or(listener.port);
-                listeners.push(BrokerListener {
-                    security: config.listener_security(&listener),
-                    name: listener.name.clone(),
-                    socket,
-                    advertised_host: advertised.host.clone(),
-                    advertised_port: if advertised.port == 0 {
-                        port
-                    } else {
-                        advertised.port
-                    },
-                });
+                    .with_context(|| format!("binding listener {} to {bind}", listener.name))?,
+                );
             }
             let server = BrokerServer::start(broker_config, raft, listeners)
                 .await
