@@ -319,6 +319,7 @@ pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<Formatt
             dir.display()
         );
     }
+    let mut formatted_dirs = Vec::with_capacity(metas.len());
     for (dir, meta) in metas {
         let meta = meta.ok_or_else(|| {
             anyhow!(
@@ -341,23 +342,41 @@ pub fn check_formatted(config: &NodeConfig, config_file: &str) -> Result<Formatt
                 dir.join(META_PROPERTIES).display(),
                 meta.cluster_id
             ),
-            _ => cluster = Some(meta.cluster_id),
+            _ => cluster = Some(meta.cluster_id.clone()),
         }
+        formatted_dirs.push((dir, meta));
     }
     let cluster_id = cluster.ok_or_else(|| anyhow!("no log directory configured"))?;
     Ok(Formatted {
         cluster_id,
+        dirs: formatted_dirs,
         unreadable,
     })
 }
 
 /// What [`check_formatted`] found.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Formatted {
     pub cluster_id: String,
+    /// The directories read, each formatted for this node and cluster, with their
+    /// `meta.properties` as read: the roles take their `directory.id`s from here rather
+    /// than read the files again.
+    pub dirs: Vec<(PathBuf, MetaProperties)>,
     /// Log dirs whose `meta.properties` could not be read, with the error (Kafka's
     /// `errorLogDirs`): the broker starts with them offline.
     pub unreadable: Vec<(PathBuf, String)>,
+}
+
+impl Formatted {
+    /// The `directory.id` of `dir` as read at start; None for a dir not read (unreadable,
+    /// or not one of this node's).
+    pub fn directory_id(&self, dir: &Path) -> Result<Option<kraftd_protocol::Uuid>> {
+        self.dirs
+            .iter()
+            .find(|(d, _)| d == dir)
+            .map(|(_, meta)| parse_uuid(&meta.directory_id))
+            .transpose()
+    }
 }
 
 /// Writes through a temporary file, fsyncs it, renames it over `path` and fsyncs the

@@ -4,7 +4,6 @@
 //! Ctrl-C: the broker's controlled shutdown first (leaderships move away, clean-shutdown
 //! markers last), then the controller (a leader resigns, so the quorum elects at once).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -24,32 +23,6 @@ use crate::config::{NodeConfig, ProcessRole};
 use crate::connection_quotas::{connection_quota_config, ConnectionQuotasReconfigurer};
 use crate::format;
 use crate::security::tls::TlsReconfigurer;
-
-/// A socket bound to `bind` (`host:port`, each address it resolves to tried in turn, with
-/// `SO_REUSEADDR` as tokio's `TcpListener::bind` sets it) that does not listen yet: a broker's
-/// client listener, which listens once the broker is ready to serve (connections refused
-/// until then, as Kafka's; `kraftd_broker::server::BrokerListener`).
-async fn bind_unlistened(bind: &str) -> std::io::Result<tokio::net::TcpSocket> {
-    let mut last = None;
-    for addr in tokio::net::lookup_host(bind).await? {
-        let socket = if addr.is_ipv4() {
-            tokio::net::TcpSocket::new_v4()?
-        } else {
-            tokio::net::TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        match socket.bind(addr) {
-            Ok(()) => return Ok(socket),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{bind} resolves to no address"),
-        )
-    }))
-}
 
 /// kraftd's switch for the request metrics (default true): `false` records no per-request
 /// metrics at all (Kafka has no such switch: `metrics.recording.level` leaves them on), for
@@ -74,7 +47,7 @@ pub fn run(
         );
     }
     // A bad authorizer refuses startup before anything is touched.
-    authorizer_config(&config)?;
+    let authorizer = authorizer_config(&config)?;
     let formatted = format::check_formatted(&config, config_file)?;
     let cluster_id = formatted.cluster_id.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -92,7 +65,7 @@ pub fn run(
         let mut controller = None;
         if config.is_controller() {
             let bootstrap = format::read_bootstrap(&config.metadata_log_dir)?;
-            let mut node_config = controller_config(&config, &cluster_id, bootstrap)?;
+            let mut node_config = controller_config(&config, &formatted, bootstrap)?;
             node_config.colocated_broker = config.roles.contains(&ProcessRole::Broker);
             let listener = config
                 .controller_listener()
@@ -122,7 +95,7 @@ pub fn run(
                 },
                 None => RaftSource::Observer,
             };
-            let mut broker_config = broker_config(&config, &cluster_id, &formatted.unreadable)?;
+            let mut broker_config = broker_config(&config, &formatted)?;
             broker_config.server.metrics = std::sync::Arc::clone(&request_metrics);
             connection_quotas.push(std::sync::Arc::clone(
                 &broker_config.server.connection_quotas,
@@ -130,24 +103,17 @@ pub fn run(
             let mut listeners = Vec::new();
             for (listener, advertised) in config.broker_listeners() {
                 let bind = listener.bind_address();
-                let socket = bind_unlistened(&bind)
+                listeners.push(
+                    BrokerListener::bind(
+                        listener.name.clone(),
+                        config.listener_security(&listener),
+                        &bind,
+                        advertised.host.clone(),
+                        advertised.port,
+                    )
                     .await
-                    .with_context(|| format!("binding listener {} to {bind}", listener.name))?;
-                let port = socket
-                    .local_addr()
-                    .map(|a| a.port())
-                    .unwrap_or(listener.port);
-                listeners.push(BrokerListener {
-                    security: config.listener_security(&listener),
-                    name: listener.name.clone(),
-                    socket,
-                    advertised_host: advertised.host.clone(),
-                    advertised_port: if advertised.port == 0 {
-                        port
-                    } else {
-                        advertised.port
-                    },
-                });
+                    .with_context(|| format!("binding listener {} to {bind}", listener.name))?,
+                );
             }
             let server = BrokerServer::start(broker_config, raft, listeners)
                 .await
@@ -256,42 +222,15 @@ pub fn run(
                         crate::process_metrics::write_prometheus(node_id, &mut out);
                         out
                     });
-                let console = if config.boolean(crate::console::CONSOLE_ENABLE, false)? {
-                    let image: crate::console::ImageSource = match (&broker, &controller) {
-                        (Some(b), _) => {
-                            let cache = b.cache().clone();
-                            std::sync::Arc::new(move || cache.image())
-                        }
-                        (None, Some(c)) => {
-                            // One Arc per published image, so the console's per-image
-                            // summary is kept until the image changes.
-                            let mut status = c.status();
-                            let first =
-                                std::sync::Arc::new(status.borrow_and_update().image.clone());
-                            let latest = std::sync::Mutex::new((status, first));
-                            std::sync::Arc::new(move || {
-                                let mut latest = latest.lock().expect("console image");
-                                if latest.0.has_changed().unwrap_or(false) {
-                                    let image = latest.0.borrow_and_update().image.clone();
-                                    latest.1 = std::sync::Arc::new(image);
-                                }
-                                std::sync::Arc::clone(&latest.1)
-                            })
-                        }
-                        (None, None) => return Err(anyhow!("no role to serve a console of")),
-                    };
-                    Some(std::sync::Arc::new(crate::console::Console::new(
-                        console_config(
-                            &config,
-                            &cluster_id,
-                            image,
-                            std::sync::Arc::clone(&render),
-                            broker.as_ref().map(|b| b.auth_helper()),
-                        )?,
-                    )))
-                } else {
-                    None
-                };
+                let console = crate::console::config::node_console(
+                    &config,
+                    &cluster_id,
+                    authorizer.enabled,
+                    broker.as_ref(),
+                    controller.as_ref(),
+                    std::sync::Arc::clone(&render),
+                )?
+                .map(std::sync::Arc::new);
                 Some(tokio::spawn(crate::metrics_http::serve(
                     socket, render, console,
                 )))
@@ -363,24 +302,22 @@ pub fn run(
     })
 }
 
-/// Kafka's property names → the broker's settings.
-/// `unreadable`: the log dirs whose `meta.properties` could not be read, offline from the
-/// start.
-fn broker_config(
-    config: &NodeConfig,
-    cluster_id: &str,
-    unreadable: &[(PathBuf, String)],
-) -> Result<BrokerConfig> {
+/// Kafka's property names → the broker's settings. `formatted`: the directories as
+/// [`format::check_formatted`] read them; the log dirs whose `meta.properties` could not be
+/// read are offline from the start.
+fn broker_config(config: &NodeConfig, formatted: &format::Formatted) -> Result<BrokerConfig> {
+    let cluster_id = formatted.cluster_id.as_str();
     let mut log_dirs = Vec::new();
     let mut offline_log_dirs = Vec::new();
     for dir in &config.log_dirs {
-        if let Some((_, error)) = unreadable.iter().find(|(d, _)| d == dir) {
+        if let Some((_, error)) = formatted.unreadable.iter().find(|(d, _)| d == dir) {
             offline_log_dirs.push((dir.clone(), error.clone()));
             continue;
         }
-        let meta = format::MetaProperties::read(dir)?
+        let directory_id = formatted
+            .directory_id(dir)?
             .ok_or_else(|| anyhow!("log directory {} is not formatted", dir.display()))?;
-        log_dirs.push((dir.clone(), format::parse_uuid(&meta.directory_id)?));
+        log_dirs.push((dir.clone(), directory_id));
     }
     if log_dirs.is_empty() {
         // Kafka's `LogManager.createAndValidateLogDirs` halts the broker the same way.
@@ -396,7 +333,7 @@ fn broker_config(
     }
     // An observer fetches with its directory id too, as Kafka's brokers do: `describe
     // --status` lists it with one (KIP-853).
-    let quorum = quorum_config(config, cluster_id)?;
+    let quorum = quorum_config(config, formatted)?;
     let listener_names: Vec<String> = config
         .broker_listeners()
         .into_iter()
@@ -578,117 +515,6 @@ fn authorizer_config(config: &NodeConfig) -> Result<AuthorizerConfig> {
     })
 }
 
-/// What the console reads: the image, this node's first PLAINTEXT-or-configured client
-/// listener (reached at its advertised address, as clients reach it) and the controllers
-/// the node was configured with, for the doctor's rules.
-fn console_config(
-    config: &NodeConfig,
-    cluster_id: &str,
-    image: crate::console::ImageSource,
-    render_metrics: std::sync::Arc<dyn Fn() -> String + Send + Sync>,
-    auth: Option<kraftd_controller::auth::AuthHelper>,
-) -> Result<crate::console::ConsoleConfig> {
-    let authorizer = authorizer_config(config)?.enabled;
-    // With an authorizer, logins go through the first client listener whose SASL enables a
-    // password mechanism (SCRAM first, then PLAIN).
-    let login = match (authorizer, auth) {
-        (true, Some(auth)) if config.roles.contains(&ProcessRole::Broker) => config
-            .broker_listeners()
-            .into_iter()
-            .find_map(|(listener, advertised)| {
-                let server = config.sasl.servers.get(&listener.name)?;
-                let mut mechanisms: Vec<kraftd_net::sasl::SaslMechanism> = [
-                    kraftd_net::sasl::SaslMechanism::ScramSha512,
-                    kraftd_net::sasl::SaslMechanism::ScramSha256,
-                    kraftd_net::sasl::SaslMechanism::Plain,
-                ]
-                .into_iter()
-                .filter(|m| server.mechanisms.contains(m))
-                .collect();
-                mechanisms.dedup();
-                (!mechanisms.is_empty()).then(|| crate::console::login::LoginConfig {
-                    listener: listener.name.clone(),
-                    address: format!("{}:{}", advertised.host, advertised.port),
-                    security: kraftd_net::ClientSecurity {
-                        sasl: None,
-                        ..config.client_security(&listener.name)
-                    },
-                    mechanisms,
-                    auth: auth.clone(),
-                })
-            }),
-        _ => None,
-    };
-    let client_listener = if config.roles.contains(&ProcessRole::Broker) {
-        config
-            .broker_listeners()
-            .into_iter()
-            .next()
-            .map(|(listener, advertised)| {
-                let security = config.client_security(&listener.name);
-                (
-                    listener.name.clone(),
-                    format!("{}:{}", advertised.host, advertised.port),
-                    security,
-                )
-            })
-    } else {
-        None
-    };
-    let mut controllers: Vec<String> = config
-        .voters
-        .values()
-        .map(|v| format!("{}:{}", v.host, v.port))
-        .collect();
-    if controllers.is_empty() {
-        controllers = config
-            .bootstrap_servers
-            .iter()
-            .map(|v| format!("{}:{}", v.host, v.port))
-            .collect();
-    }
-    let controller_security = config
-        .controller_listener_names
-        .first()
-        .map(|name| config.client_security(name))
-        .unwrap_or_default();
-    // `host:port,...` as controller.quorum.bootstrap.servers is written, checked the same way.
-    let metrics_endpoints = match config.props.get(crate::console::CONSOLE_METRICS_ENDPOINTS) {
-        Some(v) => kraftd_raft::driver::parse_bootstrap_servers(v, &Default::default())
-            .map_err(|e| {
-                anyhow!(
-                    "invalid value {v:?} for {} in {}: {e}",
-                    crate::console::CONSOLE_METRICS_ENDPOINTS,
-                    config.props.source()
-                )
-            })?
-            .into_iter()
-            .map(|e| format!("{}:{}", e.host, e.port))
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok(crate::console::ConsoleConfig {
-        node_id: config.node_id,
-        cluster_id: cluster_id.to_string(),
-        image,
-        health: crate::console::HealthSources {
-            controllers,
-            controller_security,
-            broker: client_listener.as_ref().map(|(_, a, _)| a.clone()),
-            broker_security: client_listener
-                .as_ref()
-                .map(|(_, _, s)| s.clone())
-                .unwrap_or_default(),
-            render_metrics,
-            metrics_endpoints,
-            max_clock_skew_ms: 1_000,
-        },
-        client_listener,
-        authorizer,
-        login,
-    })
-}
-
 /// A role's listeners' limits: `socket.request.max.bytes`, `connections.max.idle.ms`, and
 /// the role's connection quotas (`max.connections` and the rest, with `quota.window.*`)
 /// for `listeners`, and the [`ConnectionQuotasReconfigurer`] that keeps them current.
@@ -722,16 +548,20 @@ fn server_config(
 
 /// The quorum as both roles take part in it: `controller.quorum.voters` and
 /// `controller.quorum.bootstrap.servers`, the `controller.quorum.*` timeouts, and the
-/// metadata log's directory with its `directory.id` (KIP-853).
-fn quorum_config(config: &NodeConfig, cluster_id: &str) -> Result<QuorumConfig> {
+/// metadata log's directory with its `directory.id` (KIP-853) as `formatted` read it.
+fn quorum_config(config: &NodeConfig, formatted: &format::Formatted) -> Result<QuorumConfig> {
     let mut quorum = QuorumConfig::new(
-        cluster_id,
+        &formatted.cluster_id,
         config.voters.clone(),
         config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
     );
     quorum.bootstrap_servers = config.bootstrap_servers.clone();
     raft_timeouts(config, &mut quorum.raft)?;
-    metadata_directory_id(config, &mut quorum.raft)?;
+    // The metadata log directory's `directory.id`: the node's replica directory id in the
+    // quorum, a voter's key.
+    if let Some(id) = formatted.directory_id(&config.metadata_log_dir)? {
+        quorum.raft.directory_id = id;
+    }
     Ok(quorum)
 }
 
@@ -753,15 +583,6 @@ fn raft_timeouts(config: &NodeConfig, r: &mut kraftd_raft::RaftConfig) -> Result
         config.defined("controller.quorum.retry.backoff.ms", r.retry_backoff_ms)?;
     r.append_linger_ms =
         config.defined("controller.quorum.append.linger.ms", r.append_linger_ms)?;
-    Ok(())
-}
-
-/// The metadata log directory's `directory.id` (KIP-853): the node's replica directory id
-/// in the quorum, a voter's key.
-fn metadata_directory_id(config: &NodeConfig, raft: &mut kraftd_raft::RaftConfig) -> Result<()> {
-    if let Some(meta) = format::MetaProperties::read(&config.metadata_log_dir)? {
-        raft.directory_id = format::parse_uuid(&meta.directory_id)?;
-    }
     Ok(())
 }
 
@@ -814,10 +635,11 @@ fn static_properties(config: &NodeConfig) -> std::collections::BTreeMap<String, 
         .collect()
 }
 
-/// Kafka's property names → the controller node's settings.
+/// Kafka's property names → the controller node's settings, for the directories
+/// `formatted` read.
 fn controller_config(
     config: &NodeConfig,
-    cluster_id: &str,
+    formatted: &format::Formatted,
     bootstrap: Vec<kraftd_protocol::MetadataRecord>,
 ) -> Result<ControllerNodeConfig> {
     let mut log_config = kraftd_log::LogConfig::metadata_log();
@@ -836,7 +658,7 @@ fn controller_config(
         }
     }
     // KIP-853: the metadata log directory's `directory.id` is this controller's voter key.
-    let mut c = ControllerNodeConfig::new(config.node_id, quorum_config(config, cluster_id)?);
+    let mut c = ControllerNodeConfig::new(config.node_id, quorum_config(config, formatted)?);
     c.log_config = log_config;
     c.bootstrap_records = bootstrap;
     c.static_configs = static_properties(config);
@@ -959,7 +781,11 @@ mod tests {
     fn controller(extra: &str) -> Result<ControllerNodeConfig> {
         let config =
             NodeConfig::from_properties(Properties::parse(&format!("{CONTROLLER}{extra}")))?;
-        controller_config(&config, "cluster", Vec::new())
+        let formatted = format::Formatted {
+            cluster_id: "cluster".into(),
+            ..Default::default()
+        };
+        controller_config(&config, &formatted, Vec::new())
     }
 
     /// The controller's own periodic tasks and quota sampling take Kafka's settings, with

@@ -985,53 +985,12 @@ fn signed_in_browser(metrics: u16) {
     shot(&mut browser, "admin-health");
 }
 
-/// Kafka's StandardAuthorizer, on.
-const AUTHORIZER: &str =
-    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer";
-const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required";
-
 #[test]
 fn the_console_asks_for_a_sasl_login_and_shows_only_what_the_principal_may_describe() {
     let root = tempfile::tempdir().unwrap();
-    let (_id, mut controllers, mut brokers) = common::formatted_cluster_with_scram(
-        root.path(),
-        1,
-        1,
-        &[
-            "SCRAM-SHA-512=[name=admin,password=admin-secret]",
-            "SCRAM-SHA-256=[name=alice,password=alice-secret]",
-        ],
-    );
-    let controller_login = format!(
-        "listener.name.controller.plain.sasl.jaas.config={PLAIN_MODULE} \
-         username=\"kraft\" password=\"kraft-secret\" user_kraft=\"kraft-secret\";"
-    );
-    let every_node = [
-        AUTHORIZER,
-        "offsets.topic.num.partitions=2",
-        "super.users=User:admin;User:broker;User:kraft",
-        "sasl.enabled.mechanisms=PLAIN",
-        "sasl.mechanism.controller.protocol=PLAIN",
-        &controller_login,
-    ];
-    controllers[0].add_config(&every_node);
-    controllers[0].add_config(&["listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT"]);
+    let (mut controllers, mut brokers) = common::secured::sasl_acl_cluster(root.path(), 1);
     let metrics = free_port();
-    let broker = &brokers[0];
-    broker.add_config(&every_node);
-    broker.add_config(&[
-        &format!("listeners=SASL://127.0.0.1:{}", broker.port),
-        "listener.security.protocol.map=SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-        "inter.broker.listener.name=SASL",
-        "sasl.mechanism.inter.broker.protocol=PLAIN",
-        "listener.name.sasl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
-        &format!(
-            "listener.name.sasl.plain.sasl.jaas.config={PLAIN_MODULE} \
-             username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";"
-        ),
-        "console.enable=true",
-        &format!("metrics.port={metrics}"),
-    ]);
+    brokers[0].add_config(&["console.enable=true", &format!("metrics.port={metrics}")]);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }

@@ -82,18 +82,11 @@ use common::pki::Pki;
 use common::python::wait_until_brokers_listed_as;
 use common::python::{python, run_inline, run_until_all_ok, wait_until_brokers_listed};
 use common::raw::Raw;
-use common::{
-    addresses, all_logs, formatted_cluster, formatted_cluster_with_scram, stop_gracefully, Node,
-};
+use common::secured::{sasl_acl_cluster, AUTHORIZER, FEW_OFFSETS_PARTITIONS};
+use common::{addresses, all_logs, formatted_cluster, stop_gracefully, Node};
 
-/// Kafka's StandardAuthorizer, on.
-const AUTHORIZER: &str =
-    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer";
 /// What every node of the PLAINTEXT clusters needs (see the module doc).
 const OPEN_UNLESS_NAMED: &str = "allow.everyone.if.no.acl.found=true";
-/// Few offsets partitions: the test controllers' metadata segments are small.
-const FEW_OFFSETS_PARTITIONS: &str = "offsets.topic.num.partitions=2";
-const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required";
 
 /// One cluster at a time (see the module doc).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -136,43 +129,7 @@ fn acl_matrix_as_sasl_users() {
     let _serial = serial();
     python();
     let root = tempfile::tempdir().unwrap();
-    let (_id, mut controllers, mut brokers) = formatted_cluster_with_scram(
-        root.path(),
-        1,
-        2,
-        &[
-            "SCRAM-SHA-512=[name=admin,password=admin-secret]",
-            "SCRAM-SHA-256=[name=alice,password=alice-secret]",
-        ],
-    );
-    let controller_login = format!(
-        "listener.name.controller.plain.sasl.jaas.config={PLAIN_MODULE} \
-         username=\"kraft\" password=\"kraft-secret\" user_kraft=\"kraft-secret\";"
-    );
-    let every_node = [
-        AUTHORIZER,
-        FEW_OFFSETS_PARTITIONS,
-        "super.users=User:admin;User:broker;User:kraft",
-        "sasl.enabled.mechanisms=PLAIN",
-        "sasl.mechanism.controller.protocol=PLAIN",
-        &controller_login,
-    ];
-    controllers[0].add_config(&every_node);
-    controllers[0].add_config(&["listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT"]);
-    for b in &brokers {
-        b.add_config(&every_node);
-        b.add_config(&[
-            &format!("listeners=SASL://127.0.0.1:{}", b.port),
-            "listener.security.protocol.map=SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-            "inter.broker.listener.name=SASL",
-            "sasl.mechanism.inter.broker.protocol=PLAIN",
-            "listener.name.sasl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
-            &format!(
-                "listener.name.sasl.plain.sasl.jaas.config={PLAIN_MODULE} \
-                 username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";"
-            ),
-        ]);
-    }
+    let (mut controllers, mut brokers) = sasl_acl_cluster(root.path(), 2);
     for node in controllers.iter_mut().chain(brokers.iter_mut()) {
         node.start();
     }

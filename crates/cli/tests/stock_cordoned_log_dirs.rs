@@ -13,49 +13,20 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::eventually;
+use common::jbod::{jbod_cluster, replica_dirs, two_log_dirs};
 use common::kafka_jars::{self, output_text as text, run_tool as tool};
-use common::python::run_inline;
-use common::{eventually, format, formatted_quorum, voters, write_broker_config, Node};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
-const LOG_DIRS: &str = "org.apache.kafka.tools.LogDirsCommand";
 const REASSIGN: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
-
-/// A broker's two log dirs (absolute: the tests' root is).
-fn dirs_of(node: &Node) -> [PathBuf; 2] {
-    [node.dir.join("data"), node.dir.join("data2")]
-}
 
 fn shown(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// One controller and brokers 2 and 3 with two log dirs each, started.
-fn cluster(root: &Path) -> (Vec<Node>, Vec<Node>) {
-    let (cluster_id, mut controllers) = formatted_quorum(root, 1);
-    let voters = voters(&controllers);
-    let mut brokers: Vec<Node> = (2..=3).map(|id| Node::broker(root, id)).collect();
-    for node in &brokers {
-        std::fs::create_dir_all(&node.dir).unwrap();
-        write_broker_config(node, &voters);
-        let [first, second] = dirs_of(node);
-        let config = std::fs::read_to_string(node.config_path()).unwrap();
-        let config = config.replace(
-            &format!("log.dirs={}\n", shown(&first)),
-            &format!("log.dirs={},{}\n", shown(&first), shown(&second)),
-        );
-        std::fs::write(node.config_path(), config).unwrap();
-        format(node, &cluster_id);
-    }
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    (controllers, brokers)
 }
 
 /// `kafka-configs --alter` of broker `id`'s `args` (`--add-config k=v` or
@@ -120,48 +91,10 @@ try (var admin = Admin.create(props)) {
 
 /// partition → the absolute dir `kafka-log-dirs --describe` shows broker `broker`'s
 /// replica of `topic` in.
-fn replica_dirs(
-    bootstrap: &str,
-    broker: i32,
-    topic: &str,
-) -> Result<BTreeMap<i32, String>, String> {
-    let out = tool(
-        LOG_DIRS,
-        &[
-            "--bootstrap-server",
-            bootstrap,
-            "--describe",
-            "--broker-list",
-            &broker.to_string(),
-            "--topic-list",
-            topic,
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let Some(json) = stdout.lines().find(|l| l.starts_with('{')) else {
-        return Err(text(&out));
-    };
-    let flat = run_inline(
-        r#"
-import json, sys
-d = json.loads(sys.argv[1])
-for b in d["brokers"]:
-    for ld in b["logDirs"]:
-        for p in ld["partitions"]:
-            if not p["isFuture"]:
-                print(p["partition"].rsplit("-", 1)[1], ld["logDir"])
-"#,
-        &[json],
-    );
-    if !flat.status.success() {
-        return Err(text(&flat));
-    }
-    Ok(String::from_utf8_lossy(&flat.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (p, dir) = l.split_once(' ')?;
-            Some((p.parse().ok()?, dir.to_string()))
-        })
+fn dirs_on(bootstrap: &str, broker: i32, topic: &str) -> Result<BTreeMap<i32, String>, String> {
+    Ok(replica_dirs(bootstrap, &broker.to_string(), topic)?
+        .into_iter()
+        .map(|((partition, _), dir)| (partition, dir))
         .collect())
 }
 
@@ -212,12 +145,12 @@ fn replicas_of(bootstrap: &str, topic: &str) -> Vec<i32> {
 fn cordoned_log_dirs_with_kafkas_tools() {
     common::python::python();
     let root = tempfile::tempdir().unwrap();
-    let (controllers, brokers) = cluster(root.path());
+    let (controllers, brokers) = jbod_cluster(root.path(), 2, &[]);
     let bootstrap = common::addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
     let broker2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    let [data, data2] = dirs_of(broker2).map(|d| shown(&d));
+    let [data, data2] = two_log_dirs(broker2).map(|d| shown(&d));
 
     // A path that is not one of broker 2's log dirs: Kafka's refusal, naming it.
     let refused = alter_broker(
@@ -265,7 +198,7 @@ fn cordoned_log_dirs_with_kafkas_tools() {
         Duration::from_secs(60),
         logs,
         || {
-            let dirs = replica_dirs(&bootstrap, 2, "spread")?;
+            let dirs = dirs_on(&bootstrap, 2, "spread")?;
             if dirs.len() == 8 {
                 Ok(dirs)
             } else {
@@ -298,7 +231,7 @@ fn cordoned_log_dirs_with_kafkas_tools() {
         said.contains("Failed to alter dir for") && said.contains("InvalidReplicaAssignment"),
         "{said}"
     );
-    assert_eq!(replica_dirs(&bootstrap, 2, "spread").unwrap()[&0], data);
+    assert_eq!(dirs_on(&bootstrap, 2, "spread").unwrap()[&0], data);
 
     // Every dir of broker 2 cordoned: once its heartbeat has told the controller, two
     // replicas cannot be placed (Kafka's message), and one lands on broker 3 only.

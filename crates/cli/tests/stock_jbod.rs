@@ -17,72 +17,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::jbod::{jbod_cluster, jbod_cluster_with, log_dirs_of, replica_dirs};
 use common::kafka_jars::{output_text as text, run_tool as tool};
 use common::python::run_inline;
 use common::script::Script;
-use common::{addresses, eventually, format, formatted_quorum, voters, write_broker_config, Node};
+use common::{addresses, eventually, Node};
 
 const TOPIC: &str = "jbod";
 const PARTITIONS: i32 = 6;
 /// Kafka's `DirectoryId.UNASSIGNED` as its JSON shows it.
 const UNASSIGNED: &str = "AAAAAAAAAAAAAAAAAAAAAA";
 
-/// A broker's first `n` (at most three) log dirs; the first holds the metadata log.
-fn dirs_of(node: &Node, n: usize) -> Vec<PathBuf> {
-    ["data", "data2", "data3"]
-        .iter()
-        .take(n)
-        .map(|d| node.dir.join(d))
-        .collect()
-}
-
 fn abs(p: &Path) -> String {
     std::path::absolute(p).unwrap().display().to_string()
-}
-
-/// One controller and brokers 2 and 3, each broker with `n_dirs` log dirs and `extra`
-/// properties, started.
-fn cluster(root: &Path, n_dirs: usize, extra: &[&str]) -> (Vec<Node>, Vec<Node>) {
-    cluster_with(root, n_dirs, extra, |_| {})
-}
-
-/// [`cluster`], `prepare` called with each broker before its dirs are formatted (to mount
-/// a file system on one).
-fn cluster_with(
-    root: &Path,
-    n_dirs: usize,
-    extra: &[&str],
-    mut prepare: impl FnMut(&Node),
-) -> (Vec<Node>, Vec<Node>) {
-    let (cluster_id, mut controllers) = formatted_quorum(root, 1);
-    let voters = voters(&controllers);
-    let mut brokers: Vec<Node> = (2..=3).map(|id| Node::broker(root, id)).collect();
-    for node in &brokers {
-        std::fs::create_dir_all(&node.dir).unwrap();
-        write_broker_config(node, &voters);
-        let dirs = dirs_of(node, n_dirs);
-        let config = std::fs::read_to_string(node.config_path()).unwrap();
-        let all: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        let config = config.replace(
-            &format!("log.dirs={}\n", dirs[0].display()),
-            &format!("log.dirs={}\n", all.join(",")),
-        );
-        std::fs::write(node.config_path(), config).unwrap();
-        node.add_config(extra);
-        prepare(node);
-        format(node, &cluster_id);
-    }
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    (controllers, brokers)
 }
 
 /// Each log dir's `directory.id` (its `meta.properties`), by absolute path.
 fn directory_ids(brokers: &[Node], n_dirs: usize) -> BTreeMap<String, String> {
     let mut ids = BTreeMap::new();
     for node in brokers {
-        for dir in dirs_of(node, n_dirs) {
+        for dir in log_dirs_of(node, n_dirs) {
             let meta = std::fs::read_to_string(dir.join("meta.properties")).unwrap();
             let id = meta
                 .lines()
@@ -202,52 +156,6 @@ for p, replicas in sorted(parts.items()):
         .collect())
 }
 
-/// (partition, broker) → the absolute dir `kafka-log-dirs --describe` shows the topic's
-/// (current, not future) replica in.
-fn actual_dirs(bootstrap: &str, topic: &str) -> Result<BTreeMap<(i32, i32), String>, String> {
-    let out = tool(
-        "org.apache.kafka.tools.LogDirsCommand",
-        &[
-            "--bootstrap-server",
-            bootstrap,
-            "--describe",
-            "--broker-list",
-            "2,3",
-            "--topic-list",
-            topic,
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let Some(json) = stdout.lines().find(|l| l.starts_with('{')) else {
-        return Err(text(&out));
-    };
-    let flat = run_inline(
-        r#"
-import json, sys
-d = json.loads(sys.argv[1])
-for b in d["brokers"]:
-    for ld in b["logDirs"]:
-        for p in ld["partitions"]:
-            if not p["isFuture"]:
-                print(p["partition"].rsplit("-", 1)[1], b["broker"], ld["logDir"])
-"#,
-        &[json],
-    );
-    if !flat.status.success() {
-        return Err(text(&flat));
-    }
-    Ok(String::from_utf8_lossy(&flat.stdout)
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.splitn(3, ' ').collect();
-            (
-                (f[0].parse().unwrap(), f[1].parse().unwrap()),
-                f[2].to_string(),
-            )
-        })
-        .collect())
-}
-
 /// Waits until the metadata names, for every replica of the topic, the id of the dir the
 /// replica really is in, and `also` holds of where they are; returns where they are.
 #[allow(clippy::too_many_arguments)]
@@ -262,7 +170,7 @@ fn wait_metadata_matches_disk(
     logs: impl Fn() -> String,
 ) -> BTreeMap<(i32, i32), String> {
     eventually(what, Duration::from_secs(90), logs, || {
-        let actual = actual_dirs(bootstrap, topic)?;
+        let actual = replica_dirs(bootstrap, "2,3", topic)?;
         if actual.len() != 2 * partitions as usize || !also(&actual) {
             return Err(format!("kafka-log-dirs shows {actual:?}"));
         }
@@ -285,7 +193,7 @@ fn wait_metadata_matches_disk(
 fn replicas_directories_reach_the_metadata_and_follow_a_move() {
     common::python::python();
     let root = tempfile::tempdir().unwrap();
-    let (controllers, brokers) = cluster(root.path(), 3, &[]);
+    let (controllers, brokers) = jbod_cluster(root.path(), 3, &[]);
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
@@ -327,7 +235,7 @@ fn replicas_directories_reach_the_metadata_and_follow_a_move() {
     // of its dirs (same replicas, a `log_dirs` entry); the metadata follows the replica.
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
     let from = placed[&(0, 2)].clone();
-    let to = dirs_of(node2, 3)
+    let to = log_dirs_of(node2, 3)
         .iter()
         .map(|d| abs(d))
         .find(|d| *d != from)
@@ -642,7 +550,8 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
     // A follower whose dir failed stops fetching; the leaders of its partitions wait for
     // it (acks=all) until it is no longer caught up: replica.lag.time.max.ms, shorter here
     // than Kafka's 30 s default so the test waits less.
-    let (controllers, mut brokers) = cluster(root.path(), 2, &["replica.lag.time.max.ms=5000"]);
+    let (controllers, mut brokers) =
+        jbod_cluster(root.path(), 2, &["replica.lag.time.max.ms=5000"]);
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
@@ -672,7 +581,7 @@ fn a_failed_log_dir_moves_its_replicas_off_and_nothing_acknowledged_is_lost() {
         logs,
     );
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    let [good, failing] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
+    let [good, failing] = [0, 1].map(|i| log_dirs_of(node2, 2)[i].clone());
 
     let stop_file = root.path().join("stop-producer");
     let mut producer = spawn_producer(
@@ -718,7 +627,7 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
     common::python::python();
     let root = tempfile::tempdir().unwrap();
     let (mut controllers, mut brokers) =
-        cluster(root.path(), 2, &["log.dir.failure.timeout.ms=2000"]);
+        jbod_cluster(root.path(), 2, &["log.dir.failure.timeout.ms=2000"]);
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
@@ -726,7 +635,7 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
     // the topic is created, so the broker places the replica in the other. A segment rolls
     // at the first append a second after the last roll.
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    let first = abs(&dirs_of(node2, 2)[0]);
+    let first = abs(&log_dirs_of(node2, 2)[0]);
     let cordoned = tool(
         "org.apache.kafka.tools.ConfigCommand",
         &[
@@ -757,13 +666,13 @@ fn a_failed_log_dir_no_controller_hears_of_stops_the_broker_after_the_timeout() 
         ],
     );
     assert!(created.status.success(), "{}\n{}", text(&created), logs());
-    let failing = dirs_of(node2, 2)[1].clone();
+    let failing = log_dirs_of(node2, 2)[1].clone();
     let placed = eventually(
         "the partition on broker 2's disk",
         Duration::from_secs(60),
         logs,
         || {
-            let actual = actual_dirs(&bootstrap, "unheard")?;
+            let actual = replica_dirs(&bootstrap, "2,3", "unheard")?;
             (actual.len() == 1)
                 .then_some(actual.clone())
                 .ok_or(format!("{actual:?}"))
@@ -881,9 +790,9 @@ fn a_full_log_dir_goes_offline_and_comes_back_after_space_is_freed() {
     let root = tempfile::tempdir().unwrap();
     let mut mounts = Vec::new();
     let (controllers, mut brokers) =
-        cluster_with(root.path(), 2, &["replica.lag.time.max.ms=5000"], |node| {
+        jbod_cluster_with(root.path(), 2, &["replica.lag.time.max.ms=5000"], |node| {
             if node.id == 2 {
-                mounts.push(Tmpfs::mount(&dirs_of(node, 2)[1], "8m"));
+                mounts.push(Tmpfs::mount(&log_dirs_of(node, 2)[1], "8m"));
             }
         });
     let tmpfs = &mounts[0];
@@ -902,7 +811,7 @@ fn a_full_log_dir_goes_offline_and_comes_back_after_space_is_freed() {
         logs,
     );
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    let [good, full] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
+    let [good, full] = [0, 1].map(|i| log_dirs_of(node2, 2)[i].clone());
 
     let stop_file = root.path().join("stop-producer");
     let acked_file = root.path().join("acked.json");
@@ -1012,7 +921,7 @@ fn placed_on_broker_2(
         logs,
     );
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    let [first, second] = [0, 1].map(|i| abs(&dirs_of(node2, 2)[i]));
+    let [first, second] = [0, 1].map(|i| abs(&log_dirs_of(node2, 2)[i]));
     let in_dir = |dir: &str| -> Vec<i32> {
         placed
             .iter()
@@ -1042,7 +951,7 @@ fn placed_on_broker_2(
 fn a_broker_starts_with_a_broken_log_dir_offline() {
     common::python::python();
     let root = tempfile::tempdir().unwrap();
-    let (controllers, mut brokers) = cluster(root.path(), 2, &[]);
+    let (controllers, mut brokers) = jbod_cluster(root.path(), 2, &[]);
     let bootstrap = addresses(&brokers);
     let logs = || common::all_logs(&brokers) + &common::all_logs(&controllers);
     common::python::wait_until_brokers_listed(&bootstrap, 2, logs);
@@ -1065,7 +974,7 @@ fn a_broker_starts_with_a_broken_log_dir_offline() {
     );
     eprintln!("{}", producer.finish(180, logs));
     let node2 = brokers.iter().find(|b| b.id == 2).unwrap();
-    let [good, broken] = [0, 1].map(|i| dirs_of(node2, 2)[i].clone());
+    let [good, broken] = [0, 1].map(|i| log_dirs_of(node2, 2)[i].clone());
     let aside = broken.with_extension("aside");
     let meta = broken.join("meta.properties");
     let breakages: [(&str, &dyn Fn()); 3] = [
@@ -1152,9 +1061,9 @@ fn a_broker_starts_with_a_broken_log_dir_offline() {
 fn a_broker_with_no_log_dir_left_or_its_metadata_dir_failed_exits() {
     common::python::python();
     let root = tempfile::tempdir().unwrap();
-    let (controllers, mut brokers) = cluster_with(root.path(), 2, &[], |node| {
+    let (controllers, mut brokers) = jbod_cluster_with(root.path(), 2, &[], |node| {
         if node.id == 2 {
-            let [data, data2] = [0, 1].map(|i| dirs_of(node, 2)[i].display().to_string());
+            let [data, data2] = [0, 1].map(|i| log_dirs_of(node, 2)[i].display().to_string());
             let config = std::fs::read_to_string(node.config_path()).unwrap();
             let config = config.replace(
                 &format!("log.dirs={data},{data2}\n"),
@@ -1182,14 +1091,14 @@ fn a_broker_with_no_log_dir_left_or_its_metadata_dir_failed_exits() {
         Duration::from_secs(60),
         logs,
         || {
-            let actual = actual_dirs(&bootstrap, "only3")?;
+            let actual = replica_dirs(&bootstrap, "2,3", "only3")?;
             (actual.len() == 2)
                 .then_some(actual.clone())
                 .ok_or(format!("{actual:?}"))
         },
     );
     let node3 = brokers.iter().find(|b| b.id == 3).unwrap();
-    let metadata_dir3 = dirs_of(node3, 2)[0].clone();
+    let metadata_dir3 = log_dirs_of(node3, 2)[0].clone();
     let in_metadata_dir3 = placed3
         .iter()
         .find(|(_, d)| **d == abs(&metadata_dir3))
@@ -1235,7 +1144,7 @@ fn a_broker_with_no_log_dir_left_or_its_metadata_dir_failed_exits() {
 
     // At run time: broker 2's only log dir.
     let node2 = broker_mut(&mut brokers, 2);
-    let data2 = dirs_of(node2, 2)[1].clone();
+    let data2 = log_dirs_of(node2, 2)[1].clone();
     let said = fail_dir_until_exit(node2, &data2, "only2", 0);
     let line = format!(
         "Shutdown broker because all log dirs in {} have failed",
@@ -1290,7 +1199,7 @@ fn a_broker_with_no_log_dir_left_or_its_metadata_dir_failed_exits() {
     // At start: broker 3's metadata dir's meta.properties unreadable (a directory in its
     // place), then its other dir's too.
     let node3 = broker_mut(&mut brokers, 3);
-    let [data, data2] = [0, 1].map(|i| dirs_of(node3, 2)[i].clone());
+    let [data, data2] = [0, 1].map(|i| log_dirs_of(node3, 2)[i].clone());
     for dir in [&data, &data2] {
         std::fs::rename(dir.join("meta.properties"), dir.join("meta.aside")).unwrap();
         std::fs::create_dir(dir.join("meta.properties")).unwrap();

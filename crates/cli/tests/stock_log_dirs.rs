@@ -17,16 +17,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::jbod::{jbod_cluster, two_log_dirs};
 use common::kafka_jars::{output_text as text, run_tool as tool};
 use common::python::{python, run_inline, script_path, wait_until_brokers_listed};
 use common::raw::Raw;
 use common::script::Script;
-use common::{
-    addresses, format, formatted_cluster, formatted_quorum, voters, write_broker_config, Node,
-};
+use common::{addresses, formatted_cluster, Node};
 use kraftd_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kraftd_protocol::messages::DescribeTopicPartitionsRequest;
 use kraftd_protocol::{RequestBody, ResponseBody};
@@ -103,34 +102,6 @@ fn segments_bytes(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
-}
-
-/// A broker's two log dirs.
-fn dirs_of(node: &Node) -> [PathBuf; 2] {
-    [node.dir.join("data"), node.dir.join("data2")]
-}
-
-/// One controller and two brokers, each broker with two log dirs, started.
-fn cluster(root: &Path) -> (Vec<Node>, Vec<Node>) {
-    let (cluster_id, mut controllers) = formatted_quorum(root, 1);
-    let voters = voters(&controllers);
-    let mut brokers: Vec<Node> = (2..=3).map(|id| Node::broker(root, id)).collect();
-    for node in &brokers {
-        std::fs::create_dir_all(&node.dir).unwrap();
-        write_broker_config(node, &voters);
-        let [a, b] = dirs_of(node);
-        let config = std::fs::read_to_string(node.config_path()).unwrap();
-        let config = config.replace(
-            &format!("log.dirs={}\n", a.display()),
-            &format!("log.dirs={},{}\n", a.display(), b.display()),
-        );
-        std::fs::write(node.config_path(), config).unwrap();
-        format(node, &cluster_id);
-    }
-    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
-        node.start();
-    }
-    (controllers, brokers)
 }
 
 /// kafka-python's `alter_replica_log_dirs` for `(topic, partition, broker) → dir`: the
@@ -220,7 +191,7 @@ fn wait_placed(
 fn replicas_move_between_log_dirs_under_acks_all_load_and_across_a_restart() {
     python();
     let root = tempfile::tempdir().unwrap();
-    let (controllers, mut brokers) = cluster(root.path());
+    let (controllers, mut brokers) = jbod_cluster(root.path(), 2, &[]);
     let bootstrap = addresses(&brokers);
     let logs = |brokers: &[Node]| common::all_logs(brokers);
     wait_until_brokers_listed(&bootstrap, 2, || logs(&brokers));
@@ -255,7 +226,7 @@ fn replicas_move_between_log_dirs_under_acks_all_load_and_across_a_restart() {
     let abs = |p: &Path| std::path::absolute(p).unwrap().display().to_string();
     let mut expected_dirs: Vec<(i32, String, String)> = brokers
         .iter()
-        .flat_map(|b| dirs_of(b).map(|d| (b.id, abs(&d), "None".to_string())))
+        .flat_map(|b| two_log_dirs(b).map(|d| (b.id, abs(&d), "None".to_string())))
         .collect();
     expected_dirs.sort();
     assert_eq!(dirs, expected_dirs);
@@ -274,7 +245,7 @@ fn replicas_move_between_log_dirs_under_acks_all_load_and_across_a_restart() {
     let mut moves = Vec::new();
     for r in &mine {
         let node = brokers.iter().find(|b| b.id == r.broker).unwrap();
-        let other = dirs_of(node)
+        let other = two_log_dirs(node)
             .into_iter()
             .map(|d| abs(&d))
             .find(|d| *d != r.dir)
@@ -317,8 +288,8 @@ admin.close()
     );
     assert!(created.status.success(), "{}", text(&created));
     let not_a_dir = abs(&root.path().join("elsewhere"));
-    let on_2 = abs(&dirs_of(&brokers[0])[0]);
-    let on_3 = abs(&dirs_of(&brokers[1])[0]);
+    let on_2 = abs(&two_log_dirs(&brokers[0])[0]);
+    let on_3 = abs(&two_log_dirs(&brokers[1])[0]);
     let deadline = Instant::now() + Duration::from_secs(30);
     let answers = loop {
         let answers = alter(
@@ -355,7 +326,7 @@ admin.close()
     // topic id), so the restarted broker always resumes a move.
     let victim = 1;
     let id = brokers[victim].id;
-    let [first, second] = dirs_of(&brokers[victim]);
+    let [first, second] = two_log_dirs(&brokers[victim]);
     let part = format!("{TOPIC}-0");
     let answers = alter(&bootstrap, &[(TOPIC, 0, id, abs(&first))]);
     assert!(answers.values().all(|e| e == "NoError"), "{answers:?}");
@@ -409,7 +380,7 @@ admin.close()
         assert_eq!(r.size, on_disk, "{r:?}");
     }
     for node in &brokers {
-        for dir in dirs_of(node) {
+        for dir in two_log_dirs(node) {
             for entry in std::fs::read_dir(&dir).unwrap().flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 assert!(
@@ -663,7 +634,7 @@ fn walk(address: &str, broker: i32) -> Vec<Page> {
 fn kafka_reassign_partitions_moves_a_replica_between_log_dirs() {
     python();
     let root = tempfile::tempdir().unwrap();
-    let (_controllers, brokers) = cluster(root.path());
+    let (_controllers, brokers) = jbod_cluster(root.path(), 2, &[]);
     let bootstrap = addresses(&brokers);
     wait_until_brokers_listed(&bootstrap, 2, || common::all_logs(&brokers));
     let produced = run_inline(
@@ -694,7 +665,7 @@ print(",".join(str(r) for r in md.topics["tool"].partitions[0].replicas))
         .unwrap()
         .clone();
     let abs = |p: &Path| std::path::absolute(p).unwrap().display().to_string();
-    let there = dirs_of(&brokers[0])
+    let there = two_log_dirs(&brokers[0])
         .into_iter()
         .map(|d| abs(&d))
         .find(|d| *d != here.dir)

@@ -3,8 +3,9 @@
 //! [`MetadataLoader`](crate::metadata), registers and heartbeats
 //! ([`lifecycle::BrokerLifecycleManager`]), forwards mutations to the active controller
 //! ([`forwarding::ForwardingManager`]) and serves clients on its listeners
-//! ([`apis::KafkaApis`]). Shutdown is controlled (leaderships move first) and ends with the
-//! clean-shutdown markers, whose epoch the next registration reports (KIP-966).
+//! ([`BrokerListener`], `listeners.rs`; [`apis::KafkaApis`]). Shutdown is controlled
+//! (leaderships move first) and ends with the clean-shutdown markers, whose epoch the next
+//! registration reports (KIP-966).
 
 pub mod alter_partition_manager;
 pub mod api_keys;
@@ -16,11 +17,13 @@ pub mod broker_channels;
 mod config_admin;
 pub mod controller_channel;
 pub mod data_plane;
+mod features;
 pub mod forwarding;
 pub mod group_apis;
 pub mod group_auth;
 pub mod internal_topics;
 pub mod lifecycle;
+mod listeners;
 pub mod log_dir_apis;
 mod metadata_task;
 pub mod node_endpoints;
@@ -46,34 +49,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kraftd_controller::control::config_defs::any_broker_config_def;
-use kraftd_controller::image::{FeaturesImage, METADATA_VERSION_FEATURE};
 use kraftd_controller::publisher::{AuthorizerConfig, MetadataPublisher, NodePublishers};
-use kraftd_net::{serve, ServerConfig};
-use kraftd_protocol::features;
-use kraftd_protocol::messages::broker_registration_request::{Feature, Listener};
-use kraftd_protocol::metadata_version::MetadataVersion;
+use kraftd_net::ServerConfig;
+use kraftd_protocol::messages::broker_registration_request::Listener;
 use kraftd_protocol::Uuid;
 use kraftd_raft::driver::{
     DriverConfig, DriverError, QuorumConfig, RaftDriver, RaftEvent, RaftHandle, RaftMetrics,
 };
-use tokio::net::TcpSocket;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use self::alter_partition_manager::DefaultAlterPartitionManager;
-use self::apis::KafkaApis;
 use self::apis_context::BrokerApisContext;
 use self::assignments_manager::AssignmentsManager;
 use self::broker_channels::BrokerChannels;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
+pub use self::features::{supported_features, unsupported_finalized_feature};
 use self::forwarding::ForwardingManager;
 use self::internal_topics::InternalTopics;
 use self::lifecycle::{
     BrokerDirectoryEvents, BrokerLifecycleManager, CordonedDirsSource, LifecycleConfig,
     LifecycleState,
 };
+pub use self::listeners::BrokerListener;
+use self::listeners::{serve_when_ready, ReadyGate};
 pub use self::metadata_task::MetadataStatus;
 use self::producer_id_manager::ProducerIdManager;
 use self::quota::QuotaManagers;
@@ -105,19 +106,6 @@ const SHARE_PERSISTER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One client listener: its name, the socket it is bound to and what it advertises.
-#[derive(Debug)]
-pub struct BrokerListener {
-    pub name: String,
-    /// Its name and security protocol.
-    pub security: kraftd_net::ListenerSecurity,
-    /// Bound, not listening: the port is taken (a clash fails the start at once) but a
-    /// client's connection is refused until the broker serves (see [`serve_when_ready`]).
-    pub socket: TcpSocket,
-    pub advertised_host: String,
-    pub advertised_port: u16,
-}
 
 /// Everything a broker needs; built by the CLI from Kafka's property names.
 #[derive(Debug, Clone)]
@@ -236,85 +224,6 @@ pub struct BrokerServer {
     /// Why the broker's metadata stopped following the log, once it has: the process
     /// must stop too.
     stopped: watch::Receiver<Option<String>>,
-}
-
-/// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`).
-pub fn supported_features() -> Vec<Feature> {
-    vec![
-        // Every level Apache Kafka 4.4.0 knows, 3.3-IV3 to 4.4-IV2.
-        Feature {
-            name: features::METADATA_VERSION_FEATURE.into(),
-            min_supported_version: MetadataVersion::MINIMUM.level(),
-            max_supported_version: MetadataVersion::LATEST_PRODUCTION.level(),
-            ..Default::default()
-        },
-        Feature {
-            name: features::ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE.into(),
-            min_supported_version: 0,
-            max_supported_version: 1,
-            ..Default::default()
-        },
-        // 2: transactions V2 (KIP-890 part 2: an epoch bump per transaction, partitions
-        // added by the broker on the producer's behalf).
-        Feature {
-            name: features::TRANSACTION_VERSION_FEATURE.into(),
-            min_supported_version: 0,
-            max_supported_version: 2,
-            ..Default::default()
-        },
-        // 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
-        Feature {
-            name: features::GROUP_VERSION_FEATURE.into(),
-            min_supported_version: 0,
-            max_supported_version: 1,
-            ..Default::default()
-        },
-        // 1: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch); 2: their dead-letter
-        // queues (KIP-1191).
-        Feature {
-            name: features::SHARE_VERSION_FEATURE.into(),
-            min_supported_version: 0,
-            max_supported_version: 2,
-            ..Default::default()
-        },
-        // 1: KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe).
-        Feature {
-            name: features::STREAMS_VERSION_FEATURE.into(),
-            min_supported_version: 0,
-            max_supported_version: 1,
-            ..Default::default()
-        },
-    ]
-}
-
-/// The first finalized feature whose level this build does not support (a feature it does
-/// not list counts as supporting level 0 only, as Kafka's registration check counts it), as
-/// the one-line reason the broker stops: a controller refuses its registration for as long
-/// as that feature stays finalized.
-pub fn unsupported_finalized_feature(features: &FeaturesImage) -> Option<String> {
-    let supported = supported_features();
-    let finalized = features
-        .metadata_version
-        .map(|level| (METADATA_VERSION_FEATURE, level))
-        .into_iter()
-        .chain(features.finalized.iter().map(|(n, l)| (n.as_str(), *l)));
-    for (name, level) in finalized {
-        let (min, max) = supported
-            .iter()
-            .find(|f| f.name == name)
-            .map_or((0, 0), |f| {
-                (f.min_supported_version, f.max_supported_version)
-            });
-        if !(min..=max).contains(&level) {
-            return Some(format!(
-                "the cluster finalized {name}={level}, which this kraftd broker does not support \
-                 (it supports {name} {min}-{max}): format the cluster with --feature \
-                 {name}={max} (or a --release-version that implies it), or use kraftd brokers \
-                 that support it"
-            ));
-        }
-    }
-    None
 }
 
 impl BrokerServer {
@@ -602,16 +511,8 @@ impl BrokerServer {
         ));
         let lifecycle_channel = channel("heartbeat");
         let forwarding_channel = channel("forwarding");
-        let advertised: Vec<Listener> = listeners
-            .iter()
-            .map(|l| Listener {
-                name: l.name.clone(),
-                host: l.advertised_host.clone(),
-                port: l.advertised_port,
-                security_protocol: l.security.protocol.id(),
-                ..Default::default()
-            })
-            .collect();
+        let advertised: Vec<Listener> =
+            listeners.iter().map(BrokerListener::registration).collect();
         let lifecycle = BrokerLifecycleManager::start(
             LifecycleConfig {
                 broker_id: config.node_id,
@@ -945,88 +846,6 @@ impl Drop for BrokerServer {
         self.replica_manager.fetchers().shutdown();
         self.metadata.abort();
     }
-}
-
-/// What the broker waits for before its client listeners accept connections.
-struct ReadyGate {
-    node_id: i32,
-    lifecycle: watch::Receiver<LifecycleState>,
-    metadata: watch::Receiver<MetadataStatus>,
-    cache: MetadataCache,
-}
-
-impl ReadyGate {
-    /// Ready when the controller has unfenced this broker's registration and the metadata
-    /// the broker serves shows it so: a client's first Metadata answer then names this
-    /// broker alive (and a controller id), never the empty or stale view of a broker still
-    /// catching up, which left clients such as librdkafka waiting for a controller.
-    fn ready(&self) -> bool {
-        let state = *self.lifecycle.borrow();
-        if state.fenced || state.broker_epoch < 0 {
-            return false;
-        }
-        self.cache
-            .image()
-            .cluster
-            .broker(self.node_id)
-            .is_some_and(|b| b.epoch == state.broker_epoch && !b.fenced)
-    }
-
-    async fn wait(&mut self) {
-        while !self.ready() {
-            tokio::select! {
-                changed = self.lifecycle.changed() => if changed.is_err() { std::future::pending::<()>().await },
-                changed = self.metadata.changed() => if changed.is_err() { std::future::pending::<()>().await },
-            }
-        }
-    }
-}
-
-/// The accept backlog of a client listener: what tokio's `TcpListener::bind` asks for
-/// (`socket.listen.backlog.size` is accepted without effect, docs/configs.md).
-const LISTEN_BACKLOG: u32 = 1024;
-
-/// Listens on the client listeners and serves them once `gate` opens, as Kafka's
-/// `BrokerServer` enables request processing (and its `Acceptor` opens a configured port)
-/// only once the broker has caught up and is unfenced. Until then the bound sockets do not
-/// listen, so a connection is refused at once: a client tries another broker or backs off.
-/// Listening early instead let the kernel accept connections nobody answered: a broker
-/// restarted before its previous incarnation's session expired (registration refused with
-/// DUPLICATE_BROKER_REGISTRATION, for as long as controller failovers renew that session)
-/// held librdkafka's requests for its 10 s ApiVersions timeout, again and again, while it
-/// was the leader its clients' metadata named (the chaos harness's seed 12, docs/chaos.md).
-/// Aborting this task closes every listener and connection.
-async fn serve_when_ready(
-    mut gate: ReadyGate,
-    listeners: Vec<BrokerListener>,
-    context: Arc<BrokerApisContext>,
-    server: ServerConfig,
-    serving: watch::Sender<bool>,
-    stopped: watch::Sender<Option<String>>,
-) {
-    gate.wait().await;
-    let table = Arc::new(KafkaApis::api_versions_for(&context));
-    let mut servers = tokio::task::JoinSet::new();
-    for l in listeners {
-        let socket = match l.socket.listen(LISTEN_BACKLOG) {
-            Ok(socket) => socket,
-            Err(e) => {
-                let reason = format!("listener {} cannot listen: {e}", l.name);
-                warn!(node = gate.node_id, %reason, "shutting down");
-                let _ = stopped.send(Some(reason));
-                return;
-            }
-        };
-        info!(node = gate.node_id, listener = %l.name, "broker listener serving");
-        let apis = Arc::new(KafkaApis::new(l.name, Arc::clone(&context)));
-        let server = ServerConfig {
-            security: l.security,
-            ..server.clone()
-        };
-        servers.spawn(serve(socket, Arc::clone(&table), server, apis));
-    }
-    let _ = serving.send(true);
-    while servers.join_next().await.is_some() {}
 }
 
 /// The broker epoch the clean-shutdown markers of every log dir agree on, or -1 when any

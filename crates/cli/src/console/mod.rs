@@ -50,6 +50,7 @@
 //! would hide.
 
 mod client;
+pub mod config;
 mod health;
 mod image_api;
 pub mod login;
@@ -62,11 +63,11 @@ use kraftd_controller::auth::RequestAuth;
 use kraftd_controller::control::acl::RESOURCE_TYPE_TOPIC;
 use kraftd_controller::publisher::OPERATION_DESCRIBE;
 use kraftd_controller::MetadataImage;
-use kraftd_net::ClientSecurity;
 use serde_json::{json, Value};
 
 use login::{LoginConfig, LoginGuard, Session, Sessions};
 
+pub use config::ConsoleConfig;
 pub use health::HealthSources;
 
 /// `console.enable`: kraftd's own setting (Kafka has no console).
@@ -174,25 +175,6 @@ impl Viewer {
             Viewer::User { auth, .. } => auth.authorize_cluster(OPERATION_DESCRIBE),
         }
     }
-}
-
-/// The node's current metadata image (the broker's, else the controller's committed).
-pub type ImageSource = Arc<dyn Fn() -> Arc<MetadataImage> + Send + Sync>;
-
-/// Where the console reads from: the node's image and the addresses it asks.
-pub struct ConsoleConfig {
-    pub node_id: i32,
-    pub cluster_id: String,
-    pub image: ImageSource,
-    /// A client listener of this node (name, `host:port`) and how to connect to it; `None`
-    /// on a controller-only node (no group or offset pages then).
-    pub client_listener: Option<(String, String, ClientSecurity)>,
-    pub health: HealthSources,
-    /// `authorizer.class.name` is set: without [`Self::login`], everything but the refusal
-    /// is off.
-    pub authorizer: bool,
-    /// With an authorizer: the SASL listener logins go through.
-    pub login: Option<LoginConfig>,
 }
 
 /// The console of one node.

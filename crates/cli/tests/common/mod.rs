@@ -5,12 +5,14 @@
 #![allow(dead_code)]
 
 pub mod chromium;
+pub mod jbod;
 pub mod kafka_jars;
 pub mod kcat;
 pub mod pki;
 pub mod python;
 pub mod raw;
 pub mod script;
+pub mod secured;
 
 use std::collections::BTreeMap;
 use std::fs::File;

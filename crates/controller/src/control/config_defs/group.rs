@@ -1,10 +1,13 @@
-//! The group configs' broker side: each key's broker synonym (Kafka's
+//! The group configs: Kafka's `GroupConfig.CONFIG_DEF` ([`GROUP_CONFIGS`], set on a GROUP
+//! resource) and their broker side: each key's broker synonym (Kafka's
 //! `GroupConfig.ALL_GROUP_CONFIG_SYNONYMS`, whose value is the key's default on that broker),
 //! the node's bounds a group's value must lie within (`GroupConfig.validate`'s
 //! `validateValues`, with the controller's own settings as Kafka's controller has them), and
 //! `share.auto.offset.reset`'s validator (`ShareGroupAutoOffsetResetStrategy.Validator`).
 
 use std::collections::BTreeMap;
+
+use super::{def, int, long, ConfigDef, ConfigType, ANY_LIST, BOOLEAN, STRING};
 
 /// The node settings [`GroupConfigBounds`] reads, with Kafka 4.4.0's defaults.
 pub const GROUP_CONFIG_BOUNDS: &[(&str, i32)] = &[
@@ -351,6 +354,105 @@ fn parse_iso_duration_nanos(text: &str) -> Option<i128> {
     i64::try_from(seconds).ok()?;
     Some(if negate { -total } else { total })
 }
+
+/// Kafka's `GroupConfig.SHARE_AUTO_OFFSET_RESET_CONFIG`: `latest`, `earliest` or
+/// `by_duration:<ISO-8601 duration>`, checked by name in [`ConfigDef::validate`] as Kafka's
+/// `ShareGroupAutoOffsetResetStrategy.Validator`.
+pub const SHARE_AUTO_OFFSET_RESET: &str = "share.auto.offset.reset";
+
+/// Kafka's per-group configs (`GroupConfig.CONFIG_DEF`, Kafka 4.4.0), in name order, set on a
+/// `ConfigResource` of type GROUP; each default is its broker synonym's default
+/// (`GroupConfig.ALL_GROUP_CONFIG_SYNONYMS`, [`group_config_synonym`]). Beyond each key's own
+/// validator, the controller checks the value against its node's bounds
+/// ([`GroupConfigBounds::validate`]), as Kafka's `GroupConfig.validate`.
+pub const GROUP_CONFIGS: &[ConfigDef] = &[
+    def("consumer.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a consumer group."),
+    def("consumer.assignor.offload.enable", BOOLEAN)
+        .default("true")
+        .internal()
+        .doc("Whether to offload consumer group assignment to a group coordinator background thread."),
+    def("consumer.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members of a consumer group."),
+    def("consumer.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the consumer group protocol."),
+    def("errors.deadletterqueue.copy.record.enable", BOOLEAN)
+        .default("false")
+        .doc("When writing onto the dead-letter queue topic, whether to copy the original record onto the DLQ topic, or just write a record containing the context information headers."),
+    def("errors.deadletterqueue.topic.name", STRING)
+        .default("")
+        .doc("The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. If blank (the default), the group does not have a DLQ topic."),
+    def("share.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a share group."),
+    def("share.assignor.offload.enable", BOOLEAN)
+        .default("true")
+        .internal()
+        .doc("Whether to offload share group assignment to a group coordinator background thread."),
+    def(SHARE_AUTO_OFFSET_RESET, STRING)
+        .default("latest")
+        .doc("The strategy to initialize the share-partition start offset: earliest, latest, or by_duration:<duration> (ISO8601, PnDTnHnMn.nS, not negative)."),
+    def("share.delivery.count.limit", int(2))
+        .default("5")
+        .doc("The maximum number of delivery attempts for a record delivered to a share group."),
+    def("share.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members of a share group."),
+    def("share.isolation.level", ConfigType::String { valid: &["read_committed", "read_uncommitted"] })
+        .default("read_uncommitted")
+        .doc("Controls how to read records written transactionally: read_committed delivers only committed transactional records, read_uncommitted all of them."),
+    def("share.partition.max.record.locks", int(100))
+        .default("2000")
+        .doc("Share-group record lock limit per share-partition."),
+    def("share.record.lock.duration.ms", int(1000))
+        .default("30000")
+        .doc("The record acquisition lock duration in milliseconds for share groups."),
+    def("share.renew.acknowledge.enable", BOOLEAN)
+        .default("true")
+        .doc("Whether the renew acknowledge type is enabled for the share group."),
+    def("share.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the share group protocol."),
+    def("streams.acceptable.recovery.lag", long(0))
+        .default("10000")
+        .internal()
+        .doc("The maximum lag (in offsets) at which a task is considered caught up."),
+    def("streams.assignment.interval.ms", int(0))
+        .default("1000")
+        .doc("The interval between assignment updates for a streams group."),
+    def("streams.assignor.name", STRING)
+        .doc("The task assignor to use for this streams group, by short name, from the broker's group.streams.assignors; when unset, the first of them."),
+    def("streams.assignor.offload.enable", BOOLEAN)
+        .default("true")
+        .internal()
+        .doc("Whether to offload streams group assignment to a group coordinator background thread."),
+    def("streams.heartbeat.interval.ms", int(1))
+        .default("5000")
+        .doc("The heartbeat interval given to the members of a streams group."),
+    def("streams.initial.rebalance.delay.ms", int(0))
+        .default("3000")
+        .doc("The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance."),
+    def("streams.num.standby.replicas", int(0))
+        .default("0")
+        .doc("The number of standby replicas for each task."),
+    def("streams.num.warmup.replicas", int(0))
+        .default("2")
+        .internal()
+        .doc("The number of warmup replicas for each task."),
+    def("streams.rack.aware.assignment.tags", ANY_LIST)
+        .default("")
+        .doc("The list of client tag keys used for rack-aware standby task assignment."),
+    def("streams.session.timeout.ms", int(1))
+        .default("45000")
+        .doc("The timeout to detect client failures when using the streams group protocol."),
+    def("streams.task.offset.interval.ms", int(1))
+        .default("60000")
+        .internal()
+        .doc("The interval in milliseconds with which streams clients report their task offsets."),
+];
 
 #[cfg(test)]
 mod tests {
