@@ -1,9 +1,10 @@
-//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--system kafka]`: faults
-//! injected into a cluster of real `kraftd` processes while stock clients write and read, then
-//! a checker over everything the clients saw (issue 32; `docs/chaos.md` says how to run it
-//! and what is not there yet). `--system kafka` runs Apache Kafka 4.4.0's nodes from
-//! `target/kafka-jars` instead, under the same schedule, workload and checks, so that an
-//! anomaly can be told kraftd's or not; `--txn` adds the transactional workload.
+//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks]
+//! [--system kafka]`: faults injected into a cluster of real `kraftd` processes while stock
+//! clients write and read, then a checker over everything the clients saw (issue 32;
+//! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
+//! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
+//! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
+//! transactional workload; `--disks` the faultable disks and their faults.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -25,9 +26,10 @@
 //! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
-//! transactional workload's.
+//! transactional workload's; `disks.rs` the brokers' faultable disks (`--disks`).
 
 mod checker;
+mod disks;
 mod faults;
 mod group_checker;
 mod net;
@@ -45,7 +47,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use checker::Anomaly;
-use faults::{Bounds, Kind, Rng, KINDS, TXN_KINDS};
+use disks::Disks;
+use faults::{Bounds, Kind, Rng};
 use group_checker::GroupCounts;
 use net::Lab;
 use nodes::{Nodes, System};
@@ -103,6 +106,11 @@ pub struct ChaosArgs {
     /// from the seed: a seed's schedule with `--overlap` is not its schedule without.
     #[arg(long)]
     overlap: bool,
+    /// Give every broker a second log dir on a small tmpfs the harness mounts (`disks.rs`),
+    /// and draw the disk faults too (a full disk). A seed's schedule with `--disks` is not
+    /// its schedule without.
+    #[arg(long)]
+    disks: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -206,14 +214,37 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     };
     let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers).collect();
     let mut lab = Lab::create(&ids)?;
-    let mut nodes = Nodes::start(&system, &dir, &lab, args.brokers, BROKER_CONFIG)?;
+    // Declared before the nodes, so dropped (unmounted) after they are stopped, also when
+    // starting them fails.
+    let disks = if args.disks {
+        Some(Disks::mount(&dir, &ids[nodes::CONTROLLERS as usize..])?)
+    } else {
+        None
+    };
+    let mut nodes = Nodes::start(
+        &system,
+        &dir,
+        &lab,
+        args.brokers,
+        BROKER_CONFIG,
+        disks.as_ref(),
+    )?;
     history.note(format!(
         "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
         system.name(),
         nodes.broker_ids()
     ));
-    let outcome = run_faults(root, &args, &dir, &mut history, &mut nodes, &mut lab);
+    let outcome = run_faults(
+        root,
+        &args,
+        &dir,
+        &mut history,
+        &mut nodes,
+        &mut lab,
+        disks.as_ref(),
+    );
     nodes.stop();
+    drop(disks);
     drop(lab);
     let report = outcome.with_context(|| {
         format!(
@@ -257,6 +288,7 @@ fn run_faults(
     history: &mut History,
     nodes: &mut Nodes,
     lab: &mut Lab,
+    disks: Option<&Disks>,
 ) -> Result<Report> {
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
@@ -333,22 +365,23 @@ fn run_faults(
     });
 
     let mut rng = Rng::new(args.seed);
-    let kinds: &[Kind] = if args.txn { &TXN_KINDS } else { &KINDS };
+    let kinds = faults::kinds(args.txn, args.disks);
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
     let mut overlapped = 0;
     while Instant::now() < until {
-        let planned = faults::plan(&mut rng, &BOUNDS, kinds);
+        let planned = faults::plan(&mut rng, &BOUNDS, &kinds);
         let second = if args.overlap {
-            faults::plan_overlap(&mut rng, &planned, kinds)
+            faults::plan_overlap(&mut rng, &planned, &kinds)
         } else {
             None
         };
         n += 1;
         let mut undos = Vec::new();
         for (i, planned) in std::iter::once(planned).chain(second).enumerate() {
-            let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC, TRANSACTIONAL_ID)?;
+            let (kind, what, undo) =
+                faults::inject(&planned, nodes, lab, disks, TOPIC, TRANSACTIONAL_ID)?;
             *faults.entry(kind).or_default() += 1;
             history.note(format!(
                 "fault {n}{} [{}]: {what}; held {:.1} s",
@@ -369,8 +402,9 @@ fn run_faults(
         )?;
         // The overlapping fault first: undone in the reverse order of injection.
         for undo in undos.iter().rev() {
-            let done = faults::undo(undo, nodes, lab)?;
+            let (done, found) = faults::undo(undo, nodes, lab, disks)?;
             history.note(format!("fault {n} undone: {done}"));
+            anomalies.extend(found);
         }
         watch(
             planned.gap,
@@ -570,8 +604,7 @@ impl Report {
             args.seed, args.minutes, args.brokers, args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
-        let kinds: &[Kind] = if args.txn { &TXN_KINDS } else { &KINDS };
-        for kind in kinds {
+        for kind in &faults::kinds(args.txn, args.disks) {
             let count = self.faults.get(kind).copied().unwrap_or(0);
             let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
         }
@@ -659,7 +692,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -667,6 +700,7 @@ impl Report {
                 args.brokers,
                 if args.txn { " --txn" } else { "" },
                 if args.overlap { " --overlap" } else { "" },
+                if args.disks { " --disks" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {
