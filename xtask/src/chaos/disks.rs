@@ -1,9 +1,12 @@
 //! The disks the harness can fail (`--disks`): every broker gets a second log dir on a
-//! small tmpfs of its own, mounted by the harness in the run's directory and unmounted when
-//! the run ends (also when it fails: [`Disks`] unmounts on drop). The disk-full fault
+//! small tmpfs of its own, mounted by the harness in the run's directory, seen by the broker
+//! through a FUSE passthrough the harness serves (`fusefs.rs`), and both unmounted when the
+//! run ends (also when it fails: [`Disks`] unmounts on drop). The disk-full fault
 //! ([`Disks::fill`]) writes a ballast file beside the log dir on that tmpfs until the kernel
 //! answers ENOSPC, so the broker's next append, roll or checkpoint in the dir fails as on a
-//! full disk; freeing it ([`Disks::free`]) deletes the ballast.
+//! full disk; the failing-disk fault ([`Disks::fail`]) has the passthrough answer every
+//! write, fsync, create, truncate, rename and unlink with EIO. [`Disks::heal`] deletes the
+//! ballast and has the passthrough pass again.
 //!
 //! Why a second dir and not the broker's only one: with one dir (which then also holds the
 //! metadata log) a full disk halts the broker (Kafka's "Shutdown broker because all log
@@ -20,21 +23,30 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use super::fusefs;
+
 /// Each broker's tmpfs: large enough for hours of the workload's records in half of a
 /// broker's replicas, small enough that filling it costs little memory.
 pub(super) const TMPFS_SIZE: &str = "256m";
 
-/// Where a broker's faultable disk is mounted, under its node directory; its log dir is
-/// [`LOG_DIR`] (the ballast goes beside it, out of the broker's sight).
+/// Where a broker's faultable disk (the tmpfs) is mounted, under its node directory; the
+/// data of its log dir is in [`LOG_DIR`] (the ballast goes beside it, out of the broker's
+/// sight).
 const MOUNT: &str = "disk";
-/// A broker's second log dir under its node directory (the segment readers look here too).
+/// Where a broker's second log dir's files are, under its node directory (the segment
+/// readers look here: the files themselves, not through the passthrough).
 pub(super) const LOG_DIR: &str = "disk/log";
+/// Where the passthrough of [`LOG_DIR`] is mounted, under the node directory: the log dir
+/// the broker is configured with.
+const SEEN: &str = "log2";
 
 /// One broker's faultable disk.
 struct Disk {
     id: u32,
     /// Where the tmpfs is mounted.
     mount: PathBuf,
+    /// The passthrough the broker sees its log dir through, and where it is mounted.
+    fuse: Option<(fusefs::Mounted, PathBuf)>,
 }
 
 /// The brokers' faultable disks of one run.
@@ -43,8 +55,8 @@ pub(super) struct Disks {
 }
 
 impl Disks {
-    /// Mounts a tmpfs of [`TMPFS_SIZE`] for each of `brokers` under `run_dir` and makes
-    /// its log dir.
+    /// Mounts a tmpfs of [`TMPFS_SIZE`] for each of `brokers` under `run_dir`, makes its log
+    /// dir there and mounts the passthrough of it the broker is to use.
     pub(super) fn mount(run_dir: &Path, brokers: &[u32]) -> Result<Disks> {
         let mut disks = Disks { disks: Vec::new() };
         for &id in brokers {
@@ -62,8 +74,19 @@ impl Disks {
                 ],
             )
             .context("mounting a broker's tmpfs (--disks needs root)")?;
-            disks.disks.push(Disk { id, mount });
-            std::fs::create_dir_all(disks.log_dir(id)?)?;
+            let node_dir = mount.parent().context("a node directory")?.to_path_buf();
+            disks.disks.push(Disk {
+                id,
+                mount,
+                fuse: None,
+            });
+            let (backing, seen) = (node_dir.join(LOG_DIR), node_dir.join(SEEN));
+            std::fs::create_dir_all(&backing)?;
+            std::fs::create_dir_all(&seen)?;
+            let mounted = fusefs::mount(&backing, &seen)?;
+            if let Some(disk) = disks.disks.last_mut() {
+                disk.fuse = Some((mounted, seen));
+            }
         }
         Ok(disks)
     }
@@ -75,10 +98,18 @@ impl Disks {
             .with_context(|| format!("broker {id} has no faultable disk"))
     }
 
-    /// Broker `id`'s second log dir, on its faultable disk.
+    /// Broker `id`'s second log dir as it sees it: the passthrough of its faultable disk.
     pub(super) fn log_dir(&self, id: u32) -> Result<PathBuf> {
         let disk = self.disk(id)?;
-        Ok(disk.mount.with_file_name(LOG_DIR))
+        Ok(disk.mount.with_file_name(SEEN))
+    }
+
+    /// Has broker `id`'s passthrough fail every write with EIO until [`Disks::heal`].
+    pub(super) fn fail(&self, id: u32) -> Result<()> {
+        let disk = self.disk(id)?;
+        let (fuse, _) = disk.fuse.as_ref().context("no passthrough mounted")?;
+        fuse.set_failing(true);
+        Ok(())
     }
 
     fn ballast(&self, id: u32) -> Result<PathBuf> {
@@ -108,8 +139,12 @@ impl Disks {
         Ok(file.metadata()?.len())
     }
 
-    /// Deletes broker `id`'s ballast (nothing to do if there is none).
-    pub(super) fn free(&self, id: u32) -> Result<()> {
+    /// Makes broker `id`'s disk healthy: its ballast deleted (if any), its passthrough
+    /// passing writes again.
+    pub(super) fn heal(&self, id: u32) -> Result<()> {
+        if let Some((fuse, _)) = &self.disk(id)?.fuse {
+            fuse.set_failing(false);
+        }
         match std::fs::remove_file(self.ballast(id)?) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
@@ -120,10 +155,15 @@ impl Disks {
 impl Drop for Disks {
     fn drop(&mut self) {
         for disk in self.disks.drain(..) {
-            // Lazy: a process still holding a file in it does not keep it mounted.
-            if let Err(e) = run("umount", &["-l", &disk.mount.display().to_string()]) {
-                eprintln!("chaos: unmounting {}: {e:#}", disk.mount.display());
+            // Lazy: a process still holding a file in it does not keep it mounted. The
+            // passthrough first (its serving thread ends with it), then the tmpfs under it.
+            let seen = disk.fuse.as_ref().map(|(_, seen)| seen.clone());
+            for dir in seen.iter().chain([&disk.mount]) {
+                if let Err(e) = run("umount", &["-l", &dir.display().to_string()]) {
+                    eprintln!("chaos: unmounting {}: {e:#}", dir.display());
+                }
             }
+            drop(disk.fuse);
         }
     }
 }

@@ -49,6 +49,11 @@ pub(super) enum Kind {
     /// the dir offline, restarted (SIGTERM, then started again), as an operator would: Kafka
     /// brings an offline dir back only at a restart. Drawn only with `--disks`.
     DiskFull,
+    /// A broker's faultable disk failing: every write, fsync, create, truncate, rename and
+    /// unlink in its second log dir answered with EIO by the harness's FUSE passthrough
+    /// (`fusefs.rs`); undone as [`Kind::DiskFull`] (the passthrough passing again, the
+    /// broker restarted if the dir went offline). Drawn only with `--disks`.
+    DiskEio,
 }
 
 /// The kinds the schedule draws from without the transactional workload; with it,
@@ -81,7 +86,7 @@ pub(super) const TXN_KINDS: [Kind; 10] = [
 ];
 
 /// The disk faults, drawn with `--disks`.
-pub(super) const DISK_KINDS: [Kind; 1] = [Kind::DiskFull];
+pub(super) const DISK_KINDS: [Kind; 2] = [Kind::DiskFull, Kind::DiskEio];
 
 /// The kinds a run's schedule draws from.
 pub(super) fn kinds(txn: bool, disks: bool) -> Vec<Kind> {
@@ -110,6 +115,7 @@ impl Kind {
             Kind::SlowLink => "slow link",
             Kind::KillTxnCoordinator => "kill -9 txn coordinator + restart",
             Kind::DiskFull => "disk full (a log dir)",
+            Kind::DiskEio => "disk failing, EIO (a log dir)",
         }
     }
 
@@ -123,6 +129,7 @@ impl Kind {
                 | Kind::Pause
                 | Kind::KillTxnCoordinator
                 | Kind::DiskFull
+                | Kind::DiskEio
         )
     }
 }
@@ -356,7 +363,7 @@ pub(super) fn inject(
                 Undo::Heal,
             )
         }
-        Kind::DiskFull => {
+        kind @ (Kind::DiskFull | Kind::DiskEio) => {
             let disks = disks.context("a disk fault without --disks")?;
             let id = pick(0, &nodes.broker_ids());
             let dir = disks.log_dir(id)?;
@@ -364,19 +371,21 @@ pub(super) fn inject(
             let hosts =
                 in_dir(&before, &dir).is_some_and(|(_, topics)| topics.iter().any(|t| t == topic));
             let since = Instant::now();
-            let bytes = disks.fill(id)?;
-            (
-                Kind::DiskFull,
+            let what = if kind == Kind::DiskFull {
+                let bytes = disks.fill(id)?;
                 format!(
-                    "node {id}'s disk {} filled ({:.1} MiB of ballast){}",
+                    "node {id}'s disk {} filled ({:.1} MiB of ballast)",
                     dir.display(),
-                    bytes as f64 / (1 << 20) as f64,
-                    if hosts {
-                        format!(", a log dir with partitions of {topic}")
-                    } else {
-                        format!(", a log dir without partitions of {topic}")
-                    }
-                ),
+                    bytes as f64 / (1 << 20) as f64
+                )
+            } else {
+                disks.fail(id)?;
+                format!("node {id}'s disk {} failing (EIO on writes)", dir.display())
+            };
+            let holds = if hosts { "with" } else { "without" };
+            (
+                kind,
+                format!("{what}, a log dir {holds} partitions of {topic}"),
                 Undo::Disk { id, since, hosts },
             )
         }
@@ -479,8 +488,8 @@ pub(super) fn undo(
                 is_offline = offline();
             }
             let after = since.elapsed().as_secs_f64();
-            disks.free(id)?;
-            let mut text = format!("node {id}'s disk freed");
+            disks.heal(id)?;
+            let mut text = format!("node {id}'s disk healthy again");
             if is_offline {
                 match nodes.stop_gracefully(id, STOP_WITHIN) {
                     Ok(how) => text += &format!("; its dir was offline, so it was {how}"),
@@ -501,12 +510,12 @@ pub(super) fn undo(
                 nodes.spawn(lab, id)?;
                 text += " and restarted";
             } else if hosts && !lab.cut_off(id) {
-                text += &format!("; its dir was NOT offline {after:.1} s after the disk filled");
+                text += &format!("; its dir was NOT offline {after:.1} s after the fault");
                 anomalies.push(Anomaly {
                     kind: "dir not offline",
                     detail: format!(
                         "node {id}'s log dir {} (holding partitions the workload writes) was \
-                         full for {after:.1} s and DescribeLogDirs did not answer \
+                         faulty for {after:.1} s and DescribeLogDirs did not answer \
                          KAFKA_STORAGE_ERROR for it",
                         dir.display()
                     ),

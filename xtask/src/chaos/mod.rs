@@ -31,6 +31,7 @@
 mod checker;
 mod disks;
 mod faults;
+mod fusefs;
 mod group_checker;
 mod net;
 mod nodes;
@@ -106,9 +107,10 @@ pub struct ChaosArgs {
     /// from the seed: a seed's schedule with `--overlap` is not its schedule without.
     #[arg(long)]
     overlap: bool,
-    /// Give every broker a second log dir on a small tmpfs the harness mounts (`disks.rs`),
-    /// and draw the disk faults too (a full disk). A seed's schedule with `--disks` is not
-    /// its schedule without.
+    /// Give every broker a second log dir on a small tmpfs the harness mounts, seen through
+    /// a FUSE passthrough the harness serves (`disks.rs`, `fusefs.rs`), and draw the disk
+    /// faults too (a full disk, a disk failing with EIO). A seed's schedule with `--disks`
+    /// is not its schedule without.
     #[arg(long)]
     disks: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
@@ -433,7 +435,7 @@ fn run_faults(
             .iter()
             .zip(&acks_then)
             .all(|(now, then)| now > then);
-        match nodes::health(lab, &brokers, TOPIC, PARTITIONS) {
+        match nodes::health(lab, &brokers, TOPIC, PARTITIONS, nodes.disks) {
             Ok(()) if progress => {
                 heal_secs = Some(healing.elapsed().as_secs_f64());
                 break;
@@ -587,7 +589,7 @@ fn wait_healthy(nodes: &mut Nodes, lab: &Lab, limit: Duration) -> Result<()> {
                 nodes.log_tail(id, 30)
             );
         }
-        match nodes::health(lab, &brokers, TOPIC, PARTITIONS) {
+        match nodes::health(lab, &brokers, TOPIC, PARTITIONS, nodes.disks) {
             Ok(()) => return Ok(()),
             Err(e) if Instant::now() > deadline => bail!("after {limit:?}: {e}"),
             Err(_) => std::thread::sleep(Duration::from_millis(250)),

@@ -71,6 +71,9 @@ pub(super) struct Node {
 pub(super) struct Nodes {
     pub(super) nodes: Vec<Node>,
     system: System,
+    /// Whether the brokers have a faultable second log dir (`--disks`): then the cluster
+    /// is whole only with every log dir online ([`health`]).
+    pub(super) disks: bool,
 }
 
 impl Nodes {
@@ -107,6 +110,7 @@ impl Nodes {
         let mut nodes = Nodes {
             nodes: Vec::new(),
             system: system.clone(),
+            disks: disks.is_some(),
         };
         for id in 1..=CONTROLLERS + brokers {
             let controller = id <= CONTROLLERS;
@@ -500,13 +504,14 @@ pub(super) fn create_topic(
 
 /// Whether the cluster is whole: every broker lists every broker (all registered and
 /// unfenced), every partition of every topic (the internal ones too) with a leader and its
-/// full ISR, and `topic`, once it exists, with its `partitions`; and the quorum is whole. Else
-/// what is not.
+/// full ISR, and `topic`, once it exists, with its `partitions`; with `dirs`, every log dir
+/// of every broker online (DescribeLogDirs); and the quorum is whole. Else what is not.
 pub(super) fn health(
     lab: &Lab,
     brokers: &[u32],
     topic: &str,
     partitions: i32,
+    dirs: bool,
 ) -> Result<(), String> {
     for &id in brokers {
         let body = RequestBody::Metadata(MetadataRequest {
@@ -544,6 +549,23 @@ pub(super) fn health(
                         p.partition_index, p.leader_id
                     ));
                 }
+            }
+        }
+    }
+    if dirs {
+        for &id in brokers {
+            let described = describe_log_dirs(lab, id)
+                .map_err(|e| format!("DescribeLogDirs of {id}: {e:#}"))?;
+            let offline: Vec<&str> = described
+                .iter()
+                .filter(|(_, code, _)| *code != 0)
+                .map(|(dir, ..)| dir.as_str())
+                .collect();
+            if !offline.is_empty() || described.len() < 2 {
+                return Err(format!(
+                    "broker {id}'s log dirs offline: {offline:?} (of {} described)",
+                    described.len()
+                ));
             }
         }
     }
