@@ -1,10 +1,11 @@
-//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks]
+//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
 //! [--system kafka]`: faults injected into a cluster of real `kraftd` processes while stock
 //! clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
 //! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
-//! transactional workload; `--disks` the faultable disks and their faults.
+//! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
+//! metadata workload (topics created and deleted, a config changed) and its checks.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -26,13 +27,15 @@
 //! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
-//! transactional workload's; `disks.rs` the brokers' faultable disks (`--disks`).
+//! transactional workload's; `disks.rs` and `fusefs.rs` the brokers' faultable disks
+//! (`--disks`); `meta_checker.rs` the metadata workload's (`--meta`).
 
 mod checker;
 mod disks;
 mod faults;
 mod fusefs;
 mod group_checker;
+mod meta_checker;
 mod net;
 mod nodes;
 mod segments;
@@ -113,6 +116,11 @@ pub struct ChaosArgs {
     /// is not its schedule without.
     #[arg(long)]
     disks: bool,
+    /// Add the metadata workload: topics created and deleted and a config of the workload's
+    /// topic changed with the AdminClient during the faults; afterwards every acknowledged
+    /// change must show on every broker (`meta_checker.rs`).
+    #[arg(long)]
+    meta: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -276,6 +284,8 @@ struct Report {
     txn: Option<TxnCounts>,
     /// The consumer groups' counts, and how long after the faults they were Stable.
     groups: Option<GroupCounts>,
+    /// The metadata workload's operations (`--meta`).
+    meta: Option<meta_checker::MetaCounts>,
     groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
@@ -339,6 +349,7 @@ fn run_faults(
             topic: TXN_TOPIC.to_string(),
             seed: args.seed,
         }),
+        args.meta,
     )?;
     workload.start()?;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -507,6 +518,39 @@ fn run_faults(
         }
         None => None,
     };
+    let meta = match meta_checker::read(dir)? {
+        Some(ops) => {
+            // Asked of every broker until all agree with the history, for up to 30 s (a
+            // restarted broker's metadata catching up is not an anomaly).
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let (found, counts) = loop {
+                let (found, counts) = match meta_checker::observe(lab, &brokers, TOPIC) {
+                    Ok(seen) => meta_checker::check(&ops, &seen),
+                    Err(e) => (
+                        vec![Anomaly {
+                            kind: "metadata lost",
+                            detail: format!("the brokers could not be asked: {e:#}"),
+                            at_ms: Some(unix_ms()),
+                        }],
+                        Default::default(),
+                    ),
+                };
+                if found.is_empty() || Instant::now() > deadline {
+                    break (found, counts);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            };
+            history.note(format!(
+                "metadata operations: acknowledged {:?}, unknown {:?}; {} anomalies",
+                counts.acked,
+                counts.unknown,
+                found.len()
+            ));
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     let groups = match workload::read_group_history(dir)? {
         Some(gh) => {
             let (found, counts) = group_checker::check(&gh);
@@ -525,6 +569,7 @@ fn run_faults(
         classified: verdict.classified,
         txn,
         groups,
+        meta,
         groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
@@ -673,6 +718,13 @@ impl Report {
                     ))
             );
         }
+        if let Some(m) = &self.meta {
+            let _ = writeln!(
+                out,
+                "  metadata operations       acknowledged {:?}, unknown outcome {:?}",
+                m.acked, m.unknown
+            );
+        }
         let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
         for a in &self.anomalies {
             *by_kind.entry(a.kind).or_default() += 1;
@@ -694,7 +746,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -703,6 +755,7 @@ impl Report {
                 if args.txn { " --txn" } else { "" },
                 if args.overlap { " --overlap" } else { "" },
                 if args.disks { " --disks" } else { "" },
+                if args.meta { " --meta" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

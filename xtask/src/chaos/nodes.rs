@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::messages::{
-    create_topics_request, metadata_request, CreateTopicsRequest, DescribeLogDirsRequest,
-    FindCoordinatorRequest, MetadataRequest, MetadataResponse,
+    create_topics_request, describe_configs_request, metadata_request, CreateTopicsRequest,
+    DescribeConfigsRequest, DescribeLogDirsRequest, FindCoordinatorRequest, MetadataRequest,
+    MetadataResponse,
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
 
@@ -414,6 +415,46 @@ pub(super) fn metadata(lab: &Lab, id: u32, topic: &str) -> Result<MetadataRespon
     }
 }
 
+/// Metadata v12 of every topic from broker `id`.
+pub(super) fn metadata_all(lab: &Lab, id: u32) -> Result<MetadataResponse> {
+    let body = RequestBody::Metadata(MetadataRequest {
+        topics: None,
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT)? {
+        ResponseBody::Metadata(m) => Ok(m),
+        _ => bail!("not a Metadata response"),
+    }
+}
+
+/// Topic `topic`'s config `key` as broker `id` describes it (DescribeConfigs v4).
+pub(super) fn topic_config(lab: &Lab, id: u32, topic: &str, key: &str) -> Result<Option<String>> {
+    let body = RequestBody::DescribeConfigs(DescribeConfigsRequest {
+        resources: vec![describe_configs_request::DescribeConfigsResource {
+            resource_type: 2, // TOPIC
+            resource_name: topic.to_string(),
+            configuration_keys: Some(vec![key.to_string()]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 4, body, PROBE_TIMEOUT)? {
+        ResponseBody::DescribeConfigs(r) => {
+            let result = r.results.into_iter().next().context("no result")?;
+            if result.error_code != 0 {
+                bail!("DescribeConfigs of {topic}: error {}", result.error_code);
+            }
+            Ok(result
+                .configs
+                .into_iter()
+                .find(|c| c.name == key)
+                .and_then(|c| c.value))
+        }
+        _ => bail!("not a DescribeConfigs response"),
+    }
+}
+
 /// The broker that coordinates `transactional_id`, as broker `id` answers FindCoordinator
 /// (v3, key type 1: a transaction coordinator).
 pub(super) fn txn_coordinator(lab: &Lab, id: u32, transactional_id: &str) -> Result<u32> {
@@ -514,16 +555,7 @@ pub(super) fn health(
     dirs: bool,
 ) -> Result<(), String> {
     for &id in brokers {
-        let body = RequestBody::Metadata(MetadataRequest {
-            topics: None,
-            allow_auto_topic_creation: false,
-            ..Default::default()
-        });
-        let m = match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT) {
-            Ok(ResponseBody::Metadata(m)) => m,
-            Ok(_) => return Err(format!("broker {id} answered Metadata with another API")),
-            Err(e) => return Err(format!("Metadata from broker {id}: {e:#}")),
-        };
+        let m = metadata_all(lab, id).map_err(|e| format!("Metadata from broker {id}: {e:#}"))?;
         let listed: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
         if listed.len() != brokers.len() {
             return Err(format!("broker {id} lists brokers {listed:?}"));
