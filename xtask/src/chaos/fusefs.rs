@@ -644,6 +644,12 @@ mod tests {
             std::fs::read_to_string(seen.join("meta.properties")).unwrap(),
             "node.id=4\n"
         );
+        // Written over (O_TRUNC: the kernel truncates with a setattr first).
+        std::fs::write(seen.join("meta.properties"), "x\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(seen.join("meta.properties")).unwrap(),
+            "x\n"
+        );
         std::fs::create_dir_all(seen.join("chaos-0")).unwrap();
         let segment = seen.join("chaos-0").join("0.log");
         let mut file = OpenOptions::new()
