@@ -368,8 +368,11 @@ pub(super) fn inject(
             let id = pick(0, &nodes.broker_ids());
             let dir = disks.log_dir(id)?;
             let before = nodes::describe_log_dirs(lab, id).unwrap_or_default();
-            let hosts =
-                in_dir(&before, &dir).is_some_and(|(_, topics)| topics.iter().any(|t| t == topic));
+            let topics = in_dir(&before, &dir).map_or(&[][..], |(_, topics)| topics);
+            let hosts = topics.iter().any(|t| t == topic);
+            // The other topics with partitions there (the groups' offsets, the
+            // transactions' state, `--meta`'s): a broker writes their checkpoints too.
+            let others = topics.iter().filter(|t| *t != topic).count();
             let since = Instant::now();
             let what = if kind == Kind::DiskFull {
                 let bytes = disks.fill(id)?;
@@ -385,7 +388,10 @@ pub(super) fn inject(
             let holds = if hosts { "with" } else { "without" };
             (
                 kind,
-                format!("{what}, a log dir {holds} partitions of {topic}"),
+                format!(
+                    "{what}, a log dir {holds} partitions of {topic} (and with partitions of \
+                     {others} other topics)"
+                ),
                 Undo::Disk { id, since, hosts },
             )
         }

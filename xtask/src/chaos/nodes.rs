@@ -246,6 +246,7 @@ impl Nodes {
     /// SIGTERM to node `id` and its exit awaited (up to `limit`, then SIGKILL), as an
     /// operator stops a broker: how it ended, or why that is not a clean stop.
     pub(super) fn stop_gracefully(&mut self, id: u32, limit: Duration) -> Result<String, String> {
+        let jvm = matches!(self.system, System::Kafka(_));
         let node = self.node(id).map_err(|e| format!("{e:#}"))?;
         let mut child = node.child.take().ok_or("node is not running")?;
         node.paused = false;
@@ -255,7 +256,9 @@ impl Nodes {
             .status();
         loop {
             match child.try_wait() {
-                Ok(Some(status)) if status.success() => {
+                // A JVM exits 143 (128 + SIGTERM) once its shutdown hooks — Kafka's clean
+                // shutdown — have run.
+                Ok(Some(status)) if status.success() || (jvm && status.code() == Some(143)) => {
                     return Ok(format!(
                         "stopped ({status}) in {:.1} s",
                         started.elapsed().as_secs_f64()
