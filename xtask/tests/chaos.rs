@@ -1,12 +1,16 @@
-//! `cargo xtask chaos` as a test: 66 s of faults with the transactional workload (`--txn`)
-//! and seed 2681097, whose schedule draws every fault kind once, its tenth fault starting
-//! 59 s in (kill -9 of the transaction coordinator's broker, an isolated node, a one-way cut,
-//! the active controller isolated, SIGSTOP, kill -9, a slow link, kill -9 with the unflushed
-//! tail lost, a leader cut from its followers, a controller and a broker isolated; no seed
-//! below 3,000,000 draws ten kinds in fewer than 58.6 s), on the kraftd binary of this
-//! build, failing on any anomaly the checker finds (the transactional and consumer-group
-//! ones among them), a cluster that does not heal or a group not Stable after the faults. It needs root (the harness's network namespaces; CI runs as root): without
-//! it the harness fails with a message saying so, and so does this test.
+//! `cargo xtask chaos` as a test: 87 s of faults with the transactional workload (`--txn`),
+//! the metadata workload (`--meta`) and the faultable disks (`--disks`), seed 10299488,
+//! whose schedule draws each of the 12 fault kinds once in its first 12 faults, the twelfth
+//! starting 70.8 s in by the schedule (a slow link, a controller and a broker isolated,
+//! kill -9 with the unflushed tail lost, an isolated node, a one-way cut, a full disk,
+//! SIGSTOP, kill -9, the active controller isolated, kill -9 of the transaction
+//! coordinator's broker, a disk failing with EIO, a leader cut from its followers; no seed
+//! below 60,000,000 does it sooner), plus the restarts the disk faults cost, on the kraftd
+//! binary of this build, failing on any anomaly the checker finds (the transactional,
+//! consumer-group, metadata and disk ones among them), a cluster that does not heal or a
+//! group not Stable after the faults. It needs root (the harness's network namespaces,
+//! tmpfs and FUSE mounts; CI runs as root): without it the harness fails with a message
+//! saying so, and so does this test.
 //!
 //! The kraftd binary is `target/debug/kraftd`, beside this package's own binary: `cargo
 //! test --workspace` builds it (the cli package's tests need it); run alone, build it first
@@ -16,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 #[test]
-fn a_minute_of_every_fault_kind_loses_nothing_breaks_no_transaction_or_group_and_heals() {
+fn every_fault_kind_once_loses_nothing_breaks_no_transaction_or_group_and_heals() {
     let xtask = Path::new(env!("CARGO_BIN_EXE_xtask"));
     let kraftd = xtask.with_file_name("kraftd");
     assert!(
@@ -34,10 +38,12 @@ fn a_minute_of_every_fault_kind_loses_nothing_breaks_no_transaction_or_group_and
         .args([
             "chaos",
             "--minutes",
-            "1.1",
+            "1.45",
             "--seed",
-            "2681097",
+            "10299488",
             "--txn",
+            "--disks",
+            "--meta",
             "--kraftd-bin",
         ])
         .arg(&kraftd)
@@ -50,7 +56,7 @@ fn a_minute_of_every_fault_kind_loses_nothing_breaks_no_transaction_or_group_and
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stdout.contains("no anomalies"),
-        "cargo xtask chaos --seed 2681097 --txn failed:\n{stdout}\n{stderr}"
+        "cargo xtask chaos --seed 10299488 --txn --disks --meta failed:\n{stdout}\n{stderr}"
     );
     // Every kind was injected (the schedule is the seed's).
     let summary = stdout
@@ -65,7 +71,11 @@ fn a_minute_of_every_fault_kind_loses_nothing_breaks_no_transaction_or_group_and
         summary.contains("consumer groups") && !summary.contains(" 0 offsets committed"),
         "no group committed an offset:\n{stdout}"
     );
-    for line in summary.lines().skip(2).take(10) {
+    assert!(
+        summary.contains("metadata operations       acknowledged {\"config\""),
+        "no metadata operation acknowledged:\n{stdout}"
+    );
+    for line in summary.lines().skip(2).take(12) {
         let count: u32 = line
             .split_whitespace()
             .last()

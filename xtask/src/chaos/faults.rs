@@ -6,10 +6,12 @@
 //! the fault starts, so two runs of a seed make the same kinds of cuts at the same times but
 //! may hit other nodes.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
+use super::checker::Anomaly;
+use super::disks::Disks;
 use super::net::{self, Lab};
 use super::nodes::{self, Nodes, CONTROLLERS};
 
@@ -42,10 +44,21 @@ pub(super) enum Kind {
     /// (as FindCoordinator answers), then a restart after the hold. Drawn only with the
     /// transactional workload ([`TXN_KINDS`]).
     KillTxnCoordinator,
+    /// A broker's faultable disk (its second log dir, `disks.rs`) filled with a ballast file
+    /// until ENOSPC; at the end of the hold the ballast is deleted and the broker, if it took
+    /// the dir offline, restarted (SIGTERM, then started again), as an operator would: Kafka
+    /// brings an offline dir back only at a restart. Drawn only with `--disks`.
+    DiskFull,
+    /// A broker's faultable disk failing: every write, fsync, create, truncate, rename and
+    /// unlink in its second log dir answered with EIO by the harness's FUSE passthrough
+    /// (`fusefs.rs`); undone as [`Kind::DiskFull`] (the passthrough passing again, the
+    /// broker restarted if the dir went offline). Drawn only with `--disks`.
+    DiskEio,
 }
 
 /// The kinds the schedule draws from without the transactional workload; with it,
-/// [`TXN_KINDS`]. Two lists, so that a seed's schedule without it stays what it was.
+/// [`TXN_KINDS`]; with the faultable disks, those and [`DISK_KINDS`] ([`kinds`]). Separate
+/// lists, so that a seed's schedule without them stays what it was.
 pub(super) const KINDS: [Kind; 9] = [
     Kind::Kill,
     Kind::KillLoseTail,
@@ -72,6 +85,22 @@ pub(super) const TXN_KINDS: [Kind; 10] = [
     Kind::KillTxnCoordinator,
 ];
 
+/// The disk faults, drawn with `--disks`.
+pub(super) const DISK_KINDS: [Kind; 2] = [Kind::DiskFull, Kind::DiskEio];
+
+/// The kinds a run's schedule draws from.
+pub(super) fn kinds(txn: bool, disks: bool) -> Vec<Kind> {
+    let mut kinds = if txn {
+        TXN_KINDS.to_vec()
+    } else {
+        KINDS.to_vec()
+    };
+    if disks {
+        kinds.extend(DISK_KINDS);
+    }
+    kinds
+}
+
 impl Kind {
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -85,14 +114,22 @@ impl Kind {
             Kind::OneWay => "one-way partition",
             Kind::SlowLink => "slow link",
             Kind::KillTxnCoordinator => "kill -9 txn coordinator + restart",
+            Kind::DiskFull => "disk full (a log dir)",
+            Kind::DiskEio => "disk failing, EIO (a log dir)",
         }
     }
 
-    /// A fault of the network (cuts, slow links) rather than of a process (kill, pause).
+    /// A fault of the network (cuts, slow links) rather than of a process (kill, pause) or
+    /// of its disk (which ends in a restart: never beside a process fault).
     fn is_network(self) -> bool {
         !matches!(
             self,
-            Kind::Kill | Kind::KillLoseTail | Kind::Pause | Kind::KillTxnCoordinator
+            Kind::Kill
+                | Kind::KillLoseTail
+                | Kind::Pause
+                | Kind::KillTxnCoordinator
+                | Kind::DiskFull
+                | Kind::DiskEio
         )
     }
 }
@@ -181,7 +218,21 @@ pub(super) enum Undo {
     Restart(u32),
     Resume(u32),
     Heal,
+    /// Broker `id`'s disk made healthy again, and the broker restarted if the dir went
+    /// offline. `since`: when the fault hit; `hosts`: whether the dir held a partition of
+    /// the workload's topic then (so that a write must have hit it).
+    Disk {
+        id: u32,
+        since: Instant,
+        hosts: bool,
+    },
 }
+
+/// How long a broker has to take a failed dir offline once a write can hit it (the
+/// workload writes every partition many times a second).
+const OFFLINE_WITHIN: Duration = Duration::from_secs(15);
+/// How long a broker has to stop on SIGTERM before the harness kills it.
+const STOP_WITHIN: Duration = Duration::from_secs(60);
 
 /// Injects `planned` and says what it did (the kind actually injected, which differs from
 /// the planned one only when its target could not be found, as no partition with a leader:
@@ -190,6 +241,7 @@ pub(super) fn inject(
     planned: &Planned,
     nodes: &mut Nodes,
     lab: &mut Lab,
+    disks: Option<&Disks>,
     topic: &str,
     transactional_id: &str,
 ) -> Result<(Kind, String, Undo)> {
@@ -311,6 +363,38 @@ pub(super) fn inject(
                 Undo::Heal,
             )
         }
+        kind @ (Kind::DiskFull | Kind::DiskEio) => {
+            let disks = disks.context("a disk fault without --disks")?;
+            let id = pick(0, &nodes.broker_ids());
+            let dir = disks.log_dir(id)?;
+            let before = nodes::describe_log_dirs(lab, id).unwrap_or_default();
+            let topics = in_dir(&before, &dir).map_or(&[][..], |(_, topics)| topics);
+            let hosts = topics.iter().any(|t| t == topic);
+            // The other topics with partitions there (the groups' offsets, the
+            // transactions' state, `--meta`'s): a broker writes their checkpoints too.
+            let others = topics.iter().filter(|t| *t != topic).count();
+            let since = Instant::now();
+            let what = if kind == Kind::DiskFull {
+                let bytes = disks.fill(id)?;
+                format!(
+                    "node {id}'s disk {} filled ({:.1} MiB of ballast)",
+                    dir.display(),
+                    bytes as f64 / (1 << 20) as f64
+                )
+            } else {
+                disks.fail(id)?;
+                format!("node {id}'s disk {} failing (EIO on writes)", dir.display())
+            };
+            let holds = if hosts { "with" } else { "without" };
+            (
+                kind,
+                format!(
+                    "{what}, a log dir {holds} partitions of {topic} (and with partitions of \
+                     {others} other topics)"
+                ),
+                Undo::Disk { id, since, hosts },
+            )
+        }
         Kind::OneWay => {
             let from = pick(0, &all);
             let others: Vec<u32> = all.iter().copied().filter(|&n| n != from).collect();
@@ -357,20 +441,96 @@ fn leader_and_followers(
     Some((p.partition_index, p.leader_id as u32, followers))
 }
 
-/// Undoes a fault.
-pub(super) fn undo(undo: &Undo, nodes: &mut Nodes, lab: &mut Lab) -> Result<String> {
+/// The entry of `dir` in a broker's DescribeLogDirs answer: its error code and topics.
+fn in_dir<'a>(
+    described: &'a [(String, i16, Vec<String>)],
+    dir: &std::path::Path,
+) -> Option<(i16, &'a [String])> {
+    let dir = dir.display().to_string();
+    described
+        .iter()
+        .find(|(d, ..)| d.trim_end_matches('/') == dir)
+        .map(|(_, code, topics)| (*code, &topics[..]))
+}
+
+/// Undoes a fault: what it did, and the anomalies undoing it showed (a disk fault's dir
+/// that did not go offline, a broker that did not stop cleanly).
+pub(super) fn undo(
+    undo: &Undo,
+    nodes: &mut Nodes,
+    lab: &mut Lab,
+    disks: Option<&Disks>,
+) -> Result<(String, Vec<Anomaly>)> {
+    let done = |text: String| Ok((text, Vec::new()));
     match *undo {
         Undo::Restart(id) => {
             nodes.spawn(lab, id)?;
-            Ok(format!("restarted node {id}"))
+            done(format!("restarted node {id}"))
         }
         Undo::Resume(id) => {
             nodes.signal_pause(id, false)?;
-            Ok(format!("SIGCONT node {id}"))
+            done(format!("SIGCONT node {id}"))
         }
         Undo::Heal => {
             lab.heal()?;
-            Ok("network healed (cuts removed, links at full speed)".to_string())
+            done("network healed (cuts removed, links at full speed)".to_string())
+        }
+        Undo::Disk { id, since, hosts } => {
+            let disks = disks.context("a disk fault without --disks")?;
+            let dir = disks.log_dir(id)?;
+            let mut anomalies = Vec::new();
+            // Offline, as the broker says (KAFKA_STORAGE_ERROR for the dir)? A dir a write
+            // must hit gets until OFFLINE_WITHIN after the fault; one a cut keeps the
+            // writes from is not waited for.
+            let offline = || {
+                nodes::describe_log_dirs(lab, id)
+                    .ok()
+                    .and_then(|d| in_dir(&d, &dir).map(|(code, _)| code == 56))
+                    .unwrap_or(false)
+            };
+            let mut is_offline = offline();
+            while !is_offline && hosts && !lab.cut_off(id) && since.elapsed() < OFFLINE_WITHIN {
+                std::thread::sleep(Duration::from_millis(250));
+                is_offline = offline();
+            }
+            let after = since.elapsed().as_secs_f64();
+            disks.heal(id)?;
+            let mut text = format!("node {id}'s disk healthy again");
+            if is_offline {
+                match nodes.stop_gracefully(id, STOP_WITHIN) {
+                    Ok(how) => text += &format!("; its dir was offline, so it was {how}"),
+                    Err(why) => {
+                        text += &format!("; its dir was offline, but it {why}");
+                        anomalies.push(Anomaly {
+                            kind: "unclean stop",
+                            detail: format!(
+                                "node {id}, stopped with SIGTERM to bring its offline dir {} \
+                                 back, {why}; its log ends:\n{}",
+                                dir.display(),
+                                nodes.log_tail(id, 30)
+                            ),
+                            at_ms: Some(super::unix_ms()),
+                        });
+                    }
+                }
+                nodes.spawn(lab, id)?;
+                text += " and restarted";
+            } else if hosts && !lab.cut_off(id) {
+                text += &format!("; its dir was NOT offline {after:.1} s after the fault");
+                anomalies.push(Anomaly {
+                    kind: "dir not offline",
+                    detail: format!(
+                        "node {id}'s log dir {} (holding partitions the workload writes) was \
+                         faulty for {after:.1} s and DescribeLogDirs did not answer \
+                         KAFKA_STORAGE_ERROR for it",
+                        dir.display()
+                    ),
+                    at_ms: Some(super::unix_ms()),
+                });
+            } else {
+                text += "; its dir stayed online (no write reached it)";
+            }
+            Ok((text, anomalies))
         }
     }
 }
@@ -383,6 +543,20 @@ mod tests {
         hold_ms: (2_000, 12_000),
         gap_ms: (1_000, 4_000),
     };
+
+    #[test]
+    fn the_disk_kinds_come_last_and_only_with_disks() {
+        // Without --disks a seed draws from the lists it always drew from: its schedule stays.
+        assert_eq!(kinds(false, false), KINDS);
+        assert_eq!(kinds(true, false), TXN_KINDS);
+        for txn in [false, true] {
+            let with = kinds(txn, true);
+            assert_eq!(with[..with.len() - DISK_KINDS.len()], kinds(txn, false)[..]);
+            assert!(DISK_KINDS
+                .iter()
+                .all(|k| with.contains(k) && !k.is_network()));
+        }
+    }
 
     #[test]
     fn an_overlapping_fault_is_of_the_other_family_and_keeps_the_schedule_in_step() {

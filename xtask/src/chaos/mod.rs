@@ -1,9 +1,11 @@
-//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--system kafka]`: faults
-//! injected into a cluster of real `kraftd` processes while stock clients write and read, then
-//! a checker over everything the clients saw (issue 32; `docs/chaos.md` says how to run it
-//! and what is not there yet). `--system kafka` runs Apache Kafka 4.4.0's nodes from
-//! `target/kafka-jars` instead, under the same schedule, workload and checks, so that an
-//! anomaly can be told kraftd's or not; `--txn` adds the transactional workload.
+//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
+//! [--system kafka]`: faults injected into a cluster of real `kraftd` processes while stock
+//! clients write and read, then a checker over everything the clients saw (issue 32;
+//! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
+//! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
+//! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
+//! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
+//! metadata workload (topics created and deleted, a config changed) and its checks.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -25,11 +27,15 @@
 //! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
-//! transactional workload's.
+//! transactional workload's; `disks.rs` and `fusefs.rs` the brokers' faultable disks
+//! (`--disks`); `meta_checker.rs` the metadata workload's (`--meta`).
 
 mod checker;
+mod disks;
 mod faults;
+mod fusefs;
 mod group_checker;
+mod meta_checker;
 mod net;
 mod nodes;
 mod segments;
@@ -45,7 +51,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use checker::Anomaly;
-use faults::{Bounds, Kind, Rng, KINDS, TXN_KINDS};
+use disks::Disks;
+use faults::{Bounds, Kind, Rng};
 use group_checker::GroupCounts;
 use net::Lab;
 use nodes::{Nodes, System};
@@ -103,6 +110,17 @@ pub struct ChaosArgs {
     /// from the seed: a seed's schedule with `--overlap` is not its schedule without.
     #[arg(long)]
     overlap: bool,
+    /// Give every broker a second log dir on a small tmpfs the harness mounts, seen through
+    /// a FUSE passthrough the harness serves (`disks.rs`, `fusefs.rs`), and draw the disk
+    /// faults too (a full disk, a disk failing with EIO). A seed's schedule with `--disks`
+    /// is not its schedule without.
+    #[arg(long)]
+    disks: bool,
+    /// Add the metadata workload: topics created and deleted and a config of the workload's
+    /// topic changed with the AdminClient during the faults; afterwards every acknowledged
+    /// change must show on every broker (`meta_checker.rs`).
+    #[arg(long)]
+    meta: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -206,14 +224,37 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     };
     let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers).collect();
     let mut lab = Lab::create(&ids)?;
-    let mut nodes = Nodes::start(&system, &dir, &lab, args.brokers, BROKER_CONFIG)?;
+    // Declared before the nodes, so dropped (unmounted) after they are stopped, also when
+    // starting them fails.
+    let disks = if args.disks {
+        Some(Disks::mount(&dir, &ids[nodes::CONTROLLERS as usize..])?)
+    } else {
+        None
+    };
+    let mut nodes = Nodes::start(
+        &system,
+        &dir,
+        &lab,
+        args.brokers,
+        BROKER_CONFIG,
+        disks.as_ref(),
+    )?;
     history.note(format!(
         "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
         system.name(),
         nodes.broker_ids()
     ));
-    let outcome = run_faults(root, &args, &dir, &mut history, &mut nodes, &mut lab);
+    let outcome = run_faults(
+        root,
+        &args,
+        &dir,
+        &mut history,
+        &mut nodes,
+        &mut lab,
+        disks.as_ref(),
+    );
     nodes.stop();
+    drop(disks);
     drop(lab);
     let report = outcome.with_context(|| {
         format!(
@@ -243,6 +284,8 @@ struct Report {
     txn: Option<TxnCounts>,
     /// The consumer groups' counts, and how long after the faults they were Stable.
     groups: Option<GroupCounts>,
+    /// The metadata workload's operations (`--meta`).
+    meta: Option<meta_checker::MetaCounts>,
     groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
@@ -257,6 +300,7 @@ fn run_faults(
     history: &mut History,
     nodes: &mut Nodes,
     lab: &mut Lab,
+    disks: Option<&Disks>,
 ) -> Result<Report> {
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
@@ -305,6 +349,7 @@ fn run_faults(
             topic: TXN_TOPIC.to_string(),
             seed: args.seed,
         }),
+        args.meta,
     )?;
     workload.start()?;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -333,22 +378,23 @@ fn run_faults(
     });
 
     let mut rng = Rng::new(args.seed);
-    let kinds: &[Kind] = if args.txn { &TXN_KINDS } else { &KINDS };
+    let kinds = faults::kinds(args.txn, args.disks);
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
     let mut overlapped = 0;
     while Instant::now() < until {
-        let planned = faults::plan(&mut rng, &BOUNDS, kinds);
+        let planned = faults::plan(&mut rng, &BOUNDS, &kinds);
         let second = if args.overlap {
-            faults::plan_overlap(&mut rng, &planned, kinds)
+            faults::plan_overlap(&mut rng, &planned, &kinds)
         } else {
             None
         };
         n += 1;
         let mut undos = Vec::new();
         for (i, planned) in std::iter::once(planned).chain(second).enumerate() {
-            let (kind, what, undo) = faults::inject(&planned, nodes, lab, TOPIC, TRANSACTIONAL_ID)?;
+            let (kind, what, undo) =
+                faults::inject(&planned, nodes, lab, disks, TOPIC, TRANSACTIONAL_ID)?;
             *faults.entry(kind).or_default() += 1;
             history.note(format!(
                 "fault {n}{} [{}]: {what}; held {:.1} s",
@@ -369,8 +415,9 @@ fn run_faults(
         )?;
         // The overlapping fault first: undone in the reverse order of injection.
         for undo in undos.iter().rev() {
-            let done = faults::undo(undo, nodes, lab)?;
+            let (done, found) = faults::undo(undo, nodes, lab, disks)?;
             history.note(format!("fault {n} undone: {done}"));
+            anomalies.extend(found);
         }
         watch(
             planned.gap,
@@ -399,7 +446,7 @@ fn run_faults(
             .iter()
             .zip(&acks_then)
             .all(|(now, then)| now > then);
-        match nodes::health(lab, &brokers, TOPIC, PARTITIONS) {
+        match nodes::health(lab, &brokers, TOPIC, PARTITIONS, nodes.disks) {
             Ok(()) if progress => {
                 heal_secs = Some(healing.elapsed().as_secs_f64());
                 break;
@@ -471,6 +518,39 @@ fn run_faults(
         }
         None => None,
     };
+    let meta = match meta_checker::read(dir)? {
+        Some(ops) => {
+            // Asked of every broker until all agree with the history, for up to 30 s (a
+            // restarted broker's metadata catching up is not an anomaly).
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let (found, counts) = loop {
+                let (found, counts) = match meta_checker::observe(lab, &brokers, TOPIC) {
+                    Ok(seen) => meta_checker::check(&ops, &seen),
+                    Err(e) => (
+                        vec![Anomaly {
+                            kind: "metadata lost",
+                            detail: format!("the brokers could not be asked: {e:#}"),
+                            at_ms: Some(unix_ms()),
+                        }],
+                        Default::default(),
+                    ),
+                };
+                if found.is_empty() || Instant::now() > deadline {
+                    break (found, counts);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            };
+            history.note(format!(
+                "metadata operations: acknowledged {:?}, unknown {:?}; {} anomalies",
+                counts.acked,
+                counts.unknown,
+                found.len()
+            ));
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     let groups = match workload::read_group_history(dir)? {
         Some(gh) => {
             let (found, counts) = group_checker::check(&gh);
@@ -489,6 +569,7 @@ fn run_faults(
         classified: verdict.classified,
         txn,
         groups,
+        meta,
         groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
@@ -553,7 +634,7 @@ fn wait_healthy(nodes: &mut Nodes, lab: &Lab, limit: Duration) -> Result<()> {
                 nodes.log_tail(id, 30)
             );
         }
-        match nodes::health(lab, &brokers, TOPIC, PARTITIONS) {
+        match nodes::health(lab, &brokers, TOPIC, PARTITIONS, nodes.disks) {
             Ok(()) => return Ok(()),
             Err(e) if Instant::now() > deadline => bail!("after {limit:?}: {e}"),
             Err(_) => std::thread::sleep(Duration::from_millis(250)),
@@ -570,8 +651,7 @@ impl Report {
             args.seed, args.minutes, args.brokers, args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
-        let kinds: &[Kind] = if args.txn { &TXN_KINDS } else { &KINDS };
-        for kind in kinds {
+        for kind in &faults::kinds(args.txn, args.disks) {
             let count = self.faults.get(kind).copied().unwrap_or(0);
             let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
         }
@@ -638,6 +718,13 @@ impl Report {
                     ))
             );
         }
+        if let Some(m) = &self.meta {
+            let _ = writeln!(
+                out,
+                "  metadata operations       acknowledged {:?}, unknown outcome {:?}",
+                m.acked, m.unknown
+            );
+        }
         let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
         for a in &self.anomalies {
             *by_kind.entry(a.kind).or_default() += 1;
@@ -659,7 +746,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -667,6 +754,8 @@ impl Report {
                 args.brokers,
                 if args.txn { " --txn" } else { "" },
                 if args.overlap { " --overlap" } else { "" },
+                if args.disks { " --disks" } else { "" },
+                if args.meta { " --meta" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

@@ -150,6 +150,11 @@ impl Lab {
         Ok(())
     }
 
+    /// Whether a cut now drops packets to or from node `id`.
+    pub(super) fn cut_off(&self, id: u32) -> bool {
+        self.cuts.iter().any(|&(from, to)| from == id || to == id)
+    }
+
     /// Cuts every node of `a` from every node of `b`, both ways.
     pub(super) fn cut_between(&mut self, a: &[u32], b: &[u32]) -> Result<()> {
         for &x in a {

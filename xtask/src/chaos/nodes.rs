@@ -14,11 +14,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::messages::{
-    create_topics_request, metadata_request, CreateTopicsRequest, FindCoordinatorRequest,
-    MetadataRequest, MetadataResponse,
+    create_topics_request, describe_configs_request, metadata_request, CreateTopicsRequest,
+    DescribeConfigsRequest, DescribeLogDirsRequest, FindCoordinatorRequest, MetadataRequest,
+    MetadataResponse,
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
 
+use super::disks::Disks;
 use super::net::Lab;
 use crate::bench::kafka::{format_kafka_node, java, kafka_node_command};
 use crate::cluster::{call, describe_quorum, format_node};
@@ -59,6 +61,8 @@ pub(super) struct Node {
     pub(super) id: u32,
     pub(super) controller: bool,
     config: PathBuf,
+    /// Its log dirs (`log.dirs`), the metadata log's first.
+    pub(super) log_dirs: Vec<PathBuf>,
     /// The node's own log (kraftd's output, or Kafka's `logs/server.log`).
     log: PathBuf,
     child: Option<Child>,
@@ -68,18 +72,23 @@ pub(super) struct Node {
 pub(super) struct Nodes {
     pub(super) nodes: Vec<Node>,
     system: System,
+    /// Whether the brokers have a faultable second log dir (`--disks`): then the cluster
+    /// is whole only with every log dir online ([`health`]).
+    pub(super) disks: bool,
 }
 
 impl Nodes {
     /// Writes, formats and starts every node under `dir`; `broker_config` lines are added to
     /// each broker's properties. Kafka's nodes get the same properties, with the listener
-    /// names mapped to PLAINTEXT as Kafka requires (kraftd infers it).
+    /// names mapped to PLAINTEXT as Kafka requires (kraftd infers it). With `disks`, each
+    /// broker has a second log dir on its faultable disk.
     pub(super) fn start(
         system: &System,
         dir: &Path,
         lab: &Lab,
         brokers: u32,
         broker_config: &str,
+        disks: Option<&Disks>,
     ) -> Result<Nodes> {
         let voters = (1..=CONTROLLERS)
             .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", lab.ip(id)))
@@ -102,6 +111,7 @@ impl Nodes {
         let mut nodes = Nodes {
             nodes: Vec::new(),
             system: system.clone(),
+            disks: disks.is_some(),
         };
         for id in 1..=CONTROLLERS + brokers {
             let controller = id <= CONTROLLERS;
@@ -130,6 +140,10 @@ impl Nodes {
                      inter.broker.listener.name=PLAINTEXT\n"
                 }
             };
+            let mut log_dirs = vec![node_dir.join("data")];
+            if let (Some(disks), false) = (disks, controller) {
+                log_dirs.push(disks.log_dir(id)?);
+            }
             let config = node_dir.join("server.properties");
             std::fs::write(
                 &config,
@@ -138,7 +152,11 @@ impl Nodes {
                      process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
                      listeners={listener}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
                      {own}{extra}",
-                    node_dir.join("data").display(),
+                    log_dirs
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
                 ),
             )?;
             let log = match system {
@@ -158,6 +176,7 @@ impl Nodes {
                 id,
                 controller,
                 config,
+                log_dirs,
                 log,
                 child: None,
                 paused: false,
@@ -224,6 +243,40 @@ impl Nodes {
         Ok(())
     }
 
+    /// SIGTERM to node `id` and its exit awaited (up to `limit`, then SIGKILL), as an
+    /// operator stops a broker: how it ended, or why that is not a clean stop.
+    pub(super) fn stop_gracefully(&mut self, id: u32, limit: Duration) -> Result<String, String> {
+        let jvm = matches!(self.system, System::Kafka(_));
+        let node = self.node(id).map_err(|e| format!("{e:#}"))?;
+        let mut child = node.child.take().ok_or("node is not running")?;
+        node.paused = false;
+        let started = std::time::Instant::now();
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        loop {
+            match child.try_wait() {
+                // A JVM exits 143 (128 + SIGTERM) once its shutdown hooks — Kafka's clean
+                // shutdown — have run.
+                Ok(Some(status)) if status.success() || (jvm && status.code() == Some(143)) => {
+                    return Ok(format!(
+                        "stopped ({status}) in {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    ))
+                }
+                Ok(Some(status)) => return Err(format!("exited with {status} after SIGTERM")),
+                Ok(None) if started.elapsed() < limit => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                Ok(None) | Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("still running {limit:?} after SIGTERM; killed"));
+                }
+            }
+        }
+    }
+
     /// Cuts up to `bytes` off the end of the active (last) segment of each partition of
     /// `topic` that stopped node `id` holds, as lost unflushed writes; says what it cut.
     pub(super) fn lose_tail(&mut self, id: u32, topic: &str, bytes: u64) -> Result<Vec<String>> {
@@ -231,17 +284,18 @@ impl Nodes {
         if node.child.is_some() {
             bail!("node {id} runs: its files are not to be cut under it");
         }
-        let data = node.config.with_file_name("data");
         let mut cut = Vec::new();
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&data)?
-            .filter_map(|e| Some(e.ok()?.path()))
-            .filter(|p| {
-                p.file_name()
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for log_dir in &node.log_dirs {
+            dirs.extend(std::fs::read_dir(log_dir)?.filter_map(|e| Some(e.ok()?.path())));
+        }
+        dirs.retain(|p| {
+            p.is_dir()
+                && p.file_name()
                     .and_then(|n| n.to_str())
                     .and_then(|n| n.strip_prefix(topic)?.strip_prefix('-'))
                     .is_some_and(|n| n.parse::<u32>().is_ok())
-            })
-            .collect();
+        });
         dirs.sort();
         for dir in dirs {
             let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)?
@@ -364,6 +418,46 @@ pub(super) fn metadata(lab: &Lab, id: u32, topic: &str) -> Result<MetadataRespon
     }
 }
 
+/// Metadata v12 of every topic from broker `id`.
+pub(super) fn metadata_all(lab: &Lab, id: u32) -> Result<MetadataResponse> {
+    let body = RequestBody::Metadata(MetadataRequest {
+        topics: None,
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT)? {
+        ResponseBody::Metadata(m) => Ok(m),
+        _ => bail!("not a Metadata response"),
+    }
+}
+
+/// Topic `topic`'s config `key` as broker `id` describes it (DescribeConfigs v4).
+pub(super) fn topic_config(lab: &Lab, id: u32, topic: &str, key: &str) -> Result<Option<String>> {
+    let body = RequestBody::DescribeConfigs(DescribeConfigsRequest {
+        resources: vec![describe_configs_request::DescribeConfigsResource {
+            resource_type: 2, // TOPIC
+            resource_name: topic.to_string(),
+            configuration_keys: Some(vec![key.to_string()]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 4, body, PROBE_TIMEOUT)? {
+        ResponseBody::DescribeConfigs(r) => {
+            let result = r.results.into_iter().next().context("no result")?;
+            if result.error_code != 0 {
+                bail!("DescribeConfigs of {topic}: error {}", result.error_code);
+            }
+            Ok(result
+                .configs
+                .into_iter()
+                .find(|c| c.name == key)
+                .and_then(|c| c.value))
+        }
+        _ => bail!("not a DescribeConfigs response"),
+    }
+}
+
 /// The broker that coordinates `transactional_id`, as broker `id` answers FindCoordinator
 /// (v3, key type 1: a transaction coordinator).
 pub(super) fn txn_coordinator(lab: &Lab, id: u32, transactional_id: &str) -> Result<u32> {
@@ -454,25 +548,17 @@ pub(super) fn create_topic(
 
 /// Whether the cluster is whole: every broker lists every broker (all registered and
 /// unfenced), every partition of every topic (the internal ones too) with a leader and its
-/// full ISR, and `topic`, once it exists, with its `partitions`; and the quorum is whole. Else
-/// what is not.
+/// full ISR, and `topic`, once it exists, with its `partitions`; with `dirs`, every log dir
+/// of every broker online (DescribeLogDirs); and the quorum is whole. Else what is not.
 pub(super) fn health(
     lab: &Lab,
     brokers: &[u32],
     topic: &str,
     partitions: i32,
+    dirs: bool,
 ) -> Result<(), String> {
     for &id in brokers {
-        let body = RequestBody::Metadata(MetadataRequest {
-            topics: None,
-            allow_auto_topic_creation: false,
-            ..Default::default()
-        });
-        let m = match call(broker_addr(lab, id), 12, body, PROBE_TIMEOUT) {
-            Ok(ResponseBody::Metadata(m)) => m,
-            Ok(_) => return Err(format!("broker {id} answered Metadata with another API")),
-            Err(e) => return Err(format!("Metadata from broker {id}: {e:#}")),
-        };
+        let m = metadata_all(lab, id).map_err(|e| format!("Metadata from broker {id}: {e:#}"))?;
         let listed: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
         if listed.len() != brokers.len() {
             return Err(format!("broker {id} lists brokers {listed:?}"));
@@ -501,5 +587,44 @@ pub(super) fn health(
             }
         }
     }
+    if dirs {
+        for &id in brokers {
+            let described = describe_log_dirs(lab, id)
+                .map_err(|e| format!("DescribeLogDirs of {id}: {e:#}"))?;
+            let offline: Vec<&str> = described
+                .iter()
+                .filter(|(_, code, _)| *code != 0)
+                .map(|(dir, ..)| dir.as_str())
+                .collect();
+            if !offline.is_empty() || described.len() < 2 {
+                return Err(format!(
+                    "broker {id}'s log dirs offline: {offline:?} (of {} described)",
+                    described.len()
+                ));
+            }
+        }
+    }
     quorum_whole(lab)
+}
+
+/// Broker `id`'s log dirs as it describes them (DescribeLogDirs v4, every topic): each
+/// dir's path, its error code (56, KAFKA_STORAGE_ERROR, when offline) and the topics of
+/// the partitions in it.
+pub(super) fn describe_log_dirs(lab: &Lab, id: u32) -> Result<Vec<(String, i16, Vec<String>)>> {
+    let body = RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
+        topics: None,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 4, body, PROBE_TIMEOUT)? {
+        ResponseBody::DescribeLogDirs(r) if r.error_code == 0 => Ok(r
+            .results
+            .into_iter()
+            .map(|d| {
+                let topics = d.topics.into_iter().map(|t| t.name).collect();
+                (d.log_dir, d.error_code, topics)
+            })
+            .collect()),
+        ResponseBody::DescribeLogDirs(r) => bail!("DescribeLogDirs: error {}", r.error_code),
+        _ => bail!("not a DescribeLogDirs response"),
+    }
 }

@@ -23,7 +23,8 @@ pub(super) struct BatchInfo {
 }
 
 /// Per partition of `topic`, the batches of the fullest replica among the node directories
-/// `dir/node-*/data/<topic>-<p>/` (the one whose log reaches furthest), in offset order;
+/// `dir/node-*/data/<topic>-<p>/` and `dir/node-*/disk/log/<topic>-<p>/` (the one whose
+/// log reaches furthest), in offset order;
 /// empty when the run kept no data.
 pub(super) fn read(dir: &Path, topic: &str) -> Result<BTreeMap<i32, Vec<BatchInfo>>> {
     let mut best: BTreeMap<i32, Vec<BatchInfo>> = BTreeMap::new();
@@ -31,10 +32,11 @@ pub(super) fn read(dir: &Path, topic: &str) -> Result<BTreeMap<i32, Vec<BatchInf
         return Ok(best);
     };
     for node in nodes.flatten() {
-        let data = node.path().join("data");
-        let Ok(partitions) = std::fs::read_dir(&data) else {
-            continue;
-        };
+        // The brokers' first log dir, and their second with `--disks`.
+        let partitions = ["data", super::disks::LOG_DIR]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(node.path().join(d)).ok())
+            .flatten();
         for entry in partitions.flatten() {
             let name = entry.file_name();
             let Some(partition) = name

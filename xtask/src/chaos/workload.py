@@ -40,6 +40,14 @@ usage:
     closes), {"commit": [[p, o]...], "failed": [[p, o, err]...], "sent", "ms"} per commit
     (sent: when it was called, ms: when it returned; a request that failed as a whole has
     every offset in "failed"), then {"done": true}.
+  workload.py meta --bootstrap B --topic T --partitions P --out F --stop-file S
+    Metadata operations with the AdminClient while the faults run, one at a time, about one
+    a second, until S exists: creates topic "T-meta-<i>" (1 partition, RF 3), deletes every
+    other one it created, and sets T's retention.ms to a value of its own
+    (IncrementalAlterConfigs), in turn. Lines: {"op": "create"|"delete"|"config", "topic",
+    "value" (config), "outcome": "ok" or the error's name, "sent", "ms"} per operation (sent:
+    when it was called, ms: when its result came), then {"done": true}. An outcome other than
+    "ok" is unknown to the checker: the operation may still have been applied.
   workload.py groups --bootstrap B --topic T --partitions P --out F --group G:N... --timeout S
     After the faults: ListGroups and DescribeGroups (ConsumerGroupDescribe for
     group.protocol=consumer groups) until every group G is listed, Stable, with N members and
@@ -62,10 +70,12 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                  NewTopic, ResourceType)
 
 p = argparse.ArgumentParser()
-p.add_argument("mode", choices=["produce", "txn", "consume", "member", "groups", "read-all"])
+p.add_argument("mode", choices=["produce", "txn", "consume", "member", "meta", "groups",
+                               "read-all"])
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
 p.add_argument("--partitions", type=int, required=True)
@@ -406,6 +416,50 @@ def member():
     emit({"done": True})
 
 
+def meta():
+    """Topic creations, deletions and config changes, each result recorded."""
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+
+    def outcome(future):
+        try:
+            future.result(timeout=40)
+            return "ok"
+        except KafkaException as e:
+            return e.args[0].name() if e.args and hasattr(e.args[0], "name") else str(e)
+        except Exception as e:  # the future's own timeout
+            return type(e).__name__
+
+    i = 0
+    created = []
+    while not stopped():
+        sent = now_ms()
+        step = i % 3
+        if step == 0:
+            topic = f"{args.topic}-meta-{i // 3}"
+            fs = admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30,
+                                     operation_timeout=30)
+            got = outcome(fs[topic])
+            emit({"op": "create", "topic": topic, "outcome": got, "sent": sent, "ms": now_ms()})
+            created.append(topic)
+        elif step == 1 and len(created) % 2 == 1:
+            topic = created[-1]
+            fs = admin.delete_topics([topic], request_timeout=30, operation_timeout=30)
+            got = outcome(fs[topic])
+            emit({"op": "delete", "topic": topic, "outcome": got, "sent": sent, "ms": now_ms()})
+        elif step == 2:
+            value = str(7 * 24 * 3600 * 1000 + i)
+            resource = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=[
+                ConfigEntry("retention.ms", value,
+                            incremental_operation=AlterConfigOpType.SET)])
+            fs = admin.incremental_alter_configs([resource], request_timeout=30)
+            got = outcome(list(fs.values())[0])
+            emit({"op": "config", "topic": args.topic, "value": value, "outcome": got,
+                  "sent": sent, "ms": now_ms()})
+        i += 1
+        time.sleep(0.3)
+    emit({"done": True})
+
+
 def groups():
     """Every --group G:N listed, Stable, N members, every partition assigned once."""
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
@@ -484,5 +538,5 @@ def read_all():
     emit({"done": True})
 
 
-{"produce": produce, "txn": txn, "consume": consume, "member": member, "groups": groups,
- "read-all": read_all}[args.mode]()
+{"produce": produce, "txn": txn, "consume": consume, "member": member, "meta": meta,
+ "groups": groups, "read-all": read_all}[args.mode]()

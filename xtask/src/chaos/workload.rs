@@ -54,6 +54,8 @@ pub(super) struct Workload {
     topic: String,
     partitions: i32,
     txn: Option<TxnWorkload>,
+    /// Whether the metadata workload (`workload.py meta`) runs too (`--meta`).
+    meta: bool,
     stop_file: PathBuf,
     children: Vec<(String, Child)>,
 }
@@ -66,6 +68,7 @@ impl Workload {
         topic: &str,
         partitions: i32,
         txn: Option<TxnWorkload>,
+        meta: bool,
     ) -> Result<Workload> {
         Ok(Workload {
             python: crate::bench::stock_python(root)?,
@@ -75,6 +78,7 @@ impl Workload {
             topic: topic.to_string(),
             partitions,
             txn,
+            meta,
             stop_file: dir.join("workload.stop"),
             children: Vec::new(),
         })
@@ -136,6 +140,10 @@ impl Workload {
             reader.arg("--read-committed");
             self.spawn(TXN_PRODUCER, producer)?;
             self.spawn("txnlive", reader)?;
+        }
+        if self.meta {
+            let cmd = self.command("meta", "meta.jsonl");
+            self.spawn("meta", cmd)?;
         }
         Ok(())
     }
