@@ -40,6 +40,10 @@
 //! memory, with librdkafka's `rdkafka_performance` as the client, beside Kafka's
 //! (`cost.rs`; the client built on demand by `rdkafka.rs`).
 //!
+//! `cargo xtask bench clients`: many clients on one combined node — idle connections,
+//! idempotent producers, groups committing offsets, each at two sizes — beside Kafka's
+//! (`clients.rs`, its requests in `scale_client.rs`, its node laid out by `scale.rs`).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -73,6 +77,7 @@
 mod add_voter;
 mod add_voter_client;
 mod cleaner;
+mod clients;
 mod cluster;
 mod cost;
 mod failover;
@@ -100,6 +105,7 @@ use anyhow::Result;
 
 use add_voter::{add_voter, AddVoterArgs};
 use cleaner::{cleaner, CleanerArgs};
+use clients::{clients, ClientsArgs};
 use cost::{cost, CostArgs};
 use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
@@ -162,6 +168,10 @@ enum What {
     /// PLAINTEXT, SSL and SASL_SSL, at full speed and at a fixed rate, and the brokers' RSS,
     /// with librdkafka's rdkafka_performance, beside Apache Kafka 4.4.0's.
     Cost(CostArgs),
+    /// Many clients on one combined node: idle connections (memory, CPU, fds, time to
+    /// accept), idempotent producers (producer state), groups committing offsets, at two
+    /// sizes each, beside Apache Kafka 4.4.0's.
+    Clients(ClientsArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -179,5 +189,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::Scale(args) => scale(root, args),
         What::AddVoter(args) => add_voter(root, args),
         What::Cost(args) => cost(root, args),
+        What::Clients(args) => clients(root, args),
     }
 }

@@ -211,11 +211,21 @@ impl RunFigures for Figures {
     }
 }
 
-/// Writes the configs of the combined node (1) and the follower broker (2), formats both,
-/// and returns them unstarted.
-fn layout(system: System, bin: &Path, classpath: &str, dir: &Path, heap: &str) -> Result<Nodes> {
+/// Writes the configs of the combined node (1) and of `count - 1` brokers (2, ...: the
+/// follower), formats them, and returns them unstarted. `bench clients` runs the combined
+/// node alone.
+pub(super) fn layout(
+    system: System,
+    bin: &Path,
+    classpath: &str,
+    dir: &Path,
+    heap: &str,
+    count: usize,
+) -> Result<Nodes> {
     let controller_port = free_port()?;
-    let ports = [free_port()?, free_port()?];
+    let ports = (0..count)
+        .map(|_| free_port())
+        .collect::<Result<Vec<_>>>()?;
     let voters = format!("1@127.0.0.1:{controller_port}");
     let cluster_id = match system {
         System::Kraftd => {
@@ -356,7 +366,7 @@ fn wait_serving(
 
 /// Seconds from `t0` until `pid`'s CPU over a 2 s window is under 10% of a core (the start of
 /// that window), or None after `limit`.
-fn settle(pid: u32, t0: Instant, limit: Duration) -> Option<f64> {
+pub(super) fn settle(pid: u32, t0: Instant, limit: Duration) -> Option<f64> {
     let hz = clock_ticks();
     while t0.elapsed() < limit {
         let start = t0.elapsed().as_secs_f64();
@@ -371,18 +381,18 @@ fn settle(pid: u32, t0: Instant, limit: Duration) -> Option<f64> {
 }
 
 /// `pid`'s CPU over `secs` seconds, in cores.
-fn cpu_over(pid: u32, secs: u64) -> f64 {
+pub(super) fn cpu_over(pid: u32, secs: u64) -> f64 {
     let ticks = process_ticks(pid);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(secs));
     (process_ticks(pid).saturating_sub(ticks)) as f64 / clock_ticks() / t0.elapsed().as_secs_f64()
 }
 
-fn rss_bytes(pid: u32) -> u64 {
+pub(super) fn rss_bytes(pid: u32) -> u64 {
     status_bytes(pid, "VmRSS:")
 }
 
-fn open_fds(pid: u32) -> usize {
+pub(super) fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
@@ -432,7 +442,7 @@ fn drive(run: &SystemRun<'_>, args: &ScaleArgs, nodes: &mut Nodes, f: &mut Figur
         args.timeout_secs
             .unwrap_or(120 + u64::from(args.partitions) / 50),
     );
-    *nodes = layout(system, bin, classpath, dir, &args.kafka_heap)?;
+    *nodes = layout(system, bin, classpath, dir, &args.kafka_heap, 2)?;
     let port = nodes.0[0].port;
     nodes.0[0].start()?;
     poll_until("the combined node registered", limit, || {
