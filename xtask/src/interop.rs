@@ -20,7 +20,7 @@ pub struct InteropArgs {
     /// Only the checks whose test name contains this.
     #[arg(long)]
     only: Option<String>,
-    /// Leave out the checks the suite leaves out (the whole roll, the controller swap).
+    /// Leave out the checks the suite leaves out (the whole roll).
     #[arg(long)]
     quick: bool,
 }
@@ -94,7 +94,7 @@ const CHECKS: &[Check] = &[
         what: "a Kafka controller swapped to kraftd and back (follower, then active)",
         binary: "node_swap",
         test: "a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back",
-        long: true,
+        long: false,
     },
     Check {
         what: "3 controllers + 3 brokers rolled onto kraftd and back under load",

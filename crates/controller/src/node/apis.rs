@@ -540,6 +540,19 @@ impl ControllerApis {
                 .await
                 .0
         };
+        // A NOT_CONTROLLER anywhere in the answer is said on the Envelope itself, with no
+        // response in it (Kafka's `Request.buildResponseSend`): that is what makes the
+        // broker's forwarding channel drop this node and ask its metadata for the active
+        // controller. Wrapped, it reaches the client instead, which retries through the
+        // same broker, forwarded here again until its deadline ("Timed out waiting for a
+        // node assignment" in Kafka's admin client).
+        let mut not_controller = false;
+        response.error_codes(version, &mut |code| {
+            not_controller |= code == ErrorCode::NotController.code()
+        });
+        if not_controller {
+            return fail(ErrorCode::NotController);
+        }
         match encode_response(inner.header.correlation_id, version, &response) {
             Ok(encoder) => ResponseBody::Envelope(EnvelopeResponse {
                 response_data: Some(encoder.into_bytes()),

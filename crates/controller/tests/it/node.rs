@@ -247,3 +247,97 @@ async fn a_restarted_controller_rebuilds_its_image_and_publishers_from_the_log()
     }
     node.shutdown().await.unwrap();
 }
+
+/// A standby (here a voter that can never be elected: the other voter of two never answers)
+/// answers a forwarded write with NOT_CONTROLLER on the Envelope itself and no response in
+/// it, as Kafka's controllers do: a Kafka broker's forwarding channel drops a controller
+/// only on an Envelope-level NOT_CONTROLLER, and kept forwarding every client's
+/// CreateTopics to a kraftd standby until the clients timed out (node_swap, controller
+/// swap step 4). A request sent directly gets its own response with the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_answers_a_forwarded_write_with_not_controller_on_the_envelope() {
+    use kraftd_protocol::messages::create_topics_request::CreatableTopic;
+    use kraftd_protocol::messages::CreateTopicsRequest;
+    use kraftd_raft::driver::{QuorumConfig, VoterEndpoint};
+    use std::collections::BTreeMap;
+
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Voter 2's port: bound then dropped, so nothing listens there.
+    let absent = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let voters = BTreeMap::from([
+        (
+            1,
+            VoterEndpoint {
+                id: 1,
+                host: "127.0.0.1".into(),
+                port,
+            },
+        ),
+        (
+            2,
+            VoterEndpoint {
+                id: 2,
+                host: "127.0.0.1".into(),
+                port: absent,
+            },
+        ),
+    ]);
+    let quorum = QuorumConfig::new(CLUSTER_ID, voters, dir.path().join("__cluster_metadata-0"));
+    let config = kraftd_controller::node::ControllerNodeConfig::new(1, quorum);
+    let node = ControllerNode::start(config, listener).await.unwrap();
+    let channel = Channel::spawn(format!("127.0.0.1:{port}"), ClientConfig::new("node-test"));
+
+    let create = RequestBody::CreateTopics(CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: "orders".into(),
+            num_partitions: 1,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 5_000,
+        ..Default::default()
+    });
+    let ResponseBody::CreateTopics(direct) = call(&channel, create.clone()).await else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(
+        direct.topics[0].error_code,
+        ErrorCode::NotController.code(),
+        "{direct:?}"
+    );
+
+    let inner_version = supported_range(ApiKey::CreateTopics).max;
+    let header = RequestHeader {
+        request_api_key: ApiKey::CreateTopics.code(),
+        request_api_version: inner_version,
+        correlation_id: 78,
+        client_id: Some("admin".into()),
+        ..Default::default()
+    };
+    let response = call(
+        &channel,
+        RequestBody::Envelope(EnvelopeRequest {
+            request_data: encode_request(&header, &create).unwrap().into_bytes(),
+            request_principal: Some(serialize_principal(&KafkaPrincipal::user("admin"))),
+            client_host_address: Bytes::from_static(&[127, 0, 0, 1]),
+            ..Default::default()
+        }),
+    )
+    .await;
+    let ResponseBody::Envelope(envelope) = response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(
+        envelope.error_code,
+        ErrorCode::NotController.code(),
+        "{envelope:?}"
+    );
+    assert!(envelope.response_data.is_none(), "{envelope:?}");
+    drop(node);
+}
