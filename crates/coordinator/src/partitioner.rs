@@ -10,14 +10,20 @@ pub fn java_string_hash(s: &str) -> i32 {
         .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }
 
-/// The partition coordinating `group_id` among `partitions` (> 0). Kafka's `Utils.abs`
-/// maps `i32::MIN` to 0 (it masks the sign bit) rather than overflowing.
+/// The partition coordinating `group_id` among `partitions` (> 0). Kafka's `Utils.abs` is
+/// `Math.abs` but for `i32::MIN`, which it maps to 0: the absolute value, not the hash with
+/// its sign bit masked (which names another partition for every negative hash, so a Kafka
+/// broker and a kraftd broker would disagree on the coordinator of half the group ids,
+/// and a group's offsets written by one would not be found by the other).
 pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
     assert!(
         partitions > 0,
         "offsets.topic.num.partitions must be positive"
     );
-    (java_string_hash(group_id) & 0x7fff_ffff) % partitions
+    match java_string_hash(group_id) {
+        i32::MIN => 0,
+        hash => hash.abs() % partitions,
+    }
 }
 
 #[cfg(test)]
@@ -41,5 +47,11 @@ mod tests {
         assert_eq!(partition_for("console-consumer-12345", 50), 6);
         // Utils.abs(Integer.MIN_VALUE) is 0, not an overflow.
         assert_eq!(partition_for("polygenelubricants", 50), 0);
+        // A negative hash: Math.abs, not the sign bit masked ("chaos-group-classic".hashCode()
+        // is -1069200457; Math.abs(...) % 50 is 7 and % 5 is 2 in jshell, Java 17; masking
+        // gave 29 and 1).
+        assert_eq!(java_string_hash("chaos-group-classic"), -1_069_200_457);
+        assert_eq!(partition_for("chaos-group-classic", 50), 7);
+        assert_eq!(partition_for("chaos-group-classic", 5), 2);
     }
 }

@@ -54,7 +54,10 @@ def java_hash(s):
 
 
 def txn_partition(txn_id):
-    return (java_hash(txn_id) & 0x7FFFFFFF) % 10
+    # Kafka's Utils.abs(hashCode) % 10: Math.abs of the signed hash, 0 for Integer.MIN_VALUE.
+    h = java_hash(txn_id)
+    h = h - (1 << 32) if h >= (1 << 31) else h
+    return 0 if h == -(1 << 31) else abs(h) % 10
 
 
 # One transactional id per loop, both on the same __transaction_state partition.

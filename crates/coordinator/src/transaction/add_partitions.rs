@@ -91,7 +91,16 @@ impl TransactionCoordinatorShard {
                         t.producer_id,
                         t.producer_epoch,
                     ) {
-                        Err(code) => topic_results(&t.topics, |_, _| code),
+                        Err(code) => {
+                            tracing::info!(
+                                transactional_id = %t.transactional_id,
+                                producer_id = t.producer_id,
+                                producer_epoch = t.producer_epoch,
+                                error = ?code,
+                                "a broker's transaction verification refused"
+                            );
+                            topic_results(&t.topics, |_, _| code)
+                        }
                         Ok(m) => {
                             // KIP-890: v5 callers know TRANSACTION_ABORTABLE.
                             let missing = if v >= 5 {
@@ -99,6 +108,16 @@ impl TransactionCoordinatorShard {
                             } else {
                                 ErrorCode::InvalidTxnState
                             };
+                            let asked = partitions_of(&t.topics);
+                            if !asked.is_subset(&m.partitions) {
+                                tracing::info!(
+                                    transactional_id = %t.transactional_id,
+                                    state = ?m.state,
+                                    ?asked,
+                                    held = ?m.partitions,
+                                    "a broker verified partitions not in the transaction"
+                                );
+                            }
                             topic_results(&t.topics, |topic, p| {
                                 if m.partitions.contains(&(topic.to_string(), p)) {
                                     ErrorCode::None
