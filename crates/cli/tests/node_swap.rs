@@ -1038,18 +1038,7 @@ fn a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back() {
         logs(&ours, &controllers)
     });
 
-    let out = run_tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &["--bootstrap-server", &bootstrap, "--list"],
-    );
-    let listed = String::from_utf8_lossy(&out.stdout);
-    for topic in &topics {
-        assert!(
-            listed.lines().any(|l| l.trim() == topic),
-            "{topic} not listed: {}",
-            output_text(&out)
-        );
-    }
+    assert_listed(&bootstrap, &topics);
     std::fs::write(&stop_file, "").unwrap();
     let summary = producer.finish(300, || logs(&ours, &controllers));
     eprintln!("{summary}");
@@ -1121,6 +1110,22 @@ fn create_topic(bootstrap: &str, topic: &str, topics: &mut Vec<String>, logs: im
         },
     );
     topics.push(topic.to_string());
+}
+
+/// Checks `kafka-topics --list` names every one of `topics`.
+fn assert_listed(bootstrap: &str, topics: &[String]) {
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &["--bootstrap-server", bootstrap, "--list"],
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for topic in topics {
+        assert!(
+            listed.lines().any(|l| l.trim() == topic),
+            "{topic} not listed: {}",
+            output_text(&out)
+        );
+    }
 }
 
 /// Waits until `kafka-metadata-quorum describe --replication` shows every one of [`VOTERS`]
@@ -1361,18 +1366,7 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
         );
     }
     create_topic(&bootstrap, "all-kafka-again", &mut topics, logs!());
-    let out = run_tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &["--bootstrap-server", &bootstrap, "--list"],
-    );
-    let listed = String::from_utf8_lossy(&out.stdout);
-    for topic in &topics {
-        assert!(
-            listed.lines().any(|l| l.trim() == topic),
-            "{topic} not listed: {}",
-            output_text(&out)
-        );
-    }
+    assert_listed(&bootstrap, &topics);
     member.stop();
     std::fs::write(&stop_file, "").unwrap();
     std::fs::write(&pipeline_stop, "").unwrap();

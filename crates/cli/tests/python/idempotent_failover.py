@@ -166,11 +166,24 @@ def write_acked(acked):
 
 
 def check_acked_present(acked, read):
+    """Every acknowledged value at its offset; one acknowledged without an offset (librdkafka's
+    implicit acknowledgement: an idempotent producer whose answer for a batch was lost, told
+    by a later batch's answer that the broker has it) anywhere in its partition. Values read
+    twice are found by the caller."""
     at = {(part, off): v for part, msgs in read.items() for off, k, v in msgs}
+    values = {part: {v for off, k, v in msgs} for part, msgs in read.items()}
+    implicit = 0
     for v, (part, off) in sorted(acked.items()):
+        if off is None or off < 0:
+            implicit += 1
+            if v.encode() not in values.get(part, set()):
+                fail(f"value {v} acknowledged (without an offset) in partition {part}, "
+                     f"not read there")
+            continue
         got = at.get((part, off))
         if got != v.encode():
             fail(f"value {v} acknowledged at {part}/{off}, read there: {got!r}")
+    SUMMARY["acked_without_offset"] = implicit
 
 
 # ------------------------------------------------------------------ verify mode
