@@ -1,11 +1,12 @@
 //! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
-//! [--system kafka]`: faults injected into a cluster of real `kraftd` processes while stock
-//! clients write and read, then a checker over everything the clients saw (issue 32;
+//! [--clock] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
+//! while stock clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
 //! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
 //! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
-//! metadata workload (topics created and deleted, a config changed) and its checks.
+//! metadata workload (topics created and deleted, a config changed) and its checks;
+//! `--clock` the clock jump of one node.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -28,9 +29,11 @@
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
 //! transactional workload's; `disks.rs` and `fusefs.rs` the brokers' faultable disks
-//! (`--disks`); `meta_checker.rs` the metadata workload's (`--meta`).
+//! (`--disks`); `meta_checker.rs` the metadata workload's (`--meta`); `clock.rs` and
+//! `clockjump.c` the clock jump's LD_PRELOAD interposer (`--clock`).
 
 mod checker;
+mod clock;
 mod disks;
 mod faults;
 mod fusefs;
@@ -51,6 +54,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use checker::Anomaly;
+use clock::Clocks;
 use disks::Disks;
 use faults::{Bounds, Kind, Rng};
 use group_checker::GroupCounts;
@@ -121,6 +125,13 @@ pub struct ChaosArgs {
     /// change must show on every broker (`meta_checker.rs`).
     #[arg(long)]
     meta: bool,
+    /// Draw the clock jump too: one node's wall clock moved hours ahead or back for the hold
+    /// by an LD_PRELOAD interposer the harness builds with `cc` (`clock.rs`), with the
+    /// workload topic's `retention.ms` above every jump and retention applied every second;
+    /// `kraftd doctor` must report the skew, no broker may delete a segment. A seed's
+    /// schedule with `--clock` is not its schedule without.
+    #[arg(long)]
+    clock: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -231,13 +242,24 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     } else {
         None
     };
+    let clocks = if args.clock {
+        Some(Clocks::prepare(&dir, &ids)?)
+    } else {
+        None
+    };
+    let broker_config = if args.clock {
+        format!("{BROKER_CONFIG}{}", clock::BROKER_CONFIG)
+    } else {
+        BROKER_CONFIG.to_string()
+    };
     let mut nodes = Nodes::start(
         &system,
         &dir,
         &lab,
         args.brokers,
-        BROKER_CONFIG,
+        &broker_config,
         disks.as_ref(),
+        clocks.as_ref(),
     )?;
     history.note(format!(
         "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
@@ -252,6 +274,7 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         &mut nodes,
         &mut lab,
         disks.as_ref(),
+        clocks.as_ref(),
     );
     nodes.stop();
     drop(disks);
@@ -301,6 +324,7 @@ fn run_faults(
     nodes: &mut Nodes,
     lab: &mut Lab,
     disks: Option<&Disks>,
+    clocks: Option<&Clocks>,
 ) -> Result<Report> {
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
@@ -311,18 +335,27 @@ fn run_faults(
          other, something in the root namespace does not forward between their veths, as an \
          iptables FORWARD policy of DROP)",
     )?;
+    let mut configs = vec![("min.insync.replicas", "2")];
+    if args.clock {
+        configs.push(("retention.ms", clock::RETENTION_MS));
+    }
     nodes::create_topic(
         lab,
         brokers[0],
         TOPIC,
         PARTITIONS,
-        &[("min.insync.replicas", "2")],
+        &configs,
         Duration::from_secs(60),
     )?;
     wait_healthy(nodes, lab, Duration::from_secs(60))
         .context("the topic's partitions were not all led")?;
     history.note(format!(
-        "topic {TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
+        "topic {TOPIC}: {PARTITIONS} partitions, RF 3, {}",
+        configs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     if args.txn {
         nodes::create_topic(
@@ -378,7 +411,7 @@ fn run_faults(
     });
 
     let mut rng = Rng::new(args.seed);
-    let kinds = faults::kinds(args.txn, args.disks);
+    let kinds = faults::kinds(args.txn, args.disks, args.clock);
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
@@ -394,7 +427,7 @@ fn run_faults(
         let mut undos = Vec::new();
         for (i, planned) in std::iter::once(planned).chain(second).enumerate() {
             let (kind, what, undo) =
-                faults::inject(&planned, nodes, lab, disks, TOPIC, TRANSACTIONAL_ID)?;
+                faults::inject(&planned, nodes, lab, disks, clocks, TOPIC, TRANSACTIONAL_ID)?;
             *faults.entry(kind).or_default() += 1;
             history.note(format!(
                 "fault {n}{} [{}]: {what}; held {:.1} s",
@@ -415,7 +448,7 @@ fn run_faults(
         )?;
         // The overlapping fault first: undone in the reverse order of injection.
         for undo in undos.iter().rev() {
-            let (done, found) = faults::undo(undo, nodes, lab, disks)?;
+            let (done, found) = faults::undo(undo, nodes, lab, disks, clocks, TOPIC)?;
             history.note(format!("fault {n} undone: {done}"));
             anomalies.extend(found);
         }
@@ -651,7 +684,7 @@ impl Report {
             args.seed, args.minutes, args.brokers, args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
-        for kind in &faults::kinds(args.txn, args.disks) {
+        for kind in &faults::kinds(args.txn, args.disks, args.clock) {
             let count = self.faults.get(kind).copied().unwrap_or(0);
             let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
         }
@@ -746,7 +779,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -756,6 +789,7 @@ impl Report {
                 if args.overlap { " --overlap" } else { "" },
                 if args.disks { " --disks" } else { "" },
                 if args.meta { " --meta" } else { "" },
+                if args.clock { " --clock" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {
