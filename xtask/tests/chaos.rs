@@ -1,11 +1,12 @@
-//! `cargo xtask chaos` as a test: 96 s of faults with the transactional workload (`--txn`),
-//! the metadata workload (`--meta`), the faultable disks (`--disks`) and the clock jumps
-//! (`--clock`), seed 3744842, whose schedule draws each of the 13 fault kinds once in its
-//! first 13 faults, the thirteenth starting 77.4 s in by the schedule (no seed below
-//! 200,000,000 does it sooner), plus the restarts the disk faults cost, on the kraftd
-//! binary of this build, failing on any anomaly the checker finds (the transactional,
-//! consumer-group, metadata and disk ones among them), a cluster that does not heal or a
-//! group not Stable after the faults. It needs root (the harness's network namespaces,
+//! `cargo xtask chaos` as a test: 96 s of faults with the transactional workload (`--txn`:
+//! a transactional writer and an exactly-once pipeline), the metadata workload (`--meta`),
+//! the faultable disks (`--disks`) and the clock jumps (`--clock`), seed 3744842, whose
+//! schedule draws each of the 13 fault kinds once in its first 13 faults, the thirteenth
+//! starting 77.4 s in by the schedule (no seed below 200,000,000 does it sooner), plus the
+//! restarts the disk faults cost, on the kraftd binary of this build, failing on any
+//! anomaly the checker finds (the transactional, pipeline, consumer-group, metadata, disk
+//! and clock ones among them), a cluster that does not heal or a group not Stable after the
+//! faults. It needs root (the harness's network namespaces,
 //! tmpfs and FUSE mounts; CI runs as root) and a C compiler, `cc` (the clock jump's
 //! LD_PRELOAD interposer): without them the harness fails with a message saying so, and so
 //! does this test.
@@ -65,6 +66,11 @@ fn every_fault_kind_once_loses_nothing_breaks_no_transaction_or_group_and_heals(
     assert!(
         summary.contains(" committed, "),
         "no transactions in the summary:\n{stdout}"
+    );
+    assert!(
+        summary.contains("exactly-once pipeline")
+            && !summary.contains(", 0 in the committed output"),
+        "the exactly-once pipeline committed nothing:\n{stdout}"
     );
     assert!(
         summary.contains("consumer groups") && !summary.contains(" 0 offsets committed"),

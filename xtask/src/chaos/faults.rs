@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::checker::Anomaly;
-use super::clock::{self, Clocks};
+use super::clock;
 use super::disks::Disks;
 use super::net::{self, Lab};
 use super::nodes::{self, Nodes, CONTROLLERS};
@@ -265,7 +265,6 @@ pub(super) fn inject(
     nodes: &mut Nodes,
     lab: &mut Lab,
     disks: Option<&Disks>,
-    clocks: Option<&Clocks>,
     topic: &str,
     transactional_id: &str,
 ) -> Result<(Kind, String, Undo)> {
@@ -420,7 +419,7 @@ pub(super) fn inject(
             )
         }
         Kind::ClockJump => {
-            let clocks = clocks.context("a clock jump without --clock")?;
+            let clocks = nodes.clocks().context("a clock jump without --clock")?;
             let id = pick(0, &all);
             let offset_ms =
                 clock::JUMPS_MS[(planned.pick[1] % clock::JUMPS_MS.len() as u64) as usize];
@@ -496,7 +495,6 @@ pub(super) fn undo(
     nodes: &mut Nodes,
     lab: &mut Lab,
     disks: Option<&Disks>,
-    clocks: Option<&Clocks>,
     topic: &str,
 ) -> Result<(String, Vec<Anomaly>)> {
     let done = |text: String| Ok((text, Vec::new()));
@@ -514,8 +512,8 @@ pub(super) fn undo(
             done("network healed (cuts removed, links at full speed)".to_string())
         }
         Undo::Clock { id, offset_ms } => {
-            let clocks = clocks.context("a clock jump without --clock")?;
             let (said, anomalies) = clock_checks(nodes, lab, topic, id, offset_ms);
+            let clocks = nodes.clocks().context("a clock jump without --clock")?;
             clocks.set(id, 0)?;
             let said = said.map_or(String::new(), |line| format!("; the doctor said: {line}"));
             Ok((format!("node {id}'s clock set right{said}"), anomalies))

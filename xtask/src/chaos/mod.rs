@@ -28,9 +28,10 @@
 //! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
-//! transactional workload's; `disks.rs` and `fusefs.rs` the brokers' faultable disks
-//! (`--disks`); `meta_checker.rs` the metadata workload's (`--meta`); `clock.rs` and
-//! `clockjump.c` the clock jump's LD_PRELOAD interposer (`--clock`).
+//! transactional workload's; `pipe_checker.rs` the exactly-once pipeline's (`--txn`);
+//! `disks.rs` and `fusefs.rs` the brokers' faultable disks (`--disks`); `meta_checker.rs`
+//! the metadata workload's (`--meta`); `clock.rs` and `clockjump.c` the clock jump's
+//! LD_PRELOAD interposer (`--clock`).
 
 mod checker;
 mod clock;
@@ -41,6 +42,7 @@ mod group_checker;
 mod meta_checker;
 mod net;
 mod nodes;
+mod pipe_checker;
 mod segments;
 mod txn_checker;
 mod workload;
@@ -69,6 +71,9 @@ const PARTITIONS: i32 = 3;
 /// The transactional workload's topic (`--txn`), as many partitions, and its producer's
 /// transactional id.
 const TXN_TOPIC: &str = "chaos-txn";
+/// The exactly-once pipeline's output topic (`--txn`), as many partitions: the pipeline
+/// writes what it read from a partition of [`TOPIC`] to the same partition of it.
+const PIPE_TOPIC: &str = "chaos-pipe";
 const TRANSACTIONAL_ID: &str = "chaos-txn";
 /// Brokers drop a follower from the ISR after 10 s behind instead of Kafka's 30 s, so that
 /// faults of a few seconds move ISRs (and elections with them) in a short run.
@@ -105,7 +110,8 @@ pub struct ChaosArgs {
     dir: Option<PathBuf>,
     /// Add the transactional workload (a transactional producer writing to several
     /// partitions a transaction, committing or aborting by the seed, and read_committed
-    /// consumers) and the fault that kills its transaction coordinator's broker. The seed
+    /// consumers; an exactly-once consume-transform-produce pipeline from the workload's
+    /// topic to `chaos-pipe`) and the fault that kills its transaction coordinator's broker. The seed
     /// then draws from 10 kinds of fault, not 9: its schedule is not the one without.
     #[arg(long)]
     txn: bool,
@@ -185,6 +191,12 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
             println!("transactions: {counts:?}");
             verdict.anomalies.extend(anomalies);
         }
+        if let Some(ph) = workload::read_pipe_history(dir)? {
+            let (anomalies, counts) =
+                pipe_checker::check(&ph, &workload::read_history(dir)?.final_log);
+            println!("pipeline: {counts:?}");
+            verdict.anomalies.extend(anomalies);
+        }
         if let Some(h) = workload::read_group_history(dir)? {
             let (anomalies, counts) = group_checker::check(&h);
             println!("groups: {counts:?}");
@@ -259,7 +271,7 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         args.brokers,
         &broker_config,
         disks.as_ref(),
-        clocks.as_ref(),
+        clocks,
     )?;
     history.note(format!(
         "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
@@ -274,7 +286,6 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         &mut nodes,
         &mut lab,
         disks.as_ref(),
-        clocks.as_ref(),
     );
     nodes.stop();
     drop(disks);
@@ -309,6 +320,8 @@ struct Report {
     groups: Option<GroupCounts>,
     /// The metadata workload's operations (`--meta`).
     meta: Option<meta_checker::MetaCounts>,
+    /// The exactly-once pipeline's counts (`--txn`).
+    pipe: Option<pipe_checker::PipeCounts>,
     groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
@@ -324,7 +337,6 @@ fn run_faults(
     nodes: &mut Nodes,
     lab: &mut Lab,
     disks: Option<&Disks>,
-    clocks: Option<&Clocks>,
 ) -> Result<Report> {
     let brokers = nodes.broker_ids();
     let mut anomalies = Vec::new();
@@ -358,19 +370,21 @@ fn run_faults(
             .join(", ")
     ));
     if args.txn {
-        nodes::create_topic(
-            lab,
-            brokers[0],
-            TXN_TOPIC,
-            PARTITIONS,
-            &[("min.insync.replicas", "2")],
-            Duration::from_secs(60),
-        )?;
-        wait_healthy(nodes, lab, Duration::from_secs(60))
-            .context("the transactional topic's partitions were not all led")?;
-        history.note(format!(
-            "topic {TXN_TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
-        ));
+        for topic in [TXN_TOPIC, PIPE_TOPIC] {
+            nodes::create_topic(
+                lab,
+                brokers[0],
+                topic,
+                PARTITIONS,
+                &[("min.insync.replicas", "2")],
+                Duration::from_secs(60),
+            )?;
+            wait_healthy(nodes, lab, Duration::from_secs(60))
+                .context("the transactional topics' partitions were not all led")?;
+            history.note(format!(
+                "topic {topic}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
+            ));
+        }
     }
     let mut workload = Workload::new(
         root,
@@ -381,6 +395,7 @@ fn run_faults(
         args.txn.then(|| TxnWorkload {
             topic: TXN_TOPIC.to_string(),
             seed: args.seed,
+            pipe_topic: PIPE_TOPIC.to_string(),
         }),
         args.meta,
     )?;
@@ -404,7 +419,7 @@ fn run_faults(
     history.note(if args.txn {
         "workload running: producers idem (idempotent) and plain, a live consumer, groups \
          chaos-classic and chaos-consumer of 2 members each; a transactional producer and a \
-         read_committed consumer"
+         read_committed consumer; an exactly-once pipeline from chaos to chaos-pipe"
     } else {
         "workload running: producers idem (idempotent) and plain, a live consumer, groups \
          chaos-classic and chaos-consumer of 2 members each"
@@ -427,7 +442,7 @@ fn run_faults(
         let mut undos = Vec::new();
         for (i, planned) in std::iter::once(planned).chain(second).enumerate() {
             let (kind, what, undo) =
-                faults::inject(&planned, nodes, lab, disks, clocks, TOPIC, TRANSACTIONAL_ID)?;
+                faults::inject(&planned, nodes, lab, disks, TOPIC, TRANSACTIONAL_ID)?;
             *faults.entry(kind).or_default() += 1;
             history.note(format!(
                 "fault {n}{} [{}]: {what}; held {:.1} s",
@@ -448,7 +463,7 @@ fn run_faults(
         )?;
         // The overlapping fault first: undone in the reverse order of injection.
         for undo in undos.iter().rev() {
-            let (done, found) = faults::undo(undo, nodes, lab, disks, clocks, TOPIC)?;
+            let (done, found) = faults::undo(undo, nodes, lab, disks, TOPIC)?;
             history.note(format!("fault {n} undone: {done}"));
             anomalies.extend(found);
         }
@@ -551,6 +566,17 @@ fn run_faults(
         }
         None => None,
     };
+    let pipe = match workload::read_pipe_history(dir)? {
+        Some(ph) => {
+            if !ph.done {
+                bail!("the pipeline did not report its end; see pipe.stderr");
+            }
+            let (found, counts) = pipe_checker::check(&ph, &h.final_log);
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     let meta = match meta_checker::read(dir)? {
         Some(ops) => {
             // Asked of every broker until all agree with the history, for up to 30 s (a
@@ -603,6 +629,7 @@ fn run_faults(
         txn,
         groups,
         meta,
+        pipe,
         groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
@@ -734,6 +761,14 @@ impl Report {
                 t.unknown_committed,
                 t.live_reads,
                 t.final_records
+            );
+        }
+        if let Some(p) = &self.pipe {
+            let _ = writeln!(
+                out,
+                "  exactly-once pipeline     transactions {:?}; {} input records covered by \
+                 the group's offsets, {} in the committed output",
+                p.outcomes, p.covered, p.output
             );
         }
         if let Some(g) = &self.groups {

@@ -81,6 +81,8 @@ pub(super) struct Nodes {
     /// Whether the brokers have a faultable second log dir (`--disks`): then the cluster
     /// is whole only with every log dir online ([`health`]).
     pub(super) disks: bool,
+    /// The nodes' clock interposer and offsets (`--clock`).
+    clocks: Option<Clocks>,
 }
 
 impl Nodes {
@@ -95,7 +97,7 @@ impl Nodes {
         brokers: u32,
         broker_config: &str,
         disks: Option<&Disks>,
-        clocks: Option<&Clocks>,
+        clocks: Option<Clocks>,
     ) -> Result<Nodes> {
         let voters = (1..=CONTROLLERS)
             .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", lab.ip(id)))
@@ -119,6 +121,7 @@ impl Nodes {
             nodes: Vec::new(),
             system: system.clone(),
             disks: disks.is_some(),
+            clocks,
         };
         for id in 1..=CONTROLLERS + brokers {
             let controller = id <= CONTROLLERS;
@@ -188,7 +191,7 @@ impl Nodes {
                 log,
                 child: None,
                 paused: false,
-                env: clocks.map(|c| c.env(id)).unwrap_or_default(),
+                env: nodes.clocks.as_ref().map(|c| c.env(id)).unwrap_or_default(),
             });
             nodes.spawn(lab, id)?;
         }
@@ -370,6 +373,11 @@ impl Nodes {
             .iter()
             .find(|n| n.id == id)
             .map(|n| &n.log_dirs[..])
+    }
+
+    /// The nodes' clocks, with `--clock`.
+    pub(super) fn clocks(&self) -> Option<&Clocks> {
+        self.clocks.as_ref()
     }
 
     /// The kraftd binary the nodes run (none for Kafka's).
