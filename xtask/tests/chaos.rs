@@ -1,16 +1,15 @@
-//! `cargo xtask chaos` as a test: 87 s of faults with the transactional workload (`--txn`),
-//! the metadata workload (`--meta`) and the faultable disks (`--disks`), seed 10299488,
-//! whose schedule draws each of the 12 fault kinds once in its first 12 faults, the twelfth
-//! starting 70.8 s in by the schedule (a slow link, a controller and a broker isolated,
-//! kill -9 with the unflushed tail lost, an isolated node, a one-way cut, a full disk,
-//! SIGSTOP, kill -9, the active controller isolated, kill -9 of the transaction
-//! coordinator's broker, a disk failing with EIO, a leader cut from its followers; no seed
-//! below 60,000,000 does it sooner), plus the restarts the disk faults cost, on the kraftd
-//! binary of this build, failing on any anomaly the checker finds (the transactional,
-//! consumer-group, metadata and disk ones among them), a cluster that does not heal or a
-//! group not Stable after the faults. It needs root (the harness's network namespaces,
-//! tmpfs and FUSE mounts; CI runs as root): without it the harness fails with a message
-//! saying so, and so does this test.
+//! `cargo xtask chaos` as a test: 96 s of faults with the transactional workload (`--txn`:
+//! a transactional writer and an exactly-once pipeline), the metadata workload (`--meta`),
+//! the faultable disks (`--disks`) and the clock jumps (`--clock`), seed 3744842, whose
+//! schedule draws each of the 13 fault kinds once in its first 13 faults, the thirteenth
+//! starting 77.4 s in by the schedule (no seed below 200,000,000 does it sooner), plus the
+//! restarts the disk faults cost, on the kraftd binary of this build, failing on any
+//! anomaly the checker finds (the transactional, pipeline, consumer-group, metadata, disk
+//! and clock ones among them), a cluster that does not heal or a group not Stable after the
+//! faults. It needs root (the harness's network namespaces,
+//! tmpfs and FUSE mounts; CI runs as root) and a C compiler, `cc` (the clock jump's
+//! LD_PRELOAD interposer): without them the harness fails with a message saying so, and so
+//! does this test.
 //!
 //! The kraftd binary is `target/debug/kraftd`, beside this package's own binary: `cargo
 //! test --workspace` builds it (the cli package's tests need it); run alone, build it first
@@ -38,12 +37,13 @@ fn every_fault_kind_once_loses_nothing_breaks_no_transaction_or_group_and_heals(
         .args([
             "chaos",
             "--minutes",
-            "1.45",
+            "1.6",
             "--seed",
-            "10299488",
+            "3744842",
             "--txn",
             "--disks",
             "--meta",
+            "--clock",
             "--kraftd-bin",
         ])
         .arg(&kraftd)
@@ -56,7 +56,7 @@ fn every_fault_kind_once_loses_nothing_breaks_no_transaction_or_group_and_heals(
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stdout.contains("no anomalies"),
-        "cargo xtask chaos --seed 10299488 --txn --disks --meta failed:\n{stdout}\n{stderr}"
+        "cargo xtask chaos --seed 3744842 --txn --disks --meta --clock failed:\n{stdout}\n{stderr}"
     );
     // Every kind was injected (the schedule is the seed's).
     let summary = stdout
@@ -68,6 +68,11 @@ fn every_fault_kind_once_loses_nothing_breaks_no_transaction_or_group_and_heals(
         "no transactions in the summary:\n{stdout}"
     );
     assert!(
+        summary.contains("exactly-once pipeline")
+            && !summary.contains(", 0 in the committed output"),
+        "the exactly-once pipeline committed nothing:\n{stdout}"
+    );
+    assert!(
         summary.contains("consumer groups") && !summary.contains(" 0 offsets committed"),
         "no group committed an offset:\n{stdout}"
     );
@@ -75,7 +80,7 @@ fn every_fault_kind_once_loses_nothing_breaks_no_transaction_or_group_and_heals(
         summary.contains("metadata operations       acknowledged {\"config\""),
         "no metadata operation acknowledged:\n{stdout}"
     );
-    for line in summary.lines().skip(2).take(12) {
+    for line in summary.lines().skip(2).take(13) {
         let count: u32 = line
             .split_whitespace()
             .last()

@@ -95,6 +95,15 @@ pub trait CoordinatorShard: Sized + Send + 'static {
     const TOPIC: &'static str;
     /// The metrics group its gauges go under (`group-coordinator-metrics`).
     const METRICS_GROUP: &'static str;
+    /// Whether the `now` the shard is handed follows the wall clock's steps (an NTP step,
+    /// `date -s`) or only monotonic time from the wall clock at the runtime's start. Kafka's
+    /// group and share coordinators count their timeouts on a monotonic timer
+    /// (`CoordinatorTimerImpl` over `SystemTimer`), so a wall clock jumping hours ahead
+    /// expires no session: `false`, the default. Kafka's transaction coordinator compares
+    /// each transaction's last update with the wall clock (`TransactionStateManager.
+    /// timedOutTransactions`, `time.milliseconds()`), so a jump ahead times open
+    /// transactions out there: it says `true`.
+    const WALL_CLOCK: bool = false;
 
     /// How many partitions the coordinator's topic is created with
     /// (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`): which

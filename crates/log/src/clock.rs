@@ -18,3 +18,32 @@ pub fn unix_nanos() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
+
+/// Wall-clock Unix ms read once, then advanced by the monotonic clock: a clock for deadlines
+/// that a step of the wall clock (an NTP step, an operator's `date -s`) must not move, while
+/// its values still read as Unix ms. Kafka's coordinators schedule their timeouts (session,
+/// rebalance, heartbeat) on `SystemTimer`, which counts `Time.hiResClockMs()` (monotonic), so
+/// a wall clock jumping hours ahead on a coordinator's broker expires no member; a loop that
+/// compared its deadlines with [`unix_ms`] would expire every session at once. The monotonic
+/// clock is slewed by NTP as the wall clock is, so the two part only by steps, until the
+/// process restarts.
+#[derive(Debug, Clone, Copy)]
+pub struct SteadyClock {
+    base_ms: i64,
+    started: std::time::Instant,
+}
+
+impl SteadyClock {
+    /// A clock reading the wall clock now.
+    pub fn start() -> Self {
+        SteadyClock {
+            base_ms: unix_ms(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Unix ms: the wall clock at [`SteadyClock::start`] plus the monotonic time since.
+    pub fn now_ms(&self) -> i64 {
+        self.base_ms + self.started.elapsed().as_millis() as i64
+    }
+}

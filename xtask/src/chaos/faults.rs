@@ -6,11 +6,13 @@
 //! the fault starts, so two runs of a seed make the same kinds of cuts at the same times but
 //! may hit other nodes.
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use super::checker::Anomaly;
+use super::clock;
 use super::disks::Disks;
 use super::net::{self, Lab};
 use super::nodes::{self, Nodes, CONTROLLERS};
@@ -54,6 +56,12 @@ pub(super) enum Kind {
     /// (`fusefs.rs`); undone as [`Kind::DiskFull`] (the passthrough passing again, the
     /// broker restarted if the dir went offline). Drawn only with `--disks`.
     DiskEio,
+    /// One node's wall clock jumped forward or back ([`clock::JUMPS_MS`]) through the
+    /// harness's LD_PRELOAD interposer (`clock.rs`), set right after the hold. While it
+    /// lasts `kraftd doctor` must report the skew, and no broker may delete a segment of the
+    /// workload's topic by time-based retention (its `retention.ms` is above every jump).
+    /// Drawn only with `--clock`.
+    ClockJump,
 }
 
 /// The kinds the schedule draws from without the transactional workload; with it,
@@ -88,8 +96,11 @@ pub(super) const TXN_KINDS: [Kind; 10] = [
 /// The disk faults, drawn with `--disks`.
 pub(super) const DISK_KINDS: [Kind; 2] = [Kind::DiskFull, Kind::DiskEio];
 
+/// The clock jump, drawn with `--clock` (after the disk kinds).
+pub(super) const CLOCK_KINDS: [Kind; 1] = [Kind::ClockJump];
+
 /// The kinds a run's schedule draws from.
-pub(super) fn kinds(txn: bool, disks: bool) -> Vec<Kind> {
+pub(super) fn kinds(txn: bool, disks: bool, clock: bool) -> Vec<Kind> {
     let mut kinds = if txn {
         TXN_KINDS.to_vec()
     } else {
@@ -97,6 +108,9 @@ pub(super) fn kinds(txn: bool, disks: bool) -> Vec<Kind> {
     };
     if disks {
         kinds.extend(DISK_KINDS);
+    }
+    if clock {
+        kinds.extend(CLOCK_KINDS);
     }
     kinds
 }
@@ -116,11 +130,13 @@ impl Kind {
             Kind::KillTxnCoordinator => "kill -9 txn coordinator + restart",
             Kind::DiskFull => "disk full (a log dir)",
             Kind::DiskEio => "disk failing, EIO (a log dir)",
+            Kind::ClockJump => "clock jump (one node)",
         }
     }
 
-    /// A fault of the network (cuts, slow links) rather than of a process (kill, pause) or
-    /// of its disk (which ends in a restart: never beside a process fault).
+    /// A fault of the network (cuts, slow links) rather than of a process (kill, pause), of
+    /// its disk (which ends in a restart: never beside a process fault) or of its clock
+    /// (never beside a kill or a pause, so that the doctor can read the node's clock).
     fn is_network(self) -> bool {
         !matches!(
             self,
@@ -130,6 +146,7 @@ impl Kind {
                 | Kind::KillTxnCoordinator
                 | Kind::DiskFull
                 | Kind::DiskEio
+                | Kind::ClockJump
         )
     }
 }
@@ -225,6 +242,12 @@ pub(super) enum Undo {
         id: u32,
         since: Instant,
         hosts: bool,
+    },
+    /// Node `id`'s clock set right again, after checking what its jump of `offset_ms`
+    /// must not have done.
+    Clock {
+        id: u32,
+        offset_ms: i64,
     },
 }
 
@@ -395,6 +418,18 @@ pub(super) fn inject(
                 Undo::Disk { id, since, hosts },
             )
         }
+        Kind::ClockJump => {
+            let clocks = nodes.clocks().context("a clock jump without --clock")?;
+            let id = pick(0, &all);
+            let offset_ms =
+                clock::JUMPS_MS[(planned.pick[1] % clock::JUMPS_MS.len() as u64) as usize];
+            clocks.set(id, offset_ms)?;
+            (
+                Kind::ClockJump,
+                format!("node {id}'s clock {}", clock::describe(offset_ms)),
+                Undo::Clock { id, offset_ms },
+            )
+        }
         Kind::OneWay => {
             let from = pick(0, &all);
             let others: Vec<u32> = all.iter().copied().filter(|&n| n != from).collect();
@@ -460,6 +495,7 @@ pub(super) fn undo(
     nodes: &mut Nodes,
     lab: &mut Lab,
     disks: Option<&Disks>,
+    topic: &str,
 ) -> Result<(String, Vec<Anomaly>)> {
     let done = |text: String| Ok((text, Vec::new()));
     match *undo {
@@ -474,6 +510,13 @@ pub(super) fn undo(
         Undo::Heal => {
             lab.heal()?;
             done("network healed (cuts removed, links at full speed)".to_string())
+        }
+        Undo::Clock { id, offset_ms } => {
+            let (said, anomalies) = clock_checks(nodes, lab, topic, id, offset_ms);
+            let clocks = nodes.clocks().context("a clock jump without --clock")?;
+            clocks.set(id, 0)?;
+            let said = said.map_or(String::new(), |line| format!("; the doctor said: {line}"));
+            Ok((format!("node {id}'s clock set right{said}"), anomalies))
         }
         Undo::Disk { id, since, hosts } => {
             let disks = disks.context("a disk fault without --disks")?;
@@ -535,6 +578,90 @@ pub(super) fn undo(
     }
 }
 
+/// What a clock `offset_ms` away on node `id` must not have done by the end of its hold:
+/// a broker deleting a segment of `topic` by time-based retention (every partition's first
+/// segment on its disks must still start at offset 0: the topic's `retention.ms` is above
+/// every jump), and, on kraftd, `kraftd doctor` over every node's `/metrics` not reporting
+/// the skew (its clock-skew rule, `crates/cli/src/doctor/rules.rs`). Also the doctor's line
+/// that reports it.
+fn clock_checks(
+    nodes: &Nodes,
+    lab: &Lab,
+    topic: &str,
+    id: u32,
+    offset_ms: i64,
+) -> (Option<String>, Vec<Anomaly>) {
+    let mut said = None;
+    let mut anomalies = Vec::new();
+    let anomaly = |kind, detail| Anomaly {
+        kind,
+        detail,
+        at_ms: Some(super::unix_ms()),
+    };
+    let jump = clock::describe(offset_ms);
+    match nodes
+        .log_dirs(id)
+        .map(|dirs| clock::first_segments(dirs, topic))
+    {
+        Some(Ok(firsts)) => {
+            for (partition, first) in firsts.into_iter().filter(|(_, first)| *first > 0) {
+                anomalies.push(anomaly(
+                    "retention deleted",
+                    format!(
+                        "node {id}, its clock {jump}, deleted the first segments of                          {partition}: its log starts at offset {first} (retention.ms {} is                          above the jump)",
+                        clock::RETENTION_MS
+                    ),
+                ));
+            }
+        }
+        Some(Err(e)) => anomalies.push(anomaly(
+            "retention deleted",
+            format!("node {id}'s segments could not be listed: {e:#}"),
+        )),
+        None => {}
+    }
+    if let Some(bin) = nodes.kraftd_bin() {
+        let metrics: Vec<String> = nodes
+            .all_ids()
+            .iter()
+            .map(|&n| nodes::metrics_addr(lab, n).to_string())
+            .collect();
+        // The jumped node ahead of the others, or the others ahead of it.
+        let expected = if offset_ms > 0 {
+            format!("the clock of node {id} is ahead of node")
+        } else {
+            format!("is ahead of node {id}'s by at least")
+        };
+        let out = Command::new(bin)
+            .args(["doctor", "--sample-ms", "300", "--metrics"])
+            .arg(metrics.join(","))
+            .output();
+        match out {
+            Ok(out) => {
+                let text = String::from_utf8_lossy(&out.stdout);
+                said = text
+                    .lines()
+                    .find(|l| l.contains(&expected))
+                    .map(|l| l.trim().to_string());
+                if said.is_none() {
+                    anomalies.push(anomaly(
+                        "skew not reported",
+                        format!(
+                            "node {id}'s clock {jump}, and `kraftd doctor --metrics` did not                              say \"{expected} ...\"; it said:\n{text}{}",
+                            String::from_utf8_lossy(&out.stderr)
+                        ),
+                    ));
+                }
+            }
+            Err(e) => anomalies.push(anomaly(
+                "skew not reported",
+                format!("kraftd doctor did not run: {e}"),
+            )),
+        }
+    }
+    (said, anomalies)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,11 +674,18 @@ mod tests {
     #[test]
     fn the_disk_kinds_come_last_and_only_with_disks() {
         // Without --disks a seed draws from the lists it always drew from: its schedule stays.
-        assert_eq!(kinds(false, false), KINDS);
-        assert_eq!(kinds(true, false), TXN_KINDS);
+        assert_eq!(kinds(false, false, false), KINDS);
+        assert_eq!(kinds(true, false, false), TXN_KINDS);
         for txn in [false, true] {
-            let with = kinds(txn, true);
-            assert_eq!(with[..with.len() - DISK_KINDS.len()], kinds(txn, false)[..]);
+            let with = kinds(txn, true, false);
+            assert_eq!(
+                with[..with.len() - DISK_KINDS.len()],
+                kinds(txn, false, false)[..]
+            );
+            // The clock jump after them: a seed's schedule without --clock stays.
+            let clock = kinds(txn, true, true);
+            assert_eq!(clock[..with.len()], with[..]);
+            assert_eq!(clock[with.len()..], CLOCK_KINDS);
             assert!(DISK_KINDS
                 .iter()
                 .all(|k| with.contains(k) && !k.is_network()));

@@ -1,11 +1,12 @@
 //! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
-//! [--system kafka]`: faults injected into a cluster of real `kraftd` processes while stock
-//! clients write and read, then a checker over everything the clients saw (issue 32;
+//! [--clock] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
+//! while stock clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
 //! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
 //! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
-//! metadata workload (topics created and deleted, a config changed) and its checks.
+//! metadata workload (topics created and deleted, a config changed) and its checks;
+//! `--clock` the clock jump of one node.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -27,10 +28,13 @@
 //! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
-//! transactional workload's; `disks.rs` and `fusefs.rs` the brokers' faultable disks
-//! (`--disks`); `meta_checker.rs` the metadata workload's (`--meta`).
+//! transactional workload's; `pipe_checker.rs` the exactly-once pipeline's (`--txn`);
+//! `disks.rs` and `fusefs.rs` the brokers' faultable disks (`--disks`); `meta_checker.rs`
+//! the metadata workload's (`--meta`); `clock.rs` and `clockjump.c` the clock jump's
+//! LD_PRELOAD interposer (`--clock`).
 
 mod checker;
+mod clock;
 mod disks;
 mod faults;
 mod fusefs;
@@ -38,6 +42,7 @@ mod group_checker;
 mod meta_checker;
 mod net;
 mod nodes;
+mod pipe_checker;
 mod segments;
 mod txn_checker;
 mod workload;
@@ -51,6 +56,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use checker::Anomaly;
+use clock::Clocks;
 use disks::Disks;
 use faults::{Bounds, Kind, Rng};
 use group_checker::GroupCounts;
@@ -65,6 +71,9 @@ const PARTITIONS: i32 = 3;
 /// The transactional workload's topic (`--txn`), as many partitions, and its producer's
 /// transactional id.
 const TXN_TOPIC: &str = "chaos-txn";
+/// The exactly-once pipeline's output topic (`--txn`), as many partitions: the pipeline
+/// writes what it read from a partition of [`TOPIC`] to the same partition of it.
+const PIPE_TOPIC: &str = "chaos-pipe";
 const TRANSACTIONAL_ID: &str = "chaos-txn";
 /// Brokers drop a follower from the ISR after 10 s behind instead of Kafka's 30 s, so that
 /// faults of a few seconds move ISRs (and elections with them) in a short run.
@@ -101,7 +110,8 @@ pub struct ChaosArgs {
     dir: Option<PathBuf>,
     /// Add the transactional workload (a transactional producer writing to several
     /// partitions a transaction, committing or aborting by the seed, and read_committed
-    /// consumers) and the fault that kills its transaction coordinator's broker. The seed
+    /// consumers; an exactly-once consume-transform-produce pipeline from the workload's
+    /// topic to `chaos-pipe`) and the fault that kills its transaction coordinator's broker. The seed
     /// then draws from 10 kinds of fault, not 9: its schedule is not the one without.
     #[arg(long)]
     txn: bool,
@@ -121,6 +131,13 @@ pub struct ChaosArgs {
     /// change must show on every broker (`meta_checker.rs`).
     #[arg(long)]
     meta: bool,
+    /// Draw the clock jump too: one node's wall clock moved hours ahead or back for the hold
+    /// by an LD_PRELOAD interposer the harness builds with `cc` (`clock.rs`), with the
+    /// workload topic's `retention.ms` above every jump and retention applied every second;
+    /// `kraftd doctor` must report the skew, no broker may delete a segment. A seed's
+    /// schedule with `--clock` is not its schedule without.
+    #[arg(long)]
+    clock: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -172,6 +189,12 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         if let Some(h) = workload::read_txn_history(dir)? {
             let (anomalies, counts) = txn_checker::check(&h);
             println!("transactions: {counts:?}");
+            verdict.anomalies.extend(anomalies);
+        }
+        if let Some(ph) = workload::read_pipe_history(dir)? {
+            let (anomalies, counts) =
+                pipe_checker::check(&ph, &workload::read_history(dir)?.final_log);
+            println!("pipeline: {counts:?}");
             verdict.anomalies.extend(anomalies);
         }
         if let Some(h) = workload::read_group_history(dir)? {
@@ -231,13 +254,24 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
     } else {
         None
     };
+    let clocks = if args.clock {
+        Some(Clocks::prepare(&dir, &ids)?)
+    } else {
+        None
+    };
+    let broker_config = if args.clock {
+        format!("{BROKER_CONFIG}{}", clock::BROKER_CONFIG)
+    } else {
+        BROKER_CONFIG.to_string()
+    };
     let mut nodes = Nodes::start(
         &system,
         &dir,
         &lab,
         args.brokers,
-        BROKER_CONFIG,
+        &broker_config,
         disks.as_ref(),
+        clocks,
     )?;
     history.note(format!(
         "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
@@ -286,6 +320,8 @@ struct Report {
     groups: Option<GroupCounts>,
     /// The metadata workload's operations (`--meta`).
     meta: Option<meta_checker::MetaCounts>,
+    /// The exactly-once pipeline's counts (`--txn`).
+    pipe: Option<pipe_checker::PipeCounts>,
     groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
@@ -311,33 +347,44 @@ fn run_faults(
          other, something in the root namespace does not forward between their veths, as an \
          iptables FORWARD policy of DROP)",
     )?;
+    let mut configs = vec![("min.insync.replicas", "2")];
+    if args.clock {
+        configs.push(("retention.ms", clock::RETENTION_MS));
+    }
     nodes::create_topic(
         lab,
         brokers[0],
         TOPIC,
         PARTITIONS,
-        &[("min.insync.replicas", "2")],
+        &configs,
         Duration::from_secs(60),
     )?;
     wait_healthy(nodes, lab, Duration::from_secs(60))
         .context("the topic's partitions were not all led")?;
     history.note(format!(
-        "topic {TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
+        "topic {TOPIC}: {PARTITIONS} partitions, RF 3, {}",
+        configs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     if args.txn {
-        nodes::create_topic(
-            lab,
-            brokers[0],
-            TXN_TOPIC,
-            PARTITIONS,
-            &[("min.insync.replicas", "2")],
-            Duration::from_secs(60),
-        )?;
-        wait_healthy(nodes, lab, Duration::from_secs(60))
-            .context("the transactional topic's partitions were not all led")?;
-        history.note(format!(
-            "topic {TXN_TOPIC}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
-        ));
+        for topic in [TXN_TOPIC, PIPE_TOPIC] {
+            nodes::create_topic(
+                lab,
+                brokers[0],
+                topic,
+                PARTITIONS,
+                &[("min.insync.replicas", "2")],
+                Duration::from_secs(60),
+            )?;
+            wait_healthy(nodes, lab, Duration::from_secs(60))
+                .context("the transactional topics' partitions were not all led")?;
+            history.note(format!(
+                "topic {topic}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
+            ));
+        }
     }
     let mut workload = Workload::new(
         root,
@@ -348,6 +395,7 @@ fn run_faults(
         args.txn.then(|| TxnWorkload {
             topic: TXN_TOPIC.to_string(),
             seed: args.seed,
+            pipe_topic: PIPE_TOPIC.to_string(),
         }),
         args.meta,
     )?;
@@ -371,14 +419,14 @@ fn run_faults(
     history.note(if args.txn {
         "workload running: producers idem (idempotent) and plain, a live consumer, groups \
          chaos-classic and chaos-consumer of 2 members each; a transactional producer and a \
-         read_committed consumer"
+         read_committed consumer; an exactly-once pipeline from chaos to chaos-pipe"
     } else {
         "workload running: producers idem (idempotent) and plain, a live consumer, groups \
          chaos-classic and chaos-consumer of 2 members each"
     });
 
     let mut rng = Rng::new(args.seed);
-    let kinds = faults::kinds(args.txn, args.disks);
+    let kinds = faults::kinds(args.txn, args.disks, args.clock);
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
@@ -415,7 +463,7 @@ fn run_faults(
         )?;
         // The overlapping fault first: undone in the reverse order of injection.
         for undo in undos.iter().rev() {
-            let (done, found) = faults::undo(undo, nodes, lab, disks)?;
+            let (done, found) = faults::undo(undo, nodes, lab, disks, TOPIC)?;
             history.note(format!("fault {n} undone: {done}"));
             anomalies.extend(found);
         }
@@ -518,6 +566,17 @@ fn run_faults(
         }
         None => None,
     };
+    let pipe = match workload::read_pipe_history(dir)? {
+        Some(ph) => {
+            if !ph.done {
+                bail!("the pipeline did not report its end; see pipe.stderr");
+            }
+            let (found, counts) = pipe_checker::check(&ph, &h.final_log);
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     let meta = match meta_checker::read(dir)? {
         Some(ops) => {
             // Asked of every broker until all agree with the history, for up to 30 s (a
@@ -570,6 +629,7 @@ fn run_faults(
         txn,
         groups,
         meta,
+        pipe,
         groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
@@ -651,7 +711,7 @@ impl Report {
             args.seed, args.minutes, args.brokers, args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
-        for kind in &faults::kinds(args.txn, args.disks) {
+        for kind in &faults::kinds(args.txn, args.disks, args.clock) {
             let count = self.faults.get(kind).copied().unwrap_or(0);
             let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
         }
@@ -703,6 +763,14 @@ impl Report {
                 t.final_records
             );
         }
+        if let Some(p) = &self.pipe {
+            let _ = writeln!(
+                out,
+                "  exactly-once pipeline     transactions {:?}; {} input records covered by \
+                 the group's offsets, {} in the committed output",
+                p.outcomes, p.covered, p.output
+            );
+        }
         if let Some(g) = &self.groups {
             let _ = writeln!(
                 out,
@@ -746,7 +814,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -756,6 +824,7 @@ impl Report {
                 if args.overlap { " --overlap" } else { "" },
                 if args.disks { " --disks" } else { "" },
                 if args.meta { " --meta" } else { "" },
+                if args.clock { " --clock" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

@@ -20,6 +20,7 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
 
+use super::clock::Clocks;
 use super::disks::Disks;
 use super::net::Lab;
 use crate::bench::kafka::{format_kafka_node, java, kafka_node_command};
@@ -28,6 +29,8 @@ use crate::cluster::{call, describe_quorum, format_node};
 /// Every node's client or controller listener port (each node has an address of its own).
 const BROKER_PORT: u16 = 9092;
 const CONTROLLER_PORT: u16 = 9093;
+/// A kraftd node's `metrics.port`.
+const METRICS_PORT: u16 = 9094;
 /// A probe's budget: a node cut off or paused must not hold the harness up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Number of controllers (the voters).
@@ -67,6 +70,9 @@ pub(super) struct Node {
     log: PathBuf,
     child: Option<Child>,
     pub(super) paused: bool,
+    /// What it is started with beside the inherited environment (the clock interposer
+    /// with `--clock`).
+    env: Vec<(String, PathBuf)>,
 }
 
 pub(super) struct Nodes {
@@ -75,6 +81,8 @@ pub(super) struct Nodes {
     /// Whether the brokers have a faultable second log dir (`--disks`): then the cluster
     /// is whole only with every log dir online ([`health`]).
     pub(super) disks: bool,
+    /// The nodes' clock interposer and offsets (`--clock`).
+    clocks: Option<Clocks>,
 }
 
 impl Nodes {
@@ -89,6 +97,7 @@ impl Nodes {
         brokers: u32,
         broker_config: &str,
         disks: Option<&Disks>,
+        clocks: Option<Clocks>,
     ) -> Result<Nodes> {
         let voters = (1..=CONTROLLERS)
             .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", lab.ip(id)))
@@ -112,6 +121,7 @@ impl Nodes {
             nodes: Vec::new(),
             system: system.clone(),
             disks: disks.is_some(),
+            clocks,
         };
         for id in 1..=CONTROLLERS + brokers {
             let controller = id <= CONTROLLERS;
@@ -131,6 +141,7 @@ impl Nodes {
                 )
             };
             let own = match (system, controller) {
+                // METRICS_PORT.
                 (System::Kraftd(_), _) => "metrics.port=9094\n",
                 (System::Kafka(_), true) => {
                     "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
@@ -180,6 +191,7 @@ impl Nodes {
                 log,
                 child: None,
                 paused: false,
+                env: nodes.clocks.as_ref().map(|c| c.env(id)).unwrap_or_default(),
             });
             nodes.spawn(lab, id)?;
         }
@@ -226,6 +238,7 @@ impl Nodes {
             }
         };
         let child = command
+            .envs(node.env.iter().map(|(k, v)| (k, v)))
             .spawn()
             .with_context(|| format!("starting node {id}"))?;
         node.child = Some(child);
@@ -354,6 +367,27 @@ impl Nodes {
             .collect()
     }
 
+    /// Node `id`'s log dirs.
+    pub(super) fn log_dirs(&self, id: u32) -> Option<&[PathBuf]> {
+        self.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map(|n| &n.log_dirs[..])
+    }
+
+    /// The nodes' clocks, with `--clock`.
+    pub(super) fn clocks(&self) -> Option<&Clocks> {
+        self.clocks.as_ref()
+    }
+
+    /// The kraftd binary the nodes run (none for Kafka's).
+    pub(super) fn kraftd_bin(&self) -> Option<&Path> {
+        match &self.system {
+            System::Kraftd(bin) => Some(bin),
+            System::Kafka(_) => None,
+        }
+    }
+
     pub(super) fn all_ids(&self) -> Vec<u32> {
         self.nodes.iter().map(|n| n.id).collect()
     }
@@ -391,6 +425,11 @@ impl Drop for Nodes {
 /// Node `id`'s client listener.
 pub(super) fn broker_addr(lab: &Lab, id: u32) -> SocketAddr {
     SocketAddr::from((lab.ip(id), BROKER_PORT))
+}
+
+/// Node `id`'s `/metrics` (kraftd's nodes).
+pub(super) fn metrics_addr(lab: &Lab, id: u32) -> SocketAddr {
+    SocketAddr::from((lab.ip(id), METRICS_PORT))
 }
 
 /// The bootstrap servers of `ids` for a client.

@@ -25,6 +25,20 @@ usage:
     leaves it open (a fatal error, or commit/abort retried until its deadline): a new
     instance then takes the transactional id over, and its InitProducerId ends the old
     transaction one way or the other. At the end {"done": true, "txns"}.
+  workload.py pipeline --bootstrap B --topic T --partitions P --out F --stop-file S
+      --output O
+    A consume-transform-produce pipeline, exactly once as Kafka's transactions make it
+    (KIP-98, KIP-447): a consumer in group "chaos-pipe" (read_committed, no auto commit)
+    subscribed to T, and a transactional producer (transactional.id "chaos-pipe") that
+    writes, for each record read, "<p>:<o>:<v>" to partition p of O and commits the
+    consumer's positions with send_offsets_to_transaction in the same transaction. After an
+    abort, or a transaction of unknown outcome (then a new producer instance takes the id
+    over; also when send_offsets_to_transaction or the commit blocks past a bound, which
+    librdkafka's can), the consumer goes back to the group's committed offsets, so the
+    aborted batch is read again. Lines: {"batch": n, "inputs", "outcome": "committed"|"aborted"|"unknown",
+    "err", "ms"} per transaction; when S exists {"done": true, "committed": {p: offset}},
+    the group's committed offsets as the coordinator then answers (read_committed's
+    require_stable: none pending).
   workload.py consume --bootstrap B --topic T --partitions P --out F --stop-file S
       [--read-committed]
     Reads every partition from the beginning while the faults run, until S exists: {"p",
@@ -66,6 +80,7 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
@@ -74,8 +89,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                   NewTopic, ResourceType)
 
 p = argparse.ArgumentParser()
-p.add_argument("mode", choices=["produce", "txn", "consume", "member", "meta", "groups",
-                               "read-all"])
+p.add_argument("mode", choices=["produce", "txn", "pipeline", "consume", "member", "meta",
+                               "groups", "read-all"])
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
 p.add_argument("--partitions", type=int, required=True)
@@ -89,6 +104,7 @@ p.add_argument("--seed", type=int, default=1)
 p.add_argument("--read-committed", action="store_true")
 p.add_argument("--group", action="append", default=[])
 p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+p.add_argument("--output")
 args = p.parse_args()
 
 out = open(args.out, "w", buffering=1)
@@ -168,6 +184,77 @@ def produce():
     emit({"done": True, "produced": seq, "unflushed": unflushed})
 
 
+def transactional_producer(transactional_id):
+    """A transactional producer whose InitProducerId succeeded: it ends the previous
+    instance's open transaction (committing one whose commit was already decided, aborting
+    any other) before this one begins. Retried until it succeeds (a fatal error needs a new
+    producer object), or the run stops."""
+    def on_error(err):
+        # Without an error callback confluent-kafka raises a fatal error from poll(); the
+        # transactional calls report it where it decides an outcome.
+        if err.fatal():
+            emit({"fatal": str(err), "ms": now_ms()})
+
+    conf = {
+        "bootstrap.servers": args.bootstrap,
+        "transactional.id": transactional_id,
+        "error_cb": on_error,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "message.timeout.ms": 30000,
+        "request.timeout.ms": 10000,
+        "transaction.timeout.ms": 30000,
+    }
+    if os.environ.get("CHAOS_RDKAFKA_DEBUG"):
+        conf["debug"] = os.environ["CHAOS_RDKAFKA_DEBUG"]
+    while True:
+        producer = Producer(conf)
+        while True:
+            try:
+                producer.init_transactions(30)
+                return producer
+            except KafkaException as e:
+                emit({"init_failed": str(e), "ms": now_ms()})
+                if stopped():
+                    return producer
+                if e.args[0].fatal():
+                    break
+                time.sleep(0.5)
+
+
+def end_transaction(call):
+    """Runs commit_transaction or abort_transaction until it is done or no retry helps:
+    "done", "abortable", or "unknown" (with the error)."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            call(10)
+            return "done", None
+        except KafkaException as e:
+            err = e.args[0]
+            if err.txn_requires_abort():
+                return "abortable", err.name()
+            if err.retriable() and not err.fatal() and time.time() < deadline:
+                continue
+            return "unknown", err.name()
+
+
+def settle(producer, commit, error):
+    """Commits (or aborts) the open transaction, aborting it if the commit turns abortable:
+    its outcome as the client knows it, "committed", "aborted" or "unknown", and the first
+    error met."""
+    state, err = end_transaction(producer.commit_transaction if commit
+                                 else producer.abort_transaction)
+    error = error or err
+    if state == "done":
+        return ("committed" if commit else "aborted"), error
+    if state == "abortable":
+        state, err = end_transaction(producer.abort_transaction)
+        return ("aborted" if state == "done" else "unknown"), error or err
+    return "unknown", error
+
+
 def txn():
     rng = random.Random(args.seed)
     instance = 0
@@ -178,58 +265,8 @@ def txn():
             emit({"v": msg.value().decode(), "p": msg.partition(), "o": msg.offset(),
                   "ms": now_ms()})
 
-    def on_error(err):
-        # Without an error callback confluent-kafka raises a fatal error from poll(); the
-        # transactional calls report it where it decides an outcome.
-        if err.fatal():
-            emit({"fatal": str(err), "ms": now_ms()})
-
     def new_producer():
-        conf = {
-            "bootstrap.servers": args.bootstrap,
-            "transactional.id": f"chaos-{args.name}",
-            "error_cb": on_error,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "message.timeout.ms": 30000,
-            "request.timeout.ms": 10000,
-            "transaction.timeout.ms": 30000,
-        }
-        if os.environ.get("CHAOS_RDKAFKA_DEBUG"):
-            conf["debug"] = os.environ["CHAOS_RDKAFKA_DEBUG"]
-        # InitProducerId ends the previous instance's open transaction (committing one whose
-        # commit was already decided, aborting any other) before this one begins. Retried
-        # until it succeeds (a fatal error needs a new producer object).
-        while True:
-            producer = Producer(conf)
-            while True:
-                try:
-                    producer.init_transactions(30)
-                    return producer
-                except KafkaException as e:
-                    emit({"init_failed": str(e), "ms": now_ms()})
-                    if stopped():
-                        return producer
-                    if e.args[0].fatal():
-                        break
-                    time.sleep(0.5)
-
-    def finish(producer, call):
-        """Runs commit_transaction or abort_transaction until it is done or no retry helps:
-        "done", "abortable", or "unknown" (with the error)."""
-        deadline = time.time() + 60
-        while True:
-            try:
-                call(10)
-                return "done", None
-            except KafkaException as e:
-                err = e.args[0]
-                if err.txn_requires_abort():
-                    return "abortable", err.name()
-                if err.retriable() and not err.fatal() and time.time() < deadline:
-                    continue
-                return "unknown", err.name()
+        return transactional_producer(f"chaos-{args.name}")
 
     producer = new_producer()
     # At most --rate / 20 transactions a second (10 by default): each costs the coordinator
@@ -262,17 +299,7 @@ def txn():
             if e.args[0].fatal():
                 outcome = "unknown"
         if outcome is None:
-            state, err = finish(producer, producer.commit_transaction if intent == "commit"
-                                and error is None else producer.abort_transaction)
-            error = error or err
-            if state == "done":
-                outcome = "committed" if intent == "commit" and error is None else "aborted"
-            elif state == "abortable":
-                state, err = finish(producer, producer.abort_transaction)
-                outcome = "aborted" if state == "done" else "unknown"
-                error = error or err
-            else:
-                outcome = "unknown"
+            outcome, error = settle(producer, intent == "commit" and error is None, error)
         try:
             producer.poll(0)
         except KafkaException:
@@ -291,6 +318,120 @@ def txn():
             t = 0
             producer = new_producer()
     emit({"done": True, "txns": t, "instance": instance})
+
+
+def within(secs, call):
+    """call()'s result, run in a thread; TimeoutError if it has not returned within secs.
+    librdkafka's send_offsets_to_transaction can block past its own timeout when the group
+    coordinator's broker went away (librdkafka issues 5456 and 5511: seen here after a kill
+    -9 of the coordinator's broker, the pipeline stuck for minutes); the thread is then left
+    behind with the producer it blocks in."""
+    box = {}
+
+    def run():
+        try:
+            box["ok"] = call()
+        except BaseException as e:  # handed to the caller
+            box["err"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(secs)
+    if t.is_alive():
+        raise TimeoutError
+    if "err" in box:
+        raise box["err"]
+    return box.get("ok")
+
+
+def pipeline():
+    c = Consumer({
+        "bootstrap.servers": args.bootstrap,
+        "group.id": "chaos-pipe",
+        "isolation.level": "read_committed",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 10000,
+    })
+    c.subscribe([args.topic])
+
+    def rewind():
+        # Back to the group's committed offsets (the last committed transaction's), so that
+        # what an aborted or unknown transaction read is read again.
+        while not stopped():
+            try:
+                parts = c.assignment()
+                if not parts:
+                    return
+                for tp in c.committed(parts, timeout=10):
+                    tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+                    c.seek(tp)
+                return
+            except KafkaException as e:
+                emit({"rewind_failed": str(e), "ms": now_ms()})
+                time.sleep(0.5)
+
+    producer = transactional_producer("chaos-pipe")
+    n = 0
+    while not stopped():
+        try:
+            msgs = [m for m in c.consume(num_messages=500, timeout=0.5) if not m.error()]
+        except KafkaException as e:
+            emit({"consume_failed": str(e), "ms": now_ms()})
+            continue
+        if not msgs:
+            continue
+        n += 1
+        outcome, error = None, None
+        try:
+            producer.begin_transaction()
+            for m in msgs:
+                value = f"{m.partition()}:{m.offset()}:{m.value().decode(errors='replace')}"
+                while True:
+                    try:
+                        producer.produce(args.output, value=value.encode(),
+                                         partition=m.partition())
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            # The next offset of every partition it holds and has read from (a partition
+            # not read yet has no position).
+            positions = [tp for tp in c.position(c.assignment()) if tp.offset >= 0]
+            meta = c.consumer_group_metadata()
+            within(45, lambda: producer.send_offsets_to_transaction(positions, meta, 30))
+        except KafkaException as e:
+            error = e.args[0].name()
+            if e.args[0].fatal():
+                outcome = "unknown"
+        except TimeoutError:
+            error, outcome = "send_offsets_to_transaction blocked for 45 s", "unknown"
+        if outcome is None:
+            try:
+                outcome, error = within(150, lambda: settle(producer, error is None, error))
+            except TimeoutError:
+                error, outcome = "ending the transaction blocked for 150 s", "unknown"
+        emit({"batch": n, "inputs": len(msgs), "outcome": outcome, "err": error,
+              "ms": now_ms()})
+        if outcome == "unknown":
+            # A new instance takes the transactional id over: its InitProducerId fences the
+            # old one (maybe still blocked in a call) and ends its open transaction.
+            producer = transactional_producer("chaos-pipe")
+        if outcome != "committed":
+            rewind()
+    committed = {}
+    deadline = time.time() + 30
+    while time.time() < deadline and len(committed) < args.partitions:
+        try:
+            for tp in c.committed([TopicPartition(args.topic, part)
+                                   for part in range(args.partitions)], timeout=10):
+                committed[str(tp.partition)] = tp.offset
+        except KafkaException as e:
+            emit({"committed_failed": str(e), "ms": now_ms()})
+            time.sleep(0.5)
+    emit({"done": True, "committed": committed})
+    c.close()
+    # Not the interpreter's exit: a producer left blocked in a call (`within`) could hold it.
+    os._exit(0)
 
 
 def consumer(extra):
@@ -538,5 +679,5 @@ def read_all():
     emit({"done": True})
 
 
-{"produce": produce, "txn": txn, "consume": consume, "member": member, "meta": meta,
- "groups": groups, "read-all": read_all}[args.mode]()
+{"produce": produce, "txn": txn, "pipeline": pipeline, "consume": consume, "member": member,
+ "meta": meta, "groups": groups, "read-all": read_all}[args.mode]()

@@ -5,7 +5,9 @@
 //! records was written once), a consumer reading from the beginning while the faults run,
 //! and after them one reading every partition to its end. With `--txn`, also a transactional
 //! producer on a topic of its own with a `read_committed` consumer during the faults and a
-//! `read_committed` read to the end after them ([`TxnHistory`], judged by `txn_checker.rs`).
+//! `read_committed` read to the end after them ([`TxnHistory`], judged by `txn_checker.rs`),
+//! and an exactly-once consume-transform-produce pipeline from the workload's topic to one
+//! of its own ([`PipeHistory`], judged by `pipe_checker.rs`).
 //! And two consumer groups on the topic, one per group protocol, whose members commit what
 //! they consume ([`GroupHistory`], judged by `group_checker.rs`), described after the faults
 //! until each is Stable with every partition assigned ([`Workload::groups_stable`]).
@@ -20,6 +22,7 @@ use serde_json::Value;
 
 use super::checker::{Ack, History, Read};
 use super::group_checker::{Commit, GroupHistory, Member};
+use super::pipe_checker::PipeHistory;
 use super::txn_checker::{Outcome, Txn, TxnHistory};
 use super::TOPIC;
 
@@ -37,6 +40,9 @@ pub(super) const GROUPS: [(&str, &str, u64); 2] = [
     ("chaos-consumer", "consumer", 45_000),
 ];
 
+/// How long the workload's processes have to stop once told ([`Workload::stop`]).
+const STOP_WITHIN_SECS: u64 = 240;
+
 /// Members per group: two share the topic's three partitions, so a rebalance moves some.
 pub(super) const GROUP_MEMBERS: usize = 2;
 
@@ -44,6 +50,8 @@ pub(super) const GROUP_MEMBERS: usize = 2;
 pub(super) struct TxnWorkload {
     pub(super) topic: String,
     pub(super) seed: u64,
+    /// The exactly-once pipeline's output topic (its input is the workload's topic).
+    pub(super) pipe_topic: String,
 }
 
 pub(super) struct Workload {
@@ -138,8 +146,11 @@ impl Workload {
             producer.args(["--name", TXN_PRODUCER, "--seed", &txn.seed.to_string()]);
             let mut reader = self.command_on(&txn.topic, "consume", "txnlive.jsonl");
             reader.arg("--read-committed");
+            let mut pipe = self.command("pipeline", "pipe.jsonl");
+            pipe.args(["--output", &txn.pipe_topic]);
             self.spawn(TXN_PRODUCER, producer)?;
             self.spawn("txnlive", reader)?;
+            self.spawn("pipe", pipe)?;
         }
         if self.meta {
             let cmd = self.command("meta", "meta.jsonl");
@@ -206,15 +217,16 @@ impl Workload {
     }
 
     /// Tells the producers and the consumer to stop and waits for them (the producers flush
-    /// for up to 60 s).
+    /// for up to 60 s; the pipeline may be ending a transaction, bounded at 45 s to send its
+    /// offsets and 150 s to commit or abort, then asks for its group's offsets for 30 s).
     pub(super) fn stop(&mut self) -> Result<()> {
         std::fs::write(&self.stop_file, "")?;
-        let deadline = Instant::now() + Duration::from_secs(90);
+        let deadline = Instant::now() + Duration::from_secs(STOP_WITHIN_SECS);
         for (name, child) in &mut self.children {
             while child.try_wait()?.is_none() {
                 if Instant::now() > deadline {
                     let _ = child.kill();
-                    bail!("workload {name} did not stop within 90 s");
+                    bail!("workload {name} did not stop within {STOP_WITHIN_SECS} s");
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -231,6 +243,9 @@ impl Workload {
             let mut cmd = self.command_on(&txn.topic, "read-all", "txnfinal.jsonl");
             cmd.arg("--read-committed");
             reads.push(("transactional final", cmd));
+            let mut cmd = self.command_on(&txn.pipe_topic, "read-all", "pipefinal.jsonl");
+            cmd.arg("--read-committed");
+            reads.push(("pipeline's output final", cmd));
         }
         for (what, mut cmd) in reads {
             let out = cmd
@@ -341,13 +356,18 @@ pub(super) fn read_group_history(dir: &Path) -> Result<Option<GroupHistory>> {
 fn end_offsets(dir: &Path) -> Result<BTreeMap<i32, i64>> {
     Ok(lines(&dir.join("final.jsonl"))?
         .iter()
-        .find_map(|l| l["end"].as_object())
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
-                .collect()
-        })
+        .find_map(|l| by_partition(&l["end"]))
         .unwrap_or_default())
+}
+
+/// A JSON object of offsets by partition (`{"0": 17, ...}`), as the workload writes them.
+fn by_partition(v: &Value) -> Option<BTreeMap<i32, i64>> {
+    Some(
+        v.as_object()?
+            .iter()
+            .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
+            .collect(),
+    )
 }
 
 /// The transactional workload's history in `dir`, if the run had one (`txn.jsonl`).
@@ -396,14 +416,28 @@ pub(super) fn read_txn_history(dir: &Path) -> Result<Option<TxnHistory>> {
     let final_lines = lines(&dir.join("txnfinal.jsonl"))?;
     h.stuck = final_lines
         .iter()
-        .find_map(|l| l["stuck"].as_object())
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_i64()?)))
-                .collect()
-        })
+        .find_map(|l| by_partition(&l["stuck"]))
         .unwrap_or_default();
     h.final_log = reads(&dir.join("txnfinal.jsonl"))?;
+    Ok(Some(h))
+}
+
+/// The exactly-once pipeline's history in `dir`, if the run had one (`pipe.jsonl`).
+pub(super) fn read_pipe_history(dir: &Path) -> Result<Option<PipeHistory>> {
+    let path = dir.join("pipe.jsonl");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut h = PipeHistory::default();
+    for line in lines(&path)? {
+        if let Some(outcome) = line["outcome"].as_str() {
+            *h.outcomes.entry(outcome.to_string()).or_default() += 1;
+        } else if line["done"].as_bool() == Some(true) {
+            h.done = true;
+            h.committed = by_partition(&line["committed"]).unwrap_or_default();
+        }
+    }
+    h.output = reads(&dir.join("pipefinal.jsonl"))?;
     Ok(Some(h))
 }
 

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kraftd_log::clock::unix_ms;
+use kraftd_log::clock::{unix_ms, SteadyClock};
 use kraftd_net::mark_sequenced;
 use kraftd_protocol::{ErrorCode, Uuid};
 use tokio::sync::{mpsc, oneshot};
@@ -270,6 +270,8 @@ pub struct CoordinatorRuntime<S: CoordinatorShard> {
     metrics: Arc<RuntimeMetrics>,
     work: Option<WorkHandler<S>>,
     last_gauges_ms: i64,
+    /// The shards' `now` unless they follow the wall clock ([`shard_now`]).
+    clock: SteadyClock,
 }
 
 impl<S: CoordinatorShard> std::fmt::Debug for CoordinatorRuntime<S> {
@@ -278,6 +280,20 @@ impl<S: CoordinatorShard> std::fmt::Debug for CoordinatorRuntime<S> {
             .field("topic", &S::TOPIC)
             .field("partitions", &self.partitions.keys().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+/// The `now` a shard of `S` is handed: the wall clock for a shard whose timeouts Kafka
+/// measures on it (`CoordinatorShard::WALL_CLOCK`, the transaction coordinator's), else
+/// `clock`, which a step of the wall clock does not move: the shard's timers' deadlines are
+/// compared with it, and Kafka's group coordinator counts its session and rebalance
+/// timeouts on a monotonic timer — a broker whose clock jumps an hour ahead must not expire
+/// every member of its groups (`stock_clock_jump.rs`).
+fn shard_now<S: CoordinatorShard>(clock: &SteadyClock) -> i64 {
+    if S::WALL_CLOCK {
+        unix_ms()
+    } else {
+        clock.now_ms()
     }
 }
 
@@ -320,6 +336,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
             metrics,
             work,
             last_gauges_ms: 0,
+            clock: SteadyClock::start(),
         };
         tokio::spawn(runtime.run(rx));
         handle
@@ -329,12 +346,16 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Event<S>>) {
         loop {
             // Timers due fire before the next event, so a busy loop never starves them.
-            if self.next_deadline().is_some_and(|at| at <= unix_ms()) {
+            if self
+                .next_deadline()
+                .is_some_and(|at| at <= shard_now::<S>(&self.clock))
+            {
                 self.fire_timers();
             }
             let event = match self.next_deadline() {
                 Some(at) => {
-                    let wait = Duration::from_millis((at - unix_ms()).max(0) as u64);
+                    let wait =
+                        Duration::from_millis((at - shard_now::<S>(&self.clock)).max(0) as u64);
                     tokio::select! {
                         e = rx.recv() => e,
                         _ = tokio::time::sleep(wait) => {
@@ -366,7 +387,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
     }
 
     fn fire_timers(&mut self) {
-        let now = unix_ms();
+        let now = shard_now::<S>(&self.clock);
         let due: Vec<i32> = self
             .partitions
             .iter()
@@ -418,7 +439,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
             } => {
                 if let Some(PartitionState::Active(a)) = self.partitions.get_mut(&partition) {
                     if leader_epoch < 0 || a.leader_epoch == leader_epoch {
-                        call(&mut a.shard, unix_ms());
+                        call(&mut a.shard, shard_now::<S>(&self.clock));
                         self.process_output(partition);
                     }
                 }
@@ -490,7 +511,9 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
                 let id = active.next_reply;
                 active.next_reply += 1;
                 active.owed.insert(id, respond);
-                active.shard.handle(unix_ms(), ctx, id, request);
+                active
+                    .shard
+                    .handle(shard_now::<S>(&self.clock), ctx, id, request);
                 self.process_output(partition);
             }
         }
@@ -573,7 +596,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
 
     /// The shard gauges, at most once a second (or now with `force`).
     fn publish_gauges(&mut self, force: bool) {
-        let now = unix_ms();
+        let now = shard_now::<S>(&self.clock);
         if !force && now - self.last_gauges_ms < 1000 {
             return;
         }
@@ -763,7 +786,7 @@ impl<S: CoordinatorShard> CoordinatorRuntime<S> {
             summary,
         } = loaded;
         shard.on_metadata_update(Arc::clone(&self.metadata));
-        shard.on_loaded(unix_ms());
+        shard.on_loaded(shard_now::<S>(&self.clock));
         let active = Active {
             shard,
             partition,

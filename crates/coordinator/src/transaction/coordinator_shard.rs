@@ -24,6 +24,7 @@ impl CoordinatorShard for TransactionCoordinatorShard {
 
     const TOPIC: &'static str = TRANSACTION_STATE_TOPIC_NAME;
     const METRICS_GROUP: &'static str = "transaction-coordinator-metrics";
+    const WALL_CLOCK: bool = true;
 
     fn topic_partitions(config: &Self::Config) -> i32 {
         config.state_log_partitions
