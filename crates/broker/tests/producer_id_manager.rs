@@ -98,24 +98,23 @@ async fn setup(respond: Box<Respond>) -> Setup {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ids_are_contiguous_across_blocks_and_the_next_block_is_prefetched_at_ninety_percent() {
+async fn ids_are_contiguous_across_blocks_and_a_spare_block_is_always_prefetched() {
     // The first request meets a standby (NOT_CONTROLLER), which the channel retries.
     let s = setup(Box::new(|n, _| match n {
         0 => error(ErrorCode::NotController),
         n => block(n - 1),
     }))
     .await;
-    // 90% of the first block: no prefetch yet (two requests: NOT_CONTROLLER, then the block).
-    for expected in 0..9 {
-        assert_eq!(s.manager.generate(soon()).await, Ok(expected));
-    }
-    assert_eq!(s.fake.count(), 2);
-    // The tenth id crosses the threshold: the next block is fetched before it is needed.
-    assert_eq!(s.manager.generate(soon()).await, Ok(9));
+    // The first id waits for the first block (NOT_CONTROLLER, then the block); taking the
+    // block into use fetches the next one at once, before it is needed.
+    assert_eq!(s.manager.generate(soon()).await, Ok(0));
     eventually("the prefetch", || s.fake.count() == 3).await;
-    for expected in 10..35 {
+    for expected in 1..35 {
         assert_eq!(s.manager.generate(soon()).await, Ok(expected));
     }
+    // Blocks 0-3 in use, block 4 the spare: one request per block, never two at once.
+    eventually("the spare block", || s.fake.count() == 6).await;
+    assert_eq!(s.fake.count(), 6);
     for request in s.fake.requests.all().iter() {
         assert_eq!((request.broker_id, request.broker_epoch), (BROKER, 17));
     }

@@ -235,7 +235,9 @@ pub async fn serve<H: RequestHandler>(
     }
 }
 
-/// A request read, waiting for its response, in arrival order.
+/// A request read, waiting for its response, in arrival order. Boxed on its way to the
+/// writer: the response channel's buffer (a block of 32 slots, allocated with the channel
+/// and kept while the connection lives) then holds pointers, not 88-byte requests.
 struct Pending {
     correlation_id: i32,
     version: i16,
@@ -270,17 +272,28 @@ async fn connection<H: RequestHandler>(
         return serve_connection(rd, wr, principal, peer, table, config, handler).await;
     };
     // The handshake is bounded like an idle connection: a client that never finishes it
-    // (or sends something else than a ClientHello) closes only its own connection.
-    match tls.accept(stream, config.connections_max_idle).await {
+    // (or sends something else than a ClientHello) closes only its own connection. Boxed:
+    // the handshake's state would otherwise widen every connection's task, TLS or not, for
+    // its whole life.
+    // The match ends before the connection is served, so that the TLS stream it moves into
+    // the split does not keep a second place in the task; the TLS connection's service is
+    // boxed, so that its (larger) state does not widen every plaintext connection's task.
+    let (rd, wr, principal) = match Box::pin(tls.accept(stream, config.connections_max_idle)).await
+    {
         Ok((stream, principal)) => {
             let (rd, wr) = tokio::io::split(stream);
-            serve_connection(rd, wr, principal, peer, table, config, handler).await
+            (rd, wr, principal)
         }
         Err(reason) => {
             warn!(%peer, listener = %config.security.listener_name, "closing connection: {reason}");
             handler.connection_closed(peer);
+            return;
         }
-    }
+    };
+    Box::pin(serve_connection(
+        rd, wr, principal, peer, table, config, handler,
+    ))
+    .await
 }
 
 /// Serves one connection's requests, plain or TLS, as `principal` until then.
@@ -307,7 +320,8 @@ async fn serve_connection<H, R, W>(
         Arc::clone(&unanswered),
         Arc::clone(&config.metrics),
     ));
-    let reader = read_requests(
+    // Pinned in place, as the writer: `select!` would otherwise hold a second copy.
+    let mut reader = pin!(read_requests(
         rd,
         principal,
         peer,
@@ -316,9 +330,9 @@ async fn serve_connection<H, R, W>(
         handler.as_ref(),
         tx,
         &unanswered,
-    );
+    ));
     tokio::select! {
-        read = reader => {
+        read = &mut reader => {
             // The handler hears of the close as soon as the peer stops sending, not once
             // the answers still owed are written: a share fetch parked for its max wait
             // must not keep a killed member's records from the others (Kafka's disconnect
@@ -342,10 +356,12 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
     table: &ApiVersionsTable,
     config: &ServerConfig,
     handler: &H,
-    tx: mpsc::Sender<Pending>,
+    tx: mpsc::Sender<Box<Pending>>,
     unanswered: &AtomicUsize,
 ) -> Result<(), String> {
-    let mut buf = BytesMut::with_capacity(8 * 1024);
+    // No read buffer until the first bytes arrive, and none while the connection waits
+    // between frames ([`read_more`]).
+    let mut buf = BytesMut::new();
     let mut session = Arc::new(Session {
         principal,
         listener_name: config.security.listener_name.clone(),
@@ -368,150 +384,162 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
             let Some(frame) = split_frame(&mut buf, max_frame).map_err(|e| e.to_string())? else {
                 break;
             };
-            // A throttled client's next request waits out its throttle time.
-            mute.wait().await;
-            // Kafka's request start: the whole frame read (and the channel unmuted).
-            let started = std::time::Instant::now();
-            let frame = match sasl.as_mut() {
-                None => frame,
-                Some(auth) => match auth.on_frame(Instant::now(), frame) {
-                    SaslStep::Pass(frame) => frame,
-                    SaslStep::Close(reason) => return Err(reason),
-                    SaslStep::Reply(reply) => {
-                        if let Some(principal) = &reply.authenticated {
+            // One frame's handling, boxed for the time it runs (one allocation per
+            // request): inline, its largest state — the decoded request, the handler's
+            // future (a Produce's verification and append) — would be part of every
+            // connection's task all its life, idle or not, most of what an idle
+            // connection costs. Ok(false): the connection is done.
+            let handled = Box::pin(async {
+                // A throttled client's next request waits out its throttle time.
+                mute.wait().await;
+                // Kafka's request start: the whole frame read (and the channel unmuted).
+                let started = std::time::Instant::now();
+                let frame = match sasl.as_mut() {
+                    None => frame,
+                    Some(auth) => match auth.on_frame(Instant::now(), frame) {
+                        SaslStep::Pass(frame) => frame,
+                        SaslStep::Close(reason) => return Err(reason),
+                        SaslStep::Reply(reply) => {
+                            if let Some(principal) = &reply.authenticated {
+                                let mut next = (*session).clone();
+                                next.principal = principal.clone();
+                                session = Arc::new(next);
+                            }
+                            let close = reply.then_close.clone();
+                            unanswered.fetch_add(1, Ordering::Relaxed);
+                            if tx.send(Box::new(sasl_reply(reply))).await.is_err() || close.is_some() {
+                                if let Some(reason) = close {
+                                    info!(%peer, "closing connection after answering: {reason}");
+                                    // Kafka's delayed close (KIP-306): the answer goes out first.
+                                    tokio::time::sleep(auth.failed_authentication_delay()).await;
+                                }
+                                return Ok(false);
+                            }
+                            return Ok(true);
+                        }
+                    },
+                };
+                let size = frame.len();
+                let metrics = config.metrics.enabled().then_some(&config.metrics);
+                let pending = match decode_request(frame) {
+                    Ok(req) if req.api_key == ApiKey::ApiVersions => {
+                        let RequestBody::ApiVersions(body) = &req.body else {
+                            unreachable!("an ApiVersions header decodes an ApiVersions body")
+                        };
+                        // The client's name and version, for what matches on them (Kafka's
+                        // `ClientInformation`, kept for the connection's later requests).
+                        let (name, version) =
+                            (&body.client_software_name, &body.client_software_version);
+                        if ClientInformation::is_valid(name, version) {
                             let mut next = (*session).clone();
-                            next.principal = principal.clone();
+                            next.client_information = ClientInformation {
+                                software_name: name.clone(),
+                                software_version: version.clone(),
+                            };
                             session = Arc::new(next);
                         }
-                        let close = reply.then_close.clone();
-                        unanswered.fetch_add(1, Ordering::Relaxed);
-                        if tx.send(sasl_reply(reply)).await.is_err() || close.is_some() {
-                            if let Some(reason) = close {
-                                info!(%peer, "closing connection after answering: {reason}");
-                                // Kafka's delayed close (KIP-306): the answer goes out first.
-                                tokio::time::sleep(auth.failed_authentication_delay()).await;
-                            }
-                            return Ok(());
+                        api_versions(
+                            table,
+                            handler,
+                            req.header.correlation_id,
+                            req.header.request_api_version,
+                            Some(body),
+                        )
+                        .counted(metrics, started, size, shard)
+                    }
+                    // Outside a SASL exchange (a listener without SASL): Kafka's KafkaApis
+                    // answers both ILLEGAL_SASL_STATE, and advertises them on every listener.
+                    Ok(req)
+                        if sasl.is_none()
+                            && matches!(
+                                req.api_key,
+                                ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+                            )
+                            && table.supports(req.api_key, req.header.request_api_version) =>
+                    {
+                        answered(
+                            req.header.correlation_id,
+                            req.header.request_api_version,
+                            sasl::illegal_state_response(req.api_key),
+                        )
+                        .counted(metrics, started, size, shard)
+                    }
+                    Ok(req) => {
+                        let version = req.header.request_api_version;
+                        if !table.supports(req.api_key, version) {
+                            return Err(format!(
+                                "{} v{version} is not served on this {} listener",
+                                req.api_key.name(),
+                                table.listener().name()
+                            ));
                         }
-                        continue;
-                    }
-                },
-            };
-            let size = frame.len();
-            let metrics = config.metrics.enabled().then_some(&config.metrics);
-            let pending = match decode_request(frame) {
-                Ok(req) if req.api_key == ApiKey::ApiVersions => {
-                    let RequestBody::ApiVersions(body) = &req.body else {
-                        unreachable!("an ApiVersions header decodes an ApiVersions body")
-                    };
-                    // The client's name and version, for what matches on them (Kafka's
-                    // `ClientInformation`, kept for the connection's later requests).
-                    let (name, version) =
-                        (&body.client_software_name, &body.client_software_version);
-                    if ClientInformation::is_valid(name, version) {
-                        let mut next = (*session).clone();
-                        next.client_information = ClientInformation {
-                            software_name: name.clone(),
-                            software_version: version.clone(),
+                        let correlation_id = req.header.correlation_id;
+                        let api_key = req.api_key;
+                        // Kafka's `kafka.request.logger` at DEBUG: every request in and out.
+                        debug!(target: "kraftd::request", %peer, api = api_key.name(), version, correlation_id,
+                            client_id = req.header.client_id.as_deref().unwrap_or(""), "request received");
+                        let expects_response = expects_response(&req.body);
+                        let fetch_from_follower = request_metrics::fetch_from_follower(&req.body);
+                        let timer = metrics.map_or_else(RequestTimer::disabled, |m| m.start(started));
+                        let request = InboundRequest {
+                            peer,
+                            session: Arc::clone(&session),
+                            mute: mute.clone(),
+                            api_key: req.api_key,
+                            header: req.header,
+                            body: req.body,
+                            size,
+                            timer: timer.clone(),
                         };
-                        session = Arc::new(next);
+                        let dispatched = std::time::Instant::now();
+                        let response = match metrics {
+                            // The handler's task-local request, for marks deep inside it.
+                            Some(_) => timer.scope(handler.dispatch(request)).await,
+                            None => handler.dispatch(request).await,
+                        };
+                        let Some(response) = response else {
+                            return Err("the handler refused the request".into());
+                        };
+                        Pending {
+                            correlation_id,
+                            version,
+                            api_key,
+                            expects_response,
+                            raw_sasl_token: false,
+                            response,
+                            metrics: metrics.map(|_| InFlight {
+                                timer,
+                                api: api_key,
+                                version,
+                                fetch_from_follower,
+                                request_bytes: size,
+                                dispatched,
+                                returned: std::time::Instant::now(),
+                                shard,
+                            }),
+                        }
                     }
-                    api_versions(
+                    Err(RequestError::UnsupportedVersion {
+                        api_key: ApiKey::ApiVersions,
+                        header,
+                    }) => api_versions(
                         table,
                         handler,
-                        req.header.correlation_id,
-                        req.header.request_api_version,
-                        Some(body),
+                        header.correlation_id,
+                        header.request_api_version,
+                        None,
                     )
-                    .counted(metrics, started, size, shard)
+                    .counted(metrics, started, size, shard),
+                    Err(e) => return Err(e.to_string()),
+                };
+                unanswered.fetch_add(1, Ordering::Relaxed);
+                if tx.send(Box::new(pending)).await.is_err() {
+                    return Ok(false);
                 }
-                // Outside a SASL exchange (a listener without SASL): Kafka's KafkaApis
-                // answers both ILLEGAL_SASL_STATE, and advertises them on every listener.
-                Ok(req)
-                    if sasl.is_none()
-                        && matches!(
-                            req.api_key,
-                            ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
-                        )
-                        && table.supports(req.api_key, req.header.request_api_version) =>
-                {
-                    answered(
-                        req.header.correlation_id,
-                        req.header.request_api_version,
-                        sasl::illegal_state_response(req.api_key),
-                    )
-                    .counted(metrics, started, size, shard)
-                }
-                Ok(req) => {
-                    let version = req.header.request_api_version;
-                    if !table.supports(req.api_key, version) {
-                        return Err(format!(
-                            "{} v{version} is not served on this {} listener",
-                            req.api_key.name(),
-                            table.listener().name()
-                        ));
-                    }
-                    let correlation_id = req.header.correlation_id;
-                    let api_key = req.api_key;
-                    // Kafka's `kafka.request.logger` at DEBUG: every request in and out.
-                    debug!(target: "kraftd::request", %peer, api = api_key.name(), version, correlation_id,
-                        client_id = req.header.client_id.as_deref().unwrap_or(""), "request received");
-                    let expects_response = expects_response(&req.body);
-                    let fetch_from_follower = request_metrics::fetch_from_follower(&req.body);
-                    let timer = metrics.map_or_else(RequestTimer::disabled, |m| m.start(started));
-                    let request = InboundRequest {
-                        peer,
-                        session: Arc::clone(&session),
-                        mute: mute.clone(),
-                        api_key: req.api_key,
-                        header: req.header,
-                        body: req.body,
-                        size,
-                        timer: timer.clone(),
-                    };
-                    let dispatched = std::time::Instant::now();
-                    let response = match metrics {
-                        // The handler's task-local request, for marks deep inside it.
-                        Some(_) => timer.scope(handler.dispatch(request)).await,
-                        None => handler.dispatch(request).await,
-                    };
-                    let Some(response) = response else {
-                        return Err("the handler refused the request".into());
-                    };
-                    Pending {
-                        correlation_id,
-                        version,
-                        api_key,
-                        expects_response,
-                        raw_sasl_token: false,
-                        response,
-                        metrics: metrics.map(|_| InFlight {
-                            timer,
-                            api: api_key,
-                            version,
-                            fetch_from_follower,
-                            request_bytes: size,
-                            dispatched,
-                            returned: std::time::Instant::now(),
-                            shard,
-                        }),
-                    }
-                }
-                Err(RequestError::UnsupportedVersion {
-                    api_key: ApiKey::ApiVersions,
-                    header,
-                }) => api_versions(
-                    table,
-                    handler,
-                    header.correlation_id,
-                    header.request_api_version,
-                    None,
-                )
-                .counted(metrics, started, size, shard),
-                Err(e) => return Err(e.to_string()),
-            };
-            unanswered.fetch_add(1, Ordering::Relaxed);
-            if tx.send(pending).await.is_err() {
+                Ok(true)
+            })
+            .await?;
+            if !handled {
                 return Ok(());
             }
         }
@@ -523,7 +551,7 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
                     .connections_max_idle
                     .min(d.saturating_duration_since(Instant::now()))
             });
-            match tokio::time::timeout(wait, rd.read_buf(&mut buf)).await {
+            match tokio::time::timeout(wait, read_more(&mut rd, &mut buf)).await {
                 Ok(read) => break read,
                 Err(_) if deadline.is_some_and(|d| d <= Instant::now()) => {
                     return Err("it did not complete SASL authentication in time".into())
@@ -554,6 +582,41 @@ async fn read_requests<H: RequestHandler, R: AsyncRead + Unpin>(
             Err(e) => return Err(format!("read failed: {e}")),
         }
     }
+}
+
+/// Bytes a read takes at most into a full buffer while frames keep coming (a larger
+/// frame's size prefix reserves the whole frame: [`split_frame`]).
+const READ_CHUNK_BYTES: usize = 8 * 1024;
+
+/// Bytes the first read after a wait takes: a small request whole, or a larger one's size
+/// prefix, after which [`split_frame`] reserves exactly the frame. Frames are slices of the
+/// buffer they were read into and a handler may keep a slice (a member's JoinGroup metadata
+/// and SyncGroup assignment, held by its group): a fresh 8 KiB chunk per request would then
+/// pin 8 KiB per slice kept.
+const FIRST_READ_BYTES: usize = 512;
+
+/// Reads what the peer sent into `buf`, as `read_buf` does, but holds no buffer while it
+/// waits between frames: when nothing is there to read and `buf` holds no part of a frame,
+/// its memory is given back before the wait and the poll that finds bytes takes a small
+/// one ([`FIRST_READ_BYTES`]). An idle connection (most of a broker's thousands) then costs
+/// no read buffer, as Kafka's `NetworkReceive` allocates only once a frame's size is read;
+/// a busy one reads into the room left after the frames split off, in 8 KiB chunks.
+async fn read_more<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut BytesMut) -> std::io::Result<usize> {
+    std::future::poll_fn(|cx| {
+        if buf.len() == buf.capacity() {
+            buf.reserve(if buf.capacity() == 0 {
+                FIRST_READ_BYTES
+            } else {
+                READ_CHUNK_BYTES
+            });
+        }
+        let read = pin!(rd.read_buf(&mut *buf)).poll(cx);
+        if read.is_pending() && buf.is_empty() {
+            *buf = BytesMut::new();
+        }
+        read
+    })
+    .await
 }
 
 /// Decrements the unanswered-request count when dropped.
@@ -674,62 +737,73 @@ fn sasl_reply(reply: Box<SaslReply>) -> Pending {
 
 async fn write_responses<W: AsyncWrite + Unpin>(
     mut wr: W,
-    mut rx: mpsc::Receiver<Pending>,
+    mut rx: mpsc::Receiver<Box<Pending>>,
     peer: SocketAddr,
     unanswered: Arc<AtomicUsize>,
     metrics: Arc<RequestMetrics>,
 ) {
     while let Some(p) = rx.recv().await {
-        // Answered (or given up) once this iteration ends, whichever way it ends.
-        let _done = Decrement(&unanswered);
-        let response = p.response.await;
-        let taken = p.metrics.as_ref().map(|_| std::time::Instant::now());
-        let Ok(body) = response else {
-            if !p.expects_response {
-                // acks=0: done once handled (Kafka's NoOpResponse), no response bytes.
-                if let (Some(m), Some(taken)) = (&p.metrics, taken) {
-                    metrics.finish(m, taken, taken, None);
+        let p = *p;
+        // One response's wait, encoding and write, boxed for the time they run (one
+        // allocation per response), so that an idle connection's task holds only the wait
+        // for the next. False: the connection is done.
+        let more = Box::pin(async {
+            // Answered (or given up) once this iteration ends, whichever way it ends.
+            let _done = Decrement(&unanswered);
+            let response = p.response.await;
+            let taken = p.metrics.as_ref().map(|_| std::time::Instant::now());
+            let Ok(body) = response else {
+                if !p.expects_response {
+                    // acks=0: done once handled (Kafka's NoOpResponse), no response bytes.
+                    if let (Some(m), Some(taken)) = (&p.metrics, taken) {
+                        metrics.finish(m, taken, taken, None);
+                    }
+                    return true;
                 }
-                continue;
+                // A handler lost the response (a bug): closing is the only answer left that
+                // does not leave the client waiting out its timeout.
+                warn!(%peer, api = p.api_key.name(), correlation_id = p.correlation_id,
+                    "closing connection: the request's handler dropped it without a response");
+                return false;
+            };
+            if p.metrics.is_some() {
+                metrics.count_errors(p.api_key, p.version, &body);
             }
-            // A handler lost the response (a bug): closing is the only answer left that
-            // does not leave the client waiting out its timeout.
-            warn!(%peer, api = p.api_key.name(), correlation_id = p.correlation_id,
-                "closing connection: the request's handler dropped it without a response");
+            let encoded = match body {
+                ResponseBody::SaslAuthenticate(token) if p.raw_sasl_token => {
+                    let mut e = kraftd_protocol::codec::Encoder::new();
+                    e.put_slice(&token.auth_bytes);
+                    Ok(e)
+                }
+                body => encode_response(p.correlation_id, p.version, &body),
+            };
+            let encoded = match encoded {
+                Ok(e) => e,
+                Err(e) => {
+                    warn!(%peer, correlation_id = p.correlation_id, "closing connection: response does not encode: {e}");
+                    return false;
+                }
+            };
+            let response_bytes = encoded.len();
+            // TLS holds what it encrypted until flushed (a no-op on plain TCP).
+            let written = match write_frame(&mut wr, frame_chunks(encoded)).await {
+                Ok(()) => wr.flush().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = written {
+                debug!(%peer, "closing connection: write failed: {e}");
+                return false;
+            }
+            debug!(target: "kraftd::request", %peer, api = p.api_key.name(), correlation_id = p.correlation_id,
+                response_bytes, "response sent");
+            if let (Some(m), Some(taken)) = (&p.metrics, taken) {
+                metrics.finish(m, taken, std::time::Instant::now(), Some(response_bytes));
+            }
+            true
+        })
+        .await;
+        if !more {
             return;
-        };
-        if p.metrics.is_some() {
-            metrics.count_errors(p.api_key, p.version, &body);
-        }
-        let encoded = match body {
-            ResponseBody::SaslAuthenticate(token) if p.raw_sasl_token => {
-                let mut e = kraftd_protocol::codec::Encoder::new();
-                e.put_slice(&token.auth_bytes);
-                Ok(e)
-            }
-            body => encode_response(p.correlation_id, p.version, &body),
-        };
-        let encoded = match encoded {
-            Ok(e) => e,
-            Err(e) => {
-                warn!(%peer, correlation_id = p.correlation_id, "closing connection: response does not encode: {e}");
-                return;
-            }
-        };
-        let response_bytes = encoded.len();
-        // TLS holds what it encrypted until flushed (a no-op on plain TCP).
-        let written = match write_frame(&mut wr, frame_chunks(encoded)).await {
-            Ok(()) => wr.flush().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = written {
-            debug!(%peer, "closing connection: write failed: {e}");
-            return;
-        }
-        debug!(target: "kraftd::request", %peer, api = p.api_key.name(), correlation_id = p.correlation_id,
-            response_bytes, "response sent");
-        if let (Some(m), Some(taken)) = (&p.metrics, taken) {
-            metrics.finish(m, taken, std::time::Instant::now(), Some(response_bytes));
         }
     }
     let _ = wr.shutdown().await;

@@ -3,9 +3,18 @@
 //! Producer ids must be unique across the cluster, so brokers do not pick them: the active
 //! controller hands out blocks (AllocateProducerIds, [`PRODUCER_ID_BLOCK_SIZE`] ids each,
 //! recorded in the metadata log so no block is given twice) and the broker takes ids from
-//! its current block. As in Kafka, once 90% of a block is used the next one is fetched in the
-//! background, so InitProducerId rarely waits on the controller; at most one request is in
-//! flight, and after a failed one the next waits [`PRODUCER_ID_RETRY_BACKOFF`].
+//! its current block. The next block is fetched in the background as soon as a block is
+//! taken into use, so InitProducerId waits on the controller only for a broker's first block
+//! (or when a whole block goes within one AllocateProducerIds round trip); at most one
+//! request is in flight, and after a failed one the next waits [`PRODUCER_ID_RETRY_BACKOFF`].
+//!
+//! Kafka's `RPCProducerIdManager` prefetches once 90% of a block is used
+//! (`PidPrefetchThreshold`). That leaves 100 ids to cover the round trip, whose controller
+//! commit waits `controller.quorum.append.linger.ms` (25 ms) plus a flush: enough at Kafka's
+//! ~200 µs per InitProducerId, not at this broker's ~40-60 µs, where every 1,000th
+//! InitProducerId waited 16-27 ms for the next block (measured: `cargo xtask bench clients`,
+//! issue 33). Holding a spare block costs at most 1,000 ids per broker, lost on a restart as
+//! Kafka's unused ids are.
 //!
 //! Kafka answers at once with COORDINATOR_LOAD_IN_PROGRESS when no block is at hand (older
 //! clients treat REQUEST_TIMED_OUT as fatal, this one as retriable). Here [`generate`]
@@ -37,9 +46,6 @@ pub const PRODUCER_ID_RETRY_BACKOFF: Duration = Duration::from_millis(50);
 /// How long one AllocateProducerIds may take, NOT_CONTROLLER retries included (Kafka's
 /// `request.timeout.ms` default).
 pub const PRODUCER_ID_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Kafka's `ProducerIdManager.PidPrefetchThreshold`, in percent: the share of a block used
-/// before the next one is fetched.
-pub const PRODUCER_ID_PREFETCH_PERCENT: i64 = 90;
 
 /// A block of ids from the controller, `first..end`, of which `next..end` are still free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,11 +61,6 @@ impl Block {
             self.next += 1;
             self.next - 1
         })
-    }
-
-    /// The id whose handing out starts the fetch of the next block.
-    fn prefetch_at(&self) -> i64 {
-        self.first + (self.end - self.first) * PRODUCER_ID_PREFETCH_PERCENT / 100
     }
 }
 
@@ -86,8 +87,9 @@ impl State {
         }
     }
 
-    fn needs_prefetch(&self, claimed: i64) -> bool {
-        self.next_block.is_none() && self.current.is_some_and(|b| claimed >= b.prefetch_at())
+    /// Whether the next block should be fetched: none is waiting behind the current one.
+    fn needs_prefetch(&self) -> bool {
+        self.next_block.is_none()
     }
 }
 
@@ -134,8 +136,8 @@ impl ProducerIdManager {
         }
     }
 
-    /// The next producer id: from the current block, prefetching the next block when 90%
-    /// used; waits (up to `deadline`) for a block when none is available; errors as
+    /// The next producer id: from the current block, prefetching the next block when none
+    /// is waiting; waits (up to `deadline`) for a block when none is available; errors as
     /// ErrorCode (COORDINATOR_LOAD_IN_PROGRESS while no block could be fetched, as Kafka's
     /// InitProducerId path answers). Ids never repeat within the process.
     pub async fn generate(&self, deadline: Instant) -> Result<i64, ErrorCode> {
@@ -147,7 +149,7 @@ impl ProducerIdManager {
                 let mut state = self.inner.lock();
                 let now = Instant::now();
                 if let Some(id) = state.claim() {
-                    if state.needs_prefetch(id) {
+                    if state.needs_prefetch() {
                         self.inner.maybe_request(&mut state, now);
                     }
                     return Ok(id);
@@ -292,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn state_moves_to_the_prefetched_block_and_asks_for_prefetch_at_ninety_percent() {
+    fn state_moves_to_the_prefetched_block_and_asks_for_the_next_while_none_waits() {
         let mut state = State {
             current: Some(accept_block(0, 0, 10).unwrap()),
             next_block: None,
@@ -302,12 +304,12 @@ mod tests {
         };
         let ids: Vec<i64> = (0..9).map(|_| state.claim().unwrap()).collect();
         assert_eq!(ids, (0..9).collect::<Vec<_>>());
-        assert!(!state.needs_prefetch(8));
-        assert!(state.needs_prefetch(9));
-        assert_eq!(state.claim(), Some(9));
-        assert_eq!(state.claim(), None);
+        assert!(state.needs_prefetch());
         state.next_block = Some(accept_block(10, 20, 10).unwrap());
+        assert!(!state.needs_prefetch(), "a block is waiting");
+        assert_eq!(state.claim(), Some(9));
         assert_eq!(state.claim(), Some(20));
         assert!(state.next_block.is_none());
+        assert!(state.needs_prefetch(), "the spare block was taken into use");
     }
 }

@@ -547,3 +547,144 @@ async fn the_handler_hears_of_each_closed_connection() {
         .expect("server running");
     assert_eq!(peer, local);
 }
+
+/// The server keeps no read buffer between frames (it gives it back while a connection
+/// waits and takes one when bytes arrive): whatever the reads cut, every frame arrives
+/// whole and in order — a frame many times the read chunk, one whose size prefix and body
+/// come in pieces with waits between them, a burst of pipelined requests in one write, and
+/// a connection that idles between them and is then served again.
+#[tokio::test]
+async fn frames_arrive_whole_however_the_reads_cut_them() {
+    let mut table = ApiVersionsTable::new(ListenerType::Broker);
+    table
+        .add(ApiKey::Metadata, supported_range(ApiKey::Metadata))
+        .unwrap();
+    let (addr, requests, _task) = server_with(ServerConfig::default(), table).await;
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut buf = BytesMut::new();
+    let metadata = |corr: i32, topics: usize| {
+        let topics = (0..topics)
+            .map(
+                |i| kraftd_protocol::messages::metadata_request::MetadataRequestTopic {
+                    name: Some(format!("topic-{corr}-{i:05}")),
+                    ..Default::default()
+                },
+            )
+            .collect();
+        request_frame(
+            ApiKey::Metadata,
+            12,
+            corr,
+            RequestBody::Metadata(MetadataRequest {
+                topics: Some(topics),
+                ..Default::default()
+            }),
+        )
+    };
+    // Answers the next request, checking it is `corr` naming `topics` topics.
+    let answer = |corr: i32, topics: usize| {
+        let requests = Arc::clone(&requests);
+        async move {
+            let (request, reply) = next_request(&requests).await;
+            assert_eq!(request.header.correlation_id, corr);
+            let RequestBody::Metadata(body) = request.body else {
+                panic!("not Metadata: {:?}", request.body)
+            };
+            let names: Vec<String> = body
+                .topics
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.name.unwrap_or_default())
+                .collect();
+            let expected: Vec<String> = (0..topics)
+                .map(|i| format!("topic-{corr}-{i:05}"))
+                .collect();
+            assert_eq!(names, expected, "request {corr} arrived whole");
+            reply
+                .send(ResponseBody::Metadata(MetadataResponse::default()))
+                .unwrap();
+        }
+    };
+
+    // A frame of ~100 KiB (the read chunk is 8 KiB), in one write.
+    let big = metadata(1, 5000);
+    assert!(big.len() > 64 * 1024);
+    s.write_all(&big).await.unwrap();
+    answer(1, 5000).await;
+    let f = read_frame(&mut s, &mut buf).await.expect("a response");
+    assert_eq!(
+        decode_response(ApiKey::Metadata, 12, f)
+            .unwrap()
+            .0
+            .correlation_id,
+        1
+    );
+
+    // The same frame cut inside the size prefix, inside the body, and at the prefix's end,
+    // with pauses so that the server waits (holding the part read) between the pieces.
+    let frame = metadata(2, 3000);
+    for piece in [&frame[..2], &frame[2..4], &frame[4..5000], &frame[5000..]] {
+        s.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    answer(2, 3000).await;
+    let f = read_frame(&mut s, &mut buf).await.expect("a response");
+    assert_eq!(
+        decode_response(ApiKey::Metadata, 12, f)
+            .unwrap()
+            .0
+            .correlation_id,
+        2
+    );
+
+    // Idle (the server gives its read buffer back), then 300 small requests and a large one
+    // pipelined in one write: each arrives whole, in order, and is answered in order.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut burst = Vec::new();
+    for corr in 3..303 {
+        burst.extend_from_slice(&metadata(corr, 3));
+    }
+    burst.extend_from_slice(&metadata(303, 2000));
+    let writer = {
+        let (mut rd, mut wr) = s.into_split();
+        let writer = tokio::spawn(async move {
+            wr.write_all(&burst).await.unwrap();
+            wr
+        });
+        for corr in 3..303 {
+            answer(corr, 3).await;
+        }
+        answer(303, 2000).await;
+        for corr in 3..304 {
+            let f = loop {
+                if let Some(f) = split_frame(&mut buf, 1 << 20).unwrap() {
+                    break f;
+                }
+                let n = tokio::time::timeout(WAIT, rd.read_buf(&mut buf))
+                    .await
+                    .expect("the server answers")
+                    .unwrap();
+                assert_ne!(n, 0, "the server closed the connection");
+            };
+            let (h, _) = decode_response(ApiKey::Metadata, 12, f).unwrap();
+            assert_eq!(h.correlation_id, corr);
+        }
+        let wr = writer.await.unwrap();
+        rd.reunite(wr).unwrap()
+    };
+    let mut s = writer;
+
+    // Idle again, then served again on the same connection.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.write_all(&metadata(304, 1)).await.unwrap();
+    answer(304, 1).await;
+    let f = read_frame(&mut s, &mut buf).await.expect("a response");
+    assert_eq!(
+        decode_response(ApiKey::Metadata, 12, f)
+            .unwrap()
+            .0
+            .correlation_id,
+        304
+    );
+}
