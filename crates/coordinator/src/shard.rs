@@ -98,7 +98,7 @@ pub trait CoordinatorShard: Sized + Send + 'static {
     /// Whether the `now` the shard is handed follows the wall clock's steps (an NTP step,
     /// `date -s`) or only monotonic time from the wall clock at the runtime's start. Kafka's
     /// group and share coordinators count their timeouts on a monotonic timer
-    /// (`CoordinatorTimerImpl` over `SystemTimer`), so a wall clock jumping hours ahead
+    /// (`CoordinatorTimerImpl` over its hierarchical timing wheel), so a wall clock jumping hours ahead
     /// expires no session: `false`, the default. Kafka's transaction coordinator compares
     /// each transaction's last update with the wall clock (`TransactionStateManager.
     /// timedOutTransactions`, `time.milliseconds()`), so a jump ahead times open
