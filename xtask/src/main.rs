@@ -198,6 +198,84 @@ fn ci(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The failures of a suite run, repeated at the end of the log: whoever reads only its tail
+/// (a CI summary keeps the last lines) still sees why each test failed, not just its name.
+/// A failure's output can hold whole node logs, so each keeps its first lines and every
+/// `panicked at` line with the few that follow it.
+#[derive(Default)]
+struct FailureDigest {
+    /// The test binary running (cargo's `Running tests/x.rs (...)` line).
+    binary: String,
+    /// Inside a binary's `failures:` block, until its `test result:` line.
+    in_failures: bool,
+    /// Per failing binary: the lines kept.
+    kept: Vec<(String, Vec<String>)>,
+    /// Lines still to keep after a `panicked at` line.
+    follow: usize,
+    /// Lines kept of the current block.
+    block: usize,
+}
+
+impl FailureDigest {
+    const HEAD_LINES: usize = 40;
+    const AFTER_PANIC_LINES: usize = 12;
+    const LINE_CHARS: usize = 400;
+
+    fn line(&mut self, line: &str) {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("Running ") {
+            self.binary = rest.to_string();
+            self.in_failures = false;
+            return;
+        }
+        if line.starts_with("test result: ") {
+            self.in_failures = false;
+            return;
+        }
+        if line == "failures:" && !self.in_failures {
+            self.in_failures = true;
+            self.block = 0;
+            self.follow = 0;
+            self.kept.push((self.binary.clone(), Vec::new()));
+            return;
+        }
+        if !self.in_failures {
+            return;
+        }
+        let keep = if line.contains("panicked at") {
+            self.follow = Self::AFTER_PANIC_LINES;
+            true
+        } else if self.follow > 0 {
+            self.follow -= 1;
+            true
+        } else {
+            self.block < Self::HEAD_LINES
+        };
+        self.block += 1;
+        if keep {
+            let short: String = line.chars().take(Self::LINE_CHARS).collect();
+            if let Some((_, lines)) = self.kept.last_mut() {
+                lines.push(short);
+            }
+        }
+    }
+
+    fn print(&self) {
+        if self.kept.is_empty() {
+            return;
+        }
+        println!();
+        println!("==> why each failing test binary failed (repeated from above, shortened)");
+        for (binary, lines) in &self.kept {
+            println!("--- {binary}");
+            for line in lines {
+                println!("{line}");
+            }
+        }
+        println!();
+    }
+}
+
 /// Runs the whole test suite, echoing its output, and adds up cargo's `test result:` lines.
 fn run_tests(root: &Path, cargo: &str) -> Result<(u64, u64)> {
     use std::io::BufRead;
@@ -211,9 +289,11 @@ fn run_tests(root: &Path, cargo: &str) -> Result<(u64, u64)> {
         .context("starting cargo test")?;
     let stdout = child.stdout.take().context("cargo test has no stdout")?;
     let (mut passed, mut failed) = (0u64, 0u64);
+    let mut digest = FailureDigest::default();
     for line in std::io::BufReader::new(stdout).lines() {
         let line = line.context("reading cargo test output")?;
         println!("{line}");
+        digest.line(&line);
         if let Some(rest) = line.strip_prefix("test result: ") {
             // "ok. 14 passed; 0 failed; 0 ignored; ..."
             let count = |word: &str| -> u64 {
@@ -227,8 +307,65 @@ fn run_tests(root: &Path, cargo: &str) -> Result<(u64, u64)> {
         }
     }
     let status = child.wait().context("waiting for cargo test")?;
+    digest.print();
     if !status.success() && failed == 0 {
         bail!("`cargo test --workspace` failed ({status})");
     }
     Ok((passed, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FailureDigest;
+
+    #[test]
+    fn the_failure_digest_keeps_each_failing_binarys_panic_and_not_the_passing_output() {
+        let mut digest = FailureDigest::default();
+        let log = "     Running tests/a.rs (target/debug/deps/a-1)\n\
+                   test ok_one ... ok\n\
+                   test result: ok. 1 passed; 0 failed\n\
+                   \x20    Running tests/b.rs (target/debug/deps/b-2)\n\
+                   test bad ... FAILED\n\
+                   failures:\n\
+                   ---- bad stdout ----\n\
+                   thread 'bad' panicked at tests/b.rs:9:5:\n\
+                   node exited with 1\n\
+                   failures:\n\
+                   \x20   bad\n\
+                   test result: FAILED. 0 passed; 1 failed\n";
+        for line in log.lines() {
+            digest.line(line);
+        }
+        assert_eq!(digest.kept.len(), 1);
+        let (binary, lines) = &digest.kept[0];
+        assert_eq!(binary, "tests/b.rs (target/debug/deps/b-2)");
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("panicked at tests/b.rs:9:5")));
+        assert!(lines.iter().any(|l| l == "node exited with 1"));
+        assert!(!lines.iter().any(|l| l.contains("ok_one")));
+    }
+
+    #[test]
+    fn a_long_failure_keeps_its_head_and_the_lines_after_each_panic() {
+        let mut digest = FailureDigest::default();
+        digest.line("     Running tests/c.rs (c)");
+        digest.line("failures:");
+        for i in 0..1000 {
+            digest.line(&format!("log line {i}"));
+        }
+        digest.line("thread 'c' panicked at tests/c.rs:1:1:");
+        for i in 0..1000 {
+            digest.line(&format!("after {i}"));
+        }
+        digest.line("test result: FAILED. 0 passed; 1 failed");
+        let lines = &digest.kept[0].1;
+        assert_eq!(
+            lines.len(),
+            FailureDigest::HEAD_LINES + 1 + FailureDigest::AFTER_PANIC_LINES
+        );
+        assert_eq!(lines[0], "log line 0");
+        assert!(lines.contains(&"after 11".to_string()));
+        assert!(!lines.contains(&"after 12".to_string()));
+    }
 }
