@@ -8,7 +8,9 @@
 //! controllers take no part in the swap and each JVM costs the shared test machine), a topic
 //! with replication factor 3 and min.insync.replicas 2 whose partitions each broker leads in
 //! turn, and an idempotent acks=all producer running throughout
-//! (`python/idempotent_failover.py`). Broker 3 is then:
+//! (`python/idempotent_failover.py`). Broker 3 has two log dirs (JBOD), Kafka's partitions
+//! in both; `kafka-log-dirs --describe` must place each replica where it is on disk, whoever
+//! runs on the directories. Broker 3 is then:
 //!
 //! 1. stopped with SIGTERM (Kafka's controlled shutdown), and a kraftd broker started with the
 //!    same `node.id` on the same `log.dirs` with the very same `server.properties` file. Its
@@ -37,8 +39,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::jbod::replica_dirs;
 use common::kafka_jars::{
-    kafka_quorum_cluster, output_text, quorum_leader, quorum_replication, run_tool, KafkaNode,
+    kafka_broker_with_dirs, kafka_log_dirs, kafka_quorum_cluster, kafka_voters, output_text,
+    quorum_leader, quorum_replication, run_tool, KafkaNode,
 };
 use common::python::{run_inline, script_path, wait_until_brokers_listed};
 use common::script::Script;
@@ -116,16 +120,28 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     let _serial = serial();
     let root = test_root();
-    let (_cluster_id, controllers, mut kafka) =
-        kafka_quorum_cluster(root.path(), 1, &[1, 2, SWAPPED], 3, EXTRA, &[]);
+    let (cluster_id, controllers, kafka) =
+        kafka_quorum_cluster(root.path(), 1, &[1, 2], 3, EXTRA, &[]);
+    // The swapped broker has two log dirs (JBOD): kraftd must take both over, with the
+    // directory ids Kafka formatted them with and the partitions where Kafka placed them.
+    let mut swapped = kafka_broker_with_dirs(
+        root.path(),
+        SWAPPED,
+        &kafka_voters(&controllers),
+        &cluster_id,
+        3,
+        EXTRA,
+        2,
+    );
+    swapped.start();
+    swapped.wait_started(Duration::from_secs(120));
     let bootstrap = kafka
         .iter()
+        .chain([&swapped])
         .map(KafkaNode::address)
         .collect::<Vec<_>>()
         .join(",");
-    let mut swapped = kafka.pop().unwrap();
-    assert_eq!(swapped.id, SWAPPED);
-    let data = swapped.dir.join("data");
+    let data = kafka_log_dirs(&swapped.dir, 2);
     // kraftd runs on the Kafka broker's own directory and its very `server.properties`
     // (the test's `Node` reads `controller.properties`: a link to that file).
     let mut kraftd = Node {
@@ -158,9 +174,23 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     settle(&bootstrap, || logs(&kraftd, &swapped));
     let mut member = Member::start(root.path(), &bootstrap, || logs(&kraftd, &swapped));
 
+    // Kafka placed partitions in both dirs (its least-loaded-dir rule), so both are swapped.
+    for dir in &data {
+        assert!(
+            LogDir::read(dir)
+                .logs
+                .keys()
+                .any(|l| !l.starts_with("__cluster_metadata")),
+            "Kafka placed no partition in {}",
+            dir.display()
+        );
+    }
+
+    assert_described_dirs(&bootstrap, &data, "Kafka", || logs(&kraftd, &swapped));
+
     // 1. Kafka stopped cleanly, kraftd started on its directories.
     swapped.stop(Duration::from_secs(90));
-    let kafka_left = LogDir::read(&data);
+    let kafka_left = LogDirs::read(&data);
     eprintln!(
         "Kafka left: {:?}\nlog end offsets: {:?}",
         kafka_left.kinds(),
@@ -170,7 +200,8 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     settle(&bootstrap, || logs(&kraftd, &swapped));
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
-    LogDir::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
+    LogDirs::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
+    assert_described_dirs(&bootstrap, &data, "kraftd", || logs(&kraftd, &swapped));
     groups.check_and_commit(2_000, || logs(&kraftd, &swapped));
     member.kept_committing(|| logs(&kraftd, &swapped));
     let kraftd_log = kraftd.logs();
@@ -188,7 +219,7 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
 
     // 2. kraftd stopped cleanly, Kafka started on what kraftd wrote.
     common::stop_gracefully(std::slice::from_mut(&mut kraftd));
-    let kraftd_left = LogDir::read(&data);
+    let kraftd_left = LogDirs::read(&data);
     eprintln!(
         "kraftd left: {:?}\nlog end offsets: {:?}",
         kraftd_left.kinds(),
@@ -219,19 +250,20 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     settle(&bootstrap, || logs(&kraftd, &swapped));
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
-    LogDir::read(&data).assert_extends(&kraftd_left, "Kafka on the directories kraftd left");
+    LogDirs::read(&data).assert_extends(&kraftd_left, "Kafka on the directories kraftd left");
+    assert_described_dirs(&bootstrap, &data, "Kafka", || logs(&kraftd, &swapped));
     groups.check_and_commit(3_000, || logs(&kraftd, &swapped));
     member.kept_committing(|| logs(&kraftd, &swapped));
     member.stop();
 
     // 3. kraftd again, killed -9 under load; Kafka recovers what it left.
     swapped.stop(Duration::from_secs(90));
-    let kafka_left = LogDir::read(&data);
+    let kafka_left = LogDirs::read(&data);
     kraftd.start();
     settle(&bootstrap, || logs(&kraftd, &swapped));
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
-    LogDir::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
+    LogDirs::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
     kraftd.kill9();
     let mark = swapped.server_log_mark();
     swapped.start();
@@ -778,6 +810,76 @@ impl LogDir {
                     old.len()
                 );
             }
+        }
+    }
+}
+
+/// `kafka-log-dirs --describe` of the swapped broker, answered by `who`, places each of its
+/// [`TOPIC`] replicas in the dir that holds it on disk.
+fn assert_described_dirs(bootstrap: &str, dirs: &[PathBuf], who: &str, logs: impl Fn() -> String) {
+    let on_disk: BTreeMap<(i32, i32), String> = dirs
+        .iter()
+        .flat_map(|dir| {
+            LogDir::read(dir)
+                .logs
+                .into_keys()
+                .filter_map(|name| {
+                    let partition = name.strip_prefix(&format!("{TOPIC}-"))?.parse().ok()?;
+                    Some(((partition, SWAPPED), dir.display().to_string()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(on_disk.len(), PARTITIONS as usize, "{on_disk:?}");
+    eventually(
+        &format!("{who} describing its replicas where they are on disk {on_disk:?}"),
+        Duration::from_secs(60),
+        logs,
+        || {
+            let described = replica_dirs(bootstrap, &SWAPPED.to_string(), TOPIC)?;
+            if described == on_disk {
+                Ok(())
+            } else {
+                Err(format!("described {described:?}"))
+            }
+        },
+    );
+}
+
+/// A stopped JBOD broker's log dirs, in `log.dirs` order: [`LogDir`] of each.
+struct LogDirs(Vec<LogDir>);
+
+impl LogDirs {
+    fn read(dirs: &[PathBuf]) -> LogDirs {
+        LogDirs(dirs.iter().map(|d| LogDir::read(d)).collect())
+    }
+
+    /// The kinds of file of every dir, each prefixed with its dir's place in `log.dirs`.
+    fn kinds(&self) -> BTreeSet<String> {
+        self.0
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| d.kinds().into_iter().map(move |k| format!("{i}:{k}")))
+            .collect()
+    }
+
+    /// Each log's end offset, under its dir's place in `log.dirs`.
+    fn log_end_offsets(&self) -> BTreeMap<String, i64> {
+        self.0
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| {
+                d.log_end_offsets()
+                    .into_iter()
+                    .map(move |(l, end)| (format!("{i}:{l}"), end))
+            })
+            .collect()
+    }
+
+    /// [`LogDir::assert_extends`] dir by dir: every log is still in the dir it was in.
+    fn assert_extends(&self, before: &LogDirs, what: &str) {
+        for (i, (now, then)) in self.0.iter().zip(&before.0).enumerate() {
+            now.assert_extends(then, &format!("{what} (log dir {i})"));
         }
     }
 }

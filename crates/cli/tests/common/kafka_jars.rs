@@ -512,11 +512,7 @@ pub fn kafka_quorum_cluster(
     let mut quorum: Vec<KafkaNode> = (0..controllers)
         .map(|i| kafka_controller_node(root, 100 + i))
         .collect();
-    let voters = quorum
-        .iter()
-        .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let voters = kafka_voters(&quorum);
     let cluster_id = kafka_tool(&["kafka.tools.StorageTool", "random-uuid"])
         .trim()
         .to_string();
@@ -605,6 +601,20 @@ pub fn kafka_broker(
     rf: i32,
     extra: &str,
 ) -> KafkaNode {
+    kafka_broker_with_dirs(root, id, voters, cluster_id, rf, extra, 1)
+}
+
+/// [`kafka_broker`] with `dirs` log directories (JBOD): `data`, then `data2`, `data3`...
+/// under its directory, each formatted.
+pub fn kafka_broker_with_dirs(
+    root: &Path,
+    id: i32,
+    voters: &str,
+    cluster_id: &str,
+    rf: i32,
+    extra: &str,
+    dirs: usize,
+) -> KafkaNode {
     let node = KafkaNode {
         id,
         port: super::free_port(),
@@ -618,7 +628,14 @@ pub fn kafka_broker(
          inter.broker.listener.name=PLAINTEXT\n",
         node.port
     );
-    let data = format!("log.dirs={}\n", node.dir.join("data").display());
+    let data = format!(
+        "log.dirs={}\n",
+        kafka_log_dirs(&node.dir, dirs)
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     fs::write(
         node.config_path(),
         format!("{own}{data}{}", kafka_common_config(voters, rf, extra)),
@@ -626,6 +643,25 @@ pub fn kafka_broker(
     .unwrap();
     kafka_format(&node, cluster_id, &[]);
     node
+}
+
+/// The `dirs` log directories of a test broker living in `dir`: `data`, `data2`, ...
+pub fn kafka_log_dirs(dir: &Path, dirs: usize) -> Vec<PathBuf> {
+    (1..=dirs)
+        .map(|i| match i {
+            1 => dir.join("data"),
+            i => dir.join(format!("data{i}")),
+        })
+        .collect()
+}
+
+/// The `controller.quorum.voters` of `controllers`.
+pub fn kafka_voters(controllers: &[KafkaNode]) -> String {
+    controllers
+        .iter()
+        .map(|c| format!("{}@127.0.0.1:{}", c.id, c.port))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The properties every node of a test cluster shares.
