@@ -85,7 +85,8 @@ const CHECKS: &[Check] = &[
         long: false,
     },
     Check {
-        what: "a Kafka broker swapped to kraftd and back (JBOD, groups, KIP-848 member)",
+        what:
+            "a Kafka broker swapped to kraftd and back (JBOD, groups, KIP-848 member, share group)",
         binary: "node_swap",
         test: "a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back",
         long: false,
@@ -109,7 +110,6 @@ const CHECKS: &[Check] = &[
 const NOT_COVERED: &[&str] = &[
     "a SASL_SSL cluster rolled",
     "SCRAM users, ACLs, quotas and dynamic configs written by one side, enforced by the other",
-    "share groups across a swap",
     "a roll of a dynamic quorum (kraft.version 1)",
 ];
 

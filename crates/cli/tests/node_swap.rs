@@ -29,8 +29,10 @@
 //! member (`group.protocol=consumer`) of a group whose `__consumer_offsets` partition broker
 //! 3 leads keeps consuming and committing through the first two swaps, its committed offsets
 //! (`kafka-consumer-groups --describe`) never going back — kraftd loading the member records
-//! Kafka wrote for it (a null ClassicMemberMetadata written explicitly); at the end every
-//! acknowledged record is read back exactly once at its offset.
+//! Kafka wrote for it (a null ClassicMemberMetadata written explicitly); a share group
+//! (`common/share.rs`: Kafka's `KafkaShareConsumer`) consumes through the first two swaps,
+//! each record accepted and none confirmed handed out again; at the end every acknowledged
+//! record is read back exactly once at its offset.
 
 mod common;
 
@@ -46,6 +48,7 @@ use common::kafka_jars::{
 };
 use common::python::{run_inline, script_path, wait_until_brokers_listed};
 use common::script::Script;
+use common::share;
 use common::{eventually, Node};
 use kraftd_protocol::records::Batches;
 
@@ -54,6 +57,10 @@ const PARTITIONS: i32 = 3;
 /// Each broker first in one partition's replicas: broker 3 is the preferred leader of
 /// partition 2.
 const ASSIGNMENT: &str = "1:2:3,2:3:1,3:1:2";
+/// The topic a share group consumes through the broker swap (replicas [`ASSIGNMENT`]), and
+/// how many records it gets.
+const SHARE_TOPIC: &str = "swap-share";
+const SHARE_RECORDS: u32 = 900;
 /// The broker swapped.
 const SWAPPED: i32 = 3;
 /// Groups committing offsets: with `__consumer_offsets` of 5 partitions, some land on one
@@ -62,7 +69,7 @@ const GROUPS: i32 = 10;
 
 /// What every node's `server.properties` holds beyond the test cluster's own lines: the
 /// settings of Kafka 4.4's shipped `config/broker.properties` (an operator's file starts as
-/// that one), `__consumer_offsets` kept small, and segments rolled every few seconds so the
+/// that one), `__consumer_offsets` and `__share_group_state` kept small, and segments rolled every few seconds so the
 /// swapped logs span several segments with their producer snapshots.
 const EXTRA: &str = "num.network.threads=3
 num.io.threads=8
@@ -73,6 +80,7 @@ num.partitions=1
 num.recovery.threads.per.data.dir=2
 share.coordinator.state.topic.replication.factor=3
 share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.num.partitions=5
 log.retention.hours=168
 log.segment.bytes=1073741824
 log.retention.check.interval.ms=300000
@@ -173,6 +181,42 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     groups.commit(1_000, || logs(&kraftd, &swapped));
     settle(&bootstrap, || logs(&kraftd, &swapped));
     let mut member = Member::start(root.path(), &bootstrap, || logs(&kraftd, &swapped));
+    // A share group (KIP-932) consuming through the first two swaps, a partition of its
+    // topic led by broker 3: the record states its leader keeps and the share coordinators
+    // persist (Kafka's, then kraftd's, then Kafka's) carry over. Its records come in three
+    // slices, one while each side runs.
+    let classes = share::compile(root.path());
+    create_assigned_topic(&bootstrap, SHARE_TOPIC, ASSIGNMENT);
+    let share_members = share::Driver::start(
+        root.path(),
+        &classes,
+        &bootstrap,
+        &[
+            SHARE_TOPIC,
+            "swap-share-group",
+            &SHARE_RECORDS.to_string(),
+            "3",
+            "--no-produce",
+            "--max-poll-records",
+            "5",
+            "--pace-ms",
+            "100",
+            "--timeout-s",
+            "600",
+            "--group-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    let slice = SHARE_RECORDS / 3;
+    produce_values(&bootstrap, SHARE_TOPIC, 0, slice);
+    share_members.wait_accepted(slice as usize / 2, || logs(&kraftd, &swapped));
+    let settle_all = |kraftd: &Node, swapped: &KafkaNode| {
+        settle_topics(
+            &bootstrap,
+            &[TOPIC, "__consumer_offsets", SHARE_TOPIC],
+            || logs(kraftd, swapped),
+        )
+    };
 
     // Kafka placed partitions in both dirs (its least-loaded-dir rule), so both are swapped.
     for dir in &data {
@@ -197,10 +241,12 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
         kafka_left.log_end_offsets()
     );
     kraftd.start();
-    settle(&bootstrap, || logs(&kraftd, &swapped));
+    settle_all(&kraftd, &swapped);
+    produce_values(&bootstrap, SHARE_TOPIC, slice, 2 * slice);
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
     LogDirs::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
+    share_members.wait_accepted(2 * slice as usize, || logs(&kraftd, &swapped));
     assert_described_dirs(&bootstrap, &data, "kraftd", || logs(&kraftd, &swapped));
     groups.check_and_commit(2_000, || logs(&kraftd, &swapped));
     member.kept_committing(|| logs(&kraftd, &swapped));
@@ -247,10 +293,15 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
         "Kafka's load of what kraftd wrote after a clean stop:\n{}",
         unclean.join("\n")
     );
-    settle(&bootstrap, || logs(&kraftd, &swapped));
+    settle_all(&kraftd, &swapped);
+    produce_values(&bootstrap, SHARE_TOPIC, 2 * slice, SHARE_RECORDS);
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
     LogDirs::read(&data).assert_extends(&kraftd_left, "Kafka on the directories kraftd left");
+    // Nothing lost, nothing confirmed handed out again, across both swaps.
+    share_members
+        .finish()
+        .assert_accepted_once_confirmed(SHARE_RECORDS, || logs(&kraftd, &swapped));
     assert_described_dirs(&bootstrap, &data, "Kafka", || logs(&kraftd, &swapped));
     groups.check_and_commit(3_000, || logs(&kraftd, &swapped));
     member.kept_committing(|| logs(&kraftd, &swapped));
@@ -307,25 +358,7 @@ fn create_and_produce(
     stop_file: &Path,
     in_flight: u32,
 ) -> Script {
-    let out = run_tool(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            bootstrap,
-            "--create",
-            "--topic",
-            TOPIC,
-            "--replica-assignment",
-            assignment,
-            "--config",
-            "min.insync.replicas=2",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "kafka-topics --create: {}",
-        output_text(&out)
-    );
+    create_assigned_topic(bootstrap, TOPIC, assignment);
     let partitions = assignment.split(',').count().to_string();
     let replication_factor = assignment
         .split(',')
@@ -357,6 +390,56 @@ fn create_and_produce(
     );
     producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
     producer
+}
+
+/// `kafka-topics --create` of `topic` with the replicas `assignment` and
+/// min.insync.replicas 2.
+fn create_assigned_topic(bootstrap: &str, topic: &str, assignment: &str) {
+    let out = run_tool(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--create",
+            "--topic",
+            topic,
+            "--replica-assignment",
+            assignment,
+            "--config",
+            "min.insync.replicas=2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kafka-topics --create {topic}: {}",
+        output_text(&out)
+    );
+}
+
+/// Records with values (and keys) `from..to` as decimal strings, as `ShareConsumers` reads
+/// them, written to `topic` by an idempotent acks=all producer; panics unless every one is
+/// acknowledged.
+fn produce_values(bootstrap: &str, topic: &str, from: u32, to: u32) {
+    let out = run_inline(
+        r#"
+import sys
+from confluent_kafka import Producer
+bootstrap, topic, start, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
+failed = []
+for v in range(start, end):
+    p.produce(topic, key=str(v), value=str(v), on_delivery=lambda e, m: e and failed.append(e))
+left = p.flush(120)
+print("left", left, "failed", failed[:3])
+sys.exit(1 if left or failed else 0)
+"#,
+        &[bootstrap, topic, &from.to_string(), &to.to_string()],
+    );
+    assert!(
+        out.status.success(),
+        "producing {from}..{to} to {topic}: {}",
+        output_text(&out)
+    );
 }
 
 /// `offsets.topic.num.partitions` in [`EXTRA`].
@@ -522,13 +605,18 @@ impl Drop for Member {
 /// is led by its preferred replica, running Kafka's preferred election while the ISR is full
 /// but a leader is not.
 fn settle(bootstrap: &str, logs: impl Fn() -> String) {
+    settle_topics(bootstrap, &[TOPIC, "__consumer_offsets"], logs);
+}
+
+/// [`settle`] for the partitions of `topics`.
+fn settle_topics(bootstrap: &str, topics: &[&str], logs: impl Fn() -> String) {
     wait_until_brokers_listed(bootstrap, 3, &logs);
     eventually(
         "every partition with its full ISR, led by its preferred replica",
         Duration::from_secs(120),
         &logs,
         || {
-            let state = partition_states(bootstrap, &[TOPIC, "__consumer_offsets"])?;
+            let state = partition_states(bootstrap, topics)?;
             let short: Vec<_> = state
                 .iter()
                 .filter(|(_, (_, isr, replicas))| isr.len() != replicas.len())

@@ -26,15 +26,12 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use common::kafka_jars::{
-    classpath, dump_log_segment_with, kafka_cluster, log4j_option, output_text, run_tool, KafkaNode,
-};
+use common::kafka_jars::{dump_log_segment_with, kafka_cluster, output_text, run_tool, KafkaNode};
+use common::share::{compile, Decision, Driver, Run};
 use common::{all_logs, formatted_cluster_with_args, joined, Node};
 
 /// Settings every node of both systems runs with: acquisition locks short enough for a
@@ -219,156 +216,9 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `javac` of the driver into `root/classes`.
-fn compile(root: &Path) -> PathBuf {
-    let classes = root.join("classes");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ShareConsumers.java");
-    let out = Command::new("javac")
-        .arg("-d")
-        .arg(&classes)
-        .args(["-cp", &classpath()])
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|e| panic!("the share-group tests need a JDK 17+ (javac): {e}"));
-    assert!(
-        out.status.success(),
-        "javac {}: {}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    classes
-}
-
-/// One decision a share consumer printed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Decision {
-    kind: String,
-    member: u32,
-    partition: i32,
-    offset: i64,
-    value: u32,
-    delivery_count: i16,
-}
-
-/// A finished run of the driver: its decisions, in the order printed, and its raw output.
-struct Run {
-    decisions: Vec<Decision>,
-    stdout: String,
-    stderr: String,
-    done: bool,
-}
-
-impl Run {
-    fn of(&self, kind: &str) -> impl Iterator<Item = &Decision> + '_ {
-        let kind = kind.to_string();
-        self.decisions.iter().filter(move |d| d.kind == kind)
-    }
-
-    fn values(&self, kind: &str) -> BTreeMap<u32, usize> {
-        let mut counts = BTreeMap::new();
-        for d in self.of(kind) {
-            *counts.entry(d.value).or_insert(0) += 1;
-        }
-        counts
-    }
-
-    fn context(&self, cluster: &Cluster) -> String {
-        format!(
-            "--- driver stdout ---\n{}\n--- driver stderr (tail) ---\n{}\n{}",
-            self.stdout,
-            tail(&self.stderr, 80),
-            cluster.logs()
-        )
-    }
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// A running `ShareConsumers <bootstrap> <args...>` (args: topic, group, records, members,
-/// options); its stdout and stderr go to `<topic>.out` / `<topic>.err` under the root.
-struct Driver {
-    child: Child,
-    out_path: PathBuf,
-    err_path: PathBuf,
-}
-
-impl Driver {
-    fn start(root: &Path, classes: &Path, cluster: &Cluster, args: &[&str]) -> Driver {
-        let name = args.first().copied().unwrap_or("run");
-        let out_path = root.join(format!("{name}.out"));
-        let err_path = root.join(format!("{name}.err"));
-        let child = Command::new("java")
-            .args(["-Xmx384m", "-XX:TieredStopAtLevel=1", &log4j_option()])
-            .arg("-cp")
-            .arg(format!("{}:{}", classes.display(), classpath()))
-            .arg("ShareConsumers")
-            .arg(cluster.bootstrap())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(File::create(&out_path).unwrap())
-            .stderr(File::create(&err_path).unwrap())
-            .spawn()
-            .expect("java starts");
-        Driver {
-            child,
-            out_path,
-            err_path,
-        }
-    }
-
-    /// How many decisions of `kind` it printed so far.
-    fn count(&self, kind: &str) -> usize {
-        let prefix = format!("{kind} ");
-        std::fs::read_to_string(&self.out_path)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.to_ascii_lowercase().starts_with(&prefix))
-            .count()
-    }
-
-    /// Waits for it to exit (it gives up by itself at its `--timeout-s`).
-    fn finish(mut self) -> Run {
-        let status = self.child.wait().expect("the driver runs");
-        let stdout = std::fs::read_to_string(&self.out_path).unwrap_or_default();
-        let stderr = std::fs::read_to_string(&self.err_path).unwrap_or_default();
-        Run::parse(stdout, stderr, status.success())
-    }
-}
-
-/// Runs `ShareConsumers <bootstrap> <args...>` to its end.
+/// Runs `ShareConsumers <bootstrap> <args...>` against `cluster` to its end.
 fn share_consumers(root: &Path, classes: &Path, cluster: &Cluster, args: &[&str]) -> Run {
-    Driver::start(root, classes, cluster, args).finish()
-}
-
-impl Run {
-    fn parse(stdout: String, stderr: String, success: bool) -> Run {
-        let decisions = stdout
-            .lines()
-            .filter_map(|line| {
-                let f: Vec<&str> = line.split_whitespace().collect();
-                if f.len() != 6 {
-                    return None;
-                }
-                Some(Decision {
-                    kind: f[0].to_ascii_lowercase(),
-                    member: f[1].parse().ok()?,
-                    partition: f[2].parse().ok()?,
-                    offset: f[3].parse().ok()?,
-                    value: f[4].parse().ok()?,
-                    delivery_count: f[5].parse().ok()?,
-                })
-            })
-            .collect();
-        Run {
-            decisions,
-            done: success && stdout.lines().any(|l| l.starts_with("DONE ")),
-            stdout,
-            stderr,
-        }
-    }
+    Driver::start(root, classes, &cluster.bootstrap(), args).finish()
 }
 
 /// Every value in `0..records` is accepted exactly once or rejected exactly once (and then
@@ -377,12 +227,12 @@ fn assert_each_settled_once(run: &Run, cluster: &Cluster, records: u32) {
     assert!(
         run.done,
         "the share consumers did not settle every record\n{}",
-        run.context(cluster)
+        run.context(&cluster.logs())
     );
     assert!(
         !run.stdout.contains("ERROR") && !run.stdout.contains("-failed"),
         "a share consumer failed\n{}",
-        run.context(cluster)
+        run.context(&cluster.logs())
     );
     let accepted = run.values("accept");
     let rejected = run.values("reject");
@@ -392,7 +242,7 @@ fn assert_each_settled_once(run: &Run, cluster: &Cluster, records: u32) {
         assert!(
             (a, r) == (1, 0) || (a, r) == (0, 1),
             "value {value} accepted {a} and rejected {r} times\n{}",
-            run.context(cluster)
+            run.context(&cluster.logs())
         );
     }
 }
@@ -433,21 +283,31 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
             released.value % 7,
             0,
             "{released:?}\n{}",
-            run.context(&cluster)
+            run.context(&cluster.logs())
         );
         let again = run
             .of("accept")
             .find(|d| d.value == released.value)
-            .unwrap_or_else(|| panic!("{released:?} never redelivered\n{}", run.context(&cluster)));
+            .unwrap_or_else(|| {
+                panic!(
+                    "{released:?} never redelivered\n{}",
+                    run.context(&cluster.logs())
+                )
+            });
         assert!(
             again.delivery_count > released.delivery_count && again.offset == released.offset,
             "released {released:?}, then {again:?}\n{}",
-            run.context(&cluster)
+            run.context(&cluster.logs())
         );
     }
     let rejected: BTreeSet<u32> = run.values("reject").into_keys().collect();
     let expected_rejected: BTreeSet<u32> = (0..300).filter(|v| v % 11 == 0 && v % 7 != 0).collect();
-    assert_eq!(rejected, expected_rejected, "{}", run.context(&cluster));
+    assert_eq!(
+        rejected,
+        expected_rejected,
+        "{}",
+        run.context(&cluster.logs())
+    );
     assert_eq!(
         run.values("release").len(),
         (0..300).filter(|v| v % 7 == 0).count()
@@ -472,7 +332,7 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
     );
     assert_each_settled_once(&run, &cluster, 600);
     let partitions: BTreeSet<i32> = run.of("accept").map(|d| d.partition).collect();
-    assert_eq!(partitions.len(), 6, "{}", run.context(&cluster));
+    assert_eq!(partitions.len(), 6, "{}", run.context(&cluster.logs()));
 
     // Member 0 takes records and never acknowledges them: once their lock expires they go to
     // member 1 with delivery count 2.
@@ -498,14 +358,14 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
     assert!(
         !stalled.is_empty(),
         "member 0 took nothing\n{}",
-        run.context(&cluster)
+        run.context(&cluster.logs())
     );
     for held in stalled {
         let again = run.of("accept").find(|d| d.value == held.value).unwrap();
         assert!(
             again.member == 1 && again.delivery_count >= 2,
             "held by member 0 {held:?}, then {again:?}\n{}",
-            run.context(&cluster)
+            run.context(&cluster.logs())
         );
     }
 
@@ -533,7 +393,7 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
             "share.delivery.count.limit=2",
         ],
     );
-    assert!(run.done, "{}", run.context(&cluster));
+    assert!(run.done, "{}", run.context(&cluster.logs()));
     let released = run.values("release");
     for value in (0..50).filter(|v| v % 5 == 0) {
         assert_eq!(
@@ -541,20 +401,20 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
             Some(&2),
             "value {value} released {:?} times (limit 2)\n{}",
             released.get(&value),
-            run.context(&cluster)
+            run.context(&cluster.logs())
         );
     }
     assert!(
         run.of("release").all(|d| d.delivery_count <= 2),
         "delivered past the limit\n{}",
-        run.context(&cluster)
+        run.context(&cluster.logs())
     );
     for value in (0..50).filter(|v| v % 5 != 0) {
         assert_eq!(
             run.values("accept").get(&value),
             Some(&1),
             "{}",
-            run.context(&cluster)
+            run.context(&cluster.logs())
         );
     }
 
@@ -580,19 +440,6 @@ fn share_consumers_settle_every_record_once_and_redeliver_what_is_released_or_le
 }
 
 /// Waits until the driver printed `n` confirmed accepts (or fails with its output).
-fn wait_accepted(driver: &Driver, n: usize, cluster: &Cluster) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while driver.count("accept") < n {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "fewer than {n} records accepted after 120 s\n{}\n{}",
-            std::fs::read_to_string(&driver.out_path).unwrap_or_default(),
-            cluster.logs()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn share_consumers_lose_nothing_and_get_nothing_confirmed_again_across_broker_kills() {
     let _serial = serial();
@@ -607,7 +454,7 @@ fn share_consumers_lose_nothing_and_get_nothing_confirmed_again_across_broker_ki
     let driver = Driver::start(
         root.path(),
         &classes,
-        &cluster,
+        &cluster.bootstrap(),
         &[
             "failover",
             "g-failover",
@@ -624,34 +471,16 @@ fn share_consumers_lose_nothing_and_get_nothing_confirmed_again_across_broker_ki
         ],
     );
     for (index, before, after) in [(0, 150, 350), (1, 550, 700)] {
-        wait_accepted(&driver, before, &cluster);
+        driver.wait_accepted(before, || cluster.logs());
         cluster.kill9_broker(index);
-        wait_accepted(&driver, after, &cluster);
+        driver.wait_accepted(after, || cluster.logs());
         cluster.restart_broker(index);
     }
-    let run = driver.finish();
-    assert!(
-        run.done,
-        "not every record was accepted\n{}",
-        run.context(&cluster)
-    );
-
     // Nothing lost: every value has a confirmed accept. Nothing confirmed comes back: once a
     // value's accept is confirmed, no member is handed that value again.
-    for value in 0..900 {
-        let first = run
-            .decisions
-            .iter()
-            .position(|d| d.value == value && d.kind == "accept")
-            .unwrap_or_else(|| panic!("value {value} never accepted\n{}", run.context(&cluster)));
-        if let Some(again) = run.decisions[first + 1..].iter().find(|d| d.value == value) {
-            panic!(
-                "value {value} accepted ({:?}), then delivered again ({again:?})\n{}",
-                run.decisions[first],
-                run.context(&cluster)
-            );
-        }
-    }
+    driver
+        .finish()
+        .assert_accepted_once_confirmed(900, || cluster.logs());
 }
 
 /// `kafka-share-groups` (Kafka's `ShareGroupCommand`) with `args`; its stdout, or a panic
@@ -695,7 +524,7 @@ fn kafka_share_groups_and_the_console_share_consumer_work_on_a_share_group() {
     let driver = Driver::start(
         root.path(),
         &classes,
-        &cluster,
+        &cluster.bootstrap(),
         &[
             "tools",
             "g-tools",
@@ -908,7 +737,7 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
     assert!(
         run.done,
         "the share consumers did not settle\n{}",
-        run.context(&cluster)
+        run.context(&cluster.logs())
     );
     let mut got = dlq_lines(&run);
     got.sort_by_key(|(_, _, value, _)| value.parse::<u32>().unwrap_or(u32::MAX));
@@ -938,7 +767,7 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
         got,
         want,
         "the DLQ topic's records\n{}",
-        run.context(&cluster)
+        run.context(&cluster.logs())
     );
 
     // Kafka's ShareGroupMetrics on kraftd's brokers: six DLQ records for the group, and
@@ -1013,7 +842,7 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
             == "CONFIG-ERROR InvalidConfigurationException errors.deadletterqueue.topic.name: \
                 DLQ topic name must not start with '__'"),
         "the __ name must be refused\n{}",
-        refused.context(&cluster)
+        refused.context(&cluster.logs())
     );
 
     // A DLQ topic without errors.deadletterqueue.group.enable gets nothing: the rejected
@@ -1046,7 +875,7 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
     assert!(
         dlq_lines(&off).is_empty() && off.stdout.contains("DLQ-READ 0"),
         "a topic not enabled for DLQ writes must get nothing\n{}",
-        off.context(&cluster)
+        off.context(&cluster.logs())
     );
 
     // A DLQ topic that does not exist is created by the broker on the first DLQ write, as
@@ -1089,6 +918,6 @@ fn a_dead_letter_queue_holds_the_rejected_records_and_those_past_the_delivery_li
         values,
         vec![0, 2, 4],
         "the auto-created DLQ topic's records\n{}",
-        auto.context(&cluster)
+        auto.context(&cluster.logs())
     );
 }

@@ -13,6 +13,7 @@ pub mod python;
 pub mod raw;
 pub mod script;
 pub mod secured;
+pub mod share;
 
 use std::collections::BTreeMap;
 use std::fs::File;
