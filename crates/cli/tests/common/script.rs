@@ -242,3 +242,12 @@ except Exception as e:
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// A test that panics mid-run leaves no client behind: one still writing to ports a later
+/// test's nodes may be given would skew that test.
+impl Drop for Script {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
