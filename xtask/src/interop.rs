@@ -98,6 +98,12 @@ const CHECKS: &[Check] = &[
         long: false,
     },
     Check {
+        what: "a dynamic-quorum (kraft.version 1) Kafka controller swapped to kraftd and back",
+        binary: "node_swap",
+        test: "a_kafka_controller_of_a_dynamic_quorum_is_swapped_for_kraftd_and_back",
+        long: false,
+    },
+    Check {
         what: "3 controllers + 3 brokers rolled onto kraftd and back under load",
         binary: "node_swap",
         test: "a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back",
@@ -110,7 +116,7 @@ const CHECKS: &[Check] = &[
 const NOT_COVERED: &[&str] = &[
     "a SASL_SSL cluster rolled",
     "SCRAM users, ACLs, quotas and dynamic configs written by one side, enforced by the other",
-    "a roll of a dynamic quorum (kraft.version 1)",
+    "the whole roll of a dynamic quorum (kraft.version 1): one controller swap is checked",
 ];
 
 pub fn run(root: &Path, args: InteropArgs) -> Result<()> {

@@ -43,8 +43,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::jbod::replica_dirs;
 use common::kafka_jars::{
-    kafka_broker_with_dirs, kafka_log_dirs, kafka_quorum_cluster, kafka_voters, output_text,
-    quorum_leader, quorum_replication, run_tool, KafkaNode,
+    kafka_broker_with_dirs, kafka_dynamic_quorum_cluster, kafka_log_dirs, kafka_quorum_cluster,
+    kafka_voters, output_text, quorum_leader, quorum_replication, run_tool, KafkaNode,
 };
 use common::python::{run_inline, script_path, wait_until_brokers_listed};
 use common::script::Script;
@@ -1048,11 +1048,30 @@ const VOTERS: [i32; 3] = [100, 101, 102];
 /// Envelope instead of on it; fixed in `ControllerApis::envelope`.
 #[test]
 fn a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back() {
+    controller_swap(false);
+}
+
+/// [`a_kafka_controller_is_swapped_for_kraftd_on_its_own_directory_and_back`] on a dynamic
+/// quorum (KIP-853, `kraft.version` 1): the controllers formatted with
+/// `--initial-controllers` (each voter with the directory id Kafka generated), every node
+/// finding them through `controller.quorum.bootstrap.servers`. kraftd on a voter's directory
+/// must fetch and vote as that voter — its id and the directory id of the `meta.properties`
+/// Kafka wrote — or the leader counts it an observer and the voter it replaced never catches
+/// up; the voter set it reads is the one Kafka's log and snapshots hold (VotersRecord).
+#[test]
+fn a_kafka_controller_of_a_dynamic_quorum_is_swapped_for_kraftd_and_back() {
+    controller_swap(true);
+}
+
+fn controller_swap(dynamic: bool) {
     let _serial = serial();
     let root = test_root();
     let extra = "metadata.log.max.record.bytes.between.snapshots=2048";
-    let (_cluster_id, mut controllers, brokers) =
-        kafka_quorum_cluster(root.path(), 3, &[1, 2], 2, extra, &[]);
+    let (_cluster_id, mut controllers, brokers) = if dynamic {
+        kafka_dynamic_quorum_cluster(root.path(), 3, &[1, 2], 2, extra)
+    } else {
+        kafka_quorum_cluster(root.path(), 3, &[1, 2], 2, extra, &[])
+    };
     assert_eq!(controllers.iter().map(|c| c.id).collect::<Vec<_>>(), VOTERS);
     let bootstrap = brokers
         .iter()

@@ -509,15 +509,62 @@ pub fn kafka_quorum_cluster(
     extra: &str,
     format_args: &[&str],
 ) -> (String, Vec<KafkaNode>, Vec<KafkaNode>) {
+    start_kafka_cluster(root, controllers, broker_ids, rf, extra, format_args, false)
+}
+
+/// [`kafka_quorum_cluster`] with a dynamic quorum (KIP-853, `kraft.version` 1): every node
+/// finds the controllers through `controller.quorum.bootstrap.servers`, and each controller
+/// is formatted with `--initial-controllers`, the voters with the directory ids Kafka
+/// generated for them (`kafka-storage random-uuid`).
+pub fn kafka_dynamic_quorum_cluster(
+    root: &Path,
+    controllers: i32,
+    broker_ids: &[i32],
+    rf: i32,
+    extra: &str,
+) -> (String, Vec<KafkaNode>, Vec<KafkaNode>) {
+    start_kafka_cluster(root, controllers, broker_ids, rf, extra, &[], true)
+}
+
+fn start_kafka_cluster(
+    root: &Path,
+    controllers: i32,
+    broker_ids: &[i32],
+    rf: i32,
+    extra: &str,
+    format_args: &[&str],
+    dynamic: bool,
+) -> (String, Vec<KafkaNode>, Vec<KafkaNode>) {
+    let random_uuid = || {
+        kafka_tool(&["kafka.tools.StorageTool", "random-uuid"])
+            .trim()
+            .to_string()
+    };
     let mut quorum: Vec<KafkaNode> = (0..controllers)
         .map(|i| kafka_controller_node(root, 100 + i))
         .collect();
-    let voters = kafka_voters(&quorum);
-    let cluster_id = kafka_tool(&["kafka.tools.StorageTool", "random-uuid"])
-        .trim()
-        .to_string();
+    let cluster_id = random_uuid();
+    let (voters, initial_controllers) = if dynamic {
+        let bootstrap = quorum
+            .iter()
+            .map(KafkaNode::address)
+            .collect::<Vec<_>>()
+            .join(",");
+        let initial = quorum
+            .iter()
+            .map(|c| format!("{}@127.0.0.1:{}:{}", c.id, c.port, random_uuid()))
+            .collect::<Vec<_>>()
+            .join(",");
+        (bootstrap, Some(initial))
+    } else {
+        (kafka_voters(&quorum), None)
+    };
+    let mut controller_format_args = format_args.to_vec();
+    if let Some(initial) = &initial_controllers {
+        controller_format_args.extend(["--initial-controllers", initial]);
+    }
     for c in &quorum {
-        write_kafka_controller(c, &voters, &cluster_id, rf, extra, format_args);
+        write_kafka_controller(c, &voters, &cluster_id, rf, extra, &controller_format_args);
     }
     let mut brokers: Vec<KafkaNode> = broker_ids
         .iter()
@@ -664,10 +711,17 @@ pub fn kafka_voters(controllers: &[KafkaNode]) -> String {
         .join(",")
 }
 
-/// The properties every node of a test cluster shares.
+/// The properties every node of a test cluster shares. `voters`: `id@host:port,...` for a
+/// static quorum (`controller.quorum.voters`), or `host:port,...` for a dynamic one
+/// (`controller.quorum.bootstrap.servers`, KIP-853).
 fn kafka_common_config(voters: &str, rf: i32, extra: &str) -> String {
+    let quorum = if voters.contains('@') {
+        format!("controller.quorum.voters={voters}")
+    } else {
+        format!("controller.quorum.bootstrap.servers={voters}")
+    };
     format!(
-        "controller.quorum.voters={voters}\n\
+        "{quorum}\n\
          controller.listener.names=CONTROLLER\n\
          listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
          offsets.topic.replication.factor={rf}\n\
