@@ -345,6 +345,18 @@ impl KafkaNode {
         self.dir.join("server.properties")
     }
 
+    /// Adds `key=value` lines to its server.properties (before it starts): a later line
+    /// overrides an earlier one with the same key, as `java.util.Properties` loads them.
+    pub fn add_config(&self, lines: &[&str]) {
+        let mut config = OpenOptions::new()
+            .append(true)
+            .open(self.config_path())
+            .unwrap();
+        for line in lines {
+            writeln!(config, "{line}").unwrap();
+        }
+    }
+
     fn server_log(&self) -> PathBuf {
         self.dir.join("logs").join("server.log")
     }
