@@ -85,6 +85,18 @@ const CHECKS: &[Check] = &[
         long: false,
     },
     Check {
+        what: "Kafka writes SCRAM, ACLs, quotas, configs; a kraftd broker enforces",
+        binary: "mixed_kafka_security",
+        test: "what_kafka_writes_a_kraftd_broker_enforces",
+        long: false,
+    },
+    Check {
+        what: "kraftd writes SCRAM, ACLs, quotas, configs; a Kafka broker enforces",
+        binary: "mixed_kafka_security",
+        test: "what_kraftd_writes_a_kafka_broker_enforces",
+        long: false,
+    },
+    Check {
         what:
             "a Kafka broker swapped to kraftd and back (JBOD, groups, KIP-848 member, share group)",
         binary: "node_swap",
@@ -115,7 +127,6 @@ const CHECKS: &[Check] = &[
 /// never reads as more than it proves.
 const NOT_COVERED: &[&str] = &[
     "a SASL_SSL cluster rolled",
-    "SCRAM users, ACLs, quotas and dynamic configs written by one side, enforced by the other",
     "the whole roll of a dynamic quorum (kraft.version 1): one controller swap is checked",
 ];
 

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use common::kafka_jars::{output_text, run_tool};
 use common::python::wait_until_brokers_listed;
+use common::secured::{scram_client_config, SCRAM_MODULE};
 use common::{addresses, all_logs, free_port, stop_gracefully, Node};
 
-const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required";
 const TOKENS: &str = "org.apache.kafka.tools.DelegationTokenCommand";
 const SECRET_LINE: &str = "delegation.token.secret.key=kraftd-token-secret";
 
@@ -27,29 +27,6 @@ fn logs(controllers: &[Node], brokers: &[Node]) -> String {
         all_logs(brokers),
         all_logs(controllers)
     )
-}
-
-/// A client config logging in over SASL_PLAINTEXT with SCRAM-SHA-`bits` as `user`, or with
-/// a delegation token when `token` is set.
-fn client_config(
-    dir: &Path,
-    name: &str,
-    bits: u16,
-    user: &str,
-    password: &str,
-    token: bool,
-) -> String {
-    let path = dir.join(format!("{name}.properties"));
-    let tokenauth = if token { " tokenauth=\"true\"" } else { "" };
-    std::fs::write(
-        &path,
-        format!(
-            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-{bits}\n\
-             sasl.jaas.config={SCRAM_MODULE} username=\"{user}\" password=\"{password}\"{tokenauth};\n"
-        ),
-    )
-    .unwrap();
-    path.to_string_lossy().into_owned()
 }
 
 /// A cluster of one controller and one broker with a PLAINTEXT and a SASL_PLAINTEXT
@@ -175,8 +152,8 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     let dir = root.path();
     let (mut controllers, mut brokers, sasl) = sasl_cluster(dir, &[SECRET_LINE]);
     let plaintext = addresses(&brokers);
-    let alice = client_config(dir, "alice", 512, "alice", "alice-secret", false);
-    let bob = client_config(dir, "bob", 256, "bob", "bob-secret", false);
+    let alice = scram_client_config(dir, "alice", 512, "alice", "alice-secret", false);
+    let bob = scram_client_config(dir, "bob", 256, "bob", "bob-secret", false);
 
     let created = tokens(
         &sasl,
@@ -225,8 +202,8 @@ fn a_token_is_created_used_by_stock_clients_renewed_survives_a_restart_and_expir
     );
 
     // A stock producer and consumer log in with the token, over both SCRAM mechanisms.
-    let token512 = client_config(dir, "token512", 512, &token_id, &hmac, true);
-    let token256 = client_config(dir, "token256", 256, &token_id, &hmac, true);
+    let token512 = scram_client_config(dir, "token512", 512, &token_id, &hmac, true);
+    let token256 = scram_client_config(dir, "token256", 256, &token_id, &hmac, true);
     let produced = run_tool(
         "org.apache.kafka.tools.ProducerPerformance",
         &[
@@ -387,7 +364,7 @@ fn without_a_secret_key_token_requests_are_refused_as_disabled() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path();
     let (mut controllers, mut brokers, sasl) = sasl_cluster(dir, &[]);
-    let alice = client_config(dir, "alice", 512, "alice", "alice-secret", false);
+    let alice = scram_client_config(dir, "alice", 512, "alice", "alice-secret", false);
     for args in [
         &["--create", "--max-life-time-period", "-1"][..],
         &["--describe"][..],

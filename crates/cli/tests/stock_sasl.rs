@@ -13,10 +13,9 @@ mod common;
 
 use common::pki::Pki;
 use common::python::{python, run_until_all_ok, wait_until_brokers_listed};
+use common::secured::{PLAIN_MODULE, SCRAM_MODULE};
 use common::{addresses, all_logs, formatted_cluster, free_port, stop_gracefully, Node};
 
-const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required";
-const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required";
 /// The first user, written into the bootstrap metadata by `kraftd format --add-scram`.
 const ADMIN: &str = "SCRAM-SHA-512=[name=admin,password=admin-secret]";
 

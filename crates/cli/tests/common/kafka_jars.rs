@@ -90,7 +90,8 @@ pub fn dump_log_segment_with(segment: &Path, extra: &[&str]) -> (bool, String, S
 
 /// Runs the Kafka tool `class` with `args` (stdin closed, output captured); a tool that has
 /// not exited after 90 s is killed (only our own child, by its pid) so a hung tool fails its
-/// test instead of stalling the suite.
+/// test instead of stalling the suite. The JIT stops at C1, as for [`kafka_tool`]: a tool
+/// lives seconds, and C2 compiling its startup doubles the CPU it takes on a busy machine.
 pub fn run_tool(class: &str, args: &[&str]) -> std::process::Output {
     run_tool_within(class, args, Duration::from_secs(90))
 }
@@ -98,7 +99,7 @@ pub fn run_tool(class: &str, args: &[&str]) -> std::process::Output {
 /// [`run_tool`] with its own time limit.
 pub fn run_tool_within(class: &str, args: &[&str], limit: Duration) -> std::process::Output {
     let child = Command::new("java")
-        .arg(log4j_option())
+        .args(["-XX:TieredStopAtLevel=1", &log4j_option()])
         .args(["-cp", &classpath(), class])
         .args(args)
         .stdin(Stdio::null())
@@ -343,6 +344,18 @@ impl KafkaNode {
 
     pub fn config_path(&self) -> PathBuf {
         self.dir.join("server.properties")
+    }
+
+    /// Adds `key=value` lines to its server.properties (before it starts): a later line
+    /// overrides an earlier one with the same key, as `java.util.Properties` loads them.
+    pub fn add_config(&self, lines: &[&str]) {
+        let mut config = OpenOptions::new()
+            .append(true)
+            .open(self.config_path())
+            .unwrap();
+        for line in lines {
+            writeln!(config, "{line}").unwrap();
+        }
     }
 
     fn server_log(&self) -> PathBuf {

@@ -122,8 +122,9 @@ pub fn run_inline(script: &str, args: &[&str]) -> Output {
 }
 
 /// Runs the script `name` (under `tests/python/`) with `args` to its end and asserts it
-/// succeeded and printed `all ok`; on failure panics with its output and `logs()`.
-pub fn run_until_all_ok(name: &str, args: &[&str], logs: impl Fn() -> String) {
+/// succeeded and printed `all ok`; on failure panics with its output and `logs()`. Its
+/// stdout, for a test that reports what the script measured.
+pub fn run_until_all_ok(name: &str, args: &[&str], logs: impl Fn() -> String) -> String {
     let out = Command::new(python())
         .arg(script_path(name))
         .args(args)
@@ -136,4 +137,5 @@ pub fn run_until_all_ok(name: &str, args: &[&str], logs: impl Fn() -> String) {
         "{name} failed:\n{stdout}\n{stderr}\n{}",
         logs()
     );
+    stdout.into_owned()
 }

@@ -60,3 +60,55 @@ pub fn sasl_acl_cluster(root: &Path, brokers: i32) -> (Vec<Node>, Vec<Node>) {
     }
     (controllers, brokers)
 }
+
+/// Kafka's SCRAM login module, for a listener's or a client's `sasl.jaas.config`.
+pub const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required";
+
+/// The properties, as Kafka and kraftd both read them, of a broker whose inter-broker
+/// listener is PLAINTEXT on `plaintext_port` (as the mixed-cluster helpers configure it) and
+/// whose one client listener `name` is SASL_PLAINTEXT on `sasl_port`, serving SCRAM-SHA-256
+/// and SCRAM-SHA-512. Kafka needs a JAAS entry per mechanism on a SASL listener even when
+/// the broker never logs in through it, so each gets a bare `ScramLoginModule`.
+pub fn scram_listener_config(plaintext_port: u16, name: &str, sasl_port: u16) -> Vec<String> {
+    let lower = name.to_ascii_lowercase();
+    let mut lines = vec![
+        format!("listeners=PLAINTEXT://127.0.0.1:{plaintext_port},{name}://127.0.0.1:{sasl_port}"),
+        format!(
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,{name}:SASL_PLAINTEXT,\
+             CONTROLLER:PLAINTEXT"
+        ),
+        "inter.broker.listener.name=PLAINTEXT".to_string(),
+        "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512".to_string(),
+    ];
+    for mechanism in ["scram-sha-256", "scram-sha-512"] {
+        lines.push(format!(
+            "listener.name.{lower}.{mechanism}.sasl.jaas.config={SCRAM_MODULE};"
+        ));
+    }
+    lines
+}
+
+/// A Kafka client properties file (a tool's `--command-config`) `<name>.properties` under
+/// `dir` logging in over SASL_PLAINTEXT with SCRAM-SHA-`bits` as `user`, or with a
+/// delegation token (KIP-48: the token id and its HMAC as user and password) when `token`
+/// is set; its path.
+pub fn scram_client_config(
+    dir: &Path,
+    name: &str,
+    bits: u16,
+    user: &str,
+    password: &str,
+    token: bool,
+) -> String {
+    let path = dir.join(format!("{name}.properties"));
+    let tokenauth = if token { " tokenauth=\"true\"" } else { "" };
+    std::fs::write(
+        &path,
+        format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-{bits}\n\
+             sasl.jaas.config={SCRAM_MODULE} username=\"{user}\" password=\"{password}\"{tokenauth};\n"
+        ),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
