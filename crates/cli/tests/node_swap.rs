@@ -38,6 +38,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -46,7 +47,7 @@ use common::kafka_jars::{
     kafka_broker_with_dirs, kafka_dynamic_quorum_cluster, kafka_log_dirs, kafka_quorum_cluster,
     kafka_voters, output_text, quorum_leader, quorum_replication, run_tool, KafkaNode,
 };
-use common::python::{run_inline, script_path, wait_until_brokers_listed};
+use common::python::{python, run_inline, script_path, wait_until_brokers_listed_as};
 use common::script::Script;
 use common::share;
 use common::{eventually, Node};
@@ -213,6 +214,7 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     let settle_all = |kraftd: &Node, swapped: &KafkaNode| {
         settle_topics(
             &bootstrap,
+            &SwapClient::default(),
             &[TOPIC, "__consumer_offsets", SHARE_TOPIC],
             || logs(kraftd, swapped),
         )
@@ -347,6 +349,127 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     eprintln!("{summary}");
 }
 
+/// The broker swap on a cluster whose brokers speak only SASL_SSL: every broker's one
+/// listener (clients and replication alike) is SASL_SSL with SCRAM-SHA-512 and a PEM
+/// keystore, the brokers logging in to one another as `admin` (its credential from the
+/// controllers' `kafka-storage format --add-scram`). Broker 3 is swapped for kraftd on its
+/// directories and its very `server.properties`, and back: kraftd serves the SASL_SSL
+/// listener, replicates from the Kafka leaders and is replicated from as a leader over it
+/// (every ISR full again, broker 3 leading its preferred partition), under an idempotent
+/// acks=all producer logging in as `admin` too, whose every acknowledged record is read
+/// back exactly once at its offset.
+#[test]
+fn a_sasl_ssl_kafka_broker_is_swapped_for_kraftd_and_back() {
+    let _serial = serial();
+    let root = test_root();
+    let pki = common::pki::Pki::new(&root.path().join("pki"));
+    // The listener the helpers name PLAINTEXT is mapped to SASL_SSL (a later line wins in
+    // a properties file, Kafka's and kraftd's alike): one secured listener per broker.
+    let mut secured = vec![
+        "listener.security.protocol.map=PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT".to_string(),
+        "sasl.enabled.mechanisms=SCRAM-SHA-512".to_string(),
+        "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512".to_string(),
+        format!(
+            "listener.name.plaintext.scram-sha-512.sasl.jaas.config={} \
+             username=\"admin\" password=\"admin-secret\";",
+            common::secured::SCRAM_MODULE
+        ),
+    ];
+    secured.extend(pki.node_ssl_config());
+    let extra = format!("{EXTRA}\n{}", secured.join("\n"));
+    let (_cluster_id, controllers, mut kafka) = kafka_quorum_cluster(
+        root.path(),
+        1,
+        &[1, 2, SWAPPED],
+        3,
+        &extra,
+        &[
+            "--add-scram",
+            "SCRAM-SHA-512=[name=admin,password=admin-secret]",
+        ],
+    );
+    let client = SwapClient::sasl_ssl(root.path(), "admin", "admin-secret", &pki.ca_path());
+    let bootstrap = kafka
+        .iter()
+        .map(KafkaNode::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut swapped = kafka.pop().unwrap();
+    let mut kraftd = Node {
+        id: SWAPPED,
+        role: "broker",
+        port: swapped.port,
+        dir: swapped.dir.clone(),
+        child: None,
+        starts: 0,
+    };
+    std::os::unix::fs::symlink(swapped.config_path(), kraftd.config_path()).unwrap();
+    let logs = |kraftd: &Node, swapped: &KafkaNode| {
+        let mut text = kraftd.logs();
+        text.push_str(&format!(
+            "\n--- Kafka broker {SWAPPED} ---\n{}",
+            swapped.logs()
+        ));
+        for n in controllers.iter().chain(&kafka) {
+            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
+        }
+        text
+    };
+
+    let stop_file = root.path().join("stop-producer");
+    let mut args: Vec<String> = [
+        "--bootstrap",
+        &bootstrap,
+        "--topic",
+        TOPIC,
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "3",
+        "--min-insync-replicas",
+        "2",
+        "--stop-file",
+        stop_file.to_str().unwrap(),
+        "--progress-every",
+        "100",
+        "--in-flight",
+        "10",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    for (key, value) in &client.librdkafka {
+        args.extend(["--client-config".to_string(), format!("{key}={value}")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut producer = Script::spawn(root.path(), "idempotent_failover.py", &args);
+    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    producer.wait_acked(300, 120);
+    let settle = |kraftd: &Node, swapped: &KafkaNode| {
+        settle_topics(&bootstrap, &client, &[TOPIC], || logs(kraftd, swapped))
+    };
+    settle(&kraftd, &swapped);
+
+    // Kafka stopped cleanly, kraftd started on its directories and properties.
+    swapped.stop(Duration::from_secs(90));
+    kraftd.start();
+    settle(&kraftd, &swapped);
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 300, 120);
+
+    // kraftd stopped cleanly, Kafka started on what it wrote.
+    common::stop_gracefully(std::slice::from_mut(&mut kraftd));
+    swapped.start();
+    swapped.wait_started(Duration::from_secs(120));
+    settle(&kraftd, &swapped);
+    let acked = producer.acked_so_far();
+    producer.wait_acked(acked + 300, 120);
+
+    std::fs::write(&stop_file, "").unwrap();
+    let summary = producer.finish(300, || logs(&kraftd, &swapped));
+    eprintln!("{summary}");
+}
+
 /// Creates [`TOPIC`] with Kafka's `kafka-topics` (replicas `assignment`, `1:2:3,2:3:1,...`,
 /// min.insync.replicas 2) and starts an idempotent acks=all producer on it
 /// (`python/idempotent_failover.py`, at most `in_flight` records unacknowledged: load across
@@ -465,7 +588,8 @@ impl Member {
     /// [`SWAPPED`] leads), starts the member, and waits until `kafka-consumer-groups
     /// --describe` shows a committed offset on every partition.
     fn start(dir: &Path, bootstrap: &str, logs: impl Fn() -> String) -> Member {
-        let states = partition_states(bootstrap, &["__consumer_offsets"]).unwrap();
+        let states =
+            partition_states(bootstrap, &SwapClient::default(), &["__consumer_offsets"]).unwrap();
         let led: BTreeSet<i32> = (0..OFFSETS_PARTITIONS)
             .filter(|p| states[&format!("__consumer_offsets-{p}")].0 == SWAPPED)
             .collect();
@@ -605,18 +729,23 @@ impl Drop for Member {
 /// is led by its preferred replica, running Kafka's preferred election while the ISR is full
 /// but a leader is not.
 fn settle(bootstrap: &str, logs: impl Fn() -> String) {
-    settle_topics(bootstrap, &[TOPIC, "__consumer_offsets"], logs);
+    settle_topics(
+        bootstrap,
+        &SwapClient::default(),
+        &[TOPIC, "__consumer_offsets"],
+        logs,
+    );
 }
 
 /// [`settle`] for the partitions of `topics`.
-fn settle_topics(bootstrap: &str, topics: &[&str], logs: impl Fn() -> String) {
-    wait_until_brokers_listed(bootstrap, 3, &logs);
+fn settle_topics(bootstrap: &str, client: &SwapClient, topics: &[&str], logs: impl Fn() -> String) {
+    wait_until_brokers_listed_as(bootstrap, &client.librdkafka_json(), 3, &logs);
     eventually(
         "every partition with its full ISR, led by its preferred replica",
         Duration::from_secs(120),
         &logs,
         || {
-            let state = partition_states(bootstrap, topics)?;
+            let state = partition_states(bootstrap, client, topics)?;
             let short: Vec<_> = state
                 .iter()
                 .filter(|(_, (_, isr, replicas))| isr.len() != replicas.len())
@@ -631,16 +760,17 @@ fn settle_topics(bootstrap: &str, topics: &[&str], logs: impl Fn() -> String) {
             if misled.is_empty() {
                 return Ok(());
             }
-            let out = run_tool(
-                "org.apache.kafka.tools.LeaderElectionCommand",
-                &[
-                    "--bootstrap-server",
-                    bootstrap,
-                    "--election-type",
-                    "PREFERRED",
-                    "--all-topic-partitions",
-                ],
-            );
+            let mut args = vec![
+                "--bootstrap-server",
+                bootstrap,
+                "--election-type",
+                "PREFERRED",
+                "--all-topic-partitions",
+            ];
+            if let Some(config) = &client.admin_config {
+                args.extend(["--admin.config", config.as_str()]);
+            }
+            let out = run_tool("org.apache.kafka.tools.LeaderElectionCommand", &args);
             Err(format!(
                 "not led by the preferred replica: {misled:?}; kafka-leader-election: {}",
                 output_text(&out)
@@ -652,10 +782,14 @@ fn settle_topics(bootstrap: &str, topics: &[&str], logs: impl Fn() -> String) {
 /// `"<topic>-<partition>"` → (leader, ISR, replicas) as the brokers' Metadata says.
 type PartitionStates = BTreeMap<String, (i32, Vec<i32>, Vec<i32>)>;
 
-fn partition_states(bootstrap: &str, topics: &[&str]) -> Result<PartitionStates, String> {
+fn partition_states(
+    bootstrap: &str,
+    client: &SwapClient,
+    topics: &[&str],
+) -> Result<PartitionStates, String> {
     let mut args = vec!["state", bootstrap];
     args.extend_from_slice(topics);
-    let out = probe(&args);
+    let out = client.probe(&args);
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
@@ -663,8 +797,71 @@ fn partition_states(bootstrap: &str, topics: &[&str]) -> Result<PartitionStates,
 }
 
 fn probe(args: &[&str]) -> std::process::Output {
-    let script = std::fs::read_to_string(script_path("swap_probe.py")).unwrap();
-    run_inline(&script, args)
+    SwapClient::default().probe(args)
+}
+
+/// How the test's clients log in: nothing on a PLAINTEXT cluster, or (the SASL_SSL swap)
+/// settings for confluent-kafka and a Java tool's `--admin.config` file.
+#[derive(Default)]
+struct SwapClient {
+    librdkafka: Vec<(String, String)>,
+    admin_config: Option<String>,
+}
+
+impl SwapClient {
+    /// The SASL_SSL client of `user`/`password` (SCRAM-SHA-512) trusting `ca`; its Java
+    /// properties written to `dir/client.properties`.
+    fn sasl_ssl(dir: &Path, user: &str, password: &str, ca: &Path) -> SwapClient {
+        let librdkafka: Vec<(String, String)> = [
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", user),
+            ("sasl.password", password),
+            ("ssl.ca.location", ca.to_str().unwrap()),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let path = dir.join("client.properties");
+        std::fs::write(
+            &path,
+            format!(
+                "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n\
+                 sasl.jaas.config={} username=\"{user}\" password=\"{password}\";\n\
+                 ssl.truststore.type=PEM\nssl.truststore.location={}\n",
+                common::secured::SCRAM_MODULE,
+                ca.display()
+            ),
+        )
+        .unwrap();
+        SwapClient {
+            librdkafka,
+            admin_config: Some(path.to_string_lossy().into_owned()),
+        }
+    }
+
+    /// The confluent-kafka settings as one JSON object.
+    fn librdkafka_json(&self) -> String {
+        serde_json::to_string(
+            &self
+                .librdkafka
+                .iter()
+                .cloned()
+                .collect::<BTreeMap<String, String>>(),
+        )
+        .unwrap()
+    }
+
+    /// `python/swap_probe.py args` as this client.
+    fn probe(&self, args: &[&str]) -> std::process::Output {
+        let script = std::fs::read_to_string(script_path("swap_probe.py")).unwrap();
+        Command::new(python())
+            .args(["-c", &script])
+            .args(args)
+            .env("SWAP_PROBE_CLIENT_CONFIG", self.librdkafka_json())
+            .output()
+            .unwrap()
+    }
 }
 
 /// The groups' committed offsets: what the last commit wrote, checked after each swap.

@@ -11,17 +11,24 @@ usage:
   swap_probe.py committed BOOTSTRAP TOPIC PARTITIONS GROUPS
     One JSON line: {"swap-group-<i>": [committed offset of each partition...], ...}.
     Exits 1 on an error (a coordinator moving: the test retries).
+
+SWAP_PROBE_CLIENT_CONFIG (a JSON object: security.protocol, sasl.*, ssl.ca.location) goes
+to every client the probe makes.
 """
 
 import json
+import os
 import sys
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 
+CLIENT = json.loads(os.environ.get("SWAP_PROBE_CLIENT_CONFIG", "{}"))
+
+
 def state(bootstrap, topics):
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    md = AdminClient({"bootstrap.servers": bootstrap, **CLIENT}).list_topics(timeout=10)
     out = {}
     for t in topics:
         tm = md.topics.get(t)
@@ -41,6 +48,7 @@ def committed(bootstrap, topic, partitions, groups, base=None):
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "enable.auto.commit": False,
+            **CLIENT,
         })
         try:
             if base is not None:
