@@ -1,12 +1,13 @@
 //! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
-//! [--clock] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
+//! [--clock] [--reassign] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
 //! while stock clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
 //! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
 //! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
 //! metadata workload (topics created and deleted, a config changed) and its checks;
-//! `--clock` the clock jump of one node.
+//! `--clock` the clock jump of one node; `--reassign` partition reassignments of the
+//! workload's topics during the faults and their checks (with 4 brokers by default).
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -31,7 +32,8 @@
 //! transactional workload's; `pipe_checker.rs` the exactly-once pipeline's (`--txn`);
 //! `disks.rs` and `fusefs.rs` the brokers' faultable disks (`--disks`); `meta_checker.rs`
 //! the metadata workload's (`--meta`); `clock.rs` and `clockjump.c` the clock jump's
-//! LD_PRELOAD interposer (`--clock`).
+//! LD_PRELOAD interposer (`--clock`); `reassign_checker.rs` the reassignment workload's
+//! (`--reassign`).
 
 mod checker;
 mod clock;
@@ -43,6 +45,7 @@ mod meta_checker;
 mod net;
 mod nodes;
 mod pipe_checker;
+mod reassign_checker;
 mod segments;
 mod txn_checker;
 mod workload;
@@ -63,7 +66,7 @@ use group_checker::GroupCounts;
 use net::Lab;
 use nodes::{Nodes, System};
 use txn_checker::TxnCounts;
-use workload::{TxnWorkload, Workload};
+use workload::{Extras, ReassignWorkload, TxnWorkload, Workload};
 
 /// The topic the workload writes.
 const TOPIC: &str = "chaos";
@@ -92,9 +95,9 @@ pub struct ChaosArgs {
     /// The seed of the fault schedule.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Broker-only nodes beside the 3 controllers.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(3..=5))]
-    brokers: u32,
+    /// Broker-only nodes beside the 3 controllers: 3 unless given, 4 with `--reassign`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(3..=5))]
+    brokers: Option<u32>,
     /// Seconds the cluster has to be whole again once the faults stop.
     #[arg(long, default_value_t = 90)]
     heal_secs: u64,
@@ -138,9 +141,26 @@ pub struct ChaosArgs {
     /// schedule with `--clock` is not its schedule without.
     #[arg(long)]
     clock: bool,
+    /// Add the partition reassignment workload: replicas of the workload's topic's
+    /// partitions (and, with `--txn`, the transactional topic's) moved from one broker to
+    /// another with AlterPartitionReassignments during the faults, some moves cancelled in
+    /// flight; afterwards no move may be pending and every partition must be on the replicas
+    /// its acknowledged moves and cancels leave it (`reassign_checker.rs`). A move with the
+    /// replication factor kept needs a broker outside the 3 replicas: 4 brokers at least.
+    /// The fault schedule is the seed's without it.
+    #[arg(long)]
+    reassign: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
+}
+
+impl ChaosArgs {
+    /// The brokers of the run: `--brokers`, else 3, or 4 with `--reassign` (a move that keeps
+    /// 3 replicas needs a fourth broker to move one to).
+    fn brokers(&self) -> u32 {
+        self.brokers.unwrap_or(if self.reassign { 4 } else { 3 })
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,6 +236,14 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         }
         return Ok(());
     }
+    if args.reassign && args.brokers() < 4 {
+        bail!(
+            "--reassign --brokers {}: a reassignment that keeps the replication factor (3) \
+             moves a replica to a broker outside the partition's replicas, so it needs 4 \
+             brokers at least",
+            args.brokers()
+        );
+    }
     if !is_root() {
         bail!(
             "cargo xtask chaos needs root: it puts every node in a network namespace of its \
@@ -245,7 +273,7 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         events: Vec::new(),
         file: std::fs::File::create(dir.join("history.log"))?,
     };
-    let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers).collect();
+    let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers()).collect();
     let mut lab = Lab::create(&ids)?;
     // Declared before the nodes, so dropped (unmounted) after they are stopped, also when
     // starting them fails.
@@ -268,7 +296,7 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         &system,
         &dir,
         &lab,
-        args.brokers,
+        args.brokers(),
         &broker_config,
         disks.as_ref(),
         clocks,
@@ -322,6 +350,8 @@ struct Report {
     meta: Option<meta_checker::MetaCounts>,
     /// The exactly-once pipeline's counts (`--txn`).
     pipe: Option<pipe_checker::PipeCounts>,
+    /// The reassignment workload's counts (`--reassign`).
+    reassign: Option<reassign_checker::ReassignCounts>,
     groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
@@ -392,12 +422,23 @@ fn run_faults(
         nodes::bootstrap(lab, &brokers),
         TOPIC,
         PARTITIONS,
-        args.txn.then(|| TxnWorkload {
-            topic: TXN_TOPIC.to_string(),
-            seed: args.seed,
-            pipe_topic: PIPE_TOPIC.to_string(),
-        }),
-        args.meta,
+        Extras {
+            txn: args.txn.then(|| TxnWorkload {
+                topic: TXN_TOPIC.to_string(),
+                seed: args.seed,
+                pipe_topic: PIPE_TOPIC.to_string(),
+            }),
+            meta: args.meta,
+            reassign: args.reassign.then(|| ReassignWorkload {
+                broker_ids: brokers.clone(),
+                also: if args.txn {
+                    vec![TXN_TOPIC.to_string()]
+                } else {
+                    Vec::new()
+                },
+                seed: args.seed,
+            }),
+        },
     )?;
     workload.start()?;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -416,14 +457,26 @@ fn run_faults(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    history.note(if args.txn {
+    history.note(format!(
         "workload running: producers idem (idempotent) and plain, a live consumer, groups \
-         chaos-classic and chaos-consumer of 2 members each; a transactional producer and a \
-         read_committed consumer; an exactly-once pipeline from chaos to chaos-pipe"
-    } else {
-        "workload running: producers idem (idempotent) and plain, a live consumer, groups \
-         chaos-classic and chaos-consumer of 2 members each"
-    });
+         chaos-classic and chaos-consumer of 2 members each{}{}{}",
+        if args.txn {
+            "; a transactional producer and a read_committed consumer; an exactly-once \
+             pipeline from chaos to chaos-pipe"
+        } else {
+            ""
+        },
+        if args.meta {
+            "; metadata operations"
+        } else {
+            ""
+        },
+        if args.reassign {
+            "; partition reassignments between the brokers"
+        } else {
+            ""
+        }
+    ));
 
     let mut rng = Rng::new(args.seed);
     let kinds = faults::kinds(args.txn, args.disks, args.clock);
@@ -475,6 +528,12 @@ fn run_faults(
             history,
             &mut anomalies,
         )?;
+    }
+    // The reassignments stop with the faults: a move left pending must complete as the
+    // cluster heals (a target broker back), which the heal check's full ISRs wait for.
+    workload.stop_reassignments()?;
+    for line in workload.reassign_news() {
+        history.note(line);
     }
     history.note(format!(
         "faults over; the cluster has {} s to heal",
@@ -579,30 +638,36 @@ fn run_faults(
     };
     let meta = match meta_checker::read(dir)? {
         Some(ops) => {
-            // Asked of every broker until all agree with the history, for up to 30 s (a
-            // restarted broker's metadata catching up is not an anomaly).
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let (found, counts) = loop {
-                let (found, counts) = match meta_checker::observe(lab, &brokers, TOPIC) {
-                    Ok(seen) => meta_checker::check(&ops, &seen),
-                    Err(e) => (
-                        vec![Anomaly {
-                            kind: "metadata lost",
-                            detail: format!("the brokers could not be asked: {e:#}"),
-                            at_ms: Some(unix_ms()),
-                        }],
-                        Default::default(),
-                    ),
-                };
-                if found.is_empty() || Instant::now() > deadline {
-                    break (found, counts);
-                }
-                std::thread::sleep(Duration::from_millis(500));
-            };
+            let (found, counts) = until_agreed("metadata lost", || {
+                meta_checker::observe(lab, &brokers, TOPIC)
+                    .map(|seen| meta_checker::check(&ops, &seen))
+            });
             history.note(format!(
                 "metadata operations: acknowledged {:?}, unknown {:?}; {} anomalies",
                 counts.acked,
                 counts.unknown,
+                found.len()
+            ));
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
+    let reassign = match reassign_checker::read(dir)? {
+        Some(rh) => {
+            if !rh.done {
+                bail!("the reassignment workload did not report its end; see reassign.stderr");
+            }
+            let mut topics = vec![TOPIC];
+            if args.txn {
+                topics.push(TXN_TOPIC);
+            }
+            let (found, counts) = until_agreed("reassignment stuck", || {
+                reassign_checker::observe(lab, &brokers, &topics)
+                    .map(|seen| reassign_checker::check(&rh, &seen))
+            });
+            history.note(format!(
+                "reassignments: {counts:?}; {} anomalies",
                 found.len()
             ));
             anomalies.extend(found);
@@ -630,12 +695,38 @@ fn run_faults(
         groups,
         meta,
         pipe,
+        reassign,
         groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
         heal_secs,
         anomalies,
     })
+}
+
+/// A check of the history against what the brokers show after the faults (`judge`: asks
+/// them and judges), asked again until it finds nothing, for up to 30 s: a restarted
+/// broker's metadata catching up is not an anomaly. Brokers that cannot be asked at the end
+/// are an anomaly of `kind`.
+fn until_agreed<C: Default>(
+    kind: &'static str,
+    mut judge: impl FnMut() -> Result<(Vec<Anomaly>, C)>,
+) -> (Vec<Anomaly>, C) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (found, counts) = judge().unwrap_or_else(|e| {
+            let asked = Anomaly {
+                kind,
+                detail: format!("the brokers could not be asked: {e:#}"),
+                at_ms: Some(unix_ms()),
+            };
+            (vec![asked], C::default())
+        });
+        if found.is_empty() || Instant::now() > deadline {
+            return (found, counts);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Waits `span`, watching for nodes and clients that exit by themselves.
@@ -650,6 +741,9 @@ fn watch(
     let until = Instant::now() + span;
     while Instant::now() < until {
         crash_check(nodes, lab, history, anomalies)?;
+        for line in workload.reassign_news() {
+            history.note(line);
+        }
         if let Some(which) = workload.exited() {
             bail!("workload {which} exited during the faults; see its .stderr");
         }
@@ -708,7 +802,10 @@ impl Report {
         let _ = writeln!(
             out,
             "\nchaos summary: seed {}, {} min of faults, {} brokers, {:?}",
-            args.seed, args.minutes, args.brokers, args.system
+            args.seed,
+            args.minutes,
+            args.brokers(),
+            args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
         for kind in &faults::kinds(args.txn, args.disks, args.clock) {
@@ -793,6 +890,21 @@ impl Report {
                 m.acked, m.unknown
             );
         }
+        if let Some(r) = &self.reassign {
+            let _ = writeln!(
+                out,
+                "  reassignments             {} moves acknowledged ({} seen complete), {} \
+                 cancelled in flight, {} cancels too late (completed first), {} refused, {} \
+                 of unknown outcome; {} partitions on other replicas than at the start",
+                r.moves,
+                r.completed_seen,
+                r.cancelled,
+                r.cancel_too_late,
+                r.refused,
+                r.unknown,
+                r.partitions_moved
+            );
+        }
         let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
         for a in &self.anomalies {
             *by_kind.entry(a.kind).or_default() += 1;
@@ -814,17 +926,18 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
                 args.minutes,
-                args.brokers,
+                args.brokers(),
                 if args.txn { " --txn" } else { "" },
                 if args.overlap { " --overlap" } else { "" },
                 if args.disks { " --disks" } else { "" },
                 if args.meta { " --meta" } else { "" },
                 if args.clock { " --clock" } else { "" },
+                if args.reassign { " --reassign" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

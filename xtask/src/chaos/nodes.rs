@@ -15,7 +15,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::messages::{
     create_topics_request, describe_configs_request, metadata_request, CreateTopicsRequest,
-    DescribeConfigsRequest, DescribeLogDirsRequest, FindCoordinatorRequest, MetadataRequest,
+    DescribeConfigsRequest, DescribeLogDirsRequest, FindCoordinatorRequest,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, MetadataRequest,
     MetadataResponse,
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
@@ -511,6 +512,23 @@ pub(super) fn txn_coordinator(lab: &Lab, id: u32, transactional_id: &str) -> Res
         }
         ResponseBody::FindCoordinator(r) => bail!("FindCoordinator: error {}", r.error_code),
         _ => bail!("not a FindCoordinator response"),
+    }
+}
+
+/// ListPartitionReassignments v0 of every partition through broker `id` (forwarded to the
+/// active controller, as Kafka's brokers do), its top-level error an `Err`.
+pub(super) fn list_reassignments(lab: &Lab, id: u32) -> Result<ListPartitionReassignmentsResponse> {
+    let body = RequestBody::ListPartitionReassignments(ListPartitionReassignmentsRequest {
+        timeout_ms: 10_000,
+        topics: None,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 0, body, Duration::from_secs(15))? {
+        ResponseBody::ListPartitionReassignments(r) if r.error_code == 0 => Ok(r),
+        ResponseBody::ListPartitionReassignments(r) => {
+            bail!("ListPartitionReassignments: error {}", r.error_code)
+        }
+        _ => bail!("not a ListPartitionReassignments response"),
     }
 }
 

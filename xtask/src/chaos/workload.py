@@ -62,6 +62,23 @@ usage:
     "value" (config), "outcome": "ok" or the error's name, "sent", "ms"} per operation (sent:
     when it was called, ms: when its result came), then {"done": true}. An outcome other than
     "ok" is unknown to the checker: the operation may still have been applied.
+  workload.py reassign --bootstrap B --topic T --partitions P --out F --stop-file S --seed SEED
+      --broker-ids 4,5,6,7 [--also T2...]
+    Partition reassignments with kafka-python's KafkaAdminClient (AlterPartitionReassignments,
+    ListPartitionReassignments; confluent-kafka has no such call) while the faults run, one
+    move at a time until S exists: a partition of T (or of an --also topic) drawn from SEED,
+    its replicas as Metadata shows them, one of them replaced by a broker of --broker-ids
+    outside them (the replication factor kept, the order drawn), then ListPartitionReassignments
+    every 0.5 s until the partition is no longer reassigning; 30 % of the moves are cancelled
+    after a drawn 0-3 s if still pending, and any move still pending after 30 s is cancelled
+    (a target broker down). Lines: {"initial": {topic: {p: replicas}}} first (the cluster is
+    whole then); {"op": "alter"|"cancel", "topic", "p", "target" (alter), "seen" (the
+    replicas the move started from), "why" (cancel: "drawn"|"stalled"), "outcome": "ok" or
+    the error's name, "code" (the partition's error code when the controller answered with
+    one, else null), "sent", "ms"} per request; {"completed", "topic", "p", "replicas", "ms"}
+    when a move is seen no longer reassigning (not a cancel), {"list_failed", "ms"} when a
+    listing failed; then {"done": true}. A request left pending when S appears stays so: the
+    cluster must complete it as it heals.
   workload.py groups --bootstrap B --topic T --partitions P --out F --group G:N... --timeout S
     After the faults: ListGroups and DescribeGroups (ConsumerGroupDescribe for
     group.protocol=consumer groups) until every group G is listed, Stable, with N members and
@@ -90,7 +107,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 p = argparse.ArgumentParser()
 p.add_argument("mode", choices=["produce", "txn", "pipeline", "consume", "member", "meta",
-                               "groups", "read-all"])
+                               "reassign", "groups", "read-all"])
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
 p.add_argument("--partitions", type=int, required=True)
@@ -105,6 +122,8 @@ p.add_argument("--read-committed", action="store_true")
 p.add_argument("--group", action="append", default=[])
 p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
 p.add_argument("--output")
+p.add_argument("--broker-ids")
+p.add_argument("--also", action="append", default=[])
 args = p.parse_args()
 
 out = open(args.out, "w", buffering=1)
@@ -601,6 +620,128 @@ def meta():
     emit({"done": True})
 
 
+def reassign():
+    """Partition reassignments, one move at a time, each request and its answer recorded."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    rng = random.Random(args.seed)
+    brokers = [int(b) for b in args.broker_ids.split(",")]
+    topics = [args.topic] + args.also
+    admin = None
+
+    def client():
+        # Built again after any failure: kafka-python's client may be left pointing at a
+        # broker the faults took away.
+        nonlocal admin
+        while admin is None and not stopped():
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=args.bootstrap.split(","),
+                                         client_id="chaos-reassign", request_timeout_ms=15000)
+            except Exception as e:  # NoBrokersAvailable and the like, during a fault
+                emit({"client_failed": f"{type(e).__name__}: {e}", "ms": now_ms()})
+                time.sleep(1)
+        return admin
+
+    def drop_client():
+        nonlocal admin
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:
+                pass
+        admin = None
+
+    def replicas_now():
+        """{topic: {p: replicas}} from Metadata, or None."""
+        try:
+            described = client().describe_topics(topics)
+        except Exception as e:
+            emit({"describe_failed": f"{type(e).__name__}: {e}", "ms": now_ms()})
+            drop_client()
+            return None
+        found = {}
+        for t in described:
+            if t["error_code"] != 0:
+                return None
+            found[t["name"]] = {str(part["partition_index"]): list(part["replica_nodes"])
+                                for part in t["partitions"]}
+        return found if len(found) == len(topics) else None
+
+    def request(op, topic, part, target, extra):
+        """One AlterPartitionReassignments of one partition (target None: cancel)."""
+        c = client()
+        if c is None:  # stopped while no broker answered: nothing sent
+            return None
+        sent = now_ms()
+        tp = KafkaTopicPartition(topic, part)
+        outcome, code = "ok", None
+        try:
+            result = c.alter_partition_reassignments({tp: target}, timeout_ms=15000)
+            if tp not in result:
+                outcome = "NotAnswered"
+            elif result[tp] is not None:
+                outcome, code = result[tp].__name__, result[tp].errno
+        except Exception as e:  # a top-level error or the client's own timeout
+            outcome = type(e).__name__
+            drop_client()
+        line = {"op": op, "topic": topic, "p": part, "outcome": outcome, "code": code,
+                "sent": sent, "ms": now_ms()}
+        line.update(extra)
+        emit(line)
+        return outcome
+
+    while not stopped() and client() is not None:
+        initial = replicas_now()
+        if initial is not None:
+            emit({"initial": initial, "ms": now_ms()})
+            break
+        time.sleep(1)
+    while not stopped():
+        time.sleep(rng.uniform(1.0, 4.0))
+        topic = rng.choice(topics)
+        part = rng.randrange(args.partitions)
+        cancel_after = rng.uniform(0.0, 3.0) if rng.random() < 0.3 else None
+        draws = (rng.random(), rng.random(), rng.random())
+        if stopped():
+            break
+        seen = replicas_now()
+        if seen is None:
+            continue
+        current = seen[topic][str(part)]
+        outside = [b for b in brokers if b not in current]
+        if not current or not outside:
+            continue
+        leaving = current[int(draws[0] * len(current))]
+        target = [b for b in current if b != leaving] + [outside[int(draws[1] * len(outside))]]
+        random.Random(draws[2]).shuffle(target)
+        if request("alter", topic, part, target, {"target": target, "seen": current}) != "ok":
+            continue
+        started = time.time()
+        tp = KafkaTopicPartition(topic, part)
+        while not stopped():
+            try:
+                pending = tp in client().list_partition_reassignments([tp], timeout_ms=15000)
+            except Exception as e:
+                emit({"list_failed": f"{type(e).__name__}: {e}", "ms": now_ms()})
+                drop_client()
+                pending = True
+            if not pending:
+                now = replicas_now()
+                emit({"completed": True, "topic": topic, "p": part, "target": target,
+                      "replicas": now and now[topic][str(part)], "ms": now_ms()})
+                break
+            elapsed = time.time() - started
+            why = ("drawn" if cancel_after is not None and elapsed >= cancel_after
+                   else "stalled" if elapsed >= 30 else None)
+            if why is not None:
+                request("cancel", topic, part, None, {"why": why})
+                break
+            time.sleep(0.5)
+    drop_client()
+    emit({"done": True})
+
+
 def groups():
     """Every --group G:N listed, Stable, N members, every partition assigned once."""
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
@@ -680,4 +821,4 @@ def read_all():
 
 
 {"produce": produce, "txn": txn, "pipeline": pipeline, "consume": consume, "member": member,
- "meta": meta, "groups": groups, "read-all": read_all}[args.mode]()
+ "meta": meta, "reassign": reassign, "groups": groups, "read-all": read_all}[args.mode]()

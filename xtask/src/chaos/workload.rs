@@ -11,6 +11,10 @@
 //! And two consumer groups on the topic, one per group protocol, whose members commit what
 //! they consume ([`GroupHistory`], judged by `group_checker.rs`), described after the faults
 //! until each is Stable with every partition assigned ([`Workload::groups_stable`]).
+//! With `--reassign`, partition reassignments of the workload's topic (and the
+//! transactional one) during the faults ([`ReassignWorkload`], judged by
+//! `reassign_checker.rs`), stopped when the faults end so that the cluster heals with every
+//! move completed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,6 +58,30 @@ pub(super) struct TxnWorkload {
     pub(super) pipe_topic: String,
 }
 
+/// The reassignment workload (`workload.py reassign`): the brokers replicas move between, and
+/// the topics besides the workload's whose partitions it moves.
+pub(super) struct ReassignWorkload {
+    pub(super) broker_ids: Vec<u32>,
+    pub(super) also: Vec<String>,
+    pub(super) seed: u64,
+}
+
+/// The workloads a run adds to the producers, consumers and groups.
+#[derive(Default)]
+pub(super) struct Extras {
+    /// The transactional workload (`--txn`).
+    pub(super) txn: Option<TxnWorkload>,
+    /// The metadata workload, `workload.py meta` (`--meta`).
+    pub(super) meta: bool,
+    /// The reassignment workload (`--reassign`).
+    pub(super) reassign: Option<ReassignWorkload>,
+}
+
+/// How long the reassignment workload has to stop once told: a request in flight ends
+/// within its 15 s timeout (kafka-python's `request_timeout_ms`), a Metadata or listing
+/// after it within as long again.
+const REASSIGN_STOP_WITHIN_SECS: u64 = 90;
+
 pub(super) struct Workload {
     python: PathBuf,
     script: PathBuf,
@@ -64,7 +92,13 @@ pub(super) struct Workload {
     txn: Option<TxnWorkload>,
     /// Whether the metadata workload (`workload.py meta`) runs too (`--meta`).
     meta: bool,
+    reassign: Option<ReassignWorkload>,
     stop_file: PathBuf,
+    /// The reassignment workload's own stop file: it stops when the faults do, the rest of
+    /// the workload when the cluster has healed.
+    reassign_stop_file: PathBuf,
+    /// How much of `reassign.jsonl` [`Workload::reassign_news`] has read.
+    reassign_read: usize,
     children: Vec<(String, Child)>,
 }
 
@@ -75,9 +109,13 @@ impl Workload {
         bootstrap: String,
         topic: &str,
         partitions: i32,
-        txn: Option<TxnWorkload>,
-        meta: bool,
+        extras: Extras,
     ) -> Result<Workload> {
+        let Extras {
+            txn,
+            meta,
+            reassign,
+        } = extras;
         Ok(Workload {
             python: crate::bench::stock_python(root)?,
             script: root.join("xtask/src/chaos/workload.py"),
@@ -87,7 +125,10 @@ impl Workload {
             partitions,
             txn,
             meta,
+            reassign,
             stop_file: dir.join("workload.stop"),
+            reassign_stop_file: dir.join("reassign.stop"),
+            reassign_read: 0,
             children: Vec::new(),
         })
     }
@@ -97,6 +138,11 @@ impl Workload {
     }
 
     fn command_on(&self, topic: &str, mode: &str, out: &str) -> Command {
+        self.command_until(topic, mode, out, &self.stop_file)
+    }
+
+    /// `workload.py mode` on `topic`, writing `out`, until `stop_file` exists.
+    fn command_until(&self, topic: &str, mode: &str, out: &str, stop_file: &Path) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.arg(&self.script)
             .arg(mode)
@@ -105,7 +151,7 @@ impl Workload {
             .arg("--out")
             .arg(self.dir.join(out))
             .arg("--stop-file")
-            .arg(&self.stop_file);
+            .arg(stop_file);
         cmd
     }
 
@@ -155,6 +201,69 @@ impl Workload {
         if self.meta {
             let cmd = self.command("meta", "meta.jsonl");
             self.spawn("meta", cmd)?;
+        }
+        if let Some(r) = &self.reassign {
+            let mut cmd = self.command_until(
+                &self.topic,
+                "reassign",
+                "reassign.jsonl",
+                &self.reassign_stop_file,
+            );
+            let ids: Vec<String> = r.broker_ids.iter().map(u32::to_string).collect();
+            cmd.args([
+                "--seed",
+                &r.seed.to_string(),
+                "--broker-ids",
+                &ids.join(","),
+            ]);
+            for topic in &r.also {
+                cmd.args(["--also", topic]);
+            }
+            self.spawn("reassign", cmd)?;
+        }
+        Ok(())
+    }
+
+    /// The reassignment workload's requests and answers written since the last call, one
+    /// line of the run's history each (`reassign_checker::describe`).
+    pub(super) fn reassign_news(&mut self) -> Vec<String> {
+        let Ok(text) = std::fs::read_to_string(self.dir.join("reassign.jsonl")) else {
+            return Vec::new();
+        };
+        // Only whole lines: the last one may be half written.
+        let Some(end) = text.rfind('\n').map(|i| i + 1) else {
+            return Vec::new();
+        };
+        let news = text
+            .get(self.reassign_read..end)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(super::reassign_checker::describe)
+            .collect();
+        self.reassign_read = end.max(self.reassign_read);
+        news
+    }
+
+    /// Tells the reassignment workload to stop (the faults are over) and waits for it: a move
+    /// it left pending is the cluster's to complete while it heals.
+    pub(super) fn stop_reassignments(&mut self) -> Result<()> {
+        let Some(at) = self
+            .children
+            .iter()
+            .position(|(name, _)| name == "reassign")
+        else {
+            return Ok(());
+        };
+        std::fs::write(&self.reassign_stop_file, "")?;
+        let (_, mut child) = self.children.remove(at);
+        let deadline = Instant::now() + Duration::from_secs(REASSIGN_STOP_WITHIN_SECS);
+        while child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("workload reassign did not stop within {REASSIGN_STOP_WITHIN_SECS} s");
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
         Ok(())
     }

@@ -15,7 +15,16 @@
 //! writes two records that may contradict each other; our replay refuses that); a new target
 //! replacing a running one always writes its own adding/removing lists (Kafka keeps the old
 //! ones when the new target's are empty, which can end a reassignment somewhere else than
-//! the target asked for).
+//! the target asked for), and counts its adding replicas from the replicas the running one
+//! started from (the current ones less its adding ones), not from the current ones as
+//! Kafka does: a target applied again (a broker forwarding a request again after losing the
+//! connection its answer would have come on, a client retrying) or one that keeps a replica
+//! the running reassignment was adding still waits for that replica to join the ISR, and a
+//! cancel still takes it out. Counted from the current replicas, the repeated target had no
+//! adding replica left, so a cancel then kept the replica being added beside the one being
+//! removed: four replicas of an RF 3 partition (`cargo xtask chaos --reassign`, seed 41,
+//! found it: a broker cut off from the controllers forwarded one request twice when the
+//! cut healed, and the controller applied both).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -243,7 +252,15 @@ impl ReplicationControlManager {
         if !allow_rf_change {
             validate_replication_factor_unchanged(partition, target.len())?;
         }
-        let reassignment = ReassignmentReplicas::new(&partition.replicas, target);
+        let mut reassignment = ReassignmentReplicas::new(&partition.replicas, target);
+        // Adding: what the target has beyond where a running reassignment started (see the
+        // module's doc), so that it is still awaited and still reverted.
+        // The revert's replicas are where it started.
+        if let Some(started) =
+            ReassignmentRevert::new(partition).filter(|_| is_reassigning(partition))
+        {
+            reassignment.adding = ReassignmentReplicas::new(&started.replicas, target).adding;
+        }
         Ok(self
             .reassignment_builder(image, topic, index, partition)
             .set_target_replicas(reassignment.replicas)

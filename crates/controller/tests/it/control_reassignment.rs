@@ -224,6 +224,58 @@ fn cancel_reverts_to_the_original_replicas() {
     );
 }
 
+/// An AlterPartitionReassignments applied twice (a broker forwarding it again after losing
+/// the connection its answer would have come on), then a cancel: the repeated target still
+/// adds 3, so the cancel takes 3 out again. Before,
+/// the repeated target was counted from the replicas [3, 2, 1] (3 no longer "adding"), and
+/// the cancel left all three: an RF 2 partition on three replicas (`cargo xtask chaos
+/// --reassign`, seed 41, left an RF 3 one on four).
+#[test]
+fn a_target_sent_twice_then_cancelled_reverts_to_the_original_replicas() {
+    let mut h = ControlHarness::new(false, 1);
+    h.start_brokers(&[1, 2, 3, 4]);
+    h.create_partition(&[1, 2]);
+    for _ in 0..2 {
+        assert_eq!(reassign(&mut h, Some(&[3, 2])).0, ErrorCode::None);
+        assert_eq!(
+            shape(&h.partition()),
+            (vec![3, 2, 1], vec![3], vec![1], vec![1, 2], 1),
+            "the same reassignment, however often it is asked for"
+        );
+    }
+    assert_eq!(reassign(&mut h, None), (ErrorCode::None, None));
+    assert_eq!(
+        shape(&h.partition()),
+        (vec![2, 1], vec![], vec![], vec![1, 2], 1)
+    );
+    // Sent twice and completed: 3 had to join the ISR first.
+    assert_eq!(reassign(&mut h, Some(&[3, 2])).0, ErrorCode::None);
+    assert_eq!(reassign(&mut h, Some(&[3, 2])).0, ErrorCode::None);
+    assert!(is_reassigning(&h.partition()), "3 not in the ISR yet");
+    // The completion takes the leader, 1, out: the expansion is answered so.
+    assert_eq!(h.alter_isr(&[1, 2, 3]), ErrorCode::NewLeaderElected);
+    let p = h.partition();
+    assert!(!is_reassigning(&p));
+    assert_eq!(p.replicas, vec![3, 2]);
+}
+
+/// A new target keeping the replica the running reassignment was adding still waits for it
+/// and a cancel still reverts it.
+#[test]
+fn a_new_target_keeping_an_adding_replica_still_adds_it() {
+    let mut h = ControlHarness::new(false, 1);
+    h.start_brokers(&[1, 2, 3, 4]);
+    h.create_partition(&[1, 2]);
+    assert_eq!(reassign(&mut h, Some(&[3, 2])).0, ErrorCode::None);
+    assert_eq!(reassign(&mut h, Some(&[3, 4])).0, ErrorCode::None);
+    assert_eq!(
+        shape(&h.partition()),
+        (vec![3, 4, 1, 2], vec![3, 4], vec![1, 2], vec![1, 2], 1)
+    );
+    assert_eq!(reassign(&mut h, None).0, ErrorCode::None);
+    assert_eq!(h.partition().replicas, vec![1, 2]);
+}
+
 #[test]
 fn cancel_that_needs_an_unclean_election_is_refused_unless_the_topic_allows_it() {
     let mut h = ControlHarness::new(false, 1);
