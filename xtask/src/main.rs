@@ -222,8 +222,13 @@ impl FailureDigest {
     const LINE_CHARS: usize = 400;
 
     fn line(&mut self, line: &str) {
-        let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix("Running ") {
+        // cargo's `     Running tests/x.rs (target/debug/deps/x-<hash>)`, not a test's own
+        // line that happens to start with the word.
+        let running = line
+            .trim_start()
+            .strip_prefix("Running ")
+            .filter(|rest| rest.ends_with(')') && rest.contains(" (target"));
+        if let Some(rest) = running {
             self.binary = rest.to_string();
             self.in_failures = false;
             return;
@@ -349,7 +354,7 @@ mod tests {
     #[test]
     fn a_long_failure_keeps_its_head_and_the_lines_after_each_panic() {
         let mut digest = FailureDigest::default();
-        digest.line("     Running tests/c.rs (c)");
+        digest.line("     Running tests/c.rs (target/debug/deps/c-3)");
         digest.line("failures:");
         for i in 0..1000 {
             digest.line(&format!("log line {i}"));

@@ -151,28 +151,9 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
         .collect::<Vec<_>>()
         .join(",");
     let data = kafka_log_dirs(&swapped.dir, 2);
-    // kraftd runs on the Kafka broker's own directory and its very `server.properties`
-    // (the test's `Node` reads `controller.properties`: a link to that file).
-    let mut kraftd = Node {
-        id: SWAPPED,
-        role: "broker",
-        port: swapped.port,
-        dir: swapped.dir.clone(),
-        child: None,
-        starts: 0,
-    };
-    std::os::unix::fs::symlink(swapped.config_path(), kraftd.config_path()).unwrap();
-
+    let mut kraftd = kraftd_on(&swapped, "broker");
     let logs = |kraftd: &Node, swapped: &KafkaNode| {
-        let mut text = kraftd.logs();
-        text.push_str(&format!(
-            "\n--- Kafka broker {SWAPPED} ---\n{}",
-            swapped.logs()
-        ));
-        for n in controllers.iter().chain(&kafka) {
-            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
-        }
-        text
+        swap_logs(kraftd, swapped, controllers.iter().chain(&kafka))
     };
 
     let stop_file = root.path().join("stop-producer");
@@ -395,55 +376,13 @@ fn a_sasl_ssl_kafka_broker_is_swapped_for_kraftd_and_back() {
         .collect::<Vec<_>>()
         .join(",");
     let mut swapped = kafka.pop().unwrap();
-    let mut kraftd = Node {
-        id: SWAPPED,
-        role: "broker",
-        port: swapped.port,
-        dir: swapped.dir.clone(),
-        child: None,
-        starts: 0,
-    };
-    std::os::unix::fs::symlink(swapped.config_path(), kraftd.config_path()).unwrap();
+    let mut kraftd = kraftd_on(&swapped, "broker");
     let logs = |kraftd: &Node, swapped: &KafkaNode| {
-        let mut text = kraftd.logs();
-        text.push_str(&format!(
-            "\n--- Kafka broker {SWAPPED} ---\n{}",
-            swapped.logs()
-        ));
-        for n in controllers.iter().chain(&kafka) {
-            text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
-        }
-        text
+        swap_logs(kraftd, swapped, controllers.iter().chain(&kafka))
     };
 
     let stop_file = root.path().join("stop-producer");
-    let mut args: Vec<String> = [
-        "--bootstrap",
-        &bootstrap,
-        "--topic",
-        TOPIC,
-        "--partitions",
-        "3",
-        "--replication-factor",
-        "3",
-        "--min-insync-replicas",
-        "2",
-        "--stop-file",
-        stop_file.to_str().unwrap(),
-        "--progress-every",
-        "100",
-        "--in-flight",
-        "10",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    for (key, value) in &client.librdkafka {
-        args.extend(["--client-config".to_string(), format!("{key}={value}")]);
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut producer = Script::spawn(root.path(), "idempotent_failover.py", &args);
-    producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
+    let mut producer = start_producer(root.path(), &bootstrap, (3, 3), &stop_file, 10, &client);
     producer.wait_acked(300, 120);
     let settle = |kraftd: &Node, swapped: &KafkaNode| {
         settle_topics(&bootstrap, &client, &[TOPIC], || logs(kraftd, swapped))
@@ -470,6 +409,40 @@ fn a_sasl_ssl_kafka_broker_is_swapped_for_kraftd_and_back() {
     eprintln!("{summary}");
 }
 
+/// The kraftd node of `role` that runs on a Kafka node's own directory and its very
+/// `server.properties` (the test's `Node` reads `controller.properties`: a link to that
+/// file), not started.
+fn kraftd_on(kafka: &KafkaNode, role: &'static str) -> Node {
+    let node = Node {
+        id: kafka.id,
+        role,
+        port: kafka.port,
+        dir: kafka.dir.clone(),
+        child: None,
+        starts: 0,
+    };
+    std::os::unix::fs::symlink(kafka.config_path(), node.config_path()).unwrap();
+    node
+}
+
+/// A broker swap's logs for a failure: kraftd's, the swapped Kafka broker's, the others'.
+fn swap_logs<'a>(
+    kraftd: &Node,
+    swapped: &KafkaNode,
+    others: impl Iterator<Item = &'a KafkaNode>,
+) -> String {
+    let mut text = kraftd.logs();
+    text.push_str(&format!(
+        "\n--- Kafka broker {} ---\n{}",
+        swapped.id,
+        swapped.logs()
+    ));
+    for n in others {
+        text.push_str(&format!("\n--- Kafka node {} ---\n{}", n.id, n.logs()));
+    }
+    text
+}
+
 /// Creates [`TOPIC`] with Kafka's `kafka-topics` (replicas `assignment`, `1:2:3,2:3:1,...`,
 /// min.insync.replicas 2) and starts an idempotent acks=all producer on it
 /// (`python/idempotent_failover.py`, at most `in_flight` records unacknowledged: load across
@@ -482,35 +455,64 @@ fn create_and_produce(
     in_flight: u32,
 ) -> Script {
     create_assigned_topic(bootstrap, TOPIC, assignment);
-    let partitions = assignment.split(',').count().to_string();
+    let partitions = assignment.split(',').count();
     let replication_factor = assignment
         .split(',')
         .next()
-        .map_or(0, |replicas| replicas.split(':').count())
-        .to_string();
-    let in_flight = in_flight.to_string();
-    let mut producer = Script::spawn(
+        .map_or(0, |replicas| replicas.split(':').count());
+    start_producer(
         dir,
-        "idempotent_failover.py",
-        &[
-            "--bootstrap",
-            bootstrap,
-            "--topic",
-            TOPIC,
-            "--partitions",
-            &partitions,
-            "--replication-factor",
-            &replication_factor,
-            "--min-insync-replicas",
-            "2",
-            "--stop-file",
-            stop_file.to_str().unwrap(),
-            "--progress-every",
-            "100",
-            "--in-flight",
-            &in_flight,
-        ],
+        bootstrap,
+        (partitions, replication_factor),
+        stop_file,
+        in_flight,
+        &SwapClient::default(),
+    )
+}
+
+/// The idempotent acks=all producer of [`create_and_produce`] on [`TOPIC`] (which it
+/// creates with `(partitions, replication factor)` unless it exists, min.insync.replicas 2)
+/// as `client`, once it has started.
+fn start_producer(
+    dir: &Path,
+    bootstrap: &str,
+    (partitions, replication_factor): (usize, usize),
+    stop_file: &Path,
+    in_flight: u32,
+    client: &SwapClient,
+) -> Script {
+    let (partitions, replication_factor, in_flight) = (
+        partitions.to_string(),
+        replication_factor.to_string(),
+        in_flight.to_string(),
     );
+    let mut args = vec![
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--partitions",
+        &partitions,
+        "--replication-factor",
+        &replication_factor,
+        "--min-insync-replicas",
+        "2",
+        "--stop-file",
+        stop_file.to_str().unwrap(),
+        "--progress-every",
+        "100",
+        "--in-flight",
+        &in_flight,
+    ];
+    let settings: Vec<String> = client
+        .librdkafka
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    for setting in &settings {
+        args.extend(["--client-config", setting.as_str()]);
+    }
+    let mut producer = Script::spawn(dir, "idempotent_failover.py", &args);
     producer.wait_line(120, "waiting for the producer to start", |l| l == "started");
     producer
 }
@@ -1283,18 +1285,7 @@ fn controller_swap(dynamic: bool) {
     // The kraftd controller of each Kafka one, on its directory and `server.properties`.
     let mut ours: Vec<Node> = controllers
         .iter()
-        .map(|c| {
-            let node = Node {
-                id: c.id,
-                role: "controller",
-                port: c.port,
-                dir: c.dir.clone(),
-                child: None,
-                starts: 0,
-            };
-            std::os::unix::fs::symlink(c.config_path(), node.config_path()).unwrap();
-            node
-        })
+        .map(|c| kraftd_on(c, "controller"))
         .collect();
     let logs = |ours: &[Node], controllers: &[KafkaNode]| {
         let mut text = String::new();
@@ -1612,23 +1603,11 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
     };
     let (bootstrap, quorum) = (join(&brokers), join(&controllers));
     // The kraftd node of each Kafka one, on its directory and its `server.properties`.
-    let kraftd_of = |kafka: &KafkaNode, role: &'static str| {
-        let node = Node {
-            id: kafka.id,
-            role,
-            port: kafka.port,
-            dir: kafka.dir.clone(),
-            child: None,
-            starts: 0,
-        };
-        std::os::unix::fs::symlink(kafka.config_path(), node.config_path()).unwrap();
-        node
-    };
     let mut ours_controllers: Vec<Node> = controllers
         .iter()
-        .map(|c| kraftd_of(c, "controller"))
+        .map(|c| kraftd_on(c, "controller"))
         .collect();
-    let mut ours_brokers: Vec<Node> = brokers.iter().map(|b| kraftd_of(b, "broker")).collect();
+    let mut ours_brokers: Vec<Node> = brokers.iter().map(|b| kraftd_on(b, "broker")).collect();
     let logs = |ours: &[&[Node]], kafka: &[&[KafkaNode]]| {
         let mut text = String::new();
         for n in ours.iter().flat_map(|n| n.iter()).filter(|n| n.starts > 0) {

@@ -252,22 +252,7 @@ fn console_json(port: u16, path: &str) -> serde_json::Value {
 
 /// `javac` of the application into `root/classes`.
 fn compile(root: &Path) -> PathBuf {
-    let classes = root.join("classes");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/StreamsWordCount.java");
-    let out = Command::new("javac")
-        .arg("-d")
-        .arg(&classes)
-        .args(["-cp", &classpath()])
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|e| panic!("the Streams test needs a JDK 17+ (javac): {e}"));
-    assert!(
-        out.status.success(),
-        "javac {}: {}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    classes
+    common::kafka_jars::javac(root, "StreamsWordCount.java")
 }
 
 /// Waits until the feeder has `n` more lines acknowledged than now.

@@ -747,6 +747,30 @@ fn kafka_common_config(voters: &str, rf: i32, extra: &str) -> String {
     )
 }
 
+/// `javac` of `tests/java/<source>` against Kafka's jars into `root/classes`; that
+/// directory, for a `java -cp` beside [`classpath`]. Panics with one line when there is no
+/// JDK or the source does not compile.
+pub fn javac(root: &Path, source: &str) -> PathBuf {
+    let classes = root.join("classes");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/java")
+        .join(source);
+    let out = Command::new("javac")
+        .arg("-d")
+        .arg(&classes)
+        .args(["-cp", &classpath()])
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|e| panic!("{} needs a JDK 17+ (javac): {e}", source.display()));
+    assert!(
+        out.status.success(),
+        "javac {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    classes
+}
+
 /// `kafka-storage format` of `node` for `cluster_id`, with `format_args` added.
 fn kafka_format(node: &KafkaNode, cluster_id: &str, format_args: &[&str]) {
     let config = node.config_path();

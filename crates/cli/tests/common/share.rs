@@ -11,26 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::kafka_jars::{classpath, log4j_option};
+use super::kafka_jars::{classpath, javac, log4j_option};
 
 /// `javac` of the driver into `root/classes`.
 pub fn compile(root: &Path) -> PathBuf {
-    let classes = root.join("classes");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ShareConsumers.java");
-    let out = Command::new("javac")
-        .arg("-d")
-        .arg(&classes)
-        .args(["-cp", &classpath()])
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|e| panic!("the share-group tests need a JDK 17+ (javac): {e}"));
-    assert!(
-        out.status.success(),
-        "javac {}: {}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    classes
+    javac(root, "ShareConsumers.java")
 }
 
 /// One decision a share consumer printed.
