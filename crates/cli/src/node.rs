@@ -611,17 +611,12 @@ fn controller_registration_listeners(config: &NodeConfig) -> Vec<(String, String
         .collect()
 }
 
-/// The feature ranges a kraftd controller supports: the broker's, and `kraft.version` 0-1
-/// (KIP-853).
+/// The feature ranges a kraftd controller supports: the broker's (`kraft.version` 0-1
+/// among them).
 fn controller_supported_features() -> Vec<(String, i16, i16)> {
     kraftd_broker::server::supported_features()
         .into_iter()
         .map(|f| (f.name, f.min_supported_version, f.max_supported_version))
-        .chain(std::iter::once((
-            "kraft.version".to_string(),
-            0,
-            crate::format::dynamic::KRAFT_VERSION_SUPPORTED.1,
-        )))
         .collect()
 }
 

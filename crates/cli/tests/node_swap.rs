@@ -157,18 +157,29 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     };
 
     let stop_file = root.path().join("stop-producer");
-    let mut producer = create_and_produce(root.path(), &bootstrap, ASSIGNMENT, &stop_file, 10);
+    let mut producer = create_and_produce(
+        root.path(),
+        &bootstrap,
+        ASSIGNMENT,
+        &stop_file,
+        10,
+        &SwapClient::default(),
+    );
     producer.wait_acked(500, 120);
-    let mut groups = Groups::new(&bootstrap);
+    let mut groups = Groups::new(&bootstrap, &SwapClient::default());
     groups.commit(1_000, || logs(&kraftd, &swapped));
-    settle(&bootstrap, || logs(&kraftd, &swapped));
-    let mut member = Member::start(root.path(), &bootstrap, || logs(&kraftd, &swapped));
+    settle(&bootstrap, &SwapClient::default(), || {
+        logs(&kraftd, &swapped)
+    });
+    let mut member = Member::start(root.path(), &bootstrap, &SwapClient::default(), || {
+        logs(&kraftd, &swapped)
+    });
     // A share group (KIP-932) consuming through the first two swaps, a partition of its
     // topic led by broker 3: the record states its leader keeps and the share coordinators
     // persist (Kafka's, then kraftd's, then Kafka's) carry over. Its records come in three
     // slices, one while each side runs.
     let classes = share::compile(root.path());
-    create_assigned_topic(&bootstrap, SHARE_TOPIC, ASSIGNMENT);
+    create_assigned_topic(&bootstrap, &SwapClient::default(), SHARE_TOPIC, ASSIGNMENT);
     let share_members = share::Driver::start(
         root.path(),
         &classes,
@@ -294,7 +305,9 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
     swapped.stop(Duration::from_secs(90));
     let kafka_left = LogDirs::read(&data);
     kraftd.start();
-    settle(&bootstrap, || logs(&kraftd, &swapped));
+    settle(&bootstrap, &SwapClient::default(), || {
+        logs(&kraftd, &swapped)
+    });
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
     LogDirs::read(&data).assert_extends(&kafka_left, "kraftd on the directories Kafka left");
@@ -319,7 +332,9 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
             load_lines(&load)
         );
     }
-    settle(&bootstrap, || logs(&kraftd, &swapped));
+    settle(&bootstrap, &SwapClient::default(), || {
+        logs(&kraftd, &swapped)
+    });
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 500, 120);
     groups.check_and_commit(4_000, || logs(&kraftd, &swapped));
@@ -343,33 +358,15 @@ fn a_kafka_broker_is_swapped_for_kraftd_on_its_own_directories_and_back() {
 fn a_sasl_ssl_kafka_broker_is_swapped_for_kraftd_and_back() {
     let _serial = serial();
     let root = test_root();
-    let pki = common::pki::Pki::new(&root.path().join("pki"));
-    // The listener the helpers name PLAINTEXT is mapped to SASL_SSL (a later line wins in
-    // a properties file, Kafka's and kraftd's alike): one secured listener per broker.
-    let mut secured = vec![
-        "listener.security.protocol.map=PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT".to_string(),
-        "sasl.enabled.mechanisms=SCRAM-SHA-512".to_string(),
-        "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512".to_string(),
-        format!(
-            "listener.name.plaintext.scram-sha-512.sasl.jaas.config={} \
-             username=\"admin\" password=\"admin-secret\";",
-            common::secured::SCRAM_MODULE
-        ),
-    ];
-    secured.extend(pki.node_ssl_config());
-    let extra = format!("{EXTRA}\n{}", secured.join("\n"));
+    let (client, secured) = SwapClient::sasl_ssl_cluster(root.path());
     let (_cluster_id, controllers, mut kafka) = kafka_quorum_cluster(
         root.path(),
         1,
         &[1, 2, SWAPPED],
         3,
-        &extra,
-        &[
-            "--add-scram",
-            "SCRAM-SHA-512=[name=admin,password=admin-secret]",
-        ],
+        &format!("{EXTRA}\n{secured}"),
+        &SwapClient::ADMIN_SCRAM,
     );
-    let client = SwapClient::sasl_ssl(root.path(), "admin", "admin-secret", &pki.ca_path());
     let bootstrap = kafka
         .iter()
         .map(KafkaNode::address)
@@ -453,8 +450,9 @@ fn create_and_produce(
     assignment: &str,
     stop_file: &Path,
     in_flight: u32,
+    client: &SwapClient,
 ) -> Script {
-    create_assigned_topic(bootstrap, TOPIC, assignment);
+    create_assigned_topic(bootstrap, client, TOPIC, assignment);
     let partitions = assignment.split(',').count();
     let replication_factor = assignment
         .split(',')
@@ -466,7 +464,7 @@ fn create_and_produce(
         (partitions, replication_factor),
         stop_file,
         in_flight,
-        &SwapClient::default(),
+        client,
     )
 }
 
@@ -519,9 +517,10 @@ fn start_producer(
 
 /// `kafka-topics --create` of `topic` with the replicas `assignment` and
 /// min.insync.replicas 2.
-fn create_assigned_topic(bootstrap: &str, topic: &str, assignment: &str) {
-    let out = run_tool(
+fn create_assigned_topic(bootstrap: &str, client: &SwapClient, topic: &str, assignment: &str) {
+    let out = client.run_tool(
         "org.apache.kafka.tools.TopicCommand",
+        "--command-config",
         &[
             "--bootstrap-server",
             bootstrap,
@@ -577,6 +576,7 @@ const OFFSETS_PARTITIONS: i32 = 5;
 struct Member {
     child: std::process::Child,
     bootstrap: String,
+    client: SwapClient,
     group: String,
     events: PathBuf,
     /// What `kafka-consumer-groups --describe` showed last: partition → committed offset.
@@ -589,9 +589,13 @@ impl Member {
     /// Picks the group (the first `swap-kip848-<i>` whose coordinator partition broker
     /// [`SWAPPED`] leads), starts the member, and waits until `kafka-consumer-groups
     /// --describe` shows a committed offset on every partition.
-    fn start(dir: &Path, bootstrap: &str, logs: impl Fn() -> String) -> Member {
-        let states =
-            partition_states(bootstrap, &SwapClient::default(), &["__consumer_offsets"]).unwrap();
+    fn start(
+        dir: &Path,
+        bootstrap: &str,
+        client: &SwapClient,
+        logs: impl Fn() -> String,
+    ) -> Member {
+        let states = partition_states(bootstrap, client, &["__consumer_offsets"]).unwrap();
         let led: BTreeSet<i32> = (0..OFFSETS_PARTITIONS)
             .filter(|p| states[&format!("__consumer_offsets-{p}")].0 == SWAPPED)
             .collect();
@@ -614,6 +618,7 @@ impl Member {
             .arg(script_path("group_member.py"))
             .args([bootstrap, TOPIC, &group, "m1", "confluent", "consumer"])
             .arg(&events)
+            .envs(client.env())
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(dir.join("member.stderr")).unwrap())
             .spawn()
@@ -621,6 +626,7 @@ impl Member {
         let mut member = Member {
             child,
             bootstrap: bootstrap.to_string(),
+            client: client.clone(),
             group,
             events,
             described: BTreeMap::new(),
@@ -648,8 +654,9 @@ impl Member {
     /// `kafka-consumer-groups --describe --group`: each partition's committed offset, once
     /// every partition has one.
     fn describe(&self) -> Result<BTreeMap<i32, i64>, String> {
-        let out = run_tool(
+        let out = self.client.run_tool(
             "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--command-config",
             &[
                 "--bootstrap-server",
                 &self.bootstrap,
@@ -730,13 +737,8 @@ impl Drop for Member {
 /// Waits until every partition of the topic and of `__consumer_offsets` has its full ISR and
 /// is led by its preferred replica, running Kafka's preferred election while the ISR is full
 /// but a leader is not.
-fn settle(bootstrap: &str, logs: impl Fn() -> String) {
-    settle_topics(
-        bootstrap,
-        &SwapClient::default(),
-        &[TOPIC, "__consumer_offsets"],
-        logs,
-    );
+fn settle(bootstrap: &str, client: &SwapClient, logs: impl Fn() -> String) {
+    settle_topics(bootstrap, client, &[TOPIC, "__consumer_offsets"], logs);
 }
 
 /// [`settle`] for the partitions of `topics`.
@@ -762,17 +764,17 @@ fn settle_topics(bootstrap: &str, client: &SwapClient, topics: &[&str], logs: im
             if misled.is_empty() {
                 return Ok(());
             }
-            let mut args = vec![
-                "--bootstrap-server",
-                bootstrap,
-                "--election-type",
-                "PREFERRED",
-                "--all-topic-partitions",
-            ];
-            if let Some(config) = &client.admin_config {
-                args.extend(["--admin.config", config.as_str()]);
-            }
-            let out = run_tool("org.apache.kafka.tools.LeaderElectionCommand", &args);
+            let out = client.run_tool(
+                "org.apache.kafka.tools.LeaderElectionCommand",
+                "--admin.config",
+                &[
+                    "--bootstrap-server",
+                    bootstrap,
+                    "--election-type",
+                    "PREFERRED",
+                    "--all-topic-partitions",
+                ],
+            );
             Err(format!(
                 "not led by the preferred replica: {misled:?}; kafka-leader-election: {}",
                 output_text(&out)
@@ -798,19 +800,45 @@ fn partition_states(
     serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}: {:?}", out.stdout))
 }
 
-fn probe(args: &[&str]) -> std::process::Output {
-    SwapClient::default().probe(args)
-}
-
 /// How the test's clients log in: nothing on a PLAINTEXT cluster, or (the SASL_SSL swap)
 /// settings for confluent-kafka and a Java tool's `--admin.config` file.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SwapClient {
     librdkafka: Vec<(String, String)>,
     admin_config: Option<String>,
 }
 
 impl SwapClient {
+    /// How [`SwapClient::sasl_ssl_cluster`]'s nodes are formatted: the inter-broker user,
+    /// `admin`, created by `kafka-storage format`.
+    const ADMIN_SCRAM: [&'static str; 2] = [
+        "--add-scram",
+        "SCRAM-SHA-512=[name=admin,password=admin-secret]",
+    ];
+
+    /// A SASL_SSL cluster under `dir`: the properties every node adds (the listener the
+    /// helpers name PLAINTEXT mapped to SASL_SSL, SCRAM-SHA-512 for clients and between
+    /// brokers as `admin`, a PEM keystore from a test CA; formatted with
+    /// [`SwapClient::ADMIN_SCRAM`]), and the client that logs in as `admin`.
+    fn sasl_ssl_cluster(dir: &Path) -> (SwapClient, String) {
+        let pki = common::pki::Pki::new(&dir.join("pki"));
+        // A later line wins in a properties file, Kafka's and kraftd's alike: one secured
+        // listener per broker; the controllers' listener stays PLAINTEXT.
+        let mut secured = vec![
+            "listener.security.protocol.map=PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT".to_string(),
+            "sasl.enabled.mechanisms=SCRAM-SHA-512".to_string(),
+            "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512".to_string(),
+            format!(
+                "listener.name.plaintext.scram-sha-512.sasl.jaas.config={} \
+                 username=\"admin\" password=\"admin-secret\";",
+                common::secured::SCRAM_MODULE
+            ),
+        ];
+        secured.extend(pki.node_ssl_config());
+        let client = SwapClient::sasl_ssl(dir, "admin", "admin-secret", &pki.ca_path());
+        (client, secured.join("\n"))
+    }
+
     /// The SASL_SSL client of `user`/`password` (SCRAM-SHA-512) trusting `ca`; its Java
     /// properties written to `dir/client.properties`.
     fn sasl_ssl(dir: &Path, user: &str, password: &str, ca: &Path) -> SwapClient {
@@ -854,28 +882,46 @@ impl SwapClient {
         .unwrap()
     }
 
+    /// The environment that makes a client script log in as this client
+    /// (`KRAFTD_TEST_CLIENT_CONFIG`, read by `python/clients_common.py`).
+    fn env(&self) -> [(&'static str, String); 1] {
+        [("KRAFTD_TEST_CLIENT_CONFIG", self.librdkafka_json())]
+    }
+
     /// `python/swap_probe.py args` as this client.
     fn probe(&self, args: &[&str]) -> std::process::Output {
-        let script = std::fs::read_to_string(script_path("swap_probe.py")).unwrap();
         Command::new(python())
-            .args(["-c", &script])
+            .arg(script_path("swap_probe.py"))
             .args(args)
-            .env("SWAP_PROBE_CLIENT_CONFIG", self.librdkafka_json())
+            .envs(self.env())
             .output()
             .unwrap()
+    }
+
+    /// Kafka's tool `class` with `args`, and, on a secured cluster, the client's properties
+    /// file after `config_flag` (`--command-config`, or `--admin.config` for the tools that
+    /// name it so).
+    fn run_tool(&self, class: &str, config_flag: &str, args: &[&str]) -> std::process::Output {
+        let mut args = args.to_vec();
+        if let Some(config) = &self.admin_config {
+            args.extend([config_flag, config.as_str()]);
+        }
+        run_tool(class, &args)
     }
 }
 
 /// The groups' committed offsets: what the last commit wrote, checked after each swap.
 struct Groups {
     bootstrap: String,
+    client: SwapClient,
     expected: BTreeMap<String, Vec<i64>>,
 }
 
 impl Groups {
-    fn new(bootstrap: &str) -> Groups {
+    fn new(bootstrap: &str, client: &SwapClient) -> Groups {
         Groups {
             bootstrap: bootstrap.to_string(),
+            client: client.clone(),
             expected: BTreeMap::new(),
         }
     }
@@ -937,7 +983,7 @@ impl Groups {
     }
 
     fn fetch(&self, args: &[&str]) -> Result<BTreeMap<String, Vec<i64>>, String> {
-        let out = probe(args);
+        let out = self.client.probe(args);
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).into_owned());
         }
@@ -1267,7 +1313,7 @@ fn controller_swap(dynamic: bool) {
     let root = test_root();
     let extra = "metadata.log.max.record.bytes.between.snapshots=2048";
     let (_cluster_id, mut controllers, brokers) = if dynamic {
-        kafka_dynamic_quorum_cluster(root.path(), 3, &[1, 2], 2, extra)
+        kafka_dynamic_quorum_cluster(root.path(), 3, &[1, 2], 2, extra, &[])
     } else {
         kafka_quorum_cluster(root.path(), 3, &[1, 2], 2, extra, &[])
     };
@@ -1303,13 +1349,24 @@ fn controller_swap(dynamic: bool) {
     };
 
     let stop_file = root.path().join("stop-producer");
-    let mut producer = create_and_produce(root.path(), &bootstrap, "1:2,2:1", &stop_file, 2);
+    let mut producer = create_and_produce(
+        root.path(),
+        &bootstrap,
+        "1:2,2:1",
+        &stop_file,
+        2,
+        &SwapClient::default(),
+    );
     producer.wait_acked(300, 120);
     let started = std::time::Instant::now();
     let mut topics = Vec::new();
-    create_topic(&bootstrap, "before-swap", &mut topics, || {
-        logs(&ours, &controllers)
-    });
+    create_topic(
+        &bootstrap,
+        &SwapClient::default(),
+        "before-swap",
+        &mut topics,
+        || logs(&ours, &controllers),
+    );
     let leader = wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
     let follower = VOTERS.iter().position(|id| *id != leader).unwrap();
     let metadata = controllers[follower]
@@ -1335,9 +1392,13 @@ fn controller_swap(dynamic: bool) {
     let leader = wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
     LogDir::read(&controllers[follower].dir.join("data"))
         .assert_extends(&kafka_left, "kraftd on a Kafka controller's directory");
-    create_topic(&bootstrap, "kraftd-follows", &mut topics, || {
-        logs(&ours, &controllers)
-    });
+    create_topic(
+        &bootstrap,
+        &SwapClient::default(),
+        "kraftd-follows",
+        &mut topics,
+        || logs(&ours, &controllers),
+    );
     eprintln!("{:?}: kraftd follows", started.elapsed());
 
     // 2. kraftd elected, deterministically: the other Kafka follower is frozen (SIGSTOP)
@@ -1396,9 +1457,13 @@ fn controller_swap(dynamic: bool) {
         },
     );
     controllers[active].start();
-    create_topic(&bootstrap, "kraftd-leads", &mut topics, || {
-        logs(&ours, &controllers)
-    });
+    create_topic(
+        &bootstrap,
+        &SwapClient::default(),
+        "kraftd-leads",
+        &mut topics,
+        || logs(&ours, &controllers),
+    );
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 100, 120);
     assert_eq!(
@@ -1409,9 +1474,13 @@ fn controller_swap(dynamic: bool) {
 
     // 3. The active kraftd controller stopped (it resigns), Kafka started on what it wrote.
     swap_back(&mut ours[follower], &mut controllers[follower]);
-    create_topic(&bootstrap, "kafka-again", &mut topics, || {
-        logs(&ours, &controllers)
-    });
+    create_topic(
+        &bootstrap,
+        &SwapClient::default(),
+        "kafka-again",
+        &mut topics,
+        || logs(&ours, &controllers),
+    );
     let leader = wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
     eprintln!("{:?}: Kafka back", started.elapsed());
 
@@ -1420,9 +1489,13 @@ fn controller_swap(dynamic: bool) {
     controllers[active].stop(Duration::from_secs(90));
     ours[active].start();
     wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
-    create_topic(&bootstrap, "kraftd-was-active", &mut topics, || {
-        logs(&ours, &controllers)
-    });
+    create_topic(
+        &bootstrap,
+        &SwapClient::default(),
+        "kraftd-was-active",
+        &mut topics,
+        || logs(&ours, &controllers),
+    );
     let acked = producer.acked_so_far();
     producer.wait_acked(acked + 100, 120);
     eprintln!(
@@ -1431,11 +1504,15 @@ fn controller_swap(dynamic: bool) {
     );
     swap_back(&mut ours[active], &mut controllers[active]);
     wait_quorum_caught_up(&quorum, || logs(&ours, &controllers));
-    create_topic(&bootstrap, "kafka-at-the-end", &mut topics, || {
-        logs(&ours, &controllers)
-    });
+    create_topic(
+        &bootstrap,
+        &SwapClient::default(),
+        "kafka-at-the-end",
+        &mut topics,
+        || logs(&ours, &controllers),
+    );
 
-    assert_listed(&bootstrap, &topics);
+    assert_listed(&bootstrap, &SwapClient::default(), &topics);
     std::fs::write(&stop_file, "").unwrap();
     let summary = producer.finish(300, || logs(&ours, &controllers));
     eprintln!("{summary}");
@@ -1479,7 +1556,13 @@ fn signal(node: &KafkaNode, signal: &str) {
 }
 
 /// Creates `topic` (retried while the controllers change) and remembers it.
-fn create_topic(bootstrap: &str, topic: &str, topics: &mut Vec<String>, logs: impl Fn() -> String) {
+fn create_topic(
+    bootstrap: &str,
+    client: &SwapClient,
+    topic: &str,
+    topics: &mut Vec<String>,
+    logs: impl Fn() -> String,
+) {
     eventually(
         &format!("kafka-topics --create {topic}"),
         // Each try is a JVM whose admin client waits up to a minute for a node: two tries
@@ -1487,8 +1570,9 @@ fn create_topic(bootstrap: &str, topic: &str, topics: &mut Vec<String>, logs: im
         Duration::from_secs(180),
         logs,
         || {
-            let out = run_tool(
+            let out = client.run_tool(
                 "org.apache.kafka.tools.TopicCommand",
+                "--command-config",
                 &[
                     "--bootstrap-server",
                     bootstrap,
@@ -1510,9 +1594,10 @@ fn create_topic(bootstrap: &str, topic: &str, topics: &mut Vec<String>, logs: im
 }
 
 /// Checks `kafka-topics --list` names every one of `topics`.
-fn assert_listed(bootstrap: &str, topics: &[String]) {
-    let out = run_tool(
+fn assert_listed(bootstrap: &str, client: &SwapClient, topics: &[String]) {
+    let out = client.run_tool(
         "org.apache.kafka.tools.TopicCommand",
+        "--command-config",
         &["--bootstrap-server", bootstrap, "--list"],
     );
     let listed = String::from_utf8_lossy(&out.stdout);
@@ -1587,13 +1672,40 @@ fn newest_snapshot(dir: &Path) -> Option<PathBuf> {
 /// six to eight under load: in the suite since it passed every run after its last fixes.
 #[test]
 fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
+    roll(false);
+}
+
+/// [`a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back`] on a cluster secured
+/// and formatted otherwise: every broker's one listener SASL_SSL (SCRAM-SHA-512, a PEM
+/// keystore; the brokers replicate as `admin`, as in
+/// [`a_sasl_ssl_kafka_broker_is_swapped_for_kraftd_and_back`]), every client, script and tool
+/// logging in, and a dynamic quorum (KIP-853, `kraft.version` 1: the controllers formatted
+/// with `--initial-controllers`, every node finding them through
+/// `controller.quorum.bootstrap.servers`), so kraftd takes over and hands back voters
+/// known by their directory ids.
+#[test]
+fn a_sasl_ssl_kafka_cluster_on_a_dynamic_quorum_rolls_onto_kraftd_and_back() {
+    roll(true);
+}
+
+/// The whole roll, on a PLAINTEXT cluster with a static quorum, or (`secured_dynamic`) a
+/// SASL_SSL one with a dynamic quorum.
+fn roll(secured_dynamic: bool) {
     let _serial = serial();
     let root = test_root();
     let root = root.path().to_path_buf();
     // Ten `__transaction_state` partitions, as the pipeline's script expects.
     let extra = format!("{EXTRA}\ntransaction.state.log.num.partitions=10");
-    let (_cluster_id, mut controllers, mut brokers) =
-        kafka_quorum_cluster(root.as_path(), 3, &[1, 2, SWAPPED], 3, &extra, &[]);
+    let (client, (_cluster_id, mut controllers, mut brokers)) = if secured_dynamic {
+        let (client, secured) = SwapClient::sasl_ssl_cluster(&root);
+        let extra = format!("{extra}\n{secured}");
+        let format = SwapClient::ADMIN_SCRAM;
+        let cluster = kafka_dynamic_quorum_cluster(&root, 3, &[1, 2, SWAPPED], 3, &extra, &format);
+        (client, cluster)
+    } else {
+        let cluster = kafka_quorum_cluster(&root, 3, &[1, 2, SWAPPED], 3, &extra, &[]);
+        (SwapClient::default(), cluster)
+    };
     let join = |nodes: &[KafkaNode]| {
         nodes
             .iter()
@@ -1635,19 +1747,28 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
     }
 
     let stop_file = root.as_path().join("stop-producer");
-    let mut producer = create_and_produce(root.as_path(), &bootstrap, ASSIGNMENT, &stop_file, 10);
+    let mut producer = create_and_produce(
+        root.as_path(),
+        &bootstrap,
+        ASSIGNMENT,
+        &stop_file,
+        10,
+        &client,
+    );
     producer.wait_acked(500, 120);
-    let mut groups = Groups::new(&bootstrap);
+    let mut groups = Groups::new(&bootstrap, &client);
     groups.commit(1_000, logs!());
-    settle(&bootstrap, logs!());
-    let mut member = Member::start(root.as_path(), &bootstrap, logs!());
+    settle(&bootstrap, &client, logs!());
+    let mut member = Member::start(root.as_path(), &bootstrap, &client, logs!());
     // Two exactly-once consume-transform-produce loops (classic and KIP-848 consumers)
     // whose transaction coordinator, group coordinators and partitions move with the roll.
     let pipeline_stop = root.as_path().join("stop-pipeline");
-    let mut pipeline = Script::spawn(
+    let [(name, value)] = client.env();
+    let mut pipeline = Script::spawn_with_env(
         root.as_path(),
         "transactions_failover.py",
         &[&bootstrap, pipeline_stop.to_str().unwrap(), "3600"],
+        &[(name, &value)],
     );
     pipeline.wait_line(120, "the pipeline starting", |l| l == "started");
     let mut topics = Vec::new();
@@ -1660,7 +1781,7 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
                     member: &mut Member,
                     logs: &dyn Fn() -> String| {
         wait_quorum_caught_up(&quorum, logs);
-        settle(&bootstrap, logs);
+        settle(&bootstrap, &client, logs);
         let acked = producer.acked_so_far();
         producer.wait_acked(acked + 200, 120);
         base += 1_000;
@@ -1708,7 +1829,7 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
         .iter()
         .chain(&brokers)
         .all(|n| n.child.is_none()));
-    create_topic(&bootstrap, "all-kraftd", &mut topics, logs!());
+    create_topic(&bootstrap, &client, "all-kraftd", &mut topics, logs!());
     assert_ne!(
         quorum_leader(&quorum).unwrap_or(-1),
         -1,
@@ -1749,8 +1870,8 @@ fn a_kafka_cluster_rolls_onto_kraftd_one_node_at_a_time_and_back() {
             &logs!(),
         );
     }
-    create_topic(&bootstrap, "all-kafka-again", &mut topics, logs!());
-    assert_listed(&bootstrap, &topics);
+    create_topic(&bootstrap, &client, "all-kafka-again", &mut topics, logs!());
+    assert_listed(&bootstrap, &client, &topics);
     member.stop();
     std::fs::write(&stop_file, "").unwrap();
     std::fs::write(&pipeline_stop, "").unwrap();

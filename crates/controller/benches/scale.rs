@@ -149,7 +149,7 @@ impl Bench {
             }];
             let request = broker_registration(id, incarnation, features, -1);
             let epoch = match bench
-                .write(ops::register_broker(3, request).map(|r| Resp::Epoch(r.broker_epoch)))
+                .write(ops::register_broker(3, request, 0).map(|r| Resp::Epoch(r.broker_epoch)))
             {
                 Resp::Epoch(e) => e,
                 other => panic!("registration: {other:?}"),

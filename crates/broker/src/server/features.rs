@@ -7,9 +7,21 @@ use kraftd_protocol::features;
 use kraftd_protocol::messages::broker_registration_request::Feature;
 use kraftd_protocol::metadata_version::MetadataVersion;
 
-/// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`).
+/// The `kraft.version` levels kraftd supports (KIP-853: 1 is a dynamic quorum), as each
+/// voter announces them and every node registers with.
+pub const KRAFT_VERSION_SUPPORTED: (i16, i16) = (0, 1);
+
+/// The feature ranges this build of kraftd supports (as Kafka's `BrokerFeatures`, which
+/// lists every production feature, `kraft.version` included: a controller checks a
+/// registering broker against the quorum's `kraft.version` too).
 pub fn supported_features() -> Vec<Feature> {
     vec![
+        Feature {
+            name: features::KRAFT_VERSION_FEATURE.into(),
+            min_supported_version: KRAFT_VERSION_SUPPORTED.0,
+            max_supported_version: KRAFT_VERSION_SUPPORTED.1,
+            ..Default::default()
+        },
         // Every level Apache Kafka 4.4.0 knows, 3.3-IV3 to 4.4-IV2.
         Feature {
             name: features::METADATA_VERSION_FEATURE.into(),

@@ -66,7 +66,9 @@ use self::assignments_manager::AssignmentsManager;
 use self::broker_channels::BrokerChannels;
 use self::controller_channel::ControllerChannel;
 use self::data_plane::DataPlane;
-pub use self::features::{supported_features, unsupported_finalized_feature};
+pub use self::features::{
+    supported_features, unsupported_finalized_feature, KRAFT_VERSION_SUPPORTED,
+};
 use self::forwarding::ForwardingManager;
 use self::internal_topics::InternalTopics;
 use self::lifecycle::{

@@ -28,8 +28,7 @@ pub const CLUSTER_METADATA_DIR: &str = "__cluster_metadata-0";
 pub const BOOTSTRAP_SNAPSHOT: &str = "00000000000000000000-0000000000.checkpoint";
 /// The `kraft.version` a dynamic quorum is formatted at.
 pub const KRAFT_VERSION_DYNAMIC: i16 = 1;
-/// The `kraft.version` levels kraftd supports, as each voter announces them.
-pub const KRAFT_VERSION_SUPPORTED: (i16, i16) = (0, 1);
+pub use kraftd_broker::server::KRAFT_VERSION_SUPPORTED;
 
 /// Which of Kafka's three mutually exclusive quorum flags was given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -18,7 +18,7 @@ pub use kraftd_protocol::features::KRAFT_VERSION_FEATURE;
 use kraftd_protocol::features::{validate_version, KAFKA_FEATURES};
 use kraftd_protocol::metadata_version::MetadataVersion as Mv;
 
-use super::dynamic::{KRAFT_VERSION_DYNAMIC, KRAFT_VERSION_SUPPORTED};
+use super::dynamic::KRAFT_VERSION_DYNAMIC;
 
 /// What the operator asked for: `--release-version` and each `--feature name=level`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,9 +37,6 @@ pub struct FinalizedLevels {
 
 /// The range of `name` this build of kraftd supports; (0, 0) for a feature it does not list.
 fn kraftd_supported(name: &str) -> (i16, i16) {
-    if name == KRAFT_VERSION_FEATURE {
-        return KRAFT_VERSION_SUPPORTED;
-    }
     kraftd_broker::server::supported_features()
         .into_iter()
         .find(|f| f.name == name)

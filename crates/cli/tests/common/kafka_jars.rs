@@ -535,8 +535,9 @@ pub fn kafka_dynamic_quorum_cluster(
     broker_ids: &[i32],
     rf: i32,
     extra: &str,
+    format_args: &[&str],
 ) -> (String, Vec<KafkaNode>, Vec<KafkaNode>) {
-    start_kafka_cluster(root, controllers, broker_ids, rf, extra, &[], true)
+    start_kafka_cluster(root, controllers, broker_ids, rf, extra, format_args, true)
 }
 
 fn start_kafka_cluster(

@@ -24,6 +24,11 @@ pub struct Script {
 
 impl Script {
     pub fn spawn(dir: &Path, name: &str, args: &[&str]) -> Script {
+        Script::spawn_with_env(dir, name, args, &[])
+    }
+
+    /// [`Script::spawn`] with `env` added to the script's environment.
+    pub fn spawn_with_env(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> Script {
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // `KRAFTD_TEST_STDERR_DIR` keeps the script's stderr (librdkafka's debug output with
@@ -36,6 +41,7 @@ impl Script {
             .arg("-u")
             .arg(script_path(name))
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()

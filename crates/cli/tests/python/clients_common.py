@@ -1,14 +1,21 @@
-"""What produce_consume.py and idempotent_failover.py share: the JSON summary and how a run
-fails, progress lines, topic creation with confluent-kafka's admin client, and one poll of a
-confluent-kafka consumer reading assigned partitions to their end offsets.
+"""What the client scripts share: the JSON summary and how a run fails, progress lines, a
+secured cluster's client settings (CLIENT_CONFIG), topic creation with confluent-kafka's
+admin client, and one poll of a confluent-kafka consumer reading assigned partitions to
+their end offsets.
 
 The scripts import it from their own directory (they put it on sys.path first, so it is
 found whatever the working directory).
 """
 
 import json
+import os
 import sys
 import time
+
+# What every client of a script adds to its settings on a secured cluster (security.protocol,
+# sasl.*, ssl.ca.location: confluent-kafka's names), a JSON object in the environment's
+# KRAFTD_TEST_CLIENT_CONFIG; nothing on a PLAINTEXT cluster.
+CLIENT_CONFIG = json.loads(os.environ.get("KRAFTD_TEST_CLIENT_CONFIG") or "{}")
 
 # The summary printed as one JSON line at the end of a run; each script fills it in.
 SUMMARY = {}

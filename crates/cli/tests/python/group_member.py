@@ -7,6 +7,8 @@ usage: group_member.py <bootstrap> <topic> <group> <name> <client> <strategy> <e
   strategy: range | cooperative-sticky | consumer (KIP-848, confluent only)
   env GROUP_INSTANCE_ID: static membership (group.instance.id)
   env SESSION_TIMEOUT_MS: session.timeout.ms of a classic member (default 6000)
+  env KRAFTD_TEST_CLIENT_CONFIG: settings a confluent member adds (a secured cluster's login,
+    see clients_common.py); kafka-python members refuse it
 
 Each line of the events file is JSON, flushed at once:
   {"e": "started", "t": <time>}  (SIGTERM is handled from then on)
@@ -23,7 +25,12 @@ import signal
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clients_common import CLIENT_CONFIG  # noqa: E402
+
 bootstrap, topic, group, name, client, strategy, events_path = sys.argv[1:8]
+if CLIENT_CONFIG and client != "confluent":
+    sys.exit(f"KRAFTD_TEST_CLIENT_CONFIG is for confluent members, not {client}")
 instance_id = os.environ.get("GROUP_INSTANCE_ID")
 events = open(events_path, "a", buffering=1)
 stopping = False
@@ -56,6 +63,7 @@ def run_confluent():
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "client.id": name,
+        **CLIENT_CONFIG,
     }
     if strategy == "consumer":
         conf["group.protocol"] = "consumer"

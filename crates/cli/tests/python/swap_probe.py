@@ -12,19 +12,19 @@ usage:
     One JSON line: {"swap-group-<i>": [committed offset of each partition...], ...}.
     Exits 1 on an error (a coordinator moving: the test retries).
 
-SWAP_PROBE_CLIENT_CONFIG (a JSON object: security.protocol, sasl.*, ssl.ca.location) goes
-to every client the probe makes.
+KRAFTD_TEST_CLIENT_CONFIG (clients_common.py's CLIENT_CONFIG: security.protocol, sasl.*,
+ssl.ca.location) goes to every client the probe makes.
 """
 
 import json
 import os
 import sys
 
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clients_common import CLIENT_CONFIG as CLIENT  # noqa: E402
 
-
-CLIENT = json.loads(os.environ.get("SWAP_PROBE_CLIENT_CONFIG", "{}"))
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
 
 
 def state(bootstrap, topics):

@@ -17,6 +17,7 @@ end.
 usage: transactions_failover.py <bootstrap> <stop-file> [<seconds>]
 (<seconds>: how long each loop may take to move everything, 400 unless given; a rolling
 migration runs for longer)
+(KRAFTD_TEST_CLIENT_CONFIG in the environment: settings every client adds, see clients_common.py)
 (RDKAFKA_DEBUG in the environment: librdkafka's debug contexts for the consumers and the
 transactional producers, on stderr)
 prints "coordinator partition <p>" (of __transaction_state), "started", "moved <n>" (the
@@ -30,16 +31,18 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clients_common import SUMMARY, create_topic, fail, say  # noqa: E402
+from clients_common import CLIENT_CONFIG, SUMMARY, create_topic, fail, say  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka import admin as cadmin  # noqa: E402
 
 bootstrap, stop_file = sys.argv[1], sys.argv[2]
 LOOP_SECONDS = float(sys.argv[3]) if len(sys.argv) > 3 else 400
+# Every client's settings: the cluster, and how to log in to it (CLIENT_CONFIG).
+BASE = {"bootstrap.servers": bootstrap, **CLIENT_CONFIG}
 SRC, DST = "chaos-in", "chaos-out"
 PROTOCOLS = ("classic", "consumer")
-admin = cadmin.AdminClient({"bootstrap.servers": bootstrap})
+admin = cadmin.AdminClient(dict(BASE))
 for t in (SRC, DST):
     create_topic(admin, t, 3, 3, {"min.insync.replicas": "2"}, time.time() + 60)
 
@@ -71,7 +74,7 @@ produced = {"n": 0, "errors": []}
 
 
 def feed():
-    prod = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+    prod = Producer({**BASE, "enable.idempotence": True,
                      "acks": "all", "linger.ms": 5, "message.timeout.ms": 120000})
     i = 0
     while not os.path.exists(stop_file):
@@ -100,7 +103,7 @@ class Loop:
         # session.timeout.ms is the classic protocol's; the consumer protocol's is the
         # broker's group.consumer.session.timeout.ms.
         timeout = {"session.timeout.ms": 30000} if protocol == "classic" else {}
-        self.consumer = Consumer({**DBG, **timeout, "bootstrap.servers": bootstrap,
+        self.consumer = Consumer({**DBG, **timeout, **BASE,
                                   "group.id": self.group, "group.protocol": protocol,
                                   "isolation.level": "read_committed",
                                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
@@ -119,7 +122,7 @@ class Loop:
         # new one only when some connection of the producer changes state
         # (rd_kafka_coord_req_fsm has no timer) -- never, while the blocked producer sends
         # nothing. Closing idle connections is that state change.
-        p = Producer({**DBG, "bootstrap.servers": bootstrap, "transactional.id": self.txn_id,
+        p = Producer({**DBG, **BASE, "transactional.id": self.txn_id,
                       "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
                       "connections.max.idle.ms": 10000})
         deadline = time.time() + 180
@@ -224,7 +227,7 @@ if produced["errors"]:
     fail(f"input not delivered: {produced['errors'][:3]}")
 N = produced["n"]
 
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.time()}",
+c = Consumer({**BASE, "group.id": f"verify-{time.time()}",
               "isolation.level": "read_committed", "auto.offset.reset": "earliest",
               "enable.partition.eof": True})
 c.assign([TopicPartition(DST, q, 0) for q in range(3)])

@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use kraftd_protocol::features::KRAFT_VERSION_FEATURE;
 use kraftd_protocol::messages::{
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse,
@@ -244,6 +245,7 @@ impl ClusterControlManager {
         heartbeats: &BrokerHeartbeatManager,
         request_version: i16,
         request: &BrokerRegistrationRequest,
+        kraft_version: i16,
         next_offset: i64,
         now_ms: u64,
     ) -> ControllerResult<BrokerRegistrationResponse> {
@@ -261,7 +263,7 @@ impl ClusterControlManager {
         if request.broker_id < 0 {
             return fail(ErrorCode::InvalidRequest);
         }
-        if let Err(error) = check_features(image, request) {
+        if let Err(error) = check_features(image, request, kraft_version) {
             return fail(error);
         }
         let existing = image.cluster.broker(request.broker_id);
@@ -569,10 +571,14 @@ impl ClusterControlManager {
 }
 
 /// The broker must support the finalized level of every finalized feature (a feature it
-/// does not list counts as supporting only level 0), as Kafka's registration check.
+/// does not list counts as supporting only level 0), as Kafka's registration check. The
+/// finalized features include the quorum's `kraft.version` (`kraft_version`, held by the
+/// Raft layer, not by a metadata record), as Kafka's QuorumController adds it before the
+/// check: a broker that supports only level 0 cannot join a dynamic quorum's cluster.
 fn check_features(
     image: &MetadataImage,
     request: &BrokerRegistrationRequest,
+    kraft_version: i16,
 ) -> Result<(), ErrorCode> {
     let finalized = image
         .features
@@ -584,8 +590,10 @@ fn check_features(
                 .features
                 .finalized
                 .iter()
+                .filter(|(k, _)| k.as_str() != KRAFT_VERSION_FEATURE)
                 .map(|(k, v)| (k.as_str(), *v)),
-        );
+        )
+        .chain(std::iter::once((KRAFT_VERSION_FEATURE, kraft_version)));
     for (name, level) in finalized {
         let (min, max) = request
             .features

@@ -705,13 +705,15 @@ fn mutation_strict_since(api: ApiKey) -> Option<i16> {
 }
 
 /// The controller operation for a request, its mutations charged to `quota`; `None` for
-/// requests of other APIs. `forwarded`: a broker sent it in an Envelope.
+/// requests of other APIs. `forwarded`: a broker sent it in an Envelope; `kraft_version`:
+/// the quorum's now (a registering broker must support it).
 pub(crate) fn operation_with_quota(
     version: i16,
     body: RequestBody,
     quota: ControllerMutationQuota,
     principal: &KafkaPrincipal,
     forwarded: bool,
+    kraft_version: i16,
 ) -> Option<Op> {
     use RequestBody as B;
     use ResponseBody as Rsp;
@@ -738,17 +740,18 @@ pub(crate) fn operation_with_quota(
         B::ExpireDelegationToken(r) => Op::Write(
             ops::expire_delegation_token(principal.clone(), r).map(Rsp::ExpireDelegationToken),
         ),
-        body => return operation(version, body),
+        body => return operation(version, body, kraft_version),
     })
 }
 
 /// The controller operation for a request; `None` for requests of other APIs.
-pub(crate) fn operation(version: i16, body: RequestBody) -> Option<Op> {
+/// `kraft_version`: the quorum's now (a registering broker must support it).
+pub(crate) fn operation(version: i16, body: RequestBody, kraft_version: i16) -> Option<Op> {
     use RequestBody as B;
     use ResponseBody as Rsp;
     Some(match body {
         B::BrokerRegistration(r) => {
-            Op::Write(ops::register_broker(version, r).map(Rsp::BrokerRegistration))
+            Op::Write(ops::register_broker(version, r, kraft_version).map(Rsp::BrokerRegistration))
         }
         B::BrokerHeartbeat(r) => Op::Write(ops::broker_heartbeat(r).map(Rsp::BrokerHeartbeat)),
         B::UnregisterBroker(r) => {

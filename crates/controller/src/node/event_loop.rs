@@ -267,6 +267,7 @@ impl EventLoop {
             request.quota,
             &request.principal,
             request.forwarded,
+            self.raft.metrics().borrow().kraft_version,
         ) else {
             let _ = request.reply.send(Err(ControllerError::InvalidRecords(
                 "not a controller API".to_string(),

@@ -177,10 +177,12 @@ impl<R: 'static> ReadOp<R> {
 
 /// BrokerRegistration: the new broker epoch is the offset of the registration record,
 /// which the controller predicts as the next write offset and Raft guarantees (the
-/// proposal names its required base offset).
+/// proposal names its required base offset). `kraft_version`: the quorum's, as the Raft
+/// layer had it when the request arrived (the broker must support it).
 pub fn register_broker(
     request_version: i16,
     request: BrokerRegistrationRequest,
+    kraft_version: i16,
 ) -> WriteOp<BrokerRegistrationResponse> {
     WriteOp::new(move |ctx| {
         let result = ctx.managers.cluster.register_broker(
@@ -188,6 +190,7 @@ pub fn register_broker(
             &ctx.managers.heartbeats,
             request_version,
             &request,
+            kraft_version,
             ctx.next_offset,
             ctx.now_ms,
         );

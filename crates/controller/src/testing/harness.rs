@@ -67,6 +67,9 @@ pub struct ControlHarness {
     /// The features every broker registers with: metadata.version 1 to 25 and ELR 0 to 1
     /// unless set.
     pub features: Vec<Feature>,
+    /// The quorum's `kraft.version` a registration is checked against (0 unless set: a
+    /// static quorum).
+    pub kraft_version: i16,
     /// Each broker's incarnation counter, so a restart gets a new incarnation id.
     incarnations: BTreeMap<i32, u8>,
 }
@@ -106,6 +109,7 @@ impl ControlHarness {
                     ..Default::default()
                 },
             ],
+            kraft_version: 0,
             incarnations: Default::default(),
         };
         let mut bootstrap = vec![feature("metadata.version", METADATA_VERSION)];
@@ -197,6 +201,7 @@ impl ControlHarness {
             &self.heartbeats,
             3,
             request,
+            self.kraft_version,
             self.next_offset,
             self.now_ms,
         );

@@ -3,6 +3,7 @@
 //! shutdown and session expiry, asserted on the records replayed into the image.
 
 use kraftd_controller::control::BROKER_SESSION_TIMEOUT_MS_DEFAULT;
+use kraftd_protocol::messages::broker_registration_request::Feature;
 use kraftd_protocol::{ErrorCode, MetadataRecord};
 
 use kraftd_controller::testing::records::partition;
@@ -117,6 +118,7 @@ fn same_incarnation_retry_gets_new_epoch_without_shutdown_records() {
         &h.heartbeats,
         3,
         &request,
+        h.kraft_version,
         h.next_offset,
         h.now_ms,
     );
@@ -154,6 +156,35 @@ fn registration_errors() {
         "ELR is finalized at 1; a broker without it cannot join"
     );
     assert!(h.image.cluster.broker(1).is_none());
+}
+
+/// A dynamic quorum's `kraft.version` 1 is a finalized feature a registering broker must
+/// support, as Kafka's QuorumController checks it: a broker listing no `kraft.version`
+/// (support for level 0 only) is refused, one listing 0-1 (as Kafka's and kraftd's brokers
+/// do) joins. Kafka refused kraftd brokers that left it out.
+#[test]
+fn a_dynamic_quorums_kraft_version_must_be_supported_to_register() {
+    let mut h = ControlHarness::new(true, 1);
+    h.kraft_version = 1;
+    let request = h.registration_request(1, -1);
+    assert_eq!(
+        h.send_registration(&request).error_code,
+        ErrorCode::UnsupportedVersion.code(),
+        "kraft.version 1 and a broker without it"
+    );
+    assert!(h.image.cluster.broker(1).is_none());
+    let mut request = h.registration_request(1, -1);
+    request.features.push(Feature {
+        name: "kraft.version".into(),
+        min_supported_version: 0,
+        max_supported_version: 1,
+        ..Default::default()
+    });
+    assert_eq!(h.send_registration(&request).error_code, 0);
+    // A static quorum (kraft.version 0) takes a broker that does not list it.
+    let mut h = ControlHarness::new(true, 1);
+    let request = h.registration_request(1, -1);
+    assert_eq!(h.send_registration(&request).error_code, 0);
 }
 
 #[test]

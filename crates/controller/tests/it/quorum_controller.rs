@@ -218,7 +218,7 @@ pub fn registration(id: i32) -> BrokerRegistrationRequest {
 }
 
 pub fn register_op(id: i32) -> WriteOp<Resp> {
-    ops::register_broker(3, registration(id)).map(Resp::Registration)
+    ops::register_broker(3, registration(id), 0).map(Resp::Registration)
 }
 
 pub fn heartbeat_op(id: i32, epoch: i64, metadata_offset: i64) -> WriteOp<Resp> {
@@ -664,7 +664,7 @@ fn an_unclean_restart_of_a_broker_in_many_isrs_registers_in_batches() {
         max_supported_version: 1,
         ..Default::default()
     });
-    node.submit_write(ops::register_broker(3, again).map(Resp::Registration))
+    node.submit_write(ops::register_broker(3, again, 0).map(Resp::Registration))
         .unwrap();
     node.process(&mut raft.node(0));
     let batches = commit_split_write(&mut raft, &mut node);
