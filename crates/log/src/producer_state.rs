@@ -157,6 +157,22 @@ pub struct ProducerStateManager {
     /// the high watermark, by first offset → (producer id, marker offset); they still hold
     /// the last stable offset back.
     unreplicated_txns: BTreeMap<i64, (i64, i64)>,
+    /// Kafka's `verificationStates`: producers whose transactional write to this partition
+    /// is being verified with the transaction coordinator (KIP-890), by producer id.
+    verification: HashMap<i64, VerificationState>,
+}
+
+/// Kafka's `VerificationStateEntry`: the lowest sequence (at the newest epoch) of the
+/// batches that started a verification, so that a later batch verified sooner cannot be
+/// appended before them (it would leave a gap the earlier ones, retried, can never fill).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerificationState {
+    pub lowest_seq: i32,
+    pub epoch: i16,
+    /// Transactions V2 (the coordinator bumps the epoch at every transaction's end).
+    pub supports_epoch_bump: bool,
+    /// When the verification started, for its expiry with the idle producers.
+    pub started_ms: i64,
 }
 
 impl BatchMetadata {
@@ -246,7 +262,43 @@ impl ProducerStateManager {
             last_snap_offset: 0,
             ongoing_txns: BTreeMap::new(),
             unreplicated_txns: BTreeMap::new(),
+            verification: HashMap::new(),
         }
+    }
+
+    /// Kafka's `maybeCreateVerificationStateEntry`: a transactional batch of `producer_id`
+    /// starting at `seq` is about to be verified with the coordinator; the lowest sequence of
+    /// such batches (at the newest epoch) is what an append may start at, at most.
+    pub fn start_verification(
+        &mut self,
+        producer_id: i64,
+        seq: i32,
+        epoch: i16,
+        supports_epoch_bump: bool,
+        now_ms: i64,
+    ) {
+        let state = self
+            .verification
+            .entry(producer_id)
+            .or_insert(VerificationState {
+                lowest_seq: seq,
+                epoch,
+                supports_epoch_bump,
+                started_ms: now_ms,
+            });
+        // Kafka's maybeUpdateLowestSequenceAndEpoch.
+        if epoch == state.epoch && seq < state.lowest_seq {
+            state.lowest_seq = seq;
+        }
+        if epoch > state.epoch {
+            state.epoch = epoch;
+            state.lowest_seq = seq;
+        }
+    }
+
+    /// The verification under way for `producer_id`, if any.
+    pub fn verification(&self, producer_id: i64) -> Option<&VerificationState> {
+        self.verification.get(&producer_id)
     }
 
     /// Leader-side validation of one batch before it is appended, as Kafka's
@@ -272,13 +324,6 @@ impl ProducerStateManager {
 
         let current_epoch = entry.map_or(NO_PRODUCER_EPOCH, |e| e.producer_epoch);
         let current_last_seq = entry.map_or(NO_SEQUENCE, ProducerStateEntry::last_seq);
-        if producer_epoch < current_epoch {
-            return Err(ProducerStateError::InvalidProducerEpoch {
-                producer_id,
-                producer_epoch,
-                current_epoch,
-            });
-        }
         let out_of_order = ProducerStateError::OutOfOrderSequence {
             producer_id,
             producer_epoch,
@@ -286,6 +331,25 @@ impl ProducerStateManager {
             current_epoch,
             current_last_seq,
         };
+        // Kafka's checkSequence, first its KIP-890 part: a batch that was verified may not
+        // start past the lowest sequence a verification started at, and under transactions
+        // V2 a producer this partition knows nothing of starts at 0. Otherwise a later batch
+        // whose verification passed first (the first one's was refused, say with
+        // CONCURRENT_TRANSACTIONS, and is being retried) would be appended ahead of it, and
+        // the retried first batch would be out of order for good.
+        if let Some(v) = self.verification.get(&producer_id) {
+            let empty = entry.is_none_or(|e| e.batches.is_empty());
+            if (v.supports_epoch_bump && first_seq != 0 && empty) || first_seq > v.lowest_seq {
+                return Err(out_of_order);
+            }
+        }
+        if producer_epoch < current_epoch {
+            return Err(ProducerStateError::InvalidProducerEpoch {
+                producer_id,
+                producer_epoch,
+                current_epoch,
+            });
+        }
         if producer_epoch != current_epoch {
             // A bumped epoch restarts the sequence at 0. A producer we know nothing about (its
             // records deleted by retention or never seen) may start anywhere: KIP-360.
@@ -320,6 +384,8 @@ impl ProducerStateManager {
             .entry(producer_id)
             .or_insert_with(|| ProducerStateEntry::empty(producer_id))
             .add_batch(producer_epoch, batch);
+        // Kafka's updateProducers: the transaction now has its first offset here.
+        self.verification.remove(&producer_id);
     }
 
     /// The state covers the log below this offset; replay resumes here.
@@ -420,6 +486,9 @@ impl ProducerStateManager {
         let before = self.producers.len();
         self.producers
             .retain(|_, entry| !is_producer_expired(entry, now_ms, expiration_ms));
+        // Kafka's removeExpiredProducers drops verifications as old too.
+        self.verification
+            .retain(|_, v| now_ms - v.started_ms < expiration_ms);
         before - self.producers.len()
     }
 

@@ -109,9 +109,9 @@ impl TxnVerifier {
                 }
                 let (pid, epoch) = (batch.producer_id(), batch.producer_epoch());
                 producer = Some((pid, epoch));
-                let open = self
-                    .replica_manager
-                    .partition(t.id, p.index)
+                let partition = self.replica_manager.partition(t.id, p.index);
+                let open = partition
+                    .as_ref()
                     .and_then(|h| {
                         let part = h.lock();
                         part.log().producer_state().last_entry(pid).map(|e| {
@@ -120,6 +120,18 @@ impl TxnVerifier {
                     })
                     .unwrap_or(false);
                 if !open {
+                    // Kafka's maybeCreateVerificationGuard: the partition remembers the
+                    // lowest sequence being verified, so no later batch of the producer
+                    // gets in ahead of this one while it waits or is retried.
+                    if let Some(h) = &partition {
+                        h.lock().log_mut().producer_state_mut().start_verification(
+                            pid,
+                            batch.base_sequence(),
+                            epoch,
+                            implicit_add,
+                            kraftd_log::clock::unix_ms(),
+                        );
+                    }
                     ask.push((topic.name.clone(), topic.topic_id, p.index));
                 }
             }

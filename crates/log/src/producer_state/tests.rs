@@ -489,3 +489,67 @@ fn producer_state_delete_snapshots_before_keeps_the_rest() {
     assert_eq!(psm.snapshot_offsets().unwrap(), vec![10, 15]);
     assert_eq!(psm.latest_snapshot_offset().unwrap(), Some(15));
 }
+
+/// KIP-890's verification state (Kafka's `VerificationStateEntry`): a transactions V2
+/// producer this partition knows nothing of starts at sequence 0, and no batch starts past
+/// the lowest sequence whose verification began. Found by Kafka's transactional
+/// `kafka-producer-perf-test` on kraftd: its first batch's verification was refused
+/// (CONCURRENT_TRANSACTIONS, answered NOT_ENOUGH_REPLICAS), a later in-flight batch's
+/// passed and was appended at sequence 450, and the retried first batch was out of order
+/// for good.
+#[test]
+fn a_batch_verified_later_cannot_get_in_ahead_of_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut psm = manager(dir.path());
+    // V2: the first batch (0..149) starts verifying, then a later one (450..601).
+    psm.start_verification(PID, 0, 2, true, 1_000);
+    psm.start_verification(PID, 450, 2, true, 1_000);
+    assert_eq!(
+        psm.check(PID, 2, 450, 601).unwrap_err().error_code(),
+        ErrorCode::OutOfOrderSequenceNumber,
+        "a later batch may not be appended ahead of the first"
+    );
+    // The first, retried, goes in; its append ends the verification; the rest follow.
+    append(&mut psm, 2, 0, 149, 0);
+    assert!(psm.verification(PID).is_none());
+    append(&mut psm, 2, 150, 449, 150);
+    append(&mut psm, 2, 450, 601, 450);
+
+    // V2 and no state here: only sequence 0 starts.
+    let mut psm = manager(dir.path());
+    psm.start_verification(PID, 7, 0, true, 1_000);
+    assert_eq!(
+        psm.check(PID, 0, 7, 9).unwrap_err().error_code(),
+        ErrorCode::OutOfOrderSequenceNumber
+    );
+    // V1 (no epoch bump): a producer without state may start anywhere (KIP-360) as long as
+    // no lower sequence is being verified.
+    let mut psm = manager(dir.path());
+    psm.start_verification(PID, 7, 0, false, 1_000);
+    assert_eq!(psm.check(PID, 0, 7, 9), Ok(ProducerCheck::Append));
+    // A newer epoch's verification replaces the lowest sequence.
+    psm.start_verification(PID, 3, 1, false, 1_000);
+    assert_eq!(
+        psm.verification(PID).map(|v| (v.epoch, v.lowest_seq)),
+        Some((1, 3))
+    );
+    // Verifications expire with the idle producers.
+    psm.remove_expired_producers(1_000 + EXPIRATION_MS);
+    assert!(psm.verification(PID).is_none());
+}
+
+/// A marker ends a verification, except a transactions V2 marker at the verification's
+/// epoch: the next transaction (the bumped epoch) already started verifying.
+#[test]
+fn a_marker_ends_a_verification_unless_the_next_v2_transaction_started_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut psm = manager(dir.path());
+    psm.start_verification(PID, 0, 1, false, 1_000);
+    psm.append_end_txn_marker(PID, 1, 0, false, 10, 1_000);
+    assert!(psm.verification(PID).is_none());
+    psm.start_verification(PID, 0, 3, true, 1_000);
+    psm.append_end_txn_marker(PID, 3, 0, false, 11, 1_000);
+    assert!(psm.verification(PID).is_some());
+    psm.append_end_txn_marker(PID, 2, 0, false, 12, 1_000);
+    assert!(psm.verification(PID).is_none());
+}

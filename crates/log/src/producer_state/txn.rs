@@ -133,6 +133,16 @@ impl ProducerStateManager {
         entry.current_txn_first_offset = None;
         entry.coordinator_epoch = coordinator_epoch;
         entry.last_timestamp = timestamp;
+        // Kafka's updateProducers: a marker ends the verification, except a transactions V2
+        // marker at the verification's epoch (the next transaction's, already started:
+        // V2 bumps the epoch at every marker).
+        let next_started = self
+            .verification
+            .get(&producer_id)
+            .is_some_and(|v| v.supports_epoch_bump && v.epoch == producer_epoch);
+        if !next_started {
+            self.verification.remove(&producer_id);
+        }
         completed
     }
 
