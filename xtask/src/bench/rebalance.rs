@@ -125,29 +125,36 @@ pub(super) fn rebalance(root: &Path, args: RebalanceArgs) -> Result<()> {
 }
 
 /// Each partition as Metadata says: (leader, replicas, ISR).
-type Partitions = Vec<(i32, Vec<i32>, Vec<i32>)>;
+pub(super) type Partitions = Vec<(i32, Vec<i32>, Vec<i32>)>;
 
 fn partitions(port: u16) -> Result<Partitions> {
+    let parts = partitions_of(port, Some(TOPIC))?;
+    if parts.is_empty() {
+        bail!("the topic is not in Metadata");
+    }
+    Ok(parts)
+}
+
+/// The partitions of `topic`, or of every topic (internal ones too) for `None`, as the
+/// broker on `port` answers Metadata v12.
+pub(super) fn partitions_of(port: u16, topic: Option<&str>) -> Result<Partitions> {
     let body = RequestBody::Metadata(MetadataRequest {
-        topics: Some(vec![metadata_request::MetadataRequestTopic {
-            name: Some(TOPIC.to_string()),
-            ..Default::default()
-        }]),
+        topics: topic.map(|name| {
+            vec![metadata_request::MetadataRequestTopic {
+                name: Some(name.to_string()),
+                ..Default::default()
+            }]
+        }),
         ..Default::default()
     });
     match call(port, 12, body, Duration::from_secs(2))? {
-        ResponseBody::Metadata(r) => {
-            let topic = r
-                .topics
-                .into_iter()
-                .find(|t| t.name.as_deref() == Some(TOPIC))
-                .context("the topic is not in Metadata")?;
-            Ok(topic
-                .partitions
-                .into_iter()
-                .map(|p| (p.leader_id, p.replica_nodes, p.isr_nodes))
-                .collect())
-        }
+        ResponseBody::Metadata(r) => Ok(r
+            .topics
+            .into_iter()
+            .filter(|t| t.error_code == 0)
+            .flat_map(|t| t.partitions)
+            .map(|p| (p.leader_id, p.replica_nodes, p.isr_nodes))
+            .collect()),
         other => bail!("not a Metadata response: {other:?}"),
     }
 }
