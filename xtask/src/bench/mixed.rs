@@ -30,8 +30,8 @@
 //! - end-to-end latency: Kafka's `EndToEndLatency` (`load.rs`), `--e2e-records` one at a
 //!   time, p50/p99 (the tool reports whole ms);
 //! - broker start to serving: each round one broker (they take turns, so 3 rounds restart
-//!   each once) is stopped with SIGTERM (its controlled shutdown), and once it leads nothing
-//!   and is in no ISR it is started again; from the process start, polling Metadata of
+//!   each once) is stopped with SIGTERM (its controlled shutdown), and once it leads nothing,
+//!   is in no ISR and is no longer listed as a live broker (fenced) it is started again; from the process start, polling Metadata of
 //!   another broker every 50 ms: the time until it is listed as a live broker (registered
 //!   and unfenced), and until it is back in the ISR of every partition it replicates (the
 //!   bench topic, `__consumer_offsets`, the failover topics);
@@ -55,7 +55,7 @@ use super::kraftd::kraftd_respawn;
 use super::load::{create_topic, end_to_end, producer_perf, E2e, PerfResult};
 use super::machine::{machine_ticks, status_bytes};
 use super::produce::{loadavg, System};
-use super::rebalance::{partitions_of, Partitions};
+use super::rebalance::{partitions_of, wait_for, Partitions};
 use crate::cluster::{alive_brokers, free_port};
 
 const TOPIC: &str = "bench";
@@ -428,29 +428,8 @@ fn fully_replicated(parts: &Partitions) -> bool {
             .all(|(leader, replicas, isr)| *leader >= 0 && isr.len() == replicas.len())
 }
 
-/// Polls the broker on `port` until `done` holds of every partition it lists, for at most
-/// `limit`.
-fn wait_partitions(
-    port: u16,
-    limit: Duration,
-    what: &str,
-    done: impl Fn(&Partitions) -> bool,
-) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        match partitions_of(port, None) {
-            Ok(parts) if done(&parts) => return Ok(()),
-            Ok(parts) => last = format!("{parts:?}"),
-            Err(e) => last = format!("{e:#}"),
-        }
-        std::thread::sleep(POLL);
-    }
-    bail!("{what}: not within {limit:?} (last: {last})")
-}
-
-/// Round `round`'s broker (they take turns) stopped with SIGTERM and, once out of every ISR
-/// and leading nothing, started again: the time from its start until another broker's
+/// Round `round`'s broker (they take turns) stopped with SIGTERM and, once out of every ISR,
+/// leading nothing and fenced, started again: the time from its start until another broker's
 /// Metadata lists it, and until it is in every ISR again.
 fn restart_broker(cluster: &mut Cluster, round: u32) -> Result<Restart> {
     let brokers: Vec<(u32, u16)> = cluster
@@ -463,8 +442,9 @@ fn restart_broker(cluster: &mut Cluster, round: u32) -> Result<Restart> {
         .iter()
         .find(|(b, _)| *b != id)
         .context("one broker only")?;
-    wait_partitions(
+    wait_for(
         observer,
+        None,
         Duration::from_secs(300),
         "every ISR full",
         fully_replicated,
@@ -478,8 +458,9 @@ fn restart_broker(cluster: &mut Cluster, round: u32) -> Result<Restart> {
     Command::new("kill").arg(child.id().to_string()).status()?;
     child.wait()?;
     let me = id as i32;
-    wait_partitions(
+    wait_for(
         observer,
+        None,
         Duration::from_secs(120),
         "the stopped broker out of every ISR and leading nothing",
         |parts| {
@@ -488,6 +469,14 @@ fn restart_broker(cluster: &mut Cluster, round: u32) -> Result<Restart> {
                 .all(|(leader, _, isr)| *leader != me && !isr.contains(&me))
         },
     )?;
+    // Fenced too (no longer a live broker in Metadata), or its return would be seen at once.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while alive_brokers(observer).map_or(true, |b| b.contains(&me)) {
+        if Instant::now() > deadline {
+            bail!("broker {id}: still listed as a live broker 120 s after it stopped");
+        }
+        std::thread::sleep(POLL);
+    }
     let respawn = node.respawn.as_ref().context("cannot restart")?;
     let t0 = Instant::now();
     node.child = Some(respawn()?);
