@@ -56,11 +56,30 @@ pub(super) struct FailoverArgs {
     kraftd_bin: Option<std::path::PathBuf>,
 }
 
-struct Round {
-    killed: u32,
-    secs: f64,
+pub(super) struct Round {
+    /// The active controller killed.
+    pub(super) killed: u32,
+    /// The controller active once CreateTopics succeeded.
+    pub(super) leader_after: Option<u32>,
+    /// From the kill to the CreateTopics that succeeded.
+    pub(super) secs: f64,
     attempts: u32,
     breakdown: Option<Breakdown>,
+}
+
+#[cfg(test)]
+impl Round {
+    /// A round that killed `killed` and took `secs`, nothing else known (`bench mixed`'s
+    /// tests of its table).
+    pub(super) fn measured(killed: u32, secs: f64) -> Round {
+        Round {
+            killed,
+            leader_after: None,
+            secs,
+            attempts: 1,
+            breakdown: None,
+        }
+    }
 }
 
 /// kraftd's round, in ms since the kill (each step's end).
@@ -106,7 +125,12 @@ pub(super) fn failover(root: &Path, args: FailoverArgs) -> Result<()> {
             System::Kraftd => Cluster::start_kraftd(&bin, &sys_dir, ""),
             System::Kafka => Cluster::start_kafka_with(&classpath, &sys_dir, "", &[], 3),
         }?;
-        let outcome = rounds(&mut cluster, system, &sys_dir, args.rounds);
+        let outcome = rounds(
+            &mut cluster,
+            &sys_dir,
+            args.rounds,
+            system == System::Kraftd,
+        );
         cluster.stop();
         if let Err(e) = &outcome {
             eprintln!(
@@ -129,7 +153,17 @@ pub(super) fn failover(root: &Path, args: FailoverArgs) -> Result<()> {
     Ok(())
 }
 
-fn rounds(cluster: &mut Cluster, system: System, dir: &Path, n: u32) -> Result<Vec<Round>> {
+/// `n` rounds on `cluster` (3 controllers, ids 1-3 for `breakdown`), each: kill -9 of the
+/// active controller, CreateTopics through the first broker until one succeeds, the killed
+/// controller started again and the quorum whole again. `breakdown`: every controller and
+/// the first broker are kraftd nodes whose logs are `dir/node-<id>/kraftd.log`, read for
+/// the time of each step.
+pub(super) fn rounds(
+    cluster: &mut Cluster,
+    dir: &Path,
+    n: u32,
+    breakdown: bool,
+) -> Result<Vec<Round>> {
     let broker_port = cluster
         .nodes
         .iter()
@@ -159,10 +193,12 @@ fn rounds(cluster: &mut Cluster, system: System, dir: &Path, n: u32) -> Result<V
         let topic = format!("failover-{round}");
         let attempts = create_topic_until_ok(broker_port, &topic, Duration::from_secs(120))?;
         let secs = t0.elapsed().as_secs_f64();
-        let breakdown = (system == System::Kraftd)
-            .then(|| kraftd_breakdown(dir, leader as u32, first_broker, killed_at_ms));
+        let breakdown =
+            breakdown.then(|| kraftd_breakdown(dir, leader as u32, first_broker, killed_at_ms));
+        let leader_after = active_controller(cluster).ok().map(|l| l as u32);
         let r = Round {
             killed: leader as u32,
+            leader_after,
             secs,
             attempts,
             breakdown,
@@ -184,8 +220,9 @@ fn rounds(cluster: &mut Cluster, system: System, dir: &Path, n: u32) -> Result<V
 }
 
 fn round_line(r: &Round) -> String {
+    let after = r.leader_after.map_or("?".to_string(), |l| l.to_string());
     let mut line = format!(
-        "killed {}, CreateTopics ok after {:.2} s ({} attempts)",
+        "killed {}, CreateTopics ok after {:.2} s ({} attempts), {after} active then",
         r.killed, r.secs, r.attempts
     );
     if let Some(b) = &r.breakdown {
@@ -394,7 +431,8 @@ fn kraftd_breakdown(dir: &Path, killed: u32, broker: u32, kill_ms: f64) -> Break
 
 // ---------------------------------------------------------------------------------------------
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (the mean of the middle two for an even count); NaN when empty.
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {

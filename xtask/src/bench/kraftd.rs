@@ -97,19 +97,7 @@ impl Cluster {
             )?;
             let format_args = if controller { format_args } else { &[] };
             crate::cluster::format_node(bin, &config, &cluster_id, id, format_args)?;
-            let log = node_dir.join("kraftd.log");
-            File::create(&log)?;
-            let (bin_owned, config_owned) = (bin.to_path_buf(), config.clone());
-            let respawn: Respawn = Box::new(move || {
-                Command::new(&bin_owned)
-                    .args([roles, "--config"])
-                    .arg(&config_owned)
-                    .stdin(Stdio::null())
-                    .stdout(File::options().append(true).open(&log)?)
-                    .stderr(File::options().append(true).open(&log)?)
-                    .spawn()
-                    .with_context(|| format!("starting node {id}"))
-            });
+            let respawn = kraftd_respawn(bin, roles, &config, &node_dir, id)?;
             let child = respawn()?;
             println!("started node {id} ({roles}) pid {}", child.id());
             self.nodes.push(BenchNode {
@@ -123,4 +111,28 @@ impl Cluster {
         }
         self.wait_brokers(Duration::from_secs(60))
     }
+}
+
+/// Starts kraftd as `role` (`controller`, `broker`) on `config`, its output appended to
+/// `node_dir/kraftd.log` (created empty here): the node's first start and every restart.
+pub(super) fn kraftd_respawn(
+    bin: &Path,
+    role: &'static str,
+    config: &Path,
+    node_dir: &Path,
+    id: u32,
+) -> Result<Respawn> {
+    let log = node_dir.join("kraftd.log");
+    File::create(&log)?;
+    let (bin, config) = (bin.to_path_buf(), config.to_path_buf());
+    Ok(Box::new(move || {
+        Command::new(&bin)
+            .args([role, "--config"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(File::options().append(true).open(&log)?)
+            .stderr(File::options().append(true).open(&log)?)
+            .spawn()
+            .with_context(|| format!("starting node {id}"))
+    }))
 }

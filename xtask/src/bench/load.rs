@@ -36,28 +36,8 @@ pub(super) fn drive(
     records: u64,
     e2e_records: u64,
 ) -> Result<(Vec<PerfResult>, E2e, Option<String>)> {
-    let bootstrap = cluster.bootstrap();
     let topic = "bench";
-    let out = java(
-        classpath,
-        &[
-            "org.apache.kafka.tools.TopicCommand",
-            "--bootstrap-server",
-            &bootstrap,
-            "--create",
-            "--topic",
-            topic,
-            "--partitions",
-            &args.partitions.to_string(),
-            "--replication-factor",
-            &COPIES.to_string(),
-            "--config",
-            "min.insync.replicas=2",
-        ],
-        Duration::from_secs(60),
-        false,
-    )?;
-    print!("{out}");
+    create_topic(cluster, classpath, topic, args.partitions)?;
 
     // A short warm-up (JIT, connections, segment files), not reported; the same for both
     // systems (Kafka's brokers are JVMs whose JIT compiles the hot paths during it).
@@ -81,7 +61,50 @@ pub(super) fn drive(
             args.linger_ms,
         )?);
     }
-    println!("==> EndToEndLatency: {e2e_records} x 1 KiB, acks=all, one at a time");
+    let (e2e, note) = end_to_end(cluster, classpath, topic, e2e_records)?;
+    Ok((perf, e2e, note))
+}
+
+/// `topic` with `partitions` partitions, replication factor [`COPIES`] and
+/// `min.insync.replicas=2`, created with Kafka's `TopicCommand` through the brokers.
+pub(super) fn create_topic(
+    cluster: &Cluster,
+    classpath: &str,
+    topic: &str,
+    partitions: u32,
+) -> Result<()> {
+    let out = java(
+        classpath,
+        &[
+            "org.apache.kafka.tools.TopicCommand",
+            "--bootstrap-server",
+            &cluster.bootstrap(),
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            &partitions.to_string(),
+            "--replication-factor",
+            &COPIES.to_string(),
+            "--config",
+            "min.insync.replicas=2",
+        ],
+        Duration::from_secs(60),
+        false,
+    )?;
+    print!("{out}");
+    Ok(())
+}
+
+/// Kafka's `EndToEndLatency` on `topic`: `records` records of 1 KiB one at a time, produced
+/// with acks=all and consumed; its figures, and a note when it failed after printing them.
+pub(super) fn end_to_end(
+    cluster: &Cluster,
+    classpath: &str,
+    topic: &str,
+    records: u64,
+) -> Result<(E2e, Option<String>)> {
+    println!("==> EndToEndLatency: {records} x 1 KiB, acks=all, one at a time");
     // The tool commits the consumer's offsets once done (through the group coordinator);
     // its figures are printed before that, so they count either way, and a failure there
     // becomes a note beside them.
@@ -90,11 +113,11 @@ pub(super) fn drive(
         &[
             "org.apache.kafka.tools.EndToEndLatency",
             "--bootstrap-server",
-            &bootstrap,
+            &cluster.bootstrap(),
             "--topic",
             topic,
             "--num-records",
-            &e2e_records.to_string(),
+            &records.to_string(),
             "--producer-acks",
             "all",
             "--record-size",
@@ -103,7 +126,7 @@ pub(super) fn drive(
         Duration::from_secs(300),
         true,
     )?;
-    let (e2e, note) = match (parse_e2e(&out.stdout), out.error) {
+    Ok(match (parse_e2e(&out.stdout), out.error) {
         (Some(e2e), None) => (e2e, None),
         (Some(e2e), Some(error)) => {
             let first = error.lines().take(2).collect::<Vec<_>>().join(" ");
@@ -113,11 +136,11 @@ pub(super) fn drive(
         }
         (None, Some(error)) => bail!("EndToEndLatency failed: {error}\n{}", out.stdout),
         (None, None) => bail!("no figures in EndToEndLatency's output:\n{}", out.stdout),
-    };
-    Ok((perf, e2e, note))
+    })
 }
 
-fn producer_perf(
+/// [`producer_perf_on`] against the cluster's brokers, with no client settings added.
+pub(super) fn producer_perf(
     cluster: &Cluster,
     classpath: &str,
     topic: &str,

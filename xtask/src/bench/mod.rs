@@ -44,6 +44,13 @@
 //! idempotent producers, groups committing offsets, each at two sizes — beside Kafka's
 //! (`clients.rs`, its requests in `scale_client.rs`, its node laid out by `scale.rs`).
 //!
+//! `cargo xtask bench mixed`: one workload on three 3+3 clusters in one run — all Apache
+//! Kafka, all kraftd, and a mixed one halfway through a node-by-node migration (controllers
+//! 2 Kafka + 1 kraftd, brokers 1 Kafka + 2 kraftd): produce throughput, end-to-end latency,
+//! controller failover, broker start to serving, RSS per node by role and kind, the
+//! machine's load; one table with the ratios to all Kafka (`mixed.rs`, reusing `load.rs`,
+//! `failover.rs`'s rounds and `kraftd.rs`'s and `kafka.rs`'s node starts).
+//!
 //! `cargo xtask bench produce`: a benchmark, not a test. It prints figures and never asserts
 //! on them.
 //!
@@ -86,6 +93,7 @@ pub(crate) mod kafka;
 mod kraftd;
 mod load;
 mod machine;
+mod mixed;
 mod produce;
 mod rdkafka;
 mod reassign;
@@ -109,6 +117,7 @@ use clients::{clients, ClientsArgs};
 use cost::{cost, CostArgs};
 use failover::{failover, FailoverArgs};
 use groups::{groups, GroupsArgs};
+use mixed::{mixed, MixedArgs};
 use produce::{produce, ProduceArgs};
 use reassign::{reassign, ReassignArgs};
 use rebalance::{rebalance, RebalanceArgs};
@@ -172,6 +181,10 @@ enum What {
     /// accept), idempotent producers (producer state), groups committing offsets, at two
     /// sizes each, beside Apache Kafka 4.4.0's.
     Clients(ClientsArgs),
+    /// One workload on all-Kafka, all-kraftd and mixed 3+3 clusters (a node-by-node
+    /// migration's midpoint) in one run: produce, end-to-end latency, controller failover,
+    /// broker start to serving, RSS per node.
+    Mixed(MixedArgs),
 }
 
 pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
@@ -190,5 +203,6 @@ pub fn run(root: &Path, args: BenchArgs) -> Result<()> {
         What::AddVoter(args) => add_voter(root, args),
         What::Cost(args) => cost(root, args),
         What::Clients(args) => clients(root, args),
+        What::Mixed(args) => mixed(root, args),
     }
 }

@@ -125,31 +125,32 @@ pub(super) fn rebalance(root: &Path, args: RebalanceArgs) -> Result<()> {
 }
 
 /// Each partition as Metadata says: (leader, replicas, ISR).
-type Partitions = Vec<(i32, Vec<i32>, Vec<i32>)>;
+pub(super) type Partitions = Vec<(i32, Vec<i32>, Vec<i32>)>;
 
-fn partitions(port: u16) -> Result<Partitions> {
+/// The partitions of `topic`, or of every topic (internal ones too) for `None`, as the
+/// broker on `port` answers Metadata v12.
+pub(super) fn partitions_of(port: u16, topic: Option<&str>) -> Result<Partitions> {
     let body = RequestBody::Metadata(MetadataRequest {
-        topics: Some(vec![metadata_request::MetadataRequestTopic {
-            name: Some(TOPIC.to_string()),
-            ..Default::default()
-        }]),
+        topics: topic.map(|name| {
+            vec![metadata_request::MetadataRequestTopic {
+                name: Some(name.to_string()),
+                ..Default::default()
+            }]
+        }),
         ..Default::default()
     });
-    match call(port, 12, body, Duration::from_secs(2))? {
-        ResponseBody::Metadata(r) => {
-            let topic = r
-                .topics
-                .into_iter()
-                .find(|t| t.name.as_deref() == Some(TOPIC))
-                .context("the topic is not in Metadata")?;
-            Ok(topic
-                .partitions
-                .into_iter()
-                .map(|p| (p.leader_id, p.replica_nodes, p.isr_nodes))
-                .collect())
-        }
-        other => bail!("not a Metadata response: {other:?}"),
+    let ResponseBody::Metadata(r) = call(port, 12, body, Duration::from_secs(2))? else {
+        bail!("not a Metadata response");
+    };
+    let topics: Vec<_> = r.topics.into_iter().filter(|t| t.error_code == 0).collect();
+    if let (Some(name), true) = (topic, topics.is_empty()) {
+        bail!("{name} is not in Metadata");
     }
+    Ok(topics
+        .into_iter()
+        .flat_map(|t| t.partitions)
+        .map(|p| (p.leader_id, p.replica_nodes, p.isr_nodes))
+        .collect())
 }
 
 fn fully_replicated(parts: &Partitions) -> bool {
@@ -166,9 +167,11 @@ fn on_preferred(parts: &Partitions) -> bool {
             .all(|(leader, replicas, _)| replicas.first() == Some(leader))
 }
 
-/// Polls `port`'s Metadata until `done` holds, for at most `limit`.
-fn wait_for(
+/// Polls `port`'s Metadata of `topic` (of every topic for `None`) until `done` holds of its
+/// partitions, for at most `limit`.
+pub(super) fn wait_for(
     port: u16,
+    topic: Option<&str>,
     limit: Duration,
     what: &str,
     done: impl Fn(&Partitions) -> bool,
@@ -176,7 +179,7 @@ fn wait_for(
     let deadline = Instant::now() + limit;
     let mut last = String::new();
     while Instant::now() < deadline {
-        match partitions(port) {
+        match partitions_of(port, topic) {
             Ok(parts) if done(&parts) => return Ok(()),
             Ok(parts) => last = format!("{parts:?}"),
             Err(e) => last = format!("{e:#}"),
@@ -220,9 +223,13 @@ fn rounds(cluster: &mut Cluster, n: u32) -> Result<Vec<Round>> {
             .iter()
             .find(|(b, _)| *b != id)
             .context("one broker")?;
-        wait_for(observer, Duration::from_secs(600), "even leadership", |p| {
-            fully_replicated(p) && on_preferred(p)
-        })?;
+        wait_for(
+            observer,
+            Some(TOPIC),
+            Duration::from_secs(600),
+            "even leadership",
+            |p| fully_replicated(p) && on_preferred(p),
+        )?;
         let node = cluster
             .nodes
             .iter_mut()
@@ -233,6 +240,7 @@ fn rounds(cluster: &mut Cluster, n: u32) -> Result<Vec<Round>> {
         child.wait()?;
         wait_for(
             observer,
+            Some(TOPIC),
             Duration::from_secs(60),
             "leadership moved off",
             |p| p.iter().all(|(leader, _, _)| *leader != id as i32),
@@ -246,7 +254,7 @@ fn rounds(cluster: &mut Cluster, n: u32) -> Result<Vec<Round>> {
             if Instant::now() > deadline {
                 bail!("broker {id}: leadership not even within 900 s of its start");
             }
-            if let Ok(parts) = partitions(observer) {
+            if let Ok(parts) = partitions_of(observer, Some(TOPIC)) {
                 if in_isr.is_none() && fully_replicated(&parts) {
                     in_isr = Some(t0.elapsed().as_secs_f64());
                 }

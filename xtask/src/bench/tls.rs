@@ -37,8 +37,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::cluster::Cluster;
-use super::kafka::{java, kafka_classpath};
-use super::load::{producer_perf_on, PerfResult};
+use super::kafka::kafka_classpath;
+use super::load::{create_topic, producer_perf_on, PerfResult};
 use super::produce::{loadavg, Against, System, COPIES};
 
 #[derive(clap::Args, Debug)]
@@ -191,26 +191,7 @@ fn drive(
     client_args: &[Vec<String>],
 ) -> Result<Vec<PerfResult>> {
     let topic = "bench-tls";
-    let out = java(
-        classpath,
-        &[
-            "org.apache.kafka.tools.TopicCommand",
-            "--bootstrap-server",
-            &cluster.bootstrap(),
-            "--create",
-            "--topic",
-            topic,
-            "--partitions",
-            &args.partitions.to_string(),
-            "--replication-factor",
-            &COPIES.to_string(),
-            "--config",
-            "min.insync.replicas=2",
-        ],
-        std::time::Duration::from_secs(60),
-        false,
-    )?;
-    print!("{out}");
+    create_topic(cluster, classpath, topic, args.partitions)?;
     let bootstraps = [
         cluster.bootstrap(),
         cluster.bootstrap_of("ssl_port"),
