@@ -6,7 +6,8 @@
 //! `--bootstrap-controller` (every controller). It keeps 3 voters most of the time: with 3
 //! (or fewer) it adds a controller that is not a voter (the spare), and a few seconds later,
 //! with 4, removes one of the old voters (the seed picks which, the leader too; not the one
-//! just added), which becomes the next spare. Which change comes next is decided from what the leader says now
+//! just added), which becomes the next spare; when the faults end, a set left with 4 gets
+//! its remove before the workload stops. Which change comes next is decided from what the leader says now
 //! (DescribeQuorum), as an operator would look before acting; what the set may be afterwards
 //! is decided from the answers alone (`voters_checker.rs`).
 //!
@@ -222,26 +223,25 @@ impl Run {
             let (add, target) = if voters.len() <= VOTERS && !spares.is_empty() {
                 let i = self.rng.below(spares.len() as u64) as usize;
                 (true, spares[i].clone())
-            } else if voters.len() > 1 {
-                // An old voter, not the one just added (the leader too): it becomes the
-                // next spare.
-                let old: Vec<u32> = voters
-                    .iter()
-                    .copied()
-                    .filter(|&v| Some(v) != last_added)
-                    .collect();
-                let i = self.rng.below(old.len() as u64) as usize;
-                match self.controllers.iter().find(|c| c.id == old[i]) {
-                    Some(c) => (false, c.clone()),
+            } else {
+                match self.old_voter(&voters, last_added) {
+                    Some(c) => (false, c),
                     None => continue,
                 }
-            } else {
-                continue;
             };
             if add {
                 last_added = Some(target.id);
             }
             self.change(add, &target, &voters)?;
+        }
+        // The faults are over: a set left with 4 voters gets the remove that completes its
+        // pair, so that the run ends with 3 as it mostly runs.
+        if let Some((_, voters)) = leader_voters(&self.controllers) {
+            if voters.len() > VOTERS {
+                if let Some(target) = self.old_voter(&voters, last_added) {
+                    self.change(false, &target, &voters)?;
+                }
+            }
         }
         writeln!(
             self.out,
@@ -249,6 +249,21 @@ impl Run {
             json!({"done": true, "ms": super::unix_ms()})
         )?;
         Ok(())
+    }
+
+    /// An old voter of `voters` the seed picks (the leader too; not the one just added): the
+    /// one to remove, which becomes the next spare. `None` with a single voter.
+    fn old_voter(&mut self, voters: &[u32], last_added: Option<u32>) -> Option<Controller> {
+        let old: Vec<u32> = voters
+            .iter()
+            .copied()
+            .filter(|&v| Some(v) != last_added)
+            .collect();
+        if voters.len() < 2 || old.is_empty() {
+            return None;
+        }
+        let i = self.rng.below(old.len() as u64) as usize;
+        self.controllers.iter().find(|c| c.id == old[i]).cloned()
     }
 
     /// Runs the tool for one change and writes the request and its answer.

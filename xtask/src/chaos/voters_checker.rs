@@ -43,14 +43,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use kraftd_protocol::messages::{describe_quorum_request, DescribeQuorumRequest};
-use kraftd_protocol::{RequestBody, ResponseBody};
 use serde_json::Value;
 
 use super::checker::Anomaly;
 use super::net::Lab;
 use super::nodes;
-use crate::cluster::call;
+use crate::cluster::describe_quorum_partition;
 
 /// The refusals a leader answers before appending anything: the change was not applied.
 pub(super) const REFUSED: [&str; 4] = [
@@ -139,15 +137,12 @@ pub(super) struct VotersCounts {
 
 /// The history `dir` holds, if the run had the workload.
 pub(super) fn read(dir: &Path) -> Result<Option<VotersHistory>> {
-    let Ok(text) = std::fs::read_to_string(dir.join("voters.jsonl")) else {
+    let path = dir.join("voters.jsonl");
+    if !path.exists() {
         return Ok(None);
-    };
+    }
     let mut h = VotersHistory::default();
-    // A torn last line (the harness stopped mid-write) is skipped.
-    for v in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
+    for v in super::workload::lines(&path)? {
         if let Some(initial) = v["initial"].as_object() {
             for (id, dir_id) in initial {
                 if let (Ok(id), Some(dir_id)) = (id.parse(), dir_id.as_str()) {
@@ -238,33 +233,9 @@ pub(super) fn observe(
 
 /// DescribeQuorum v2 of `__cluster_metadata` to controller `id`, if it answers as the leader.
 fn describe_as_leader(lab: &Lab, id: u32) -> Result<Described> {
-    let body = RequestBody::DescribeQuorum(DescribeQuorumRequest {
-        topics: vec![describe_quorum_request::TopicData {
-            topic_name: "__cluster_metadata".into(),
-            partitions: vec![describe_quorum_request::PartitionData {
-                partition_index: 0,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    let addr = nodes::controller_addr(lab, id);
-    let ResponseBody::DescribeQuorum(r) = call(addr, 2, body, Duration::from_secs(2))? else {
-        bail!("not a DescribeQuorum response");
-    };
-    let p = r
-        .topics
-        .first()
-        .and_then(|t| t.partitions.first())
-        .context("no partition")?;
-    if r.error_code != 0 || p.error_code != 0 || p.leader_id != id as i32 {
-        bail!(
-            "error {} / {}, leader {}",
-            r.error_code,
-            p.error_code,
-            p.leader_id
-        );
+    let p = describe_quorum_partition(nodes::controller_addr(lab, id), 2)?;
+    if p.leader_id != id as i32 {
+        bail!("leader {}", p.leader_id);
     }
     Ok(Described {
         epoch: p.leader_epoch,
