@@ -16,7 +16,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use kraftd_protocol::header::{decode_response, encode_request};
 use kraftd_protocol::messages::{
-    describe_quorum_request, DescribeQuorumRequest, MetadataRequest, RequestHeader,
+    describe_quorum_request, describe_quorum_response, DescribeQuorumRequest, MetadataRequest,
+    RequestHeader,
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
 use serde_json::{json, Value};
@@ -267,6 +268,21 @@ pub(crate) type Quorum = (i32, i32, i64, Vec<(i32, i64, i64)>);
 
 /// [`Quorum`] as the controller at `addr` answers it.
 pub(crate) fn describe_quorum(addr: SocketAddr) -> Result<Quorum> {
+    let p = describe_quorum_partition(addr, 1)?;
+    let voters = p
+        .current_voters
+        .iter()
+        .map(|v| (v.replica_id, v.log_end_offset, v.last_caught_up_timestamp))
+        .collect();
+    Ok((p.leader_id, p.leader_epoch, p.high_watermark, voters))
+}
+
+/// DescribeQuorum (`version`) of `__cluster_metadata` to the controller at `addr`: its
+/// partition's answer, or its error code (a controller that does not lead refuses it).
+pub(crate) fn describe_quorum_partition(
+    addr: SocketAddr,
+    version: i16,
+) -> Result<describe_quorum_response::PartitionData> {
     let body = RequestBody::DescribeQuorum(DescribeQuorumRequest {
         topics: vec![describe_quorum_request::TopicData {
             topic_name: "__cluster_metadata".into(),
@@ -278,23 +294,22 @@ pub(crate) fn describe_quorum(addr: SocketAddr) -> Result<Quorum> {
         }],
         ..Default::default()
     });
-    let ResponseBody::DescribeQuorum(r) = call(addr, 1, body, Duration::from_secs(2))? else {
+    let ResponseBody::DescribeQuorum(r) = call(addr, version, body, Duration::from_secs(2))? else {
         bail!("not a DescribeQuorum response");
     };
+    if r.error_code != 0 {
+        bail!("error {}", r.error_code);
+    }
     let p = r
         .topics
-        .first()
-        .and_then(|t| t.partitions.first())
+        .into_iter()
+        .next()
+        .and_then(|t| t.partitions.into_iter().next())
         .context("no partition")?;
-    if r.error_code != 0 || p.error_code != 0 {
-        bail!("error {} / {}", r.error_code, p.error_code);
+    if p.error_code != 0 {
+        bail!("error {}", p.error_code);
     }
-    let voters = p
-        .current_voters
-        .iter()
-        .map(|v| (v.replica_id, v.log_end_offset, v.last_caught_up_timestamp))
-        .collect();
-    Ok((p.leader_id, p.leader_epoch, p.high_watermark, voters))
+    Ok(p)
 }
 
 fn read_state(root: &Path) -> Result<Value> {

@@ -315,15 +315,15 @@ pub(crate) fn java(
     }
 }
 
-pub(super) struct JavaOutput {
-    pub(super) stdout: String,
+pub(crate) struct JavaOutput {
+    pub(crate) stdout: String,
     /// The exit status and the end of stderr of a tool that failed.
-    pub(super) error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Runs a Kafka tool's main class to its end (killed after `timeout`); its stdout (echoed line
 /// by line when `echo`), and how it failed if it did.
-pub(super) fn java_output(
+pub(crate) fn java_output(
     classpath: &str,
     args: &[&str],
     timeout: Duration,

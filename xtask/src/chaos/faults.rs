@@ -15,7 +15,7 @@ use super::checker::Anomaly;
 use super::clock;
 use super::disks::Disks;
 use super::net::{self, Lab};
-use super::nodes::{self, Nodes, CONTROLLERS};
+use super::nodes::{self, Nodes};
 
 /// Every kind of fault, in the order the summary lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,9 +30,11 @@ pub(super) enum Kind {
     Pause,
     /// One node cut from every other node, both ways.
     IsolateNode,
-    /// The active controller cut from every other node.
+    /// The active controller cut from every other node (of a dynamic quorum, whichever
+    /// controller leads it now).
     IsolateActiveController,
-    /// A controller and a broker cut from the rest (a minority of each).
+    /// A controller and a broker cut from the rest (a minority of each; the controller one of
+    /// the voters now).
     IsolateMinority,
     /// A partition's leader cut from its followers only (the controllers still reach it).
     LeaderFromFollowers,
@@ -301,20 +303,26 @@ pub(super) fn inject(
             let id = pick(0, &all);
             (Kind::IsolateNode, isolate(lab, id)?, Undo::Heal)
         }
-        Kind::IsolateActiveController => match nodes::active_controller(lab) {
-            Some(id) => (
-                Kind::IsolateActiveController,
-                format!("active controller: {}", isolate(lab, id)?),
-                Undo::Heal,
-            ),
-            None => {
-                let id = pick(0, &all);
-                let what = format!("no active controller found; {}", isolate(lab, id)?);
-                (Kind::IsolateNode, what, Undo::Heal)
+        Kind::IsolateActiveController => {
+            match nodes::active_controller(lab, &nodes.controller_ids()) {
+                Some(id) => (
+                    Kind::IsolateActiveController,
+                    format!("active controller: {}", isolate(lab, id)?),
+                    Undo::Heal,
+                ),
+                None => {
+                    let id = pick(0, &all);
+                    let what = format!("no active controller found; {}", isolate(lab, id)?);
+                    (Kind::IsolateNode, what, Undo::Heal)
+                }
             }
-        },
+        }
         Kind::IsolateMinority => {
-            let controllers: Vec<u32> = (1..=CONTROLLERS).collect();
+            // A voter: of a dynamic quorum (`--voters`), one of the voters now, so that the
+            // cut takes one of the quorum's majority whichever nodes that is by then.
+            let controllers = nodes::current_voters(lab, &nodes.controller_ids())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| nodes.controller_ids());
             let minority = [pick(0, &controllers), pick(1, &nodes.broker_ids())];
             let rest: Vec<u32> = all
                 .iter()

@@ -1,5 +1,5 @@
 //! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
-//! [--clock] [--reassign] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
+//! [--clock] [--reassign] [--voters] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
 //! while stock clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
@@ -7,7 +7,9 @@
 //! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
 //! metadata workload (topics created and deleted, a config changed) and its checks;
 //! `--clock` the clock jump of one node; `--reassign` partition reassignments of the
-//! workload's topics during the faults and their checks (with 4 brokers by default).
+//! workload's topics during the faults and their checks (with 4 brokers by default);
+//! `--voters` a dynamic quorum (a spare controller beside the 3 voters) whose voter set is
+//! changed during the faults, and its checks.
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -33,7 +35,8 @@
 //! `disks.rs` and `fusefs.rs` the brokers' faultable disks (`--disks`); `meta_checker.rs`
 //! the metadata workload's (`--meta`); `clock.rs` and `clockjump.c` the clock jump's
 //! LD_PRELOAD interposer (`--clock`); `reassign_checker.rs` the reassignment workload's
-//! (`--reassign`).
+//! (`--reassign`); `voters.rs` the voter changes and `voters_checker.rs` their checks
+//! (`--voters`).
 
 mod checker;
 mod clock;
@@ -48,6 +51,8 @@ mod pipe_checker;
 mod reassign_checker;
 mod segments;
 mod txn_checker;
+mod voters;
+mod voters_checker;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -66,6 +71,7 @@ use group_checker::GroupCounts;
 use net::Lab;
 use nodes::{Nodes, System};
 use txn_checker::TxnCounts;
+use voters::VoterWorkload;
 use workload::{Extras, ReassignWorkload, TxnWorkload, Workload};
 
 /// The topic the workload writes.
@@ -150,6 +156,16 @@ pub struct ChaosArgs {
     /// The fault schedule is the seed's without it.
     #[arg(long)]
     reassign: bool,
+    /// Add the voter-change workload: the quorum a dynamic one (KIP-853: formatted with
+    /// `--initial-controllers`, every node on `controller.quorum.bootstrap.servers`) with a
+    /// spare controller (id 4, `--no-initial-controllers`; the brokers' ids follow), and its
+    /// voter set changed during the faults with Kafka's `kafka-metadata-quorum add-controller`
+    /// and `remove-controller` (3 voters most of the time: the spare added, then a voter
+    /// removed, which becomes the spare); afterwards every controller must agree on one
+    /// leader and on the voters the acknowledged changes leave, all caught up
+    /// (`voters_checker.rs`). The fault schedule is the seed's without it, on other node ids.
+    #[arg(long)]
+    voters: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -160,6 +176,11 @@ impl ChaosArgs {
     /// 3 replicas needs a fourth broker to move one to).
     fn brokers(&self) -> u32 {
         self.brokers.unwrap_or(if self.reassign { 4 } else { 3 })
+    }
+
+    /// The spare controllers beside the 3 initial voters: one with `--voters`.
+    fn spares(&self) -> u32 {
+        u32::from(self.voters)
     }
 }
 
@@ -273,12 +294,13 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         events: Vec::new(),
         file: std::fs::File::create(dir.join("history.log"))?,
     };
-    let ids: Vec<u32> = (1..=nodes::CONTROLLERS + args.brokers()).collect();
+    let controllers = nodes::CONTROLLERS + args.spares();
+    let ids: Vec<u32> = (1..=controllers + args.brokers()).collect();
     let mut lab = Lab::create(&ids)?;
     // Declared before the nodes, so dropped (unmounted) after they are stopped, also when
     // starting them fails.
     let disks = if args.disks {
-        Some(Disks::mount(&dir, &ids[nodes::CONTROLLERS as usize..])?)
+        Some(Disks::mount(&dir, &ids[controllers as usize..])?)
     } else {
         None
     };
@@ -297,13 +319,20 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         &dir,
         &lab,
         args.brokers(),
+        args.spares(),
         &broker_config,
         disks.as_ref(),
         clocks,
     )?;
     history.note(format!(
-        "started {} controllers 1-3 and brokers {:?} on 10.x.<id>.2",
+        "started {} controllers {:?}{} and brokers {:?} on 10.x.<id>.2",
         system.name(),
+        nodes.controller_ids(),
+        if args.voters {
+            " (a dynamic quorum: 1-3 the initial voters, the rest observers until added)"
+        } else {
+            ""
+        },
         nodes.broker_ids()
     ));
     let outcome = run_faults(
@@ -352,6 +381,8 @@ struct Report {
     pipe: Option<pipe_checker::PipeCounts>,
     /// The reassignment workload's counts (`--reassign`).
     reassign: Option<reassign_checker::ReassignCounts>,
+    /// The voter-change workload's counts (`--voters`).
+    voters: Option<voters_checker::VotersCounts>,
     groups_stable_secs: Option<f64>,
     live_reads: usize,
     final_records: usize,
@@ -369,6 +400,7 @@ fn run_faults(
     disks: Option<&Disks>,
 ) -> Result<Report> {
     let brokers = nodes.broker_ids();
+    let quorum = nodes.quorum();
     let mut anomalies = Vec::new();
     // The cluster comes up, the topic is made and led with its full ISRs (Kafka's JVMs
     // take longer than kraftd on a loaded machine).
@@ -477,6 +509,32 @@ fn run_faults(
             ""
         }
     ));
+    let mut voters = if args.voters {
+        let classpath = match nodes.system() {
+            System::Kafka(classpath) => classpath.clone(),
+            System::Kraftd(_) => crate::bench::kafka::kafka_classpath(root)?,
+        };
+        let mut controllers = Vec::new();
+        for id in nodes.controller_ids() {
+            controllers.push(voters::Controller {
+                id,
+                addr: nodes::controller_addr(lab, id),
+                dir_id: nodes.metadata_dir_id(id)?,
+                config: nodes
+                    .config(id)
+                    .context("a controller's config")?
+                    .to_path_buf(),
+            });
+        }
+        let started = VoterWorkload::start(classpath, controllers, dir, args.seed)?;
+        history.note(
+            "voter changes running: kafka-metadata-quorum add-controller / remove-controller \
+             through --bootstrap-controller",
+        );
+        Some(started)
+    } else {
+        None
+    };
 
     let mut rng = Rng::new(args.seed);
     let kinds = faults::kinds(args.txn, args.disks, args.clock);
@@ -511,6 +569,7 @@ fn run_faults(
             nodes,
             lab,
             &mut workload,
+            voters.as_mut(),
             history,
             &mut anomalies,
         )?;
@@ -525,6 +584,7 @@ fn run_faults(
             nodes,
             lab,
             &mut workload,
+            voters.as_mut(),
             history,
             &mut anomalies,
         )?;
@@ -534,6 +594,13 @@ fn run_faults(
     workload.stop_reassignments()?;
     for line in workload.reassign_news() {
         history.note(line);
+    }
+    // So do the voter changes, once the one in flight has its answer.
+    if let Some(v) = voters.as_mut() {
+        v.stop()?;
+        for line in v.news() {
+            history.note(line);
+        }
     }
     history.note(format!(
         "faults over; the cluster has {} s to heal",
@@ -553,7 +620,7 @@ fn run_faults(
             .iter()
             .zip(&acks_then)
             .all(|(now, then)| now > then);
-        match nodes::health(lab, &brokers, TOPIC, PARTITIONS, nodes.disks) {
+        match nodes::health(lab, &brokers, &quorum, TOPIC, PARTITIONS, nodes.disks) {
             Ok(()) if progress => {
                 heal_secs = Some(healing.elapsed().as_secs_f64());
                 break;
@@ -675,6 +742,29 @@ fn run_faults(
         }
         None => None,
     };
+    let voters = match voters_checker::read(dir)? {
+        Some(vh) => {
+            if !vh.done {
+                bail!("the voter workload did not report its end; see voters.jsonl");
+            }
+            let mut dir_ids = BTreeMap::new();
+            for &id in &quorum.controllers {
+                dir_ids.insert(id, nodes.metadata_dir_id(id)?);
+            }
+            let metrics = nodes.kraftd_bin().is_some();
+            let (found, counts) = until_agreed("voters not agreed", || {
+                voters_checker::observe(lab, &quorum.controllers, &dir_ids, metrics)
+                    .map(|seen| voters_checker::check(&vh, &seen))
+            });
+            history.note(format!(
+                "voter changes: {counts:?}; {} anomalies",
+                found.len()
+            ));
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     let groups = match workload::read_group_history(dir)? {
         Some(gh) => {
             let (found, counts) = group_checker::check(&gh);
@@ -696,6 +786,7 @@ fn run_faults(
         meta,
         pipe,
         reassign,
+        voters,
         groups_stable_secs,
         live_reads: h.live.len(),
         final_records: h.final_log.len(),
@@ -735,6 +826,7 @@ fn watch(
     nodes: &mut Nodes,
     lab: &Lab,
     workload: &mut Workload,
+    mut voters: Option<&mut VoterWorkload>,
     history: &mut History,
     anomalies: &mut Vec<Anomaly>,
 ) -> Result<()> {
@@ -746,6 +838,14 @@ fn watch(
         }
         if let Some(which) = workload.exited() {
             bail!("workload {which} exited during the faults; see its .stderr");
+        }
+        if let Some(v) = voters.as_deref_mut() {
+            for line in v.news() {
+                history.note(line);
+            }
+            if let Some(why) = v.failed() {
+                bail!("the voter workload stopped during the faults: {why}");
+            }
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -788,7 +888,14 @@ fn wait_healthy(nodes: &mut Nodes, lab: &Lab, limit: Duration) -> Result<()> {
                 nodes.log_tail(id, 30)
             );
         }
-        match nodes::health(lab, &brokers, TOPIC, PARTITIONS, nodes.disks) {
+        match nodes::health(
+            lab,
+            &brokers,
+            &nodes.quorum(),
+            TOPIC,
+            PARTITIONS,
+            nodes.disks,
+        ) {
             Ok(()) => return Ok(()),
             Err(e) if Instant::now() > deadline => bail!("after {limit:?}: {e}"),
             Err(_) => std::thread::sleep(Duration::from_millis(250)),
@@ -890,6 +997,14 @@ impl Report {
                 m.acked, m.unknown
             );
         }
+        if let Some(v) = &self.voters {
+            let _ = writeln!(
+                out,
+                "  voter changes             {} adds and {} removes acknowledged, {} refused, {} \
+                 of unknown outcome; voters after the faults {:?}",
+                v.added, v.removed, v.refused, v.unknown, v.final_voters
+            );
+        }
         if let Some(r) = &self.reassign {
             let _ = writeln!(
                 out,
@@ -926,7 +1041,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -938,6 +1053,7 @@ impl Report {
                 if args.meta { " --meta" } else { "" },
                 if args.clock { " --clock" } else { "" },
                 if args.reassign { " --reassign" } else { "" },
+                if args.voters { " --voters" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

@@ -34,7 +34,8 @@ const CONTROLLER_PORT: u16 = 9093;
 const METRICS_PORT: u16 = 9094;
 /// A probe's budget: a node cut off or paused must not hold the harness up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-/// Number of controllers (the voters).
+/// Number of controllers of a static quorum (the voters), and the initial voters of a
+/// dynamic one (`--voters`: ids 1-3, the spare controllers after them).
 pub(super) const CONTROLLERS: u32 = 3;
 
 /// What the nodes run: kraftd, or Apache Kafka from its jars (the same topology and faults,
@@ -90,42 +91,70 @@ impl Nodes {
     /// Writes, formats and starts every node under `dir`; `broker_config` lines are added to
     /// each broker's properties. Kafka's nodes get the same properties, with the listener
     /// names mapped to PLAINTEXT as Kafka requires (kraftd infers it). With `disks`, each
-    /// broker has a second log dir on its faultable disk.
+    /// broker has a second log dir on its faultable disk. With `spares` (`--voters`) the
+    /// quorum is a dynamic one (KIP-853, `kraft.version` 1): every node finds the controllers
+    /// through `controller.quorum.bootstrap.servers` (all of them, the spares too: which are
+    /// voters changes), controllers 1-3 are formatted with `--initial-controllers` naming
+    /// them and the directory ids they take, and `spares` more controllers after them with
+    /// `--no-initial-controllers` (observers until added); the brokers' ids follow.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start(
         system: &System,
         dir: &Path,
         lab: &Lab,
         brokers: u32,
+        spares: u32,
         broker_config: &str,
         disks: Option<&Disks>,
         clocks: Option<Clocks>,
     ) -> Result<Nodes> {
-        let voters = (1..=CONTROLLERS)
-            .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", lab.ip(id)))
-            .collect::<Vec<_>>()
-            .join(",");
-        let cluster_id = match system {
-            System::Kraftd(bin) => {
-                let out = Command::new(bin).arg("random-uuid").output()?;
-                String::from_utf8(out.stdout)?.trim().to_string()
-            }
-            System::Kafka(classpath) => java(
-                classpath,
-                &["kafka.tools.StorageTool", "random-uuid"],
-                Duration::from_secs(60),
-                false,
-            )?
-            .trim()
-            .to_string(),
+        let random_uuid = || -> Result<String> {
+            Ok(match system {
+                System::Kraftd(bin) => {
+                    let out = Command::new(bin).arg("random-uuid").output()?;
+                    String::from_utf8(out.stdout)?.trim().to_string()
+                }
+                System::Kafka(classpath) => java(
+                    classpath,
+                    &["kafka.tools.StorageTool", "random-uuid"],
+                    Duration::from_secs(60),
+                    false,
+                )?
+                .trim()
+                .to_string(),
+            })
         };
+        let controllers = CONTROLLERS + spares;
+        let controller_addr = |id: u32| format!("{}:{CONTROLLER_PORT}", lab.ip(id));
+        let (quorum, initial) = if spares == 0 {
+            let voters = (1..=CONTROLLERS)
+                .map(|id| format!("{id}@{}", controller_addr(id)))
+                .collect::<Vec<_>>()
+                .join(",");
+            (format!("controller.quorum.voters={voters}"), String::new())
+        } else {
+            let servers = (1..=controllers)
+                .map(controller_addr)
+                .collect::<Vec<_>>()
+                .join(",");
+            let mut initial = Vec::new();
+            for id in 1..=CONTROLLERS {
+                initial.push(format!("{id}@{}:{}", controller_addr(id), random_uuid()?));
+            }
+            (
+                format!("controller.quorum.bootstrap.servers={servers}"),
+                initial.join(","),
+            )
+        };
+        let cluster_id = random_uuid()?;
         let mut nodes = Nodes {
             nodes: Vec::new(),
             system: system.clone(),
             disks: disks.is_some(),
             clocks,
         };
-        for id in 1..=CONTROLLERS + brokers {
-            let controller = id <= CONTROLLERS;
+        for id in 1..=controllers + brokers {
+            let controller = id <= controllers;
             let node_dir = dir.join(format!("node-{id}"));
             std::fs::create_dir_all(&node_dir)?;
             let (roles, listener, extra) = if controller {
@@ -161,7 +190,7 @@ impl Nodes {
                 &config,
                 format!(
                     "# written by cargo xtask chaos\n\
-                     process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+                     process.roles={roles}\nnode.id={id}\n{quorum}\n\
                      listeners={listener}\ncontroller.listener.names=CONTROLLER\nlog.dirs={}\n\
                      {own}{extra}",
                     log_dirs
@@ -171,13 +200,19 @@ impl Nodes {
                         .join(","),
                 ),
             )?;
+            // A dynamic quorum's controllers: the initial voters, then the spares.
+            let format_flags: Vec<&str> = match (controller, spares) {
+                (false, _) | (true, 0) => Vec::new(),
+                (true, _) if id <= CONTROLLERS => vec!["--initial-controllers", &initial],
+                (true, _) => vec!["--no-initial-controllers"],
+            };
             let log = match system {
                 System::Kraftd(bin) => {
-                    format_node(bin, &config, &cluster_id, id, &[])?;
+                    format_node(bin, &config, &cluster_id, id, &format_flags)?;
                     node_dir.join("kraftd.log")
                 }
                 System::Kafka(classpath) => {
-                    format_kafka_node(classpath, &cluster_id, &config, &[])
+                    format_kafka_node(classpath, &cluster_id, &config, &format_flags)
                         .with_context(|| format!("formatting Kafka node {id}"))?;
                     std::fs::create_dir_all(node_dir.join("logs"))?;
                     node_dir.join("logs").join("server.log")
@@ -368,6 +403,48 @@ impl Nodes {
             .collect()
     }
 
+    /// The controllers (the initial voters and, with `--voters`, the spares).
+    pub(super) fn controller_ids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| n.controller)
+            .map(|n| n.id)
+            .collect()
+    }
+
+    /// Where the quorum is found ([`Quorum`]).
+    pub(super) fn quorum(&self) -> Quorum {
+        let controllers = self.controller_ids();
+        Quorum {
+            dynamic: controllers.len() > CONTROLLERS as usize,
+            controllers,
+        }
+    }
+
+    /// Node `id`'s properties file.
+    pub(super) fn config(&self, id: u32) -> Option<&Path> {
+        self.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map(|n| n.config.as_path())
+    }
+
+    /// The `directory.id` of node `id`'s metadata log dir (its first), as format wrote it:
+    /// with the node id, the replica key a voter is added and removed by (KIP-853).
+    pub(super) fn metadata_dir_id(&self, id: u32) -> Result<String> {
+        let dir = self
+            .log_dirs(id)
+            .and_then(|d| d.first())
+            .with_context(|| format!("no node {id}"))?;
+        let path = dir.join("meta.properties");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("directory.id="))
+            .map(|d| d.trim().to_string())
+            .with_context(|| format!("no directory.id in {}", path.display()))
+    }
+
     /// Node `id`'s log dirs.
     pub(super) fn log_dirs(&self, id: u32) -> Option<&[PathBuf]> {
         self.nodes
@@ -379,6 +456,11 @@ impl Nodes {
     /// The nodes' clocks, with `--clock`.
     pub(super) fn clocks(&self) -> Option<&Clocks> {
         self.clocks.as_ref()
+    }
+
+    /// What the nodes run.
+    pub(super) fn system(&self) -> &System {
+        &self.system
     }
 
     /// The kraftd binary the nodes run (none for Kafka's).
@@ -532,24 +614,50 @@ pub(super) fn list_reassignments(lab: &Lab, id: u32) -> Result<ListPartitionReas
     }
 }
 
-/// The controller that answers DescribeQuorum as the leader, if one does now.
-pub(super) fn active_controller(lab: &Lab) -> Option<u32> {
-    (1..=CONTROLLERS).find(|&id| {
-        describe_quorum(SocketAddr::from((lab.ip(id), CONTROLLER_PORT)))
-            .is_ok_and(|(leader, ..)| leader == id as i32)
+/// The controllers the harness finds the quorum among, and whether its voter set is fixed
+/// (`controller.quorum.voters`: all of them, always) or changes (`--voters`: a dynamic
+/// quorum whose voters are some of them).
+#[derive(Debug, Clone)]
+pub(super) struct Quorum {
+    pub(super) controllers: Vec<u32>,
+    pub(super) dynamic: bool,
+}
+
+/// The controller (of `controllers`) that answers DescribeQuorum as the leader, if one does
+/// now.
+pub(super) fn active_controller(lab: &Lab, controllers: &[u32]) -> Option<u32> {
+    controllers.iter().copied().find(|&id| {
+        describe_quorum(controller_addr(lab, id)).is_ok_and(|(leader, ..)| leader == id as i32)
     })
 }
 
-/// Whether the quorum is whole: a leader, and every voter's log end at its high watermark.
-pub(super) fn quorum_whole(lab: &Lab) -> Result<(), String> {
-    let leader = active_controller(lab).ok_or("no controller answers as the leader")?;
-    let (_, epoch, hw, voters) =
-        describe_quorum(SocketAddr::from((lab.ip(leader), CONTROLLER_PORT)))
-            .map_err(|e| format!("DescribeQuorum to {leader}: {e:#}"))?;
+/// The voters now, as the active controller answers DescribeQuorum; `None` without one.
+pub(super) fn current_voters(lab: &Lab, controllers: &[u32]) -> Option<Vec<u32>> {
+    let leader = active_controller(lab, controllers)?;
+    let (.., voters) = describe_quorum(controller_addr(lab, leader)).ok()?;
+    Some(voters.iter().map(|v| v.0 as u32).collect())
+}
+
+/// Node `id`'s controller listener.
+pub(super) fn controller_addr(lab: &Lab, id: u32) -> SocketAddr {
+    SocketAddr::from((lab.ip(id), CONTROLLER_PORT))
+}
+
+/// Whether the quorum is whole: a leader, and every voter's log end at its high watermark;
+/// the voters every controller of a static quorum, and of a dynamic one whichever the leader
+/// has now (the voter set the changes left is `voters_checker.rs`'s to judge).
+pub(super) fn quorum_whole(lab: &Lab, quorum: &Quorum) -> Result<(), String> {
+    let leader =
+        active_controller(lab, &quorum.controllers).ok_or("no controller answers as the leader")?;
+    let (_, epoch, hw, voters) = describe_quorum(controller_addr(lab, leader))
+        .map_err(|e| format!("DescribeQuorum to {leader}: {e:#}"))?;
     let behind: Vec<_> = voters.iter().filter(|v| v.1 < hw).collect();
-    if voters.len() != CONTROLLERS as usize || !behind.is_empty() {
+    let count_wrong = !quorum.dynamic && voters.len() != quorum.controllers.len();
+    if voters.is_empty() || count_wrong || !behind.is_empty() {
         return Err(format!(
-            "quorum (leader {leader}, epoch {epoch}, hw {hw}): voters behind {behind:?}"
+            "quorum (leader {leader}, epoch {epoch}, hw {hw}, voters {:?}): voters behind \
+             {behind:?}",
+            voters.iter().map(|v| v.0).collect::<Vec<_>>()
         ));
     }
     Ok(())
@@ -606,10 +714,12 @@ pub(super) fn create_topic(
 /// Whether the cluster is whole: every broker lists every broker (all registered and
 /// unfenced), every partition of every topic (the internal ones too) with a leader and its
 /// full ISR, and `topic`, once it exists, with its `partitions`; with `dirs`, every log dir
-/// of every broker online (DescribeLogDirs); and the quorum is whole. Else what is not.
+/// of every broker online (DescribeLogDirs); and the quorum is whole ([`quorum_whole`]).
+/// Else what is not.
 pub(super) fn health(
     lab: &Lab,
     brokers: &[u32],
+    quorum: &Quorum,
     topic: &str,
     partitions: i32,
     dirs: bool,
@@ -661,7 +771,7 @@ pub(super) fn health(
             }
         }
     }
-    quorum_whole(lab)
+    quorum_whole(lab, quorum)
 }
 
 /// Broker `id`'s log dirs as it describes them (DescribeLogDirs v4, every topic): each

@@ -232,15 +232,12 @@ fn applied(states: &BTreeSet<State>, target: Option<&[i32]>) -> BTreeSet<State> 
 
 /// The history `dir` holds, if the run had the workload.
 pub(super) fn read(dir: &Path) -> Result<Option<ReassignHistory>> {
-    let Ok(text) = std::fs::read_to_string(dir.join("reassign.jsonl")) else {
+    let path = dir.join("reassign.jsonl");
+    if !path.exists() {
         return Ok(None);
-    };
+    }
     let mut h = ReassignHistory::default();
-    // A torn last line (a process killed mid-write) is skipped.
-    for v in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
+    for v in super::workload::lines(&path)? {
         if let Some(initial) = v["initial"].as_object() {
             for (topic, parts) in initial {
                 for (p, replicas) in parts.as_object().into_iter().flatten() {

@@ -564,7 +564,7 @@ fn int(v: &Value) -> i64 {
 }
 
 /// Every JSON line of `path` (a torn last line, from a process killed mid-write, skipped).
-fn lines(path: &Path) -> Result<Vec<Value>> {
+pub(super) fn lines(path: &Path) -> Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(text

@@ -68,7 +68,8 @@ pub struct RaftMetrics {
     pub log_end_offset: i64,
     /// `log-end-epoch`.
     pub log_end_epoch: i32,
-    /// `number-of-voters`.
+    /// `number-of-voters`: of the voter set in effect (the latest in the log, else the
+    /// static one).
     pub number_of_voters: usize,
     /// `number-of-observers` (as seen by the leader; 0 elsewhere).
     pub number_of_observers: usize,
@@ -602,7 +603,10 @@ impl DriverLoop {
             leader_high_watermark: self.core.leader_high_watermark(),
             log_end_offset: self.core.log().end_offset(),
             log_end_epoch: self.core.log().last_epoch(),
-            number_of_voters: self.voters.len(),
+            // The voter set in effect (the latest in the log), as Kafka's
+            // KRaftControlRecordStateMachine updates it: not `controller.quorum.voters`,
+            // which a dynamic quorum leaves empty and whose voters change.
+            number_of_voters: self.core.voter_set().len(),
             number_of_observers: self.core.leader_state().map_or(0, |l| l.observers.len()),
             commits: c.commits,
             commit_latency_total_ms: c.commit_latency_total_ms,

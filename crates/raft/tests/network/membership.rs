@@ -207,6 +207,14 @@ async fn a_standalone_quorum_grows_to_three_voters_and_shrinks_back_to_one() {
         ]
     );
     assert_eq!(d.nodes.len(), 3, "{:?}", d.nodes);
+    // Every node's number-of-voters is the set in effect, not `controller.quorum.voters`
+    // (empty here): the chaos harness's `--voters` found it stuck at 0.
+    for (id, node) in &nodes {
+        wait(node, &format!("node {id}'s number-of-voters at 3"), |m| {
+            m.number_of_voters == 3 && m.current_state != "observer"
+        })
+        .await;
+    }
     assert!(d
         .nodes
         .iter()
@@ -240,12 +248,16 @@ async fn a_standalone_quorum_grows_to_three_voters_and_shrinks_back_to_one() {
     let p = &d.topics[0].partitions[0];
     assert_eq!(p.current_voters.len(), 1);
     assert_eq!(p.current_voters[0].replica_id, leader);
-    // The removed nodes follow on as observers.
+    // The removed nodes follow on as observers, and know the set has one voter.
     for id in [1, other] {
         wait(
             &nodes[&id],
             "a removed voter to follow as an observer",
-            |m| m.current_leader == leader,
+            |m| {
+                m.current_leader == leader
+                    && m.current_state == "observer"
+                    && m.number_of_voters == 1
+            },
         )
         .await;
     }
