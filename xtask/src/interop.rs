@@ -128,6 +128,12 @@ const CHECKS: &[Check] = &[
         long: false,
     },
     Check {
+        what: "Kafka's tools on an all-kraftd and a mixed cluster (incl. dump-log, shell)",
+        binary: "mixed_kafka_tools",
+        test: "kafka_tools_work_on_an_all_kraftd_cluster_and_on_a_mixed_one",
+        long: false,
+    },
+    Check {
         what: "a SASL_SSL cluster on a dynamic quorum (3+3) rolled onto kraftd and back",
         binary: "node_swap",
         test: "a_sasl_ssl_kafka_cluster_on_a_dynamic_quorum_rolls_onto_kraftd_and_back",

@@ -636,7 +636,7 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         Duration::from_secs(60),
         || logs(&ours, &theirs, &broker, &kafka),
         || {
-            let snapshot = newest_snapshot(&kraftd_dir).ok_or("no snapshot yet")?;
+            let snapshot = common::newest_snapshot(&kraftd_dir).ok_or("no snapshot yet")?;
             let (ok, stdout, stderr) =
                 kafka_jars::dump_log_segment_with(&snapshot, &["--cluster-metadata-decoder"]);
             if !ok || stderr.contains("Exception") {
@@ -656,7 +656,7 @@ fn mixed_voters(ours: &[i32], theirs: &[i32]) {
         Duration::from_secs(60),
         || logs(&ours, &theirs, &broker, &kafka),
         || {
-            let snapshot = newest_snapshot(&kafka_dir).ok_or("no snapshot yet")?;
+            let snapshot = common::newest_snapshot(&kafka_dir).ok_or("no snapshot yet")?;
             let bytes = std::fs::read(&snapshot).map_err(|e| e.to_string())?;
             let read = read_snapshot(Bytes::from(bytes))
                 .map_err(|e| format!("{}: {e}", snapshot.display()))?;
@@ -706,17 +706,4 @@ fn assert_finalized_defaults(address: &str) {
             "{feature} through {address}: {text}"
         );
     }
-}
-
-/// The newest snapshot (`<offset>-<epoch>.checkpoint`, not the bootstrap one) in a metadata
-/// log directory.
-fn newest_snapshot(dir: &Path) -> Option<std::path::PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "checkpoint")
-                && p.file_name().is_some_and(|n| n != "bootstrap.checkpoint")
-        })
-        .max()
 }

@@ -1379,7 +1379,7 @@ fn controller_swap(dynamic: bool) {
         Duration::from_secs(60),
         || logs(&ours, &controllers),
         || {
-            newest_snapshot(&metadata)
+            common::newest_snapshot(&metadata)
                 .map(drop)
                 .ok_or_else(|| "no snapshot yet".to_string())
         },
@@ -1632,20 +1632,6 @@ fn wait_quorum_caught_up(quorum: &str, logs: impl Fn() -> String) -> i32 {
             }
         },
     )
-}
-
-/// The newest snapshot (`<offset>-<epoch>.checkpoint` past the bootstrap one) of a metadata
-/// log directory.
-fn newest_snapshot(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "checkpoint")
-                && p.file_name()
-                    .is_some_and(|n| n != "00000000000000000000-0000000000.checkpoint")
-        })
-        .max()
 }
 
 /// The whole roll (issue 31): an Apache Kafka 4.4.0 cluster of three controllers and three

@@ -492,3 +492,19 @@ pub fn scrape_metrics(port: u16) -> String {
     let _ = s.read_to_string(&mut body);
     body
 }
+
+/// The newest snapshot (`<offset>-<epoch>.checkpoint`) of a metadata log directory, past the
+/// bootstrap ones (`00000000000000000000-0000000000.checkpoint`, the bootstrap snapshot a
+/// format writes, and Kafka's `bootstrap.checkpoint`).
+pub fn newest_snapshot(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "checkpoint")
+                && p.file_name().is_some_and(|n| {
+                    n != "00000000000000000000-0000000000.checkpoint" && n != "bootstrap.checkpoint"
+                })
+        })
+        .max()
+}
