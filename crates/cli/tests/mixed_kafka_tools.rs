@@ -96,7 +96,7 @@ fn kafka_tools_work_on_an_all_kraftd_cluster_and_on_a_mixed_one() {
     let shown = eventually(
         "kafka-dump-log and the metadata shell read both phases in the newest snapshot",
         Duration::from_secs(120),
-        &mixed_logs,
+        mixed_logs,
         || {
             let snapshot = common::newest_snapshot(&metadata).ok_or("no snapshot yet")?;
             let mut paths = vec!["topics/byName".to_string(), "cluster/brokers".to_string()];

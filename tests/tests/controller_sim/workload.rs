@@ -172,7 +172,7 @@ impl Workload {
                     cluster.submit(
                         node,
                         OpKind::Register { broker },
-                        ops::register_broker(3, request).map(Resp::Registration),
+                        ops::register_broker(3, request, 0).map(Resp::Registration),
                     );
                 }
                 Some(epoch) => {

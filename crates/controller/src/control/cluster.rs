@@ -239,6 +239,9 @@ impl ClusterControlManager {
     /// get: it becomes the new broker epoch (KIP-380), so the records must be written as one
     /// batch (the result is atomic). `request_version` ≥ 3 carries PreviousBrokerEpoch;
     /// older requests cannot prove a clean shutdown.
+    // Each is an input Kafka's registerBroker takes too (the kraft.version its
+    // QuorumController adds to the finalized features).
+    #[allow(clippy::too_many_arguments)]
     pub fn register_broker(
         &self,
         image: &MetadataImage,
