@@ -106,8 +106,7 @@ pub fn up(root: &Path, args: UpArgs) -> Result<()> {
         .filter_map(|n| Some(format!("{}@127.0.0.1:{}", n.id, n.controller_port?)))
         .collect::<Vec<_>>()
         .join(",");
-    let out = Command::new(&bin).arg("random-uuid").output()?;
-    let cluster_id = String::from_utf8(out.stdout)?.trim().to_string();
+    let cluster_id = kraftd_random_uuid(&bin)?;
     let mut state = Vec::new();
     for node in &nodes {
         let node_dir = dir.join(format!("node-{}", node.id));
@@ -428,4 +427,13 @@ pub(crate) fn format_node(
         bail!("formatting node {id} failed");
     }
     Ok(())
+}
+
+/// `kraftd random-uuid` of the binary `bin`: a new cluster or directory id.
+pub fn kraftd_random_uuid(bin: &Path) -> Result<String> {
+    let out = Command::new(bin)
+        .arg("random-uuid")
+        .output()
+        .with_context(|| format!("running {} random-uuid", bin.display()))?;
+    Ok(String::from_utf8(out.stdout)?.trim().to_string())
 }

@@ -20,12 +20,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::kafka_jars::{self, kafka_broker, log4j_option, output_text, run_tool, KafkaNode};
+use common::kafka_jars::{
+    self, kafka_broker, output_text, run_java, run_tool, run_tool_with_stdin, KafkaNode,
+};
 use common::python::wait_until_brokers_listed;
 use common::secured::AUTHORIZER;
 use common::{eventually, formatted_cluster};
@@ -268,7 +268,7 @@ fn battery(bootstrap: &str, tag: &str, rf: usize, logs: &dyn Fn() -> String) -> 
     );
 
     let lines: Vec<String> = (0..LINES).map(|i| format!("{tag}-line-{i}")).collect();
-    let out = tool_with_stdin(
+    let out = run_tool_with_stdin(
         "org.apache.kafka.tools.ConsoleProducer",
         &[
             "--bootstrap-server",
@@ -403,38 +403,18 @@ fn battery(bootstrap: &str, tag: &str, rf: usize, logs: &dyn Fn() -> String) -> 
     topic
 }
 
-/// [`run_tool`] with `input` on the tool's stdin (closed after it).
-fn tool_with_stdin(class: &str, args: &[&str], input: &str) -> std::process::Output {
-    let mut child = Command::new("java")
-        .args(["-XX:TieredStopAtLevel=1", &log4j_option()])
-        .args(["-cp", &kafka_jars::classpath(), class])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("java starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
 /// `tests/java/MetadataShellImage.java` (the metadata shell's loading and tree) on
 /// `snapshot`: its `ls`/`cat` lines for `paths`, or why it failed.
 fn metadata_shell(classes: &Path, snapshot: &Path, paths: &[String]) -> Result<String, String> {
-    let out = Command::new("java")
-        .args(["-XX:TieredStopAtLevel=1", &log4j_option()])
-        .arg("-cp")
-        .arg(format!("{}:{}", classes.display(), kafka_jars::classpath()))
-        .arg("MetadataShellImage")
-        .arg(snapshot)
-        .args(paths)
-        .output()
-        .map_err(|e| e.to_string())?;
+    let mut args = vec![snapshot.to_str().unwrap()];
+    args.extend(paths.iter().map(String::as_str));
+    let out = run_java(
+        &format!("{}:{}", classes.display(), kafka_jars::classpath()),
+        "MetadataShellImage",
+        &args,
+        None,
+        Duration::from_secs(90),
+    );
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {

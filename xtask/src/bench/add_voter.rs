@@ -33,16 +33,17 @@
 //! controllers run with a `--kafka-heap` heap (`-Xms` = `-Xmx`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::bench::kafka::kafka_random_uuid;
+use crate::cluster::kraftd_random_uuid;
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::Uuid;
 
 use super::add_voter_client::QuorumConn;
-use super::kafka::{format_kafka_node, java};
+use super::kafka::format_kafka_node;
 use super::machine::status_bytes;
 use super::produce::{loadavg, Against, System};
 use super::scale::{poll_until, Launch, Node, Nodes};
@@ -156,18 +157,8 @@ fn layout(
 ) -> Result<Layout> {
     let ports = [free_port()?, free_port()?];
     let cluster_id = match system {
-        System::Kraftd => {
-            let out = Command::new(bin).arg("random-uuid").output()?;
-            String::from_utf8(out.stdout)?.trim().to_string()
-        }
-        System::Kafka => java(
-            classpath,
-            &["kafka.tools.StorageTool", "random-uuid"],
-            Duration::from_secs(60),
-            false,
-        )?
-        .trim()
-        .to_string(),
+        System::Kraftd => kraftd_random_uuid(bin)?,
+        System::Kafka => kafka_random_uuid(classpath)?,
     };
     let mut nodes = Nodes(Vec::new());
     let mut metadata_dirs = Vec::new();

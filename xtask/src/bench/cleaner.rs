@@ -28,6 +28,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::bench::kafka::kafka_random_uuid;
 use anyhow::{bail, Context, Result};
 
 use super::cluster::{BenchNode, Cluster};
@@ -229,14 +230,7 @@ fn run_kafka(classpath: &str, work: &Path, copy: &Path, log_end_offset: i64) -> 
             data.display()
         ),
     )?;
-    let cluster_id = java(
-        classpath,
-        &["kafka.tools.StorageTool", "random-uuid"],
-        Duration::from_secs(60),
-        false,
-    )?
-    .trim()
-    .to_string();
+    let cluster_id = kafka_random_uuid(classpath)?;
     format_kafka_node(classpath, &cluster_id, &config, &[])?;
 
     // First start: the topic.

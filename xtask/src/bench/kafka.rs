@@ -300,6 +300,18 @@ pub(crate) fn kafka_classpath(root: &Path) -> Result<String> {
     Ok(format!("{}/*", dir.display()))
 }
 
+/// `kafka-storage random-uuid` from the jars on `classpath`: a new cluster or directory id.
+pub(crate) fn kafka_random_uuid(classpath: &str) -> Result<String> {
+    Ok(java(
+        classpath,
+        &["kafka.tools.StorageTool", "random-uuid"],
+        Duration::from_secs(60),
+        false,
+    )?
+    .trim()
+    .to_string())
+}
+
 /// Runs a Kafka tool's main class; its stdout (echoed line by line when `echo`), or an error
 /// with its stderr. Killed after `timeout`.
 pub(crate) fn java(

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::cluster::kraftd_random_uuid;
 use anyhow::{Context, Result};
 
 use super::cluster::{BenchNode, Cluster, Respawn};
@@ -69,8 +70,7 @@ impl Cluster {
             .map(|n| format!("{}@127.0.0.1:{}", n.0, n.2))
             .collect::<Vec<_>>()
             .join(",");
-        let out = Command::new(bin).arg("random-uuid").output()?;
-        let cluster_id = String::from_utf8(out.stdout)?.trim().to_string();
+        let cluster_id = kraftd_random_uuid(bin)?;
         for &(id, controller, port, metrics_port) in &layout {
             let node_dir = dir.join(format!("node-{id}"));
             std::fs::create_dir_all(&node_dir)?;

@@ -46,6 +46,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::cluster::kraftd_random_uuid;
 use anyhow::{bail, Context, Result};
 
 use super::cluster::{BenchNode, Cluster, Respawn};
@@ -355,8 +356,7 @@ fn start(shape: Shape, bin: &Path, classpath: &str, dir: &Path) -> Result<Cluste
         .map(|(id, port)| format!("{id}@127.0.0.1:{port}"))
         .collect::<Vec<_>>()
         .join(",");
-    let out = Command::new(bin).arg("random-uuid").output()?;
-    let cluster_id = String::from_utf8(out.stdout)?.trim().to_string();
+    let cluster_id = kraftd_random_uuid(bin)?;
     let mut respawns = Vec::new();
     for &(id, port) in &ports {
         let node_dir = dir.join(format!("node-{id}"));

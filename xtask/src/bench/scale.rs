@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::bench::kafka::kafka_random_uuid;
+use crate::cluster::kraftd_random_uuid;
 use anyhow::{bail, Context, Result};
 
 use super::kafka::{format_kafka_node, java, spawn_kafka_node};
@@ -228,18 +230,8 @@ pub(super) fn layout(
         .collect::<Result<Vec<_>>>()?;
     let voters = format!("1@127.0.0.1:{controller_port}");
     let cluster_id = match system {
-        System::Kraftd => {
-            let out = Command::new(bin).arg("random-uuid").output()?;
-            String::from_utf8(out.stdout)?.trim().to_string()
-        }
-        System::Kafka => java(
-            classpath,
-            &["kafka.tools.StorageTool", "random-uuid"],
-            Duration::from_secs(60),
-            false,
-        )?
-        .trim()
-        .to_string(),
+        System::Kraftd => kraftd_random_uuid(bin)?,
+        System::Kafka => kafka_random_uuid(classpath)?,
     };
     let mut nodes = Nodes(Vec::new());
     for (i, port) in ports.into_iter().enumerate() {

@@ -510,23 +510,7 @@ fn run_faults(
         }
     ));
     let mut voters = if args.voters {
-        let classpath = match nodes.system() {
-            System::Kafka(classpath) => classpath.clone(),
-            System::Kraftd(_) => crate::bench::kafka::kafka_classpath(root)?,
-        };
-        let mut controllers = Vec::new();
-        for id in nodes.controller_ids() {
-            controllers.push(voters::Controller {
-                id,
-                addr: nodes::controller_addr(lab, id),
-                dir_id: nodes.metadata_dir_id(id)?,
-                config: nodes
-                    .config(id)
-                    .context("a controller's config")?
-                    .to_path_buf(),
-            });
-        }
-        let started = VoterWorkload::start(classpath, controllers, dir, args.seed)?;
+        let started = VoterWorkload::start_on(root, lab, nodes, dir, args.seed)?;
         history.note(
             "voter changes running: kafka-metadata-quorum add-controller / remove-controller \
              through --bootstrap-controller",

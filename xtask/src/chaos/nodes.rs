@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::bench::kafka::kafka_random_uuid;
+use crate::cluster::kraftd_random_uuid;
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::messages::{
     create_topics_request, describe_configs_request, metadata_request, CreateTopicsRequest,
@@ -24,7 +26,7 @@ use kraftd_protocol::{RequestBody, ResponseBody};
 use super::clock::Clocks;
 use super::disks::Disks;
 use super::net::Lab;
-use crate::bench::kafka::{format_kafka_node, java, kafka_node_command};
+use crate::bench::kafka::{format_kafka_node, kafka_node_command};
 use crate::cluster::{call, describe_quorum, format_node};
 
 /// Every node's client or controller listener port (each node has an address of its own).
@@ -108,21 +110,9 @@ impl Nodes {
         disks: Option<&Disks>,
         clocks: Option<Clocks>,
     ) -> Result<Nodes> {
-        let random_uuid = || -> Result<String> {
-            Ok(match system {
-                System::Kraftd(bin) => {
-                    let out = Command::new(bin).arg("random-uuid").output()?;
-                    String::from_utf8(out.stdout)?.trim().to_string()
-                }
-                System::Kafka(classpath) => java(
-                    classpath,
-                    &["kafka.tools.StorageTool", "random-uuid"],
-                    Duration::from_secs(60),
-                    false,
-                )?
-                .trim()
-                .to_string(),
-            })
+        let random_uuid = || match system {
+            System::Kraftd(bin) => kraftd_random_uuid(bin),
+            System::Kafka(classpath) => kafka_random_uuid(classpath),
         };
         let controllers = CONTROLLERS + spares;
         let controller_addr = |id: u32| format!("{}:{CONTROLLER_PORT}", lab.ip(id));

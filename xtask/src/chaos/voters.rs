@@ -37,6 +37,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::faults::Rng;
+use super::net::Lab;
+use super::nodes::{controller_addr, Nodes, System};
 use super::voters_checker::{DUPLICATE_VOTER, VOTER_NOT_FOUND};
 use crate::bench::kafka::java_output;
 use crate::cluster::describe_quorum;
@@ -73,6 +75,34 @@ pub(super) struct VoterWorkload {
 impl VoterWorkload {
     /// Starts the workload over `controllers` (the initial voters among them), with the
     /// Kafka tools' `classpath`, writing under `dir`.
+    /// [`VoterWorkload::start`] on every controller of `nodes` (voters and spares), with
+    /// Kafka's tools from the jars (fetched under `root` when the nodes are kraftd's).
+    pub(super) fn start_on(
+        root: &Path,
+        lab: &Lab,
+        nodes: &Nodes,
+        dir: &Path,
+        seed: u64,
+    ) -> Result<VoterWorkload> {
+        let classpath = match nodes.system() {
+            System::Kafka(classpath) => classpath.clone(),
+            System::Kraftd(_) => crate::bench::kafka::kafka_classpath(root)?,
+        };
+        let mut controllers = Vec::new();
+        for id in nodes.controller_ids() {
+            controllers.push(Controller {
+                id,
+                addr: controller_addr(lab, id),
+                dir_id: nodes.metadata_dir_id(id)?,
+                config: nodes
+                    .config(id)
+                    .context("a controller's config")?
+                    .to_path_buf(),
+            });
+        }
+        VoterWorkload::start(classpath, controllers, dir, seed)
+    }
+
     pub(super) fn start(
         classpath: String,
         controllers: Vec<Controller>,

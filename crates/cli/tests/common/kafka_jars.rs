@@ -98,15 +98,46 @@ pub fn run_tool(class: &str, args: &[&str]) -> std::process::Output {
 
 /// [`run_tool`] with its own time limit.
 pub fn run_tool_within(class: &str, args: &[&str], limit: Duration) -> std::process::Output {
-    let child = Command::new("java")
+    run_java(&classpath(), class, args, None, limit)
+}
+
+/// [`run_tool`] with `input` on the tool's stdin (closed after it): the console producer.
+pub fn run_tool_with_stdin(class: &str, args: &[&str], input: &str) -> std::process::Output {
+    run_java(
+        &classpath(),
+        class,
+        args,
+        Some(input),
+        Duration::from_secs(90),
+    )
+}
+
+/// The Java main `class` on `classpath` with `args` (and `input` on its stdin, else none),
+/// output captured, killed after `limit` as [`run_tool`] says.
+pub fn run_java(
+    classpath: &str,
+    class: &str,
+    args: &[&str],
+    input: Option<&str>,
+    limit: Duration,
+) -> std::process::Output {
+    let mut child = Command::new("java")
         .args(["-XX:TieredStopAtLevel=1", &log4j_option()])
-        .args(["-cp", &classpath(), class])
+        .args(["-cp", classpath, class])
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("java starts");
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A tool that exits early closes its stdin: what it did not read is its answer.
+        let _ = stdin.write_all(input.as_bytes());
+    }
     let pid = child.id();
     let watchdog = std::thread::spawn(move || {
         let deadline = Instant::now() + limit;
