@@ -2,6 +2,8 @@
 //! follower's fetch, shrink on lag, one change in flight, confirmed by the controller (R2,
 //! KIP-903) — and the high watermark over the maximal ISR (R1, R8).
 
+use std::collections::BTreeSet;
+
 use kraftd_protocol::ErrorCode;
 use tracing::{debug, info, warn};
 
@@ -138,19 +140,34 @@ impl Partition {
     /// The metadata changed who may join an ISR (a broker fenced, shutting down or
     /// registered again): re-checks every follower at the broker epoch its fetches carried,
     /// so the HW stops waiting for a caught-up follower that can no longer join. Returns
-    /// whether the HW moved.
+    /// whether the partition's readers must hear of it: the HW moved, or a follower outside
+    /// the ISR became eligible while caught up by its last fetch. Its next read of the
+    /// partition expands the ISR (as Kafka's does, on the fetch path), but an incremental
+    /// fetch session reads only the partitions that changed: unsignalled, a returning
+    /// broker's idle partitions would wait for the session's full scan (up to
+    /// `FULL_SCAN_INTERVAL_MS`) to rejoin their ISRs.
     pub fn update_isr_eligibility(
         &mut self,
         eligibility: &dyn IsrEligibility,
         now_ms: i64,
     ) -> bool {
-        self.ineligible = self
+        let ineligible: BTreeSet<i32> = self
             .followers
             .iter()
             .filter(|(r, s)| !eligibility.is_isr_eligible(**r, s.broker_epoch))
             .map(|(r, _)| *r)
             .collect();
-        self.is_leader() && self.maybe_increment_high_watermark(now_ms)
+        let may_join = self.is_leader()
+            && self.followers.iter().any(|(r, s)| {
+                self.ineligible.contains(r)
+                    && !ineligible.contains(r)
+                    && !self.isr.contains(r)
+                    && s.log_end_offset >= self.high_watermark
+                    && s.log_end_offset >= self.leader_epoch_start_offset
+            });
+        self.ineligible = ineligible;
+        let hw_moved = self.is_leader() && self.maybe_increment_high_watermark(now_ms);
+        hw_moved || may_join
     }
 
     /// Adds a follower that reached the HW and this epoch's start (R2), if no other ISR

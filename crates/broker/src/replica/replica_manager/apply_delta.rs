@@ -209,11 +209,12 @@ impl ReplicaManager {
         }
         if changes.changed_brokers.iter().any(|b| *b != local) {
             self.fetchers.endpoints_changed();
-            // A follower fenced or re-registered may no longer hold the HW back.
+            // A follower fenced or re-registered may no longer hold the HW back; one
+            // unfenced may join the ISR at its next read, which the signal brings.
             let eligible = |broker: i32, epoch: i64| Self::isr_eligible(image, broker, epoch);
             for hosted in self.all_partitions() {
-                let moved = hosted.lock().update_isr_eligibility(&eligible, now);
-                if moved {
+                let changed = hosted.lock().update_isr_eligibility(&eligible, now);
+                if changed {
                     hosted.changed.notify_waiters();
                 }
             }
