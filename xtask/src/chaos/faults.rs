@@ -64,6 +64,14 @@ pub(super) enum Kind {
     /// workload's topic by time-based retention (its `retention.ms` is above every jump).
     /// Drawn only with `--clock`.
     ClockJump,
+    /// A voter's metadata disk lost (`--voters` only): SIGKILL of one of the voters now, its
+    /// metadata dir emptied and formatted again with `--no-initial-controllers` (a new
+    /// directory id), restarted after the hold. It comes back an observer, its old replica
+    /// key still a voter that nothing answers for, until the voter workload replaces the key
+    /// as an operator does (KIP-853: remove the old key, add the new one). Never while a
+    /// voter lost before is not yet replaced: two dead keys of three voters would leave the
+    /// quorum without a majority for good (a kill instead).
+    VoterDiskLost,
 }
 
 /// The kinds the schedule draws from without the transactional workload; with it,
@@ -101,8 +109,11 @@ pub(super) const DISK_KINDS: [Kind; 2] = [Kind::DiskFull, Kind::DiskEio];
 /// The clock jump, drawn with `--clock` (after the disk kinds).
 pub(super) const CLOCK_KINDS: [Kind; 1] = [Kind::ClockJump];
 
+/// The voter's lost disk, drawn with `--voters` (last).
+pub(super) const VOTER_KINDS: [Kind; 1] = [Kind::VoterDiskLost];
+
 /// The kinds a run's schedule draws from.
-pub(super) fn kinds(txn: bool, disks: bool, clock: bool) -> Vec<Kind> {
+pub(super) fn kinds(txn: bool, disks: bool, clock: bool, voters: bool) -> Vec<Kind> {
     let mut kinds = if txn {
         TXN_KINDS.to_vec()
     } else {
@@ -113,6 +124,9 @@ pub(super) fn kinds(txn: bool, disks: bool, clock: bool) -> Vec<Kind> {
     }
     if clock {
         kinds.extend(CLOCK_KINDS);
+    }
+    if voters {
+        kinds.extend(VOTER_KINDS);
     }
     kinds
 }
@@ -133,6 +147,7 @@ impl Kind {
             Kind::DiskFull => "disk full (a log dir)",
             Kind::DiskEio => "disk failing, EIO (a log dir)",
             Kind::ClockJump => "clock jump (one node)",
+            Kind::VoterDiskLost => "voter's disk lost (new dir id)",
         }
     }
 
@@ -149,6 +164,7 @@ impl Kind {
                 | Kind::DiskFull
                 | Kind::DiskEio
                 | Kind::ClockJump
+                | Kind::VoterDiskLost
         )
     }
 }
@@ -293,6 +309,41 @@ pub(super) fn inject(
                 format!("kill -9 node {id}, then {}", cut.join(", ")),
                 Undo::Restart(id),
             )
+        }
+        Kind::VoterDiskLost => {
+            let controllers = nodes.controller_ids();
+            let keys = nodes::current_voter_keys(lab, &controllers).unwrap_or_default();
+            let own_disks = !keys.is_empty()
+                && keys
+                    .iter()
+                    .all(|(id, dir)| nodes.metadata_dir_id(*id).is_ok_and(|own| own == *dir));
+            if own_disks {
+                let voters: Vec<u32> = keys.iter().map(|k| k.0).collect();
+                let id = pick(0, &voters);
+                nodes.kill9(id)?;
+                let (old, new) = nodes.replace_metadata_disk(id)?;
+                (
+                    Kind::VoterDiskLost,
+                    format!(
+                        "kill -9 voter {id} (of {voters:?}), its metadata disk lost: formatted \
+                         again with --no-initial-controllers, directory id {old} -> {new}"
+                    ),
+                    Undo::Restart(id),
+                )
+            } else {
+                let id = pick(0, &controllers);
+                nodes.kill9(id)?;
+                let why = if keys.is_empty() {
+                    "no leader to name the voters"
+                } else {
+                    "a voter whose disk was lost is not replaced yet"
+                };
+                (
+                    Kind::Kill,
+                    format!("{why}: kill -9 node {id} instead"),
+                    Undo::Restart(id),
+                )
+            }
         }
         Kind::Pause => {
             let id = pick(0, &all);
@@ -680,18 +731,28 @@ mod tests {
     };
 
     #[test]
+    fn the_voter_disk_comes_last_and_only_with_voters() {
+        for (txn, disks, clock) in [(false, false, false), (true, true, true)] {
+            let with = kinds(txn, disks, clock, true);
+            assert_eq!(with[..with.len() - 1], kinds(txn, disks, clock, false)[..]);
+            assert_eq!(with[with.len() - 1..], VOTER_KINDS);
+        }
+        assert!(!Kind::VoterDiskLost.is_network());
+    }
+
+    #[test]
     fn the_disk_kinds_come_last_and_only_with_disks() {
         // Without --disks a seed draws from the lists it always drew from: its schedule stays.
-        assert_eq!(kinds(false, false, false), KINDS);
-        assert_eq!(kinds(true, false, false), TXN_KINDS);
+        assert_eq!(kinds(false, false, false, false), KINDS);
+        assert_eq!(kinds(true, false, false, false), TXN_KINDS);
         for txn in [false, true] {
-            let with = kinds(txn, true, false);
+            let with = kinds(txn, true, false, false);
             assert_eq!(
                 with[..with.len() - DISK_KINDS.len()],
-                kinds(txn, false, false)[..]
+                kinds(txn, false, false, false)[..]
             );
             // The clock jump after them: a seed's schedule without --clock stays.
-            let clock = kinds(txn, true, true);
+            let clock = kinds(txn, true, true, false);
             assert_eq!(clock[..with.len()], with[..]);
             assert_eq!(clock[with.len()..], CLOCK_KINDS);
             assert!(DISK_KINDS

@@ -163,7 +163,9 @@ pub struct ChaosArgs {
     /// and `remove-controller` (3 voters most of the time: the spare added, then a voter
     /// removed, which becomes the spare); afterwards every controller must agree on one
     /// leader and on the voters the acknowledged changes leave, all caught up
-    /// (`voters_checker.rs`). The fault schedule is the seed's without it, on other node ids.
+    /// (`voters_checker.rs`). The schedule draws one more kind, last: a voter's metadata disk
+    /// lost (formatted again: a new directory id), which the workload then replaces as an
+    /// operator does (the old replica key removed, the new one added).
     #[arg(long)]
     voters: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
@@ -521,7 +523,7 @@ fn run_faults(
     };
 
     let mut rng = Rng::new(args.seed);
-    let kinds = faults::kinds(args.txn, args.disks, args.clock);
+    let kinds = faults::kinds(args.txn, args.disks, args.clock, args.voters);
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
     let until = Instant::now() + Duration::from_secs_f64(args.minutes * 60.0);
     let mut n = 0;
@@ -899,7 +901,7 @@ impl Report {
             args.system
         );
         let _ = writeln!(out, "  {:<34} {:>6}", "fault", "count");
-        for kind in &faults::kinds(args.txn, args.disks, args.clock) {
+        for kind in &faults::kinds(args.txn, args.disks, args.clock, args.voters) {
             let count = self.faults.get(kind).copied().unwrap_or(0);
             let _ = writeln!(out, "  {:<34} {count:>6}", kind.name());
         }

@@ -27,7 +27,7 @@ use super::clock::Clocks;
 use super::disks::Disks;
 use super::net::Lab;
 use crate::bench::kafka::{format_kafka_node, kafka_node_command};
-use crate::cluster::{call, describe_quorum, format_node};
+use crate::cluster::{call, describe_quorum, describe_quorum_partition, format_node};
 
 /// Every node's client or controller listener port (each node has an address of its own).
 const BROKER_PORT: u16 = 9092;
@@ -87,6 +87,8 @@ pub(super) struct Nodes {
     pub(super) disks: bool,
     /// The nodes' clock interposer and offsets (`--clock`).
     clocks: Option<Clocks>,
+    /// The cluster id every node was formatted with (a replaced disk is formatted again).
+    cluster_id: String,
 }
 
 impl Nodes {
@@ -142,6 +144,7 @@ impl Nodes {
             system: system.clone(),
             disks: disks.is_some(),
             clocks,
+            cluster_id: cluster_id.clone(),
         };
         for id in 1..=controllers + brokers {
             let controller = id <= controllers;
@@ -422,17 +425,41 @@ impl Nodes {
     /// The `directory.id` of node `id`'s metadata log dir (its first), as format wrote it:
     /// with the node id, the replica key a voter is added and removed by (KIP-853).
     pub(super) fn metadata_dir_id(&self, id: u32) -> Result<String> {
-        let dir = self
-            .log_dirs(id)
+        directory_id(self.metadata_dir(id)?)
+    }
+
+    /// Node `id`'s metadata log dir (its first log dir).
+    pub(super) fn metadata_dir(&self, id: u32) -> Result<&Path> {
+        self.log_dirs(id)
             .and_then(|d| d.first())
-            .with_context(|| format!("no node {id}"))?;
-        let path = dir.join("meta.properties");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("directory.id="))
-            .map(|d| d.trim().to_string())
-            .with_context(|| format!("no directory.id in {}", path.display()))
+            .map(PathBuf::as_path)
+            .with_context(|| format!("no node {id}"))
+    }
+
+    /// Controller `id`'s metadata disk lost and replaced, as KIP-853's disk replacement
+    /// begins: the node (stopped) gets its metadata dir emptied and formatted again with
+    /// `--no-initial-controllers`, which draws a new directory id. Started again, it is an
+    /// observer — its replica key is not the voter's — until an operator removes the old key
+    /// and adds the new one (`voters.rs` does). Returns the old and the new directory id.
+    pub(super) fn replace_metadata_disk(&mut self, id: u32) -> Result<(String, String)> {
+        let node = self.node(id)?;
+        if node.child.is_some() {
+            bail!("node {id} is running: its disk is replaced only while it is stopped");
+        }
+        let config = node.config.clone();
+        let dir = self.metadata_dir(id)?.to_path_buf();
+        let old = directory_id(&dir)?;
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)?;
+        let flags = ["--no-initial-controllers"];
+        match &self.system {
+            System::Kraftd(bin) => format_node(bin, &config, &self.cluster_id, id, &flags)?,
+            System::Kafka(classpath) => {
+                format_kafka_node(classpath, &self.cluster_id, &config, &flags)
+                    .with_context(|| format!("formatting Kafka node {id} again"))?
+            }
+        }
+        Ok((old, directory_id(&dir)?))
     }
 
     /// Node `id`'s log dirs.
@@ -626,6 +653,30 @@ pub(super) fn current_voters(lab: &Lab, controllers: &[u32]) -> Option<Vec<u32>>
     let leader = active_controller(lab, controllers)?;
     let (.., voters) = describe_quorum(controller_addr(lab, leader)).ok()?;
     Some(voters.iter().map(|v| v.0 as u32).collect())
+}
+
+/// The voters now with their directory ids (their replica keys, KIP-853), as the active
+/// controller answers DescribeQuorum v2; `None` without one.
+pub(super) fn current_voter_keys(lab: &Lab, controllers: &[u32]) -> Option<Vec<(u32, String)>> {
+    let leader = active_controller(lab, controllers)?;
+    let p = describe_quorum_partition(controller_addr(lab, leader), 2).ok()?;
+    Some(
+        p.current_voters
+            .iter()
+            .map(|v| (v.replica_id as u32, v.replica_directory_id.to_base64()))
+            .collect(),
+    )
+}
+
+/// The `directory.id` in `log_dir`'s `meta.properties`.
+pub(super) fn directory_id(log_dir: &Path) -> Result<String> {
+    let path = log_dir.join("meta.properties");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("directory.id="))
+        .map(|d| d.trim().to_string())
+        .with_context(|| format!("no directory.id in {}", path.display()))
 }
 
 /// Node `id`'s controller listener.

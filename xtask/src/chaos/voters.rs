@@ -14,8 +14,13 @@
 //! A removed controller is left running on its directory: KIP-853 names a voter by its id and
 //! its directory id, a removed voter goes on fetching as an observer, and adding it back with
 //! the same directory (what `add-controller` reads from its `meta.properties`) is what Kafka's
-//! operations docs do for a controller taken out and put back; a new directory id is for a
-//! disk that was lost, which the harness's faults do not do (`docs/chaos.md`).
+//! operations docs do for a controller taken out and put back. A new directory id is a disk
+//! that was lost (the fault `voter's disk lost`, `faults.rs`): the voter's old replica key
+//! then answers for nobody, and the workload replaces it as Kafka's docs do — the spare added
+//! first if the set has 3 voters (so that the set keeps 3 live ones), then the old key
+//! removed, the node (an observer on its new directory) the next spare. A stale key is
+//! always the first one removed, and one left when the faults end is replaced before the
+//! workload stops.
 //!
 //! Every request and its answer goes to `voters.jsonl` with the tool's start and end times:
 //! `{"op":"add"|"remove","id","dir","seen","sent","ms","outcome":"ok"|"refused"|"unknown",
@@ -41,12 +46,15 @@ use super::net::Lab;
 use super::nodes::{controller_addr, Nodes, System};
 use super::voters_checker::{DUPLICATE_VOTER, VOTER_NOT_FOUND};
 use crate::bench::kafka::java_output;
-use crate::cluster::describe_quorum;
+use crate::cluster::describe_quorum_partition;
 
 /// The admin client's timeouts for the tool, so that a request to a quorum in trouble ends
 /// (unknown) within about half a minute rather than Kafka's default minute: the workload
 /// stops with the faults and the heal waits for it.
 const ADMIN_TIMEOUTS: &str = "request.timeout.ms=10000\ndefault.api.timeout.ms=30000\n";
+/// How long the changes after the faults (a lost disk's replacement, the set back to 3)
+/// may take, tries again included.
+const FINAL_CHANGES_WITHIN: Duration = Duration::from_secs(120);
 /// Past this the tool is killed (its outcome unknown).
 const TOOL_LIMIT: Duration = Duration::from_secs(60);
 /// The voters the workload keeps most of the time.
@@ -57,8 +65,9 @@ const VOTERS: usize = 3;
 pub(super) struct Controller {
     pub(super) id: u32,
     pub(super) addr: SocketAddr,
-    /// Its metadata directory id (`meta.properties`).
-    pub(super) dir_id: String,
+    /// Its metadata log dir, whose `meta.properties` holds its directory id (read at each
+    /// change: a lost disk gets a new one).
+    pub(super) meta_dir: PathBuf,
     /// Its properties file, which `add-controller --command-config` reads.
     pub(super) config: PathBuf,
 }
@@ -93,7 +102,7 @@ impl VoterWorkload {
             controllers.push(Controller {
                 id,
                 addr: controller_addr(lab, id),
-                dir_id: nodes.metadata_dir_id(id)?,
+                meta_dir: nodes.metadata_dir(id)?.to_path_buf(),
                 config: nodes
                     .config(id)
                     .context("a controller's config")?
@@ -132,10 +141,9 @@ impl VoterWorkload {
         let (_, voters) = leader_voters(&controllers).context(
             "no controller answers DescribeQuorum as the leader as the voter workload starts",
         )?;
-        let initial: BTreeMap<String, &str> = controllers
+        let initial: BTreeMap<String, &str> = voters
             .iter()
-            .filter(|c| voters.contains(&c.id))
-            .map(|c| (c.id.to_string(), c.dir_id.as_str()))
+            .map(|(id, dir)| (id.to_string(), dir.as_str()))
             .collect();
         writeln!(
             out,
@@ -245,32 +253,32 @@ impl Run {
                 continue;
             };
             voters_now = voters.len();
-            let spares: Vec<&Controller> = self
-                .controllers
-                .iter()
-                .filter(|c| !voters.contains(&c.id))
-                .collect();
-            let (add, target) = if voters.len() <= VOTERS && !spares.is_empty() {
-                let i = self.rng.below(spares.len() as u64) as usize;
-                (true, spares[i].clone())
-            } else {
-                match self.old_voter(&voters, last_added) {
-                    Some(c) => (false, c),
-                    None => continue,
-                }
+            let Some((add, id, dir)) = self.next_change(&voters, last_added, true) else {
+                continue;
             };
             if add {
-                last_added = Some(target.id);
+                last_added = Some(id);
             }
-            self.change(add, &target, &voters)?;
+            self.change(add, id, &dir, &voters)?;
         }
         // The faults are over: a set left with 4 voters gets the remove that completes its
-        // pair, so that the run ends with 3 as it mostly runs.
-        if let Some((_, voters)) = leader_voters(&self.controllers) {
-            if voters.len() > VOTERS {
-                if let Some(target) = self.old_voter(&voters, last_added) {
-                    self.change(false, &target, &voters)?;
-                }
+        // pair, and a voter whose disk was lost is replaced, so that the run ends with 3 live
+        // voters as it mostly runs. A change refused or timed out (a new voter still
+        // catching up) is tried again, for a while.
+        let deadline = Instant::now() + FINAL_CHANGES_WITHIN;
+        while Instant::now() < deadline {
+            let Some((_, voters)) = leader_voters(&self.controllers) else {
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            };
+            let Some((add, id, dir)) = self.next_change(&voters, last_added, false) else {
+                break;
+            };
+            if add {
+                last_added = Some(id);
+            }
+            if !self.change(add, id, &dir, &voters)? {
+                std::thread::sleep(Duration::from_secs(2));
             }
         }
         writeln!(
@@ -281,26 +289,77 @@ impl Run {
         Ok(())
     }
 
+    /// The change to make next given the leader's `voters` (replica keys), as
+    /// `(add, id, directory id)`: with 3 voters or fewer a spare (a controller whose id is no
+    /// voter's) is added, else a voter removed, a stale key (its node's directory id is
+    /// another: a lost disk) first. During the faults (`running`) a set of 3 with nothing
+    /// stale is changed too (the spare added); afterwards only to reach 3 live voters.
+    fn next_change(
+        &mut self,
+        voters: &[(u32, String)],
+        last_added: Option<u32>,
+        running: bool,
+    ) -> Option<(bool, u32, String)> {
+        let stale: Vec<&(u32, String)> = voters
+            .iter()
+            .filter(|(id, dir)| self.dir_id(*id).is_some_and(|own| own != *dir))
+            .collect();
+        if !running && stale.is_empty() && voters.len() == VOTERS {
+            return None;
+        }
+        let spares: Vec<u32> = self
+            .controllers
+            .iter()
+            .map(|c| c.id)
+            .filter(|id| voters.iter().all(|(v, _)| v != id))
+            .collect();
+        if voters.len() <= VOTERS && !spares.is_empty() {
+            let id = spares[self.rng.below(spares.len() as u64) as usize];
+            return Some((true, id, self.dir_id(id)?));
+        }
+        if let Some((id, dir)) = stale.first() {
+            return Some((false, *id, dir.clone()));
+        }
+        self.old_voter(voters, last_added)
+            .map(|(id, dir)| (false, id, dir))
+    }
+
+    /// Controller `id`'s directory id now.
+    fn dir_id(&self, id: u32) -> Option<String> {
+        let c = self.controllers.iter().find(|c| c.id == id)?;
+        super::nodes::directory_id(&c.meta_dir).ok()
+    }
+
     /// An old voter of `voters` the seed picks (the leader too; not the one just added): the
     /// one to remove, which becomes the next spare. `None` with a single voter.
-    fn old_voter(&mut self, voters: &[u32], last_added: Option<u32>) -> Option<Controller> {
-        let old: Vec<u32> = voters
+    fn old_voter(
+        &mut self,
+        voters: &[(u32, String)],
+        last_added: Option<u32>,
+    ) -> Option<(u32, String)> {
+        let old: Vec<&(u32, String)> = voters
             .iter()
-            .copied()
-            .filter(|&v| Some(v) != last_added)
+            .filter(|(v, _)| Some(*v) != last_added)
             .collect();
         if voters.len() < 2 || old.is_empty() {
             return None;
         }
         let i = self.rng.below(old.len() as u64) as usize;
-        self.controllers.iter().find(|c| c.id == old[i]).cloned()
+        Some(old[i].clone())
     }
 
-    /// Runs the tool for one change and writes the request and its answer.
-    fn change(&mut self, add: bool, target: &Controller, seen: &[u32]) -> Result<()> {
-        let id = target.id.to_string();
+    /// Runs the tool for one change of the replica key `(id, dir)` and writes the request and
+    /// its answer; whether it was acknowledged.
+    fn change(
+        &mut self,
+        add: bool,
+        target: u32,
+        dir: &str,
+        seen: &[(u32, String)],
+    ) -> Result<bool> {
+        let id = target.to_string();
         let config = if add {
-            self.add_configs.get(&target.id).context("no config")?
+            self.add_configs.get(&target).context("no config")?
         } else {
             &self.admin
         };
@@ -320,7 +379,7 @@ impl Run {
                 "--controller-id",
                 &id,
                 "--controller-directory-id",
-                &target.dir_id,
+                dir,
             ]);
         }
         let sent = super::unix_ms();
@@ -340,9 +399,9 @@ impl Run {
             "{}",
             json!({
                 "op": if add { "add" } else { "remove" },
-                "id": target.id,
-                "dir": target.dir_id,
-                "seen": seen,
+                "id": target,
+                "dir": dir,
+                "seen": seen.iter().map(|v| v.0).collect::<Vec<_>>(),
                 "sent": sent,
                 "ms": super::unix_ms(),
                 "outcome": outcome,
@@ -352,7 +411,7 @@ impl Run {
                     .collect::<Vec<_>>().join(" | "),
             })
         )?;
-        Ok(())
+        Ok(outcome == "ok")
     }
 }
 
@@ -378,12 +437,16 @@ fn classify(error: &str) -> (&'static str, String) {
     ("unknown", name.to_string())
 }
 
-/// The leader and its voters, as the first controller that answers DescribeQuorum as the
-/// leader says.
-fn leader_voters(controllers: &[Controller]) -> Option<(u32, Vec<u32>)> {
+/// The leader and its voters' replica keys (id, directory id), as the first controller
+/// that answers DescribeQuorum v2 as the leader says.
+fn leader_voters(controllers: &[Controller]) -> Option<(u32, Vec<(u32, String)>)> {
     controllers.iter().find_map(|c| {
-        let (leader, _, _, voters) = describe_quorum(c.addr).ok()?;
-        (leader == c.id as i32).then(|| (c.id, voters.iter().map(|v| v.0 as u32).collect()))
+        let p = describe_quorum_partition(c.addr, 2).ok()?;
+        (p.leader_id == c.id as i32).then(|| {
+            let keys = p.current_voters.iter();
+            let keys = keys.map(|v| (v.replica_id as u32, v.replica_directory_id.to_base64()));
+            (c.id, keys.collect())
+        })
     })
 }
 

@@ -19,9 +19,11 @@
 //!   timing out; the tool killed) leaves the outcome unknown: applied or not.
 //!
 //! As `reassign_checker.rs` does, the checker follows every possible voter set ([`possible`]).
-//! The directory ids never change in a run (a removed controller keeps running as an
-//! observer on its directory and is added back with it: `docs/chaos.md` says why), so a set
-//! is one of node ids; that each voter's directory id is its node's is checked apart.
+//! A set is one of replica keys (node id and directory id): a removed controller keeps its
+//! directory and is added back with it, but a voter whose disk was lost (the fault `voter's
+//! disk lost`) comes back under a new directory id, and its old key stays a voter until
+//! removed. As Kafka's handlers decide: an add is refused (DUPLICATE_VOTER) when its *id* is a
+//! voter's under any directory, a remove (VOTER_NOT_FOUND) unless its *key* is a voter.
 //! Anomalies:
 //!
 //! - `no leader` / `two leaders`: after healing, not exactly one controller answers
@@ -32,7 +34,8 @@
 //!   a replica that was a voter in every possible set, a DUPLICATE_VOTER for one that was in
 //!   none...);
 //! - `voter behind`: a voter's log end short of the leader's high watermark;
-//! - `voter directory wrong`: a voter whose directory id is not its node's;
+//! - `voter directory wrong`: a voter whose directory id is not its node's (a lost disk's
+//!   old key never replaced);
 //! - `controllers disagree`: a controller whose own view (current leader, epoch, number of
 //!   voters, whether it is an observer) is not the leader's.
 
@@ -60,8 +63,8 @@ pub(super) const REFUSED: [&str; 4] = [
 pub(super) const DUPLICATE_VOTER: &str = "DUPLICATE_VOTER";
 pub(super) const VOTER_NOT_FOUND: &str = "VOTER_NOT_FOUND";
 
-/// A set of voters, by node id.
-pub(super) type Voters = BTreeSet<u32>;
+/// A set of voters, by replica key: node id and directory id.
+pub(super) type Voters = BTreeSet<(u32, String)>;
 
 /// One add-controller or remove-controller as the tool answered it.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +72,8 @@ pub(super) struct Op {
     /// add-controller (else remove-controller).
     pub(super) add: bool,
     pub(super) id: u32,
+    /// The replica's directory id (of an add, the node's when the tool ran).
+    pub(super) dir: String,
     pub(super) outcome: Outcome,
     /// When the tool was started and when it ended (Unix ms).
     pub(super) sent_ms: u64,
@@ -164,6 +169,7 @@ pub(super) fn read(dir: &Path) -> Result<Option<VotersHistory>> {
             h.ops.push(Op {
                 add,
                 id: v["id"].as_u64().unwrap_or(0) as u32,
+                dir: v["dir"].as_str().unwrap_or("?").to_string(),
                 outcome,
                 sent_ms: v["sent"].as_u64().unwrap_or(0),
                 ms: v["ms"].as_u64().unwrap_or(0),
@@ -300,18 +306,34 @@ fn view(text: &str) -> Result<View> {
     })
 }
 
-/// The sets `states` become with `op` applied where it can apply (an add of a non-voter, a
-/// remove of a voter).
+/// Whether `id` is a voter's id in `s`, under any directory.
+fn has_id(s: &Voters, id: u32) -> bool {
+    s.iter().any(|(v, _)| *v == id)
+}
+
+/// The replica key `op` changes.
+fn key(op: &Op) -> (u32, String) {
+    (op.id, op.dir.clone())
+}
+
+/// The sets `states` become with `op` applied where it can apply (an add of an id no voter
+/// has, a remove of a voter's key).
 fn applied(states: &BTreeSet<Voters>, op: &Op) -> BTreeSet<Voters> {
     states
         .iter()
-        .filter(|s| s.contains(&op.id) != op.add)
+        .filter(|s| {
+            if op.add {
+                !has_id(s, op.id)
+            } else {
+                s.contains(&key(op))
+            }
+        })
         .map(|s| {
             let mut s = s.clone();
             if op.add {
-                s.insert(op.id);
+                s.insert(key(op));
             } else {
-                s.remove(&op.id);
+                s.remove(&key(op));
             }
             s
         })
@@ -321,7 +343,8 @@ fn applied(states: &BTreeSet<Voters>, op: &Op) -> BTreeSet<Voters> {
 /// Every voter set the history allows at its end, and the answers no possible set allowed
 /// (after each, the checker goes on from what the answer says).
 pub(super) fn possible(h: &VotersHistory) -> (BTreeSet<Voters>, Vec<Anomaly>) {
-    let mut states: BTreeSet<Voters> = BTreeSet::from([h.initial.keys().copied().collect()]);
+    let initial = h.initial.iter().map(|(id, dir)| (*id, dir.clone()));
+    let mut states: BTreeSet<Voters> = BTreeSet::from([initial.collect()]);
     let mut anomalies = Vec::new();
     for op in &h.ops {
         let verb = if op.add { "add" } else { "remove" };
@@ -330,12 +353,12 @@ pub(super) fn possible(h: &VotersHistory) -> (BTreeSet<Voters>, Vec<Anomaly>) {
             Outcome::Ok => applied(&states, op),
             Outcome::Refused(code) if code == DUPLICATE_VOTER => states
                 .iter()
-                .filter(|s| s.contains(&op.id))
+                .filter(|s| has_id(s, op.id))
                 .cloned()
                 .collect(),
             Outcome::Refused(code) if code == VOTER_NOT_FOUND => states
                 .iter()
-                .filter(|s| !s.contains(&op.id))
+                .filter(|s| !s.contains(&key(op)))
                 .cloned()
                 .collect(),
             Outcome::Refused(_) => states.clone(),
@@ -345,9 +368,10 @@ pub(super) fn possible(h: &VotersHistory) -> (BTreeSet<Voters>, Vec<Anomaly>) {
             anomalies.push(Anomaly {
                 kind: "voter change contradicted",
                 detail: format!(
-                    "{verb} of controller {} answered {:?} at {}, but the voters could only be \
-                     one of {:?} then",
+                    "{verb} of controller {} (directory {}) answered {:?} at {}, but the voters \
+                     could only be one of {:?} then",
                     op.id,
+                    op.dir,
                     op.outcome,
                     super::utc(op.ms),
                     before
@@ -365,10 +389,16 @@ pub(super) fn possible(h: &VotersHistory) -> (BTreeSet<Voters>, Vec<Anomaly>) {
                         Outcome::Refused(code) => code == DUPLICATE_VOTER,
                         _ => op.add,
                     };
-                    if now_voter {
-                        s.insert(op.id);
-                    } else {
-                        s.remove(&op.id);
+                    match (&op.outcome, now_voter) {
+                        // A duplicate: some key of the id is a voter; keep the set's if any.
+                        (Outcome::Refused(_), true) if has_id(&s, op.id) => {}
+                        (_, true) => {
+                            s.retain(|(v, _)| *v != op.id);
+                            s.insert(key(op));
+                        }
+                        (_, false) => {
+                            s.remove(&key(op));
+                        }
                     }
                     s
                 })
@@ -419,8 +449,12 @@ pub(super) fn check(h: &VotersHistory, seen: &Observed) -> (Vec<Anomaly>, Voters
             return (anomalies, counts);
         }
     };
-    let voters: Voters = described.voters.iter().map(|v| v.0).collect();
-    counts.final_voters = voters.iter().copied().collect();
+    let voters: Voters = described
+        .voters
+        .iter()
+        .map(|(id, dir, _)| (*id, dir.clone()))
+        .collect();
+    counts.final_voters = voters.iter().map(|v| v.0).collect();
     if !states.contains(&voters) {
         anomaly(
             "voters wrong",
@@ -446,17 +480,20 @@ pub(super) fn check(h: &VotersHistory, seen: &Observed) -> (Vec<Anomaly>, Voters
                 "voter directory wrong",
                 format!(
                     "leader {leader} has voter {id} with directory id {dir_id}; node {id}'s \
-                     metadata directory is {own}"
+                     metadata directory is {own} (a lost disk's old key never replaced?)"
                 ),
             );
         }
     }
     for (id, view) in &seen.views {
         let observer = view.state == "observer";
+        // A voter by its own key: a node on a new disk is an observer while its old key is
+        // still a voter.
+        let own_key = (*id, seen.dir_ids.get(id).cloned().unwrap_or_default());
         if view.leader != *leader as i32
             || view.epoch != described.epoch
             || view.voters != voters.len()
-            || observer == voters.contains(id)
+            || observer == voters.contains(&own_key)
         {
             anomaly(
                 "controllers disagree",
@@ -481,9 +518,14 @@ mod tests {
     use super::*;
 
     fn op(add: bool, id: u32, outcome: Outcome) -> Op {
+        op_on(add, id, &format!("dir{id}"), outcome)
+    }
+
+    fn op_on(add: bool, id: u32, dir: &str, outcome: Outcome) -> Op {
         Op {
             add,
             id,
+            dir: dir.into(),
             outcome,
             sent_ms: 1,
             ms: 2,
@@ -499,7 +541,7 @@ mod tests {
     }
 
     fn set(ids: &[u32]) -> Voters {
-        ids.iter().copied().collect()
+        ids.iter().map(|&id| (id, format!("dir{id}"))).collect()
     }
 
     /// A healed quorum led by `leader` with `voters` all caught up, every controller (1-4)
@@ -615,6 +657,52 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_disk_s_old_key_is_replaced_by_its_new_one() {
+        // Voter 3's disk lost: node 3 is back on directory "new3", an observer.
+        let mut seen = shows(2, &[1, 2, 3]);
+        seen.dir_ids.insert(3, "new3".into());
+        seen.views.get_mut(&3).unwrap().state = "observer".into();
+        let h = history(Vec::new());
+        // Its old key still a voter: the set is right, the stale key is not.
+        assert_eq!(kinds(&check(&h, &seen).0), ["voter directory wrong"]);
+
+        // The spare added, the old key removed, node 3 added on its new disk, 1 removed.
+        let ops = vec![
+            op(true, 4, Outcome::Ok),
+            // Its id is still a voter's (the old key): refused, as Kafka's AddVoterHandler does.
+            op_on(true, 3, "new3", Outcome::Refused(DUPLICATE_VOTER.into())),
+            // The new key is no voter's.
+            op_on(false, 3, "new3", Outcome::Refused(VOTER_NOT_FOUND.into())),
+            op(false, 3, Outcome::Ok),
+            op_on(true, 3, "new3", Outcome::Ok),
+            op(false, 1, Outcome::Ok),
+        ];
+        let h = history(ops);
+        let (states, found) = possible(&h);
+        assert!(found.is_empty(), "{found:?}");
+        let after: Voters = [(2, "dir2"), (3, "new3"), (4, "dir4")]
+            .iter()
+            .map(|(id, dir)| (*id, dir.to_string()))
+            .collect();
+        assert_eq!(states, BTreeSet::from([after]));
+        let mut healed = shows(2, &[2, 3, 4]);
+        healed.leaders.get_mut(&2).unwrap().voters[1].1 = "new3".into();
+        healed.dir_ids.insert(3, "new3".into());
+        let (found, counts) = check(&h, &healed);
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(counts.final_voters, vec![2, 3, 4]);
+        // The leader still naming the old key for 3: the acknowledged replacement was lost.
+        let mut stale = healed.clone();
+        stale.leaders.get_mut(&2).unwrap().voters[1].1 = "dir3".into();
+        let kinds_found = kinds(&check(&h, &stale).0).join(",");
+        assert!(kinds_found.contains("voters wrong"), "{kinds_found}");
+
+        // The new key acknowledged while the old one was a voter in every possible set.
+        let h = history(vec![op_on(true, 3, "new3", Outcome::Ok)]);
+        assert_eq!(kinds(&possible(&h).1), ["voter change contradicted"]);
+    }
+
+    #[test]
     fn leaders_laggards_directories_and_views_are_checked() {
         let h = history(vec![op(true, 4, Outcome::Ok)]);
         let whole = shows(2, &[1, 2, 3, 4]);
@@ -633,9 +721,13 @@ mod tests {
         behind.leaders.get_mut(&2).unwrap().voters[0].2 = 90;
         assert_eq!(kinds(&check(&h, &behind).0), ["voter behind"]);
 
+        // Node 4 on another directory than its voter key's, yet a follower by its view.
         let mut dir = whole.clone();
         dir.dir_ids.insert(4, "other".into());
-        assert_eq!(kinds(&check(&h, &dir).0), ["voter directory wrong"]);
+        assert_eq!(
+            kinds(&check(&h, &dir).0),
+            ["voter directory wrong", "controllers disagree"]
+        );
 
         // A voter that thinks it is an observer; one in another epoch.
         for change in [
