@@ -89,7 +89,8 @@ const TXN_TOPIC: &str = "chaos-txn";
 const PIPE_TOPIC: &str = "chaos-pipe";
 const TRANSACTIONAL_ID: &str = "chaos-txn";
 /// The concurrent transactional writers' topic (`--cycles`) and its partitions: the keys of
-/// their list-append history, fewer than the writers so that transactions meet.
+/// their list-append history: few (as many as the writers, each transaction appending to
+/// 2-3 of them), so that concurrent transactions meet on them.
 const CYCLES_TOPIC: &str = "chaos-cycles";
 const CYCLES_PARTITIONS: i32 = 4;
 /// Brokers drop a follower from the ISR after 10 s behind instead of Kafka's 30 s, so that
@@ -1015,8 +1016,9 @@ impl Report {
             );
             let _ = writeln!(
                 out,
-                "  cycles Kafka allows       {:?} (docs/chaos.md says why); forbidden: {}",
-                c.cycles, c.forbidden
+                "  cycles Kafka allows       {:?} (docs/chaos.md says why); forbidden: {}; reads \
+                 that missed their writer's own earlier commit: {}",
+                c.cycles, c.forbidden, c.own_unseen
             );
             for (class, example) in &c.examples {
                 let _ = writeln!(out, "    a {class} cycle: {example}");
