@@ -1,10 +1,12 @@
-//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--disks] [--meta]
-//! [--clock] [--reassign] [--voters] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
+//! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--cycles] [--disks]
+//! [--meta] [--clock] [--reassign] [--voters] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
 //! while stock clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
 //! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
-//! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
+//! transactional workload; `--cycles` several concurrent transactional writers whose
+//! transactions read before they write, judged as Elle judges a list-append history;
+//! `--disks` the faultable disks and their faults; `--meta` the
 //! metadata workload (topics created and deleted, a config changed) and its checks;
 //! `--clock` the clock jump of one node; `--reassign` partition reassignments of the
 //! workload's topics during the faults and their checks (with 4 brokers by default);
@@ -31,7 +33,8 @@
 //! and the partitions; `faults.rs` the fault kinds and the seeded schedule; `workload.rs` and
 //! `workload.py` the stock clients; `checker.rs` the anomalies; `segments.rs` the batches the
 //! brokers stored (the producer epoch of each copy of a duplicate); `txn_checker.rs` the
-//! transactional workload's; `pipe_checker.rs` the exactly-once pipeline's (`--txn`);
+//! transactional workload's; `cycles_checker.rs` the concurrent writers' (`--cycles`);
+//! `pipe_checker.rs` the exactly-once pipeline's (`--txn`);
 //! `disks.rs` and `fusefs.rs` the brokers' faultable disks (`--disks`); `meta_checker.rs`
 //! the metadata workload's (`--meta`); `clock.rs` and `clockjump.c` the clock jump's
 //! LD_PRELOAD interposer (`--clock`); `reassign_checker.rs` the reassignment workload's
@@ -40,6 +43,7 @@
 
 mod checker;
 mod clock;
+mod cycles_checker;
 mod disks;
 mod faults;
 mod fusefs;
@@ -72,7 +76,7 @@ use net::Lab;
 use nodes::{Nodes, System};
 use txn_checker::TxnCounts;
 use voters::VoterWorkload;
-use workload::{Extras, ReassignWorkload, TxnWorkload, Workload};
+use workload::{CyclesWorkload, Extras, ReassignWorkload, TxnWorkload, Workload};
 
 /// The topic the workload writes.
 const TOPIC: &str = "chaos";
@@ -84,6 +88,11 @@ const TXN_TOPIC: &str = "chaos-txn";
 /// writes what it read from a partition of [`TOPIC`] to the same partition of it.
 const PIPE_TOPIC: &str = "chaos-pipe";
 const TRANSACTIONAL_ID: &str = "chaos-txn";
+/// The concurrent transactional writers' topic (`--cycles`) and its partitions: the keys of
+/// their list-append history: few (as many as the writers, each transaction appending to
+/// 2-3 of them), so that concurrent transactions meet on them.
+const CYCLES_TOPIC: &str = "chaos-cycles";
+const CYCLES_PARTITIONS: i32 = 4;
 /// Brokers drop a follower from the ISR after 10 s behind instead of Kafka's 30 s, so that
 /// faults of a few seconds move ISRs (and elections with them) in a short run.
 const BROKER_CONFIG: &str = "replica.lag.time.max.ms=10000\n";
@@ -124,6 +133,14 @@ pub struct ChaosArgs {
     /// then draws from 10 kinds of fault, not 9: its schedule is not the one without.
     #[arg(long)]
     txn: bool,
+    /// Add the concurrent transactional writers (`workload.py cycles`, 4 of them on a topic
+    /// of their own, `chaos-cycles`): each transaction reads some partitions
+    /// `read_committed` and then appends to others; afterwards Elle's dependency graph of the
+    /// committed transactions, its cycles by class, and the cycles and reads Kafka's
+    /// transactions forbid (`cycles_checker.rs`). No fault kind is added: the fault schedule
+    /// is the seed's without it.
+    #[arg(long)]
+    cycles: bool,
     /// Overlap faults: with each fault of the schedule, one in two times a second one of the
     /// other family (a process fault beside a network fault) for the same hold. Draws more
     /// from the seed: a seed's schedule with `--overlap` is not its schedule without.
@@ -232,6 +249,11 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         if let Some(h) = workload::read_txn_history(dir)? {
             let (anomalies, counts) = txn_checker::check(&h);
             println!("transactions: {counts:?}");
+            verdict.anomalies.extend(anomalies);
+        }
+        if let Some(ch) = cycles_checker::read(dir)? {
+            let (anomalies, counts) = cycles_checker::check(&ch);
+            println!("cycles: {counts:?}");
             verdict.anomalies.extend(anomalies);
         }
         if let Some(ph) = workload::read_pipe_history(dir)? {
@@ -381,6 +403,8 @@ struct Report {
     meta: Option<meta_checker::MetaCounts>,
     /// The exactly-once pipeline's counts (`--txn`).
     pipe: Option<pipe_checker::PipeCounts>,
+    /// The concurrent writers' counts (`--cycles`).
+    cycles: Option<cycles_checker::CyclesCounts>,
     /// The reassignment workload's counts (`--reassign`).
     reassign: Option<reassign_checker::ReassignCounts>,
     /// The voter-change workload's counts (`--voters`).
@@ -433,22 +457,29 @@ fn run_faults(
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    // The workloads' own topics: the transactional writer's and the pipeline's (`--txn`),
+    // the concurrent writers' (`--cycles`).
+    let mut own_topics = Vec::new();
     if args.txn {
-        for topic in [TXN_TOPIC, PIPE_TOPIC] {
-            nodes::create_topic(
-                lab,
-                brokers[0],
-                topic,
-                PARTITIONS,
-                &[("min.insync.replicas", "2")],
-                Duration::from_secs(60),
-            )?;
-            wait_healthy(nodes, lab, Duration::from_secs(60))
-                .context("the transactional topics' partitions were not all led")?;
-            history.note(format!(
-                "topic {topic}: {PARTITIONS} partitions, RF 3, min.insync.replicas=2"
-            ));
-        }
+        own_topics.extend([(TXN_TOPIC, PARTITIONS), (PIPE_TOPIC, PARTITIONS)]);
+    }
+    if args.cycles {
+        own_topics.push((CYCLES_TOPIC, CYCLES_PARTITIONS));
+    }
+    for (topic, partitions) in own_topics {
+        nodes::create_topic(
+            lab,
+            brokers[0],
+            topic,
+            partitions,
+            &[("min.insync.replicas", "2")],
+            Duration::from_secs(60),
+        )?;
+        wait_healthy(nodes, lab, Duration::from_secs(60))
+            .with_context(|| format!("topic {topic}'s partitions were not all led"))?;
+        history.note(format!(
+            "topic {topic}: {partitions} partitions, RF 3, min.insync.replicas=2"
+        ));
     }
     let mut workload = Workload::new(
         root,
@@ -472,6 +503,11 @@ fn run_faults(
                 },
                 seed: args.seed,
             }),
+            cycles: args.cycles.then(|| CyclesWorkload {
+                topic: CYCLES_TOPIC.to_string(),
+                partitions: CYCLES_PARTITIONS,
+                seed: args.seed,
+            }),
         },
     )?;
     workload.start()?;
@@ -493,10 +529,15 @@ fn run_faults(
     }
     history.note(format!(
         "workload running: producers idem (idempotent) and plain, a live consumer, groups \
-         chaos-classic and chaos-consumer of 2 members each{}{}{}",
+         chaos-classic and chaos-consumer of 2 members each{}{}{}{}",
         if args.txn {
             "; a transactional producer and a read_committed consumer; an exactly-once \
              pipeline from chaos to chaos-pipe"
+        } else {
+            ""
+        },
+        if args.cycles {
+            "; 4 concurrent transactional writers reading before they write (chaos-cycles)"
         } else {
             ""
         },
@@ -678,6 +719,20 @@ fn run_faults(
         }
         None => None,
     };
+    let cycles = match cycles_checker::read(dir)? {
+        Some(ch) => {
+            let (found, counts) = cycles_checker::check(&ch);
+            history.note(format!(
+                "cycles workload: {} transactions committed; cycles {:?}; {} anomalies",
+                counts.committed,
+                counts.cycles,
+                found.len()
+            ));
+            anomalies.extend(found);
+            Some(counts)
+        }
+        None => None,
+    };
     let pipe = match workload::read_pipe_history(dir)? {
         Some(ph) => {
             if !ph.done {
@@ -771,6 +826,7 @@ fn run_faults(
         groups,
         meta,
         pipe,
+        cycles,
         reassign,
         voters,
         groups_stable_secs,
@@ -953,6 +1009,23 @@ impl Report {
                 t.final_records
             );
         }
+        if let Some(c) = &self.cycles {
+            let _ = writeln!(
+                out,
+                "  concurrent transactions   {} committed, {} aborted, {} unknown; {} partition \
+                 reads inside transactions ({} in committed ones); dependencies {:?}",
+                c.committed, c.aborted, c.unknown, c.reads, c.committed_reads, c.edges
+            );
+            let _ = writeln!(
+                out,
+                "  cycles Kafka allows       {:?} (docs/chaos.md says why); forbidden: {}; reads \
+                 that missed their writer's own earlier commit: {}",
+                c.cycles, c.forbidden, c.own_unseen
+            );
+            for (class, example) in &c.examples {
+                let _ = writeln!(out, "    a {class} cycle: {example}");
+            }
+        }
         if let Some(p) = &self.pipe {
             let _ = writeln!(
                 out,
@@ -1027,13 +1100,14 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
                 args.minutes,
                 args.brokers(),
                 if args.txn { " --txn" } else { "" },
+                if args.cycles { " --cycles" } else { "" },
                 if args.overlap { " --overlap" } else { "" },
                 if args.disks { " --disks" } else { "" },
                 if args.meta { " --meta" } else { "" },

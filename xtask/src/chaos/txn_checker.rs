@@ -58,12 +58,25 @@ pub(super) struct TxnHistory {
     pub(super) appended: HashMap<String, (i32, i64, u64)>,
     /// The live `read_committed` consumer's reads during the faults.
     pub(super) live: Vec<Read>,
+    /// Who made the `live` reads, for the anomalies' text: empty for the live consumer;
+    /// `cycles_checker.rs` judges its writers' reads inside transactions here too.
+    pub(super) reader: &'static str,
     /// The final `read_committed` read of every partition.
     pub(super) final_log: Vec<Read>,
     /// Partitions the final read could not finish, with the position it reached.
     pub(super) stuck: BTreeMap<i32, i64>,
     /// The producer reported its end.
     pub(super) done: bool,
+}
+
+impl TxnHistory {
+    fn reader(&self) -> &str {
+        if self.reader.is_empty() {
+            "the live read_committed consumer"
+        } else {
+            self.reader
+        }
+    }
 }
 
 /// Counts of the history, for the summary.
@@ -142,8 +155,9 @@ pub(super) fn check(h: &TxnHistory) -> (Vec<Anomaly>, TxnCounts) {
                 anomaly(
                     "aborted read",
                     format!(
-                        "the live read_committed consumer read {} at {}/{}, of transaction {} \
-                         which the producer aborted ({})",
+                        "{} read {} at {}/{}, of transaction {} which the producer aborted \
+                         ({})",
+                        h.reader(),
                         r.value,
                         r.partition,
                         r.offset,
@@ -159,7 +173,8 @@ pub(super) fn check(h: &TxnHistory) -> (Vec<Anomaly>, TxnCounts) {
             found => anomaly(
                 "vanished",
                 format!(
-                    "the live read_committed consumer read {} at {}/{}; the final read has {}",
+                    "{} read {} at {}/{}; the final read has {}",
+                    h.reader(),
                     r.value,
                     r.partition,
                     r.offset,
@@ -257,11 +272,12 @@ pub(super) fn check(h: &TxnHistory) -> (Vec<Anomaly>, TxnCounts) {
                     anomaly(
                         "txn two states",
                         format!(
-                            "transaction {} (outcome unknown to its producer: {}): the live \
-                             read_committed consumer read {seen:?} (committed), the final \
-                             read has none of its records (aborted)",
+                            "transaction {} (outcome unknown to its producer: {}): {} read \
+                             {seen:?} (committed), the final read has none of its records \
+                             (aborted)",
                             t.id,
-                            t.error.as_deref().unwrap_or("?")
+                            t.error.as_deref().unwrap_or("?"),
+                            h.reader()
                         ),
                         Some(t.ms),
                     );

@@ -25,6 +25,22 @@ usage:
     leaves it open (a fatal error, or commit/abort retried until its deadline): a new
     instance then takes the transactional id over, and its InitProducerId ends the old
     transaction one way or the other. At the end {"done": true, "txns"}.
+  workload.py cycles --bootstrap B --topic T --partitions P --name N --out F --stop-file S
+      --seed SEED [--rate R]
+    One of several concurrent transactional writers (transactional.id "chaos-cycles-<N>") in
+    Elle's list-append shape: the partitions are the keys, a partition's log order the list.
+    Each transaction (about R / 50 a second) first, two times in three, READS 1..2 partitions
+    with a read_committed consumer of its own (positions kept across transactions, so what it
+    has seen of a partition is always a prefix from offset 0): the last stable offset asked
+    with ListOffsets, then polled to it; then appends one unique value "<N>-<i>.<t>.<k>" to
+    each of 2..3 partitions, in a drawn order, each flushed (acknowledged) before the next
+    after a drawn 0-40 ms, so that concurrent writers' transactions interleave; then commits
+    (85 %) or aborts, as `txn` does. Lines: {"txn", "writer", "begin", "reads": [{"p",
+    "from", "values": [[o, v]...], "to", "end", "complete"} or {"p", "failed"}], "writes":
+    [[p, v, o, sent, acked]...] (o -1 if not acknowledged), "intent", "outcome", "err",
+    "commit_sent", "ms"} per transaction (from/to: the consumer's position before and after
+    the read; end: the last stable offset it read to, reached when complete); at the end
+    {"done": true, "txns"}.
   workload.py pipeline --bootstrap B --topic T --partitions P --out F --stop-file S
       --output O
     A consume-transform-produce pipeline, exactly once as Kafka's transactions make it
@@ -106,8 +122,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                   NewTopic, ResourceType)
 
 p = argparse.ArgumentParser()
-p.add_argument("mode", choices=["produce", "txn", "pipeline", "consume", "member", "meta",
-                               "reassign", "groups", "read-all"])
+p.add_argument("mode", choices=["produce", "txn", "cycles", "pipeline", "consume", "member",
+                               "meta", "reassign", "groups", "read-all"])
 p.add_argument("--bootstrap", required=True)
 p.add_argument("--topic", required=True)
 p.add_argument("--partitions", type=int, required=True)
@@ -274,6 +290,50 @@ def settle(producer, commit, error):
     return "unknown", error
 
 
+def conclude(producer, commit, outcome, error):
+    """settle()s the open transaction unless its outcome is already known (unknown after a
+    fatal error), then polls for a fatal error raised again: the outcome as the client knows
+    it and the first error met."""
+    if outcome is None:
+        outcome, error = settle(producer, commit, error)
+    try:
+        producer.poll(0)
+    except KafkaException:
+        # A fatal error, raised again from poll(): the outcome above already says so.
+        outcome = "unknown" if outcome != "committed" else outcome
+    return outcome, error
+
+
+def retire(producer):
+    """Lets go of a producer whose transaction's outcome is unknown: a new instance takes
+    the transactional id over (its InitProducerId fences this one and ends the open
+    transaction), so the run goes on."""
+    try:
+        producer.flush(1)
+    except KafkaException:
+        pass
+
+
+def paced(interval):
+    """Yields at most once every interval seconds, until the stop file exists."""
+    next_start = time.time()
+    while not stopped():
+        time.sleep(max(0.0, next_start - time.time()))
+        next_start = max(next_start + interval, time.time())
+        yield
+
+
+def send(producer, topic, value, part, on_delivery):
+    """producer.produce, waiting for room in its queue."""
+    while True:
+        try:
+            producer.produce(topic, value=value.encode(), partition=part,
+                             on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
 def txn():
     rng = random.Random(args.seed)
     instance = 0
@@ -290,11 +350,7 @@ def txn():
     producer = new_producer()
     # At most --rate / 20 transactions a second (10 by default): each costs the coordinator
     # a few writes and markers on every partition it touched.
-    interval = 20.0 / args.rate
-    next_start = time.time()
-    while not stopped():
-        time.sleep(max(0.0, next_start - time.time()))
-        next_start = max(next_start + interval, time.time())
+    for _ in paced(20.0 / args.rate):
         tid = f"{args.name}-{instance}.{t}"
         count = rng.randint(2, args.partitions)
         partitions = sorted(rng.sample(range(args.partitions), count))
@@ -305,37 +361,125 @@ def txn():
         try:
             producer.begin_transaction()
             for v, part in records:
-                while True:
-                    try:
-                        producer.produce(args.topic, value=v.encode(), partition=part,
-                                         on_delivery=on_delivery)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
+                send(producer, args.topic, v, part, on_delivery)
             producer.poll(0)
         except KafkaException as e:
             error = e.args[0].name()
             if e.args[0].fatal():
                 outcome = "unknown"
-        if outcome is None:
-            outcome, error = settle(producer, intent == "commit" and error is None, error)
-        try:
-            producer.poll(0)
-        except KafkaException:
-            # A fatal error, raised again from poll(): the outcome above already says so.
-            outcome = "unknown" if outcome != "committed" else outcome
+        outcome, error = conclude(producer, intent == "commit" and error is None, outcome,
+                                  error)
         emit({"txn": tid, "records": records, "intent": intent, "outcome": outcome,
               "err": error, "ms": now_ms()})
         if outcome == "unknown":
-            # A new instance takes the transactional id over (its InitProducerId fences this
-            # one and ends the open transaction), so the run goes on.
-            try:
-                producer.flush(1)
-            except KafkaException:
-                pass
+            retire(producer)
             instance += 1
             t = 0
             producer = new_producer()
+    emit({"done": True, "txns": t, "instance": instance})
+
+
+def cycles():
+    """A transactional writer whose transactions read some partitions (read_committed) and
+    then append to others: the history Elle's list-append checker needs (cycles_checker.rs)."""
+    rng = random.Random(f"{args.seed}-{args.name}")
+    instance = 0
+    t = 0
+    reader = consumer({"isolation.level": "read_committed", "enable.partition.eof": True})
+    # The next offset to read of each partition: the reader has seen every committed record
+    # below it.
+    position = {part: 0 for part in range(args.partitions)}
+
+    def read(parts):
+        """Reads each of parts from its position to its last stable offset as of now."""
+        reads, ends = [], {}
+        for part in parts:
+            try:
+                ends[part] = reader.get_watermark_offsets(
+                    TopicPartition(args.topic, part), timeout=5, cached=False)[1]
+            except KafkaException as e:
+                reads.append({"p": part, "failed": e.args[0].name()})
+        if not ends:
+            return reads
+        got = {part: {"p": part, "from": position[part], "values": [], "end": end}
+               for part, end in ends.items()}
+        reader.assign([TopicPartition(args.topic, part, position[part]) for part in ends])
+        pending = {part for part, end in ends.items() if position[part] < end}
+        deadline = time.time() + 10
+        while pending and time.time() < deadline:
+            msg = reader.poll(0.2)
+            if msg is None or msg.partition() not in got:
+                continue
+            part = msg.partition()
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    # The fetch position at the end: past the markers too.
+                    position[part] = max(position[part], msg.offset())
+            else:
+                got[part]["values"].append([msg.offset(), msg.value().decode(errors="replace")])
+                position[part] = msg.offset() + 1
+            if position[part] >= ends[part]:
+                pending.discard(part)
+        reader.unassign()
+        for part, r in got.items():
+            r["to"] = position[part]
+            r["complete"] = part not in pending
+            reads.append(r)
+        return reads
+
+    def new_producer():
+        return transactional_producer(f"chaos-cycles-{args.name}")
+
+    producer = new_producer()
+    for _ in paced(50.0 / args.rate):
+        tid = f"{args.name}-{instance}.{t}"
+        t += 1
+        parts = list(range(args.partitions))
+        writes_to = rng.sample(parts, rng.randint(2, min(3, args.partitions)))
+        reads_of = rng.sample(parts, rng.randint(1, 2)) if rng.random() < 2 / 3 else []
+        intent = "commit" if rng.random() < 0.85 else "abort"
+        pauses = [rng.uniform(0.0, 0.04) for _ in writes_to]
+        begin = now_ms()
+        reads = read(sorted(reads_of))
+        writes = []
+        outcome, error = None, None
+        try:
+            producer.begin_transaction()
+            for k, part in enumerate(writes_to):
+                v = f"{tid}.{k}"
+                acked = {}
+
+                def on_delivery(err, msg, acked=acked):
+                    acked["o"] = msg.offset() if err is None else -1
+                    acked["err"] = err.name() if err is not None else None
+                    acked["ms"] = now_ms()
+
+                sent = now_ms()
+                send(producer, args.topic, v, part, on_delivery)
+                # Acknowledged before the next append (or the commit): the log order of
+                # concurrent writers' appends follows their send and acknowledgement times.
+                producer.flush(30)
+                writes.append([part, v, acked.get("o", -1), sent, acked.get("ms", now_ms())])
+                if acked.get("err"):
+                    error = acked["err"]
+                    break
+                time.sleep(pauses[k])
+        except KafkaException as e:
+            error = e.args[0].name()
+            if e.args[0].fatal():
+                outcome = "unknown"
+        commit_sent = now_ms()
+        outcome, error = conclude(producer, intent == "commit" and error is None, outcome,
+                                  error)
+        emit({"txn": tid, "writer": args.name, "begin": begin, "reads": reads,
+              "writes": writes, "intent": intent, "outcome": outcome, "err": error,
+              "commit_sent": commit_sent, "ms": now_ms()})
+        if outcome == "unknown":
+            retire(producer)
+            instance += 1
+            t = 0
+            producer = new_producer()
+    reader.close()
     emit({"done": True, "txns": t, "instance": instance})
 
 
@@ -820,5 +964,6 @@ def read_all():
     emit({"done": True})
 
 
-{"produce": produce, "txn": txn, "pipeline": pipeline, "consume": consume, "member": member,
- "meta": meta, "reassign": reassign, "groups": groups, "read-all": read_all}[args.mode]()
+{"produce": produce, "txn": txn, "cycles": cycles, "pipeline": pipeline, "consume": consume,
+ "member": member, "meta": meta, "reassign": reassign, "groups": groups,
+ "read-all": read_all}[args.mode]()

@@ -14,7 +14,9 @@
 //! With `--reassign`, partition reassignments of the workload's topic (and the
 //! transactional one) during the faults ([`ReassignWorkload`], judged by
 //! `reassign_checker.rs`), stopped when the faults end so that the cluster heals with every
-//! move completed.
+//! move completed. With `--cycles`, several transactional writers on a topic of their own
+//! whose transactions read before they append ([`CYCLES_WRITERS`], judged by
+//! `cycles_checker.rs`), and a `read_committed` read of that topic to the end afterwards.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,17 @@ pub(super) struct TxnWorkload {
     pub(super) pipe_topic: String,
 }
 
+/// The concurrent transactional writers of `--cycles` (`workload.py cycles`): their
+/// transactional ids are `chaos-cycles-<name>`.
+pub(super) const CYCLES_WRITERS: [&str; 4] = ["c1", "c2", "c3", "c4"];
+
+/// The `--cycles` workload's topic, its partitions and the seed of its writers' draws.
+pub(super) struct CyclesWorkload {
+    pub(super) topic: String,
+    pub(super) partitions: i32,
+    pub(super) seed: u64,
+}
+
 /// The reassignment workload (`workload.py reassign`): the brokers replicas move between, and
 /// the topics besides the workload's whose partitions it moves.
 pub(super) struct ReassignWorkload {
@@ -75,6 +88,8 @@ pub(super) struct Extras {
     pub(super) meta: bool,
     /// The reassignment workload (`--reassign`).
     pub(super) reassign: Option<ReassignWorkload>,
+    /// The concurrent transactional writers (`--cycles`).
+    pub(super) cycles: Option<CyclesWorkload>,
 }
 
 /// How long the reassignment workload has to stop once told: a request in flight ends
@@ -93,6 +108,7 @@ pub(super) struct Workload {
     /// Whether the metadata workload (`workload.py meta`) runs too (`--meta`).
     meta: bool,
     reassign: Option<ReassignWorkload>,
+    cycles: Option<CyclesWorkload>,
     stop_file: PathBuf,
     /// The reassignment workload's own stop file: it stops when the faults do, the rest of
     /// the workload when the cluster has healed.
@@ -115,6 +131,7 @@ impl Workload {
             txn,
             meta,
             reassign,
+            cycles,
         } = extras;
         Ok(Workload {
             python: crate::bench::stock_python(root)?,
@@ -126,6 +143,7 @@ impl Workload {
             txn,
             meta,
             reassign,
+            cycles,
             stop_file: dir.join("workload.stop"),
             reassign_stop_file: dir.join("reassign.stop"),
             reassign_read: 0,
@@ -143,11 +161,23 @@ impl Workload {
 
     /// `workload.py mode` on `topic`, writing `out`, until `stop_file` exists.
     fn command_until(&self, topic: &str, mode: &str, out: &str, stop_file: &Path) -> Command {
+        self.command_with(topic, self.partitions, mode, out, stop_file)
+    }
+
+    /// `workload.py mode` on `topic` of `partitions` partitions.
+    fn command_with(
+        &self,
+        topic: &str,
+        partitions: i32,
+        mode: &str,
+        out: &str,
+        stop_file: &Path,
+    ) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.arg(&self.script)
             .arg(mode)
             .args(["--bootstrap", &self.bootstrap, "--topic", topic])
-            .args(["--partitions", &self.partitions.to_string()])
+            .args(["--partitions", &partitions.to_string()])
             .arg("--out")
             .arg(self.dir.join(out))
             .arg("--stop-file")
@@ -201,6 +231,23 @@ impl Workload {
         if self.meta {
             let cmd = self.command("meta", "meta.jsonl");
             self.spawn("meta", cmd)?;
+        }
+        if let Some(c) = &self.cycles {
+            let mut cmds = Vec::new();
+            for name in CYCLES_WRITERS {
+                let mut cmd = self.command_with(
+                    &c.topic,
+                    c.partitions,
+                    "cycles",
+                    &format!("cycles-{name}.jsonl"),
+                    &self.stop_file,
+                );
+                cmd.args(["--name", name, "--seed", &c.seed.to_string()]);
+                cmds.push((format!("cycles-{name}"), cmd));
+            }
+            for (name, cmd) in cmds {
+                self.spawn(&name, cmd)?;
+            }
         }
         if let Some(r) = &self.reassign {
             let mut cmd = self.command_until(
@@ -288,6 +335,18 @@ impl Workload {
                 .count();
             acks.push(committed);
         }
+        if self.cycles.is_some() {
+            let committed = CYCLES_WRITERS
+                .iter()
+                .map(|name| {
+                    text(&format!("cycles-{name}.jsonl"))
+                        .lines()
+                        .filter(|l| l.contains("\"outcome\":\"committed\""))
+                        .count()
+                })
+                .sum();
+            acks.push(committed);
+        }
         acks
     }
 
@@ -355,6 +414,17 @@ impl Workload {
             let mut cmd = self.command_on(&txn.pipe_topic, "read-all", "pipefinal.jsonl");
             cmd.arg("--read-committed");
             reads.push(("pipeline's output final", cmd));
+        }
+        if let Some(c) = &self.cycles {
+            let mut cmd = self.command_with(
+                &c.topic,
+                c.partitions,
+                "read-all",
+                "cyclesfinal.jsonl",
+                &self.stop_file,
+            );
+            cmd.arg("--read-committed");
+            reads.push(("cycles topic's final", cmd));
         }
         for (what, mut cmd) in reads {
             let out = cmd
@@ -470,7 +540,7 @@ fn end_offsets(dir: &Path) -> Result<BTreeMap<i32, i64>> {
 }
 
 /// A JSON object of offsets by partition (`{"0": 17, ...}`), as the workload writes them.
-fn by_partition(v: &Value) -> Option<BTreeMap<i32, i64>> {
+pub(super) fn by_partition(v: &Value) -> Option<BTreeMap<i32, i64>> {
     Some(
         v.as_object()?
             .iter()
@@ -574,7 +644,7 @@ pub(super) fn lines(path: &Path) -> Result<Vec<Value>> {
 }
 
 /// The records lines of `path`.
-fn reads(path: &Path) -> Result<Vec<Read>> {
+pub(super) fn reads(path: &Path) -> Result<Vec<Read>> {
     Ok(lines(path)?
         .into_iter()
         .filter_map(|l| {
