@@ -370,6 +370,14 @@ fn broker_config(config: &NodeConfig, formatted: &format::Formatted) -> Result<B
             "broker.heartbeat.interval.ms",
             kraftd_broker::server::lifecycle::BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
         )?),
+        controller_socket_timeout: Duration::from_millis(
+            config
+                .defined(
+                    "controller.socket.timeout.ms",
+                    kraftd_broker::server::controller_channel::CONTROLLER_SOCKET_TIMEOUT_MS_DEFAULT,
+                )?
+                .max(0) as u64,
+        ),
         server,
         static_configs: properties.clone(),
         auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,

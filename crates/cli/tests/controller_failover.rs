@@ -3,7 +3,8 @@
 //! connection-close path (KIP-996's pre-vote without waiting out `fetch.timeout.ms`, the
 //! log line says which path ran), and a CreateTopics sent through the broker succeeds
 //! against the new controller. No assertion on time: the path is asserted by the nodes'
-//! own log lines.
+//! own log lines. And a request forwarded to a controller that answers late (paused) is
+//! applied once and answered as applied.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,7 +18,7 @@ use kraftd_protocol::messages::{
 };
 use kraftd_protocol::{ErrorCode, RequestBody, ResponseBody};
 
-use common::{started_cluster, Node};
+use common::{formatted_cluster, started_cluster, Node};
 
 mod common;
 
@@ -29,6 +30,16 @@ const TIMEOUT_PATH: &str = "no successful fetch within fetch.timeout.ms";
 
 /// One request over a fresh connection; `None` on any failure.
 fn call(address: &str, version: i16, body: RequestBody) -> Option<ResponseBody> {
+    call_within(address, version, body, Duration::from_secs(2))
+}
+
+/// [`call`] waiting up to `limit` for the answer.
+fn call_within(
+    address: &str,
+    version: i16,
+    body: RequestBody,
+    limit: Duration,
+) -> Option<ResponseBody> {
     let key = body.key();
     let header = RequestHeader {
         request_api_key: key.code(),
@@ -39,7 +50,7 @@ fn call(address: &str, version: i16, body: RequestBody) -> Option<ResponseBody> 
     };
     let frame = encode_request(&header, &body).ok()?.into_bytes();
     let mut stream = TcpStream::connect(address).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.set_read_timeout(Some(limit)).ok()?;
     stream.write_all(&(frame.len() as i32).to_be_bytes()).ok()?;
     stream.write_all(&frame).ok()?;
     let mut size = [0u8; 4];
@@ -193,5 +204,76 @@ fn kill_9_of_the_active_controller_fails_over_by_the_closed_connection() {
     assert!(
         !all.contains(TIMEOUT_PATH),
         "a survivor waited out fetch.timeout.ms:\n{all}"
+    );
+}
+
+/// A CreateTopics the broker forwards while the controller is paused for longer than the
+/// Raft request timeout (2 s) is applied once, and its answer says it was applied. The
+/// broker's channels to the controller wait `controller.socket.timeout.ms` (30 s) for an
+/// answer, as Kafka's do; they used to give up after 2 s and send the request again, so the
+/// controller, resumed, read every copy: the first created the topic, the client was
+/// answered TOPIC_ALREADY_EXISTS by a later one — and in the chaos harness a copy delivered
+/// late created a topic again after its acknowledged deletion.
+#[test]
+fn a_request_forwarded_to_a_paused_controller_is_applied_once() {
+    let root = tempfile::tempdir().unwrap();
+    let (_cluster_id, mut controllers, mut brokers) = formatted_cluster(root.path(), 1, 1);
+    // The broker's session outlasts the pause: the topic's one replica stays placeable.
+    controllers[0].add_config(&["broker.session.timeout.ms=60000"]);
+    for node in controllers.iter_mut().chain(brokers.iter_mut()) {
+        node.start();
+    }
+    let broker = &brokers[0];
+    let logs = |c: &[Node]| common::all_logs(c) + &broker.logs();
+    poll(
+        Duration::from_secs(30),
+        "broker unfenced",
+        || logs(&controllers),
+        || broker_unfenced(broker),
+    );
+    create_topic(broker, "before").expect("CreateTopics before the pause");
+
+    let pid = controllers[0].child.as_ref().unwrap().id().to_string();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    let address = broker.address();
+    let creating = std::thread::spawn(move || {
+        let body = RequestBody::CreateTopics(CreateTopicsRequest {
+            topics: vec![create_topics_request::CreatableTopic {
+                name: "during-the-pause".into(),
+                num_partitions: 1,
+                replication_factor: 1,
+                ..Default::default()
+            }],
+            timeout_ms: 60_000,
+            ..Default::default()
+        });
+        call_within(&address, 7, body, Duration::from_secs(90))
+    });
+    // Longer than two of the old 2 s attempts.
+    std::thread::sleep(Duration::from_secs(5));
+    signal("-CONT");
+    let answer = creating.join().unwrap();
+    let Some(ResponseBody::CreateTopics(r)) = answer else {
+        panic!(
+            "no CreateTopics answer: {answer:?}; logs:\n{}",
+            logs(&controllers)
+        );
+    };
+    let topic = r.topics.first().expect("one topic answered");
+    assert_eq!(
+        topic.error_code,
+        ErrorCode::None.code(),
+        "the forwarded CreateTopics was answered {:?} ({:?}); logs:\n{}",
+        topic.error_code,
+        topic.error_message,
+        logs(&controllers)
     );
 }

@@ -19,6 +19,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::debug;
 
+/// Kafka's `controller.socket.timeout.ms` default: how long a request to the controller
+/// waits for its answer.
+pub const CONTROLLER_SOCKET_TIMEOUT_MS_DEFAULT: i32 = 30_000;
+
 /// The pause before asking again when no controller is known or the last one failed.
 pub const CONTROLLER_RETRY_BACKOFF: Duration = Duration::from_millis(50);
 

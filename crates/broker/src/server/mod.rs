@@ -130,6 +130,11 @@ pub struct BrokerConfig {
     pub rack: Option<String>,
     /// `broker.heartbeat.interval.ms`.
     pub heartbeat_interval: Duration,
+    /// `controller.socket.timeout.ms`: how long one request to the controller may wait for
+    /// its answer (forwarded requests, AlterPartition, directory assignments, producer id
+    /// blocks; the heartbeat channel waits at most a heartbeat interval), as Kafka's
+    /// `NodeToControllerChannelManager`s do.
+    pub controller_socket_timeout: Duration,
     /// The listeners' limits (`socket.request.max.bytes`, ...).
     pub server: ServerConfig,
     /// The properties file as written, for DescribeConfigs' static values.
@@ -268,8 +273,14 @@ impl BrokerServer {
             l.security
                 .set_scram_credentials(Arc::new(published.sasl_credentials()));
         }
-        let request_timeout = Duration::from_millis(config.quorum.raft.request_timeout_ms);
-        let channel = |name: &str| {
+        // A request to the controller waits `controller.socket.timeout.ms` for its answer
+        // before it is sent again, as Kafka's channels do (`min(controller.socket.timeout.ms,
+        // retryTimeoutMs)`: 30 s, and a heartbeat interval for the heartbeats). Not the Raft
+        // client's 2 s: a forwarded request given up that soon and sent again on a new
+        // connection is applied twice when the first copy's bytes still arrive (a partition
+        // healing, or the kernel delivering a dead connection's send queue) — a topic created
+        // again after its acknowledged deletion, as the chaos harness saw.
+        let channel_with = |name: &str, request_timeout: Duration| {
             ControllerChannel::new(
                 format!("broker-{}-{name}-channel", config.node_id),
                 config.quorum.voters.clone(),
@@ -278,6 +289,7 @@ impl BrokerServer {
                 config.controller_security.clone(),
             )
         };
+        let channel = |name: &str| channel_with(name, config.controller_socket_timeout);
         // The broker epoch, as registration sets it, for the data plane's requests.
         let (epoch_tx, epoch_rx) = watch::channel(-1i64);
         let broker_epoch = Arc::new(AtomicI64::new(-1));
@@ -511,7 +523,12 @@ impl BrokerServer {
             handle.clone(),
             stopped_tx.clone(),
         ));
-        let lifecycle_channel = channel("heartbeat");
+        let lifecycle_channel = channel_with(
+            "heartbeat",
+            config
+                .controller_socket_timeout
+                .min(config.heartbeat_interval),
+        );
         let forwarding_channel = channel("forwarding");
         let advertised: Vec<Listener> =
             listeners.iter().map(BrokerListener::registration).collect();
