@@ -360,13 +360,7 @@ impl Nodes {
     pub(super) fn signal_pause(&mut self, id: u32, pause: bool) -> Result<()> {
         let node = self.node(id)?;
         let pid = node.child.as_ref().context("node is not running")?.id();
-        let signal = if pause { "-STOP" } else { "-CONT" };
-        let status = Command::new("kill")
-            .args([signal, &pid.to_string()])
-            .status()?;
-        if !status.success() {
-            bail!("kill {signal} {pid} failed");
-        }
+        signal(pid, if pause { "STOP" } else { "CONT" })?;
         node.paused = pause;
         Ok(())
     }
@@ -784,4 +778,15 @@ pub(super) fn describe_log_dirs(lab: &Lab, id: u32) -> Result<Vec<(String, i16, 
         ResponseBody::DescribeLogDirs(r) => bail!("DescribeLogDirs: error {}", r.error_code),
         _ => bail!("not a DescribeLogDirs response"),
     }
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid` (a node, or a workload process).
+pub(super) fn signal(pid: u32, signal: &str) -> Result<()> {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()?;
+    if !status.success() {
+        bail!("kill -{signal} {pid} failed");
+    }
+    Ok(())
 }

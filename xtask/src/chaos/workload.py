@@ -26,34 +26,44 @@ usage:
     instance then takes the transactional id over, and its InitProducerId ends the old
     transaction one way or the other. At the end {"done": true, "txns"}.
   workload.py pipeline --bootstrap B --topic T --partitions P --out F --stop-file S
-      --output O
+      --output O --name N [--current-file C]
     A consume-transform-produce pipeline, exactly once as Kafka's transactions make it
     (KIP-98, KIP-447): a consumer in group "chaos-pipe" (read_committed, no auto commit)
     subscribed to T, and a transactional producer (transactional.id "chaos-pipe") that
-    writes, for each record read, "<p>:<o>:<v>" to partition p of O and commits the
+    writes, for each record read, "<p>:<o>:<v>|<N>/<i>/<n>" to partition p of O (<i> the
+    producer instance, <n> the transaction: which transaction wrote it) and commits the
     consumer's positions with send_offsets_to_transaction in the same transaction. After an
     abort, or a transaction of unknown outcome (then a new producer instance takes the id
     over; also when send_offsets_to_transaction or the commit blocks past a bound, which
     librdkafka's can), the consumer goes back to the group's committed offsets, so the
-    aborted batch is read again. Lines: {"batch": n, "inputs", "outcome": "committed"|"aborted"|"unknown",
-    "err", "ms"} per transaction; when S exists {"done": true, "committed": {p: offset}},
-    the group's committed offsets as the coordinator then answers (read_committed's
-    require_stable: none pending).
+    aborted batch is read again. Several processes may run it (the harness's zombie steps,
+    `--zombie`): C names the one the harness started last; a process that is not it and
+    whose transaction failed with a fencing error (a fatal one: PRODUCER_FENCED and the
+    like) exits instead of taking the id back. Lines: {"init": i, "ms"} when producer
+    instance i's InitProducerId succeeded; {"batch": n, "pi": i, "begun", "inputs",
+    "outcome": "committed"|"aborted"|"unknown", "err", "ms"} per transaction (begun: when
+    begin_transaction was called); {"fenced": err, "ms"} before such an exit; when S exists
+    {"done": true, "committed": {p: offset}}, the group's committed offsets as the
+    coordinator then answers (read_committed's require_stable: none pending).
   workload.py consume --bootstrap B --topic T --partitions P --out F --stop-file S
       [--read-committed]
     Reads every partition from the beginning while the faults run, until S exists: {"p",
     "o", "v", "ms"} per record (read_uncommitted: up to the high watermark; with
     --read-committed, committed transactions' records up to the last stable offset).
   workload.py member --bootstrap B --topic T --partitions P --name N --out F --stop-file S
-      --group G --protocol classic|consumer
+      --group G --protocol classic|consumer [--resumed-file R]
     A consumer group member (group.id G; group.protocol=consumer, or classic with Kafka's
     default eager assignors and session.timeout.ms=10000) subscribed to T until S exists,
     committing what it consumed (synchronously, with explicit offsets: the next offset of each
-    partition it holds) about once a second and before a partition is revoked. Lines:
-    {"held": [p...], "ms"} after every assignment change (assign, revoke, lost; [] when it
-    closes), {"commit": [[p, o]...], "failed": [[p, o, err]...], "sent", "ms"} per commit
-    (sent: when it was called, ms: when it returned; a request that failed as a whole has
-    every offset in "failed"), then {"done": true}.
+    partition it holds) about once a second and before a partition is revoked. A member
+    that finds R (the harness writes it as it resumes the member from a SIGSTOP, `--zombie`)
+    deletes it and commits at once what it holds, before it polls and so before its callbacks
+    can tell it the partitions were lost: a zombie's late commit, which the coordinator must
+    refuse if the member's session expired. R holds when the pause began (Unix ms). Lines: {"held": [p...], "ms"} after every assignment change
+    (assign, revoke, lost; [] when it closes), {"commit": [[p, o]...], "failed": [[p, o,
+    err]...], "sent", "ms"} per commit (sent: when it was called, ms: when it returned; a
+    request that failed as a whole has every offset in "failed"; "late": true for the
+    commit after a pause), {"paused": from, "ms"} when it finds R, then {"done": true}.
   workload.py meta --bootstrap B --topic T --partitions P --out F --stop-file S
     Metadata operations with the AdminClient while the faults run, one at a time, about one
     a second, until S exists: creates topic "T-meta-<i>" (1 partition, RF 3), deletes every
@@ -124,6 +134,8 @@ p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
 p.add_argument("--output")
 p.add_argument("--broker-ids")
 p.add_argument("--also", action="append", default=[])
+p.add_argument("--current-file")
+p.add_argument("--resumed-file")
 args = p.parse_args()
 
 out = open(args.out, "w", buffering=1)
@@ -363,6 +375,13 @@ def within(secs, call):
     return box.get("ok")
 
 
+# The errors that say a newer producer or group member took over: the producer's epoch
+# fenced (librdkafka's _FENCED for PRODUCER_FENCED, and what a fatal error leaves behind), or
+# the consumer's generation (KIP-447's TxnOffsetCommit check).
+FENCING = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FATAL",
+           "FENCED_INSTANCE_ID", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"}
+
+
 def pipeline():
     c = Consumer({
         "bootstrap.servers": args.bootstrap,
@@ -390,7 +409,23 @@ def pipeline():
                 emit({"rewind_failed": str(e), "ms": now_ms()})
                 time.sleep(0.5)
 
-    producer = transactional_producer("chaos-pipe")
+    def superseded():
+        """Whether the harness has started another pipeline process since this one."""
+        try:
+            with open(args.current_file) as f:
+                return f.read().strip() != args.name
+        except (OSError, TypeError):
+            return False
+
+    pi = 0
+
+    def new_producer():
+        producer = transactional_producer("chaos-pipe")
+        if not stopped():
+            emit({"init": pi, "ms": now_ms()})
+        return producer
+
+    producer = new_producer()
     n = 0
     while not stopped():
         try:
@@ -402,10 +437,13 @@ def pipeline():
             continue
         n += 1
         outcome, error = None, None
+        begun = now_ms()
+        tag = f"{args.name}/{pi}/{n}"
         try:
             producer.begin_transaction()
             for m in msgs:
-                value = f"{m.partition()}:{m.offset()}:{m.value().decode(errors='replace')}"
+                value = (f"{m.partition()}:{m.offset()}:{m.value().decode(errors='replace')}"
+                         f"|{tag}")
                 while True:
                     try:
                         producer.produce(args.output, value=value.encode(),
@@ -429,12 +467,20 @@ def pipeline():
                 outcome, error = within(150, lambda: settle(producer, error is None, error))
             except TimeoutError:
                 error, outcome = "ending the transaction blocked for 150 s", "unknown"
-        emit({"batch": n, "inputs": len(msgs), "outcome": outcome, "err": error,
-              "ms": now_ms()})
+        emit({"batch": n, "pi": pi, "begun": begun, "inputs": len(msgs), "outcome": outcome,
+              "err": error, "ms": now_ms()})
+        if outcome != "committed" and (outcome == "unknown" or error in FENCING) \
+                and superseded():
+            # A zombie: a newer process holds the transactional id and the group. Taking the
+            # id back would fence that one in turn; an application stops here.
+            emit({"fenced": error, "ms": now_ms()})
+            out.flush()
+            os._exit(0)
         if outcome == "unknown":
             # A new instance takes the transactional id over: its InitProducerId fences the
             # old one (maybe still blocked in a call) and ends its open transaction.
-            producer = transactional_producer("chaos-pipe")
+            pi += 1
+            producer = new_producer()
         if outcome != "committed":
             rewind()
     committed = {}
@@ -493,22 +539,24 @@ def member():
     def note_held():
         emit({"held": sorted(held), "ms": now_ms()})
 
-    def commit(parts):
+    def commit(parts, late=False):
         offsets = [TopicPartition(args.topic, part, positions[part]) for part in sorted(parts)
                    if part in positions]
         if not offsets:
             return
         sent = now_ms()
+        extra = {"late": True} if late else {}
         try:
             result = c.commit(offsets=offsets, asynchronous=False)
         except KafkaException as e:
             emit({"commit": [], "failed": [[tp.partition, tp.offset, e.args[0].name()]
-                                           for tp in offsets], "sent": sent, "ms": now_ms()})
+                                           for tp in offsets], "sent": sent, "ms": now_ms(),
+                  **extra})
             return
         emit({"commit": [[tp.partition, tp.offset] for tp in result if tp.error is None],
               "failed": [[tp.partition, tp.offset, tp.error.name()] for tp in result
                          if tp.error is not None],
-              "sent": sent, "ms": now_ms()})
+              "sent": sent, "ms": now_ms(), **extra})
 
     # group.protocol=consumer assigns incrementally; the classic protocol with Kafka's
     # default assignors (range, roundrobin) eagerly: the whole assignment each time.
@@ -559,6 +607,14 @@ def member():
     c.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     last_commit = time.time()
     while not stopped():
+        if args.resumed_file and os.path.exists(args.resumed_file):
+            # Paused and resumed: commit what it holds before anything tells it otherwise.
+            with open(args.resumed_file) as f:
+                paused = int(f.read().strip() or 0)
+            os.remove(args.resumed_file)
+            emit({"paused": paused, "ms": now_ms()})
+            commit(set(held), late=True)
+            last_commit = time.time()
         try:
             msg = c.poll(0.2)
         except KafkaException as e:
