@@ -138,9 +138,11 @@ pub struct ChaosArgs {
     /// is not its schedule without.
     #[arg(long)]
     disks: bool,
-    /// Add the metadata workload: topics created and deleted and a config of the workload's
-    /// topic changed with the AdminClient during the faults; afterwards every acknowledged
-    /// change must show on every broker (`meta_checker.rs`).
+    /// Add the metadata workload: topics created and deleted, a config of the workload's
+    /// topic changed, ACLs created and deleted, a client quota and the brokers' cluster-wide
+    /// default of a config changed during the faults (every node then runs Kafka's
+    /// StandardAuthorizer, every client a super user); afterwards every acknowledged change
+    /// must show on every broker (`meta_checker.rs`).
     #[arg(long)]
     meta: bool,
     /// Draw the clock jump too: one node's wall clock moved hours ahead or back for the hold
@@ -331,6 +333,13 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         &lab,
         args.brokers(),
         args.spares(),
+        // The ACL operations of `--meta` need an authorizer on every node (Kafka's
+        // ControllerApis answers CreateAcls with SECURITY_DISABLED without one).
+        if args.meta {
+            meta_checker::AUTHORIZER_CONFIG
+        } else {
+            ""
+        },
         &broker_config,
         disks.as_ref(),
         clocks,

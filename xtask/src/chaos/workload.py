@@ -65,13 +65,21 @@ usage:
     request that failed as a whole has every offset in "failed"; "late": true for the
     commit after a pause), {"paused": from, "ms"} when it finds R, then {"done": true}.
   workload.py meta --bootstrap B --topic T --partitions P --out F --stop-file S
-    Metadata operations with the AdminClient while the faults run, one at a time, about one
-    a second, until S exists: creates topic "T-meta-<i>" (1 partition, RF 3), deletes every
-    other one it created, and sets T's retention.ms to a value of its own
-    (IncrementalAlterConfigs), in turn. Lines: {"op": "create"|"delete"|"config", "topic",
-    "value" (config), "outcome": "ok" or the error's name, "sent", "ms"} per operation (sent:
-    when it was called, ms: when its result came), then {"done": true}. An outcome other than
-    "ok" is unknown to the checker: the operation may still have been applied.
+    Metadata operations while the faults run, one at a time, about two a second, until S
+    exists, in turn: creates topic "T-meta-<i>" (1 partition, RF 3), deletes every other one
+    it created, sets T's retention.ms to a value of its own (IncrementalAlterConfigs);
+    creates an ACL (User:T-<j> allowed to READ the literal topic "T-acl-<j>", any host;
+    CreateAcls), deletes every other one it created (DeleteAcls with that binding as the
+    filter); sets client id "T-quota"'s producer_byte_rate to a value of its own
+    (AlterClientQuotas, with kafka-python's protocol classes: confluent-kafka 2.16 has no
+    quota calls); and sets the cluster-wide default of the brokers' log.retention.ms
+    (IncrementalAlterConfigs of the BROKER resource ""). The AdminClient is confluent-kafka's
+    except for the quotas. Lines: {"op": "create"|"delete"|"config"|"create_acl"|
+    "delete_acl"|"quota"|"config_broker", "topic", "value" (the config's or quota's value,
+    the ACL as "<principal>|<topic>"), "outcome": "ok" or the error's name, "sent", "ms"} per
+    operation (sent: when it was called, ms: when its result came), then {"done": true}. An
+    outcome other than "ok" is unknown to the checker: the operation may still have been
+    applied.
   workload.py reassign --bootstrap B --topic T --partitions P --out F --stop-file S --seed SEED
       --broker-ids 4,5,6,7 [--also T2...]
     Partition reassignments with kafka-python's KafkaAdminClient (AlterPartitionReassignments,
@@ -112,8 +120,9 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                  NewTopic, ResourceType)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
+                                  AclPermissionType, AdminClient, AlterConfigOpType, ConfigEntry,
+                                  ConfigResource, NewTopic, ResourcePatternType, ResourceType)
 
 p = argparse.ArgumentParser()
 p.add_argument("mode", choices=["produce", "txn", "pipeline", "consume", "member", "meta",
@@ -633,7 +642,8 @@ def member():
 
 
 def meta():
-    """Topic creations, deletions and config changes, each result recorded."""
+    """Topic creations, deletions and config changes, ACLs created and deleted, a client
+    quota and a broker default changed, each result recorded."""
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
 
     def outcome(future):
@@ -645,32 +655,102 @@ def meta():
         except Exception as e:  # the future's own timeout
             return type(e).__name__
 
+    def acl(j):
+        return AclBinding(ResourceType.TOPIC, f"{args.topic}-acl-{j}", ResourcePatternType.LITERAL,
+                          f"User:{args.topic}-{j}", "*", AclOperation.READ,
+                          AclPermissionType.ALLOW)
+
+    def set_config(resource_type, name, key, value):
+        resource = ConfigResource(resource_type, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        fs = admin.incremental_alter_configs([resource], request_timeout=30)
+        return outcome(list(fs.values())[0])
+
+    def kafka_python(request, error_code):
+        """Sends `request` to any broker with kafka-python's protocol classes and its admin
+        client's connection manager (a client per call: one left pointing at a broker the
+        faults took away is not reused): "ok", or the error."""
+        from kafka import KafkaAdminClient
+        client = None
+        try:
+            client = KafkaAdminClient(bootstrap_servers=args.bootstrap.split(","),
+                                      client_id="chaos-meta", request_timeout_ms=30000)
+            code = error_code(client._manager.run(client._manager.send, request))
+            return "ok" if code == 0 else f"error code {code}"
+        except Exception as e:  # no broker, a timeout, a connection lost
+            return type(e).__name__
+        finally:
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:
+                    pass
+
+    def set_quota(value):
+        """AlterClientQuotas of client id "<T>-quota" (confluent-kafka has no quota calls)."""
+        from kafka.protocol.admin import AlterClientQuotasRequest as Alter
+        request = Alter(entries=[Alter.EntryData(
+            entity=[Alter.EntryData.EntityData(entity_type="client-id",
+                                               entity_name=f"{args.topic}-quota")],
+            ops=[Alter.EntryData.OpData(key="producer_byte_rate", value=float(value),
+                                        remove=False)])], validate_only=False)
+        return kafka_python(request, lambda r: r.entries[0].error_code)
+
+    def set_broker_default(key, value):
+        """IncrementalAlterConfigs of the BROKER resource "" (the cluster-wide default):
+        librdkafka refuses a resource without a name, so kafka-python's request."""
+        from kafka.protocol.admin import IncrementalAlterConfigsRequest as Alter
+        resource = Alter.AlterConfigsResource(
+            resource_type=4, resource_name="",
+            configs=[Alter.AlterConfigsResource.AlterableConfig(
+                name=key, config_operation=0, value=value)])  # 0: SET
+        request = Alter(resources=[resource], validate_only=False)
+        return kafka_python(request, lambda r: r.responses[0].error_code)
+
     i = 0
     created = []
+    acls = 0
     while not stopped():
         sent = now_ms()
-        step = i % 3
+        step = i % 7
+        line = None
         if step == 0:
-            topic = f"{args.topic}-meta-{i // 3}"
+            topic = f"{args.topic}-meta-{len(created)}"
             fs = admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30,
                                      operation_timeout=30)
-            got = outcome(fs[topic])
-            emit({"op": "create", "topic": topic, "outcome": got, "sent": sent, "ms": now_ms()})
+            line = {"op": "create", "topic": topic, "outcome": outcome(fs[topic])}
             created.append(topic)
         elif step == 1 and len(created) % 2 == 1:
             topic = created[-1]
             fs = admin.delete_topics([topic], request_timeout=30, operation_timeout=30)
-            got = outcome(fs[topic])
-            emit({"op": "delete", "topic": topic, "outcome": got, "sent": sent, "ms": now_ms()})
+            line = {"op": "delete", "topic": topic, "outcome": outcome(fs[topic])}
         elif step == 2:
             value = str(7 * 24 * 3600 * 1000 + i)
-            resource = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=[
-                ConfigEntry("retention.ms", value,
-                            incremental_operation=AlterConfigOpType.SET)])
-            fs = admin.incremental_alter_configs([resource], request_timeout=30)
-            got = outcome(list(fs.values())[0])
-            emit({"op": "config", "topic": args.topic, "value": value, "outcome": got,
-                  "sent": sent, "ms": now_ms()})
+            line = {"op": "config", "topic": args.topic, "value": value,
+                    "outcome": set_config(ResourceType.TOPIC, args.topic, "retention.ms", value)}
+        elif step == 3:
+            binding = acl(acls)
+            fs = admin.create_acls([binding], request_timeout=30)
+            line = {"op": "create_acl", "value": f"{binding.principal}|{binding.name}",
+                    "outcome": outcome(fs[binding])}
+            acls += 1
+        elif step == 4 and acls % 2 == 1:
+            b = acl(acls - 1)
+            binding = AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                       b.host, b.operation, b.permission_type)
+            fs = admin.delete_acls([binding], request_timeout=30)
+            line = {"op": "delete_acl", "value": f"{b.principal}|{b.name}",
+                    "outcome": outcome(fs[binding])}
+        elif step == 5:
+            value = str(1_000_000_000 + i)
+            line = {"op": "quota", "value": value, "outcome": set_quota(value)}
+        elif step == 6:
+            value = str(7 * 24 * 3600 * 1000 + i)
+            line = {"op": "config_broker", "value": value,
+                    "outcome": set_broker_default("log.retention.ms", value)}
+        if line is not None:
+            line.setdefault("topic", "")
+            emit({**line, "sent": sent, "ms": now_ms()})
         i += 1
         time.sleep(0.3)
     emit({"done": True})
