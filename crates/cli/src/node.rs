@@ -370,6 +370,12 @@ fn broker_config(config: &NodeConfig, formatted: &format::Formatted) -> Result<B
             "broker.heartbeat.interval.ms",
             kraftd_broker::server::lifecycle::BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
         )?),
+        // Kafka's INT without a lower bound; a negative value waits not at all.
+        controller_socket_timeout: Duration::from_millis(
+            config
+                .number::<i32>("controller.socket.timeout.ms", 30_000)?
+                .max(0) as u64,
+        ),
         server,
         static_configs: properties.clone(),
         auto_create_topics_enable: config.boolean("auto.create.topics.enable", true)?,

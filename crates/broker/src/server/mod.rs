@@ -109,6 +109,24 @@ const SHARE_PERSISTER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long Kafka's broker lets its forwarding channel retry a request (`BrokerServer`'s
+/// `retryTimeoutMs` for the "forwarding" `NodeToControllerChannelManager`).
+pub const FORWARDING_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long one attempt of a forwarded request waits for the controller's answer before the
+/// forwarding channel sends it again (to whoever leads then): Kafka's
+/// `min(controller.socket.timeout.ms, retryTimeoutMs)`, 30 s by default. Not the Raft
+/// request timeout (2 s): a forwarded admin request is not idempotent (CreateAcls creates an
+/// ACL with a new id each time), and a controller cut off or paused may still read the
+/// first copy from its socket later (TCP retransmits it once the path heals) and apply it
+/// if it leads again by then — a second creation after the client saw the first succeed and
+/// deleted it (`cargo xtask chaos --seed 12 --txn --zombie --meta`, docs/chaos.md). Waiting
+/// as long as Kafka does leaves such a request to the client's own timeout: an error of
+/// unknown outcome, not a success followed by a ghost.
+pub fn forwarding_request_timeout(controller_socket_timeout: Duration) -> Duration {
+    controller_socket_timeout.min(FORWARDING_RETRY_TIMEOUT)
+}
+
 /// Everything a broker needs; built by the CLI from Kafka's property names.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -130,6 +148,9 @@ pub struct BrokerConfig {
     pub rack: Option<String>,
     /// `broker.heartbeat.interval.ms`.
     pub heartbeat_interval: Duration,
+    /// `controller.socket.timeout.ms`: how long a forwarded request waits for the
+    /// controller's answer before it is sent again ([`forwarding_request_timeout`]).
+    pub controller_socket_timeout: Duration,
     /// The listeners' limits (`socket.request.max.bytes`, ...).
     pub server: ServerConfig,
     /// The properties file as written, for DescribeConfigs' static values.
@@ -269,7 +290,7 @@ impl BrokerServer {
                 .set_scram_credentials(Arc::new(published.sasl_credentials()));
         }
         let request_timeout = Duration::from_millis(config.quorum.raft.request_timeout_ms);
-        let channel = |name: &str| {
+        let channel_with = |name: &str, request_timeout: Duration| {
             ControllerChannel::new(
                 format!("broker-{}-{name}-channel", config.node_id),
                 config.quorum.voters.clone(),
@@ -278,6 +299,7 @@ impl BrokerServer {
                 config.controller_security.clone(),
             )
         };
+        let channel = |name: &str| channel_with(name, request_timeout);
         // The broker epoch, as registration sets it, for the data plane's requests.
         let (epoch_tx, epoch_rx) = watch::channel(-1i64);
         let broker_epoch = Arc::new(AtomicI64::new(-1));
@@ -512,7 +534,10 @@ impl BrokerServer {
             stopped_tx.clone(),
         ));
         let lifecycle_channel = channel("heartbeat");
-        let forwarding_channel = channel("forwarding");
+        let forwarding_channel = channel_with(
+            "forwarding",
+            forwarding_request_timeout(config.controller_socket_timeout),
+        );
         let advertised: Vec<Listener> =
             listeners.iter().map(BrokerListener::registration).collect();
         let lifecycle = BrokerLifecycleManager::start(

@@ -354,7 +354,7 @@ pub const CONFIG_SUPPORT: &[ConfigSupport] = &[
     honoured(S, "controller.quorum.request.timeout.ms", RAFT),
     honoured(S, "controller.quorum.retry.backoff.ms", RAFT),
     honoured(S, "controller.quorum.voters", "the Raft quorum"),
-    no_effect(S, "controller.socket.timeout.ms", "the channels to the controller use kraftd's own request timeout and reconnect; it only tunes failure detection"),
+    honoured(S, "controller.socket.timeout.ms", "the broker's forwarding channel: how long a forwarded request waits for the controller's answer before it is sent again (min with 60 s, as Kafka's forwarding NodeToControllerChannelManager); the other channels to the controller use controller.quorum.request.timeout.ms"),
     refused(S, "create.topic.policy.class.name", POLICY),
     honoured(S, "default.replication.factor", "the controller's CreateTopics"),
     no_effect(S, "delete.records.purgatory.purge.interval.requests", PURGATORY),
