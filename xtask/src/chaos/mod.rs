@@ -5,7 +5,8 @@
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
 //! workload and checks, so that an anomaly can be told kraftd's or not; `--txn` adds the
 //! transactional workload; `--disks` the faultable disks and their faults; `--meta` the
-//! metadata workload (topics created and deleted, a config changed) and its checks;
+//! metadata workload (topics created and deleted, a config changed, ACLs created and
+//! deleted, a client quota and a cluster-wide broker config changed) and its checks;
 //! `--clock` the clock jump of one node; `--reassign` partition reassignments of the
 //! workload's topics during the faults and their checks (with 4 brokers by default);
 //! `--voters` a dynamic quorum (a spare controller beside the 3 voters) whose voter set is
