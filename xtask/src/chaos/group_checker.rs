@@ -18,6 +18,15 @@
 //!
 //! That every group is Stable with every partition assigned after the faults is checked on
 //! the live cluster (`workload.py groups`, `group not stable` in `mod.rs`).
+//!
+//! With `--zombie` members are also killed (and replaced by new ones: each is a member of
+//! its own here, its holds ending at the kill) and paused past their session timeout; a
+//! paused member commits at once when it wakes (a late commit). Its session expired, the
+//! coordinator must refuse it; one it took anyway shows as `offset backwards` (the new owner
+//! committed further meanwhile), and its holds as `two owners` if it never learned it lost
+//! them. The summary counts the late commits taken and refused (by error): one taken is not
+//! an anomaly by itself, since a coordinator that failed over meanwhile starts the sessions
+//! again (as Kafka's does when it loads a group).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,6 +52,17 @@ pub(super) struct Member {
     pub(super) held: Vec<(u64, BTreeSet<i32>)>,
     /// Its last line's time: where an assignment still held ends.
     pub(super) last_ms: u64,
+    /// Offsets of its late commits (after a pause) the coordinator took.
+    pub(super) late_commits: u64,
+    /// Offsets of its late commits refused, by error.
+    pub(super) late_refused: BTreeMap<String, u64>,
+    /// Killed by the harness (its file's last line says so).
+    pub(super) killed: bool,
+    /// Its pauses (`--zombie`): from the SIGSTOP until its first commit or assignment change
+    /// after the SIGCONT (Unix ms). Frozen, it cannot learn that it lost its partitions;
+    /// what it held then does not count for `two owners` (what it did after, its late
+    /// commit, counts for `offset backwards`).
+    pub(super) paused: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +82,11 @@ pub(super) struct GroupCounts {
     pub(super) assignment_changes: usize,
     /// The longest time two members of a group held one partition at once.
     pub(super) max_overlap_ms: u64,
+    /// Members the harness killed (`--zombie`).
+    pub(super) killed: usize,
+    /// Late commits' offsets taken, and refused by error (`--zombie`).
+    pub(super) late_commits: u64,
+    pub(super) late_refused: BTreeMap<String, u64>,
 }
 
 /// A member's hold of a partition: (member, from, to, the group's session timeout).
@@ -76,6 +101,11 @@ pub(super) fn check(h: &GroupHistory) -> (Vec<Anomaly>, GroupCounts) {
         counts.commits += m.commits.len();
         counts.failed_commits += m.failed_commits;
         counts.assignment_changes += m.held.len();
+        counts.killed += usize::from(m.killed);
+        counts.late_commits += m.late_commits;
+        for (err, n) in &m.late_refused {
+            *counts.late_refused.entry(err.clone()).or_default() += n;
+        }
         for c in &m.commits {
             commits
                 .entry((m.group.as_str(), c.partition))
@@ -143,13 +173,15 @@ pub(super) fn check(h: &GroupHistory) -> (Vec<Anomaly>, GroupCounts) {
     for m in &h.members {
         for (i, (from, parts)) in m.held.iter().enumerate() {
             let to = m.held.get(i + 1).map_or(m.last_ms, |(next, _)| *next);
-            for &p in parts {
-                holds.entry((m.group.as_str(), p)).or_default().push((
-                    m.name.as_str(),
-                    *from,
-                    to,
-                    m.session_timeout_ms,
-                ));
+            for (from, to) in unpaused(*from, to, &m.paused) {
+                for &p in parts {
+                    holds.entry((m.group.as_str(), p)).or_default().push((
+                        m.name.as_str(),
+                        from,
+                        to,
+                        m.session_timeout_ms,
+                    ));
+                }
             }
         }
     }
@@ -179,6 +211,22 @@ pub(super) fn check(h: &GroupHistory) -> (Vec<Anomaly>, GroupCounts) {
         }
     }
     (anomalies, counts)
+}
+
+/// The parts of `from..to` outside the `paused` windows.
+fn unpaused(from: u64, to: u64, paused: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut parts = vec![(from, to)];
+    for &(p_from, p_to) in paused {
+        parts = parts
+            .into_iter()
+            .flat_map(|(a, b)| {
+                [(a, b.min(p_from)), (a.max(p_to), b)]
+                    .into_iter()
+                    .filter(|(x, y)| x < y)
+            })
+            .collect();
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -264,5 +312,73 @@ mod tests {
         };
         assert!(kinds(&short).is_empty());
         assert_eq!(check(&short).1.max_overlap_ms, 1_000);
+        // a paused from 2 s until it learned at 29 s: its frozen holding does not count,
+        // what it held after it learned does.
+        let mut paused = long;
+        paused.members[0].paused = vec![(2_000, 29_000)];
+        assert!(kinds(&paused).is_empty());
+        assert_eq!(check(&paused).1.max_overlap_ms, 1_000);
+        paused.members[0].paused = vec![(2_000, 10_000)];
+        assert_eq!(kinds(&paused), ["two owners"]);
+    }
+
+    /// `--zombie`'s files: a member paused whose late commit was refused, one killed (the
+    /// harness's last line after a torn one) and its replacement, read as three members.
+    #[test]
+    fn killed_replaced_and_late_members_are_read_and_judged() {
+        let dir = std::env::temp_dir().join(format!("chaos-groups-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = [
+            (
+                "member-chaos-classic-0.jsonl",
+                "{\"held\":[0,1],\"ms\":1000}\n\
+                 {\"commit\":[[0,5]],\"failed\":[],\"sent\":1100,\"ms\":1200}\n\
+                 {\"paused\":12000,\"ms\":20000}\n\
+                 {\"commit\":[],\"failed\":[[1,7,\"UNKNOWN_MEMBER_ID\"]],\"sent\":20000,\
+                 \"ms\":20100,\"late\":true}\n{\"held\":[],\"ms\":20200}\n{\"done\":true}\n",
+            ),
+            (
+                "member-chaos-classic-1.jsonl",
+                "{\"held\":[2],\"ms\":1000}\n{\"commit\":[[2,3]],\"failed\":[],\"sent\":1100,\
+                 \"ms\":1200}\n{\"commit\":[[2,\n{\"held\":[],\"ms\":5000,\"killed\":true}\n",
+            ),
+            (
+                "member-chaos-classic-1.1.jsonl",
+                "{\"held\":[2],\"ms\":9000}\n{\"commit\":[[2,4]],\"failed\":[],\"sent\":9100,\
+                 \"ms\":9200}\n{\"done\":true}\n",
+            ),
+            ("final.jsonl", "{\"end\":{\"0\":10,\"1\":10,\"2\":10}}\n"),
+        ];
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        let h = super::super::workload::read_group_history(&dir)
+            .unwrap()
+            .expect("members");
+        let _ = std::fs::remove_dir_all(&dir);
+        let names: Vec<&str> = h.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["chaos-classic-0", "chaos-classic-1", "chaos-classic-1.1"]
+        );
+        assert_eq!(h.members[0].paused, [(12_000, 20_100)]);
+        let (found, counts) = check(&h);
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(counts.killed, 1);
+        assert_eq!(counts.late_commits, 0);
+        assert_eq!(
+            counts.late_refused,
+            [("UNKNOWN_MEMBER_ID".to_string(), 1)].into()
+        );
+        // Had the replacement committed less after the late commit... the zombie's late
+        // commit taken below the new owner's is the offset going back.
+        let mut late = h;
+        late.members[0].commits.push(Commit {
+            partition: 2,
+            offset: 2,
+            sent_ms: 20_000,
+            ms: 20_100,
+        });
+        assert_eq!(kinds(&late), ["offset backwards"]);
     }
 }

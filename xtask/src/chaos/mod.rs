@@ -1,5 +1,5 @@
 //! `cargo xtask chaos --minutes N --seed S [--brokers 3..5] [--txn] [--cycles] [--disks]
-//! [--meta] [--clock] [--reassign] [--voters] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
+//! [--meta] [--clock] [--reassign] [--voters] [--zombie] [--system kafka]`: faults injected into a cluster of real `kraftd` processes
 //! while stock clients write and read, then a checker over everything the clients saw (issue 32;
 //! `docs/chaos.md` says how to run it and what is not there yet). `--system kafka` runs
 //! Apache Kafka 4.4.0's nodes from `target/kafka-jars` instead, under the same schedule,
@@ -7,11 +7,13 @@
 //! transactional workload; `--cycles` several concurrent transactional writers whose
 //! transactions read before they write, judged as Elle judges a list-append history;
 //! `--disks` the faultable disks and their faults; `--meta` the
-//! metadata workload (topics created and deleted, a config changed) and its checks;
+//! metadata workload (topics created and deleted, a config changed, ACLs created and
+//! deleted, a client quota and a cluster-wide broker config changed) and its checks;
 //! `--clock` the clock jump of one node; `--reassign` partition reassignments of the
 //! workload's topics during the faults and their checks (with 4 brokers by default);
 //! `--voters` a dynamic quorum (a spare controller beside the 3 voters) whose voter set is
-//! changed during the faults, and its checks.
+//! changed during the faults, and its checks; `--zombie` zombies of the clients (the
+//! exactly-once pipeline superseded while paused, group members killed and paused).
 //!
 //! The run: 3 controllers and 3-5 brokers, each in a network namespace of its own
 //! (`net.rs`, which says why namespaces); a topic `chaos` of 3 partitions, RF 3,
@@ -39,7 +41,7 @@
 //! the metadata workload's (`--meta`); `clock.rs` and `clockjump.c` the clock jump's
 //! LD_PRELOAD interposer (`--clock`); `reassign_checker.rs` the reassignment workload's
 //! (`--reassign`); `voters.rs` the voter changes and `voters_checker.rs` their checks
-//! (`--voters`).
+//! (`--voters`); `zombies.rs` the zombie steps (`--zombie`).
 
 mod checker;
 mod clock;
@@ -58,6 +60,7 @@ mod txn_checker;
 mod voters;
 mod voters_checker;
 mod workload;
+mod zombies;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -77,6 +80,7 @@ use nodes::{Nodes, System};
 use txn_checker::TxnCounts;
 use voters::VoterWorkload;
 use workload::{CyclesWorkload, Extras, ReassignWorkload, TxnWorkload, Workload};
+use zombies::Zombies;
 
 /// The topic the workload writes.
 const TOPIC: &str = "chaos";
@@ -152,9 +156,11 @@ pub struct ChaosArgs {
     /// is not its schedule without.
     #[arg(long)]
     disks: bool,
-    /// Add the metadata workload: topics created and deleted and a config of the workload's
-    /// topic changed with the AdminClient during the faults; afterwards every acknowledged
-    /// change must show on every broker (`meta_checker.rs`).
+    /// Add the metadata workload: topics created and deleted, a config of the workload's
+    /// topic changed, ACLs created and deleted, a client quota and the brokers' cluster-wide
+    /// default of a config changed during the faults (every node then runs Kafka's
+    /// StandardAuthorizer, every client a super user); afterwards every acknowledged change
+    /// must show on every broker (`meta_checker.rs`).
     #[arg(long)]
     meta: bool,
     /// Draw the clock jump too: one node's wall clock moved hours ahead or back for the hold
@@ -185,6 +191,14 @@ pub struct ChaosArgs {
     /// operator does (the old replica key removed, the new one added).
     #[arg(long)]
     voters: bool,
+    /// Add the zombie steps (`zombies.rs`): with `--txn`, the exactly-once pipeline paused
+    /// from time to time while a second process takes its transactional id and group over,
+    /// then resumed (it must be fenced, and nothing it does afterwards may take effect);
+    /// and group members killed and replaced, or paused past their session timeout and
+    /// resumed (a late commit that must be refused). Workload, not faults: the fault
+    /// schedule is the seed's without it.
+    #[arg(long)]
+    zombie: bool,
     /// Run no cluster: check again the clients' files a run kept in this directory.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -344,6 +358,13 @@ pub fn run(root: &Path, args: ChaosArgs) -> Result<()> {
         &lab,
         args.brokers(),
         args.spares(),
+        // The ACL operations of `--meta` need an authorizer on every node (Kafka's
+        // ControllerApis answers CreateAcls with SECURITY_DISABLED without one).
+        if args.meta {
+            meta_checker::AUTHORIZER_CONFIG
+        } else {
+            ""
+        },
         &broker_config,
         disks.as_ref(),
         clocks,
@@ -405,6 +426,8 @@ struct Report {
     pipe: Option<pipe_checker::PipeCounts>,
     /// The concurrent writers' counts (`--cycles`).
     cycles: Option<cycles_checker::CyclesCounts>,
+    /// What the zombie steps did (`--zombie`).
+    zombies: Option<zombies::ZombieCounts>,
     /// The reassignment workload's counts (`--reassign`).
     reassign: Option<reassign_checker::ReassignCounts>,
     /// The voter-change workload's counts (`--voters`).
@@ -563,6 +586,19 @@ fn run_faults(
         None
     };
 
+    let mut zombies = args.zombie.then(|| Zombies::new(args.seed, args.txn));
+    if args.zombie {
+        history.note(format!(
+            "zombie steps running: group members killed and replaced, or paused past their \
+             session timeout{}",
+            if args.txn {
+                "; the exactly-once pipeline paused while a second process takes it over"
+            } else {
+                ""
+            }
+        ));
+    }
+
     let mut rng = Rng::new(args.seed);
     let kinds = faults::kinds(args.txn, args.disks, args.clock, args.voters);
     let mut faults: BTreeMap<Kind, u32> = BTreeMap::new();
@@ -596,7 +632,10 @@ fn run_faults(
             nodes,
             lab,
             &mut workload,
-            voters.as_mut(),
+            Steps {
+                voters: voters.as_mut(),
+                zombies: zombies.as_mut(),
+            },
             history,
             &mut anomalies,
         )?;
@@ -611,7 +650,10 @@ fn run_faults(
             nodes,
             lab,
             &mut workload,
-            voters.as_mut(),
+            Steps {
+                voters: voters.as_mut(),
+                zombies: zombies.as_mut(),
+            },
             history,
             &mut anomalies,
         )?;
@@ -621,6 +663,10 @@ fn run_faults(
     workload.stop_reassignments()?;
     for line in workload.reassign_news() {
         history.note(line);
+    }
+    // So do the zombie steps: what is paused resumed, a killed member replaced.
+    if let Some(z) = zombies.as_mut() {
+        z.finish(&mut workload, history)?;
     }
     // So do the voter changes, once the one in flight has its answer.
     if let Some(v) = voters.as_mut() {
@@ -827,6 +873,7 @@ fn run_faults(
         meta,
         pipe,
         cycles,
+        zombies: zombies.map(|z| z.counts),
         reassign,
         voters,
         groups_stable_secs,
@@ -862,13 +909,21 @@ fn until_agreed<C: Default>(
     }
 }
 
-/// Waits `span`, watching for nodes and clients that exit by themselves.
+/// The workload steps [`watch`] runs besides watching: the voter changes' news and the zombie
+/// steps.
+struct Steps<'a> {
+    voters: Option<&'a mut VoterWorkload>,
+    zombies: Option<&'a mut Zombies>,
+}
+
+/// Waits `span`, watching for nodes and clients that exit by themselves, and running the
+/// workload's steps.
 fn watch(
     span: Duration,
     nodes: &mut Nodes,
     lab: &Lab,
     workload: &mut Workload,
-    mut voters: Option<&mut VoterWorkload>,
+    mut steps: Steps,
     history: &mut History,
     anomalies: &mut Vec<Anomaly>,
 ) -> Result<()> {
@@ -881,7 +936,10 @@ fn watch(
         if let Some(which) = workload.exited() {
             bail!("workload {which} exited during the faults; see its .stderr");
         }
-        if let Some(v) = voters.as_deref_mut() {
+        if let Some(z) = steps.zombies.as_deref_mut() {
+            z.tick(workload, history)?;
+        }
+        if let Some(v) = steps.voters.as_deref_mut() {
             for line in v.news() {
                 history.note(line);
             }
@@ -1033,6 +1091,28 @@ impl Report {
                  the group's offsets, {} in the committed output",
                 p.outcomes, p.covered, p.output
             );
+            if p.instances > 1 {
+                let _ = writeln!(
+                    out,
+                    "  pipeline zombies          {} processes; stopped on fencing errors {:?}; \
+                     transactions begun after being fenced, by outcome and error {:?}",
+                    p.instances, p.fenced_exits, p.after_fenced
+                );
+            }
+        }
+        if let Some(z) = &self.zombies {
+            let _ = writeln!(
+                out,
+                "  zombie steps              pipeline taken over {} times ({} resumed within \
+                 the session timeout), {} stopped by themselves, {} killed; members killed {}, \
+                 paused {}",
+                z.takeovers,
+                z.resumed_early,
+                z.exited,
+                z.killed,
+                z.members_killed,
+                z.members_paused
+            );
         }
         if let Some(g) = &self.groups {
             let _ = writeln!(
@@ -1048,6 +1128,14 @@ impl Report {
                         "{s:.1} s after the faults"
                     ))
             );
+            if g.killed > 0 || g.late_commits > 0 || !g.late_refused.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  group zombies             {} members killed; late commits after a pause: \
+                     {} offsets taken, refused {:?}",
+                    g.killed, g.late_commits, g.late_refused
+                );
+            }
         }
         if let Some(m) = &self.meta {
             let _ = writeln!(
@@ -1100,7 +1188,7 @@ impl Report {
         if !self.anomalies.is_empty() {
             bail!(
                 "{} anomalies with seed {} (replay: cargo xtask chaos --seed {} --minutes {} \
-                 --brokers {}{}{}{}{}{}{}{}{}{}); the run's files are in {}",
+                 --brokers {}{}{}{}{}{}{}{}{}{}{}); the run's files are in {}",
                 self.anomalies.len(),
                 args.seed,
                 args.seed,
@@ -1114,6 +1202,7 @@ impl Report {
                 if args.clock { " --clock" } else { "" },
                 if args.reassign { " --reassign" } else { "" },
                 if args.voters { " --voters" } else { "" },
+                if args.zombie { " --zombie" } else { "" },
                 if args.system == SystemArg::Kafka {
                     " --system kafka"
                 } else {

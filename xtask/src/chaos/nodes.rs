@@ -16,10 +16,11 @@ use crate::bench::kafka::kafka_random_uuid;
 use crate::cluster::kraftd_random_uuid;
 use anyhow::{bail, Context, Result};
 use kraftd_protocol::messages::{
-    create_topics_request, describe_configs_request, metadata_request, CreateTopicsRequest,
-    DescribeConfigsRequest, DescribeLogDirsRequest, FindCoordinatorRequest,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, MetadataRequest,
-    MetadataResponse,
+    create_topics_request, describe_acls_response, describe_client_quotas_request,
+    describe_configs_request, metadata_request, CreateTopicsRequest, DescribeAclsRequest,
+    DescribeClientQuotasRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
+    FindCoordinatorRequest, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    MetadataRequest, MetadataResponse,
 };
 use kraftd_protocol::{RequestBody, ResponseBody};
 
@@ -92,8 +93,8 @@ pub(super) struct Nodes {
 }
 
 impl Nodes {
-    /// Writes, formats and starts every node under `dir`; `broker_config` lines are added to
-    /// each broker's properties. Kafka's nodes get the same properties, with the listener
+    /// Writes, formats and starts every node under `dir`; `node_config` lines are added to
+    /// every node's properties, and `broker_config` lines to each broker's. Kafka's nodes get the same properties, with the listener
     /// names mapped to PLAINTEXT as Kafka requires (kraftd infers it). With `disks`, each
     /// broker has a second log dir on its faultable disk. With `spares` (`--voters`) the
     /// quorum is a dynamic one (KIP-853, `kraft.version` 1): every node finds the controllers
@@ -108,6 +109,7 @@ impl Nodes {
         lab: &Lab,
         brokers: u32,
         spares: u32,
+        node_config: &str,
         broker_config: &str,
         disks: Option<&Disks>,
         clocks: Option<Clocks>,
@@ -154,13 +156,13 @@ impl Nodes {
                 (
                     "controller",
                     format!("CONTROLLER://{}:{CONTROLLER_PORT}", lab.ip(id)),
-                    "",
+                    node_config.to_string(),
                 )
             } else {
                 (
                     "broker",
                     format!("PLAINTEXT://{}:{BROKER_PORT}", lab.ip(id)),
-                    broker_config,
+                    format!("{node_config}{broker_config}"),
                 )
             };
             let own = match (system, controller) {
@@ -363,13 +365,7 @@ impl Nodes {
     pub(super) fn signal_pause(&mut self, id: u32, pause: bool) -> Result<()> {
         let node = self.node(id)?;
         let pid = node.child.as_ref().context("node is not running")?.id();
-        let signal = if pause { "-STOP" } else { "-CONT" };
-        let status = Command::new("kill")
-            .args([signal, &pid.to_string()])
-            .status()?;
-        if !status.success() {
-            bail!("kill {signal} {pid} failed");
-        }
+        signal(pid, if pause { "STOP" } else { "CONT" })?;
         node.paused = pause;
         Ok(())
     }
@@ -572,10 +568,28 @@ pub(super) fn metadata_all(lab: &Lab, id: u32) -> Result<MetadataResponse> {
 
 /// Topic `topic`'s config `key` as broker `id` describes it (DescribeConfigs v4).
 pub(super) fn topic_config(lab: &Lab, id: u32, topic: &str, key: &str) -> Result<Option<String>> {
+    config_of(lab, id, 2, topic, key) // TOPIC
+}
+
+/// Config `key` of broker `id` itself as it answers DescribeConfigs: its own value, or the
+/// cluster-wide default it took (a broker answers for its own resource only, from its own
+/// metadata image).
+pub(super) fn broker_config(lab: &Lab, id: u32, key: &str) -> Result<Option<String>> {
+    config_of(lab, id, 4, &id.to_string(), key) // BROKER
+}
+
+/// Config `key` of resource `name` of type `resource_type`, as broker `id` answers.
+fn config_of(
+    lab: &Lab,
+    id: u32,
+    resource_type: i8,
+    name: &str,
+    key: &str,
+) -> Result<Option<String>> {
     let body = RequestBody::DescribeConfigs(DescribeConfigsRequest {
         resources: vec![describe_configs_request::DescribeConfigsResource {
-            resource_type: 2, // TOPIC
-            resource_name: topic.to_string(),
+            resource_type,
+            resource_name: name.to_string(),
             configuration_keys: Some(vec![key.to_string()]),
             ..Default::default()
         }],
@@ -585,7 +599,7 @@ pub(super) fn topic_config(lab: &Lab, id: u32, topic: &str, key: &str) -> Result
         ResponseBody::DescribeConfigs(r) => {
             let result = r.results.into_iter().next().context("no result")?;
             if result.error_code != 0 {
-                bail!("DescribeConfigs of {topic}: error {}", result.error_code);
+                bail!("DescribeConfigs of {name}: error {}", result.error_code);
             }
             Ok(result
                 .configs
@@ -594,6 +608,64 @@ pub(super) fn topic_config(lab: &Lab, id: u32, topic: &str, key: &str) -> Result
                 .and_then(|c| c.value))
         }
         _ => bail!("not a DescribeConfigs response"),
+    }
+}
+
+/// Every ACL broker `id` holds, by resource (DescribeAcls v3 with a filter matching all).
+pub(super) fn acls(
+    lab: &Lab,
+    id: u32,
+) -> Result<Vec<describe_acls_response::DescribeAclsResource>> {
+    // ANY (1) for every enum of the filter; no name, principal or host (null: the
+    // generated default is the empty string, which matches nothing).
+    let body = RequestBody::DescribeAcls(DescribeAclsRequest {
+        resource_type_filter: 1,
+        resource_name_filter: None,
+        pattern_type_filter: 1,
+        principal_filter: None,
+        host_filter: None,
+        operation: 1,
+        permission_type: 1,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 3, body, PROBE_TIMEOUT)? {
+        ResponseBody::DescribeAcls(r) if r.error_code == 0 => Ok(r.resources),
+        ResponseBody::DescribeAcls(r) => bail!(
+            "DescribeAcls: error {} ({:?})",
+            r.error_code,
+            r.error_message
+        ),
+        _ => bail!("not a DescribeAcls response"),
+    }
+}
+
+/// Quota `key` of client id `client_id` (exactly that entity) as broker `id` answers
+/// DescribeClientQuotas (v1, strict).
+pub(super) fn client_quota(lab: &Lab, id: u32, client_id: &str, key: &str) -> Result<Option<f64>> {
+    let body = RequestBody::DescribeClientQuotas(DescribeClientQuotasRequest {
+        components: vec![describe_client_quotas_request::ComponentData {
+            entity_type: "client-id".to_string(),
+            match_type: 0,
+            r#match: Some(client_id.to_string()),
+            ..Default::default()
+        }],
+        strict: true,
+        ..Default::default()
+    });
+    match call(broker_addr(lab, id), 1, body, PROBE_TIMEOUT)? {
+        ResponseBody::DescribeClientQuotas(r) if r.error_code == 0 => Ok(r
+            .entries
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|e| e.values)
+            .find(|v| v.key == key)
+            .map(|v| v.value)),
+        ResponseBody::DescribeClientQuotas(r) => bail!(
+            "DescribeClientQuotas: error {} ({:?})",
+            r.error_code,
+            r.error_message
+        ),
+        _ => bail!("not a DescribeClientQuotas response"),
     }
 }
 
@@ -835,4 +907,15 @@ pub(super) fn describe_log_dirs(lab: &Lab, id: u32) -> Result<Vec<(String, i16, 
         ResponseBody::DescribeLogDirs(r) => bail!("DescribeLogDirs: error {}", r.error_code),
         _ => bail!("not a DescribeLogDirs response"),
     }
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid` (a node, or a workload process).
+pub(super) fn signal(pid: u32, signal: &str) -> Result<()> {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()?;
+    if !status.success() {
+        bail!("kill -{signal} {pid} failed");
+    }
+    Ok(())
 }

@@ -42,42 +42,60 @@ usage:
     the read; end: the last stable offset it read to, reached when complete); at the end
     {"done": true, "txns"}.
   workload.py pipeline --bootstrap B --topic T --partitions P --out F --stop-file S
-      --output O
+      --output O --name N [--current-file C]
     A consume-transform-produce pipeline, exactly once as Kafka's transactions make it
     (KIP-98, KIP-447): a consumer in group "chaos-pipe" (read_committed, no auto commit)
     subscribed to T, and a transactional producer (transactional.id "chaos-pipe") that
-    writes, for each record read, "<p>:<o>:<v>" to partition p of O and commits the
+    writes, for each record read, "<p>:<o>:<v>|<N>/<i>/<n>" to partition p of O (<i> the
+    producer instance, <n> the transaction: which transaction wrote it) and commits the
     consumer's positions with send_offsets_to_transaction in the same transaction. After an
     abort, or a transaction of unknown outcome (then a new producer instance takes the id
     over; also when send_offsets_to_transaction or the commit blocks past a bound, which
     librdkafka's can), the consumer goes back to the group's committed offsets, so the
-    aborted batch is read again. Lines: {"batch": n, "inputs", "outcome": "committed"|"aborted"|"unknown",
-    "err", "ms"} per transaction; when S exists {"done": true, "committed": {p: offset}},
-    the group's committed offsets as the coordinator then answers (read_committed's
-    require_stable: none pending).
+    aborted batch is read again. Several processes may run it (the harness's zombie steps,
+    `--zombie`): C names the one the harness started last; a process that is not it and
+    whose transaction failed with a fencing error (a fatal one: PRODUCER_FENCED and the
+    like) exits instead of taking the id back. Lines: {"init": i, "ms"} when producer
+    instance i's InitProducerId succeeded; {"batch": n, "pi": i, "begun", "inputs",
+    "outcome": "committed"|"aborted"|"unknown", "err", "ms"} per transaction (begun: when
+    begin_transaction was called); {"fenced": err, "ms"} before such an exit; when S exists
+    {"done": true, "committed": {p: offset}}, the group's committed offsets as the
+    coordinator then answers (read_committed's require_stable: none pending).
   workload.py consume --bootstrap B --topic T --partitions P --out F --stop-file S
       [--read-committed]
     Reads every partition from the beginning while the faults run, until S exists: {"p",
     "o", "v", "ms"} per record (read_uncommitted: up to the high watermark; with
     --read-committed, committed transactions' records up to the last stable offset).
   workload.py member --bootstrap B --topic T --partitions P --name N --out F --stop-file S
-      --group G --protocol classic|consumer
+      --group G --protocol classic|consumer [--resumed-file R]
     A consumer group member (group.id G; group.protocol=consumer, or classic with Kafka's
     default eager assignors and session.timeout.ms=10000) subscribed to T until S exists,
     committing what it consumed (synchronously, with explicit offsets: the next offset of each
-    partition it holds) about once a second and before a partition is revoked. Lines:
-    {"held": [p...], "ms"} after every assignment change (assign, revoke, lost; [] when it
-    closes), {"commit": [[p, o]...], "failed": [[p, o, err]...], "sent", "ms"} per commit
-    (sent: when it was called, ms: when it returned; a request that failed as a whole has
-    every offset in "failed"), then {"done": true}.
+    partition it holds) about once a second and before a partition is revoked. A member
+    that finds R (the harness writes it as it resumes the member from a SIGSTOP, `--zombie`)
+    deletes it and commits at once what it holds, before it polls and so before its callbacks
+    can tell it the partitions were lost: a zombie's late commit, which the coordinator must
+    refuse if the member's session expired. R holds when the pause began (Unix ms). Lines: {"held": [p...], "ms"} after every assignment change
+    (assign, revoke, lost; [] when it closes), {"commit": [[p, o]...], "failed": [[p, o,
+    err]...], "sent", "ms"} per commit (sent: when it was called, ms: when it returned; a
+    request that failed as a whole has every offset in "failed"; "late": true for the
+    commit after a pause), {"paused": from, "ms"} when it finds R, then {"done": true}.
   workload.py meta --bootstrap B --topic T --partitions P --out F --stop-file S
-    Metadata operations with the AdminClient while the faults run, one at a time, about one
-    a second, until S exists: creates topic "T-meta-<i>" (1 partition, RF 3), deletes every
-    other one it created, and sets T's retention.ms to a value of its own
-    (IncrementalAlterConfigs), in turn. Lines: {"op": "create"|"delete"|"config", "topic",
-    "value" (config), "outcome": "ok" or the error's name, "sent", "ms"} per operation (sent:
-    when it was called, ms: when its result came), then {"done": true}. An outcome other than
-    "ok" is unknown to the checker: the operation may still have been applied.
+    Metadata operations while the faults run, one at a time, about two a second, until S
+    exists, in turn: creates topic "T-meta-<i>" (1 partition, RF 3), deletes every other one
+    it created, sets T's retention.ms to a value of its own (IncrementalAlterConfigs);
+    creates an ACL (User:T-<j> allowed to READ the literal topic "T-acl-<j>", any host;
+    CreateAcls), deletes every other one it created (DeleteAcls with that binding as the
+    filter); sets client id "T-quota"'s producer_byte_rate to a value of its own
+    (AlterClientQuotas, with kafka-python's protocol classes: confluent-kafka 2.16 has no
+    quota calls); and sets the cluster-wide default of the brokers' log.retention.ms
+    (IncrementalAlterConfigs of the BROKER resource ""). The AdminClient is confluent-kafka's
+    except for the quotas. Lines: {"op": "create"|"delete"|"config"|"create_acl"|
+    "delete_acl"|"quota"|"config_broker", "topic", "value" (the config's or quota's value,
+    the ACL as "<principal>|<topic>"), "outcome": "ok" or the error's name, "sent", "ms"} per
+    operation (sent: when it was called, ms: when its result came), then {"done": true}. An
+    outcome other than "ok" is unknown to the checker: the operation may still have been
+    applied.
   workload.py reassign --bootstrap B --topic T --partitions P --out F --stop-file S --seed SEED
       --broker-ids 4,5,6,7 [--also T2...]
     Partition reassignments with kafka-python's KafkaAdminClient (AlterPartitionReassignments,
@@ -118,8 +136,9 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                  NewTopic, ResourceType)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
+                                  AclPermissionType, AdminClient, AlterConfigOpType, ConfigEntry,
+                                  ConfigResource, NewTopic, ResourcePatternType, ResourceType)
 
 p = argparse.ArgumentParser()
 p.add_argument("mode", choices=["produce", "txn", "cycles", "pipeline", "consume", "member",
@@ -140,6 +159,8 @@ p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
 p.add_argument("--output")
 p.add_argument("--broker-ids")
 p.add_argument("--also", action="append", default=[])
+p.add_argument("--current-file")
+p.add_argument("--resumed-file")
 args = p.parse_args()
 
 out = open(args.out, "w", buffering=1)
@@ -507,6 +528,13 @@ def within(secs, call):
     return box.get("ok")
 
 
+# The errors that say a newer producer or group member took over: the producer's epoch
+# fenced (librdkafka's _FENCED for PRODUCER_FENCED, and what a fatal error leaves behind), or
+# the consumer's generation (KIP-447's TxnOffsetCommit check).
+FENCING = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FATAL",
+           "FENCED_INSTANCE_ID", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"}
+
+
 def pipeline():
     c = Consumer({
         "bootstrap.servers": args.bootstrap,
@@ -534,7 +562,23 @@ def pipeline():
                 emit({"rewind_failed": str(e), "ms": now_ms()})
                 time.sleep(0.5)
 
-    producer = transactional_producer("chaos-pipe")
+    def superseded():
+        """Whether the harness has started another pipeline process since this one."""
+        try:
+            with open(args.current_file) as f:
+                return f.read().strip() != args.name
+        except (OSError, TypeError):
+            return False
+
+    pi = 0
+
+    def new_producer():
+        producer = transactional_producer("chaos-pipe")
+        if not stopped():
+            emit({"init": pi, "ms": now_ms()})
+        return producer
+
+    producer = new_producer()
     n = 0
     while not stopped():
         try:
@@ -546,10 +590,13 @@ def pipeline():
             continue
         n += 1
         outcome, error = None, None
+        begun = now_ms()
+        tag = f"{args.name}/{pi}/{n}"
         try:
             producer.begin_transaction()
             for m in msgs:
-                value = f"{m.partition()}:{m.offset()}:{m.value().decode(errors='replace')}"
+                value = (f"{m.partition()}:{m.offset()}:{m.value().decode(errors='replace')}"
+                         f"|{tag}")
                 while True:
                     try:
                         producer.produce(args.output, value=value.encode(),
@@ -573,12 +620,20 @@ def pipeline():
                 outcome, error = within(150, lambda: settle(producer, error is None, error))
             except TimeoutError:
                 error, outcome = "ending the transaction blocked for 150 s", "unknown"
-        emit({"batch": n, "inputs": len(msgs), "outcome": outcome, "err": error,
-              "ms": now_ms()})
+        emit({"batch": n, "pi": pi, "begun": begun, "inputs": len(msgs), "outcome": outcome,
+              "err": error, "ms": now_ms()})
+        if outcome != "committed" and (outcome == "unknown" or error in FENCING) \
+                and superseded():
+            # A zombie: a newer process holds the transactional id and the group. Taking the
+            # id back would fence that one in turn; an application stops here.
+            emit({"fenced": error, "ms": now_ms()})
+            out.flush()
+            os._exit(0)
         if outcome == "unknown":
             # A new instance takes the transactional id over: its InitProducerId fences the
             # old one (maybe still blocked in a call) and ends its open transaction.
-            producer = transactional_producer("chaos-pipe")
+            pi += 1
+            producer = new_producer()
         if outcome != "committed":
             rewind()
     committed = {}
@@ -637,22 +692,24 @@ def member():
     def note_held():
         emit({"held": sorted(held), "ms": now_ms()})
 
-    def commit(parts):
+    def commit(parts, late=False):
         offsets = [TopicPartition(args.topic, part, positions[part]) for part in sorted(parts)
                    if part in positions]
         if not offsets:
             return
         sent = now_ms()
+        extra = {"late": True} if late else {}
         try:
             result = c.commit(offsets=offsets, asynchronous=False)
         except KafkaException as e:
             emit({"commit": [], "failed": [[tp.partition, tp.offset, e.args[0].name()]
-                                           for tp in offsets], "sent": sent, "ms": now_ms()})
+                                           for tp in offsets], "sent": sent, "ms": now_ms(),
+                  **extra})
             return
         emit({"commit": [[tp.partition, tp.offset] for tp in result if tp.error is None],
               "failed": [[tp.partition, tp.offset, tp.error.name()] for tp in result
                          if tp.error is not None],
-              "sent": sent, "ms": now_ms()})
+              "sent": sent, "ms": now_ms(), **extra})
 
     # group.protocol=consumer assigns incrementally; the classic protocol with Kafka's
     # default assignors (range, roundrobin) eagerly: the whole assignment each time.
@@ -703,6 +760,14 @@ def member():
     c.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     last_commit = time.time()
     while not stopped():
+        if args.resumed_file and os.path.exists(args.resumed_file):
+            # Paused and resumed: commit what it holds before anything tells it otherwise.
+            with open(args.resumed_file) as f:
+                paused = int(f.read().strip() or 0)
+            os.remove(args.resumed_file)
+            emit({"paused": paused, "ms": now_ms()})
+            commit(set(held), late=True)
+            last_commit = time.time()
         try:
             msg = c.poll(0.2)
         except KafkaException as e:
@@ -721,7 +786,8 @@ def member():
 
 
 def meta():
-    """Topic creations, deletions and config changes, each result recorded."""
+    """Topic creations, deletions and config changes, ACLs created and deleted, a client
+    quota and a broker default changed, each result recorded."""
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
 
     def outcome(future):
@@ -733,32 +799,102 @@ def meta():
         except Exception as e:  # the future's own timeout
             return type(e).__name__
 
+    def acl(j):
+        return AclBinding(ResourceType.TOPIC, f"{args.topic}-acl-{j}", ResourcePatternType.LITERAL,
+                          f"User:{args.topic}-{j}", "*", AclOperation.READ,
+                          AclPermissionType.ALLOW)
+
+    def set_config(resource_type, name, key, value):
+        resource = ConfigResource(resource_type, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        fs = admin.incremental_alter_configs([resource], request_timeout=30)
+        return outcome(list(fs.values())[0])
+
+    def kafka_python(request, error_code):
+        """Sends `request` to any broker with kafka-python's protocol classes and its admin
+        client's connection manager (a client per call: one left pointing at a broker the
+        faults took away is not reused): "ok", or the error."""
+        from kafka import KafkaAdminClient
+        client = None
+        try:
+            client = KafkaAdminClient(bootstrap_servers=args.bootstrap.split(","),
+                                      client_id="chaos-meta", request_timeout_ms=30000)
+            code = error_code(client._manager.run(client._manager.send, request))
+            return "ok" if code == 0 else f"error code {code}"
+        except Exception as e:  # no broker, a timeout, a connection lost
+            return type(e).__name__
+        finally:
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:
+                    pass
+
+    def set_quota(value):
+        """AlterClientQuotas of client id "<T>-quota" (confluent-kafka has no quota calls)."""
+        from kafka.protocol.admin import AlterClientQuotasRequest as Alter
+        request = Alter(entries=[Alter.EntryData(
+            entity=[Alter.EntryData.EntityData(entity_type="client-id",
+                                               entity_name=f"{args.topic}-quota")],
+            ops=[Alter.EntryData.OpData(key="producer_byte_rate", value=float(value),
+                                        remove=False)])], validate_only=False)
+        return kafka_python(request, lambda r: r.entries[0].error_code)
+
+    def set_broker_default(key, value):
+        """IncrementalAlterConfigs of the BROKER resource "" (the cluster-wide default):
+        librdkafka refuses a resource without a name, so kafka-python's request."""
+        from kafka.protocol.admin import IncrementalAlterConfigsRequest as Alter
+        resource = Alter.AlterConfigsResource(
+            resource_type=4, resource_name="",
+            configs=[Alter.AlterConfigsResource.AlterableConfig(
+                name=key, config_operation=0, value=value)])  # 0: SET
+        request = Alter(resources=[resource], validate_only=False)
+        return kafka_python(request, lambda r: r.responses[0].error_code)
+
     i = 0
     created = []
+    acls = 0
     while not stopped():
         sent = now_ms()
-        step = i % 3
+        step = i % 7
+        line = None
         if step == 0:
-            topic = f"{args.topic}-meta-{i // 3}"
+            topic = f"{args.topic}-meta-{len(created)}"
             fs = admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30,
                                      operation_timeout=30)
-            got = outcome(fs[topic])
-            emit({"op": "create", "topic": topic, "outcome": got, "sent": sent, "ms": now_ms()})
+            line = {"op": "create", "topic": topic, "outcome": outcome(fs[topic])}
             created.append(topic)
         elif step == 1 and len(created) % 2 == 1:
             topic = created[-1]
             fs = admin.delete_topics([topic], request_timeout=30, operation_timeout=30)
-            got = outcome(fs[topic])
-            emit({"op": "delete", "topic": topic, "outcome": got, "sent": sent, "ms": now_ms()})
+            line = {"op": "delete", "topic": topic, "outcome": outcome(fs[topic])}
         elif step == 2:
             value = str(7 * 24 * 3600 * 1000 + i)
-            resource = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=[
-                ConfigEntry("retention.ms", value,
-                            incremental_operation=AlterConfigOpType.SET)])
-            fs = admin.incremental_alter_configs([resource], request_timeout=30)
-            got = outcome(list(fs.values())[0])
-            emit({"op": "config", "topic": args.topic, "value": value, "outcome": got,
-                  "sent": sent, "ms": now_ms()})
+            line = {"op": "config", "topic": args.topic, "value": value,
+                    "outcome": set_config(ResourceType.TOPIC, args.topic, "retention.ms", value)}
+        elif step == 3:
+            binding = acl(acls)
+            fs = admin.create_acls([binding], request_timeout=30)
+            line = {"op": "create_acl", "value": f"{binding.principal}|{binding.name}",
+                    "outcome": outcome(fs[binding])}
+            acls += 1
+        elif step == 4 and acls % 2 == 1:
+            b = acl(acls - 1)
+            binding = AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                       b.host, b.operation, b.permission_type)
+            fs = admin.delete_acls([binding], request_timeout=30)
+            line = {"op": "delete_acl", "value": f"{b.principal}|{b.name}",
+                    "outcome": outcome(fs[binding])}
+        elif step == 5:
+            value = str(1_000_000_000 + i)
+            line = {"op": "quota", "value": value, "outcome": set_quota(value)}
+        elif step == 6:
+            value = str(7 * 24 * 3600 * 1000 + i)
+            line = {"op": "config_broker", "value": value,
+                    "outcome": set_broker_default("log.retention.ms", value)}
+        if line is not None:
+            line.setdefault("topic", "")
+            emit({**line, "sent": sent, "ms": now_ms()})
         i += 1
         time.sleep(0.3)
     emit({"done": True})

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::checker::{Ack, History, Read};
 use super::group_checker::{Commit, GroupHistory, Member};
-use super::pipe_checker::PipeHistory;
+use super::pipe_checker::{PipeBatch, PipeHistory, PipeInstance};
 use super::txn_checker::{Outcome, Txn, TxnHistory};
 use super::TOPIC;
 
@@ -116,6 +116,35 @@ pub(super) struct Workload {
     /// How much of `reassign.jsonl` [`Workload::reassign_news`] has read.
     reassign_read: usize,
     children: Vec<(String, Child)>,
+    /// Pipeline processes a newer one superseded (`--zombie`): expected to exit by themselves
+    /// once fenced, so not in `children` (whose exit is a failure).
+    zombies: Vec<(String, Child)>,
+    /// Pipeline processes started so far (the first is `pipe`, then `pipe-1`, ...).
+    pipes: u32,
+}
+
+/// The pipeline process named by its number: `pipe`, `pipe-1`, ... (its file
+/// `<name>.jsonl`, its stderr `<name>.stderr`).
+pub(super) fn pipe_name(k: u32) -> String {
+    if k == 0 {
+        "pipe".to_string()
+    } else {
+        format!("pipe-{k}")
+    }
+}
+
+/// The file naming the pipeline process the harness started last (`workload.py pipeline
+/// --current-file`): a process that is not it stops once fenced.
+const PIPE_CURRENT: &str = "pipe.current";
+
+/// A group member's process name: `<group>-<i>` first, `<group>-<i>.<k>` for the k-th
+/// member started in its place after a kill (`--zombie`); its file is `member-<name>.jsonl`.
+pub(super) fn member_name(group: &str, i: usize, k: u32) -> String {
+    if k == 0 {
+        format!("{group}-{i}")
+    } else {
+        format!("{group}-{i}.{k}")
+    }
 }
 
 impl Workload {
@@ -148,6 +177,8 @@ impl Workload {
             reassign_stop_file: dir.join("reassign.stop"),
             reassign_read: 0,
             children: Vec::new(),
+            zombies: Vec::new(),
+            pipes: 0,
         })
     }
 
@@ -209,12 +240,9 @@ impl Workload {
         }
         let cmd = self.command("consume", "live.jsonl");
         self.spawn("live", cmd)?;
-        for (group, protocol, _) in GROUPS {
+        for (group, _, _) in GROUPS {
             for i in 0..GROUP_MEMBERS {
-                let name = format!("{group}-{i}");
-                let mut cmd = self.command("member", &format!("member-{name}.jsonl"));
-                cmd.args(["--name", &name, "--group", group, "--protocol", protocol]);
-                self.spawn(&name, cmd)?;
+                self.start_member(group, i, 0)?;
             }
         }
         if let Some(txn) = &self.txn {
@@ -222,11 +250,9 @@ impl Workload {
             producer.args(["--name", TXN_PRODUCER, "--seed", &txn.seed.to_string()]);
             let mut reader = self.command_on(&txn.topic, "consume", "txnlive.jsonl");
             reader.arg("--read-committed");
-            let mut pipe = self.command("pipeline", "pipe.jsonl");
-            pipe.args(["--output", &txn.pipe_topic]);
             self.spawn(TXN_PRODUCER, producer)?;
             self.spawn("txnlive", reader)?;
-            self.spawn("pipe", pipe)?;
+            self.start_pipeline()?;
         }
         if self.meta {
             let cmd = self.command("meta", "meta.jsonl");
@@ -267,6 +293,114 @@ impl Workload {
                 cmd.args(["--also", topic]);
             }
             self.spawn("reassign", cmd)?;
+        }
+        Ok(())
+    }
+
+    /// Starts group `group`'s member `i`, the `k`-th in its place.
+    pub(super) fn start_member(&mut self, group: &str, i: usize, k: u32) -> Result<()> {
+        let protocol = GROUPS
+            .iter()
+            .find(|(g, _, _)| *g == group)
+            .map(|(_, protocol, _)| *protocol)
+            .context("no such group")?;
+        let name = member_name(group, i, k);
+        let mut cmd = self.command("member", &format!("member-{name}.jsonl"));
+        cmd.args(["--name", &name, "--group", group, "--protocol", protocol])
+            .arg("--resumed-file")
+            .arg(self.resumed_file(&name));
+        self.spawn(&name, cmd)
+    }
+
+    /// The file that tells member `name` it was resumed from a pause (it then commits at
+    /// once: `workload.py member --resumed-file`).
+    pub(super) fn resumed_file(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("member-{name}.resumed"))
+    }
+
+    /// Starts the next exactly-once pipeline process and names it the current one: its
+    /// name.
+    fn start_pipeline(&mut self) -> Result<String> {
+        let output = self
+            .txn
+            .as_ref()
+            .context("no transactional workload")?
+            .pipe_topic
+            .clone();
+        let name = pipe_name(self.pipes);
+        self.pipes += 1;
+        std::fs::write(self.dir.join(PIPE_CURRENT), &name)?;
+        let mut cmd = self.command("pipeline", &format!("{name}.jsonl"));
+        cmd.args(["--output", &output, "--name", &name])
+            .arg("--current-file")
+            .arg(self.dir.join(PIPE_CURRENT));
+        self.spawn(&name, cmd)?;
+        Ok(name)
+    }
+
+    /// The run's directory (the clients' files).
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The process id of workload process `name` (a zombie's too).
+    pub(super) fn pid(&self, name: &str) -> Option<u32> {
+        self.children
+            .iter()
+            .chain(&self.zombies)
+            .find(|(n, _)| n == name)
+            .map(|(_, child)| child.id())
+    }
+
+    /// The zombie step's take-over: the current pipeline process paused (SIGSTOP) and a new
+    /// one started with the same transactional id and group. Returns (old, new).
+    pub(super) fn supersede_pipeline(&mut self) -> Result<(String, String)> {
+        let old = pipe_name(self.pipes.checked_sub(1).context("no pipeline runs")?);
+        let at = self
+            .children
+            .iter()
+            .position(|(n, _)| *n == old)
+            .context("the pipeline is not running")?;
+        super::nodes::signal(self.children[at].1.id(), "STOP")?;
+        let zombie = self.children.remove(at);
+        self.zombies.push(zombie);
+        let new = self.start_pipeline()?;
+        Ok((old, new))
+    }
+
+    /// A superseded pipeline process's exit status, once it exited.
+    pub(super) fn zombie_exited(&mut self, name: &str) -> Option<std::process::ExitStatus> {
+        let (_, child) = self.zombies.iter_mut().find(|(n, _)| n == name)?;
+        child.try_wait().ok()?
+    }
+
+    /// SIGKILL of workload process `name`, waited for. A group member's file gets a last
+    /// line saying it holds nothing from then on (it cannot write one itself).
+    pub(super) fn kill(&mut self, name: &str) -> Result<()> {
+        let Some((_, mut child)) = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .map(|at| self.children.remove(at))
+            .or_else(|| {
+                let at = self.zombies.iter().position(|(n, _)| n == name)?;
+                Some(self.zombies.remove(at))
+            })
+        else {
+            bail!("no workload process {name}");
+        };
+        child.kill()?;
+        child.wait()?;
+        let file = self.dir.join(format!("member-{name}.jsonl"));
+        if file.exists() {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&file)?;
+            // A torn last line (killed mid-write) is skipped by `lines`; start a new one.
+            writeln!(
+                f,
+                "\n{{\"held\":[],\"ms\":{},\"killed\":true}}",
+                super::unix_ms()
+            )?;
         }
         Ok(())
     }
@@ -387,6 +521,8 @@ impl Workload {
     /// Tells the producers and the consumer to stop and waits for them (the producers flush
     /// for up to 60 s; the pipeline may be ending a transaction, bounded at 45 s to send its
     /// offsets and 150 s to commit or abort, then asks for its group's offsets for 30 s).
+    /// A zombie pipeline still running stops the same way (it was resumed), or is killed at
+    /// the deadline: its end is not the run's.
     pub(super) fn stop(&mut self) -> Result<()> {
         std::fs::write(&self.stop_file, "")?;
         let deadline = Instant::now() + Duration::from_secs(STOP_WITHIN_SECS);
@@ -400,6 +536,14 @@ impl Workload {
             }
         }
         self.children.clear();
+        for (_, child) in &mut self.zombies {
+            while child.try_wait()?.is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.zombies.clear();
         Ok(())
     }
 
@@ -489,12 +633,16 @@ pub(super) fn read_history(dir: &Path) -> Result<History> {
 /// topic's end offsets of the final read.
 pub(super) fn read_group_history(dir: &Path) -> Result<Option<GroupHistory>> {
     let mut h = GroupHistory::default();
-    for (group, _, session_timeout_ms) in GROUPS {
-        for i in 0..GROUP_MEMBERS {
-            let name = format!("{group}-{i}");
+    let places = GROUPS
+        .iter()
+        .flat_map(|&(group, _, timeout)| (0..GROUP_MEMBERS).map(move |i| (group, i, timeout)));
+    for (group, i, session_timeout_ms) in places {
+        // Every member started in this place (`--zombie` kills and replaces them).
+        for k in 0.. {
+            let name = member_name(group, i, k);
             let path = dir.join(format!("member-{name}.jsonl"));
             if !path.exists() {
-                continue;
+                break;
             }
             let mut m = Member {
                 group: group.to_string(),
@@ -502,12 +650,24 @@ pub(super) fn read_group_history(dir: &Path) -> Result<Option<GroupHistory>> {
                 session_timeout_ms,
                 ..Default::default()
             };
+            // A pause the member reported, until its next commit or assignment change.
+            let mut paused: Option<u64> = None;
             for line in lines(&path)? {
                 let ms = int(&line["ms"]) as u64;
                 m.last_ms = m.last_ms.max(ms);
+                if let Some(from) = line["paused"].as_u64() {
+                    paused = Some(from);
+                    continue;
+                }
+                if line.get("held").is_some() || line.get("commit").is_some() {
+                    if let Some(from) = paused.take() {
+                        m.paused.push((from, ms));
+                    }
+                }
                 if let Some(held) = line["held"].as_array() {
                     let parts = held.iter().filter_map(|p| Some(p.as_i64()? as i32));
                     m.held.push((ms, parts.collect()));
+                    m.killed |= line["killed"].as_bool() == Some(true);
                 } else if let Some(done) = line["commit"].as_array() {
                     let sent_ms = int(&line["sent"]) as u64;
                     for c in done {
@@ -518,8 +678,19 @@ pub(super) fn read_group_history(dir: &Path) -> Result<Option<GroupHistory>> {
                             ms,
                         });
                     }
-                    m.failed_commits += line["failed"].as_array().map_or(0, |f| f.len()) as u64;
+                    let failed = line["failed"].as_array().map_or(&[][..], Vec::as_slice);
+                    m.failed_commits += failed.len() as u64;
+                    if line["late"].as_bool() == Some(true) {
+                        m.late_commits += done.len() as u64;
+                        for f in failed {
+                            let err = f[2].as_str().unwrap_or("?").to_string();
+                            *m.late_refused.entry(err).or_default() += 1;
+                        }
+                    }
                 }
+            }
+            if let Some(from) = paused {
+                m.paused.push((from, m.last_ms));
             }
             h.members.push(m);
         }
@@ -601,20 +772,48 @@ pub(super) fn read_txn_history(dir: &Path) -> Result<Option<TxnHistory>> {
     Ok(Some(h))
 }
 
-/// The exactly-once pipeline's history in `dir`, if the run had one (`pipe.jsonl`).
+/// The exactly-once pipeline's history in `dir`, if the run had one (`pipe.jsonl`, and with
+/// `--zombie` the processes that superseded it, `pipe-1.jsonl`, ...). The group's committed
+/// offsets at the end are the last process's (the one running when the run stopped).
 pub(super) fn read_pipe_history(dir: &Path) -> Result<Option<PipeHistory>> {
-    let path = dir.join("pipe.jsonl");
-    if !path.exists() {
+    if !dir.join("pipe.jsonl").exists() {
         return Ok(None);
     }
     let mut h = PipeHistory::default();
-    for line in lines(&path)? {
-        if let Some(outcome) = line["outcome"].as_str() {
-            *h.outcomes.entry(outcome.to_string()).or_default() += 1;
-        } else if line["done"].as_bool() == Some(true) {
-            h.done = true;
-            h.committed = by_partition(&line["committed"]).unwrap_or_default();
+    for k in 0.. {
+        let name = pipe_name(k);
+        let path = dir.join(format!("{name}.jsonl"));
+        if !path.exists() {
+            break;
         }
+        let mut instance = PipeInstance {
+            name,
+            ..Default::default()
+        };
+        h.done = false;
+        for line in lines(&path)? {
+            if let Some(outcome) = line["outcome"].as_str() {
+                *h.outcomes.entry(outcome.to_string()).or_default() += 1;
+                instance.batches.push(PipeBatch {
+                    n: int(&line["batch"]) as u64,
+                    producer: int(&line["pi"]).max(0) as u32,
+                    begun_ms: line["begun"].as_u64(),
+                    inputs: int(&line["inputs"]).max(0) as u64,
+                    outcome: outcome.to_string(),
+                    error: line["err"].as_str().map(str::to_string),
+                    ms: int(&line["ms"]) as u64,
+                });
+            } else if let Some(pi) = line["init"].as_u64() {
+                instance.inits.push((pi as u32, int(&line["ms"]) as u64));
+            } else if line.get("fenced").is_some() {
+                let err = line["fenced"].as_str().unwrap_or("?").to_string();
+                instance.fenced = Some((err, int(&line["ms"]) as u64));
+            } else if line["done"].as_bool() == Some(true) {
+                h.done = true;
+                h.committed = by_partition(&line["committed"]).unwrap_or_default();
+            }
+        }
+        h.instances.push(instance);
     }
     h.output = reads(&dir.join("pipefinal.jsonl"))?;
     Ok(Some(h))
@@ -622,7 +821,7 @@ pub(super) fn read_pipe_history(dir: &Path) -> Result<Option<PipeHistory>> {
 
 impl Drop for Workload {
     fn drop(&mut self) {
-        for (_, child) in &mut self.children {
+        for (_, child) in self.children.iter_mut().chain(&mut self.zombies) {
             let _ = child.kill();
             let _ = child.wait();
         }

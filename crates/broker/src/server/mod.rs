@@ -109,6 +109,27 @@ const SHARE_PERSISTER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a controlled shutdown waits for the controller to move leaderships away.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long Kafka's broker lets its forwarding and directory-assignment channels retry a
+/// request (`BrokerServer`'s `retryTimeoutMs` for those `NodeToControllerChannelManager`s;
+/// the producer-id blocks go over the forwarding one).
+pub const FORWARDING_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long one attempt of a forwarded request waits for the controller's answer before the
+/// forwarding channel sends it again (to whoever leads then): Kafka's
+/// `min(controller.socket.timeout.ms, retryTimeoutMs)`, 30 s by default (the AlterPartition
+/// channel's retry timeout is unbounded: `controller.socket.timeout.ms` alone; the
+/// heartbeats' a heartbeat interval). Not the Raft
+/// request timeout (2 s): a forwarded admin request is not idempotent (CreateAcls creates an
+/// ACL with a new id each time), and a controller cut off or paused may still read the
+/// first copy from its socket later (TCP retransmits it once the path heals) and apply it
+/// if it leads again by then — a second creation after the client saw the first succeed and
+/// deleted it (`cargo xtask chaos --seed 12 --txn --zombie --meta`, docs/chaos.md). Waiting
+/// as long as Kafka does leaves such a request to the client's own timeout: an error of
+/// unknown outcome, not a success followed by a ghost.
+pub fn forwarding_request_timeout(controller_socket_timeout: Duration) -> Duration {
+    controller_socket_timeout.min(FORWARDING_RETRY_TIMEOUT)
+}
+
 /// Everything a broker needs; built by the CLI from Kafka's property names.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -289,14 +310,15 @@ impl BrokerServer {
                 config.controller_security.clone(),
             )
         };
-        let channel = |name: &str| channel_with(name, config.controller_socket_timeout);
+        let forwarding_timeout = forwarding_request_timeout(config.controller_socket_timeout);
+        let channel = |name: &str| channel_with(name, forwarding_timeout);
         // The broker epoch, as registration sets it, for the data plane's requests.
         let (epoch_tx, epoch_rx) = watch::channel(-1i64);
         let broker_epoch = Arc::new(AtomicI64::new(-1));
         let alter_partition = DefaultAlterPartitionManager::start(
             config.node_id,
             epoch_rx.clone(),
-            channel("alter-partition"),
+            channel_with("alter-partition", config.controller_socket_timeout),
         );
         let assignments = AssignmentsManager::start(
             config.node_id,

@@ -108,6 +108,16 @@ pub async fn serve_fake<H: RequestHandler>(
     api: ApiKey,
     channel_name: String,
 ) -> (AbortOnDrop, ControllerChannel, watch::Sender<RaftMetrics>) {
+    serve_fake_timed(handler, api, channel_name, Duration::from_secs(5)).await
+}
+
+/// [`serve_fake`] with a channel whose attempts time out after `request_timeout`.
+pub async fn serve_fake_timed<H: RequestHandler>(
+    handler: Arc<H>,
+    api: ApiKey,
+    channel_name: String,
+    request_timeout: Duration,
+) -> (AbortOnDrop, ControllerChannel, watch::Sender<RaftMetrics>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut table = ApiVersionsTable::new(ListenerType::Controller);
@@ -118,7 +128,7 @@ pub async fn serve_fake<H: RequestHandler>(
         ServerConfig::default(),
         handler,
     ));
-    let (channel, raft) = channel_to(channel_name, voters_on(1, port), 1, Duration::from_secs(5));
+    let (channel, raft) = channel_to(channel_name, voters_on(1, port), 1, request_timeout);
     (AbortOnDrop(server), channel, raft)
 }
 
