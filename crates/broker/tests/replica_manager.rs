@@ -363,23 +363,7 @@ impl Broker {
         offset: i64,
         log_start: i64,
     ) -> Vec<(TopicIdPartition, FetchResult)> {
-        let params = PartitionFetchParams {
-            fetch_offset: offset,
-            log_start_offset: log_start,
-            max_bytes: 1 << 20,
-            current_leader_epoch: LEADER_EPOCH,
-            last_fetched_epoch: LEADER_EPOCH,
-            high_watermark: 0,
-        };
-        let limits = FetchLimits {
-            max_wait: Duration::ZERO,
-            min_bytes: 1,
-            max_bytes: 1 << 20,
-        };
-        let follower = FetchOrigin::Follower {
-            replica_id: REMOTE,
-            broker_epoch: 11,
-        };
+        let (follower, limits, params) = follower_fetch_of(offset, log_start);
         self.rm
             .fetch_messages(follower, limits, &[(tp.clone(), params)])
             .await
@@ -388,6 +372,32 @@ impl Broker {
     fn partition_dir(&self, tp: &TopicIdPartition) -> PathBuf {
         self.log_dir.join(format!("{}-{}", tp.topic, tp.partition))
     }
+}
+
+/// What the in-sync follower [`REMOTE`] (broker epoch 11) asks of a partition from
+/// `offset`, its log starting at `log_start`, without waiting.
+fn follower_fetch_of(
+    offset: i64,
+    log_start: i64,
+) -> (FetchOrigin, FetchLimits, PartitionFetchParams) {
+    let params = PartitionFetchParams {
+        fetch_offset: offset,
+        log_start_offset: log_start,
+        max_bytes: 1 << 20,
+        current_leader_epoch: LEADER_EPOCH,
+        last_fetched_epoch: LEADER_EPOCH,
+        high_watermark: 0,
+    };
+    let limits = FetchLimits {
+        max_wait: Duration::ZERO,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+    };
+    let follower = FetchOrigin::Follower {
+        replica_id: REMOTE,
+        broker_epoch: 11,
+    };
+    (follower, limits, params)
 }
 
 /// One consumer fetch of one partition.
@@ -963,23 +973,7 @@ async fn an_unfenced_caught_up_follower_is_read_at_its_sessions_next_fetch_and_j
         let rm = Arc::clone(&b.rm);
         let (tp, watch) = (tp.clone(), Arc::clone(&watch));
         async move {
-            let params = PartitionFetchParams {
-                fetch_offset: 2,
-                log_start_offset: 0,
-                max_bytes: 1 << 20,
-                current_leader_epoch: LEADER_EPOCH,
-                last_fetched_epoch: LEADER_EPOCH,
-                high_watermark: 2,
-            };
-            let limits = FetchLimits {
-                max_wait: Duration::ZERO,
-                min_bytes: 1,
-                max_bytes: 1 << 20,
-            };
-            let follower = FetchOrigin::Follower {
-                replica_id: REMOTE,
-                broker_epoch: 11,
-            };
+            let (follower, limits, params) = follower_fetch_of(2, 0);
             let mut no_news = Vec::new;
             rm.fetch_messages_in_session(
                 follower,

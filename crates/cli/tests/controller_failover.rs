@@ -112,18 +112,22 @@ fn broker_unfenced(broker: &Node) -> Option<()> {
     }
 }
 
-fn create_topic(broker: &Node, name: &str) -> Option<()> {
-    let body = RequestBody::CreateTopics(CreateTopicsRequest {
+/// CreateTopics of `name`, one partition, RF 1, waiting `timeout_ms`.
+fn create_topics(name: &str, timeout_ms: i32) -> RequestBody {
+    RequestBody::CreateTopics(CreateTopicsRequest {
         topics: vec![create_topics_request::CreatableTopic {
             name: name.into(),
             num_partitions: 1,
             replication_factor: 1,
             ..Default::default()
         }],
-        timeout_ms: 1000,
+        timeout_ms,
         ..Default::default()
-    });
-    match call(&broker.address(), 7, body)? {
+    })
+}
+
+fn create_topic(broker: &Node, name: &str) -> Option<()> {
+    match call(&broker.address(), 7, create_topics(name, 1000))? {
         ResponseBody::CreateTopics(r) => {
             let code = r.topics.first()?.error_code;
             (code == ErrorCode::None.code() || code == ErrorCode::TopicAlreadyExists.code())
@@ -245,16 +249,7 @@ fn a_request_forwarded_to_a_paused_controller_is_applied_once() {
     signal("-STOP");
     let address = broker.address();
     let creating = std::thread::spawn(move || {
-        let body = RequestBody::CreateTopics(CreateTopicsRequest {
-            topics: vec![create_topics_request::CreatableTopic {
-                name: "during-the-pause".into(),
-                num_partitions: 1,
-                replication_factor: 1,
-                ..Default::default()
-            }],
-            timeout_ms: 60_000,
-            ..Default::default()
-        });
+        let body = create_topics("during-the-pause", 60_000);
         call_within(&address, 7, body, Duration::from_secs(90))
     });
     // Longer than two of the old 2 s attempts.
