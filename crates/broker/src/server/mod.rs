@@ -294,13 +294,8 @@ impl BrokerServer {
             l.security
                 .set_scram_credentials(Arc::new(published.sasl_credentials()));
         }
-        // A request to the controller waits `controller.socket.timeout.ms` for its answer
-        // before it is sent again, as Kafka's channels do (`min(controller.socket.timeout.ms,
-        // retryTimeoutMs)`: 30 s, and a heartbeat interval for the heartbeats). Not the Raft
-        // client's 2 s: a forwarded request given up that soon and sent again on a new
-        // connection is applied twice when the first copy's bytes still arrive (a partition
-        // healing, or the kernel delivering a dead connection's send queue) — a topic created
-        // again after its acknowledged deletion, as the chaos harness saw.
+        // Each channel's attempt waits as Kafka's does before the request is sent again
+        // ([`forwarding_request_timeout`] says why not the Raft client's 2 s).
         let channel_with = |name: &str, request_timeout: Duration| {
             ControllerChannel::new(
                 format!("broker-{}-{name}-channel", config.node_id),
